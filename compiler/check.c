@@ -1,0 +1,486 @@
+/* check.c: names, kinds, layout and op signatures; `repeat` unrolling.
+ *
+ * Two passes over the tree. The first collects the program's declarations
+ * (vocab, period, registers, output, generate) wherever they stand; the
+ * second checks each op call once and unrolls repeat blocks by copying the
+ * checked ops, so an error in a repeated body is reported once.
+ */
+#include "check.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct Checker {
+    TfDiag *diag;
+    TfIr *ir;
+    const TfStmt *vocab_stmt, *period_stmt, *output_stmt, *generate_stmt;
+    int have_vocab;
+    /* checked op templates' argument arrays, owned here until check_free */
+    TfIrArg **arg_blocks;
+    int n_arg_blocks, cap_arg_blocks;
+    int too_many_layers;
+} Checker;
+
+/* The TfIr is allocated with room for the checker's bookkeeping after it. */
+typedef struct IrBox {
+    TfIr ir;
+    TfIrArg **arg_blocks;
+    int n_arg_blocks;
+} IrBox;
+
+static const char *show_char(int c, char *buf) {
+    switch (c) {
+    case '\n': return "\\n";
+    case '\t': return "\\t";
+    case '\r': return "\\r";
+    case '\0': return "\\0";
+    case '\\': return "\\\\";
+    case '\'': return "\\'";
+    default:
+        if (c < 0x20 || c >= 0x7f)
+            snprintf(buf, 8, "\\x%02x", c & 0xff);
+        else
+            snprintf(buf, 8, "%c", c);
+        return buf;
+    }
+}
+
+static const char *kind_name(TfRegKind k) { return tf_reg_kind_names[k]; }
+
+/* "a token register", "a position or scalar register" */
+static void kinds_text(unsigned kinds, char *buf, size_t n) {
+    if (kinds == TF_KINDS_ANY) {
+        snprintf(buf, n, "a register");
+        return;
+    }
+    buf[0] = '\0';
+    int first = 1;
+    for (int k = 0; k < TF_REG_KIND_COUNT; k++) {
+        if (!(kinds & (1u << k))) continue;
+        size_t len = strlen(buf);
+        snprintf(buf + len, n - len, "%s%s", first ? "a " : " or ", tf_reg_kind_names[k]);
+        first = 0;
+    }
+    size_t len = strlen(buf);
+    snprintf(buf + len, n - len, " register");
+}
+
+static const char *arg_kind_text(TfArgKind k) {
+    switch (k) {
+    case TF_ARG_NAME: return "a register name";
+    case TF_ARG_CHAR: return "a token literal";
+    case TF_ARG_INT: return "an integer";
+    case TF_ARG_OFFSET: return "a register with an offset";
+    case TF_ARG_STEP: return "a register with a step";
+    default: return "an argument";
+    }
+}
+
+static int find_reg(const TfIr *ir, const char *name) {
+    for (int i = 0; i < ir->n_regs; i++)
+        if (strcmp(ir->regs[i].name, name) == 0) return i;
+    return -1;
+}
+
+static int find_tok(const TfIr *ir, int c) {
+    for (int i = 0; i < ir->n_vocab; i++)
+        if ((unsigned char)ir->vocab[i] == (unsigned char)c) return i;
+    return -1;
+}
+
+static void hint_similar_reg(Checker *ck, const char *name) {
+    const TfIr *ir = ck->ir;
+    int best = -1, best_d = 3;
+    for (int i = 0; i < ir->n_regs; i++) {
+        int d = ops_edit_distance(name, ir->regs[i].name);
+        if (d < best_d) {
+            best_d = d;
+            best = i;
+        }
+    }
+    if (best >= 0) diag_hint(ck->diag, "did you mean '%s'?", ir->regs[best].name);
+}
+
+static void note_declared(Checker *ck, int reg) {
+    const TfIrReg *r = &ck->ir->regs[reg];
+    if (r->loc.line > 0)
+        diag_note(ck->diag, r->loc, "'%s' is declared here as a %s register", r->name,
+                  kind_name(r->kind));
+    else
+        diag_hint(ck->diag, "'%s' is a built-in %s register", r->name, kind_name(r->kind));
+}
+
+/* Resolves a register name and checks its kind; -1 after reporting. */
+static int resolve_reg(Checker *ck, const TfName *name, unsigned kinds, const char *op,
+                       const char *role) {
+    int reg = find_reg(ck->ir, name->text);
+    if (reg < 0) {
+        diag_error(ck->diag, name->loc, "unknown register '%s'", name->text);
+        hint_similar_reg(ck, name->text);
+        return -1;
+    }
+    if (!(kinds & (1u << ck->ir->regs[reg].kind))) {
+        char want[64];
+        kinds_text(kinds, want, sizeof want);
+        diag_error(ck->diag, name->loc, "'%s' is a %s register, but %s needs %s for %s",
+                   name->text, kind_name(ck->ir->regs[reg].kind), op, want, role);
+        note_declared(ck, reg);
+        return -1;
+    }
+    return reg;
+}
+
+/* ---- pass 1: declarations ------------------------------------------------ */
+
+static int add_reg(Checker *ck, const char *name, TfRegKind kind, TfLoc loc) {
+    TfIr *ir = ck->ir;
+    TfIrReg *regs = realloc(ir->regs, ((size_t)ir->n_regs + 1) * sizeof *regs);
+    if (!regs) return -1;
+    ir->regs = regs;
+    regs[ir->n_regs] = (TfIrReg){name, kind, 0, 0, loc};
+    return ir->n_regs++;
+}
+
+static void duplicate(Checker *ck, const TfStmt *s, const TfStmt *first, const char *what) {
+    diag_error(ck->diag, s->loc, "%s is declared twice", what);
+    diag_note(ck->diag, first->loc, "first declared here");
+}
+
+static void check_vocab(Checker *ck, const TfStmt *s) {
+    TfIr *ir = ck->ir;
+    if (ck->vocab_stmt) {
+        duplicate(ck, s, ck->vocab_stmt, "the vocabulary");
+        return;
+    }
+    ck->vocab_stmt = s;
+    if (s->vocab_len == 0) {
+        diag_error(ck->diag, s->loc, "the vocabulary is empty");
+        return;
+    }
+    int seen[256];
+    for (int i = 0; i < 256; i++) seen[i] = -1;
+    int ok = 1;
+    for (int i = 0; i < s->vocab_len; i++) {
+        unsigned char c = (unsigned char)s->vocab[i];
+        if (seen[c] >= 0) {
+            char buf[8];
+            diag_error(ck->diag, s->vocab_locs[i], "token '%s' appears twice in the vocabulary",
+                       show_char(c, buf));
+            diag_note(ck->diag, s->vocab_locs[seen[c]], "first listed here");
+            ok = 0;
+            continue;
+        }
+        seen[c] = i;
+        ir->vocab[ir->n_vocab++] = (char)c;
+    }
+    ck->have_vocab = ok;
+}
+
+static void check_decl(Checker *ck, const TfStmt *s) {
+    static const TfRegKind kinds[] = {[TF_DECL_POSITION] = TF_REG_POSITION,
+                                      [TF_DECL_TOKEN] = TF_REG_TOKEN,
+                                      [TF_DECL_SCALAR] = TF_REG_SCALAR};
+    for (int i = 0; i < s->n_names; i++) {
+        const TfName *n = &s->names[i];
+        int prev = find_reg(ck->ir, n->text);
+        if (prev >= 0 && prev <= TF_IR_REG_POS) {
+            diag_error(ck->diag, n->loc, "'%s' is a built-in register and cannot be declared",
+                       n->text);
+            continue;
+        }
+        if (prev >= 0) {
+            diag_error(ck->diag, n->loc, "register '%s' is declared twice", n->text);
+            diag_note(ck->diag, ck->ir->regs[prev].loc, "first declared here");
+            continue;
+        }
+        add_reg(ck, n->text, kinds[s->decl_kind], n->loc);
+    }
+}
+
+static void collect_declarations(Checker *ck, const TfProgram *prog) {
+    for (const TfStmt *s = prog->stmts; s; s = s->next) {
+        switch (s->kind) {
+        case TF_STMT_VOCAB: check_vocab(ck, s); break;
+        case TF_STMT_PERIOD:
+            if (ck->period_stmt) {
+                duplicate(ck, s, ck->period_stmt, "the period");
+                break;
+            }
+            ck->period_stmt = s;
+            if (s->value < 2 || s->value > TF_MAX_PERIOD)
+                diag_error(ck->diag, s->value_loc, "period must be between 2 and %d, not %ld",
+                           TF_MAX_PERIOD, s->value);
+            else
+                ck->ir->period = (int)s->value;
+            break;
+        case TF_STMT_DECL: check_decl(ck, s); break;
+        case TF_STMT_OUTPUT:
+            if (ck->output_stmt)
+                duplicate(ck, s, ck->output_stmt, "the output");
+            else
+                ck->output_stmt = s;
+            break;
+        case TF_STMT_GENERATE:
+            if (ck->generate_stmt)
+                duplicate(ck, s, ck->generate_stmt, "the generation count");
+            else
+                ck->generate_stmt = s;
+            break;
+        default: break;
+        }
+    }
+    if (!ck->vocab_stmt)
+        diag_file_error(ck->diag, "the program declares no vocabulary (add `vocab \"...\";`)");
+
+    // Layout: tokens, pos, then declarations in order.
+    TfIr *ir = ck->ir;
+    int offset = 0;
+    for (int i = 0; i < ir->n_regs; i++) {
+        TfIrReg *r = &ir->regs[i];
+        r->size = r->kind == TF_REG_TOKEN ? ir->n_vocab : r->kind == TF_REG_POSITION ? 2 : 1;
+        r->offset = offset;
+        offset += r->size;
+    }
+    ir->d_model = offset;
+}
+
+static void check_output_and_generate(Checker *ck) {
+    TfIr *ir = ck->ir;
+    if (!ck->output_stmt) {
+        diag_file_error(ck->diag, "the program has no output (add `output REGISTER;` naming the "
+                                  "token register the next token is read from)");
+    } else {
+        ir->output_reg = resolve_reg(ck, &ck->output_stmt->dest, TF_KINDS_TOKEN, "output",
+                                     "the next token");
+    }
+    if (ck->generate_stmt) {
+        const TfStmt *g = ck->generate_stmt;
+        if (g->value < 1 || g->value >= ir->period)
+            diag_error(ck->diag, g->value_loc,
+                       "generate count must be between 1 and %d (the period less one), not %ld",
+                       ir->period - 1, g->value);
+        else
+            ir->generate = (int)g->value;
+    }
+}
+
+/* ---- pass 2: ops ------------------------------------------------------------ */
+
+typedef struct OpList {
+    TfIrOp *ops;
+    int n, cap;
+} OpList;
+
+static int oplist_push(OpList *l, const TfIrOp *op) {
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 16;
+        TfIrOp *ops = realloc(l->ops, (size_t)cap * sizeof *ops);
+        if (!ops) return -1;
+        l->ops = ops;
+        l->cap = cap;
+    }
+    l->ops[l->n++] = *op;
+    return 0;
+}
+
+static TfIrArg *new_args(Checker *ck, int n) {
+    if (ck->n_arg_blocks == ck->cap_arg_blocks) {
+        int cap = ck->cap_arg_blocks ? 2 * ck->cap_arg_blocks : 16;
+        TfIrArg **b = realloc(ck->arg_blocks, (size_t)cap * sizeof *b);
+        if (!b) return NULL;
+        ck->arg_blocks = b;
+        ck->cap_arg_blocks = cap;
+    }
+    TfIrArg *a = calloc((size_t)(n > 0 ? n : 1), sizeof *a);
+    if (a) ck->arg_blocks[ck->n_arg_blocks++] = a;
+    return a;
+}
+
+/* Checks one argument against its parameter; 0 or -1 after reporting. */
+static int check_arg(Checker *ck, const TfOpInfo *info, const TfParam *p, const TfArg *a,
+                     TfIrArg *out) {
+    out->reg = -1;
+    out->tok = -1;
+    out->value = 0;
+    switch (p->kind) {
+    case TF_PARAM_TOKEN_LITERAL:
+        if (a->kind != TF_ARG_CHAR) {
+            diag_error(ck->diag, a->loc, "%s needs a token literal such as '+' for %s, not %s",
+                       info->name, p->role, arg_kind_text(a->kind));
+            return -1;
+        }
+        if (!ck->have_vocab) return -1;
+        out->tok = find_tok(ck->ir, a->ch);
+        if (out->tok < 0) {
+            char buf[8];
+            diag_error(ck->diag, a->loc, "token '%s' is not in the vocabulary",
+                       show_char(a->ch, buf));
+            return -1;
+        }
+        return 0;
+    case TF_PARAM_REG:
+    case TF_PARAM_REG_OFFSET:
+    case TF_PARAM_REG_STEP: {
+        int ok_kind = (a->kind == TF_ARG_NAME && p->kind != TF_PARAM_REG_STEP) ||
+                      (a->kind == TF_ARG_OFFSET && p->kind == TF_PARAM_REG_OFFSET) ||
+                      (a->kind == TF_ARG_STEP && p->kind == TF_PARAM_REG_STEP);
+        if (!ok_kind) {
+            static const char *const want[] = {
+                [TF_PARAM_REG] = "a register name",
+                [TF_PARAM_REG_OFFSET] = "a register, optionally with an offset (`reg + 1`)",
+                [TF_PARAM_REG_STEP] = "a register and a step (`reg: -1`)"};
+            diag_error(ck->diag, a->loc, "%s needs %s for %s, not %s", info->name, want[p->kind],
+                       p->role, arg_kind_text(a->kind));
+            diag_hint(ck->diag, "usage: %s", info->synopsis);
+            return -1;
+        }
+        out->reg = resolve_reg(ck, &a->name, p->reg_kinds, info->name, p->role);
+        out->value = a->kind == TF_ARG_NAME ? 0 : a->value;
+        if (out->reg >= 0 && ck->ir->period > 0 &&
+            (out->value >= ck->ir->period || out->value <= -ck->ir->period)) {
+            diag_error(ck->diag, a->value_loc,
+                       "%ld is a whole turn or more of the position encoding (period %d)",
+                       out->value, ck->ir->period);
+            return -1;
+        }
+        return out->reg >= 0 ? 0 : -1;
+    }
+    }
+    return -1;
+}
+
+static int check_multiply_digits(Checker *ck, const TfStmt *s) {
+    if (!ck->have_vocab) return -1;
+    for (int dgt = 0; dgt < 10; dgt++) {
+        if (find_tok(ck->ir, '0' + dgt) < 0) {
+            diag_error(ck->diag, s->op.loc,
+                       "Multiply adds decimal digits, but '%c' is not in the vocabulary", '0' + dgt);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Checks one op call; on success appends it to out. */
+static int check_op(Checker *ck, const TfStmt *s, OpList *out) {
+    int op = ops_find(s->op.text);
+    if (op < 0) {
+        diag_error(ck->diag, s->op.loc, "unknown op '%s'", s->op.text);
+        int best = -1, best_d = 4;
+        for (int i = 0; i < TF_OP_COUNT; i++) {
+            int d = ops_edit_distance(s->op.text, tf_ops[i].name);
+            if (d < best_d) {
+                best_d = d;
+                best = i;
+            }
+        }
+        if (best >= 0) {
+            diag_hint(ck->diag, "did you mean '%s'?", tf_ops[best].name);
+        } else {
+            char list[512] = "";
+            for (int i = 0; i < TF_OP_COUNT; i++) {
+                size_t len = strlen(list);
+                snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", tf_ops[i].name);
+            }
+            diag_hint(ck->diag, "the ops are %s", list);
+        }
+        return -1;
+    }
+    const TfOpInfo *info = &tf_ops[op];
+    if (info->variadic ? s->n_args < info->n_params : s->n_args != info->n_params) {
+        diag_error(ck->diag, s->op.loc, "%s takes %s%d argument%s, but %d %s given", info->name,
+                   info->variadic ? "at least " : "", info->n_params,
+                   info->n_params == 1 ? "" : "s", s->n_args, s->n_args == 1 ? "was" : "were");
+        diag_hint(ck->diag, "usage: %s", info->synopsis);
+        return -1;
+    }
+    TfIrArg *args = new_args(ck, s->n_args);
+    if (!args) return -1;
+    int ok = 1;
+    for (int i = 0; i < s->n_args; i++) {
+        const TfParam *p = &info->params[i < info->n_params ? i : info->n_params - 1];
+        if (check_arg(ck, info, p, &s->args[i], &args[i]) < 0) ok = 0;
+    }
+    int dest = -1;
+    if (info->dest_kinds == 0 && s->dest.text) {
+        diag_error(ck->diag, s->dest.loc, "%s writes no result register; remove '-> %s'",
+                   info->name, s->dest.text);
+        diag_hint(ck->diag, "usage: %s", info->synopsis);
+        ok = 0;
+    } else if (info->dest_kinds != 0 && !s->dest.text) {
+        diag_error(ck->diag, s->loc, "%s needs a result register", info->name);
+        diag_hint(ck->diag, "usage: %s", info->synopsis);
+        ok = 0;
+    } else if (s->dest.text) {
+        dest = resolve_reg(ck, &s->dest, info->dest_kinds, info->name, "its result");
+        if (dest < 0) ok = 0;
+    }
+    if (op == TF_OP_MULTIPLY && check_multiply_digits(ck, s) < 0) ok = 0;
+    if (!ok) return -1;
+    TfIrOp irop = {(TfOpKind)op, s, s->n_args, args, dest};
+    return oplist_push(out, &irop);
+}
+
+static void check_block(Checker *ck, const TfStmt *list, OpList *out) {
+    for (const TfStmt *s = list; s; s = s->next) {
+        if (s->kind == TF_STMT_OP) {
+            check_op(ck, s, out);
+        } else if (s->kind == TF_STMT_REPEAT) {
+            OpList body = {0};
+            check_block(ck, s->body, &body);
+            if (s->value < 1 || s->value > TF_MAX_REPEAT) {
+                diag_error(ck->diag, s->value_loc,
+                           "repeat count must be between 1 and %d, not %ld", TF_MAX_REPEAT,
+                           s->value);
+            } else if ((long)out->n + (long)body.n * s->value > TF_MAX_LAYERS) {
+                if (!ck->too_many_layers)
+                    diag_error(ck->diag, s->loc,
+                               "this repeat unrolls the program to more than %d layers",
+                               TF_MAX_LAYERS);
+                ck->too_many_layers = 1;
+            } else {
+                for (long r = 0; r < s->value; r++)
+                    for (int i = 0; i < body.n; i++) oplist_push(out, &body.ops[i]);
+            }
+            free(body.ops);
+        }
+    }
+}
+
+void check_free(TfIr *ir) {
+    if (!ir) return;
+    IrBox *box = (IrBox *)ir;
+    for (int i = 0; i < box->n_arg_blocks; i++) free(box->arg_blocks[i]);
+    free(box->arg_blocks);
+    free(ir->regs);
+    free(ir->ops);
+    free(box);
+}
+
+TfIr *check_program(const TfProgram *prog, TfDiag *diag) {
+    IrBox *box = calloc(1, sizeof *box);
+    if (!box) return NULL;
+    TfIr *ir = &box->ir;
+    ir->period = TF_DEFAULT_PERIOD;
+    ir->generate = TF_DEFAULT_GENERATE;
+    ir->output_reg = -1;
+    Checker ck = {.diag = diag, .ir = ir};
+    TfLoc none = {0, 0, 0, 0};
+    add_reg(&ck, "tokens", TF_REG_TOKEN, none);
+    add_reg(&ck, "pos", TF_REG_POSITION, none);
+
+    int errors_before = diag->n_errors;
+    collect_declarations(&ck, prog);
+    OpList ops = {0};
+    check_block(&ck, prog->stmts, &ops);
+    ir->ops = ops.ops;
+    ir->n_ops = ops.n;
+    check_output_and_generate(&ck);
+    box->arg_blocks = ck.arg_blocks;
+    box->n_arg_blocks = ck.n_arg_blocks;
+    if (diag->n_errors > errors_before) {
+        check_free(ir);
+        return NULL;
+    }
+    return ir;
+}

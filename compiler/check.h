@@ -1,0 +1,73 @@
+/* check.h: semantic checks, from syntax tree to a checked program (TfIr).
+ *
+ * The checker resolves names, lays out the residual stream, checks every op
+ * call against its signature (compiler/ops.h), unrolls `repeat` blocks and
+ * reports every problem it finds to the TfDiag, continuing where it can.
+ *
+ * Residual layout: the built-in token register `tokens` (the input one-hot)
+ * at column 0, the built-in position register `pos`, then the declared
+ * registers in declaration order.
+ *
+ * Memory: a TfIr owns its arrays; it borrows the TfProgram (labels, source
+ * locations), which must outlive it. check_free releases it.
+ */
+#ifndef TF_CHECK_H
+#define TF_CHECK_H
+
+#include "ast.h"
+#include "diag.h"
+#include "model.h"
+#include "ops.h"
+
+#define TF_DEFAULT_PERIOD 100
+#define TF_MAX_PERIOD 65536
+#define TF_MAX_REPEAT 10000
+#define TF_MAX_LAYERS 100000
+#define TF_DEFAULT_GENERATE 1
+
+typedef struct TfIrReg {
+    const char *name; /* borrowed from the tree, or a literal for built-ins */
+    TfRegKind kind;
+    int offset, size;
+    TfLoc loc; /* declaration; line 0 for built-ins */
+} TfIrReg;
+
+/* One checked argument: a register (reg >= 0) with an optional integer
+ * (offset or step), or a token (tok >= 0). */
+typedef struct TfIrArg {
+    int reg;
+    long value;
+    int tok;
+} TfIrArg;
+
+/* One op application, after unrolling: becomes exactly one layer. */
+typedef struct TfIrOp {
+    TfOpKind op;
+    const TfStmt *stmt; /* label, location */
+    int n_args;
+    TfIrArg *args;
+    int dest; /* register index, or -1 */
+} TfIrOp;
+
+typedef struct TfIr {
+    char vocab[256];
+    int n_vocab;
+    int period;
+    TfIrReg *regs;
+    int n_regs;
+    int d_model;
+    TfIrOp *ops;
+    int n_ops;
+    int output_reg;
+    int generate;
+} TfIr;
+
+/* Index of the built-in registers in TfIr.regs. */
+enum { TF_IR_REG_TOKENS = 0, TF_IR_REG_POS = 1 };
+
+/* Checks a parsed program. Returns the checked program, or NULL when any
+ * error was reported (diag->n_errors > 0) or memory ran out. */
+TfIr *check_program(const TfProgram *prog, TfDiag *diag);
+void check_free(TfIr *ir);
+
+#endif

@@ -1,0 +1,21 @@
+/* compile.h: the whole compiler as one call, source text -> model.
+ *
+ * compile_source runs the pipeline of the compiler: parse (grammar/), check
+ * (compiler/check.c), lower (compiler/lower.c), and records the program
+ * source in the model. Diagnostics go to diag_out as they are found.
+ *
+ * Memory: the returned model belongs to the caller (model_free).
+ */
+#ifndef TF_COMPILE_H
+#define TF_COMPILE_H
+
+#include <stdio.h>
+
+#include "model.h"
+
+/* NULL when the program has errors (then *n_errors > 0, all reported) or
+ * when lowering failed (then err says why and *n_errors is 0). */
+TfModel *compile_source(const char *filename, const char *source, size_t len, FILE *diag_out,
+                        int *n_errors, TfError *err);
+
+#endif

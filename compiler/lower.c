@@ -1,0 +1,409 @@
+/* lower.c: every op's weight construction (seed 001's, to the float).
+ *
+ * Matrices are built in PyTorch's [out, in] order: W(o, i) is the weight
+ * from residual column i to output o. Constants are computed in double and
+ * rounded once to float, as the seed's Python does.
+ */
+#include "lower.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
+typedef struct Mat {
+    int rows, cols; /* [out, in]; a vector has rows == 1 */
+    float *w;
+} Mat;
+
+#define AT(M, o, i) ((M).w[(size_t)(o) * (size_t)(M).cols + (size_t)(i)])
+
+typedef struct Lowerer {
+    const TfIr *ir;
+    TfModel *m;
+    TfError *err;
+    uint64_t *hashes; /* per tensor of m, for sharing identical tensors */
+    int failed;
+} Lowerer;
+
+static Mat mat_new(Lowerer *L, int rows, int cols) {
+    Mat M = {rows, cols, calloc((size_t)rows * (size_t)cols, sizeof(float))};
+    if (!M.w && !L->failed) {
+        tf_error_set(L->err, "out of memory for a %dx%d matrix", rows, cols);
+        L->failed = 1;
+    }
+    return M;
+}
+
+static void mat_fill(Mat M, float value) {
+    for (size_t i = 0; i < (size_t)M.rows * (size_t)M.cols; i++) M.w[i] = value;
+}
+
+static uint64_t hash_floats(const float *w, size_t n, int rows, int cols) {
+    uint64_t h = 1469598103934665603ull ^ ((uint64_t)rows << 32) ^ (uint64_t)cols;
+    const unsigned char *p = (const unsigned char *)w;
+    for (size_t i = 0; i < n * sizeof(float); i++) {
+        h ^= p[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+/* Stores M under `name` unless an identical tensor exists; returns the
+ * tensor index either way and frees M. A vector (rows == 1) is 1-D. */
+static int emit(Lowerer *L, const char *name, Mat M) {
+    if (L->failed || !M.w) {
+        free(M.w);
+        return -1;
+    }
+    size_t n = (size_t)M.rows * (size_t)M.cols;
+    uint64_t h = hash_floats(M.w, n, M.rows, M.cols);
+    int ndim = M.rows == 1 ? 1 : 2;
+    int64_t shape[2] = {M.rows, M.cols};
+    if (ndim == 1) shape[0] = M.cols;
+    for (int t = 0; t < L->m->n_tensors; t++) {
+        const TfTensor *T = &L->m->tensors[t];
+        if (L->hashes[t] == h && T->ndim == ndim && T->nelem == n &&
+            T->shape[0] == shape[0] && (ndim == 1 || T->shape[1] == shape[1]) &&
+            memcmp(T->data, M.w, n * sizeof(float)) == 0) {
+            free(M.w);
+            return t;
+        }
+    }
+    int t = model_add_tensor(L->m, name, ndim, shape, L->err);
+    if (t < 0) {
+        L->failed = 1;
+        free(M.w);
+        return -1;
+    }
+    uint64_t *hs = realloc(L->hashes, ((size_t)t + 1) * sizeof *hs);
+    if (!hs) {
+        tf_error_set(L->err, "out of memory");
+        L->failed = 1;
+        free(M.w);
+        return -1;
+    }
+    L->hashes = hs;
+    hs[t] = h;
+    memcpy(L->m->tensors[t].data, M.w, n * sizeof(float));
+    free(M.w);
+    return t;
+}
+
+static const TfIrReg *reg(const Lowerer *L, int r) { return &L->ir->regs[r]; }
+
+static TfLayer layer_header(const Lowerer *L, const TfIrOp *op, TfLayerKind kind) {
+    TfLayer ly;
+    memset(&ly, 0, sizeof ly);
+    ly.kind = kind;
+    ly.name = op->stmt->label.text ? op->stmt->label.text : (char *)tf_ops[op->op].layer_name;
+    ly.op = (char *)tf_ops[op->op].name;
+    ly.line = op->stmt->loc.line;
+    ly.output = ly.fc1_bias = ly.fc2_bias = -1;
+    (void)L;
+    return ly;
+}
+
+/* One head over the whole residual stream, no output projection, scaled by
+ * 1/sqrt(d_model): the seed's AttentionLayer. */
+static void emit_attention(Lowerer *L, int li, const TfIrOp *op, Mat q, Mat k, Mat v) {
+    int d = L->ir->d_model;
+    TfLayer ly = layer_header(L, op, TF_LAYER_ATTENTION);
+    ly.n_heads = 1;
+    ly.d_head = d;
+    ly.d_vhead = d;
+    ly.scale = (float)(1.0 / sqrt((double)d));
+    ly.causal = 1;
+    char name[96];
+    snprintf(name, sizeof name, "layers.%d.attn.query.weight", li);
+    ly.query = emit(L, name, q);
+    snprintf(name, sizeof name, "layers.%d.attn.key.weight", li);
+    ly.key = emit(L, name, k);
+    snprintf(name, sizeof name, "layers.%d.attn.value.weight", li);
+    ly.value = emit(L, name, v);
+    if (!L->failed && model_add_layer(L->m, &ly, L->err) < 0) L->failed = 1;
+}
+
+/* x += act(x W1^T + b1) W2^T + b2: the seed's MLPLayer with exact GELU. */
+static void emit_mlp(Lowerer *L, int li, const TfIrOp *op, Mat w1, Mat b1, Mat w2, Mat b2) {
+    TfLayer ly = layer_header(L, op, TF_LAYER_MLP);
+    ly.d_hidden = w1.rows;
+    ly.act = TF_ACT_GELU;
+    char name[96];
+    snprintf(name, sizeof name, "layers.%d.mlp.fc1.weight", li);
+    ly.fc1_weight = emit(L, name, w1);
+    snprintf(name, sizeof name, "layers.%d.mlp.fc1.bias", li);
+    ly.fc1_bias = emit(L, name, b1);
+    snprintf(name, sizeof name, "layers.%d.mlp.fc2.weight", li);
+    ly.fc2_weight = emit(L, name, w2);
+    snprintf(name, sizeof name, "layers.%d.mlp.fc2.bias", li);
+    ly.fc2_bias = emit(L, name, b2);
+    if (!L->failed && model_add_layer(L->m, &ly, L->err) < 0) L->failed = 1;
+}
+
+static double angle(const Lowerer *L, double steps) {
+    return steps * (2.0 * M_PI) / (double)L->ir->period;
+}
+
+/* FindAndStore('c') -> dst: every query row is -1e10 except +1e10 at the
+ * token's column, keys are the residual itself, values copy pos into dst. */
+static void lower_find_and_store(Lowerer *L, int li, const TfIrOp *op) {
+    int d = L->ir->d_model, tok = op->args[0].tok;
+    const TfIrReg *pos = reg(L, TF_IR_REG_POS), *dst = reg(L, op->dest);
+    int tokcol = reg(L, TF_IR_REG_TOKENS)->offset + tok;
+    Mat q = mat_new(L, d, d), k = mat_new(L, d, d), v = mat_new(L, d, d);
+    if (L->failed) goto fail;
+    for (int o = 0; o < d; o++)
+        for (int i = 0; i < d; i++) AT(q, o, i) = o == tokcol ? 1e10f : -1e10f;
+    for (int c = 0; c < d; c++) AT(k, c, c) = 1.0f;
+    AT(v, dst->offset, pos->offset) = 1.0f;
+    AT(v, dst->offset + 1, pos->offset + 1) = 1.0f;
+    emit_attention(L, li, op, q, k, v);
+    return;
+fail:
+    free(q.w), free(k.w), free(v.w);
+}
+
+/* GetRelativeToken(p + n) -> dst: the query is p rotated by n steps, the
+ * key pos scaled by 1e10, the value copies the token one-hot into dst. */
+static void lower_get_relative_token(Lowerer *L, int li, const TfIrOp *op) {
+    int d = L->ir->d_model;
+    const TfIrReg *p = reg(L, op->args[0].reg), *pos = reg(L, TF_IR_REG_POS);
+    const TfIrReg *toks = reg(L, TF_IR_REG_TOKENS), *dst = reg(L, op->dest);
+    double a = angle(L, (double)-op->args[0].value);
+    float s = (float)sin(a), c = (float)cos(a);
+    Mat q = mat_new(L, d, d), k = mat_new(L, d, d), v = mat_new(L, d, d);
+    if (L->failed) goto fail;
+    AT(q, pos->offset, p->offset) = c;
+    AT(q, pos->offset, p->offset + 1) = -s;
+    AT(q, pos->offset + 1, p->offset) = s;
+    AT(q, pos->offset + 1, p->offset + 1) = c;
+    AT(k, pos->offset, pos->offset) = 1e10f;
+    AT(k, pos->offset + 1, pos->offset + 1) = 1e10f;
+    for (int t = 0; t < toks->size; t++) AT(v, dst->offset + t, toks->offset + t) = 1.0f;
+    emit_attention(L, li, op, q, k, v);
+    return;
+fail:
+    free(q.w), free(k.w), free(v.w);
+}
+
+/* Multiply(a, b, carry) -> out: two hidden units per digit pair (i, j), one
+ * firing without carry (500 a_i + 500 b_j - 1000 carry - 900), one with
+ * (333 each - 900); each writes the digit (i + j [+ 1]) mod 10 and the carry
+ * change. 200 hidden units. */
+static void lower_multiply(Lowerer *L, int li, const TfIrOp *op) {
+    int d = L->ir->d_model, width = 10 * 10 * 2;
+    const TfIrReg *a = reg(L, op->args[0].reg), *b = reg(L, op->args[1].reg);
+    const TfIrReg *carry = reg(L, op->args[2].reg), *out = reg(L, op->dest);
+    int digit[10];
+    for (int i = 0; i < 10; i++)
+        for (int t = 0; t < L->ir->n_vocab; t++)
+            if (L->ir->vocab[t] == '0' + i) digit[i] = t;
+    Mat w1 = mat_new(L, width, d), b1 = mat_new(L, 1, width);
+    Mat w2 = mat_new(L, d, width), b2 = mat_new(L, 1, d);
+    if (L->failed) goto fail;
+    const float carry_scale = (float)(0.01 * (1.0 / 0.99));
+    int u = 0;
+    for (int i = 0; i < 10; i++) {
+        for (int j = 0; j < 10; j++) {
+            AT(w1, u, a->offset + digit[i]) = 500;
+            AT(w1, u, b->offset + digit[j]) = 500;
+            AT(w1, u, carry->offset) = -1000;
+            AT(b1, 0, u) = -900;
+            AT(w2, out->offset + digit[(i + j) % 10], u) = 0.01f;
+            if (i + j >= 10) AT(w2, carry->offset, u) = 0.01f;
+            u++;
+            AT(w1, u, a->offset + digit[i]) = 333;
+            AT(w1, u, b->offset + digit[j]) = 333;
+            AT(w1, u, carry->offset) = 333;
+            AT(b1, 0, u) = -900;
+            AT(w2, out->offset + digit[(i + j + 1) % 10], u) = carry_scale;
+            AT(w2, carry->offset, u) = i + j + 1 >= 10 ? 0.0f : -carry_scale;
+            u++;
+        }
+    }
+    emit_mlp(L, li, op, w1, b1, w2, b2);
+    return;
+fail:
+    free(w1.w), free(b1.w), free(w2.w), free(b2.w);
+}
+
+/* Clear(r, ...): a hidden unit per column, 100 x in, -0.01 x out: subtracts
+ * every positive value (negative ones stay). */
+static void lower_clear(Lowerer *L, int li, const TfIrOp *op) {
+    int d = L->ir->d_model;
+    Mat w1 = mat_new(L, d, d), b1 = mat_new(L, 1, d), w2 = mat_new(L, d, d), b2 = mat_new(L, 1, d);
+    if (L->failed) goto fail;
+    for (int n = 0; n < op->n_args; n++) {
+        const TfIrReg *r = reg(L, op->args[n].reg);
+        for (int c = r->offset; c < r->offset + r->size; c++) {
+            AT(w1, c, c) = 100.0f;
+            AT(w2, c, c) = -0.01f;
+        }
+    }
+    emit_mlp(L, li, op, w1, b1, w2, b2);
+    return;
+fail:
+    free(w1.w), free(b1.w), free(w2.w), free(b2.w);
+}
+
+/* StepPosition(p: n, ...): GELU(x R + 1000) - 1000 ~ x R, where R is the
+ * rotation by n steps minus the identity, on each named register. */
+static void lower_step_position(Lowerer *L, int li, const TfIrOp *op) {
+    int d = L->ir->d_model;
+    Mat w1 = mat_new(L, d, d), b1 = mat_new(L, 1, d), w2 = mat_new(L, d, d), b2 = mat_new(L, 1, d);
+    if (L->failed) goto fail;
+    for (int n = 0; n < op->n_args; n++) {
+        const TfIrReg *r = reg(L, op->args[n].reg);
+        double a = angle(L, (double)-op->args[n].value);
+        double s = sin(a), c = cos(a);
+        AT(w1, r->offset, r->offset) = (float)(c - 1.0);
+        AT(w1, r->offset, r->offset + 1) = (float)-s;
+        AT(w1, r->offset + 1, r->offset) = (float)s;
+        AT(w1, r->offset + 1, r->offset + 1) = (float)(c - 1.0);
+    }
+    mat_fill(b1, 1000.0f);
+    for (int c = 0; c < d; c++) AT(w2, c, c) = 1.0f;
+    mat_fill(b2, -1000.0f);
+    emit_mlp(L, li, op, w1, b1, w2, b2);
+    return;
+fail:
+    free(w1.w), free(b1.w), free(w2.w), free(b2.w);
+}
+
+/* DiffPos(a, b) -> dist: |100 (a.sin - b.sin) + 1000 (a.cos - b.cos)| as
+ * GELU(z) + GELU(-z), added to dist. */
+static void lower_diff_pos(Lowerer *L, int li, const TfIrOp *op) {
+    int d = L->ir->d_model;
+    const TfIrReg *a = reg(L, op->args[0].reg), *b = reg(L, op->args[1].reg);
+    const TfIrReg *dist = reg(L, op->dest);
+    Mat w1 = mat_new(L, 2, d), b1 = mat_new(L, 1, 2), w2 = mat_new(L, d, 2), b2 = mat_new(L, 1, d);
+    if (L->failed) goto fail;
+    for (int u = 0; u < 2; u++) {
+        float sign = u == 0 ? 1.0f : -1.0f;
+        AT(w1, u, a->offset) = sign * 1e2f;
+        AT(w1, u, a->offset + 1) = sign * 1e3f;
+        AT(w1, u, b->offset) = -sign * 1e2f;
+        AT(w1, u, b->offset + 1) = -sign * 1e3f;
+        AT(w2, dist->offset, u) = 1.0f;
+    }
+    emit_mlp(L, li, op, w1, b1, w2, b2);
+    return;
+fail:
+    free(w1.w), free(b1.w), free(w2.w), free(b2.w);
+}
+
+/* IsZero(z): z becomes ~1 where it was 0 and ~0 where it was large:
+ * 0.1 GELU(10 - 100 z) - GELU(z + 10) + 10 added to z. */
+static void lower_is_zero(Lowerer *L, int li, const TfIrOp *op) {
+    int d = L->ir->d_model;
+    const TfIrReg *z = reg(L, op->args[0].reg);
+    Mat w1 = mat_new(L, 2, d), b1 = mat_new(L, 1, 2), w2 = mat_new(L, d, 2), b2 = mat_new(L, 1, d);
+    if (L->failed) goto fail;
+    AT(w1, 0, z->offset) = -100.0f;
+    AT(w1, 1, z->offset) = 1.0f;
+    mat_fill(b1, 10.0f); /* the seed's bias of shape (1,), broadcast to both units */
+    AT(w2, z->offset, 0) = 0.1f;
+    AT(w2, z->offset, 1) = -1.0f;
+    AT(b2, 0, z->offset) = 10.0f;
+    emit_mlp(L, li, op, w1, b1, w2, b2);
+    return;
+fail:
+    free(w1.w), free(b1.w), free(w2.w), free(b2.w);
+}
+
+/* CopyOnMatch(m, src) -> dst: unit i fires (0.1 GELU(100 m + 100 src_i -
+ * 190) ~ 1) only when both the flag and src's column i are ~1. */
+static void lower_copy_on_match(Lowerer *L, int li, const TfIrOp *op) {
+    int d = L->ir->d_model;
+    const TfIrReg *match = reg(L, op->args[0].reg), *src = reg(L, op->args[1].reg);
+    const TfIrReg *dst = reg(L, op->dest);
+    int n = src->size;
+    Mat w1 = mat_new(L, n, d), b1 = mat_new(L, 1, n), w2 = mat_new(L, d, n), b2 = mat_new(L, 1, d);
+    if (L->failed) goto fail;
+    for (int i = 0; i < n; i++) {
+        AT(w1, i, match->offset) = 100.0f;
+        AT(w1, i, src->offset + i) = 100.0f;
+        AT(b1, 0, i) = -190.0f;
+        AT(w2, dst->offset + i, i) = 0.1f;
+    }
+    emit_mlp(L, li, op, w1, b1, w2, b2);
+    return;
+fail:
+    free(w1.w), free(b1.w), free(w2.w), free(b2.w);
+}
+
+typedef void (*LowerFn)(Lowerer *L, int li, const TfIrOp *op);
+static const LowerFn lower_fns[TF_OP_COUNT] = {
+    [TF_OP_FIND_AND_STORE] = lower_find_and_store,
+    [TF_OP_GET_RELATIVE_TOKEN] = lower_get_relative_token,
+    [TF_OP_MULTIPLY] = lower_multiply,
+    [TF_OP_CLEAR] = lower_clear,
+    [TF_OP_STEP_POSITION] = lower_step_position,
+    [TF_OP_DIFF_POS] = lower_diff_pos,
+    [TF_OP_IS_ZERO] = lower_is_zero,
+    [TF_OP_COPY_ON_MATCH] = lower_copy_on_match,
+};
+
+/* Token one-hot into `tokens`, sin/cos of 2 pi p / period into `pos`, and
+ * the output register read back onto the vocabulary. */
+static void lower_embeddings(Lowerer *L) {
+    const TfIr *ir = L->ir;
+    int d = ir->d_model, V = ir->n_vocab, P = ir->period;
+    const TfIrReg *toks = reg(L, TF_IR_REG_TOKENS), *pos = reg(L, TF_IR_REG_POS);
+    const TfIrReg *out = reg(L, ir->output_reg);
+    Mat te = mat_new(L, V, d), pe = mat_new(L, P, d), un = mat_new(L, V, d);
+    if (L->failed) {
+        free(te.w), free(pe.w), free(un.w);
+        return;
+    }
+    for (int t = 0; t < V; t++) AT(te, t, toks->offset + t) = 1.0f;
+    for (int p = 0; p < P; p++) {
+        double a = (double)p * (2.0 * M_PI) / (double)P;
+        AT(pe, p, pos->offset) = (float)sin(a);
+        AT(pe, p, pos->offset + 1) = (float)cos(a);
+    }
+    for (int t = 0; t < V; t++) AT(un, t, out->offset + t) = 1.0f;
+    L->m->tok_embed = emit(L, TF_TENSOR_TOKEN_EMBED, te);
+    L->m->pos_embed = emit(L, TF_TENSOR_POS_EMBED, pe);
+    L->m->unembed = emit(L, TF_TENSOR_UNEMBED, un);
+}
+
+TfModel *lower_program(const TfIr *ir, TfError *err) {
+    Lowerer L = {ir, model_new(), err, NULL, 0};
+    if (!L.m) {
+        tf_error_set(err, "out of memory");
+        return NULL;
+    }
+    TfModel *m = L.m;
+    m->d_model = ir->d_model;
+    m->n_vocab = ir->n_vocab;
+    m->vocab = malloc((size_t)ir->n_vocab);
+    m->period = ir->period;
+    m->max_len = ir->period;
+    m->generate = ir->generate;
+    m->output_reg = ir->output_reg;
+    if (!m->vocab) {
+        tf_error_set(err, "out of memory");
+        model_free(m);
+        return NULL;
+    }
+    memcpy(m->vocab, ir->vocab, (size_t)ir->n_vocab);
+    for (int r = 0; r < ir->n_regs && !L.failed; r++) {
+        const TfIrReg *x = &ir->regs[r];
+        if (model_add_register(m, x->name, x->kind, x->offset, x->size, err) < 0) L.failed = 1;
+    }
+    // The embeddings first, so that the file opens with them.
+    lower_embeddings(&L);
+    for (int i = 0; i < ir->n_ops && !L.failed; i++) lower_fns[ir->ops[i].op](&L, i, &ir->ops[i]);
+    free(L.hashes);
+    if (L.failed || model_validate(m, err) < 0) {
+        model_free(m);
+        return NULL;
+    }
+    return m;
+}

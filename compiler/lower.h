@@ -1,0 +1,18 @@
+/* lower.h: checked program -> weights.
+ *
+ * Each op application becomes exactly one attention or MLP layer, built with
+ * seed 001's constructions (docs/language.md gives every matrix). Identical
+ * tensors are stored once: the layers of a repeated body share their weights.
+ *
+ * Memory: the returned model belongs to the caller (model_free); it copies
+ * every name it needs from the TfIr.
+ */
+#ifndef TF_LOWER_H
+#define TF_LOWER_H
+
+#include "check.h"
+#include "model.h"
+
+TfModel *lower_program(const TfIr *ir, TfError *err);
+
+#endif

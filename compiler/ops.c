@@ -1,0 +1,63 @@
+/* ops.c: the op table. Meanings and weights: docs/language.md, "Ops". */
+#include "ops.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define REG(kinds, role) {TF_PARAM_REG, (kinds), (role)}
+
+const TfOpInfo tf_ops[TF_OP_COUNT] = {
+    [TF_OP_FIND_AND_STORE] = {"FindAndStore", "find_and_store", TF_LAYER_ATTENTION, 1,
+                              {{TF_PARAM_TOKEN_LITERAL, 0, "the token to find"}}, 0,
+                              TF_KINDS_POSITION, "FindAndStore('c') -> position"},
+    [TF_OP_GET_RELATIVE_TOKEN] = {"GetRelativeToken", "get_relative_token", TF_LAYER_ATTENTION, 1,
+                                  {{TF_PARAM_REG_OFFSET, TF_KINDS_POSITION,
+                                    "the position to read at"}},
+                                  0, TF_KINDS_TOKEN, "GetRelativeToken(position + n) -> token"},
+    [TF_OP_MULTIPLY] = {"Multiply", "multiply", TF_LAYER_MLP, 3,
+                        {REG(TF_KINDS_TOKEN, "the left digit"),
+                         REG(TF_KINDS_TOKEN, "the right digit"),
+                         REG(TF_KINDS_SCALAR, "the carry")},
+                        0, TF_KINDS_TOKEN, "Multiply(token, token, scalar) -> token"},
+    [TF_OP_CLEAR] = {"Clear", "clear", TF_LAYER_MLP, 1,
+                     {REG(TF_KINDS_ANY, "a register to clear")}, 1, 0,
+                     "Clear(register, ...)"},
+    [TF_OP_STEP_POSITION] = {"StepPosition", "step_position", TF_LAYER_MLP, 1,
+                             {{TF_PARAM_REG_STEP, TF_KINDS_POSITION, "a position to step"}}, 1, 0,
+                             "StepPosition(position: n, ...)"},
+    [TF_OP_DIFF_POS] = {"DiffPos", "diff_pos", TF_LAYER_MLP, 2,
+                        {REG(TF_KINDS_POSITION, "the first position"),
+                         REG(TF_KINDS_POSITION, "the second position")},
+                        0, TF_KINDS_SCALAR, "DiffPos(position, position) -> scalar"},
+    [TF_OP_IS_ZERO] = {"IsZero", "is_zero", TF_LAYER_MLP, 1,
+                       {REG(TF_KINDS_SCALAR, "the scalar to test")}, 0, 0, "IsZero(scalar)"},
+    [TF_OP_COPY_ON_MATCH] = {"CopyOnMatch", "copy_on_match", TF_LAYER_MLP, 2,
+                             {REG(TF_KINDS_SCALAR, "the match flag"),
+                              REG(TF_KINDS_TOKEN, "the token to copy")},
+                             0, TF_KINDS_TOKEN, "CopyOnMatch(scalar, token) -> token"},
+};
+static_assert(sizeof tf_ops / sizeof tf_ops[0] == TF_OP_COUNT, "one row per op");
+
+int ops_find(const char *name) {
+    for (int i = 0; i < TF_OP_COUNT; i++)
+        if (strcmp(tf_ops[i].name, name) == 0) return i;
+    return -1;
+}
+
+int ops_edit_distance(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 64 || lb > 64) return 1000;
+    int prev[65], cur[65];
+    for (size_t j = 0; j <= lb; j++) prev[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        cur[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            int del = prev[j] + 1, ins = cur[j - 1] + 1;
+            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+        memcpy(prev, cur, sizeof(int) * (lb + 1));
+    }
+    return prev[lb];
+}

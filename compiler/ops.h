@@ -1,0 +1,66 @@
+/* ops.h: the op set of the language and the signature of each op.
+ *
+ * One table row per op: its source name, the kind of layer it becomes, and
+ * the arguments it takes. compiler/check.c checks calls against the table;
+ * compiler/lower.c turns each checked call into weights. Adding an op means
+ * one enum entry, one table row and one lower_* function.
+ */
+#ifndef TF_OPS_H
+#define TF_OPS_H
+
+#include "model.h"
+
+typedef enum TfOpKind {
+    TF_OP_FIND_AND_STORE,
+    TF_OP_GET_RELATIVE_TOKEN,
+    TF_OP_MULTIPLY,
+    TF_OP_CLEAR,
+    TF_OP_STEP_POSITION,
+    TF_OP_DIFF_POS,
+    TF_OP_IS_ZERO,
+    TF_OP_COPY_ON_MATCH,
+    TF_OP_COUNT
+} TfOpKind;
+
+/* What one argument position accepts. */
+typedef enum TfParamKind {
+    TF_PARAM_TOKEN_LITERAL, /* 'c', a token of the vocabulary */
+    TF_PARAM_REG,           /* a register name */
+    TF_PARAM_REG_OFFSET,    /* reg or reg + n or reg - n */
+    TF_PARAM_REG_STEP,      /* reg: n */
+} TfParamKind;
+
+/* Register kinds as a bit set, for parameters that accept several. */
+#define TF_KINDS_TOKEN (1u << TF_REG_TOKEN)
+#define TF_KINDS_POSITION (1u << TF_REG_POSITION)
+#define TF_KINDS_SCALAR (1u << TF_REG_SCALAR)
+#define TF_KINDS_ANY (TF_KINDS_TOKEN | TF_KINDS_POSITION | TF_KINDS_SCALAR)
+
+#define TF_OP_MAX_PARAMS 4
+
+typedef struct TfParam {
+    TfParamKind kind;
+    unsigned reg_kinds; /* for register parameters */
+    const char *role;   /* for messages: "the position to read at" */
+} TfParam;
+
+typedef struct TfOpInfo {
+    const char *name;       /* as written in source: "FindAndStore" */
+    const char *layer_name; /* default layer name: "find_and_store" */
+    TfLayerKind layer;
+    int n_params;
+    TfParam params[TF_OP_MAX_PARAMS];
+    int variadic;           /* the last parameter repeats (one or more) */
+    unsigned dest_kinds;    /* 0: no `-> dest`; else the kinds it accepts */
+    const char *synopsis;   /* "FindAndStore('c') -> position" */
+} TfOpInfo;
+
+extern const TfOpInfo tf_ops[TF_OP_COUNT];
+
+/* The op of that source name, or -1. */
+int ops_find(const char *name);
+
+/* Levenshtein distance, for "did you mean" hints. */
+int ops_edit_distance(const char *a, const char *b);
+
+#endif

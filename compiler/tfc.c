@@ -1,0 +1,128 @@
+/* tfc: compile a .tfp program into a .tfw weight file.
+ *
+ *   tfc PROGRAM.tfp [-o OUT.tfw] [-v]
+ *
+ * Exit status: 0 compiled; 1 the program has errors (reported as
+ * file:line:col diagnostics on stderr); 2 usage, I/O or internal error.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile.h"
+#include "tfw.h"
+
+#define TFC_EXIT_PROGRAM 1
+#define TFC_EXIT_USAGE 2
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: tfc PROGRAM.tfp [-o OUT.tfw] [-v]\n"
+               "  -o OUT   write the weights to OUT (default: PROGRAM.tfw beside the source)\n"
+               "  -v       print a summary of what was written\n");
+}
+
+static char *read_all(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0) break;
+        if (n + 1 == cap) {
+            char *bigger = realloc(buf, cap *= 2);
+            if (!bigger) free(buf);
+            buf = bigger;
+        }
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (!buf || bad) {
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+/* PROGRAM.tfp -> PROGRAM.tfw; any other name gets .tfw appended. */
+static char *default_output(const char *src) {
+    size_t n = strlen(src);
+    char *out = malloc(n + 5);
+    if (!out) return NULL;
+    memcpy(out, src, n + 1);
+    if (n > 4 && strcmp(src + n - 4, ".tfp") == 0) out[n - 4] = '\0';
+    strcat(out, ".tfw");
+    return out;
+}
+
+int main(int argc, char **argv) {
+    const char *src_path = NULL, *out_path = NULL;
+    int verbose = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-o") == 0) {
+            if (++i >= argc) {
+                fprintf(stderr, "tfc: -o needs a file name\n");
+                usage(stderr);
+                return TFC_EXIT_USAGE;
+            }
+            out_path = argv[i];
+        } else if (strcmp(argv[i], "-v") == 0) {
+            verbose = 1;
+        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            fprintf(stderr, "tfc: unknown option '%s'\n", argv[i]);
+            usage(stderr);
+            return TFC_EXIT_USAGE;
+        } else if (src_path) {
+            fprintf(stderr, "tfc: more than one program given ('%s' and '%s')\n", src_path,
+                    argv[i]);
+            return TFC_EXIT_USAGE;
+        } else {
+            src_path = argv[i];
+        }
+    }
+    if (!src_path) {
+        fprintf(stderr, "tfc: no program given\n");
+        usage(stderr);
+        return TFC_EXIT_USAGE;
+    }
+
+    size_t len = 0;
+    char *source = read_all(src_path, &len);
+    if (!source) {
+        fprintf(stderr, "tfc: cannot read '%s': %s\n", src_path, strerror(errno));
+        return TFC_EXIT_USAGE;
+    }
+    char *default_out = out_path ? NULL : default_output(src_path);
+    if (!out_path) out_path = default_out;
+
+    int n_errors = 0;
+    TfError err = {""};
+    TfModel *m = compile_source(src_path, source, len, stderr, &n_errors, &err);
+    int status = 0;
+    if (!m && n_errors > 0) {
+        status = TFC_EXIT_PROGRAM;
+    } else if (!m) {
+        fprintf(stderr, "tfc: %s: %s\n", src_path, err.msg);
+        status = TFC_EXIT_USAGE;
+    } else if (!out_path || tfw_write(m, out_path, &err) < 0) {
+        fprintf(stderr, "tfc: %s\n", out_path ? err.msg : "out of memory");
+        status = TFC_EXIT_USAGE;
+    } else if (verbose) {
+        int attn = 0;
+        for (int l = 0; l < m->n_layers; l++) attn += m->layers[l].kind == TF_LAYER_ATTENTION;
+        printf("%s: %d layers (%d attention, %d MLP), d_model %d, %d tensors, %zu parameters\n",
+               out_path, m->n_layers, attn, m->n_layers - attn, m->d_model, m->n_tensors,
+               model_param_count(m));
+    }
+    model_free(m);
+    free(source);
+    free(default_out);
+    return status;
+}

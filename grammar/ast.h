@@ -1,0 +1,109 @@
+/* ast.h: the syntax tree of a .tfp program, as the parser builds it.
+ *
+ * The tree is purely syntactic: op names, register names and argument shapes
+ * are checked later (compiler/check.c). Every node carries the source
+ * location it came from, so every later error can point at the text.
+ *
+ * Memory: a TfProgram owns every node, list and string below it;
+ * ast_free_program releases all of it.
+ */
+#ifndef TF_AST_H
+#define TF_AST_H
+
+#include <stddef.h>
+
+/* A span of source text: 1-based line and column of the first byte, and of
+ * the last byte (inclusive). Columns count bytes. */
+typedef struct TfLoc {
+    int line, col;
+    int end_line, end_col;
+} TfLoc;
+
+/* An identifier with where it was written. */
+typedef struct TfName {
+    char *text;
+    TfLoc loc;
+} TfName;
+
+typedef enum TfArgKind {
+    TF_ARG_NAME,   /* left_pos           */
+    TF_ARG_CHAR,   /* '+'  '\n'          */
+    TF_ARG_INT,    /* 3  -1  +2          */
+    TF_ARG_OFFSET, /* left_pos + 1, left_pos - 2: name, value (signed) */
+    TF_ARG_STEP,   /* out_pos: -1        : name, value (signed) */
+    TF_ARG_KIND_COUNT
+} TfArgKind;
+
+typedef struct TfArg {
+    TfArgKind kind;
+    TfLoc loc;      /* the whole argument */
+    TfName name;    /* NAME, OFFSET, STEP */
+    int ch;         /* CHAR: the byte value 0..255 */
+    long value;     /* INT, OFFSET, STEP */
+    TfLoc value_loc;
+} TfArg;
+
+typedef enum TfStmtKind {
+    TF_STMT_VOCAB,    /* vocab "0123456789+= \n";    */
+    TF_STMT_PERIOD,   /* period 100;                  */
+    TF_STMT_DECL,     /* position a, b;  token t;  scalar s; */
+    TF_STMT_OP,       /* [label:] Op(args) [-> dest]; */
+    TF_STMT_REPEAT,   /* repeat 4 { ... }             */
+    TF_STMT_OUTPUT,   /* output final;                */
+    TF_STMT_GENERATE, /* generate 4;                  */
+    TF_STMT_KIND_COUNT
+} TfStmtKind;
+
+typedef enum TfDeclKind { TF_DECL_POSITION, TF_DECL_TOKEN, TF_DECL_SCALAR } TfDeclKind;
+
+typedef struct TfStmt TfStmt;
+struct TfStmt {
+    TfStmtKind kind;
+    TfLoc loc;     /* the whole statement */
+    TfStmt *next;  /* next statement in the same list */
+
+    /* VOCAB: the decoded bytes (escapes resolved) and, for each byte, the
+     * location of the character or escape that produced it. */
+    char *vocab;
+    int vocab_len;
+    TfLoc *vocab_locs;
+
+    /* PERIOD, GENERATE, REPEAT: the integer and where it was written. */
+    long value;
+    TfLoc value_loc;
+
+    /* DECL */
+    TfDeclKind decl_kind;
+    TfName *names;
+    int n_names;
+
+    /* OP: optional label (label.text NULL when absent), op name, arguments,
+     * optional destination (dest.text NULL when absent). */
+    TfName label;
+    TfName op;
+    TfArg *args;
+    int n_args;
+    TfName dest;
+
+    /* OUTPUT: the register name (stored in dest). */
+
+    /* REPEAT: the body. */
+    TfStmt *body;
+};
+
+typedef struct TfProgram {
+    TfStmt *stmts; /* top-level statements in source order */
+} TfProgram;
+
+/* Constructors used by the parser; each takes ownership of what it is given. */
+TfStmt *ast_new_stmt(TfStmtKind kind, TfLoc loc);
+void ast_free_stmts(TfStmt *s);
+void ast_free_program(TfProgram *p);
+
+/* Readable dump of a tree (one statement per line), for tests and debugging. */
+void ast_dump(const TfProgram *p, char **out, size_t *len);
+
+extern const char *const tf_stmt_kind_names[TF_STMT_KIND_COUNT];
+extern const char *const tf_arg_kind_names[TF_ARG_KIND_COUNT];
+
+#endif

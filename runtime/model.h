@@ -1,0 +1,133 @@
+/* model.h: a transformer held in memory, as a weight file describes it.
+ *
+ * A TfModel is what `tfc` builds and writes, and what `tfrun` reads and runs.
+ * It is a plain decoder-only transformer without LayerNorm:
+ *
+ *   x[i]   = embed.token.weight[t_i] + embed.position.weight[i]     (d_model)
+ *   layers : x += Attention(x)   or   x += MLP(x), in order
+ *   logits = unembed.weight @ x[last]                                 (n_vocab)
+ *
+ * Registers are named slices of the residual stream. The runtime never needs
+ * them to compute; they are there so that people and tools can decode the
+ * stream. Every tensor is float32, row-major, linear weights in PyTorch's
+ * [out, in] order (y = x W^T + b).
+ *
+ * Memory: a TfModel owns every string, array and tensor it points to;
+ * model_free releases all of it. Layers refer to tensors by index, so several
+ * layers may share one tensor (a `repeat` body compiles to shared weights).
+ */
+#ifndef TF_MODEL_H
+#define TF_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+#define TF_FORMAT_NAME "tfw"
+#define TF_FORMAT_VERSION 1
+#define TF_MAX_NDIM 4
+
+/* Fixed tensor names every weight file has. */
+#define TF_TENSOR_TOKEN_EMBED "embed.token.weight"       /* [n_vocab, d_model] */
+#define TF_TENSOR_POS_EMBED "embed.position.weight"      /* [max_len, d_model] */
+#define TF_TENSOR_UNEMBED "unembed.weight"               /* [n_vocab, d_model] */
+
+typedef enum TfRegKind {
+    TF_REG_TOKEN,    /* one-hot over the vocabulary, n_vocab columns */
+    TF_REG_POSITION, /* sin, cos of 2*pi*p/period, 2 columns */
+    TF_REG_SCALAR,   /* one column */
+    TF_REG_KIND_COUNT
+} TfRegKind;
+
+typedef struct TfRegister {
+    char *name;
+    TfRegKind kind;
+    int offset; /* first residual column */
+    int size;   /* number of columns */
+} TfRegister;
+
+typedef struct TfTensor {
+    char *name;
+    int ndim;
+    int64_t shape[TF_MAX_NDIM];
+    size_t nelem;
+    float *data; /* owned, nelem floats */
+} TfTensor;
+
+typedef enum TfLayerKind { TF_LAYER_ATTENTION, TF_LAYER_MLP, TF_LAYER_KIND_COUNT } TfLayerKind;
+
+typedef enum TfActivation { TF_ACT_GELU, TF_ACT_RELU, TF_ACT_COUNT } TfActivation;
+
+typedef struct TfLayer {
+    TfLayerKind kind;
+    char *name; /* e.g. "find_plus"; never NULL */
+    char *op;   /* source op, e.g. "FindAndStore"; NULL when not compiled */
+    int line;   /* source line of the op, 0 when none */
+
+    /* Attention: q = x Wq^T [n_heads*d_head], k = x Wk^T, v = x Wv^T
+     * [n_heads*d_vhead]; per head softmax(q k^T * scale + causal mask) v;
+     * the heads concatenated, then times Wo^T when there is an output
+     * tensor (else n_heads*d_vhead must equal d_model). */
+    int n_heads, d_head, d_vhead;
+    float scale;
+    int causal; /* 1: position i sees 0..i; 0: sees every position */
+    int query, key, value, output; /* tensor indices; output is -1 when absent */
+
+    /* MLP: x W1^T + b1 -> activation -> W2^T + b2 */
+    int d_hidden;
+    TfActivation act;
+    int fc1_weight, fc1_bias, fc2_weight, fc2_bias; /* biases are -1 when absent */
+} TfLayer;
+
+typedef struct TfModel {
+    int d_model;
+    int n_vocab;
+    char *vocab;   /* n_vocab bytes: token i is the character vocab[i] */
+    int period;    /* of the sin/cos position encoding */
+    int max_len;   /* rows of embed.position.weight: the longest sequence */
+
+    TfRegister *regs;
+    int n_regs;
+    int output_reg; /* index into regs, -1 when the model has no registers */
+    int generate;   /* default number of tokens to generate */
+
+    TfLayer *layers;
+    int n_layers;
+
+    TfTensor *tensors;
+    int n_tensors;
+    int tok_embed, pos_embed, unembed; /* tensor indices */
+
+    char *source;      /* program text, may be NULL */
+    char *source_name; /* file name of the program, may be NULL */
+} TfModel;
+
+extern const char *const tf_reg_kind_names[TF_REG_KIND_COUNT];     /* "token", ... */
+extern const char *const tf_layer_kind_names[TF_LAYER_KIND_COUNT]; /* "attention", "mlp" */
+extern const char *const tf_activation_names[TF_ACT_COUNT];        /* "gelu", "relu" */
+
+/* An empty model (no tensors, no layers); fields set by the caller. */
+TfModel *model_new(void);
+void model_free(TfModel *m);
+
+/* Adds a zero-filled float32 tensor, returns its index, or -1 with err set
+ * (duplicate name, bad shape, out of memory). */
+int model_add_tensor(TfModel *m, const char *name, int ndim, const int64_t *shape, TfError *err);
+int model_find_tensor(const TfModel *m, const char *name);
+int model_find_register(const TfModel *m, const char *name);
+
+/* Appends a layer (copied; strings duplicated), returns its index or -1. */
+int model_add_layer(TfModel *m, const TfLayer *layer, TfError *err);
+int model_add_register(TfModel *m, const char *name, TfRegKind kind, int offset, int size,
+                       TfError *err);
+
+/* Checks that the model is a consistent transformer: embeddings, unembedding
+ * and every layer's tensors exist with the shapes the dimensions imply,
+ * registers tile within d_model. Returns 0, or -1 with err naming the problem. */
+int model_validate(const TfModel *m, TfError *err);
+
+/* Total number of floats over all tensors. */
+size_t model_param_count(const TfModel *m);
+
+#endif

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# cli.sh TFC TFRUN: the command line of tfc and tfrun: flags, default output
+# names, output lines, error messages and exit codes.
+set -u
+TFC=$1
+TFRUN=$2
+SRC=${TF_SOURCE_DIR:?TF_SOURCE_DIR must point at the source tree}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+
+# expect NAME WANT_STATUS WANT_STDOUT WANT_STDERR_SUBSTRING -- COMMAND...
+expect() {
+    local name=$1 want_status=$2 want_out=$3 want_err=$4
+    shift 5
+    local out err status
+    out=$("$@" 2>"$tmp/stderr")
+    status=$?
+    err=$(cat "$tmp/stderr")
+    if [ "$status" != "$want_status" ] || [ "$out" != "$want_out" ] ||
+        { [ -n "$want_err" ] && [[ "$err" != *"$want_err"* ]]; } ||
+        { [ -z "$want_err" ] && [ -n "$err" ]; }; then
+        echo "FAIL: $name"
+        echo "  status $status (want $want_status)"
+        echo "  stdout: $out"
+        echo "  want:   $want_out"
+        echo "  stderr: $err"
+        echo "  want stderr containing: $want_err"
+        failed=$((failed + 1))
+    else
+        passed=$((passed + 1))
+    fi
+}
+
+W=$tmp/adder.tfw
+expect "tfc compiles the adder" 0 "" "" -- "$TFC" "$SRC/programs/adder.tfp" -o "$W"
+[ -s "$W" ] && passed=$((passed + 1)) || { echo "FAIL: no weight file written"; failed=$((failed + 1)); }
+
+cp "$SRC/programs/adder.tfp" "$tmp/beside.tfp"
+expect "tfc writes beside the source by default" 0 "" "" -- "$TFC" "$tmp/beside.tfp"
+[ -s "$tmp/beside.tfw" ] && passed=$((passed + 1)) || { echo "FAIL: no beside.tfw"; failed=$((failed + 1)); }
+cmp -s "$W" "$tmp/beside.tfw" && { echo "FAIL: source_name should differ"; failed=$((failed + 1)); } || passed=$((passed + 1))
+
+summary=$("$TFC" "$SRC/programs/adder.tfp" -o "$tmp/v.tfw" -v)
+if [[ "$summary" == "$tmp/v.tfw: 36 layers (11 attention, 25 MLP), d_model 80, "*" tensors, "*" parameters" ]]; then
+    passed=$((passed + 1))
+else
+    echo "FAIL: tfc -v summary: $summary"; failed=$((failed + 1))
+fi
+expect "tfc without arguments" 2 "" "tfc: no program given" -- "$TFC"
+expect "tfc unknown option" 2 "" "tfc: unknown option '--frobnicate'" -- "$TFC" --frobnicate x.tfp
+expect "tfc -o without a name" 2 "" "tfc: -o needs a file name" -- "$TFC" "$SRC/programs/adder.tfp" -o
+expect "tfc missing file" 2 "" "tfc: cannot read '$tmp/nope.tfp': No such file or directory" -- "$TFC" "$tmp/nope.tfp"
+expect "tfc unwritable output" 2 "" "tfc: " -- "$TFC" "$SRC/programs/adder.tfp" -o "$tmp/no/such/dir/x.tfw"
+expect "tfc --help" 0 "$("$TFC" --help)" "" -- "$TFC" --help
+
+expect "the README's line" 0 "0999+0111=0111" "" -- "$TFRUN" "$W" "0999+0111="
+expect "-n 10 as the seed's demo" 0 "0999+0111=0111000000" "" -- "$TFRUN" "$W" -n 10 "0999+0111="
+expect "options after the prompt" 0 "0999+0111=0111000000" "" -- "$TFRUN" "$W" "0999+0111=" -n 10
+expect "-n 0" 0 "0123+0456=" "" -- "$TFRUN" "$W" -n 0 "0123+0456="
+# Nothing writes the output register, so every step picks token 0: '\n'.
+printf 'vocab "\\na"; token o; output o; generate 2;\n' >"$tmp/nl.tfp"
+"$TFC" "$tmp/nl.tfp" -o "$tmp/nl.tfw"
+expect "a generated newline is printed escaped" 0 'a\n\n' "" -- "$TFRUN" "$tmp/nl.tfw" "a"
+expect "prompt outside the vocabulary" 1 "" "tfrun: prompt: character 'a' at index 8 is not in the vocabulary" \
+    -- "$TFRUN" "$W" "0999+011a="
+expect "empty prompt" 1 "" "tfrun: prompt: empty prompt" -- "$TFRUN" "$W" ""
+long=$(printf '0%.0s' $(seq 1 97))
+expect "too long for the position encoding" 1 "" \
+    "tfrun: prompt: 97 prompt tokens plus 4 to generate exceed the 100 positions of the position encoding" \
+    -- "$TFRUN" "$W" "$long"
+expect "missing weight file" 1 "" "tfrun: $tmp/missing.tfw: cannot open" -- "$TFRUN" "$tmp/missing.tfw" "1+1="
+head -c 100 "$W" >"$tmp/truncated.tfw"
+expect "truncated weight file" 1 "" "tfrun: $tmp/truncated.tfw: " -- "$TFRUN" "$tmp/truncated.tfw" "1+1="
+printf 'hello, I am not a weight file at all' >"$tmp/foreign.tfw"
+expect "foreign file" 1 "" "tfrun: $tmp/foreign.tfw: " -- "$TFRUN" "$tmp/foreign.tfw" "1+1="
+expect "no prompt" 2 "" "tfrun: no prompt given" -- "$TFRUN" "$W"
+expect "no weights" 2 "" "tfrun: no weight file given" -- "$TFRUN"
+expect "bad -n" 2 "" "tfrun: -n wants a non-negative number, not 'x'" -- "$TFRUN" "$W" -n x "1+1="
+expect "prompt and --batch" 2 "" "tfrun: give either a prompt or --batch, not both" -- "$TFRUN" "$W" "1+1=" --batch -
+expect "unknown option" 2 "" "tfrun: unknown option '--fast'" -- "$TFRUN" "$W" --fast "1+1="
+
+printf '0999+0111=\n0001+0002=\n0500+0499=\n' >"$tmp/prompts.txt"
+expect "--batch FILE" 0 "$(printf '0999+0111=0111\n0001+0002=3000\n0500+0499=9990')" "" \
+    -- "$TFRUN" "$W" --batch "$tmp/prompts.txt"
+expect "--batch - reads standard input" 0 "$(printf '0999+0111=0111\n0001+0002=3000\n0500+0499=9990')" "" \
+    -- bash -c "\"$TFRUN\" \"$W\" --batch - <\"$tmp/prompts.txt\""
+expect "--batch-size 2 gives the same lines" 0 "$(printf '0999+0111=0111\n0001+0002=3000\n0500+0499=9990')" "" \
+    -- "$TFRUN" "$W" --batch "$tmp/prompts.txt" --batch-size 2
+printf '0999+0111=\n09x9+0111=\n\n0001+0002=\n' >"$tmp/bad.txt"
+expect "--batch keeps going past bad lines" 1 "$(printf '0999+0111=0111\n0001+0002=3000')" \
+    "tfrun: line 2: character 'x' at index 2 is not in the vocabulary" -- "$TFRUN" "$W" --batch "$tmp/bad.txt"
+expect "--batch names an empty line" 1 "$(printf '0999+0111=0111\n0001+0002=3000')" \
+    "tfrun: line 3: empty prompt" -- "$TFRUN" "$W" --batch "$tmp/bad.txt"
+expect "--batch missing file" 1 "" "tfrun: cannot open '$tmp/none.txt'" -- "$TFRUN" "$W" --batch "$tmp/none.txt"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,139 @@
+/* test_kernels.c: every fast kernel against its naive twin, plus known values. */
+#define _POSIX_C_SOURCE 200809L
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "kernels.h"
+#include "testutil.h"
+
+static float *random_floats(unsigned *seed, size_t n, float scale) {
+    float *x = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) x[i] = scale * ((float)rand_r(seed) / (float)RAND_MAX - 0.5f);
+    return x;
+}
+
+static void check_matmul(int N, int C, int OC, int with_bias, int accumulate) {
+    unsigned seed = (unsigned)(N * 131 + C * 17 + OC + with_bias * 7 + accumulate);
+    float *inp = random_floats(&seed, (size_t)N * C, 2.0f);
+    float *w = random_floats(&seed, (size_t)OC * C, 2.0f);
+    float *b = with_bias ? random_floats(&seed, (size_t)OC, 2.0f) : NULL;
+    float *fast = random_floats(&seed, (size_t)N * OC, 1.0f);
+    float *slow = malloc((size_t)N * OC * sizeof(float));
+    for (size_t i = 0; i < (size_t)N * OC; i++) slow[i] = fast[i];
+    matmul_forward(fast, inp, w, b, N, C, OC, accumulate);
+    matmul_forward_naive(slow, inp, w, b, N, C, OC, accumulate);
+    char msg[256];
+    int bad = tf_compare_floats(fast, slow, (size_t)N * OC, 1e-5, 1e-5, msg, sizeof msg);
+    ck_assert_msg(bad == 0, "matmul N=%d C=%d OC=%d bias=%d acc=%d: %s", N, C, OC, with_bias,
+                  accumulate, msg);
+    free(inp), free(w), free(b), free(fast), free(slow);
+}
+
+START_TEST(test_matmul_matches_naive) {
+    int shapes[][3] = {{1, 80, 80}, {10, 80, 200}, {7, 200, 80}, {1, 3, 1}, {64, 33, 17}, {3, 1, 5}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int bias = 0; bias < 2; bias++)
+            for (int acc = 0; acc < 2; acc++)
+                check_matmul(shapes[s][0], shapes[s][1], shapes[s][2], bias, acc);
+}
+END_TEST
+
+START_TEST(test_matmul_known_values) {
+    // [1 2; 3 4] @ [1 0; 1 1]^T + [10, 20] = [11 23; 13 27]
+    float inp[] = {1, 2, 3, 4}, w[] = {1, 0, 1, 1}, b[] = {10, 20}, out[4];
+    matmul_forward(out, inp, w, b, 2, 2, 2, 0);
+    ck_assert_float_eq(out[0], 11);
+    ck_assert_float_eq(out[1], 23);
+    ck_assert_float_eq(out[2], 13);
+    ck_assert_float_eq(out[3], 27);
+    matmul_forward(out, inp, w, NULL, 2, 2, 2, 1);
+    ck_assert_float_eq(out[0], 12);
+    ck_assert_float_eq(out[3], 34);
+}
+END_TEST
+
+START_TEST(test_gelu_exact_values) {
+    // reference values of 0.5 x (1 + erf(x / sqrt 2)), as torch.nn.GELU() gives
+    float x[] = {1.0f, -1.0f, 0.0f, 3.0f, 1000.0f, -10.0f, 0.5f};
+    const double want[] = {0.8413447460685429, -0.15865525393145707, 0.0, 2.9959502751634634,
+                           1000.0, -7.619853024160525e-23, 0.34573123063700656};
+    gelu_forward(x, 7);
+    for (int i = 0; i < 7; i++)
+        ck_assert_msg(fabs(x[i] - want[i]) <= 1e-6 * fmax(1.0, fabs(want[i])),
+                      "gelu #%d = %.9g, want %.9g", i, x[i], want[i]);
+    // The seed's +1000 bias trick relies on GELU being the identity there.
+    float big = 1000.0f + 0.25f;
+    gelu_forward(&big, 1);
+    ck_assert_float_eq(big, 1000.25f);
+}
+END_TEST
+
+START_TEST(test_relu) {
+    float x[] = {-2, 0, 3};
+    relu_forward(x, 3);
+    ck_assert_float_eq(x[0], 0);
+    ck_assert_float_eq(x[1], 0);
+    ck_assert_float_eq(x[2], 3);
+}
+END_TEST
+
+START_TEST(test_attention_matches_naive) {
+    unsigned seed = 7;
+    int T = 13, D = 5, DV = 6, kstride = 9, vstride = 11;
+    float *k = random_floats(&seed, (size_t)T * kstride, 2.0f);
+    float *v = random_floats(&seed, (size_t)T * vstride, 2.0f);
+    float *q = random_floats(&seed, (size_t)D, 2.0f);
+    float fast[6], slow[6], att_fast[13], att_slow[13];
+    for (int t = 1; t <= T; t++) {
+        attention_row_forward(fast, att_fast, q, k, v, t, D, DV, kstride, vstride, 0.37f);
+        attention_row_forward_naive(slow, att_slow, q, k, v, t, D, DV, kstride, vstride, 0.37f);
+        char msg[256];
+        ck_assert_msg(tf_compare_floats(fast, slow, DV, 1e-5, 1e-6, msg, sizeof msg) == 0,
+                      "T=%d out: %s", t, msg);
+        ck_assert_msg(tf_compare_floats(att_fast, att_slow, t, 1e-5, 1e-7, msg, sizeof msg) == 0,
+                      "T=%d weights: %s", t, msg);
+        double sum = 0;
+        for (int i = 0; i < t; i++) sum += att_fast[i];
+        ck_assert_msg(fabs(sum - 1.0) < 1e-5, "weights sum to %g", sum);
+    }
+    free(k), free(v), free(q);
+}
+END_TEST
+
+START_TEST(test_attention_huge_scores_select_one) {
+    // Scores of order 1e9, as the seed's 1e10 weights produce: the softmax
+    // must pick the largest exactly, without overflow or NaN.
+    float k[3] = {1e10f, 3e10f, 2e10f}, v[3] = {10, 20, 30}, q[1] = {1.0f}, out[1], att[3];
+    attention_row_forward(out, att, q, k, v, 3, 1, 1, 1, 1, 0.1f);
+    ck_assert_float_eq(out[0], 20);
+    ck_assert_float_eq(att[0], 0);
+    ck_assert_float_eq(att[1], 1);
+    attention_row_forward_naive(out, att, q, k, v, 3, 1, 1, 1, 1, 0.1f);
+    ck_assert_float_eq(out[0], 20);
+}
+END_TEST
+
+START_TEST(test_argmax_first_on_ties) {
+    float x[] = {0, 2, 2, 1};
+    ck_assert_int_eq(argmax(x, 4), 1);
+    float z[] = {0, 0, 0};
+    ck_assert_int_eq(argmax(z, 3), 0);
+    float neg[] = {-3, -1, -2};
+    ck_assert_int_eq(argmax(neg, 3), 1);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("kernels");
+    TCase *tc = tcase_create("kernels");
+    tcase_add_test(tc, test_matmul_matches_naive);
+    tcase_add_test(tc, test_matmul_known_values);
+    tcase_add_test(tc, test_gelu_exact_values);
+    tcase_add_test(tc, test_relu);
+    tcase_add_test(tc, test_attention_matches_naive);
+    tcase_add_test(tc, test_attention_huge_scores_select_one);
+    tcase_add_test(tc, test_argmax_first_on_ties);
+    suite_add_tcase(s, tc);
+    return tf_run_suite(s);
+}
