@@ -7,6 +7,7 @@
 
 #include "infer.h"
 #include "model.h"
+#include "testmodel.h"
 #include "testutil.h"
 
 static TfModel *adder;

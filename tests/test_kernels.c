@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "kernels.h"
+#include "testmodel.h"
 #include "testutil.h"
 
 static float *random_floats(unsigned *seed, size_t n, float scale) {

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "testmodel.h"
 #include "testutil.h"
 
 #ifndef M_PI

@@ -16,6 +16,7 @@
 #include "infer.h"
 #include "kernels.h"
 #include "model.h"
+#include "testmodel.h"
 #include "testutil.h"
 
 #define POSITIONS 10

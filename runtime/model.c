@@ -1,0 +1,309 @@
+/* model.c: building, validating and freeing a TfModel. */
+#include "model.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const tf_reg_kind_names[TF_REG_KIND_COUNT] = {"token", "position", "scalar"};
+const char *const tf_layer_kind_names[TF_LAYER_KIND_COUNT] = {"attention", "mlp"};
+const char *const tf_activation_names[TF_ACT_COUNT] = {"gelu", "relu"};
+static_assert(sizeof tf_reg_kind_names / sizeof *tf_reg_kind_names == TF_REG_KIND_COUNT, "names");
+static_assert(sizeof tf_layer_kind_names / sizeof *tf_layer_kind_names == TF_LAYER_KIND_COUNT,
+              "names");
+static_assert(sizeof tf_activation_names / sizeof *tf_activation_names == TF_ACT_COUNT, "names");
+
+static char *dup_str(const char *s) {
+    if (!s) return NULL;
+    size_t n = strlen(s) + 1;
+    char *p = malloc(n);
+    if (p) memcpy(p, s, n);
+    return p;
+}
+
+TfModel *model_new(void) {
+    TfModel *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    m->output_reg = -1;
+    m->tok_embed = m->pos_embed = m->unembed = -1;
+    return m;
+}
+
+void model_free(TfModel *m) {
+    if (!m) return;
+    for (int i = 0; i < m->n_regs; i++) free(m->regs[i].name);
+    for (int i = 0; i < m->n_layers; i++) {
+        free(m->layers[i].name);
+        free(m->layers[i].op);
+    }
+    for (int i = 0; i < m->n_tensors; i++) {
+        free(m->tensors[i].name);
+        free(m->tensors[i].data);
+    }
+    free(m->regs);
+    free(m->layers);
+    free(m->tensors);
+    free(m->vocab);
+    free(m->source);
+    free(m->source_name);
+    free(m);
+}
+
+int model_find_tensor(const TfModel *m, const char *name) {
+    for (int i = 0; i < m->n_tensors; i++)
+        if (strcmp(m->tensors[i].name, name) == 0) return i;
+    return -1;
+}
+
+int model_find_register(const TfModel *m, const char *name) {
+    for (int i = 0; i < m->n_regs; i++)
+        if (strcmp(m->regs[i].name, name) == 0) return i;
+    return -1;
+}
+
+int model_add_tensor(TfModel *m, const char *name, int ndim, const int64_t *shape, TfError *err) {
+    if (!name || !*name) {
+        tf_error_set(err, "a tensor needs a name");
+        return -1;
+    }
+    if (model_find_tensor(m, name) >= 0) {
+        tf_error_set(err, "tensor '%s' exists already", name);
+        return -1;
+    }
+    if (ndim < 1 || ndim > TF_MAX_NDIM) {
+        tf_error_set(err, "tensor '%s': rank %d is not between 1 and %d", name, ndim, TF_MAX_NDIM);
+        return -1;
+    }
+    size_t n = 1;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] < 1 || (uint64_t)shape[d] > SIZE_MAX / sizeof(float) / n) {
+            tf_error_set(err, "tensor '%s': dimension %d of size %lld is not allowed", name, d,
+                         (long long)shape[d]);
+            return -1;
+        }
+        n *= (size_t)shape[d];
+    }
+    TfTensor *ts = realloc(m->tensors, ((size_t)m->n_tensors + 1) * sizeof *ts);
+    if (!ts) goto oom;
+    m->tensors = ts;
+    TfTensor *t = &ts[m->n_tensors];
+    memset(t, 0, sizeof *t);
+    t->name = dup_str(name);
+    t->data = calloc(n, sizeof(float));
+    if (!t->name || !t->data) {
+        free(t->name);
+        free(t->data);
+        goto oom;
+    }
+    t->ndim = ndim;
+    for (int d = 0; d < ndim; d++) t->shape[d] = shape[d];
+    t->nelem = n;
+    return m->n_tensors++;
+oom:
+    tf_error_set(err, "out of memory for tensor '%s'", name);
+    return -1;
+}
+
+int model_add_layer(TfModel *m, const TfLayer *layer, TfError *err) {
+    TfLayer *ls = realloc(m->layers, ((size_t)m->n_layers + 1) * sizeof *ls);
+    if (!ls) goto oom;
+    m->layers = ls;
+    TfLayer *l = &ls[m->n_layers];
+    *l = *layer;
+    l->name = dup_str(layer->name ? layer->name : tf_layer_kind_names[layer->kind]);
+    l->op = dup_str(layer->op);
+    if (!l->name || (layer->op && !l->op)) {
+        free(l->name);
+        free(l->op);
+        goto oom;
+    }
+    return m->n_layers++;
+oom:
+    tf_error_set(err, "out of memory for a layer");
+    return -1;
+}
+
+int model_add_register(TfModel *m, const char *name, TfRegKind kind, int offset, int size,
+                       TfError *err) {
+    TfRegister *rs = realloc(m->regs, ((size_t)m->n_regs + 1) * sizeof *rs);
+    if (!rs) goto oom;
+    m->regs = rs;
+    TfRegister *r = &rs[m->n_regs];
+    r->name = dup_str(name);
+    if (!r->name) goto oom;
+    r->kind = kind;
+    r->offset = offset;
+    r->size = size;
+    return m->n_regs++;
+oom:
+    tf_error_set(err, "out of memory for a register");
+    return -1;
+}
+
+size_t model_param_count(const TfModel *m) {
+    size_t n = 0;
+    for (int i = 0; i < m->n_tensors; i++) n += m->tensors[i].nelem;
+    return n;
+}
+
+/* Checks tensor `idx` (named by `role` in messages) has the given 1-D or
+ * 2-D shape (cols < 0 for 1-D). */
+static int check_shape(const TfModel *m, int li, const char *role, int idx, int64_t rows,
+                       int64_t cols, TfError *err) {
+    char where[160];
+    if (li >= 0)
+        snprintf(where, sizeof where, "layer %d '%s': %s", li, m->layers[li].name, role);
+    else
+        snprintf(where, sizeof where, "%s", role);
+    if (idx < 0 || idx >= m->n_tensors) {
+        tf_error_set(err, "%s: no such tensor", where);
+        return -1;
+    }
+    const TfTensor *t = &m->tensors[idx];
+    int want_ndim = cols < 0 ? 1 : 2;
+    if (t->ndim != want_ndim || t->shape[0] != rows || (cols >= 0 && t->shape[1] != cols)) {
+        char have[96] = "[", want[64];
+        for (int d = 0; d < t->ndim; d++) {
+            size_t len = strlen(have);
+            snprintf(have + len, sizeof have - len, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+        }
+        strcat(have, "]");
+        if (cols < 0)
+            snprintf(want, sizeof want, "[%lld]", (long long)rows);
+        else
+            snprintf(want, sizeof want, "[%lld, %lld]", (long long)rows, (long long)cols);
+        tf_error_set(err, "%s: tensor '%s' has shape %s, expected %s", where, t->name, have, want);
+        return -1;
+    }
+    return 0;
+}
+
+static int validate_layer(const TfModel *m, int li, TfError *err) {
+    const TfLayer *l = &m->layers[li];
+    int64_t d = m->d_model;
+    if (l->kind == TF_LAYER_ATTENTION) {
+        if (l->n_heads < 1 || l->d_head < 1 || l->d_vhead < 1) {
+            tf_error_set(err, "layer %d '%s': heads %d, d_head %d, d_vhead %d must be positive", li,
+                         l->name, l->n_heads, l->d_head, l->d_vhead);
+            return -1;
+        }
+        if (!isfinite(l->scale)) {
+            tf_error_set(err, "layer %d '%s': attention scale is not finite", li, l->name);
+            return -1;
+        }
+        int64_t hd = (int64_t)l->n_heads * l->d_head, hv = (int64_t)l->n_heads * l->d_vhead;
+        if (check_shape(m, li, "query", l->query, hd, d, err) < 0 ||
+            check_shape(m, li, "key", l->key, hd, d, err) < 0 ||
+            check_shape(m, li, "value", l->value, hv, d, err) < 0)
+            return -1;
+        if (l->output >= 0) return check_shape(m, li, "output", l->output, d, hv, err);
+        if (hv != d) {
+            tf_error_set(err,
+                         "layer %d '%s': without an output tensor, heads x d_vhead (%lld) must "
+                         "equal d_model (%lld)",
+                         li, l->name, (long long)hv, (long long)d);
+            return -1;
+        }
+        return 0;
+    }
+    if (l->kind == TF_LAYER_MLP) {
+        if (l->d_hidden < 1) {
+            tf_error_set(err, "layer %d '%s': d_hidden %d must be positive", li, l->name,
+                         l->d_hidden);
+            return -1;
+        }
+        if ((unsigned)l->act >= TF_ACT_COUNT) {
+            tf_error_set(err, "layer %d '%s': unknown activation %d", li, l->name, (int)l->act);
+            return -1;
+        }
+        if (check_shape(m, li, "fc1_weight", l->fc1_weight, l->d_hidden, d, err) < 0 ||
+            (l->fc1_bias >= 0 && check_shape(m, li, "fc1_bias", l->fc1_bias, l->d_hidden, -1, err) < 0) ||
+            check_shape(m, li, "fc2_weight", l->fc2_weight, d, l->d_hidden, err) < 0 ||
+            (l->fc2_bias >= 0 && check_shape(m, li, "fc2_bias", l->fc2_bias, d, -1, err) < 0))
+            return -1;
+        return 0;
+    }
+    tf_error_set(err, "layer %d '%s': unknown layer kind %d", li, l->name, (int)l->kind);
+    return -1;
+}
+
+static int validate_registers(const TfModel *m, TfError *err) {
+    for (int i = 0; i < m->n_regs; i++) {
+        const TfRegister *r = &m->regs[i];
+        if (!r->name || !*r->name) {
+            tf_error_set(err, "register %d has no name", i);
+            return -1;
+        }
+        if ((unsigned)r->kind >= TF_REG_KIND_COUNT) {
+            tf_error_set(err, "register '%s': unknown kind %d", r->name, (int)r->kind);
+            return -1;
+        }
+        int want = r->kind == TF_REG_TOKEN ? m->n_vocab : r->kind == TF_REG_POSITION ? 2 : 1;
+        if (r->size != want) {
+            tf_error_set(err, "register '%s': a %s register has %d columns, not %d", r->name,
+                         tf_reg_kind_names[r->kind], want, r->size);
+            return -1;
+        }
+        if (r->offset < 0 || r->offset > m->d_model - r->size) {
+            tf_error_set(err, "register '%s': columns %d..%d lie outside d_model %d", r->name,
+                         r->offset, r->offset + r->size - 1, m->d_model);
+            return -1;
+        }
+        for (int j = 0; j < i; j++) {
+            const TfRegister *o = &m->regs[j];
+            if (strcmp(o->name, r->name) == 0) {
+                tf_error_set(err, "register '%s' appears twice", r->name);
+                return -1;
+            }
+            if (r->offset < o->offset + o->size && o->offset < r->offset + r->size) {
+                tf_error_set(err, "registers '%s' and '%s' overlap", o->name, r->name);
+                return -1;
+            }
+        }
+    }
+    if (m->output_reg != -1) {
+        if (m->output_reg < 0 || m->output_reg >= m->n_regs) {
+            tf_error_set(err, "output register %d does not exist", m->output_reg);
+            return -1;
+        }
+        if (m->regs[m->output_reg].kind != TF_REG_TOKEN) {
+            tf_error_set(err, "output register '%s' is not a token register",
+                         m->regs[m->output_reg].name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int model_validate(const TfModel *m, TfError *err) {
+    if (m->d_model < 1 || m->n_vocab < 1) {
+        tf_error_set(err, "d_model (%d) and the vocabulary size (%d) must be positive", m->d_model,
+                     m->n_vocab);
+        return -1;
+    }
+    if (!m->vocab) {
+        tf_error_set(err, "the model has no vocabulary");
+        return -1;
+    }
+    for (int i = 0; i < m->n_vocab; i++)
+        for (int j = 0; j < i; j++)
+            if (m->vocab[i] == m->vocab[j]) {
+                tf_error_set(err, "vocabulary entries %d and %d are the same character", j, i);
+                return -1;
+            }
+    if (m->period < 1 || m->max_len < 1 || m->generate < 0) {
+        tf_error_set(err, "period (%d), max_len (%d) and generate (%d) are out of range",
+                     m->period, m->max_len, m->generate);
+        return -1;
+    }
+    if (check_shape(m, -1, TF_TENSOR_TOKEN_EMBED, m->tok_embed, m->n_vocab, m->d_model, err) < 0 ||
+        check_shape(m, -1, TF_TENSOR_POS_EMBED, m->pos_embed, m->max_len, m->d_model, err) < 0 ||
+        check_shape(m, -1, TF_TENSOR_UNEMBED, m->unembed, m->n_vocab, m->d_model, err) < 0)
+        return -1;
+    for (int li = 0; li < m->n_layers; li++)
+        if (validate_layer(m, li, err) < 0) return -1;
+    return validate_registers(m, err);
+}

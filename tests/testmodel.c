@@ -1,0 +1,67 @@
+/* testmodel.c: see testmodel.h. */
+#define _POSIX_C_SOURCE 200809L
+#include "testmodel.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile.h"
+#include "testutil.h"
+
+static TfModel *compile_or_fail(const char *name, const char *src, size_t len) {
+    char *diags = NULL;
+    size_t diags_len = 0;
+    FILE *out = open_memstream(&diags, &diags_len);
+    ck_assert_ptr_nonnull(out);
+    int n_errors = 0;
+    TfError err = {""};
+    TfModel *m = compile_source(name, src, len, out, &n_errors, &err);
+    fclose(out);
+    if (!m) ck_abort_msg("%s does not compile (%d errors): %s%s", name, n_errors, err.msg, diags);
+    free(diags);
+    return m;
+}
+
+TfModel *tf_compile_program(const char *relpath) {
+    char path[2048];
+    snprintf(path, sizeof path, "%s/%s", tf_env_path("TF_SOURCE_DIR"), relpath);
+    size_t len = 0;
+    char *src = tf_read_file(path, &len);
+    ck_assert_msg(src != NULL, "cannot read %s", path);
+    TfModel *m = compile_or_fail(relpath, src, len);
+    free(src);
+    return m;
+}
+
+TfModel *tf_compile_text(const char *source) {
+    return compile_or_fail("<test>", source, strlen(source));
+}
+
+int tf_compare_floats(const float *got, const float *want, size_t n, double rtol, double atol,
+                      char *msg, size_t msgsz) {
+    int bad = 0;
+    size_t worst = 0;
+    double worst_excess = -1;
+    for (size_t i = 0; i < n; i++) {
+        double diff = fabs((double)got[i] - (double)want[i]);
+        double tol = atol + rtol * fabs((double)want[i]);
+        int nan = isnan(got[i]) || isnan(want[i]);
+        if (nan || diff > tol) {
+            bad++;
+            double excess = nan ? INFINITY : diff - tol;
+            if (excess > worst_excess) {
+                worst_excess = excess;
+                worst = i;
+            }
+        }
+    }
+    if (bad)
+        snprintf(msg, msgsz, "%d of %zu values differ; worst at index %zu: got %.9g, want %.9g",
+                 bad, n, worst, got[worst], want[worst]);
+    else
+        snprintf(msg, msgsz, "all %zu values agree", n);
+    return bad;
+}

@@ -1,0 +1,24 @@
+/* testmodel.h: test helpers that compile programs and compare float arrays.
+ *
+ * They fail the running Check test (ck_abort_msg) on any problem, so a test
+ * can use their results without checking. Compiled models belong to the
+ * caller (model_free).
+ */
+#ifndef TF_TESTMODEL_H
+#define TF_TESTMODEL_H
+
+#include <stddef.h>
+
+#include "model.h"
+
+/* Compiles a program of the source tree ($TF_SOURCE_DIR/relpath). */
+TfModel *tf_compile_program(const char *relpath);
+/* Compiles program text given inline. */
+TfModel *tf_compile_text(const char *source);
+
+/* Counts the i where |got - want| > atol + rtol * |want| (or either is NaN);
+ * describes the worst of them (index, both values) in msg. */
+int tf_compare_floats(const float *got, const float *want, size_t n, double rtol, double atol,
+                      char *msg, size_t msgsz);
+
+#endif
