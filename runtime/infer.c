@@ -27,7 +27,8 @@ struct TfInfer {
     float *q;       /* [R, max HD] */
     float *k, *v;   /* [R, max HD], [R, max HV] */
     float *heads;   /* [R, max HV] concatenated head outputs */
-    float *hidden;  /* [R, max(F, d)] MLP hidden units / attention projection */
+    float *hidden;  /* [R, max F] MLP hidden units */
+    float *delta;   /* [R, d] what a layer adds to the residual stream */
     float *att;     /* [L] attention weights of one row */
     float *logits;  /* [V] */
     int *row_seq, *row_pos, *row_tok;
@@ -55,6 +56,7 @@ void infer_free(TfInfer *inf) {
     free(inf->v);
     free(inf->heads);
     free(inf->hidden);
+    free(inf->delta);
     free(inf->att);
     free(inf->logits);
     free(inf->row_seq);
@@ -106,13 +108,14 @@ TfInfer *infer_new(const TfModel *m, int max_seqs, TfError *err) {
     inf->v = alloc_floats(R * max_hv);
     inf->heads = alloc_floats(R * max_hv);
     inf->hidden = alloc_floats(R * max_f);
+    inf->delta = alloc_floats(R * d);
     inf->att = alloc_floats(L);
     inf->logits = alloc_floats((size_t)m->n_vocab);
     inf->row_seq = malloc(R * sizeof(int));
     inf->row_pos = malloc(R * sizeof(int));
     inf->row_tok = malloc(R * sizeof(int));
     if (!inf->seq_len || !inf->x || !inf->q || !inf->k || !inf->v || !inf->heads || !inf->hidden ||
-        !inf->att || !inf->logits || !inf->row_seq || !inf->row_pos || !inf->row_tok)
+        !inf->delta || !inf->att || !inf->logits || !inf->row_seq || !inf->row_pos || !inf->row_tok)
         goto oom;
     return inf;
 oom:
@@ -153,11 +156,12 @@ static void attention_layer(TfInfer *inf, int l, int R) {
                                   inf->q + (long)r * HD + h * dh, ks + h * dh, vs + h * dv, T, dh,
                                   dv, HD, HV, ly->scale);
     }
+    const float *delta = inf->heads;
     if (ly->output >= 0) {
-        matmul_forward(inf->x, inf->heads, tensor(m, ly->output), NULL, R, HV, d, 1);
-    } else {
-        for (long i = 0; i < (long)R * d; i++) inf->x[i] += inf->heads[i];
+        matmul_forward(inf->delta, inf->heads, tensor(m, ly->output), NULL, R, HV, d, 0);
+        delta = inf->delta;
     }
+    for (long i = 0; i < (long)R * d; i++) inf->x[i] += delta[i];
 }
 
 static void mlp_layer(TfInfer *inf, int l, int R) {
@@ -170,8 +174,11 @@ static void mlp_layer(TfInfer *inf, int l, int R) {
         gelu_forward(inf->hidden, (long)R * F);
     else
         relu_forward(inf->hidden, (long)R * F);
-    matmul_forward(inf->x, inf->hidden, tensor(m, ly->fc2_weight), tensor(m, ly->fc2_bias), R, F,
-                   d, 1);
+    // The layer's output, bias included, is formed before it is added: the
+    // seed's StepPosition relies on (h W2 + b2) being exact before x + (...).
+    matmul_forward(inf->delta, inf->hidden, tensor(m, ly->fc2_weight), tensor(m, ly->fc2_bias), R,
+                   F, d, 0);
+    for (long i = 0; i < (long)R * d; i++) inf->x[i] += inf->delta[i];
 }
 
 /* Runs rows (row_seq, row_pos, row_tok already filled) through the model. */
