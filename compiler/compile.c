@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "checker.h"
 #include "diag.h"
 #include "lower.h"
 #include "parse.h"

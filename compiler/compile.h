@@ -1,7 +1,7 @@
 /* compile.h: the whole compiler as one call, source text -> model.
  *
  * compile_source runs the pipeline of the compiler: parse (grammar/), check
- * (compiler/check.c), lower (compiler/lower.c), and records the program
+ * (compiler/checker.c), lower (compiler/lower.c), and records the program
  * source in the model. Diagnostics go to diag_out as they are found.
  *
  * Memory: the returned model belongs to the caller (model_free).

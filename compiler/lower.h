@@ -10,7 +10,7 @@
 #ifndef TF_LOWER_H
 #define TF_LOWER_H
 
-#include "check.h"
+#include "checker.h"
 #include "model.h"
 
 TfModel *lower_program(const TfIr *ir, TfError *err);

@@ -1,7 +1,7 @@
 /* ops.h: the op set of the language and the signature of each op.
  *
  * One table row per op: its source name, the kind of layer it becomes, and
- * the arguments it takes. compiler/check.c checks calls against the table;
+ * the arguments it takes. compiler/checker.c checks calls against the table;
  * compiler/lower.c turns each checked call into weights. Adding an op means
  * one enum entry, one table row and one lower_* function.
  */

@@ -1,11 +1,11 @@
-/* check.c: names, kinds, layout and op signatures; `repeat` unrolling.
+/* checker.c: names, kinds, layout and op signatures; `repeat` unrolling.
  *
  * Two passes over the tree. The first collects the program's declarations
  * (vocab, period, registers, output, generate) wherever they stand; the
  * second checks each op call once and unrolls repeat blocks by copying the
  * checked ops, so an error in a repeated body is reported once.
  */
-#include "check.h"
+#include "checker.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* check.h: semantic checks, from syntax tree to a checked program (TfIr).
+/* checker.h: semantic checks, from syntax tree to a checked program (TfIr).
  *
  * The checker resolves names, lays out the residual stream, checks every op
  * call against its signature (compiler/ops.h), unrolls `repeat` blocks and
@@ -11,8 +11,8 @@
  * Memory: a TfIr owns its arrays; it borrows the TfProgram (labels, source
  * locations), which must outlive it. check_free releases it.
  */
-#ifndef TF_CHECK_H
-#define TF_CHECK_H
+#ifndef TF_CHECKER_H
+#define TF_CHECKER_H
 
 #include "ast.h"
 #include "diag.h"

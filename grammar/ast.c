@@ -1,0 +1,131 @@
+/* ast.c: syntax tree nodes: construction, freeing, and a readable dump. */
+#define _POSIX_C_SOURCE 200809L
+#include "ast.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+const char *const tf_stmt_kind_names[TF_STMT_KIND_COUNT] = {
+    "vocab", "period", "decl", "op", "repeat", "output", "generate"};
+static_assert(sizeof tf_stmt_kind_names / sizeof *tf_stmt_kind_names == TF_STMT_KIND_COUNT,
+              "one name per statement kind");
+const char *const tf_arg_kind_names[TF_ARG_KIND_COUNT] = {"name", "char", "int", "offset", "step"};
+static_assert(sizeof tf_arg_kind_names / sizeof *tf_arg_kind_names == TF_ARG_KIND_COUNT,
+              "one name per argument kind");
+
+TfStmt *ast_new_stmt(TfStmtKind kind, TfLoc loc) {
+    TfStmt *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->kind = kind;
+    s->loc = loc;
+    return s;
+}
+
+void ast_free_stmts(TfStmt *s) {
+    while (s) {
+        TfStmt *next = s->next;
+        free(s->vocab);
+        free(s->vocab_locs);
+        for (int i = 0; i < s->n_names; i++) free(s->names[i].text);
+        free(s->names);
+        free(s->label.text);
+        free(s->op.text);
+        for (int i = 0; i < s->n_args; i++) free(s->args[i].name.text);
+        free(s->args);
+        free(s->dest.text);
+        ast_free_stmts(s->body);
+        free(s);
+        s = next;
+    }
+}
+
+void ast_free_program(TfProgram *p) {
+    if (!p) return;
+    ast_free_stmts(p->stmts);
+    free(p);
+}
+
+static void dump_char(FILE *f, int c, char quote) {
+    switch (c) {
+    case '\n': fputs("\\n", f); break;
+    case '\t': fputs("\\t", f); break;
+    case '\r': fputs("\\r", f); break;
+    case '\0': fputs("\\0", f); break;
+    case '\\': fputs("\\\\", f); break;
+    default:
+        if (c == quote)
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20 || c > 0x7e)
+            fprintf(f, "\\x%02x", c & 0xff);
+        else
+            fputc(c, f);
+    }
+}
+
+static void dump_arg(FILE *f, const TfArg *a) {
+    switch (a->kind) {
+    case TF_ARG_NAME: fputs(a->name.text, f); break;
+    case TF_ARG_CHAR:
+        fputc('\'', f);
+        dump_char(f, a->ch, '\'');
+        fputc('\'', f);
+        break;
+    case TF_ARG_INT: fprintf(f, "%ld", a->value); break;
+    case TF_ARG_OFFSET:
+        fprintf(f, "%s %c %ld", a->name.text, a->value < 0 ? '-' : '+',
+                a->value < 0 ? -a->value : a->value);
+        break;
+    case TF_ARG_STEP: fprintf(f, "%s: %+ld", a->name.text, a->value); break;
+    default: fputs("?", f);
+    }
+}
+
+static void dump_stmts(FILE *f, const TfStmt *s, int depth) {
+    static const char *const decl_names[] = {"position", "token", "scalar"};
+    for (; s; s = s->next) {
+        fprintf(f, "%*s", 2 * depth, "");
+        switch (s->kind) {
+        case TF_STMT_VOCAB:
+            fputs("vocab \"", f);
+            for (int i = 0; i < s->vocab_len; i++) dump_char(f, (unsigned char)s->vocab[i], '"');
+            fputs("\"\n", f);
+            break;
+        case TF_STMT_PERIOD: fprintf(f, "period %ld\n", s->value); break;
+        case TF_STMT_GENERATE: fprintf(f, "generate %ld\n", s->value); break;
+        case TF_STMT_OUTPUT: fprintf(f, "output %s\n", s->dest.text); break;
+        case TF_STMT_DECL:
+            fprintf(f, "decl %s", decl_names[s->decl_kind]);
+            for (int i = 0; i < s->n_names; i++) fprintf(f, "%s%s", i ? ", " : " ", s->names[i].text);
+            fputc('\n', f);
+            break;
+        case TF_STMT_OP:
+            fputs("op ", f);
+            if (s->label.text) fprintf(f, "label=%s ", s->label.text);
+            fprintf(f, "%s(", s->op.text);
+            for (int i = 0; i < s->n_args; i++) {
+                if (i) fputs(", ", f);
+                dump_arg(f, &s->args[i]);
+            }
+            fputc(')', f);
+            if (s->dest.text) fprintf(f, " -> %s", s->dest.text);
+            fputc('\n', f);
+            break;
+        case TF_STMT_REPEAT:
+            fprintf(f, "repeat %ld {\n", s->value);
+            dump_stmts(f, s->body, depth + 1);
+            fprintf(f, "%*s}\n", 2 * depth, "");
+            break;
+        default: fputs("?\n", f);
+        }
+    }
+}
+
+void ast_dump(const TfProgram *p, char **out, size_t *len) {
+    *out = NULL;
+    *len = 0;
+    FILE *f = open_memstream(out, len);
+    if (!f) return;
+    dump_stmts(f, p->stmts, 0);
+    fclose(f);
+}

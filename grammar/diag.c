@@ -1,0 +1,111 @@
+/* diag.c: file:line:col diagnostics with the source line and a caret. */
+#include "diag.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+void diag_init(TfDiag *d, const char *filename, const char *source, size_t len, FILE *out) {
+    d->filename = filename;
+    d->source = source;
+    d->source_len = len;
+    d->out = out;
+    d->n_errors = 0;
+    d->n_warnings = 0;
+}
+
+/* The text of line `line` (1-based) without its newline; NULL past the end. */
+static const char *find_line(const TfDiag *d, int line, size_t *len) {
+    if (!d->source || line < 1) return NULL;
+    size_t pos = 0;
+    for (int l = 1; l < line; l++) {
+        const char *nl = memchr(d->source + pos, '\n', d->source_len - pos);
+        if (!nl) return NULL;
+        pos = (size_t)(nl - d->source) + 1;
+    }
+    if (pos > d->source_len) return NULL;
+    const char *nl = memchr(d->source + pos, '\n', d->source_len - pos);
+    *len = nl ? (size_t)(nl - d->source) - pos : d->source_len - pos;
+    if (*len > 0 && d->source[pos + *len - 1] == '\r') (*len)--;
+    return d->source + pos;
+}
+
+/* "   12 | text" and "      |    ^~~~" under the span of loc. */
+static void show_source(const TfDiag *d, TfLoc loc) {
+    size_t len = 0;
+    const char *text = find_line(d, loc.line, &len);
+    if (!text) return;
+    fprintf(d->out, "%5d | %.*s\n", loc.line, (int)len, text);
+    fprintf(d->out, "      | ");
+    int col = loc.col < 1 ? 1 : loc.col;
+    for (int c = 1; c < col; c++)
+        fputc((size_t)(c - 1) < len && text[c - 1] == '\t' ? '\t' : ' ', d->out);
+    int end = loc.end_line == loc.line && loc.end_col >= col ? loc.end_col : col;
+    if ((size_t)end > len && (size_t)col <= len) end = (int)len;
+    fputc('^', d->out);
+    for (int c = col + 1; c <= end; c++) fputc('~', d->out);
+    fputc('\n', d->out);
+}
+
+static void report(TfDiag *d, const char *kind, TfLoc loc, int with_source, const char *fmt,
+                   va_list ap) {
+    if (loc.line > 0)
+        fprintf(d->out, "%s:%d:%d: %s: ", d->filename, loc.line, loc.col, kind);
+    else
+        fprintf(d->out, "%s: %s: ", d->filename, kind);
+    vfprintf(d->out, fmt, ap);
+    fputc('\n', d->out);
+    if (with_source && loc.line > 0) show_source(d, loc);
+}
+
+/* Past the limit, errors are counted but no longer shown (nor their notes). */
+static int quiet(const TfDiag *d) { return d->n_errors > TF_DIAG_MAX_ERRORS; }
+
+void diag_error(TfDiag *d, TfLoc loc, const char *fmt, ...) {
+    d->n_errors++;
+    if (d->n_errors == TF_DIAG_MAX_ERRORS + 1) {
+        fprintf(d->out, "%s: note: too many errors, stopping here\n", d->filename);
+        return;
+    }
+    if (quiet(d)) return;
+    va_list ap;
+    va_start(ap, fmt);
+    report(d, "error", loc, 1, fmt, ap);
+    va_end(ap);
+}
+
+void diag_warning(TfDiag *d, TfLoc loc, const char *fmt, ...) {
+    d->n_warnings++;
+    if (quiet(d)) return;
+    va_list ap;
+    va_start(ap, fmt);
+    report(d, "warning", loc, 1, fmt, ap);
+    va_end(ap);
+}
+
+void diag_note(TfDiag *d, TfLoc loc, const char *fmt, ...) {
+    if (quiet(d)) return;
+    va_list ap;
+    va_start(ap, fmt);
+    report(d, "note", loc, 1, fmt, ap);
+    va_end(ap);
+}
+
+void diag_hint(TfDiag *d, const char *fmt, ...) {
+    if (quiet(d)) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("hint: ", d->out);
+    vfprintf(d->out, fmt, ap);
+    fputc('\n', d->out);
+    va_end(ap);
+}
+
+void diag_file_error(TfDiag *d, const char *fmt, ...) {
+    d->n_errors++;
+    if (quiet(d)) return;
+    va_list ap;
+    va_start(ap, fmt);
+    TfLoc none = {0, 0, 0, 0};
+    report(d, "error", none, 0, fmt, ap);
+    va_end(ap);
+}

@@ -1,0 +1,415 @@
+/* parser.y: the grammar of .tfp programs (docs/language.md, "Grammar").
+ *
+ * A pure parser with locations. Syntax errors are reported with the
+ * expected tokens named as they are written in source; the parser recovers
+ * at the next ';' (or the '}' closing a repeat), so one run reports several.
+ */
+%code requires {
+#include "ast.h"
+#include "diag.h"
+#include "lexer_state.h"
+
+#ifndef YY_TYPEDEF_YY_SCANNER_T
+#define YY_TYPEDEF_YY_SCANNER_T
+typedef void *yyscan_t;
+#endif
+
+typedef struct TfStmtList { TfStmt *head, *tail; } TfStmtList;
+typedef struct TfNameList { TfName *v; int n; } TfNameList;
+typedef struct TfArgList { TfArg *v; int n; } TfArgList;
+
+/* What the parse of one program works on. */
+typedef struct TfParseCtx {
+    TfDiag *diag;
+    TfLexState *lex;
+    TfProgram *prog;
+    int last_error_line, last_error_col; /* one message per error position */
+} TfParseCtx;
+}
+
+%code provides {
+#define YYSTYPE TF_YYSTYPE
+#define YYLTYPE TF_YYLTYPE
+int tf_yylex(YYSTYPE *yylval, YYLTYPE *yylloc, yyscan_t scanner);
+}
+
+%code {
+#include <stdlib.h>
+#include <string.h>
+
+#define YYLLOC_DEFAULT(Cur, Rhs, N)                                   \
+    do {                                                              \
+        if (N) {                                                      \
+            (Cur).line = YYRHSLOC(Rhs, 1).line;                       \
+            (Cur).col = YYRHSLOC(Rhs, 1).col;                         \
+            (Cur).end_line = YYRHSLOC(Rhs, N).end_line;               \
+            (Cur).end_col = YYRHSLOC(Rhs, N).end_col;                 \
+        } else {                                                      \
+            (Cur).line = (Cur).end_line = YYRHSLOC(Rhs, 0).end_line;  \
+            (Cur).col = (Cur).end_col = YYRHSLOC(Rhs, 0).end_col + 1; \
+        }                                                             \
+    } while (0)
+
+static void yyerror(YYLTYPE *loc, yyscan_t scanner, TfParseCtx *ctx, const char *msg);
+static TfStmtList list_add(TfStmtList l, TfStmt *s);
+static int names_add(TfNameList *l, TfName n);
+static int args_add(TfArgList *l, TfArg a);
+static void free_args(TfArgList *l);
+static void free_names(TfNameList *l);
+static TfName make_name(char *text, TfLoc loc);
+static TfArg make_arg(TfArgKind kind, TfLoc loc);
+#define NEW_STMT(var, kind, loc) \
+    do { if (!((var) = ast_new_stmt((kind), (loc)))) YYNOMEM; } while (0)
+}
+
+%define api.pure full
+%define api.prefix {tf_yy}
+%define api.location.type {TfLoc}
+%define parse.error custom
+%define parse.lac full
+%locations
+%expect 0
+%param {yyscan_t scanner}
+%parse-param {TfParseCtx *ctx}
+
+%initial-action {
+    @$.line = @$.end_line = 1;
+    @$.col = @$.end_col = 1;
+}
+
+%union {
+    char *str;
+    long num;
+    TfLexString *string;
+    TfStmt *stmt;
+    TfStmtList list;
+    TfNameList names;
+    TfArgList args;
+    TfArg arg;
+    TfName name;
+    TfDeclKind decl;
+}
+
+%token KW_VOCAB "vocab" KW_PERIOD "period" KW_POSITION "position" KW_TOKEN "token"
+%token KW_SCALAR "scalar" KW_OUTPUT "output" KW_GENERATE "generate" KW_REPEAT "repeat"
+%token ARROW "->"
+%token <str> IDENT "identifier"
+%token <num> INT "integer"
+%token <num> CHAR "character literal"
+%token <string> STRING "string literal"
+
+%type <list> items body
+%type <stmt> item body_item op_stmt call repeat
+%type <names> names
+%type <args> args args_opt
+%type <arg> arg
+%type <name> dest_opt
+%type <decl> decl_kind
+%type <num> signed_int
+
+%destructor { free($$); } <str>
+%destructor { if ($$) { free($$->bytes); free($$->locs); free($$); } } <string>
+%destructor { ast_free_stmts($$); } <stmt>
+%destructor { ast_free_stmts($$.head); } <list>
+%destructor { free_names(&$$); } <names>
+%destructor { free_args(&$$); } <args>
+%destructor { free($$.name.text); } <arg>
+%destructor { free($$.text); } <name>
+
+%%
+
+program
+    : items                         { ctx->prog->stmts = $1.head; }
+    ;
+
+items
+    : %empty                        { $$ = (TfStmtList){NULL, NULL}; }
+    | items item                    { $$ = list_add($1, $2); }
+    ;
+
+item
+    : "vocab" STRING ';' {
+        NEW_STMT($$, TF_STMT_VOCAB, @$);
+        $$->vocab = $2->bytes;
+        $$->vocab_len = $2->len;
+        $$->vocab_locs = $2->locs;
+        free($2);
+    }
+    | "period" INT ';' {
+        NEW_STMT($$, TF_STMT_PERIOD, @$);
+        $$->value = $2;
+        $$->value_loc = @2;
+    }
+    | decl_kind names ';' {
+        NEW_STMT($$, TF_STMT_DECL, @$);
+        $$->decl_kind = $1;
+        $$->names = $2.v;
+        $$->n_names = $2.n;
+    }
+    | "output" IDENT ';' {
+        NEW_STMT($$, TF_STMT_OUTPUT, @$);
+        $$->dest = make_name($2, @2);
+    }
+    | "generate" INT ';' {
+        NEW_STMT($$, TF_STMT_GENERATE, @$);
+        $$->value = $2;
+        $$->value_loc = @2;
+    }
+    | op_stmt
+    | repeat
+    | error ';'                     { $$ = NULL; yyerrok; }
+    ;
+
+decl_kind
+    : "position"                    { $$ = TF_DECL_POSITION; }
+    | "token"                       { $$ = TF_DECL_TOKEN; }
+    | "scalar"                      { $$ = TF_DECL_SCALAR; }
+    ;
+
+names
+    : IDENT {
+        $$ = (TfNameList){NULL, 0};
+        if (names_add(&$$, make_name($1, @1)) < 0) YYNOMEM;
+    }
+    | names ',' IDENT {
+        $$ = $1;
+        $1 = (TfNameList){NULL, 0};
+        if (names_add(&$$, make_name($3, @3)) < 0) YYNOMEM;
+    }
+    ;
+
+/* repeat N { ops and repeats } */
+repeat
+    : "repeat" INT '{' body '}' {
+        NEW_STMT($$, TF_STMT_REPEAT, @$);
+        $$->value = $2;
+        $$->value_loc = @2;
+        $$->body = $4.head;
+    }
+    ;
+
+body
+    : %empty                        { $$ = (TfStmtList){NULL, NULL}; }
+    | body body_item                { $$ = list_add($1, $2); }
+    ;
+
+body_item
+    : op_stmt
+    | repeat
+    | error ';'                     { $$ = NULL; yyerrok; }
+    ;
+
+/* [label:] Op(args) [-> dest]; */
+op_stmt
+    : call ';'                      { $$ = $1; $$->loc = @$; }
+    | IDENT ':' call ';' {
+        $$ = $3;
+        $$->label = make_name($1, @1);
+        $$->loc = @$;
+    }
+    ;
+
+call
+    : IDENT '(' args_opt ')' dest_opt {
+        NEW_STMT($$, TF_STMT_OP, @$);
+        $$->op = make_name($1, @1);
+        $$->args = $3.v;
+        $$->n_args = $3.n;
+        $$->dest = $5;
+    }
+    ;
+
+args_opt
+    : %empty                        { $$ = (TfArgList){NULL, 0}; }
+    | args
+    ;
+
+args
+    : arg {
+        $$ = (TfArgList){NULL, 0};
+        if (args_add(&$$, $1) < 0) YYNOMEM;
+    }
+    | args ',' arg {
+        $$ = $1;
+        $1 = (TfArgList){NULL, 0};
+        if (args_add(&$$, $3) < 0) YYNOMEM;
+    }
+    ;
+
+arg
+    : IDENT                         { $$ = make_arg(TF_ARG_NAME, @$); $$.name = make_name($1, @1); }
+    | CHAR                          { $$ = make_arg(TF_ARG_CHAR, @$); $$.ch = (int)$1; }
+    | signed_int                    { $$ = make_arg(TF_ARG_INT, @$); $$.value = $1; $$.value_loc = @1; }
+    | IDENT '+' INT {
+        $$ = make_arg(TF_ARG_OFFSET, @$);
+        $$.name = make_name($1, @1);
+        $$.value = $3;
+        $$.value_loc = @3;
+    }
+    | IDENT '-' INT {
+        $$ = make_arg(TF_ARG_OFFSET, @$);
+        $$.name = make_name($1, @1);
+        $$.value = -$3;
+        $$.value_loc = @2;
+        $$.value_loc.end_col = @3.end_col;
+    }
+    | IDENT ':' signed_int {
+        $$ = make_arg(TF_ARG_STEP, @$);
+        $$.name = make_name($1, @1);
+        $$.value = $3;
+        $$.value_loc = @3;
+    }
+    ;
+
+signed_int
+    : INT
+    | '+' INT                       { $$ = $2; }
+    | '-' INT                       { $$ = -$2; }
+    ;
+
+dest_opt
+    : %empty                        { $$ = make_name(NULL, @$); }
+    | "->" IDENT                    { $$ = make_name($2, @2); }
+    ;
+
+%%
+
+static TfStmtList list_add(TfStmtList l, TfStmt *s) {
+    if (!s) return l;
+    if (l.tail)
+        l.tail->next = s;
+    else
+        l.head = s;
+    l.tail = s;
+    return l;
+}
+
+static int names_add(TfNameList *l, TfName n) {
+    TfName *v = realloc(l->v, ((size_t)l->n + 1) * sizeof *v);
+    if (!v) {
+        free(n.text);
+        return -1;
+    }
+    l->v = v;
+    v[l->n++] = n;
+    return 0;
+}
+
+static int args_add(TfArgList *l, TfArg a) {
+    TfArg *v = realloc(l->v, ((size_t)l->n + 1) * sizeof *v);
+    if (!v) {
+        free(a.name.text);
+        return -1;
+    }
+    l->v = v;
+    v[l->n++] = a;
+    return 0;
+}
+
+static void free_args(TfArgList *l) {
+    for (int i = 0; i < l->n; i++) free(l->v[i].name.text);
+    free(l->v);
+    l->v = NULL;
+    l->n = 0;
+}
+
+static void free_names(TfNameList *l) {
+    for (int i = 0; i < l->n; i++) free(l->v[i].text);
+    free(l->v);
+    l->v = NULL;
+    l->n = 0;
+}
+
+static TfName make_name(char *text, TfLoc loc) {
+    TfName n = {text, loc};
+    return n;
+}
+
+static TfArg make_arg(TfArgKind kind, TfLoc loc) {
+    TfArg a;
+    memset(&a, 0, sizeof a);
+    a.kind = kind;
+    a.loc = loc;
+    return a;
+}
+
+static void yyerror(YYLTYPE *loc, yyscan_t scanner, TfParseCtx *ctx, const char *msg) {
+    (void)scanner;
+    diag_error(ctx->diag, *loc, "%s", msg);
+}
+
+/* How a token kind reads in a message: 'x' for punctuation and keywords,
+ * a description for the others. */
+static const char *symbol_text(yysymbol_kind_t sym, char *buf, size_t n) {
+    switch (sym) {
+    case YYSYMBOL_YYEOF: return "end of file";
+    case YYSYMBOL_IDENT: return "an identifier";
+    case YYSYMBOL_INT: return "an integer";
+    case YYSYMBOL_CHAR: return "a character literal";
+    case YYSYMBOL_STRING: return "a string literal";
+    default: break;
+    }
+    const char *name = yysymbol_name(sym);
+    size_t len = strlen(name);
+    if (len >= 2 && (name[0] == '"' || name[0] == '\'')) {
+        snprintf(buf, n, "'%.*s'", (int)(len - 2), name + 1);
+    } else {
+        snprintf(buf, n, "%s", name);
+    }
+    return buf;
+}
+
+/* The source text of a token, quoted, for "before 'repeat'". */
+static void token_text(const TfParseCtx *ctx, TfLoc loc, yysymbol_kind_t sym, char *buf, size_t n) {
+    const TfDiag *d = ctx->diag;
+    if (sym == YYSYMBOL_YYEOF || !d->source) {
+        snprintf(buf, n, "end of file");
+        return;
+    }
+    // Find the start of loc.line, then the column.
+    size_t pos = 0;
+    for (int line = 1; line < loc.line && pos < d->source_len; pos++)
+        if (d->source[pos] == '\n') line++;
+    pos += (size_t)(loc.col - 1);
+    size_t len = loc.end_line == loc.line && loc.end_col >= loc.col ? (size_t)(loc.end_col - loc.col + 1) : 1;
+    if (pos >= d->source_len) {
+        snprintf(buf, n, "end of file");
+        return;
+    }
+    if (len > d->source_len - pos) len = d->source_len - pos;
+    if (len > 40) len = 40;
+    snprintf(buf, n, "'%.*s'", (int)len, d->source + pos);
+}
+
+static int yyreport_syntax_error(const yypcontext_t *yyctx, yyscan_t scanner, TfParseCtx *ctx) {
+    (void)scanner;
+    TfLoc loc = *yypcontext_location(yyctx);
+    if (loc.line == ctx->last_error_line && loc.col == ctx->last_error_col) return 0;
+    ctx->last_error_line = loc.line;
+    ctx->last_error_col = loc.col;
+
+    yysymbol_kind_t expected[6];
+    int n = yypcontext_expected_tokens(yyctx, expected, 6);
+    yysymbol_kind_t got = yypcontext_token(yyctx);
+    char found[64], want[256] = "", one[48];
+    token_text(ctx, loc, got, found, sizeof found);
+    int semicolon = 0;
+    for (int i = 0; i < n && n > 0; i++) {
+        if (strcmp(yysymbol_name(expected[i]), "';'") == 0) semicolon = 1;
+        size_t len = strlen(want);
+        snprintf(want + len, sizeof want - len, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ",
+                 symbol_text(expected[i], one, sizeof one));
+    }
+    // A ';' missing at the end of a line is reported there, not at the next
+    // line's first token.
+    TfLoc prev = ctx->lex->prev_end;
+    if (semicolon && n == 1 && prev.line > 0 && prev.line < loc.line) {
+        TfLoc after = {prev.end_line, prev.end_col + 1, prev.end_line, prev.end_col + 1};
+        diag_error(ctx->diag, after, "expected ';' after this statement");
+    } else if (n > 0) {
+        diag_error(ctx->diag, loc, "expected %s before %s", want, found);
+    } else {
+        diag_error(ctx->diag, loc, "unexpected %s", found);
+    }
+    return 0;
+}

@@ -1,0 +1,765 @@
+/* tfw.c: .tfw files (safetensors + the tfw metadata profile) read and written.
+ *
+ * The reader distrusts every byte: each field it reads is checked, and each
+ * failure names the field. The JSON header goes through cJSON.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "tfw.h"
+
+#include <cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define META "__metadata__"
+
+static int host_is_little_endian(void) {
+    const uint16_t one = 1;
+    return *(const unsigned char *)&one == 1;
+}
+
+/* ---- reading ------------------------------------------------------------- */
+
+/* A JSON number that is a whole number in [lo, hi]. */
+static int json_int(const cJSON *j, double lo, double hi, int64_t *out) {
+    if (!cJSON_IsNumber(j)) return -1;
+    double v = j->valuedouble;
+    if (!(v >= lo && v <= hi) || floor(v) != v) return -1;
+    *out = (int64_t)v;
+    return 0;
+}
+
+/* A decimal string that is a whole number in [lo, hi]. */
+static int parse_int_string(const char *s, long lo, long hi, long *out) {
+    if (!s || !*s) return -1;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+typedef struct Entry {
+    const char *name;
+    int64_t shape[TF_MAX_NDIM];
+    int ndim;
+    uint64_t begin, end;
+    size_t nelem;
+} Entry;
+
+static int cmp_entry(const void *a, const void *b) {
+    const Entry *x = a, *y = b;
+    return x->begin < y->begin ? -1 : x->begin > y->begin;
+}
+
+/* Checks one tensor entry of the header. */
+static int read_entry(const cJSON *j, Entry *e, TfError *err) {
+    e->name = j->string;
+    if (!cJSON_IsObject(j)) {
+        tf_error_set(err, "tensor '%s': header entry is not an object", e->name);
+        return -1;
+    }
+    const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(j, "dtype");
+    const cJSON *shape = cJSON_GetObjectItemCaseSensitive(j, "shape");
+    const cJSON *offs = cJSON_GetObjectItemCaseSensitive(j, "data_offsets");
+    if (!dtype || !shape || !offs) {
+        tf_error_set(err, "tensor '%s': missing %s", e->name,
+                     !dtype ? "dtype" : !shape ? "shape" : "data_offsets");
+        return -1;
+    }
+    if (!cJSON_IsString(dtype)) {
+        tf_error_set(err, "tensor '%s': dtype is not a string", e->name);
+        return -1;
+    }
+    if (strcmp(dtype->valuestring, "F32") != 0) {
+        tf_error_set(err, "tensor '%s': dtype '%s' is not supported (only F32)", e->name,
+                     dtype->valuestring);
+        return -1;
+    }
+    if (!cJSON_IsArray(shape)) {
+        tf_error_set(err, "tensor '%s': shape is not an array", e->name);
+        return -1;
+    }
+    e->ndim = cJSON_GetArraySize(shape);
+    if (e->ndim < 1 || e->ndim > TF_MAX_NDIM) {
+        tf_error_set(err, "tensor '%s': rank %d is not between 1 and %d", e->name, e->ndim,
+                     TF_MAX_NDIM);
+        return -1;
+    }
+    uint64_t n = 1;
+    for (int d = 0; d < e->ndim; d++) {
+        int64_t v;
+        if (json_int(cJSON_GetArrayItem(shape, d), 0, 9007199254740992.0, &v) < 0) {
+            tf_error_set(err, "tensor '%s': shape[%d] is not a non-negative integer", e->name, d);
+            return -1;
+        }
+        if (v != 0 && n > UINT64_MAX / 4 / (uint64_t)v) {
+            tf_error_set(err, "tensor '%s': shape overflows", e->name);
+            return -1;
+        }
+        e->shape[d] = v;
+        n *= (uint64_t)v;
+    }
+    if (n == 0) {
+        tf_error_set(err, "tensor '%s': has no elements", e->name);
+        return -1;
+    }
+    int64_t b, en;
+    if (!cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2 ||
+        json_int(cJSON_GetArrayItem(offs, 0), 0, 9007199254740992.0, &b) < 0 ||
+        json_int(cJSON_GetArrayItem(offs, 1), 0, 9007199254740992.0, &en) < 0) {
+        tf_error_set(err, "tensor '%s': data_offsets is not two non-negative integers", e->name);
+        return -1;
+    }
+    if (b > en) {
+        tf_error_set(err, "tensor '%s': data_offsets [%lld, %lld] run backwards", e->name,
+                     (long long)b, (long long)en);
+        return -1;
+    }
+    if ((uint64_t)(en - b) != n * 4) {
+        tf_error_set(err, "tensor '%s': data_offsets span %lld bytes, but its shape needs %llu",
+                     e->name, (long long)(en - b), (unsigned long long)(n * 4));
+        return -1;
+    }
+    if (n > SIZE_MAX / sizeof(float)) {
+        tf_error_set(err, "tensor '%s': too large for this machine", e->name);
+        return -1;
+    }
+    e->begin = (uint64_t)b;
+    e->end = (uint64_t)en;
+    e->nelem = (size_t)n;
+    return 0;
+}
+
+/* The tensors tile the data section exactly: no gap, no overlap, no tail. */
+static int check_tiling(Entry *es, int n, uint64_t data_len, TfError *err) {
+    qsort(es, (size_t)n, sizeof *es, cmp_entry);
+    uint64_t at = 0;
+    for (int i = 0; i < n; i++) {
+        if (es[i].begin > at) {
+            tf_error_set(err, "data bytes %llu..%llu belong to no tensor (gap before '%s')",
+                         (unsigned long long)at, (unsigned long long)es[i].begin - 1, es[i].name);
+            return -1;
+        }
+        if (es[i].begin < at) {
+            tf_error_set(err, "tensors '%s' and '%s' overlap", es[i - 1].name, es[i].name);
+            return -1;
+        }
+        at = es[i].end;
+    }
+    if (at > data_len) {
+        tf_error_set(err, "tensor data ends at byte %llu, past the end of the file (%llu data bytes)",
+                     (unsigned long long)at, (unsigned long long)data_len);
+        return -1;
+    }
+    if (at < data_len) {
+        tf_error_set(err, "file has %llu bytes after the last tensor",
+                     (unsigned long long)(data_len - at));
+        return -1;
+    }
+    return 0;
+}
+
+/* A metadata value: must be present (unless optional) and a string. */
+static const char *meta_string(const cJSON *meta, const char *key, int optional, TfError *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(meta, key);
+    if (!v) {
+        if (!optional) tf_error_set(err, "__metadata__.%s is missing", key);
+        return NULL;
+    }
+    if (!cJSON_IsString(v)) {
+        tf_error_set(err, "__metadata__.%s is not a string", key);
+        return NULL;
+    }
+    return v->valuestring;
+}
+
+static int meta_int(const cJSON *meta, const char *key, long lo, long hi, int *out, TfError *err) {
+    const char *s = meta_string(meta, key, 0, err);
+    long v;
+    if (!s) return -1;
+    if (parse_int_string(s, lo, hi, &v) < 0) {
+        tf_error_set(err, "__metadata__.%s is '%.40s', not an integer between %ld and %ld", key, s,
+                     lo, hi);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+/* A metadata string that holds JSON of the given kind. */
+static cJSON *meta_json(const cJSON *meta, const char *key, int want_array, TfError *err) {
+    const char *s = meta_string(meta, key, 0, err);
+    if (!s) return NULL;
+    cJSON *j = cJSON_Parse(s);
+    if (!j || (want_array && !cJSON_IsArray(j))) {
+        tf_error_set(err, "__metadata__.%s is not a JSON %s", key, want_array ? "array" : "value");
+        cJSON_Delete(j);
+        return NULL;
+    }
+    return j;
+}
+
+static char *dup_str(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *p = malloc(n);
+    if (p) memcpy(p, s, n);
+    return p;
+}
+
+static int read_vocab(TfModel *m, const cJSON *meta, TfError *err) {
+    cJSON *v = meta_json(meta, "vocab", 1, err);
+    if (!v) return -1;
+    int n = cJSON_GetArraySize(v);
+    if (n < 1 || n > 256) {
+        tf_error_set(err, "__metadata__.vocab has %d entries, not 1 to 256", n);
+        cJSON_Delete(v);
+        return -1;
+    }
+    m->vocab = malloc((size_t)n);
+    if (!m->vocab) {
+        cJSON_Delete(v);
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    m->n_vocab = n;
+    for (int i = 0; i < n; i++) {
+        const cJSON *t = cJSON_GetArrayItem(v, i);
+        if (!cJSON_IsString(t) || strlen(t->valuestring) != 1) {
+            tf_error_set(err, "__metadata__.vocab[%d] is not a one-character string", i);
+            cJSON_Delete(v);
+            return -1;
+        }
+        m->vocab[i] = t->valuestring[0];
+    }
+    cJSON_Delete(v);
+    return 0;
+}
+
+static int obj_int(const cJSON *o, const char *key, int64_t lo, int64_t hi, int optional,
+                   int64_t dflt, int64_t *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!v && optional) {
+        *out = dflt;
+        return 0;
+    }
+    return json_int(v, (double)lo, (double)hi, out);
+}
+
+static const char *obj_str(const cJSON *o, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static int read_registers(TfModel *m, const cJSON *meta, TfError *err) {
+    cJSON *regs = meta_json(meta, "registers", 1, err);
+    if (!regs) return -1;
+    int i = 0, rc = 0;
+    const cJSON *r;
+    cJSON_ArrayForEach(r, regs) {
+        const char *name = obj_str(r, "name"), *kind = obj_str(r, "kind");
+        int64_t off, size;
+        int k = -1;
+        for (int j = 0; kind && j < TF_REG_KIND_COUNT; j++)
+            if (strcmp(kind, tf_reg_kind_names[j]) == 0) k = j;
+        if (!name || !kind || obj_int(r, "offset", 0, INT32_MAX, 0, 0, &off) < 0 ||
+            obj_int(r, "size", 1, INT32_MAX, 0, 0, &size) < 0) {
+            tf_error_set(err, "__metadata__.registers[%d] needs a name, a kind, an offset and a size",
+                         i);
+            rc = -1;
+            break;
+        }
+        if (k < 0) {
+            tf_error_set(err, "__metadata__.registers[%d]: unknown kind '%s'", i, kind);
+            rc = -1;
+            break;
+        }
+        if (model_add_register(m, name, (TfRegKind)k, (int)off, (int)size, err) < 0) {
+            rc = -1;
+            break;
+        }
+        i++;
+    }
+    cJSON_Delete(regs);
+    return rc;
+}
+
+/* The tensor a layer field names: required or optional (-1 when absent). */
+static int layer_tensor(const TfModel *m, const cJSON *l, int li, const char *key, int optional,
+                        int *out, TfError *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(l, key);
+    if (!v && optional) {
+        *out = -1;
+        return 0;
+    }
+    if (!cJSON_IsString(v)) {
+        tf_error_set(err, "__metadata__.layers[%d].%s is %s", li, key,
+                     v ? "not a string" : "missing");
+        return -1;
+    }
+    *out = model_find_tensor(m, v->valuestring);
+    if (*out < 0) {
+        tf_error_set(err, "__metadata__.layers[%d].%s names tensor '%s', which is not in the file",
+                     li, key, v->valuestring);
+        return -1;
+    }
+    return 0;
+}
+
+static int read_layer(TfModel *m, const cJSON *l, int li, TfError *err) {
+    TfLayer ly;
+    memset(&ly, 0, sizeof ly);
+    ly.output = ly.fc1_bias = ly.fc2_bias = -1;
+    const char *kind = obj_str(l, "kind");
+    const char *name = obj_str(l, "name");
+    if (!cJSON_IsObject(l) || !kind || !name) {
+        tf_error_set(err, "__metadata__.layers[%d] needs a kind and a name", li);
+        return -1;
+    }
+    ly.name = (char *)name;
+    ly.op = (char *)obj_str(l, "op");
+    int64_t line, v1, v2, v3;
+    if (obj_int(l, "line", 0, INT32_MAX, 1, 0, &line) < 0) {
+        tf_error_set(err, "__metadata__.layers[%d].line is not a line number", li);
+        return -1;
+    }
+    ly.line = (int)line;
+    if (strcmp(kind, "attention") == 0) {
+        ly.kind = TF_LAYER_ATTENTION;
+        const cJSON *scale = cJSON_GetObjectItemCaseSensitive(l, "scale");
+        const cJSON *causal = cJSON_GetObjectItemCaseSensitive(l, "causal");
+        if (obj_int(l, "heads", 1, 65536, 0, 0, &v1) < 0 ||
+            obj_int(l, "d_head", 1, INT32_MAX, 0, 0, &v2) < 0 ||
+            obj_int(l, "d_vhead", 1, INT32_MAX, 0, 0, &v3) < 0) {
+            tf_error_set(err, "__metadata__.layers[%d] needs positive integers heads, d_head, d_vhead",
+                         li);
+            return -1;
+        }
+        if (!cJSON_IsNumber(scale) || !isfinite(scale->valuedouble)) {
+            tf_error_set(err, "__metadata__.layers[%d].scale is not a finite number", li);
+            return -1;
+        }
+        if (!cJSON_IsBool(causal)) {
+            tf_error_set(err, "__metadata__.layers[%d].causal is not true or false", li);
+            return -1;
+        }
+        ly.n_heads = (int)v1;
+        ly.d_head = (int)v2;
+        ly.d_vhead = (int)v3;
+        ly.scale = (float)scale->valuedouble;
+        ly.causal = cJSON_IsTrue(causal);
+        if (layer_tensor(m, l, li, "query", 0, &ly.query, err) < 0 ||
+            layer_tensor(m, l, li, "key", 0, &ly.key, err) < 0 ||
+            layer_tensor(m, l, li, "value", 0, &ly.value, err) < 0 ||
+            layer_tensor(m, l, li, "output", 1, &ly.output, err) < 0)
+            return -1;
+    } else if (strcmp(kind, "mlp") == 0) {
+        ly.kind = TF_LAYER_MLP;
+        const char *act = obj_str(l, "activation");
+        int a = -1;
+        for (int j = 0; act && j < TF_ACT_COUNT; j++)
+            if (strcmp(act, tf_activation_names[j]) == 0) a = j;
+        if (a < 0) {
+            tf_error_set(err, "__metadata__.layers[%d].activation '%s' is not one of gelu, relu", li,
+                         act ? act : "(missing)");
+            return -1;
+        }
+        if (obj_int(l, "d_hidden", 1, INT32_MAX, 0, 0, &v1) < 0) {
+            tf_error_set(err, "__metadata__.layers[%d].d_hidden is not a positive integer", li);
+            return -1;
+        }
+        ly.act = (TfActivation)a;
+        ly.d_hidden = (int)v1;
+        if (layer_tensor(m, l, li, "fc1_weight", 0, &ly.fc1_weight, err) < 0 ||
+            layer_tensor(m, l, li, "fc1_bias", 1, &ly.fc1_bias, err) < 0 ||
+            layer_tensor(m, l, li, "fc2_weight", 0, &ly.fc2_weight, err) < 0 ||
+            layer_tensor(m, l, li, "fc2_bias", 1, &ly.fc2_bias, err) < 0)
+            return -1;
+    } else {
+        tf_error_set(err, "__metadata__.layers[%d]: unknown kind '%s'", li, kind);
+        return -1;
+    }
+    return model_add_layer(m, &ly, err) < 0 ? -1 : 0;
+}
+
+static int read_metadata(TfModel *m, const cJSON *meta, TfError *err) {
+    const char *fmt = meta_string(meta, "format", 1, err);
+    if (!fmt || strcmp(fmt, TF_FORMAT_NAME) != 0) {
+        tf_error_set(err, "not a tfw file: __metadata__.format is %s%.40s%s",
+                     fmt ? "'" : "", fmt ? fmt : "missing", fmt ? "'" : "");
+        return -1;
+    }
+    int version;
+    if (meta_int(meta, "format_version", 0, 1000000, &version, err) < 0) return -1;
+    if (version != TF_FORMAT_VERSION) {
+        tf_error_set(err, "format_version %d is not supported (this build reads version %d)",
+                     version, TF_FORMAT_VERSION);
+        return -1;
+    }
+    if (meta_int(meta, "d_model", 1, 1 << 24, &m->d_model, err) < 0 ||
+        meta_int(meta, "period", 1, 1 << 24, &m->period, err) < 0 ||
+        meta_int(meta, "generate", 0, 1 << 24, &m->generate, err) < 0 ||
+        read_vocab(m, meta, err) < 0 || read_registers(m, meta, err) < 0)
+        return -1;
+
+    cJSON *layers = meta_json(meta, "layers", 1, err);
+    if (!layers) return -1;
+    int li = 0;
+    const cJSON *l;
+    cJSON_ArrayForEach(l, layers) {
+        if (read_layer(m, l, li++, err) < 0) {
+            cJSON_Delete(layers);
+            return -1;
+        }
+    }
+    cJSON_Delete(layers);
+
+    const char *out = meta_string(meta, "output", 1, err);
+    if (out) {
+        m->output_reg = model_find_register(m, out);
+        if (m->output_reg < 0) {
+            tf_error_set(err, "__metadata__.output names register '%.40s', which is not declared",
+                         out);
+            return -1;
+        }
+    }
+    const char *src = meta_string(meta, "source", 1, err);
+    const char *src_name = meta_string(meta, "source_name", 1, err);
+    if ((src && !(m->source = dup_str(src))) || (src_name && !(m->source_name = dup_str(src_name)))) {
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+TfModel *tfw_read_buffer(const unsigned char *buf, size_t len, TfError *err) {
+    if (!host_is_little_endian()) {
+        tf_error_set(err, "this build reads weight files on little-endian machines only");
+        return NULL;
+    }
+    if (len < 8) {
+        tf_error_set(err, "file of %zu bytes is too short for a safetensors header", len);
+        return NULL;
+    }
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--) hlen = (hlen << 8) | buf[i];
+    if (hlen == 0) {
+        tf_error_set(err, "header length is 0");
+        return NULL;
+    }
+    if (hlen > TFW_MAX_HEADER) {
+        tf_error_set(err, "header length %llu exceeds the limit of %u bytes",
+                     (unsigned long long)hlen, TFW_MAX_HEADER);
+        return NULL;
+    }
+    if (hlen > len - 8) {
+        tf_error_set(err, "header length %llu exceeds the file size (%zu bytes)",
+                     (unsigned long long)hlen, len);
+        return NULL;
+    }
+    cJSON *root = cJSON_ParseWithLength((const char *)buf + 8, (size_t)hlen);
+    if (!root) {
+        tf_error_set(err, "header is not valid JSON");
+        return NULL;
+    }
+    TfModel *m = NULL;
+    Entry *es = NULL;
+    if (!cJSON_IsObject(root)) {
+        tf_error_set(err, "header is not a JSON object");
+        goto fail;
+    }
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, META);
+    if (!cJSON_IsObject(meta)) {
+        tf_error_set(err, "not a tfw file: no __metadata__ object");
+        goto fail;
+    }
+    int n = 0;
+    const cJSON *j;
+    cJSON_ArrayForEach(j, root) n += strcmp(j->string, META) != 0;
+    es = calloc((size_t)(n > 0 ? n : 1), sizeof *es);
+    if (!es) {
+        tf_error_set(err, "out of memory");
+        goto fail;
+    }
+    int k = 0;
+    cJSON_ArrayForEach(j, root) {
+        if (strcmp(j->string, META) == 0) continue;
+        if (read_entry(j, &es[k++], err) < 0) goto fail;
+    }
+    const unsigned char *data = buf + 8 + hlen;
+    if (check_tiling(es, n, len - 8 - hlen, err) < 0) goto fail;
+
+    m = model_new();
+    if (!m) {
+        tf_error_set(err, "out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < n; i++) {
+        int t = model_add_tensor(m, es[i].name, es[i].ndim, es[i].shape, err);
+        if (t < 0) goto fail;
+        memcpy(m->tensors[t].data, data + es[i].begin, es[i].nelem * sizeof(float));
+    }
+    if (read_metadata(m, meta, err) < 0) goto fail;
+    m->tok_embed = model_find_tensor(m, TF_TENSOR_TOKEN_EMBED);
+    m->pos_embed = model_find_tensor(m, TF_TENSOR_POS_EMBED);
+    m->unembed = model_find_tensor(m, TF_TENSOR_UNEMBED);
+    const char *missing = m->tok_embed < 0   ? TF_TENSOR_TOKEN_EMBED
+                          : m->pos_embed < 0 ? TF_TENSOR_POS_EMBED
+                          : m->unembed < 0   ? TF_TENSOR_UNEMBED
+                                             : NULL;
+    if (missing) {
+        tf_error_set(err, "tensor '%s' is missing", missing);
+        goto fail;
+    }
+    m->max_len = (int)m->tensors[m->pos_embed].shape[0];
+    if (model_validate(m, err) < 0) goto fail;
+    free(es);
+    cJSON_Delete(root);
+    return m;
+fail:
+    free(es);
+    model_free(m);
+    cJSON_Delete(root);
+    return NULL;
+}
+
+TfModel *tfw_read(const char *path, TfError *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        tf_error_set(err, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    unsigned char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len == cap) {
+            cap = cap ? cap * 2 : 1 << 16;
+            unsigned char *bigger = realloc(buf, cap);
+            if (!bigger) {
+                free(buf);
+                fclose(f);
+                tf_error_set(err, "%s: out of memory", path);
+                return NULL;
+            }
+            buf = bigger;
+        }
+        size_t got = fread(buf + len, 1, cap - len, f);
+        len += got;
+        if (got == 0) break;
+    }
+    if (ferror(f)) {
+        tf_error_set(err, "%s: read error: %s", path, strerror(errno));
+        fclose(f);
+        free(buf);
+        return NULL;
+    }
+    fclose(f);
+    TfModel *m = tfw_read_buffer(buf, len, err);
+    free(buf);
+    if (!m) tf_error_prefix(err, path);
+    return m;
+}
+
+/* ---- writing ------------------------------------------------------------- */
+
+static cJSON *layer_json(const TfModel *m, const TfLayer *l) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    const TfTensor *t = m->tensors;
+    cJSON_AddStringToObject(o, "kind", tf_layer_kind_names[l->kind]);
+    cJSON_AddStringToObject(o, "name", l->name);
+    if (l->op) cJSON_AddStringToObject(o, "op", l->op);
+    if (l->line > 0) cJSON_AddNumberToObject(o, "line", l->line);
+    if (l->kind == TF_LAYER_ATTENTION) {
+        cJSON_AddNumberToObject(o, "heads", l->n_heads);
+        cJSON_AddNumberToObject(o, "d_head", l->d_head);
+        cJSON_AddNumberToObject(o, "d_vhead", l->d_vhead);
+        cJSON_AddNumberToObject(o, "scale", (double)l->scale);
+        cJSON_AddBoolToObject(o, "causal", l->causal);
+        cJSON_AddStringToObject(o, "query", t[l->query].name);
+        cJSON_AddStringToObject(o, "key", t[l->key].name);
+        cJSON_AddStringToObject(o, "value", t[l->value].name);
+        if (l->output >= 0) cJSON_AddStringToObject(o, "output", t[l->output].name);
+    } else {
+        cJSON_AddNumberToObject(o, "d_hidden", l->d_hidden);
+        cJSON_AddStringToObject(o, "activation", tf_activation_names[l->act]);
+        cJSON_AddStringToObject(o, "fc1_weight", t[l->fc1_weight].name);
+        if (l->fc1_bias >= 0) cJSON_AddStringToObject(o, "fc1_bias", t[l->fc1_bias].name);
+        cJSON_AddStringToObject(o, "fc2_weight", t[l->fc2_weight].name);
+        if (l->fc2_bias >= 0) cJSON_AddStringToObject(o, "fc2_bias", t[l->fc2_bias].name);
+    }
+    return o;
+}
+
+/* Adds `value`, serialized, as a metadata string; consumes value. */
+static int add_json_string(cJSON *meta, const char *key, cJSON *value) {
+    if (!value) return -1;
+    char *s = cJSON_PrintUnformatted(value);
+    cJSON_Delete(value);
+    if (!s) return -1;
+    int ok = cJSON_AddStringToObject(meta, key, s) != NULL;
+    cJSON_free(s);
+    return ok ? 0 : -1;
+}
+
+static int add_int_string(cJSON *meta, const char *key, long v) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "%ld", v);
+    return cJSON_AddStringToObject(meta, key, buf) ? 0 : -1;
+}
+
+static cJSON *build_metadata(const TfModel *m) {
+    cJSON *meta = cJSON_CreateObject();
+    cJSON *vocab = cJSON_CreateArray(), *regs = cJSON_CreateArray(), *layers = cJSON_CreateArray();
+    int ok = meta && vocab && regs && layers;
+    for (int i = 0; ok && i < m->n_vocab; i++) {
+        char tok[2] = {m->vocab[i], '\0'};
+        ok = cJSON_AddItemToArray(vocab, cJSON_CreateString(tok));
+    }
+    for (int i = 0; ok && i < m->n_regs; i++) {
+        cJSON *r = cJSON_CreateObject();
+        ok = r && cJSON_AddItemToArray(regs, r);
+        if (!ok) {
+            cJSON_Delete(r);
+            break;
+        }
+        cJSON_AddStringToObject(r, "name", m->regs[i].name);
+        cJSON_AddStringToObject(r, "kind", tf_reg_kind_names[m->regs[i].kind]);
+        cJSON_AddNumberToObject(r, "offset", m->regs[i].offset);
+        cJSON_AddNumberToObject(r, "size", m->regs[i].size);
+    }
+    for (int i = 0; ok && i < m->n_layers; i++) {
+        cJSON *l = layer_json(m, &m->layers[i]);
+        ok = l && cJSON_AddItemToArray(layers, l);
+        if (!ok) cJSON_Delete(l);
+    }
+    if (!ok) {
+        cJSON_Delete(meta), cJSON_Delete(vocab), cJSON_Delete(regs), cJSON_Delete(layers);
+        return NULL;
+    }
+    ok = cJSON_AddStringToObject(meta, "format", TF_FORMAT_NAME) &&
+         add_int_string(meta, "format_version", TF_FORMAT_VERSION) == 0 &&
+         add_int_string(meta, "d_model", m->d_model) == 0 &&
+         add_int_string(meta, "period", m->period) == 0 &&
+         add_int_string(meta, "generate", m->generate) == 0;
+    // add_json_string consumes its value whatever happens.
+    ok = add_json_string(meta, "vocab", vocab) == 0 && ok;
+    ok = add_json_string(meta, "registers", regs) == 0 && ok;
+    ok = add_json_string(meta, "layers", layers) == 0 && ok;
+    if (ok && m->output_reg >= 0)
+        ok = cJSON_AddStringToObject(meta, "output", m->regs[m->output_reg].name) != NULL;
+    if (ok && m->source) ok = cJSON_AddStringToObject(meta, "source", m->source) != NULL;
+    if (ok && m->source_name)
+        ok = cJSON_AddStringToObject(meta, "source_name", m->source_name) != NULL;
+    if (!ok) {
+        cJSON_Delete(meta);
+        return NULL;
+    }
+    return meta;
+}
+
+int tfw_write_buffer(const TfModel *m, unsigned char **out, size_t *len, TfError *err) {
+    *out = NULL;
+    *len = 0;
+    if (model_validate(m, err) < 0) return -1;
+    for (int i = 0; i < m->n_vocab; i++) {
+        if (m->vocab[i] == '\0') {
+            tf_error_set(err, "the vocabulary holds the NUL character, which the file cannot store");
+            return -1;
+        }
+    }
+    cJSON *root = cJSON_CreateObject();
+    cJSON *meta = build_metadata(m);
+    int ok = root && meta && cJSON_AddItemToObject(root, META, meta);
+    if (!ok) cJSON_Delete(meta);
+    uint64_t offset = 0;
+    for (int i = 0; ok && i < m->n_tensors; i++) {
+        const TfTensor *t = &m->tensors[i];
+        cJSON *e = cJSON_CreateObject(), *shape = cJSON_CreateArray(), *offs = cJSON_CreateArray();
+        ok = e && shape && offs;
+        for (int d = 0; ok && d < t->ndim; d++)
+            ok = cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->shape[d]));
+        ok = ok && cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)offset)) &&
+             cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)(offset + 4 * t->nelem)));
+        if (ok) {
+            cJSON_AddStringToObject(e, "dtype", "F32");
+            cJSON_AddItemToObject(e, "shape", shape);
+            cJSON_AddItemToObject(e, "data_offsets", offs);
+            ok = cJSON_AddItemToObject(root, t->name, e);
+        } else {
+            cJSON_Delete(e), cJSON_Delete(shape), cJSON_Delete(offs);
+        }
+        offset += 4 * t->nelem;
+    }
+    char *json = ok ? cJSON_PrintUnformatted(root) : NULL;
+    cJSON_Delete(root);
+    if (!json) {
+        tf_error_set(err, "out of memory while writing the header");
+        return -1;
+    }
+    size_t hlen = strlen(json);
+    size_t padded = hlen + (8 - (8 + hlen) % 8) % 8;
+    size_t total = 8 + padded + (size_t)offset;
+    unsigned char *buf = malloc(total);
+    if (!buf) {
+        cJSON_free(json);
+        tf_error_set(err, "out of memory for a %zu-byte file", total);
+        return -1;
+    }
+    for (int i = 0; i < 8; i++) buf[i] = (unsigned char)((uint64_t)padded >> (8 * i));
+    memcpy(buf + 8, json, hlen);
+    memset(buf + 8 + hlen, ' ', padded - hlen);
+    cJSON_free(json);
+    unsigned char *p = buf + 8 + padded;
+    for (int i = 0; i < m->n_tensors; i++) {
+        size_t bytes = m->tensors[i].nelem * sizeof(float);
+        memcpy(p, m->tensors[i].data, bytes);
+        p += bytes;
+    }
+    *out = buf;
+    *len = total;
+    return 0;
+}
+
+int tfw_write(const TfModel *m, const char *path, TfError *err) {
+    unsigned char *buf;
+    size_t len;
+    if (tfw_write_buffer(m, &buf, &len, err) < 0) {
+        tf_error_prefix(err, path);
+        return -1;
+    }
+    size_t plen = strlen(path);
+    char *tmp = malloc(plen + 16);
+    if (!tmp) {
+        free(buf);
+        tf_error_set(err, "%s: out of memory", path);
+        return -1;
+    }
+    snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        tf_error_set(err, "%s: cannot create: %s", path, strerror(errno));
+        free(tmp);
+        free(buf);
+        return -1;
+    }
+    fchmod(fd, 0644); /* mkstemp makes 0600; a weight file is for sharing */
+    FILE *f = fdopen(fd, "wb");
+    int ok = f && fwrite(buf, 1, len, f) == len;
+    if (f) ok = (fclose(f) == 0) && ok;
+    else close(fd);
+    if (ok && rename(tmp, path) != 0) ok = 0;
+    if (!ok) {
+        tf_error_set(err, "%s: cannot write: %s", path, strerror(errno));
+        remove(tmp);
+    }
+    free(tmp);
+    free(buf);
+    return ok ? 0 : -1;
+}

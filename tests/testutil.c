@@ -1,0 +1,49 @@
+/* testutil.c: see testutil.h. */
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+int tf_run_suite(Suite *s) {
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int ran = srunner_ntests_run(sr), failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    if (ran == 0) {
+        fprintf(stderr, "no test ran\n");
+        return EXIT_FAILURE;
+    }
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+char *tf_read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (n < cap) break;
+        char *bigger = realloc(buf, 2 * cap + 1);
+        if (!bigger) free(buf);
+        buf = bigger;
+        cap *= 2;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (!buf || bad) {
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    if (len) *len = n;
+    return buf;
+}
+
+const char *tf_env_path(const char *var) {
+    const char *v = getenv(var);
+    ck_assert_msg(v != NULL && *v, "environment variable %s is not set (run the tests with ctest)",
+                  var);
+    return v;
+}
