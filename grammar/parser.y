@@ -349,13 +349,12 @@ static const char *symbol_text(yysymbol_kind_t sym, char *buf, size_t n) {
     case YYSYMBOL_STRING: return "a string literal";
     default: break;
     }
+    // Keywords and "->" come unquoted, punctuation as ';'.
     const char *name = yysymbol_name(sym);
-    size_t len = strlen(name);
-    if (len >= 2 && (name[0] == '"' || name[0] == '\'')) {
-        snprintf(buf, n, "'%.*s'", (int)(len - 2), name + 1);
-    } else {
+    if (name[0] == '\'')
         snprintf(buf, n, "%s", name);
-    }
+    else
+        snprintf(buf, n, "'%s'", name);
     return buf;
 }
 
@@ -400,12 +399,14 @@ static int yyreport_syntax_error(const yypcontext_t *yyctx, yyscan_t scanner, Tf
         snprintf(want + len, sizeof want - len, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ",
                  symbol_text(expected[i], one, sizeof one));
     }
-    // A ';' missing at the end of a line is reported there, not at the next
-    // line's first token.
+    // Something missing at the end of a line (a ';', mostly) is reported
+    // there, not at the next line's first token.
     TfLoc prev = ctx->lex->prev_end;
-    if (semicolon && n == 1 && prev.line > 0 && prev.line < loc.line) {
+    if (semicolon && got != YYSYMBOL_YYEOF && prev.line > 0 && prev.line < loc.line) {
         TfLoc after = {prev.end_line, prev.end_col + 1, prev.end_line, prev.end_col + 1};
-        diag_error(ctx->diag, after, "expected ';' after this statement");
+        char before[64];
+        token_text(ctx, prev, YYSYMBOL_IDENT, before, sizeof before);
+        diag_error(ctx->diag, after, "expected %s after %s", want, before);
     } else if (n > 0) {
         diag_error(ctx->diag, loc, "expected %s before %s", want, found);
     } else {

@@ -85,7 +85,7 @@ START_TEST(test_adder_matches_seed_layer_table) {
             ck_assert_int_eq(l, adder->n_layers);
             ck_assert_int_eq(l, 36);
         } else if (line[0] != ' ' && sscanf(line, "%63s", name) == 1 &&
-                   (strstr(line, " = ") || strcmp(name, "final_projection") == 0)) {
+                   (strncmp(line + strlen(name), " = ", 3) == 0 || strcmp(name, "final_projection") == 0)) {
             snprintf(layer, sizeof layer, "%s", name);
             layers_seen++;
         } else if (line[0] == ' ' && sscanf(line, " %63s shape %63s nnz %ld", field, shape, &count) == 3) {
