@@ -1,0 +1,402 @@
+/* test_tfw.c: .tfw round trips, and every way the reader rejects a file. */
+#define _POSIX_C_SOURCE 200809L
+#include <cJSON.h>
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "tfw.h"
+
+/* A small model: d_model 6, vocab "ab\n", one attention and one MLP layer
+ * that share a tensor, three registers. */
+static TfModel *small_model(void) {
+    TfError err = {""};
+    TfModel *m = model_new();
+    m->d_model = 6;
+    m->n_vocab = 3;
+    m->vocab = malloc(3);
+    memcpy(m->vocab, "ab\n", 3);
+    m->period = 5;
+    m->max_len = 5;
+    m->generate = 2;
+    int64_t vd[2] = {3, 6}, pd[2] = {5, 6}, dd[2] = {6, 6}, hd[2] = {4, 6}, dh[2] = {6, 4};
+    int64_t h[1] = {4}, d1[1] = {6};
+    m->tok_embed = model_add_tensor(m, TF_TENSOR_TOKEN_EMBED, 2, vd, &err);
+    m->pos_embed = model_add_tensor(m, TF_TENSOR_POS_EMBED, 2, pd, &err);
+    m->unembed = model_add_tensor(m, TF_TENSOR_UNEMBED, 2, vd, &err);
+    int sq = model_add_tensor(m, "shared.square", 2, dd, &err);
+    int w1 = model_add_tensor(m, "mlp.fc1.weight", 2, hd, &err);
+    int b1 = model_add_tensor(m, "mlp.fc1.bias", 1, h, &err);
+    int w2 = model_add_tensor(m, "mlp.fc2.weight", 2, dh, &err);
+    int b2 = model_add_tensor(m, "mlp.fc2.bias", 1, d1, &err);
+    ck_assert_int_ge(b2, 0);
+    for (int t = 0; t < m->n_tensors; t++)
+        for (size_t i = 0; i < m->tensors[t].nelem; i++)
+            m->tensors[t].data[i] = (float)(t * 1000 + (int)i) / 7.0f - 3.0f;
+    TfLayer a = {0};
+    a.fc1_weight = a.fc2_weight = a.fc1_bias = a.fc2_bias = -1;
+    a.kind = TF_LAYER_ATTENTION;
+    a.name = "attn0";
+    a.op = "Test";
+    a.line = 7;
+    a.n_heads = 2;
+    a.d_head = 3;
+    a.d_vhead = 3;
+    a.scale = 0.1f;
+    a.causal = 1;
+    a.query = a.key = a.value = sq;
+    a.output = sq;
+    ck_assert_int_eq(model_add_layer(m, &a, &err), 0);
+    TfLayer f = {0};
+    f.query = f.key = f.value = f.output = -1;
+    f.kind = TF_LAYER_MLP;
+    f.name = "mlp1";
+    f.d_hidden = 4;
+    f.act = TF_ACT_RELU;
+    f.fc1_weight = w1;
+    f.fc1_bias = b1;
+    f.fc2_weight = w2;
+    f.fc2_bias = -1;
+    (void)b2;
+    ck_assert_int_eq(model_add_layer(m, &f, &err), 1);
+    model_add_register(m, "tokens", TF_REG_TOKEN, 0, 3, &err);
+    model_add_register(m, "pos", TF_REG_POSITION, 3, 2, &err);
+    model_add_register(m, "s", TF_REG_SCALAR, 5, 1, &err);
+    m->output_reg = 0;
+    m->source = strdup("vocab \"ab\\n\";\n");
+    m->source_name = strdup("small.tfp");
+    ck_assert_msg(model_validate(m, &err) == 0, "%s", err.msg);
+    return m;
+}
+
+static void assert_same_model(const TfModel *a, const TfModel *b) {
+    ck_assert_int_eq(a->d_model, b->d_model);
+    ck_assert_int_eq(a->n_vocab, b->n_vocab);
+    ck_assert(memcmp(a->vocab, b->vocab, (size_t)a->n_vocab) == 0);
+    ck_assert_int_eq(a->period, b->period);
+    ck_assert_int_eq(a->max_len, b->max_len);
+    ck_assert_int_eq(a->generate, b->generate);
+    ck_assert_int_eq(a->output_reg, b->output_reg);
+    ck_assert_int_eq(a->n_tensors, b->n_tensors);
+    for (int t = 0; t < a->n_tensors; t++) {
+        int u = model_find_tensor(b, a->tensors[t].name);
+        ck_assert_int_ge(u, 0);
+        ck_assert_int_eq(a->tensors[t].ndim, b->tensors[u].ndim);
+        ck_assert_int_eq(a->tensors[t].nelem, b->tensors[u].nelem);
+        ck_assert(memcmp(a->tensors[t].data, b->tensors[u].data, a->tensors[t].nelem * 4) == 0);
+    }
+    ck_assert_int_eq(a->n_layers, b->n_layers);
+    for (int l = 0; l < a->n_layers; l++) {
+        const TfLayer *x = &a->layers[l], *y = &b->layers[l];
+        ck_assert_int_eq(x->kind, y->kind);
+        ck_assert_str_eq(x->name, y->name);
+        ck_assert(x->op == y->op || (x->op && y->op && strcmp(x->op, y->op) == 0));
+        ck_assert_int_eq(x->line, y->line);
+        ck_assert(x->scale == y->scale); /* bit-exact */
+        ck_assert_int_eq(x->n_heads, y->n_heads);
+        ck_assert_int_eq(x->causal, y->causal);
+        ck_assert_int_eq(x->act, y->act);
+        ck_assert_int_eq(x->d_hidden, y->d_hidden);
+        ck_assert_int_eq(x->fc2_bias < 0, y->fc2_bias < 0);
+        ck_assert_int_eq(x->output < 0, y->output < 0);
+    }
+    ck_assert_int_eq(b->layers[0].query, b->layers[0].key); /* still shared */
+    ck_assert_int_eq(a->n_regs, b->n_regs);
+    for (int r = 0; r < a->n_regs; r++) {
+        ck_assert_str_eq(a->regs[r].name, b->regs[r].name);
+        ck_assert_int_eq(a->regs[r].kind, b->regs[r].kind);
+        ck_assert_int_eq(a->regs[r].offset, b->regs[r].offset);
+    }
+    ck_assert_str_eq(a->source, b->source);
+    ck_assert_str_eq(a->source_name, b->source_name);
+}
+
+START_TEST(test_round_trip_buffer) {
+    TfModel *m = small_model();
+    unsigned char *buf;
+    size_t len;
+    TfError err = {""};
+    ck_assert_int_eq(tfw_write_buffer(m, &buf, &len, &err), 0);
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | buf[i];
+    ck_assert_int_eq((8 + hlen) % 8, 0); /* padded for aligned data */
+    TfModel *back = tfw_read_buffer(buf, len, &err);
+    ck_assert_msg(back != NULL, "%s", err.msg);
+    assert_same_model(m, back);
+    model_free(back);
+    free(buf);
+    model_free(m);
+}
+END_TEST
+
+START_TEST(test_round_trip_file) {
+    TfModel *m = small_model();
+    char path[] = "/tmp/tfw_test_XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    TfError err = {""};
+    ck_assert_msg(tfw_write(m, path, &err) == 0, "%s", err.msg);
+    TfModel *back = tfw_read(path, &err);
+    ck_assert_msg(back != NULL, "%s", err.msg);
+    assert_same_model(m, back);
+    model_free(back);
+    model_free(m);
+    remove(path);
+}
+END_TEST
+
+START_TEST(test_write_failure_leaves_nothing) {
+    TfModel *m = small_model();
+    TfError err = {""};
+    ck_assert_int_eq(tfw_write(m, "/nonexistent-dir/x.tfw", &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "/nonexistent-dir/x.tfw: cannot create"));
+    model_free(m);
+}
+END_TEST
+
+START_TEST(test_missing_file) {
+    TfError err = {""};
+    ck_assert_ptr_null(tfw_read("/nonexistent-dir/x.tfw", &err));
+    ck_assert_str_eq(err.msg, "/nonexistent-dir/x.tfw: cannot open: No such file or directory");
+}
+END_TEST
+
+/* ---- rejections: a valid file, changed in one way ------------------------ */
+
+static unsigned char *valid_bytes(size_t *len) {
+    TfModel *m = small_model();
+    unsigned char *buf;
+    TfError err = {""};
+    ck_assert_int_eq(tfw_write_buffer(m, &buf, len, &err), 0);
+    model_free(m);
+    return buf;
+}
+
+/* The header of a valid file as JSON, and its data section. */
+static cJSON *valid_header(unsigned char **data, size_t *dlen) {
+    size_t len;
+    unsigned char *buf = valid_bytes(&len);
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | buf[i];
+    cJSON *root = cJSON_ParseWithLength((const char *)buf + 8, (size_t)hlen);
+    *dlen = len - 8 - (size_t)hlen;
+    *data = malloc(*dlen);
+    memcpy(*data, buf + 8 + hlen, *dlen);
+    free(buf);
+    return root;
+}
+
+static unsigned char *assemble(const char *json, const unsigned char *data, size_t dlen,
+                               size_t *len) {
+    size_t hlen = strlen(json);
+    *len = 8 + hlen + dlen;
+    unsigned char *buf = malloc(*len);
+    for (int i = 0; i < 8; i++) buf[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
+    memcpy(buf + 8, json, hlen);
+    memcpy(buf + 8 + hlen, data, dlen);
+    return buf;
+}
+
+static void expect_rejected(const unsigned char *buf, size_t len, const char *want) {
+    TfError err = {""};
+    TfModel *m = tfw_read_buffer(buf, len, &err);
+    if (m) model_free(m);
+    ck_assert_msg(m == NULL, "accepted a file that should fail with: %s", want);
+    ck_assert_msg(strstr(err.msg, want) != NULL, "message '%s' does not say '%s'", err.msg, want);
+}
+
+typedef void (*Mutation)(cJSON *root, size_t *dlen);
+
+static void expect_header_rejected(Mutation mutate, const char *want) {
+    unsigned char *data;
+    size_t dlen;
+    cJSON *root = valid_header(&data, &dlen);
+    mutate(root, &dlen);
+    char *json = cJSON_PrintUnformatted(root);
+    size_t len;
+    unsigned char *buf = assemble(json, data, dlen, &len);
+    expect_rejected(buf, len, want);
+    free(buf);
+    cJSON_free(json);
+    cJSON_Delete(root);
+    free(data);
+}
+
+static cJSON *meta(cJSON *root) { return cJSON_GetObjectItemCaseSensitive(root, "__metadata__"); }
+static cJSON *entry(cJSON *root, const char *t) { return cJSON_GetObjectItemCaseSensitive(root, t); }
+static void set_meta(cJSON *root, const char *key, const char *value) {
+    cJSON_ReplaceItemInObjectCaseSensitive(meta(root), key, cJSON_CreateString(value));
+}
+static void set_offsets(cJSON *root, const char *t, double b, double e) {
+    cJSON *o = cJSON_CreateArray();
+    cJSON_AddItemToArray(o, cJSON_CreateNumber(b));
+    cJSON_AddItemToArray(o, cJSON_CreateNumber(e));
+    cJSON_ReplaceItemInObjectCaseSensitive(entry(root, t), "data_offsets", o);
+}
+/* The layers metadata with one field of layer l replaced by raw JSON. */
+static void set_layer_field(cJSON *root, int l, const char *key, const char *json) {
+    cJSON *layers = cJSON_Parse(cJSON_GetObjectItemCaseSensitive(meta(root), "layers")->valuestring);
+    cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetArrayItem(layers, l), key, cJSON_Parse(json));
+    char *s = cJSON_PrintUnformatted(layers);
+    set_meta(root, "layers", s);
+    cJSON_free(s);
+    cJSON_Delete(layers);
+}
+
+#define MUTATION(name, body) \
+    static void name(cJSON *root, size_t *dlen) { (void)root; (void)dlen; body; }
+
+MUTATION(no_metadata, cJSON_DeleteItemFromObjectCaseSensitive(root, "__metadata__"))
+MUTATION(foreign_format, set_meta(root, "format", "gguf"))
+MUTATION(future_version, set_meta(root, "format_version", "2"))
+MUTATION(f16, cJSON_ReplaceItemInObjectCaseSensitive(entry(root, "mlp.fc1.bias"), "dtype",
+                                                      cJSON_CreateString("F16")))
+MUTATION(no_shape, cJSON_DeleteItemFromObjectCaseSensitive(entry(root, "mlp.fc1.bias"), "shape"))
+MUTATION(negative_shape, cJSON_ReplaceItemInObjectCaseSensitive(entry(root, "mlp.fc1.bias"), "shape",
+                                                                cJSON_Parse("[-4]")))
+MUTATION(fraction_shape, cJSON_ReplaceItemInObjectCaseSensitive(entry(root, "mlp.fc1.bias"), "shape",
+                                                                cJSON_Parse("[2.5]")))
+MUTATION(rank5, cJSON_ReplaceItemInObjectCaseSensitive(entry(root, "mlp.fc1.bias"), "shape",
+                                                       cJSON_Parse("[1,1,1,1,4]")))
+MUTATION(huge_shape, cJSON_ReplaceItemInObjectCaseSensitive(entry(root, "mlp.fc1.bias"), "shape",
+                                                            cJSON_Parse("[4294967296,4294967296]")))
+MUTATION(entry_not_object, cJSON_ReplaceItemInObjectCaseSensitive(root, "mlp.fc1.bias",
+                                                                  cJSON_CreateNumber(1)))
+MUTATION(backwards, set_offsets(root, "embed.token.weight", 72, 0))
+MUTATION(wrong_span, set_offsets(root, "embed.token.weight", 0, 68))
+MUTATION(bad_offsets, cJSON_ReplaceItemInObjectCaseSensitive(entry(root, "embed.token.weight"),
+                                                             "data_offsets", cJSON_Parse("[0]")))
+MUTATION(gap, *dlen += 8; set_offsets(root, "embed.token.weight", 8, 80))
+MUTATION(overlap, set_offsets(root, "embed.position.weight", 0, 120))
+static void data_past_end(cJSON *root, size_t *dlen) {
+    cJSON *zz = cJSON_Parse("{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}");
+    cJSON_AddItemToObject(root, "zz", zz);
+    set_offsets(root, "zz", (double)*dlen, (double)*dlen + 4);
+}
+MUTATION(no_d_model, cJSON_DeleteItemFromObjectCaseSensitive(meta(root), "d_model"))
+MUTATION(bad_d_model, set_meta(root, "d_model", "six"))
+MUTATION(d_model_not_string, cJSON_ReplaceItemInObjectCaseSensitive(meta(root), "d_model",
+                                                                    cJSON_CreateNumber(6)))
+MUTATION(vocab_not_json, set_meta(root, "vocab", "[\"a\","))
+MUTATION(vocab_long_token, set_meta(root, "vocab", "[\"a\",\"bc\",\"d\"]"))
+MUTATION(layer_kind, set_layer_field(root, 0, "kind", "\"conv\""))
+MUTATION(layer_tensor, set_layer_field(root, 0, "query", "\"nope.weight\""))
+MUTATION(layer_act, set_layer_field(root, 1, "activation", "\"tanh\""))
+MUTATION(layer_causal, set_layer_field(root, 0, "causal", "1"))
+MUTATION(layer_heads, set_layer_field(root, 0, "heads", "0"))
+MUTATION(layer_shape, set_layer_field(root, 0, "heads", "3"))
+MUTATION(output_unknown, set_meta(root, "output", "nowhere"))
+MUTATION(registers_overlap, cJSON_DeleteItemFromObjectCaseSensitive(meta(root), "output");
+         set_meta(root, "registers",
+    "[{\"name\":\"a\",\"kind\":\"scalar\",\"offset\":1,\"size\":1},"
+    "{\"name\":\"b\",\"kind\":\"position\",\"offset\":0,\"size\":2}]"))
+MUTATION(d_model_mismatch, set_meta(root, "d_model", "7"))
+MUTATION(no_unembed, cJSON_AddItemToObject(root, "unembed2.weight",
+    cJSON_DetachItemFromObjectCaseSensitive(root, "unembed.weight")))
+
+START_TEST(test_rejects_bad_headers) {
+    static const struct {
+        Mutation mutate;
+        const char *message;
+    } cases[] = {
+        {no_metadata, "not a tfw file: no __metadata__ object"},
+        {foreign_format, "not a tfw file: __metadata__.format is 'gguf'"},
+        {future_version, "format_version 2 is not supported"},
+        {f16, "tensor 'mlp.fc1.bias': dtype 'F16' is not supported (only F32)"},
+        {no_shape, "tensor 'mlp.fc1.bias': missing shape"},
+        {negative_shape, "tensor 'mlp.fc1.bias': shape[0] is not a non-negative integer"},
+        {fraction_shape, "tensor 'mlp.fc1.bias': shape[0] is not a non-negative integer"},
+        {rank5, "tensor 'mlp.fc1.bias': rank 5 is not between 1 and 4"},
+        {huge_shape, "tensor 'mlp.fc1.bias': shape overflows"},
+        {entry_not_object, "tensor 'mlp.fc1.bias': header entry is not an object"},
+        {backwards, "tensor 'embed.token.weight': data_offsets [72, 0] run backwards"},
+        {wrong_span, "tensor 'embed.token.weight': data_offsets span 68 bytes, but its shape needs 72"},
+        {bad_offsets, "tensor 'embed.token.weight': data_offsets is not two non-negative integers"},
+        {gap, "data bytes 0..7 belong to no tensor (gap before 'embed.token.weight')"},
+        {overlap, "overlap"},
+        {data_past_end, "tensor data ends at byte 644, past the end of the file (640 data bytes)"},
+        {no_d_model, "__metadata__.d_model is missing"},
+        {bad_d_model, "__metadata__.d_model is 'six', not an integer"},
+        {d_model_not_string, "__metadata__.d_model is not a string"},
+        {vocab_not_json, "__metadata__.vocab is not a JSON array"},
+        {vocab_long_token, "__metadata__.vocab[1] is not a one-character string"},
+        {layer_kind, "__metadata__.layers[0]: unknown kind 'conv'"},
+        {layer_tensor, "__metadata__.layers[0].query names tensor 'nope.weight', which is not in the file"},
+        {layer_act, "__metadata__.layers[1].activation 'tanh' is not one of gelu, relu"},
+        {layer_causal, "__metadata__.layers[0].causal is not true or false"},
+        {layer_heads, "needs positive integers heads, d_head, d_vhead"},
+        {layer_shape, "layer 0 'attn0': query: tensor 'shared.square' has shape [6, 6], expected [9, 6]"},
+        {output_unknown, "__metadata__.output names register 'nowhere', which is not declared"},
+        {registers_overlap, "registers 'a' and 'b' overlap"},
+        {d_model_mismatch, "embed.token.weight: tensor 'embed.token.weight' has shape [3, 6], expected [3, 7]"},
+        {no_unembed, "tensor 'unembed.weight' is missing"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_header_rejected(cases[i].mutate, cases[i].message);
+}
+END_TEST
+
+START_TEST(test_rejects_bad_framing) {
+    size_t len;
+    unsigned char *buf = valid_bytes(&len);
+    expect_rejected(buf, 7, "file of 7 bytes is too short for a safetensors header");
+    expect_rejected(buf, len - 4, "past the end of the file");
+    unsigned char *copy = malloc(len + 4);
+    memcpy(copy, buf, len);
+    memset(copy + len, 0, 4);
+    expect_rejected(copy, len + 4, "file has 4 bytes after the last tensor");
+    memset(copy, 0, 8);
+    expect_rejected(copy, len, "header length is 0");
+    copy[7] = 0x7f;
+    expect_rejected(copy, len, "exceeds the limit of");
+    memset(copy, 0, 8);
+    copy[0] = 0xff;
+    copy[1] = 0xff;
+    expect_rejected(copy, 200, "header length 65535 exceeds the file size (200 bytes)");
+    size_t n;
+    unsigned char *junk = assemble("{not json", (const unsigned char *)"", 0, &n);
+    expect_rejected(junk, n, "header is not valid JSON");
+    free(junk);
+    junk = assemble("[1,2]", (const unsigned char *)"", 0, &n);
+    expect_rejected(junk, n, "header is not a JSON object");
+    free(junk);
+    free(copy);
+    free(buf);
+}
+END_TEST
+
+START_TEST(test_validate_catches_layer_errors) {
+    TfModel *m = small_model();
+    TfError err = {""};
+    m->layers[1].d_hidden = 5;
+    ck_assert_int_eq(model_validate(m, &err), -1);
+    ck_assert_str_eq(err.msg, "layer 1 'mlp1': fc1_weight: tensor 'mlp.fc1.weight' has shape [4, 6], "
+                              "expected [5, 6]");
+    m->layers[1].d_hidden = 4;
+    m->layers[0].output = -1;
+    m->layers[0].d_vhead = 2;
+    m->layers[0].value = m->layers[1].fc1_weight; /* [4, 6]: heads x d_vhead = 4 */
+    ck_assert_int_eq(model_validate(m, &err), -1);
+    ck_assert_str_eq(err.msg, "layer 0 'attn0': without an output tensor, heads x d_vhead (4) must "
+                              "equal d_model (6)");
+    model_free(m);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("tfw");
+    TCase *tc = tcase_create("tfw");
+    tcase_add_test(tc, test_round_trip_buffer);
+    tcase_add_test(tc, test_round_trip_file);
+    tcase_add_test(tc, test_write_failure_leaves_nothing);
+    tcase_add_test(tc, test_missing_file);
+    tcase_add_test(tc, test_rejects_bad_headers);
+    tcase_add_test(tc, test_rejects_bad_framing);
+    tcase_add_test(tc, test_validate_catches_layer_errors);
+    suite_add_tcase(s, tc);
+    return tf_run_suite(s);
+}
