@@ -270,7 +270,7 @@ MUTATION(backwards, set_offsets(root, "embed.token.weight", 72, 0))
 MUTATION(wrong_span, set_offsets(root, "embed.token.weight", 0, 68))
 MUTATION(bad_offsets, cJSON_ReplaceItemInObjectCaseSensitive(entry(root, "embed.token.weight"),
                                                              "data_offsets", cJSON_Parse("[0]")))
-MUTATION(gap, *dlen += 8; set_offsets(root, "embed.token.weight", 8, 80))
+MUTATION(gap, set_offsets(root, "embed.token.weight", 8, 80))
 MUTATION(overlap, set_offsets(root, "embed.position.weight", 0, 120))
 static void data_past_end(cJSON *root, size_t *dlen) {
     cJSON *zz = cJSON_Parse("{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}");
