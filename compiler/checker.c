@@ -162,6 +162,11 @@ static void check_vocab(Checker *ck, const TfStmt *s) {
     int ok = 1;
     for (int i = 0; i < s->vocab_len; i++) {
         unsigned char c = (unsigned char)s->vocab[i];
+        if (c == '\0') {
+            diag_error(ck->diag, s->vocab_locs[i], "the vocabulary cannot hold the NUL character");
+            ok = 0;
+            continue;
+        }
         if (seen[c] >= 0) {
             char buf[8];
             diag_error(ck->diag, s->vocab_locs[i], "token '%s' appears twice in the vocabulary",

@@ -12,6 +12,7 @@ passed=0
 failed=0
 for src in *.tfp; do
     name=${src%.tfp}
+    rm -f "$tmp/out.tfw"
     "$TFC" "$src" -o "$tmp/out.tfw" 2>"$tmp/stderr" >/dev/null
     status=$?
     if [ "${UPDATE:-0}" = 1 ]; then cp "$tmp/stderr" "$name.err"; fi
