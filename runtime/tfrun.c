@@ -16,11 +16,14 @@
 #include <string.h>
 
 #include "infer.h"
+#ifdef TF_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
 #include "tfw.h"
 
 #define TFRUN_EXIT_ERROR 1
 #define TFRUN_EXIT_USAGE 2
-#define TFRUN_DEFAULT_BATCH 256
+#define TFRUN_DEFAULT_BATCH 64 /* the fastest in bench/batch.sh */
 
 static void usage(FILE *f) {
     fprintf(f, "usage: tfrun WEIGHTS.tfw [-n N] PROMPT\n"
@@ -241,6 +244,11 @@ int main(int argc, char **argv) {
         return TFRUN_EXIT_USAGE;
     }
 
+#ifdef TF_HAVE_OPENBLAS
+    // These matrices are small: OpenBLAS's threads cost more than they
+    // save (bench/batch.sh). An explicit OPENBLAS_NUM_THREADS still wins.
+    if (!getenv("OPENBLAS_NUM_THREADS")) openblas_set_num_threads(1);
+#endif
     TfError err = {""};
     TfModel *m = tfw_read(weights, &err);
     if (!m) {
