@@ -141,18 +141,21 @@ static int add_reg(Checker *ck, const char *name, TfRegKind kind, TfLoc loc) {
     return ir->n_regs++;
 }
 
-static void duplicate(Checker *ck, const TfStmt *s, const TfStmt *first, const char *what) {
-    diag_error(ck->diag, s->loc, "%s is declared twice", what);
-    diag_note(ck->diag, first->loc, "first declared here");
+/* Records the statement declaring `what` in *slot; 0 (after reporting)
+ * when it was declared already. */
+static int declare_once(Checker *ck, const TfStmt *s, const TfStmt **slot, const char *what) {
+    if (*slot) {
+        diag_error(ck->diag, s->loc, "%s is declared twice", what);
+        diag_note(ck->diag, (*slot)->loc, "first declared here");
+        return 0;
+    }
+    *slot = s;
+    return 1;
 }
 
 static void check_vocab(Checker *ck, const TfStmt *s) {
     TfIr *ir = ck->ir;
-    if (ck->vocab_stmt) {
-        duplicate(ck, s, ck->vocab_stmt, "the vocabulary");
-        return;
-    }
-    ck->vocab_stmt = s;
+    if (!declare_once(ck, s, &ck->vocab_stmt, "the vocabulary")) return;
     if (s->vocab_len == 0) {
         diag_error(ck->diag, s->loc, "the vocabulary is empty");
         return;
@@ -207,11 +210,7 @@ static void collect_declarations(Checker *ck, const TfProgram *prog) {
         switch (s->kind) {
         case TF_STMT_VOCAB: check_vocab(ck, s); break;
         case TF_STMT_PERIOD:
-            if (ck->period_stmt) {
-                duplicate(ck, s, ck->period_stmt, "the period");
-                break;
-            }
-            ck->period_stmt = s;
+            if (!declare_once(ck, s, &ck->period_stmt, "the period")) break;
             if (s->value < 2 || s->value > TF_MAX_PERIOD)
                 diag_error(ck->diag, s->value_loc, "period must be between 2 and %d, not %ld",
                            TF_MAX_PERIOD, s->value);
@@ -220,16 +219,10 @@ static void collect_declarations(Checker *ck, const TfProgram *prog) {
             break;
         case TF_STMT_DECL: check_decl(ck, s); break;
         case TF_STMT_OUTPUT:
-            if (ck->output_stmt)
-                duplicate(ck, s, ck->output_stmt, "the output");
-            else
-                ck->output_stmt = s;
+            declare_once(ck, s, &ck->output_stmt, "the output");
             break;
         case TF_STMT_GENERATE:
-            if (ck->generate_stmt)
-                duplicate(ck, s, ck->generate_stmt, "the generation count");
-            else
-                ck->generate_stmt = s;
+            declare_once(ck, s, &ck->generate_stmt, "the generation count");
             break;
         default: break;
         }

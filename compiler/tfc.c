@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "compile.h"
+#include "file.h"
 #include "tfw.h"
 
 #define TFC_EXIT_PROGRAM 1
@@ -20,32 +21,6 @@ static void usage(FILE *f) {
     fprintf(f, "usage: tfc PROGRAM.tfp [-o OUT.tfw] [-v]\n"
                "  -o OUT   write the weights to OUT (default: PROGRAM.tfw beside the source)\n"
                "  -v       print a summary of what was written\n");
-}
-
-static char *read_all(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (got == 0) break;
-        if (n + 1 == cap) {
-            char *bigger = realloc(buf, cap *= 2);
-            if (!bigger) free(buf);
-            buf = bigger;
-        }
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf || bad) {
-        free(buf);
-        return NULL;
-    }
-    buf[n] = '\0';
-    *len = n;
-    return buf;
 }
 
 /* PROGRAM.tfp -> PROGRAM.tfw; any other name gets .tfw appended. */
@@ -94,7 +69,7 @@ int main(int argc, char **argv) {
     }
 
     size_t len = 0;
-    char *source = read_all(src_path, &len);
+    char *source = tf_file_read(src_path, &len);
     if (!source) {
         fprintf(stderr, "tfc: cannot read '%s': %s\n", src_path, strerror(errno));
         return TFC_EXIT_USAGE;

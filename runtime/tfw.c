@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "file.h"
+
 #define META "__metadata__"
 
 static int host_is_little_endian(void) {
@@ -530,37 +532,13 @@ fail:
 }
 
 TfModel *tfw_read(const char *path, TfError *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    size_t len = 0;
+    char *buf = tf_file_read(path, &len);
+    if (!buf) {
         tf_error_set(err, "%s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
-    unsigned char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len == cap) {
-            cap = cap ? cap * 2 : 1 << 16;
-            unsigned char *bigger = realloc(buf, cap);
-            if (!bigger) {
-                free(buf);
-                fclose(f);
-                tf_error_set(err, "%s: out of memory", path);
-                return NULL;
-            }
-            buf = bigger;
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0) break;
-    }
-    if (ferror(f)) {
-        tf_error_set(err, "%s: read error: %s", path, strerror(errno));
-        fclose(f);
-        free(buf);
-        return NULL;
-    }
-    fclose(f);
-    TfModel *m = tfw_read_buffer(buf, len, err);
+    TfModel *m = tfw_read_buffer((const unsigned char *)buf, len, err);
     free(buf);
     if (!m) tf_error_prefix(err, path);
     return m;

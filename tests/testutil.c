@@ -1,6 +1,8 @@
 /* testutil.c: see testutil.h. */
 #include "testutil.h"
 
+#include "file.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -17,27 +19,9 @@ int tf_run_suite(Suite *s) {
 }
 
 char *tf_read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (n < cap) break;
-        char *bigger = realloc(buf, 2 * cap + 1);
-        if (!bigger) free(buf);
-        buf = bigger;
-        cap *= 2;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf || bad) {
-        free(buf);
-        return NULL;
-    }
-    buf[n] = '\0';
-    if (len) *len = n;
+    size_t n = 0;
+    char *buf = tf_file_read(path, &n);
+    if (buf && len) *len = n;
     return buf;
 }
 
