@@ -24,14 +24,15 @@
 #define TFRUN_EXIT_ERROR 1
 #define TFRUN_EXIT_USAGE 2
 #define TFRUN_DEFAULT_BATCH 64 /* the fastest in bench/batch.sh */
+#define TFRUN_MAX_BATCH 4096
 
 static void usage(FILE *f) {
     fprintf(f, "usage: tfrun WEIGHTS.tfw [-n N] PROMPT\n"
                "       tfrun WEIGHTS.tfw [-n N] --batch FILE|-\n"
                "  -n N             generate N tokens (default: the program's `generate`)\n"
                "  --batch FILE     read one prompt per line ('-': standard input)\n"
-               "  --batch-size B   prompts run together (default %d)\n",
-            TFRUN_DEFAULT_BATCH);
+               "  --batch-size B   prompts run together, 1 to %d (default %d)\n",
+            TFRUN_MAX_BATCH, TFRUN_DEFAULT_BATCH);
 }
 
 static int parse_count(const char *s, int *out) {
@@ -215,9 +216,12 @@ int main(int argc, char **argv) {
             if (strcmp(a, "--batch") == 0) {
                 batch_path = v;
             } else if (parse_count(v, strcmp(a, "-n") == 0 ? &n_new : &batch) < 0 ||
-                       (strcmp(a, "--batch-size") == 0 && batch < 1)) {
-                fprintf(stderr, "tfrun: %s wants a %s number, not '%s'\n", a,
-                        strcmp(a, "-n") == 0 ? "non-negative" : "positive", v);
+                       (strcmp(a, "--batch-size") == 0 && (batch < 1 || batch > TFRUN_MAX_BATCH))) {
+                if (strcmp(a, "-n") == 0)
+                    fprintf(stderr, "tfrun: -n wants a non-negative number, not '%s'\n", v);
+                else
+                    fprintf(stderr, "tfrun: --batch-size wants a number from 1 to %d, not '%s'\n",
+                            TFRUN_MAX_BATCH, v);
                 return TFRUN_EXIT_USAGE;
             }
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {

@@ -78,6 +78,9 @@ expect "foreign file" 1 "" "tfrun: $tmp/foreign.tfw: " -- "$TFRUN" "$tmp/foreign
 expect "no prompt" 2 "" "tfrun: no prompt given" -- "$TFRUN" "$W"
 expect "no weights" 2 "" "tfrun: no weight file given" -- "$TFRUN"
 expect "bad -n" 2 "" "tfrun: -n wants a non-negative number, not 'x'" -- "$TFRUN" "$W" -n x "1+1="
+expect "bad --batch-size" 2 "" "tfrun: --batch-size wants a number from 1 to 4096, not '0'" -- "$TFRUN" "$W" --batch - --batch-size 0
+printf '' >"$tmp/empty.txt"
+expect "--batch on an empty file" 0 "" "" -- "$TFRUN" "$W" --batch "$tmp/empty.txt"
 expect "prompt and --batch" 2 "" "tfrun: give either a prompt or --batch, not both" -- "$TFRUN" "$W" "1+1=" --batch -
 expect "unknown option" 2 "" "tfrun: unknown option '--fast'" -- "$TFRUN" "$W" --fast "1+1="
 
