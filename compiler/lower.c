@@ -97,13 +97,10 @@ static int emit(Lowerer *L, const char *name, Mat M) {
 static const TfIrReg *reg(const Lowerer *L, int r) { return &L->ir->regs[r]; }
 
 static TfLayer layer_header(const Lowerer *L, const TfIrOp *op, TfLayerKind kind) {
-    TfLayer ly;
-    memset(&ly, 0, sizeof ly);
-    ly.kind = kind;
+    TfLayer ly = model_layer_init(kind);
     ly.name = op->stmt->label.text ? op->stmt->label.text : (char *)tf_ops[op->op].layer_name;
     ly.op = (char *)tf_ops[op->op].name;
     ly.line = op->stmt->loc.line;
-    ly.output = ly.fc1_bias = ly.fc2_bias = -1;
     (void)L;
     return ly;
 }

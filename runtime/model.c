@@ -9,7 +9,7 @@
 #include <string.h>
 
 const char *const tf_reg_kind_names[TF_REG_KIND_COUNT] = {"token", "position", "scalar"};
-const char *const tf_layer_kind_names[TF_LAYER_KIND_COUNT] = {"attention", "mlp"};
+const char *const tf_layer_kind_names[TF_LAYER_KIND_COUNT] = {"attention", "mlp", "norm"};
 const char *const tf_activation_names[TF_ACT_COUNT] = {"gelu", "relu"};
 static_assert(sizeof tf_reg_kind_names / sizeof *tf_reg_kind_names == TF_REG_KIND_COUNT, "names");
 static_assert(sizeof tf_layer_kind_names / sizeof *tf_layer_kind_names == TF_LAYER_KIND_COUNT,
@@ -28,7 +28,8 @@ TfModel *model_new(void) {
     TfModel *m = calloc(1, sizeof *m);
     if (!m) return NULL;
     m->output_reg = -1;
-    m->tok_embed = m->pos_embed = m->unembed = -1;
+    m->tok_embed = m->pos_embed = m->unembed = m->unembed_bias = -1;
+    m->output_kind = TF_OUTPUT_NEXT_TOKEN;
     return m;
 }
 
@@ -43,6 +44,8 @@ void model_free(TfModel *m) {
         free(m->tensors[i].name);
         free(m->tensors[i].data);
     }
+    for (int i = 0; i < m->n_classes && m->class_names; i++) free(m->class_names[i]);
+    free(m->class_names);
     free(m->regs);
     free(m->layers);
     free(m->tensors);
@@ -181,9 +184,43 @@ static int check_shape(const TfModel *m, int li, const char *role, int idx, int6
     return 0;
 }
 
+TfLayer model_layer_init(TfLayerKind kind) {
+    TfLayer l;
+    memset(&l, 0, sizeof l);
+    l.kind = kind;
+    l.norm_weight = l.norm_bias = -1;
+    l.norm_eps = 1e-5f;
+    l.query = l.key = l.value = l.output = -1;
+    l.query_bias = l.key_bias = l.value_bias = l.output_bias = -1;
+    l.fc1_weight = l.fc1_bias = l.fc2_weight = l.fc2_bias = -1;
+    return l;
+}
+
+/* An optional bias: absent (-1) or a vector of n. */
+static int check_bias(const TfModel *m, int li, const char *role, int idx, int64_t n,
+                      TfError *err) {
+    return idx < 0 ? 0 : check_shape(m, li, role, idx, n, -1, err);
+}
+
 static int validate_layer(const TfModel *m, int li, TfError *err) {
     const TfLayer *l = &m->layers[li];
     int64_t d = m->d_model;
+    if ((l->norm_weight >= 0) != (l->norm_bias >= 0) ||
+        (l->kind == TF_LAYER_NORM && l->norm_weight < 0)) {
+        tf_error_set(err, "layer %d '%s': a LayerNorm needs both norm_weight and norm_bias", li,
+                     l->name);
+        return -1;
+    }
+    if (l->norm_weight >= 0) {
+        if (!(l->norm_eps > 0) || !isfinite(l->norm_eps)) {
+            tf_error_set(err, "layer %d '%s': LayerNorm eps must be positive", li, l->name);
+            return -1;
+        }
+        if (check_shape(m, li, "norm_weight", l->norm_weight, d, -1, err) < 0 ||
+            check_shape(m, li, "norm_bias", l->norm_bias, d, -1, err) < 0)
+            return -1;
+    }
+    if (l->kind == TF_LAYER_NORM) return 0;
     if (l->kind == TF_LAYER_ATTENTION) {
         if (l->n_heads < 1 || l->d_head < 1 || l->d_vhead < 1) {
             tf_error_set(err, "layer %d '%s': heads %d, d_head %d, d_vhead %d must be positive", li,
@@ -197,7 +234,11 @@ static int validate_layer(const TfModel *m, int li, TfError *err) {
         int64_t hd = (int64_t)l->n_heads * l->d_head, hv = (int64_t)l->n_heads * l->d_vhead;
         if (check_shape(m, li, "query", l->query, hd, d, err) < 0 ||
             check_shape(m, li, "key", l->key, hd, d, err) < 0 ||
-            check_shape(m, li, "value", l->value, hv, d, err) < 0)
+            check_shape(m, li, "value", l->value, hv, d, err) < 0 ||
+            check_bias(m, li, "query_bias", l->query_bias, hd, err) < 0 ||
+            check_bias(m, li, "key_bias", l->key_bias, hd, err) < 0 ||
+            check_bias(m, li, "value_bias", l->value_bias, hv, err) < 0 ||
+            check_bias(m, li, "output_bias", l->output_bias, d, err) < 0)
             return -1;
         if (l->output >= 0) return check_shape(m, li, "output", l->output, d, hv, err);
         if (hv != d) {
@@ -220,9 +261,9 @@ static int validate_layer(const TfModel *m, int li, TfError *err) {
             return -1;
         }
         if (check_shape(m, li, "fc1_weight", l->fc1_weight, l->d_hidden, d, err) < 0 ||
-            (l->fc1_bias >= 0 && check_shape(m, li, "fc1_bias", l->fc1_bias, l->d_hidden, -1, err) < 0) ||
+            check_bias(m, li, "fc1_bias", l->fc1_bias, l->d_hidden, err) < 0 ||
             check_shape(m, li, "fc2_weight", l->fc2_weight, d, l->d_hidden, err) < 0 ||
-            (l->fc2_bias >= 0 && check_shape(m, li, "fc2_bias", l->fc2_bias, d, -1, err) < 0))
+            check_bias(m, li, "fc2_bias", l->fc2_bias, d, err) < 0)
             return -1;
         return 0;
     }
@@ -299,9 +340,25 @@ int model_validate(const TfModel *m, TfError *err) {
                      m->period, m->max_len, m->generate);
         return -1;
     }
+    if (m->output_kind == TF_OUTPUT_CLASSIFY) {
+        if (m->n_classes < 1 || !m->class_names) {
+            tf_error_set(err, "a classifier needs at least one named class");
+            return -1;
+        }
+        for (int i = 0; i < m->n_classes; i++)
+            if (!m->class_names[i] || !*m->class_names[i]) {
+                tf_error_set(err, "class %d has no name", i);
+                return -1;
+            }
+    } else if (m->output_kind != TF_OUTPUT_NEXT_TOKEN) {
+        tf_error_set(err, "unknown output kind %d", (int)m->output_kind);
+        return -1;
+    }
+    int n_out = m->output_kind == TF_OUTPUT_CLASSIFY ? m->n_classes : m->n_vocab;
     if (check_shape(m, -1, TF_TENSOR_TOKEN_EMBED, m->tok_embed, m->n_vocab, m->d_model, err) < 0 ||
         check_shape(m, -1, TF_TENSOR_POS_EMBED, m->pos_embed, m->max_len, m->d_model, err) < 0 ||
-        check_shape(m, -1, TF_TENSOR_UNEMBED, m->unembed, m->n_vocab, m->d_model, err) < 0)
+        check_shape(m, -1, TF_TENSOR_UNEMBED, m->unembed, n_out, m->d_model, err) < 0 ||
+        check_bias(m, -1, TF_TENSOR_UNEMBED_BIAS, m->unembed_bias, n_out, err) < 0)
         return -1;
     for (int li = 0; li < m->n_layers; li++)
         if (validate_layer(m, li, err) < 0) return -1;

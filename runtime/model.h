@@ -32,6 +32,7 @@
 #define TF_TENSOR_TOKEN_EMBED "embed.token.weight"       /* [n_vocab, d_model] */
 #define TF_TENSOR_POS_EMBED "embed.position.weight"      /* [max_len, d_model] */
 #define TF_TENSOR_UNEMBED "unembed.weight"               /* [n_vocab, d_model] */
+#define TF_TENSOR_UNEMBED_BIAS "unembed.bias"            /* [n_vocab], optional */
 
 typedef enum TfRegKind {
     TF_REG_TOKEN,    /* one-hot over the vocabulary, n_vocab columns */
@@ -55,7 +56,14 @@ typedef struct TfTensor {
     float *data; /* owned, nelem floats */
 } TfTensor;
 
-typedef enum TfLayerKind { TF_LAYER_ATTENTION, TF_LAYER_MLP, TF_LAYER_KIND_COUNT } TfLayerKind;
+/* TF_LAYER_NORM replaces x by LayerNorm(x) (post-norm models, and the final
+ * norm of pre-norm models); it is not a residual update. */
+typedef enum TfLayerKind {
+    TF_LAYER_ATTENTION,
+    TF_LAYER_MLP,
+    TF_LAYER_NORM,
+    TF_LAYER_KIND_COUNT
+} TfLayerKind;
 
 typedef enum TfActivation { TF_ACT_GELU, TF_ACT_RELU, TF_ACT_COUNT } TfActivation;
 
@@ -65,6 +73,12 @@ typedef struct TfLayer {
     char *op;   /* source op, e.g. "FindAndStore"; NULL when not compiled */
     int line;   /* source line of the op, 0 when none */
 
+    /* Pre-norm (attention and MLP; -1 when absent): the layer reads
+     * LayerNorm(x) * norm_weight + norm_bias instead of x, and still adds
+     * its output to x. TF_LAYER_NORM layers use these two tensors too. */
+    int norm_weight, norm_bias; /* [d_model] each */
+    float norm_eps;             /* 1e-5 unless the file says otherwise */
+
     /* Attention: q = x Wq^T [n_heads*d_head], k = x Wk^T, v = x Wv^T
      * [n_heads*d_vhead]; per head softmax(q k^T * scale + causal mask) v;
      * the heads concatenated, then times Wo^T when there is an output
@@ -73,12 +87,15 @@ typedef struct TfLayer {
     float scale;
     int causal; /* 1: position i sees 0..i; 0: sees every position */
     int query, key, value, output; /* tensor indices; output is -1 when absent */
+    int query_bias, key_bias, value_bias, output_bias; /* -1 when absent */
 
     /* MLP: x W1^T + b1 -> activation -> W2^T + b2 */
     int d_hidden;
     TfActivation act;
     int fc1_weight, fc1_bias, fc2_weight, fc2_bias; /* biases are -1 when absent */
 } TfLayer;
+
+typedef enum TfOutputKind { TF_OUTPUT_NEXT_TOKEN, TF_OUTPUT_CLASSIFY } TfOutputKind;
 
 typedef struct TfModel {
     int d_model;
@@ -92,6 +109,17 @@ typedef struct TfModel {
     int output_reg; /* index into regs, -1 when the model has no registers */
     int generate;   /* default number of tokens to generate */
 
+    /* What the unembedding produces. TF_OUTPUT_NEXT_TOKEN: unembed.weight is
+     * [n_vocab, d_model], logits over the vocabulary at the last position,
+     * generation. TF_OUTPUT_CLASSIFY: unembed.weight is [n_classes, d_model],
+     * one forward pass, class logits read at position 0 (a CLS token) or at
+     * the last position; class_names[i] names class i. */
+    TfOutputKind output_kind;
+    int n_classes;
+    char **class_names;   /* n_classes strings, owned; NULL for next-token */
+    int classify_at_last; /* 0: read at position 0, 1: at the last position */
+    int unembed_bias;     /* tensor index of unembed.bias, -1 when absent */
+
     TfLayer *layers;
     int n_layers;
 
@@ -104,7 +132,7 @@ typedef struct TfModel {
 } TfModel;
 
 extern const char *const tf_reg_kind_names[TF_REG_KIND_COUNT];     /* "token", ... */
-extern const char *const tf_layer_kind_names[TF_LAYER_KIND_COUNT]; /* "attention", "mlp" */
+extern const char *const tf_layer_kind_names[TF_LAYER_KIND_COUNT]; /* "attention", "mlp", "norm" */
 extern const char *const tf_activation_names[TF_ACT_COUNT];        /* "gelu", "relu" */
 
 /* An empty model (no tensors, no layers); fields set by the caller. */
@@ -116,6 +144,9 @@ void model_free(TfModel *m);
 int model_add_tensor(TfModel *m, const char *name, int ndim, const int64_t *shape, TfError *err);
 int model_find_tensor(const TfModel *m, const char *name);
 int model_find_register(const TfModel *m, const char *name);
+
+/* A layer of the given kind with every optional tensor absent (-1). */
+TfLayer model_layer_init(TfLayerKind kind);
 
 /* Appends a layer (copied; strings duplicated), returns its index or -1. */
 int model_add_layer(TfModel *m, const TfLayer *layer, TfError *err);

@@ -315,9 +315,7 @@ static int layer_tensor(const TfModel *m, const cJSON *l, int li, const char *ke
 }
 
 static int read_layer(TfModel *m, const cJSON *l, int li, TfError *err) {
-    TfLayer ly;
-    memset(&ly, 0, sizeof ly);
-    ly.output = ly.fc1_bias = ly.fc2_bias = -1;
+    TfLayer ly = model_layer_init(TF_LAYER_ATTENTION);
     const char *kind = obj_str(l, "kind");
     const char *name = obj_str(l, "name");
     if (!cJSON_IsObject(l) || !kind || !name) {

@@ -37,9 +37,7 @@ static TfModel *small_model(void) {
     for (int t = 0; t < m->n_tensors; t++)
         for (size_t i = 0; i < m->tensors[t].nelem; i++)
             m->tensors[t].data[i] = (float)(t * 1000 + (int)i) / 7.0f - 3.0f;
-    TfLayer a = {0};
-    a.fc1_weight = a.fc2_weight = a.fc1_bias = a.fc2_bias = -1;
-    a.kind = TF_LAYER_ATTENTION;
+    TfLayer a = model_layer_init(TF_LAYER_ATTENTION);
     a.name = "attn0";
     a.op = "Test";
     a.line = 7;
@@ -51,9 +49,7 @@ static TfModel *small_model(void) {
     a.query = a.key = a.value = sq;
     a.output = sq;
     ck_assert_int_eq(model_add_layer(m, &a, &err), 0);
-    TfLayer f = {0};
-    f.query = f.key = f.value = f.output = -1;
-    f.kind = TF_LAYER_MLP;
+    TfLayer f = model_layer_init(TF_LAYER_MLP);
     f.name = "mlp1";
     f.d_hidden = 4;
     f.act = TF_ACT_RELU;
