@@ -35,6 +35,8 @@ struct TfInfer {
 
     TfLayerHook hook;
     void *hook_user;
+    TfAttentionHook att_hook;
+    void *att_hook_user;
 };
 
 static const float *tensor(const TfModel *m, int idx) {
@@ -129,6 +131,11 @@ void infer_set_hook(TfInfer *inf, TfLayerHook hook, void *user) {
     inf->hook_user = user;
 }
 
+void infer_set_attention_hook(TfInfer *inf, TfAttentionHook hook, void *user) {
+    inf->att_hook = hook;
+    inf->att_hook_user = user;
+}
+
 static void attention_layer(TfInfer *inf, int l, int R) {
     const TfModel *m = inf->m;
     const TfLayer *ly = &m->layers[l];
@@ -151,10 +158,13 @@ static void attention_layer(TfInfer *inf, int l, int R) {
         int s = inf->row_seq[r];
         int T = ly->causal ? inf->row_pos[r] + 1 : inf->seq_len[s];
         const float *ks = kc + (long)s * L * HD, *vs = vc + (long)s * L * HV;
-        for (int h = 0; h < H; h++)
+        for (int h = 0; h < H; h++) {
             attention_row_forward(inf->heads + (long)r * HV + h * dv, inf->att,
                                   inf->q + (long)r * HD + h * dh, ks + h * dh, vs + h * dv, T, dh,
                                   dv, HD, HV, ly->scale);
+            if (inf->att_hook)
+                inf->att_hook(inf->att_hook_user, l, h, s, inf->row_pos[r], inf->att, T);
+        }
     }
     const float *delta = inf->heads;
     if (ly->output >= 0) {

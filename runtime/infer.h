@@ -25,9 +25,18 @@ typedef struct TfInfer TfInfer;
 typedef void (*TfLayerHook)(void *user, int layer, const float *x, int n_rows, const int *row_seq,
                             const int *row_pos);
 
+/* Called for every attention row computed: the softmax weights att[0..T-1]
+ * of head `head` in layer `layer`, for the row of sequence `seq` at
+ * position `pos` (T is the number of positions it sees). */
+typedef void (*TfAttentionHook)(void *user, int layer, int head, int seq, int pos,
+                                const float *att, int T);
+
 TfInfer *infer_new(const TfModel *m, int max_seqs, TfError *err);
 void infer_free(TfInfer *inf);
+/* Hooks see every row of every layer: while one is set the engine computes
+ * everything, skipping nothing (see infer.c). Pass NULL to remove. */
 void infer_set_hook(TfInfer *inf, TfLayerHook hook, void *user);
+void infer_set_attention_hook(TfInfer *inf, TfAttentionHook hook, void *user);
 
 /* Generates n_new tokens for each of n_seqs prompts (token ids), greedily.
  * out[s * n_new + i] is the i-th token generated for prompt s. Fails (-1,
