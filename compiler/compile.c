@@ -18,8 +18,8 @@ static char *dup_text(const char *s, size_t len) {
     return p;
 }
 
-TfModel *compile_source(const char *filename, const char *source, size_t len, FILE *diag_out,
-                        int *n_errors, TfError *err) {
+TfModel *compile_source(const char *filename, const char *source, size_t len, int opt_level,
+                        FILE *diag_out, int *n_errors, TfError *err) {
     TfDiag diag;
     diag_init(&diag, filename, source, len, diag_out);
     *n_errors = 0;
@@ -33,7 +33,7 @@ TfModel *compile_source(const char *filename, const char *source, size_t len, FI
     // statements would only produce follow-on errors.
     TfIr *ir = diag.n_errors == 0 ? check_program(prog, &diag) : NULL;
     if (ir && diag.n_errors == 0) {
-        m = lower_program(ir, err);
+        m = lower_program(ir, opt_level, err);
         if (m) {
             const char *base = strrchr(filename, '/');
             m->source = dup_text(source, len);

@@ -13,9 +13,10 @@
 
 #include "model.h"
 
-/* NULL when the program has errors (then *n_errors > 0, all reported) or
+/* opt_level 0: seed 001's constructions, to the float; 1 (tfc -O, the
+ * default): the optimized ones (lower.h). NULL when the program has errors (then *n_errors > 0, all reported) or
  * when lowering failed (then err says why and *n_errors is 0). */
-TfModel *compile_source(const char *filename, const char *source, size_t len, FILE *diag_out,
-                        int *n_errors, TfError *err);
+TfModel *compile_source(const char *filename, const char *source, size_t len, int opt_level,
+                        FILE *diag_out, int *n_errors, TfError *err);
 
 #endif

@@ -1,4 +1,14 @@
-/* lower.c: every op's weight construction (seed 001's, to the float).
+/* lower.c: every op's weight construction.
+ *
+ * Two sets. At -O0, seed 001's constructions to the float: one head over the
+ * whole residual stream, MLPs of d_model units. At -O (the default), each op
+ * gets the layer it needs: heads of the true rank of their query-key
+ * product, with an output projection onto the destination register; MLPs
+ * whose units read and write only the op's registers; exact ReLU steps
+ * where the seed approximates with GELU (StepPosition, Clear, Multiply,
+ * CopyOnMatch). The -O constructions also read keys and values from the
+ * token and position columns only, which lets the runtime skip every layer
+ * but those at prompt positions whose output is never read.
  *
  * Matrices are built in PyTorch's [out, in] order: W(o, i) is the weight
  * from residual column i to output o. Constants are computed in double and
@@ -18,12 +28,14 @@
 typedef struct Mat {
     int rows, cols; /* [out, in]; a vector has rows == 1 */
     float *w;
+    int two_d;      /* store a 1-row matrix as [1, cols], not as a vector */
 } Mat;
 
 #define AT(M, o, i) ((M).w[(size_t)(o) * (size_t)(M).cols + (size_t)(i)])
 
 typedef struct Lowerer {
     const TfIr *ir;
+    int opt;          /* 0: seed constructions; 1: optimized */
     TfModel *m;
     TfError *err;
     uint64_t *hashes; /* per tensor of m, for sharing identical tensors */
@@ -31,7 +43,7 @@ typedef struct Lowerer {
 } Lowerer;
 
 static Mat mat_new(Lowerer *L, int rows, int cols) {
-    Mat M = {rows, cols, calloc((size_t)rows * (size_t)cols, sizeof(float))};
+    Mat M = {rows, cols, calloc((size_t)rows * (size_t)cols, sizeof(float)), 0};
     if (!M.w && !L->failed) {
         tf_error_set(L->err, "out of memory for a %dx%d matrix", rows, cols);
         L->failed = 1;
@@ -62,7 +74,7 @@ static int emit(Lowerer *L, const char *name, Mat M) {
     }
     size_t n = (size_t)M.rows * (size_t)M.cols;
     uint64_t h = hash_floats(M.w, n, M.rows, M.cols);
-    int ndim = M.rows == 1 ? 1 : 2;
+    int ndim = M.rows == 1 && !M.two_d ? 1 : 2;
     int64_t shape[2] = {M.rows, M.cols};
     if (ndim == 1) shape[0] = M.cols;
     for (int t = 0; t < L->m->n_tensors; t++) {
@@ -125,11 +137,35 @@ static void emit_attention(Lowerer *L, int li, const TfIrOp *op, Mat q, Mat k, M
     if (!L->failed && model_add_layer(L->m, &ly, L->err) < 0) L->failed = 1;
 }
 
-/* x += act(x W1^T + b1) W2^T + b2: the seed's MLPLayer with exact GELU. */
-static void emit_mlp(Lowerer *L, int li, const TfIrOp *op, Mat w1, Mat b1, Mat w2, Mat b2) {
+/* One head of query/key width q.rows and value width v.rows, with an output
+ * projection o [d_model, v.rows]: the -O attention layers. */
+static void emit_attention_proj(Lowerer *L, int li, const TfIrOp *op, Mat q, Mat k, Mat v, Mat o,
+                                float scale) {
+    TfLayer ly = layer_header(L, op, TF_LAYER_ATTENTION);
+    ly.n_heads = 1;
+    ly.d_head = q.rows;
+    ly.d_vhead = v.rows;
+    ly.scale = scale;
+    ly.causal = 1;
+    char name[96];
+    snprintf(name, sizeof name, "layers.%d.attn.query.weight", li);
+    ly.query = emit(L, name, q);
+    snprintf(name, sizeof name, "layers.%d.attn.key.weight", li);
+    ly.key = emit(L, name, k);
+    snprintf(name, sizeof name, "layers.%d.attn.value.weight", li);
+    ly.value = emit(L, name, v);
+    snprintf(name, sizeof name, "layers.%d.attn.output.weight", li);
+    ly.output = emit(L, name, o);
+    if (!L->failed && model_add_layer(L->m, &ly, L->err) < 0) L->failed = 1;
+}
+
+/* x += act(x W1^T + b1) W2^T + b2: the seed's MLPLayer with exact GELU,
+ * or (emit_mlp_act) with ReLU. */
+static void emit_mlp_act(Lowerer *L, int li, const TfIrOp *op, TfActivation act, Mat w1, Mat b1,
+                         Mat w2, Mat b2) {
     TfLayer ly = layer_header(L, op, TF_LAYER_MLP);
     ly.d_hidden = w1.rows;
-    ly.act = TF_ACT_GELU;
+    ly.act = act;
     char name[96];
     snprintf(name, sizeof name, "layers.%d.mlp.fc1.weight", li);
     ly.fc1_weight = emit(L, name, w1);
@@ -140,6 +176,10 @@ static void emit_mlp(Lowerer *L, int li, const TfIrOp *op, Mat w1, Mat b1, Mat w
     snprintf(name, sizeof name, "layers.%d.mlp.fc2.bias", li);
     ly.fc2_bias = emit(L, name, b2);
     if (!L->failed && model_add_layer(L->m, &ly, L->err) < 0) L->failed = 1;
+}
+
+static void emit_mlp(Lowerer *L, int li, const TfIrOp *op, Mat w1, Mat b1, Mat w2, Mat b2) {
+    emit_mlp_act(L, li, op, TF_ACT_GELU, w1, b1, w2, b2);
 }
 
 static double angle(const Lowerer *L, double steps) {
@@ -334,6 +374,170 @@ fail:
     free(w1.w), free(b1.w), free(w2.w), free(b2.w);
 }
 
+/* ---- -O constructions ---------------------------------------------------- */
+
+/* FindAndStore('c') -> dst at -O: a rank-1 head. The query is 1 at every
+ * row (the sum of the token one-hot), the key 1e4 at rows holding 'c': the
+ * positions holding 'c' share the attention, every other position gets
+ * exp(-1e4) = 0. The value reads pos, the output writes it into dst. Unlike
+ * the seed's construction it works at any position (the seed's fails past
+ * position 33: docs/language.md). */
+static void lower_find_and_store_opt(Lowerer *L, int li, const TfIrOp *op) {
+    int d = L->ir->d_model, tok = op->args[0].tok;
+    const TfIrReg *pos = reg(L, TF_IR_REG_POS), *dst = reg(L, op->dest);
+    const TfIrReg *toks = reg(L, TF_IR_REG_TOKENS);
+    Mat q = mat_new(L, 1, d), k = mat_new(L, 1, d), v = mat_new(L, 2, d), o = mat_new(L, d, 2);
+    if (L->failed) goto fail;
+    for (int t = 0; t < toks->size; t++) AT(q, 0, toks->offset + t) = 1.0f;
+    AT(k, 0, toks->offset + tok) = 1e4f;
+    for (int c = 0; c < 2; c++) {
+        AT(v, c, pos->offset + c) = 1.0f;
+        AT(o, dst->offset + c, c) = 1.0f;
+    }
+    q.two_d = k.two_d = 1; /* [1, d_model] weights, not vectors */
+    emit_attention_proj(L, li, op, q, k, v, o, 1.0f);
+    return;
+fail:
+    free(q.w), free(k.w), free(v.w), free(o.w);
+}
+
+/* GetRelativeToken(p + n) -> dst at -O: the seed's rank-2 query-key product
+ * (p rotated by n steps against 1e10 pos, the seed's scale) as a head of
+ * width 2; the value reads the token one-hot, the output writes dst. */
+static void lower_get_relative_token_opt(Lowerer *L, int li, const TfIrOp *op) {
+    int d = L->ir->d_model;
+    const TfIrReg *p = reg(L, op->args[0].reg), *pos = reg(L, TF_IR_REG_POS);
+    const TfIrReg *toks = reg(L, TF_IR_REG_TOKENS), *dst = reg(L, op->dest);
+    double a = angle(L, (double)-op->args[0].value);
+    float s = (float)sin(a), c = (float)cos(a);
+    int V = toks->size;
+    Mat q = mat_new(L, 2, d), k = mat_new(L, 2, d), v = mat_new(L, V, d), o = mat_new(L, d, V);
+    if (L->failed) goto fail;
+    AT(q, 0, p->offset) = c;
+    AT(q, 0, p->offset + 1) = -s;
+    AT(q, 1, p->offset) = s;
+    AT(q, 1, p->offset + 1) = c;
+    AT(k, 0, pos->offset) = 1e10f;
+    AT(k, 1, pos->offset + 1) = 1e10f;
+    for (int t = 0; t < V; t++) {
+        AT(v, t, toks->offset + t) = 1.0f;
+        AT(o, dst->offset + t, t) = 1.0f;
+    }
+    emit_attention_proj(L, li, op, q, k, v, o, (float)(1.0 / sqrt((double)d)));
+    return;
+fail:
+    free(q.w), free(k.w), free(v.w), free(o.w);
+}
+
+/* StepPosition(p: n, ...) at -O: z = x (R - I) exactly, as ReLU(z) -
+ * ReLU(-z): four units per register, no rounding through 1000. */
+static void lower_step_position_opt(Lowerer *L, int li, const TfIrOp *op) {
+    int d = L->ir->d_model, F = 4 * op->n_args;
+    Mat w1 = mat_new(L, F, d), b1 = mat_new(L, 1, F), w2 = mat_new(L, d, F), b2 = mat_new(L, 1, d);
+    if (L->failed) goto fail;
+    for (int n = 0; n < op->n_args; n++) {
+        const TfIrReg *r = reg(L, op->args[n].reg);
+        double a = angle(L, (double)-op->args[n].value);
+        float s = (float)sin(a), c = (float)(cos(a) - 1.0);
+        float rot[2][2] = {{c, -s}, {s, c}}; /* (R - I) for the sin and the cos column */
+        for (int col = 0; col < 2; col++)
+            for (int sign = 0; sign < 2; sign++) {
+                int u = 4 * n + 2 * col + sign;
+                float g = sign ? -1.0f : 1.0f;
+                AT(w1, u, r->offset) = g * rot[col][0];
+                AT(w1, u, r->offset + 1) = g * rot[col][1];
+                AT(w2, r->offset + col, u) = g;
+            }
+    }
+    emit_mlp_act(L, li, op, TF_ACT_RELU, w1, b1, w2, b2);
+    return;
+fail:
+    free(w1.w), free(b1.w), free(w2.w), free(b2.w);
+}
+
+/* Clear(r, ...) at -O: x -= ReLU(x) on the registers' columns, exactly. */
+static void lower_clear_opt(Lowerer *L, int li, const TfIrOp *op) {
+    int d = L->ir->d_model, F = 0;
+    for (int n = 0; n < op->n_args; n++) F += reg(L, op->args[n].reg)->size;
+    Mat w1 = mat_new(L, F, d), b1 = mat_new(L, 1, F), w2 = mat_new(L, d, F), b2 = mat_new(L, 1, d);
+    if (L->failed) goto fail;
+    int u = 0;
+    for (int n = 0; n < op->n_args; n++) {
+        const TfIrReg *r = reg(L, op->args[n].reg);
+        for (int c = r->offset; c < r->offset + r->size; c++, u++) {
+            AT(w1, u, c) = 1.0f;
+            AT(w2, c, u) = -1.0f;
+        }
+    }
+    emit_mlp_act(L, li, op, TF_ACT_RELU, w1, b1, w2, b2);
+    return;
+fail:
+    free(w1.w), free(b1.w), free(w2.w), free(b2.w);
+}
+
+/* Multiply(a, b, carry) -> out at -O: the sum s = digit(a) + digit(b) +
+ * carry is linear in the one-hots, so 22 ReLU ramps t_k = ReLU(s - k), k =
+ * -1..20, give every indicator [s = v] = t_{v-1} - 2 t_v + t_{v+1} exactly
+ * for integer s; out gets the one-hot of s mod 10, carry becomes [s >= 10]
+ * = t_9 - t_10 (two more units read the old carry to subtract it). 24
+ * units instead of the seed's 200. */
+static void lower_multiply_opt(Lowerer *L, int li, const TfIrOp *op) {
+    int d = L->ir->d_model, n_ramps = 22, F = n_ramps + 2;
+    const TfIrReg *a = reg(L, op->args[0].reg), *b = reg(L, op->args[1].reg);
+    const TfIrReg *carry = reg(L, op->args[2].reg), *out = reg(L, op->dest);
+    int digit[10];
+    for (int i = 0; i < 10; i++)
+        for (int t = 0; t < L->ir->n_vocab; t++)
+            if (L->ir->vocab[t] == '0' + i) digit[i] = t;
+    Mat w1 = mat_new(L, F, d), b1 = mat_new(L, 1, F), w2 = mat_new(L, d, F), b2 = mat_new(L, 1, d);
+    if (L->failed) goto fail;
+    for (int u = 0; u < n_ramps; u++) { /* t_k, k = u - 1 */
+        for (int i = 0; i < 10; i++) {
+            AT(w1, u, a->offset + digit[i]) = (float)i;
+            AT(w1, u, b->offset + digit[i]) = (float)i;
+        }
+        AT(w1, u, carry->offset) = 1.0f;
+        AT(b1, 0, u) = (float)-(u - 1);
+    }
+    for (int v = 0; v < 20; v++) { /* [s = v] = t_{v-1} - 2 t_v + t_{v+1}: units v, v+1, v+2 */
+        int row = out->offset + digit[v % 10];
+        AT(w2, row, v) += 1.0f;
+        AT(w2, row, v + 1) += -2.0f;
+        AT(w2, row, v + 2) += 1.0f;
+    }
+    AT(w2, carry->offset, 10) = 1.0f;  /* + t_9 */
+    AT(w2, carry->offset, 11) = -1.0f; /* - t_10 */
+    AT(w1, n_ramps, carry->offset) = 1.0f;      /* ReLU(carry) */
+    AT(w1, n_ramps + 1, carry->offset) = -1.0f; /* ReLU(-carry) */
+    AT(w2, carry->offset, n_ramps) = -1.0f;     /* - carry */
+    AT(w2, carry->offset, n_ramps + 1) = 1.0f;
+    emit_mlp_act(L, li, op, TF_ACT_RELU, w1, b1, w2, b2);
+    return;
+fail:
+    free(w1.w), free(b1.w), free(w2.w), free(b2.w);
+}
+
+/* CopyOnMatch(m, src) -> dst at -O: the seed's units 0.1 act(100 m + 100
+ * src_i - 190) with ReLU, which is exact (1.0) where m and src_i are 1. */
+static void lower_copy_on_match_opt(Lowerer *L, int li, const TfIrOp *op) {
+    int d = L->ir->d_model;
+    const TfIrReg *match = reg(L, op->args[0].reg), *src = reg(L, op->args[1].reg);
+    const TfIrReg *dst = reg(L, op->dest);
+    int n = src->size;
+    Mat w1 = mat_new(L, n, d), b1 = mat_new(L, 1, n), w2 = mat_new(L, d, n), b2 = mat_new(L, 1, d);
+    if (L->failed) goto fail;
+    for (int i = 0; i < n; i++) {
+        AT(w1, i, match->offset) = 100.0f;
+        AT(w1, i, src->offset + i) = 100.0f;
+        AT(b1, 0, i) = -190.0f;
+        AT(w2, dst->offset + i, i) = 0.1f;
+    }
+    emit_mlp_act(L, li, op, TF_ACT_RELU, w1, b1, w2, b2);
+    return;
+fail:
+    free(w1.w), free(b1.w), free(w2.w), free(b2.w);
+}
+
 typedef void (*LowerFn)(Lowerer *L, int li, const TfIrOp *op);
 static const LowerFn lower_fns[TF_OP_COUNT] = {
     [TF_OP_FIND_AND_STORE] = lower_find_and_store,
@@ -344,6 +548,18 @@ static const LowerFn lower_fns[TF_OP_COUNT] = {
     [TF_OP_DIFF_POS] = lower_diff_pos,
     [TF_OP_IS_ZERO] = lower_is_zero,
     [TF_OP_COPY_ON_MATCH] = lower_copy_on_match,
+};
+
+/* -O: DiffPos and IsZero keep the seed's two-unit MLPs. */
+static const LowerFn lower_fns_opt[TF_OP_COUNT] = {
+    [TF_OP_FIND_AND_STORE] = lower_find_and_store_opt,
+    [TF_OP_GET_RELATIVE_TOKEN] = lower_get_relative_token_opt,
+    [TF_OP_MULTIPLY] = lower_multiply_opt,
+    [TF_OP_CLEAR] = lower_clear_opt,
+    [TF_OP_STEP_POSITION] = lower_step_position_opt,
+    [TF_OP_DIFF_POS] = lower_diff_pos,
+    [TF_OP_IS_ZERO] = lower_is_zero,
+    [TF_OP_COPY_ON_MATCH] = lower_copy_on_match_opt,
 };
 
 /* Token one-hot into `tokens`, sin/cos of 2 pi p / period into `pos`, and
@@ -370,8 +586,8 @@ static void lower_embeddings(Lowerer *L) {
     L->m->unembed = emit(L, TF_TENSOR_UNEMBED, un);
 }
 
-TfModel *lower_program(const TfIr *ir, TfError *err) {
-    Lowerer L = {ir, model_new(), err, NULL, 0};
+TfModel *lower_program(const TfIr *ir, int opt_level, TfError *err) {
+    Lowerer L = {ir, opt_level > 0, model_new(), err, NULL, 0};
     if (!L.m) {
         tf_error_set(err, "out of memory");
         return NULL;
@@ -396,7 +612,8 @@ TfModel *lower_program(const TfIr *ir, TfError *err) {
     }
     // The embeddings first, so that the file opens with them.
     lower_embeddings(&L);
-    for (int i = 0; i < ir->n_ops && !L.failed; i++) lower_fns[ir->ops[i].op](&L, i, &ir->ops[i]);
+    const LowerFn *fns = L.opt ? lower_fns_opt : lower_fns;
+    for (int i = 0; i < ir->n_ops && !L.failed; i++) fns[ir->ops[i].op](&L, i, &ir->ops[i]);
     free(L.hashes);
     if (L.failed || model_validate(m, err) < 0) {
         model_free(m);

@@ -1,7 +1,8 @@
 /* lower.h: checked program -> weights.
  *
  * Each op application becomes exactly one attention or MLP layer, built with
- * seed 001's constructions (docs/language.md gives every matrix). Identical
+ * seed 001's constructions at opt_level 0 (docs/language.md gives every
+ * matrix) or with the optimized ones at opt_level 1 (lower.c). Identical
  * tensors are stored once: the layers of a repeated body share their weights.
  *
  * Memory: the returned model belongs to the caller (model_free); it copies
@@ -13,6 +14,6 @@
 #include "checker.h"
 #include "model.h"
 
-TfModel *lower_program(const TfIr *ir, TfError *err);
+TfModel *lower_program(const TfIr *ir, int opt_level, TfError *err);
 
 #endif

@@ -1,6 +1,6 @@
 /* tfc: compile a .tfp program into a .tfw weight file.
  *
- *   tfc PROGRAM.tfp [-o OUT.tfw] [-v]
+ *   tfc PROGRAM.tfp [-o OUT.tfw] [-O | -O0] [-v]
  *
  * Exit status: 0 compiled; 1 the program has errors (reported as
  * file:line:col diagnostics on stderr); 2 usage, I/O or internal error.
@@ -18,8 +18,11 @@
 #define TFC_EXIT_USAGE 2
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: tfc PROGRAM.tfp [-o OUT.tfw] [-v]\n"
+    fprintf(f, "usage: tfc PROGRAM.tfp [-o OUT.tfw] [-O | -O0] [-v]\n"
                "  -o OUT   write the weights to OUT (default: PROGRAM.tfw beside the source)\n"
+               "  -O       optimized constructions: heads of their true rank, only the\n"
+               "           registers each layer needs, exact ReLU steps (the default)\n"
+               "  -O0      seed 001's constructions, dense, to the float\n"
                "  -v       print a summary of what was written\n");
 }
 
@@ -36,7 +39,7 @@ static char *default_output(const char *src) {
 
 int main(int argc, char **argv) {
     const char *src_path = NULL, *out_path = NULL;
-    int verbose = 0;
+    int verbose = 0, opt_level = 1;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-o") == 0) {
             if (++i >= argc) {
@@ -47,6 +50,10 @@ int main(int argc, char **argv) {
             out_path = argv[i];
         } else if (strcmp(argv[i], "-v") == 0) {
             verbose = 1;
+        } else if (strcmp(argv[i], "-O") == 0 || strcmp(argv[i], "-O1") == 0) {
+            opt_level = 1;
+        } else if (strcmp(argv[i], "-O0") == 0) {
+            opt_level = 0;
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             usage(stdout);
             return 0;
@@ -79,7 +86,7 @@ int main(int argc, char **argv) {
 
     int n_errors = 0;
     TfError err = {""};
-    TfModel *m = compile_source(src_path, source, len, stderr, &n_errors, &err);
+    TfModel *m = compile_source(src_path, source, len, opt_level, stderr, &n_errors, &err);
     int status = 0;
     if (!m && n_errors > 0) {
         status = TFC_EXIT_PROGRAM;

@@ -1,36 +1,88 @@
 /* infer.c: batched, incremental forward passes and greedy generation.
  *
- * Dimension legend: R rows in this step (stacked over sequences), S
- * sequences, L the model's max_len, d d_model, HD = n_heads*d_head,
- * HV = n_heads*d_vhead, F d_hidden.
+ * Layout. Activations are feature-major: feature i of step row r is
+ * x[i * n + r], n the rows of the step, so one feature over the batch is a
+ * contiguous vector (linear.h). A step's rows are ordered with the *output
+ * rows* first (the rows whose logits are read: the last prompt position, or
+ * the one new token, of each sequence), then the others.
+ *
+ * What is skipped, and why it changes nothing:
+ * - Weights: every linear map is packed to the rows and columns that can be
+ *   non-zero (linear.c); the others multiply zeros.
+ * - Attention channels: a query/key channel contributes to the score only
+ *   if both its query row and its key row are non-zero; a value channel
+ *   only if its value row is.
+ * - Rows: the residual of a row that is not an output row is read later
+ *   only through the keys and values of attention layers. A backward pass
+ *   over the layers (plan_liveness) finds the columns those keys and values
+ *   depend on; a layer writing none of them runs on the output rows only,
+ *   and an attention layer computes its queries and outputs there only
+ *   (keys and values at every row). Hooks turn this off: they see every row.
+ *
+ * Dimension legend: n rows in this step, nf output rows (the first nf), S
+ * sequences, L the model's max_len, d d_model, nk/nv kept key/value rows.
  */
 #include "infer.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels.h"
+#include "linear.h"
+
+typedef struct LayerPlan {
+    TfLayerKind kind;
+    int full;             /* runs at every row (else at output rows only) */
+    const float *norm_w;  /* pre-norm (or the norm of a TF_LAYER_NORM), NULL when none */
+    const float *norm_b;
+    float eps;
+
+    /* attention */
+    TfLinear q, k, v, o;  /* o: output projection, reading packed value rows */
+    int has_o;
+    int n_heads, d_head, d_vhead, causal;
+    float scale;
+    int *pair_start;      /* [n_heads + 1] into pair_q / pair_k */
+    int *pair_q, *pair_k; /* packed query / key row of each live channel */
+    int *v_head;          /* [v.n_rows] head of each kept value row */
+
+    /* MLP */
+    TfLinear fc1, fc2;    /* fc2 reads packed hidden units */
+    TfActivation act;
+} LayerPlan;
+
+struct TfPlan {
+    const TfModel *m;
+    LayerPlan *layers;
+    TfLinear unembed;     /* logits, with unembed.bias */
+    int max_q, max_k, max_v, max_hidden, max_out, max_cols;
+    int has_norm;
+    int incremental;      /* 0 when a bidirectional layer forces full recompute */
+};
 
 struct TfInfer {
     const TfModel *m;
-    int max_seqs;
-    int max_rows; /* max_seqs * max_len */
-    int incremental; /* 0 when a bidirectional layer forces full recompute */
+    const TfPlan *plan;
+    TfPlan *own_plan;
+    int max_seqs, max_rows;
+    int use_cache;
 
-    /* per attention layer l: kcache[l] [S, L, HD], vcache[l] [S, L, HV] */
-    float **kcache, **vcache;
-    int *seq_len; /* [S] positions held in the caches */
+    float **kcache, **vcache; /* per attention layer: [S, L, nk], [S, L, nv] */
+    int *seq_len;             /* [S] positions held in the caches */
 
-    /* scratch, sized for max_rows */
-    float *x;       /* [R, d] residual stream */
-    float *q;       /* [R, max HD] */
-    float *k, *v;   /* [R, max HD], [R, max HV] */
-    float *heads;   /* [R, max HV] concatenated head outputs */
-    float *hidden;  /* [R, max F] MLP hidden units */
-    float *delta;   /* [R, d] what a layer adds to the residual stream */
-    float *att;     /* [L] attention weights of one row */
-    float *logits;  /* [V] */
+    float *x;       /* [d, n] residual stream */
+    float *xn;      /* [d, n] normalized input of a pre-norm layer */
+    float *q, *k, *v;
+    float *heads;   /* [nv, nf] attention outputs, packed value rows */
+    float *hidden;  /* [F, nf] */
+    float *delta;   /* [rows written, nf] what a layer adds */
+    float *scratch; /* gathered inputs of dense blocks */
+    float *att;     /* [L] */
+    float *stat;    /* [2, n] LayerNorm means and inverse deviations */
+    float *logits;  /* [n_out, max_seqs] */
+    float *rowmajor; /* [n, d] for the layer hook */
     int *row_seq, *row_pos, *row_tok;
 
     TfLayerHook hook;
@@ -43,6 +95,233 @@ static const float *tensor(const TfModel *m, int idx) {
     return idx >= 0 ? m->tensors[idx].data : NULL;
 }
 
+static int imax(int a, int b) { return a > b ? a : b; }
+
+/* ------------------------------------------------------------------------ */
+/* The plan                                                                 */
+/* ------------------------------------------------------------------------ */
+
+static void layer_plan_free(LayerPlan *lp) {
+    linear_free(&lp->q);
+    linear_free(&lp->k);
+    linear_free(&lp->v);
+    linear_free(&lp->o);
+    linear_free(&lp->fc1);
+    linear_free(&lp->fc2);
+    free(lp->pair_start);
+    free(lp->pair_q);
+    free(lp->pair_k);
+    free(lp->v_head);
+}
+
+void plan_free(TfPlan *p) {
+    if (!p) return;
+    if (p->layers)
+        for (int l = 0; l < p->m->n_layers; l++) layer_plan_free(&p->layers[l]);
+    free(p->layers);
+    linear_free(&p->unembed);
+    free(p);
+}
+
+/* Index of each output row of a packed map within its packed output, -1
+ * for rows it never writes (their value is zero). */
+static int *packed_index(const TfLinear *L) {
+    int *map = malloc(((size_t)L->n_out + 1) * sizeof(int));
+    if (!map) return NULL;
+    for (int i = 0; i < L->n_out; i++) map[i] = -1;
+    for (int k = 0; k < L->n_rows; k++) map[L->rows[k]] = k;
+    return map;
+}
+
+static int plan_attention(const TfModel *m, const TfLayer *ly, LayerPlan *lp, TfError *err) {
+    int d = m->d_model, H = ly->n_heads, dh = ly->d_head, dv = ly->d_vhead;
+    if (linear_pack(&lp->q, tensor(m, ly->query), tensor(m, ly->query_bias), H * dh, d, NULL,
+                    err) < 0 ||
+        linear_pack(&lp->k, tensor(m, ly->key), tensor(m, ly->key_bias), H * dh, d, NULL, err) <
+            0 ||
+        linear_pack(&lp->v, tensor(m, ly->value), tensor(m, ly->value_bias), H * dv, d, NULL,
+                    err) < 0)
+        return -1;
+    lp->n_heads = H;
+    lp->d_head = dh;
+    lp->d_vhead = dv;
+    lp->causal = ly->causal;
+    lp->scale = ly->scale;
+    int *qi = packed_index(&lp->q), *ki = packed_index(&lp->k), *vi = packed_index(&lp->v);
+    lp->pair_start = malloc(((size_t)H + 1) * sizeof(int));
+    lp->pair_q = malloc(((size_t)H * dh + 1) * sizeof(int));
+    lp->pair_k = malloc(((size_t)H * dh + 1) * sizeof(int));
+    lp->v_head = malloc(((size_t)lp->v.n_rows + 1) * sizeof(int));
+    int rc = -1;
+    if (!qi || !ki || !vi || !lp->pair_start || !lp->pair_q || !lp->pair_k || !lp->v_head) {
+        tf_error_set(err, "out of memory");
+        goto done;
+    }
+    int np = 0;
+    for (int h = 0; h < H; h++) {
+        lp->pair_start[h] = np;
+        for (int c = h * dh; c < (h + 1) * dh; c++)
+            if (qi[c] >= 0 && ki[c] >= 0) {
+                lp->pair_q[np] = qi[c];
+                lp->pair_k[np] = ki[c];
+                np++;
+            }
+    }
+    lp->pair_start[H] = np;
+    for (int j = 0; j < lp->v.n_rows; j++) lp->v_head[j] = lp->v.rows[j] / dv;
+    lp->has_o = ly->output >= 0;
+    if (lp->has_o &&
+        linear_pack(&lp->o, tensor(m, ly->output), tensor(m, ly->output_bias), d, H * dv, vi,
+                    err) < 0)
+        goto done;
+    rc = 0;
+done:
+    free(qi);
+    free(ki);
+    free(vi);
+    return rc;
+}
+
+static int plan_mlp(const TfModel *m, const TfLayer *ly, LayerPlan *lp, TfError *err) {
+    int d = m->d_model, F = ly->d_hidden;
+    lp->act = ly->act;
+    if (linear_pack(&lp->fc1, tensor(m, ly->fc1_weight), tensor(m, ly->fc1_bias), F, d, NULL,
+                    err) < 0)
+        return -1;
+    // A hidden unit fc1 never writes is act(0) = 0: fc2 drops its column.
+    int *hi = packed_index(&lp->fc1);
+    if (!hi) {
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    int rc = linear_pack(&lp->fc2, tensor(m, ly->fc2_weight), tensor(m, ly->fc2_bias), d, F, hi,
+                         err);
+    free(hi);
+    return rc;
+}
+
+/* Marks the residual columns a layer reads (into `reads`); returns 1 when
+ * the layer writes any column marked in `live`. */
+static int layer_reads_writes(const TfModel *m, const LayerPlan *lp, char *reads, char *kv_reads,
+                              const char *live) {
+    int d = m->d_model, writes_live = 0;
+    if (lp->kind == TF_LAYER_NORM || lp->norm_w) {
+        for (int c = 0; c < d; c++) reads[c] = kv_reads[c] = 1;
+        if (lp->kind == TF_LAYER_NORM) {
+            for (int c = 0; c < d; c++) writes_live |= live[c];
+            return writes_live;
+        }
+    }
+    if (lp->kind == TF_LAYER_ATTENTION) {
+        for (int j = 0; j < lp->k.n_cols; j++) kv_reads[lp->k.cols[j]] = 1;
+        for (int j = 0; j < lp->v.n_cols; j++) kv_reads[lp->v.cols[j]] = 1;
+        for (int j = 0; j < lp->q.n_cols; j++) reads[lp->q.cols[j]] = 1;
+        if (lp->has_o)
+            for (int j = 0; j < lp->o.n_rows; j++) writes_live |= live[lp->o.rows[j]];
+        else
+            for (int j = 0; j < lp->v.n_rows; j++) writes_live |= live[lp->v.rows[j]];
+    } else {
+        for (int j = 0; j < lp->fc1.n_cols; j++) reads[lp->fc1.cols[j]] = 1;
+        for (int j = 0; j < lp->fc2.n_rows; j++) writes_live |= live[lp->fc2.rows[j]];
+    }
+    return writes_live;
+}
+
+/* Which layers must run at rows that are not output rows (see the top). */
+static int plan_liveness(TfPlan *p, TfError *err) {
+    const TfModel *m = p->m;
+    int d = m->d_model;
+    char *live = calloc((size_t)d, 1), *reads = calloc((size_t)d, 1);
+    char *kv = calloc((size_t)d, 1);
+    if (!live || !reads || !kv) {
+        free(live), free(reads), free(kv);
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    for (int l = m->n_layers - 1; l >= 0; l--) {
+        LayerPlan *lp = &p->layers[l];
+        memset(reads, 0, (size_t)d);
+        memset(kv, 0, (size_t)d);
+        lp->full = layer_reads_writes(m, lp, reads, kv, live);
+        // Keys and values are needed at every row; the rest only if the
+        // layer's output is.
+        for (int c = 0; c < d; c++) live[c] |= kv[c] | (lp->full ? reads[c] : 0);
+    }
+    free(live), free(reads), free(kv);
+    return 0;
+}
+
+TfPlan *plan_new(const TfModel *m, TfError *err) {
+    TfPlan *p = calloc(1, sizeof *p);
+    if (!p) {
+        tf_error_set(err, "out of memory");
+        return NULL;
+    }
+    p->m = m;
+    p->incremental = 1;
+    p->layers = calloc((size_t)m->n_layers + 1, sizeof *p->layers);
+    if (!p->layers) {
+        tf_error_set(err, "out of memory");
+        goto fail;
+    }
+    p->max_cols = m->d_model;
+    for (int l = 0; l < m->n_layers; l++) {
+        const TfLayer *ly = &m->layers[l];
+        LayerPlan *lp = &p->layers[l];
+        lp->kind = ly->kind;
+        lp->norm_w = tensor(m, ly->norm_weight);
+        lp->norm_b = tensor(m, ly->norm_bias);
+        lp->eps = ly->norm_eps;
+        if (lp->norm_w) p->has_norm = 1;
+        if (ly->kind == TF_LAYER_ATTENTION) {
+            if (plan_attention(m, ly, lp, err) < 0) goto fail;
+            if (!ly->causal) p->incremental = 0;
+            p->max_q = imax(p->max_q, lp->q.n_rows);
+            p->max_k = imax(p->max_k, lp->k.n_rows);
+            p->max_v = imax(p->max_v, lp->v.n_rows);
+            p->max_out = imax(p->max_out, lp->o.n_rows);
+        } else if (ly->kind == TF_LAYER_MLP) {
+            if (plan_mlp(m, ly, lp, err) < 0) goto fail;
+            p->max_hidden = imax(p->max_hidden, lp->fc1.n_rows);
+            p->max_out = imax(p->max_out, lp->fc2.n_rows);
+        }
+    }
+    p->max_cols = imax(p->max_cols, imax(p->max_hidden, p->max_v));
+    int n_out = m->output_kind == TF_OUTPUT_CLASSIFY ? m->n_classes : m->n_vocab;
+    if (linear_pack(&p->unembed, tensor(m, m->unembed), tensor(m, m->unembed_bias), n_out,
+                    m->d_model, NULL, err) < 0 ||
+        plan_liveness(p, err) < 0)
+        goto fail;
+    return p;
+fail:
+    plan_free(p);
+    return NULL;
+}
+
+long plan_row_cost(const TfPlan *p, long *dense_cost) {
+    const TfModel *m = p->m;
+    long cost = 0, dense = 0, d = m->d_model;
+    for (int l = 0; l < m->n_layers; l++) {
+        const LayerPlan *lp = &p->layers[l];
+        const TfLayer *ly = &m->layers[l];
+        if (lp->kind == TF_LAYER_ATTENTION) {
+            cost += linear_cost(&lp->q) + linear_cost(&lp->k) + linear_cost(&lp->v) +
+                    linear_cost(&lp->o);
+            long hd = (long)ly->n_heads * ly->d_head, hv = (long)ly->n_heads * ly->d_vhead;
+            dense += d * (2 * hd + hv) + (ly->output >= 0 ? hv * d : 0);
+        } else if (lp->kind == TF_LAYER_MLP) {
+            cost += linear_cost(&lp->fc1) + linear_cost(&lp->fc2);
+            dense += 2 * d * ly->d_hidden;
+        }
+    }
+    if (dense_cost) *dense_cost = dense;
+    return cost;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The engine                                                               */
+/* ------------------------------------------------------------------------ */
+
 void infer_free(TfInfer *inf) {
     if (!inf) return;
     if (inf->kcache)
@@ -53,17 +332,22 @@ void infer_free(TfInfer *inf) {
     free(inf->vcache);
     free(inf->seq_len);
     free(inf->x);
+    free(inf->xn);
     free(inf->q);
     free(inf->k);
     free(inf->v);
     free(inf->heads);
     free(inf->hidden);
     free(inf->delta);
+    free(inf->scratch);
     free(inf->att);
+    free(inf->stat);
     free(inf->logits);
+    free(inf->rowmajor);
     free(inf->row_seq);
     free(inf->row_pos);
     free(inf->row_tok);
+    plan_free(inf->own_plan);
     free(inf);
 }
 
@@ -71,59 +355,69 @@ static float *alloc_floats(size_t n) {
     return malloc((n ? n : 1) * sizeof(float));
 }
 
-TfInfer *infer_new(const TfModel *m, int max_seqs, TfError *err) {
+TfInfer *infer_new_with_plan(const TfPlan *plan, int max_seqs, TfError *err) {
     if (max_seqs < 1) {
         tf_error_set(err, "batch size must be at least 1, not %d", max_seqs);
         return NULL;
     }
+    const TfModel *m = plan->m;
     TfInfer *inf = calloc(1, sizeof *inf);
     if (!inf) goto oom;
     inf->m = m;
+    inf->plan = plan;
     inf->max_seqs = max_seqs;
-    inf->incremental = 1;
+    inf->use_cache = 1;
     size_t L = (size_t)m->max_len, d = (size_t)m->d_model;
     size_t R = (size_t)max_seqs * L;
     inf->max_rows = (int)R;
-
-    size_t max_hd = 1, max_hv = 1, max_f = d;
     inf->kcache = calloc((size_t)m->n_layers + 1, sizeof(float *));
     inf->vcache = calloc((size_t)m->n_layers + 1, sizeof(float *));
     if (!inf->kcache || !inf->vcache) goto oom;
     for (int l = 0; l < m->n_layers; l++) {
-        const TfLayer *ly = &m->layers[l];
-        if (ly->kind == TF_LAYER_ATTENTION) {
-            size_t hd = (size_t)ly->n_heads * ly->d_head, hv = (size_t)ly->n_heads * ly->d_vhead;
-            if (hd > max_hd) max_hd = hd;
-            if (hv > max_hv) max_hv = hv;
-            if (!ly->causal) inf->incremental = 0;
-            inf->kcache[l] = alloc_floats((size_t)max_seqs * L * hd);
-            inf->vcache[l] = alloc_floats((size_t)max_seqs * L * hv);
-            if (!inf->kcache[l] || !inf->vcache[l]) goto oom;
-        } else if ((size_t)ly->d_hidden > max_f) {
-            max_f = (size_t)ly->d_hidden;
-        }
+        const LayerPlan *lp = &plan->layers[l];
+        if (lp->kind != TF_LAYER_ATTENTION) continue;
+        inf->kcache[l] = alloc_floats((size_t)max_seqs * L * (size_t)lp->k.n_rows);
+        inf->vcache[l] = alloc_floats((size_t)max_seqs * L * (size_t)lp->v.n_rows);
+        if (!inf->kcache[l] || !inf->vcache[l]) goto oom;
     }
+    int n_out = plan->unembed.n_out;
     inf->seq_len = calloc((size_t)max_seqs, sizeof(int));
     inf->x = alloc_floats(R * d);
-    inf->q = alloc_floats(R * max_hd);
-    inf->k = alloc_floats(R * max_hd);
-    inf->v = alloc_floats(R * max_hv);
-    inf->heads = alloc_floats(R * max_hv);
-    inf->hidden = alloc_floats(R * max_f);
-    inf->delta = alloc_floats(R * d);
+    inf->xn = plan->has_norm ? alloc_floats(R * d) : NULL;
+    inf->q = alloc_floats(R * (size_t)plan->max_q);
+    inf->k = alloc_floats(R * (size_t)plan->max_k);
+    inf->v = alloc_floats(R * (size_t)plan->max_v);
+    inf->heads = alloc_floats(R * (size_t)plan->max_v);
+    inf->hidden = alloc_floats(R * (size_t)plan->max_hidden);
+    inf->delta = alloc_floats(R * (size_t)imax(imax(plan->max_out, (int)d), n_out));
+    inf->scratch = alloc_floats(R * (size_t)plan->max_cols);
     inf->att = alloc_floats(L);
-    inf->logits = alloc_floats((size_t)m->n_vocab);
+    inf->stat = alloc_floats(2 * R);
+    inf->logits = alloc_floats((size_t)n_out * L * (size_t)max_seqs);
     inf->row_seq = malloc(R * sizeof(int));
     inf->row_pos = malloc(R * sizeof(int));
     inf->row_tok = malloc(R * sizeof(int));
-    if (!inf->seq_len || !inf->x || !inf->q || !inf->k || !inf->v || !inf->heads || !inf->hidden ||
-        !inf->delta || !inf->att || !inf->logits || !inf->row_seq || !inf->row_pos || !inf->row_tok)
+    if (!inf->seq_len || !inf->x || (plan->has_norm && !inf->xn) || !inf->q || !inf->k ||
+        !inf->v || !inf->heads || !inf->hidden || !inf->delta || !inf->scratch || !inf->att || !inf->stat ||
+        !inf->logits || !inf->row_seq || !inf->row_pos || !inf->row_tok)
         goto oom;
     return inf;
 oom:
     infer_free(inf);
     tf_error_set(err, "out of memory for a batch of %d sequences", max_seqs);
     return NULL;
+}
+
+TfInfer *infer_new(const TfModel *m, int max_seqs, TfError *err) {
+    TfPlan *p = plan_new(m, err);
+    if (!p) return NULL;
+    TfInfer *inf = infer_new_with_plan(p, max_seqs, err);
+    if (!inf) {
+        plan_free(p);
+        return NULL;
+    }
+    inf->own_plan = p;
+    return inf;
 }
 
 void infer_set_hook(TfInfer *inf, TfLayerHook hook, void *user) {
@@ -136,94 +430,174 @@ void infer_set_attention_hook(TfInfer *inf, TfAttentionHook hook, void *user) {
     inf->att_hook_user = user;
 }
 
-static void attention_layer(TfInfer *inf, int l, int R) {
-    const TfModel *m = inf->m;
-    const TfLayer *ly = &m->layers[l];
-    int d = m->d_model, H = ly->n_heads, dh = ly->d_head, dv = ly->d_vhead;
-    int HD = H * dh, HV = H * dv, L = m->max_len;
+void infer_set_cache(TfInfer *inf, int use_cache) { inf->use_cache = use_cache != 0; }
 
-    matmul_forward(inf->q, inf->x, tensor(m, ly->query), NULL, R, d, HD, 0);
-    matmul_forward(inf->k, inf->x, tensor(m, ly->key), NULL, R, d, HD, 0);
-    matmul_forward(inf->v, inf->x, tensor(m, ly->value), NULL, R, d, HV, 0);
+/* LayerNorm of rows 0..n_run-1 of x (feature-major, ld n) into y. */
+static void layernorm_fm(float *y, const float *x, int d, int n, int n_run, const float *w,
+                         const float *b, float eps, float *stat) {
+    float *mean = stat, *rstd = stat + n_run;
+    for (int r = 0; r < n_run; r++) mean[r] = rstd[r] = 0.0f;
+    for (int c = 0; c < d; c++)
+        for (int r = 0; r < n_run; r++) mean[r] += x[(size_t)c * n + r];
+    for (int r = 0; r < n_run; r++) mean[r] /= (float)d;
+    for (int c = 0; c < d; c++)
+        for (int r = 0; r < n_run; r++) {
+            float t = x[(size_t)c * n + r] - mean[r];
+            rstd[r] += t * t;
+        }
+    for (int r = 0; r < n_run; r++) rstd[r] = 1.0f / sqrtf(rstd[r] / (float)d + eps);
+    for (int c = 0; c < d; c++)
+        for (int r = 0; r < n_run; r++)
+            y[(size_t)c * n + r] = (x[(size_t)c * n + r] - mean[r]) * rstd[r] * w[c] + b[c];
+}
 
-    // Every row's key and value go into its sequence's cache first, so that a
-    // row can attend to rows of the same step.
-    float *kc = inf->kcache[l], *vc = inf->vcache[l];
-    for (int r = 0; r < R; r++) {
-        long slot = (long)inf->row_seq[r] * L + inf->row_pos[r];
-        memcpy(kc + slot * HD, inf->k + (long)r * HD, (size_t)HD * sizeof(float));
-        memcpy(vc + slot * HV, inf->v + (long)r * HV, (size_t)HV * sizeof(float));
+/* Adds packed rows delta[k] (ld nd) to the residual columns rows[k]. */
+static void add_rows(float *x, int n, const float *delta, int nd, const int *rows, int n_rows,
+                     int n_run) {
+    for (int k = 0; k < n_rows; k++) {
+        float *xr = x + (size_t)rows[k] * n;
+        const float *dr = delta + (size_t)k * nd;
+        for (int r = 0; r < n_run; r++) xr[r] += dr[r];
     }
-    for (int r = 0; r < R; r++) {
+}
+
+static void attention_layer(TfInfer *inf, int l, const float *in, int n, int n_run) {
+    const TfModel *m = inf->m;
+    const LayerPlan *lp = &inf->plan->layers[l];
+    int L = m->max_len, nk = lp->k.n_rows, nv = lp->v.n_rows;
+
+    // Keys and values of every row into the cache first, so that a row can
+    // attend to rows of the same step.
+    linear_forward(&lp->k, inf->k, n, in, n, n, inf->scratch);
+    linear_forward(&lp->v, inf->v, n, in, n, n, inf->scratch);
+    float *kc = inf->kcache[l], *vc = inf->vcache[l];
+    for (int r = 0; r < n; r++) {
+        long slot = (long)inf->row_seq[r] * L + inf->row_pos[r];
+        for (int j = 0; j < nk; j++) kc[slot * nk + j] = inf->k[(size_t)j * n + r];
+        for (int j = 0; j < nv; j++) vc[slot * nv + j] = inf->v[(size_t)j * n + r];
+    }
+    linear_forward(&lp->q, inf->q, n_run, in, n, n_run, inf->scratch);
+
+    float *att = inf->att;
+    for (int r = 0; r < n_run; r++) {
         int s = inf->row_seq[r];
-        int T = ly->causal ? inf->row_pos[r] + 1 : inf->seq_len[s];
-        const float *ks = kc + (long)s * L * HD, *vs = vc + (long)s * L * HV;
-        for (int h = 0; h < H; h++) {
-            attention_row_forward(inf->heads + (long)r * HV + h * dv, inf->att,
-                                  inf->q + (long)r * HD + h * dh, ks + h * dh, vs + h * dv, T, dh,
-                                  dv, HD, HV, ly->scale);
+        int T = lp->causal ? inf->row_pos[r] + 1 : inf->seq_len[s];
+        const float *ks = kc + (long)s * L * nk, *vs = vc + (long)s * L * nv;
+        for (int h = 0; h < lp->n_heads; h++) {
+            int p0 = lp->pair_start[h], p1 = lp->pair_start[h + 1];
+            float maxv = -INFINITY;
+            for (int t = 0; t < T; t++) {
+                float dot = 0.0f;
+                for (int p = p0; p < p1; p++)
+                    dot += inf->q[(size_t)lp->pair_q[p] * n_run + r] * ks[(long)t * nk + lp->pair_k[p]];
+                att[t] = dot * lp->scale;
+                if (att[t] > maxv) maxv = att[t];
+            }
+            float sum = 0.0f;
+            for (int t = 0; t < T; t++) {
+                att[t] = expf(att[t] - maxv);
+                sum += att[t];
+            }
+            float inv = 1.0f / sum;
+            for (int t = 0; t < T; t++) att[t] *= inv;
             if (inf->att_hook)
-                inf->att_hook(inf->att_hook_user, l, h, s, inf->row_pos[r], inf->att, T);
+                inf->att_hook(inf->att_hook_user, l, h, s, inf->row_pos[r], att, T);
+            for (int j = 0; j < nv; j++) {
+                if (lp->v_head[j] != h) continue;
+                float acc = 0.0f;
+                for (int t = 0; t < T; t++) acc += att[t] * vs[(long)t * nv + j];
+                inf->heads[(size_t)j * n_run + r] = acc;
+            }
         }
     }
-    const float *delta = inf->heads;
-    if (ly->output >= 0) {
-        matmul_forward(inf->delta, inf->heads, tensor(m, ly->output), NULL, R, HV, d, 0);
-        delta = inf->delta;
+    if (lp->has_o) {
+        linear_forward(&lp->o, inf->delta, n_run, inf->heads, n_run, n_run, inf->scratch);
+        add_rows(inf->x, n, inf->delta, n_run, lp->o.rows, lp->o.n_rows, n_run);
+    } else {
+        // Head channel c is residual column c.
+        add_rows(inf->x, n, inf->heads, n_run, lp->v.rows, nv, n_run);
     }
-    for (long i = 0; i < (long)R * d; i++) inf->x[i] += delta[i];
 }
 
-static void mlp_layer(TfInfer *inf, int l, int R) {
-    const TfModel *m = inf->m;
-    const TfLayer *ly = &m->layers[l];
-    int d = m->d_model, F = ly->d_hidden;
-    matmul_forward(inf->hidden, inf->x, tensor(m, ly->fc1_weight), tensor(m, ly->fc1_bias), R, d,
-                   F, 0);
-    if (ly->act == TF_ACT_GELU)
-        gelu_forward(inf->hidden, (long)R * F);
+static void mlp_layer(TfInfer *inf, int l, const float *in, int n, int n_run) {
+    const LayerPlan *lp = &inf->plan->layers[l];
+    linear_forward(&lp->fc1, inf->hidden, n_run, in, n, n_run, inf->scratch);
+    long nh = (long)lp->fc1.n_rows * n_run;
+    if (lp->act == TF_ACT_GELU)
+        gelu_forward(inf->hidden, nh);
     else
-        relu_forward(inf->hidden, (long)R * F);
+        relu_forward(inf->hidden, nh);
     // The layer's output, bias included, is formed before it is added: the
     // seed's StepPosition relies on (h W2 + b2) being exact before x + (...).
-    matmul_forward(inf->delta, inf->hidden, tensor(m, ly->fc2_weight), tensor(m, ly->fc2_bias), R,
-                   F, d, 0);
-    for (long i = 0; i < (long)R * d; i++) inf->x[i] += inf->delta[i];
+    linear_forward(&lp->fc2, inf->delta, n_run, inf->hidden, n_run, n_run, inf->scratch);
+    add_rows(inf->x, n, inf->delta, n_run, lp->fc2.rows, lp->fc2.n_rows, n_run);
 }
 
-/* Runs rows (row_seq, row_pos, row_tok already filled) through the model. */
-static void forward_rows(TfInfer *inf, int R) {
+static void call_hook(TfInfer *inf, int layer, int n) {
+    int d = inf->m->d_model;
+    for (int r = 0; r < n; r++)
+        for (int c = 0; c < d; c++) inf->rowmajor[(size_t)r * d + c] = inf->x[(size_t)c * n + r];
+    inf->hook(inf->hook_user, layer, inf->rowmajor, n, inf->row_seq, inf->row_pos);
+}
+
+/* Runs the n rows of the step (row_seq, row_pos, row_tok filled, the nf
+ * output rows first) through the model, then the unembedding of the output
+ * rows into logits [n_out, nf]. Returns -1 only when out of memory. */
+static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
     const TfModel *m = inf->m;
     int d = m->d_model;
-    const float *te = tensor(m, m->tok_embed), *pe = tensor(m, m->pos_embed);
-    for (int r = 0; r < R; r++) {
-        float *row = inf->x + (long)r * d;
-        const float *t = te + (long)inf->row_tok[r] * d, *p = pe + (long)inf->row_pos[r] * d;
-        for (int c = 0; c < d; c++) row[c] = t[c] + p[c];
+    int everything = inf->hook || inf->att_hook;
+    if (inf->hook && !inf->rowmajor) {
+        inf->rowmajor = alloc_floats((size_t)inf->max_rows * d);
+        if (!inf->rowmajor) {
+            tf_error_set(err, "out of memory");
+            return -1;
+        }
     }
-    for (int r = 0; r < R; r++) {
+    const float *te = tensor(m, m->tok_embed), *pe = tensor(m, m->pos_embed);
+    for (int c = 0; c < d; c++) {
+        float *xc = inf->x + (size_t)c * n;
+        for (int r = 0; r < n; r++)
+            xc[r] = te[(size_t)inf->row_tok[r] * d + c] + pe[(size_t)inf->row_pos[r] * d + c];
+    }
+    for (int r = 0; r < n; r++) {
         int s = inf->row_seq[r];
         if (inf->row_pos[r] + 1 > inf->seq_len[s]) inf->seq_len[s] = inf->row_pos[r] + 1;
     }
-    if (inf->hook) inf->hook(inf->hook_user, -1, inf->x, R, inf->row_seq, inf->row_pos);
+    if (inf->hook) call_hook(inf, -1, n);
     for (int l = 0; l < m->n_layers; l++) {
-        if (m->layers[l].kind == TF_LAYER_ATTENTION)
-            attention_layer(inf, l, R);
-        else
-            mlp_layer(inf, l, R);
-        if (inf->hook) inf->hook(inf->hook_user, l, inf->x, R, inf->row_seq, inf->row_pos);
+        const LayerPlan *lp = &inf->plan->layers[l];
+        int n_run = everything || lp->full ? n : nf;
+        const float *in = inf->x;
+        if (lp->norm_w) {
+            // Keys and values read the normalized input at every row.
+            int n_norm = lp->kind == TF_LAYER_ATTENTION ? n : n_run;
+            float *dst = lp->kind == TF_LAYER_NORM ? inf->delta : inf->xn;
+            layernorm_fm(dst, inf->x, d, n, n_norm, lp->norm_w, lp->norm_b, lp->eps, inf->stat);
+            if (lp->kind == TF_LAYER_NORM) {
+                for (int c = 0; c < d; c++)
+                    memcpy(inf->x + (size_t)c * n, dst + (size_t)c * n, (size_t)n_norm * sizeof(float));
+            }
+            in = inf->xn;
+        }
+        if (lp->kind == TF_LAYER_ATTENTION)
+            attention_layer(inf, l, in, n, n_run);
+        else if (lp->kind == TF_LAYER_MLP)
+            mlp_layer(inf, l, in, n, n_run);
+        if (inf->hook) call_hook(inf, l, n);
     }
+    // Logits of the output rows; rows the unembedding never writes are 0.
+    const TfLinear *U = &inf->plan->unembed;
+    float *lg = inf->logits;
+    memset(lg, 0, (size_t)U->n_out * nf * sizeof(float));
+    linear_forward(U, inf->delta, nf, inf->x, n, nf, inf->scratch);
+    for (int k = 0; k < U->n_rows; k++)
+        memcpy(lg + (size_t)U->rows[k] * nf, inf->delta + (size_t)k * nf, (size_t)nf * sizeof(float));
+    return 0;
 }
 
-static int next_token(TfInfer *inf, int r) {
-    const TfModel *m = inf->m;
-    matmul_forward(inf->logits, inf->x + (long)r * m->d_model, tensor(m, m->unembed), NULL, 1,
-                   m->d_model, m->n_vocab, 0);
-    return argmax(inf->logits, m->n_vocab);
-}
-
-int infer_generate(TfInfer *inf, const int *const *prompts, const int *lens, int n_seqs, int n_new,
-                   int *out, TfError *err) {
+static int check_prompts(const TfInfer *inf, const int *const *prompts, const int *lens,
+                         int n_seqs, int n_new, TfError *err) {
     const TfModel *m = inf->m;
     if (n_seqs < 0 || n_seqs > inf->max_seqs) {
         tf_error_set(err, "batch of %d sequences exceeds the %d this engine was made for", n_seqs,
@@ -239,7 +613,7 @@ int infer_generate(TfInfer *inf, const int *const *prompts, const int *lens, int
             tf_error_set(err, "prompt %d is empty", s);
             return -1;
         }
-        if ((long)lens[s] + n_new > m->max_len) {
+        if ((long)lens[s] + (n_new > 0 ? n_new - 1 : 0) > m->max_len) {
             tf_error_set(err,
                          "prompt %d: %d tokens plus %d to generate exceed the %d positions of the "
                          "position encoding",
@@ -254,54 +628,109 @@ int infer_generate(TfInfer *inf, const int *const *prompts, const int *lens, int
             }
         }
     }
+    return 0;
+}
+
+/* Fills the rows of one step: with `all`, every position of every sequence
+ * (the output row `out_pos[s]` of each first), else only the last one. */
+static int fill_rows(TfInfer *inf, int *const *seqs, const int *len, const int *out_pos, int n_seqs,
+                     int all) {
+    int n = 0;
+    for (int s = 0; s < n_seqs; s++) {
+        int p = all ? out_pos[s] : len[s] - 1;
+        inf->row_seq[n] = s;
+        inf->row_pos[n] = p;
+        inf->row_tok[n] = seqs[s][p];
+        n++;
+        if (all) inf->seq_len[s] = 0;
+    }
+    if (!all) return n;
+    for (int s = 0; s < n_seqs; s++)
+        for (int p = 0; p < len[s]; p++) {
+            if (p == out_pos[s]) continue;
+            inf->row_seq[n] = s;
+            inf->row_pos[n] = p;
+            inf->row_tok[n] = seqs[s][p];
+            n++;
+        }
+    return n;
+}
+
+int infer_generate(TfInfer *inf, const int *const *prompts, const int *lens, int n_seqs, int n_new,
+                   int *out, TfError *err) {
+    const TfModel *m = inf->m;
+    if (check_prompts(inf, prompts, lens, n_seqs, n_new, err) < 0) return -1;
     if (n_new == 0 || n_seqs == 0) return 0;
 
     // Step 0: every prompt position of every sequence, in one stack of rows.
     // Later steps: one row per sequence, the token generated last. Without
-    // incremental decoding (a bidirectional layer), each step recomputes all.
-    int *last_row = malloc((size_t)n_seqs * sizeof(int));
-    int **seqs = malloc((size_t)n_seqs * sizeof(int *));
-    if (!last_row || !seqs) {
-        free(last_row);
-        free(seqs);
+    // incremental decoding (a bidirectional layer, or the cache turned off),
+    // each step recomputes all.
+    int incremental = inf->plan->incremental && inf->use_cache;
+    int *len = malloc((size_t)n_seqs * sizeof(int));
+    int *last = malloc((size_t)n_seqs * sizeof(int));
+    int **seqs = calloc((size_t)n_seqs, sizeof(int *));
+    int rc = -1;
+    if (!len || !last || !seqs) goto oom;
+    for (int s = 0; s < n_seqs; s++) {
+        seqs[s] = malloc(((size_t)lens[s] + (size_t)n_new) * sizeof(int));
+        if (!seqs[s]) goto oom;
+        memcpy(seqs[s], prompts[s], (size_t)lens[s] * sizeof(int));
+        len[s] = lens[s];
+    }
+    for (int step = 0; step < n_new; step++) {
+        for (int s = 0; s < n_seqs; s++) last[s] = len[s] - 1;
+        int n = fill_rows(inf, seqs, len, last, n_seqs, step == 0 || !incremental);
+        if (forward_rows(inf, n, n_seqs, err) < 0) goto done;
+        for (int s = 0; s < n_seqs; s++) {
+            int best = 0;
+            for (int t = 1; t < m->n_vocab; t++)
+                if (inf->logits[(size_t)t * n_seqs + s] > inf->logits[(size_t)best * n_seqs + s])
+                    best = t;
+            out[(long)s * n_new + step] = best;
+            seqs[s][len[s]++] = best;
+        }
+    }
+    rc = 0;
+    goto done;
+oom:
+    tf_error_set(err, "out of memory");
+done:
+    if (seqs)
+        for (int s = 0; s < n_seqs; s++) free(seqs[s]);
+    free(seqs);
+    free(len);
+    free(last);
+    return rc;
+}
+
+int infer_classify(TfInfer *inf, const int *const *seqs, const int *lens, int n_seqs, float *probs,
+                   TfError *err) {
+    const TfModel *m = inf->m;
+    if (m->output_kind != TF_OUTPUT_CLASSIFY) {
+        tf_error_set(err, "this model predicts tokens; it does not classify");
+        return -1;
+    }
+    if (check_prompts(inf, seqs, lens, n_seqs, 0, err) < 0) return -1;
+    int *at = calloc((size_t)n_seqs + 1, sizeof(int));
+    if (!at) {
         tf_error_set(err, "out of memory");
         return -1;
     }
+    for (int s = 0; s < n_seqs; s++) at[s] = m->classify_at_last ? lens[s] - 1 : 0;
+    int n = fill_rows(inf, (int *const *)seqs, lens, at, n_seqs, 1);
+    free(at);
+    if (forward_rows(inf, n, n_seqs, err) < 0) return -1;
+    int C = m->n_classes;
     for (int s = 0; s < n_seqs; s++) {
-        seqs[s] = malloc(((size_t)lens[s] + (size_t)n_new) * sizeof(int));
-        if (!seqs[s]) {
-            for (int j = 0; j < s; j++) free(seqs[j]);
-            free(seqs);
-            free(last_row);
-            tf_error_set(err, "out of memory");
-            return -1;
+        float maxv = -INFINITY, sum = 0.0f, *p = probs + (size_t)s * C;
+        for (int c = 0; c < C; c++) {
+            p[c] = inf->logits[(size_t)c * n_seqs + s];
+            if (p[c] > maxv) maxv = p[c];
         }
-        memcpy(seqs[s], prompts[s], (size_t)lens[s] * sizeof(int));
+        for (int c = 0; c < C; c++) sum += p[c] = expf(p[c] - maxv);
+        for (int c = 0; c < C; c++) p[c] /= sum;
     }
-    for (int step = 0; step < n_new; step++) {
-        int R = 0;
-        for (int s = 0; s < n_seqs; s++) {
-            int len = lens[s] + step;
-            int first = (step == 0 || !inf->incremental) ? 0 : len - 1;
-            if (first == 0) inf->seq_len[s] = 0;
-            for (int p = first; p < len; p++) {
-                inf->row_seq[R] = s;
-                inf->row_pos[R] = p;
-                inf->row_tok[R] = seqs[s][p];
-                R++;
-            }
-            last_row[s] = R - 1;
-        }
-        forward_rows(inf, R);
-        for (int s = 0; s < n_seqs; s++) {
-            int tok = next_token(inf, last_row[s]);
-            out[(long)s * n_new + step] = tok;
-            seqs[s][lens[s] + step] = tok;
-        }
-    }
-    for (int s = 0; s < n_seqs; s++) free(seqs[s]);
-    free(seqs);
-    free(last_row);
     return 0;
 }
 

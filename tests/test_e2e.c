@@ -147,11 +147,11 @@ START_TEST(test_generate_rejects_bad_input) {
     int len = 0;
     ck_assert_int_eq(infer_generate(inf, &idp, &len, 1, 1, out, &err), -1);
     ck_assert_str_eq(err.msg, "prompt 0 is empty");
-    len = 97;
+    len = 98; /* the 4th token is never fed back: 98 + 3 = 101 positions */
     ck_assert_int_eq(infer_generate(inf, &idp, &len, 1, 4, out, &err), -1);
-    ck_assert_str_eq(err.msg, "prompt 0: 97 tokens plus 4 to generate exceed the 100 positions of "
+    ck_assert_str_eq(err.msg, "prompt 0: 98 tokens plus 4 to generate exceed the 100 positions of "
                               "the position encoding");
-    len = 96; /* exactly 100 positions: fine */
+    len = 97; /* exactly 100 positions: fine */
     ck_assert_int_eq(infer_generate(inf, &idp, &len, 1, 4, out, &err), 0);
     ids[3] = 14;
     len = 5;

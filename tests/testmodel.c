@@ -11,33 +11,35 @@
 #include "compile.h"
 #include "testutil.h"
 
-static TfModel *compile_or_fail(const char *name, const char *src, size_t len) {
+static TfModel *compile_or_fail(const char *name, const char *src, size_t len, int opt_level) {
     char *diags = NULL;
     size_t diags_len = 0;
     FILE *out = open_memstream(&diags, &diags_len);
     ck_assert_ptr_nonnull(out);
     int n_errors = 0;
     TfError err = {""};
-    TfModel *m = compile_source(name, src, len, out, &n_errors, &err);
+    TfModel *m = compile_source(name, src, len, opt_level, out, &n_errors, &err);
     fclose(out);
     if (!m) ck_abort_msg("%s does not compile (%d errors): %s%s", name, n_errors, err.msg, diags);
     free(diags);
     return m;
 }
 
-TfModel *tf_compile_program(const char *relpath) {
+TfModel *tf_compile_program(const char *relpath) { return tf_compile_program_opt(relpath, 0); }
+
+TfModel *tf_compile_program_opt(const char *relpath, int opt_level) {
     char path[2048];
     snprintf(path, sizeof path, "%s/%s", tf_env_path("TF_SOURCE_DIR"), relpath);
     size_t len = 0;
     char *src = tf_read_file(path, &len);
     ck_assert_msg(src != NULL, "cannot read %s", path);
-    TfModel *m = compile_or_fail(relpath, src, len);
+    TfModel *m = compile_or_fail(relpath, src, len, opt_level);
     free(src);
     return m;
 }
 
 TfModel *tf_compile_text(const char *source) {
-    return compile_or_fail("<test>", source, strlen(source));
+    return compile_or_fail("<test>", source, strlen(source), 0);
 }
 
 int tf_compare_floats(const float *got, const float *want, size_t n, double rtol, double atol,

@@ -11,9 +11,12 @@
 
 #include "model.h"
 
-/* Compiles a program of the source tree ($TF_SOURCE_DIR/relpath). */
+/* Compiles a program of the source tree ($TF_SOURCE_DIR/relpath), with
+ * seed 001's constructions (-O0). */
 TfModel *tf_compile_program(const char *relpath);
-/* Compiles program text given inline. */
+/* The same at a given optimization level (0: -O0, 1: -O). */
+TfModel *tf_compile_program_opt(const char *relpath, int opt_level);
+/* Compiles program text given inline (-O0). */
 TfModel *tf_compile_text(const char *source);
 
 /* Counts the i where |got - want| > atol + rtol * |want| (or either is NaN);

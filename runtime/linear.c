@@ -1,0 +1,189 @@
+/* linear.c: packing a linear map to its non-zero block, and applying it. */
+#include "linear.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <cblas.h>
+
+/* A kept block at least this dense is multiplied with sgemm; sparser ones
+ * one weight at a time. sgemm does about four times the multiply-adds per
+ * cycle of a vector multiply-add that loads and stores its output. */
+#define DENSE_MIN_FILL 0.25
+
+void linear_free(TfLinear *L) {
+    if (!L) return;
+    free(L->rows);
+    free(L->cols);
+    free(L->w);
+    free(L->ptr);
+    free(L->idx);
+    free(L->bias);
+    memset(L, 0, sizeof *L);
+}
+
+int linear_pack(TfLinear *L, const float *W, const float *b, int n_out, int n_in,
+                const int *in_map, TfError *err) {
+    memset(L, 0, sizeof *L);
+    L->n_out = n_out;
+    L->n_in = n_in;
+    int n_feat = 0; /* size of the input buffer's index space */
+    for (int c = 0; c < n_in; c++) {
+        int f = in_map ? in_map[c] : c;
+        if (f + 1 > n_feat) n_feat = f + 1;
+    }
+    char *row_used = calloc((size_t)n_out + 1, 1);
+    char *feat_used = calloc((size_t)n_feat + 1, 1);
+    L->rows = malloc(((size_t)n_out + 1) * sizeof(int));
+    if (!row_used || !feat_used || !L->rows) goto oom;
+
+    int has_bias = 0;
+    for (int o = 0; o < n_out; o++) {
+        int any = b && b[o] != 0.0f;
+        has_bias |= any;
+        for (int c = 0; c < n_in; c++) {
+            int f = in_map ? in_map[c] : c;
+            if (f >= 0 && W[(size_t)o * n_in + c] != 0.0f) {
+                any = 1;
+                feat_used[f] = 1;
+                L->nnz++;
+            }
+        }
+        if (any) L->rows[L->n_rows++] = o;
+    }
+    L->cols = malloc(((size_t)n_feat + 1) * sizeof(int));
+    if (!L->cols) goto oom;
+    for (int f = 0; f < n_feat; f++)
+        if (feat_used[f]) L->cols[L->n_cols++] = f;
+
+    // Position of each used feature within cols (for the dense block).
+    int *feat_pos = malloc(((size_t)n_feat + 1) * sizeof(int));
+    if (!feat_pos) goto oom;
+    for (int k = 0; k < L->n_cols; k++) feat_pos[L->cols[k]] = k;
+
+    double block = (double)L->n_rows * (double)L->n_cols;
+    L->dense = block > 0 && (double)L->nnz >= DENSE_MIN_FILL * block;
+    if (L->dense) {
+        L->w = calloc((size_t)L->n_rows * (size_t)L->n_cols + 1, sizeof(float));
+        if (!L->w) goto oom_pos;
+        for (int k = 0; k < L->n_rows; k++)
+            for (int c = 0; c < n_in; c++) {
+                int f = in_map ? in_map[c] : c;
+                float v = W[(size_t)L->rows[k] * n_in + c];
+                // Several columns may map to one feature: their weights add.
+                if (f >= 0 && v != 0.0f) L->w[(size_t)k * L->n_cols + feat_pos[f]] += v;
+            }
+    } else {
+        L->ptr = malloc(((size_t)L->n_rows + 1) * sizeof(int));
+        L->w = malloc(((size_t)L->nnz + 1) * sizeof(float));
+        L->idx = malloc(((size_t)L->nnz + 1) * sizeof(int));
+        if (!L->ptr || !L->w || !L->idx) goto oom_pos;
+        long j = 0;
+        for (int k = 0; k < L->n_rows; k++) {
+            L->ptr[k] = (int)j;
+            for (int c = 0; c < n_in; c++) {
+                int f = in_map ? in_map[c] : c;
+                float v = W[(size_t)L->rows[k] * n_in + c];
+                if (f < 0 || v == 0.0f) continue;
+                L->idx[j] = f;
+                L->w[j] = v;
+                j++;
+            }
+        }
+        L->ptr[L->n_rows] = (int)j;
+    }
+    if (has_bias) {
+        L->bias = malloc(((size_t)L->n_rows + 1) * sizeof(float));
+        if (!L->bias) goto oom_pos;
+        for (int k = 0; k < L->n_rows; k++) L->bias[k] = b[L->rows[k]];
+    }
+    free(feat_pos);
+    free(row_used);
+    free(feat_used);
+    return 0;
+oom_pos:
+    free(feat_pos);
+oom:
+    free(row_used);
+    free(feat_used);
+    linear_free(L);
+    tf_error_set(err, "out of memory packing a %dx%d matrix", n_out, n_in);
+    return -1;
+}
+
+long linear_cost(const TfLinear *L) {
+    return L->dense ? (long)L->n_rows * L->n_cols : L->nnz;
+}
+
+static void zero_rows(const TfLinear *L, float *y, int ldy, int n) {
+    for (int k = 0; k < L->n_rows; k++) memset(y + (size_t)k * ldy, 0, (size_t)n * sizeof(float));
+}
+
+/* The bias is added last, after the products, as PyTorch's addmm does: the
+ * seed's StepPosition (x R + 1000) depends on that order to the last bit. */
+static void add_bias(const TfLinear *L, float *y, int ldy, int n) {
+    if (!L->bias) return;
+    for (int k = 0; k < L->n_rows; k++) {
+        float *yk = y + (size_t)k * ldy, b = L->bias[k];
+        for (int r = 0; r < n; r++) yk[r] += b;
+    }
+}
+
+void linear_forward(const TfLinear *L, float *y, int ldy, const float *x, int ldx, int n,
+                    float *scratch) {
+    if (L->n_rows == 0 || n == 0) return;
+    if (L->n_cols == 0 || !L->dense) zero_rows(L, y, ldy, n);
+    if (L->n_cols == 0) {
+        add_bias(L, y, ldy, n);
+        return;
+    }
+    if (L->dense) {
+        // Contiguous columns are read in place; others are gathered first.
+        const float *xb = x + (size_t)L->cols[0] * ldx;
+        int ldb = ldx;
+        if (L->cols[L->n_cols - 1] - L->cols[0] != L->n_cols - 1) {
+            for (int k = 0; k < L->n_cols; k++)
+                memcpy(scratch + (size_t)k * n, x + (size_t)L->cols[k] * ldx,
+                       (size_t)n * sizeof(float));
+            xb = scratch;
+            ldb = n;
+        }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, L->n_rows, n, L->n_cols, 1.0f,
+                    L->w, L->n_cols, xb, ldb, 0.0f, y, ldy);
+        add_bias(L, y, ldy, n);
+        return;
+    }
+    for (int k = 0; k < L->n_rows; k++) {
+        float *restrict yk = y + (size_t)k * ldy;
+        int j = L->ptr[k], end = L->ptr[k + 1];
+        // Two weights per pass halve the loads and stores of yk.
+        for (; j + 1 < end; j += 2) {
+            const float *restrict x0 = x + (size_t)L->idx[j] * ldx;
+            const float *restrict x1 = x + (size_t)L->idx[j + 1] * ldx;
+            float w0 = L->w[j], w1 = L->w[j + 1];
+            for (int r = 0; r < n; r++) yk[r] = (yk[r] + w0 * x0[r]) + w1 * x1[r];
+        }
+        if (j < end) {
+            const float *restrict x0 = x + (size_t)L->idx[j] * ldx;
+            float w0 = L->w[j];
+            for (int r = 0; r < n; r++) yk[r] += w0 * x0[r];
+        }
+    }
+    add_bias(L, y, ldy, n);
+}
+
+void linear_forward_naive(const TfLinear *L, float *y, int ldy, const float *x, int ldx, int n) {
+    for (int k = 0; k < L->n_rows; k++) {
+        for (int r = 0; r < n; r++) {
+            float acc = 0.0f;
+            if (L->dense) {
+                for (int c = 0; c < L->n_cols; c++)
+                    acc += L->w[(size_t)k * L->n_cols + c] * x[(size_t)L->cols[c] * ldx + r];
+            } else {
+                for (int j = L->ptr[k]; j < L->ptr[k + 1]; j++)
+                    acc += L->w[j] * x[(size_t)L->idx[j] * ldx + r];
+            }
+            y[(size_t)k * ldy + r] = acc + (L->bias ? L->bias[k] : 0.0f);
+        }
+    }
+}

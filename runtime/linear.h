@@ -1,0 +1,58 @@
+/* linear.h: a linear map packed so that it costs only what it touches.
+ *
+ * Compiled programs are sparse: seed 001's adder multiplies 80x80 matrices
+ * of which about 5 % of the entries are non-zero, and each layer reads and
+ * writes a few registers. A TfLinear keeps, of y = W x + b, only the output
+ * rows that can be non-zero (a non-zero weight or bias) and the input
+ * columns they read, and stores the kept block either dense (multiplied with
+ * sgemm) or, when most of it is zero, as compressed rows (CSR: one
+ * multiply-add per non-zero weight). Which form is chosen changes the speed,
+ * never the meaning.
+ *
+ * Activations are feature-major: feature i of row r is x[i * ld + r], so a
+ * feature of a whole batch is one contiguous vector and a sparse weight is
+ * one vectorized multiply-add over the batch.
+ *
+ * Memory: a TfLinear owns its arrays; linear_free releases them.
+ */
+#ifndef TF_LINEAR_H
+#define TF_LINEAR_H
+
+#include "error.h"
+
+typedef struct TfLinear {
+    int n_out, n_in;   /* shape of the full map */
+    int n_rows;        /* output rows kept */
+    int *rows;         /* [n_rows] their indices in 0..n_out-1, increasing */
+    int n_cols;        /* input features read */
+    int *cols;         /* [n_cols] their indices into the input buffer, increasing */
+    int dense;         /* 1: w is [n_rows, n_cols]; 0: CSR over the kept rows */
+    float *w;          /* dense block, or the CSR values */
+    int *ptr;          /* CSR: [n_rows + 1] offsets into w and idx */
+    int *idx;          /* CSR: input feature of each value (an index into the input buffer) */
+    float *bias;       /* [n_rows], NULL when every kept bias is zero */
+    long nnz;          /* non-zero weights */
+} TfLinear;
+
+/* Packs W [n_out, n_in] (row-major, PyTorch's [out, in]) and bias b [n_out]
+ * (may be NULL). in_map, when not NULL, renumbers inputs: column c of W
+ * reads input feature in_map[c], and in_map[c] < 0 means that input is known
+ * to be zero (the column is dropped). Returns 0, or -1 (out of memory). */
+int linear_pack(TfLinear *L, const float *W, const float *b, int n_out, int n_in,
+                const int *in_map, TfError *err);
+void linear_free(TfLinear *L);
+
+/* y[k * ldy + r] = bias[k] + sum over c of W[rows[k], c] x[c * ldx + r], for
+ * every kept row k < n_rows and batch row r < n (feature-major, packed
+ * output). scratch must hold n_cols * n floats (used by the dense form when
+ * the columns are not contiguous). */
+void linear_forward(const TfLinear *L, float *y, int ldy, const float *x, int ldx, int n,
+                    float *scratch);
+/* The same with plain loops, for the tests. */
+void linear_forward_naive(const TfLinear *L, float *y, int ldy, const float *x, int ldx, int n);
+
+/* Multiply-adds one forward costs per batch row: the non-zero weights for
+ * CSR, the whole kept block when dense. */
+long linear_cost(const TfLinear *L);
+
+#endif
