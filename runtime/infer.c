@@ -44,9 +44,10 @@ typedef struct LayerPlan {
     int has_o;
     int n_heads, d_head, d_vhead, causal;
     float scale;
+    int k_from, v_from;   /* an earlier layer whose keys / values these are, or -1 */
     int *pair_start;      /* [n_heads + 1] into pair_q / pair_k */
     int *pair_q, *pair_k; /* packed query / key row of each live channel */
-    int *v_head;          /* [v.n_rows] head of each kept value row */
+    int *v_start;         /* [n_heads + 1]: kept value rows of head h are v_start[h]..v_start[h+1]-1 */
 
     /* MLP */
     TfLinear fc1, fc2;    /* fc2 reads packed hidden units */
@@ -56,6 +57,8 @@ typedef struct LayerPlan {
 struct TfPlan {
     const TfModel *m;
     LayerPlan *layers;
+    int *emb_cols;        /* columns where an embedding is non-zero */
+    int n_emb_cols;
     TfLinear unembed;     /* logits, with unembed.bias */
     int max_q, max_k, max_v, max_hidden, max_out, max_cols;
     int has_norm;
@@ -80,10 +83,14 @@ struct TfInfer {
     float *delta;   /* [rows written, nf] what a layer adds */
     float *scratch; /* gathered inputs of dense blocks */
     float *att;     /* [L] */
+    float *vacc;    /* [max_v] */
+    float *qv;      /* [max_q] one row's live query channels */
     float *stat;    /* [2, n] LayerNorm means and inverse deviations */
     float *logits;  /* [n_out, max_seqs] */
     float *rowmajor; /* [n, d] for the layer hook */
     int *row_seq, *row_pos, *row_tok;
+
+    double flops;   /* floating-point operations done so far (2 per multiply-add) */
 
     TfLayerHook hook;
     void *hook_user;
@@ -111,7 +118,7 @@ static void layer_plan_free(LayerPlan *lp) {
     free(lp->pair_start);
     free(lp->pair_q);
     free(lp->pair_k);
-    free(lp->v_head);
+    free(lp->v_start);
 }
 
 void plan_free(TfPlan *p) {
@@ -119,6 +126,7 @@ void plan_free(TfPlan *p) {
     if (p->layers)
         for (int l = 0; l < p->m->n_layers; l++) layer_plan_free(&p->layers[l]);
     free(p->layers);
+    free(p->emb_cols);
     linear_free(&p->unembed);
     free(p);
 }
@@ -151,9 +159,9 @@ static int plan_attention(const TfModel *m, const TfLayer *ly, LayerPlan *lp, Tf
     lp->pair_start = malloc(((size_t)H + 1) * sizeof(int));
     lp->pair_q = malloc(((size_t)H * dh + 1) * sizeof(int));
     lp->pair_k = malloc(((size_t)H * dh + 1) * sizeof(int));
-    lp->v_head = malloc(((size_t)lp->v.n_rows + 1) * sizeof(int));
+    lp->v_start = malloc(((size_t)H + 1) * sizeof(int));
     int rc = -1;
-    if (!qi || !ki || !vi || !lp->pair_start || !lp->pair_q || !lp->pair_k || !lp->v_head) {
+    if (!qi || !ki || !vi || !lp->pair_start || !lp->pair_q || !lp->pair_k || !lp->v_start) {
         tf_error_set(err, "out of memory");
         goto done;
     }
@@ -168,7 +176,11 @@ static int plan_attention(const TfModel *m, const TfLayer *ly, LayerPlan *lp, Tf
             }
     }
     lp->pair_start[H] = np;
-    for (int j = 0; j < lp->v.n_rows; j++) lp->v_head[j] = lp->v.rows[j] / dv;
+    // Kept value rows are increasing, so each head's are consecutive.
+    for (int h = 0, j = 0; h <= H; h++) {
+        while (j < lp->v.n_rows && lp->v.rows[j] / dv < h) j++;
+        lp->v_start[h] = j;
+    }
     lp->has_o = ly->output >= 0;
     if (lp->has_o &&
         linear_pack(&lp->o, tensor(m, ly->output), tensor(m, ly->output_bias), d, H * dv, vi,
@@ -251,6 +263,71 @@ static int plan_liveness(TfPlan *p, TfError *err) {
     return 0;
 }
 
+/* Keys (values) that an earlier layer computes already: the same weight and
+ * bias tensors reading only columns no layer writes (the token and position
+ * embeddings, at compiled models). The adder's eight GetRelativeToken heads
+ * share one key and one value cache this way. */
+static int plan_sharing(TfPlan *p, TfError *err) {
+    const TfModel *m = p->m;
+    int d = m->d_model;
+    char *written = calloc((size_t)d, 1);
+    if (!written) {
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    for (int l = 0; l < m->n_layers; l++) {
+        const LayerPlan *lp = &p->layers[l];
+        if (lp->kind == TF_LAYER_NORM) memset(written, 1, (size_t)d);
+        else if (lp->kind == TF_LAYER_MLP)
+            for (int j = 0; j < lp->fc2.n_rows; j++) written[lp->fc2.rows[j]] = 1;
+        else if (lp->has_o)
+            for (int j = 0; j < lp->o.n_rows; j++) written[lp->o.rows[j]] = 1;
+        else
+            for (int j = 0; j < lp->v.n_rows; j++) written[lp->v.rows[j]] = 1;
+    }
+    for (int l = 0; l < m->n_layers; l++) {
+        LayerPlan *lp = &p->layers[l];
+        lp->k_from = lp->v_from = -1;
+        if (lp->kind != TF_LAYER_ATTENTION || lp->norm_w) continue;
+        const TfLayer *ly = &m->layers[l];
+        int k_const = 1, v_const = 1;
+        for (int j = 0; j < lp->k.n_cols; j++) k_const &= !written[lp->k.cols[j]];
+        for (int j = 0; j < lp->v.n_cols; j++) v_const &= !written[lp->v.cols[j]];
+        for (int e = 0; e < l; e++) {
+            const LayerPlan *ep = &p->layers[e];
+            const TfLayer *ey = &m->layers[e];
+            if (ep->kind != TF_LAYER_ATTENTION || ep->norm_w) continue;
+            if (lp->k_from < 0 && k_const && ep->k_from < 0 && ey->key == ly->key &&
+                ey->key_bias == ly->key_bias)
+                lp->k_from = e;
+            if (lp->v_from < 0 && v_const && ep->v_from < 0 && ey->value == ly->value &&
+                ey->value_bias == ly->value_bias)
+                lp->v_from = e;
+        }
+    }
+    free(written);
+    return 0;
+}
+
+/* The columns either embedding can make non-zero; the others start at 0. */
+static int plan_embedding(TfPlan *p, TfError *err) {
+    const TfModel *m = p->m;
+    int d = m->d_model;
+    p->emb_cols = malloc(((size_t)d + 1) * sizeof(int));
+    if (!p->emb_cols) {
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    const float *te = tensor(m, m->tok_embed), *pe = tensor(m, m->pos_embed);
+    for (int c = 0; c < d; c++) {
+        int any = 0;
+        for (int t = 0; t < m->n_vocab && !any; t++) any = te[(size_t)t * d + c] != 0.0f;
+        for (int i = 0; i < m->max_len && !any; i++) any = pe[(size_t)i * d + c] != 0.0f;
+        if (any) p->emb_cols[p->n_emb_cols++] = c;
+    }
+    return 0;
+}
+
 TfPlan *plan_new(const TfModel *m, TfError *err) {
     TfPlan *p = calloc(1, sizeof *p);
     if (!p) {
@@ -290,7 +367,7 @@ TfPlan *plan_new(const TfModel *m, TfError *err) {
     int n_out = m->output_kind == TF_OUTPUT_CLASSIFY ? m->n_classes : m->n_vocab;
     if (linear_pack(&p->unembed, tensor(m, m->unembed), tensor(m, m->unembed_bias), n_out,
                     m->d_model, NULL, err) < 0 ||
-        plan_liveness(p, err) < 0)
+        plan_liveness(p, err) < 0 || plan_sharing(p, err) < 0 || plan_embedding(p, err) < 0)
         goto fail;
     return p;
 fail:
@@ -324,10 +401,13 @@ long plan_row_cost(const TfPlan *p, long *dense_cost) {
 
 void infer_free(TfInfer *inf) {
     if (!inf) return;
-    if (inf->kcache)
-        for (int l = 0; l < inf->m->n_layers; l++) free(inf->kcache[l]);
-    if (inf->vcache)
-        for (int l = 0; l < inf->m->n_layers; l++) free(inf->vcache[l]);
+    // Shared caches belong to the layer that computes them.
+    for (int l = 0; l < inf->m->n_layers; l++) {
+        const LayerPlan *lp = &inf->plan->layers[l];
+        if (lp->kind != TF_LAYER_ATTENTION) continue;
+        if (inf->kcache && lp->k_from < 0) free(inf->kcache[l]);
+        if (inf->vcache && lp->v_from < 0) free(inf->vcache[l]);
+    }
     free(inf->kcache);
     free(inf->vcache);
     free(inf->seq_len);
@@ -341,6 +421,8 @@ void infer_free(TfInfer *inf) {
     free(inf->delta);
     free(inf->scratch);
     free(inf->att);
+    free(inf->vacc);
+    free(inf->qv);
     free(inf->stat);
     free(inf->logits);
     free(inf->rowmajor);
@@ -376,8 +458,10 @@ TfInfer *infer_new_with_plan(const TfPlan *plan, int max_seqs, TfError *err) {
     for (int l = 0; l < m->n_layers; l++) {
         const LayerPlan *lp = &plan->layers[l];
         if (lp->kind != TF_LAYER_ATTENTION) continue;
-        inf->kcache[l] = alloc_floats((size_t)max_seqs * L * (size_t)lp->k.n_rows);
-        inf->vcache[l] = alloc_floats((size_t)max_seqs * L * (size_t)lp->v.n_rows);
+        inf->kcache[l] = lp->k_from >= 0 ? inf->kcache[lp->k_from]
+                                          : alloc_floats((size_t)max_seqs * L * (size_t)lp->k.n_rows);
+        inf->vcache[l] = lp->v_from >= 0 ? inf->vcache[lp->v_from]
+                                          : alloc_floats((size_t)max_seqs * L * (size_t)lp->v.n_rows);
         if (!inf->kcache[l] || !inf->vcache[l]) goto oom;
     }
     int n_out = plan->unembed.n_out;
@@ -392,13 +476,15 @@ TfInfer *infer_new_with_plan(const TfPlan *plan, int max_seqs, TfError *err) {
     inf->delta = alloc_floats(R * (size_t)imax(imax(plan->max_out, (int)d), n_out));
     inf->scratch = alloc_floats(R * (size_t)plan->max_cols);
     inf->att = alloc_floats(L);
+    inf->vacc = alloc_floats((size_t)plan->max_v);
+    inf->qv = alloc_floats((size_t)plan->max_q);
     inf->stat = alloc_floats(2 * R);
     inf->logits = alloc_floats((size_t)n_out * L * (size_t)max_seqs);
     inf->row_seq = malloc(R * sizeof(int));
     inf->row_pos = malloc(R * sizeof(int));
     inf->row_tok = malloc(R * sizeof(int));
     if (!inf->seq_len || !inf->x || (plan->has_norm && !inf->xn) || !inf->q || !inf->k ||
-        !inf->v || !inf->heads || !inf->hidden || !inf->delta || !inf->scratch || !inf->att || !inf->stat ||
+        !inf->v || !inf->heads || !inf->hidden || !inf->delta || !inf->scratch || !inf->att || !inf->vacc || !inf->qv || !inf->stat ||
         !inf->logits || !inf->row_seq || !inf->row_pos || !inf->row_tok)
         goto oom;
     return inf;
@@ -432,6 +518,8 @@ void infer_set_attention_hook(TfInfer *inf, TfAttentionHook hook, void *user) {
 
 void infer_set_cache(TfInfer *inf, int use_cache) { inf->use_cache = use_cache != 0; }
 
+double infer_flops(const TfInfer *inf) { return inf->flops; }
+
 /* LayerNorm of rows 0..n_run-1 of x (feature-major, ld n) into y. */
 static void layernorm_fm(float *y, const float *x, int d, int n, int n_run, const float *w,
                          const float *b, float eps, float *stat) {
@@ -461,6 +549,22 @@ static void add_rows(float *x, int n, const float *delta, int nd, const int *row
     }
 }
 
+/* linear_forward, counting its operations. */
+static void linear(TfInfer *inf, const TfLinear *L, float *y, int ldy, const float *x, int ldx,
+                   int n) {
+    linear_forward(L, y, ldy, x, ldx, n, inf->scratch);
+    inf->flops += 2.0 * (double)linear_cost(L) * n;
+}
+
+/* Rows of a feature-major block src [nf, n] into a sequence cache [S, L, nf]. */
+static void store_cache(float *cache, const float *src, int nf, const int *row_seq,
+                        const int *row_pos, int L, int n) {
+    for (int r = 0; r < n; r++) {
+        float *dst = cache + ((long)row_seq[r] * L + row_pos[r]) * nf;
+        for (int j = 0; j < nf; j++) dst[j] = src[(size_t)j * n + r];
+    }
+}
+
 static void attention_layer(TfInfer *inf, int l, const float *in, int n, int n_run) {
     const TfModel *m = inf->m;
     const LayerPlan *lp = &inf->plan->layers[l];
@@ -468,15 +572,16 @@ static void attention_layer(TfInfer *inf, int l, const float *in, int n, int n_r
 
     // Keys and values of every row into the cache first, so that a row can
     // attend to rows of the same step.
-    linear_forward(&lp->k, inf->k, n, in, n, n, inf->scratch);
-    linear_forward(&lp->v, inf->v, n, in, n, n, inf->scratch);
     float *kc = inf->kcache[l], *vc = inf->vcache[l];
-    for (int r = 0; r < n; r++) {
-        long slot = (long)inf->row_seq[r] * L + inf->row_pos[r];
-        for (int j = 0; j < nk; j++) kc[slot * nk + j] = inf->k[(size_t)j * n + r];
-        for (int j = 0; j < nv; j++) vc[slot * nv + j] = inf->v[(size_t)j * n + r];
+    if (lp->k_from < 0) {
+        linear(inf, &lp->k, inf->k, n, in, n, n);
+        store_cache(kc, inf->k, nk, inf->row_seq, inf->row_pos, L, n);
     }
-    linear_forward(&lp->q, inf->q, n_run, in, n, n_run, inf->scratch);
+    if (lp->v_from < 0) {
+        linear(inf, &lp->v, inf->v, n, in, n, n);
+        store_cache(vc, inf->v, nv, inf->row_seq, inf->row_pos, L, n);
+    }
+    linear(inf, &lp->q, inf->q, n_run, in, n, n_run);
 
     float *att = inf->att;
     for (int r = 0; r < n_run; r++) {
@@ -484,34 +589,46 @@ static void attention_layer(TfInfer *inf, int l, const float *in, int n, int n_r
         int T = lp->causal ? inf->row_pos[r] + 1 : inf->seq_len[s];
         const float *ks = kc + (long)s * L * nk, *vs = vc + (long)s * L * nv;
         for (int h = 0; h < lp->n_heads; h++) {
-            int p0 = lp->pair_start[h], p1 = lp->pair_start[h + 1];
+            int p0 = lp->pair_start[h], np = lp->pair_start[h + 1] - p0;
+            const int *pk = lp->pair_k + p0;
+            float *qv = inf->qv;
+            for (int p = 0; p < np; p++) qv[p] = inf->q[(size_t)lp->pair_q[p0 + p] * n_run + r];
             float maxv = -INFINITY;
             for (int t = 0; t < T; t++) {
+                const float *kt = ks + (long)t * nk;
                 float dot = 0.0f;
-                for (int p = p0; p < p1; p++)
-                    dot += inf->q[(size_t)lp->pair_q[p] * n_run + r] * ks[(long)t * nk + lp->pair_k[p]];
+                for (int p = 0; p < np; p++) dot += qv[p] * kt[pk[p]];
                 att[t] = dot * lp->scale;
                 if (att[t] > maxv) maxv = att[t];
             }
             float sum = 0.0f;
             for (int t = 0; t < T; t++) {
-                att[t] = expf(att[t] - maxv);
+                // expf is 0 below -104 (float underflow) but slow to get there.
+                float z = att[t] - maxv;
+                att[t] = z < -104.0f ? 0.0f : expf(z);
                 sum += att[t];
             }
             float inv = 1.0f / sum;
             for (int t = 0; t < T; t++) att[t] *= inv;
+            inf->flops += 2.0 * T * np;
             if (inf->att_hook)
                 inf->att_hook(inf->att_hook_user, l, h, s, inf->row_pos[r], att, T);
-            for (int j = 0; j < nv; j++) {
-                if (lp->v_head[j] != h) continue;
-                float acc = 0.0f;
-                for (int t = 0; t < T; t++) acc += att[t] * vs[(long)t * nv + j];
-                inf->heads[(size_t)j * n_run + r] = acc;
+            // Weighted sum of the values; a position with weight exactly 0
+            // adds nothing (compiled heads attend to one position).
+            int j0 = lp->v_start[h], j1 = lp->v_start[h + 1];
+            float *acc = inf->vacc;
+            for (int j = j0; j < j1; j++) acc[j] = 0.0f;
+            for (int t = 0; t < T; t++) {
+                if (att[t] == 0.0f) continue;
+                const float *vt = vs + (long)t * nv;
+                for (int j = j0; j < j1; j++) acc[j] += att[t] * vt[j];
+                inf->flops += 2.0 * (j1 - j0);
             }
+            for (int j = j0; j < j1; j++) inf->heads[(size_t)j * n_run + r] = acc[j];
         }
     }
     if (lp->has_o) {
-        linear_forward(&lp->o, inf->delta, n_run, inf->heads, n_run, n_run, inf->scratch);
+        linear(inf, &lp->o, inf->delta, n_run, inf->heads, n_run, n_run);
         add_rows(inf->x, n, inf->delta, n_run, lp->o.rows, lp->o.n_rows, n_run);
     } else {
         // Head channel c is residual column c.
@@ -521,7 +638,7 @@ static void attention_layer(TfInfer *inf, int l, const float *in, int n, int n_r
 
 static void mlp_layer(TfInfer *inf, int l, const float *in, int n, int n_run) {
     const LayerPlan *lp = &inf->plan->layers[l];
-    linear_forward(&lp->fc1, inf->hidden, n_run, in, n, n_run, inf->scratch);
+    linear(inf, &lp->fc1, inf->hidden, n_run, in, n, n_run);
     long nh = (long)lp->fc1.n_rows * n_run;
     if (lp->act == TF_ACT_GELU)
         gelu_forward(inf->hidden, nh);
@@ -529,7 +646,7 @@ static void mlp_layer(TfInfer *inf, int l, const float *in, int n, int n_run) {
         relu_forward(inf->hidden, nh);
     // The layer's output, bias included, is formed before it is added: the
     // seed's StepPosition relies on (h W2 + b2) being exact before x + (...).
-    linear_forward(&lp->fc2, inf->delta, n_run, inf->hidden, n_run, n_run, inf->scratch);
+    linear(inf, &lp->fc2, inf->delta, n_run, inf->hidden, n_run, n_run);
     add_rows(inf->x, n, inf->delta, n_run, lp->fc2.rows, lp->fc2.n_rows, n_run);
 }
 
@@ -555,7 +672,10 @@ static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
         }
     }
     const float *te = tensor(m, m->tok_embed), *pe = tensor(m, m->pos_embed);
-    for (int c = 0; c < d; c++) {
+    const TfPlan *plan = inf->plan;
+    memset(inf->x, 0, (size_t)d * n * sizeof(float));
+    for (int k = 0; k < plan->n_emb_cols; k++) {
+        int c = plan->emb_cols[k];
         float *xc = inf->x + (size_t)c * n;
         for (int r = 0; r < n; r++)
             xc[r] = te[(size_t)inf->row_tok[r] * d + c] + pe[(size_t)inf->row_pos[r] * d + c];
@@ -590,7 +710,7 @@ static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
     const TfLinear *U = &inf->plan->unembed;
     float *lg = inf->logits;
     memset(lg, 0, (size_t)U->n_out * nf * sizeof(float));
-    linear_forward(U, inf->delta, nf, inf->x, n, nf, inf->scratch);
+    linear(inf, U, inf->delta, nf, inf->x, n, nf);
     for (int k = 0; k < U->n_rows; k++)
         memcpy(lg + (size_t)U->rows[k] * nf, inf->delta + (size_t)k * nf, (size_t)nf * sizeof(float));
     return 0;

@@ -58,6 +58,11 @@ void infer_set_attention_hook(TfInfer *inf, TfAttentionHook hook, void *user);
  * checking that the cache changes nothing. Default 1. */
 void infer_set_cache(TfInfer *inf, int use_cache);
 
+/* Floating-point operations this engine has done (2 per multiply-add of a
+ * linear map or an attention score or sum; activations, softmax and
+ * LayerNorm not counted). */
+double infer_flops(const TfInfer *inf);
+
 /* Generates n_new tokens for each of n_seqs prompts (token ids), greedily.
  * out[s * n_new + i] is the i-th token generated for prompt s. Fails (-1,
  * err set) on an empty prompt, an id outside the vocabulary, or a prompt

@@ -2,10 +2,16 @@
  *
  *   tfrun WEIGHTS.tfw [-n N] PROMPT
  *   tfrun WEIGHTS.tfw [-n N] --batch FILE     (FILE may be -, standard input)
+ *   tfrun WEIGHTS.tfw [-n N] --check FILE     (lines prompt<TAB>expected completion)
+ *   tfrun WEIGHTS.tfw [-n N] [--trace | --trace-all] [--step K] [--report FILE.html]
+ *         [--svg DIR] PROMPT                  (look inside: runtime/inspect.h)
  *
- * Prints each prompt followed by its generated tokens, one line per prompt.
- * Exit status: 0 success; 1 a bad weight file or prompt (one-line message
- * on stderr; in --batch mode the other prompts still run); 2 usage error.
+ * Prints each prompt followed by its generated tokens, one line per prompt;
+ * --check prints how many completions match, the first failures and the
+ * throughput. --batch and --check stream their input through several
+ * engines at once (runtime/batch.h).
+ * Exit status: 0 success; 1 a bad weight file or prompt, or a failed check
+ * (one-line message on stderr; the other lines still run); 2 usage error.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -15,7 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch.h"
 #include "infer.h"
+#include "inspect.h"
 #ifdef TF_HAVE_OPENBLAS
 #include <cblas.h>
 #endif
@@ -23,15 +31,27 @@
 
 #define TFRUN_EXIT_ERROR 1
 #define TFRUN_EXIT_USAGE 2
-#define TFRUN_DEFAULT_BATCH 64 /* the fastest in bench/batch.sh */
+#define TFRUN_DEFAULT_BATCH 256 /* per thread; the fastest in bench/engine.sh */
 #define TFRUN_MAX_BATCH 4096
+#define TFRUN_MAX_THREADS 64
+#define TFRUN_SHOW_FAILURES 10
 
 static void usage(FILE *f) {
     fprintf(f, "usage: tfrun WEIGHTS.tfw [-n N] PROMPT\n"
                "       tfrun WEIGHTS.tfw [-n N] --batch FILE|-\n"
+               "       tfrun WEIGHTS.tfw [-n N] --check FILE|-\n"
                "  -n N             generate N tokens (default: the program's `generate`)\n"
                "  --batch FILE     read one prompt per line ('-': standard input)\n"
-               "  --batch-size B   prompts run together, 1 to %d (default %d)\n",
+               "  --check FILE     read lines prompt<TAB>expected completion; print the\n"
+               "                   number passed and failed, the first failures, the speed\n"
+               "  --batch-size B   prompts per engine, 1 to %d (default %d)\n"
+               "  --threads T      engines running at once (default: the CPUs online)\n"
+               "  --no-cache       recompute every position at every step (no KV cache)\n"
+               "  --trace          print the registers each layer wrote, decoded (step 0)\n"
+               "  --trace-all      the same for every generation step\n"
+               "  --step K         the step traced, reported and drawn (default 0)\n"
+               "  --report FILE    write an HTML report of that step\n"
+               "  --svg DIR        write its heatmaps and attention maps as SVG files\n",
             TFRUN_MAX_BATCH, TFRUN_DEFAULT_BATCH);
 }
 
@@ -44,64 +64,16 @@ static int parse_count(const char *s, int *out) {
     return 0;
 }
 
-static void print_completion(const TfModel *m, const char *prompt, size_t len, const int *toks,
-                             int n) {
-    fwrite(prompt, 1, len, stdout);
-    char buf[8];
-    for (int i = 0; i < n; i++) {
-        int k = infer_token_text(m, toks[i], buf);
-        fwrite(buf, 1, (size_t)k, stdout);
-    }
-    fputc('\n', stdout);
-}
-
-/* A prompt of the batch being gathered. */
-typedef struct Pending {
-    char *text;
-    int len;
-    int *ids;
-} Pending;
-
-/* Runs the gathered prompts and prints their lines; 0 or -1. */
-static int flush_batch(TfInfer *inf, const TfModel *m, Pending *p, int n, int n_new, int *out,
-                       const int **ids, int *lens) {
-    if (n == 0) return 0;
-    for (int i = 0; i < n; i++) {
-        ids[i] = p[i].ids;
-        lens[i] = p[i].len;
-    }
-    TfError err = {""};
-    int rc = infer_generate(inf, ids, lens, n, n_new, out, &err);
-    if (rc < 0) fprintf(stderr, "tfrun: %s\n", err.msg);
-    for (int i = 0; i < n; i++) {
-        if (rc == 0) print_completion(m, p[i].text, (size_t)p[i].len, out + (long)i * n_new, n_new);
-        free(p[i].text);
-        free(p[i].ids);
-    }
-    return rc;
-}
-
-/* Checks one prompt; on failure prints "tfrun: WHERE: problem". */
+/* Checks and tokenizes a prompt; on failure prints "tfrun: WHERE: problem". */
 static int *prepare_prompt(const TfModel *m, const char *text, int len, int n_new,
                            const char *where) {
     TfError err = {""};
-    if (len == 0) {
-        fprintf(stderr, "tfrun: %s: empty prompt\n", where);
-        return NULL;
-    }
-    if ((long)len + n_new > m->max_len) {
-        fprintf(stderr,
-                "tfrun: %s: %d prompt tokens plus %d to generate exceed the %d positions of the "
-                "position encoding\n",
-                where, len, n_new, m->max_len);
-        return NULL;
-    }
-    int *ids = malloc((size_t)len * sizeof(int));
+    int *ids = malloc(((size_t)len + 1) * sizeof(int));
     if (!ids) {
         fprintf(stderr, "tfrun: %s: out of memory\n", where);
         return NULL;
     }
-    if (infer_tokenize(m, text, len, ids, &err) < 0) {
+    if (batch_prepare_prompt(m, text, len, n_new, ids, &err) < 0) {
         fprintf(stderr, "tfrun: %s: %s\n", where, err.msg);
         free(ids);
         return NULL;
@@ -109,82 +81,64 @@ static int *prepare_prompt(const TfModel *m, const char *text, int len, int n_ne
     return ids;
 }
 
-static int run_batch(const TfModel *m, const char *path, int n_new, int batch) {
+/* --batch and --check. */
+static int run_stream(const TfModel *m, const char *path, const TfBatchOptions *o) {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
     if (!f) {
         fprintf(stderr, "tfrun: cannot open '%s': %s\n", path, strerror(errno));
         return TFRUN_EXIT_ERROR;
     }
+    TfBatchStats st;
     TfError err = {""};
-    TfInfer *inf = infer_new(m, batch, &err);
-    Pending *pend = calloc((size_t)batch, sizeof *pend);
-    int *out = malloc((size_t)batch * (size_t)(n_new > 0 ? n_new : 1) * sizeof(int));
-    const int **ids = malloc((size_t)batch * sizeof *ids);
-    int *lens = malloc((size_t)batch * sizeof *lens);
-    int status = 0;
-    if (!inf || !pend || !out || !ids || !lens) {
-        fprintf(stderr, "tfrun: %s\n", inf ? "out of memory" : err.msg);
-        status = TFRUN_EXIT_ERROR;
-        goto done;
-    }
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t got;
-    long lineno = 0;
-    int n = 0;
-    while ((got = getline(&line, &cap, f)) >= 0) {
-        lineno++;
-        if (got > 0 && line[got - 1] == '\n') line[--got] = '\0';
-        char where[64];
-        snprintf(where, sizeof where, "line %ld", lineno);
-        if (got > INT_MAX / 2) {
-            fprintf(stderr, "tfrun: %s: prompt too long\n", where);
-            status = TFRUN_EXIT_ERROR;
-            continue;
-        }
-        int *tok = prepare_prompt(m, line, (int)got, n_new, where);
-        if (!tok) {
-            status = TFRUN_EXIT_ERROR;
-            continue;
-        }
-        pend[n].text = malloc((size_t)got + 1);
-        if (!pend[n].text) {
-            free(tok);
-            fprintf(stderr, "tfrun: %s: out of memory\n", where);
-            status = TFRUN_EXIT_ERROR;
-            continue;
-        }
-        memcpy(pend[n].text, line, (size_t)got + 1);
-        pend[n].len = (int)got;
-        pend[n].ids = tok;
-        if (++n == batch) {
-            if (flush_batch(inf, m, pend, n, n_new, out, ids, lens) < 0) status = TFRUN_EXIT_ERROR;
-            n = 0;
-        }
-    }
-    if (ferror(f)) {
-        fprintf(stderr, "tfrun: error reading '%s': %s\n", path, strerror(errno));
-        status = TFRUN_EXIT_ERROR;
-    }
-    if (flush_batch(inf, m, pend, n, n_new, out, ids, lens) < 0) status = TFRUN_EXIT_ERROR;
-    free(line);
-done:
+    const char *name = f == stdin ? "<stdin>" : path;
+    int rc = batch_run(m, f, name, stdout, stderr, o, &st, &err);
     if (f != stdin) fclose(f);
-    infer_free(inf);
-    free(pend);
-    free(out);
+    if (rc < 0) {
+        fprintf(stderr, "tfrun: %s\n", err.msg);
+        return TFRUN_EXIT_ERROR;
+    }
+    if (o->check) {
+        if (st.failed > o->show_failures)
+            printf("... and %ld more failures\n", st.failed - o->show_failures);
+        printf("%ld passed, %ld failed", st.passed, st.failed);
+        if (st.bad) printf(", %ld bad lines", st.bad);
+        printf(" (%ld cases in %.2f s: %.0f cases/s, %d thread%s, batch size %d)\n", st.run,
+               st.seconds, st.seconds > 0 ? (double)st.run / st.seconds : 0.0, o->n_threads,
+               o->n_threads == 1 ? "" : "s", o->batch_size);
+        if (st.run > 0)
+            printf("engine: %.0f FLOP per case, %.2f GFLOP/s\n", st.flops / (double)st.run,
+                   st.seconds > 0 ? st.flops / st.seconds * 1e-9 : 0.0);
+    }
+    return st.bad || st.failed ? TFRUN_EXIT_ERROR : 0;
+}
+
+/* --trace, --report, --svg: one prompt, one full pass per step (inspect.h). */
+static int run_inspect(const TfModel *m, const char *prompt, int n_new, const TfInspectOptions *io) {
+    size_t len = strlen(prompt);
+    if (len > INT_MAX / 2) len = INT_MAX / 2;
+    int *ids = prepare_prompt(m, prompt, (int)len, n_new, "prompt");
+    int *out = malloc((size_t)(n_new > 0 ? n_new : 1) * sizeof(int));
+    TfError err = {""};
+    int status = 0;
+    if (!ids || !out || inspect_generate(m, ids, (int)len, n_new, io, stdout, out, &err) < 0) {
+        if (ids) fprintf(stderr, "tfrun: %s\n", out ? err.msg : "out of memory");
+        status = TFRUN_EXIT_ERROR;
+    } else if (m->output_kind != TF_OUTPUT_CLASSIFY) {
+        batch_print_completion(stdout, m, prompt, len, out, n_new);
+    }
     free(ids);
-    free(lens);
+    free(out);
     return status;
 }
 
-static int run_one(const TfModel *m, const char *prompt, int n_new) {
+static int run_one(const TfModel *m, const char *prompt, int n_new, int use_cache) {
     size_t len = strlen(prompt);
     if (len > INT_MAX / 2) len = INT_MAX / 2;
     int *ids = prepare_prompt(m, prompt, (int)len, n_new, "prompt");
     if (!ids) return TFRUN_EXIT_ERROR;
     TfError err = {""};
     TfInfer *inf = infer_new(m, 1, &err);
+    if (inf) infer_set_cache(inf, use_cache);
     int *out = malloc((size_t)(n_new > 0 ? n_new : 1) * sizeof(int));
     int status = 0;
     const int *idp = ids;
@@ -193,7 +147,7 @@ static int run_one(const TfModel *m, const char *prompt, int n_new) {
         fprintf(stderr, "tfrun: %s\n", out ? err.msg : "out of memory");
         status = TFRUN_EXIT_ERROR;
     } else {
-        print_completion(m, prompt, len, out, n_new);
+        batch_print_completion(stdout, m, prompt, len, out, n_new);
     }
     infer_free(inf);
     free(out);
@@ -201,20 +155,85 @@ static int run_one(const TfModel *m, const char *prompt, int n_new) {
     return status;
 }
 
+/* Classifier models (a learned `predict classes` model): each input (the
+ * prompt, or every line of `path`) is printed with its class and that
+ * class's probability, tab-separated. 0, or 1 after any bad input. */
+static int run_classify(const TfModel *m, const char *prompt, const char *path) {
+    TfError err = {""};
+    TfInfer *inf = infer_new(m, 1, &err);
+    float *probs = malloc((size_t)m->n_classes * sizeof *probs);
+    FILE *f = !path ? NULL : strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+    if (!inf || !probs || (path && !f)) {
+        fprintf(stderr, "tfrun: %s\n", !inf ? err.msg : path && !f ? strerror(errno) : "out of memory");
+        infer_free(inf);
+        free(probs);
+        return TFRUN_EXIT_ERROR;
+    }
+    int status = 0;
+    char *line = NULL;
+    size_t cap = 0;
+    long lineno = 0;
+    for (;;) {
+        const char *text = prompt;
+        if (f) {
+            ssize_t n = getline(&line, &cap, f);
+            if (n < 0) break;
+            if (n > 0 && line[n - 1] == '\n') line[n - 1] = '\0';
+            text = line;
+            lineno++;
+        }
+        int len = (int)strlen(text);
+        int *ids = len > 0 && len <= m->max_len ? malloc((size_t)len * sizeof *ids) : NULL;
+        if (!ids || infer_tokenize(m, text, len, ids, &err) < 0 ||
+            infer_classify(inf, (const int *const *)&ids, &len, 1, probs, &err) < 0) {
+            if (!ids) tf_error_set(&err, "input of %d characters (1 to %d allowed)", len, m->max_len);
+            if (f) fprintf(stderr, "tfrun: line %ld: %s\n", lineno, err.msg);
+            else fprintf(stderr, "tfrun: %s\n", err.msg);
+            status = TFRUN_EXIT_ERROR;
+        } else {
+            int best = 0;
+            for (int c = 1; c < m->n_classes; c++)
+                if (probs[c] > probs[best]) best = c;
+            printf("%s\t%s\t%.4f\n", text, m->class_names[best], probs[best]);
+        }
+        free(ids);
+        if (!f) break;
+    }
+    free(line);
+    if (f && f != stdin) fclose(f);
+    free(probs);
+    infer_free(inf);
+    return status;
+}
+
 int main(int argc, char **argv) {
     const char *weights = NULL, *prompt = NULL, *batch_path = NULL;
-    int n_new = -1, batch = TFRUN_DEFAULT_BATCH;
+    int n_new = -1, batch = TFRUN_DEFAULT_BATCH, threads = batch_default_threads(), check = 0;
+    int use_cache = 1;
+    TfInspectOptions io = {0, 0, 0, NULL, NULL};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "-n") == 0 || strcmp(a, "--batch") == 0 || strcmp(a, "--batch-size") == 0) {
+        if (strcmp(a, "-n") == 0 || strcmp(a, "--batch") == 0 || strcmp(a, "--batch-size") == 0 ||
+            strcmp(a, "--check") == 0 || strcmp(a, "--threads") == 0) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "tfrun: %s needs a value\n", a);
                 usage(stderr);
                 return TFRUN_EXIT_USAGE;
             }
             const char *v = argv[++i];
-            if (strcmp(a, "--batch") == 0) {
+            if (strcmp(a, "--batch") == 0 || strcmp(a, "--check") == 0) {
+                if (batch_path) {
+                    fprintf(stderr, "tfrun: give one --batch or --check file\n");
+                    return TFRUN_EXIT_USAGE;
+                }
                 batch_path = v;
+                check = strcmp(a, "--check") == 0;
+            } else if (strcmp(a, "--threads") == 0) {
+                if (parse_count(v, &threads) < 0 || threads < 1 || threads > TFRUN_MAX_THREADS) {
+                    fprintf(stderr, "tfrun: --threads wants a number from 1 to %d, not '%s'\n",
+                            TFRUN_MAX_THREADS, v);
+                    return TFRUN_EXIT_USAGE;
+                }
             } else if (parse_count(v, strcmp(a, "-n") == 0 ? &n_new : &batch) < 0 ||
                        (strcmp(a, "--batch-size") == 0 && (batch < 1 || batch > TFRUN_MAX_BATCH))) {
                 if (strcmp(a, "-n") == 0)
@@ -222,6 +241,26 @@ int main(int argc, char **argv) {
                 else
                     fprintf(stderr, "tfrun: --batch-size wants a number from 1 to %d, not '%s'\n",
                             TFRUN_MAX_BATCH, v);
+                return TFRUN_EXIT_USAGE;
+            }
+        } else if (strcmp(a, "--no-cache") == 0) {
+            use_cache = 0;
+        } else if (strcmp(a, "--trace") == 0 || strcmp(a, "--trace-all") == 0) {
+            io.trace = 1;
+            io.trace_all |= strcmp(a, "--trace-all") == 0;
+        } else if (strcmp(a, "--report") == 0 || strcmp(a, "--svg") == 0 ||
+                   strcmp(a, "--step") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "tfrun: %s needs a value\n", a);
+                return TFRUN_EXIT_USAGE;
+            }
+            const char *v = argv[++i];
+            if (strcmp(a, "--report") == 0) {
+                io.report_path = v;
+            } else if (strcmp(a, "--svg") == 0) {
+                io.svg_dir = v;
+            } else if (parse_count(v, &io.step) < 0) {
+                fprintf(stderr, "tfrun: --step wants a non-negative number, not '%s'\n", v);
                 return TFRUN_EXIT_USAGE;
             }
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -243,7 +282,8 @@ int main(int argc, char **argv) {
     if (!weights || (!prompt && !batch_path) || (prompt && batch_path)) {
         fprintf(stderr, "tfrun: %s\n",
                 !weights ? "no weight file given"
-                         : prompt ? "give either a prompt or --batch, not both" : "no prompt given");
+                         : prompt ? "give either a prompt or --batch/--check, not both"
+                                  : "no prompt given");
         usage(stderr);
         return TFRUN_EXIT_USAGE;
     }
@@ -260,7 +300,17 @@ int main(int argc, char **argv) {
         return TFRUN_EXIT_ERROR;
     }
     if (n_new < 0) n_new = m->generate;
-    int status = batch_path ? run_batch(m, batch_path, n_new, batch) : run_one(m, prompt, n_new);
+    int inspect = io.trace || io.report_path || io.svg_dir;
+    if (inspect && batch_path) {
+        fprintf(stderr, "tfrun: --trace, --report and --svg take one prompt, not a file\n");
+        model_free(m);
+        return TFRUN_EXIT_USAGE;
+    }
+    TfBatchOptions bo = {n_new, batch, threads, use_cache, check, TFRUN_SHOW_FAILURES};
+    int status = inspect      ? run_inspect(m, prompt, n_new, &io)
+                 : m->output_kind == TF_OUTPUT_CLASSIFY ? run_classify(m, prompt, batch_path)
+                 : batch_path ? run_stream(m, batch_path, &bo)
+                              : run_one(m, prompt, n_new, use_cache);
     model_free(m);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "tfrun: error writing output: %s\n", strerror(errno));

@@ -18,7 +18,14 @@ expect() {
     out=$("$@" 2>"$tmp/stderr")
     status=$?
     err=$(cat "$tmp/stderr")
-    if [ "$status" != "$want_status" ] || [ "$out" != "$want_out" ] ||
+    # A wanted stdout starting with '~' only has to appear in stdout.
+    local out_ok=1
+    if [ "${want_out:0:1}" = "~" ]; then
+        [[ "$out" == *"${want_out:1}"* ]] || out_ok=0
+    else
+        [ "$out" = "$want_out" ] || out_ok=0
+    fi
+    if [ "$status" != "$want_status" ] || [ "$out_ok" = 0 ] ||
         { [ -n "$want_err" ] && [[ "$err" != *"$want_err"* ]]; } ||
         { [ -z "$want_err" ] && [ -n "$err" ]; }; then
         echo "FAIL: $name"
@@ -66,10 +73,12 @@ expect "a generated newline is printed escaped" 0 'a\n\n' "" -- "$TFRUN" "$tmp/n
 expect "prompt outside the vocabulary" 1 "" "tfrun: prompt: character 'a' at index 8 is not in the vocabulary" \
     -- "$TFRUN" "$W" "0999+011a="
 expect "empty prompt" 1 "" "tfrun: prompt: empty prompt" -- "$TFRUN" "$W" ""
-long=$(printf '0%.0s' $(seq 1 97))
+# The 4th token is never fed back: 97 + 3 positions fit in 100, 98 + 3 do not.
+long=$(printf '0%.0s' $(seq 1 98))
 expect "too long for the position encoding" 1 "" \
-    "tfrun: prompt: 97 prompt tokens plus 4 to generate exceed the 100 positions of the position encoding" \
+    "tfrun: prompt: 98 prompt tokens plus 4 to generate exceed the 100 positions of the position encoding" \
     -- "$TFRUN" "$W" "$long"
+expect "longest prompt that fits" 0 "${long:1}0000" "" -- "$TFRUN" "$W" "${long:1}"
 expect "missing weight file" 1 "" "tfrun: $tmp/missing.tfw: cannot open" -- "$TFRUN" "$tmp/missing.tfw" "1+1="
 head -c 100 "$W" >"$tmp/truncated.tfw"
 expect "truncated weight file" 1 "" "tfrun: $tmp/truncated.tfw: " -- "$TFRUN" "$tmp/truncated.tfw" "1+1="
@@ -81,7 +90,7 @@ expect "bad -n" 2 "" "tfrun: -n wants a non-negative number, not 'x'" -- "$TFRUN
 expect "bad --batch-size" 2 "" "tfrun: --batch-size wants a number from 1 to 4096, not '0'" -- "$TFRUN" "$W" --batch - --batch-size 0
 printf '' >"$tmp/empty.txt"
 expect "--batch on an empty file" 0 "" "" -- "$TFRUN" "$W" --batch "$tmp/empty.txt"
-expect "prompt and --batch" 2 "" "tfrun: give either a prompt or --batch, not both" -- "$TFRUN" "$W" "1+1=" --batch -
+expect "prompt and --batch" 2 "" "tfrun: give either a prompt or --batch/--check, not both" -- "$TFRUN" "$W" "1+1=" --batch -
 expect "unknown option" 2 "" "tfrun: unknown option '--fast'" -- "$TFRUN" "$W" --fast "1+1="
 
 printf '0999+0111=\n0001+0002=\n0500+0499=\n' >"$tmp/prompts.txt"
@@ -93,10 +102,30 @@ expect "--batch-size 2 gives the same lines" 0 "$(printf '0999+0111=0111\n0001+0
     -- "$TFRUN" "$W" --batch "$tmp/prompts.txt" --batch-size 2
 printf '0999+0111=\n09x9+0111=\n\n0001+0002=\n' >"$tmp/bad.txt"
 expect "--batch keeps going past bad lines" 1 "$(printf '0999+0111=0111\n0001+0002=3000')" \
-    "tfrun: line 2: character 'x' at index 2 is not in the vocabulary" -- "$TFRUN" "$W" --batch "$tmp/bad.txt"
+    "tfrun: $tmp/bad.txt:2: character 'x' at index 2 is not in the vocabulary" -- "$TFRUN" "$W" --batch "$tmp/bad.txt"
 expect "--batch names an empty line" 1 "$(printf '0999+0111=0111\n0001+0002=3000')" \
-    "tfrun: line 3: empty prompt" -- "$TFRUN" "$W" --batch "$tmp/bad.txt"
+    "tfrun: $tmp/bad.txt:3: empty prompt" -- "$TFRUN" "$W" --batch "$tmp/bad.txt"
 expect "--batch missing file" 1 "" "tfrun: cannot open '$tmp/none.txt'" -- "$TFRUN" "$W" --batch "$tmp/none.txt"
+
+expect "--threads 1 and --no-cache give the same lines" 0 \
+    "$(printf '0999+0111=0111\n0001+0002=3000\n0500+0499=9990')" "" \
+    -- "$TFRUN" "$W" --batch "$tmp/prompts.txt" --threads 1 --no-cache --batch-size 1
+expect "bad --threads" 2 "" "tfrun: --threads wants a number from 1 to 64, not '0'" \
+    -- "$TFRUN" "$W" --batch - --threads 0
+expect "--batch and --check together" 2 "" "tfrun: give one --batch or --check file" \
+    -- "$TFRUN" "$W" --batch - --check -
+
+# --check: prompt<TAB>expected completion.
+printf '0999+0111=\t0111\n0001+0002=\t3000\n' >"$tmp/good.tsv"
+expect "--check passes" 0 "~2 passed, 0 failed (2 cases in" "" -- "$TFRUN" "$W" --check "$tmp/good.tsv"
+printf '0999+0111=\t0111\n0001+0002=\t3001\n0500+0499=\t9990\n' >"$tmp/wrong.tsv"
+expect "--check reports a failure in full and exits 1" 1 \
+    "~FAIL line 2: 0001+0002= -> 3000 (expected 3001)" "" -- "$TFRUN" "$W" --check "$tmp/wrong.tsv"
+expect "--check counts" 1 "~2 passed, 1 failed (3 cases in" "" -- "$TFRUN" "$W" --check "$tmp/wrong.tsv"
+printf '0999+0111=\t0111\n0001+0002=3000\n' >"$tmp/notab.tsv"
+expect "--check names a line without a TAB" 1 "~1 passed, 0 failed, 1 bad lines" \
+    "tfrun: $tmp/notab.tsv:2: no TAB between the prompt and the expected completion" \
+    -- "$TFRUN" "$W" --check "$tmp/notab.tsv"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,350 @@
+/* batch.c: streaming prompts through several engines at once. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "batch.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "infer.h"
+
+int batch_default_threads(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 64 ? 64 : (int)n;
+}
+
+int batch_prepare_prompt(const TfModel *m, const char *text, int len, int n_new, int *ids,
+                         TfError *err) {
+    if (len == 0) {
+        tf_error_set(err, "empty prompt");
+        return -1;
+    }
+    // The last generated token is never fed back: len + n_new - 1 positions.
+    if ((long)len + (n_new > 0 ? n_new - 1 : 0) > m->max_len) {
+        tf_error_set(err,
+                     "%d prompt tokens plus %d to generate exceed the %d positions of the "
+                     "position encoding",
+                     len, n_new, m->max_len);
+        return -1;
+    }
+    return infer_tokenize(m, text, len, ids, err);
+}
+
+void batch_print_completion(FILE *f, const TfModel *m, const char *prompt, size_t len,
+                            const int *toks, int n) {
+    fwrite(prompt, 1, len, f);
+    char buf[8];
+    for (int i = 0; i < n; i++) {
+        int k = infer_token_text(m, toks[i], buf);
+        fwrite(buf, 1, (size_t)k, f);
+    }
+    fputc('\n', f);
+}
+
+/* One prompt of the chunk being gathered; buffers are reused. */
+typedef struct Slot {
+    char *text;    /* the prompt, NUL-terminated */
+    int len;
+    char *expect;  /* check mode: the expected completion (points into text) */
+    int *ids;
+    int ids_cap;
+    size_t text_cap;
+    long lineno;
+} Slot;
+
+/* What one thread generates: slots [first, first + n). */
+typedef struct Work {
+    TfInfer *inf;
+    const int **ids;
+    int *lens;
+    int n, n_new;
+    int *out;
+    int rc;
+    TfError err;
+} Work;
+
+static void work_run(Work *w) {
+    w->rc = w->n ? infer_generate(w->inf, w->ids, w->lens, w->n, w->n_new, w->out, &w->err) : 0;
+}
+
+/* Threads 1.. of a run wait for each chunk here; thread 0 is the caller.
+ * `round` counts chunks handed out, `busy` the threads still on one. */
+typedef struct Pool {
+    pthread_mutex_t mu;
+    pthread_cond_t go, done;
+    long round;
+    int busy, quit;
+} Pool;
+
+typedef struct Worker {
+    Pool *pool;
+    Work *work;
+} Worker;
+
+static void *worker_main(void *arg) {
+    Worker *wk = arg;
+    Pool *p = wk->pool;
+    long seen = 0;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        while (!p->quit && p->round == seen) pthread_cond_wait(&p->go, &p->mu);
+        int quit = p->quit;
+        seen = p->round;
+        pthread_mutex_unlock(&p->mu);
+        if (quit) return NULL;
+        work_run(wk->work);
+        pthread_mutex_lock(&p->mu);
+        if (--p->busy == 0) pthread_cond_signal(&p->done);
+        pthread_mutex_unlock(&p->mu);
+    }
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef struct Runner {
+    const TfModel *m;
+    const TfBatchOptions *o;
+    FILE *out, *errs;
+    TfBatchStats *st;
+    TfInfer **engines;
+    Work *work;
+    Worker *workers;
+    pthread_t *tids;
+    int n_started;    /* threads 1..n_started running worker_main */
+    Pool pool;
+    Slot *slots;
+    int cap;          /* n_threads * batch_size */
+    const int **ids;  /* [cap] */
+    int *lens;        /* [cap] */
+    int *toks;        /* [cap * n_new] */
+    char *text_buf;   /* one completion as text */
+} Runner;
+
+/* Generates the n gathered prompts on the engines, then prints or checks
+ * them in order. */
+static int run_chunk(Runner *R, int n, TfError *err) {
+    const TfBatchOptions *o = R->o;
+    int n_new = o->n_new;
+    for (int i = 0; i < n; i++) {
+        R->ids[i] = R->slots[i].ids;
+        R->lens[i] = R->slots[i].len;
+    }
+    int per = o->batch_size, used = 0;
+    for (int t = 0; t < o->n_threads; t++) {
+        Work *w = &R->work[t];
+        int first = t * per;
+        w->n = first >= n ? 0 : (n - first < per ? n - first : per);
+        w->ids = R->ids + first;
+        w->lens = R->lens + first;
+        w->out = R->toks + (size_t)first * (size_t)n_new;
+        w->n_new = n_new;
+        w->rc = 0;
+        if (w->n) used = t + 1;
+    }
+    // The pool's threads run shares 1..n_started beside this one, which
+    // runs share 0 and any share without a thread.
+    pthread_mutex_lock(&R->pool.mu);
+    R->pool.round++;
+    R->pool.busy = R->n_started;
+    pthread_cond_broadcast(&R->pool.go);
+    pthread_mutex_unlock(&R->pool.mu);
+    work_run(&R->work[0]);
+    for (int t = R->n_started + 1; t < used; t++) work_run(&R->work[t]);
+    pthread_mutex_lock(&R->pool.mu);
+    while (R->pool.busy > 0) pthread_cond_wait(&R->pool.done, &R->pool.mu);
+    pthread_mutex_unlock(&R->pool.mu);
+    for (int t = 0; t < used; t++)
+        if (R->work[t].rc < 0) {
+            tf_error_set(err, "%s", R->work[t].err.msg);
+            return -1;
+        }
+
+    for (int i = 0; i < n; i++) {
+        const Slot *s = &R->slots[i];
+        const int *toks = R->toks + (size_t)i * (size_t)n_new;
+        R->st->run++;
+        if (!o->check) {
+            batch_print_completion(R->out, R->m, s->text, (size_t)s->len, toks, n_new);
+            continue;
+        }
+        char *p = R->text_buf;
+        for (int k = 0; k < n_new; k++) p += infer_token_text(R->m, toks[k], p);
+        if (strcmp(R->text_buf, s->expect) == 0) {
+            R->st->passed++;
+            continue;
+        }
+        if (R->st->failed++ < o->show_failures)
+            fprintf(R->out, "FAIL line %ld: %.*s -> %s (expected %s)\n", s->lineno, s->len,
+                    s->text, R->text_buf, s->expect);
+    }
+    return 0;
+}
+
+/* Takes one input line into slot s; 0, or -1 (the line is bad, reported). */
+static int take_line(Runner *R, Slot *s, char *line, size_t got, long lineno, const char *in_name) {
+    const TfBatchOptions *o = R->o;
+    TfError err = {""};
+    char *expect = NULL;
+    if (o->check) {
+        char *tab = memchr(line, '\t', got);
+        if (!tab) {
+            fprintf(R->errs, "tfrun: %s:%ld: no TAB between the prompt and the expected completion\n",
+                    in_name, lineno);
+            return -1;
+        }
+        *tab = '\0';
+        expect = tab + 1;
+    }
+    size_t len = expect ? (size_t)(expect - 1 - line) : got;
+    if (len > INT_MAX / 4) {
+        fprintf(R->errs, "tfrun: %s:%ld: prompt too long\n", in_name, lineno);
+        return -1;
+    }
+    if (s->ids_cap < (int)len + 1) {
+        int *ids = realloc(s->ids, (len + 1) * sizeof(int));
+        if (!ids) goto oom;
+        s->ids = ids;
+        s->ids_cap = (int)len + 1;
+    }
+    if (batch_prepare_prompt(R->m, line, (int)len, o->n_new, s->ids, &err) < 0) {
+        fprintf(R->errs, "tfrun: %s:%ld: %s\n", in_name, lineno, err.msg);
+        return -1;
+    }
+    if (s->text_cap < got + 1) {
+        char *t = realloc(s->text, got + 1);
+        if (!t) goto oom;
+        s->text = t;
+        s->text_cap = got + 1;
+    }
+    memcpy(s->text, line, got + 1); /* the TAB, if any, is a NUL already */
+    s->len = (int)len;
+    s->expect = expect ? s->text + (expect - line) : NULL;
+    s->lineno = lineno;
+    return 0;
+oom:
+    fprintf(R->errs, "tfrun: %s:%ld: out of memory\n", in_name, lineno);
+    return -1;
+}
+
+static void runner_free(Runner *R) {
+    if (R->engines)
+        for (int t = 0; t < R->o->n_threads; t++)
+            if (R->engines[t]) R->st->flops += infer_flops(R->engines[t]);
+    if (R->n_started) {
+        pthread_mutex_lock(&R->pool.mu);
+        R->pool.quit = 1;
+        pthread_cond_broadcast(&R->pool.go);
+        pthread_mutex_unlock(&R->pool.mu);
+        for (int t = 1; t <= R->n_started; t++) pthread_join(R->tids[t], NULL);
+    }
+    pthread_mutex_destroy(&R->pool.mu);
+    pthread_cond_destroy(&R->pool.go);
+    pthread_cond_destroy(&R->pool.done);
+    free(R->workers);
+    if (R->engines)
+        for (int t = 0; t < R->o->n_threads; t++) infer_free(R->engines[t]);
+    if (R->slots)
+        for (int i = 0; i < R->cap; i++) {
+            free(R->slots[i].text);
+            free(R->slots[i].ids);
+        }
+    free(R->engines);
+    free(R->work);
+    free(R->tids);
+    free(R->slots);
+    free(R->ids);
+    free(R->lens);
+    free(R->toks);
+    free(R->text_buf);
+}
+
+int batch_run(const TfModel *m, FILE *in, const char *in_name, FILE *out, FILE *errs,
+              const TfBatchOptions *o, TfBatchStats *st, TfError *err) {
+    memset(st, 0, sizeof *st);
+    double t0 = now_seconds();
+    if (o->n_threads < 1 || o->batch_size < 1 || o->n_new < 0) {
+        tf_error_set(err, "threads, batch size and tokens to generate must be positive");
+        return -1;
+    }
+    Runner R = {0};
+    R.m = m;
+    R.o = o;
+    R.out = out;
+    R.errs = errs;
+    R.st = st;
+    R.cap = o->n_threads * o->batch_size;
+    int n_new = o->n_new > 0 ? o->n_new : 1;
+    R.engines = calloc((size_t)o->n_threads, sizeof *R.engines);
+    R.work = calloc((size_t)o->n_threads, sizeof *R.work);
+    R.tids = calloc((size_t)o->n_threads, sizeof *R.tids);
+    R.workers = calloc((size_t)o->n_threads, sizeof *R.workers);
+    pthread_mutex_init(&R.pool.mu, NULL);
+    pthread_cond_init(&R.pool.go, NULL);
+    pthread_cond_init(&R.pool.done, NULL);
+    R.slots = calloc((size_t)R.cap, sizeof *R.slots);
+    R.ids = calloc((size_t)R.cap, sizeof *R.ids);
+    R.lens = calloc((size_t)R.cap, sizeof *R.lens);
+    R.toks = calloc((size_t)R.cap * (size_t)n_new, sizeof *R.toks);
+    R.text_buf = malloc((size_t)n_new * 8 + 1);
+    TfPlan *plan = plan_new(m, err);
+    int rc = -1;
+    if (!plan) goto done;
+    if (!R.engines || !R.work || !R.tids || !R.workers || !R.slots || !R.ids || !R.lens || !R.toks ||
+        !R.text_buf) {
+        tf_error_set(err, "out of memory");
+        goto done;
+    }
+    for (int t = 0; t < o->n_threads; t++) {
+        R.engines[t] = infer_new_with_plan(plan, o->batch_size, err);
+        if (!R.engines[t]) goto done;
+        infer_set_cache(R.engines[t], o->use_cache);
+        R.work[t].inf = R.engines[t];
+    }
+    // A thread that cannot start leaves its share to the caller.
+    for (int t = 1; t < o->n_threads; t++) {
+        R.workers[t].pool = &R.pool;
+        R.workers[t].work = &R.work[t];
+        if (pthread_create(&R.tids[t], NULL, worker_main, &R.workers[t]) != 0) break;
+        R.n_started = t;
+    }
+    char *line = NULL;
+    size_t lcap = 0;
+    ssize_t got;
+    int n = 0;
+    while ((got = getline(&line, &lcap, in)) >= 0) {
+        st->lines++;
+        if (got > 0 && line[got - 1] == '\n') line[--got] = '\0';
+        if (take_line(&R, &R.slots[n], line, (size_t)got, st->lines, in_name) < 0) {
+            st->bad++;
+            continue;
+        }
+        if (++n == R.cap) {
+            if (run_chunk(&R, n, err) < 0) {
+                free(line);
+                goto done;
+            }
+            n = 0;
+        }
+    }
+    free(line);
+    if (ferror(in)) {
+        tf_error_set(err, "error reading '%s': %s", in_name, strerror(errno));
+        goto done;
+    }
+    if (run_chunk(&R, n, err) < 0) goto done;
+    rc = 0;
+done:
+    runner_free(&R);
+    plan_free(plan);
+    st->seconds = now_seconds() - t0;
+    return rc;
+}

@@ -1,0 +1,58 @@
+/* batch.h: many prompts through the engine: streaming, batching, threads.
+ *
+ * batch_run reads one prompt per line (or, to check, `prompt<TAB>expected
+ * completion`), gathers up to n_threads * batch_size of them, splits them
+ * over n_threads engines that share one plan (infer.h), and prints or
+ * checks the completions in input order. Memory stays flat however many
+ * lines there are: one chunk is held at a time.
+ *
+ * Bad lines (characters outside the vocabulary, too long, no TAB in check
+ * mode) are reported on the error stream with their line number and
+ * counted; the other lines still run.
+ */
+#ifndef TF_BATCH_H
+#define TF_BATCH_H
+
+#include <stdio.h>
+
+#include "model.h"
+
+typedef struct TfBatchOptions {
+    int n_new;        /* tokens to generate per prompt */
+    int batch_size;   /* prompts per engine call */
+    int n_threads;    /* engines running at once, 1 or more */
+    int use_cache;    /* 0: recompute every position at every step */
+    int check;        /* lines are prompt<TAB>expected; print failures, not completions */
+    int show_failures; /* check mode: how many failures to print in full */
+} TfBatchOptions;
+
+typedef struct TfBatchStats {
+    long lines;   /* lines read */
+    long run;     /* prompts generated */
+    long passed;  /* check mode: completions equal to the expected text */
+    long failed;  /* check mode: completions that differ */
+    long bad;     /* lines rejected before running */
+    double seconds; /* wall time, reading included */
+    double flops;   /* floating-point operations of the engines (infer_flops) */
+} TfBatchStats;
+
+/* Checks and tokenizes one prompt for generating n_new tokens: ids must
+ * hold len entries. Returns 0, or -1 with err naming the problem. */
+int batch_prepare_prompt(const TfModel *m, const char *text, int len, int n_new, int *ids,
+                         TfError *err);
+
+/* Runs every line of `in` (named in_name in messages). Completions (or, in
+ * check mode, the first failures) go to out, problems with lines to errs.
+ * Returns 0, or -1 with err set when the run itself failed (out of memory,
+ * a read error); bad lines and failed checks are only counted in st. */
+int batch_run(const TfModel *m, FILE *in, const char *in_name, FILE *out, FILE *errs,
+              const TfBatchOptions *o, TfBatchStats *st, TfError *err);
+
+/* Writes `prompt` and the generated tokens (escaped, infer_token_text) to f. */
+void batch_print_completion(FILE *f, const TfModel *m, const char *prompt, size_t len,
+                            const int *toks, int n);
+
+/* The number of CPUs online, at least 1. */
+int batch_default_threads(void);
+
+#endif

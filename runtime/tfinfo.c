@@ -1,0 +1,231 @@
+/* tfinfo: what is in a .tfw weight file.
+ *
+ *   tfinfo WEIGHTS.tfw
+ *
+ * Prints the vocabulary, the position encoding, the register layout, every
+ * layer (kind, the op and source line it came from, its tensors' shapes and
+ * parameter count), every tensor, the generation settings and the embedded
+ * source. Exit status: 0 success; 1 a bad weight file; 2 usage error.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "infer.h"
+#include "tfw.h"
+
+#define TFINFO_EXIT_ERROR 1
+#define TFINFO_EXIT_USAGE 2
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: tfinfo WEIGHTS.tfw\n"
+               "  prints the vocabulary, position encoding, registers, layers, tensors,\n"
+               "  generation settings and embedded source of a weight file\n");
+}
+
+/* "[80, 80]" */
+static void print_shape(const TfTensor *t) {
+    fputc('[', stdout);
+    for (int i = 0; i < t->ndim; i++) printf("%s%lld", i ? ", " : "", (long long)t->shape[i]);
+    fputc(']', stdout);
+}
+
+/* How many tensor fields of all layers name tensor idx. */
+static int layer_uses(const TfModel *m, int idx) {
+    int n = 0;
+    for (int l = 0; l < m->n_layers; l++) {
+        const TfLayer *ly = &m->layers[l];
+        const int fields[] = {ly->query,       ly->key,      ly->value,      ly->output,
+                              ly->query_bias,  ly->key_bias, ly->value_bias, ly->output_bias,
+                              ly->fc1_weight,  ly->fc1_bias, ly->fc2_weight, ly->fc2_bias,
+                              ly->norm_weight, ly->norm_bias};
+        for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) n += fields[i] == idx;
+    }
+    return n;
+}
+
+/* One tensor of a layer: "    query  layers.0.attn.query.weight [80, 80]",
+ * marked "shared" when other layers use it too. */
+static size_t print_layer_tensor(const TfModel *m, const char *role, int idx) {
+    if (idx < 0) return 0;
+    const TfTensor *t = &m->tensors[idx];
+    printf("      %-12s %-34s ", role, t->name);
+    print_shape(t);
+    printf("%s\n", layer_uses(m, idx) > 1 ? "  shared" : "");
+    return t->nelem;
+}
+
+static void print_vocab(const TfModel *m) {
+    printf("vocabulary: %d tokens\n ", m->n_vocab);
+    char buf[8];
+    for (int i = 0; i < m->n_vocab; i++) {
+        infer_token_text(m, i, buf);
+        printf(" %d:%s", i, strcmp(buf, " ") == 0 ? "' '" : buf);
+        if (i % 16 == 15 && i + 1 < m->n_vocab) printf("\n ");
+    }
+    fputc('\n', stdout);
+}
+
+static void print_registers(const TfModel *m) {
+    printf("\nregisters: %d\n", m->n_regs);
+    if (m->n_regs == 0) {
+        printf("  (none: the residual stream has no named columns)\n");
+        return;
+    }
+    printf("  %-14s %-9s %s\n", "name", "kind", "columns");
+    for (int r = 0; r < m->n_regs; r++) {
+        const TfRegister *reg = &m->regs[r];
+        printf("  %-14s %-9s ", reg->name, tf_reg_kind_names[reg->kind]);
+        if (reg->size == 1)
+            printf("%d", reg->offset);
+        else
+            printf("%d-%d", reg->offset, reg->offset + reg->size - 1);
+        if (reg->kind == TF_REG_POSITION) printf("  (sin, cos)");
+        if (r == m->output_reg) printf("  output");
+        fputc('\n', stdout);
+    }
+}
+
+static void print_layers(const TfModel *m) {
+    printf("\nlayers: %d (a layer's parameters count its shared tensors too)\n", m->n_layers);
+    for (int l = 0; l < m->n_layers; l++) {
+        const TfLayer *ly = &m->layers[l];
+        printf("  %3d %-14s %s", l, ly->name, tf_layer_kind_names[ly->kind]);
+        if (ly->op) printf("%*s %-18s", 9 - (int)strlen(tf_layer_kind_names[ly->kind]), "", ly->op);
+        if (ly->line > 0) printf(" line %d", ly->line);
+        fputc('\n', stdout);
+        size_t n = 0;
+        if (ly->kind == TF_LAYER_ATTENTION) {
+            printf("      %d head%s, d_head %d, d_vhead %d, scale %g, %s\n", ly->n_heads,
+                   ly->n_heads == 1 ? "" : "s", ly->d_head, ly->d_vhead, (double)ly->scale,
+                   ly->causal ? "causal" : "bidirectional");
+            n += print_layer_tensor(m, "query", ly->query);
+            n += print_layer_tensor(m, "key", ly->key);
+            n += print_layer_tensor(m, "value", ly->value);
+            n += print_layer_tensor(m, "output", ly->output);
+            n += print_layer_tensor(m, "query_bias", ly->query_bias);
+            n += print_layer_tensor(m, "key_bias", ly->key_bias);
+            n += print_layer_tensor(m, "value_bias", ly->value_bias);
+            n += print_layer_tensor(m, "output_bias", ly->output_bias);
+        } else if (ly->kind == TF_LAYER_MLP) {
+            printf("      d_hidden %d, %s\n", ly->d_hidden, tf_activation_names[ly->act]);
+            n += print_layer_tensor(m, "fc1_weight", ly->fc1_weight);
+            n += print_layer_tensor(m, "fc1_bias", ly->fc1_bias);
+            n += print_layer_tensor(m, "fc2_weight", ly->fc2_weight);
+            n += print_layer_tensor(m, "fc2_bias", ly->fc2_bias);
+        } else {
+            printf("      LayerNorm, eps %g\n", (double)ly->norm_eps);
+        }
+        if (ly->norm_weight >= 0 || ly->norm_bias >= 0) {
+            if (ly->kind != TF_LAYER_NORM) printf("      pre-norm, eps %g\n", (double)ly->norm_eps);
+            n += print_layer_tensor(m, "norm_weight", ly->norm_weight);
+            n += print_layer_tensor(m, "norm_bias", ly->norm_bias);
+        }
+        printf("      %zu parameters\n", n);
+    }
+}
+
+/* Whether the model reads tensor idx (a checkpoint also holds optimizer state). */
+static int tensor_used(const TfModel *m, int idx) {
+    return idx == m->tok_embed || idx == m->pos_embed || idx == m->unembed ||
+           idx == m->unembed_bias || layer_uses(m, idx) > 0;
+}
+
+static void print_tensors(const TfModel *m) {
+    size_t unused = 0;
+    for (int i = 0; i < m->n_tensors; i++)
+        if (!tensor_used(m, i)) unused += m->tensors[i].nelem;
+    printf("\ntensors: %d, %zu parameters (float32, %zu bytes)", m->n_tensors, model_param_count(m),
+           model_param_count(m) * sizeof(float));
+    if (unused) printf("; %zu of them in tensors the model does not read", unused);
+    fputc('\n', stdout);
+    for (int i = 0; i < m->n_tensors; i++) {
+        const TfTensor *t = &m->tensors[i];
+        printf("  %-36s ", t->name);
+        print_shape(t);
+        printf(" %zu%s\n", t->nelem, tensor_used(m, i) ? "" : "  unused (e.g. optimizer state)");
+    }
+}
+
+static void print_source(const TfModel *m) {
+    if (!m->source) {
+        printf("\nsource: none embedded\n");
+        return;
+    }
+    printf("\nsource: %s\n", m->source_name ? m->source_name : "(unnamed)");
+    const char *s = m->source;
+    for (int line = 1; *s; line++) {
+        const char *e = strchr(s, '\n');
+        size_t n = e ? (size_t)(e - s) : strlen(s);
+        printf("%4d | %.*s\n", line, (int)n, s);
+        s += n + (e ? 1 : 0);
+    }
+}
+
+int main(int argc, char **argv) {
+    const char *weights = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "tfinfo: unknown option '%s'\n", a);
+            usage(stderr);
+            return TFINFO_EXIT_USAGE;
+        } else if (weights) {
+            fprintf(stderr, "tfinfo: more than one weight file given\n");
+            return TFINFO_EXIT_USAGE;
+        } else {
+            weights = a;
+        }
+    }
+    if (!weights) {
+        fprintf(stderr, "tfinfo: no weight file given\n");
+        usage(stderr);
+        return TFINFO_EXIT_USAGE;
+    }
+    TfError err = {""};
+    TfModel *m = tfw_read(weights, &err);
+    if (!m) {
+        fprintf(stderr, "tfinfo: %s\n", err.msg);
+        return TFINFO_EXIT_ERROR;
+    }
+
+    printf("%s: tfw format %d, d_model %d, %d layer%s, %zu parameters\n", weights,
+           TF_FORMAT_VERSION, m->d_model, m->n_layers, m->n_layers == 1 ? "" : "s",
+           model_param_count(m));
+    print_vocab(m);
+    int sincos = 0; /* compiled programs: position registers, sin/cos embedding */
+    for (int r = 0; r < m->n_regs; r++) sincos |= m->regs[r].kind == TF_REG_POSITION;
+    if (sincos)
+        printf("\nposition encoding: sin, cos of 2*pi*p/%d; max_len %d (embed.position.weight "
+               "rows)\n",
+               m->period, m->max_len);
+    else
+        printf("\nposition encoding: embed.position.weight, max_len %d rows (period %d)\n",
+               m->max_len, m->period);
+    print_registers(m);
+    print_layers(m);
+    print_tensors(m);
+
+    printf("\ngeneration: ");
+    if (m->output_kind == TF_OUTPUT_CLASSIFY) {
+        printf("classifier, %d classes read at %s position:", m->n_classes,
+               m->classify_at_last ? "the last" : "the first");
+        for (int i = 0; i < m->n_classes && m->class_names; i++) printf(" %s", m->class_names[i]);
+        fputc('\n', stdout);
+    } else {
+        printf("%d tokens by default, greedy; unembedding reads %s\n", m->generate,
+               m->output_reg >= 0 ? m->regs[m->output_reg].name : "the whole residual stream");
+    }
+    print_source(m);
+    model_free(m);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "tfinfo: error writing output: %s\n", strerror(errno));
+        return TFINFO_EXIT_ERROR;
+    }
+    return 0;
+}

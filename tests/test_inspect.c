@@ -1,0 +1,455 @@
+/* test_inspect.c: register decoding, captures, traces and reports.
+ *
+ * Decoding is checked on hand-made rows (clean, empty and flagged values of
+ * each register kind); captures and traces on the adder; the broken adder
+ * (programs/adder.tfp without its `step_out: StepPosition(out_pos: -1)`) on
+ * the question the trace exists for: which layer goes wrong first.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "infer.h"
+#include "inspect.h"
+#include "model.h"
+#include "report.h"
+#include "testmodel.h"
+#include "testutil.h"
+
+#define PI 3.14159265358979323846
+
+/* A model with only what decoding reads: vocabulary "abc", period 10. */
+static TfModel *tiny_model(void) {
+    TfModel *m = model_new();
+    ck_assert_ptr_nonnull(m);
+    m->n_vocab = 3;
+    m->vocab = malloc(3);
+    memcpy(m->vocab, "abc", 3);
+    m->period = 10;
+    m->d_model = 6;
+    return m;
+}
+
+static TfDecoded decode(const TfModel *m, TfRegKind kind, int size, const float *v) {
+    TfRegister reg = {"r", kind, 0, size};
+    TfDecoded d;
+    inspect_decode(m, &reg, v, &d);
+    return d;
+}
+
+START_TEST(test_decode_token) {
+    TfModel *m = tiny_model();
+    float hot[] = {0, 1, 0};
+    TfDecoded d = decode(m, TF_REG_TOKEN, 3, hot);
+    ck_assert_int_eq(d.status, TF_DECODE_CLEAN);
+    ck_assert_int_eq(d.index, 1);
+    ck_assert_float_eq_tol(d.margin, 1, 1e-6);
+
+    float nearly[] = {0.03f, 0.97f, -0.02f}; /* within the tolerance */
+    d = decode(m, TF_REG_TOKEN, 3, nearly);
+    ck_assert_int_eq(d.status, TF_DECODE_CLEAN);
+    ck_assert_int_eq(d.index, 1);
+    ck_assert_int_eq(d.runner_up, 0);
+    ck_assert_float_eq_tol(d.margin, 0.94f, 1e-6);
+
+    float two[] = {0.6f, 0, 0.4f}; /* a mix of 'a' and 'c' */
+    d = decode(m, TF_REG_TOKEN, 3, two);
+    ck_assert_int_eq(d.status, TF_DECODE_FLAGGED);
+    ck_assert_int_eq(d.index, 0);
+    ck_assert_int_eq(d.runner_up, 2);
+    ck_assert_float_eq_tol(d.margin, 0.2f, 1e-6);
+    ck_assert_msg(strstr(d.why, "not one-hot") && strstr(d.why, "'c'"), "why: %s", d.why);
+
+    float weak[] = {0, 0, 0.5f}; /* one value, but not 1 */
+    d = decode(m, TF_REG_TOKEN, 3, weak);
+    ck_assert_int_eq(d.status, TF_DECODE_FLAGGED);
+    ck_assert_int_eq(d.index, 2);
+    ck_assert_msg(strstr(d.why, "0.5") != NULL, "why: %s", d.why);
+
+    float zero[] = {0, 0.001f, 0};
+    ck_assert_int_eq(decode(m, TF_REG_TOKEN, 3, zero).status, TF_DECODE_EMPTY);
+    float nan_[] = {0, NAN, 1};
+    ck_assert_int_eq(decode(m, TF_REG_TOKEN, 3, nan_).status, TF_DECODE_FLAGGED);
+    model_free(m);
+}
+END_TEST
+
+START_TEST(test_decode_position) {
+    TfModel *m = tiny_model(); /* period 10 */
+    for (int p = -3; p < 13; p++) {
+        float v[2] = {(float)sin(2 * PI * p / 10), (float)cos(2 * PI * p / 10)};
+        TfDecoded d = decode(m, TF_REG_POSITION, 2, v);
+        ck_assert_int_eq(d.status, TF_DECODE_CLEAN);
+        ck_assert_int_eq(d.index, ((p % 10) + 10) % 10); /* -1 is 9, 12 is 2 */
+        ck_assert_float_eq_tol(d.margin, 1, 1e-5);
+    }
+    float half[2] = {(float)sin(2 * PI * 3.5 / 10), (float)cos(2 * PI * 3.5 / 10)};
+    TfDecoded d = decode(m, TF_REG_POSITION, 2, half);
+    ck_assert_int_eq(d.status, TF_DECODE_FLAGGED);
+    ck_assert_float_eq_tol(d.value, 3.5f, 1e-4);
+    ck_assert_msg(strstr(d.why, "between 3 and 4") != NULL, "why: %s", d.why);
+
+    float wrap[2] = {(float)sin(2 * PI * 9.5 / 10), (float)cos(2 * PI * 9.5 / 10)};
+    d = decode(m, TF_REG_POSITION, 2, wrap);
+    ck_assert_msg(strstr(d.why, "between 9 and 0") != NULL, "why: %s", d.why);
+
+    // Two positions averaged: the angle is between them and the vector short.
+    float mix[2] = {(float)(sin(2 * PI * 1 / 10) + sin(2 * PI * 4 / 10)) / 2,
+                    (float)(cos(2 * PI * 1 / 10) + cos(2 * PI * 4 / 10)) / 2};
+    d = decode(m, TF_REG_POSITION, 2, mix);
+    ck_assert_int_eq(d.status, TF_DECODE_FLAGGED);
+    ck_assert_msg(strstr(d.why, "length") != NULL, "why: %s", d.why);
+
+    float zero[2] = {0, 0};
+    ck_assert_int_eq(decode(m, TF_REG_POSITION, 2, zero).status, TF_DECODE_EMPTY);
+    model_free(m);
+}
+END_TEST
+
+START_TEST(test_decode_scalar) {
+    TfModel *m = tiny_model();
+    float v[] = {-2.5f};
+    TfDecoded d = decode(m, TF_REG_SCALAR, 1, v);
+    ck_assert_int_eq(d.status, TF_DECODE_CLEAN);
+    ck_assert_float_eq(d.value, -2.5f);
+    float inf[] = {INFINITY};
+    ck_assert_int_eq(decode(m, TF_REG_SCALAR, 1, inf).status, TF_DECODE_FLAGGED);
+    model_free(m);
+}
+END_TEST
+
+/* The adder's text with the line starting `drop` removed (NULL: as is). */
+static char *adder_source(const char *drop) {
+    char path[2048];
+    snprintf(path, sizeof path, "%s/programs/adder.tfp", tf_env_path("TF_SOURCE_DIR"));
+    size_t len = 0;
+    char *src = tf_read_file(path, &len);
+    ck_assert_ptr_nonnull(src);
+    if (drop) {
+        char *line = strstr(src, drop);
+        ck_assert_msg(line != NULL && (line == src || line[-1] == '\n'), "no line '%s'", drop);
+        char *end = strchr(line, '\n');
+        memmove(line, end + 1, strlen(end + 1) + 1);
+    }
+    return src;
+}
+
+static TfCapture *capture_text(const TfModel *m, const char *text) {
+    int ids[128], n = (int)strlen(text);
+    TfError err = {""};
+    ck_assert_int_eq(infer_tokenize(m, text, n, ids, &err), 0);
+    TfCapture *c = inspect_capture(m, ids, n, &err);
+    ck_assert_msg(c != NULL, "%s", err.msg);
+    return c;
+}
+
+/* Fails unless `want` occurs in the trace `t` (printed to stderr then:
+ * Check's messages are too short for a whole trace). */
+static void expect_in(const char *t, const char *want) {
+    if (!strstr(t, want)) fprintf(stderr, "--- trace ---\n%s--- lacks ---\n%s\n", t, want);
+    ck_assert_msg(strstr(t, want) != NULL, "the trace lacks \"%.200s\"", want);
+}
+
+static char *trace_text(const TfCapture *c) {
+    FILE *f = tmpfile();
+    ck_assert_ptr_nonnull(f);
+    inspect_print_trace(c, f);
+    long n = ftell(f);
+    rewind(f);
+    char *buf = malloc((size_t)n + 1);
+    ck_assert_int_eq(fread(buf, 1, (size_t)n, f), n);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+START_TEST(test_capture_adder) {
+    char *src = adder_source(NULL);
+    TfModel *m = tf_compile_text(src);
+    free(src);
+    TfCapture *c = capture_text(m, "0999+0111=");
+    ck_assert_int_eq(c->n_pos, 10);
+    ck_assert_int_eq(c->n_blocks, m->n_layers + 1);
+    ck_assert_int_eq(m->vocab[c->next], '0'); /* 0999+0111=0111: the first digit */
+
+    // Block 0 is the embedding: token one-hot plus position.
+    const float *te = m->tensors[m->tok_embed].data, *pe = m->tensors[m->pos_embed].data;
+    for (int p = 0; p < 10; p++)
+        for (int i = 0; i < m->d_model; i++)
+            ck_assert_float_eq_tol(capture_row(c, 0, p)[i],
+                                   te[c->tokens[p] * m->d_model + i] + pe[p * m->d_model + i],
+                                   1e-6);
+
+    // find_plus writes left_pos and nothing else; every position points at '+'
+    // (4) once the '+' is visible.
+    ck_assert_str_eq(m->layers[0].name, "find_plus");
+    const TfRegister *left_pos = &m->regs[model_find_register(m, "left_pos")];
+    for (int r = 0; r < m->n_regs; r++)
+        ck_assert_int_eq(inspect_layer_wrote(c, 0, &m->regs[r]), &m->regs[r] == left_pos);
+    for (int p = 4; p < 10; p++) {
+        TfDecoded d;
+        inspect_decode(m, left_pos, capture_row(c, 1, p), &d);
+        ck_assert_int_eq(d.status, TF_DECODE_CLEAN);
+        ck_assert_int_eq(d.index, 4);
+    }
+    // Attention rows are distributions over the visible keys; causal rows
+    // see nothing after themselves.
+    for (int q = 0; q < 10; q++) {
+        double sum = 0;
+        for (int k = 0; k < 10; k++) {
+            float w = capture_att(c, 0, 0, q, k);
+            if (k > q) ck_assert_float_eq(w, 0);
+            sum += w;
+        }
+        ck_assert_double_eq_tol(sum, 1, 1e-5);
+    }
+    ck_assert_float_gt(capture_att(c, 0, 0, 9, 4), 0.99f); /* '=' looks at '+' */
+    ck_assert_ptr_null(c->att[3]);                         /* step_out is an MLP */
+
+    // The trace names layers with op and line, decodes, and reads the output.
+    char *t = trace_text(c);
+    expect_in(t, "layer 0 find_plus  (attention, FindAndStore, line 39)");
+    ck_assert_msg(strstr(t,
+                         "    left_pos          0      0      0      0      4      4      4      4"
+                         "      4      4\n"),
+                  "%s", t);
+    expect_in(t, "  output: final at position 9 reads 0\n");
+    ck_assert_ptr_null(strstr(t, "\n    ! ")); /* the good adder decodes cleanly */
+    ck_assert_ptr_null(strstr(t, "\n  ! "));
+    free(t);
+    capture_free(c);
+    model_free(m);
+}
+END_TEST
+
+/* The first layer of `bad` (matched to `good` by name and occurrence) that
+ * wrote a register which decodes differently from what `good` wrote there.
+ * Returns its index in bad, -1 when none; *reg and *pos say where. */
+static int first_wrong_layer(const TfCapture *good, const TfCapture *bad, int *reg, int *pos) {
+    const TfModel *gm = good->m, *bm = bad->m;
+    for (int lb = 0; lb < bm->n_layers; lb++) {
+        int occ = 0, lg = -1;
+        for (int j = 0; j < lb; j++) occ += strcmp(bm->layers[j].name, bm->layers[lb].name) == 0;
+        for (int j = 0; j < gm->n_layers && lg < 0; j++)
+            if (strcmp(gm->layers[j].name, bm->layers[lb].name) == 0 && occ-- == 0) lg = j;
+        if (lg < 0) continue;
+        for (int r = 0; r < bm->n_regs; r++) {
+            if (!inspect_layer_wrote(bad, lb, &bm->regs[r]) &&
+                !inspect_layer_wrote(good, lg, &gm->regs[r]))
+                continue;
+            for (int p = 0; p < bad->n_pos; p++) {
+                TfDecoded g, b;
+                inspect_decode(gm, &gm->regs[r], capture_row(good, lg + 1, p), &g);
+                inspect_decode(bm, &bm->regs[r], capture_row(bad, lb + 1, p), &b);
+                int same = g.status == b.status && g.index == b.index &&
+                           (bm->regs[r].kind != TF_REG_SCALAR ||
+                            fabsf(g.value - b.value) <= 1e-3f * fmaxf(1, fabsf(g.value)));
+                if (!same) {
+                    *reg = r;
+                    *pos = p;
+                    return lb;
+                }
+            }
+        }
+    }
+    return -1;
+}
+
+START_TEST(test_broken_adder_first_wrong_layer) {
+    char *src = adder_source(NULL), *broken_src = adder_source("step_out:");
+    TfModel *good = tf_compile_text(src), *bad = tf_compile_text(broken_src);
+    free(src);
+    free(broken_src);
+    ck_assert_int_eq(bad->n_layers, good->n_layers - 1);
+    TfCapture *g = capture_text(good, "0999+0111="), *b = capture_text(bad, "0999+0111=");
+
+    // The first wrong write: step_pos moves out_pos to 10 at the '=', which
+    // should point at itself (9): the position of the first output digit.
+    int reg = -1, pos = -1;
+    int lb = first_wrong_layer(g, b, &reg, &pos);
+    ck_assert_int_ge(lb, 0);
+    ck_assert_str_eq(bad->layers[lb].name, "step_pos");
+    ck_assert_int_eq(lb, 4); /* its first occurrence */
+    ck_assert_str_eq(bad->regs[reg].name, "out_pos");
+    TfDecoded dg, db;
+    const TfRegister *out_pos = &bad->regs[reg];
+    inspect_decode(good, out_pos, capture_row(g, lb + 2, 9), &dg);
+    inspect_decode(bad, out_pos, capture_row(b, lb + 1, 9), &db);
+    ck_assert_int_eq(dg.index, 9);
+    ck_assert_int_eq(db.index, 10);
+
+    // The broken trace shows it on step_pos's out_pos line, and ends saying
+    // the output register is empty where the next token is read.
+    char *t = trace_text(b);
+    const char *at = strstr(t, "layer 4 step_pos");
+    ck_assert_msg(at != NULL, "%s", t);
+    at = strstr(at, "    out_pos ");
+    ck_assert_ptr_nonnull(at);
+    size_t n = (size_t)(strchr(at, '\n') - at);
+    ck_assert_msg(n > 3 && strncmp(at + n - 3, " 10", 3) == 0, "out_pos line: %.*s", (int)n, at);
+    expect_in(t, "! output: final is empty at position 9");
+    free(t);
+    capture_free(g);
+    capture_free(b);
+    model_free(good);
+    model_free(bad);
+}
+END_TEST
+
+START_TEST(test_trace_without_registers) {
+    // A compiled adder with its registers dropped stands in for a learned
+    // model: the trace shows the logit lens and attention matrices instead.
+    char *src = adder_source(NULL);
+    TfModel *m = tf_compile_text(src);
+    free(src);
+    for (int r = 0; r < m->n_regs; r++) free(m->regs[r].name);
+    free(m->regs);
+    m->regs = NULL;
+    m->n_regs = 0;
+    m->output_reg = -1;
+    TfCapture *c = capture_text(m, "0999+0111=");
+    int ids[2];
+    float probs[2];
+    inspect_logit_lens(c, c->n_blocks - 1, 9, 2, ids, probs);
+    ck_assert_int_eq(ids[0], c->next); /* the lens at the end is the prediction */
+    ck_assert_float_gt(probs[0], probs[1]);
+    ck_assert_float_le(probs[0] + probs[1], 1.0f + 1e-5f);
+    char *t = trace_text(c);
+    expect_in(t, "(no registers: logit lens and attention per layer)");
+    expect_in(t, "    lens top1 ");
+    expect_in(t, "    head 0 (");
+    // find_plus's matrix: the '=' row (9) puts 100% on the '+' column (4).
+    expect_in(t, "        9 =       .   .   .   . 100   .   .   .   .   .\n");
+
+    // A norm layer (nothing produces them yet) counts as writing everything,
+    // and a final norm is applied by the lens; neither may crash the trace.
+    TfLayerKind kind = m->layers[4].kind;
+    m->layers[4].kind = TF_LAYER_NORM;
+    TfRegister all = {"x", TF_REG_SCALAR, 0, 1};
+    ck_assert_int_eq(inspect_layer_wrote(c, 4, &all), 1);
+    m->layers[m->n_layers - 1].kind = TF_LAYER_NORM;
+    m->layers[m->n_layers - 1].norm_eps = 1e-5f;
+    inspect_logit_lens(c, 3, 9, 2, ids, probs);
+    ck_assert_int_ge(ids[0], 0);
+    free(t);
+    t = trace_text(c);
+    expect_in(t, "layer 4 clear_lro  (norm");
+    m->layers[4].kind = kind;
+    free(t);
+    capture_free(c);
+    model_free(m);
+}
+END_TEST
+
+/* Number of times `needle` occurs in `hay`. */
+static int count(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
+    return n;
+}
+
+START_TEST(test_report_and_svgs) {
+    char *src = adder_source(NULL);
+    TfModel *m = tf_compile_text(src);
+    free(src);
+    TfCapture *c = capture_text(m, "0999+0111=");
+    int n_att = 0;
+    for (int l = 0; l < m->n_layers; l++) n_att += c->att[l] ? m->layers[l].n_heads : 0;
+
+    char dir[] = "/tmp/tf_inspect_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    TfError err = {""};
+    ck_assert_int_eq(report_write_html(c, path, &err), 0);
+    char *html = tf_read_file(path, NULL);
+    ck_assert_ptr_nonnull(html);
+    ck_assert_int_eq(count(html, "data-kind=\"resid\""), c->n_blocks);
+    ck_assert_int_eq(count(html, "data-kind=\"att\""), n_att);
+    // Self-contained: the only URL is SVG's namespace name, which is never fetched.
+    ck_assert_int_eq(count(html, "http"), count(html, "http://www.w3.org/2000/svg\""));
+    ck_assert_ptr_null(strstr(html, "<script src"));
+    ck_assert_ptr_nonnull(strstr(html, ">find_plus:  FindAndStore(&#39;+&#39;) -&gt; left_pos;<"));
+    free(html);
+    unlink(path);
+
+    snprintf(path, sizeof path, "%s/svg", dir);
+    ck_assert_int_eq(report_write_svgs(c, path, &err), 0);
+    char file[512];
+    snprintf(file, sizeof file, "%s/resid_01_find_plus.svg", path);
+    char *svg = tf_read_file(file, NULL);
+    ck_assert_msg(svg != NULL, "no %s", file);
+    ck_assert_ptr_nonnull(strstr(svg, "<?xml"));
+    ck_assert_ptr_nonnull(strstr(svg, ">left_pos</text>"));
+    free(svg);
+    unlink(file);
+    int files = 0;
+    for (int b = 0; b < c->n_blocks; b++) {
+        for (int h = -1; h < (b > 0 && c->att[b - 1] ? m->layers[b - 1].n_heads : 0); h++) {
+            const char *name = b == 0 ? "embedding" : m->layers[b - 1].name;
+            if (h < 0)
+                snprintf(file, sizeof file, "%s/resid_%02d_%s.svg", path, b, name);
+            else
+                snprintf(file, sizeof file, "%s/att_%02d_%s_h%d.svg", path, b, name, h);
+            files += unlink(file) == 0;
+        }
+    }
+    ck_assert_int_eq(files + 1, c->n_blocks + n_att); /* + the one read above */
+    ck_assert_int_eq(rmdir(path), 0);
+
+    // Unwritable places fail with a message naming them.
+    snprintf(path, sizeof path, "%s/no/such/report.html", dir);
+    ck_assert_int_eq(report_write_html(c, path, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, path));
+    ck_assert_int_eq(rmdir(dir), 0);
+    capture_free(c);
+    model_free(m);
+}
+END_TEST
+
+START_TEST(test_generate_steps) {
+    char *src = adder_source(NULL);
+    TfModel *m = tf_compile_text(src);
+    free(src);
+    int ids[10], out[4];
+    TfError err = {""};
+    ck_assert_int_eq(infer_tokenize(m, "0999+0111=", 10, ids, &err), 0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    TfInspectOptions all = {1, 1, 0, NULL, NULL};
+    ck_assert_int_eq(inspect_generate(m, ids, 10, 4, &all, f, out, &err), 0);
+    fclose(f);
+    char got[5] = {m->vocab[out[0]], m->vocab[out[1]], m->vocab[out[2]], m->vocab[out[3]], 0};
+    ck_assert_str_eq(got, "0111");              /* the same as plain generation */
+    ck_assert_int_eq(count(buf, "\nstep "), 3); /* steps 1..3 after step 0 */
+    ck_assert_ptr_nonnull(strstr(buf, "step 3: 13 positions \"0999+0111=011\" -> next 1\n"));
+    free(buf);
+
+    TfInspectOptions far = {1, 0, 4, NULL, NULL};
+    ck_assert_int_eq(inspect_generate(m, ids, 10, 4, &far, stdout, out, &err), -1);
+    ck_assert_str_eq(err.msg, "--step 4: the steps run are 0 to 3");
+    model_free(m);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("inspect");
+    TCase *tc = tcase_create("decode");
+    tcase_add_test(tc, test_decode_token);
+    tcase_add_test(tc, test_decode_position);
+    tcase_add_test(tc, test_decode_scalar);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("adder");
+    tcase_add_test(tc, test_capture_adder);
+    tcase_add_test(tc, test_broken_adder_first_wrong_layer);
+    tcase_add_test(tc, test_trace_without_registers);
+    tcase_add_test(tc, test_report_and_svgs);
+    tcase_add_test(tc, test_generate_steps);
+    suite_add_tcase(s, tc);
+    return tf_run_suite(s);
+}
