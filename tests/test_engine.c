@@ -1,0 +1,486 @@
+/* test_engine.c: the optimized engine against its naive twins.
+ *
+ * - linear_forward (packed, sparse or dense, feature-major) against
+ *   linear_forward_naive and against the plain dense product in double;
+ * - infer_generate / infer_classify (packed weights, skipped rows, shared
+ *   caches, batches of mixed lengths, threads' engines sharing a plan)
+ *   against reference_forward below: one sequence, every position
+ *   recomputed, dense row-major loops, on random models with every layer
+ *   feature (multi-head attention with biases and an output projection,
+ *   pre-norm, LayerNorm layers, GELU and ReLU MLPs, a bidirectional layer,
+ *   a classifier head).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "infer.h"
+#include "linear.h"
+#include "testmodel.h"
+#include "testutil.h"
+
+static float frand(unsigned *seed) { return (float)rand_r(seed) / (float)RAND_MAX - 0.5f; }
+
+/* ---- linear maps ---------------------------------------------------------- */
+
+static void check_linear(int n_out, int n_in, double fill, int with_bias, int with_map, int n,
+                         unsigned seed) {
+    float *W = calloc((size_t)n_out * n_in, sizeof(float));
+    float *b = with_bias ? calloc((size_t)n_out, sizeof(float)) : NULL;
+    for (int i = 0; i < n_out * n_in; i++)
+        if ((double)rand_r(&seed) / RAND_MAX < fill) W[i] = 4 * frand(&seed);
+    for (int o = 0; o < n_out && b; o++)
+        if (rand_r(&seed) % 3) b[o] = frand(&seed);
+    // in_map: drop some inputs, send two columns to one feature.
+    int *map = malloc((size_t)n_in * sizeof(int)), n_feat = n_in;
+    for (int c = 0; c < n_in; c++) map[c] = with_map ? (c % 5 == 4 ? -1 : c / 2) : c;
+    if (with_map) n_feat = n_in / 2 + 1;
+    int ldx = n + 3; /* rows padded: strides must be honoured */
+    float *x = malloc((size_t)n_feat * ldx * sizeof(float));
+    for (int i = 0; i < n_feat * ldx; i++) x[i] = 2 * frand(&seed);
+    TfLinear L;
+    TfError err = {""};
+    ck_assert_int_eq(linear_pack(&L, W, b, n_out, n_in, with_map ? map : NULL, &err), 0);
+    int ldy = n + 1;
+    float *fast = calloc((size_t)(L.n_rows + 1) * ldy, sizeof(float));
+    float *slow = calloc((size_t)(L.n_rows + 1) * ldy, sizeof(float));
+    float *scratch = malloc((size_t)(L.n_cols + 1) * n * sizeof(float));
+    linear_forward(&L, fast, ldy, x, ldx, n, scratch);
+    linear_forward_naive(&L, slow, ldy, x, ldx, n);
+    // Every output row that is not kept must be exactly zero in the truth.
+    int k = 0;
+    for (int o = 0; o < n_out; o++) {
+        int kept = k < L.n_rows && L.rows[k] == o;
+        for (int r = 0; r < n; r++) {
+            double want = b ? b[o] : 0.0;
+            for (int c = 0; c < n_in; c++)
+                if (map[c] >= 0) want += (double)W[(size_t)o * n_in + c] * x[(size_t)map[c] * ldx + r];
+            if (!kept) {
+                ck_assert_msg(want == 0.0, "row %d dropped but not zero", o);
+                continue;
+            }
+            float f = fast[(size_t)k * ldy + r], s = slow[(size_t)k * ldy + r];
+            ck_assert_msg(fabs(f - want) <= 1e-4 * (1 + fabs(want)) &&
+                              fabs(s - want) <= 1e-4 * (1 + fabs(want)),
+                          "%dx%d fill %.2f map %d row %d: fast %g naive %g want %g", n_out, n_in,
+                          fill, with_map, o, f, s, want);
+        }
+        k += kept;
+    }
+    ck_assert_int_eq(k, L.n_rows);
+    linear_free(&L);
+    free(W), free(b), free(map), free(x), free(fast), free(slow), free(scratch);
+}
+
+START_TEST(test_linear_matches_naive) {
+    double fills[] = {0.0, 0.02, 0.1, 0.3, 1.0};
+    int shapes[][2] = {{1, 1}, {24, 21}, {80, 80}, {14, 80}, {200, 80}, {3, 50}};
+    unsigned seed = 7;
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (size_t f = 0; f < sizeof fills / sizeof *fills; f++)
+            for (int bias = 0; bias < 2; bias++)
+                for (int map = 0; map < 2; map++)
+                    for (int n = 1; n <= 65; n += 32)
+                        check_linear(shapes[s][0], shapes[s][1], fills[f], bias, map, n, seed++);
+}
+END_TEST
+
+START_TEST(test_linear_packs_only_nonzero_blocks) {
+    // A map reading columns 3 and 5 into rows 1 and 2 of 4.
+    float W[4 * 8] = {0};
+    W[1 * 8 + 3] = 2.0f;
+    W[2 * 8 + 5] = -1.0f;
+    float b[4] = {0, 0, 0.5f, 0};
+    TfLinear L;
+    TfError err = {""};
+    ck_assert_int_eq(linear_pack(&L, W, b, 4, 8, NULL, &err), 0);
+    ck_assert_int_eq(L.n_rows, 2);
+    ck_assert_int_eq(L.rows[0], 1);
+    ck_assert_int_eq(L.rows[1], 2);
+    ck_assert_int_eq(L.n_cols, 2);
+    ck_assert_int_eq(L.cols[0], 3);
+    ck_assert_int_eq(L.cols[1], 5);
+    ck_assert_int_eq(L.nnz, 2);
+    ck_assert_int_eq(linear_cost(&L), L.dense ? 4 : 2); /* the 2x2 block, or its 2 weights */
+    float x[8] = {0, 0, 0, 10, 0, 20, 0, 0}, y[2], scratch[2];
+    linear_forward(&L, y, 1, x, 1, 1, scratch);
+    ck_assert_float_eq(y[0], 20.0f);
+    ck_assert_float_eq(y[1], -19.5f);
+    linear_free(&L);
+}
+END_TEST
+
+/* ---- whole models ----------------------------------------------------------- */
+
+typedef struct Spec {
+    int d, vocab, max_len;
+    int classify;
+} Spec;
+
+static int add_random(TfModel *m, const char *name, int rows, int cols, float scale, unsigned *seed) {
+    TfError err = {""};
+    int64_t shape[2] = {rows, cols};
+    int t = model_add_tensor(m, name, cols > 0 ? 2 : 1, shape, &err);
+    ck_assert_msg(t >= 0, "%s", err.msg);
+    for (size_t i = 0; i < m->tensors[t].nelem; i++) m->tensors[t].data[i] = scale * frand(seed);
+    return t;
+}
+
+static int add_ones(TfModel *m, const char *name, int n, unsigned *seed) {
+    int t = add_random(m, name, n, 0, 0.2f, seed);
+    for (int i = 0; i < n; i++) m->tensors[t].data[i] += 1.0f;
+    return t;
+}
+
+/* A random model with every kind of layer. causal_all 0 puts one
+ * bidirectional attention layer in. */
+static TfModel *random_model(const Spec *sp, int causal_all, unsigned seed) {
+    TfModel *m = model_new();
+    TfError err = {""};
+    int d = sp->d;
+    m->d_model = d;
+    m->n_vocab = sp->vocab;
+    m->vocab = malloc((size_t)sp->vocab);
+    for (int i = 0; i < sp->vocab; i++) m->vocab[i] = (char)('a' + i);
+    m->period = sp->max_len;
+    m->max_len = sp->max_len;
+    m->generate = 3;
+    m->tok_embed = add_random(m, TF_TENSOR_TOKEN_EMBED, sp->vocab, d, 2.0f, &seed);
+    m->pos_embed = add_random(m, TF_TENSOR_POS_EMBED, sp->max_len, d, 1.0f, &seed);
+    int n_out = sp->vocab;
+    if (sp->classify) {
+        m->output_kind = TF_OUTPUT_CLASSIFY;
+        m->n_classes = n_out = 3;
+        m->class_names = calloc(3, sizeof(char *));
+        for (int i = 0; i < 3; i++) {
+            m->class_names[i] = malloc(8);
+            snprintf(m->class_names[i], 8, "c%d", i);
+        }
+    }
+    m->unembed = add_random(m, TF_TENSOR_UNEMBED, n_out, d, 1.0f, &seed);
+    m->unembed_bias = add_random(m, TF_TENSOR_UNEMBED_BIAS, n_out, 0, 0.5f, &seed);
+    char name[64];
+    for (int b = 0; b < 2; b++) {
+        // Multi-head attention, pre-norm, biases, output projection.
+        TfLayer a = model_layer_init(TF_LAYER_ATTENTION);
+        a.name = "attn";
+        a.n_heads = 2;
+        a.d_head = 3;
+        a.d_vhead = 4;
+        a.scale = 0.7f;
+        a.causal = causal_all || b == 0;
+        snprintf(name, sizeof name, "l%d.q", b);
+        a.query = add_random(m, name, 6, d, 1.5f, &seed);
+        snprintf(name, sizeof name, "l%d.k", b);
+        a.key = add_random(m, name, 6, d, 1.5f, &seed);
+        snprintf(name, sizeof name, "l%d.v", b);
+        a.value = add_random(m, name, 8, d, 1.0f, &seed);
+        snprintf(name, sizeof name, "l%d.o", b);
+        a.output = add_random(m, name, d, 8, 1.0f, &seed);
+        snprintf(name, sizeof name, "l%d.qb", b);
+        a.query_bias = add_random(m, name, 6, 0, 0.5f, &seed);
+        snprintf(name, sizeof name, "l%d.kb", b);
+        a.key_bias = add_random(m, name, 6, 0, 0.5f, &seed);
+        snprintf(name, sizeof name, "l%d.vb", b);
+        a.value_bias = add_random(m, name, 8, 0, 0.5f, &seed);
+        snprintf(name, sizeof name, "l%d.ob", b);
+        a.output_bias = add_random(m, name, d, 0, 0.5f, &seed);
+        snprintf(name, sizeof name, "l%d.ln1w", b);
+        a.norm_weight = add_ones(m, name, d, &seed);
+        snprintf(name, sizeof name, "l%d.ln1b", b);
+        a.norm_bias = add_random(m, name, d, 0, 0.2f, &seed);
+        ck_assert_int_ge(model_add_layer(m, &a, &err), 0);
+        // One head over the whole width, no projection (a compiled head).
+        TfLayer c = model_layer_init(TF_LAYER_ATTENTION);
+        c.name = "plain";
+        c.n_heads = 1;
+        c.d_head = 2;
+        c.d_vhead = d;
+        c.scale = 1.0f;
+        c.causal = 1;
+        snprintf(name, sizeof name, "l%d.cq", b);
+        c.query = add_random(m, name, 2, d, 1.0f, &seed);
+        snprintf(name, sizeof name, "l%d.ck", b);
+        c.key = add_random(m, name, 2, d, 1.0f, &seed);
+        snprintf(name, sizeof name, "l%d.cv", b);
+        c.value = add_random(m, name, d, d, 0.5f, &seed);
+        // Half the value rows zero: the engine drops them.
+        for (int i = 0; i < d * d / 2; i++) m->tensors[c.value].data[i] = 0.0f;
+        ck_assert_int_ge(model_add_layer(m, &c, &err), 0);
+        TfLayer f = model_layer_init(TF_LAYER_MLP);
+        f.name = "mlp";
+        f.d_hidden = 10;
+        f.act = b ? TF_ACT_RELU : TF_ACT_GELU;
+        snprintf(name, sizeof name, "l%d.w1", b);
+        f.fc1_weight = add_random(m, name, 10, d, 1.0f, &seed);
+        snprintf(name, sizeof name, "l%d.b1", b);
+        f.fc1_bias = add_random(m, name, 10, 0, 0.5f, &seed);
+        snprintf(name, sizeof name, "l%d.w2", b);
+        f.fc2_weight = add_random(m, name, d, 10, 1.0f, &seed);
+        if (b == 0) {
+            snprintf(name, sizeof name, "l%d.ln2w", b);
+            f.norm_weight = add_ones(m, name, d, &seed);
+            snprintf(name, sizeof name, "l%d.ln2b", b);
+            f.norm_bias = add_random(m, name, d, 0, 0.2f, &seed);
+        }
+        ck_assert_int_ge(model_add_layer(m, &f, &err), 0);
+    }
+    TfLayer n = model_layer_init(TF_LAYER_NORM);
+    n.name = "final_norm";
+    n.norm_weight = add_ones(m, "lnf.w", d, &seed);
+    n.norm_bias = add_random(m, "lnf.b", d, 0, 0.2f, &seed);
+    ck_assert_int_ge(model_add_layer(m, &n, &err), 0);
+    ck_assert_msg(model_validate(m, &err) == 0, "%s", err.msg);
+    return m;
+}
+
+static const float *T(const TfModel *m, int i) { return i >= 0 ? m->tensors[i].data : NULL; }
+
+/* y[n, out] = x[n, in] W^T + b, plain loops. */
+static void ref_linear(float *y, const float *x, const float *W, const float *b, int n, int in,
+                       int out) {
+    for (int r = 0; r < n; r++)
+        for (int o = 0; o < out; o++) {
+            double acc = b ? b[o] : 0.0;
+            for (int c = 0; c < in; c++) acc += (double)x[r * in + c] * W[o * in + c];
+            y[r * out + o] = (float)acc;
+        }
+}
+
+static void ref_norm(float *y, const float *x, int n, int d, const float *w, const float *b,
+                     float eps) {
+    for (int r = 0; r < n; r++) {
+        double mean = 0, var = 0;
+        for (int c = 0; c < d; c++) mean += x[r * d + c];
+        mean /= d;
+        for (int c = 0; c < d; c++) var += (x[r * d + c] - mean) * (x[r * d + c] - mean);
+        var /= d;
+        for (int c = 0; c < d; c++)
+            y[r * d + c] = (float)((x[r * d + c] - mean) / sqrt(var + eps) * w[c] + b[c]);
+    }
+}
+
+/* Logits (n_out) at position `at` of ids[0..n-1], everything recomputed. */
+static void reference_forward(const TfModel *m, const int *ids, int n, int at, float *logits) {
+    int d = m->d_model;
+    float *x = calloc((size_t)n * d, sizeof(float)), *h = calloc((size_t)n * d, sizeof(float));
+    float *q = calloc((size_t)n * 64, sizeof(float)), *k = calloc((size_t)n * 64, sizeof(float));
+    float *v = calloc((size_t)n * 64, sizeof(float)), *o = calloc((size_t)n * 64, sizeof(float));
+    float *y = calloc((size_t)n * 64, sizeof(float)), *hid = calloc((size_t)n * 64, sizeof(float));
+    for (int i = 0; i < n; i++)
+        for (int c = 0; c < d; c++)
+            x[i * d + c] = T(m, m->tok_embed)[ids[i] * d + c] + T(m, m->pos_embed)[i * d + c];
+    for (int l = 0; l < m->n_layers; l++) {
+        const TfLayer *ly = &m->layers[l];
+        if (ly->kind == TF_LAYER_NORM) {
+            ref_norm(h, x, n, d, T(m, ly->norm_weight), T(m, ly->norm_bias), ly->norm_eps);
+            memcpy(x, h, (size_t)n * d * sizeof(float));
+            continue;
+        }
+        if (ly->norm_weight >= 0)
+            ref_norm(h, x, n, d, T(m, ly->norm_weight), T(m, ly->norm_bias), ly->norm_eps);
+        else
+            memcpy(h, x, (size_t)n * d * sizeof(float));
+        if (ly->kind == TF_LAYER_ATTENTION) {
+            int H = ly->n_heads, dh = ly->d_head, dv = ly->d_vhead;
+            ref_linear(q, h, T(m, ly->query), T(m, ly->query_bias), n, d, H * dh);
+            ref_linear(k, h, T(m, ly->key), T(m, ly->key_bias), n, d, H * dh);
+            ref_linear(v, h, T(m, ly->value), T(m, ly->value_bias), n, d, H * dv);
+            for (int i = 0; i < n; i++)
+                for (int hh = 0; hh < H; hh++) {
+                    int Tn = ly->causal ? i + 1 : n;
+                    double s[64], mx = -INFINITY, sum = 0;
+                    for (int j = 0; j < Tn; j++) {
+                        double dot = 0;
+                        for (int c = 0; c < dh; c++)
+                            dot += (double)q[i * H * dh + hh * dh + c] * k[j * H * dh + hh * dh + c];
+                        s[j] = dot * ly->scale;
+                        if (s[j] > mx) mx = s[j];
+                    }
+                    for (int j = 0; j < Tn; j++) sum += s[j] = exp(s[j] - mx);
+                    for (int c = 0; c < dv; c++) {
+                        double acc = 0;
+                        for (int j = 0; j < Tn; j++) acc += s[j] / sum * v[j * H * dv + hh * dv + c];
+                        o[i * H * dv + hh * dv + c] = (float)acc;
+                    }
+                }
+            if (ly->output >= 0)
+                ref_linear(y, o, T(m, ly->output), T(m, ly->output_bias), n, H * dv, d);
+            else
+                memcpy(y, o, (size_t)n * d * sizeof(float));
+        } else {
+            int F = ly->d_hidden;
+            ref_linear(hid, h, T(m, ly->fc1_weight), T(m, ly->fc1_bias), n, d, F);
+            for (int i = 0; i < n * F; i++)
+                hid[i] = ly->act == TF_ACT_RELU ? (hid[i] > 0 ? hid[i] : 0)
+                                                : (float)(0.5 * hid[i] * (1 + erf(hid[i] / sqrt(2.0))));
+            ref_linear(y, hid, T(m, ly->fc2_weight), T(m, ly->fc2_bias), n, F, d);
+        }
+        for (int i = 0; i < n * d; i++) x[i] += y[i];
+    }
+    int n_out = m->output_kind == TF_OUTPUT_CLASSIFY ? m->n_classes : m->n_vocab;
+    ref_linear(logits, x + at * d, T(m, m->unembed), T(m, m->unembed_bias), 1, d, n_out);
+    free(x), free(h), free(q), free(k), free(v), free(o), free(y), free(hid);
+}
+
+static int ref_argmax(const float *x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+#define N_SEQS 9
+#define N_NEW 4
+
+static void check_generation(int causal_all, unsigned seed) {
+    Spec sp = {12, 6, 16, 0};
+    TfModel *m = random_model(&sp, causal_all, seed);
+    // Prompts of lengths 1..9, random tokens; the reference's greedy tokens.
+    int ids[N_SEQS][16], lens[N_SEQS], want[N_SEQS][N_NEW];
+    const int *idp[N_SEQS];
+    for (int s = 0; s < N_SEQS; s++) {
+        lens[s] = 1 + (s * 5) % N_SEQS;
+        for (int i = 0; i < lens[s]; i++) ids[s][i] = rand_r(&seed) % sp.vocab;
+        idp[s] = ids[s];
+        int seq[16];
+        memcpy(seq, ids[s], sizeof seq);
+        for (int t = 0; t < N_NEW; t++) {
+            float logits[8];
+            reference_forward(m, seq, lens[s] + t, lens[s] + t - 1, logits);
+            want[s][t] = seq[lens[s] + t] = ref_argmax(logits, sp.vocab);
+        }
+    }
+    TfError err = {""};
+    for (int cache = 0; cache < 2; cache++) {
+        // All at once, and one by one, with and without the cache.
+        TfInfer *inf = infer_new(m, N_SEQS, &err);
+        ck_assert_msg(inf != NULL, "%s", err.msg);
+        infer_set_cache(inf, cache);
+        int got[N_SEQS * N_NEW];
+        ck_assert_int_eq(infer_generate(inf, idp, lens, N_SEQS, N_NEW, got, &err), 0);
+        for (int s = 0; s < N_SEQS; s++)
+            for (int t = 0; t < N_NEW; t++)
+                ck_assert_msg(got[s * N_NEW + t] == want[s][t],
+                              "causal %d cache %d: sequence %d token %d: %d, reference %d",
+                              causal_all, cache, s, t, got[s * N_NEW + t], want[s][t]);
+        for (int s = 0; s < N_SEQS; s++) {
+            ck_assert_int_eq(infer_generate(inf, &idp[s], &lens[s], 1, N_NEW, got, &err), 0);
+            for (int t = 0; t < N_NEW; t++) ck_assert_int_eq(got[t], want[s][t]);
+        }
+        infer_free(inf);
+    }
+    model_free(m);
+}
+
+START_TEST(test_generation_matches_reference) {
+    for (unsigned seed = 1; seed <= 6; seed++) check_generation(1, seed);
+}
+END_TEST
+
+START_TEST(test_bidirectional_matches_reference) {
+    for (unsigned seed = 11; seed <= 14; seed++) check_generation(0, seed);
+}
+END_TEST
+
+START_TEST(test_classifier_matches_reference) {
+    for (int last = 0; last < 2; last++) {
+        Spec sp = {12, 6, 16, 1};
+        unsigned seed = 99 + last;
+        TfModel *m = random_model(&sp, 0, seed);
+        m->classify_at_last = last;
+        int ids[N_SEQS][16], lens[N_SEQS];
+        const int *idp[N_SEQS];
+        for (int s = 0; s < N_SEQS; s++) {
+            lens[s] = 2 + s;
+            for (int i = 0; i < lens[s]; i++) ids[s][i] = rand_r(&seed) % sp.vocab;
+            idp[s] = ids[s];
+        }
+        TfError err = {""};
+        TfInfer *inf = infer_new(m, N_SEQS, &err);
+        float probs[N_SEQS * 3];
+        ck_assert_int_eq(infer_classify(inf, idp, lens, N_SEQS, probs, &err), 0);
+        for (int s = 0; s < N_SEQS; s++) {
+            float logits[3];
+            reference_forward(m, ids[s], lens[s], last ? lens[s] - 1 : 0, logits);
+            double mx = fmax(logits[0], fmax(logits[1], logits[2])), sum = 0;
+            for (int c = 0; c < 3; c++) sum += exp(logits[c] - mx);
+            for (int c = 0; c < 3; c++) {
+                double want = exp(logits[c] - mx) / sum;
+                ck_assert_msg(fabs(probs[s * 3 + c] - want) < 1e-4,
+                              "at_last %d sequence %d class %d: %g, reference %g", last, s, c,
+                              probs[s * 3 + c], want);
+            }
+        }
+        infer_free(inf);
+        model_free(m);
+    }
+}
+END_TEST
+
+/* Two engines on one plan (as tfrun's threads use them) give the same
+ * tokens as an engine with its own. */
+START_TEST(test_shared_plan) {
+    Spec sp = {12, 6, 16, 0};
+    TfModel *m = random_model(&sp, 1, 5);
+    TfError err = {""};
+    TfPlan *plan = plan_new(m, &err);
+    ck_assert_ptr_nonnull(plan);
+    TfInfer *a = infer_new_with_plan(plan, 2, &err), *b = infer_new_with_plan(plan, 2, &err);
+    TfInfer *own = infer_new(m, 2, &err);
+    int p0[] = {1, 2, 3}, p1[] = {4, 0};
+    const int *ps[] = {p0, p1};
+    int lens[] = {3, 2}, ga[8], gb[8], go[8];
+    ck_assert_int_eq(infer_generate(a, ps, lens, 2, 4, ga, &err), 0);
+    ck_assert_int_eq(infer_generate(b, ps, lens, 2, 4, gb, &err), 0);
+    ck_assert_int_eq(infer_generate(own, ps, lens, 2, 4, go, &err), 0);
+    ck_assert_mem_eq(ga, go, sizeof ga);
+    ck_assert_mem_eq(gb, go, sizeof gb);
+    long dense = 0;
+    ck_assert_int_gt(plan_row_cost(plan, &dense), 0);
+    ck_assert_int_ge(dense, plan_row_cost(plan, NULL));
+    infer_free(a), infer_free(b), infer_free(own);
+    plan_free(plan);
+    model_free(m);
+}
+END_TEST
+
+/* The adder at -O skips what it can: its prompt positions before the last
+ * cost far less than a full pass (keys and values only), and the eight
+ * GetRelativeToken heads share one key and one value cache. */
+START_TEST(test_adder_plan_skips_work) {
+    TfModel *o1 = tf_compile_program_opt("programs/adder.tfp", 1);
+    TfModel *o0 = tf_compile_program_opt("programs/adder.tfp", 0);
+    TfError err = {""};
+    TfInfer *i1 = infer_new(o1, 1, &err), *i0 = infer_new(o0, 1, &err);
+    int ids[10], out1[4], out0[4], len = 10;
+    ck_assert_int_eq(infer_tokenize(o1, "0999+0111=", 10, ids, &err), 0);
+    const int *idp = ids;
+    ck_assert_int_eq(infer_generate(i1, &idp, &len, 1, 4, out1, &err), 0);
+    ck_assert_int_eq(infer_generate(i0, &idp, &len, 1, 4, out0, &err), 0);
+    ck_assert_mem_eq(out1, out0, sizeof out1);
+    // Seed 001 spends 12.1 MFLOP on one addition; -O0 packed, -O far less.
+    ck_assert_double_lt(infer_flops(i1), 40e3);
+    ck_assert_double_lt(infer_flops(i0), 1e6);
+    ck_assert_double_gt(infer_flops(i0), 10 * infer_flops(i1));
+    infer_free(i1), infer_free(i0);
+    model_free(o1), model_free(o0);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("engine");
+    TCase *tc = tcase_create("engine");
+    tcase_add_test(tc, test_linear_matches_naive);
+    tcase_add_test(tc, test_linear_packs_only_nonzero_blocks);
+    tcase_add_test(tc, test_generation_matches_reference);
+    tcase_add_test(tc, test_bidirectional_matches_reference);
+    tcase_add_test(tc, test_classifier_matches_reference);
+    tcase_add_test(tc, test_shared_plan);
+    tcase_add_test(tc, test_adder_plan_skips_work);
+    suite_add_tcase(s, tc);
+    return tf_run_suite(s);
+}
