@@ -13,7 +13,7 @@
 typedef struct Checker {
     TfDiag *diag;
     TfIr *ir;
-    const TfStmt *vocab_stmt, *period_stmt, *output_stmt, *generate_stmt;
+    const TfStmt *vocab_stmt, *period_stmt, *output_stmt, *generate_stmt, *model_stmt;
     int have_vocab;
     /* checked op templates' argument arrays, owned here until check_free */
     TfIrArg **arg_blocks;
@@ -224,6 +224,7 @@ static void collect_declarations(Checker *ck, const TfProgram *prog) {
         case TF_STMT_GENERATE:
             declare_once(ck, s, &ck->generate_stmt, "the generation count");
             break;
+        case TF_STMT_MODEL: declare_once(ck, s, &ck->model_stmt, "the model"); break;
         default: break;
         }
     }
@@ -240,6 +241,29 @@ static void collect_declarations(Checker *ck, const TfProgram *prog) {
         offset += r->size;
     }
     ir->d_model = offset;
+}
+
+/* A learned model (a `model { ... }` block, compiler/learned.c checks its
+ * settings) has no registers, ops or output register; its generate count is
+ * checked against its max_len there. */
+static void check_learned(Checker *ck, const TfProgram *prog) {
+    TfIr *ir = ck->ir;
+    ir->model = ck->model_stmt;
+    if (ck->output_stmt) {
+        diag_error(ck->diag, ck->output_stmt->loc,
+                   "a learned model has no output register; its output is declared in the model "
+                   "block (`predict`)");
+        diag_note(ck->diag, ck->model_stmt->loc, "the model block is here");
+    }
+    for (const TfStmt *s = prog->stmts; s; s = s->next) {
+        if (s->kind == TF_STMT_DECL || s->kind == TF_STMT_OP || s->kind == TF_STMT_REPEAT) {
+            diag_error(ck->diag, s->loc, "a program with a model block cannot also have %s",
+                       s->kind == TF_STMT_DECL ? "registers" : "ops");
+            diag_note(ck->diag, ck->model_stmt->loc, "the model block is here");
+            break;
+        }
+    }
+    if (ck->generate_stmt) ir->generate = (int)ck->generate_stmt->value;
 }
 
 static void check_output_and_generate(Checker *ck) {
@@ -469,6 +493,14 @@ TfIr *check_program(const TfProgram *prog, TfDiag *diag) {
 
     int errors_before = diag->n_errors;
     collect_declarations(&ck, prog);
+    if (ck.model_stmt) {
+        check_learned(&ck, prog);
+        if (diag->n_errors > errors_before) {
+            check_free(ir);
+            return NULL;
+        }
+        return ir;
+    }
     OpList ops = {0};
     check_block(&ck, prog->stmts, &ops);
     ir->ops = ops.ops;

@@ -60,6 +60,7 @@ typedef struct TfIr {
     int n_ops;
     int output_reg;
     int generate;
+    const TfStmt *model; /* a learned model's `model { ... }` block, or NULL */
 } TfIr;
 
 /* Index of the built-in registers in TfIr.regs. */

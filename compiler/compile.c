@@ -6,6 +6,7 @@
 
 #include "checker.h"
 #include "diag.h"
+#include "learned.h"
 #include "lower.h"
 #include "parse.h"
 
@@ -33,7 +34,14 @@ TfModel *compile_source(const char *filename, const char *source, size_t len, in
     // statements would only produce follow-on errors.
     TfIr *ir = diag.n_errors == 0 ? check_program(prog, &diag) : NULL;
     if (ir && diag.n_errors == 0) {
-        m = lower_program(ir, opt_level, err);
+        if (ir->model) {
+            TfLearnedSpec spec;
+            if (learned_check(ir->model, ir->n_vocab, ir->generate, &diag, &spec) == 0)
+                m = learned_build(&spec, ir->vocab, ir->n_vocab, ir->generate, err);
+            learned_spec_free(&spec);
+        } else {
+            m = lower_program(ir, opt_level, err);
+        }
         if (m) {
             const char *base = strrchr(filename, '/');
             m->source = dup_text(source, len);

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 const char *const tf_stmt_kind_names[TF_STMT_KIND_COUNT] = {
-    "vocab", "period", "decl", "op", "repeat", "output", "generate"};
+    "vocab", "period", "decl", "op", "repeat", "output", "generate", "model"};
 static_assert(sizeof tf_stmt_kind_names / sizeof *tf_stmt_kind_names == TF_STMT_KIND_COUNT,
               "one name per statement kind");
 const char *const tf_arg_kind_names[TF_ARG_KIND_COUNT] = {"name", "char", "int", "offset", "step"};
@@ -20,6 +20,12 @@ TfStmt *ast_new_stmt(TfStmtKind kind, TfLoc loc) {
     s->kind = kind;
     s->loc = loc;
     return s;
+}
+
+void ast_free_setting(TfSetting *st) {
+    free(st->key.text);
+    for (int i = 0; i < st->n_values; i++) free(st->values[i].text);
+    free(st->values);
 }
 
 void ast_free_stmts(TfStmt *s) {
@@ -35,6 +41,8 @@ void ast_free_stmts(TfStmt *s) {
         free(s->args);
         free(s->dest.text);
         ast_free_stmts(s->body);
+        for (int i = 0; i < s->n_settings; i++) ast_free_setting(&s->settings[i]);
+        free(s->settings);
         free(s);
         s = next;
     }
@@ -114,6 +122,27 @@ static void dump_stmts(FILE *f, const TfStmt *s, int depth) {
         case TF_STMT_REPEAT:
             fprintf(f, "repeat %ld {\n", s->value);
             dump_stmts(f, s->body, depth + 1);
+            fprintf(f, "%*s}\n", 2 * depth, "");
+            break;
+        case TF_STMT_MODEL:
+            fputs("model {\n", f);
+            for (int i = 0; i < s->n_settings; i++) {
+                const TfSetting *st = &s->settings[i];
+                fprintf(f, "%*s%s", 2 * depth + 2, "", st->key.text);
+                for (int j = 0; j < st->n_values; j++) {
+                    const TfValue *v = &st->values[j];
+                    fputs(j ? ", " : " ", f);
+                    if (v->kind == TF_VALUE_NAME) fputs(v->text, f);
+                    else if (v->kind == TF_VALUE_INT) fprintf(f, "%ld", v->ival);
+                    else if (v->kind == TF_VALUE_NUMBER) fprintf(f, "%g", v->number);
+                    else {
+                        fputc('"', f);
+                        for (const char *c = v->text; *c; c++) dump_char(f, (unsigned char)*c, '"');
+                        fputc('"', f);
+                    }
+                }
+                fputc('\n', f);
+            }
             fprintf(f, "%*s}\n", 2 * depth, "");
             break;
         default: fputs("?\n", f);

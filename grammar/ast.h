@@ -51,10 +51,36 @@ typedef enum TfStmtKind {
     TF_STMT_REPEAT,   /* repeat 4 { ... }             */
     TF_STMT_OUTPUT,   /* output final;                */
     TF_STMT_GENERATE, /* generate 4;                  */
+    TF_STMT_MODEL,    /* model { d_model 32; ... }    */
     TF_STMT_KIND_COUNT
 } TfStmtKind;
 
 typedef enum TfDeclKind { TF_DECL_POSITION, TF_DECL_TOKEN, TF_DECL_SCALAR } TfDeclKind;
+
+/* A value of a model setting: `relu`, `32`, `0.1`, `"accept"`. */
+typedef enum TfValueKind {
+    TF_VALUE_NAME,
+    TF_VALUE_INT,
+    TF_VALUE_NUMBER,
+    TF_VALUE_STRING,
+    TF_VALUE_KIND_COUNT
+} TfValueKind;
+
+typedef struct TfValue {
+    TfValueKind kind;
+    TfLoc loc;
+    char *text;    /* NAME and STRING (NUL-terminated; a STRING holds no NUL) */
+    long ival;     /* INT */
+    double number; /* INT and NUMBER */
+} TfValue;
+
+/* One `key value, value ...;` line of a model block. */
+typedef struct TfSetting {
+    TfName key;
+    TfValue *values;
+    int n_values;
+    TfLoc loc; /* the whole line */
+} TfSetting;
 
 typedef struct TfStmt TfStmt;
 struct TfStmt {
@@ -89,6 +115,10 @@ struct TfStmt {
 
     /* REPEAT: the body. */
     TfStmt *body;
+
+    /* MODEL: the settings, in source order (checked by compiler/learned.c). */
+    TfSetting *settings;
+    int n_settings;
 };
 
 typedef struct TfProgram {
@@ -98,6 +128,7 @@ typedef struct TfProgram {
 /* Constructors used by the parser; each takes ownership of what it is given. */
 TfStmt *ast_new_stmt(TfStmtKind kind, TfLoc loc);
 void ast_free_stmts(TfStmt *s);
+void ast_free_setting(TfSetting *st); /* its strings and values, not st itself */
 void ast_free_program(TfProgram *p);
 
 /* Readable dump of a tree (one statement per line), for tests and debugging. */

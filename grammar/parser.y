@@ -17,6 +17,8 @@ typedef void *yyscan_t;
 typedef struct TfStmtList { TfStmt *head, *tail; } TfStmtList;
 typedef struct TfNameList { TfName *v; int n; } TfNameList;
 typedef struct TfArgList { TfArg *v; int n; } TfArgList;
+typedef struct TfValueList { TfValue *v; int n; } TfValueList;
+typedef struct TfSettingList { TfSetting *v; int n; } TfSettingList;
 
 /* What the parse of one program works on. */
 typedef struct TfParseCtx {
@@ -56,6 +58,10 @@ static int names_add(TfNameList *l, TfName n);
 static int args_add(TfArgList *l, TfArg a);
 static void free_args(TfArgList *l);
 static void free_names(TfNameList *l);
+static int values_add(TfValueList *l, TfValue v);
+static void free_values(TfValueList *l);
+static int settings_add(TfSettingList *l, TfSetting st);
+static void free_settings(TfSettingList *l);
 static TfName make_name(char *text, TfLoc loc);
 static TfArg make_arg(TfArgKind kind, TfLoc loc);
 #define NEW_STMT(var, kind, loc) \
@@ -88,15 +94,22 @@ static TfArg make_arg(TfArgKind kind, TfLoc loc);
     TfArg arg;
     TfName name;
     TfDeclKind decl;
+    double real;
+    TfValue value;
+    TfValueList values;
+    TfSetting setting;
+    TfSettingList settings;
 }
 
 %token KW_VOCAB "vocab" KW_PERIOD "period" KW_POSITION "position" KW_TOKEN "token"
 %token KW_SCALAR "scalar" KW_OUTPUT "output" KW_GENERATE "generate" KW_REPEAT "repeat"
+%token KW_MODEL "model"
 %token ARROW "->"
 %token <str> IDENT "identifier"
 %token <num> INT "integer"
 %token <num> CHAR "character literal"
 %token <string> STRING "string literal"
+%token <real> NUMBER "number"
 
 %type <list> items body
 %type <stmt> item body_item op_stmt call repeat
@@ -106,6 +119,10 @@ static TfArg make_arg(TfArgKind kind, TfLoc loc);
 %type <name> dest_opt
 %type <decl> decl_kind
 %type <num> signed_int
+%type <value> value
+%type <values> values
+%type <setting> setting
+%type <settings> settings
 
 %destructor { free($$); } <str>
 %destructor { if ($$) { free($$->bytes); free($$->locs); free($$); } } <string>
@@ -115,6 +132,10 @@ static TfArg make_arg(TfArgKind kind, TfLoc loc);
 %destructor { free_args(&$$); } <args>
 %destructor { free($$.name.text); } <arg>
 %destructor { free($$.text); } <name>
+%destructor { free($$.text); } <value>
+%destructor { free_values(&$$); } <values>
+%destructor { ast_free_setting(&$$); } <setting>
+%destructor { free_settings(&$$); } <settings>
 
 %%
 
@@ -155,9 +176,81 @@ item
         $$->value = $2;
         $$->value_loc = @2;
     }
+    | "model" '{' settings '}' {
+        NEW_STMT($$, TF_STMT_MODEL, @$);
+        $$->settings = $3.v;
+        $$->n_settings = $3.n;
+    }
     | op_stmt
     | repeat
     | error ';'                     { $$ = NULL; yyerrok; }
+    ;
+
+/* model { key value, value ...; ... } */
+settings
+    : %empty                        { $$ = (TfSettingList){NULL, 0}; }
+    | settings setting {
+        $$ = $1;
+        $1 = (TfSettingList){NULL, 0};
+        if (settings_add(&$$, $2) < 0) YYNOMEM;
+    }
+    | settings error ';'            { $$ = $1; $1 = (TfSettingList){NULL, 0}; yyerrok; }
+    ;
+
+setting
+    : IDENT values ';' {
+        memset(&$$, 0, sizeof $$);
+        $$.key = make_name($1, @1);
+        $$.values = $2.v;
+        $$.n_values = $2.n;
+        $$.loc = @$;
+    }
+    ;
+
+values
+    : value {
+        $$ = (TfValueList){NULL, 0};
+        if (values_add(&$$, $1) < 0) YYNOMEM;
+    }
+    | values ',' value {
+        $$ = $1;
+        $1 = (TfValueList){NULL, 0};
+        if (values_add(&$$, $3) < 0) YYNOMEM;
+    }
+    | values value {
+        $$ = $1;
+        $1 = (TfValueList){NULL, 0};
+        if (values_add(&$$, $2) < 0) YYNOMEM;
+    }
+    ;
+
+value
+    : IDENT {
+        memset(&$$, 0, sizeof $$);
+        $$.kind = TF_VALUE_NAME; $$.loc = @1; $$.text = $1;
+    }
+    | INT {
+        memset(&$$, 0, sizeof $$);
+        $$.kind = TF_VALUE_INT; $$.loc = @1; $$.ival = $1; $$.number = (double)$1;
+    }
+    | NUMBER {
+        memset(&$$, 0, sizeof $$);
+        $$.kind = TF_VALUE_NUMBER; $$.loc = @1; $$.number = $1;
+    }
+    | STRING {
+        memset(&$$, 0, sizeof $$);
+        $$.kind = TF_VALUE_STRING;
+        $$.loc = @1;
+        $$.text = malloc((size_t)$1->len + 1);
+        if ($$.text) {
+            memcpy($$.text, $1->bytes, (size_t)$1->len);
+            $$.text[$1->len] = '\0';
+        }
+        free($1->bytes);
+        free($1->locs);
+        free($1);
+        if (!$$.text) YYNOMEM;
+    }
     ;
 
 decl_kind
@@ -313,6 +406,42 @@ static void free_args(TfArgList *l) {
     l->n = 0;
 }
 
+static int values_add(TfValueList *l, TfValue x) {
+    TfValue *v = realloc(l->v, ((size_t)l->n + 1) * sizeof *v);
+    if (!v) {
+        free(x.text);
+        return -1;
+    }
+    l->v = v;
+    v[l->n++] = x;
+    return 0;
+}
+
+static void free_values(TfValueList *l) {
+    for (int i = 0; i < l->n; i++) free(l->v[i].text);
+    free(l->v);
+    l->v = NULL;
+    l->n = 0;
+}
+
+static int settings_add(TfSettingList *l, TfSetting st) {
+    TfSetting *v = realloc(l->v, ((size_t)l->n + 1) * sizeof *v);
+    if (!v) {
+        ast_free_setting(&st);
+        return -1;
+    }
+    l->v = v;
+    v[l->n++] = st;
+    return 0;
+}
+
+static void free_settings(TfSettingList *l) {
+    for (int i = 0; i < l->n; i++) ast_free_setting(&l->v[i]);
+    free(l->v);
+    l->v = NULL;
+    l->n = 0;
+}
+
 static void free_names(TfNameList *l) {
     for (int i = 0; i < l->n; i++) free(l->v[i].text);
     free(l->v);
@@ -347,6 +476,7 @@ static const char *symbol_text(yysymbol_kind_t sym, char *buf, size_t n) {
     case YYSYMBOL_INT: return "an integer";
     case YYSYMBOL_CHAR: return "a character literal";
     case YYSYMBOL_STRING: return "a string literal";
+    case YYSYMBOL_NUMBER: return "a number";
     default: break;
     }
     // Keywords and "->" come unquoted, punctuation as ';'.

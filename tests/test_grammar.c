@@ -254,6 +254,37 @@ START_TEST(test_random_input_never_crashes) {
 }
 END_TEST
 
+START_TEST(test_model_block) {
+    Parsed p = parse("vocab \"ab\";\n"
+                     "model { d_model 8; dropout 0.25; lr 3e-3; activation gelu;\n"
+                     "        predict classes \"no\", \"yes\" \"maybe\"; }\n");
+    ck_assert_msg(p.n_errors == 0, "%s", p.diags);
+    char *d = dump(p.prog);
+    ck_assert_str_eq(d, "vocab \"ab\"\n"
+                        "model {\n"
+                        "  d_model 8\n"
+                        "  dropout 0.25\n"
+                        "  lr 0.003\n"
+                        "  activation gelu\n"
+                        "  predict classes, \"no\", \"yes\", \"maybe\"\n"
+                        "}\n");
+    const TfSetting *st = &p.prog->stmts->next->settings[1];
+    ck_assert_int_eq(st->values[0].kind, TF_VALUE_NUMBER);
+    ck_assert_int_eq(st->key.loc.line, 2);
+    ck_assert_int_eq(st->key.loc.col, 20);
+    free(d);
+    parsed_free(&p);
+    // A bad setting is reported and the parser goes on to the next one.
+    p = parse("model { d_model 8; heads; seed 1; }\nvocab \"a\";\n");
+    ck_assert_int_eq(p.n_errors, 1);
+    ck_assert_ptr_nonnull(strstr(p.diags, "t.tfp:1:25: error: expected"));
+    d = dump(p.prog);
+    ck_assert_str_eq(d, "model {\n  d_model 8\n  seed 1\n}\nvocab \"a\"\n");
+    free(d);
+    parsed_free(&p);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("grammar");
     TCase *tc = tcase_create("grammar");
@@ -267,6 +298,7 @@ int main(void) {
     tcase_add_test(tc, test_diagnostic_format);
     tcase_add_test(tc, test_too_many_errors_stop);
     tcase_add_test(tc, test_random_input_never_crashes);
+    tcase_add_test(tc, test_model_block);
     suite_add_tcase(s, tc);
     return tf_run_suite(s);
 }
