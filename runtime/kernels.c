@@ -87,3 +87,280 @@ int argmax(const float *x, int n) {
         if (x[i] > x[best]) best = i;
     return best;
 }
+
+/* ---- training kernels (kernels.h: "training") ------------------------------ */
+
+/* Sum of a[i] * b[i] in eight interleaved partial sums, added in a fixed
+ * order: the same result every run, and independent chains the compiler can
+ * put in one vector register (a single running sum is one long chain of
+ * dependent additions). */
+static inline float dot8(const float *restrict a, const float *restrict b, int n) {
+    float acc[8] = {0};
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) acc[k] += a[i + k] * b[i + k];
+    for (; i < n; i++) acc[i & 7] += a[i] * b[i];
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+static inline float sum8(const float *restrict a, int n) {
+    float acc[8] = {0};
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) acc[k] += a[i + k];
+    for (; i < n; i++) acc[i & 7] += a[i];
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+/* y[i] += alpha * x[i] */
+static inline void axpy(float *restrict y, float alpha, const float *restrict x, int n) {
+    for (int i = 0; i < n; i++) y[i] += alpha * x[i];
+}
+
+void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+                     const float *inp, const float *weight, int N, int C, int OC) {
+    if (dinp) // dinp[N,C] += dout[N,OC] @ weight[OC,C]
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout, OC, weight,
+                    C, 1.0f, dinp, C);
+    if (dweight) // dweight[OC,C] += dout^T[OC,N] @ inp[N,C]
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N, 1.0f, dout, OC, inp, C,
+                    1.0f, dweight, C);
+    if (dbias)
+        for (int n = 0; n < N; n++) {
+            const float *row = dout + (long)n * OC;
+            for (int o = 0; o < OC; o++) dbias[o] += row[o];
+        }
+}
+
+void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
+                       const float *weight, const float *bias, int N, int C, float eps) {
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (long)n * C;
+        float *y = out + (long)n * C;
+        float m = sum8(x, C) / (float)C;
+        for (int c = 0; c < C; c++) y[c] = x[c] - m; /* y holds x - mean for now */
+        float var = dot8(y, y, C) / (float)C;
+        float s = 1.0f / sqrtf(var + eps);
+        for (int c = 0; c < C; c++) y[c] = y[c] * s * weight[c] + bias[c];
+        mean[n] = m;
+        rstd[n] = s;
+    }
+}
+
+void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+                        const float *inp, const float *weight, const float *mean,
+                        const float *rstd, int N, int C) {
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (long)n * C, *dy = dout + (long)n * C;
+        float m = mean[n], s = rstd[n];
+        // dnorm = dy * weight; dx = s * (dnorm - mean(dnorm) - xhat * mean(dnorm * xhat))
+        float dmean = 0.0f, dmean_x = 0.0f;
+        {
+            float an[8] = {0}, ax[8] = {0};
+            for (int c = 0; c < C; c++) {
+                float xhat = (x[c] - m) * s, dn = dy[c] * weight[c];
+                an[c & 7] += dn;
+                ax[c & 7] += dn * xhat;
+            }
+            for (int k = 0; k < 8; k++) {
+                dmean += an[k];
+                dmean_x += ax[k];
+            }
+        }
+        dmean /= (float)C;
+        dmean_x /= (float)C;
+        if (dbias) axpy(dbias, 1.0f, dy, C);
+        for (int c = 0; c < C; c++) {
+            float xhat = (x[c] - m) * s, dn = dy[c] * weight[c];
+            if (dweight) dweight[c] += dy[c] * xhat;
+            if (dinp) dinp[(long)n * C + c] += s * (dn - dmean - xhat * dmean_x);
+        }
+    }
+}
+
+void gelu_backward(float *dinp, const float *inp, const float *dout, long n) {
+    const float inv_sqrt2 = 0.70710678118654752440f, inv_sqrt2pi = 0.39894228040143267794f;
+    for (long i = 0; i < n; i++) {
+        float x = inp[i];
+        float cdf = 0.5f * (1.0f + erff(x * inv_sqrt2));
+        float pdf = inv_sqrt2pi * expf(-0.5f * x * x);
+        dinp[i] += dout[i] * (cdf + x * pdf);
+    }
+}
+
+void relu_backward(float *dinp, const float *inp, const float *dout, long n) {
+    for (long i = 0; i < n; i++) dinp[i] += inp[i] > 0.0f ? dout[i] : 0.0f;
+}
+
+void attention_forward(float *out, float *preatt, float *att, const float *q, const float *k,
+                       const float *v, int T, int H, int D, int DV, float scale, int causal) {
+    const int qs = H * D, vs = H * DV;
+    for (int h = 0; h < H; h++) {
+        float *pre = preatt + (long)h * T * T, *a = att + (long)h * T * T;
+        // pre[T,T] = scale * q_h[T,D] @ k_h[T,D]^T
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, D, scale, q + h * D, qs,
+                    k + h * D, qs, 0.0f, pre, T);
+        for (int i = 0; i < T; i++) {
+            int n = causal ? i + 1 : T;
+            float *row = a + (long)i * T;
+            memcpy(row, pre + (long)i * T, (size_t)n * sizeof *row);
+            softmax_inplace(row, n);
+            for (int j = n; j < T; j++) row[j] = 0.0f;
+        }
+        // out_h[T,DV] = att[T,T] @ v_h[T,DV]
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, DV, T, 1.0f, a, T, v + h * DV,
+                    vs, 0.0f, out + h * DV, vs);
+    }
+}
+
+void attention_forward_naive(float *out, float *preatt, float *att, const float *q,
+                             const float *k, const float *v, int T, int H, int D, int DV,
+                             float scale, int causal) {
+    const int qs = H * D, vs = H * DV;
+    for (int h = 0; h < H; h++)
+        for (int i = 0; i < T; i++) {
+            float *pre = preatt + ((long)h * T + i) * T, *a = att + ((long)h * T + i) * T;
+            for (int j = 0; j < T; j++) {
+                float dot = 0.0f;
+                for (int d = 0; d < D; d++) dot += q[(long)i * qs + h * D + d] * k[(long)j * qs + h * D + d];
+                pre[j] = dot * scale;
+            }
+            int n = causal ? i + 1 : T;
+            for (int j = 0; j < T; j++) a[j] = pre[j];
+            softmax_inplace(a, n);
+            for (int j = n; j < T; j++) a[j] = 0.0f;
+            for (int e = 0; e < DV; e++) {
+                float acc = 0.0f;
+                for (int j = 0; j < T; j++) acc += a[j] * v[(long)j * vs + h * DV + e];
+                out[(long)i * vs + h * DV + e] = acc;
+            }
+        }
+}
+
+void attention_backward(float *dq, float *dk, float *dv, float *scratch, const float *dout,
+                        const float *dpreatt, const float *q, const float *k, const float *v,
+                        const float *att, int T, int H, int D, int DV, float scale, int causal) {
+    const int qs = H * D, vs = H * DV;
+    for (int h = 0; h < H; h++)
+        for (int i = 0; i < T; i++) {
+            int n = causal ? i + 1 : T;
+            const float *a = att + ((long)h * T + i) * T;
+            const float *go = dout + (long)i * vs + h * DV;
+            const float *qi = q + (long)i * qs + h * D;
+            float *dqi = dq + (long)i * qs + h * D;
+            // da[j] = dout_i . v_j (into scratch) and dv_j += a[j] dout_i
+            for (int j = 0; j < n; j++) {
+                scratch[j] = dot8(go, v + (long)j * vs + h * DV, DV);
+                axpy(dv + (long)j * vs + h * DV, a[j], go, DV);
+            }
+            float dot = dot8(scratch, a, n);
+            // dpre[j] = a[j] (da[j] - sum a da) (+ the extra gradient), then
+            // dq_i += scale dpre[j] k_j and dk_j += scale dpre[j] q_i
+            const float *extra = dpreatt ? dpreatt + ((long)h * T + i) * T : NULL;
+            int m = extra ? T : n;
+            for (int j = 0; j < m; j++) {
+                float g = j < n ? a[j] * (scratch[j] - dot) : 0.0f;
+                if (extra) g += extra[j];
+                g *= scale;
+                axpy(dqi, g, k + (long)j * qs + h * D, D);
+                axpy(dk + (long)j * qs + h * D, g, qi, D);
+            }
+        }
+}
+
+void embedding_forward(float *out, const int *tokens, const int *pos, const float *wte,
+                       const float *wpe, int N, int C) {
+    for (int n = 0; n < N; n++) {
+        const float *te = wte + (long)tokens[n] * C, *pe = wpe + (long)pos[n] * C;
+        float *o = out + (long)n * C;
+        for (int c = 0; c < C; c++) o[c] = te[c] + pe[c];
+    }
+}
+
+void embedding_backward(float *dwte, float *dwpe, const float *dout, const int *tokens,
+                        const int *pos, int N, int C) {
+    for (int n = 0; n < N; n++) {
+        const float *g = dout + (long)n * C;
+        float *te = dwte + (long)tokens[n] * C;
+        for (int c = 0; c < C; c++) te[c] += g[c];
+        if (dwpe) {
+            float *pe = dwpe + (long)pos[n] * C;
+            for (int c = 0; c < C; c++) pe[c] += g[c];
+        }
+    }
+}
+
+double crossentropy_forward(float *probs, const float *logits, const int *targets, int M, int V) {
+    double loss = 0.0;
+    for (int m = 0; m < M; m++) {
+        float *p = probs + (long)m * V;
+        const float *x = logits + (long)m * V;
+        float maxv = -INFINITY;
+        for (int v = 0; v < V; v++) maxv = x[v] > maxv ? x[v] : maxv;
+        double sum = 0.0;
+        for (int v = 0; v < V; v++) {
+            p[v] = expf(x[v] - maxv);
+            sum += p[v];
+        }
+        float inv = (float)(1.0 / sum);
+        for (int v = 0; v < V; v++) p[v] *= inv;
+        loss += log(sum) - (double)(x[targets[m]] - maxv); /* -log_softmax, stable */
+    }
+    return loss;
+}
+
+void crossentropy_backward(float *dlogits, const float *probs, const int *targets, int M, int V,
+                           float scale) {
+    for (int m = 0; m < M; m++) {
+        const float *p = probs + (long)m * V;
+        float *d = dlogits + (long)m * V;
+        for (int v = 0; v < V; v++) d[v] += (p[v] - (v == targets[m] ? 1.0f : 0.0f)) * scale;
+    }
+}
+
+void attention_rows_forward(float *out, float *preatt, float *att, const float *q, const float *k,
+                            const float *v, const int *pos, int R, int T, int H, int D, int DV,
+                            float scale, int causal) {
+    const int qs = H * D, vs = H * DV;
+    for (int r = 0; r < R; r++) {
+        int n = causal ? pos[r] + 1 : T;
+        for (int h = 0; h < H; h++) {
+            const float *qr = q + (long)r * qs + h * D;
+            float *pre = preatt + ((long)r * H + h) * T, *a = att + ((long)r * H + h) * T;
+            for (int j = 0; j < n; j++) pre[j] = scale * dot8(qr, k + (long)j * qs + h * D, D);
+            for (int j = n; j < T; j++) pre[j] = 0.0f; /* masked: not computed */
+            memcpy(a, pre, (size_t)n * sizeof *a);
+            softmax_inplace(a, n);
+            for (int j = n; j < T; j++) a[j] = 0.0f;
+            float *o = out + (long)r * vs + h * DV;
+            for (int e = 0; e < DV; e++) o[e] = 0.0f;
+            for (int j = 0; j < n; j++) axpy(o, a[j], v + (long)j * vs + h * DV, DV);
+        }
+    }
+}
+
+void attention_rows_backward(float *dq, float *dk, float *dv, float *scratch, const float *dout,
+                             const float *q, const float *k, const float *v, const float *att,
+                             const int *pos, int R, int T, int H, int D, int DV, float scale,
+                             int causal) {
+    const int qs = H * D, vs = H * DV;
+    for (int r = 0; r < R; r++) {
+        int n = causal ? pos[r] + 1 : T;
+        for (int h = 0; h < H; h++) {
+            const float *a = att + ((long)r * H + h) * T;
+            const float *go = dout + (long)r * vs + h * DV;
+            const float *qr = q + (long)r * qs + h * D;
+            float *dqr = dq + (long)r * qs + h * D;
+            for (int j = 0; j < n; j++) {
+                scratch[j] = dot8(go, v + (long)j * vs + h * DV, DV);
+                axpy(dv + (long)j * vs + h * DV, a[j], go, DV);
+            }
+            float dot = dot8(scratch, a, n);
+            for (int j = 0; j < n; j++) {
+                float g = a[j] * (scratch[j] - dot) * scale;
+                axpy(dqr, g, k + (long)j * qs + h * D, D);
+                axpy(dk + (long)j * qs + h * D, g, qr, D);
+            }
+        }
+    }
+}

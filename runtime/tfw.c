@@ -314,6 +314,24 @@ static int layer_tensor(const TfModel *m, const cJSON *l, int li, const char *ke
     return 0;
 }
 
+/* The optional pre-norm of an attention or MLP layer, or the tensors of a
+ * norm layer (required then): norm_weight, norm_bias, norm_eps. */
+static int read_layer_norm(const TfModel *m, const cJSON *l, int li, int required, TfLayer *ly,
+                           TfError *err) {
+    if (layer_tensor(m, l, li, "norm_weight", !required, &ly->norm_weight, err) < 0 ||
+        layer_tensor(m, l, li, "norm_bias", !required, &ly->norm_bias, err) < 0)
+        return -1;
+    const cJSON *eps = cJSON_GetObjectItemCaseSensitive(l, "norm_eps");
+    if (eps) {
+        if (!cJSON_IsNumber(eps) || !isfinite(eps->valuedouble) || !(eps->valuedouble > 0)) {
+            tf_error_set(err, "__metadata__.layers[%d].norm_eps is not a positive number", li);
+            return -1;
+        }
+        ly->norm_eps = (float)eps->valuedouble;
+    }
+    return 0;
+}
+
 static int read_layer(TfModel *m, const cJSON *l, int li, TfError *err) {
     TfLayer ly = model_layer_init(TF_LAYER_ATTENTION);
     const char *kind = obj_str(l, "kind");
@@ -357,7 +375,12 @@ static int read_layer(TfModel *m, const cJSON *l, int li, TfError *err) {
         if (layer_tensor(m, l, li, "query", 0, &ly.query, err) < 0 ||
             layer_tensor(m, l, li, "key", 0, &ly.key, err) < 0 ||
             layer_tensor(m, l, li, "value", 0, &ly.value, err) < 0 ||
-            layer_tensor(m, l, li, "output", 1, &ly.output, err) < 0)
+            layer_tensor(m, l, li, "output", 1, &ly.output, err) < 0 ||
+            layer_tensor(m, l, li, "query_bias", 1, &ly.query_bias, err) < 0 ||
+            layer_tensor(m, l, li, "key_bias", 1, &ly.key_bias, err) < 0 ||
+            layer_tensor(m, l, li, "value_bias", 1, &ly.value_bias, err) < 0 ||
+            layer_tensor(m, l, li, "output_bias", 1, &ly.output_bias, err) < 0 ||
+            read_layer_norm(m, l, li, 0, &ly, err) < 0)
             return -1;
     } else if (strcmp(kind, "mlp") == 0) {
         ly.kind = TF_LAYER_MLP;
@@ -379,13 +402,70 @@ static int read_layer(TfModel *m, const cJSON *l, int li, TfError *err) {
         if (layer_tensor(m, l, li, "fc1_weight", 0, &ly.fc1_weight, err) < 0 ||
             layer_tensor(m, l, li, "fc1_bias", 1, &ly.fc1_bias, err) < 0 ||
             layer_tensor(m, l, li, "fc2_weight", 0, &ly.fc2_weight, err) < 0 ||
-            layer_tensor(m, l, li, "fc2_bias", 1, &ly.fc2_bias, err) < 0)
+            layer_tensor(m, l, li, "fc2_bias", 1, &ly.fc2_bias, err) < 0 ||
+            read_layer_norm(m, l, li, 0, &ly, err) < 0)
             return -1;
+    } else if (strcmp(kind, "norm") == 0) {
+        ly.kind = TF_LAYER_NORM;
+        if (read_layer_norm(m, l, li, 1, &ly, err) < 0) return -1;
     } else {
         tf_error_set(err, "__metadata__.layers[%d]: unknown kind '%s'", li, kind);
         return -1;
     }
     return model_add_layer(m, &ly, err) < 0 ? -1 : 0;
+}
+
+/* output_kind ("next_token", the default, or "classify"); for a classifier
+ * also classes (a JSON array of names) and classify_at ("first" or "last"). */
+static int read_output_kind(TfModel *m, const cJSON *meta, TfError *err) {
+    const char *kind = meta_string(meta, "output_kind", 1, err);
+    if (!kind) {
+        if (cJSON_GetObjectItemCaseSensitive(meta, "output_kind")) return -1;
+        return 0;
+    }
+    if (strcmp(kind, "next_token") == 0) return 0;
+    if (strcmp(kind, "classify") != 0) {
+        tf_error_set(err, "__metadata__.output_kind '%.40s' is not next_token or classify", kind);
+        return -1;
+    }
+    m->output_kind = TF_OUTPUT_CLASSIFY;
+    const char *at = meta_string(meta, "classify_at", 0, err);
+    if (!at) return -1;
+    if (strcmp(at, "first") != 0 && strcmp(at, "last") != 0) {
+        tf_error_set(err, "__metadata__.classify_at '%.40s' is not first or last", at);
+        return -1;
+    }
+    m->classify_at_last = strcmp(at, "last") == 0;
+    cJSON *cls = meta_json(meta, "classes", 1, err);
+    if (!cls) return -1;
+    int n = cJSON_GetArraySize(cls);
+    if (n < 1 || n > 65536) {
+        tf_error_set(err, "__metadata__.classes has %d entries, not 1 to 65536", n);
+        cJSON_Delete(cls);
+        return -1;
+    }
+    m->class_names = calloc((size_t)n, sizeof *m->class_names);
+    if (!m->class_names) {
+        cJSON_Delete(cls);
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    m->n_classes = n;
+    for (int i = 0; i < n; i++) {
+        const cJSON *c = cJSON_GetArrayItem(cls, i);
+        if (!cJSON_IsString(c) || !*c->valuestring) {
+            tf_error_set(err, "__metadata__.classes[%d] is not a non-empty string", i);
+            cJSON_Delete(cls);
+            return -1;
+        }
+        if (!(m->class_names[i] = dup_str(c->valuestring))) {
+            tf_error_set(err, "out of memory");
+            cJSON_Delete(cls);
+            return -1;
+        }
+    }
+    cJSON_Delete(cls);
+    return 0;
 }
 
 static int read_metadata(TfModel *m, const cJSON *meta, TfError *err) {
@@ -429,6 +509,7 @@ static int read_metadata(TfModel *m, const cJSON *meta, TfError *err) {
             return -1;
         }
     }
+    if (read_output_kind(m, meta, err) < 0) return -1;
     const char *src = meta_string(meta, "source", 1, err);
     const char *src_name = meta_string(meta, "source_name", 1, err);
     if ((src && !(m->source = dup_str(src))) || (src_name && !(m->source_name = dup_str(src_name)))) {
@@ -517,6 +598,7 @@ TfModel *tfw_read_buffer(const unsigned char *buf, size_t len, TfError *err) {
         tf_error_set(err, "tensor '%s' is missing", missing);
         goto fail;
     }
+    m->unembed_bias = model_find_tensor(m, TF_TENSOR_UNEMBED_BIAS);
     m->max_len = (int)m->tensors[m->pos_embed].shape[0];
     if (model_validate(m, err) < 0) goto fail;
     free(es);
@@ -552,6 +634,12 @@ static cJSON *layer_json(const TfModel *m, const TfLayer *l) {
     cJSON_AddStringToObject(o, "name", l->name);
     if (l->op) cJSON_AddStringToObject(o, "op", l->op);
     if (l->line > 0) cJSON_AddNumberToObject(o, "line", l->line);
+    if (l->norm_weight >= 0) {
+        cJSON_AddStringToObject(o, "norm_weight", t[l->norm_weight].name);
+        cJSON_AddStringToObject(o, "norm_bias", t[l->norm_bias].name);
+        cJSON_AddNumberToObject(o, "norm_eps", (double)l->norm_eps);
+    }
+    if (l->kind == TF_LAYER_NORM) return o;
     if (l->kind == TF_LAYER_ATTENTION) {
         cJSON_AddNumberToObject(o, "heads", l->n_heads);
         cJSON_AddNumberToObject(o, "d_head", l->d_head);
@@ -562,6 +650,11 @@ static cJSON *layer_json(const TfModel *m, const TfLayer *l) {
         cJSON_AddStringToObject(o, "key", t[l->key].name);
         cJSON_AddStringToObject(o, "value", t[l->value].name);
         if (l->output >= 0) cJSON_AddStringToObject(o, "output", t[l->output].name);
+        if (l->query_bias >= 0) cJSON_AddStringToObject(o, "query_bias", t[l->query_bias].name);
+        if (l->key_bias >= 0) cJSON_AddStringToObject(o, "key_bias", t[l->key_bias].name);
+        if (l->value_bias >= 0) cJSON_AddStringToObject(o, "value_bias", t[l->value_bias].name);
+        if (l->output_bias >= 0)
+            cJSON_AddStringToObject(o, "output_bias", t[l->output_bias].name);
     } else {
         cJSON_AddNumberToObject(o, "d_hidden", l->d_hidden);
         cJSON_AddStringToObject(o, "activation", tf_activation_names[l->act]);
@@ -630,6 +723,16 @@ static cJSON *build_metadata(const TfModel *m) {
     ok = add_json_string(meta, "layers", layers) == 0 && ok;
     if (ok && m->output_reg >= 0)
         ok = cJSON_AddStringToObject(meta, "output", m->regs[m->output_reg].name) != NULL;
+    if (ok && m->output_kind == TF_OUTPUT_CLASSIFY) {
+        cJSON *cls = cJSON_CreateArray();
+        ok = cls != NULL;
+        for (int i = 0; ok && i < m->n_classes; i++)
+            ok = cJSON_AddItemToArray(cls, cJSON_CreateString(m->class_names[i]));
+        if (!ok) cJSON_Delete(cls);
+        ok = ok && cJSON_AddStringToObject(meta, "output_kind", "classify") &&
+             cJSON_AddStringToObject(meta, "classify_at", m->classify_at_last ? "last" : "first") &&
+             add_json_string(meta, "classes", cls) == 0;
+    }
     if (ok && m->source) ok = cJSON_AddStringToObject(meta, "source", m->source) != NULL;
     if (ok && m->source_name)
         ok = cJSON_AddStringToObject(meta, "source_name", m->source_name) != NULL;

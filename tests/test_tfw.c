@@ -383,6 +383,149 @@ START_TEST(test_validate_catches_layer_errors) {
 }
 END_TEST
 
+/* A learned-model layout: a pre-norm attention layer with biases and an
+ * output projection, a norm layer, a classifier head with a bias. */
+static TfModel *classifier_model(void) {
+    TfError err = {""};
+    TfModel *m = model_new();
+    m->d_model = 4;
+    m->n_vocab = 3;
+    m->vocab = malloc(3);
+    memcpy(m->vocab, "#01", 3);
+    m->period = 6;
+    m->max_len = 6;
+    m->generate = 1;
+    int64_t vd[2] = {3, 4}, pd[2] = {6, 4}, dd[2] = {4, 4}, cd[2] = {2, 4}, d1[1] = {4},
+            c1[1] = {2};
+    m->tok_embed = model_add_tensor(m, TF_TENSOR_TOKEN_EMBED, 2, vd, &err);
+    m->pos_embed = model_add_tensor(m, TF_TENSOR_POS_EMBED, 2, pd, &err);
+    m->unembed = model_add_tensor(m, TF_TENSOR_UNEMBED, 2, cd, &err);
+    m->unembed_bias = model_add_tensor(m, TF_TENSOR_UNEMBED_BIAS, 1, c1, &err);
+    const char *names[] = {"q", "k", "v", "o", "qb", "kb", "vb", "ob", "ln1.w", "ln1.b", "ln2.w",
+                           "ln2.b"};
+    int ix[12];
+    for (int i = 0; i < 12; i++) ix[i] = model_add_tensor(m, names[i], i < 4 ? 2 : 1, i < 4 ? dd : d1, &err);
+    for (int t = 0; t < m->n_tensors; t++)
+        for (size_t i = 0; i < m->tensors[t].nelem; i++)
+            m->tensors[t].data[i] = (float)(t * 100 + (int)i) / 3.0f - 1.0f;
+    TfLayer a = model_layer_init(TF_LAYER_ATTENTION);
+    a.name = "attn";
+    a.n_heads = 2;
+    a.d_head = 2;
+    a.d_vhead = 2;
+    a.scale = 0.70710678f;
+    a.causal = 0;
+    a.query = ix[0], a.key = ix[1], a.value = ix[2], a.output = ix[3];
+    a.query_bias = ix[4], a.key_bias = ix[5], a.value_bias = ix[6], a.output_bias = ix[7];
+    a.norm_weight = ix[8], a.norm_bias = ix[9];
+    a.norm_eps = 1e-6f;
+    ck_assert_int_eq(model_add_layer(m, &a, &err), 0);
+    TfLayer n = model_layer_init(TF_LAYER_NORM);
+    n.name = "final_norm";
+    n.norm_weight = ix[10], n.norm_bias = ix[11];
+    ck_assert_int_eq(model_add_layer(m, &n, &err), 1);
+    m->output_kind = TF_OUTPUT_CLASSIFY;
+    m->n_classes = 2;
+    m->class_names = malloc(2 * sizeof *m->class_names);
+    m->class_names[0] = strdup("reject");
+    m->class_names[1] = strdup("accept");
+    m->classify_at_last = 1;
+    ck_assert_msg(model_validate(m, &err) == 0, "%s", err.msg);
+    return m;
+}
+
+START_TEST(test_round_trip_learned_fields) {
+    TfModel *m = classifier_model();
+    unsigned char *buf;
+    size_t len;
+    TfError err = {""};
+    ck_assert_msg(tfw_write_buffer(m, &buf, &len, &err) == 0, "%s", err.msg);
+    TfModel *b = tfw_read_buffer(buf, len, &err);
+    ck_assert_msg(b != NULL, "%s", err.msg);
+    ck_assert_int_eq(b->output_kind, TF_OUTPUT_CLASSIFY);
+    ck_assert_int_eq(b->n_classes, 2);
+    ck_assert_str_eq(b->class_names[0], "reject");
+    ck_assert_str_eq(b->class_names[1], "accept");
+    ck_assert_int_eq(b->classify_at_last, 1);
+    ck_assert_int_eq(b->unembed_bias, model_find_tensor(b, TF_TENSOR_UNEMBED_BIAS));
+    ck_assert_int_ge(b->unembed_bias, 0);
+    ck_assert_int_eq(b->n_layers, 2);
+    const TfLayer *x = &m->layers[0], *y = &b->layers[0];
+    const int fx[] = {x->query, x->key, x->value, x->output, x->query_bias, x->key_bias,
+                      x->value_bias, x->output_bias, x->norm_weight, x->norm_bias};
+    const int fy[] = {y->query, y->key, y->value, y->output, y->query_bias, y->key_bias,
+                      y->value_bias, y->output_bias, y->norm_weight, y->norm_bias};
+    for (int i = 0; i < 10; i++) {
+        ck_assert_int_ge(fy[i], 0);
+        ck_assert_str_eq(m->tensors[fx[i]].name, b->tensors[fy[i]].name);
+        ck_assert(memcmp(m->tensors[fx[i]].data, b->tensors[fy[i]].data,
+                         m->tensors[fx[i]].nelem * 4) == 0);
+    }
+    ck_assert(y->norm_eps == 1e-6f);
+    ck_assert_int_eq(y->causal, 0);
+    ck_assert_int_eq(b->layers[1].kind, TF_LAYER_NORM);
+    ck_assert_str_eq(b->layers[1].name, "final_norm");
+    ck_assert(b->layers[1].norm_eps == 1e-5f);
+    ck_assert_str_eq(b->tensors[b->layers[1].norm_weight].name, "ln2.w");
+    model_free(b);
+    free(buf);
+
+    /* A next-token model writes no classifier fields and reads back as one. */
+    m->output_kind = TF_OUTPUT_NEXT_TOKEN;
+    ck_assert_int_eq(model_validate(m, &err), -1); /* unembed is [2, 4], vocab is 3 */
+    model_free(m);
+}
+END_TEST
+
+/* Rewrites one metadata key of the classifier's file and expects `want`. */
+static void expect_meta_rejected(const char *key, const char *value, const char *want) {
+    TfModel *m = classifier_model();
+    unsigned char *buf;
+    size_t len;
+    TfError err = {""};
+    ck_assert_int_eq(tfw_write_buffer(m, &buf, &len, &err), 0);
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | buf[i];
+    cJSON *root = cJSON_ParseWithLength((const char *)buf + 8, (size_t)hlen);
+    cJSON *meta = cJSON_GetObjectItem(root, "__metadata__");
+    cJSON_ReplaceItemInObject(meta, key, cJSON_CreateString(value));
+    char *json = cJSON_PrintUnformatted(root);
+    size_t jl = strlen(json), pad = (8 - (8 + jl) % 8) % 8, data = len - 8 - (size_t)hlen;
+    unsigned char *out = malloc(8 + jl + pad + data);
+    for (int i = 0; i < 8; i++) out[i] = (unsigned char)((uint64_t)(jl + pad) >> (8 * i));
+    memcpy(out + 8, json, jl);
+    memset(out + 8 + jl, ' ', pad);
+    memcpy(out + 8 + jl + pad, buf + 8 + hlen, data);
+    TfModel *b = tfw_read_buffer(out, 8 + jl + pad + data, &err);
+    ck_assert_ptr_null(b);
+    ck_assert_msg(strstr(err.msg, want) != NULL, "got '%s', want '%s'", err.msg, want);
+    free(out);
+    cJSON_free(json);
+    cJSON_Delete(root);
+    free(buf);
+    model_free(m);
+}
+
+START_TEST(test_rejects_bad_learned_fields) {
+    expect_meta_rejected("output_kind", "regress", "output_kind 'regress' is not next_token");
+    expect_meta_rejected("classify_at", "middle", "classify_at 'middle' is not first or last");
+    expect_meta_rejected("classes", "[\"a\"]", "expected [1, 4]");
+    expect_meta_rejected("classes", "[\"a\", 3]", "classes[1] is not a non-empty string");
+    expect_meta_rejected("classes", "{}", "classes is not a JSON array");
+    expect_meta_rejected("layers",
+                         "[{\"kind\":\"norm\",\"name\":\"n\",\"norm_weight\":\"ln1.w\"}]",
+                         "layers[0].norm_bias is missing");
+    expect_meta_rejected("layers",
+                         "[{\"kind\":\"norm\",\"name\":\"n\",\"norm_weight\":\"ln1.w\","
+                         "\"norm_bias\":\"ln1.b\",\"norm_eps\":-1}]",
+                         "layers[0].norm_eps is not a positive number");
+    expect_meta_rejected("layers",
+                         "[{\"kind\":\"norm\",\"name\":\"n\",\"norm_weight\":\"q\","
+                         "\"norm_bias\":\"ln1.b\"}]",
+                         "tensor 'q' has shape [4, 4], expected [4]");
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("tfw");
     TCase *tc = tcase_create("tfw");
@@ -393,6 +536,8 @@ int main(void) {
     tcase_add_test(tc, test_rejects_bad_headers);
     tcase_add_test(tc, test_rejects_bad_framing);
     tcase_add_test(tc, test_validate_catches_layer_errors);
+    tcase_add_test(tc, test_round_trip_learned_fields);
+    tcase_add_test(tc, test_rejects_bad_learned_fields);
     suite_add_tcase(s, tc);
     return tf_run_suite(s);
 }
