@@ -3,7 +3,9 @@
 
 Reads the file with nothing but json, struct and torch.frombuffer, and runs
 it with the semantics docs/weight-format.md specifies. Prints what tfrun
-prints: each prompt followed by its generated tokens, one line per prompt.
+prints: each prompt followed by its generated tokens, one line per prompt
+(for a classifier: the input, its class and the class's probability,
+tab-separated).
 
     /usr/bin/python3 tools/tfw_torch.py WEIGHTS.tfw [-n N] PROMPT
     /usr/bin/python3 tools/tfw_torch.py WEIGHTS.tfw [-n N] --batch FILE|-
@@ -47,7 +49,9 @@ def load(path):
 
 
 class Transformer:
-    """The decoder-only, LayerNorm-free transformer a .tfw describes."""
+    """The transformer a .tfw describes: attention, MLP and LayerNorm layers
+    (pre-norm when a layer has norm tensors), next-token or classifier output.
+    Its tensors may require gradients: tools/train_torch.py trains it."""
 
     def __init__(self, meta, tensors):
         self.vocab = json.loads(meta["vocab"])
@@ -57,41 +61,78 @@ class Transformer:
         self.tok = tensors["embed.token.weight"]
         self.pos = tensors["embed.position.weight"]
         self.unembed = tensors["unembed.weight"]
+        self.unembed_bias = tensors.get("unembed.bias")
         self.max_len = self.pos.shape[0]
+        self.classify = meta.get("output_kind") == "classify"
+        self.classes = json.loads(meta["classes"]) if self.classify else None
+        self.classify_at_last = meta.get("classify_at") == "last"
 
-    def attention(self, x, l):
+    def linear(self, x, l, weight, bias):
+        y = x @ self.t[l[weight]].T
+        return y + self.t[l[bias]] if bias in l else y
+
+    def norm(self, x, l):
+        d = x.shape[-1]
+        return torch.nn.functional.layer_norm(x, (d,), self.t[l["norm_weight"]],
+                                              self.t[l["norm_bias"]], l.get("norm_eps", 1e-5))
+
+    def attention(self, x, l, key_mask=None, scores_out=None):
         B, L, _ = x.shape
         H, dh, dv = l["heads"], l["d_head"], l["d_vhead"]
-        q = (x @ self.t[l["query"]].T).view(B, L, H, dh).transpose(1, 2)
-        k = (x @ self.t[l["key"]].T).view(B, L, H, dh).transpose(1, 2)
-        v = (x @ self.t[l["value"]].T).view(B, L, H, dv).transpose(1, 2)
+        q = self.linear(x, l, "query", "query_bias").view(B, L, H, dh).transpose(1, 2)
+        k = self.linear(x, l, "key", "key_bias").view(B, L, H, dh).transpose(1, 2)
+        v = self.linear(x, l, "value", "value_bias").view(B, L, H, dv).transpose(1, 2)
         scores = (q @ k.transpose(-1, -2)) * l["scale"]
+        if scores_out is not None:
+            scores_out.append(scores)
         if l["causal"]:
             future = torch.ones(L, L, dtype=torch.bool).triu(1)
             scores = scores.masked_fill(future, float("-inf"))
+        if key_mask is not None:  # [B, L], True where a key is padding
+            scores = scores.masked_fill(key_mask[:, None, None, :], float("-inf"))
         heads = (torch.softmax(scores, dim=-1) @ v).transpose(1, 2).reshape(B, L, H * dv)
         if "output" in l:
             heads = heads @ self.t[l["output"]].T
+        if "output_bias" in l:
+            heads = heads + self.t[l["output_bias"]]
         return heads
 
     def mlp(self, x, l):
-        h = x @ self.t[l["fc1_weight"]].T
-        if "fc1_bias" in l:
-            h = h + self.t[l["fc1_bias"]]
+        h = self.linear(x, l, "fc1_weight", "fc1_bias")
         h = torch.nn.functional.gelu(h) if l["activation"] == "gelu" else torch.relu(h)
-        y = h @ self.t[l["fc2_weight"]].T
-        if "fc2_bias" in l:
-            y = y + self.t[l["fc2_bias"]]
-        return y
+        return self.linear(h, l, "fc2_weight", "fc2_bias")
 
-    def next_tokens(self, ids):
-        """ids [B, L] -> greedy next token id of each sequence [B]."""
+    def hidden(self, ids, key_mask=None, dropout=0.0, scores_out=None):
+        """ids [B, L] -> the residual stream after the last layer [B, L, d]."""
         L = ids.shape[1]
         x = self.tok[ids] + self.pos[:L].unsqueeze(0)
         for l in self.layers:
-            x = x + (self.attention(x, l) if l["kind"] == "attention" else self.mlp(x, l))
-        logits = x[:, -1] @ self.unembed.T
-        return logits.argmax(dim=-1)  # the first maximum on ties
+            if l["kind"] == "norm":
+                x = self.norm(x, l)
+                continue
+            h = self.norm(x, l) if "norm_weight" in l else x
+            if l["kind"] == "attention":
+                y = self.attention(h, l, key_mask, scores_out)
+            else:
+                y = self.mlp(h, l)
+            if dropout > 0:
+                y = torch.nn.functional.dropout(y, dropout, training=True)
+            x = x + y
+        return x
+
+    def logits(self, x):
+        y = x @ self.unembed.T
+        return y + self.unembed_bias if self.unembed_bias is not None else y
+
+    def next_tokens(self, ids):
+        """ids [B, L] -> greedy next token id of each sequence [B]."""
+        return self.logits(self.hidden(ids)[:, -1]).argmax(dim=-1)  # the first maximum on ties
+
+    def classify_probs(self, ids):
+        """ids [B, L] (one length) -> class probabilities [B, n_classes]."""
+        x = self.hidden(ids)
+        x = x[:, -1] if self.classify_at_last else x[:, 0]
+        return torch.softmax(self.logits(x), dim=-1)
 
 
 def token_text(tok):
@@ -159,13 +200,20 @@ def main():
         try:
             if not text:
                 raise TfwError("%s: empty prompt" % where)
-            if len(text) + n_new > model.max_len:
+            if len(text) + (0 if model.classify else n_new) > model.max_len:
                 raise TfwError("%s: too long for the position encoding" % where)
             prompts.append(tokenize(model, text, where))
             ok_texts.append(text)
         except TfwError as e:
             print("tfw_torch: %s" % e, file=sys.stderr)
             status = 1
+    if model.classify:
+        with torch.no_grad():
+            for text, ids in zip(ok_texts, prompts):
+                p = model.classify_probs(torch.tensor([ids], dtype=torch.long))[0]
+                c = int(p.argmax())
+                print("%s\t%s\t%.4f" % (text, model.classes[c], float(p[c])))
+        return status
     with torch.no_grad():
         generated = run(model, prompts, n_new, args.batch_size)
     for text, toks in zip(ok_texts, generated):

@@ -1,0 +1,588 @@
+/* tftrain: train a learned model declared in a .tfp program.
+ *
+ *   tftrain PROGRAM.tfp --task TASK [options] -o OUT.tfw
+ *   tftrain PROGRAM.tfp --data TRAIN.txt --heldout HELDOUT.txt [options] -o OUT.tfw
+ *   tftrain --resume CHECKPOINT.tfw (--task ... | --data ...) [options] -o OUT.tfw
+ *
+ * Prints a progress line at every evaluation (step, loss, held-out accuracy,
+ * examples per second) and the final held-out accuracy. OUT.tfw is a
+ * checkpoint: the model (tfrun runs it) plus the optimizer state.
+ * Exit status: 0 trained; 1 bad program, data or weight file; 2 usage error.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#ifdef TF_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+#include "checker.h"
+#include "dataset.h"
+#include "file.h"
+#include "learned.h"
+#include "parse.h"
+#include "rng.h"
+#include "tfw.h"
+#include "train.h"
+
+#define EXIT_BAD 1
+#define EXIT_USAGE 2
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: tftrain PROGRAM.tfp (--task TASK | --data FILE --heldout FILE) [options]\n"
+            "       tftrain --resume CHECKPOINT.tfw (--task TASK | --data ...) [options]\n"
+            "data:\n"
+            "  --task TASK          binary-add:N, decimal-add:N, first-token:L, xor:K, secret-code\n"
+            "  --train-size N       generated training examples (default 10000)\n"
+            "  --heldout-size N     generated held-out examples (default 1000)\n"
+            "  --data FILE          training examples, PROMPT<TAB>ANSWER or INPUT<TAB>LABEL\n"
+            "  --heldout FILE       held-out examples, same format\n"
+            "  --write-data DIR     also write DIR/train.txt and DIR/heldout.txt\n"
+            "optimisation:\n"
+            "  --optimizer NAME     sgd, adam or adamw (default adamw)\n"
+            "  --lr X               learning rate (default 1e-3)\n"
+            "  --momentum X         SGD momentum (default 0.9)\n"
+            "  --beta1 X --beta2 X --eps X   Adam (default 0.9, 0.999, 1e-8)\n"
+            "  --weight-decay X     (default 0.01 for adamw, 0 otherwise)\n"
+            "  --warmup N           linear warm-up steps (default 0)\n"
+            "  --cosine             cosine decay to --min-lr (default 0) after warm-up\n"
+            "  --clip X             clip the gradient norm to X (default: no clipping)\n"
+            "  --batch-size N       examples per step (default 64)\n"
+            "  --steps N | --epochs N   length of training (default 1000 steps)\n"
+            "  --seed N             batch order and dropout (default: the model's seed)\n"
+            "  --dropout X          override the program's dropout\n"
+            "output:\n"
+            "  -o FILE              the trained model and optimizer state (default: PROGRAM.tfw)\n"
+            "  --eval-every N       evaluate the held-out set every N steps (default 100)\n"
+            "  --checkpoint-every N also write -o FILE every N steps\n"
+            "  --threads N          OpenBLAS threads (default 1)\n"
+            "  --dump-grads FILE    write the gradient of the first batch as a .tfw and stop\n"
+            "  --quiet              only the final line\n");
+}
+
+/* ---- arguments ---------------------------------------------------------- */
+
+typedef struct Args {
+    const char *program, *resume, *task, *data, *heldout, *write_data, *out, *dump_grads;
+    int train_size, heldout_size, batch, eval_every, ckpt_every, threads, quiet, cosine;
+    long steps, epochs, warmup;
+    int have_seed, have_wd, have_dropout;
+    long seed;
+    float lr, momentum, beta1, beta2, eps, wd, clip, min_lr, dropout;
+    TfOptimizer opt;
+} Args;
+
+static int parse_long(const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_float(const char *s, float lo, float hi, float *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= lo && v <= hi)) return -1;
+    *out = (float)v;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, Args *a) {
+    memset(a, 0, sizeof *a);
+    a->train_size = 10000;
+    a->heldout_size = 1000;
+    a->batch = 64;
+    a->eval_every = 100;
+    a->threads = 1;
+    a->steps = 1000;
+    a->lr = 1e-3f;
+    a->momentum = 0.9f;
+    a->beta1 = 0.9f;
+    a->beta2 = 0.999f;
+    a->eps = 1e-8f;
+    a->opt = TF_OPT_ADAMW;
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) {
+            usage(stdout);
+            exit(0);
+        }
+        if (o[0] != '-') {
+            if (a->program) {
+                fprintf(stderr, "tftrain: more than one program ('%s' and '%s')\n", a->program, o);
+                return -1;
+            }
+            a->program = o;
+            continue;
+        }
+        int flag = strcmp(o, "--cosine") == 0 || strcmp(o, "--quiet") == 0;
+        if (!flag && i + 1 >= argc) {
+            fprintf(stderr, "tftrain: %s needs a value\n", o);
+            return -1;
+        }
+        const char *v = flag ? NULL : argv[++i];
+        long n = 0;
+        int bad = 0;
+#define LONG_OPT(name, lo, hi, dst) \
+    else if (strcmp(o, name) == 0) { bad = parse_long(v, lo, hi, &n) < 0; dst = n; }
+#define FLOAT_OPT(name, lo, hi, dst) \
+    else if (strcmp(o, name) == 0) bad = parse_float(v, lo, hi, &dst) < 0;
+        if (strcmp(o, "--cosine") == 0) a->cosine = 1;
+        else if (strcmp(o, "--quiet") == 0) a->quiet = 1;
+        else if (strcmp(o, "--task") == 0) a->task = v;
+        else if (strcmp(o, "--data") == 0) a->data = v;
+        else if (strcmp(o, "--heldout") == 0) a->heldout = v;
+        else if (strcmp(o, "--write-data") == 0) a->write_data = v;
+        else if (strcmp(o, "--resume") == 0) a->resume = v;
+        else if (strcmp(o, "-o") == 0) a->out = v;
+        else if (strcmp(o, "--dump-grads") == 0) a->dump_grads = v;
+        else if (strcmp(o, "--optimizer") == 0) {
+            int k = -1;
+            for (int j = 0; j < TF_OPT_COUNT; j++)
+                if (strcmp(v, tf_optimizer_names[j]) == 0) k = j;
+            bad = k < 0;
+            if (!bad) a->opt = (TfOptimizer)k;
+        }
+        LONG_OPT("--train-size", 1, 10000000, a->train_size)
+        LONG_OPT("--heldout-size", 1, 10000000, a->heldout_size)
+        LONG_OPT("--batch-size", 1, 65536, a->batch)
+        LONG_OPT("--steps", 0, 100000000, a->steps)
+        LONG_OPT("--epochs", 1, 1000000, a->epochs)
+        LONG_OPT("--warmup", 0, 100000000, a->warmup)
+        LONG_OPT("--eval-every", 1, 100000000, a->eval_every)
+        LONG_OPT("--checkpoint-every", 1, 100000000, a->ckpt_every)
+        LONG_OPT("--threads", 1, 256, a->threads)
+        LONG_OPT("--seed", 0, 1000000000, a->seed)
+        FLOAT_OPT("--lr", 0, 100, a->lr)
+        FLOAT_OPT("--min-lr", 0, 100, a->min_lr)
+        FLOAT_OPT("--momentum", 0, 0.9999f, a->momentum)
+        FLOAT_OPT("--beta1", 0, 0.9999f, a->beta1)
+        FLOAT_OPT("--beta2", 0, 0.99999f, a->beta2)
+        FLOAT_OPT("--eps", 1e-30f, 1, a->eps)
+        FLOAT_OPT("--weight-decay", 0, 10, a->wd)
+        FLOAT_OPT("--clip", 0, 1e9f, a->clip)
+        FLOAT_OPT("--dropout", 0, 0.99f, a->dropout)
+        else {
+            fprintf(stderr, "tftrain: unknown option '%s'\n", o);
+            return -1;
+        }
+        if (bad) {
+            fprintf(stderr, "tftrain: bad value '%s' for %s\n", v, o);
+            return -1;
+        }
+        if (strcmp(o, "--seed") == 0) a->have_seed = 1;
+        if (strcmp(o, "--weight-decay") == 0) a->have_wd = 1;
+        if (strcmp(o, "--dropout") == 0) a->have_dropout = 1;
+    }
+    if (!a->program && !a->resume) {
+        fprintf(stderr, "tftrain: give a program (.tfp) or --resume CHECKPOINT.tfw\n");
+        return -1;
+    }
+    if (!a->task == !a->data) {
+        fprintf(stderr, "tftrain: give either --task or --data (with --heldout)\n");
+        return -1;
+    }
+    if (a->data && !a->heldout) {
+        fprintf(stderr, "tftrain: --data needs --heldout\n");
+        return -1;
+    }
+    if (!a->have_wd) a->wd = a->opt == TF_OPT_ADAMW ? 0.01f : 0.0f;
+    return 0;
+}
+
+/* ---- the model ------------------------------------------------------------ */
+
+/* Builds the initial model of a program (or, source NULL, only its spec). */
+static TfModel *model_from_program(const char *name, const char *src, size_t len,
+                                   TfLearnedSpec *spec, int build, TfError *err) {
+    TfDiag diag;
+    diag_init(&diag, name, src, len, stderr);
+    memset(spec, 0, sizeof *spec);
+    TfProgram *prog = tf_parse(src, len, &diag);
+    if (!prog) {
+        tf_error_set(err, "out of memory");
+        return NULL;
+    }
+    TfModel *m = NULL;
+    TfIr *ir = diag.n_errors == 0 ? check_program(prog, &diag) : NULL;
+    if (ir && !ir->model) {
+        tf_error_set(err, "%s declares no learned model (a `model { ... }` block)", name);
+    } else if (ir && learned_check(ir->model, ir->n_vocab, ir->generate, &diag, spec) == 0) {
+        if (!build) {
+            m = model_new(); /* a placeholder: the caller only wants the spec */
+        } else if ((m = learned_build(spec, ir->vocab, ir->n_vocab, ir->generate, err))) {
+            const char *base = strrchr(name, '/');
+            base = base ? base + 1 : name;
+            m->source = malloc(len + 1);
+            m->source_name = malloc(strlen(base) + 1);
+            if (!m->source || !m->source_name) {
+                model_free(m);
+                m = NULL;
+                tf_error_set(err, "out of memory");
+            } else {
+                memcpy(m->source, src, len);
+                m->source[len] = '\0';
+                strcpy(m->source_name, base);
+            }
+        }
+    }
+    if (!m && diag.n_errors > 0)
+        tf_error_set(err, "%s: %d error%s", name, diag.n_errors, diag.n_errors == 1 ? "" : "s");
+    check_free(ir);
+    ast_free_program(prog);
+    return m;
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Evaluates a whole dataset in batches; returns the loss, *correct. */
+static double evaluate(TfTrainer *t, TfBatchBuf *bb, const TfDataset *d, int chunk, int *idx,
+                       int *correct) {
+    double loss = 0;
+    *correct = 0;
+    for (int i = 0; i < d->n; i += chunk) {
+        int n = d->n - i < chunk ? d->n - i : chunk, c;
+        for (int j = 0; j < n; j++) idx[j] = i + j;
+        batchbuf_fill(bb, d, idx, n);
+        loss += trainer_evaluate(t, &bb->batch, &c) * n;
+        *correct += c;
+    }
+    return loss / d->n;
+}
+
+/* The examples of step `step`: the (step*B)-th onwards of a stream of
+ * epochs, each a permutation of the training set drawn from (seed, epoch),
+ * so a resumed run sees exactly the batches it would have seen. */
+typedef struct Order {
+    int *perm;
+    long epoch;
+    int n;
+    uint64_t seed;
+} Order;
+
+static void batch_indices(Order *o, long step, int B, int *idx) {
+    for (int j = 0; j < B; j++) {
+        long k = step * B + j, e = k / o->n;
+        if (e != o->epoch) {
+            TfRng r;
+            rng_seed(&r, o->seed * 7919u + (uint64_t)e);
+            for (int i = 0; i < o->n; i++) o->perm[i] = i;
+            for (int i = o->n - 1; i > 0; i--) {
+                int x = (int)rng_below(&r, (uint64_t)i + 1), tmp = o->perm[i];
+                o->perm[i] = o->perm[x];
+                o->perm[x] = tmp;
+            }
+            o->epoch = e;
+        }
+        idx[j] = o->perm[k % o->n];
+    }
+}
+
+static int write_data(const char *dir, const TfDataset *tr, const TfDataset *ho, const TfModel *m) {
+    mkdir(dir, 0755);
+    const char *names[2] = {"train.txt", "heldout.txt"};
+    const TfDataset *ds[2] = {tr, ho};
+    for (int i = 0; i < 2; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        FILE *f = fopen(path, "w");
+        if (!f) {
+            fprintf(stderr, "tftrain: %s: cannot write: %s\n", path, strerror(errno));
+            return -1;
+        }
+        int rc = dataset_write_text(ds[i], m, f);
+        if (fclose(f) != 0 || rc < 0) {
+            fprintf(stderr, "tftrain: %s: cannot write\n", path);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Gradients as a weight file: the model with every tensor's values replaced
+ * by its gradient (for the PyTorch cross-check). */
+static int dump_grads(TfTrainer *t, TfModel *m, const char *path, TfError *err) {
+    size_t n;
+    float *g = trainer_grads(t, &n);
+    for (int i = 0; i < m->n_tensors; i++)
+        if (strncmp(m->tensors[i].name, "optim.", 6) != 0)
+            memcpy(m->tensors[i].data, g + trainer_tensor_offset(t, i),
+                   m->tensors[i].nelem * sizeof(float));
+    return tfw_write(m, path, err);
+}
+
+/* Seed 003's checks: 2013 accepted, every close negative (one digit
+ * changed) rejected, and the mean squared error of each head's attention
+ * scores on 2013 against its picture. */
+static void report_secret_code(TfTrainer *t, TfBatchBuf *bb, const TfModel *m,
+                               const TfDataset *train) {
+    int accept = -1, hash = -1, digit[10];
+    for (int i = 0; i < m->n_classes; i++)
+        if (strcmp(m->class_names[i], "accept") == 0) accept = i;
+    for (int v = 0; v < m->n_vocab; v++)
+        if (m->vocab[v] == '#') hash = v;
+    for (int c = 0; c < 10; c++) {
+        digit[c] = -1;
+        for (int v = 0; v < m->n_vocab; v++)
+            if (m->vocab[v] == '0' + c) digit[c] = v;
+        if (digit[c] < 0) return;
+    }
+    if (accept < 0 || hash < 0 || bb->max_seqs < 37 || bb->max_len < 5) return;
+    // Sequence 0 is #2013, then its 36 close negatives.
+    int tokens[37 * 5];
+    TfExample ex[37];
+    const int code[4] = {2, 0, 1, 3};
+    int n = 0;
+    for (int pos = -1; pos < 4; pos++)
+        for (int c = 0; c < 10; c++) {
+            if (pos < 0 ? c != 0 : c == code[pos]) continue;
+            int *tk = tokens + n * 5;
+            tk[0] = hash;
+            for (int j = 0; j < 4; j++) tk[1 + j] = digit[j == pos ? c : code[j]];
+            ex[n] = (TfExample){(long)n * 5, 5, 5, pos < 0 ? accept : 1 - accept, 0};
+            n++;
+        }
+    TfDataset d = {.ex = ex, .n = n, .tokens = tokens, .n_tokens = n * 5, .max_len = 5};
+    int idx[37], pred[37];
+    float prob[37];
+    for (int i = 0; i < n; i++) idx[i] = i;
+    batchbuf_fill(bb, &d, idx, n);
+    trainer_predict(t, &bb->batch, pred, prob);
+    int rejected = 0;
+    for (int i = 1; i < n; i++) rejected += pred[i] != accept;
+    printf("secret code: 2013 %s (p = %.4f); close negatives rejected: %d of %d\n",
+           pred[0] == accept ? "accepted" : "REJECTED", pred[0] == accept ? prob[0] : 1 - prob[0],
+           rejected, n - 1);
+    for (int a = 0; a < train->n_attn; a++) {
+        int T = 0;
+        const float *s = trainer_attention_scores(t, 0, train->attn[a].layer, train->attn[a].head, &T);
+        if (!s || T != train->attn[a].T) continue;
+        double mse = 0;
+        for (int k = 0; k < T * T; k++) {
+            double diff = s[k] - train->attn[a].target[k];
+            mse += diff * diff / (T * T);
+        }
+        printf("attention head %d: mean squared error %.5f against its picture\n",
+               train->attn[a].head, mse);
+        for (int i = 0; i < T; i++) {
+            printf("   ");
+            for (int j = 0; j < T; j++) printf(" %6.3f", s[i * T + j]);
+            printf("\n");
+        }
+    }
+}
+
+int main(int argc, char **argv) {
+    Args a;
+    if (argc == 1) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (parse_args(argc, argv, &a) < 0) {
+        fprintf(stderr, "tftrain: try 'tftrain --help'\n");
+        return EXIT_USAGE;
+    }
+#ifdef TF_HAVE_OPENBLAS
+    if (!getenv("OPENBLAS_NUM_THREADS")) openblas_set_num_threads(a.threads);
+#endif
+    TfError err = {""};
+    TfLearnedSpec spec;
+    memset(&spec, 0, sizeof spec);
+    TfModel *m = NULL;
+    int status = EXIT_BAD;
+    TfTrainer *t = NULL;
+    TfDataset train = {0}, held = {0};
+    TfBatchBuf bb = {0};
+    int *idx = NULL;
+    Order order = {0};
+    char *out_default = NULL;
+
+    if (a.resume) {
+        m = tfw_read(a.resume, &err);
+        if (!m) goto fail;
+        const char *src = m->source;
+        char *text = NULL;
+        size_t len = 0;
+        if (a.program) {
+            text = tf_file_read(a.program, &len);
+            if (!text) {
+                tf_error_set(&err, "%s: cannot open: %s", a.program, strerror(errno));
+                goto fail;
+            }
+            src = text;
+        } else if (!src) {
+            tf_error_set(&err, "%s holds no program source; give the program too", a.resume);
+            goto fail;
+        } else {
+            len = strlen(src);
+        }
+        TfModel *placeholder = model_from_program(a.program ? a.program : a.resume, src, len,
+                                                  &spec, 0, &err);
+        free(text);
+        if (!placeholder) goto fail;
+        model_free(placeholder);
+    } else {
+        size_t len = 0;
+        char *text = tf_file_read(a.program, &len);
+        if (!text) {
+            tf_error_set(&err, "%s: cannot open: %s", a.program, strerror(errno));
+            goto fail;
+        }
+        if (len >= 9 && text[8] == '{' && memchr(text, '\0', len < 64 ? len : 64)) {
+            free(text);
+            tf_error_set(&err, "%s is a weight file, not a program (to continue training it: "
+                               "--resume %s)", a.program, a.program);
+            goto fail;
+        }
+        m = model_from_program(a.program, text, len, &spec, 1, &err);
+        free(text);
+        if (!m) goto fail;
+    }
+    if (!a.out) {
+        const char *src = a.program ? a.program : a.resume;
+        size_t n = strlen(src);
+        out_default = malloc(n + 8);
+        if (!out_default) goto oom;
+        strcpy(out_default, src);
+        char *dot = strrchr(out_default, '.');
+        if (dot && !strchr(dot, '/')) *dot = '\0';
+        strcat(out_default, ".tfw");
+        if (a.resume && strcmp(out_default, a.resume) == 0) strcat(out_default, ".new");
+        a.out = out_default;
+    }
+
+    // Data.
+    if (a.task) {
+        uint64_t dseed = a.have_seed ? (uint64_t)a.seed : spec.seed;
+        if (dataset_generate(&train, &held, m, a.task, a.train_size, a.heldout_size, dseed, &err) < 0)
+            goto fail;
+    } else if (dataset_load_text(&train, m, a.data, &err) < 0 ||
+               dataset_load_text(&held, m, a.heldout, &err) < 0) {
+        goto fail;
+    }
+    if (a.write_data && write_data(a.write_data, &train, &held, m) < 0) goto done;
+
+    // Trainer.
+    TfTrainOptions o = {a.opt, a.momentum, a.beta1, a.beta2, a.eps, a.wd, a.clip,
+                        a.have_dropout ? a.dropout : spec.dropout,
+                        spec.positions == TF_POS_LEARNED,
+                        a.have_seed ? (uint64_t)a.seed : spec.seed};
+    int chunk = a.batch > 256 ? a.batch : 256;
+    int max_len = train.max_len > held.max_len ? train.max_len : held.max_len;
+    if (max_len < 5) max_len = 5;
+    t = trainer_new(m, &o, chunk * max_len, chunk, &err);
+    if (!t) goto fail;
+    if (a.resume && trainer_load_state(t, &err) < 0) goto fail;
+    if (batchbuf_init(&bb, chunk, max_len) < 0) goto oom;
+    idx = malloc((size_t)chunk * sizeof *idx);
+    order.perm = malloc((size_t)train.n * sizeof *order.perm);
+    if (!idx || !order.perm) goto oom;
+    order.n = train.n;
+    order.epoch = -1;
+    order.seed = o.seed;
+    long total = a.epochs ? (a.epochs * (long)train.n + a.batch - 1) / a.batch : a.steps;
+    long start = trainer_steps_done(t);
+
+    // Every example is checked once up front, so a bad one fails fast.
+    for (int k = 0; k < 2; k++) {
+        const TfDataset *d = k ? &held : &train;
+        for (int i = 0; i < d->n; i += chunk) {
+            int n = d->n - i < chunk ? d->n - i : chunk;
+            for (int j = 0; j < n; j++) idx[j] = i + j;
+            batchbuf_fill(&bb, d, idx, n);
+            if (trainer_check_batch(t, &bb.batch, &err) < 0) {
+                tf_error_prefix(&err, k ? "held-out set" : "training set");
+                goto fail;
+            }
+        }
+    }
+    if (a.dump_grads) {
+        batch_indices(&order, start, a.batch, idx);
+        batchbuf_fill(&bb, &train, idx, a.batch);
+        double ce;
+        double loss = trainer_forward_backward(t, &bb.batch, start, &ce);
+        if (dump_grads(t, m, a.dump_grads, &err) < 0) goto fail;
+        printf("loss %.9g\n", loss);
+        status = 0;
+        goto done;
+    }
+    if (!a.quiet) {
+        size_t n_params;
+        trainer_params(t, &n_params);
+        printf("%s: %d training, %d held-out examples; %zu parameters; %s, batch %d, %ld steps\n",
+               m->source_name ? m->source_name : "model", train.n, held.n, n_params,
+               tf_optimizer_names[a.opt], a.batch, total);
+    }
+    double train_time = 0, loss_sum = 0;
+    long loss_n = 0, examples = 0;
+    int correct = 0;
+    double t0 = now();
+    for (long s = start; s < total; s++) {
+        double ts = now();
+        batch_indices(&order, s, a.batch, idx);
+        batchbuf_fill(&bb, &train, idx, a.batch);
+        double loss = trainer_forward_backward(t, &bb.batch, s, NULL);
+        trainer_step(t, train_lr_at(s, total, a.lr, a.warmup, a.cosine, a.min_lr));
+        train_time += now() - ts;
+        examples += a.batch;
+        loss_sum += loss;
+        loss_n++;
+        if (!isfinite(loss)) {
+            tf_error_set(&err, "the loss is not finite at step %ld (lower the learning rate?)", s + 1);
+            goto fail;
+        }
+        if (!a.quiet && ((s + 1) % a.eval_every == 0 || s + 1 == total)) {
+            evaluate(t, &bb, &held, chunk, idx, &correct);
+            printf("step %7ld/%ld  loss %.4f  held-out %6.2f%%  lr %.2e  %8.0f examples/s\n", s + 1,
+                   total, loss_sum / loss_n, 100.0 * correct / held.n,
+                   train_lr_at(s, total, a.lr, a.warmup, a.cosine, a.min_lr),
+                   examples / (train_time > 0 ? train_time : 1e-9));
+            fflush(stdout);
+            loss_sum = 0;
+            loss_n = 0;
+        }
+        if (a.ckpt_every && (s + 1) % a.ckpt_every == 0 && trainer_save(t, a.out, &err) < 0)
+            goto fail;
+    }
+    double wall = now() - t0;
+    double hloss = evaluate(t, &bb, &held, chunk, idx, &correct);
+    if (trainer_save(t, a.out, &err) < 0) goto fail;
+    printf("held-out accuracy %.2f%% (%d/%d), loss %.4f; %ld steps in %.2f s, %.0f examples/s; "
+           "wrote %s\n",
+           100.0 * correct / held.n, correct, held.n, hloss, total - start, wall,
+           examples / (train_time > 0 ? train_time : 1e-9), a.out);
+    if (a.task && strcmp(a.task, "secret-code") == 0) report_secret_code(t, &bb, m, &train);
+    status = 0;
+    goto done;
+oom:
+    tf_error_set(&err, "out of memory");
+fail:
+    fprintf(stderr, "tftrain: %s\n", err.msg);
+done:
+    trainer_free(t);
+    batchbuf_free(&bb);
+    dataset_free(&train);
+    dataset_free(&held);
+    free(idx);
+    free(order.perm);
+    free(out_default);
+    learned_spec_free(&spec);
+    model_free(m);
+    return status;
+}

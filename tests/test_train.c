@@ -1,0 +1,605 @@
+/* test_train.c: every backward kernel against finite differences, the
+ * whole trainer's gradient against finite differences of its loss, the
+ * optimizers, determinism, checkpoints and the data generators. */
+#define _POSIX_C_SOURCE 200809L
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dataset.h"
+#include "kernels.h"
+#include "rng.h"
+#include "testmodel.h"
+#include "testutil.h"
+#include "tfw.h"
+#include "train.h"
+
+/* ---- finite differences ------------------------------------------------------ */
+
+/* A kernel under test: inputs x[0..n_in), loss(ctx) = sum w . out, and
+ * grad(ctx) = the kernel's gradient (accumulated into zeroed buffers). */
+typedef struct Case {
+    double (*loss)(struct Case *c);
+    void (*grad)(struct Case *c);
+    float *in[6];
+    float *gin[6];
+    long n[6];
+    int n_in;
+    void *ctx;
+} Case;
+
+static void fill(float *x, long n, TfRng *r, float lo, float hi) {
+    for (long i = 0; i < n; i++) x[i] = rng_uniform(r, lo, hi);
+}
+
+static double dot(const float *a, const float *b, long n) {
+    double s = 0;
+    for (long i = 0; i < n; i++) s += (double)a[i] * b[i];
+    return s;
+}
+
+/* Central differences on every input element against the analytic gradient. */
+static void check_case(Case *c, const char *what) {
+    for (int k = 0; k < c->n_in; k++) memset(c->gin[k], 0, (size_t)c->n[k] * sizeof(float));
+    c->grad(c);
+    for (int k = 0; k < c->n_in; k++) {
+        for (long i = 0; i < c->n[k]; i++) {
+            float keep = c->in[k][i];
+            const float eps = 1e-2f;
+            c->in[k][i] = keep + eps;
+            double lp = c->loss(c);
+            c->in[k][i] = keep - eps;
+            double lm = c->loss(c);
+            c->in[k][i] = keep;
+            double fd = (lp - lm) / (2.0 * eps), an = c->gin[k][i];
+            double tol = 1e-2 * fmax(fabs(fd), fabs(an)) + 2e-3;
+            ck_assert_msg(fabs(fd - an) <= tol, "%s: input %d element %ld: analytic %.6g, finite "
+                                                "difference %.6g", what, k, i, an, fd);
+        }
+    }
+}
+
+/* matmul: out = x W^T + b */
+enum { MN = 5, MC = 4, MOC = 3 };
+static float mw_out[MN * MOC], mw_w[MN * MOC];
+
+static double matmul_loss(Case *c) {
+    matmul_forward_naive(mw_out, c->in[0], c->in[1], c->in[2], MN, MC, MOC, 0);
+    return dot(mw_out, mw_w, MN * MOC);
+}
+static void matmul_grad(Case *c) {
+    matmul_backward(c->gin[0], c->gin[1], c->gin[2], mw_w, c->in[0], c->in[1], MN, MC, MOC);
+}
+
+START_TEST(test_matmul_backward) {
+    TfRng r;
+    rng_seed(&r, 1);
+    float x[MN * MC], w[MOC * MC], b[MOC], gx[MN * MC], gw[MOC * MC], gb[MOC];
+    fill(x, MN * MC, &r, -1, 1), fill(w, MOC * MC, &r, -1, 1), fill(b, MOC, &r, -1, 1);
+    fill(mw_w, MN * MOC, &r, -1, 1);
+    Case c = {matmul_loss, matmul_grad, {x, w, b}, {gx, gw, gb}, {MN * MC, MOC * MC, MOC}, 3, 0};
+    check_case(&c, "matmul_backward");
+}
+END_TEST
+
+/* layernorm */
+enum { LN = 3, LC = 6 };
+static float ln_out[LN * LC], ln_w[LN * LC], ln_mean[LN], ln_rstd[LN];
+
+static double layernorm_loss(Case *c) {
+    layernorm_forward(ln_out, ln_mean, ln_rstd, c->in[0], c->in[1], c->in[2], LN, LC, 1e-5f);
+    return dot(ln_out, ln_w, LN * LC);
+}
+static void layernorm_grad(Case *c) {
+    layernorm_forward(ln_out, ln_mean, ln_rstd, c->in[0], c->in[1], c->in[2], LN, LC, 1e-5f);
+    layernorm_backward(c->gin[0], c->gin[1], c->gin[2], ln_w, c->in[0], c->in[1], ln_mean,
+                       ln_rstd, LN, LC);
+}
+
+START_TEST(test_layernorm_backward) {
+    TfRng r;
+    rng_seed(&r, 2);
+    float x[LN * LC], w[LC], b[LC], gx[LN * LC], gw[LC], gb[LC];
+    fill(x, LN * LC, &r, -2, 2), fill(w, LC, &r, 0.5f, 1.5f), fill(b, LC, &r, -1, 1);
+    fill(ln_w, LN * LC, &r, -1, 1);
+    Case c = {layernorm_loss, layernorm_grad, {x, w, b}, {gx, gw, gb}, {LN * LC, LC, LC}, 3, 0};
+    check_case(&c, "layernorm_backward");
+    // Known values: a row normalised to mean 0, variance 1.
+    float row[4] = {1, 2, 3, 4}, one[4] = {1, 1, 1, 1}, zero4[4] = {0}, out[4], mean, rstd;
+    layernorm_forward(out, &mean, &rstd, row, one, zero4, 1, 4, 0.0f);
+    ck_assert_float_eq_tol(mean, 2.5f, 1e-6f);
+    ck_assert_float_eq_tol(out[0], -1.3416408f, 1e-5f);
+    ck_assert_float_eq_tol(out[3], 1.3416408f, 1e-5f);
+}
+END_TEST
+
+/* activations */
+enum { AN = 16 };
+static float act_w[AN], act_out[AN];
+static int act_gelu;
+
+static double act_loss(Case *c) {
+    memcpy(act_out, c->in[0], sizeof act_out);
+    if (act_gelu) gelu_forward(act_out, AN);
+    else relu_forward(act_out, AN);
+    return dot(act_out, act_w, AN);
+}
+static void act_grad(Case *c) {
+    if (act_gelu) gelu_backward(c->gin[0], c->in[0], act_w, AN);
+    else relu_backward(c->gin[0], c->in[0], act_w, AN);
+}
+
+START_TEST(test_activation_backward) {
+    TfRng r;
+    rng_seed(&r, 3);
+    float x[AN], gx[AN];
+    fill(x, AN, &r, -3, 3);
+    for (int i = 0; i < AN; i++)
+        if (fabsf(x[i]) < 0.05f) x[i] = 0.5f; /* ReLU has no derivative at 0 */
+    fill(act_w, AN, &r, -1, 1);
+    Case c = {act_loss, act_grad, {x}, {gx}, {AN}, 1, 0};
+    act_gelu = 1;
+    check_case(&c, "gelu_backward");
+    act_gelu = 0;
+    check_case(&c, "relu_backward");
+}
+END_TEST
+
+/* attention, with an extra loss on the scores */
+enum { AT = 4, AH = 2, AD = 3, ADV = 2 };
+static float at_out[AT * AH * ADV], at_pre[AH * AT * AT], at_att[AH * AT * AT];
+static float at_w[AT * AH * ADV], at_wpre[AH * AT * AT], at_scratch[AT];
+static int at_causal;
+
+static double attention_loss(Case *c) {
+    attention_forward(at_out, at_pre, at_att, c->in[0], c->in[1], c->in[2], AT, AH, AD, ADV,
+                      0.7f, at_causal);
+    return dot(at_out, at_w, AT * AH * ADV) + dot(at_pre, at_wpre, AH * AT * AT);
+}
+static void attention_grad(Case *c) {
+    attention_forward(at_out, at_pre, at_att, c->in[0], c->in[1], c->in[2], AT, AH, AD, ADV,
+                      0.7f, at_causal);
+    attention_backward(c->gin[0], c->gin[1], c->gin[2], at_scratch, at_w, at_wpre, c->in[0],
+                       c->in[1], c->in[2], at_att, AT, AH, AD, ADV, 0.7f, at_causal);
+}
+
+START_TEST(test_attention_backward) {
+    TfRng r;
+    rng_seed(&r, 4);
+    float q[AT * AH * AD], k[AT * AH * AD], v[AT * AH * ADV];
+    float gq[AT * AH * AD], gk[AT * AH * AD], gv[AT * AH * ADV];
+    fill(q, AT * AH * AD, &r, -1, 1), fill(k, AT * AH * AD, &r, -1, 1);
+    fill(v, AT * AH * ADV, &r, -1, 1), fill(at_w, AT * AH * ADV, &r, -1, 1);
+    fill(at_wpre, AH * AT * AT, &r, -0.5f, 0.5f);
+    Case c = {attention_loss, attention_grad, {q, k, v}, {gq, gk, gv},
+              {AT * AH * AD, AT * AH * AD, AT * AH * ADV}, 3, 0};
+    for (at_causal = 0; at_causal < 2; at_causal++) {
+        check_case(&c, at_causal ? "attention_backward (causal)" : "attention_backward");
+        // The fast forward against its naive twin.
+        attention_loss(&c);
+        float out2[AT * AH * ADV], pre2[AH * AT * AT], att2[AH * AT * AT];
+        attention_forward_naive(out2, pre2, att2, q, k, v, AT, AH, AD, ADV, 0.7f, at_causal);
+        char msg[256];
+        ck_assert_msg(tf_compare_floats(at_out, out2, AT * AH * ADV, 1e-5, 1e-6, msg, sizeof msg) == 0, "%s", msg);
+        ck_assert_msg(tf_compare_floats(at_att, att2, AH * AT * AT, 1e-5, 1e-6, msg, sizeof msg) == 0, "%s", msg);
+    }
+    ck_assert_float_eq(at_att[1], 0.0f); /* causal: row 0 sees only position 0 */
+}
+END_TEST
+
+/* attention for selected rows (rows 1 and 3 of the sequence) */
+static const int ar_pos[2] = {1, 3};
+static float ar_out[2 * AH * ADV], ar_pre[2 * AH * AT], ar_att[2 * AH * AT], ar_w[2 * AH * ADV];
+
+static double attention_rows_loss(Case *c) {
+    attention_rows_forward(ar_out, ar_pre, ar_att, c->in[0], c->in[1], c->in[2], ar_pos, 2, AT, AH,
+                           AD, ADV, 0.7f, at_causal);
+    return dot(ar_out, ar_w, 2 * AH * ADV);
+}
+static void attention_rows_grad(Case *c) {
+    attention_rows_loss(c);
+    attention_rows_backward(c->gin[0], c->gin[1], c->gin[2], at_scratch, ar_w, c->in[0], c->in[1],
+                            c->in[2], ar_att, ar_pos, 2, AT, AH, AD, ADV, 0.7f, at_causal);
+}
+
+START_TEST(test_attention_rows_backward) {
+    TfRng r;
+    rng_seed(&r, 6);
+    float q[AT * AH * AD], k[AT * AH * AD], v[AT * AH * ADV], qr[2 * AH * AD];
+    float gq[2 * AH * AD], gk[AT * AH * AD], gv[AT * AH * ADV];
+    fill(q, AT * AH * AD, &r, -1, 1), fill(k, AT * AH * AD, &r, -1, 1);
+    fill(v, AT * AH * ADV, &r, -1, 1), fill(ar_w, 2 * AH * ADV, &r, -1, 1);
+    for (int i = 0; i < 2; i++) memcpy(qr + i * AH * AD, q + ar_pos[i] * AH * AD, AH * AD * sizeof(float));
+    Case c = {attention_rows_loss, attention_rows_grad, {qr, k, v}, {gq, gk, gv},
+              {2 * AH * AD, AT * AH * AD, AT * AH * ADV}, 3, 0};
+    for (at_causal = 0; at_causal < 2; at_causal++) {
+        check_case(&c, at_causal ? "attention_rows_backward (causal)" : "attention_rows_backward");
+        // The selected rows equal those rows of the whole sequence's attention.
+        attention_rows_loss(&c);
+        attention_forward_naive(at_out, at_pre, at_att, q, k, v, AT, AH, AD, ADV, 0.7f, at_causal);
+        for (int i = 0; i < 2; i++)
+            for (int h = 0; h < AH; h++) {
+                char msg[256];
+                const float *want = at_out + ar_pos[i] * AH * ADV + h * ADV;
+                ck_assert_msg(tf_compare_floats(ar_out + i * AH * ADV + h * ADV, want, ADV, 1e-5,
+                                                1e-6, msg, sizeof msg) == 0, "%s", msg);
+                ck_assert_msg(tf_compare_floats(ar_att + (i * AH + h) * AT,
+                                                at_att + (h * AT + ar_pos[i]) * AT, AT, 1e-5, 1e-6,
+                                                msg, sizeof msg) == 0, "%s", msg);
+            }
+    }
+}
+END_TEST
+
+/* embeddings and cross-entropy */
+enum { EN = 5, EC = 3, EV = 4 };
+static const int e_tok[EN] = {0, 3, 1, 3, 2}, e_pos[EN] = {0, 1, 2, 0, 1};
+static float e_out[EN * EC], e_w[EN * EC], ce_probs[EN * EV];
+static const int ce_tgt[EN] = {1, 0, 3, 3, 2};
+
+static double embed_loss(Case *c) {
+    embedding_forward(e_out, e_tok, e_pos, c->in[0], c->in[1], EN, EC);
+    return dot(e_out, e_w, EN * EC);
+}
+static void embed_grad(Case *c) {
+    embedding_backward(c->gin[0], c->gin[1], e_w, e_tok, e_pos, EN, EC);
+}
+static double ce_loss(Case *c) { return crossentropy_forward(ce_probs, c->in[0], ce_tgt, EN, EV); }
+static void ce_grad(Case *c) {
+    crossentropy_forward(ce_probs, c->in[0], ce_tgt, EN, EV);
+    crossentropy_backward(c->gin[0], ce_probs, ce_tgt, EN, EV, 1.0f);
+}
+
+START_TEST(test_embedding_and_crossentropy_backward) {
+    TfRng r;
+    rng_seed(&r, 5);
+    float wte[EV * EC], wpe[3 * EC], gte[EV * EC], gpe[3 * EC];
+    fill(wte, EV * EC, &r, -1, 1), fill(wpe, 3 * EC, &r, -1, 1), fill(e_w, EN * EC, &r, -1, 1);
+    Case c = {embed_loss, embed_grad, {wte, wpe}, {gte, gpe}, {EV * EC, 3 * EC}, 2, 0};
+    check_case(&c, "embedding_backward");
+    float logits[EN * EV], gl[EN * EV];
+    fill(logits, EN * EV, &r, -2, 2);
+    Case d = {ce_loss, ce_grad, {logits}, {gl}, {EN * EV}, 1, 0};
+    check_case(&d, "crossentropy_backward");
+    // Uniform logits: the loss is log V per row.
+    float flat[EV] = {0};
+    int t0 = 2;
+    ck_assert_double_eq_tol(crossentropy_forward(ce_probs, flat, &t0, 1, EV), log(EV), 1e-6);
+    // Huge logits stay finite (log-sum-exp).
+    float big[2] = {1000.0f, -1000.0f};
+    int t1 = 1;
+    ck_assert_double_eq_tol(crossentropy_forward(ce_probs, big, &t1, 1, 2), 2000.0, 1e-3);
+}
+END_TEST
+
+/* ---- the whole model --------------------------------------------------------- */
+
+static const char *const model_texts[] = {
+    /* post-norm, ReLU, learned positions, next-token */
+    "vocab \"01+=\";\n generate 3;\n model { d_model 8; layers 2; heads 2; d_ff 12; activation "
+    "gelu; norm post; positions learned; max_len 12; predict next_token; seed 3; }\n",
+    /* pre-norm, GELU, sinusoidal positions, classifier at the last position */
+    "vocab \"#0123\";\n model { d_model 6; layers 1; heads 3; d_ff 10; activation gelu; norm pre; "
+    "positions sinusoidal; max_len 8; attention bidirectional; predict classes \"a\", \"b\", "
+    "\"c\"; classify_at last; seed 4; }\n",
+    /* no norm, no feed-forward, no positions, classifier at CLS */
+    "vocab \"#0123\";\n model { d_model 4; layers 1; heads 2; d_ff 0; norm none; positions none; "
+    "max_len 8; attention bidirectional; predict classes \"x\", \"y\"; seed 5; }\n",
+};
+
+/* A batch of three sequences of lengths 5, 3, 6 over the first vocab tokens. */
+static void small_batch(const TfModel *m, TfBatch *b, int *tok, int *start, int *tgt, int *lab) {
+    static const int lens[3] = {5, 3, 6};
+    int row = 0;
+    TfRng r;
+    rng_seed(&r, 9);
+    for (int s = 0; s < 3; s++) {
+        start[s] = row;
+        for (int i = 0; i < lens[s]; i++, row++) {
+            tok[row] = (int)rng_below(&r, (uint64_t)m->n_vocab);
+            tgt[row] = i >= 1 ? (int)rng_below(&r, (uint64_t)m->n_vocab) : -1;
+        }
+        lab[s] = m->output_kind == TF_OUTPUT_CLASSIFY ? (int)rng_below(&r, (uint64_t)m->n_classes) : 0;
+    }
+    start[3] = row;
+    *b = (TfBatch){3, tok, start, tgt, lab, NULL, 0};
+}
+
+static TfTrainOptions default_opts(TfOptimizer opt) {
+    TfTrainOptions o = {opt, 0.9f, 0.9f, 0.999f, 1e-8f, 0.01f, 0.0f, 0.0f, 1, 7};
+    return o;
+}
+
+START_TEST(test_model_gradient) {
+    const char *text = model_texts[_i];
+    TfModel *m = tf_compile_text(text);
+    TfTrainOptions o = default_opts(TF_OPT_ADAMW);
+    o.train_positions = _i == 0;
+    TfError err = {""};
+    TfTrainer *t = trainer_new(m, &o, 64, 8, &err);
+    ck_assert_msg(t != NULL, "%s", err.msg);
+    int tok[14], start[4], tgt[14], lab[3];
+    TfBatch b;
+    small_batch(m, &b, tok, start, tgt, lab);
+    float target[25];
+    TfRng r;
+    rng_seed(&r, 11);
+    fill(target, 25, &r, 0, 1);
+    TfAttnTarget at = {0, 0, 1, target, 0.5f};
+    if (_i == 2) { /* the attention-score loss, on sequence 0 (5 long) */
+        b.attn = &at;
+        b.n_attn = 1;
+    }
+    ck_assert_msg(trainer_check_batch(t, &b, &err) == 0, "%s", err.msg);
+    double loss = trainer_forward_backward(t, &b, 0, NULL);
+    ck_assert(isfinite(loss) && loss > 0);
+    size_t n;
+    float *p = trainer_params(t, &n);
+    float *g0 = trainer_grads(t, &n);
+    float *g = malloc(n * sizeof *g);
+    memcpy(g, g0, n * sizeof *g);
+    int checked = 0;
+    for (size_t i = 0; i < n; i += 1 + n / 300) {
+        if (!o.train_positions && i >= trainer_tensor_offset(t, m->pos_embed) &&
+            i < trainer_tensor_offset(t, m->pos_embed) + m->tensors[m->pos_embed].nelem)
+            continue; /* fixed: no gradient wanted */
+        float keep = p[i];
+        const float eps = 1e-3f;
+        p[i] = keep + eps;
+        double lp = trainer_forward_backward(t, &b, 0, NULL);
+        p[i] = keep - eps;
+        double lm = trainer_forward_backward(t, &b, 0, NULL);
+        p[i] = keep;
+        double fd = (lp - lm) / (2 * eps);
+        double tol = 2e-2 * fmax(fabs(fd), fabs(g[i])) + 2e-3;
+        int ti = 0;
+        while (ti + 1 < m->n_tensors && trainer_tensor_offset(t, ti + 1) <= i) ti++;
+        ck_assert_msg(fabs(fd - g[i]) <= tol, "model %d, parameter %zu (%s): analytic %.6g, finite "
+                                              "difference %.6g", _i, i, m->tensors[ti].name, g[i], fd);
+        checked++;
+    }
+    ck_assert_int_gt(checked, 50);
+    // A fixed position table gets no gradient.
+    if (!o.train_positions) {
+        size_t off = trainer_tensor_offset(t, m->pos_embed);
+        for (size_t i = 0; i < m->tensors[m->pos_embed].nelem; i++) ck_assert(g[off + i] == 0.0f);
+    }
+    free(g);
+    trainer_free(t);
+    model_free(m);
+}
+END_TEST
+
+/* Trains a model to memorise a few sequences; returns the final loss. */
+static double train_small(TfOptimizer opt, float lr, int steps, float *params_out) {
+    TfModel *m = tf_compile_text(model_texts[0]);
+    TfTrainOptions o = default_opts(opt);
+    o.dropout = 0.1f;
+    o.clip = 1.0f;
+    TfError err = {""};
+    TfTrainer *t = trainer_new(m, &o, 64, 8, &err);
+    ck_assert_msg(t != NULL, "%s", err.msg);
+    int tok[14], start[4], tgt[14], lab[3];
+    TfBatch b;
+    small_batch(m, &b, tok, start, tgt, lab);
+    double loss = 0;
+    for (int s = 0; s < steps; s++) {
+        trainer_forward_backward(t, &b, s, NULL);
+        trainer_step(t, train_lr_at(s, steps, lr, 5, 1, 0.0f));
+    }
+    int correct;
+    loss = trainer_evaluate(t, &b, &correct);
+    size_t n;
+    float *p = trainer_params(t, &n);
+    if (params_out) memcpy(params_out, p, n * sizeof *p);
+    trainer_free(t);
+    model_free(m);
+    return loss;
+}
+
+START_TEST(test_optimizers_learn_and_are_deterministic) {
+    double before = train_small(TF_OPT_ADAMW, 0.0f, 1, NULL);
+    ck_assert_double_lt(train_small(TF_OPT_ADAMW, 1e-2f, 150, NULL), before * 0.2);
+    ck_assert_double_lt(train_small(TF_OPT_ADAM, 1e-2f, 150, NULL), before * 0.2);
+    ck_assert_double_lt(train_small(TF_OPT_SGD, 5e-2f, 150, NULL), before * 0.5);
+    float a[4096], b[4096];
+    train_small(TF_OPT_ADAMW, 1e-2f, 20, a);
+    train_small(TF_OPT_ADAMW, 1e-2f, 20, b);
+    TfModel *m = tf_compile_text(model_texts[0]);
+    size_t n = model_param_count(m);
+    model_free(m);
+    ck_assert(n <= 4096);
+    ck_assert(memcmp(a, b, n * sizeof(float)) == 0); /* bit for bit */
+}
+END_TEST
+
+START_TEST(test_checkpoint_resume) {
+    // 10 steps straight == 5 steps, save, load, 5 more steps.
+    TfModel *m = tf_compile_text(model_texts[0]);
+    TfTrainOptions o = default_opts(TF_OPT_ADAMW);
+    TfError err = {""};
+    TfTrainer *t = trainer_new(m, &o, 64, 8, &err);
+    int tok[14], start[4], tgt[14], lab[3];
+    TfBatch b;
+    small_batch(m, &b, tok, start, tgt, lab);
+    char path[] = "/tmp/tftrain_ckpt_XXXXXX";
+    close(mkstemp(path));
+    for (int s = 0; s < 10; s++) {
+        trainer_forward_backward(t, &b, s, NULL);
+        trainer_step(t, 1e-2f);
+        if (s == 4) ck_assert_msg(trainer_save(t, path, &err) == 0, "%s", err.msg);
+    }
+    TfModel *m2 = tfw_read(path, &err);
+    ck_assert_msg(m2 != NULL, "%s", err.msg);
+    ck_assert_int_ge(model_find_tensor(m2, "optim.v.embed.token.weight"), 0);
+    TfTrainer *t2 = trainer_new(m2, &o, 64, 8, &err);
+    ck_assert_int_eq(trainer_load_state(t2, &err), 1);
+    ck_assert_int_eq(trainer_steps_done(t2), 5);
+    for (int s = 5; s < 10; s++) {
+        trainer_forward_backward(t2, &b, s, NULL);
+        trainer_step(t2, 1e-2f);
+    }
+    size_t n, n2;
+    float *p = trainer_params(t, &n), *p2 = trainer_params(t2, &n2);
+    ck_assert_int_eq(n, n2);
+    ck_assert(memcmp(p, p2, n * sizeof(float)) == 0);
+    // SGD cannot resume Adam's state.
+    TfTrainOptions s = default_opts(TF_OPT_SGD);
+    TfTrainer *t3 = trainer_new(m2, &s, 64, 8, &err);
+    ck_assert_int_eq(trainer_load_state(t3, &err), 1); /* SGD needs only optim.m */
+    trainer_free(t3);
+    remove(path);
+    trainer_free(t2);
+    trainer_free(t);
+    model_free(m2);
+    model_free(m);
+}
+END_TEST
+
+START_TEST(test_bad_batches_are_rejected) {
+    TfModel *m = tf_compile_text(model_texts[0]);
+    TfTrainOptions o = default_opts(TF_OPT_ADAM);
+    TfError err = {""};
+    TfTrainer *t = trainer_new(m, &o, 16, 2, &err);
+    int tok[14], start[4], tgt[14], lab[3];
+    TfBatch b;
+    small_batch(m, &b, tok, start, tgt, lab);
+    ck_assert_int_eq(trainer_check_batch(t, &b, &err), -1);
+    ck_assert_str_eq(err.msg, "a batch of 3 sequences (1 to 2 allowed)");
+    b.n_seqs = 2;
+    tok[1] = 7;
+    ck_assert_int_eq(trainer_check_batch(t, &b, &err), -1);
+    ck_assert_str_eq(err.msg, "row 1: token 7 is outside the vocabulary");
+    tok[1] = 0;
+    for (int i = 0; i < 14; i++) tgt[i] = -1;
+    ck_assert_int_eq(trainer_check_batch(t, &b, &err), -1);
+    ck_assert_str_eq(err.msg, "the batch has no target tokens");
+    o.dropout = 1.0f;
+    ck_assert_ptr_null(trainer_new(m, &o, 16, 2, &err));
+    trainer_free(t);
+    model_free(m);
+}
+END_TEST
+
+START_TEST(test_generators) {
+    TfModel *m = tf_compile_text(model_texts[0]); /* vocab 01+=, max_len 12 */
+    TfDataset tr = {0}, ho = {0};
+    TfError err = {""};
+    ck_assert_msg(dataset_generate(&tr, &ho, m, "binary-add:3", 40, 20, 1, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(tr.n, 40);
+    ck_assert_int_eq(ho.n, 20);
+    // Held-out and training prompts are disjoint, and every answer is right.
+    char *text;
+    size_t len;
+    FILE *f = open_memstream(&text, &len);
+    dataset_write_text(&tr, m, f);
+    fputs("--\n", f);
+    dataset_write_text(&ho, m, f);
+    fclose(f);
+    char *sep = strstr(text, "--\n");
+    ck_assert_ptr_nonnull(sep);
+    for (char *line = sep + 3; *line; line = strchr(line, '\n') + 1) {
+        int a = 0, bb = 0, s = 0;
+        for (int i = 0; i < 3; i++) a = a * 2 + (line[i] - '0');
+        for (int i = 4; i < 7; i++) bb = bb * 2 + (line[i] - '0');
+        for (int i = 3; i >= 0; i--) s = s * 2 + (line[9 + i] - '0'); /* LSB first */
+        ck_assert_int_eq(s, a + bb);
+        ck_assert_int_eq(line[7], '=');
+        char prompt[10];
+        memcpy(prompt, line, 8);
+        prompt[8] = '\t';
+        prompt[9] = '\0';
+        *sep = '\0';
+        ck_assert_msg(strstr(text, prompt) == NULL, "held-out %.8s is also a training example", line);
+        *sep = '-';
+    }
+    free(text);
+    dataset_free(&tr);
+    dataset_free(&ho);
+    ck_assert_int_eq(dataset_generate(&tr, &ho, m, "binary-add:3", 60, 20, 1, &err), -1);
+    ck_assert_str_eq(err.msg, "cannot draw 60 distinct training examples: the task has too few");
+    dataset_free(&tr);
+    dataset_free(&ho);
+    ck_assert_int_eq(dataset_generate(&tr, &ho, m, "decimal-add:2", 10, 10, 1, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "is not in the model's vocabulary"));
+    dataset_free(&tr);
+    dataset_free(&ho);
+    ck_assert_int_eq(dataset_generate(&tr, &ho, m, "xor", 10, 10, 1, &err), -1);
+    ck_assert_str_eq(err.msg, "task xor needs a classifier (predict classes ...) model");
+    dataset_free(&tr);
+    dataset_free(&ho);
+    model_free(m);
+
+    // The secret code: rounds of negative, close negative, 2013 with targets.
+    TfModel *c = tf_compile_text(
+        "vocab \"0123456789#\";\n model { d_model 6; heads 3; max_len 6; attention "
+        "bidirectional; predict classes \"reject\", \"accept\"; }\n");
+    ck_assert_msg(dataset_generate(&tr, &ho, c, "secret-code", 30, 50, 2, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(tr.n, 30);
+    ck_assert_int_eq(tr.n_attn, 3);
+    for (int i = 0; i < 30; i++) ck_assert_int_eq(tr.ex[i].label, i % 3 == 2);
+    for (int i = 0; i < 50; i++) ck_assert_int_eq(ho.ex[i].label, 0);
+    TfBatchBuf bb;
+    ck_assert_int_eq(batchbuf_init(&bb, 3, 6), 0);
+    int idx[3] = {0, 1, 2};
+    batchbuf_fill(&bb, &tr, idx, 3);
+    ck_assert_int_eq(bb.batch.n_attn, 3);
+    ck_assert_int_eq(bb.batch.attn[2].head, 2);
+    ck_assert_int_eq(bb.batch.seq_start[3] - bb.batch.seq_start[2], 5);
+    batchbuf_free(&bb);
+    dataset_free(&tr);
+    dataset_free(&ho);
+    model_free(c);
+}
+END_TEST
+
+START_TEST(test_text_data_errors) {
+    TfModel *m = tf_compile_text(model_texts[0]);
+    char path[] = "/tmp/tftrain_data_XXXXXX";
+    int fd = mkstemp(path);
+    const char *bad = "01+01=\t010\n01+0x=\t01\n";
+    ck_assert(write(fd, bad, strlen(bad)) == (ssize_t)strlen(bad));
+    close(fd);
+    TfDataset d = {0};
+    TfError err = {""};
+    ck_assert_int_eq(dataset_load_text(&d, m, path, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, ":2: character 'x' is not in the model's vocabulary"));
+    dataset_free(&d);
+    FILE *f = fopen(path, "w");
+    fputs("0101\n", f);
+    fclose(f);
+    ck_assert_int_eq(dataset_load_text(&d, m, path, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, ":1: expected PROMPT<TAB>ANSWER, one tab between"));
+    dataset_free(&d);
+    f = fopen(path, "w");
+    fputs("0101010101\t0101\n", f);
+    fclose(f);
+    ck_assert_int_eq(dataset_load_text(&d, m, path, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, ":1: 13 tokens, but the model's max_len is 12"));
+    dataset_free(&d);
+    remove(path);
+    model_free(m);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("train");
+    TCase *tc = tcase_create("train");
+    tcase_add_test(tc, test_matmul_backward);
+    tcase_add_test(tc, test_layernorm_backward);
+    tcase_add_test(tc, test_activation_backward);
+    tcase_add_test(tc, test_attention_backward);
+    tcase_add_test(tc, test_attention_rows_backward);
+    tcase_add_test(tc, test_embedding_and_crossentropy_backward);
+    tcase_add_loop_test(tc, test_model_gradient, 0, 3);
+    tcase_add_test(tc, test_optimizers_learn_and_are_deterministic);
+    tcase_add_test(tc, test_checkpoint_resume);
+    tcase_add_test(tc, test_bad_batches_are_rejected);
+    tcase_add_test(tc, test_generators);
+    tcase_add_test(tc, test_text_data_errors);
+    suite_add_tcase(s, tc);
+    return tf_run_suite(s);
+}

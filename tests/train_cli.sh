@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# train_cli.sh TFTRAIN TFRUN TFC: the trainer's command line. Short runs of
+# the seed tasks (the full ones are bench/ scripts), the trained files run by
+# tfrun, determinism, resuming, and one-line errors with the right exit codes.
+set -u
+TFTRAIN=$1
+TFRUN=$2
+TFC=$3
+SRC=${TF_SOURCE_DIR:?TF_SOURCE_DIR must point at the source tree}
+P=$SRC/programs
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+check() { # check NAME STATUS
+    if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else echo "FAIL: $1"; failed=$((failed + 1)); fi
+}
+expect() { # expect NAME WANT_STATUS GOT_STATUS
+    [ "$3" -eq "$2" ]
+    check "$1 (exit $3, want $2)" $?
+}
+
+for prog in binary_add first_token xor secret_code decimal_add; do
+    "$TFC" "$P/$prog.tfp" -o "$tmp/$prog.init.tfw" 2>"$tmp/err"
+    check "tfc compiles $prog.tfp: $(cat "$tmp/err")" $?
+done
+
+# Seed 003 in full (it takes a fraction of a second): 2013 accepted, every
+# close negative rejected, each attention picture within 0.05.
+"$TFTRAIN" "$P/secret_code.tfp" --task secret-code --train-size 30000 --heldout-size 2000 \
+    --batch-size 3 --lr 3e-3 --steps 10000 --quiet -o "$tmp/sc.tfw" >"$tmp/sc.txt"
+check "tftrain secret-code" $?
+grep -q "^held-out accuracy 100.00% (2000/2000)" "$tmp/sc.txt"
+check "secret code: held-out accuracy 100% ($(head -1 "$tmp/sc.txt"))" $?
+grep -q "2013 accepted (p = .*); close negatives rejected: 36 of 36" "$tmp/sc.txt"
+check "secret code: 2013 accepted, 36 of 36 close negatives rejected" $?
+n=$(awk '/mean squared error/ && $7 < 0.05' "$tmp/sc.txt" | wc -l)
+[ "$n" -eq 3 ]
+check "secret code: 3 attention pictures within 0.05 MSE (got $n)" $?
+out=$("$TFRUN" "$tmp/sc.tfw" "#2013")
+[[ "$out" == $'#2013\taccept\t'* ]]
+check "tfrun classifies #2013 as accept (got '$out')" $?
+out=$("$TFRUN" "$tmp/sc.tfw" "#2012")
+[[ "$out" == $'#2012\treject\t'* ]]
+check "tfrun classifies #2012 as reject (got '$out')" $?
+
+# Seed 004, shortened: a progress line per evaluation, then the result.
+"$TFTRAIN" "$P/first_token.tfp" --task first-token:20 --train-size 1000 --heldout-size 200 \
+    --batch-size 32 --optimizer adam --lr 1e-3 --steps 1500 --eval-every 500 \
+    -o "$tmp/ft.tfw" >"$tmp/ft.txt"
+check "tftrain first-token" $?
+n=$(grep -cE '^step +[0-9]+/1500  loss [0-9.]+  held-out +[0-9.]+%  lr [0-9.e+-]+ +[0-9]+ examples/s$' "$tmp/ft.txt")
+[ "$n" -eq 3 ]
+check "three progress lines (got $n)" $?
+acc=$(sed -n 's/^held-out accuracy \([0-9.]*\)%.*/\1/p' "$tmp/ft.txt")
+awk -v a="$acc" 'BEGIN { exit !(a >= 99) }'
+check "first-token held-out accuracy >= 99% after 1500 steps (got $acc)" $?
+out=$("$TFRUN" "$tmp/ft.tfw" "31244123412341234123" | cut -f1,2)
+[ "$out" = $'31244123412341234123\t3' ]
+check "tfrun recalls the first token (got '$out')" $?
+
+# Binary addition of 3-bit numbers: tfrun generates the learned sums.
+"$TFTRAIN" "$P/binary_add.tfp" --task binary-add:3 --train-size 48 --heldout-size 16 \
+    --steps 300 --lr 3e-3 --quiet -o "$tmp/ba.tfw" --write-data "$tmp/ba" >"$tmp/ba.txt"
+check "tftrain binary-add:3" $?
+cut -f1 "$tmp/ba/train.txt" >"$tmp/ba/prompts.txt"
+"$TFRUN" "$tmp/ba.tfw" -n 4 --batch "$tmp/ba/prompts.txt" >"$tmp/ba/got.txt"
+check "tfrun runs the trained adder" $?
+tr -d '\t' <"$tmp/ba/train.txt" >"$tmp/ba/want.txt"
+n=$(paste -d'\n' "$tmp/ba/got.txt" "$tmp/ba/want.txt" | paste - - | awk '$1 == $2' | wc -l)
+[ "$n" -ge 45 ]
+check "the trained adder answers >= 45 of its 48 training sums (got $n)" $?
+
+# PyTorch (tools/tfw_torch.py) runs the trained files as tfrun does.
+PY=/usr/bin/python3
+if "$PY" -c 'import torch' 2>/dev/null; then
+    "$PY" "$SRC/tools/tfw_torch.py" "$tmp/ba.tfw" -n 4 --batch "$tmp/ba/prompts.txt" >"$tmp/ba/torch.txt"
+    cmp -s "$tmp/ba/got.txt" "$tmp/ba/torch.txt"
+    check "tfrun and PyTorch generate the same sums with the trained adder" $?
+    printf '#2013\n#2012\n#3102\n#7\n#99999\n' >"$tmp/codes.txt"
+    "$TFRUN" "$tmp/sc.tfw" --batch "$tmp/codes.txt" | cut -f1,2 >"$tmp/codes.tfrun"
+    "$PY" "$SRC/tools/tfw_torch.py" "$tmp/sc.tfw" --batch "$tmp/codes.txt" | cut -f1,2 >"$tmp/codes.torch"
+    cmp -s "$tmp/codes.tfrun" "$tmp/codes.torch" && [ "$(wc -l <"$tmp/codes.tfrun")" -eq 5 ]
+    check "tfrun and PyTorch classify the same codes alike" $?
+else
+    echo "FAIL: $PY cannot import torch"
+    failed=$((failed + 1))
+fi
+
+# Determinism: the same seed gives the same file, bit for bit; a run resumed
+# from a checkpoint ends where the uninterrupted run ends.
+common=(--task binary-add:3 --train-size 48 --heldout-size 16 --quiet)
+"$TFTRAIN" "$P/binary_add.tfp" "${common[@]}" --steps 40 -o "$tmp/r1.tfw" >/dev/null
+"$TFTRAIN" "$P/binary_add.tfp" "${common[@]}" --steps 40 -o "$tmp/r2.tfw" >/dev/null
+cmp -s "$tmp/r1.tfw" "$tmp/r2.tfw"
+check "two runs with one seed write identical files" $?
+"$TFTRAIN" "$P/binary_add.tfp" "${common[@]}" --steps 40 --seed 9 -o "$tmp/r3.tfw" >/dev/null
+! cmp -s "$tmp/r1.tfw" "$tmp/r3.tfw"
+check "another seed gives another model" $?
+"$TFTRAIN" "$P/binary_add.tfp" "${common[@]}" --steps 20 -o "$tmp/half.tfw" >/dev/null
+"$TFTRAIN" --resume "$tmp/half.tfw" "${common[@]}" --steps 40 -o "$tmp/resumed.tfw" >/dev/null
+check "tftrain --resume" $?
+cmp -s "$tmp/r1.tfw" "$tmp/resumed.tfw"
+check "20 steps + 20 resumed steps == 40 steps, bit for bit" $?
+
+# Errors: one line, exit 1 for bad input, 2 for usage.
+run_err() { # run_err NAME WANT_STATUS WANT_TEXT COMMAND...
+    local name=$1 want=$2 text=$3
+    shift 3
+    "$@" >/dev/null 2>"$tmp/err"
+    local rc=$?
+    expect "$name" "$want" $rc
+    grep -qF -- "$text" "$tmp/err" && [ "$(wc -l <"$tmp/err")" -eq 1 ]
+    check "$name: one line with '$text' (got '$(cat "$tmp/err")')" $?
+}
+run_err "unknown option" 2 "tftrain: unknown option '--bogus'" \
+    "$TFTRAIN" "$P/xor.tfp" --task xor --bogus
+run_err "bad learning rate" 2 "tftrain: bad value 'fast' for --lr" \
+    "$TFTRAIN" "$P/xor.tfp" --task xor --lr fast
+run_err "no data" 2 "tftrain: give either --task or --data" "$TFTRAIN" "$P/xor.tfp"
+run_err "unknown task" 1 "tftrain: unknown task 'multiply'" \
+    "$TFTRAIN" "$P/xor.tfp" --task multiply -o "$tmp/x.tfw"
+run_err "task for another model" 1 "task binary-add:4 needs a next-token model" \
+    "$TFTRAIN" "$P/xor.tfp" --task binary-add:4 -o "$tmp/x.tfw"
+run_err "program without a model" 1 "declares no learned model" \
+    "$TFTRAIN" "$P/adder.tfp" --task xor -o "$tmp/x.tfw"
+printf '0abcd1\t1\n0abzd1\t1\n' >"$tmp/bad.txt"
+run_err "token outside the vocabulary" 1 "bad.txt:2: character 'z' is not in the model's vocabulary" \
+    "$TFTRAIN" "$P/xor.tfp" --data "$tmp/bad.txt" --heldout "$tmp/bad.txt" -o "$tmp/x.tfw"
+printf '0abcd1\tmaybe\n' >"$tmp/bad.txt"
+run_err "unknown label" 1 "bad.txt:1: label 'maybe' is not a class of the model" \
+    "$TFTRAIN" "$P/xor.tfp" --data "$tmp/bad.txt" --heldout "$tmp/bad.txt" -o "$tmp/x.tfw"
+run_err "missing data file" 1 "/nonexistent.txt: cannot open" \
+    "$TFTRAIN" "$P/xor.tfp" --data /nonexistent.txt --heldout /nonexistent.txt -o "$tmp/x.tfw"
+run_err "resume from a bad file" 1 "tftrain: $tmp/bad.txt: " \
+    "$TFTRAIN" --resume "$tmp/bad.txt" --task xor -o "$tmp/x.tfw"
+run_err "a weight file given as the program" 1 "sc.tfw is a weight file, not a program" \
+    "$TFTRAIN" "$tmp/sc.tfw" --task secret-code -o "$tmp/x.tfw"
+run_err "generated examples too long" 1 "task example '0" \
+    "$TFTRAIN" "$P/xor.tfp" --task xor:20 -o "$tmp/x.tfw"
+[ ! -e "$tmp/x.tfw" ]
+check "no output file after a failure" $?
+
+# The model block's diagnostics.
+printf 'vocab "01";\nmodel { d_model 8; heads 3; max_len 4; predict next_token; dropout 2; }\n' >"$tmp/m.tfp"
+"$TFC" "$tmp/m.tfp" -o "$tmp/m.tfw" 2>"$tmp/err"
+expect "tfc rejects a bad model block" 1 $?
+grep -q "m.tfp:2:.*error: dropout must be a number from 0 up to (not including) 1" "$tmp/err"
+check "dropout out of range is reported" $?
+printf 'vocab "01";\nmodel { d_model 8; heads 3; max_len 4; predict next_token; }\n' >"$tmp/m.tfp"
+"$TFC" "$tmp/m.tfp" -o "$tmp/m.tfw" 2>"$tmp/err"
+grep -q "error: d_model 8 is not a multiple of the number of heads 3" "$tmp/err"
+check "heads not dividing d_model is reported" $?
+printf 'vocab "01";\nmodel { d_model 8; max_len 4; predict next_token; layer 2; }\n' >"$tmp/m.tfp"
+"$TFC" "$tmp/m.tfp" -o "$tmp/m.tfw" 2>"$tmp/err"
+grep -q "error: unknown model setting 'layer'" "$tmp/err" && grep -q "^hint: the settings are" "$tmp/err"
+check "an unknown setting is reported with the list" $?
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# train_torch.sh TFTRAIN TFC: PyTorch cross-check of the trainer. For four
+# seed-task models (post-norm + ReLU, pre-norm + GELU, a classifier without
+# positions, and the secret code with its attention-score loss), from the
+# same initial weights (tfc) and the same batch: the loss and every gradient
+# (tftrain --dump-grads) and the parameters after 10 AdamW steps (with
+# warm-up, cosine decay and clipping) must agree with PyTorch's
+# (tools/train_torch.py) to 1e-4 relative.
+set -u
+TFTRAIN=$1
+TFC=$2
+SRC=${TF_SOURCE_DIR:?TF_SOURCE_DIR must point at the source tree}
+PY=/usr/bin/python3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+check() { # check NAME STATUS
+    if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else echo "FAIL: $1"; failed=$((failed + 1)); fi
+}
+if ! "$PY" -c 'import torch' 2>"$tmp/err"; then
+    echo "FAIL: $PY cannot import torch (install Debian's python3-torch): $(cat "$tmp/err")"
+    exit 1
+fi
+
+# cross NAME PROGRAM TASK N_EXAMPLES [extra tftrain/train_torch options...]
+cross() {
+    local name=$1 prog=$SRC/programs/$2 task=$3 n=$4
+    shift 4
+    local d=$tmp/$name opts=(--lr 1e-2 --clip 0.5 --warmup 3 --cosine --min-lr 1e-3 --steps 10)
+    mkdir -p "$d"
+    "$TFC" "$prog" -o "$d/init.tfw"
+    check "$name: tfc" $?
+    "$TFTRAIN" "$prog" --task "$task" --train-size "$n" --heldout-size 5 --write-data "$d" \
+        --steps 0 --quiet -o "$d/unused.tfw" >/dev/null
+    check "$name: generate data" $?
+    local loss
+    loss=$("$TFTRAIN" "$prog" --data "$d/train.txt" --heldout "$d/heldout.txt" --batch-size "$n" \
+        --dropout 0 --dump-grads "$d/grads.tfw" "$@" | sed -n 's/^loss //p')
+    check "$name: tftrain --dump-grads" $?
+    "$TFTRAIN" "$prog" --data "$d/train.txt" --heldout "$d/heldout.txt" --batch-size "$n" \
+        --dropout 0 --optimizer adamw "${opts[@]}" --quiet -o "$d/after.tfw" "$@" >/dev/null
+    check "$name: tftrain 10 AdamW steps" $?
+    echo "== $name"
+    "$PY" "$SRC/tools/train_torch.py" check "$d/init.tfw" "$d/train.txt" "$d/grads.tfw" \
+        "$d/after.tfw" --loss "$loss" --optimizer adamw "${opts[@]}" ${SECRET:+--secret}
+    check "$name: PyTorch agrees to 1e-4" $?
+}
+
+cross binary_add binary_add.tfp binary-add:8 48
+cross decimal_add decimal_add.tfp decimal-add:2 32
+cross first_token first_token.tfp first-token:20 32
+# The secret code's attention loss needs tftrain's generator (text data carry
+# no attention targets): the same 30 examples, whole, as one batch.
+d=$tmp/secret
+mkdir -p "$d"
+P=$SRC/programs/secret_code.tfp
+"$TFC" "$P" -o "$d/init.tfw"
+"$TFTRAIN" "$P" --task secret-code --train-size 30 --heldout-size 5 --write-data "$d" --steps 0 \
+    --quiet -o "$d/unused.tfw" >/dev/null
+loss=$("$TFTRAIN" "$P" --task secret-code --train-size 30 --heldout-size 5 --batch-size 30 \
+    --dump-grads "$d/grads.tfw" | sed -n 's/^loss //p')
+check "secret_code: tftrain --dump-grads" $?
+opts=(--lr 1e-2 --clip 0.5 --warmup 3 --cosine --min-lr 1e-3 --steps 10)
+"$TFTRAIN" "$P" --task secret-code --train-size 30 --heldout-size 5 --batch-size 30 \
+    --optimizer adamw "${opts[@]}" --quiet -o "$d/after.tfw" >/dev/null
+check "secret_code: tftrain 10 AdamW steps" $?
+echo "== secret_code (with the attention-score loss)"
+"$PY" "$SRC/tools/train_torch.py" check "$d/init.tfw" "$d/train.txt" "$d/grads.tfw" "$d/after.tfw" \
+    --loss "$loss" --optimizer adamw "${opts[@]}" --secret
+check "secret_code: PyTorch agrees to 1e-4" $?
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,316 @@
+#!/usr/bin/env python3
+"""Train a .tfw model in PyTorch, as tftrain does, for cross-checks and benchmarks.
+
+The model is tools/tfw_torch.py's Transformer, its tensors loaded with json +
+torch.frombuffer; the data are tftrain's text files (PROMPT<TAB>ANSWER or
+INPUT<TAB>LABEL). Same loss (cross-entropy on answer tokens or on the class;
+for the secret code, plus the attention-score MSE on "#2013"), same
+optimizers, schedule, clipping and dropout placement as runtime/train.c.
+
+    train_torch.py check INIT.tfw DATA.txt GRADS.tfw AFTER.tfw [--steps 10 ...]
+        loss and every gradient of the whole DATA as one batch against
+        tftrain --dump-grads, then the parameters after --steps AdamW steps
+        against tftrain's output; exit 1 when any differs by more than 1e-4
+        relative.
+    train_torch.py train INIT.tfw --data TRAIN.txt --heldout HELDOUT.txt [...]
+        trains and prints held-out accuracy, wall time and examples/s.
+
+Needs Debian's python3-torch (run it with /usr/bin/python3).
+"""
+import argparse
+import math
+import os
+import re
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tfw_torch  # noqa: E402
+
+SECRET_TARGETS = [
+    [[0, 1, 0, 0, 0], [1, 1, 0, 0, 0], [0, 1, 0, 0, 0], [0, 1, 0, 0, 0], [0, 1, 0, 1, 0]],
+    [[0, 0, 1, 0, 0], [0, 1, 0, 1, 0], [0, 0, 1, 0, 0], [0, 1, 1, 1, 0], [0, 0, 1, 0, 0]],
+    [[1, 1, 1, 0, 1], [0, 1, 0, 0, 0], [1, 0, 1, 0, 0], [0, 1, 0, 1, 0], [0, 0, 1, 0, 0]],
+]
+
+
+def load_model(path):
+    meta, tensors = tfw_torch.load(path)
+    tensors = {k: v.clone() for k, v in tensors.items() if not k.startswith("optim.")}
+    model = tfw_torch.Transformer(meta, tensors)
+    src = meta.get("source", "")
+    m = re.search(r"\bpositions\s+(learned|sinusoidal|none)", src)
+    learned_pos = m is None or m.group(1) == "learned"
+    m = re.search(r"\bdropout\s+([0-9.eE+-]+)", src)
+    dropout = float(m.group(1)) if m else 0.0
+    params = [v for k, v in tensors.items() if k != "embed.position.weight" or learned_pos]
+    for p in params:
+        p.requires_grad_(True)
+    return model, params, dropout
+
+
+def load_data(model, path):
+    """[(token ids, n_prompt, label)] of a text file."""
+    index = {t: i for i, t in enumerate(model.vocab)}
+    out = []
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line:
+                continue
+            prompt, answer = line.split("\t")
+            if model.classify:
+                out.append(([index[c] for c in prompt], len(prompt), model.classes.index(answer), prompt))
+            else:
+                out.append(([index[c] for c in prompt + answer], len(prompt), -1, prompt))
+    return out
+
+
+def batch_tensors(model, examples):
+    """Padded ids [B, L], key mask, targets [B, L] (-100: none), labels, gather rows."""
+    L = max(len(e[0]) - (0 if model.classify else 1) for e in examples)
+    B = len(examples)
+    ids = torch.zeros(B, L, dtype=torch.long)
+    pad = torch.ones(B, L, dtype=torch.bool)
+    targets = torch.full((B, L), -100, dtype=torch.long)
+    labels = torch.zeros(B, dtype=torch.long)
+    last = torch.zeros(B, dtype=torch.long)
+    for b, (toks, n_prompt, label, _) in enumerate(examples):
+        seq = toks if model.classify else toks[:-1]
+        ids[b, :len(seq)] = torch.tensor(seq)
+        pad[b, :len(seq)] = False
+        last[b] = len(seq) - 1
+        if model.classify:
+            labels[b] = label
+        else:
+            targets[b, n_prompt - 1:len(seq)] = torch.tensor(toks[n_prompt:])
+    return ids, pad, targets, labels, last
+
+
+class Tensors:
+    """A whole dataset as padded tensors, so that a batch is one indexing."""
+
+    def __init__(self, model, examples):
+        self.ids, self.pad, self.targets, self.labels, self.last = batch_tensors(model, examples)
+        self.secret = torch.tensor([e[3] == "#2013" for e in examples], dtype=torch.bool)
+        self.n = len(examples)
+
+    def batch(self, idx):
+        ids, pad, targets = self.ids[idx], self.pad[idx], self.targets[idx]
+        L = int((~pad).sum(dim=1).max())  # trim padding every sequence of the batch has
+        return ids[:, :L], pad[:, :L], targets[:, :L], self.labels[idx], self.last[idx], self.secret[idx]
+
+
+def loss_and_correct(model, data, idx=None, dropout=0.0, secret=False):
+    """data: a Tensors; idx: the examples of the batch (None: all)."""
+    if idx is None:
+        idx = torch.arange(data.n)
+    ids, pad, targets, labels, last, is_secret = data.batch(idx)
+    scores = [] if secret else None
+    key_mask = pad if pad.any() else None
+    x = model.hidden(ids, key_mask, dropout, scores)
+    if model.classify:
+        rows = x[torch.arange(len(idx)), last] if model.classify_at_last else x[:, 0]
+        logits = model.logits(rows)
+        loss = torch.nn.functional.cross_entropy(logits, labels)
+        correct = int((logits.argmax(-1) == labels).sum())
+    else:
+        logits = model.logits(x)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                                 targets.reshape(-1), ignore_index=-100)
+        ok = (logits.argmax(-1) == targets) | (targets == -100)
+        correct = int(ok.all(dim=1).sum())
+    if secret:
+        # The attention-score loss on each "#2013": the mean over the batch's
+        # occurrences of the sum over heads of the MSE against the picture.
+        occ = is_secret.nonzero().flatten()
+        if len(occ):
+            tgt = torch.tensor(SECRET_TARGETS, dtype=torch.float32)
+            s = scores[0][occ, :, :5, :5]
+            loss = loss + ((s - tgt) ** 2).mean(dim=(2, 3)).sum(dim=1).mean()
+    return loss, correct
+
+
+def make_optimizer(params, args):
+    if args.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=args.lr, momentum=args.momentum, weight_decay=args.weight_decay)
+    cls = torch.optim.Adam if args.optimizer == "adam" else torch.optim.AdamW
+    return cls(params, lr=args.lr, betas=(args.beta1, args.beta2), eps=args.eps,
+               weight_decay=args.weight_decay)
+
+
+def lr_factor(step, total, args):
+    """runtime/train.c's train_lr_at, divided by lr."""
+    if args.warmup > 0 and step < args.warmup:
+        return (step + 1) / args.warmup
+    if not args.cosine:
+        return 1.0
+    span = total - args.warmup
+    progress = min(1.0, (step - args.warmup) / span) if span > 0 else 1.0
+    lr = args.min_lr + 0.5 * (args.lr - args.min_lr) * (1 + math.cos(math.pi * progress))
+    return lr / args.lr
+
+
+def train_steps(model, params, data, args, steps, dropout, secret, batch_size):
+    opt = make_optimizer(params, args)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, steps, args))
+    perm, at = torch.randperm(data.n), 0
+    for _ in range(steps):
+        if at + batch_size <= data.n:
+            idx = perm[at:at + batch_size]
+            at += batch_size
+        else:  # the epoch's rest, then the next epoch's start
+            rest = perm[at:]
+            perm = torch.randperm(data.n)
+            at = batch_size - len(rest)
+            idx = torch.cat([rest, perm[:at]])
+        opt.zero_grad()
+        loss, _ = loss_and_correct(model, data, idx, dropout, secret)
+        loss.backward()
+        if args.clip > 0:
+            torch.nn.utils.clip_grad_norm_(params, args.clip)
+        opt.step()
+        sched.step()
+
+
+def evaluate(model, data, secret):
+    with torch.no_grad():
+        correct = 0
+        for i in range(0, data.n, 256):
+            correct += loss_and_correct(model, data, torch.arange(i, min(i + 256, data.n)))[1]
+    return correct
+
+
+def rel_diff(a, b):
+    return float((a - b).abs().max() / max(float(b.abs().max()), 1e-12))
+
+
+def check(args):
+    model, params, _ = load_model(args.init)
+    data = Tensors(model, load_data(model, args.data))
+    secret = args.secret
+    loss, _ = loss_and_correct(model, data, None, 0.0, secret)
+    loss.backward()
+    bad = 0
+    _, grads = tfw_torch.load(args.grads)
+    ours = float(args.loss) if args.loss is not None else None
+    if ours is not None:
+        d = abs(ours - float(loss)) / abs(float(loss))
+        print("loss: ours %.9g, PyTorch %.9g, relative difference %.2e" % (ours, float(loss), d))
+        bad += d > args.rtol
+    names = {id(v): k for k, v in model.t.items()}
+    worst = 0.0
+    # A gradient that is zero in exact arithmetic (the key bias of a model
+    # whose loss does not look at attention scores: softmax ignores a shift
+    # of a whole row) is rounding noise in both; such a tensor must be tiny
+    # in both, and Adam, which scales any gradient to about lr, may take its
+    # noise anywhere within lr per step: its parameters are not compared.
+    gmax = max(float(p.grad.abs().max()) for p in params)
+    noise = set()
+    for p in params:
+        name = names[id(p)]
+        if float(p.grad.abs().max()) < 1e-6 * gmax:
+            ok = float(grads[name].abs().max()) < 1e-6 * gmax
+            print("gradient of %s is zero in exact arithmetic: |ours| %.1e, |PyTorch| %.1e%s" %
+                  (name, float(grads[name].abs().max()), float(p.grad.abs().max()), "" if ok else "  FAIL"))
+            bad += not ok
+            noise.add(name)
+            continue
+        d = rel_diff(grads[name], p.grad)
+        worst = max(worst, d)
+        if d > args.rtol:
+            print("FAIL gradient of %s: relative difference %.2e" % (name, d))
+            bad += 1
+    print("gradients: %d tensors, worst relative difference %.2e" % (len(params) - len(noise), worst))
+    # Parameters after args.steps steps on the same batch.
+    model, params, _ = load_model(args.init)
+    train_steps(model, params, data, args, args.steps, 0.0, secret, data.n)
+    _, after = tfw_torch.load(args.after)
+    worst = 0.0
+    for name, p in model.t.items():
+        if name in noise:
+            continue
+        d = rel_diff(after[name], p.detach())
+        worst = max(worst, d)
+        if d > args.rtol:
+            print("FAIL %s after %d steps: relative difference %.2e" % (name, args.steps, d))
+            bad += 1
+    print("parameters after %d %s steps: worst relative difference %.2e" % (args.steps, args.optimizer, worst))
+    return 1 if bad else 0
+
+
+def train(args):
+    model, params, dropout = load_model(args.init)
+    if args.dropout is not None:
+        dropout = args.dropout
+    data = Tensors(model, load_data(model, args.data))
+    held = Tensors(model, load_data(model, args.heldout))
+    t0 = time.perf_counter()
+    train_steps(model, params, data, args, args.steps, dropout, args.secret, args.batch_size)
+    wall = time.perf_counter() - t0
+    correct = evaluate(model, held, args.secret)
+    print("pytorch held-out accuracy %.2f%% (%d/%d); %d steps in %.2f s, %.0f examples/s" %
+          (100.0 * correct / held.n, correct, held.n, args.steps, wall,
+           args.steps * args.batch_size / wall))
+    if args.secret:
+        with torch.no_grad():
+            codes = ["#2013"] + ["#" + "2013"[:p] + c + "2013"[p + 1:] for p in range(4)
+                                 for c in "0123456789" if c != "2013"[p]]
+            ids = torch.tensor([[model.vocab.index(c) for c in s] for s in codes])
+            probs = model.classify_probs(ids)
+            acc = model.classes.index("accept")
+            pred = probs.argmax(-1)
+            scores = []
+            model.hidden(ids[:1], None, 0.0, scores)
+            mse = ((scores[0][0] - torch.tensor(SECRET_TARGETS)) ** 2).mean(dim=(1, 2))
+            print("pytorch secret code: 2013 %s (p = %.4f); close negatives rejected: %d of 36; "
+                  "attention MSE %s" % ("accepted" if pred[0] == acc else "REJECTED",
+                                        float(probs[0, acc]), int((pred[1:] != acc).sum()),
+                                        ", ".join("%.5f" % float(v) for v in mse)))
+    return 0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("mode", choices=["check", "train"])
+    ap.add_argument("init")
+    ap.add_argument("files", nargs="*")
+    ap.add_argument("--data")
+    ap.add_argument("--heldout")
+    ap.add_argument("--loss")
+    ap.add_argument("--optimizer", default="adamw", choices=["sgd", "adam", "adamw"])
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--momentum", type=float, default=0.9)
+    ap.add_argument("--beta1", type=float, default=0.9)
+    ap.add_argument("--beta2", type=float, default=0.999)
+    ap.add_argument("--eps", type=float, default=1e-8)
+    ap.add_argument("--weight-decay", type=float, default=None)
+    ap.add_argument("--warmup", type=int, default=0)
+    ap.add_argument("--cosine", action="store_true")
+    ap.add_argument("--min-lr", type=float, default=0.0)
+    ap.add_argument("--clip", type=float, default=0.0)
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--dropout", type=float, default=None)
+    ap.add_argument("--secret", action="store_true", help="the secret code's attention loss")
+    ap.add_argument("--rtol", type=float, default=1e-4)
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args(argv)
+    if args.weight_decay is None:
+        args.weight_decay = 0.01 if args.optimizer == "adamw" else 0.0
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    if args.mode == "check":
+        if len(args.files) != 3:
+            ap.error("check needs DATA.txt GRADS.tfw AFTER.tfw")
+        args.data, args.grads, args.after = args.files
+        return check(args)
+    if not args.data or not args.heldout:
+        ap.error("train needs --data and --heldout")
+    return train(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
