@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# bench/training.sh [BUILD_DIR] [TASK...]: our trainer against PyTorch on the
+# seed tasks, in the same run. For each task (binary_add xor secret_code
+# first_token by default): tfc writes the initial weights, tftrain generates
+# the data (--write-data) and trains; bench/torch_<task>.py trains the same
+# weights on the same data with the same optimizer and number of steps, with
+# PyTorch on 1 and on 2 threads. Prints one table row per run
+# (bench/training.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+shift || true
+tasks=("$@")
+[ ${#tasks[@]} -gt 0 ] || tasks=(binary_add xor secret_code first_token)
+PY=/usr/bin/python3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+echo "| task | trainer | held-out accuracy | wall time (s) | examples/s |"
+echo "| --- | --- | ---: | ---: | ---: |"
+for t in "${tasks[@]}"; do
+    d=$tmp/$t
+    mkdir -p "$d"
+    read -r -a task <<<"$($PY bench/torch_$t.py --task)"
+    read -r -a opts <<<"$($PY bench/torch_$t.py --options)"
+    "$build/tfc" "programs/$t.tfp" -o "$d/init.tfw"
+    "$build/tftrain" "programs/$t.tfp" "${task[@]}" --write-data "$d" --steps 0 --quiet -o "$d/unused.tfw" >/dev/null
+    "$build/tftrain" "programs/$t.tfp" "${task[@]}" "${opts[@]}" --eval-every 100000000 --quiet \
+        -o "$d/ours.tfw" >"$d/ours.txt"
+    sed -n 's/^held-out accuracy \([0-9.]*%\).*steps in \([0-9.]*\) s, \([0-9]*\) examples.*/\1 \2 \3/p' "$d/ours.txt" |
+        while read -r acc wall eps; do echo "| $t | tftrain (C, 1 thread) | $acc | $wall | $eps |"; done
+    grep -v '^held-out' "$d/ours.txt" | grep -v '^ ' | sed 's/^/    /' >&2 || true
+    for th in 1 2; do
+        $PY "bench/torch_$t.py" "$d/init.tfw" "$d" --threads "$th" >"$d/torch$th.txt"
+        sed -n 's/^pytorch held-out accuracy \([0-9.]*%\).*steps in \([0-9.]*\) s, \([0-9]*\) examples.*/\1 \2 \3/p' "$d/torch$th.txt" |
+            while read -r acc wall eps; do echo "| $t | PyTorch 1.13, $th thread$([ "$th" = 1 ] || echo s) | $acc | $wall | $eps |"; done
+        grep -v '^pytorch held-out' "$d/torch$th.txt" | sed 's/^/    /' >&2 || true
+    done
+done
