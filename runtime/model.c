@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const tf_reg_kind_names[TF_REG_KIND_COUNT] = {"token", "position", "scalar"};
+const char *const tf_reg_kind_names[TF_REG_KIND_COUNT] = {"token", "position", "scalar",
+                                                                "categorical"};
 const char *const tf_layer_kind_names[TF_LAYER_KIND_COUNT] = {"attention", "mlp", "norm"};
 const char *const tf_activation_names[TF_ACT_COUNT] = {"gelu", "relu"};
 static_assert(sizeof tf_reg_kind_names / sizeof *tf_reg_kind_names == TF_REG_KIND_COUNT, "names");
@@ -30,12 +31,18 @@ TfModel *model_new(void) {
     m->output_reg = -1;
     m->tok_embed = m->pos_embed = m->unembed = m->unembed_bias = -1;
     m->output_kind = TF_OUTPUT_NEXT_TOKEN;
+    m->every_position = 0;
+    m->bos = m->stop_token = -1;
     return m;
 }
 
 void model_free(TfModel *m) {
     if (!m) return;
-    for (int i = 0; i < m->n_regs; i++) free(m->regs[i].name);
+    for (int i = 0; i < m->n_regs; i++) {
+        free(m->regs[i].name);
+        for (int v = 0; m->regs[i].values && v < m->regs[i].size; v++) free(m->regs[i].values[v]);
+        free(m->regs[i].values);
+    }
     for (int i = 0; i < m->n_layers; i++) {
         free(m->layers[i].name);
         free(m->layers[i].op);
@@ -140,7 +147,44 @@ int model_add_register(TfModel *m, const char *name, TfRegKind kind, int offset,
     r->kind = kind;
     r->offset = offset;
     r->size = size;
+    r->values = NULL;
     return m->n_regs++;
+oom:
+    tf_error_set(err, "out of memory for a register");
+    return -1;
+}
+
+int model_add_categorical(TfModel *m, const char *name, int offset, int size,
+                          const char *const *labels, TfError *err) {
+    if (size < 1 || !labels) {
+        tf_error_set(err, "categorical register '%s' needs at least one value label",
+                     name ? name : "");
+        return -1;
+    }
+    for (int i = 0; i < size; i++) {
+        if (!labels[i] || !*labels[i]) {
+            tf_error_set(err, "categorical register '%s': value %d has no label", name ? name : "",
+                         i);
+            return -1;
+        }
+    }
+    char **values = calloc((size_t)size, sizeof *values);
+    if (!values) goto oom;
+    for (int i = 0; i < size; i++) {
+        if (!(values[i] = dup_str(labels[i]))) {
+            for (int j = 0; j < i; j++) free(values[j]);
+            free(values);
+            goto oom;
+        }
+    }
+    int r = model_add_register(m, name, TF_REG_CATEGORICAL, offset, size, err);
+    if (r < 0) {
+        for (int i = 0; i < size; i++) free(values[i]);
+        free(values);
+        return -1;
+    }
+    m->regs[r].values = values;
+    return r;
 oom:
     tf_error_set(err, "out of memory for a register");
     return -1;
@@ -271,6 +315,28 @@ static int validate_layer(const TfModel *m, int li, TfError *err) {
     return -1;
 }
 
+/* A categorical register: size >= 1 non-empty, distinct labels. */
+static int validate_labels(const TfRegister *r, TfError *err) {
+    if (r->size < 1 || !r->values) {
+        tf_error_set(err, "register '%s': a categorical register needs a label for each column",
+                     r->name);
+        return -1;
+    }
+    for (int i = 0; i < r->size; i++) {
+        if (!r->values[i] || !*r->values[i]) {
+            tf_error_set(err, "register '%s': value %d has no label", r->name, i);
+            return -1;
+        }
+        for (int j = 0; j < i; j++)
+            if (strcmp(r->values[i], r->values[j]) == 0) {
+                tf_error_set(err, "register '%s': value label '%.40s' appears twice", r->name,
+                             r->values[i]);
+                return -1;
+            }
+    }
+    return 0;
+}
+
 static int validate_registers(const TfModel *m, TfError *err) {
     for (int i = 0; i < m->n_regs; i++) {
         const TfRegister *r = &m->regs[i];
@@ -282,7 +348,17 @@ static int validate_registers(const TfModel *m, TfError *err) {
             tf_error_set(err, "register '%s': unknown kind %d", r->name, (int)r->kind);
             return -1;
         }
-        int want = r->kind == TF_REG_TOKEN ? m->n_vocab : r->kind == TF_REG_POSITION ? 2 : 1;
+        if (r->kind == TF_REG_CATEGORICAL) {
+            if (validate_labels(r, err) < 0) return -1;
+        } else if (r->values) {
+            tf_error_set(err, "register '%s': only categorical registers have value labels",
+                         r->name);
+            return -1;
+        }
+        int want = r->kind == TF_REG_TOKEN      ? m->n_vocab
+                   : r->kind == TF_REG_POSITION ? 2
+                   : r->kind == TF_REG_SCALAR   ? 1
+                                                : r->size;
         if (r->size != want) {
             tf_error_set(err, "register '%s': a %s register has %d columns, not %d", r->name,
                          tf_reg_kind_names[r->kind], want, r->size);
@@ -310,11 +386,37 @@ static int validate_registers(const TfModel *m, TfError *err) {
             tf_error_set(err, "output register %d does not exist", m->output_reg);
             return -1;
         }
-        if (m->regs[m->output_reg].kind != TF_REG_TOKEN) {
-            tf_error_set(err, "output register '%s' is not a token register",
+        if (m->regs[m->output_reg].kind != TF_REG_TOKEN &&
+            m->regs[m->output_reg].kind != TF_REG_CATEGORICAL) {
+            tf_error_set(err, "output register '%s' is not a token or categorical register",
                          m->regs[m->output_reg].name);
             return -1;
         }
+    }
+    return 0;
+}
+
+/* every_position, bos and stop_token. */
+static int validate_output_mode(const TfModel *m, TfError *err) {
+    if (m->every_position != 0 && m->every_position != 1) {
+        tf_error_set(err, "every_position is %d, not 0 or 1", m->every_position);
+        return -1;
+    }
+    if (m->bos < -1 || m->bos >= m->n_vocab) {
+        tf_error_set(err, "the beginning-of-sequence token %d is outside the vocabulary", m->bos);
+        return -1;
+    }
+    if (m->stop_token < -1 || m->stop_token >= m->n_vocab) {
+        tf_error_set(err, "the stop token %d is outside the vocabulary", m->stop_token);
+        return -1;
+    }
+    if (m->output_kind == TF_OUTPUT_CLASSIFY && (m->every_position || m->stop_token >= 0)) {
+        tf_error_set(err, "a classifier has no every-position output and no stop token");
+        return -1;
+    }
+    if (m->every_position && m->stop_token >= 0) {
+        tf_error_set(err, "a model read at every position generates nothing: it has no stop token");
+        return -1;
     }
     return 0;
 }
@@ -354,6 +456,7 @@ int model_validate(const TfModel *m, TfError *err) {
         tf_error_set(err, "unknown output kind %d", (int)m->output_kind);
         return -1;
     }
+    if (validate_output_mode(m, err) < 0) return -1;
     int n_out = m->output_kind == TF_OUTPUT_CLASSIFY ? m->n_classes : m->n_vocab;
     if (check_shape(m, -1, TF_TENSOR_TOKEN_EMBED, m->tok_embed, m->n_vocab, m->d_model, err) < 0 ||
         check_shape(m, -1, TF_TENSOR_POS_EMBED, m->pos_embed, m->max_len, m->d_model, err) < 0 ||

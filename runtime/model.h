@@ -38,6 +38,7 @@ typedef enum TfRegKind {
     TF_REG_TOKEN,    /* one-hot over the vocabulary, n_vocab columns */
     TF_REG_POSITION, /* sin, cos of 2*pi*p/period, 2 columns */
     TF_REG_SCALAR,   /* one column */
+    TF_REG_CATEGORICAL, /* one-hot over `size` values, column i labelled values[i] */
     TF_REG_KIND_COUNT
 } TfRegKind;
 
@@ -46,6 +47,9 @@ typedef struct TfRegister {
     TfRegKind kind;
     int offset; /* first residual column */
     int size;   /* number of columns */
+    /* Categorical registers: the label of each column's value ("0", "16",
+     * "'a'", "T"), size non-empty strings, owned. NULL for other kinds. */
+    char **values;
 } TfRegister;
 
 typedef struct TfTensor {
@@ -120,6 +124,17 @@ typedef struct TfModel {
     int classify_at_last; /* 0: read at position 0, 1: at the last position */
     int unembed_bias;     /* tensor index of unembed.bias, -1 when absent */
 
+    /* Next-token models only. every_position 0: generation, the logits read
+     * at the last position. 1: one forward pass over the whole input, the
+     * argmax token read at every position (at 1..n-1 when there is a bos).
+     * bos: the token every input starts with (-1: none). stop_token:
+     * generation ends when this token is generated, which is not part of
+     * the completion; `generate` is then the most tokens generated (-1:
+     * none, always `generate` tokens). */
+    int every_position;
+    int bos;
+    int stop_token;
+
     TfLayer *layers;
     int n_layers;
 
@@ -131,7 +146,7 @@ typedef struct TfModel {
     char *source_name; /* file name of the program, may be NULL */
 } TfModel;
 
-extern const char *const tf_reg_kind_names[TF_REG_KIND_COUNT];     /* "token", ... */
+extern const char *const tf_reg_kind_names[TF_REG_KIND_COUNT];     /* "token", ..., "categorical" */
 extern const char *const tf_layer_kind_names[TF_LAYER_KIND_COUNT]; /* "attention", "mlp", "norm" */
 extern const char *const tf_activation_names[TF_ACT_COUNT];        /* "gelu", "relu" */
 
@@ -152,10 +167,16 @@ TfLayer model_layer_init(TfLayerKind kind);
 int model_add_layer(TfModel *m, const TfLayer *layer, TfError *err);
 int model_add_register(TfModel *m, const char *name, TfRegKind kind, int offset, int size,
                        TfError *err);
+/* Appends a categorical register of `size` columns whose column i holds
+ * the value labelled labels[i] (copied; non-empty, distinct). Returns its
+ * index or -1 with err set. */
+int model_add_categorical(TfModel *m, const char *name, int offset, int size,
+                          const char *const *labels, TfError *err);
 
 /* Checks that the model is a consistent transformer: embeddings, unembedding
  * and every layer's tensors exist with the shapes the dimensions imply,
- * registers tile within d_model. Returns 0, or -1 with err naming the problem. */
+ * registers tile within d_model (categorical ones with a label per column),
+ * the output mode, bos and stop token are consistent. Returns 0, or -1 with err naming the problem. */
 int model_validate(const TfModel *m, TfError *err);
 
 /* Total number of floats over all tensors. */

@@ -259,6 +259,43 @@ static const char *obj_str(const cJSON *o, const char *key) {
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+/* A categorical register: its "values", one non-empty string per column. */
+static int read_labels(TfModel *m, const cJSON *r, int i, const char *name, int off, int size,
+                       TfError *err) {
+    const cJSON *values = cJSON_GetObjectItemCaseSensitive(r, "values");
+    if (!cJSON_IsArray(values)) {
+        tf_error_set(err, "__metadata__.registers[%d] '%.40s': a categorical register needs a "
+                          "values array",
+                     i, name);
+        return -1;
+    }
+    int n = cJSON_GetArraySize(values);
+    if (n != size) {
+        tf_error_set(err, "__metadata__.registers[%d] '%.40s': %d values for %d columns", i, name,
+                     n, size);
+        return -1;
+    }
+    const char **labels = calloc((size_t)n, sizeof *labels);
+    if (!labels) {
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    for (int v = 0; v < n; v++) {
+        const cJSON *lab = cJSON_GetArrayItem(values, v);
+        if (!cJSON_IsString(lab) || !*lab->valuestring) {
+            tf_error_set(err, "__metadata__.registers[%d] '%.40s': values[%d] is not a non-empty "
+                              "string",
+                         i, name, v);
+            free(labels);
+            return -1;
+        }
+        labels[v] = lab->valuestring;
+    }
+    int rc = model_add_categorical(m, name, off, size, labels, err);
+    free(labels);
+    return rc < 0 ? -1 : 0;
+}
+
 static int read_registers(TfModel *m, const cJSON *meta, TfError *err) {
     cJSON *regs = meta_json(meta, "registers", 1, err);
     if (!regs) return -1;
@@ -282,7 +319,18 @@ static int read_registers(TfModel *m, const cJSON *meta, TfError *err) {
             rc = -1;
             break;
         }
-        if (model_add_register(m, name, (TfRegKind)k, (int)off, (int)size, err) < 0) {
+        const cJSON *values = cJSON_GetObjectItemCaseSensitive(r, "values");
+        if (k == TF_REG_CATEGORICAL) {
+            if (read_labels(m, r, i, name, (int)off, (int)size, err) < 0) {
+                rc = -1;
+                break;
+            }
+        } else if (values) {
+            tf_error_set(err, "__metadata__.registers[%d] '%.40s': a %s register has no values", i,
+                         name, kind);
+            rc = -1;
+            break;
+        } else if (model_add_register(m, name, (TfRegKind)k, (int)off, (int)size, err) < 0) {
             rc = -1;
             break;
         }
@@ -468,6 +516,41 @@ static int read_output_kind(TfModel *m, const cJSON *meta, TfError *err) {
     return 0;
 }
 
+/* An optional metadata key naming one token of the vocabulary: its id, or
+ * -1 when the key is absent. Returns -2 (err set) when malformed. */
+static int meta_token(const TfModel *m, const cJSON *meta, const char *key, TfError *err) {
+    const char *s = meta_string(meta, key, 1, err);
+    if (!s) return cJSON_GetObjectItemCaseSensitive(meta, key) ? -2 : -1;
+    if (strlen(s) != 1) {
+        tf_error_set(err, "__metadata__.%s '%.40s' is not one token", key, s);
+        return -2;
+    }
+    for (int i = 0; i < m->n_vocab; i++)
+        if (m->vocab[i] == s[0]) return i;
+    tf_error_set(err, "__metadata__.%s '%.40s' is not in the vocabulary", key, s);
+    return -2;
+}
+
+/* output_mode ("next_token", the default, or "every_position"), bos and
+ * stop_token (optional, one token each). */
+static int read_output_mode(TfModel *m, const cJSON *meta, TfError *err) {
+    const char *mode = meta_string(meta, "output_mode", 1, err);
+    if (!mode && cJSON_GetObjectItemCaseSensitive(meta, "output_mode")) return -1;
+    if (mode) {
+        if (strcmp(mode, "every_position") == 0) {
+            m->every_position = 1;
+        } else if (strcmp(mode, "next_token") != 0) {
+            tf_error_set(err, "__metadata__.output_mode '%.40s' is not next_token or every_position",
+                         mode);
+            return -1;
+        }
+    }
+    if ((m->bos = meta_token(m, meta, "bos", err)) == -2 ||
+        (m->stop_token = meta_token(m, meta, "stop_token", err)) == -2)
+        return -1;
+    return 0;
+}
+
 static int read_metadata(TfModel *m, const cJSON *meta, TfError *err) {
     const char *fmt = meta_string(meta, "format", 1, err);
     if (!fmt || strcmp(fmt, TF_FORMAT_NAME) != 0) {
@@ -509,7 +592,7 @@ static int read_metadata(TfModel *m, const cJSON *meta, TfError *err) {
             return -1;
         }
     }
-    if (read_output_kind(m, meta, err) < 0) return -1;
+    if (read_output_kind(m, meta, err) < 0 || read_output_mode(m, meta, err) < 0) return -1;
     const char *src = meta_string(meta, "source", 1, err);
     const char *src_name = meta_string(meta, "source_name", 1, err);
     if ((src && !(m->source = dup_str(src))) || (src_name && !(m->source_name = dup_str(src_name)))) {
@@ -702,6 +785,16 @@ static cJSON *build_metadata(const TfModel *m) {
         cJSON_AddStringToObject(r, "kind", tf_reg_kind_names[m->regs[i].kind]);
         cJSON_AddNumberToObject(r, "offset", m->regs[i].offset);
         cJSON_AddNumberToObject(r, "size", m->regs[i].size);
+        if (m->regs[i].kind == TF_REG_CATEGORICAL) {
+            cJSON *vals = cJSON_CreateArray();
+            ok = vals && cJSON_AddItemToObject(r, "values", vals);
+            if (!ok) {
+                cJSON_Delete(vals);
+                break;
+            }
+            for (int v = 0; ok && v < m->regs[i].size; v++)
+                ok = cJSON_AddItemToArray(vals, cJSON_CreateString(m->regs[i].values[v]));
+        }
     }
     for (int i = 0; ok && i < m->n_layers; i++) {
         cJSON *l = layer_json(m, &m->layers[i]);
@@ -732,6 +825,16 @@ static cJSON *build_metadata(const TfModel *m) {
         ok = ok && cJSON_AddStringToObject(meta, "output_kind", "classify") &&
              cJSON_AddStringToObject(meta, "classify_at", m->classify_at_last ? "last" : "first") &&
              add_json_string(meta, "classes", cls) == 0;
+    }
+    if (ok && m->every_position)
+        ok = cJSON_AddStringToObject(meta, "output_mode", "every_position") != NULL;
+    if (ok && m->bos >= 0) {
+        char tok[2] = {m->vocab[m->bos], '\0'};
+        ok = cJSON_AddStringToObject(meta, "bos", tok) != NULL;
+    }
+    if (ok && m->stop_token >= 0) {
+        char tok[2] = {m->vocab[m->stop_token], '\0'};
+        ok = cJSON_AddStringToObject(meta, "stop_token", tok) != NULL;
     }
     if (ok && m->source) ok = cJSON_AddStringToObject(meta, "source", m->source) != NULL;
     if (ok && m->source_name)

@@ -526,6 +526,197 @@ START_TEST(test_rejects_bad_learned_fields) {
 }
 END_TEST
 
+/* ---- general-language fields: categorical registers, output mode, bos,
+ * stop token ---------------------------------------------------------------- */
+
+/* small_model with its token register replaced by a categorical one "t"
+ * over 3 labels (columns 0..2) and its scalar by a one-value categorical
+ * "c" (column 5); read at every position, with 'b' as the BOS token. */
+static TfModel *general_model(void) {
+    TfModel *m = small_model();
+    TfError err = {""};
+    free(m->regs[2].name);
+    free(m->regs[0].name);
+    m->regs[0] = m->regs[1];
+    m->n_regs = 1;
+    const char *labels[] = {"0", "'a'", "T"};
+    ck_assert_int_eq(model_add_categorical(m, "t", 0, 3, labels, &err), 1);
+    const char *one[] = {"16"};
+    ck_assert_int_eq(model_add_categorical(m, "c", 5, 1, one, &err), 2);
+    m->output_reg = 1;
+    m->every_position = 1;
+    m->bos = 1;        /* 'b' */
+    m->stop_token = -1;
+    ck_assert_msg(model_validate(m, &err) == 0, "%s", err.msg);
+    return m;
+}
+
+static TfModel *round_trip(const TfModel *m) {
+    unsigned char *buf;
+    size_t len;
+    TfError err = {""};
+    ck_assert_msg(tfw_write_buffer(m, &buf, &len, &err) == 0, "%s", err.msg);
+    TfModel *b = tfw_read_buffer(buf, len, &err);
+    ck_assert_msg(b != NULL, "%s", err.msg);
+    free(buf);
+    return b;
+}
+
+START_TEST(test_round_trip_general_fields) {
+    TfModel *m = general_model();
+    TfModel *b = round_trip(m);
+    ck_assert_int_eq(b->n_regs, 3);
+    ck_assert_int_eq(b->regs[1].kind, TF_REG_CATEGORICAL);
+    ck_assert_str_eq(b->regs[1].name, "t");
+    ck_assert_int_eq(b->regs[1].size, 3);
+    ck_assert_str_eq(b->regs[1].values[0], "0");
+    ck_assert_str_eq(b->regs[1].values[1], "'a'");
+    ck_assert_str_eq(b->regs[1].values[2], "T");
+    ck_assert_int_eq(b->regs[2].offset, 5);
+    ck_assert_str_eq(b->regs[2].values[0], "16");
+    ck_assert_ptr_null(b->regs[0].values); /* the position register */
+    ck_assert_int_eq(b->output_reg, 1);
+    ck_assert_int_eq(b->every_position, 1);
+    ck_assert_int_eq(b->bos, 1);
+    ck_assert_int_eq(b->stop_token, -1);
+    model_free(b);
+
+    // Generation with a stop token, no bos.
+    m->every_position = 0;
+    m->bos = -1;
+    m->stop_token = 2; /* '\n' */
+    b = round_trip(m);
+    ck_assert_int_eq(b->every_position, 0);
+    ck_assert_int_eq(b->bos, -1);
+    ck_assert_int_eq(b->stop_token, 2);
+    model_free(b);
+    model_free(m);
+
+    // Old files (no output_mode, bos, stop_token) read with the defaults.
+    m = small_model();
+    b = round_trip(m);
+    ck_assert_int_eq(b->every_position, 0);
+    ck_assert_int_eq(b->bos, -1);
+    ck_assert_int_eq(b->stop_token, -1);
+    ck_assert_ptr_null(b->regs[0].values);
+    model_free(b);
+    model_free(m);
+}
+END_TEST
+
+START_TEST(test_validate_general_fields) {
+    TfError err = {""};
+    TfModel *m = general_model();
+    m->stop_token = 0;
+    ck_assert_int_eq(model_validate(m, &err), -1);
+    ck_assert_str_eq(err.msg, "a model read at every position generates nothing: it has no stop token");
+    m->stop_token = -1;
+    m->bos = 3;
+    ck_assert_int_eq(model_validate(m, &err), -1);
+    ck_assert_str_eq(err.msg, "the beginning-of-sequence token 3 is outside the vocabulary");
+    m->bos = -1;
+    m->every_position = 2;
+    ck_assert_int_eq(model_validate(m, &err), -1);
+    ck_assert_str_eq(err.msg, "every_position is 2, not 0 or 1");
+    m->every_position = 0;
+    m->stop_token = -2;
+    ck_assert_int_eq(model_validate(m, &err), -1);
+    ck_assert_str_eq(err.msg, "the stop token -2 is outside the vocabulary");
+    m->stop_token = -1;
+    free(m->regs[1].values[2]);
+    m->regs[1].values[2] = strdup("0");
+    ck_assert_int_eq(model_validate(m, &err), -1);
+    ck_assert_str_eq(err.msg, "register 't': value label '0' appears twice");
+    model_free(m);
+
+    m = general_model();
+    const char *bad[] = {"x", ""};
+    ck_assert_int_eq(model_add_categorical(m, "u", 4, 2, bad, &err), -1);
+    ck_assert_str_eq(err.msg, "categorical register 'u': value 1 has no label");
+    ck_assert_int_eq(model_add_categorical(m, "u", 4, 0, bad, &err), -1);
+    ck_assert_int_eq(m->n_regs, 3);
+    // A scalar with labels, and a categorical register without.
+    m->regs[2].kind = TF_REG_SCALAR;
+    ck_assert_int_eq(model_validate(m, &err), -1);
+    ck_assert_str_eq(err.msg, "register 'c': only categorical registers have value labels");
+    model_free(m);
+    m = small_model();
+    m->regs[2].kind = TF_REG_CATEGORICAL;
+    ck_assert_int_eq(model_validate(m, &err), -1);
+    ck_assert_str_eq(err.msg, "register 's': a categorical register needs a label for each column");
+    model_free(m);
+}
+END_TEST
+
+/* The general model's file with one metadata key set to `value` (added
+ * when absent; NULL: deleted) is rejected with a message containing `want`. */
+static void expect_general_rejected(const char *key, const char *value, const char *want) {
+    TfModel *m = general_model();
+    unsigned char *buf;
+    size_t len;
+    TfError err = {""};
+    ck_assert_int_eq(tfw_write_buffer(m, &buf, &len, &err), 0);
+    model_free(m);
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | buf[i];
+    cJSON *root = cJSON_ParseWithLength((const char *)buf + 8, (size_t)hlen);
+    cJSON *md = cJSON_GetObjectItem(root, "__metadata__");
+    cJSON_DeleteItemFromObject(md, key);
+    if (value) cJSON_AddStringToObject(md, key, value);
+    char *json = cJSON_PrintUnformatted(root);
+    size_t out_len;
+    unsigned char *out = assemble(json, buf + 8 + hlen, len - 8 - (size_t)hlen, &out_len);
+    expect_rejected(out, out_len, want);
+    free(out);
+    cJSON_free(json);
+    cJSON_Delete(root);
+    free(buf);
+}
+
+START_TEST(test_rejects_bad_general_fields) {
+    expect_general_rejected("output_mode", "sometimes",
+                            "__metadata__.output_mode 'sometimes' is not next_token or every_position");
+    expect_general_rejected("bos", "^", "__metadata__.bos '^' is not in the vocabulary");
+    expect_general_rejected("bos", "ab", "__metadata__.bos 'ab' is not one token");
+    expect_general_rejected("bos", "", "__metadata__.bos '' is not one token");
+    expect_general_rejected("stop_token", "z", "__metadata__.stop_token 'z' is not in the vocabulary");
+    // Every-position with a stop token: the model is inconsistent.
+    expect_general_rejected("stop_token", "a", "it has no stop token");
+    const char *pos = "{\"name\":\"pos\",\"kind\":\"position\",\"offset\":3,\"size\":2}";
+    char regs[512];
+    snprintf(regs, sizeof regs,
+             "[%s,{\"name\":\"t\",\"kind\":\"categorical\",\"offset\":0,\"size\":3}]", pos);
+    expect_general_rejected("registers", regs,
+                            "__metadata__.registers[1] 't': a categorical register needs a values array");
+    snprintf(regs, sizeof regs,
+             "[%s,{\"name\":\"t\",\"kind\":\"categorical\",\"offset\":0,\"size\":3,"
+             "\"values\":[\"0\",\"1\"]}]",
+             pos);
+    expect_general_rejected("registers", regs, "__metadata__.registers[1] 't': 2 values for 3 columns");
+    snprintf(regs, sizeof regs,
+             "[%s,{\"name\":\"t\",\"kind\":\"categorical\",\"offset\":0,\"size\":3,"
+             "\"values\":[\"0\",1,\"2\"]}]",
+             pos);
+    expect_general_rejected("registers", regs,
+                            "__metadata__.registers[1] 't': values[1] is not a non-empty string");
+    snprintf(regs, sizeof regs,
+             "[%s,{\"name\":\"t\",\"kind\":\"categorical\",\"offset\":0,\"size\":3,"
+             "\"values\":[\"0\",\"1\",\"0\"]}]",
+             pos);
+    expect_general_rejected("registers", regs, "register 't': value label '0' appears twice");
+    snprintf(regs, sizeof regs,
+             "[%s,{\"name\":\"t\",\"kind\":\"scalar\",\"offset\":0,\"size\":1,"
+             "\"values\":[\"0\"]}]",
+             pos);
+    expect_general_rejected("registers", regs,
+                            "__metadata__.registers[1] 't': a scalar register has no values");
+    snprintf(regs, sizeof regs, "[%s,{\"name\":\"t\",\"kind\":\"categorical\",\"offset\":0,"
+                                "\"size\":3,\"values\":\"0 1 2\"}]",
+             pos);
+    expect_general_rejected("registers", regs, "needs a values array");
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("tfw");
     TCase *tc = tcase_create("tfw");
@@ -538,6 +729,9 @@ int main(void) {
     tcase_add_test(tc, test_validate_catches_layer_errors);
     tcase_add_test(tc, test_round_trip_learned_fields);
     tcase_add_test(tc, test_rejects_bad_learned_fields);
+    tcase_add_test(tc, test_round_trip_general_fields);
+    tcase_add_test(tc, test_validate_general_fields);
+    tcase_add_test(tc, test_rejects_bad_general_fields);
     suite_add_tcase(s, tc);
     return tf_run_suite(s);
 }
