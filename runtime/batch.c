@@ -24,15 +24,44 @@ int batch_prepare_prompt(const TfModel *m, const char *text, int len, int n_new,
         tf_error_set(err, "empty prompt");
         return -1;
     }
-    // The last generated token is never fed back: len + n_new - 1 positions.
-    if ((long)len + (n_new > 0 ? n_new - 1 : 0) > m->max_len) {
+    if (m->every_position || m->stop_token >= 0) {
+        // One pass over the prompt; or generation that stops, at the latest,
+        // when the position encoding ends.
+        if (len > m->max_len) {
+            tf_error_set(err, "%d prompt tokens exceed the %d positions of the position encoding",
+                         len, m->max_len);
+            return -1;
+        }
+    } else if ((long)len + (n_new > 0 ? n_new - 1 : 0) > m->max_len) {
+        // The last generated token is never fed back: len + n_new - 1 positions.
         tf_error_set(err,
                      "%d prompt tokens plus %d to generate exceed the %d positions of the "
                      "position encoding",
                      len, n_new, m->max_len);
         return -1;
     }
-    return infer_tokenize(m, text, len, ids, err);
+    if (infer_tokenize(m, text, len, ids, err) < 0) return -1;
+    if (m->bos >= 0 && ids[0] != m->bos) {
+        char t[8];
+        infer_token_text(m, m->bos, t);
+        tf_error_set(err, "the input must start with the beginning-of-sequence token '%s'", t);
+        return -1;
+    }
+    return 0;
+}
+
+int batch_output_start(const TfModel *m) { return m->bos >= 0 ? 1 : 0; }
+
+void batch_print_outputs(FILE *f, const TfModel *m, const char *prompt, size_t len,
+                         const int *toks, int n) {
+    fwrite(prompt, 1, len, f);
+    fputc('\t', f);
+    char buf[8];
+    for (int i = batch_output_start(m); i < n; i++) {
+        int k = infer_token_text(m, toks[i], buf);
+        fwrite(buf, 1, (size_t)k, f);
+    }
+    fputc('\n', f);
 }
 
 void batch_print_completion(FILE *f, const TfModel *m, const char *prompt, size_t len,
@@ -59,17 +88,36 @@ typedef struct Slot {
 
 /* What one thread generates: slots [first, first + n). */
 typedef struct Work {
+    const TfModel *m;
     TfInfer *inf;
     const int **ids;
     int *lens;
     int n, n_new;
-    int *out;
+    int *out;    /* [n, stride]: generated tokens, or the token at every position */
+    int stride;
+    int *n_out;  /* [n]: tokens kept (stop token or every position) */
+    int **rows;  /* [n]: every position: out + i * stride */
     int rc;
     TfError err;
 } Work;
 
 static void work_run(Work *w) {
-    w->rc = w->n ? infer_generate(w->inf, w->ids, w->lens, w->n, w->n_new, w->out, &w->err) : 0;
+    w->rc = 0;
+    if (!w->n) return;
+    const TfModel *m = w->m;
+    if (m->every_position) {
+        for (int i = 0; i < w->n; i++) {
+            w->rows[i] = w->out + (size_t)i * (size_t)w->stride;
+            w->n_out[i] = w->lens[i];
+        }
+        w->rc = infer_every_position(w->inf, w->ids, w->lens, w->n, w->rows, &w->err);
+    } else if (m->stop_token >= 0) {
+        w->rc = infer_generate_until(w->inf, w->ids, w->lens, w->n, w->n_new, m->stop_token,
+                                     w->out, w->n_out, &w->err);
+    } else {
+        for (int i = 0; i < w->n; i++) w->n_out[i] = w->n_new;
+        w->rc = infer_generate(w->inf, w->ids, w->lens, w->n, w->n_new, w->out, &w->err);
+    }
 }
 
 /* Threads 1.. of a run wait for each chunk here; thread 0 is the caller.
@@ -125,7 +173,10 @@ typedef struct Runner {
     int cap;          /* n_threads * batch_size */
     const int **ids;  /* [cap] */
     int *lens;        /* [cap] */
-    int *toks;        /* [cap * n_new] */
+    int stride;       /* tokens per prompt: n_new, or max_len for every position */
+    int *toks;        /* [cap * stride] */
+    int *n_out;       /* [cap] tokens kept per prompt */
+    int **rows;       /* [cap] */
     char *text_buf;   /* one completion as text */
 } Runner;
 
@@ -133,7 +184,7 @@ typedef struct Runner {
  * them in order. */
 static int run_chunk(Runner *R, int n, TfError *err) {
     const TfBatchOptions *o = R->o;
-    int n_new = o->n_new;
+    int n_new = o->n_new, stride = R->stride;
     for (int i = 0; i < n; i++) {
         R->ids[i] = R->slots[i].ids;
         R->lens[i] = R->slots[i].len;
@@ -145,7 +196,11 @@ static int run_chunk(Runner *R, int n, TfError *err) {
         w->n = first >= n ? 0 : (n - first < per ? n - first : per);
         w->ids = R->ids + first;
         w->lens = R->lens + first;
-        w->out = R->toks + (size_t)first * (size_t)n_new;
+        w->out = R->toks + (size_t)first * (size_t)stride;
+        w->n_out = R->n_out + first;
+        w->rows = R->rows + first;
+        w->stride = stride;
+        w->m = R->m;
         w->n_new = n_new;
         w->rc = 0;
         if (w->n) used = t + 1;
@@ -170,14 +225,20 @@ static int run_chunk(Runner *R, int n, TfError *err) {
 
     for (int i = 0; i < n; i++) {
         const Slot *s = &R->slots[i];
-        const int *toks = R->toks + (size_t)i * (size_t)n_new;
+        const int *toks = R->toks + (size_t)i * (size_t)stride;
+        int n_tok = R->n_out[i];
         R->st->run++;
         if (!o->check) {
-            batch_print_completion(R->out, R->m, s->text, (size_t)s->len, toks, n_new);
+            if (R->m->every_position)
+                batch_print_outputs(R->out, R->m, s->text, (size_t)s->len, toks, n_tok);
+            else
+                batch_print_completion(R->out, R->m, s->text, (size_t)s->len, toks, n_tok);
             continue;
         }
         char *p = R->text_buf;
-        for (int k = 0; k < n_new; k++) p += infer_token_text(R->m, toks[k], p);
+        *p = '\0';
+        for (int k = R->m->every_position ? batch_output_start(R->m) : 0; k < n_tok; k++)
+            p += infer_token_text(R->m, toks[k], p);
         if (strcmp(R->text_buf, s->expect) == 0) {
             R->st->passed++;
             continue;
@@ -264,6 +325,8 @@ static void runner_free(Runner *R) {
     free(R->ids);
     free(R->lens);
     free(R->toks);
+    free(R->n_out);
+    free(R->rows);
     free(R->text_buf);
 }
 
@@ -282,7 +345,7 @@ int batch_run(const TfModel *m, FILE *in, const char *in_name, FILE *out, FILE *
     R.errs = errs;
     R.st = st;
     R.cap = o->n_threads * o->batch_size;
-    int n_new = o->n_new > 0 ? o->n_new : 1;
+    R.stride = m->every_position ? m->max_len : o->n_new > 0 ? o->n_new : 1;
     R.engines = calloc((size_t)o->n_threads, sizeof *R.engines);
     R.work = calloc((size_t)o->n_threads, sizeof *R.work);
     R.tids = calloc((size_t)o->n_threads, sizeof *R.tids);
@@ -293,13 +356,15 @@ int batch_run(const TfModel *m, FILE *in, const char *in_name, FILE *out, FILE *
     R.slots = calloc((size_t)R.cap, sizeof *R.slots);
     R.ids = calloc((size_t)R.cap, sizeof *R.ids);
     R.lens = calloc((size_t)R.cap, sizeof *R.lens);
-    R.toks = calloc((size_t)R.cap * (size_t)n_new, sizeof *R.toks);
-    R.text_buf = malloc((size_t)n_new * 8 + 1);
+    R.toks = calloc((size_t)R.cap * (size_t)R.stride, sizeof *R.toks);
+    R.n_out = calloc((size_t)R.cap, sizeof *R.n_out);
+    R.rows = calloc((size_t)R.cap, sizeof *R.rows);
+    R.text_buf = malloc((size_t)R.stride * 8 + 1);
     TfPlan *plan = plan_new(m, err);
     int rc = -1;
     if (!plan) goto done;
     if (!R.engines || !R.work || !R.tids || !R.workers || !R.slots || !R.ids || !R.lens || !R.toks ||
-        !R.text_buf) {
+        !R.n_out || !R.rows || !R.text_buf) {
         tf_error_set(err, "out of memory");
         goto done;
     }

@@ -1,7 +1,8 @@
 /* batch.h: many prompts through the engine: streaming, batching, threads.
  *
  * batch_run reads one prompt per line (or, to check, `prompt<TAB>expected
- * completion`), gathers up to n_threads * batch_size of them, splits them
+ * completion`; for a model read at every position the expected text is
+ * the tokens at every position, batch_print_outputs), gathers up to n_threads * batch_size of them, splits them
  * over n_threads engines that share one plan (infer.h), and prints or
  * checks the completions in input order. Memory stays flat however many
  * lines there are: one chunk is held at a time.
@@ -18,7 +19,7 @@
 #include "model.h"
 
 typedef struct TfBatchOptions {
-    int n_new;        /* tokens to generate per prompt */
+    int n_new;        /* tokens to generate per prompt (with a stop token: at most) */
     int batch_size;   /* prompts per engine call */
     int n_threads;    /* engines running at once, 1 or more */
     int use_cache;    /* 0: recompute every position at every step */
@@ -36,8 +37,10 @@ typedef struct TfBatchStats {
     double flops;   /* floating-point operations of the engines (infer_flops) */
 } TfBatchStats;
 
-/* Checks and tokenizes one prompt for generating n_new tokens: ids must
- * hold len entries. Returns 0, or -1 with err naming the problem. */
+/* Checks and tokenizes one prompt for generating n_new tokens (for a model
+ * with a stop token, or read at every position, the prompt alone must fit
+ * max_len; for a model with a bos, the prompt must start with it): ids
+ * must hold len entries. Returns 0, or -1 with err naming the problem. */
 int batch_prepare_prompt(const TfModel *m, const char *text, int len, int n_new, int *ids,
                          TfError *err);
 
@@ -51,6 +54,15 @@ int batch_run(const TfModel *m, FILE *in, const char *in_name, FILE *out, FILE *
 /* Writes `prompt` and the generated tokens (escaped, infer_token_text) to f. */
 void batch_print_completion(FILE *f, const TfModel *m, const char *prompt, size_t len,
                             const int *toks, int n);
+
+/* Every-position models: writes `prompt`, a TAB, and the tokens at
+ * positions batch_output_start(m)..n-1 (escaped, infer_token_text) to f.
+ * That text after the TAB is what --check expects. */
+void batch_print_outputs(FILE *f, const TfModel *m, const char *prompt, size_t len,
+                         const int *toks, int n);
+/* The first position whose output is printed: 1 when the model has a bos
+ * (the BOS position's output means nothing), else 0. */
+int batch_output_start(const TfModel *m);
 
 /* The number of CPUs online, at least 1. */
 int batch_default_threads(void);

@@ -751,12 +751,14 @@ static int check_prompts(const TfInfer *inf, const int *const *prompts, const in
     return 0;
 }
 
-/* Fills the rows of one step: with `all`, every position of every sequence
- * (the output row `out_pos[s]` of each first), else only the last one. */
-static int fill_rows(TfInfer *inf, int *const *seqs, const int *len, const int *out_pos, int n_seqs,
-                     int all) {
+/* Fills the rows of one step for the sequences act[0..n_act-1]: with `all`,
+ * every position of each (the output row `out_pos[s]` of each first), else
+ * only the last one. Output row k belongs to sequence act[k]. */
+static int fill_rows(TfInfer *inf, int *const *seqs, const int *len, const int *out_pos,
+                     const int *act, int n_act, int all) {
     int n = 0;
-    for (int s = 0; s < n_seqs; s++) {
+    for (int k = 0; k < n_act; k++) {
+        int s = act[k];
         int p = all ? out_pos[s] : len[s] - 1;
         inf->row_seq[n] = s;
         inf->row_pos[n] = p;
@@ -765,7 +767,8 @@ static int fill_rows(TfInfer *inf, int *const *seqs, const int *len, const int *
         if (all) inf->seq_len[s] = 0;
     }
     if (!all) return n;
-    for (int s = 0; s < n_seqs; s++)
+    for (int k = 0; k < n_act; k++) {
+        int s = act[k];
         for (int p = 0; p < len[s]; p++) {
             if (p == out_pos[s]) continue;
             inf->row_seq[n] = s;
@@ -773,15 +776,23 @@ static int fill_rows(TfInfer *inf, int *const *seqs, const int *len, const int *
             inf->row_tok[n] = seqs[s][p];
             n++;
         }
+    }
     return n;
 }
 
-int infer_generate(TfInfer *inf, const int *const *prompts, const int *lens, int n_seqs, int n_new,
-                   int *out, TfError *err) {
-    const TfModel *m = inf->m;
-    if (check_prompts(inf, prompts, lens, n_seqs, n_new, err) < 0) return -1;
-    if (n_new == 0 || n_seqs == 0) return 0;
+/* The argmax (first maximum) of output row r of the last step's logits. */
+static int logits_argmax(const TfInfer *inf, int r, int nf) {
+    int best = 0;
+    for (int t = 1; t < inf->m->n_vocab; t++)
+        if (inf->logits[(size_t)t * nf + r] > inf->logits[(size_t)best * nf + r]) best = t;
+    return best;
+}
 
+/* Greedy generation of up to cap[s] tokens per sequence; a sequence stops
+ * early after generating `stop` (-1: never). n_out[s]: the tokens kept
+ * (the stop token excluded). Finished sequences leave the batch. */
+static int generate(TfInfer *inf, const int *const *prompts, const int *lens, int n_seqs,
+                    int n_new, const int *cap, int stop, int *out, int *n_out, TfError *err) {
     // Step 0: every prompt position of every sequence, in one stack of rows.
     // Later steps: one row per sequence, the token generated last. Without
     // incremental decoding (a bidirectional layer, or the cache turned off),
@@ -789,27 +800,31 @@ int infer_generate(TfInfer *inf, const int *const *prompts, const int *lens, int
     int incremental = inf->plan->incremental && inf->use_cache;
     int *len = malloc((size_t)n_seqs * sizeof(int));
     int *last = malloc((size_t)n_seqs * sizeof(int));
+    int *act = malloc((size_t)n_seqs * sizeof(int));
     int **seqs = calloc((size_t)n_seqs, sizeof(int *));
-    int rc = -1;
-    if (!len || !last || !seqs) goto oom;
+    int rc = -1, n_act = 0;
+    if (!len || !last || !act || !seqs) goto oom;
     for (int s = 0; s < n_seqs; s++) {
         seqs[s] = malloc(((size_t)lens[s] + (size_t)n_new) * sizeof(int));
         if (!seqs[s]) goto oom;
         memcpy(seqs[s], prompts[s], (size_t)lens[s] * sizeof(int));
         len[s] = lens[s];
+        n_out[s] = 0;
+        if (cap[s] > 0) act[n_act++] = s;
     }
-    for (int step = 0; step < n_new; step++) {
-        for (int s = 0; s < n_seqs; s++) last[s] = len[s] - 1;
-        int n = fill_rows(inf, seqs, len, last, n_seqs, step == 0 || !incremental);
-        if (forward_rows(inf, n, n_seqs, err) < 0) goto done;
-        for (int s = 0; s < n_seqs; s++) {
-            int best = 0;
-            for (int t = 1; t < m->n_vocab; t++)
-                if (inf->logits[(size_t)t * n_seqs + s] > inf->logits[(size_t)best * n_seqs + s])
-                    best = t;
-            out[(long)s * n_new + step] = best;
+    for (int step = 0; n_act > 0; step++) {
+        for (int k = 0; k < n_act; k++) last[act[k]] = len[act[k]] - 1;
+        int n = fill_rows(inf, seqs, len, last, act, n_act, step == 0 || !incremental);
+        if (forward_rows(inf, n, n_act, err) < 0) goto done;
+        int kept = 0;
+        for (int k = 0; k < n_act; k++) {
+            int s = act[k], best = logits_argmax(inf, k, n_act);
+            out[(long)s * n_new + n_out[s]] = best;
+            if (best == stop) continue; /* done; the stop token is not kept */
             seqs[s][len[s]++] = best;
+            if (++n_out[s] < cap[s]) act[kept++] = s;
         }
+        n_act = kept;
     }
     rc = 0;
     goto done;
@@ -821,7 +836,97 @@ done:
     free(seqs);
     free(len);
     free(last);
+    free(act);
     return rc;
+}
+
+/* Checks that this is a generating (next-token) model. */
+static int check_generating(const TfModel *m, TfError *err) {
+    if (m->output_kind == TF_OUTPUT_CLASSIFY) {
+        tf_error_set(err, "this model classifies; it does not generate tokens");
+        return -1;
+    }
+    if (m->every_position) {
+        tf_error_set(err, "this model is read at every position; it does not generate tokens");
+        return -1;
+    }
+    return 0;
+}
+
+int infer_generate(TfInfer *inf, const int *const *prompts, const int *lens, int n_seqs, int n_new,
+                   int *out, TfError *err) {
+    if (check_generating(inf->m, err) < 0 ||
+        check_prompts(inf, prompts, lens, n_seqs, n_new, err) < 0)
+        return -1;
+    if (n_new == 0 || n_seqs == 0) return 0;
+    int *cap = malloc((size_t)n_seqs * sizeof(int)), *n_out = malloc((size_t)n_seqs * sizeof(int));
+    int rc = -1;
+    if (!cap || !n_out)
+        tf_error_set(err, "out of memory");
+    else {
+        for (int s = 0; s < n_seqs; s++) cap[s] = n_new;
+        rc = generate(inf, prompts, lens, n_seqs, n_new, cap, -1, out, n_out, err);
+    }
+    free(cap);
+    free(n_out);
+    return rc;
+}
+
+int infer_generate_until(TfInfer *inf, const int *const *prompts, const int *lens, int n_seqs,
+                         int max_new, int stop, int *out, int *n_out, TfError *err) {
+    const TfModel *m = inf->m;
+    if (check_generating(m, err) < 0 || check_prompts(inf, prompts, lens, n_seqs, 1, err) < 0)
+        return -1;
+    if (max_new < 0) {
+        tf_error_set(err, "cannot generate a negative number of tokens (%d)", max_new);
+        return -1;
+    }
+    if (stop < -1 || stop >= m->n_vocab) {
+        tf_error_set(err, "stop token %d is outside the vocabulary", stop);
+        return -1;
+    }
+    for (int s = 0; s < n_seqs; s++) n_out[s] = 0;
+    if (max_new == 0 || n_seqs == 0) return 0;
+    int *cap = malloc((size_t)n_seqs * sizeof(int));
+    if (!cap) {
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    // The last token generated is never fed back: positions up to max_len - 1
+    // produce up to max_len - len + 1 tokens.
+    for (int s = 0; s < n_seqs; s++) {
+        int room = m->max_len - lens[s] + 1;
+        cap[s] = max_new < room ? max_new : room;
+    }
+    int rc = generate(inf, prompts, lens, n_seqs, max_new, cap, stop, out, n_out, err);
+    free(cap);
+    return rc;
+}
+
+int infer_every_position(TfInfer *inf, const int *const *seqs, const int *lens, int n_seqs,
+                         int *const *out, TfError *err) {
+    const TfModel *m = inf->m;
+    if (m->output_kind == TF_OUTPUT_CLASSIFY) {
+        tf_error_set(err, "this model classifies; it has no output at every position");
+        return -1;
+    }
+    if (check_prompts(inf, seqs, lens, n_seqs, 0, err) < 0) return -1;
+    if (n_seqs == 0) return 0;
+    int *at = calloc((size_t)n_seqs, sizeof(int)), *act = malloc((size_t)n_seqs * sizeof(int));
+    if (!at || !act) {
+        free(at);
+        free(act);
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    for (int s = 0; s < n_seqs; s++) act[s] = s;
+    // Every row is an output row: nothing is skipped, one pass.
+    int n = fill_rows(inf, (int *const *)seqs, lens, at, act, n_seqs, 1);
+    free(at);
+    free(act);
+    if (forward_rows(inf, n, n, err) < 0) return -1;
+    for (int r = 0; r < n; r++) out[inf->row_seq[r]][inf->row_pos[r]] = logits_argmax(inf, r, n);
+    return 0;
 }
 
 int infer_classify(TfInfer *inf, const int *const *seqs, const int *lens, int n_seqs, float *probs,
@@ -837,9 +942,19 @@ int infer_classify(TfInfer *inf, const int *const *seqs, const int *lens, int n_
         tf_error_set(err, "out of memory");
         return -1;
     }
-    for (int s = 0; s < n_seqs; s++) at[s] = m->classify_at_last ? lens[s] - 1 : 0;
-    int n = fill_rows(inf, (int *const *)seqs, lens, at, n_seqs, 1);
+    int *act = calloc((size_t)n_seqs + 1, sizeof(int));
+    if (!act) {
+        free(at);
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    for (int s = 0; s < n_seqs; s++) {
+        at[s] = m->classify_at_last ? lens[s] - 1 : 0;
+        act[s] = s;
+    }
+    int n = fill_rows(inf, (int *const *)seqs, lens, at, act, n_seqs, 1);
     free(at);
+    free(act);
     if (forward_rows(inf, n, n_seqs, err) < 0) return -1;
     int C = m->n_classes;
     for (int s = 0; s < n_seqs; s++) {

@@ -65,10 +65,33 @@ double infer_flops(const TfInfer *inf);
 
 /* Generates n_new tokens for each of n_seqs prompts (token ids), greedily.
  * out[s * n_new + i] is the i-th token generated for prompt s. Fails (-1,
- * err set) on an empty prompt, an id outside the vocabulary, or a prompt
- * plus n_new longer than the model's max_len. */
+ * err set) on an empty prompt, an id outside the vocabulary, a prompt plus
+ * n_new longer than the model's max_len, or a model that does not generate
+ * (a classifier, or one read at every position). The model's stop token is
+ * ignored here: see infer_generate_until. */
 int infer_generate(TfInfer *inf, const int *const *prompts, const int *lens, int n_seqs, int n_new,
                    int *out, TfError *err);
+
+/* Like infer_generate, for a model with a stop token: generates for each
+ * prompt until it produces `stop` (a token id; -1: never), at most max_new
+ * tokens and at most as many as the position encoding allows (max_len -
+ * lens[s] + 1: the last token is never fed back). out[s * max_new + i] is
+ * the i-th token of prompt s, n_out[s] how many it kept: the stop token is
+ * not counted (out may hold it at index n_out[s]). Prompts that have
+ * stopped leave the batch; the step loop ends when every prompt has. Fails
+ * on an empty prompt, an id outside the vocabulary, or a prompt longer than
+ * max_len. Attention is causal in generating models, so the result equals
+ * generating max_new tokens and cutting at the first stop token. */
+int infer_generate_until(TfInfer *inf, const int *const *prompts, const int *lens, int n_seqs,
+                         int max_new, int stop, int *out, int *n_out, TfError *err);
+
+/* For every-position models (and any next-token model): one forward pass
+ * over each whole sequence, nothing skipped; out[s][p] (p < lens[s]) is the
+ * argmax token (the first maximum) of the logits at position p. Fails on an
+ * empty sequence, an id outside the vocabulary, or a sequence longer than
+ * max_len. */
+int infer_every_position(TfInfer *inf, const int *const *seqs, const int *lens, int n_seqs,
+                         int *const *out, TfError *err);
 
 /* For classifier models: one forward pass per sequence, probs[s *
  * n_classes + c] the softmax probability of class c. */

@@ -6,7 +6,10 @@
  *   tfrun WEIGHTS.tfw [-n N] [--trace | --trace-all] [--step K] [--report FILE.html]
  *         [--svg DIR] PROMPT                  (look inside: runtime/inspect.h)
  *
- * Prints each prompt followed by its generated tokens, one line per prompt;
+ * Prints each prompt followed by its generated tokens, one line per prompt
+ * (a model with a stop token stops at it and does not print it; -n is then
+ * the most). A model read at every position prints each prompt, a TAB and
+ * the token at every position (after the BOS position when it has a bos).
  * --check prints how many completions match, the first failures and the
  * throughput. --batch and --check stream their input through several
  * engines at once (runtime/batch.h).
@@ -40,9 +43,11 @@ static void usage(FILE *f) {
     fprintf(f, "usage: tfrun WEIGHTS.tfw [-n N] PROMPT\n"
                "       tfrun WEIGHTS.tfw [-n N] --batch FILE|-\n"
                "       tfrun WEIGHTS.tfw [-n N] --check FILE|-\n"
-               "  -n N             generate N tokens (default: the program's `generate`)\n"
+               "  -n N             generate N tokens (default: the program's `generate`;\n"
+               "                   with a stop token, at most N)\n"
                "  --batch FILE     read one prompt per line ('-': standard input)\n"
-               "  --check FILE     read lines prompt<TAB>expected completion; print the\n"
+               "  --check FILE     read lines prompt<TAB>expected completion (or the tokens\n"
+               "                   at every position); print the\n"
                "                   number passed and failed, the first failures, the speed\n"
                "  --batch-size B   prompts per engine, 1 to %d (default %d)\n"
                "  --threads T      engines running at once (default: the CPUs online)\n"
@@ -112,19 +117,29 @@ static int run_stream(const TfModel *m, const char *path, const TfBatchOptions *
     return st.bad || st.failed ? TFRUN_EXIT_ERROR : 0;
 }
 
+/* Prints one prompt's result: prompt + completion, or for a model read at
+ * every position prompt<TAB>the tokens at each position. */
+static void print_result(const TfModel *m, const char *prompt, size_t len, const int *out, int n) {
+    if (m->every_position)
+        batch_print_outputs(stdout, m, prompt, len, out, n);
+    else
+        batch_print_completion(stdout, m, prompt, len, out, n);
+}
+
 /* --trace, --report, --svg: one prompt, one full pass per step (inspect.h). */
 static int run_inspect(const TfModel *m, const char *prompt, int n_new, const TfInspectOptions *io) {
     size_t len = strlen(prompt);
     if (len > INT_MAX / 2) len = INT_MAX / 2;
     int *ids = prepare_prompt(m, prompt, (int)len, n_new, "prompt");
-    int *out = malloc((size_t)(n_new > 0 ? n_new : 1) * sizeof(int));
+    size_t cap = (size_t)(n_new > (int)len ? n_new : (int)len) + 1;
+    int *out = malloc(cap * sizeof(int));
     TfError err = {""};
-    int status = 0;
-    if (!ids || !out || inspect_generate(m, ids, (int)len, n_new, io, stdout, out, &err) < 0) {
+    int status = 0, n_out = 0;
+    if (!ids || !out || inspect_run(m, ids, (int)len, n_new, io, stdout, out, &n_out, &err) < 0) {
         if (ids) fprintf(stderr, "tfrun: %s\n", out ? err.msg : "out of memory");
         status = TFRUN_EXIT_ERROR;
     } else if (m->output_kind != TF_OUTPUT_CLASSIFY) {
-        batch_print_completion(stdout, m, prompt, len, out, n_new);
+        print_result(m, prompt, len, out, n_out);
     }
     free(ids);
     free(out);
@@ -139,15 +154,26 @@ static int run_one(const TfModel *m, const char *prompt, int n_new, int use_cach
     TfError err = {""};
     TfInfer *inf = infer_new(m, 1, &err);
     if (inf) infer_set_cache(inf, use_cache);
-    int *out = malloc((size_t)(n_new > 0 ? n_new : 1) * sizeof(int));
-    int status = 0;
+    size_t cap = (size_t)(n_new > (int)len ? n_new : (int)len) + 1;
+    int *out = malloc(cap * sizeof(int));
+    int status = 0, n_out = n_new, rc = -1;
     const int *idp = ids;
     int ilen = (int)len;
-    if (!inf || !out || infer_generate(inf, &idp, &ilen, 1, n_new, out, &err) < 0) {
+    if (inf && out) {
+        if (m->every_position) {
+            rc = infer_every_position(inf, &idp, &ilen, 1, &out, &err);
+            n_out = ilen;
+        } else if (m->stop_token >= 0) {
+            rc = infer_generate_until(inf, &idp, &ilen, 1, n_new, m->stop_token, out, &n_out, &err);
+        } else {
+            rc = infer_generate(inf, &idp, &ilen, 1, n_new, out, &err);
+        }
+    }
+    if (rc < 0) {
         fprintf(stderr, "tfrun: %s\n", out ? err.msg : "out of memory");
         status = TFRUN_EXIT_ERROR;
     } else {
-        batch_print_completion(stdout, m, prompt, len, out, n_new);
+        print_result(m, prompt, len, out, n_out);
     }
     infer_free(inf);
     free(out);

@@ -421,6 +421,134 @@ START_TEST(test_classifier_matches_reference) {
 }
 END_TEST
 
+/* Every-position output: one pass, the argmax at every position, for a
+ * batch of mixed lengths, one by one, and the reference, on models with
+ * and without a bidirectional layer. */
+static void check_every_position(int causal_all, unsigned seed) {
+    Spec sp = {12, 6, 16, 0};
+    TfModel *m = random_model(&sp, causal_all, seed);
+    m->every_position = 1;
+    TfError err = {""};
+    ck_assert_msg(model_validate(m, &err) == 0, "%s", err.msg);
+    int ids[N_SEQS][16], lens[N_SEQS], want[N_SEQS][16], got[N_SEQS][16], one[16];
+    const int *idp[N_SEQS];
+    int *outs[N_SEQS];
+    for (int s = 0; s < N_SEQS; s++) {
+        lens[s] = s == 0 ? sp.max_len : 1 + (s * 7) % sp.max_len; /* one of full length */
+        for (int i = 0; i < lens[s]; i++) ids[s][i] = rand_r(&seed) % sp.vocab;
+        idp[s] = ids[s];
+        outs[s] = got[s];
+        for (int p = 0; p < lens[s]; p++) {
+            float logits[8];
+            reference_forward(m, ids[s], lens[s], p, logits);
+            want[s][p] = ref_argmax(logits, sp.vocab);
+        }
+    }
+    TfInfer *inf = infer_new(m, N_SEQS, &err);
+    ck_assert_msg(inf != NULL, "%s", err.msg);
+    ck_assert_msg(infer_every_position(inf, idp, lens, N_SEQS, outs, &err) == 0, "%s", err.msg);
+    for (int s = 0; s < N_SEQS; s++)
+        for (int p = 0; p < lens[s]; p++)
+            ck_assert_msg(got[s][p] == want[s][p],
+                          "causal %d seed %u: sequence %d (length %d) position %d: %d, reference %d",
+                          causal_all, seed, s, lens[s], p, got[s][p], want[s][p]);
+    // One by one, in reverse order (the caches of the batch left behind).
+    for (int s = N_SEQS - 1; s >= 0; s--) {
+        int *op = one;
+        ck_assert_int_eq(infer_every_position(inf, &idp[s], &lens[s], 1, &op, &err), 0);
+        ck_assert_mem_eq(one, want[s], (size_t)lens[s] * sizeof(int));
+    }
+    // A sequence longer than max_len, and an empty one, are refused.
+    int too_long = sp.max_len + 1, empty = 0, *op = one;
+    int big[17] = {0};
+    const int *bp = big;
+    ck_assert_int_eq(infer_every_position(inf, &bp, &too_long, 1, &op, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "exceed the 16 positions"));
+    ck_assert_int_eq(infer_every_position(inf, &bp, &empty, 1, &op, &err), -1);
+    // An every-position model does not generate.
+    int len1 = 1, tok;
+    ck_assert_int_eq(infer_generate(inf, &bp, &len1, 1, 1, &tok, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "every position"));
+    infer_free(inf);
+    model_free(m);
+}
+
+START_TEST(test_every_position_matches_reference) {
+    for (unsigned seed = 21; seed <= 24; seed++) check_every_position(1, seed);
+    for (unsigned seed = 31; seed <= 34; seed++) check_every_position(0, seed);
+}
+END_TEST
+
+/* Generation with a stop token equals generating the most and cutting at
+ * the first stop token, capped by the position encoding; sequences that
+ * stop leave the batch without changing the others. */
+START_TEST(test_stop_token_truncates) {
+    Spec sp = {12, 6, 16, 0};
+    for (unsigned seed = 41; seed <= 46; seed++) {
+        unsigned rs = seed;
+        TfModel *m = random_model(&sp, 1, seed);
+        int ids[N_SEQS][16], lens[N_SEQS];
+        const int *idp[N_SEQS];
+        for (int s = 0; s < N_SEQS; s++) {
+            lens[s] = 1 + (s * 5) % N_SEQS + (s == 0 ? 7 : 0); /* 8, up to max_len 16 */
+            if (s == 1) lens[s] = sp.max_len;                  /* room for one token */
+            for (int i = 0; i < lens[s]; i++) ids[s][i] = rand_r(&rs) % sp.vocab;
+            idp[s] = ids[s];
+        }
+        enum { MAX_NEW = 8 };
+        TfError err = {""};
+        TfInfer *inf = infer_new(m, N_SEQS, &err);
+        ck_assert_ptr_nonnull(inf);
+        // Every token as the stop token, and none.
+        for (int stop = -1; stop < sp.vocab; stop++) {
+            int got[N_SEQS * MAX_NEW], n_out[N_SEQS];
+            ck_assert_msg(infer_generate_until(inf, idp, lens, N_SEQS, MAX_NEW, stop, got, n_out,
+                                               &err) == 0,
+                          "%s", err.msg);
+            for (int s = 0; s < N_SEQS; s++) {
+                int room = sp.max_len - lens[s] + 1, cap = room < MAX_NEW ? room : MAX_NEW;
+                int full[MAX_NEW];
+                ck_assert_int_eq(infer_generate(inf, &idp[s], &lens[s], 1, cap, full, &err), 0);
+                int want = cap;
+                for (int t = 0; t < cap; t++)
+                    if (full[t] == stop) {
+                        want = t;
+                        break;
+                    }
+                ck_assert_msg(n_out[s] == want, "seed %u stop %d sequence %d: %d tokens, want %d",
+                              seed, stop, s, n_out[s], want);
+                for (int t = 0; t < want; t++) ck_assert_int_eq(got[s * MAX_NEW + t], full[t]);
+                if (want < cap) ck_assert_int_eq(got[s * MAX_NEW + want], stop);
+                // One by one, the same.
+                int alone[MAX_NEW], n_alone;
+                ck_assert_int_eq(infer_generate_until(inf, &idp[s], &lens[s], 1, MAX_NEW, stop,
+                                                      alone, &n_alone, &err),
+                                 0);
+                ck_assert_int_eq(n_alone, want);
+                ck_assert_mem_eq(alone, full, (size_t)want * sizeof(int));
+            }
+        }
+        // Without the cache: the same counts.
+        infer_set_cache(inf, 0);
+        int a[N_SEQS * MAX_NEW], na[N_SEQS], b[N_SEQS * MAX_NEW], nb[N_SEQS];
+        ck_assert_int_eq(infer_generate_until(inf, idp, lens, N_SEQS, MAX_NEW, 2, a, na, &err), 0);
+        infer_set_cache(inf, 1);
+        ck_assert_int_eq(infer_generate_until(inf, idp, lens, N_SEQS, MAX_NEW, 2, b, nb, &err), 0);
+        ck_assert_mem_eq(na, nb, sizeof na);
+        for (int s = 0; s < N_SEQS; s++)
+            ck_assert_mem_eq(a + s * MAX_NEW, b + s * MAX_NEW, (size_t)na[s] * sizeof(int));
+        // A prompt longer than max_len is refused; max_new 0 generates nothing.
+        int too_long = sp.max_len + 1, big[17] = {0};
+        const int *bp = big;
+        ck_assert_int_eq(infer_generate_until(inf, &bp, &too_long, 1, 4, 0, a, na, &err), -1);
+        ck_assert_int_eq(infer_generate_until(inf, idp, lens, N_SEQS, 0, 0, a, na, &err), 0);
+        for (int s = 0; s < N_SEQS; s++) ck_assert_int_eq(na[s], 0);
+        infer_free(inf);
+        model_free(m);
+    }
+}
+END_TEST
+
 /* Two engines on one plan (as tfrun's threads use them) give the same
  * tokens as an engine with its own. */
 START_TEST(test_shared_plan) {
@@ -479,6 +607,8 @@ int main(void) {
     tcase_add_test(tc, test_generation_matches_reference);
     tcase_add_test(tc, test_bidirectional_matches_reference);
     tcase_add_test(tc, test_classifier_matches_reference);
+    tcase_add_test(tc, test_every_position_matches_reference);
+    tcase_add_test(tc, test_stop_token_truncates);
     tcase_add_test(tc, test_shared_plan);
     tcase_add_test(tc, test_adder_plan_skips_work);
     suite_add_tcase(s, tc);
