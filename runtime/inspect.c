@@ -18,6 +18,19 @@
 
 /* --- decoding ------------------------------------------------------------ */
 
+/* The label of column i of a one-hot register: a token's text, or a
+ * categorical value's label. */
+static void onehot_label(const TfModel *m, const TfRegister *reg, int i, char *buf, size_t n) {
+    if (reg->kind == TF_REG_CATEGORICAL) {
+        snprintf(buf, n, "%s", reg->values && i >= 0 && i < reg->size ? reg->values[i] : "?");
+    } else {
+        char t[8];
+        infer_token_text(m, i >= 0 && i < m->n_vocab ? i : 0, t);
+        snprintf(buf, n, "%s", t);
+    }
+}
+
+/* Token and categorical registers: one-hot over their columns. */
 static void decode_token(const TfModel *m, const TfRegister *reg, const float *v, TfDecoded *o) {
     int best = 0, second = -1;
     for (int i = 1; i < reg->size; i++) {
@@ -42,16 +55,16 @@ static void decode_token(const TfModel *m, const TfRegister *reg, const float *v
         o->status = TF_DECODE_EMPTY;
         return;
     }
-    char a[8], b[8];
-    infer_token_text(m, best < m->n_vocab ? best : 0, a);
-    if (n_hot > 1) { /* a mix of tokens (NaN counts as away from 0) */
+    char a[16], b[16];
+    onehot_label(m, reg, best, a, sizeof a);
+    if (n_hot > 1) { /* a mix of values (NaN counts as away from 0) */
         o->status = TF_DECODE_FLAGGED;
-        infer_token_text(m, second >= 0 && second < m->n_vocab ? second : 0, b);
-        snprintf(o->why, sizeof o->why, "not one-hot: %d values away from 0; '%s' %.3g, '%s' %.3g",
+        onehot_label(m, reg, second >= 0 ? second : best, b, sizeof b);
+        snprintf(o->why, sizeof o->why, "not one-hot: %d values away from 0; '%.8s' %.3g, '%.8s' %.3g",
                  n_hot, a, (double)v[best], b, second >= 0 ? (double)v[second] : 0.0);
     } else if (!(fabsf(v[best] - 1.0f) <= TF_DECODE_TOL)) { /* one token, but not at 1 */
         o->status = TF_DECODE_FLAGGED;
-        snprintf(o->why, sizeof o->why, "not one-hot: '%s' is %.3g, not 1", a, (double)v[best]);
+        snprintf(o->why, sizeof o->why, "not one-hot: '%.8s' is %.3g, not 1", a, (double)v[best]);
     } else {
         o->status = TF_DECODE_CLEAN;
     }
@@ -94,7 +107,8 @@ void inspect_decode(const TfModel *m, const TfRegister *reg, const float *row, T
     memset(out, 0, sizeof *out);
     const float *v = row + reg->offset;
     switch (reg->kind) {
-    case TF_REG_TOKEN: decode_token(m, reg, v, out); break;
+    case TF_REG_TOKEN:
+    case TF_REG_CATEGORICAL: decode_token(m, reg, v, out); break;
     case TF_REG_POSITION: decode_position(m, v, out); break;
     default:
         out->index = out->runner_up = -1;
@@ -125,6 +139,7 @@ void capture_free(TfCapture *c) {
     if (c->att)
         for (int l = 0; l < c->m->n_layers; l++) free(c->att[l]);
     free(c->att);
+    free(c->outputs);
     free(c->resid);
     free(c->tokens);
     free(c);
@@ -193,6 +208,12 @@ TfCapture *inspect_capture(const TfModel *m, const int *tokens, int n_pos, TfErr
         for (int k = 1; rc == 0 && k < m->n_classes; k++)
             if (probs[k] > probs[c->next]) c->next = k;
         free(probs);
+    } else if (m->every_position) {
+        // One pass; "next" is the token at the last position.
+        c->outputs = malloc((size_t)n_pos * sizeof(int));
+        rc = c->outputs ? infer_every_position(inf, &tokens, &n_pos, 1, &c->outputs, err) : -1;
+        if (!c->outputs) tf_error_set(err, "out of memory");
+        if (rc == 0) c->next = c->outputs[n_pos - 1];
     } else {
         rc = infer_generate(inf, &tokens, &n_pos, 1, 1, &c->next, err);
     }
@@ -291,6 +312,13 @@ void inspect_token_text(const TfModel *m, int id, char *buf, size_t bufsz) {
     }
 }
 
+void inspect_value_text(const TfRegister *reg, int i, char *buf, size_t bufsz) {
+    if (reg->kind == TF_REG_CATEGORICAL && reg->values && i >= 0 && i < reg->size)
+        snprintf(buf, bufsz, "%s", reg->values[i]);
+    else
+        snprintf(buf, bufsz, "#%d", i);
+}
+
 void inspect_output_text(const TfModel *m, int id, char *buf, size_t bufsz) {
     if (m->output_kind == TF_OUTPUT_CLASSIFY && m->class_names && id >= 0 && id < m->n_classes) {
         snprintf(buf, bufsz, "%s", m->class_names[id]);
@@ -349,6 +377,8 @@ static void print_register(const Printer *pr, int block, const TfRegister *reg, 
             snprintf(cell, 32, ".");
         } else if (reg->kind == TF_REG_TOKEN) {
             inspect_token_text(m, d->index, cell, 31);
+        } else if (reg->kind == TF_REG_CATEGORICAL) {
+            inspect_value_text(reg, d->index, cell, CELL + 1);
         } else if (reg->kind == TF_REG_POSITION) {
             if (d->status == TF_DECODE_FLAGGED && d->index >= 0 &&
                 fabsf(d->margin - 1) <= TF_DECODE_TOL)
@@ -367,7 +397,7 @@ static void print_register(const Printer *pr, int block, const TfRegister *reg, 
     int unsure = 0;
     for (int p = 0; p < c->n_pos; p++)
         unsure |= dec[p].status != TF_DECODE_EMPTY && !(dec[p].margin >= TF_MARGIN_SHOWN);
-    if (reg->kind == TF_REG_TOKEN && unsure) {
+    if ((reg->kind == TF_REG_TOKEN || reg->kind == TF_REG_CATEGORICAL) && unsure) {
         for (int p = 0; p < c->n_pos; p++) {
             if (dec[p].status == TF_DECODE_EMPTY)
                 snprintf(cells[p], 32, ".");
@@ -470,7 +500,7 @@ static void note_unassigned(const Printer *pr, int layer) {
         for (int r = 0; r < m->n_regs; r++)
             owned |= col >= m->regs[r].offset && col < m->regs[r].offset + m->regs[r].size;
         if (owned) continue;
-        TfRegister one = {"", TF_REG_SCALAR, col, 1};
+        TfRegister one = {.name = "", .kind = TF_REG_SCALAR, .offset = col, .size = 1};
         if (inspect_layer_wrote(c, layer, &one)) {
             if (first < 0) first = col;
             count++;
@@ -482,10 +512,16 @@ static void note_unassigned(const Printer *pr, int layer) {
 }
 
 /* What the unembedding reads at the last position (compiled models). */
-static void note_output(const Printer *pr) {
+static void note_output(const Printer *pr, char (*cells)[32]) {
     const TfCapture *c = pr->c;
     const TfModel *m = c->m;
-    if (m->output_reg < 0 || m->output_kind != TF_OUTPUT_NEXT_TOKEN) return;
+    if (c->outputs) {
+        // Every position: what the unembedding makes of each row.
+        for (int p = 0; p < c->n_pos; p++) inspect_token_text(m, c->outputs[p], cells[p], 31);
+        if (m->bos >= 0 && c->tokens[0] == m->bos) snprintf(cells[0], 32, "-");
+        print_cells(pr, "output", cells);
+    }
+    if (m->output_reg < 0 || m->output_kind != TF_OUTPUT_NEXT_TOKEN || c->outputs) return;
     const TfRegister *reg = &m->regs[m->output_reg];
     TfDecoded d;
     char tok[32];
@@ -520,7 +556,18 @@ void inspect_print_trace(const TfCapture *c, FILE *out) {
         infer_token_text(m, c->tokens[p], t);
         fputs(t, out);
     }
-    fprintf(out, "\" -> %s %s\n", m->output_kind == TF_OUTPUT_CLASSIFY ? "class" : "next", next);
+    if (c->outputs) {
+        fprintf(out, "\" -> every position \"");
+        for (int p = 0; p < c->n_pos; p++) {
+            char t[8];
+            infer_token_text(m, c->outputs[p], t);
+            fputs(t, out);
+        }
+        fprintf(out, "\"\n");
+    } else {
+        fprintf(out, "\" -> %s %s\n", m->output_kind == TF_OUTPUT_CLASSIFY ? "class" : "next",
+                next);
+    }
     if (m->n_regs == 0)
         fprintf(out, "(no registers: logit lens and attention per layer)\n");
     else
@@ -553,7 +600,7 @@ void inspect_print_trace(const TfCapture *c, FILE *out) {
                 print_attends(&pr, layer, cells);
             if (layer >= 0) note_unassigned(&pr, layer);
             if (!wrote) fprintf(out, "    (no register changed)\n");
-            if (block == c->n_blocks - 1) note_output(&pr);
+            if (block == c->n_blocks - 1) note_output(&pr, cells);
         } else {
             print_lens(&pr, block, cells);
             if (layer >= 0 && m->layers[layer].kind == TF_LAYER_ATTENTION && c->att[layer])
@@ -567,15 +614,27 @@ void inspect_print_trace(const TfCapture *c, FILE *out) {
 
 int inspect_generate(const TfModel *m, const int *prompt, int len, int n_new,
                      const TfInspectOptions *opt, FILE *trace_out, int *out, TfError *err) {
-    if (m->output_kind == TF_OUTPUT_CLASSIFY) n_new = 0; /* one pass, nothing generated */
+    int n_out;
+    return inspect_run(m, prompt, len, n_new, opt, trace_out, out, &n_out, err);
+}
+
+int inspect_run(const TfModel *m, const int *prompt, int len, int n_new,
+                const TfInspectOptions *opt, FILE *trace_out, int *out, int *n_out, TfError *err) {
+    *n_out = 0;
+    int one_pass = m->output_kind == TF_OUTPUT_CLASSIFY || m->every_position;
+    int stops = !one_pass && m->stop_token >= 0;
+    if (one_pass) n_new = 0; /* one pass, nothing generated */
+    // With a stop token, n_new is the most; the position encoding caps it.
+    if (stops && len >= 1 && len <= m->max_len && n_new > m->max_len - len + 1)
+        n_new = m->max_len - len + 1;
     int steps = n_new > 0 ? n_new : 1;
     if (opt->step < 0 || opt->step >= steps) {
         tf_error_set(err, "--step %d: the steps run are 0 to %d", opt->step, steps - 1);
         return -1;
     }
-    // The capture of step s runs len + s positions and asks for one more token.
-    long room = m->max_len + (m->output_kind == TF_OUTPUT_CLASSIFY ? 1 : 0);
-    if (len < 1 || (long)len + steps > room) {
+    // The capture of step s runs len + s positions (the token it predicts is
+    // never fed back, as in tfrun): the last runs len + steps - 1.
+    if (len < 1 || (long)len + steps - 1 > m->max_len) {
         tf_error_set(err, "%d prompt tokens and %d step%s do not fit the %d positions", len, steps,
                      steps == 1 ? "" : "s", m->max_len);
         return -1;
@@ -586,8 +645,8 @@ int inspect_generate(const TfModel *m, const int *prompt, int len, int n_new,
         return -1;
     }
     memcpy(seq, prompt, (size_t)len * sizeof(int));
-    int rc = 0;
-    for (int step = 0; step < steps && rc == 0; step++) {
+    int rc = 0, stopped = 0, ran = 0;
+    for (int step = 0; step < steps && rc == 0 && !stopped; step++) {
         int wanted = step == opt->step || (opt->trace && opt->trace_all);
         TfCapture *c = inspect_capture(m, seq, len + step, err);
         if (!c) {
@@ -595,9 +654,18 @@ int inspect_generate(const TfModel *m, const int *prompt, int len, int n_new,
             break;
         }
         c->step = step;
-        if (step < n_new) {
-            out[step] = c->next;
-            seq[len + step] = c->next;
+        ran = step + 1;
+        if (c->outputs) {
+            memcpy(out, c->outputs, (size_t)len * sizeof(int));
+            *n_out = len;
+        } else if (step < n_new) {
+            if (stops && c->next == m->stop_token) {
+                stopped = 1;
+            } else {
+                out[step] = c->next;
+                seq[len + step] = c->next;
+                *n_out = step + 1;
+            }
         }
         if (wanted && opt->trace) {
             if (step > 0 && opt->trace_all) fputc('\n', trace_out);
@@ -610,6 +678,11 @@ int inspect_generate(const TfModel *m, const int *prompt, int len, int n_new,
             report_write_svgs(c, opt->svg_dir, err) < 0)
             rc = -1;
         capture_free(c);
+    }
+    if (rc == 0 && opt->step >= ran) {
+        tf_error_set(err, "--step %d: generation stopped; the steps run are 0 to %d", opt->step,
+                     ran - 1);
+        rc = -1;
     }
     free(seq);
     return rc;

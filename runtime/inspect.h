@@ -18,6 +18,9 @@
  *   position  (sin, cos) of 2*pi*p/period: the p it points to; flagged when
  *             the angle lies between two positions or the vector is not of
  *             length 1
+ *   categorical  the same as token, over its columns: the label of the hot
+ *             column (e.g. "16", "'a'"), its margin over the runner-up, the
+ *             same flags
  *   scalar    its value
  *
  * An all-zero token or position register decodes as empty (nothing stored
@@ -80,6 +83,8 @@ typedef struct TfCapture {
     float *resid;     /* [n_blocks, n_pos, d_model] */
     float **att;      /* [n_layers]: [n_heads, n_pos, n_pos] or NULL */
     int next;         /* the token (or class) the pass predicts */
+    int *outputs;     /* every-position models: [n_pos] the argmax token at
+                         each position; NULL otherwise */
     int step;         /* generation step: n_pos minus the prompt length */
 } TfCapture;
 
@@ -107,6 +112,9 @@ void inspect_logit_lens(const TfCapture *c, int block, int pos, int k, int *ids,
 /* Token `id` as infer_token_text writes it, a space as ' ' ("#id" when
  * outside the vocabulary). buf holds at least 8 bytes. */
 void inspect_token_text(const TfModel *m, int id, char *buf, size_t bufsz);
+/* Column i of a categorical register as its value label ("#i" otherwise),
+ * cut to bufsz - 1 characters. */
+void inspect_value_text(const TfRegister *reg, int i, char *buf, size_t bufsz);
 /* Output `id` of the unembedding: a token as above, or for a classifier
  * the class name. */
 void inspect_output_text(const TfModel *m, int id, char *buf, size_t bufsz);
@@ -130,5 +138,14 @@ typedef struct TfInspectOptions {
  * report, out of memory, ...). */
 int inspect_generate(const TfModel *m, const int *prompt, int len, int n_new,
                      const TfInspectOptions *opt, FILE *trace_out, int *out, TfError *err);
+
+/* inspect_generate for every kind of model, saying how many outputs it
+ * wrote to out (*n_out): a model with a stop token stops when it generates
+ * it (not counted; at most n_new tokens, and as many as max_len allows); a
+ * model read at every position runs one pass (step 0) and writes the token
+ * at each of its len positions (out holds at least len entries then); a
+ * classifier writes nothing. */
+int inspect_run(const TfModel *m, const int *prompt, int len, int n_new,
+                const TfInspectOptions *opt, FILE *trace_out, int *out, int *n_out, TfError *err);
 
 #endif

@@ -589,7 +589,7 @@ static void write_decoded(const TfCapture *c, int block, FILE *f) {
                 put_text(f, d.why);
                 fputs("; ", f);
             }
-            if (reg->kind == TF_REG_TOKEN)
+            if (reg->kind == TF_REG_TOKEN || reg->kind == TF_REG_CATEGORICAL)
                 fprintf(f, "max %.6g, margin %.6g", (double)d.value, (double)d.margin);
             else if (reg->kind == TF_REG_POSITION)
                 fprintf(f, "position %.6g, length %.6g", (double)d.value, (double)d.margin);
@@ -600,6 +600,9 @@ static void write_decoded(const TfCapture *c, int block, FILE *f) {
                 fputs(".", f);
             } else if (reg->kind == TF_REG_TOKEN) {
                 inspect_token_text(m, d.index, t, sizeof t);
+                put_text(f, t);
+            } else if (reg->kind == TF_REG_CATEGORICAL) {
+                inspect_value_text(reg, d.index, t, sizeof t);
                 put_text(f, t);
             } else if (reg->kind == TF_REG_POSITION) {
                 if (d.status == TF_DECODE_FLAGGED)

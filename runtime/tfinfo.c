@@ -68,22 +68,56 @@ static void print_vocab(const TfModel *m) {
     fputc('\n', stdout);
 }
 
+/* A categorical register's value labels: "  values 0 1 2 ... 15 16 (17)",
+ * the middle left out when there are many or they are long. */
+#define TFINFO_VALUES_WIDTH 60
+static void print_values(const TfRegister *reg) {
+    size_t total = 0;
+    for (int v = 0; v < reg->size; v++) total += strlen(reg->values[v]) + 1;
+    printf("  values");
+    if (total <= TFINFO_VALUES_WIDTH) {
+        for (int v = 0; v < reg->size; v++) printf(" %s", reg->values[v]);
+        return;
+    }
+    // As many from the front and the back as fit, each label cut to 12.
+    size_t used = 0;
+    int head = 0, tail = 0;
+    while (head + tail < reg->size) {
+        int take_head = head <= tail;
+        const char *lab = reg->values[take_head ? head : reg->size - 1 - tail];
+        size_t w = strlen(lab) > 12 ? 13 : strlen(lab) + 1;
+        if (used + w > TFINFO_VALUES_WIDTH) break;
+        used += w;
+        if (take_head)
+            head++;
+        else
+            tail++;
+    }
+    for (int v = 0; v < head; v++)
+        printf(" %.12s%s", reg->values[v], strlen(reg->values[v]) > 12 ? "~" : "");
+    printf(" ...");
+    for (int v = reg->size - tail; v < reg->size; v++)
+        printf(" %.12s%s", reg->values[v], strlen(reg->values[v]) > 12 ? "~" : "");
+    printf(" (%d values)", reg->size);
+}
+
 static void print_registers(const TfModel *m) {
     printf("\nregisters: %d\n", m->n_regs);
     if (m->n_regs == 0) {
         printf("  (none: the residual stream has no named columns)\n");
         return;
     }
-    printf("  %-14s %-9s %s\n", "name", "kind", "columns");
+    printf("  %-14s %-11s %s\n", "name", "kind", "columns");
     for (int r = 0; r < m->n_regs; r++) {
         const TfRegister *reg = &m->regs[r];
-        printf("  %-14s %-9s ", reg->name, tf_reg_kind_names[reg->kind]);
+        printf("  %-14s %-11s ", reg->name, tf_reg_kind_names[reg->kind]);
         if (reg->size == 1)
             printf("%d", reg->offset);
         else
             printf("%d-%d", reg->offset, reg->offset + reg->size - 1);
         if (reg->kind == TF_REG_POSITION) printf("  (sin, cos)");
         if (r == m->output_reg) printf("  output");
+        if (reg->kind == TF_REG_CATEGORICAL) print_values(reg);
         fputc('\n', stdout);
     }
 }
@@ -217,9 +251,26 @@ int main(int argc, char **argv) {
                m->classify_at_last ? "the last" : "the first");
         for (int i = 0; i < m->n_classes && m->class_names; i++) printf(" %s", m->class_names[i]);
         fputc('\n', stdout);
-    } else {
-        printf("%d tokens by default, greedy; unembedding reads %s\n", m->generate,
+    } else if (m->every_position) {
+        printf("every position: one pass, the argmax token at each position%s; unembedding "
+               "reads %s\n",
+               m->bos >= 0 ? " after the BOS" : "",
                m->output_reg >= 0 ? m->regs[m->output_reg].name : "the whole residual stream");
+    } else {
+        if (m->stop_token >= 0) {
+            char t[8];
+            infer_token_text(m, m->stop_token, t);
+            printf("until the stop token '%s' (not printed), at most %d tokens", t, m->generate);
+        } else {
+            printf("%d tokens by default", m->generate);
+        }
+        printf(", greedy; unembedding reads %s\n",
+               m->output_reg >= 0 ? m->regs[m->output_reg].name : "the whole residual stream");
+    }
+    if (m->bos >= 0) {
+        char t[8];
+        infer_token_text(m, m->bos, t);
+        printf("beginning of sequence: '%s' (every input starts with it)\n", t);
     }
     print_source(m);
     model_free(m);

@@ -46,8 +46,8 @@ contains "tfinfo: parameters as tfc -v counts them" "$tmp/info.txt" ", $params p
 contains "tfinfo: vocabulary" "$tmp/info.txt" "vocabulary: 14 tokens"
 contains "tfinfo: the space token" "$tmp/info.txt" "12:' ' 13:\\n"
 contains "tfinfo: position encoding" "$tmp/info.txt" "position encoding: sin, cos of 2*pi*p/100; max_len 100"
-contains "tfinfo: a register" "$tmp/info.txt" "  left_pos       position  16-17  (sin, cos)"
-contains "tfinfo: the output register" "$tmp/info.txt" "  final          token     66-79  output"
+contains "tfinfo: a register" "$tmp/info.txt" "  left_pos       position    16-17  (sin, cos)"
+contains "tfinfo: the output register" "$tmp/info.txt" "  final          token       66-79  output"
 grep -qE '^ +0 find_plus +attention FindAndStore +line 39$' "$tmp/info.txt"
 check "tfinfo: the first layer with op and line" $?
 contains "tfinfo: a tensor" "$tmp/info.txt" "embed.token.weight"

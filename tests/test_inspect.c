@@ -35,7 +35,7 @@ static TfModel *tiny_model(void) {
 }
 
 static TfDecoded decode(const TfModel *m, TfRegKind kind, int size, const float *v) {
-    TfRegister reg = {"r", kind, 0, size};
+    TfRegister reg = {.name = "r", .kind = kind, .offset = 0, .size = size};
     TfDecoded d;
     inspect_decode(m, &reg, v, &d);
     return d;
@@ -74,6 +74,41 @@ START_TEST(test_decode_token) {
     ck_assert_int_eq(decode(m, TF_REG_TOKEN, 3, zero).status, TF_DECODE_EMPTY);
     float nan_[] = {0, NAN, 1};
     ck_assert_int_eq(decode(m, TF_REG_TOKEN, 3, nan_).status, TF_DECODE_FLAGGED);
+    model_free(m);
+}
+END_TEST
+
+/* A categorical register decodes as the label of its hot column, with the
+ * token register's flags; its label shows in the why text. */
+START_TEST(test_decode_categorical) {
+    TfModel *m = tiny_model();
+    char *labels[] = {"0", "16", "'a'", "T"};
+    TfRegister reg = {.name = "c", .kind = TF_REG_CATEGORICAL, .offset = 1, .size = 4,
+                      .values = labels};
+    float row[5] = {9, 0.02f, 0.01f, 0.98f, 0}; /* column 0 is not the register's */
+    TfDecoded d;
+    inspect_decode(m, &reg, row, &d);
+    ck_assert_int_eq(d.status, TF_DECODE_CLEAN);
+    ck_assert_int_eq(d.index, 2);
+    ck_assert_int_eq(d.runner_up, 0);
+    ck_assert_float_eq_tol(d.margin, 0.96f, 1e-6);
+    char buf[8];
+    inspect_value_text(&reg, d.index, buf, sizeof buf);
+    ck_assert_str_eq(buf, "'a'");
+    inspect_value_text(&reg, 7, buf, sizeof buf);
+    ck_assert_str_eq(buf, "#7");
+
+    float mix[5] = {0, 0, 0.5f, 0, 0.5f};
+    inspect_decode(m, &reg, mix, &d);
+    ck_assert_int_eq(d.status, TF_DECODE_FLAGGED);
+    ck_assert_str_eq(d.why, "not one-hot: 2 values away from 0; '16' 0.5, 'T' 0.5");
+    float low[5] = {0, 0, 0, 0, 0.5f};
+    inspect_decode(m, &reg, low, &d);
+    ck_assert_int_eq(d.status, TF_DECODE_FLAGGED);
+    ck_assert_str_eq(d.why, "not one-hot: 'T' is 0.5, not 1");
+    float zero[5] = {1, 0, 0, 0, 0};
+    inspect_decode(m, &reg, zero, &d);
+    ck_assert_int_eq(d.status, TF_DECODE_EMPTY);
     model_free(m);
 }
 END_TEST
@@ -329,7 +364,7 @@ START_TEST(test_trace_without_registers) {
     // and a final norm is applied by the lens; neither may crash the trace.
     TfLayerKind kind = m->layers[4].kind;
     m->layers[4].kind = TF_LAYER_NORM;
-    TfRegister all = {"x", TF_REG_SCALAR, 0, 1};
+    TfRegister all = {.name = "x", .kind = TF_REG_SCALAR, .offset = 0, .size = 1};
     ck_assert_int_eq(inspect_layer_wrote(c, 4, &all), 1);
     m->layers[m->n_layers - 1].kind = TF_LAYER_NORM;
     m->layers[m->n_layers - 1].norm_eps = 1e-5f;
@@ -441,6 +476,7 @@ int main(void) {
     Suite *s = suite_create("inspect");
     TCase *tc = tcase_create("decode");
     tcase_add_test(tc, test_decode_token);
+    tcase_add_test(tc, test_decode_categorical);
     tcase_add_test(tc, test_decode_position);
     tcase_add_test(tc, test_decode_scalar);
     suite_add_tcase(s, tc);
