@@ -127,5 +127,75 @@ expect "--check names a line without a TAB" 1 "~1 passed, 0 failed, 1 bad lines"
     "tfrun: $tmp/notab.tsv:2: no TAB between the prompt and the expected completion" \
     -- "$TFRUN" "$W" --check "$tmp/notab.tsv"
 
+# General-language runtime features on hand-built models (tests/mkgeneral.c):
+# every-position output with a bos and a bidirectional layer, a stop token.
+G=$tmp/general
+mkdir -p "$G"
+expect "mkgeneral writes its models" 0 "" "" -- "${TF_BUILD_DIR:?}/mkgeneral" "$G"
+E=$G/every.tfw
+S=$G/stop.tfw
+expect "every position: one pass, the token after the BOS at each position" 0 "$(printf '^abab\tbcbc')" "" \
+    -- "$TFRUN" "$E" "^abab"
+expect "every position: a 'c' later in the input changes earlier positions" 0 "$(printf '^abca\txxxx')" "" \
+    -- "$TFRUN" "$E" "^abca"
+expect "every position: the BOS alone prints nothing after the TAB" 0 "$(printf '^\t')" "" -- "$TFRUN" "$E" "^"
+expect "every position: -n changes nothing" 0 "$(printf '^ab\tbc')" "" -- "$TFRUN" "$E" -n 5 "^ab"
+expect "every position: --no-cache changes nothing" 0 "$(printf '^ab\tbc')" "" -- "$TFRUN" "$E" --no-cache "^ab"
+expect "every position: the input must start with the BOS" 1 "" \
+    "tfrun: prompt: the input must start with the beginning-of-sequence token '^'" -- "$TFRUN" "$E" "abc"
+long16=$(printf 'a%.0s' $(seq 1 15))
+expect "every position: max_len positions fit" 0 "$(printf '^%s\t%s' "$long16" "$(printf 'b%.0s' $(seq 1 15))")" "" \
+    -- "$TFRUN" "$E" "^$long16"
+expect "every position: one more does not" 1 "" \
+    "tfrun: prompt: 17 prompt tokens exceed the 16 positions of the position encoding" -- "$TFRUN" "$E" "^a$long16"
+printf '^abab\n^abca\nabc\n^c\n^%s\n^bbb\n' "$long16" >"$G/every.txt"
+want_every=$(printf '^abab\tbcbc\n^abca\txxxx\n^c\tx\n^%s\t%s\n^bbb\tccc' "$long16" "$(printf 'b%.0s' $(seq 1 15))")
+expect "every position: --batch, mixed lengths, a bad line" 1 "$want_every" \
+    "tfrun: $G/every.txt:3: the input must start with the beginning-of-sequence token '^'" \
+    -- "$TFRUN" "$E" --batch "$G/every.txt"
+expect "every position: --batch-size 1 --threads 1 gives the same lines" 1 "$want_every" "every.txt:3" \
+    -- "$TFRUN" "$E" --batch "$G/every.txt" --batch-size 1 --threads 1
+expect "every position: --batch-size 2 --threads 3 gives the same lines" 1 "$want_every" "every.txt:3" \
+    -- "$TFRUN" "$E" --batch "$G/every.txt" --batch-size 2 --threads 3
+printf '^abab\tbcbc\n^abca\txxxx\n^\t\n^ba\tcb\n^ab\tbb\n' >"$G/every.tsv"
+expect "every position: --check compares the printed tokens" 1 "~FAIL line 5: ^ab -> bc (expected bb)" "" \
+    -- "$TFRUN" "$E" --check "$G/every.tsv"
+expect "every position: --check counts" 1 "~4 passed, 1 failed (5 cases in" "" \
+    -- "$TFRUN" "$E" --check "$G/every.tsv"
+expect "every position: --trace shows the categorical register and the output row" 0 \
+    "~    rot               .    'b'    'c'" "" -- "$TFRUN" "$E" --trace "^ab"
+expect "every position: --trace ends with the output" 0 "~$(printf '    output            -      b      c\n^ab\tbc')" "" \
+    -- "$TFRUN" "$E" --trace "^ab"
+
+expect "stop token: generation stops before it" 0 "abc" "" -- "$TFRUN" "$S" "a"
+expect "stop token: at once" 0 "c" "" -- "$TFRUN" "$S" "c"
+expect "stop token: -n is the most" 0 "ab" "" -- "$TFRUN" "$S" -n 1 "a"
+expect "stop token: the position encoding ends generation" 0 "aaaab" "" -- "$TFRUN" "$S" "aaaa"
+expect "stop token: --no-cache" 0 "abc" "" -- "$TFRUN" "$S" --no-cache "a"
+expect "stop token: a prompt longer than max_len" 1 "" \
+    "tfrun: prompt: 5 prompt tokens exceed the 4 positions of the position encoding" -- "$TFRUN" "$S" "aaaaa"
+printf 'a\nc\naaaa\nab\nb\nbbb\n' >"$G/stop.txt"
+want_stop=$(printf 'abc\nc\naaaab\nabc\nbc\nbbbc')
+expect "stop token: --batch, each prompt stops on its own" 0 "$want_stop" "" -- "$TFRUN" "$S" --batch "$G/stop.txt"
+expect "stop token: --batch-size 1 gives the same lines" 0 "$want_stop" "" \
+    -- "$TFRUN" "$S" --batch "$G/stop.txt" --batch-size 1 --threads 1
+printf 'a\tbc\nc\t\naaaa\tb\nab\tc\nbbb\tc$\n' >"$G/stop.tsv"
+expect "stop token: --check" 1 "~FAIL line 5: bbb -> c (expected c\$)" "" -- "$TFRUN" "$S" --check "$G/stop.tsv"
+expect "stop token: --check counts" 1 "~4 passed, 1 failed" "" -- "$TFRUN" "$S" --check "$G/stop.tsv"
+expect "stop token: --trace-all runs the steps until the stop" 0 "~step 2: 3 positions \"abc\" -> next \$" "" \
+    -- "$TFRUN" "$S" --trace-all "a"
+expect "stop token: --step past the stop" 1 "" "tfrun: --step 3: generation stopped; the steps run are 0 to 2" \
+    -- "$TFRUN" "$S" --step 3 --trace "a"
+
+TFINFO=$TF_BUILD_DIR/tfinfo
+expect "tfinfo: categorical register values" 0 "~  rot            categorical 5-7  output  values 'a' 'b' 'c'" "" -- "$TFINFO" "$E"
+expect "tfinfo: every-position output" 0 \
+    "~generation: every position: one pass, the argmax token at each position after the BOS; unembedding reads rot" "" \
+    -- "$TFINFO" "$E"
+expect "tfinfo: the BOS" 0 "~beginning of sequence: '^' (every input starts with it)" "" -- "$TFINFO" "$E"
+expect "tfinfo: the stop token" 0 \
+    "~generation: until the stop token '\$' (not printed), at most 10 tokens, greedy; unembedding reads next" "" \
+    -- "$TFINFO" "$S"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -63,5 +63,33 @@ check "PyTorch prints the seed's demo line (got '$out')" $?
 [ $? -eq 1 ] && grep -q "vocabulary" "$tmp/err"
 check "PyTorch rejects a token outside the vocabulary" $?
 
+# The general language's runtime features (tests/mkgeneral.c): every-position
+# output with a bos and a bidirectional attention layer, and a stop token.
+G=$tmp/general
+mkdir -p "$G"
+"${TF_BUILD_DIR:?}/mkgeneral" "$G"
+check "mkgeneral" $?
+printf '^abab\n^abca\n^\n^c\n^aaaaaaaaaaaaaaa\n^cba\n^bb\n' >"$G/every.txt"
+"$TFRUN" "$G/every.tfw" --batch "$G/every.txt" >"$G/tfrun.txt"
+check "tfrun every-position --batch" $?
+"$PY" "$SRC/tools/tfw_torch.py" "$G/every.tfw" --batch "$G/every.txt" >"$G/torch.txt"
+check "tfw_torch.py every-position --batch" $?
+cmp -s "$G/tfrun.txt" "$G/torch.txt"
+check "every position: tfrun and PyTorch print identical lines" $?
+grep -qxF "$(printf '^abca\txxxx')" "$G/torch.txt"
+check "every position: PyTorch sees the later 'c' (bidirectional)" $?
+printf 'a\nc\naaaa\nab\nb\nbbb\nba\n' >"$G/stop.txt"
+"$TFRUN" "$G/stop.tfw" --batch "$G/stop.txt" >"$G/tfrun_stop.txt"
+check "tfrun stop-token --batch" $?
+"$PY" "$SRC/tools/tfw_torch.py" "$G/stop.tfw" --batch "$G/stop.txt" >"$G/torch_stop.txt"
+check "tfw_torch.py stop-token --batch" $?
+cmp -s "$G/tfrun_stop.txt" "$G/torch_stop.txt"
+check "stop token: tfrun and PyTorch print identical lines" $?
+[ "$(head -1 "$G/torch_stop.txt")" = "abc" ]
+check "stop token: PyTorch stops before the stop token" $?
+"$PY" "$SRC/tools/tfw_torch.py" "$G/every.tfw" "abc" >/dev/null 2>"$tmp/err"
+[ $? -eq 1 ] && grep -q "beginning-of-sequence" "$tmp/err"
+check "PyTorch rejects an input without the BOS" $?
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

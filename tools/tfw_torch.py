@@ -3,9 +3,11 @@
 
 Reads the file with nothing but json, struct and torch.frombuffer, and runs
 it with the semantics docs/weight-format.md specifies. Prints what tfrun
-prints: each prompt followed by its generated tokens, one line per prompt
-(for a classifier: the input, its class and the class's probability,
-tab-separated).
+prints: each prompt followed by its generated tokens, one line per prompt,
+stopping before the stop token when the model has one (for a model read at
+every position: the input, a TAB and the argmax token at every position,
+after the BOS position when it has a bos; for a classifier: the input, its
+class and the class's probability, tab-separated).
 
     /usr/bin/python3 tools/tfw_torch.py WEIGHTS.tfw [-n N] PROMPT
     /usr/bin/python3 tools/tfw_torch.py WEIGHTS.tfw [-n N] --batch FILE|-
@@ -66,6 +68,20 @@ class Transformer:
         self.classify = meta.get("output_kind") == "classify"
         self.classes = json.loads(meta["classes"]) if self.classify else None
         self.classify_at_last = meta.get("classify_at") == "last"
+        mode = meta.get("output_mode", "next_token")
+        if mode not in ("next_token", "every_position"):
+            raise TfwError("output_mode %r is not next_token or every_position" % mode)
+        self.every_position = mode == "every_position"
+        self.bos = self.token_id(meta, "bos")
+        self.stop_token = self.token_id(meta, "stop_token")
+
+    def token_id(self, meta, key):
+        """The vocabulary index of the one-token metadata string `key`, or None."""
+        if key not in meta:
+            return None
+        if meta[key] not in self.vocab:
+            raise TfwError("%s %r is not in the vocabulary" % (key, meta[key]))
+        return self.vocab.index(meta[key])
 
     def linear(self, x, l, weight, bias):
         y = x @ self.t[l[weight]].T
@@ -128,6 +144,10 @@ class Transformer:
         """ids [B, L] -> greedy next token id of each sequence [B]."""
         return self.logits(self.hidden(ids)[:, -1]).argmax(dim=-1)  # the first maximum on ties
 
+    def every_position_tokens(self, ids):
+        """ids [B, L] -> the argmax token at every position [B, L]."""
+        return self.logits(self.hidden(ids)).argmax(dim=-1)
+
     def classify_probs(self, ids):
         """ids [B, L] (one length) -> class probabilities [B, n_classes]."""
         x = self.hidden(ids)
@@ -156,7 +176,10 @@ def tokenize(model, prompt, where):
 
 
 def run(model, prompts, n_new, batch):
-    """Yields (index, line) in input order, running equal-length prompts together."""
+    """The output tokens of each prompt, in input order, running equal-length
+    prompts together: the generated tokens (cut before the first stop token,
+    and at most as many as the position encoding allows, when the model has
+    one), or for an every-position model the token at every position."""
     by_len = {}
     for i, ids in enumerate(prompts):
         by_len.setdefault(len(ids), []).append(i)
@@ -165,10 +188,23 @@ def run(model, prompts, n_new, batch):
         for start in range(0, len(members), batch):
             chunk = members[start:start + batch]
             ids = torch.tensor([prompts[i] for i in chunk], dtype=torch.long).reshape(len(chunk), length)
-            for _ in range(n_new):
+            if model.every_position:
+                toks = model.every_position_tokens(ids)
+                for row, i in enumerate(chunk):
+                    out[i] = toks[row].tolist()
+                continue
+            steps = n_new
+            if model.stop_token is not None:
+                steps = min(n_new, model.max_len - length + 1)
+            for _ in range(steps):
                 ids = torch.cat([ids, model.next_tokens(ids).unsqueeze(1)], dim=1)
+                if model.stop_token is not None and bool((ids[:, length:] == model.stop_token).any(dim=1).all()):
+                    break
             for row, i in enumerate(chunk):
-                out[i] = ids[row, length:].tolist()
+                toks = ids[row, length:].tolist()
+                if model.stop_token is not None and model.stop_token in toks:
+                    toks = toks[:toks.index(model.stop_token)]
+                out[i] = toks
     return [out[i] for i in range(len(prompts))]
 
 
@@ -200,9 +236,14 @@ def main():
         try:
             if not text:
                 raise TfwError("%s: empty prompt" % where)
-            if len(text) + (0 if model.classify else n_new) > model.max_len:
+            one_pass = model.classify or model.every_position or model.stop_token is not None
+            if len(text) + (0 if one_pass else n_new) > model.max_len:
                 raise TfwError("%s: too long for the position encoding" % where)
-            prompts.append(tokenize(model, text, where))
+            ids = tokenize(model, text, where)
+            if model.bos is not None and ids[0] != model.bos:
+                raise TfwError("%s: the input must start with the beginning-of-sequence token %r"
+                               % (where, model.vocab[model.bos]))
+            prompts.append(ids)
             ok_texts.append(text)
         except TfwError as e:
             print("tfw_torch: %s" % e, file=sys.stderr)
@@ -217,7 +258,11 @@ def main():
     with torch.no_grad():
         generated = run(model, prompts, n_new, args.batch_size)
     for text, toks in zip(ok_texts, generated):
-        print(text + "".join(token_text(model.vocab[t]) for t in toks))
+        if model.every_position:
+            start = 1 if model.bos is not None else 0
+            print(text + "\t" + "".join(token_text(model.vocab[t]) for t in toks[start:]))
+        else:
+            print(text + "".join(token_text(model.vocab[t]) for t in toks))
     return status
 
 
