@@ -8,12 +8,15 @@
 #include "checker.h"
 
 #include <stdlib.h>
+
+#include "general.h"
 #include <string.h>
 
 typedef struct Checker {
     TfDiag *diag;
     TfIr *ir;
     const TfStmt *vocab_stmt, *period_stmt, *output_stmt, *generate_stmt, *model_stmt;
+    const TfStmt *bos_stmt, *maxlen_stmt;
     int have_vocab;
     /* checked op templates' argument arrays, owned here until check_free */
     TfIrArg **arg_blocks;
@@ -72,6 +75,8 @@ static const char *arg_kind_text(TfArgKind k) {
     case TF_ARG_INT: return "an integer";
     case TF_ARG_OFFSET: return "a register with an offset";
     case TF_ARG_STEP: return "a register with a step";
+    case TF_ARG_EXPR: return "an expression";
+    case TF_ARG_NAMED: return "a named argument";
     default: return "an argument";
     }
 }
@@ -187,11 +192,13 @@ static void check_vocab(Checker *ck, const TfStmt *s) {
 static void check_decl(Checker *ck, const TfStmt *s) {
     static const TfRegKind kinds[] = {[TF_DECL_POSITION] = TF_REG_POSITION,
                                       [TF_DECL_TOKEN] = TF_REG_TOKEN,
-                                      [TF_DECL_SCALAR] = TF_REG_SCALAR};
+                                      [TF_DECL_SCALAR] = TF_REG_SCALAR,
+                                      [TF_DECL_CAT] = TF_REG_CATEGORICAL,
+                                      [TF_DECL_NUM] = TF_REG_SCALAR};
     for (int i = 0; i < s->n_names; i++) {
         const TfName *n = &s->names[i];
         int prev = find_reg(ck->ir, n->text);
-        if (prev >= 0 && prev <= TF_IR_REG_POS) {
+        if (prev >= 0 && (prev <= TF_IR_REG_POS || prev == ck->ir->indices_reg)) {
             diag_error(ck->diag, n->loc, "'%s' is a built-in register and cannot be declared",
                        n->text);
             continue;
@@ -225,8 +232,34 @@ static void collect_declarations(Checker *ck, const TfProgram *prog) {
             declare_once(ck, s, &ck->generate_stmt, "the generation count");
             break;
         case TF_STMT_MODEL: declare_once(ck, s, &ck->model_stmt, "the model"); break;
+        case TF_STMT_BOS:
+            if (!declare_once(ck, s, &ck->bos_stmt, "the BOS token")) break;
+            if (ck->have_vocab) {
+                ck->ir->bos = find_tok(ck->ir, s->ch);
+                if (ck->ir->bos < 0) {
+                    char buf[8];
+                    diag_error(ck->diag, s->ch_loc, "token '%s' is not in the vocabulary",
+                               show_char(s->ch, buf));
+                }
+            }
+            break;
+        case TF_STMT_MAXLEN:
+            if (!declare_once(ck, s, &ck->maxlen_stmt, "the maximum length")) break;
+            if (s->value < 2 || s->value > TF_MAX_PERIOD)
+                diag_error(ck->diag, s->value_loc, "maxlen must be between 2 and %d, not %ld",
+                           TF_MAX_PERIOD, s->value);
+            else
+                ck->ir->maxlen = (int)s->value;
+            break;
         default: break;
         }
+    }
+    if (ck->maxlen_stmt && ck->ir->maxlen > 0) {
+        if (!ck->period_stmt && ck->ir->period < ck->ir->maxlen) ck->ir->period = ck->ir->maxlen;
+        if (ck->ir->period < ck->ir->maxlen)
+            diag_error(ck->diag, ck->maxlen_stmt->value_loc,
+                       "maxlen %d is longer than the period %d: positions would repeat",
+                       ck->ir->maxlen, ck->ir->period);
     }
     if (!ck->vocab_stmt)
         diag_file_error(ck->diag, "the program declares no vocabulary (add `vocab \"...\";`)");
@@ -236,7 +269,10 @@ static void collect_declarations(Checker *ck, const TfProgram *prog) {
     int offset = 0;
     for (int i = 0; i < ir->n_regs; i++) {
         TfIrReg *r = &ir->regs[i];
-        r->size = r->kind == TF_REG_TOKEN ? ir->n_vocab : r->kind == TF_REG_POSITION ? 2 : 1;
+        r->size = r->kind == TF_REG_TOKEN         ? ir->n_vocab
+                  : r->kind == TF_REG_POSITION    ? 2
+                  : r->kind == TF_REG_CATEGORICAL ? (i == ir->indices_reg ? ir->maxlen : 0)
+                                                  : 1;
         r->offset = offset;
         offset += r->size;
     }
@@ -272,17 +308,36 @@ static void check_output_and_generate(Checker *ck) {
         diag_file_error(ck->diag, "the program has no output (add `output REGISTER;` naming the "
                                   "token register the next token is read from)");
     } else {
-        ir->output_reg = resolve_reg(ck, &ck->output_stmt->dest, TF_KINDS_TOKEN, "output",
+        ir->output_reg = resolve_reg(ck, &ck->output_stmt->dest,
+                                     TF_KINDS_TOKEN | TF_KINDS_CATEGORICAL, "output",
                                      "the next token");
+        ir->every_position = ck->output_stmt->every_position;
     }
+    int max_len = ir->maxlen > 0 ? ir->maxlen : ir->period;
     if (ck->generate_stmt) {
         const TfStmt *g = ck->generate_stmt;
-        if (g->value < 1 || g->value >= ir->period)
+        if (ir->every_position) {
+            diag_error(ck->diag, g->loc,
+                       "a program read at every position runs one forward pass and generates "
+                       "nothing; remove `generate`");
+            diag_note(ck->diag, ck->output_stmt->loc, "the output is read at every position here");
+        } else if (g->ch >= 0 && g->value == 0) {
+            ir->generate = max_len - 1;
+        } else if (g->value < 1 || g->value >= max_len) {
             diag_error(ck->diag, g->value_loc,
-                       "generate count must be between 1 and %d (the period less one), not %ld",
-                       ir->period - 1, g->value);
-        else
+                       "generate count must be between 1 and %d (the %s less one), not %ld",
+                       max_len - 1, ir->maxlen > 0 ? "maxlen" : "period", g->value);
+        } else {
             ir->generate = (int)g->value;
+        }
+        if (g->ch >= 0 && ck->have_vocab) {
+            ir->stop_token = find_tok(ir, g->ch);
+            if (ir->stop_token < 0) {
+                char buf[8];
+                diag_error(ck->diag, g->ch_loc, "token '%s' is not in the vocabulary",
+                           show_char(g->ch, buf));
+            }
+        }
     }
 }
 
@@ -367,6 +422,7 @@ static int check_arg(Checker *ck, const TfOpInfo *info, const TfParam *p, const 
         }
         return out->reg >= 0 ? 0 : -1;
     }
+    case TF_PARAM_EXPR: break; // general ops: compiler/general.c
     }
     return -1;
 }
@@ -409,6 +465,25 @@ static int check_op(Checker *ck, const TfStmt *s, OpList *out) {
         return -1;
     }
     const TfOpInfo *info = &tf_ops[op];
+    if (info->general) {
+        // compiler/general.c checks the arguments, in program order.
+        if (s->n_args < info->n_params) {
+            diag_error(ck->diag, s->op.loc, "%s takes at least %d argument%s, but %d %s given",
+                       info->name, info->n_params, info->n_params == 1 ? "" : "s", s->n_args,
+                       s->n_args == 1 ? "was" : "were");
+            diag_hint(ck->diag, "usage: %s", info->synopsis);
+            return -1;
+        }
+        if (!s->dest.text) {
+            diag_error(ck->diag, s->loc, "%s needs a result register", info->name);
+            diag_hint(ck->diag, "usage: %s", info->synopsis);
+            return -1;
+        }
+        int dest = resolve_reg(ck, &s->dest, info->dest_kinds, info->name, "its result");
+        if (dest < 0) return -1;
+        TfIrOp irop = {(TfOpKind)op, s, 0, NULL, dest, NULL};
+        return oplist_push(out, &irop);
+    }
     if (info->variadic ? s->n_args < info->n_params : s->n_args != info->n_params) {
         diag_error(ck->diag, s->op.loc, "%s takes %s%d argument%s, but %d %s given", info->name,
                    info->variadic ? "at least " : "", info->n_params,
@@ -439,7 +514,7 @@ static int check_op(Checker *ck, const TfStmt *s, OpList *out) {
     }
     if (op == TF_OP_MULTIPLY && check_multiply_digits(ck, s) < 0) ok = 0;
     if (!ok) return -1;
-    TfIrOp irop = {(TfOpKind)op, s, s->n_args, args, dest};
+    TfIrOp irop = {(TfOpKind)op, s, s->n_args, args, dest, NULL};
     return oplist_push(out, &irop);
 }
 
@@ -472,6 +547,7 @@ static void check_block(Checker *ck, const TfStmt *list, OpList *out) {
 void check_free(TfIr *ir) {
     if (!ir) return;
     IrBox *box = (IrBox *)ir;
+    general_free(ir);
     for (int i = 0; i < box->n_arg_blocks; i++) free(box->arg_blocks[i]);
     free(box->arg_blocks);
     free(ir->regs);
@@ -486,10 +562,14 @@ TfIr *check_program(const TfProgram *prog, TfDiag *diag) {
     ir->period = TF_DEFAULT_PERIOD;
     ir->generate = TF_DEFAULT_GENERATE;
     ir->output_reg = -1;
+    ir->bos = ir->stop_token = ir->indices_reg = -1;
     Checker ck = {.diag = diag, .ir = ir};
     TfLoc none = {0, 0, 0, 0};
     add_reg(&ck, "tokens", TF_REG_TOKEN, none);
     add_reg(&ck, "pos", TF_REG_POSITION, none);
+    for (const TfStmt *s = prog->stmts; s; s = s->next)
+        if (s->kind == TF_STMT_MAXLEN) ir->indices_reg = TF_IR_REG_INDICES;
+    if (ir->indices_reg >= 0) add_reg(&ck, "indices", TF_REG_CATEGORICAL, none);
 
     int errors_before = diag->n_errors;
     collect_declarations(&ck, prog);
@@ -508,6 +588,7 @@ TfIr *check_program(const TfProgram *prog, TfDiag *diag) {
     check_output_and_generate(&ck);
     box->arg_blocks = ck.arg_blocks;
     box->n_arg_blocks = ck.n_arg_blocks;
+    if (diag->n_errors == errors_before) general_analyze(ir, diag);
     if (diag->n_errors > errors_before) {
         check_free(ir);
         return NULL;

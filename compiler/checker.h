@@ -41,12 +41,16 @@ typedef struct TfIrArg {
 } TfIrArg;
 
 /* One op application, after unrolling: becomes exactly one layer. */
+typedef struct TfGenOp TfGenOp; /* compiler/general.h */
+typedef struct TfGenReg TfGenReg;
+
 typedef struct TfIrOp {
     TfOpKind op;
     const TfStmt *stmt; /* label, location */
     int n_args;
     TfIrArg *args;
     int dest; /* register index, or -1 */
+    TfGenOp *gen; /* general ops: what compiler/general.c worked out; else NULL */
 } TfIrOp;
 
 typedef struct TfIr {
@@ -61,10 +65,19 @@ typedef struct TfIr {
     int output_reg;
     int generate;
     const TfStmt *model; /* a learned model's `model { ... }` block, or NULL */
+
+    /* General programs (docs/language.md, "General ops"). */
+    int maxlen;         /* declared `maxlen`, 0 when not declared */
+    int bos;            /* token index of `bos`, -1 when none */
+    int stop_token;     /* token index of `generate until`, -1 when none */
+    int every_position; /* `output R at every position` */
+    int indices_reg;    /* the built-in `indices`, -1 without maxlen */
+    TfGenReg *gen_regs; /* per register: values and error bound (general.c) */
+    void *gen_store;    /* general.c's allocations */
 } TfIr;
 
 /* Index of the built-in registers in TfIr.regs. */
-enum { TF_IR_REG_TOKENS = 0, TF_IR_REG_POS = 1 };
+enum { TF_IR_REG_TOKENS = 0, TF_IR_REG_POS = 1, TF_IR_REG_INDICES = 2 /* with maxlen */ };
 
 /* Checks a parsed program. Returns the checked program, or NULL when any
  * error was reported (diag->n_errors > 0) or memory ran out. */

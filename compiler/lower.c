@@ -25,24 +25,10 @@
 #define M_PI 3.14159265358979323846
 #endif
 
-typedef struct Mat {
-    int rows, cols; /* [out, in]; a vector has rows == 1 */
-    float *w;
-    int two_d;      /* store a 1-row matrix as [1, cols], not as a vector */
-} Mat;
+#include "general.h"
+#include "lower_internal.h"
 
-#define AT(M, o, i) ((M).w[(size_t)(o) * (size_t)(M).cols + (size_t)(i)])
-
-typedef struct Lowerer {
-    const TfIr *ir;
-    int opt;          /* 0: seed constructions; 1: optimized */
-    TfModel *m;
-    TfError *err;
-    uint64_t *hashes; /* per tensor of m, for sharing identical tensors */
-    int failed;
-} Lowerer;
-
-static Mat mat_new(Lowerer *L, int rows, int cols) {
+Mat lower_mat(Lowerer *L, int rows, int cols) {
     Mat M = {rows, cols, calloc((size_t)rows * (size_t)cols, sizeof(float)), 0};
     if (!M.w && !L->failed) {
         tf_error_set(L->err, "out of memory for a %dx%d matrix", rows, cols);
@@ -67,7 +53,7 @@ static uint64_t hash_floats(const float *w, size_t n, int rows, int cols) {
 
 /* Stores M under `name` unless an identical tensor exists; returns the
  * tensor index either way and frees M. A vector (rows == 1) is 1-D. */
-static int emit(Lowerer *L, const char *name, Mat M) {
+int lower_emit(Lowerer *L, const char *name, Mat M) {
     if (L->failed || !M.w) {
         free(M.w);
         return -1;
@@ -108,9 +94,10 @@ static int emit(Lowerer *L, const char *name, Mat M) {
 
 static const TfIrReg *reg(const Lowerer *L, int r) { return &L->ir->regs[r]; }
 
-static TfLayer layer_header(const Lowerer *L, const TfIrOp *op, TfLayerKind kind) {
+TfLayer lower_layer_header(const Lowerer *L, const TfIrOp *op, TfLayerKind kind) {
     TfLayer ly = model_layer_init(kind);
     ly.name = op->stmt->label.text ? op->stmt->label.text : (char *)tf_ops[op->op].layer_name;
+    if (op->gen && op->gen->name[0]) ly.name = (char *)op->gen->name;
     ly.op = (char *)tf_ops[op->op].name;
     ly.line = op->stmt->loc.line;
     (void)L;
@@ -120,20 +107,21 @@ static TfLayer layer_header(const Lowerer *L, const TfIrOp *op, TfLayerKind kind
 /* One head over the whole residual stream, no output projection, scaled by
  * 1/sqrt(d_model): the seed's AttentionLayer. */
 static void emit_attention(Lowerer *L, int li, const TfIrOp *op, Mat q, Mat k, Mat v) {
+    (void)li; // tensors are named by the layer they belong to
     int d = L->ir->d_model;
-    TfLayer ly = layer_header(L, op, TF_LAYER_ATTENTION);
+    TfLayer ly = lower_layer_header(L, op, TF_LAYER_ATTENTION);
     ly.n_heads = 1;
     ly.d_head = d;
     ly.d_vhead = d;
     ly.scale = (float)(1.0 / sqrt((double)d));
     ly.causal = 1;
     char name[96];
-    snprintf(name, sizeof name, "layers.%d.attn.query.weight", li);
-    ly.query = emit(L, name, q);
-    snprintf(name, sizeof name, "layers.%d.attn.key.weight", li);
-    ly.key = emit(L, name, k);
-    snprintf(name, sizeof name, "layers.%d.attn.value.weight", li);
-    ly.value = emit(L, name, v);
+    snprintf(name, sizeof name, "layers.%d.attn.query.weight", L->m->n_layers);
+    ly.query = lower_emit(L, name, q);
+    snprintf(name, sizeof name, "layers.%d.attn.key.weight", L->m->n_layers);
+    ly.key = lower_emit(L, name, k);
+    snprintf(name, sizeof name, "layers.%d.attn.value.weight", L->m->n_layers);
+    ly.value = lower_emit(L, name, v);
     if (!L->failed && model_add_layer(L->m, &ly, L->err) < 0) L->failed = 1;
 }
 
@@ -141,21 +129,22 @@ static void emit_attention(Lowerer *L, int li, const TfIrOp *op, Mat q, Mat k, M
  * projection o [d_model, v.rows]: the -O attention layers. */
 static void emit_attention_proj(Lowerer *L, int li, const TfIrOp *op, Mat q, Mat k, Mat v, Mat o,
                                 float scale) {
-    TfLayer ly = layer_header(L, op, TF_LAYER_ATTENTION);
+    (void)li;
+    TfLayer ly = lower_layer_header(L, op, TF_LAYER_ATTENTION);
     ly.n_heads = 1;
     ly.d_head = q.rows;
     ly.d_vhead = v.rows;
     ly.scale = scale;
     ly.causal = 1;
     char name[96];
-    snprintf(name, sizeof name, "layers.%d.attn.query.weight", li);
-    ly.query = emit(L, name, q);
-    snprintf(name, sizeof name, "layers.%d.attn.key.weight", li);
-    ly.key = emit(L, name, k);
-    snprintf(name, sizeof name, "layers.%d.attn.value.weight", li);
-    ly.value = emit(L, name, v);
-    snprintf(name, sizeof name, "layers.%d.attn.output.weight", li);
-    ly.output = emit(L, name, o);
+    snprintf(name, sizeof name, "layers.%d.attn.query.weight", L->m->n_layers);
+    ly.query = lower_emit(L, name, q);
+    snprintf(name, sizeof name, "layers.%d.attn.key.weight", L->m->n_layers);
+    ly.key = lower_emit(L, name, k);
+    snprintf(name, sizeof name, "layers.%d.attn.value.weight", L->m->n_layers);
+    ly.value = lower_emit(L, name, v);
+    snprintf(name, sizeof name, "layers.%d.attn.output.weight", L->m->n_layers);
+    ly.output = lower_emit(L, name, o);
     if (!L->failed && model_add_layer(L->m, &ly, L->err) < 0) L->failed = 1;
 }
 
@@ -163,18 +152,19 @@ static void emit_attention_proj(Lowerer *L, int li, const TfIrOp *op, Mat q, Mat
  * or (emit_mlp_act) with ReLU. */
 static void emit_mlp_act(Lowerer *L, int li, const TfIrOp *op, TfActivation act, Mat w1, Mat b1,
                          Mat w2, Mat b2) {
-    TfLayer ly = layer_header(L, op, TF_LAYER_MLP);
+    (void)li;
+    TfLayer ly = lower_layer_header(L, op, TF_LAYER_MLP);
     ly.d_hidden = w1.rows;
     ly.act = act;
     char name[96];
-    snprintf(name, sizeof name, "layers.%d.mlp.fc1.weight", li);
-    ly.fc1_weight = emit(L, name, w1);
-    snprintf(name, sizeof name, "layers.%d.mlp.fc1.bias", li);
-    ly.fc1_bias = emit(L, name, b1);
-    snprintf(name, sizeof name, "layers.%d.mlp.fc2.weight", li);
-    ly.fc2_weight = emit(L, name, w2);
-    snprintf(name, sizeof name, "layers.%d.mlp.fc2.bias", li);
-    ly.fc2_bias = emit(L, name, b2);
+    snprintf(name, sizeof name, "layers.%d.mlp.fc1.weight", L->m->n_layers);
+    ly.fc1_weight = lower_emit(L, name, w1);
+    snprintf(name, sizeof name, "layers.%d.mlp.fc1.bias", L->m->n_layers);
+    ly.fc1_bias = lower_emit(L, name, b1);
+    snprintf(name, sizeof name, "layers.%d.mlp.fc2.weight", L->m->n_layers);
+    ly.fc2_weight = lower_emit(L, name, w2);
+    snprintf(name, sizeof name, "layers.%d.mlp.fc2.bias", L->m->n_layers);
+    ly.fc2_bias = lower_emit(L, name, b2);
     if (!L->failed && model_add_layer(L->m, &ly, L->err) < 0) L->failed = 1;
 }
 
@@ -192,7 +182,7 @@ static void lower_find_and_store(Lowerer *L, int li, const TfIrOp *op) {
     int d = L->ir->d_model, tok = op->args[0].tok;
     const TfIrReg *pos = reg(L, TF_IR_REG_POS), *dst = reg(L, op->dest);
     int tokcol = reg(L, TF_IR_REG_TOKENS)->offset + tok;
-    Mat q = mat_new(L, d, d), k = mat_new(L, d, d), v = mat_new(L, d, d);
+    Mat q = lower_mat(L, d, d), k = lower_mat(L, d, d), v = lower_mat(L, d, d);
     if (L->failed) goto fail;
     for (int o = 0; o < d; o++)
         for (int i = 0; i < d; i++) AT(q, o, i) = o == tokcol ? 1e10f : -1e10f;
@@ -213,7 +203,7 @@ static void lower_get_relative_token(Lowerer *L, int li, const TfIrOp *op) {
     const TfIrReg *toks = reg(L, TF_IR_REG_TOKENS), *dst = reg(L, op->dest);
     double a = angle(L, (double)-op->args[0].value);
     float s = (float)sin(a), c = (float)cos(a);
-    Mat q = mat_new(L, d, d), k = mat_new(L, d, d), v = mat_new(L, d, d);
+    Mat q = lower_mat(L, d, d), k = lower_mat(L, d, d), v = lower_mat(L, d, d);
     if (L->failed) goto fail;
     AT(q, pos->offset, p->offset) = c;
     AT(q, pos->offset, p->offset + 1) = -s;
@@ -240,8 +230,8 @@ static void lower_multiply(Lowerer *L, int li, const TfIrOp *op) {
     for (int i = 0; i < 10; i++)
         for (int t = 0; t < L->ir->n_vocab; t++)
             if (L->ir->vocab[t] == '0' + i) digit[i] = t;
-    Mat w1 = mat_new(L, width, d), b1 = mat_new(L, 1, width);
-    Mat w2 = mat_new(L, d, width), b2 = mat_new(L, 1, d);
+    Mat w1 = lower_mat(L, width, d), b1 = lower_mat(L, 1, width);
+    Mat w2 = lower_mat(L, d, width), b2 = lower_mat(L, 1, d);
     if (L->failed) goto fail;
     const float carry_scale = (float)(0.01 * (1.0 / 0.99));
     int u = 0;
@@ -273,7 +263,7 @@ fail:
  * every positive value (negative ones stay). */
 static void lower_clear(Lowerer *L, int li, const TfIrOp *op) {
     int d = L->ir->d_model;
-    Mat w1 = mat_new(L, d, d), b1 = mat_new(L, 1, d), w2 = mat_new(L, d, d), b2 = mat_new(L, 1, d);
+    Mat w1 = lower_mat(L, d, d), b1 = lower_mat(L, 1, d), w2 = lower_mat(L, d, d), b2 = lower_mat(L, 1, d);
     if (L->failed) goto fail;
     for (int n = 0; n < op->n_args; n++) {
         const TfIrReg *r = reg(L, op->args[n].reg);
@@ -292,7 +282,7 @@ fail:
  * rotation by n steps minus the identity, on each named register. */
 static void lower_step_position(Lowerer *L, int li, const TfIrOp *op) {
     int d = L->ir->d_model;
-    Mat w1 = mat_new(L, d, d), b1 = mat_new(L, 1, d), w2 = mat_new(L, d, d), b2 = mat_new(L, 1, d);
+    Mat w1 = lower_mat(L, d, d), b1 = lower_mat(L, 1, d), w2 = lower_mat(L, d, d), b2 = lower_mat(L, 1, d);
     if (L->failed) goto fail;
     for (int n = 0; n < op->n_args; n++) {
         const TfIrReg *r = reg(L, op->args[n].reg);
@@ -318,7 +308,7 @@ static void lower_diff_pos(Lowerer *L, int li, const TfIrOp *op) {
     int d = L->ir->d_model;
     const TfIrReg *a = reg(L, op->args[0].reg), *b = reg(L, op->args[1].reg);
     const TfIrReg *dist = reg(L, op->dest);
-    Mat w1 = mat_new(L, 2, d), b1 = mat_new(L, 1, 2), w2 = mat_new(L, d, 2), b2 = mat_new(L, 1, d);
+    Mat w1 = lower_mat(L, 2, d), b1 = lower_mat(L, 1, 2), w2 = lower_mat(L, d, 2), b2 = lower_mat(L, 1, d);
     if (L->failed) goto fail;
     for (int u = 0; u < 2; u++) {
         float sign = u == 0 ? 1.0f : -1.0f;
@@ -339,7 +329,7 @@ fail:
 static void lower_is_zero(Lowerer *L, int li, const TfIrOp *op) {
     int d = L->ir->d_model;
     const TfIrReg *z = reg(L, op->args[0].reg);
-    Mat w1 = mat_new(L, 2, d), b1 = mat_new(L, 1, 2), w2 = mat_new(L, d, 2), b2 = mat_new(L, 1, d);
+    Mat w1 = lower_mat(L, 2, d), b1 = lower_mat(L, 1, 2), w2 = lower_mat(L, d, 2), b2 = lower_mat(L, 1, d);
     if (L->failed) goto fail;
     AT(w1, 0, z->offset) = -100.0f;
     AT(w1, 1, z->offset) = 1.0f;
@@ -360,7 +350,7 @@ static void lower_copy_on_match(Lowerer *L, int li, const TfIrOp *op) {
     const TfIrReg *match = reg(L, op->args[0].reg), *src = reg(L, op->args[1].reg);
     const TfIrReg *dst = reg(L, op->dest);
     int n = src->size;
-    Mat w1 = mat_new(L, n, d), b1 = mat_new(L, 1, n), w2 = mat_new(L, d, n), b2 = mat_new(L, 1, d);
+    Mat w1 = lower_mat(L, n, d), b1 = lower_mat(L, 1, n), w2 = lower_mat(L, d, n), b2 = lower_mat(L, 1, d);
     if (L->failed) goto fail;
     for (int i = 0; i < n; i++) {
         AT(w1, i, match->offset) = 100.0f;
@@ -386,7 +376,7 @@ static void lower_find_and_store_opt(Lowerer *L, int li, const TfIrOp *op) {
     int d = L->ir->d_model, tok = op->args[0].tok;
     const TfIrReg *pos = reg(L, TF_IR_REG_POS), *dst = reg(L, op->dest);
     const TfIrReg *toks = reg(L, TF_IR_REG_TOKENS);
-    Mat q = mat_new(L, 1, d), k = mat_new(L, 1, d), v = mat_new(L, 2, d), o = mat_new(L, d, 2);
+    Mat q = lower_mat(L, 1, d), k = lower_mat(L, 1, d), v = lower_mat(L, 2, d), o = lower_mat(L, d, 2);
     if (L->failed) goto fail;
     for (int t = 0; t < toks->size; t++) AT(q, 0, toks->offset + t) = 1.0f;
     AT(k, 0, toks->offset + tok) = 1e4f;
@@ -411,7 +401,7 @@ static void lower_get_relative_token_opt(Lowerer *L, int li, const TfIrOp *op) {
     double a = angle(L, (double)-op->args[0].value);
     float s = (float)sin(a), c = (float)cos(a);
     int V = toks->size;
-    Mat q = mat_new(L, 2, d), k = mat_new(L, 2, d), v = mat_new(L, V, d), o = mat_new(L, d, V);
+    Mat q = lower_mat(L, 2, d), k = lower_mat(L, 2, d), v = lower_mat(L, V, d), o = lower_mat(L, d, V);
     if (L->failed) goto fail;
     AT(q, 0, p->offset) = c;
     AT(q, 0, p->offset + 1) = -s;
@@ -433,7 +423,7 @@ fail:
  * ReLU(-z): four units per register, no rounding through 1000. */
 static void lower_step_position_opt(Lowerer *L, int li, const TfIrOp *op) {
     int d = L->ir->d_model, F = 4 * op->n_args;
-    Mat w1 = mat_new(L, F, d), b1 = mat_new(L, 1, F), w2 = mat_new(L, d, F), b2 = mat_new(L, 1, d);
+    Mat w1 = lower_mat(L, F, d), b1 = lower_mat(L, 1, F), w2 = lower_mat(L, d, F), b2 = lower_mat(L, 1, d);
     if (L->failed) goto fail;
     for (int n = 0; n < op->n_args; n++) {
         const TfIrReg *r = reg(L, op->args[n].reg);
@@ -459,7 +449,7 @@ fail:
 static void lower_clear_opt(Lowerer *L, int li, const TfIrOp *op) {
     int d = L->ir->d_model, F = 0;
     for (int n = 0; n < op->n_args; n++) F += reg(L, op->args[n].reg)->size;
-    Mat w1 = mat_new(L, F, d), b1 = mat_new(L, 1, F), w2 = mat_new(L, d, F), b2 = mat_new(L, 1, d);
+    Mat w1 = lower_mat(L, F, d), b1 = lower_mat(L, 1, F), w2 = lower_mat(L, d, F), b2 = lower_mat(L, 1, d);
     if (L->failed) goto fail;
     int u = 0;
     for (int n = 0; n < op->n_args; n++) {
@@ -489,7 +479,7 @@ static void lower_multiply_opt(Lowerer *L, int li, const TfIrOp *op) {
     for (int i = 0; i < 10; i++)
         for (int t = 0; t < L->ir->n_vocab; t++)
             if (L->ir->vocab[t] == '0' + i) digit[i] = t;
-    Mat w1 = mat_new(L, F, d), b1 = mat_new(L, 1, F), w2 = mat_new(L, d, F), b2 = mat_new(L, 1, d);
+    Mat w1 = lower_mat(L, F, d), b1 = lower_mat(L, 1, F), w2 = lower_mat(L, d, F), b2 = lower_mat(L, 1, d);
     if (L->failed) goto fail;
     for (int u = 0; u < n_ramps; u++) { /* t_k, k = u - 1 */
         for (int i = 0; i < 10; i++) {
@@ -524,7 +514,7 @@ static void lower_copy_on_match_opt(Lowerer *L, int li, const TfIrOp *op) {
     const TfIrReg *match = reg(L, op->args[0].reg), *src = reg(L, op->args[1].reg);
     const TfIrReg *dst = reg(L, op->dest);
     int n = src->size;
-    Mat w1 = mat_new(L, n, d), b1 = mat_new(L, 1, n), w2 = mat_new(L, d, n), b2 = mat_new(L, 1, d);
+    Mat w1 = lower_mat(L, n, d), b1 = lower_mat(L, 1, n), w2 = lower_mat(L, d, n), b2 = lower_mat(L, 1, d);
     if (L->failed) goto fail;
     for (int i = 0; i < n; i++) {
         AT(w1, i, match->offset) = 100.0f;
@@ -539,6 +529,11 @@ fail:
 }
 
 typedef void (*LowerFn)(Lowerer *L, int li, const TfIrOp *op);
+static void general_lower_fn(Lowerer *L, int li, const TfIrOp *op) {
+    (void)li;
+    general_lower(L, op);
+}
+#define general_lower general_lower_fn
 static const LowerFn lower_fns[TF_OP_COUNT] = {
     [TF_OP_FIND_AND_STORE] = lower_find_and_store,
     [TF_OP_GET_RELATIVE_TOKEN] = lower_get_relative_token,
@@ -548,6 +543,9 @@ static const LowerFn lower_fns[TF_OP_COUNT] = {
     [TF_OP_DIFF_POS] = lower_diff_pos,
     [TF_OP_IS_ZERO] = lower_is_zero,
     [TF_OP_COPY_ON_MATCH] = lower_copy_on_match,
+    [TF_OP_MAP] = general_lower,
+    [TF_OP_AGGREGATE] = general_lower,
+    [TF_OP_COUNT_MATCHES] = general_lower,
 };
 
 /* -O: DiffPos and IsZero keep the seed's two-unit MLPs. */
@@ -560,30 +558,44 @@ static const LowerFn lower_fns_opt[TF_OP_COUNT] = {
     [TF_OP_DIFF_POS] = lower_diff_pos,
     [TF_OP_IS_ZERO] = lower_is_zero,
     [TF_OP_COPY_ON_MATCH] = lower_copy_on_match_opt,
+    [TF_OP_MAP] = general_lower,
+    [TF_OP_AGGREGATE] = general_lower,
+    [TF_OP_COUNT_MATCHES] = general_lower,
 };
 
-/* Token one-hot into `tokens`, sin/cos of 2 pi p / period into `pos`, and
- * the output register read back onto the vocabulary. */
+/* Token one-hot into `tokens`, sin/cos of 2 pi p / period into `pos`, the
+ * position one-hot into `indices` (with maxlen), and the output register
+ * read back onto the vocabulary (a categorical one: each value onto its
+ * token, integers 0..9 onto the digits). */
 static void lower_embeddings(Lowerer *L) {
     const TfIr *ir = L->ir;
-    int d = ir->d_model, V = ir->n_vocab, P = ir->period;
+    int d = ir->d_model, V = ir->n_vocab, P = ir->maxlen > 0 ? ir->maxlen : ir->period;
     const TfIrReg *toks = reg(L, TF_IR_REG_TOKENS), *pos = reg(L, TF_IR_REG_POS);
     const TfIrReg *out = reg(L, ir->output_reg);
-    Mat te = mat_new(L, V, d), pe = mat_new(L, P, d), un = mat_new(L, V, d);
+    Mat te = lower_mat(L, V, d), pe = lower_mat(L, P, d), un = lower_mat(L, V, d);
     if (L->failed) {
         free(te.w), free(pe.w), free(un.w);
         return;
     }
     for (int t = 0; t < V; t++) AT(te, t, toks->offset + t) = 1.0f;
     for (int p = 0; p < P; p++) {
-        double a = (double)p * (2.0 * M_PI) / (double)P;
+        double a = (double)p * (2.0 * M_PI) / (double)ir->period;
         AT(pe, p, pos->offset) = (float)sin(a);
         AT(pe, p, pos->offset + 1) = (float)cos(a);
+        if (ir->indices_reg >= 0) AT(pe, p, reg(L, ir->indices_reg)->offset + p) = 1.0f;
     }
-    for (int t = 0; t < V; t++) AT(un, t, out->offset + t) = 1.0f;
-    L->m->tok_embed = emit(L, TF_TENSOR_TOKEN_EMBED, te);
-    L->m->pos_embed = emit(L, TF_TENSOR_POS_EMBED, pe);
-    L->m->unembed = emit(L, TF_TENSOR_UNEMBED, un);
+    if (out->kind == TF_REG_CATEGORICAL) {
+        const TfGenReg *g = &ir->gen_regs[ir->output_reg];
+        for (int c = 0; c < g->n_vals; c++) {
+            int t = general_token_of(ir, g->vals[c]);
+            if (t >= 0) AT(un, t, out->offset + c) = 1.0f;
+        }
+    } else {
+        for (int t = 0; t < V; t++) AT(un, t, out->offset + t) = 1.0f;
+    }
+    L->m->tok_embed = lower_emit(L, TF_TENSOR_TOKEN_EMBED, te);
+    L->m->pos_embed = lower_emit(L, TF_TENSOR_POS_EMBED, pe);
+    L->m->unembed = lower_emit(L, TF_TENSOR_UNEMBED, un);
 }
 
 TfModel *lower_program(const TfIr *ir, int opt_level, TfError *err) {
@@ -597,9 +609,12 @@ TfModel *lower_program(const TfIr *ir, int opt_level, TfError *err) {
     m->n_vocab = ir->n_vocab;
     m->vocab = malloc((size_t)ir->n_vocab);
     m->period = ir->period;
-    m->max_len = ir->period;
+    m->max_len = ir->maxlen > 0 ? ir->maxlen : ir->period;
     m->generate = ir->generate;
     m->output_reg = ir->output_reg;
+    m->every_position = ir->every_position;
+    m->bos = ir->bos;
+    m->stop_token = ir->stop_token;
     if (!m->vocab) {
         tf_error_set(err, "out of memory");
         model_free(m);
@@ -608,7 +623,13 @@ TfModel *lower_program(const TfIr *ir, int opt_level, TfError *err) {
     memcpy(m->vocab, ir->vocab, (size_t)ir->n_vocab);
     for (int r = 0; r < ir->n_regs && !L.failed; r++) {
         const TfIrReg *x = &ir->regs[r];
-        if (model_add_register(m, x->name, x->kind, x->offset, x->size, err) < 0) L.failed = 1;
+        if (x->kind == TF_REG_CATEGORICAL) {
+            if (model_add_categorical(m, x->name, x->offset, x->size,
+                                      (const char *const *)ir->gen_regs[r].labels, err) < 0)
+                L.failed = 1;
+        } else if (model_add_register(m, x->name, x->kind, x->offset, x->size, err) < 0) {
+            L.failed = 1;
+        }
     }
     // The embeddings first, so that the file opens with them.
     lower_embeddings(&L);

@@ -36,6 +36,15 @@ const TfOpInfo tf_ops[TF_OP_COUNT] = {
                              {REG(TF_KINDS_SCALAR, "the match flag"),
                               REG(TF_KINDS_TOKEN, "the token to copy")},
                              0, TF_KINDS_TOKEN, "CopyOnMatch(scalar, token) -> token"},
+    [TF_OP_MAP] = {"Map", "map", TF_LAYER_MLP, 1, {{TF_PARAM_EXPR, 0, "the expression"}}, 0,
+                   TF_KINDS_CATEGORICAL | TF_KINDS_SCALAR, "Map(expression) -> cat or num", 1},
+    [TF_OP_AGGREGATE] = {"Aggregate", "aggregate", TF_LAYER_ATTENTION, 2,
+                         {{TF_PARAM_EXPR, 0, "the selection"}, {TF_PARAM_EXPR, 0, "the value"}},
+                         1, TF_KINDS_CATEGORICAL | TF_KINDS_SCALAR,
+                         "Aggregate(k.R == q.S, value[, default: V][, causal]) -> cat or num", 1},
+    [TF_OP_COUNT_MATCHES] = {"Count", "count", TF_LAYER_ATTENTION, 1,
+                             {{TF_PARAM_EXPR, 0, "the selection"}}, 1, TF_KINDS_CATEGORICAL,
+                             "Count(k.R == q.S[, causal]) -> cat", 1},
 };
 static_assert(sizeof tf_ops / sizeof tf_ops[0] == TF_OP_COUNT, "one row per op");
 

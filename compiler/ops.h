@@ -19,6 +19,10 @@ typedef enum TfOpKind {
     TF_OP_DIFF_POS,
     TF_OP_IS_ZERO,
     TF_OP_COPY_ON_MATCH,
+    /* the general ops (compiler/general.c checks and lowers them) */
+    TF_OP_MAP,
+    TF_OP_AGGREGATE,
+    TF_OP_COUNT_MATCHES,
     TF_OP_COUNT
 } TfOpKind;
 
@@ -28,13 +32,15 @@ typedef enum TfParamKind {
     TF_PARAM_REG,           /* a register name */
     TF_PARAM_REG_OFFSET,    /* reg or reg + n or reg - n */
     TF_PARAM_REG_STEP,      /* reg: n */
+    TF_PARAM_EXPR,          /* an expression (general ops: compiler/general.c) */
 } TfParamKind;
 
 /* Register kinds as a bit set, for parameters that accept several. */
 #define TF_KINDS_TOKEN (1u << TF_REG_TOKEN)
 #define TF_KINDS_POSITION (1u << TF_REG_POSITION)
 #define TF_KINDS_SCALAR (1u << TF_REG_SCALAR)
-#define TF_KINDS_ANY (TF_KINDS_TOKEN | TF_KINDS_POSITION | TF_KINDS_SCALAR)
+#define TF_KINDS_CATEGORICAL (1u << TF_REG_CATEGORICAL)
+#define TF_KINDS_ANY (TF_KINDS_TOKEN | TF_KINDS_POSITION | TF_KINDS_SCALAR | TF_KINDS_CATEGORICAL)
 
 #define TF_OP_MAX_PARAMS 4
 
@@ -53,6 +59,7 @@ typedef struct TfOpInfo {
     int variadic;           /* the last parameter repeats (one or more) */
     unsigned dest_kinds;    /* 0: no `-> dest`; else the kinds it accepts */
     const char *synopsis;   /* "FindAndStore('c') -> position" */
+    int general;            /* arguments checked by compiler/general.c */
 } TfOpInfo;
 
 extern const TfOpInfo tf_ops[TF_OP_COUNT];

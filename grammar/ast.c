@@ -7,10 +7,11 @@
 #include <stdlib.h>
 
 const char *const tf_stmt_kind_names[TF_STMT_KIND_COUNT] = {
-    "vocab", "period", "decl", "op", "repeat", "output", "generate", "model"};
+    "vocab", "period", "decl", "op", "repeat", "output", "generate", "model", "bos", "maxlen"};
 static_assert(sizeof tf_stmt_kind_names / sizeof *tf_stmt_kind_names == TF_STMT_KIND_COUNT,
               "one name per statement kind");
-const char *const tf_arg_kind_names[TF_ARG_KIND_COUNT] = {"name", "char", "int", "offset", "step"};
+const char *const tf_arg_kind_names[TF_ARG_KIND_COUNT] = {"name",   "char", "int",  "offset",
+                                                          "step",   "expr", "named"};
 static_assert(sizeof tf_arg_kind_names / sizeof *tf_arg_kind_names == TF_ARG_KIND_COUNT,
               "one name per argument kind");
 
@@ -19,7 +20,27 @@ TfStmt *ast_new_stmt(TfStmtKind kind, TfLoc loc) {
     if (!s) return NULL;
     s->kind = kind;
     s->loc = loc;
+    s->ch = -1;
     return s;
+}
+
+void ast_free_expr(TfExpr *e) {
+    if (!e) return;
+    free(e->name.text);
+    ast_free_expr(e->a);
+    ast_free_expr(e->b);
+    ast_free_expr(e->c);
+    for (int i = 0; i < e->n_args; i++) ast_free_expr(e->args[i]);
+    free(e->args);
+    for (int i = 0; i < e->n_inputs; i++) free(e->inputs[i].text);
+    free(e->inputs);
+    for (int i = 0; i < e->n_entries; i++) {
+        for (int k = 0; k < e->entries[i].n_keys; k++) ast_free_expr(e->entries[i].keys[k]);
+        free(e->entries[i].keys);
+        ast_free_expr(e->entries[i].value);
+    }
+    free(e->entries);
+    free(e);
 }
 
 void ast_free_setting(TfSetting *st) {
@@ -37,7 +58,10 @@ void ast_free_stmts(TfStmt *s) {
         free(s->names);
         free(s->label.text);
         free(s->op.text);
-        for (int i = 0; i < s->n_args; i++) free(s->args[i].name.text);
+        for (int i = 0; i < s->n_args; i++) {
+            free(s->args[i].name.text);
+            ast_free_expr(s->args[i].expr);
+        }
         free(s->args);
         free(s->dest.text);
         ast_free_stmts(s->body);
@@ -71,6 +95,91 @@ static void dump_char(FILE *f, int c, char quote) {
     }
 }
 
+static const char *op_text(int op) {
+    static char one[2];
+    switch (op) {
+    case TF_EX_EQ: return "==";
+    case TF_EX_NE: return "!=";
+    case TF_EX_LE: return "<=";
+    case TF_EX_GE: return ">=";
+    case TF_EX_AND: return "and";
+    case TF_EX_OR: return "or";
+    case TF_EX_NOT: return "not";
+    case TF_EX_NEG: return "-";
+    default: one[0] = (char)op; one[1] = '\0'; return one;
+    }
+}
+
+static void print_char_literal(FILE *f, int c) {
+    fputc('\'', f);
+    dump_char(f, c, '\'');
+    fputc('\'', f);
+}
+
+void ast_print_expr(FILE *f, const TfExpr *e) {
+    if (!e) {
+        fputs("?", f);
+        return;
+    }
+    switch (e->kind) {
+    case TF_EXPR_INT: fprintf(f, "%ld", e->ival); break;
+    case TF_EXPR_REAL: fprintf(f, "%g", e->real); break;
+    case TF_EXPR_CHAR: print_char_literal(f, e->ch); break;
+    case TF_EXPR_TRUE: fputs("true", f); break;
+    case TF_EXPR_NAME: fputs(e->name.text, f); break;
+    case TF_EXPR_FIELD: fprintf(f, "%c.%s", e->side, e->name.text); break;
+    case TF_EXPR_UNARY:
+        fprintf(f, "(%s%s", op_text(e->op), e->op == TF_EX_NOT ? " " : "");
+        ast_print_expr(f, e->a);
+        fputc(')', f);
+        break;
+    case TF_EXPR_BINARY:
+        fputc('(', f);
+        ast_print_expr(f, e->a);
+        fprintf(f, " %s ", op_text(e->op));
+        ast_print_expr(f, e->b);
+        fputc(')', f);
+        break;
+    case TF_EXPR_COND:
+        fputc('(', f);
+        ast_print_expr(f, e->a);
+        fputs(" ? ", f);
+        ast_print_expr(f, e->b);
+        fputs(" : ", f);
+        ast_print_expr(f, e->c);
+        fputc(')', f);
+        break;
+    case TF_EXPR_CALL:
+        fprintf(f, "%s(", e->name.text);
+        for (int i = 0; i < e->n_args; i++) {
+            if (i) fputs(", ", f);
+            ast_print_expr(f, e->args[i]);
+        }
+        fputc(')', f);
+        break;
+    case TF_EXPR_TABLE:
+        fputc('[', f);
+        for (int i = 0; i < e->n_inputs; i++) fprintf(f, "%s%s", i ? ", " : "", e->inputs[i].text);
+        fputs(":", f);
+        for (int i = 0; i < e->n_entries; i++) {
+            const TfTableEntry *t = &e->entries[i];
+            fputs(i ? ", " : " ", f);
+            if (t->n_keys == 0) fputs("_", f);
+            if (t->n_keys > 1) fputc('(', f);
+            for (int k = 0; k < t->n_keys; k++) {
+                if (k) fputs(", ", f);
+                ast_print_expr(f, t->keys[k]);
+            }
+            if (t->n_keys > 1) fputc(')', f);
+            fputs(" => ", f);
+            ast_print_expr(f, t->value);
+        }
+        fputc(']', f);
+        break;
+    default: fputs("?", f);
+    }
+}
+
 static void dump_arg(FILE *f, const TfArg *a) {
     switch (a->kind) {
     case TF_ARG_NAME: fputs(a->name.text, f); break;
@@ -85,12 +194,17 @@ static void dump_arg(FILE *f, const TfArg *a) {
                 a->value < 0 ? -a->value : a->value);
         break;
     case TF_ARG_STEP: fprintf(f, "%s: %+ld", a->name.text, a->value); break;
+    case TF_ARG_EXPR: ast_print_expr(f, a->expr); break;
+    case TF_ARG_NAMED:
+        fprintf(f, "%s: ", a->name.text);
+        ast_print_expr(f, a->expr);
+        break;
     default: fputs("?", f);
     }
 }
 
 static void dump_stmts(FILE *f, const TfStmt *s, int depth) {
-    static const char *const decl_names[] = {"position", "token", "scalar"};
+    static const char *const decl_names[] = {"position", "token", "scalar", "cat", "num"};
     for (; s; s = s->next) {
         fprintf(f, "%*s", 2 * depth, "");
         switch (s->kind) {
@@ -100,8 +214,23 @@ static void dump_stmts(FILE *f, const TfStmt *s, int depth) {
             fputs("\"\n", f);
             break;
         case TF_STMT_PERIOD: fprintf(f, "period %ld\n", s->value); break;
-        case TF_STMT_GENERATE: fprintf(f, "generate %ld\n", s->value); break;
-        case TF_STMT_OUTPUT: fprintf(f, "output %s\n", s->dest.text); break;
+        case TF_STMT_GENERATE:
+            fprintf(f, "generate %ld", s->value);
+            if (s->ch >= 0) {
+                fputs(" until ", f);
+                print_char_literal(f, s->ch);
+            }
+            fputc('\n', f);
+            break;
+        case TF_STMT_OUTPUT:
+            fprintf(f, "output %s%s\n", s->dest.text, s->every_position ? " at every position" : "");
+            break;
+        case TF_STMT_MAXLEN: fprintf(f, "maxlen %ld\n", s->value); break;
+        case TF_STMT_BOS:
+            fputs("bos ", f);
+            print_char_literal(f, s->ch);
+            fputc('\n', f);
+            break;
         case TF_STMT_DECL:
             fprintf(f, "decl %s", decl_names[s->decl_kind]);
             for (int i = 0; i < s->n_names; i++) fprintf(f, "%s%s", i ? ", " : " ", s->names[i].text);

@@ -11,6 +11,7 @@
 #define TF_AST_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* A span of source text: 1-based line and column of the first byte, and of
  * the last byte (inclusive). Columns count bytes. */
@@ -31,8 +32,63 @@ typedef enum TfArgKind {
     TF_ARG_INT,    /* 3  -1  +2          */
     TF_ARG_OFFSET, /* left_pos + 1, left_pos - 2: name, value (signed) */
     TF_ARG_STEP,   /* out_pos: -1        : name, value (signed) */
+    TF_ARG_EXPR,   /* any other expression: (a + b) % 10, k.x == q.y : expr */
+    TF_ARG_NAMED,  /* default: 0, scale: 8.5 (not an integer step): name, expr */
     TF_ARG_KIND_COUNT
 } TfArgKind;
+
+/* Expressions of the general ops (Map, Aggregate, Count): docs/language.md. */
+typedef enum TfExprKind {
+    TF_EXPR_INT,    /* 3                     : ival */
+    TF_EXPR_REAL,   /* 0.5                   : real */
+    TF_EXPR_CHAR,   /* 'a'                   : ch */
+    TF_EXPR_TRUE,   /* true                  */
+    TF_EXPR_NAME,   /* a register            : name */
+    TF_EXPR_FIELD,  /* k.R or q.R            : side ('k' or 'q'), name (R) */
+    TF_EXPR_UNARY,  /* - a, not a            : op, a */
+    TF_EXPR_BINARY, /* a + b, a == b, a and b: op, a, b */
+    TF_EXPR_COND,   /* c ? a : b             : a (condition), b, c */
+    TF_EXPR_CALL,   /* min(a, b)             : name, args */
+    TF_EXPR_TABLE,  /* [x, y: (0, 1) => 2, _ => 0]: inputs, entries */
+    TF_EXPR_KIND_COUNT
+} TfExprKind;
+
+/* Operators: the character for one-character ones. */
+enum {
+    TF_EX_EQ = 256, TF_EX_NE, TF_EX_LE, TF_EX_GE, TF_EX_AND, TF_EX_OR, TF_EX_NOT, TF_EX_NEG
+};
+
+typedef struct TfExpr TfExpr;
+
+/* One table row: keys (one per input; n_keys 0 for the default `_`). */
+typedef struct TfTableEntry {
+    TfExpr **keys;
+    int n_keys;
+    TfExpr *value;
+    TfLoc loc;
+} TfTableEntry;
+
+struct TfExpr {
+    TfExprKind kind;
+    TfLoc loc;
+    int op;
+    long ival;
+    double real;
+    int ch;
+    int side;
+    TfName name;
+    TfExpr *a, *b, *c;
+    TfExpr **args;
+    int n_args;
+    TfName *inputs;
+    int n_inputs;
+    TfTableEntry *entries;
+    int n_entries;
+};
+
+void ast_free_expr(TfExpr *e);
+/* Writes e as source text (fully parenthesized). */
+void ast_print_expr(FILE *f, const TfExpr *e);
 
 typedef struct TfArg {
     TfArgKind kind;
@@ -41,6 +97,7 @@ typedef struct TfArg {
     int ch;         /* CHAR: the byte value 0..255 */
     long value;     /* INT, OFFSET, STEP */
     TfLoc value_loc;
+    TfExpr *expr;   /* EXPR, NAMED (owned) */
 } TfArg;
 
 typedef enum TfStmtKind {
@@ -52,10 +109,14 @@ typedef enum TfStmtKind {
     TF_STMT_OUTPUT,   /* output final;                */
     TF_STMT_GENERATE, /* generate 4;                  */
     TF_STMT_MODEL,    /* model { d_model 32; ... }    */
+    TF_STMT_BOS,      /* bos '^';                     */
+    TF_STMT_MAXLEN,   /* maxlen 17;                   */
     TF_STMT_KIND_COUNT
 } TfStmtKind;
 
-typedef enum TfDeclKind { TF_DECL_POSITION, TF_DECL_TOKEN, TF_DECL_SCALAR } TfDeclKind;
+typedef enum TfDeclKind {
+    TF_DECL_POSITION, TF_DECL_TOKEN, TF_DECL_SCALAR, TF_DECL_CAT, TF_DECL_NUM
+} TfDeclKind;
 
 /* A value of a model setting: `relu`, `32`, `0.1`, `"accept"`. */
 typedef enum TfValueKind {
@@ -94,9 +155,15 @@ struct TfStmt {
     int vocab_len;
     TfLoc *vocab_locs;
 
-    /* PERIOD, GENERATE, REPEAT: the integer and where it was written. */
+    /* PERIOD, GENERATE, REPEAT, MAXLEN: the integer and where it was
+     * written (GENERATE: 0 when only `until` is given). BOS, and GENERATE
+     * with `until`: the token (ch, ch_loc; ch -1 when absent). */
     long value;
     TfLoc value_loc;
+    int ch;
+    TfLoc ch_loc;
+    /* OUTPUT: 1 for `output R at every position;` */
+    int every_position;
 
     /* DECL */
     TfDeclKind decl_kind;

@@ -19,6 +19,8 @@ typedef struct TfNameList { TfName *v; int n; } TfNameList;
 typedef struct TfArgList { TfArg *v; int n; } TfArgList;
 typedef struct TfValueList { TfValue *v; int n; } TfValueList;
 typedef struct TfSettingList { TfSetting *v; int n; } TfSettingList;
+typedef struct TfExprList { TfExpr **v; int n; } TfExprList;
+typedef struct TfEntryList { TfTableEntry *v; int n; } TfEntryList;
 
 /* What the parse of one program works on. */
 typedef struct TfParseCtx {
@@ -64,6 +66,16 @@ static int settings_add(TfSettingList *l, TfSetting st);
 static void free_settings(TfSettingList *l);
 static TfName make_name(char *text, TfLoc loc);
 static TfArg make_arg(TfArgKind kind, TfLoc loc);
+static TfExpr *new_expr(TfExprKind kind, TfLoc loc);
+static TfExpr *binary(int op, TfExpr *a, TfExpr *b, TfLoc loc);
+static int exprs_add(TfExprList *l, TfExpr *e);
+static void free_exprs(TfExprList *l);
+static int entries_add(TfEntryList *l, TfTableEntry e);
+static void free_entries(TfEntryList *l);
+static TfArg arg_from_expr(TfExpr *e, TfLoc loc);
+static TfArg arg_named(TfName name, TfExpr *e, TfLoc loc);
+#define NEW_EXPR(var, kind, loc) \
+    do { if (!((var) = new_expr((kind), (loc)))) YYNOMEM; } while (0)
 #define NEW_STMT(var, kind, loc) \
     do { if (!((var) = ast_new_stmt((kind), (loc)))) YYNOMEM; } while (0)
 }
@@ -99,12 +111,17 @@ static TfArg make_arg(TfArgKind kind, TfLoc loc);
     TfValueList values;
     TfSetting setting;
     TfSettingList settings;
+    TfExpr *expr;
+    TfExprList exprs;
+    TfEntryList entries;
+    TfTableEntry entry;
 }
 
 %token KW_VOCAB "vocab" KW_PERIOD "period" KW_POSITION "position" KW_TOKEN "token"
 %token KW_SCALAR "scalar" KW_OUTPUT "output" KW_GENERATE "generate" KW_REPEAT "repeat"
-%token KW_MODEL "model"
-%token ARROW "->"
+%token KW_MODEL "model" KW_CAT "cat" KW_NUM "num" KW_BOS "bos" KW_MAXLEN "maxlen"
+%token KW_UNTIL "until" KW_AND "and" KW_OR "or" KW_NOT "not" KW_TRUE "true"
+%token ARROW "->" FAT_ARROW "=>" EQ "==" NE "!=" LE "<=" GE ">="
 %token <str> IDENT "identifier"
 %token <num> INT "integer"
 %token <num> CHAR "character literal"
@@ -118,11 +135,25 @@ static TfArg make_arg(TfArgKind kind, TfLoc loc);
 %type <arg> arg
 %type <name> dest_opt
 %type <decl> decl_kind
-%type <num> signed_int
+
 %type <value> value
 %type <values> values
 %type <setting> setting
 %type <settings> settings
+%type <expr> expr primary key
+%type <exprs> expr_list key_list
+%type <entries> entries
+%type <entry> entry
+%type <names> input_names
+
+%right '?' ':'
+%left "or"
+%left "and"
+%right "not"
+%nonassoc "==" "!=" '<' "<=" '>' ">="
+%left '+' '-'
+%left '*' '/' '%'
+%right UNARY
 
 %destructor { free($$); } <str>
 %destructor { if ($$) { free($$->bytes); free($$->locs); free($$); } } <string>
@@ -130,12 +161,20 @@ static TfArg make_arg(TfArgKind kind, TfLoc loc);
 %destructor { ast_free_stmts($$.head); } <list>
 %destructor { free_names(&$$); } <names>
 %destructor { free_args(&$$); } <args>
-%destructor { free($$.name.text); } <arg>
+%destructor { free($$.name.text); ast_free_expr($$.expr); } <arg>
 %destructor { free($$.text); } <name>
 %destructor { free($$.text); } <value>
 %destructor { free_values(&$$); } <values>
 %destructor { ast_free_setting(&$$); } <setting>
 %destructor { free_settings(&$$); } <settings>
+%destructor { ast_free_expr($$); } <expr>
+%destructor { free_exprs(&$$); } <exprs>
+%destructor { free_entries(&$$); } <entries>
+%destructor {
+    for (int i = 0; i < $$.n_keys; i++) ast_free_expr($$.keys[i]);
+    free($$.keys);
+    ast_free_expr($$.value);
+} <entry>
 
 %%
 
@@ -171,8 +210,44 @@ item
         NEW_STMT($$, TF_STMT_OUTPUT, @$);
         $$->dest = make_name($2, @2);
     }
+    | "output" IDENT IDENT IDENT "position" ';' {
+        int ok = strcmp($3, "at") == 0 && strcmp($4, "every") == 0;
+        free($3);
+        free($4);
+        if (!ok) {
+            diag_error(ctx->diag, @3, "expected ';' or 'at every position' after the output register");
+            free($2);
+            $$ = NULL;
+        } else {
+            NEW_STMT($$, TF_STMT_OUTPUT, @$);
+            $$->dest = make_name($2, @2);
+            $$->every_position = 1;
+        }
+    }
     | "generate" INT ';' {
         NEW_STMT($$, TF_STMT_GENERATE, @$);
+        $$->value = $2;
+        $$->value_loc = @2;
+    }
+    | "generate" "until" CHAR ';' {
+        NEW_STMT($$, TF_STMT_GENERATE, @$);
+        $$->ch = (int)$3;
+        $$->ch_loc = @3;
+    }
+    | "generate" INT "until" CHAR ';' {
+        NEW_STMT($$, TF_STMT_GENERATE, @$);
+        $$->value = $2;
+        $$->value_loc = @2;
+        $$->ch = (int)$4;
+        $$->ch_loc = @4;
+    }
+    | "bos" CHAR ';' {
+        NEW_STMT($$, TF_STMT_BOS, @$);
+        $$->ch = (int)$2;
+        $$->ch_loc = @2;
+    }
+    | "maxlen" INT ';' {
+        NEW_STMT($$, TF_STMT_MAXLEN, @$);
         $$->value = $2;
         $$->value_loc = @2;
     }
@@ -257,6 +332,8 @@ decl_kind
     : "position"                    { $$ = TF_DECL_POSITION; }
     | "token"                       { $$ = TF_DECL_TOKEN; }
     | "scalar"                      { $$ = TF_DECL_SCALAR; }
+    | "cat"                         { $$ = TF_DECL_CAT; }
+    | "num"                         { $$ = TF_DECL_NUM; }
     ;
 
 names
@@ -329,35 +406,180 @@ args
     }
     ;
 
+/* An argument is an expression; the shapes the seed ops take (a name, a
+ * token, an integer, `reg + n`, `reg: n`) are recognized in it. */
 arg
-    : IDENT                         { $$ = make_arg(TF_ARG_NAME, @$); $$.name = make_name($1, @1); }
-    | CHAR                          { $$ = make_arg(TF_ARG_CHAR, @$); $$.ch = (int)$1; }
-    | signed_int                    { $$ = make_arg(TF_ARG_INT, @$); $$.value = $1; $$.value_loc = @1; }
-    | IDENT '+' INT {
-        $$ = make_arg(TF_ARG_OFFSET, @$);
-        $$.name = make_name($1, @1);
-        $$.value = $3;
-        $$.value_loc = @3;
+    : expr                          { $$ = arg_from_expr($1, @$); }
+    | IDENT ':' expr                { $$ = arg_named(make_name($1, @1), $3, @$); }
+    ;
+
+expr
+    : primary
+    | '-' expr %prec UNARY {
+        if ($2->kind == TF_EXPR_INT && !$2->op) {
+            $$ = $2;
+            $$->ival = -$$->ival;
+            $$->op = '-'; /* a signed literal */
+            $$->loc = @$;
+        } else if ($2->kind == TF_EXPR_REAL) {
+            $$ = $2;
+            $$->real = -$$->real;
+            $$->loc = @$;
+        } else {
+            NEW_EXPR($$, TF_EXPR_UNARY, @$);
+            $$->op = TF_EX_NEG;
+            $$->a = $2;
+        }
     }
-    | IDENT '-' INT {
-        $$ = make_arg(TF_ARG_OFFSET, @$);
-        $$.name = make_name($1, @1);
-        $$.value = -$3;
-        $$.value_loc = @2;
-        $$.value_loc.end_col = @3.end_col;
+    | '+' expr %prec UNARY {
+        $$ = $2;
+        if ($$->kind == TF_EXPR_INT && !$$->op) $$->op = '+';
+        $$->loc = @$;
     }
-    | IDENT ':' signed_int {
-        $$ = make_arg(TF_ARG_STEP, @$);
-        $$.name = make_name($1, @1);
-        $$.value = $3;
-        $$.value_loc = @3;
+    | "not" expr {
+        NEW_EXPR($$, TF_EXPR_UNARY, @$);
+        $$->op = TF_EX_NOT;
+        $$->a = $2;
+    }
+    | expr '+' expr                 { if (!($$ = binary('+', $1, $3, @$))) YYNOMEM; }
+    | expr '-' expr                 { if (!($$ = binary('-', $1, $3, @$))) YYNOMEM; }
+    | expr '*' expr                 { if (!($$ = binary('*', $1, $3, @$))) YYNOMEM; }
+    | expr '/' expr                 { if (!($$ = binary('/', $1, $3, @$))) YYNOMEM; }
+    | expr '%' expr                 { if (!($$ = binary('%', $1, $3, @$))) YYNOMEM; }
+    | expr "==" expr                { if (!($$ = binary(TF_EX_EQ, $1, $3, @$))) YYNOMEM; }
+    | expr "!=" expr                { if (!($$ = binary(TF_EX_NE, $1, $3, @$))) YYNOMEM; }
+    | expr '<' expr                 { if (!($$ = binary('<', $1, $3, @$))) YYNOMEM; }
+    | expr "<=" expr                { if (!($$ = binary(TF_EX_LE, $1, $3, @$))) YYNOMEM; }
+    | expr '>' expr                 { if (!($$ = binary('>', $1, $3, @$))) YYNOMEM; }
+    | expr ">=" expr                { if (!($$ = binary(TF_EX_GE, $1, $3, @$))) YYNOMEM; }
+    | expr "and" expr               { if (!($$ = binary(TF_EX_AND, $1, $3, @$))) YYNOMEM; }
+    | expr "or" expr                { if (!($$ = binary(TF_EX_OR, $1, $3, @$))) YYNOMEM; }
+    | expr '?' expr ':' expr {
+        NEW_EXPR($$, TF_EXPR_COND, @$);
+        $$->a = $1;
+        $$->b = $3;
+        $$->c = $5;
     }
     ;
 
-signed_int
-    : INT
-    | '+' INT                       { $$ = $2; }
-    | '-' INT                       { $$ = -$2; }
+primary
+    : INT                           { NEW_EXPR($$, TF_EXPR_INT, @$); $$->ival = $1; }
+    | NUMBER                        { NEW_EXPR($$, TF_EXPR_REAL, @$); $$->real = $1; }
+    | CHAR                          { NEW_EXPR($$, TF_EXPR_CHAR, @$); $$->ch = (int)$1; }
+    | "true"                        { NEW_EXPR($$, TF_EXPR_TRUE, @$); }
+    | IDENT                         { NEW_EXPR($$, TF_EXPR_NAME, @$); $$->name = make_name($1, @1); }
+    | IDENT '.' IDENT {
+        int side = strcmp($1, "k") == 0 ? 'k' : strcmp($1, "q") == 0 ? 'q' : 0;
+        if (!side)
+            diag_error(ctx->diag, @1,
+                       "'%s.' names neither side of a selection: write k.%s (the key position) "
+                       "or q.%s (the query position)", $1, $3, $3);
+        free($1);
+        NEW_EXPR($$, TF_EXPR_FIELD, @$);
+        $$->side = side ? side : 'k';
+        $$->name = make_name($3, @3);
+    }
+    | IDENT '(' expr_list ')' {
+        NEW_EXPR($$, TF_EXPR_CALL, @$);
+        $$->name = make_name($1, @1);
+        $$->args = $3.v;
+        $$->n_args = $3.n;
+    }
+    | '(' expr ')'                  { $$ = $2; $$->loc = @$; if ($$->kind == TF_EXPR_INT) $$->op = 0; }
+    | '[' input_names ':' entries ']' {
+        NEW_EXPR($$, TF_EXPR_TABLE, @$);
+        $$->inputs = $2.v;
+        $$->n_inputs = $2.n;
+        $$->entries = $4.v;
+        $$->n_entries = $4.n;
+    }
+    ;
+
+expr_list
+    : expr {
+        $$ = (TfExprList){NULL, 0};
+        if (exprs_add(&$$, $1) < 0) YYNOMEM;
+    }
+    | expr_list ',' expr {
+        $$ = $1;
+        $1 = (TfExprList){NULL, 0};
+        if (exprs_add(&$$, $3) < 0) YYNOMEM;
+    }
+    ;
+
+input_names
+    : IDENT {
+        $$ = (TfNameList){NULL, 0};
+        if (names_add(&$$, make_name($1, @1)) < 0) YYNOMEM;
+    }
+    | input_names ',' IDENT {
+        $$ = $1;
+        $1 = (TfNameList){NULL, 0};
+        if (names_add(&$$, make_name($3, @3)) < 0) YYNOMEM;
+    }
+    ;
+
+entries
+    : entry {
+        $$ = (TfEntryList){NULL, 0};
+        if (entries_add(&$$, $1) < 0) YYNOMEM;
+    }
+    | entries ',' entry {
+        $$ = $1;
+        $1 = (TfEntryList){NULL, 0};
+        if (entries_add(&$$, $3) < 0) YYNOMEM;
+    }
+    ;
+
+/* key => value; the key is a literal, a parenthesized tuple of literals,
+ * or `_` (any other input). */
+entry
+    : key "=>" expr {
+        memset(&$$, 0, sizeof $$);
+        $$.loc = @$;
+        $$.value = $3;
+        if ($1->kind == TF_EXPR_NAME && strcmp($1->name.text, "_") == 0) {
+            ast_free_expr($1);
+        } else {
+            $$.keys = malloc(sizeof *$$.keys);
+            if (!$$.keys) { ast_free_expr($1); YYNOMEM; }
+            $$.keys[0] = $1;
+            $$.n_keys = 1;
+        }
+    }
+    | '(' key ',' key_list ')' "=>" expr {
+        memset(&$$, 0, sizeof $$);
+        $$.loc = @$;
+        $$.value = $7;
+        $$.keys = malloc(((size_t)$4.n + 1) * sizeof *$$.keys);
+        if (!$$.keys) { ast_free_expr($2); YYNOMEM; }
+        $$.keys[0] = $2;
+        memcpy($$.keys + 1, $4.v, (size_t)$4.n * sizeof *$$.keys);
+        $$.n_keys = $4.n + 1;
+        free($4.v);
+        $4 = (TfExprList){NULL, 0};
+    }
+    ;
+
+key_list
+    : key {
+        $$ = (TfExprList){NULL, 0};
+        if (exprs_add(&$$, $1) < 0) YYNOMEM;
+    }
+    | key_list ',' key {
+        $$ = $1;
+        $1 = (TfExprList){NULL, 0};
+        if (exprs_add(&$$, $3) < 0) YYNOMEM;
+    }
+    ;
+
+key
+    : INT                           { NEW_EXPR($$, TF_EXPR_INT, @$); $$->ival = $1; }
+    | '-' INT                       { NEW_EXPR($$, TF_EXPR_INT, @$); $$->ival = -$2; }
+    | NUMBER                        { NEW_EXPR($$, TF_EXPR_REAL, @$); $$->real = $1; }
+    | '-' NUMBER                    { NEW_EXPR($$, TF_EXPR_REAL, @$); $$->real = -$2; }
+    | CHAR                          { NEW_EXPR($$, TF_EXPR_CHAR, @$); $$->ch = (int)$1; }
+    | IDENT                         { NEW_EXPR($$, TF_EXPR_NAME, @$); $$->name = make_name($1, @1); }
     ;
 
 dest_opt
@@ -392,6 +614,7 @@ static int args_add(TfArgList *l, TfArg a) {
     TfArg *v = realloc(l->v, ((size_t)l->n + 1) * sizeof *v);
     if (!v) {
         free(a.name.text);
+        ast_free_expr(a.expr);
         return -1;
     }
     l->v = v;
@@ -400,7 +623,10 @@ static int args_add(TfArgList *l, TfArg a) {
 }
 
 static void free_args(TfArgList *l) {
-    for (int i = 0; i < l->n; i++) free(l->v[i].name.text);
+    for (int i = 0; i < l->n; i++) {
+        free(l->v[i].name.text);
+        ast_free_expr(l->v[i].expr);
+    }
     free(l->v);
     l->v = NULL;
     l->n = 0;
@@ -462,6 +688,122 @@ static TfArg make_arg(TfArgKind kind, TfLoc loc) {
     return a;
 }
 
+static TfExpr *new_expr(TfExprKind kind, TfLoc loc) {
+    TfExpr *e = calloc(1, sizeof *e);
+    if (e) {
+        e->kind = kind;
+        e->loc = loc;
+    }
+    return e;
+}
+
+static TfExpr *binary(int op, TfExpr *a, TfExpr *b, TfLoc loc) {
+    TfExpr *e = new_expr(TF_EXPR_BINARY, loc);
+    if (!e) {
+        ast_free_expr(a);
+        ast_free_expr(b);
+        return NULL;
+    }
+    e->op = op;
+    e->a = a;
+    e->b = b;
+    return e;
+}
+
+static int exprs_add(TfExprList *l, TfExpr *e) {
+    TfExpr **v = realloc(l->v, ((size_t)l->n + 1) * sizeof *v);
+    if (!v) {
+        ast_free_expr(e);
+        return -1;
+    }
+    l->v = v;
+    v[l->n++] = e;
+    return 0;
+}
+
+static void free_exprs(TfExprList *l) {
+    for (int i = 0; i < l->n; i++) ast_free_expr(l->v[i]);
+    free(l->v);
+    l->v = NULL;
+    l->n = 0;
+}
+
+static void free_entry(TfTableEntry *t) {
+    for (int k = 0; k < t->n_keys; k++) ast_free_expr(t->keys[k]);
+    free(t->keys);
+    ast_free_expr(t->value);
+}
+
+static int entries_add(TfEntryList *l, TfTableEntry t) {
+    TfTableEntry *v = realloc(l->v, ((size_t)l->n + 1) * sizeof *v);
+    if (!v) {
+        free_entry(&t);
+        return -1;
+    }
+    l->v = v;
+    v[l->n++] = t;
+    return 0;
+}
+
+static void free_entries(TfEntryList *l) {
+    for (int i = 0; i < l->n; i++) free_entry(&l->v[i]);
+    free(l->v);
+    l->v = NULL;
+    l->n = 0;
+}
+
+/* A literal integer as written, sign included (`-1`, `+2`, `3`). */
+static int is_int_literal(const TfExpr *e) { return e->kind == TF_EXPR_INT; }
+
+/* The seed ops' argument shapes, recognized in an expression; anything else
+ * stays an expression (TF_ARG_EXPR). Takes ownership of e. */
+static TfArg arg_from_expr(TfExpr *e, TfLoc loc) {
+    TfArg a = make_arg(TF_ARG_EXPR, loc);
+    if (e->kind == TF_EXPR_NAME) {
+        a.kind = TF_ARG_NAME;
+        a.name = e->name;
+        e->name.text = NULL;
+        ast_free_expr(e);
+    } else if (e->kind == TF_EXPR_CHAR) {
+        a.kind = TF_ARG_CHAR;
+        a.ch = e->ch;
+        ast_free_expr(e);
+    } else if (is_int_literal(e)) {
+        a.kind = TF_ARG_INT;
+        a.value = e->ival;
+        a.value_loc = e->loc;
+        ast_free_expr(e);
+    } else if (e->kind == TF_EXPR_BINARY && (e->op == '+' || e->op == '-') &&
+               e->a->kind == TF_EXPR_NAME && is_int_literal(e->b) && !e->b->op) {
+        a.kind = TF_ARG_OFFSET;
+        a.name = e->a->name;
+        e->a->name.text = NULL;
+        a.value = e->op == '-' ? -e->b->ival : e->b->ival;
+        a.value_loc = e->b->loc;
+        if (e->op == '-') a.value_loc.col = e->a->loc.end_col + 1 + (e->b->loc.col - e->a->loc.end_col - 1 > 1 ? 1 : 0);
+        ast_free_expr(e);
+    } else {
+        a.expr = e;
+    }
+    return a;
+}
+
+/* `name: expr`: a step (`out_pos: -1`) when expr is an integer literal,
+ * else a named expression. Takes ownership of e. */
+static TfArg arg_named(TfName name, TfExpr *e, TfLoc loc) {
+    TfArg a = make_arg(TF_ARG_NAMED, loc);
+    a.name = name;
+    if (is_int_literal(e)) {
+        a.kind = TF_ARG_STEP;
+        a.value = e->ival;
+        a.value_loc = e->loc;
+        ast_free_expr(e);
+    } else {
+        a.expr = e;
+    }
+    return a;
+}
+
 static void yyerror(YYLTYPE *loc, yyscan_t scanner, TfParseCtx *ctx, const char *msg) {
     (void)scanner;
     diag_error(ctx->diag, *loc, "%s", msg);
@@ -510,6 +852,24 @@ static void token_text(const TfParseCtx *ctx, TfLoc loc, yysymbol_kind_t sym, ch
     snprintf(buf, n, "'%.*s'", (int)len, d->source + pos);
 }
 
+/* Tokens that can start an expression, and binary operators. */
+static int expr_start(yysymbol_kind_t sym) {
+    if (sym == YYSYMBOL_IDENT || sym == YYSYMBOL_INT || sym == YYSYMBOL_CHAR ||
+        sym == YYSYMBOL_NUMBER || sym == YYSYMBOL_KW_TRUE || sym == YYSYMBOL_KW_NOT)
+        return 1;
+    const char *name = yysymbol_name(sym);
+    return strcmp(name, "'('") == 0 || strcmp(name, "'['") == 0 || strcmp(name, "'-'") == 0 ||
+           strcmp(name, "'+'") == 0;
+}
+
+static int is_operator(yysymbol_kind_t sym) {
+    if (sym == YYSYMBOL_EQ || sym == YYSYMBOL_NE || sym == YYSYMBOL_LE || sym == YYSYMBOL_GE ||
+        sym == YYSYMBOL_KW_AND || sym == YYSYMBOL_KW_OR)
+        return 1;
+    const char *name = yysymbol_name(sym);
+    return name[0] == '\'' && name[1] && strchr("+-*/%<>?.", name[1]) && name[2] == '\'';
+}
+
 static int yyreport_syntax_error(const yypcontext_t *yyctx, yyscan_t scanner, TfParseCtx *ctx) {
     (void)scanner;
     TfLoc loc = *yypcontext_location(yyctx);
@@ -517,18 +877,32 @@ static int yyreport_syntax_error(const yypcontext_t *yyctx, yyscan_t scanner, Tf
     ctx->last_error_line = loc.line;
     ctx->last_error_col = loc.col;
 
-    yysymbol_kind_t expected[6];
-    int n = yypcontext_expected_tokens(yyctx, expected, 6);
+    yysymbol_kind_t all[YYNTOKENS];
+    int n_all = yypcontext_expected_tokens(yyctx, all, YYNTOKENS);
+    // Expressions make long lists: the tokens that can start one read as
+    // "an expression", and operators that could continue one are left out
+    // when the list is long.
+    yysymbol_kind_t expected[YYNTOKENS];
+    int n = 0, starts_expr = 0;
+    for (int i = 0; i < n_all; i++) starts_expr += expr_start(all[i]);
+    int lump = starts_expr >= 4;
+    for (int i = 0; i < n_all; i++) {
+        if (lump && expr_start(all[i])) continue;
+        if (n_all > 6 && is_operator(all[i])) continue;
+        expected[n++] = all[i];
+    }
     yysymbol_kind_t got = yypcontext_token(yyctx);
-    char found[64], want[256] = "", one[48];
+    char found[64], want[512] = "", one[48];
     token_text(ctx, loc, got, found, sizeof found);
     int semicolon = 0;
-    for (int i = 0; i < n && n > 0; i++) {
+    if (lump) snprintf(want, sizeof want, "an expression");
+    for (int i = 0; i < n; i++) {
         if (strcmp(yysymbol_name(expected[i]), "';'") == 0) semicolon = 1;
         size_t len = strlen(want);
-        snprintf(want + len, sizeof want - len, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ",
-                 symbol_text(expected[i], one, sizeof one));
+        snprintf(want + len, sizeof want - len, "%s%s",
+                 len == 0 ? "" : i == n - 1 ? " or " : ", ", symbol_text(expected[i], one, sizeof one));
     }
+    n += lump;
     // Something missing at the end of a line (a ';', mostly) is reported
     // there, not at the next line's first token.
     TfLoc prev = ctx->lex->prev_end;

@@ -1,0 +1,107 @@
+/* general.h: the general ops (Map, Aggregate, Count): values, checks, weights.
+ *
+ * After the checker has resolved declarations and unrolled the program,
+ * general_analyze walks the ops in order and works out, for every register,
+ * the set of values it can hold at the positions after the BOS and a bound
+ * on how far its columns can be from their exact values in float32. From
+ * those it checks that every op's steps and attention score gaps give the
+ * exact answer, reporting the op's location and the margin it found where
+ * they do not; it sizes the categorical registers (one column per value) and
+ * lays out the residual stream again; and it plans each general op's weights
+ * (TfGenOp), which general_lower turns into layers.
+ *
+ * Every general op writes zeros at the BOS position (position 0): that is
+ * what lets an attention give the BOS a fixed score, so that it is selected
+ * exactly when nothing else is, and supplies the default.
+ *
+ * Memory: everything general_analyze allocates hangs off the TfIr and is
+ * released by general_free (called by check_free).
+ */
+#ifndef TF_GENERAL_H
+#define TF_GENERAL_H
+
+#include "checker.h"
+#include "diag.h"
+
+typedef enum TfValKind { TF_VAL_INT, TF_VAL_TOKEN, TF_VAL_REAL } TfValKind;
+
+/* A value: an integer, a token (its character code) or a real number. */
+typedef struct TfVal {
+    TfValKind kind;
+    double x;
+} TfVal;
+
+struct TfGenReg {
+    int known;     /* the value set is known */
+    TfVal *vals;   /* categorical: one per column, in column order; numeric: sorted */
+    int n_vals;
+    char **labels; /* categorical registers written by general ops: column labels */
+    double err;    /* bound on |column - exact value| at every position */
+    int writer;    /* index of the op that wrote it, -1 */
+};
+
+typedef enum TfGenForm {
+    TF_GEN_TABLE,     /* MLP: a step per combination of categorical inputs */
+    TF_GEN_STAIRCASE, /* MLP: steps between the values of one numeric input */
+    TF_GEN_LINEAR,    /* MLP: ReLU(z) - ReLU(-z) of a linear combination */
+    TF_GEN_ATTEND,    /* attention: select and aggregate (mean or copy) */
+    TF_GEN_COUNT      /* attention: 1 / (count + 1) into a hidden numeric register */
+} TfGenForm;
+
+#define TF_GEN_MAX_INPUTS 8
+
+struct TfGenOp {
+    TfGenForm form;
+    char name[96]; /* layer name */
+    int n_in;
+    int in[TF_GEN_MAX_INPUTS]; /* input registers */
+    int dest;
+
+    /* TABLE: per combination (mixed radix over the inputs' values, first
+     * input fastest): the destination column (categorical) or -1 when the
+     * result has no column, or the number (numeric destination). */
+    int n_combo;
+    int *combo_col;
+    double *combo_num;
+
+    /* STAIRCASE: the input's values xs[0..n_x) ascending, and per value its
+     * destination column or number. */
+    int n_x;
+    double *xs;
+    int *x_col;
+    double *x_num;
+
+    /* LINEAR: dest = sum coef[i] * in[i] + c0 (zero at the BOS). */
+    double coef[TF_GEN_MAX_INPUTS], c0;
+
+    /* ATTEND / COUNT: one query register and one key register (joint ones
+     * when a predicate reads several; -1 when a side reads none), the
+     * predicate P[qi * nk + ki] over their values, the value register
+     * (ATTEND), the default, the inverse temperature, the mask. */
+    int qreg, kreg, nq, nk;
+    unsigned char *P;
+    int vreg;
+    int value_numeric;
+    double default_num; /* numeric value at the BOS (the default) */
+    int default_col;    /* categorical default's destination column, -1: none */
+    double beta;
+    int causal;
+};
+
+/* Runs the analysis and plans (see above); reports errors to diag. The op
+ * list may grow (joint registers and Count's steps become ops of their own). */
+void general_analyze(TfIr *ir, TfDiag *diag);
+void general_free(TfIr *ir);
+
+/* Column of value v in categorical register r (tokens, indices or a declared
+ * one), -1 when it has none. */
+int general_column(const TfIr *ir, int r, TfVal v);
+
+/* The token a value is printed as (a token; an integer 0..9 as its digit),
+ * -1 when it has none in the vocabulary. */
+int general_token_of(const TfIr *ir, TfVal v);
+
+/* The label of a value: 3, 'a', 0.5. */
+void general_value_label(TfVal v, char *buf, size_t n);
+
+#endif

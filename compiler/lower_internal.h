@@ -1,0 +1,38 @@
+/* lower_internal.h: what compiler/lower.c shares with compiler/general.c,
+ * which lowers the general ops: matrices in PyTorch's [out, in] order and
+ * the model they are emitted into. Private to compiler/. */
+#ifndef TF_LOWER_INTERNAL_H
+#define TF_LOWER_INTERNAL_H
+
+#include "checker.h"
+#include "model.h"
+
+typedef struct Mat {
+    int rows, cols; /* [out, in]; a vector has rows == 1 */
+    float *w;
+    int two_d;      /* store a 1-row matrix as [1, cols], not as a vector */
+} Mat;
+
+#define AT(M, o, i) ((M).w[(size_t)(o) * (size_t)(M).cols + (size_t)(i)])
+
+typedef struct Lowerer {
+    const TfIr *ir;
+    int opt;          /* 0: seed constructions; 1: optimized */
+    TfModel *m;
+    TfError *err;
+    uint64_t *hashes; /* per tensor of m, for sharing identical tensors */
+    int failed;
+} Lowerer;
+
+/* A zero matrix (sets L->failed when memory runs out). */
+Mat lower_mat(Lowerer *L, int rows, int cols);
+/* Stores M as tensor `name` (or finds an identical one); frees M; returns
+ * the tensor index, -1 after a failure. */
+int lower_emit(Lowerer *L, const char *name, Mat M);
+/* A layer of that kind named after the op's label (or the op). */
+TfLayer lower_layer_header(const Lowerer *L, const TfIrOp *op, TfLayerKind kind);
+
+/* compiler/general.c: the layers of one general op. */
+void general_lower(Lowerer *L, const TfIrOp *op);
+
+#endif
