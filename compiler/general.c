@@ -132,7 +132,8 @@ static int find_tok(const TfIr *ir, int c) {
 
 int general_token_of(const TfIr *ir, TfVal v) {
     if (v.kind == TF_VAL_TOKEN) return find_tok(ir, (int)v.x);
-    if (v.kind == TF_VAL_INT && v.x >= 0 && v.x <= 9) return find_tok(ir, '0' + (int)v.x);
+    if (v.kind != TF_VAL_TOKEN && v.x >= 0 && v.x <= 9 && v.x == floor(v.x))
+        return find_tok(ir, '0' + (int)v.x);
     return -1;
 }
 
@@ -322,7 +323,15 @@ static int eval_call(Env *E, const TfExpr *e, TfVal *out) {
         *out = best;
         return 0;
     }
-    if (e->n_args != 1) return fail(E, e, "unknown function '%s' (min, max, abs, ord, chr)", f);
+    if (e->n_args != 1)
+        return fail(E, e, "unknown function '%s' (min, max, abs, floor, round, ord, chr)", f);
+    if (strcmp(f, "floor") == 0 || strcmp(f, "round") == 0) {
+        if (!is_num(a[0])) return fail(E, e, "%s of a token", f);
+        // round: halves away from zero; a hair of tolerance for values like 0.3 * 10.
+        double x = a[0].x;
+        *out = num_val(f[0] == 'f' ? floor(x + 1e-9) : (x < 0 ? -floor(-x + 0.5) : floor(x + 0.5)), 1);
+        return 0;
+    }
     if (strcmp(f, "abs") == 0) {
         if (!is_num(a[0])) return fail(E, e, "abs of a token%s", "");
         *out = a[0];
@@ -341,7 +350,7 @@ static int eval_call(Env *E, const TfExpr *e, TfVal *out) {
         out->x = a[0].x;
         return 0;
     }
-    return fail(E, e, "unknown function '%s' (min, max, abs, ord, chr)", f);
+    return fail(E, e, "unknown function '%s' (min, max, abs, floor, round, ord, chr)", f);
 }
 
 static int literal(const TfExpr *e, TfVal *v) {
@@ -515,6 +524,7 @@ static int collect_reads(Gen *G, const TfExpr *e, int selection, Reads *R) {
 static int check_readable(Gen *G, const TfIrOp *op, int r, TfLoc loc, int need_categorical) {
     const TfIrReg *R = &G->ir->regs[r];
     const TfGenReg *g = greg(G, r);
+    if (g->poisoned) return -1;
     if (R->kind == TF_REG_POSITION) {
         diag_error(G->diag, loc,
                    "'%s' is a position register (sin/cos); %s reads categorical and numeric "
@@ -1183,10 +1193,10 @@ static void analyze_selection(Gen *G, TfIrOp *op, int index) {
     double soft = (2 * L + 4) * EPS32;
     if (leak >= 0.25) {
         diag_error(G->diag, s->op.loc,
-                   "%s: with scale %.3g over up to %.0f positions the attention leaks up to %.3g "
-                   "of its weight to positions it does not select; it must stay below 0.25 "
+                   "%s: with scale %.3g over up to %.0f positions the attention may give %.3g%% "
+                   "of its weight to positions it does not select; it must stay below 25%% "
                    "(margin %.3g)",
-                   tf_ops[op->op].name, p->beta, L, leak, 0.25 - leak);
+                   tf_ops[op->op].name, p->beta, L, fmin(leak, 1.0) * 100, 0.25 - leak);
         diag_hint(G->diag, "leave out `scale:` to let the compiler choose one");
         return;
     }
@@ -1415,7 +1425,7 @@ static void layout(TfIr *ir) {
 static void check_output(Gen *G) {
     TfIr *ir = G->ir;
     int r = ir->output_reg;
-    if (r < 0 || ir->regs[r].kind != TF_REG_CATEGORICAL) return;
+    if (r < 0 || ir->regs[r].kind != TF_REG_CATEGORICAL || greg(G, r)->writer < 0) return;
     const TfGenReg *g = greg(G, r);
     for (int i = 0; i < g->n_vals; i++) {
         if (general_token_of(ir, g->vals[i]) < 0) {
@@ -1451,6 +1461,7 @@ void general_analyze(TfIr *ir, TfDiag *diag) {
     for (int i = 0; i < ir->n_ops && !G.failed; i++) {
         TfIrOp op = ir->ops[i];
         op.gen = NULL;
+        int before = diag->n_errors;
         switch (op.op) {
         case TF_OP_MAP: analyze_map(&G, &op, G.n_out); break;
         case TF_OP_AGGREGATE:
@@ -1465,6 +1476,10 @@ void general_analyze(TfIr *ir, TfDiag *diag) {
             }
             push_op(&G, &op);
         }
+        if (diag->n_errors > before && op.dest >= 0 && greg(&G, op.dest)->writer < 0) {
+            greg(&G, op.dest)->poisoned = 1;
+            greg(&G, op.dest)->writer = G.n_out;
+        }
     }
     if (G.failed) diag_file_error(diag, "out of memory");
     for (int r = 0; r < ir->n_regs && diag->n_errors == errors; r++) {
@@ -1474,7 +1489,7 @@ void general_analyze(TfIr *ir, TfDiag *diag) {
                        ir->regs[r].name);
         }
     }
-    if (diag->n_errors == errors) check_output(&G);
+    if (ir->output_reg >= 0 && !greg(&G, ir->output_reg)->poisoned) check_output(&G);
     make_labels(&G);
     free(ir->ops);
     ir->ops = G.out;

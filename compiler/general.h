@@ -38,6 +38,7 @@ struct TfGenReg {
     char **labels; /* categorical registers written by general ops: column labels */
     double err;    /* bound on |column - exact value| at every position */
     int writer;    /* index of the op that wrote it, -1 */
+    int poisoned;  /* its op failed: later reads fail quietly (no follow-on errors) */
 };
 
 typedef enum TfGenForm {

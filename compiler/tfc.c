@@ -97,11 +97,21 @@ int main(int argc, char **argv) {
         fprintf(stderr, "tfc: %s\n", out_path ? err.msg : "out of memory");
         status = TFC_EXIT_USAGE;
     } else if (verbose) {
-        int attn = 0;
-        for (int l = 0; l < m->n_layers; l++) attn += m->layers[l].kind == TF_LAYER_ATTENTION;
-        printf("%s: %d layers (%d attention, %d MLP), d_model %d, %d tensors, %zu parameters\n",
-               out_path, m->n_layers, attn, m->n_layers - attn, m->d_model, m->n_tensors,
-               model_param_count(m));
+        int attn = 0, heads = 0, widest = 0, hidden = 0;
+        for (int l = 0; l < m->n_layers; l++) {
+            const TfLayer *ly = &m->layers[l];
+            if (ly->kind == TF_LAYER_ATTENTION) {
+                attn++;
+                heads += ly->n_heads;
+            } else if (ly->kind == TF_LAYER_MLP) {
+                hidden += ly->d_hidden;
+                if (ly->d_hidden > widest) widest = ly->d_hidden;
+            }
+        }
+        printf("%s: %d layers (%d attention with %d heads, %d MLP: widest %d, %d hidden units in "
+               "all), d_model %d, %d tensors, %zu parameters\n",
+               out_path, m->n_layers, attn, heads, m->n_layers - attn, widest, hidden, m->d_model,
+               m->n_tensors, model_param_count(m));
     }
     model_free(m);
     free(source);

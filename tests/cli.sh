@@ -50,7 +50,7 @@ expect "tfc writes beside the source by default" 0 "" "" -- "$TFC" "$tmp/beside.
 cmp -s "$W" "$tmp/beside.tfw" && { echo "FAIL: source_name should differ"; failed=$((failed + 1)); } || passed=$((passed + 1))
 
 summary=$("$TFC" "$SRC/programs/adder.tfp" -o "$tmp/v.tfw" -v)
-if [[ "$summary" == "$tmp/v.tfw: 36 layers (11 attention, 25 MLP), d_model 80, "*" tensors, "*" parameters" ]]; then
+if [[ "$summary" == "$tmp/v.tfw: 36 layers (11 attention with 11 heads, 25 MLP: widest "*"), d_model 80, "*" tensors, "*" parameters" ]]; then
     passed=$((passed + 1))
 else
     echo "FAIL: tfc -v summary: $summary"; failed=$((failed + 1))
