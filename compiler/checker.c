@@ -31,7 +31,7 @@ typedef struct IrBox {
     int n_arg_blocks;
 } IrBox;
 
-static const char *show_char(int c, char *buf) {
+const char *check_show_char(int c, char *buf) {
     switch (c) {
     case '\n': return "\\n";
     case '\t': return "\\t";
@@ -178,7 +178,7 @@ static void check_vocab(Checker *ck, const TfStmt *s) {
         if (seen[c] >= 0) {
             char buf[8];
             diag_error(ck->diag, s->vocab_locs[i], "token '%s' appears twice in the vocabulary",
-                       show_char(c, buf));
+                       check_show_char(c, buf));
             diag_note(ck->diag, s->vocab_locs[seen[c]], "first listed here");
             ok = 0;
             continue;
@@ -239,7 +239,7 @@ static void collect_declarations(Checker *ck, const TfProgram *prog) {
                 if (ck->ir->bos < 0) {
                     char buf[8];
                     diag_error(ck->diag, s->ch_loc, "token '%s' is not in the vocabulary",
-                               show_char(s->ch, buf));
+                               check_show_char(s->ch, buf));
                 }
             }
             break;
@@ -335,7 +335,7 @@ static void check_output_and_generate(Checker *ck) {
             if (ir->stop_token < 0) {
                 char buf[8];
                 diag_error(ck->diag, g->ch_loc, "token '%s' is not in the vocabulary",
-                           show_char(g->ch, buf));
+                           check_show_char(g->ch, buf));
             }
         }
     }
@@ -391,7 +391,7 @@ static int check_arg(Checker *ck, const TfOpInfo *info, const TfParam *p, const 
         if (out->tok < 0) {
             char buf[8];
             diag_error(ck->diag, a->loc, "token '%s' is not in the vocabulary",
-                       show_char(a->ch, buf));
+                       check_show_char(a->ch, buf));
             return -1;
         }
         return 0;

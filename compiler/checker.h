@@ -82,6 +82,9 @@ enum { TF_IR_REG_TOKENS = 0, TF_IR_REG_POS = 1, TF_IR_REG_INDICES = 2 /* with ma
 /* Checks a parsed program. Returns the checked program, or NULL when any
  * error was reported (diag->n_errors > 0) or memory ran out. */
 TfIr *check_program(const TfProgram *prog, TfDiag *diag);
+
+/* A character as written in a literal: a, \n, \' (buf holds 8 bytes). */
+const char *check_show_char(int c, char *buf);
 void check_free(TfIr *ir);
 
 #endif

@@ -98,26 +98,10 @@ static int val_unique(TfVal *v, int n) {
     return m;
 }
 
-static const char *char_text(int c, char *buf) {
-    switch (c) {
-    case '\n': return "\\n";
-    case '\t': return "\\t";
-    case '\'': return "\\'";
-    case '\\': return "\\\\";
-    case ' ': return " ";
-    default:
-        if (c < 0x20 || c >= 0x7f)
-            snprintf(buf, 8, "\\x%02x", c & 0xff);
-        else
-            snprintf(buf, 8, "%c", c);
-        return buf;
-    }
-}
-
 void general_value_label(TfVal v, char *buf, size_t n) {
     char cb[8];
     if (v.kind == TF_VAL_TOKEN)
-        snprintf(buf, n, "'%s'", char_text((int)v.x, cb));
+        snprintf(buf, n, "'%s'", check_show_char((int)v.x, cb));
     else if (v.kind == TF_VAL_INT)
         snprintf(buf, n, "%.0f", v.x);
     else
@@ -1505,21 +1489,7 @@ static int col(const TfIr *ir, int r, TfVal v) {
 }
 
 static void add_mlp(Lowerer *L, const TfIrOp *op, Mat w1, Mat b1, Mat w2, Mat b2) {
-    TfLayer ly = lower_layer_header(L, op, TF_LAYER_MLP);
-    w1.two_d = w2.two_d = 1;
-    ly.d_hidden = w1.rows;
-    ly.act = TF_ACT_RELU;
-    char name[96];
-    int li = L->m->n_layers;
-    snprintf(name, sizeof name, "layers.%d.mlp.fc1.weight", li);
-    ly.fc1_weight = lower_emit(L, name, w1);
-    snprintf(name, sizeof name, "layers.%d.mlp.fc1.bias", li);
-    ly.fc1_bias = lower_emit(L, name, b1);
-    snprintf(name, sizeof name, "layers.%d.mlp.fc2.weight", li);
-    ly.fc2_weight = lower_emit(L, name, w2);
-    snprintf(name, sizeof name, "layers.%d.mlp.fc2.bias", li);
-    ly.fc2_bias = lower_emit(L, name, b2);
-    if (!L->failed && model_add_layer(L->m, &ly, L->err) < 0) L->failed = 1;
+    lower_add_mlp(L, op, TF_ACT_RELU, w1, b1, w2, b2);
 }
 
 /* Two ReLU units h = ReLU(u + 1/2), h' = ReLU(u - 1/2) with u = w.x + b:

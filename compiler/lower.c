@@ -150,10 +150,10 @@ static void emit_attention_proj(Lowerer *L, int li, const TfIrOp *op, Mat q, Mat
 
 /* x += act(x W1^T + b1) W2^T + b2: the seed's MLPLayer with exact GELU,
  * or (emit_mlp_act) with ReLU. */
-static void emit_mlp_act(Lowerer *L, int li, const TfIrOp *op, TfActivation act, Mat w1, Mat b1,
-                         Mat w2, Mat b2) {
-    (void)li;
+void lower_add_mlp(Lowerer *L, const TfIrOp *op, TfActivation act, Mat w1, Mat b1, Mat w2,
+                   Mat b2) {
     TfLayer ly = lower_layer_header(L, op, TF_LAYER_MLP);
+    w1.two_d = w2.two_d = 1;
     ly.d_hidden = w1.rows;
     ly.act = act;
     char name[96];
@@ -166,6 +166,12 @@ static void emit_mlp_act(Lowerer *L, int li, const TfIrOp *op, TfActivation act,
     snprintf(name, sizeof name, "layers.%d.mlp.fc2.bias", L->m->n_layers);
     ly.fc2_bias = lower_emit(L, name, b2);
     if (!L->failed && model_add_layer(L->m, &ly, L->err) < 0) L->failed = 1;
+}
+
+static void emit_mlp_act(Lowerer *L, int li, const TfIrOp *op, TfActivation act, Mat w1, Mat b1,
+                         Mat w2, Mat b2) {
+    (void)li; // tensors are named by the layer they belong to
+    lower_add_mlp(L, op, act, w1, b1, w2, b2);
 }
 
 static void emit_mlp(Lowerer *L, int li, const TfIrOp *op, Mat w1, Mat b1, Mat w2, Mat b2) {

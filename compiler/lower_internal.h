@@ -32,6 +32,10 @@ int lower_emit(Lowerer *L, const char *name, Mat M);
 /* A layer of that kind named after the op's label (or the op). */
 TfLayer lower_layer_header(const Lowerer *L, const TfIrOp *op, TfLayerKind kind);
 
+/* Appends the MLP layer x += act(x W1^T + b1) W2^T + b2 for op. */
+void lower_add_mlp(Lowerer *L, const TfIrOp *op, TfActivation act, Mat w1, Mat b1, Mat w2,
+                   Mat b2);
+
 /* compiler/general.c: the layers of one general op. */
 void general_lower(Lowerer *L, const TfIrOp *op);
 
