@@ -1,0 +1,367 @@
+#!/usr/bin/env python3
+"""Reference implementations of the program library (programs/*.tfp) and their test cases.
+
+    tests/program_ref.py --list                 the programs, one name a line
+    tests/program_ref.py NAME [--max N]         NAME's cases: prompt<TAB>expected, one a line
+    tests/program_ref.py NAME --describe        what NAME's cases cover
+    tests/program_ref.py NAME --examples TFP    the examples in TFP's header, checked here
+
+Each reference below is plain Python written from the task's definition (RASP, Tracr), not
+from the .tfp program: it never looks at registers, attention or counts.
+
+Every-position programs read `^` (the BOS, position 0) and up to 16 input tokens; the
+expected string has one token per input token (the output at positions 1..n; the BOS
+position is not printed). Generating programs (the arithmetic) expect the generated tokens.
+
+Cases: every string up to some length over the program's input alphabet (exhaustive), then
+10,000 random inputs from a fixed seed with lengths 1..16 (a sixteenth of them of length 16);
+for the bracket languages half of the random inputs are random walks that stay valid for long
+stretches (uniform strings fail almost at once). The arithmetic programs are exhaustive where
+the domain allows (8-bit binary addition: all 65,536 pairs) and otherwise random plus
+structured carry chains. `--max N` keeps N cases spread evenly over the whole list
+(the sanitizer build runs few).
+"""
+import argparse
+import itertools
+import re
+import random
+import sys
+import zlib
+
+MAXN = 16  # input tokens after the BOS (maxlen 17)
+HEX = "0123456789ABCDEFG"  # counts 0..16 as one token
+RANDOM_CASES = 10000
+
+
+# ---- references ------------------------------------------------------------------------
+
+
+def reverse(s):
+    return s[::-1]
+
+
+def length(s):
+    return HEX[len(s)] * len(s)
+
+
+def histogram(s):
+    return "".join(HEX[s.count(c)] for c in s)
+
+
+def double_histogram(s):
+    # For each position: how many distinct tokens occur exactly as often as this one.
+    count = {c: s.count(c) for c in set(s)}
+    return "".join(HEX[sum(1 for d in count if count[d] == count[c])] for c in s)
+
+
+def sort(s):
+    return "".join(sorted(s))  # Python's sort is stable; equal tokens are equal anyway
+
+
+def sort_freq(s):
+    # Tokens by decreasing frequency; equally frequent ones keep their input order.
+    count = {c: s.count(c) for c in set(s)}
+    order = sorted(range(len(s)), key=lambda i: (-count[s[i]], i))
+    return "".join(s[i] for i in order)
+
+
+def most_freq(s):
+    # The distinct tokens by decreasing frequency, ties by first occurrence; '.' pads.
+    firsts = []
+    for c in s:
+        if c not in firsts:
+            firsts.append(c)
+    ranked = sorted(firsts, key=lambda c: (-s.count(c), s.index(c)))
+    return "".join(ranked) + "." * (len(s) - len(ranked))
+
+
+def frac_prevs(s):
+    # Fraction of the tokens so far (this one included) that are 'a', in tenths rounded
+    # down, 'T' when all are.
+    out = []
+    for i in range(1, len(s) + 1):
+        a = s[:i].count("a")
+        out.append("T" if a == i else str(10 * a // i))
+    return "".join(out)
+
+
+BAL_NEG = "abcdefghijklmnop"  # balance -1..-16
+
+
+def balance(s):
+    # Opening minus closing parentheses so far: 0..16 as HEX, -1..-16 as a..p.
+    out, b = [], 0
+    for c in s:
+        b += 1 if c == "(" else -1 if c == ")" else 0
+        out.append(HEX[b] if b >= 0 else BAL_NEG[-b - 1])
+    return "".join(out)
+
+
+def dyck_ptf(s, pairs):
+    # Per prefix: F once a closer has no matching opener (wrong type or none), T when the
+    # prefix is balanced, P when it is a proper prefix of a balanced string.
+    opener = {c: o for o, c in pairs}
+    stack, failed, out = [], False, []
+    for ch in s:
+        if not failed:
+            if ch in opener:
+                if stack and stack[-1] == opener[ch]:
+                    stack.pop()
+                else:
+                    failed = True
+            else:
+                stack.append(ch)
+        out.append("F" if failed else "T" if not stack else "P")
+    return "".join(out)
+
+
+def shuffle_dyck_ptf(s, pairs):
+    # Each pair on its own (a shuffle of Dyck-1 languages): F once some pair's closers
+    # outnumber its openers, T when every pair is balanced, P otherwise.
+    depth = {o: 0 for o, _ in pairs}
+    failed, out = False, []
+    for ch in s:
+        for o, c in pairs:
+            depth[o] += (ch == o) - (ch == c)
+            if depth[o] < 0:
+                failed = True
+        out.append("F" if failed else "T" if all(d == 0 for d in depth.values()) else "P")
+    return "".join(out)
+
+
+def pattern(s, pat="abc"):
+    return "".join("1" if s[: i + 1].endswith(pat) else "0" for i in range(len(s)))
+
+
+def count_token(s, tok="a"):
+    return HEX[s.count(tok)] * len(s)
+
+
+def shift(s, k=2, fill="_"):
+    return (fill * k + s)[: len(s)]
+
+
+def add_digits(a, b, base, n):
+    """n-digit a and b (strings, most significant first) -> n+1 digits of the sum."""
+    x, y = int(a, base), int(b, base)
+    s = x + y
+    digits = []
+    for _ in range(n + 1):
+        digits.append("0123456789"[s % base])
+        s //= base
+    return "".join(reversed(digits))
+
+
+def mul_digit(d, a):
+    """One digit d times the n-digit a -> the n+1 digits of the product."""
+    return str(int(d) * int(a)).zfill(len(a) + 1)
+
+
+# ---- cases --------------------------------------------------------------------------------
+
+
+def strings(alphabet, max_len):
+    for n in range(0, max_len + 1):
+        for t in itertools.product(alphabet, repeat=n):
+            yield "".join(t)
+
+
+def random_strings(rng, alphabet, count=RANDOM_CASES):
+    for i in range(count):
+        n = 1 + i % MAXN  # every length 1..16 equally often
+        yield "".join(rng.choice(alphabet) for _ in range(n))
+
+
+def bracket_walks(rng, pairs, count):
+    """Strings that mostly stay valid: open or close the innermost pair, now and then a
+    wrong closer or an unmatched one."""
+    for i in range(count):
+        n = 1 + i % MAXN
+        stack, s = [], []
+        for _ in range(n):
+            r = rng.random()
+            if r < 0.02:
+                s.append(rng.choice(pairs)[1])  # any closer: often an error
+            elif stack and r < 0.5:
+                s.append(stack.pop())
+            else:
+                o, c = rng.choice(pairs)
+                stack.append(c)
+                s.append(o)
+        yield "".join(s)
+
+
+def seq_cases(ref, alphabet, exhaustive_len, walks=None):
+    def gen(rng):
+        seen = set()
+        for s in strings(alphabet, exhaustive_len):
+            seen.add(s)
+            yield s
+        rand = list(random_strings(rng, alphabet, RANDOM_CASES // 2 if walks else RANDOM_CASES))
+        if walks:
+            rand += list(bracket_walks(rng, walks, RANDOM_CASES - len(rand)))
+        for s in rand:
+            yield s
+
+    def cases(rng):
+        for s in gen(rng):
+            yield "^" + s, ref(s)
+
+    how = (f"exhaustive: every string over '{alphabet}' of length 0..{exhaustive_len}; "
+           f"random: {RANDOM_CASES} of length 1..16 (each length equally often)"
+           + (", half of them near-valid bracket walks" if walks else ""))
+    return cases, how, lambda prompt: ref(prompt[1:])
+
+
+def binary_add_cases(rng):
+    n = 8
+    for x in range(2 ** n):
+        for y in range(2 ** n):
+            a, b = format(x, "08b"), format(y, "08b")
+            yield f"^{a}+{b}=", add_digits(a, b, 2, n)
+
+
+def decimal_add_cases(rng, n=8):
+    def case(a, b):
+        return f"^{a}+{b}=", add_digits(a, b, 10, n)
+
+    # Structured: each column's digit sum is 8, 9 (carry propagates) or 10 (carry
+    # generated), every pattern of those, digits random: all carry chains.
+    for pat in itertools.product((8, 9, 10), repeat=n):
+        a, b = "", ""
+        for p in pat:
+            x = rng.randint(max(0, p - 9), min(9, p))
+            a += str(x)
+            b += str(p - x)
+        yield case(a, b)
+    extremes = ["0" * n, "9" * n, "0" * (n - 1) + "1", "1" + "0" * (n - 1), "5" * n, "4" * n]
+    for a in extremes:
+        for b in extremes:
+            yield case(a, b)
+    for _ in range(RANDOM_CASES):
+        a = "".join(rng.choice("0123456789") for _ in range(n))
+        b = "".join(rng.choice("0123456789") for _ in range(n))
+        yield case(a, b)
+
+
+def mul_digit_cases(rng, n=8):
+    def case(d, a):
+        return f"^{d}*{a}=", mul_digit(d, a)
+
+    for d in "0123456789":
+        for a in ["0" * n, "9" * n, "1" * n, "1" + "0" * (n - 1), ("12345679" * n)[:n]]:
+            yield case(d, a)
+    # Long carry chains: numbers whose products are near a power of ten, e.g. 7 * 14285714.
+    for d in range(1, 10):
+        for k in range(1, n + 1):
+            for delta in (-2, -1, 0, 1, 2):
+                v = (10 ** k) // d + delta
+                if 0 <= v < 10 ** n:
+                    yield case(str(d), str(v).zfill(n))
+    for i in range(RANDOM_CASES):
+        d = str(i % 10)
+        a = "".join(rng.choice("0123456789") for _ in range(n))
+        yield case(d, a)
+
+
+PROGRAMS = {}
+
+
+def program(name, cases_and_how):
+    PROGRAMS[name] = cases_and_how
+
+
+program("reverse", seq_cases(reverse, "abc", 8))
+program("length", seq_cases(length, "ab", 10))
+program("histogram", seq_cases(histogram, "abcd", 6))
+program("double_histogram", seq_cases(double_histogram, "abcd", 6))
+program("sort", seq_cases(sort, "abcd", 6))
+program("sort_freq", seq_cases(sort_freq, "abcd", 6))
+program("most_freq", seq_cases(most_freq, "abcd", 6))
+program("frac_prevs", seq_cases(frac_prevs, "abc", 8))
+program("count_token", seq_cases(count_token, "abc", 8))
+program("shift", seq_cases(shift, "abc", 8))
+program("pattern", seq_cases(pattern, "abc", 8))
+program("balance", seq_cases(balance, "()", 13, walks=[("(", ")")]))
+program("dyck1", seq_cases(lambda s: dyck_ptf(s, [("(", ")")]), "()", 13, walks=[("(", ")")]))
+program("dyck2", seq_cases(lambda s: dyck_ptf(s, [("(", ")"), ("{", "}")]), "(){}", 6,
+                           walks=[("(", ")"), ("{", "}")]))
+program("dyck3", seq_cases(lambda s: dyck_ptf(s, [("(", ")"), ("[", "]"), ("{", "}")]),
+                           "()[]{}", 5, walks=[("(", ")"), ("[", "]"), ("{", "}")]))
+program("shuffle_dyck2", seq_cases(lambda s: shuffle_dyck_ptf(s, [("(", ")"), ("{", "}")]),
+                                   "(){}", 6, walks=[("(", ")"), ("{", "}")]))
+def solve_add(base, n):
+    def solve(prompt):  # ^A+B=
+        a, b = prompt[1:-1].split("+")
+        assert len(a) == len(b) == n, prompt
+        return add_digits(a, b, base, n)
+    return solve
+
+
+def solve_mul(prompt):  # ^d*A=
+    d, a = prompt[1:-1].split("*")
+    return mul_digit(d, a)
+
+
+program("add_binary", (binary_add_cases, "exhaustive: all 65,536 pairs of 8-bit numbers",
+                       solve_add(2, 8)))
+program("add_decimal", (decimal_add_cases,
+                        "structured: all 6,561 patterns of column sums 8/9/10 (every carry "
+                        "chain), digits random; 36 extreme pairs; random: 10,000 pairs",
+                        solve_add(10, 8)))
+program("mul_digit", (mul_digit_cases,
+                      "structured: 50 fixed numbers x digit, 400 products near powers of ten "
+                      "(long carry chains); random: 10,000 (each digit 1,000 times)",
+                      solve_mul))
+
+
+def header_examples(path):
+    """The examples in a program's header comment: "PROMPT" -> "EXPECTED"."""
+    out = []
+    for line in open(path):
+        if not line.startswith("#"):
+            break
+        out += re.findall(r'"(\^[^"]*)" -> "([^"]*)"', line)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("name", nargs="?")
+    ap.add_argument("--list", action="store_true", help="print the program names")
+    ap.add_argument("--max", type=int, default=0, help="keep at most N cases, evenly spread")
+    ap.add_argument("--describe", action="store_true", help="what the cases cover")
+    ap.add_argument("--examples", metavar="TFP",
+                    help="print the examples of TFP's header comment as cases; exit 1 if the "
+                    "reference disagrees with one")
+    a = ap.parse_args()
+    if a.list:
+        print("\n".join(PROGRAMS))
+        return 0
+    if a.name not in PROGRAMS:
+        ap.error(f"unknown program {a.name!r}; --list shows them")
+    cases_fn, how, solve = PROGRAMS[a.name]
+    if a.describe:
+        print(how)
+        return 0
+    if a.examples:
+        examples = header_examples(a.examples)
+        bad = [(p, e, solve(p)) for p, e in examples if solve(p) != e]
+        for p, e, want in bad:
+            print(f"{a.examples}: header example {p} -> {e}, but the reference gives {want}",
+                  file=sys.stderr)
+        if not examples:
+            print(f"{a.examples}: no header example \"^...\" -> \"...\"", file=sys.stderr)
+        sys.stdout.write("".join(f"{p}\t{e}\n" for p, e in examples))
+        return 1 if bad or not examples else 0
+    rng = random.Random(zlib.crc32(a.name.encode()))
+    lines = [f"{p}\t{e}\n" for p, e in cases_fn(rng)]
+    if a.max and len(lines) > a.max:
+        step = len(lines) / a.max
+        lines = [lines[int(i * step)] for i in range(a.max)]
+    sys.stdout.write("".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
