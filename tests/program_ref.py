@@ -244,6 +244,40 @@ def decimal_add_cases(rng, n=8):
         yield case(a, b)
 
 
+def decimal_add16_cases(rng, n=16):
+    def case(a, b):
+        return f"^{a}+{b}=", add_digits(a, b, 10, n)
+
+    def digits_for(sums):
+        a, b = "", ""
+        for p in sums:
+            x = rng.randint(max(0, p - 9), min(9, p))
+            a += str(x)
+            b += str(p - x)
+        return a, b
+
+    # Every single carry chain: columns i..j-1 sum to 9, column j makes (10..18) or
+    # stops (0..8) a carry, the others random.
+    for i in range(n):
+        for j in range(i, n + 1):
+            for end in (rng.randint(10, 18), rng.randint(0, 8)):
+                sums = [rng.randint(0, 18) for _ in range(n)]
+                sums[i:j] = [9] * (j - i)
+                if j < n:
+                    sums[j] = end
+                yield case(*digits_for(sums))
+    for _ in range(5000):  # random patterns of column sums 8, 9, 10
+        yield case(*digits_for([rng.choice((8, 9, 10)) for _ in range(n)]))
+    extremes = ["0" * n, "9" * n, "0" * (n - 1) + "1", "1" + "0" * (n - 1), "5" * n, "4" * n]
+    for a in extremes:
+        for b in extremes:
+            yield case(a, b)
+    for _ in range(RANDOM_CASES):
+        a = "".join(rng.choice("0123456789") for _ in range(n))
+        b = "".join(rng.choice("0123456789") for _ in range(n))
+        yield case(a, b)
+
+
 def mul_digit_cases(rng, n=8):
     def case(d, a):
         return f"^{d}*{a}=", mul_digit(d, a)
@@ -279,6 +313,7 @@ program("sort", seq_cases(sort, "abcd", 6))
 program("sort_freq", seq_cases(sort_freq, "abcd", 6))
 program("most_freq", seq_cases(most_freq, "abcd", 6))
 program("frac_prevs", seq_cases(frac_prevs, "abc", 8))
+program("frac_prevs_mean", seq_cases(frac_prevs, "abc", 8))
 program("count_token", seq_cases(count_token, "abc", 8))
 program("shift", seq_cases(shift, "abc", 8))
 program("pattern", seq_cases(pattern, "abc", 8))
@@ -309,6 +344,11 @@ program("add_decimal", (decimal_add_cases,
                         "structured: all 6,561 patterns of column sums 8/9/10 (every carry "
                         "chain), digits random; 36 extreme pairs; random: 10,000 pairs",
                         solve_add(10, 8)))
+program("add_decimal16", (decimal_add16_cases,
+                          "structured: every carry chain (columns i..j-1 summing to 9, column "
+                          "j making or stopping a carry; 304), 5,000 random patterns of column "
+                          "sums 8/9/10; 36 extreme pairs; random: 10,000 pairs",
+                          solve_add(10, 16)))
 program("mul_digit", (mul_digit_cases,
                       "structured: 50 fixed numbers x digit, 400 products near powers of ten "
                       "(long carry chains); random: 10,000 (each digit 1,000 times)",
