@@ -8,7 +8,7 @@
 # `tfrun --check` (every case must pass), and print its size (layers, d_model,
 # parameters, from TFINFO, by default tfinfo next to TFRUN) and its case count.
 # $TF_PROGRAM_CASES caps the cases per program, spread evenly over the list
-# (the sanitizer build runs 200); unset, every case runs.
+# (the sanitizer build runs 1,000); unset, every case runs.
 set -uo pipefail
 TFC=$1
 TFRUN=$2
