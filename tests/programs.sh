@@ -9,6 +9,11 @@
 # parameters, from TFINFO, by default tfinfo next to TFRUN) and its case count.
 # $TF_PROGRAM_CASES caps the cases per program, spread evenly over the list
 # (the sanitizer build runs 1,000); unset, every case runs.
+#
+# Then PyTorch as an independent peer (tools/tfw_torch.py, when Debian's
+# python3-torch imports): on a sample of each program's prompts (100 for
+# every-position programs, 20 for generating ones, which it runs without a
+# cache) it must print exactly what tfrun --batch prints.
 set -uo pipefail
 TFC=$1
 TFRUN=$2
@@ -26,6 +31,11 @@ fail() {
 }
 
 names=$("$PY" "$REF" --list) || { echo "FAIL: $REF --list"; exit 1; }
+torch=1
+if ! "$PY" -c 'import torch' 2>/dev/null; then
+    echo "note: $PY cannot import torch: the PyTorch peer is skipped (tests/torch.sh fails on it)"
+    torch=0
+fi
 printf '%-18s %7s %7s %10s %12s %8s  %s\n' program layers d_model parameters "FLOP/case" cases result
 for name in $names; do
     src=$ROOT/programs/$name.tfp
@@ -67,6 +77,21 @@ for name in $names; do
         echo "$out" | head -12
     else
         result="$n passed"
+    fi
+
+    if [ $torch -eq 1 ]; then
+        k=20
+        grep -q '^output .* at every position' "$src" && k=100
+        "$PY" "$REF" "$name" --max $k | cut -f1 >"$tmp/prompts.txt"
+        "$TFRUN" "$w" --batch "$tmp/prompts.txt" >"$tmp/tfrun.out" 2>&1
+        "$PY" "$ROOT/tools/tfw_torch.py" "$w" --batch "$tmp/prompts.txt" >"$tmp/torch.out" 2>&1
+        if cmp -s "$tmp/tfrun.out" "$tmp/torch.out"; then
+            result="$result, $k in PyTorch"
+        else
+            result="$result, PyTorch DIFFERS"
+            fail "$name: tools/tfw_torch.py and tfrun --batch print different lines"
+            diff "$tmp/tfrun.out" "$tmp/torch.out" | head -6
+        fi
     fi
     # shellcheck disable=SC2086
     printf '%-18s %7s %7s %10s %12s %8s  %s\n' "$name" $size "${flop:-?}" "$n" "$result"
