@@ -350,7 +350,7 @@ program("add_decimal16", (decimal_add16_cases,
                           "sums 8/9/10; 36 extreme pairs; random: 10,000 pairs",
                           solve_add(10, 16)))
 program("mul_digit", (mul_digit_cases,
-                      "structured: 50 fixed numbers x digit, 400 products near powers of ten "
+                      "structured: 50 fixed numbers x digit, 353 products near powers of ten "
                       "(long carry chains); random: 10,000 (each digit 1,000 times)",
                       solve_mul))
 
