@@ -1187,12 +1187,14 @@ static void analyze_selection(Gen *G, TfIrOp *op, int index) {
     int dest = op->dest;
     if (is_count) {
         // 1 / (c + 1) into a hidden numeric register, then steps to c.
+        // Named after the label, or the op and its place when unlabelled or
+        // the label is taken: each Count has a fraction of its own.
         char name[128];
-        snprintf(name, sizeof name, "%s.frac", p->name);
-        name[strlen(name) - strlen(".attn.frac")] = '\0';
-        strncat(name, ".frac", sizeof name - strlen(name) - 1);
-        int h = find_reg(G->ir, name);
-        if (h < 0) h = add_hidden_reg(G, name, TF_REG_SCALAR);
+        if (s->label.text) snprintf(name, sizeof name, "%s.frac", s->label.text);
+        if (!s->label.text || find_reg(G->ir, name) >= 0)
+            snprintf(name, sizeof name, "%s%d.frac",
+                     s->label.text ? s->label.text : tf_ops[op->op].layer_name, index);
+        int h = add_hidden_reg(G, name, TF_REG_SCALAR);
         if (h < 0) return;
         int n_c = G->ir->maxlen; // counts 0 .. maxlen - 1
         TfVal *fr = malloc((size_t)n_c * sizeof *fr);

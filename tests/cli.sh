@@ -197,5 +197,22 @@ expect "tfinfo: the stop token" 0 \
     "~generation: until the stop token '\$' (not printed), at most 10 tokens, greedy; unembedding reads next" "" \
     -- "$TFINFO" "$S"
 
+# General ops: two unlabelled Counts each keep their own hidden fraction
+# register (they once shared one and added up).
+cat >"$tmp/two_counts.tfp" <<'EOF2'
+vocab "^ab0123456789";
+bos '^';
+maxlen 17;
+cat n, m, out;
+Count(k.tokens == 'a') -> n;
+Count(k.tokens == 'b') -> m;
+Map(min(n + m, 9)) -> out;
+output out at every position;
+EOF2
+expect "general: two unlabelled Counts compile" 0 "" "" -- "$TFC" "$tmp/two_counts.tfp" -o "$tmp/two_counts.tfw"
+expect "general: two unlabelled Counts count apart" 0 "$(printf '^aab\t333')" "" -- "$TFRUN" "$tmp/two_counts.tfw" "^aab"
+expect "general: a prompt without the BOS" 1 "" "must start with the beginning-of-sequence token" \
+    -- "$TFRUN" "$tmp/two_counts.tfw" "aab"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

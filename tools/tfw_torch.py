@@ -237,7 +237,8 @@ def main():
             if not text:
                 raise TfwError("%s: empty prompt" % where)
             one_pass = model.classify or model.every_position or model.stop_token is not None
-            if len(text) + (0 if one_pass else n_new) > model.max_len:
+            # The last generated token is never fed back: prompt + n_new - 1 rows.
+            if len(text) + (0 if one_pass else n_new - 1) > model.max_len:
                 raise TfwError("%s: too long for the position encoding" % where)
             ids = tokenize(model, text, where)
             if model.bos is not None and ids[0] != model.bos:
