@@ -25,6 +25,7 @@
 #endif
 
 #include "checker.h"
+#include "batch.h"
 #include "dataset.h"
 #include "file.h"
 #include "learned.h"
@@ -64,7 +65,8 @@ static void usage(FILE *f) {
             "  -o FILE              the trained model and optimizer state (default: PROGRAM.tfw)\n"
             "  --eval-every N       evaluate the held-out set every N steps (default 100)\n"
             "  --checkpoint-every N also write -o FILE every N steps\n"
-            "  --threads N          OpenBLAS threads (default 1)\n"
+            "  --threads N          threads for the attention layers (default: the CPUs;\n"
+            "                       the trained model is the same for any N)\n"
             "  --dump-grads FILE    write the gradient of the first batch as a .tfw and stop\n"
             "  --quiet              only the final line\n");
 }
@@ -105,7 +107,7 @@ static int parse_args(int argc, char **argv, Args *a) {
     a->heldout_size = 1000;
     a->batch = 64;
     a->eval_every = 100;
-    a->threads = 1;
+    a->threads = batch_default_threads();
     a->steps = 1000;
     a->lr = 1e-3f;
     a->momentum = 0.9f;
@@ -399,7 +401,9 @@ int main(int argc, char **argv) {
         return EXIT_USAGE;
     }
 #ifdef TF_HAVE_OPENBLAS
-    if (!getenv("OPENBLAS_NUM_THREADS")) openblas_set_num_threads(a.threads);
+    // The attention's per-sequence work runs on a.threads threads; OpenBLAS
+    // on one (its threads do not pay at these sizes), unless told otherwise.
+    if (!getenv("OPENBLAS_NUM_THREADS")) openblas_set_num_threads(1);
 #endif
     TfError err = {""};
     TfLearnedSpec spec;
@@ -482,7 +486,7 @@ int main(int argc, char **argv) {
     TfTrainOptions o = {a.opt, a.momentum, a.beta1, a.beta2, a.eps, a.wd, a.clip,
                         a.have_dropout ? a.dropout : spec.dropout,
                         spec.positions == TF_POS_LEARNED,
-                        a.have_seed ? (uint64_t)a.seed : spec.seed};
+                        a.have_seed ? (uint64_t)a.seed : spec.seed, a.threads};
     int chunk = a.batch > 256 ? a.batch : 256;
     int max_len = train.max_len > held.max_len ? train.max_len : held.max_len;
     if (max_len < 5) max_len = 5;

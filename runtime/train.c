@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "parallel.h"
 #include "rng.h"
 #include "tfw.h"
 
@@ -53,6 +54,8 @@ struct TfTrainer {
     int n_outputs;      /* V or classes */
 
     float *dres, *dres2, *dy, *dain, *dq, *dk, *dv, *dattout, *dh, *dhpre, *scratch, *dpreatt;
+    int threads;  /* attention's per-sequence work is split over this many */
+    size_t max_t; /* longest sequence: each thread's share of scratch */
     int batch_has_dropout;
 
     /* Only the rows the loss reads need the layers after the last attention
@@ -226,7 +229,9 @@ TfTrainer *trainer_new(TfModel *m, const TfTrainOptions *opts, int max_rows, int
     t->dattout = xcalloc(R * wide, sizeof(float), &failed);
     t->dh = xcalloc(R * wide, sizeof(float), &failed);
     t->dhpre = xcalloc(R * wide, sizeof(float), &failed);
-    t->scratch = xcalloc(maxT, sizeof(float), &failed);
+    t->threads = opts->threads < 1 ? 1 : opts->threads > TF_PARALLEL_MAX ? TF_PARALLEL_MAX : opts->threads;
+    t->max_t = maxT;
+    t->scratch = xcalloc(maxT * (size_t)t->threads, sizeof(float), &failed);
     t->dpreatt = xcalloc(max_att, sizeof(float), &failed);
     if (failed) goto oom;
     return t;
@@ -344,6 +349,112 @@ static void find_out_rows(TfTrainer *t, const TfBatch *b) {
     t->n_out = M;
 }
 
+/* One attention layer's per-sequence work, split over threads by
+ * parallel_ranges: each sequence reads and writes only its own rows, so the
+ * result is the same for any number of threads. */
+static void zero(float *p, size_t n);
+static double attn_loss(const TfTrainer *t, const TfBatch *b, int l, int s, float *dpre);
+
+typedef struct AttnJob {
+    TfTrainer *t;
+    const TfBatch *b;
+    const TfLayer *ly;
+    LayerActs *a;
+    const float *dattout;
+    int l;
+} AttnJob;
+
+/* Full attention (every row a query): activations at H x att_off[s]. */
+static void full_forward_range(void *ctx, int lo, int hi, int worker) {
+    const AttnJob *j = ctx;
+    const TfLayer *ly = j->ly;
+    const int H = ly->n_heads, HD = H * ly->d_head, HV = H * ly->d_vhead;
+    (void)worker;
+    for (int s = lo; s < hi; s++) {
+        int r0 = j->b->seq_start[s], T = j->b->seq_start[s + 1] - r0;
+        long off = (long)H * j->t->att_off[s];
+        attention_forward(j->a->attout + (long)r0 * HV, j->a->preatt + off, j->a->att + off,
+                          j->a->q + (long)r0 * HD, j->a->k + (long)r0 * HD,
+                          j->a->v + (long)r0 * HV, T, H, ly->d_head, ly->d_vhead, ly->scale,
+                          ly->causal);
+    }
+}
+
+static void full_backward_range(void *ctx, int lo, int hi, int worker) {
+    const AttnJob *j = ctx;
+    TfTrainer *t = j->t;
+    const TfBatch *b = j->b;
+    const TfLayer *ly = j->ly;
+    const int H = ly->n_heads, HD = H * ly->d_head, HV = H * ly->d_vhead;
+    float *scratch = t->scratch + (size_t)worker * t->max_t;
+    for (int s = lo; s < hi; s++) {
+        int r0 = b->seq_start[s], T = b->seq_start[s + 1] - r0;
+        const float *extra = NULL;
+        int has = 0;
+        for (int i = 0; i < b->n_attn; i++)
+            has |= b->attn[i].seq == s && b->attn[i].layer == t->attn_index[j->l];
+        if (has) {
+            zero(t->dpreatt, (size_t)H * T * T);
+            attn_loss(t, b, j->l, s, t->dpreatt);
+            extra = t->dpreatt;
+        }
+        attention_backward(t->dq + (long)r0 * HD, t->dk + (long)r0 * HD, t->dv + (long)r0 * HV,
+                           scratch, j->dattout + (long)r0 * HV, extra, j->a->q + (long)r0 * HD,
+                           j->a->k + (long)r0 * HD, j->a->v + (long)r0 * HV,
+                           j->a->att + (long)H * t->att_off[s], T, H, ly->d_head, ly->d_vhead,
+                           ly->scale, ly->causal);
+    }
+}
+
+/* Compact attention (out rows only): sequence s's activations start at
+ * H x (rows of the sequences before it) x their lengths, R x H x T each. */
+static long rows_offset(const TfTrainer *t, const TfBatch *b, int s, int H) {
+    long off = 0;
+    for (int i = 0; i < s; i++)
+        off += (long)(t->seq_out_start[i + 1] - t->seq_out_start[i]) * H *
+               (b->seq_start[i + 1] - b->seq_start[i]);
+    return off;
+}
+
+static void rows_forward_range(void *ctx, int lo, int hi, int worker) {
+    const AttnJob *j = ctx;
+    const TfTrainer *t = j->t;
+    const TfBatch *b = j->b;
+    const TfLayer *ly = j->ly;
+    const int H = ly->n_heads, HD = H * ly->d_head, HV = H * ly->d_vhead;
+    long off = rows_offset(t, b, lo, H);
+    (void)worker;
+    for (int s = lo; s < hi; s++) {
+        int r0 = b->seq_start[s], T = b->seq_start[s + 1] - r0;
+        int o0 = t->seq_out_start[s], R = t->seq_out_start[s + 1] - o0;
+        attention_rows_forward(j->a->attout + (long)o0 * HV, j->a->preatt + off, j->a->att + off,
+                               j->a->q + (long)o0 * HD, j->a->k + (long)r0 * HD,
+                               j->a->v + (long)r0 * HV, t->out_pos + o0, R, T, H, ly->d_head,
+                               ly->d_vhead, ly->scale, ly->causal);
+        off += (long)R * H * T;
+    }
+}
+
+static void rows_backward_range(void *ctx, int lo, int hi, int worker) {
+    const AttnJob *j = ctx;
+    TfTrainer *t = j->t;
+    const TfBatch *b = j->b;
+    const TfLayer *ly = j->ly;
+    const int H = ly->n_heads, HD = H * ly->d_head, HV = H * ly->d_vhead;
+    float *scratch = t->scratch + (size_t)worker * t->max_t;
+    long off = rows_offset(t, b, lo, H);
+    for (int s = lo; s < hi; s++) {
+        int r0 = b->seq_start[s], T = b->seq_start[s + 1] - r0;
+        int o0 = t->seq_out_start[s], R = t->seq_out_start[s + 1] - o0;
+        attention_rows_backward(t->dq + (long)o0 * HD, t->dk + (long)r0 * HD,
+                                t->dv + (long)r0 * HV, scratch, j->dattout + (long)o0 * HV,
+                                j->a->q + (long)o0 * HD, j->a->k + (long)r0 * HD,
+                                j->a->v + (long)r0 * HV, j->a->att + off, t->out_pos + o0, R, T,
+                                H, ly->d_head, ly->d_vhead, ly->scale, ly->causal);
+        off += (long)R * H * T;
+    }
+}
+
 /* The last attention layer on the out rows only (see `compact`): keys and
  * values of every row, queries and the rest for the M out rows; out [M, C]. */
 static void forward_compact_attention(TfTrainer *t, const TfBatch *b, const TfLayer *ly,
@@ -355,16 +466,8 @@ static void forward_compact_attention(TfTrainer *t, const TfBatch *b, const TfLa
     matmul_forward(a->q, t->qin, P(t, ly->query), OPTP(t, ly->query_bias), M, C, HD, 0);
     matmul_forward(a->k, ain, P(t, ly->key), OPTP(t, ly->key_bias), N, C, HD, 0);
     matmul_forward(a->v, ain, P(t, ly->value), OPTP(t, ly->value_bias), N, C, HV, 0);
-    long off = 0;
-    for (int s = 0; s < b->n_seqs; s++) {
-        int r0 = b->seq_start[s], T = b->seq_start[s + 1] - r0;
-        int o0 = t->seq_out_start[s], R = t->seq_out_start[s + 1] - o0;
-        attention_rows_forward(a->attout + (long)o0 * HV, a->preatt + off, a->att + off,
-                               a->q + (long)o0 * HD, a->k + (long)r0 * HD, a->v + (long)r0 * HV,
-                               t->out_pos + o0, R, T, H, ly->d_head, ly->d_vhead, ly->scale,
-                               ly->causal);
-        off += (long)R * H * T;
-    }
+    AttnJob job = {t, b, ly, a, NULL, 0};
+    parallel_ranges(b->n_seqs, t->att_off, t->threads, rows_forward_range, &job);
     if (ly->output >= 0) {
         matmul_forward(a->y, a->attout, P(t, ly->output), OPTP(t, ly->output_bias), M, HV, C, 0);
     } else {
@@ -420,13 +523,8 @@ static double forward(TfTrainer *t, const TfBatch *b, int train, long step) {
             matmul_forward(a->q, ain, P(t, ly->query), OPTP(t, ly->query_bias), N, C, HD, 0);
             matmul_forward(a->k, ain, P(t, ly->key), OPTP(t, ly->key_bias), N, C, HD, 0);
             matmul_forward(a->v, ain, P(t, ly->value), OPTP(t, ly->value_bias), N, C, HV, 0);
-            for (int s = 0; s < b->n_seqs; s++) {
-                int r0 = b->seq_start[s], T = b->seq_start[s + 1] - r0;
-                long off = (long)H * t->att_off[s];
-                attention_forward(a->attout + (long)r0 * HV, a->preatt + off, a->att + off,
-                                  a->q + (long)r0 * HD, a->k + (long)r0 * HD, a->v + (long)r0 * HV,
-                                  T, H, ly->d_head, ly->d_vhead, ly->scale, ly->causal);
-            }
+            AttnJob job = {t, b, ly, a, NULL, l};
+            parallel_ranges(b->n_seqs, t->att_off, t->threads, full_forward_range, &job);
             if (ly->output >= 0) {
                 matmul_forward(a->y, a->attout, P(t, ly->output), OPTP(t, ly->output_bias), N, HV,
                                C, 0);
@@ -524,17 +622,8 @@ static void backward_compact_attention(TfTrainer *t, const TfBatch *b, const TfL
     zero(t->dq, (size_t)M * HD);
     zero(t->dk, (size_t)N * HD);
     zero(t->dv, (size_t)N * HV);
-    long off = 0; /* the layout of forward_compact_attention: R x H x T per sequence */
-    for (int s = 0; s < b->n_seqs; s++) {
-        int r0 = b->seq_start[s], T = b->seq_start[s + 1] - r0;
-        int o0 = t->seq_out_start[s], R = t->seq_out_start[s + 1] - o0;
-        attention_rows_backward(t->dq + (long)o0 * HD, t->dk + (long)r0 * HD, t->dv + (long)r0 * HV,
-                                t->scratch, dattout + (long)o0 * HV, a->q + (long)o0 * HD,
-                                a->k + (long)r0 * HD, a->v + (long)r0 * HV, a->att + off,
-                                t->out_pos + o0, R, T, H, ly->d_head, ly->d_vhead, ly->scale,
-                                ly->causal);
-        off += (long)R * H * T;
-    }
+    AttnJob job = {t, b, ly, a, dattout, 0};
+    parallel_ranges(b->n_seqs, t->att_off, t->threads, rows_backward_range, &job);
     // Queries came from the out rows' inputs: their gradient goes back there.
     zero(t->doutx, (size_t)M * C);
     matmul_backward(t->doutx, G(t, ly->query), OPTG(t, ly->query_bias), t->dq, t->qin,
@@ -624,23 +713,10 @@ static void backward(TfTrainer *t, const TfBatch *b) {
             zero(t->dq, (size_t)N * HD);
             zero(t->dk, (size_t)N * HD);
             zero(t->dv, (size_t)N * HV);
-            for (int s = 0; s < b->n_seqs; s++) {
-                int r0 = b->seq_start[s], T = b->seq_start[s + 1] - r0;
-                const float *extra = NULL;
-                int has = 0;
-                for (int i = 0; i < b->n_attn; i++)
-                    has |= b->attn[i].seq == s && b->attn[i].layer == t->attn_index[l];
-                if (has) {
-                    zero(t->dpreatt, (size_t)H * T * T);
-                    attn_loss(t, b, l, s, t->dpreatt);
-                    extra = t->dpreatt;
-                }
-                attention_backward(t->dq + (long)r0 * HD, t->dk + (long)r0 * HD,
-                                   t->dv + (long)r0 * HV, t->scratch, dattout + (long)r0 * HV,
-                                   extra, a->q + (long)r0 * HD, a->k + (long)r0 * HD,
-                                   a->v + (long)r0 * HV, a->att + (long)H * t->att_off[s], T, H,
-                                   ly->d_head, ly->d_vhead, ly->scale, ly->causal);
-            }
+            AttnJob job = {t, b, ly, a, dattout, l};
+            // Attention-score targets share one gradient buffer: one thread then.
+            parallel_ranges(b->n_seqs, t->att_off, b->n_attn ? 1 : t->threads,
+                            full_backward_range, &job);
             matmul_backward(t->dain, G(t, ly->query), OPTG(t, ly->query_bias), t->dq, ain,
                             P(t, ly->query), N, C, HD);
             matmul_backward(t->dain, G(t, ly->key), OPTG(t, ly->key_bias), t->dk, ain,

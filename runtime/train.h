@@ -42,6 +42,8 @@ typedef struct TfTrainOptions {
     float dropout;      /* on each sublayer's output, before the residual add */
     int train_positions; /* 0: embed.position.weight is fixed (sinusoidal, none) */
     uint64_t seed;      /* dropout masks */
+    int threads;        /* threads for the per-sequence attention work (0 or 1: one);
+                           the result does not depend on it */
 } TfTrainOptions;
 
 /* An attention-score target: on sequence `seq` of the batch, the scaled

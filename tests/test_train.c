@@ -309,7 +309,7 @@ static void small_batch(const TfModel *m, TfBatch *b, int *tok, int *start, int 
 }
 
 static TfTrainOptions default_opts(TfOptimizer opt) {
-    TfTrainOptions o = {opt, 0.9f, 0.9f, 0.999f, 1e-8f, 0.01f, 0.0f, 0.0f, 1, 7};
+    TfTrainOptions o = {opt, 0.9f, 0.9f, 0.999f, 1e-8f, 0.01f, 0.0f, 0.0f, 1, 7, 1};
     return o;
 }
 
@@ -399,6 +399,55 @@ static double train_small(TfOptimizer opt, float lr, int steps, float *params_ou
     model_free(m);
     return loss;
 }
+
+/* 20 steps on 16 copies of the small batch (224 rows: enough for the
+ * trainer to split its matrix products too) with `threads` threads. */
+static void train_threads(int threads, float *params_out, size_t *n_out) {
+    enum { COPIES = 16 };
+    TfModel *m = tf_compile_text(model_texts[0]);
+    TfTrainOptions o = default_opts(TF_OPT_ADAMW);
+    o.threads = threads;
+    TfError err = {""};
+    TfTrainer *t = trainer_new(m, &o, 14 * COPIES, 3 * COPIES, &err);
+    ck_assert_msg(t != NULL, "%s", err.msg);
+    int tok[14], start[4], tgt[14], lab[3];
+    TfBatch one;
+    small_batch(m, &one, tok, start, tgt, lab);
+    static int btok[14 * COPIES], bstart[3 * COPIES + 1], btgt[14 * COPIES], blab[3 * COPIES];
+    for (int c = 0; c < COPIES; c++) {
+        for (int i = 0; i < 14; i++) {
+            btok[c * 14 + i] = tok[i];
+            btgt[c * 14 + i] = tgt[i];
+        }
+        for (int s = 0; s < 3; s++) {
+            bstart[c * 3 + s] = c * 14 + start[s];
+            blab[c * 3 + s] = lab[s];
+        }
+    }
+    bstart[3 * COPIES] = 14 * COPIES;
+    TfBatch b = {3 * COPIES, btok, bstart, one.targets ? btgt : NULL, one.labels ? blab : NULL,
+                 NULL, 0};
+    for (int s = 0; s < 20; s++) {
+        trainer_forward_backward(t, &b, s, NULL);
+        trainer_step(t, 1e-2f);
+    }
+    float *p = trainer_params(t, n_out);
+    memcpy(params_out, p, *n_out * sizeof *p);
+    trainer_free(t);
+    model_free(m);
+}
+
+START_TEST(test_threads_do_not_change_the_result) {
+    static float one[4096], two[4096], three[4096];
+    size_t n1, n2, n3;
+    train_threads(1, one, &n1);
+    train_threads(2, two, &n2);
+    train_threads(3, three, &n3);
+    ck_assert(n1 <= 4096 && n1 == n2 && n1 == n3);
+    ck_assert(memcmp(one, two, n1 * sizeof(float)) == 0); /* bit for bit */
+    ck_assert(memcmp(one, three, n1 * sizeof(float)) == 0);
+}
+END_TEST
 
 START_TEST(test_optimizers_learn_and_are_deterministic) {
     double before = train_small(TF_OPT_ADAMW, 0.0f, 1, NULL);
@@ -596,6 +645,7 @@ int main(void) {
     tcase_add_test(tc, test_embedding_and_crossentropy_backward);
     tcase_add_loop_test(tc, test_model_gradient, 0, 3);
     tcase_add_test(tc, test_optimizers_learn_and_are_deterministic);
+    tcase_add_test(tc, test_threads_do_not_change_the_result);
     tcase_add_test(tc, test_checkpoint_resume);
     tcase_add_test(tc, test_bad_batches_are_rejected);
     tcase_add_test(tc, test_generators);

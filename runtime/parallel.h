@@ -1,0 +1,20 @@
+/* parallel.h: a loop split over threads, for the trainer's per-sequence work.
+ *
+ * parallel_ranges(n, prefix, threads, fn, ctx) calls fn(ctx, lo, hi, worker)
+ * on contiguous ranges that cover [0, n) once, one range per worker, worker
+ * 0 on the calling thread, and returns when all are done. prefix (n + 1
+ * cumulative costs, or NULL for equal costs) balances the ranges. Each item
+ * must write only its own outputs: then the result does not depend on the
+ * number of threads. If a thread cannot be started its range runs on the
+ * caller, so the loop always completes.
+ */
+#ifndef TF_PARALLEL_H
+#define TF_PARALLEL_H
+
+#define TF_PARALLEL_MAX 16
+
+typedef void (*TfRangeFn)(void *ctx, int lo, int hi, int worker);
+
+void parallel_ranges(int n, const long *prefix, int threads, TfRangeFn fn, void *ctx);
+
+#endif
