@@ -661,7 +661,7 @@ static int map_enumerate(Gen *G, const TfIrOp *op, const TfExpr *e, const int *i
         for (int i = 0; i < n_in; i++) cur[in[i]] = dom[i][idx[i]];
         defined[c] = 1;
         if (eval(&E, e, &res[c]) < 0) {
-            TfVal vals[TF_GEN_MAX_INPUTS];
+            TfVal vals[TF_GEN_MAX_INPUTS] = {{TF_VAL_INT, 0}};
             for (int i = 0; i < n_in; i++) vals[i] = dom[i][idx[i]];
             char where[256];
             combo_text(G, in, vals, n_in, where, sizeof where);
@@ -676,6 +676,123 @@ static int map_enumerate(Gen *G, const TfIrOp *op, const TfExpr *e, const int *i
     *res_out = res;
     *defined_out = defined;
     return (int)total;
+}
+
+/* One numeric input x among categorical ones, into a numeric register: per
+ * combination of the categorical values the expression must be a + b x on
+ * x's values (sum = mean x count is one). */
+static void analyze_gated(Gen *G, TfIrOp *op, const TfExpr *e, const Reads *R) {
+    const TfStmt *s = op->stmt;
+    int x = -1, cats[TF_GEN_MAX_INPUTS], n_cat = 0;
+    for (int i = 0; i < R->n; i++) {
+        if (is_categorical(G->ir, R->regs[i])) cats[n_cat++] = R->regs[i];
+        else x = R->regs[i];
+    }
+    const TfGenReg *gx = greg(G, x);
+    if (!gx->known) {
+        diag_error(G->diag, s->args[0].loc,
+                   "Map: the values of '%s' are not known, so the size of its gate cannot be set",
+                   reg_name(G, x));
+        return;
+    }
+    const TfVal *dom[TF_GEN_MAX_INPUTS];
+    int size[TF_GEN_MAX_INPUTS];
+    long total = 1;
+    for (int i = 0; i < n_cat; i++) {
+        size[i] = domain(G, cats[i], &dom[i]);
+        total *= size[i];
+    }
+    if (total > MAX_COMBOS) {
+        diag_error(G->diag, s->op.loc, "Map: more than %d combinations of input values", MAX_COMBOS);
+        return;
+    }
+    TfGenOp *p = new_plan(G, TF_GEN_GATED, op, "");
+    TfVal *cur = calloc((size_t)G->ir->n_regs, sizeof *cur);
+    if (!p || !cur) {
+        free(cur);
+        G->failed = 1;
+        return;
+    }
+    p->n_in = 1 + n_cat;
+    p->in[0] = x;
+    memcpy(p->in + 1, cats, (size_t)n_cat * sizeof *cats);
+    p->n_combo = (int)total;
+    p->combo_num = alloc(G->st, (size_t)total * sizeof *p->combo_num);
+    p->combo_slope = alloc(G->st, (size_t)total * sizeof *p->combo_slope);
+    TfVal *vals = malloc((size_t)total * (size_t)gx->n_vals * sizeof *vals);
+    if (!p->combo_num || !p->combo_slope || !vals) {
+        free(cur), free(vals);
+        G->failed = 1;
+        return;
+    }
+    Env E = {.ir = G->ir, .cur = cur};
+    int idx[TF_GEN_MAX_INPUTS] = {0}, n_vals = 0;
+    double vmax = 0, slope_max = 0;
+    for (long c = 0; c < total; c++) {
+        for (int i = 0; i < n_cat; i++) cur[cats[i]] = dom[i][idx[i]];
+        double a = 0, b = 0;
+        for (int k = 0; k < gx->n_vals; k++) {
+            TfVal v;
+            cur[x] = gx->vals[k];
+            if (eval(&E, e, &v) < 0 || !is_num(v)) {
+                TfVal where[TF_GEN_MAX_INPUTS + 1];
+                int regs[TF_GEN_MAX_INPUTS + 1];
+                for (int i = 0; i < n_cat; i++) where[i] = dom[i][idx[i]], regs[i] = cats[i];
+                where[n_cat] = gx->vals[k];
+                regs[n_cat] = x;
+                char txt[256];
+                combo_text(G, regs, where, n_cat + 1, txt, sizeof txt);
+                diag_error(G->diag, E.msg[0] ? E.where : s->args[0].loc, "this expression %s for %s",
+                           E.msg[0] ? E.msg : "gives a token for a numeric register", txt);
+                free(cur), free(vals);
+                return;
+            }
+            double x0 = gx->vals[0].x;
+            if (k == 0) a = v.x;
+            if (k == 1) {
+                b = (v.x - a) / (gx->vals[1].x - x0);
+                a -= b * x0;
+            }
+            if (k >= 1 && fabs(a + b * gx->vals[k].x - v.x) > 1e-9 * (1 + fabs(v.x))) {
+                char lab[48], txt[200];
+                general_value_label(gx->vals[k], lab, sizeof lab);
+                TfVal where[TF_GEN_MAX_INPUTS];
+                for (int i = 0; i < n_cat; i++) where[i] = dom[i][idx[i]];
+                combo_text(G, cats, where, n_cat, txt, sizeof txt);
+                diag_error(G->diag, s->args[0].loc,
+                           "Map: a numeric input among categorical ones must enter linearly, but "
+                           "this is not a + b * %s for %s (at %s = %s)",
+                           reg_name(G, x), txt, reg_name(G, x), lab);
+                free(cur), free(vals);
+                return;
+            }
+            vals[n_vals++] = num_val(v.x, 0);
+            vmax = fmax(vmax, fabs(v.x));
+        }
+        p->combo_num[c] = a;
+        p->combo_slope[c] = b;
+        slope_max = fmax(slope_max, fabs(b));
+        for (int i = 0; i < n_cat && ++idx[i] == size[i]; i++) idx[i] = 0;
+    }
+    free(cur);
+    // The gate: a combination that does not hold pushes both units below zero.
+    p->c0 = vmax + 1.0;
+    double cat_err = 0;
+    for (int i = 0; i < n_cat; i++) cat_err += greg(G, cats[i])->err;
+    if (cat_err * p->c0 >= 0.5) {
+        diag_error(G->diag, s->op.loc,
+                   "Map: its categorical inputs may be off by %.3g, which its gate (%.3g) turns "
+                   "into %.3g (margin %.3g)",
+                   cat_err, p->c0, cat_err * p->c0, 0.5 - cat_err * p->c0);
+        free(vals);
+        return;
+    }
+    int m = val_unique(vals, n_vals);
+    set_values(G, op->dest, vals, m);
+    free(vals);
+    greg(G, op->dest)->err = slope_max * gx->err + cat_err * p->c0 + p->c0 * 4 * EPS32;
+    p->dest = op->dest;
+    op->gen = p;
 }
 
 static void analyze_map(Gen *G, TfIrOp *op, int index) {
@@ -840,6 +957,19 @@ static void analyze_map(Gen *G, TfIrOp *op, int index) {
         }
         free(res);
         free(defined);
+    } else if (!dest_cat && R.n > 1) {
+        int n_num = 0;
+        for (int i = 0; i < R.n; i++) n_num += !is_categorical(G->ir, R.regs[i]);
+        if (n_num != 1) {
+            diag_error(G->diag, s->args[0].loc,
+                       "Map: with categorical inputs, a Map takes one numeric input; this one reads "
+                       "%d",
+                       n_num);
+            return;
+        }
+        analyze_gated(G, op, e, &R);
+        if (!op->gen) return;
+        p = op->gen;
     } else if (R.n == 1) {
         // One numeric input: a staircase over its values.
         int r = R.regs[0];
@@ -1062,6 +1192,9 @@ static int selection_options(Gen *G, const TfIrOp *op, int first, TfGenOp *p, in
         const TfArg *a = &s->args[i];
         if (a->kind == TF_ARG_NAME && strcmp(a->name.text, "causal") == 0) {
             p->causal = 1;
+        } else if (a->kind == TF_ARG_NAME && strcmp(a->name.text, "sum") == 0 &&
+                   op->op == TF_OP_AGGREGATE) {
+            p->sum = 1;
         } else if (a->kind == TF_ARG_NAME && strcmp(a->name.text, "bidirectional") == 0) {
             if (!G->ir->every_position) {
                 diag_error(G->diag, a->loc,
@@ -1094,12 +1227,86 @@ static int selection_options(Gen *G, const TfIrOp *op, int first, TfGenOp *p, in
             p->beta = v.x;
         } else {
             diag_error(G->diag, a->loc,
-                       "unknown option; %s takes `causal`, `bidirectional`, `default: V` and "
+                       "unknown option; %s takes `causal`, `bidirectional`, %s`default: V` and "
                        "`scale: S` after its %s",
-                       tf_ops[op->op].name, op->op == TF_OP_AGGREGATE ? "value" : "selection");
+                       tf_ops[op->op].name, op->op == TF_OP_AGGREGATE ? "`sum`, " : "",
+                       op->op == TF_OP_AGGREGATE ? "value" : "selection");
             return -1;
         }
     }
+    return 0;
+}
+
+/* Count's two layers: an attention (plan p: the BOS scored like a selected
+ * position, reading the BOS indicator) gives 1/(c+1) in a hidden numeric
+ * register, and a staircase turns it into c in the categorical `dest`.
+ * Returns 0, or -1 after reporting. */
+static int push_count(Gen *G, TfIrOp *op, int index, TfGenOp *p, int dest, double leak,
+                      double soft) {
+    const TfStmt *s = op->stmt;
+    // 1 / (c + 1) into a hidden numeric register, then steps to c.
+    // Named after the label, or the op and its place when unlabelled or
+    // the label is taken: each Count has a fraction of its own.
+    char name[128];
+    if (s->label.text) snprintf(name, sizeof name, "%s.frac", s->label.text);
+    if (!s->label.text || find_reg(G->ir, name) >= 0)
+        snprintf(name, sizeof name, "%s%d.frac",
+                 s->label.text ? s->label.text : tf_ops[op->op].layer_name, index);
+    int h = add_hidden_reg(G, name, TF_REG_SCALAR);
+    if (h < 0) return -1;
+    int n_c = G->ir->maxlen; // counts 0 .. maxlen - 1
+    TfVal *fr = malloc((size_t)n_c * sizeof *fr);
+    if (!fr) { (void)(G->failed = 1); return -1; }
+    for (int c = 0; c < n_c; c++) fr[c] = num_val(1.0 / (c + 1), 0);
+    int m = val_unique(fr, n_c);
+    set_values(G, h, fr, m);
+    free(fr);
+    greg(G, h)->err = leak + soft;
+    p->dest = h;
+    p->vreg = -1;
+    op->gen = p;
+    TfIrOp attn = *op;
+    attn.dest = h;
+    record_write(G, h, G->n_out);
+    push_op(G, &attn);
+    // The steps: value 1/(c+1) -> column c of dest.
+    const TfGenReg *g = greg(G, h);
+    double gap = INFINITY;
+    for (int i = 1; i < g->n_vals; i++) gap = fmin(gap, g->vals[i].x - g->vals[i - 1].x);
+    double margin = gap / 4 - g->err - 2 * 4 * EPS32;
+    if (margin <= 0) {
+        diag_error(G->diag, s->op.loc,
+                   "Count: up to %d matches, the attention's 1/(count+1) values are %.3g "
+                   "apart but may be off by %.3g in float32: the count cannot be read back "
+                   "exactly (margin %.3g)",
+                   n_c - 1, gap, g->err, margin);
+        diag_hint(G->diag, "a smaller maxlen makes the gaps wider");
+        return -1;
+    }
+    TfGenOp *st = new_plan(G, TF_GEN_STAIRCASE, op, ".steps");
+    if (!st) return -1;
+    st->n_in = 1;
+    st->in[0] = h;
+    st->n_x = g->n_vals;
+    st->xs = alloc(G->st, (size_t)g->n_vals * sizeof *st->xs);
+    st->x_col = alloc(G->st, (size_t)g->n_vals * sizeof *st->x_col);
+    TfVal *counts = malloc((size_t)n_c * sizeof *counts);
+    if (!st->xs || !st->x_col || !counts) { (void)(free(counts), G->failed = 1); return -1; }
+    for (int c = 0; c < n_c; c++) counts[c] = num_val(c, 1);
+    set_values(G, dest, counts, n_c);
+    free(counts);
+    for (int i = 0; i < g->n_vals; i++) {
+        st->xs[i] = g->vals[i].x;
+        int c = (int)lround(1.0 / g->vals[i].x) - 1; // xs ascending: counts descending
+        st->x_col[i] = general_column(G->ir, dest, num_val(c, 1));
+    }
+    st->dest = dest;
+    greg(G, dest)->err = ROUND_ONE * n_c;
+    TfIrOp steps = *op;
+    steps.op = TF_OP_MAP;
+    steps.gen = st;
+    record_write(G, dest, index);
+    push_op(G, &steps);
     return 0;
 }
 
@@ -1186,69 +1393,7 @@ static void analyze_selection(Gen *G, TfIrOp *op, int index) {
     }
     int dest = op->dest;
     if (is_count) {
-        // 1 / (c + 1) into a hidden numeric register, then steps to c.
-        // Named after the label, or the op and its place when unlabelled or
-        // the label is taken: each Count has a fraction of its own.
-        char name[128];
-        if (s->label.text) snprintf(name, sizeof name, "%s.frac", s->label.text);
-        if (!s->label.text || find_reg(G->ir, name) >= 0)
-            snprintf(name, sizeof name, "%s%d.frac",
-                     s->label.text ? s->label.text : tf_ops[op->op].layer_name, index);
-        int h = add_hidden_reg(G, name, TF_REG_SCALAR);
-        if (h < 0) return;
-        int n_c = G->ir->maxlen; // counts 0 .. maxlen - 1
-        TfVal *fr = malloc((size_t)n_c * sizeof *fr);
-        if (!fr) { (void)(G->failed = 1); return; }
-        for (int c = 0; c < n_c; c++) fr[c] = num_val(1.0 / (c + 1), 0);
-        int m = val_unique(fr, n_c);
-        set_values(G, h, fr, m);
-        free(fr);
-        greg(G, h)->err = leak + soft;
-        p->dest = h;
-        p->vreg = -1;
-        op->gen = p;
-        TfIrOp attn = *op;
-        attn.dest = h;
-        record_write(G, h, G->n_out);
-        push_op(G, &attn);
-        // The steps: value 1/(c+1) -> column c of dest.
-        const TfGenReg *g = greg(G, h);
-        double gap = INFINITY;
-        for (int i = 1; i < g->n_vals; i++) gap = fmin(gap, g->vals[i].x - g->vals[i - 1].x);
-        double margin = gap / 4 - g->err - 2 * 4 * EPS32;
-        if (margin <= 0) {
-            diag_error(G->diag, s->op.loc,
-                       "Count: up to %d matches, the attention's 1/(count+1) values are %.3g "
-                       "apart but may be off by %.3g in float32: the count cannot be read back "
-                       "exactly (margin %.3g)",
-                       n_c - 1, gap, g->err, margin);
-            diag_hint(G->diag, "a smaller maxlen makes the gaps wider");
-            return;
-        }
-        TfGenOp *st = new_plan(G, TF_GEN_STAIRCASE, op, ".steps");
-        if (!st) return;
-        st->n_in = 1;
-        st->in[0] = h;
-        st->n_x = g->n_vals;
-        st->xs = alloc(G->st, (size_t)g->n_vals * sizeof *st->xs);
-        st->x_col = alloc(G->st, (size_t)g->n_vals * sizeof *st->x_col);
-        TfVal *counts = malloc((size_t)n_c * sizeof *counts);
-        if (!st->xs || !st->x_col || !counts) { (void)(free(counts), G->failed = 1); return; }
-        for (int c = 0; c < n_c; c++) counts[c] = num_val(c, 1);
-        set_values(G, dest, counts, n_c);
-        free(counts);
-        for (int i = 0; i < g->n_vals; i++) {
-            st->xs[i] = g->vals[i].x;
-            int c = (int)lround(1.0 / g->vals[i].x) - 1; // xs ascending: counts descending
-            st->x_col[i] = general_column(G->ir, dest, num_val(c, 1));
-        }
-        st->dest = dest;
-        greg(G, dest)->err = ROUND_ONE * n_c;
-        TfIrOp steps = *op;
-        steps.op = TF_OP_MAP;
-        steps.gen = st;
-        record_write(G, dest, index);
-        push_op(G, &steps);
+        push_count(G, op, index, p, dest, leak, soft);
         return;
     }
 
@@ -1291,16 +1436,36 @@ static void analyze_selection(Gen *G, TfIrOp *op, int index) {
         p->value_numeric = 1;
         p->default_num = has_default ? dflt.x : 0;
         double vmax = gv->known ? fmax(max_abs(gv->vals, gv->n_vals), fabs(p->default_num)) : 1e6;
-        greg(G, dest)->err = gv->err + 2 * leak * vmax + soft * vmax;
+        int mean_reg = dest; /* with `sum`, the mean goes to a hidden register first */
+        if (p->sum) {
+            if (has_default) {
+                diag_error(G->diag, s->loc, "a sum over nothing is 0: `sum` takes no default");
+                return;
+            }
+            if (G->ir->maxlen <= 0 || !gv->known) {
+                diag_error(G->diag, s->op.loc,
+                           "`sum` needs `maxlen` and a value register whose values are known "
+                           "(it multiplies the mean by the count)");
+                return;
+            }
+            char name[128];
+            snprintf(name, sizeof name, "%s%d.mean", p->name, index);
+            mean_reg = add_hidden_reg(G, name, TF_REG_SCALAR);
+            if (mean_reg < 0) return;
+            p->dest = mean_reg;
+        }
+        greg(G, mean_reg)->err = gv->err + 2 * leak * vmax + soft * vmax;
         // The means of up to L values from the set (with the default).
         if (gv->known) {
             int cap = MAX_NUM_VALUES;
             double *sums = malloc((size_t)cap * sizeof *sums), *next = malloc((size_t)cap * sizeof *next);
             TfVal *means = malloc((size_t)cap * sizeof *means);
-            int n_sums = 1, n_means = 0, known = sums && next && means;
+            TfVal *totals = malloc((size_t)cap * sizeof *totals);
+            int n_sums = 1, n_means = 0, n_totals = 0, known = sums && next && means && totals;
             if (known) {
                 sums[0] = 0;
                 means[n_means++] = num_val(p->default_num, 0);
+                totals[n_totals++] = num_val(0, 0);
             }
             for (int k = 1; known && k <= G->n_real; k++) {
                 int n_next = 0;
@@ -1321,17 +1486,74 @@ static void analyze_selection(Gen *G, TfIrOp *op, int index) {
                 for (int i = 0; i < n_sums; i++) sums[i] = tmp[i].x;
                 free(tmp);
                 for (int i = 0; i < n_sums && known; i++) {
-                    if (n_means == cap) {
+                    if (n_means == cap || n_totals == cap) {
                         known = 0;
                         break;
                     }
                     means[n_means++] = num_val(sums[i] / k, 0);
+                    totals[n_totals++] = num_val(sums[i], 0);
                 }
                 n_means = val_unique(means, n_means);
+                n_totals = val_unique(totals, n_totals);
             }
-            if (known) set_values(G, dest, means, n_means);
-            free(sums), free(next), free(means);
+            if (known) set_values(G, mean_reg, means, n_means);
+            if (known && p->sum) set_values(G, dest, totals, n_totals);
+            free(sums), free(next), free(means), free(totals);
+            if (!known && p->sum) {
+                diag_error(G->diag, s->op.loc,
+                           "`sum`: the sums of up to %d values of '%s' are more than %d numbers",
+                           G->n_real, reg_name(G, vreg), MAX_NUM_VALUES);
+                return;
+            }
         }
+        if (p->sum) {
+            // The mean (this attention), the count (a Count of the same
+            // selection, into a hidden `cat`), their product (a gated Map).
+            op->gen = p;
+            record_write(G, mean_reg, G->n_out);
+            push_op(G, op);
+            TfGenOp *pc = new_plan(G, TF_GEN_COUNT, op, ".count");
+            char name[128];
+            snprintf(name, sizeof name, "%s%d.n", p->name, index);
+            int count_reg = add_hidden_reg(G, name, TF_REG_CATEGORICAL);
+            if (!pc || count_reg < 0) return;
+            pc->qreg = p->qreg, pc->kreg = p->kreg, pc->nq = p->nq, pc->nk = p->nk, pc->P = p->P;
+            pc->beta = p->beta;
+            pc->causal = p->causal;
+            double leak_c = (L + 1) * exp(-p->beta * (1.0 - 2 * delta));
+            TfIrOp cop = *op;
+            cop.op = TF_OP_COUNT_MATCHES;
+            if (push_count(G, &cop, G->n_out, pc, count_reg, leak_c, soft) < 0) return;
+            TfGenOp *pg = new_plan(G, TF_GEN_GATED, op, ".sum");
+            const TfGenReg *gc = greg(G, count_reg), *gm = greg(G, mean_reg);
+            if (!pg) return;
+            pg->n_in = 2;
+            pg->in[0] = mean_reg;
+            pg->in[1] = count_reg;
+            pg->n_combo = gc->n_vals;
+            pg->combo_num = alloc(G->st, (size_t)gc->n_vals * sizeof *pg->combo_num);
+            pg->combo_slope = alloc(G->st, (size_t)gc->n_vals * sizeof *pg->combo_slope);
+            if (!pg->combo_num || !pg->combo_slope) { (void)(G->failed = 1); return; }
+            for (int c = 0; c < gc->n_vals; c++) pg->combo_slope[c] = gc->vals[c].x;
+            double mmax = max_abs(gm->vals, gm->n_vals);
+            pg->c0 = mmax * L + 1.0;
+            if (gc->err * pg->c0 >= 0.5) {
+                diag_error(G->diag, s->op.loc,
+                           "`sum`: the count may be off by %.3g, which the product's gate (%.3g) "
+                           "turns into %.3g (margin %.3g)",
+                           gc->err, pg->c0, gc->err * pg->c0, 0.5 - gc->err * pg->c0);
+                return;
+            }
+            pg->dest = dest;
+            greg(G, dest)->err = L * gm->err + gc->err * pg->c0 + pg->c0 * 4 * EPS32;
+            TfIrOp gop = *op;
+            gop.op = TF_OP_MAP;
+            gop.gen = pg;
+            record_write(G, dest, index);
+            push_op(G, &gop);
+            return;
+        }
+        greg(G, dest)->err = greg(G, mean_reg)->err;
     }
     op->gen = p;
     record_write(G, dest, index);
@@ -1703,12 +1925,51 @@ static void lower_attend(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
     if (!L->failed && model_add_layer(L->m, &ly, L->err) < 0) L->failed = 1;
 }
 
+static void lower_gated(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
+    const TfIr *ir = L->ir;
+    int d = ir->d_model, n_cat = p->n_in - 1;
+    int H = 2 * p->n_combo;
+    Mat w1 = lower_mat(L, H, d), b1 = lower_mat(L, 1, H), w2 = lower_mat(L, d, H),
+        b2 = lower_mat(L, 1, d);
+    if (L->failed) {
+        free(w1.w), free(b1.w), free(w2.w), free(b2.w);
+        return;
+    }
+    int bos_col = ir->bos >= 0 ? ir->regs[TF_IR_REG_TOKENS].offset + ir->bos : -1;
+    int xc = ir->regs[p->in[0]].offset, oc = ir->regs[p->dest].offset;
+    double B = p->c0;
+    int idx[TF_GEN_MAX_INPUTS] = {0};
+    for (int c = 0; c < p->n_combo; c++) {
+        int h = 2 * c;
+        // h = ReLU(+-(a + b x) - B (n - sum of the combination's columns)).
+        for (int i = 0; i < n_cat; i++) {
+            int r = p->in[1 + i];
+            int cc = col(ir, r, ir->gen_regs[r].vals[idx[i]]);
+            AT(w1, h, cc) += (float)B;
+            AT(w1, h + 1, cc) += (float)B;
+        }
+        AT(w1, h, xc) = (float)p->combo_slope[c];
+        AT(w1, h + 1, xc) = (float)-p->combo_slope[c];
+        AT(b1, 0, h) = (float)(p->combo_num[c] - B * n_cat);
+        AT(b1, 0, h + 1) = (float)(-p->combo_num[c] - B * n_cat);
+        if (bos_col >= 0) {
+            AT(w1, h, bos_col) = (float)-B;
+            AT(w1, h + 1, bos_col) = (float)-B;
+        }
+        AT(w2, oc, h) = 1.0f;
+        AT(w2, oc, h + 1) = -1.0f;
+        for (int i = 0; i < n_cat && ++idx[i] == ir->gen_regs[p->in[1 + i]].n_vals; i++) idx[i] = 0;
+    }
+    add_mlp(L, op, w1, b1, w2, b2);
+}
+
 void general_lower(Lowerer *L, const TfIrOp *op) {
     const TfGenOp *p = op->gen;
     switch (p->form) {
     case TF_GEN_TABLE: lower_table(L, op, p); break;
     case TF_GEN_STAIRCASE: lower_staircase(L, op, p); break;
     case TF_GEN_LINEAR: lower_linear(L, op, p); break;
+    case TF_GEN_GATED: lower_gated(L, op, p); break;
     case TF_GEN_ATTEND:
     case TF_GEN_COUNT: lower_attend(L, op, p); break;
     }

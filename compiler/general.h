@@ -45,6 +45,8 @@ typedef enum TfGenForm {
     TF_GEN_TABLE,     /* MLP: a step per combination of categorical inputs */
     TF_GEN_STAIRCASE, /* MLP: steps between the values of one numeric input */
     TF_GEN_LINEAR,    /* MLP: ReLU(z) - ReLU(-z) of a linear combination */
+    TF_GEN_GATED,     /* MLP: per combination of categorical inputs, a + b x of one
+                         numeric input x, gated by the combination's one-hot */
     TF_GEN_ATTEND,    /* attention: select and aggregate (mean or copy) */
     TF_GEN_COUNT      /* attention: 1 / (count + 1) into a hidden numeric register */
 } TfGenForm;
@@ -72,6 +74,11 @@ struct TfGenOp {
     int *x_col;
     double *x_num;
 
+    /* GATED: in[0] numeric, in[1..n_in) categorical; per combination of the
+     * categorical ones (as TABLE) dest = combo_num[c] + combo_slope[c] x; c0 is
+     * the gate's size (more than any |a + b x|). */
+    double *combo_slope;
+
     /* LINEAR: dest = sum coef[i] * in[i] + c0 (zero at the BOS). */
     double coef[TF_GEN_MAX_INPUTS], c0;
 
@@ -87,6 +94,7 @@ struct TfGenOp {
     int default_col;    /* categorical default's destination column, -1: none */
     double beta;
     int causal;
+    int sum; /* ATTEND: `sum` (the mean times the count) */
 };
 
 /* Runs the analysis and plans (see above); reports errors to diag. The op

@@ -137,6 +137,14 @@ def count_token(s, tok="a"):
     return HEX[s.count(tok)] * len(s)
 
 
+def prefix_sum(s):
+    out, total = [], 0
+    for c in s:
+        total += int(c)
+        out.append(str(total % 10))
+    return "".join(out)
+
+
 def shift(s, k=2, fill="_"):
     return (fill * k + s)[: len(s)]
 
@@ -316,6 +324,7 @@ program("frac_prevs", seq_cases(frac_prevs, "abc", 8))
 program("frac_prevs_mean", seq_cases(frac_prevs, "abc", 8))
 program("count_token", seq_cases(count_token, "abc", 8))
 program("shift", seq_cases(shift, "abc", 8))
+program("prefix_sum", seq_cases(prefix_sum, "0123456789", 4))
 program("pattern", seq_cases(pattern, "abc", 8))
 program("balance", seq_cases(balance, "()", 13, walks=[("(", ")")]))
 program("dyck1", seq_cases(lambda s: dyck_ptf(s, [("(", ")")]), "()", 13, walks=[("(", ")")]))
