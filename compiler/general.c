@@ -1452,6 +1452,7 @@ static void analyze_selection(Gen *G, TfIrOp *op, int index) {
             snprintf(name, sizeof name, "%s%d.mean", p->name, index);
             mean_reg = add_hidden_reg(G, name, TF_REG_SCALAR);
             if (mean_reg < 0) return;
+            gv = greg(G, vreg); // adding a register moves the array
             p->dest = mean_reg;
         }
         greg(G, mean_reg)->err = gv->err + 2 * leak * vmax + soft * vmax;

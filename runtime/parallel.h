@@ -5,8 +5,8 @@
  * 0 on the calling thread, and returns when all are done. prefix (n + 1
  * cumulative costs, or NULL for equal costs) balances the ranges. Each item
  * must write only its own outputs: then the result does not depend on the
- * number of threads. If a thread cannot be started its range runs on the
- * caller, so the loop always completes.
+ * number of threads. Workers are started on first use and kept (if one
+ * cannot be started, fewer threads share the work). One caller at a time.
  */
 #ifndef TF_PARALLEL_H
 #define TF_PARALLEL_H

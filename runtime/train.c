@@ -355,6 +355,13 @@ static void find_out_rows(TfTrainer *t, const TfBatch *b) {
 static void zero(float *p, size_t n);
 static double attn_loss(const TfTrainer *t, const TfBatch *b, int l, int s, float *dpre);
 
+/* Threads for one attention layer's per-sequence work: one when the batch is
+ * too small for a second thread to pay (the work is about H x sum T^2 x d). */
+static int attn_threads(const TfTrainer *t, const TfBatch *b, const TfLayer *ly) {
+    long work = (long)ly->n_heads * t->att_off[b->n_seqs] * (ly->d_head + ly->d_vhead);
+    return work < 200000 ? 1 : t->threads;
+}
+
 typedef struct AttnJob {
     TfTrainer *t;
     const TfBatch *b;
@@ -467,7 +474,7 @@ static void forward_compact_attention(TfTrainer *t, const TfBatch *b, const TfLa
     matmul_forward(a->k, ain, P(t, ly->key), OPTP(t, ly->key_bias), N, C, HD, 0);
     matmul_forward(a->v, ain, P(t, ly->value), OPTP(t, ly->value_bias), N, C, HV, 0);
     AttnJob job = {t, b, ly, a, NULL, 0};
-    parallel_ranges(b->n_seqs, t->att_off, t->threads, rows_forward_range, &job);
+    parallel_ranges(b->n_seqs, t->att_off, attn_threads(t, b, ly), rows_forward_range, &job);
     if (ly->output >= 0) {
         matmul_forward(a->y, a->attout, P(t, ly->output), OPTP(t, ly->output_bias), M, HV, C, 0);
     } else {
@@ -524,7 +531,7 @@ static double forward(TfTrainer *t, const TfBatch *b, int train, long step) {
             matmul_forward(a->k, ain, P(t, ly->key), OPTP(t, ly->key_bias), N, C, HD, 0);
             matmul_forward(a->v, ain, P(t, ly->value), OPTP(t, ly->value_bias), N, C, HV, 0);
             AttnJob job = {t, b, ly, a, NULL, l};
-            parallel_ranges(b->n_seqs, t->att_off, t->threads, full_forward_range, &job);
+            parallel_ranges(b->n_seqs, t->att_off, attn_threads(t, b, ly), full_forward_range, &job);
             if (ly->output >= 0) {
                 matmul_forward(a->y, a->attout, P(t, ly->output), OPTP(t, ly->output_bias), N, HV,
                                C, 0);
@@ -623,7 +630,7 @@ static void backward_compact_attention(TfTrainer *t, const TfBatch *b, const TfL
     zero(t->dk, (size_t)N * HD);
     zero(t->dv, (size_t)N * HV);
     AttnJob job = {t, b, ly, a, dattout, 0};
-    parallel_ranges(b->n_seqs, t->att_off, t->threads, rows_backward_range, &job);
+    parallel_ranges(b->n_seqs, t->att_off, attn_threads(t, b, ly), rows_backward_range, &job);
     // Queries came from the out rows' inputs: their gradient goes back there.
     zero(t->doutx, (size_t)M * C);
     matmul_backward(t->doutx, G(t, ly->query), OPTG(t, ly->query_bias), t->dq, t->qin,
@@ -715,7 +722,7 @@ static void backward(TfTrainer *t, const TfBatch *b) {
             zero(t->dv, (size_t)N * HV);
             AttnJob job = {t, b, ly, a, dattout, l};
             // Attention-score targets share one gradient buffer: one thread then.
-            parallel_ranges(b->n_seqs, t->att_off, b->n_attn ? 1 : t->threads,
+            parallel_ranges(b->n_seqs, t->att_off, b->n_attn ? 1 : attn_threads(t, b, ly),
                             full_backward_range, &job);
             matmul_backward(t->dain, G(t, ly->query), OPTG(t, ly->query_bias), t->dq, ain,
                             P(t, ly->query), N, C, HD);

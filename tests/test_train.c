@@ -400,10 +400,10 @@ static double train_small(TfOptimizer opt, float lr, int steps, float *params_ou
     return loss;
 }
 
-/* 20 steps on 16 copies of the small batch (224 rows: enough for the
- * trainer to split its matrix products too) with `threads` threads. */
+/* 20 steps on 256 copies of the small batch (768 sequences: enough work for
+ * the trainer to split its attention over threads) with `threads` threads. */
 static void train_threads(int threads, float *params_out, size_t *n_out) {
-    enum { COPIES = 16 };
+    enum { COPIES = 256 };
     TfModel *m = tf_compile_text(model_texts[0]);
     TfTrainOptions o = default_opts(TF_OPT_ADAMW);
     o.threads = threads;
@@ -439,6 +439,8 @@ static void train_threads(int threads, float *params_out, size_t *n_out) {
 
 START_TEST(test_threads_do_not_change_the_result) {
     static float one[4096], two[4096], three[4096];
+    // (attn_threads in runtime/train.c uses one thread below about 200,000
+    // multiply-adds per attention layer; this batch has more.)
     size_t n1, n2, n3;
     train_threads(1, one, &n1);
     train_threads(2, two, &n2);
