@@ -28,7 +28,7 @@ for t in "${tasks[@]}"; do
     "$build/tftrain" "programs/$t.tfp" "${task[@]}" "${opts[@]}" --eval-every 100000000 --quiet \
         -o "$d/ours.tfw" >"$d/ours.txt"
     sed -n 's/^held-out accuracy \([0-9.]*%\).*steps in \([0-9.]*\) s, \([0-9]*\) examples.*/\1 \2 \3/p' "$d/ours.txt" |
-        while read -r acc wall eps; do echo "| $t | tftrain (C, 2 threads) | $acc | $wall | $eps |"; done
+        while read -r acc wall eps; do echo "| $t | tftrain (C, $(nproc) threads) | $acc | $wall | $eps |"; done
     grep -v '^held-out' "$d/ours.txt" | grep -v '^ ' | sed 's/^/    /' >&2 || true
     for th in 1 2; do
         $PY "bench/torch_$t.py" "$d/init.tfw" "$d" --threads "$th" >"$d/torch$th.txt"
