@@ -14,6 +14,8 @@
 #include "rng.h"
 #include "tfw.h"
 
+#define LN_BLOCK 64 /* rows per partial sum of LayerNorm's parameter gradients */
+
 const char *const tf_optimizer_names[TF_OPT_COUNT] = {"sgd", "adam", "adamw"};
 static_assert(sizeof tf_optimizer_names / sizeof *tf_optimizer_names == TF_OPT_COUNT, "names");
 
@@ -55,6 +57,7 @@ struct TfTrainer {
 
     float *dres, *dres2, *dy, *dain, *dq, *dk, *dv, *dattout, *dh, *dhpre, *scratch, *dpreatt;
     int threads;  /* attention's per-sequence work is split over this many */
+    float *ln_part; /* LayerNorm's parameter gradients per block of rows */
     size_t max_t; /* longest sequence: each thread's share of scratch */
     int batch_has_dropout;
 
@@ -93,7 +96,7 @@ void trainer_free(TfTrainer *t) {
     free(t->acts);
     float *bufs[] = {t->params, t->grads, t->mom, t->vel, t->resid, t->outx, t->logits,
                      t->probs, t->dlogits, t->doutx, t->dres, t->dres2, t->dy, t->dain,
-                     t->dq, t->dk, t->dv, t->dattout, t->dh, t->dhpre, t->scratch, t->dpreatt};
+                     t->dq, t->dk, t->dv, t->dattout, t->dh, t->dhpre, t->scratch, t->dpreatt, t->ln_part};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
     free(t->offset);
     free(t->trainable);
@@ -232,6 +235,8 @@ TfTrainer *trainer_new(TfModel *m, const TfTrainOptions *opts, int max_rows, int
     t->threads = opts->threads < 1 ? 1 : opts->threads > TF_PARALLEL_MAX ? TF_PARALLEL_MAX : opts->threads;
     t->max_t = maxT;
     t->scratch = xcalloc(maxT * (size_t)t->threads, sizeof(float), &failed);
+    t->ln_part = xcalloc(((size_t)max_rows / LN_BLOCK + 1) * 2 * (size_t)m->d_model, sizeof(float),
+                         &failed);
     t->dpreatt = xcalloc(max_att, sizeof(float), &failed);
     if (failed) goto oom;
     return t;
@@ -354,6 +359,69 @@ static void find_out_rows(TfTrainer *t, const TfBatch *b) {
  * result is the same for any number of threads. */
 static void zero(float *p, size_t n);
 static double attn_loss(const TfTrainer *t, const TfBatch *b, int l, int s, float *dpre);
+
+/* LayerNorm over many rows, split over threads. Forward: rows are
+ * independent. Backward: the input gradient is per row too, and the
+ * parameter gradients are summed per block of LN_BLOCK rows, then the blocks
+ * in order, so the result depends on the number of rows, never on the
+ * number of threads. Small batches take the plain kernels. */
+#define LN_MIN_ROWS 512
+
+typedef struct LnJob {
+    float *out, *mean, *rstd, *dinp, *part;
+    const float *inp, *weight, *bias, *dout, *cmean, *crstd;
+    int N, C;
+    float eps;
+} LnJob;
+
+static void ln_forward_range(void *ctx, int lo, int hi, int worker) {
+    const LnJob *j = ctx;
+    (void)worker;
+    long r0 = (long)lo * LN_BLOCK, r1 = (long)hi * LN_BLOCK < j->N ? (long)hi * LN_BLOCK : j->N;
+    layernorm_forward(j->out + r0 * j->C, j->mean + r0, j->rstd + r0, j->inp + r0 * j->C,
+                      j->weight, j->bias, (int)(r1 - r0), j->C, j->eps);
+}
+
+static void ln_backward_range(void *ctx, int lo, int hi, int worker) {
+    const LnJob *j = ctx;
+    (void)worker;
+    for (int b = lo; b < hi; b++) {
+        long r0 = (long)b * LN_BLOCK, r1 = r0 + LN_BLOCK < j->N ? r0 + LN_BLOCK : j->N;
+        float *pw = j->part + (size_t)b * 2 * j->C, *pb = pw + j->C;
+        memset(pw, 0, 2 * (size_t)j->C * sizeof *pw);
+        layernorm_backward(j->dinp + r0 * j->C, pw, pb, j->dout + r0 * j->C, j->inp + r0 * j->C,
+                           j->weight, j->cmean + r0, j->crstd + r0, (int)(r1 - r0), j->C);
+    }
+}
+
+static void ln_forward(const TfTrainer *t, float *out, float *mean, float *rstd, const float *inp,
+                       const float *weight, const float *bias, int N, int C, float eps) {
+    if (N < LN_MIN_ROWS) {
+        layernorm_forward(out, mean, rstd, inp, weight, bias, N, C, eps);
+        return;
+    }
+    LnJob j = {out, mean, rstd, NULL, NULL, inp, weight, bias, NULL, NULL, NULL, N, C, eps};
+    parallel_ranges((N + LN_BLOCK - 1) / LN_BLOCK, NULL, t->threads, ln_forward_range, &j);
+}
+
+static void ln_backward(const TfTrainer *t, float *dinp, float *dweight, float *dbias,
+                        const float *dout, const float *inp, const float *weight,
+                        const float *mean, const float *rstd, int N, int C) {
+    if (N < LN_MIN_ROWS) {
+        layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+        return;
+    }
+    int blocks = (N + LN_BLOCK - 1) / LN_BLOCK;
+    LnJob j = {NULL, NULL, NULL, dinp, t->ln_part, inp, weight, NULL, dout, mean, rstd, N, C, 0};
+    parallel_ranges(blocks, NULL, t->threads, ln_backward_range, &j);
+    for (int b = 0; b < blocks; b++) {
+        const float *pw = t->ln_part + (size_t)b * 2 * C, *pb = pw + C;
+        for (int c = 0; c < C; c++) {
+            dweight[c] += pw[c];
+            dbias[c] += pb[c];
+        }
+    }
+}
 
 /* Threads for one attention layer's per-sequence work: one when the batch is
  * too small for a second thread to pay (the work is about H x sum T^2 x d). */
@@ -511,13 +579,13 @@ static double forward(TfTrainer *t, const TfBatch *b, int train, long step) {
         LayerActs *a = &t->acts[l];
         float *in = t->resid + (size_t)l * RC, *out = t->resid + (size_t)(l + 1) * RC;
         if (ly->kind == TF_LAYER_NORM) {
-            layernorm_forward(out, a->ln_mean, a->ln_rstd, in, P(t, ly->norm_weight),
+            ln_forward(t, out, a->ln_mean, a->ln_rstd, in, P(t, ly->norm_weight),
                               P(t, ly->norm_bias), rows, C, ly->norm_eps);
             continue;
         }
         const float *ain = in;
         if (ly->norm_weight >= 0) {
-            layernorm_forward(a->lnout, a->ln_mean, a->ln_rstd, in, P(t, ly->norm_weight),
+            ln_forward(t, a->lnout, a->ln_mean, a->ln_rstd, in, P(t, ly->norm_weight),
                               P(t, ly->norm_bias), rows, C, ly->norm_eps);
             ain = a->lnout;
         }
@@ -653,7 +721,7 @@ static void backward_compact_attention(TfTrainer *t, const TfBatch *b, const TfL
         for (int c = 0; c < C; c++) d[c] += g[c];
     }
     if (ly->norm_weight >= 0)
-        layernorm_backward(dres, G(t, ly->norm_weight), G(t, ly->norm_bias), t->dain, in,
+        ln_backward(t, dres, G(t, ly->norm_weight), G(t, ly->norm_bias), t->dain, in,
                            P(t, ly->norm_weight), a->ln_mean, a->ln_rstd, N, C);
     else
         for (long i = 0; i < (long)N * C; i++) dres[i] += t->dain[i];
@@ -684,7 +752,7 @@ static void backward(TfTrainer *t, const TfBatch *b) {
         const float *in = t->resid + (size_t)l * RC;
         if (ly->kind == TF_LAYER_NORM) {
             zero(t->dres2, (size_t)rows * C);
-            layernorm_backward(t->dres2, G(t, ly->norm_weight), G(t, ly->norm_bias), t->dres, in,
+            ln_backward(t, t->dres2, G(t, ly->norm_weight), G(t, ly->norm_bias), t->dres, in,
                                P(t, ly->norm_weight), a->ln_mean, a->ln_rstd, rows, C);
             float *tmp = t->dres;
             t->dres = t->dres2;
@@ -743,7 +811,7 @@ static void backward(TfTrainer *t, const TfBatch *b) {
         }
         // The residual path passes dres through; the sublayer's input adds to it.
         if (ly->norm_weight >= 0)
-            layernorm_backward(t->dres, G(t, ly->norm_weight), G(t, ly->norm_bias), t->dain, in,
+            ln_backward(t, t->dres, G(t, ly->norm_weight), G(t, ly->norm_bias), t->dain, in,
                                P(t, ly->norm_weight), a->ln_mean, a->ln_rstd, rows, C);
         else
             for (long i = 0; i < (long)rows * C; i++) t->dres[i] += t->dain[i];
