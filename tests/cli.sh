@@ -214,5 +214,21 @@ expect "general: two unlabelled Counts count apart" 0 "$(printf '^aab\t333')" ""
 expect "general: a prompt without the BOS" 1 "" "must start with the beginning-of-sequence token" \
     -- "$TFRUN" "$tmp/two_counts.tfw" "aab"
 
+# A compiled program with a stop rule: '=' -> 'a' -> 'b' -> '$' (stop).
+cat >"$tmp/until.tfp" <<'EOF2'
+vocab "^ab=$";
+bos '^';
+maxlen 8;
+cat next;
+next: Map([tokens: '=' => 'a', 'a' => 'b', _ => '$']) -> next;
+output next;
+generate until '$';
+EOF2
+expect "general: generate until compiles" 0 "" "" -- "$TFC" "$tmp/until.tfp" -o "$tmp/until.tfw"
+expect "general: generation stops at the stop token" 0 "^=ab" "" -- "$TFRUN" "$tmp/until.tfw" "^="
+expect "general: the stop token can come first" 0 "^b" "" -- "$TFRUN" "$tmp/until.tfw" "^b"
+printf '^=\tab\n^a\tb\n^ab\t\n' >"$tmp/until.tsv"
+expect "general: --check with a stop token" 0 "~3 passed, 0 failed" "" -- "$TFRUN" "$tmp/until.tfw" --check "$tmp/until.tsv"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
