@@ -1905,24 +1905,16 @@ static void lower_attend(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
     ly.d_vhead = dv;
     ly.scale = (float)p->beta;
     ly.causal = p->causal;
-    char name[96];
-    int li = L->m->n_layers;
-    snprintf(name, sizeof name, "layers.%d.attn.query.weight", li);
-    ly.query = lower_emit(L, name, q);
-    snprintf(name, sizeof name, "layers.%d.attn.query.bias", li);
-    ly.query_bias = lower_emit(L, name, qb);
-    snprintf(name, sizeof name, "layers.%d.attn.key.weight", li);
-    ly.key = lower_emit(L, name, k);
+    ly.query = lower_emit_layer(L, "attn.query.weight", q);
+    ly.query_bias = lower_emit_layer(L, "attn.query.bias", qb);
+    ly.key = lower_emit_layer(L, "attn.key.weight", k);
     if (kb_used) {
-        snprintf(name, sizeof name, "layers.%d.attn.key.bias", li);
-        ly.key_bias = lower_emit(L, name, kb);
+        ly.key_bias = lower_emit_layer(L, "attn.key.bias", kb);
     } else {
         free(kb.w);
     }
-    snprintf(name, sizeof name, "layers.%d.attn.value.weight", li);
-    ly.value = lower_emit(L, name, v);
-    snprintf(name, sizeof name, "layers.%d.attn.output.weight", li);
-    ly.output = lower_emit(L, name, o);
+    ly.value = lower_emit_layer(L, "attn.value.weight", v);
+    ly.output = lower_emit_layer(L, "attn.output.weight", o);
     if (!L->failed && model_add_layer(L->m, &ly, L->err) < 0) L->failed = 1;
 }
 

@@ -94,6 +94,12 @@ int lower_emit(Lowerer *L, const char *name, Mat M) {
 
 static const TfIrReg *reg(const Lowerer *L, int r) { return &L->ir->regs[r]; }
 
+int lower_emit_layer(Lowerer *L, const char *what, Mat M) {
+    char name[96];
+    snprintf(name, sizeof name, "layers.%d.%s", L->m->n_layers, what);
+    return lower_emit(L, name, M);
+}
+
 TfLayer lower_layer_header(const Lowerer *L, const TfIrOp *op, TfLayerKind kind) {
     TfLayer ly = model_layer_init(kind);
     ly.name = op->stmt->label.text ? op->stmt->label.text : (char *)tf_ops[op->op].layer_name;
@@ -115,13 +121,9 @@ static void emit_attention(Lowerer *L, int li, const TfIrOp *op, Mat q, Mat k, M
     ly.d_vhead = d;
     ly.scale = (float)(1.0 / sqrt((double)d));
     ly.causal = 1;
-    char name[96];
-    snprintf(name, sizeof name, "layers.%d.attn.query.weight", L->m->n_layers);
-    ly.query = lower_emit(L, name, q);
-    snprintf(name, sizeof name, "layers.%d.attn.key.weight", L->m->n_layers);
-    ly.key = lower_emit(L, name, k);
-    snprintf(name, sizeof name, "layers.%d.attn.value.weight", L->m->n_layers);
-    ly.value = lower_emit(L, name, v);
+    ly.query = lower_emit_layer(L, "attn.query.weight", q);
+    ly.key = lower_emit_layer(L, "attn.key.weight", k);
+    ly.value = lower_emit_layer(L, "attn.value.weight", v);
     if (!L->failed && model_add_layer(L->m, &ly, L->err) < 0) L->failed = 1;
 }
 
@@ -136,15 +138,10 @@ static void emit_attention_proj(Lowerer *L, int li, const TfIrOp *op, Mat q, Mat
     ly.d_vhead = v.rows;
     ly.scale = scale;
     ly.causal = 1;
-    char name[96];
-    snprintf(name, sizeof name, "layers.%d.attn.query.weight", L->m->n_layers);
-    ly.query = lower_emit(L, name, q);
-    snprintf(name, sizeof name, "layers.%d.attn.key.weight", L->m->n_layers);
-    ly.key = lower_emit(L, name, k);
-    snprintf(name, sizeof name, "layers.%d.attn.value.weight", L->m->n_layers);
-    ly.value = lower_emit(L, name, v);
-    snprintf(name, sizeof name, "layers.%d.attn.output.weight", L->m->n_layers);
-    ly.output = lower_emit(L, name, o);
+    ly.query = lower_emit_layer(L, "attn.query.weight", q);
+    ly.key = lower_emit_layer(L, "attn.key.weight", k);
+    ly.value = lower_emit_layer(L, "attn.value.weight", v);
+    ly.output = lower_emit_layer(L, "attn.output.weight", o);
     if (!L->failed && model_add_layer(L->m, &ly, L->err) < 0) L->failed = 1;
 }
 
@@ -156,15 +153,10 @@ void lower_add_mlp(Lowerer *L, const TfIrOp *op, TfActivation act, Mat w1, Mat b
     w1.two_d = w2.two_d = 1;
     ly.d_hidden = w1.rows;
     ly.act = act;
-    char name[96];
-    snprintf(name, sizeof name, "layers.%d.mlp.fc1.weight", L->m->n_layers);
-    ly.fc1_weight = lower_emit(L, name, w1);
-    snprintf(name, sizeof name, "layers.%d.mlp.fc1.bias", L->m->n_layers);
-    ly.fc1_bias = lower_emit(L, name, b1);
-    snprintf(name, sizeof name, "layers.%d.mlp.fc2.weight", L->m->n_layers);
-    ly.fc2_weight = lower_emit(L, name, w2);
-    snprintf(name, sizeof name, "layers.%d.mlp.fc2.bias", L->m->n_layers);
-    ly.fc2_bias = lower_emit(L, name, b2);
+    ly.fc1_weight = lower_emit_layer(L, "mlp.fc1.weight", w1);
+    ly.fc1_bias = lower_emit_layer(L, "mlp.fc1.bias", b1);
+    ly.fc2_weight = lower_emit_layer(L, "mlp.fc2.weight", w2);
+    ly.fc2_bias = lower_emit_layer(L, "mlp.fc2.bias", b2);
     if (!L->failed && model_add_layer(L->m, &ly, L->err) < 0) L->failed = 1;
 }
 

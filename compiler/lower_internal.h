@@ -29,6 +29,8 @@ Mat lower_mat(Lowerer *L, int rows, int cols);
 /* Stores M as tensor `name` (or finds an identical one); frees M; returns
  * the tensor index, -1 after a failure. */
 int lower_emit(Lowerer *L, const char *name, Mat M);
+/* lower_emit as "layers.<the layer being built>.<what>" ("attn.query.weight"). */
+int lower_emit_layer(Lowerer *L, const char *what, Mat M);
 /* A layer of that kind named after the op's label (or the op). */
 TfLayer lower_layer_header(const Lowerer *L, const TfIrOp *op, TfLayerKind kind);
 
