@@ -556,7 +556,7 @@ static TfGenOp *new_plan(Gen *G, TfGenForm form, const TfIrOp *op, const char *s
         return NULL;
     }
     p->form = form;
-    p->qreg = p->kreg = p->vreg = -1;
+    p->vreg = -1;
     p->default_col = -1;
     const char *base = op->stmt->label.text ? op->stmt->label.text : tf_ops[op->op].layer_name;
     snprintf(p->name, sizeof p->name, "%s%s", base, suffix);
@@ -1137,8 +1137,17 @@ static int selection_side(Gen *G, const TfIrOp *op, int index, const int *regs, 
 }
 
 /* Fills the predicate matrix P over the sides' values. */
-static int selection_matrix(Gen *G, const TfExpr *pred, const Reads *R, int qreg, int nq, int kreg,
-                            int nk, unsigned char **P_out) {
+/* The parts of a top-level `a and b and ...`; -1 when there are too many. */
+static int split_conjuncts(const TfExpr *e, const TfExpr **out, int *n) {
+    if (e->kind == TF_EXPR_BINARY && e->op == TF_EX_AND)
+        return split_conjuncts(e->a, out, n) < 0 ? -1 : split_conjuncts(e->b, out, n);
+    if (*n == TF_GEN_MAX_INPUTS) return -1;
+    out[(*n)++] = e;
+    return 0;
+}
+
+static int selection_matrix(Gen *G, const TfExpr *pred, const Reads *R, int nq, int nk,
+                            unsigned char **P_out) {
     unsigned char *P = alloc(G->st, (size_t)nq * (size_t)nk);
     TfVal *kcur = calloc((size_t)G->ir->n_regs, sizeof *kcur);
     TfVal *qcur = calloc((size_t)G->ir->n_regs, sizeof *qcur);
@@ -1173,8 +1182,6 @@ static int selection_matrix(Gen *G, const TfExpr *pred, const Reads *R, int qreg
             P[(size_t)qi * (size_t)nk + (size_t)ki] = (unsigned char)t;
         }
     }
-    (void)qreg;
-    (void)kreg;
     free(kcur);
     free(qcur);
     *P_out = P;
@@ -1360,24 +1367,37 @@ static void analyze_selection(Gen *G, TfIrOp *op, int index) {
     TfVal dflt = num_val(0, 1);
     if (selection_options(G, op, is_count ? 1 : 2, p, &has_default, &dflt) < 0) return;
 
-    // Sides: one register each (joint ones written by inserted Maps).
-    int nq, nk;
-    int qreg = selection_side(G, op, index, R.qregs, R.nq, 'q', &nq);
-    if (R.nq && qreg < 0) return;
-    int kreg = selection_side(G, op, index, R.kregs, R.nk, 'k', &nk);
-    if (R.nk && kreg < 0) return;
-    unsigned char *P;
-    if (selection_matrix(G, a0->expr, &R, qreg, nq, kreg, nk, &P) < 0) return;
-    p->qreg = qreg;
-    p->kreg = kreg;
-    p->nq = nq;
-    p->nk = nk;
-    p->P = P;
+    // A conjunction whose parts each read one register a side becomes a sum
+    // of terms (no joint one-hots); otherwise one term whose sides are one
+    // register each (joint ones written by inserted Maps).
+    const TfExpr *conj[TF_GEN_MAX_INPUTS];
+    int n_conj = 0, additive = split_conjuncts(a0->expr, conj, &n_conj) == 0 && n_conj > 1;
+    Reads CR[TF_GEN_MAX_INPUTS];
+    for (int i = 0; additive && i < n_conj; i++) {
+        memset(&CR[i], 0, sizeof CR[i]);
+        if (collect_reads(G, conj[i], 1, &CR[i]) < 0 || CR[i].nk > 1 || CR[i].nq > 1) additive = 0;
+    }
+    if (!additive) {
+        n_conj = 1;
+        conj[0] = a0->expr;
+        CR[0] = R;
+    }
+    double delta = 0;
+    for (int t = 0; t < n_conj; t++) {
+        struct TfGenTerm *T = &p->terms[t];
+        T->qreg = selection_side(G, op, index, CR[t].qregs, CR[t].nq, 'q', &T->nq);
+        if (CR[t].nq && T->qreg < 0) return;
+        T->kreg = selection_side(G, op, index, CR[t].kregs, CR[t].nk, 'k', &T->nk);
+        if (CR[t].nk && T->kreg < 0) return;
+        if (selection_matrix(G, conj[t], &CR[t], T->nq, T->nk, &T->P) < 0) return;
+        // How far scores can move (before beta): the inputs' errors.
+        double eq = T->qreg >= 0 ? greg(G, T->qreg)->err : 0;
+        double ek = T->kreg >= 0 ? greg(G, T->kreg)->err : 0;
+        delta += (double)T->nq * eq + (double)T->nk * ek + 2 * EPS32;
+    }
+    p->n_terms = n_conj;
 
-    // Error bounds: how far scores can move (delta, before beta), what the
-    // softmax leaks, how float32 rounds it.
-    double eq = qreg >= 0 ? greg(G, qreg)->err : 0, ek = kreg >= 0 ? greg(G, kreg)->err : 0;
-    double delta = (double)nq * eq + (double)nk * ek + 2 * EPS32;
+    // Error bounds: what the softmax leaks, how float32 rounds it.
     double L = (double)G->n_real;
     double half = is_count ? 1.0 : 0.5;
     double leak = (L + 1) * exp(-p->beta * (half - 2 * delta));
@@ -1518,7 +1538,8 @@ static void analyze_selection(Gen *G, TfIrOp *op, int index) {
             snprintf(name, sizeof name, "%s%d.n", p->name, index);
             int count_reg = add_hidden_reg(G, name, TF_REG_CATEGORICAL);
             if (!pc || count_reg < 0) return;
-            pc->qreg = p->qreg, pc->kreg = p->kreg, pc->nq = p->nq, pc->nk = p->nk, pc->P = p->P;
+            pc->n_terms = p->n_terms;
+            memcpy(pc->terms, p->terms, sizeof pc->terms);
             pc->beta = p->beta;
             pc->causal = p->causal;
             double leak_c = (L + 1) * exp(-p->beta * (1.0 - 2 * delta));
@@ -1846,7 +1867,8 @@ static void lower_linear(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
  * query value, the predicate row applied to the key register's one-hot. */
 static void lower_attend(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
     const TfIr *ir = L->ir;
-    int d = ir->d_model, D = p->nq + 2;
+    int d = ir->d_model, D = 2;
+    for (int t = 0; t < p->n_terms; t++) D += p->terms[t].nq;
     int bos_col = ir->regs[TF_IR_REG_TOKENS].offset + ir->bos;
     int is_count = p->form == TF_GEN_COUNT;
     int dest_cat = !is_count && !p->value_numeric;
@@ -1857,30 +1879,35 @@ static void lower_attend(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
         free(q.w), free(qb.w), free(k.w), free(kb.w), free(v.w), free(o.w);
         return;
     }
-    int kb_used = 0;
-    for (int qi = 0; qi < p->nq; qi++) {
-        if (p->qreg >= 0)
-            AT(q, qi, ir->regs[p->qreg].offset + general_column(ir, p->qreg, ir->gen_regs[p->qreg].vals[qi])) = 1.0f;
-        else
-            AT(qb, 0, qi) = 1.0f;
-        for (int ki = 0; ki < p->nk; ki++) {
-            if (!p->P[(size_t)qi * (size_t)p->nk + (size_t)ki]) continue;
-            if (p->kreg >= 0) {
-                const TfVal kv = ir->gen_regs[p->kreg].vals[ki];
-                if (p->kreg == ir->indices_reg && kv.x == 0) continue; // the BOS's position
-                AT(k, qi, col(ir, p->kreg, kv)) = 1.0f;
-            } else { // every key but the BOS
-                AT(kb, 0, qi) = 1.0f;
-                AT(k, qi, bos_col) = -1.0f;
-                kb_used = 1;
+    int kb_used = 0, row = 0;
+    for (int t = 0; t < p->n_terms; t++) {
+        const struct TfGenTerm *T = &p->terms[t];
+        for (int qi = 0; qi < T->nq; qi++, row++) {
+            if (T->qreg >= 0)
+                AT(q, row, col(ir, T->qreg, ir->gen_regs[T->qreg].vals[qi])) = 1.0f;
+            else
+                AT(qb, 0, row) = 1.0f;
+            for (int ki = 0; ki < T->nk; ki++) {
+                if (!T->P[(size_t)qi * (size_t)T->nk + (size_t)ki]) continue;
+                if (T->kreg >= 0) {
+                    const TfVal kv = ir->gen_regs[T->kreg].vals[ki];
+                    if (T->kreg == ir->indices_reg && kv.x == 0) continue; // the BOS's position
+                    AT(k, row, col(ir, T->kreg, kv)) = 1.0f;
+                } else { // every key but the BOS
+                    AT(kb, 0, row) = 1.0f;
+                    AT(k, row, bos_col) = -1.0f;
+                    kb_used = 1;
+                }
             }
         }
     }
-    // The BOS: score 1/2 (Count: 1) for every query; 4 more for a BOS query.
-    AT(qb, 0, p->nq) = 1.0f;
-    AT(k, p->nq, bos_col) = is_count ? 1.0f : 0.5f;
-    AT(q, p->nq + 1, bos_col) = 1.0f;
-    AT(k, p->nq + 1, bos_col) = 4.0f;
+    // A key is selected when all n terms hold: score n. The BOS: n - 1/2
+    // (Count: n) for every query, and n + 4 for a BOS query.
+    double n = p->n_terms;
+    AT(qb, 0, row) = 1.0f;
+    AT(k, row, bos_col) = (float)(is_count ? n : n - 0.5);
+    AT(q, row + 1, bos_col) = 1.0f;
+    AT(k, row + 1, bos_col) = (float)(n + 4.0);
     // Values.
     if (is_count) {
         AT(v, 0, bos_col) = 1.0f;

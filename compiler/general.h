@@ -82,12 +82,18 @@ struct TfGenOp {
     /* LINEAR: dest = sum coef[i] * in[i] + c0 (zero at the BOS). */
     double coef[TF_GEN_MAX_INPUTS], c0;
 
-    /* ATTEND / COUNT: one query register and one key register (joint ones
-     * when a predicate reads several; -1 when a side reads none), the
-     * predicate P[qi * nk + ki] over their values, the value register
-     * (ATTEND), the default, the inverse temperature, the mask. */
-    int qreg, kreg, nq, nk;
-    unsigned char *P;
+    /* ATTEND / COUNT: the selection as a sum of terms, each with one query
+     * register and one key register (joint ones when a term reads several;
+     * -1 when a side reads none) and its truth table P[qi * nk + ki] over
+     * their values. A selection is one term, or a conjunction of terms that
+     * each read one register a side: a key is selected when all hold, i.e.
+     * when its score reaches n_terms. Then the value register (ATTEND), the
+     * default, the inverse temperature, the mask. */
+    int n_terms;
+    struct TfGenTerm {
+        int qreg, kreg, nq, nk;
+        unsigned char *P;
+    } terms[TF_GEN_MAX_INPUTS];
     int vreg;
     int value_numeric;
     double default_num; /* numeric value at the BOS (the default) */
