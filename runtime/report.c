@@ -441,7 +441,8 @@ static const char *const report_js =
     "function fmt(v){return v===null?'not finite':String(v);}\n"
     "function colName(c){for(var i=0;i<D.regs.length;i++){var r=D.regs[i];"
     "if(c>=r[2]&&c<r[2]+r[3]){var j=c-r[2],sub=r[1]==='token'?' \\''+D.vocab[j]+'\\'':"
-    "r[1]==='position'?(j===0?' sin':' cos'):'';return r[0]+'['+j+sub+']';}}return '';}\n"
+    "r[1]==='position'?(j===0?' sin':' cos'):r[4]?' = '+r[4][j]:'';return r[0]+'['+j+sub+']';}}"
+    "return '';}\n"
     "function describe(svg,x,y){var s=svg.dataset,col=Math.floor((x-s.x0)/s.cw),"
     "row=Math.floor((y-s.y0)/s.ch);if(col<0||row<0||row>=+s.rows||col>=+s.cols)return null;\n"
     "if(s.kind==='resid'){var v=D.blocks[+s.block][row*D.d+col];return D.names[+s.block]+': "
@@ -497,8 +498,17 @@ static void write_json_data(const TfCapture *c, FILE *f) {
     for (int r = 0; r < m->n_regs; r++) {
         fprintf(f, "%s[", r ? "," : "");
         put_json_string(f, m->regs[r].name);
-        fprintf(f, ",\"%s\",%d,%d]", tf_reg_kind_names[m->regs[r].kind], m->regs[r].offset,
+        fprintf(f, ",\"%s\",%d,%d", tf_reg_kind_names[m->regs[r].kind], m->regs[r].offset,
                 m->regs[r].size);
+        if (m->regs[r].values) { // categorical: each column's value, for the hover text
+            fputs(",[", f);
+            for (int j = 0; j < m->regs[r].size; j++) {
+                if (j) fputc(',', f);
+                put_json_string(f, m->regs[r].values[j]);
+            }
+            fputc(']', f);
+        }
+        fputc(']', f);
     }
     fputs("],\"names\":[", f);
     for (int b = 0; b < c->n_blocks; b++) {

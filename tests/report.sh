@@ -179,6 +179,14 @@ else
     echo "note: this tfc does not compile model blocks; learned-model checks skipped"
 fi
 
+# A general program: categorical registers in the trace and the report.
+"$TFC" "$SRC/programs/reverse.tfp" -o "$tmp/rev.tfw"
+check "tfc on a general program" $?
+"$TFRUN" "$tmp/rev.tfw" --trace --report "$tmp/rev.html" "^abc" >"$tmp/rev.txt"
+check "--trace --report on a general program" $?
+contains "general trace: a categorical register as its values" "$tmp/rev.txt" "    reversed          .    'c'    'b'    'a'"
+contains "general report: value labels for the hover text" "$tmp/rev.html" '["reversed","categorical",73,3,["'"'"'a'"'"'","'"'"'b'"'"'","'"'"'c'"'"'"]]'
+
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$CHROMIUM" ]; then
     echo "$passed passed, $failed failed; SKIP: chromium is not installed (apt-get install chromium)"
@@ -214,6 +222,12 @@ if [ "$learned" = 1 ]; then
     done
     contains "the learned report shows the logit lens" "$tmp/lm-dom.html" '<th class="r">logit lens</th>'
 fi
+
+chrome --dump-dom "file://$tmp/rev.html" >"$tmp/rev-dom.html"
+grep -q '<p id="report-ok">script ran:' "$tmp/rev-dom.html" && ! grep -q 'id="report-error"' "$tmp/rev-dom.html"
+check "the general program's report runs its script without errors" $? \
+    "$(grep -o 'id="report-error">[^<]*' "$tmp/rev-dom.html")"
+contains "the general report labels its registers" "$tmp/rev-dom.html" '>reversed</text>'
 
 shot=$BUILD/report-adder.png
 rm -f "$shot"
