@@ -318,7 +318,7 @@ value
         $$.loc = @1;
         $$.text = malloc((size_t)$1->len + 1);
         if ($$.text) {
-            memcpy($$.text, $1->bytes, (size_t)$1->len);
+            if ($1->len > 0) memcpy($$.text, $1->bytes, (size_t)$1->len); // none when unterminated
             $$.text[$1->len] = '\0';
         }
         free($1->bytes);
