@@ -1276,17 +1276,29 @@ static int push_count(Gen *G, TfIrOp *op, int index, TfGenOp *p, int dest, doubl
     attn.dest = h;
     record_write(G, h, G->n_out);
     push_op(G, &attn);
-    // The steps: value 1/(c+1) -> column c of dest.
+    // The steps: value 1/(c+1) -> column c of dest. The softmax's rounding
+    // (its sum of up to L + 1 terms, then a division) is relative to the
+    // value 1/(c+1) it gives, and so is the steps' own: check each step
+    // between neighbouring counts against the error at its values.
     const TfGenReg *g = greg(G, h);
-    double gap = INFINITY;
-    for (int i = 1; i < g->n_vals; i++) gap = fmin(gap, g->vals[i].x - g->vals[i - 1].x);
-    double margin = gap / 4 - g->err - 2 * 4 * EPS32;
-    if (margin <= 0) {
+    double worst = INFINITY, wgap = 0, werr = 0;
+    int wc = 0;
+    for (int i = 1; i < g->n_vals; i++) {
+        double gap = g->vals[i].x - g->vals[i - 1].x;
+        double err = leak + (soft + 8 * EPS32) * g->vals[i].x;
+        if (gap / 4 - err < worst) {
+            worst = gap / 4 - err;
+            wgap = gap;
+            werr = err;
+            wc = (int)lround(1.0 / g->vals[i].x) - 1;
+        }
+    }
+    if (worst <= 0) {
         diag_error(G->diag, s->op.loc,
-                   "Count: up to %d matches, the attention's 1/(count+1) values are %.3g "
-                   "apart but may be off by %.3g in float32: the count cannot be read back "
-                   "exactly (margin %.3g)",
-                   n_c - 1, gap, g->err, margin);
+                   "Count: up to %d matches, the attention's 1/(count+1) for counts %d and %d "
+                   "are %.3g apart but may be off by %.3g in float32: the count cannot be read "
+                   "back exactly (margin %.3g)",
+                   n_c - 1, wc, wc + 1, wgap, werr, worst);
         diag_hint(G->diag, "a smaller maxlen makes the gaps wider");
         return -1;
     }

@@ -8,7 +8,8 @@ with constants, combined with and / or / not, causal or bidirectional. That
 exercises the selection's truth tables, conjunctions as sums of score
 blocks, and joint one-hots when one side reads two registers. Python counts
 the same; tfrun --check must agree on every input of up to 4 digits from
-0..2. Fixed seed: the same rounds every run.
+0..2. Then counts up to 999 on long inputs, which the compiler certifies
+exact. Fixed seed: the same rounds every run.
 """
 import itertools
 import os
@@ -102,7 +103,51 @@ def main():
                 passed += 1
     print("%d selections count as Python does on all %d inputs, %d failed"
           % (passed, len(inputs), failed))
+    failed += long_counts(tfc, tfrun)
     return 1 if failed else 0
+
+
+LONG = """vocab "^ab0123456789";
+bos '^';
+maxlen 1000;
+cat n, d;
+count_a: Count(k.tokens == 'a'%s) -> n;
+d: Map(n %% 10) -> d;
+output d at every position;
+"""
+
+
+def long_counts(tfc, tfrun):
+    """Counts up to 999, where 1/(c+1) and 1/(c+2) are 1e-6 apart: the
+    compiler certifies them (docs/language.md, Count); they must come out
+    exact, bidirectional and causal, all-'a' inputs of length 999 included."""
+    rng = random.Random(5)
+    failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for causal in (0, 1):
+            prog, w = os.path.join(tmp, "c.tfp"), os.path.join(tmp, "c.tfw")
+            with open(prog, "w") as fh:
+                fh.write(LONG % (", causal" if causal else ""))
+            r = subprocess.run([tfc, prog, "-o", w], capture_output=True, text=True)
+            if r.returncode != 0:
+                print("FAIL: long Count: tfc: %s" % r.stderr.strip()[:300])
+                failed += 1
+                continue
+            cases = []
+            for i in range(8):
+                n = 999 if i < 4 else rng.randint(900, 999)
+                s = "a" * n if i % 2 == 0 else "".join(rng.choice("ab") for _ in range(n))
+                counts = [s[: j + 1].count("a") if causal else s.count("a") for j in range(n)]
+                cases.append("^%s\t%s" % (s, "".join(str(c % 10) for c in counts)))
+            r = subprocess.run([tfrun, w, "--check", "-"], input="\n".join(cases) + "\n",
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                print("FAIL: long Count%s: %s" % (" (causal)" if causal else "", r.stdout[:300]))
+                failed += 1
+            else:
+                print("counts up to 999 exact%s: %s" % (" (causal)" if causal else "",
+                                                        r.stdout.splitlines()[0]))
+    return failed
 
 
 if __name__ == "__main__":
