@@ -3,6 +3,7 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 void matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int N,
@@ -35,9 +36,60 @@ void matmul_forward_naive(float *out, const float *inp, const float *weight, con
     }
 }
 
+/* e^x without a library call, so that loops over it vectorize: x = k ln 2 + r
+ * with |r| <= ln 2 / 2, e^r by its degree-7 Taylor-like minimax polynomial
+ * (Cephes' expf), times 2^k built in the exponent bits. Within 2 ulp of
+ * expf for x in [-87, 88]; 0 below. */
+static inline float exp_vec(float x) {
+    x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
+    // k = round(x / ln 2), by the 1.5 * 2^23 trick (floorf is a call unless
+    // traps are off).
+    float k = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    float r = x - k * 0.693359375f + k * 2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    union {
+        int32_t i;
+        float f;
+    } two_k = {.i = ((int32_t)k + 127) << 23};
+    return x <= -87.0f ? 0.0f : p * two_k.f;
+}
+
+/* erfc(z) for z >= 0, with relative error below 1.2e-7 in exact arithmetic
+ * (Numerical Recipes' Chebyshev fit, erfcc) and a few float roundings. */
+static inline float erfc_vec(float z) {
+    float t = 1.0f / (1.0f + 0.5f * z);
+    float p = 0.17087277f;
+    p = p * t - 0.82215223f;
+    p = p * t + 1.48851587f;
+    p = p * t - 1.13520398f;
+    p = p * t + 0.27886807f;
+    p = p * t - 0.18628806f;
+    p = p * t + 0.09678418f;
+    p = p * t + 0.37409196f;
+    p = p * t + 1.00002368f;
+    p = p * t - 1.26551223f;
+    return t * exp_vec(-z * z + p);
+}
+
+/* Exact GELU, 0.5 x (1 + erf(x / sqrt 2)), written as 0.5 x erfc(-x / sqrt 2)
+ * so that the negative side keeps its relative precision (and large x gives
+ * x exactly: the seed's +1000 bias trick relies on it); branch-free, so the
+ * loop vectorizes (1.5x the engine's speed on the seed's GELU-heavy -O0
+ * weights). Within 1.4e-7 x max(1, |GELU|) of the true value, and 5e-6
+ * relative wherever |GELU| > 1e-10 (tests/test_kernels.c sweeps it); the
+ * erff form it replaces lost all relative precision below x = -5. */
 void gelu_forward(float *x, long n) {
     const float inv_sqrt2 = 0.70710678118654752440f;
-    for (long i = 0; i < n; i++) x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * inv_sqrt2));
+    for (long i = 0; i < n; i++) {
+        float v = x[i], z = fabsf(v) * inv_sqrt2, c = erfc_vec(z);
+        x[i] = 0.5f * v * (v >= 0.0f ? 2.0f - c : c);
+    }
 }
 
 void relu_forward(float *x, long n) {
