@@ -103,6 +103,14 @@ check "tftrain --resume" $?
 cmp -s "$tmp/r1.tfw" "$tmp/resumed.tfw"
 check "20 steps + 20 resumed steps == 40 steps, bit for bit" $?
 
+# --threads splits the attention and LayerNorm work (a batch big enough for a
+# second thread to take part); the file is the same on any number of threads.
+big=(--task binary-add:6 --train-size 512 --heldout-size 16 --batch-size 256 --quiet --steps 6)
+"$TFTRAIN" "$P/binary_add.tfp" "${big[@]}" --threads 1 -o "$tmp/t1.tfw" >/dev/null &&
+    "$TFTRAIN" "$P/binary_add.tfp" "${big[@]}" --threads 3 -o "$tmp/t3.tfw" >/dev/null &&
+    cmp -s "$tmp/t1.tfw" "$tmp/t3.tfw"
+check "--threads 1 and --threads 3 write identical files" $?
+
 # Errors: one line, exit 1 for bad input, 2 for usage.
 run_err() { # run_err NAME WANT_STATUS WANT_TEXT COMMAND...
     local name=$1 want=$2 text=$3
@@ -117,6 +125,8 @@ run_err "unknown option" 2 "tftrain: unknown option '--bogus'" \
     "$TFTRAIN" "$P/xor.tfp" --task xor --bogus
 run_err "bad learning rate" 2 "tftrain: bad value 'fast' for --lr" \
     "$TFTRAIN" "$P/xor.tfp" --task xor --lr fast
+run_err "bad thread count" 2 "tftrain: bad value '0' for --threads" \
+    "$TFTRAIN" "$P/xor.tfp" --task xor --threads 0
 run_err "no data" 2 "tftrain: give either --task or --data" "$TFTRAIN" "$P/xor.tfp"
 run_err "unknown task" 1 "tftrain: unknown task 'multiply'" \
     "$TFTRAIN" "$P/xor.tfp" --task multiply -o "$tmp/x.tfw"
