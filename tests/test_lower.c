@@ -1,6 +1,6 @@
 /* test_lower.c: the matrices each op lowers to.
  *
- * The compiled adder is compared with ../shared/reference/seed001_layers.txt
+ * The compiled adder is compared with tests/data/seed001_layers.txt
  * (shapes, non-zero counts, the layer sequence, the residual layout), and
  * each op's construction is checked entry by entry against seed 001's code.
  */
@@ -65,7 +65,7 @@ static const TfTensor *seed_field(const TfModel *m, const TfLayer *ly, const cha
 
 START_TEST(test_adder_matches_seed_layer_table) {
     char path[1024];
-    snprintf(path, sizeof path, "%s/reference/seed001_layers.txt", tf_env_path("TF_SHARED_DIR"));
+    snprintf(path, sizeof path, "%s/tests/data/seed001_layers.txt", tf_env_path("TF_SOURCE_DIR"));
     FILE *f = fopen(path, "r");
     ck_assert_msg(f != NULL, "cannot open %s", path);
     char line[4096], layer[64] = "";

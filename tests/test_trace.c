@@ -1,6 +1,6 @@
 /* test_trace.c: the compiled adder against seed 001, layer by layer.
  *
- * ../shared/reference/seed001_trace_0999+0111.txt holds the residual stream
+ * tests/data/seed001_trace_0999+0111.txt holds the residual stream
  * (10 positions x 80 columns) of the seed's first generate() step on
  * "0999+0111=" after the embedding, after each of the 36 layers and after
  * the final projection. We run programs/adder.tfp's weights on the same
@@ -31,8 +31,8 @@ typedef struct Trace {
 
 static Trace *read_reference(void) {
     char path[1024];
-    snprintf(path, sizeof path, "%s/reference/seed001_trace_0999+0111.txt",
-             tf_env_path("TF_SHARED_DIR"));
+    snprintf(path, sizeof path, "%s/tests/data/seed001_trace_0999+0111.txt",
+             tf_env_path("TF_SOURCE_DIR"));
     FILE *f = fopen(path, "r");
     ck_assert_msg(f != NULL, "cannot open %s", path);
     Trace *tr = calloc(1, sizeof *tr);
