@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "file.h"
+#include "json.h"
 
 #define META "__metadata__"
 
@@ -36,9 +37,12 @@ static int json_int(const cJSON *j, double lo, double hi, int64_t *out) {
     return 0;
 }
 
-/* A decimal string that is a whole number in [lo, hi]. */
+/* A decimal string (an optional '-' and ASCII digits, nothing else) that is
+ * a whole number in [lo, hi]. */
 static int parse_int_string(const char *s, long lo, long hi, long *out) {
-    if (!s || !*s) return -1;
+    if (!s) return -1;
+    const char *d = s + (*s == '-');
+    if (!*d || strspn(d, "0123456789") != strlen(d)) return -1;
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
@@ -168,6 +172,19 @@ static int check_tiling(Entry *es, int n, uint64_t data_len, TfError *err) {
     return 0;
 }
 
+/* Every weight is a finite number: a NaN or an infinity would reach the
+ * kernels (exp of NaN) and print garbage. */
+static int check_finite(const TfTensor *t, TfError *err) {
+    for (size_t i = 0; i < t->nelem; i++) {
+        if (!isfinite(t->data[i])) {
+            tf_error_set(err, "tensor '%s': element %zu is %s, not a finite number", t->name, i,
+                         isnan(t->data[i]) ? "NaN" : "infinite");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* A metadata value: must be present (unless optional) and a string. */
 static const char *meta_string(const cJSON *meta, const char *key, int optional, TfError *err) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(meta, key);
@@ -199,9 +216,11 @@ static int meta_int(const cJSON *meta, const char *key, long lo, long hi, int *o
 static cJSON *meta_json(const cJSON *meta, const char *key, int want_array, TfError *err) {
     const char *s = meta_string(meta, key, 0, err);
     if (!s) return NULL;
-    cJSON *j = cJSON_Parse(s);
-    if (!j || (want_array && !cJSON_IsArray(j))) {
-        tf_error_set(err, "__metadata__.%s is not a JSON %s", key, want_array ? "array" : "value");
+    char what[64];
+    snprintf(what, sizeof what, "__metadata__.%s", key);
+    cJSON *j = tf_json_parse(s, strlen(s), what, err);
+    if (j && want_array && !cJSON_IsArray(j)) {
+        tf_error_set(err, "__metadata__.%s is not a JSON array", key);
         cJSON_Delete(j);
         return NULL;
     }
@@ -552,6 +571,13 @@ static int read_output_mode(TfModel *m, const cJSON *meta, TfError *err) {
 }
 
 static int read_metadata(TfModel *m, const cJSON *meta, TfError *err) {
+    const cJSON *v;
+    cJSON_ArrayForEach(v, meta) {
+        if (!cJSON_IsString(v)) { /* safetensors: a map of strings to strings */
+            tf_error_set(err, "__metadata__.%.60s is not a string", v->string);
+            return -1;
+        }
+    }
     const char *fmt = meta_string(meta, "format", 1, err);
     if (!fmt || strcmp(fmt, TF_FORMAT_NAME) != 0) {
         tf_error_set(err, "not a tfw file: __metadata__.format is %s%.40s%s",
@@ -627,11 +653,8 @@ TfModel *tfw_read_buffer(const unsigned char *buf, size_t len, TfError *err) {
                      (unsigned long long)hlen, len);
         return NULL;
     }
-    cJSON *root = cJSON_ParseWithLength((const char *)buf + 8, (size_t)hlen);
-    if (!root) {
-        tf_error_set(err, "header is not valid JSON");
-        return NULL;
-    }
+    cJSON *root = tf_json_parse((const char *)buf + 8, (size_t)hlen, "header", err);
+    if (!root) return NULL;
     TfModel *m = NULL;
     Entry *es = NULL;
     if (!cJSON_IsObject(root)) {
@@ -668,6 +691,7 @@ TfModel *tfw_read_buffer(const unsigned char *buf, size_t len, TfError *err) {
         int t = model_add_tensor(m, es[i].name, es[i].ndim, es[i].shape, err);
         if (t < 0) goto fail;
         memcpy(m->tensors[t].data, data + es[i].begin, es[i].nelem * sizeof(float));
+        if (check_finite(&m->tensors[t], err) < 0) goto fail;
     }
     if (read_metadata(m, meta, err) < 0) goto fail;
     m->tok_embed = model_find_tensor(m, TF_TENSOR_TOKEN_EMBED);
@@ -696,11 +720,8 @@ fail:
 
 TfModel *tfw_read(const char *path, TfError *err) {
     size_t len = 0;
-    char *buf = tf_file_read(path, &len);
-    if (!buf) {
-        tf_error_set(err, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
+    char *buf = tf_file_read_max(path, TFW_MAX_FILE, &len, err);
+    if (!buf) return NULL;
     TfModel *m = tfw_read_buffer((const unsigned char *)buf, len, err);
     free(buf);
     if (!m) tf_error_prefix(err, path);
@@ -851,11 +872,16 @@ int tfw_write_buffer(const TfModel *m, unsigned char **out, size_t *len, TfError
     *len = 0;
     if (model_validate(m, err) < 0) return -1;
     for (int i = 0; i < m->n_vocab; i++) {
-        if (m->vocab[i] == '\0') {
-            tf_error_set(err, "the vocabulary holds the NUL character, which the file cannot store");
+        unsigned char c = (unsigned char)m->vocab[i];
+        if (c == '\0' || c >= 0x80) {
+            tf_error_set(err, "the vocabulary holds the byte 0x%02x, which the file cannot store "
+                              "(only ASCII characters other than NUL)",
+                         c);
             return -1;
         }
     }
+    for (int i = 0; i < m->n_tensors; i++)
+        if (check_finite(&m->tensors[i], err) < 0) return -1;
     cJSON *root = cJSON_CreateObject();
     cJSON *meta = build_metadata(m);
     int ok = root && meta && cJSON_AddItemToObject(root, META, meta);
@@ -887,6 +913,13 @@ int tfw_write_buffer(const TfModel *m, unsigned char **out, size_t *len, TfError
     }
     size_t hlen = strlen(json);
     size_t padded = hlen + (8 - (8 + hlen) % 8) % 8;
+    if (padded > TFW_MAX_HEADER) {
+        cJSON_free(json);
+        tf_error_set(err, "the header would be %zu bytes, over the readers' limit of %u bytes "
+                          "(names, labels or layers too many or too long)",
+                     padded, TFW_MAX_HEADER);
+        return -1;
+    }
     size_t total = 8 + padded + (size_t)offset;
     unsigned char *buf = malloc(total);
     if (!buf) {
@@ -904,6 +937,15 @@ int tfw_write_buffer(const TfModel *m, unsigned char **out, size_t *len, TfError
         memcpy(p, m->tensors[i].data, bytes);
         p += bytes;
     }
+    /* Never write a file the reader refuses: read it back. */
+    TfError back_err;
+    TfModel *back = tfw_read_buffer(buf, total, &back_err);
+    if (!back) {
+        free(buf);
+        tf_error_set(err, "the file would be refused by the reader: %s", back_err.msg);
+        return -1;
+    }
+    model_free(back);
     *out = buf;
     *len = total;
     return 0;
