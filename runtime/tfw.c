@@ -882,6 +882,15 @@ int tfw_write_buffer(const TfModel *m, unsigned char **out, size_t *len, TfError
     }
     for (int i = 0; i < m->n_tensors; i++)
         if (check_finite(&m->tensors[i], err) < 0) return -1;
+    if (m->source && !tf_utf8_valid((const unsigned char *)m->source, strlen(m->source))) {
+        tf_error_set(err, "the program is not valid UTF-8 text, which the file cannot store");
+        return -1;
+    }
+    if (m->source_name &&
+        !tf_utf8_valid((const unsigned char *)m->source_name, strlen(m->source_name))) {
+        tf_error_set(err, "the program's file name is not valid UTF-8, which the file cannot store");
+        return -1;
+    }
     cJSON *root = cJSON_CreateObject();
     cJSON *meta = build_metadata(m);
     int ok = root && meta && cJSON_AddItemToObject(root, META, meta);
