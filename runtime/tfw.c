@@ -359,8 +359,40 @@ static int read_registers(TfModel *m, const cJSON *meta, TfError *err) {
     return rc;
 }
 
+/* The model being read, and its tensors sorted by name: a header may hold a
+ * million tensors, and each layer names several. */
+typedef struct Named {
+    const char *name;
+    int index;
+} Named;
+
+typedef struct Reader {
+    TfModel *m;
+    Named *by_name;
+} Reader;
+
+static int cmp_named(const void *a, const void *b) {
+    return strcmp(((const Named *)a)->name, ((const Named *)b)->name);
+}
+
+static int reader_init(Reader *r, TfModel *m) {
+    r->m = m;
+    r->by_name = malloc(((size_t)m->n_tensors + 1) * sizeof *r->by_name);
+    if (!r->by_name) return -1;
+    for (int i = 0; i < m->n_tensors; i++) r->by_name[i] = (Named){m->tensors[i].name, i};
+    qsort(r->by_name, (size_t)m->n_tensors, sizeof *r->by_name, cmp_named);
+    return 0;
+}
+
+static int reader_find(const Reader *r, const char *name) {
+    Named key = {name, -1};
+    const Named *hit =
+        bsearch(&key, r->by_name, (size_t)r->m->n_tensors, sizeof *r->by_name, cmp_named);
+    return hit ? hit->index : -1;
+}
+
 /* The tensor a layer field names: required or optional (-1 when absent). */
-static int layer_tensor(const TfModel *m, const cJSON *l, int li, const char *key, int optional,
+static int layer_tensor(const Reader *r, const cJSON *l, int li, const char *key, int optional,
                         int *out, TfError *err) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(l, key);
     if (!v && optional) {
@@ -372,7 +404,7 @@ static int layer_tensor(const TfModel *m, const cJSON *l, int li, const char *ke
                      v ? "not a string" : "missing");
         return -1;
     }
-    *out = model_find_tensor(m, v->valuestring);
+    *out = reader_find(r, v->valuestring);
     if (*out < 0) {
         tf_error_set(err, "__metadata__.layers[%d].%s names tensor '%s', which is not in the file",
                      li, key, v->valuestring);
@@ -383,10 +415,10 @@ static int layer_tensor(const TfModel *m, const cJSON *l, int li, const char *ke
 
 /* The optional pre-norm of an attention or MLP layer, or the tensors of a
  * norm layer (required then): norm_weight, norm_bias, norm_eps. */
-static int read_layer_norm(const TfModel *m, const cJSON *l, int li, int required, TfLayer *ly,
+static int read_layer_norm(const Reader *r, const cJSON *l, int li, int required, TfLayer *ly,
                            TfError *err) {
-    if (layer_tensor(m, l, li, "norm_weight", !required, &ly->norm_weight, err) < 0 ||
-        layer_tensor(m, l, li, "norm_bias", !required, &ly->norm_bias, err) < 0)
+    if (layer_tensor(r, l, li, "norm_weight", !required, &ly->norm_weight, err) < 0 ||
+        layer_tensor(r, l, li, "norm_bias", !required, &ly->norm_bias, err) < 0)
         return -1;
     const cJSON *eps = cJSON_GetObjectItemCaseSensitive(l, "norm_eps");
     if (eps) {
@@ -399,7 +431,7 @@ static int read_layer_norm(const TfModel *m, const cJSON *l, int li, int require
     return 0;
 }
 
-static int read_layer(TfModel *m, const cJSON *l, int li, TfError *err) {
+static int read_layer(const Reader *r, const cJSON *l, int li, TfError *err) {
     TfLayer ly = model_layer_init(TF_LAYER_ATTENTION);
     const char *kind = obj_str(l, "kind");
     const char *name = obj_str(l, "name");
@@ -439,15 +471,15 @@ static int read_layer(TfModel *m, const cJSON *l, int li, TfError *err) {
         ly.d_vhead = (int)v3;
         ly.scale = (float)scale->valuedouble;
         ly.causal = cJSON_IsTrue(causal);
-        if (layer_tensor(m, l, li, "query", 0, &ly.query, err) < 0 ||
-            layer_tensor(m, l, li, "key", 0, &ly.key, err) < 0 ||
-            layer_tensor(m, l, li, "value", 0, &ly.value, err) < 0 ||
-            layer_tensor(m, l, li, "output", 1, &ly.output, err) < 0 ||
-            layer_tensor(m, l, li, "query_bias", 1, &ly.query_bias, err) < 0 ||
-            layer_tensor(m, l, li, "key_bias", 1, &ly.key_bias, err) < 0 ||
-            layer_tensor(m, l, li, "value_bias", 1, &ly.value_bias, err) < 0 ||
-            layer_tensor(m, l, li, "output_bias", 1, &ly.output_bias, err) < 0 ||
-            read_layer_norm(m, l, li, 0, &ly, err) < 0)
+        if (layer_tensor(r, l, li, "query", 0, &ly.query, err) < 0 ||
+            layer_tensor(r, l, li, "key", 0, &ly.key, err) < 0 ||
+            layer_tensor(r, l, li, "value", 0, &ly.value, err) < 0 ||
+            layer_tensor(r, l, li, "output", 1, &ly.output, err) < 0 ||
+            layer_tensor(r, l, li, "query_bias", 1, &ly.query_bias, err) < 0 ||
+            layer_tensor(r, l, li, "key_bias", 1, &ly.key_bias, err) < 0 ||
+            layer_tensor(r, l, li, "value_bias", 1, &ly.value_bias, err) < 0 ||
+            layer_tensor(r, l, li, "output_bias", 1, &ly.output_bias, err) < 0 ||
+            read_layer_norm(r, l, li, 0, &ly, err) < 0)
             return -1;
     } else if (strcmp(kind, "mlp") == 0) {
         ly.kind = TF_LAYER_MLP;
@@ -466,20 +498,20 @@ static int read_layer(TfModel *m, const cJSON *l, int li, TfError *err) {
         }
         ly.act = (TfActivation)a;
         ly.d_hidden = (int)v1;
-        if (layer_tensor(m, l, li, "fc1_weight", 0, &ly.fc1_weight, err) < 0 ||
-            layer_tensor(m, l, li, "fc1_bias", 1, &ly.fc1_bias, err) < 0 ||
-            layer_tensor(m, l, li, "fc2_weight", 0, &ly.fc2_weight, err) < 0 ||
-            layer_tensor(m, l, li, "fc2_bias", 1, &ly.fc2_bias, err) < 0 ||
-            read_layer_norm(m, l, li, 0, &ly, err) < 0)
+        if (layer_tensor(r, l, li, "fc1_weight", 0, &ly.fc1_weight, err) < 0 ||
+            layer_tensor(r, l, li, "fc1_bias", 1, &ly.fc1_bias, err) < 0 ||
+            layer_tensor(r, l, li, "fc2_weight", 0, &ly.fc2_weight, err) < 0 ||
+            layer_tensor(r, l, li, "fc2_bias", 1, &ly.fc2_bias, err) < 0 ||
+            read_layer_norm(r, l, li, 0, &ly, err) < 0)
             return -1;
     } else if (strcmp(kind, "norm") == 0) {
         ly.kind = TF_LAYER_NORM;
-        if (read_layer_norm(m, l, li, 1, &ly, err) < 0) return -1;
+        if (read_layer_norm(r, l, li, 1, &ly, err) < 0) return -1;
     } else {
         tf_error_set(err, "__metadata__.layers[%d]: unknown kind '%s'", li, kind);
         return -1;
     }
-    return model_add_layer(m, &ly, err) < 0 ? -1 : 0;
+    return model_add_layer(r->m, &ly, err) < 0 ? -1 : 0;
 }
 
 /* output_kind ("next_token", the default, or "classify"); for a classifier
@@ -599,14 +631,22 @@ static int read_metadata(TfModel *m, const cJSON *meta, TfError *err) {
 
     cJSON *layers = meta_json(meta, "layers", 1, err);
     if (!layers) return -1;
+    Reader r;
+    if (reader_init(&r, m) < 0) {
+        cJSON_Delete(layers);
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
     int li = 0;
     const cJSON *l;
     cJSON_ArrayForEach(l, layers) {
-        if (read_layer(m, l, li++, err) < 0) {
+        if (read_layer(&r, l, li++, err) < 0) {
+            free(r.by_name);
             cJSON_Delete(layers);
             return -1;
         }
     }
+    free(r.by_name);
     cJSON_Delete(layers);
 
     const char *out = meta_string(meta, "output", 1, err);
@@ -688,7 +728,8 @@ TfModel *tfw_read_buffer(const unsigned char *buf, size_t len, TfError *err) {
         goto fail;
     }
     for (int i = 0; i < n; i++) {
-        int t = model_add_tensor(m, es[i].name, es[i].ndim, es[i].shape, err);
+        /* no two tensors share a name (tf_json_parse refuses repeated keys) */
+        int t = model_add_new_tensor(m, es[i].name, es[i].ndim, es[i].shape, err);
         if (t < 0) goto fail;
         memcpy(m->tensors[t].data, data + es[i].begin, es[i].nelem * sizeof(float));
         if (check_finite(&m->tensors[t], err) < 0) goto fail;
