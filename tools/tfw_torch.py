@@ -200,12 +200,14 @@ def _check_registers(regs, d_model, n_vocab):
             raise TfwError("register %r: a %s register has %d columns, not %d" % (name, kind, want, size))
         if off > d_model - size:
             raise TfwError("register %r: columns lie outside d_model" % name)
-    for i, (name, _, off, size) in enumerate(out):
-        for other, _, o_off, o_size in out[:i]:
-            if other == name:
-                raise TfwError("register %r appears twice" % name)
-            if off < o_off + o_size and o_off < off + size:
-                raise TfwError("registers %r and %r overlap" % (other, name))
+    names = [name for name, _, _, _ in out]
+    if len(set(names)) != len(names):
+        raise TfwError("a register name appears twice")
+    end = None  # sorted by offset, each must start after the last ends
+    for name, _, off, size in sorted(out, key=lambda r: r[2]):
+        if end is not None and off < end:
+            raise TfwError("registers overlap at %r" % name)
+        end = off + size if end is None else max(end, off + size)
     return out
 
 
