@@ -45,6 +45,9 @@ check "tfrun classifies #2013 as accept (got '$out')" $?
 out=$("$TFRUN" "$tmp/sc.tfw" "#2012")
 [[ "$out" == $'#2012\treject\t'* ]]
 check "tfrun classifies #2012 as reject (got '$out')" $?
+out=$(printf '#2013\r\n#2012\r\n' | "$TFRUN" "$tmp/sc.tfw" --batch - | cut -f1,2)
+[ "$out" = $'#2013\taccept\n#2012\treject' ]
+check "tfrun classifies CRLF lines as LF ones (got '$out')" $?
 
 # Seed 004, shortened: a progress line per evaluation, then the result.
 "$TFTRAIN" "$P/first_token.tfp" --task first-token:20 --train-size 1000 --heldout-size 200 \
@@ -207,7 +210,9 @@ fi
 
 # --progress: a "\r"-updated line on stderr with the elapsed time, ending in a newline.
 "$TFTRAIN" "$P/binary_add.tfp" "${common[@]}" --steps 40 --progress -o "$tmp/p.tfw" >/dev/null 2>"$tmp/err" &&
-    grep -q $'^\r40 steps, [0-9]* examples/s, [0-9.]* s$' "$tmp/err" && cmp -s "$tmp/r1.tfw" "$tmp/p.tfw"
+    [ "$(head -c 1 "$tmp/err")" = $'\r' ] && [ "$(tail -c 1 "$tmp/err" | od -An -c | tr -d ' ')" = '\n' ] &&
+    tr '\r' '\n' <"$tmp/err" | tail -1 | grep -q '^40 steps, [0-9]* examples/s, [0-9.]* s *$' &&
+    cmp -s "$tmp/r1.tfw" "$tmp/p.tfw"
 check "--progress: the final line on stderr, the same model" $?
 
 # Ctrl-C (SIGINT) during training saves a checkpoint and exits 130; resuming
