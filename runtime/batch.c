@@ -52,8 +52,9 @@ int batch_prepare_prompt(const TfModel *m, const char *text, int len, int n_new,
 
 int batch_limit_new_tokens(const TfModel *m, int n_new, int *limited, TfError *err) {
     *limited = n_new;
-    if (m->every_position || m->output_kind == TF_OUTPUT_CLASSIFY || n_new <= m->max_len) return 0;
-    if (m->stop_token >= 0) {
+    if (n_new <= m->max_len) return 0;
+    // Generation that stops by itself, or none (one pass: n_new is not used).
+    if (m->stop_token >= 0 || m->every_position || m->output_kind == TF_OUTPUT_CLASSIFY) {
         *limited = m->max_len;
         return 0;
     }

@@ -46,9 +46,10 @@ struct TfBatchStats {
 };
 
 /* The tokens generation can really produce for n_new asked: *limited is
- * n_new, or max_len for a model with a stop token (generation stops at the
- * end of the position encoding anyway). -1 with err set when no prompt can
- * be given n_new tokens (a model without a stop token, n_new > max_len). */
+ * n_new, or at most max_len for a model with a stop token (generation stops
+ * at the end of the position encoding anyway) or one that does not generate
+ * (every position, classifier). -1 with err set when no prompt can be given
+ * n_new tokens (a generating model without a stop token, n_new > max_len). */
 int batch_limit_new_tokens(const TfModel *m, int n_new, int *limited, TfError *err);
 
 /* Checks and tokenizes one prompt for generating n_new tokens (for a model

@@ -324,6 +324,10 @@ expect "-n max_len after a one-token prompt" 0 "~0" "" -- "$TFRUN" "$W" -n 100 "
 expect "stop token: -n far beyond max_len is the most" 0 "abc" "" -- "$TFRUN" "$S" -n 2147483647 "a"
 expect "stop token: -n far beyond max_len with --batch" 0 "$want_stop" "" \
     -- "$TFRUN" "$S" -n 2147483647 --batch "$G/stop.txt"
+expect "every position: -n far beyond max_len changes nothing" 0 "$(printf '^ab\tbc')" "" \
+    -- "$TFRUN" "$E" -n 2147483647 "^ab"
+expect "every position: -n far beyond max_len with --batch" 1 "$want_every" "every.txt:3" \
+    -- "$TFRUN" "$E" -n 2147483647 --batch "$G/every.txt"
 
 # Output paths: through a symbolic link, never over a non-regular or a
 # read-only file; no temporary file left after a failure or a signal.
