@@ -104,8 +104,9 @@ int main(int argc, char **argv) {
     if (!out_path) out_path = default_out;
     TfError err = {""};
     // A bad output path is found before a long compile, not after.
-    if (!out_path || outfile_check(out_path, &err) < 0) {
-        fprintf(stderr, "tfc: %s\n", out_path ? err.msg : "out of memory");
+    int bad_out = !out_path || outfile_check(out_path, &err) < 0;
+    if (bad_out) fprintf(stderr, "tfc: %s\n", out_path ? err.msg : "out of memory");
+    if (bad_out || cli_refuse_same_file("tfc", out_path, src_path) < 0) {
         free(source);
         free(default_out);
         return TFC_EXIT_USAGE;

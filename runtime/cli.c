@@ -127,6 +127,14 @@ int cli_expect_program(const char *prog, const char *path, const char *buf, size
     }
 }
 
+int cli_refuse_same_file(const char *prog, const char *out, const char *in) {
+    struct stat so, si;
+    if (!in || stat(out, &so) != 0 || stat(in, &si) != 0) return 0;
+    if (so.st_dev != si.st_dev || so.st_ino != si.st_ino) return 0;
+    fprintf(stderr, "%s: %s is %s itself; refusing to overwrite it\n", prog, out, in);
+    return -1;
+}
+
 /* ---- signals and standard output ----------------------------------------- */
 
 void cli_die_of_signal(int sig) {

@@ -50,6 +50,11 @@ int cli_expect_weights(const char *prog, const char *path);
  * a binary file") and returns -1; else 0. */
 int cli_expect_program(const char *prog, const char *path, const char *buf, size_t len);
 
+/* Whether out names the same file as in (after symbolic links): then
+ * prints "PROG: OUT is IN itself; refusing to overwrite it" and returns -1;
+ * else 0 (in NULL, or either missing, is never the same). */
+int cli_refuse_same_file(const char *prog, const char *out, const char *in);
+
 /* On SIGINT, SIGTERM, SIGHUP and SIGXFSZ (unless ignored when the tool started):
  * remove the pending output file (outfile.h) and die of the signal. */
 void cli_remove_output_on_signals(void);

@@ -517,6 +517,10 @@ int main(int argc, char **argv) {
     // An output that cannot be written is found now, not after training.
     if (outfile_check(a.out, &err) < 0 || (a.dump_grads && outfile_check(a.dump_grads, &err) < 0))
         goto fail;
+    if (cli_refuse_same_file("tftrain", a.out, a.program) < 0 ||
+        cli_refuse_same_file("tftrain", a.out, a.data) < 0 ||
+        cli_refuse_same_file("tftrain", a.out, a.heldout) < 0)
+        goto done;
 
     // Data.
     if (a.task) {

@@ -363,6 +363,12 @@ ln -s loop2 "$tmp/paths/loop1"
 ln -s loop1 "$tmp/paths/loop2"
 expect "-o a loop of links" 2 "" "tfc: $tmp/paths/loop1: cannot follow the symbolic link" \
     -- "$TFC" "$SRC/programs/adder.tfp" -o "$tmp/paths/loop1"
+cp "$SRC/programs/adder.tfp" "$tmp/paths/self.tfp"
+ln -s self.tfp "$tmp/paths/selflink.tfw"
+expect "-o the source itself" 2 "" "tfc: $tmp/paths/selflink.tfw is $tmp/paths/self.tfp itself; refusing to overwrite it" \
+    -- "$TFC" "$tmp/paths/self.tfp" -o "$tmp/paths/selflink.tfw"
+cmp -s "$SRC/programs/adder.tfp" "$tmp/paths/self.tfp"
+ok $? "the source is unchanged"
 chmod 644 "$tmp/paths/ro.tfw"
 cp "$tmp/nl.tfw" "$tmp/paths/mode.tfw"
 chmod 600 "$tmp/paths/mode.tfw"

@@ -201,6 +201,8 @@ run_err "a read-only output is refused before training" 1 "tftrain: $tmp/ro.tfw 
     "$TFTRAIN" "$P/binary_add.tfp" "${common[@]}" --steps 100000 -o "$tmp/ro.tfw"
 cmp -s "$tmp/r1.tfw" "$tmp/ro.tfw"
 check "the read-only output is unchanged" $?
+run_err "-o the training data itself" 1 "tftrain: $tmp/ba/train_crlf.txt is $tmp/ba/train_crlf.txt itself; refusing" \
+    "$TFTRAIN" "$P/binary_add.tfp" --data "$tmp/ba/train_crlf.txt" --heldout "$tmp/ba/heldout.txt" -o "$tmp/ba/train_crlf.txt"
 if [ -w /dev/full ]; then
     "$TFTRAIN" "$P/binary_add.tfp" "${common[@]}" --steps 5 -o "$tmp/full.tfw" >/dev/full 2>"$tmp/err"
     rc=$?
