@@ -18,6 +18,7 @@
 
 #include "file.h"
 #include "json.h"
+#include "outfile.h"
 
 #define META "__metadata__"
 
@@ -1008,32 +1009,7 @@ int tfw_write(const TfModel *m, const char *path, TfError *err) {
         tf_error_prefix(err, path);
         return -1;
     }
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 16);
-    if (!tmp) {
-        free(buf);
-        tf_error_set(err, "%s: out of memory", path);
-        return -1;
-    }
-    snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        tf_error_set(err, "%s: cannot create: %s", path, strerror(errno));
-        free(tmp);
-        free(buf);
-        return -1;
-    }
-    fchmod(fd, 0644); /* mkstemp makes 0600; a weight file is for sharing */
-    FILE *f = fdopen(fd, "wb");
-    int ok = f && fwrite(buf, 1, len, f) == len;
-    if (f) ok = (fclose(f) == 0) && ok;
-    else close(fd);
-    if (ok && rename(tmp, path) != 0) ok = 0;
-    if (!ok) {
-        tf_error_set(err, "%s: cannot write: %s", path, strerror(errno));
-        remove(tmp);
-    }
-    free(tmp);
+    int rc = outfile_write(path, buf, len, err);
     free(buf);
-    return ok ? 0 : -1;
+    return rc;
 }
