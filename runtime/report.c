@@ -682,7 +682,7 @@ int report_write_html(const TfCapture *c, const char *path, TfError *err) {
             "</code>. Model: d_model %d, %d layers, %d registers, vocabulary of %d, %zu "
             "parameters.</p>\n",
             m->d_model, m->n_layers, m->n_regs, m->n_vocab, model_param_count(m));
-    if (m->output_reg >= 0 && m->output_kind == TF_OUTPUT_NEXT_TOKEN) {
+    if (m->output_reg >= 0 && m->output_kind == TF_OUTPUT_NEXT_TOKEN && !model_numeric_output(m)) {
         // What the unembedding reads: the output register at the last position.
         const TfRegister *reg = &m->regs[m->output_reg];
         TfDecoded d;
