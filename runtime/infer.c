@@ -18,6 +18,8 @@
  *   depend on; a layer writing none of them runs on the output rows only,
  *   and an attention layer computes its queries and outputs there only
  *   (keys and values at every row). Hooks turn this off: they see every row.
+ *   A register with a run-time check (model.h's TfCheck) is tested at every
+ *   row, so the pass counts it as read at every row after its layer.
  *
  * Dimension legend: n rows in this step, nf output rows (the first nf), S
  * sequences, L the model's max_len, d d_model, nk/nv kept key/value rows.
@@ -253,7 +255,9 @@ static int layer_reads_writes(const TfModel *m, const LayerPlan *lp, char *reads
     return writes_live;
 }
 
-/* Which layers must run at rows that are not output rows (see the top). */
+/* Which layers must run at rows that are not output rows (see the top):
+ * those that later keys and values depend on, and those that run-time
+ * checks depend on (a checked register is tested at every row). */
 static int plan_liveness(TfPlan *p, TfError *err) {
     const TfModel *m = p->m;
     int d = m->d_model;
@@ -268,6 +272,12 @@ static int plan_liveness(TfPlan *p, TfError *err) {
         LayerPlan *lp = &p->layers[l];
         memset(reads, 0, (size_t)d);
         memset(kv, 0, (size_t)d);
+        // A register checked after this layer is checked at every row: its
+        // columns are live from here back.
+        for (int k = 0; k < lp->n_checks; k++) {
+            const TfRegister *reg = &m->regs[m->checks[lp->check_idx[k]].reg];
+            memset(live + reg->offset, 1, (size_t)reg->size);
+        }
         lp->full = layer_reads_writes(m, lp, reads, kv, live);
         // Keys and values are needed at every row; the rest only if the
         // layer's output is.
