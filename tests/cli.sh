@@ -216,6 +216,21 @@ expect "check: --trace shows where it fails, then the error" 1 \
     "~    ! check of b fails: $tie_err" "tfrun: $tie_err" -- "$TFRUN" "$T" --trace "^ab"
 expect "check: --trace of a passing input has no failure" 0 "~$(printf '^aaa\tbbb')" "" \
     -- "$TFRUN" "$T" --trace "^aaa"
+# The same model generating: each step is checked, and every row of the
+# prompt, also those whose output nobody reads.
+TG=$G/tie_gen.tfw
+expect "check, generating: -n 1" 0 "^ab" "" -- "$TFRUN" "$TG" -n 1 "^a"
+expect "check, generating: the second step fails" 1 "" "tfrun: $tie_err" -- "$TFRUN" "$TG" "^a"
+expect "check, generating: a prompt row that is not the last fails" 1 "" "tfrun: $tie_err" \
+    -- "$TFRUN" "$TG" -n 1 "^abaa"
+expect "check, generating: a clean prompt" 0 "^aaaabb" "" -- "$TFRUN" "$TG" "^aaaa"
+printf '^a\n^aaaa\n^abaa\n^aa\n' >"$G/tie_gen.txt"
+expect "check, generating: --batch" 1 "^aaaabb" "tfrun: $G/tie_gen.txt:4: tie.tfp:2: Aggregate -> b: position 3 does not hold one value ('a' 0.67, 'b' 0.33)" \
+    -- "$TFRUN" "$TG" --batch "$G/tie_gen.txt"
+expect "check, generating: --batch --no-cache" 1 "^aaaabb" "tfrun: $G/tie_gen.txt:3: $tie_err" \
+    -- "$TFRUN" "$TG" --batch "$G/tie_gen.txt" --no-cache --batch-size 1
+expect "check, generating: --trace-all traces the failing step" 1 "~step 1: 3 positions \"^ab\"" "tfrun: $tie_err" \
+    -- "$TFRUN" "$TG" --trace-all "^a"
 
 # Numbers as outputs (mkgeneral's frac.tfw: the fraction of 'l' so far, a
 # scalar output register, no unembed.weight, output_error_bound 1e-06).

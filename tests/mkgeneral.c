@@ -2,7 +2,7 @@
  * runtime features, for tests/cli.sh and tests/torch.sh (the compiler does
  * not build them yet).
  *
- *   mkgeneral DIR     writes DIR/every.tfw, stop.tfw, tie.tfw and frac.tfw
+ *   mkgeneral DIR     writes DIR/every.tfw, stop.tfw, tie.tfw, tie_gen.tfw and frac.tfw
  *
  * every.tfw: vocab "^abcx", bos '^', read at every position. A categorical
  * register `rot` holds the next letter (a->b, b->c, c->a; an MLP of three
@@ -23,6 +23,9 @@
  * letter of b (a->b, b->c, c->a) into `out`, which the output reads.
  * "^aaa" -> "bbb"; "^aaab" -> "bbbb" (b is 'a' 0.75, 'b' 0.25 at position
  * 4: just one value); "^ab" fails at position 2 ('a' 0.50, 'b' 0.50).
+ * tie_gen.tfw is the same model generating 2 tokens: "^a" -> "^ab", then
+ * "^ab" fails at step 1; "^abaa" fails at position 2, a row whose output
+ * nobody reads.
  *
  * frac.tfw: vocab "^helo", bos '^', prints a number at every position: the
  * scalar register `frac` (no unembed.weight) is the fraction of 'l' among
@@ -302,9 +305,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: mkgeneral DIR\n");
         return 2;
     }
-    TfModel *models[4] = {every_model(), stop_model(), tie_model(), frac_model()};
-    const char *names[4] = {"every.tfw", "stop.tfw", "tie.tfw", "frac.tfw"};
-    for (int i = 0; i < 4; i++) {
+    TfModel *gen = tie_model();
+    gen->every_position = 0;
+    gen->generate = 2;
+    TfModel *models[5] = {every_model(), stop_model(), tie_model(), gen, frac_model()};
+    const char *names[5] = {"every.tfw", "stop.tfw", "tie.tfw", "tie_gen.tfw", "frac.tfw"};
+    for (int i = 0; i < 5; i++) {
         char path[4096];
         TfError err = {""};
         snprintf(path, sizeof path, "%s/%s", argv[1], names[i]);

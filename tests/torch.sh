@@ -112,6 +112,16 @@ check "checks: tfrun and PyTorch print the same errors" $?
 if ! cmp -s "$G/tfrun_tie.msg" "$G/torch_tie.msg"; then diff "$G/tfrun_tie.msg" "$G/torch_tie.msg" | head -6; fi
 grep -qF "line 2: tie.tfp:2: Aggregate -> b: position 2 does not hold one value ('a' 0.50, 'b' 0.50); the compiler could not prove it" "$G/torch_tie.msg"
 check "checks: PyTorch names the op, the position and the values" $?
+# Generating with checks (tie_gen.tfw): each step, every row.
+printf '^a\n^aaaa\n^abaa\n^aa\n^c\n^cccb\n' >"$G/tie_gen.txt"
+"$TFRUN" "$G/tie_gen.tfw" --batch "$G/tie_gen.txt" >"$G/tfrun_gen.txt" 2>"$G/tfrun_gen.err"
+"$PY" "$SRC/tools/tfw_torch.py" "$G/tie_gen.tfw" --batch "$G/tie_gen.txt" >"$G/torch_gen.txt" 2>"$G/torch_gen.err"
+cmp -s "$G/tfrun_gen.txt" "$G/torch_gen.txt"
+check "checks, generating: tfrun and PyTorch print identical lines" $?
+sed -E 's/^tfrun: [^:]*:([0-9]+): /line \1: /' "$G/tfrun_gen.err" >"$G/tfrun_gen.msg"
+sed -E 's/^tfw_torch: //' "$G/torch_gen.err" >"$G/torch_gen.msg"
+cmp -s "$G/tfrun_gen.msg" "$G/torch_gen.msg" && [ "$(wc -l <"$G/torch_gen.msg")" -eq 5 ]
+check "checks, generating: the same 5 errors" $?
 
 # Numbers as outputs (mkgeneral's frac.tfw): the same lines, and PyTorch's
 # numbers pass tfrun --check (within the file's error bound).
