@@ -9,7 +9,9 @@
  * Prints each prompt followed by its generated tokens, one line per prompt
  * (a model with a stop token stops at it and does not print it; -n is then
  * the most). A model read at every position prints each prompt, a TAB and
- * the token at every position (after the BOS position when it has a bos).
+ * the token at every position (after the BOS position when it has a bos),
+ * or, when its output is a number, the values separated by spaces. An input
+ * that fails one of the model's run-time checks is an error (infer.h).
  * --check prints how many completions match, the first failures and the
  * throughput. --batch and --check stream their input through several
  * engines at once (runtime/batch.h).
