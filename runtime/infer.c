@@ -857,10 +857,10 @@ static int fill_rows(TfInfer *inf, int *const *seqs, const int *len, const int *
     return n;
 }
 
-/* Forgets the failures of the previous call. */
-static void reset_failures(TfInfer *inf, int n_seqs) {
+/* Forgets the failures of the previous call (of any number of sequences). */
+static void reset_failures(TfInfer *inf) {
     if (!inf->fail_layer) return;
-    for (int s = 0; s < n_seqs; s++) inf->fail_layer[s] = -1;
+    for (int s = 0; s < inf->max_seqs; s++) inf->fail_layer[s] = -1;
     inf->n_failed = 0;
 }
 
@@ -900,7 +900,7 @@ static int generate(TfInfer *inf, const int *const *prompts, const int *lens, in
     // incremental decoding (a bidirectional layer, or the cache turned off),
     // each step recomputes all.
     int incremental = inf->plan->incremental && inf->use_cache;
-    reset_failures(inf, n_seqs);
+    reset_failures(inf);
     int *len = malloc((size_t)n_seqs * sizeof(int));
     int *last = malloc((size_t)n_seqs * sizeof(int));
     int *act = malloc((size_t)n_seqs * sizeof(int));
@@ -1022,7 +1022,7 @@ static int every_position(TfInfer *inf, const int *const *seqs, const int *lens,
         return -1;
     }
     if (check_prompts(inf, seqs, lens, n_seqs, 0, err) < 0) return -1;
-    reset_failures(inf, n_seqs);
+    reset_failures(inf);
     if (n_seqs == 0) return 0;
     int *at = calloc((size_t)n_seqs, sizeof(int)), *act = malloc((size_t)n_seqs * sizeof(int));
     if (!at || !act) {
@@ -1083,7 +1083,7 @@ int infer_classify(TfInfer *inf, const int *const *seqs, const int *lens, int n_
     int n = fill_rows(inf, (int *const *)seqs, lens, at, act, n_seqs, 1);
     free(at);
     free(act);
-    reset_failures(inf, n_seqs);
+    reset_failures(inf);
     if (forward_rows(inf, n, n_seqs, err) < 0) return -1;
     int C = m->n_classes;
     for (int s = 0; s < n_seqs; s++) {
