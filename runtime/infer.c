@@ -1125,9 +1125,10 @@ int infer_tokenize(const TfModel *m, const char *text, int len, int *ids, TfErro
 int infer_value_text(float v, char *buf) {
     int k = 0;
     if (!buf) return 0;
+    if (isnan(v)) return snprintf(buf, TF_VALUE_TEXT_MAX, "nan"); /* never "-nan" */
     for (int prec = 1; prec <= 9; prec++) {
         k = snprintf(buf, TF_VALUE_TEXT_MAX, "%.*g", prec, (double)v);
-        if (strtof(buf, NULL) == v || isnan(v)) break;
+        if (strtof(buf, NULL) == v) break;
     }
     return k;
 }

@@ -85,8 +85,9 @@ int infer_generate(TfInfer *inf, const int *const *prompts, const int *lens, int
 int infer_generate_until(TfInfer *inf, const int *const *prompts, const int *lens, int n_seqs,
                          int max_new, int stop, int *out, int *n_out, TfError *err);
 
-/* For every-position models (and any next-token model): one forward pass
- * over each whole sequence, nothing skipped; out[s][p] (p < lens[s]) is the
+/* For every-position models whose output is a token (and any next-token
+ * model): one forward pass over each whole sequence, nothing skipped;
+ * out[s][p] (p < lens[s]) is the
  * argmax token (the first maximum) of the logits at position p. Fails on an
  * empty sequence, an id outside the vocabulary, or a sequence longer than
  * max_len. */
@@ -120,7 +121,8 @@ int infer_classify(TfInfer *inf, const int *const *seqs, const int *lens, int n_
 int infer_tokenize(const TfModel *m, const char *text, int len, int *ids, TfError *err);
 
 /* Writes v as the shortest "%.{1..9}g" text that reads back (strtof) as the
- * same float32, into buf (TF_VALUE_TEXT_MAX bytes). Returns its length. */
+ * same float32 ("nan" for any NaN), into buf (TF_VALUE_TEXT_MAX bytes).
+ * Returns its length. */
 #define TF_VALUE_TEXT_MAX 32
 int infer_value_text(float v, char *buf);
 

@@ -228,9 +228,11 @@ def token_text(tok):
 def value_text(v):
     """A float32 value as tfrun prints it: the shortest "%.{1..9}g" that
     reads back as the same float32."""
+    if math.isnan(v):
+        return "nan"
     for p in range(1, 10):
         s = "%.*g" % (p, v)
-        if math.isnan(v) or struct.unpack("<f", struct.pack("<f", float(s)))[0] == v:
+        if struct.unpack("<f", struct.pack("<f", float(s)))[0] == v:
             return s
     return s
 
