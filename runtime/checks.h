@@ -3,9 +3,11 @@
  *
  * A categorical register holds one value at a row when exactly one of its
  * columns is >= TF_CHECK_HOT and every other column is <= TF_CHECK_COLD
- * (NaN is neither). The engine (infer.c) tests each check's register at
- * every row it computes for the check's layer; the trace (inspect.c) marks
- * the rows that fail. docs/weight-format.md documents both thresholds.
+ * (NaN is neither). The engine (infer.c) tests each check's register after
+ * the check's layer at every row, that is every position of every input
+ * (its liveness pass computes that layer everywhere); the trace (inspect.c)
+ * marks the positions that fail. docs/weight-format.md documents both
+ * thresholds.
  */
 #ifndef TF_CHECKS_H
 #define TF_CHECKS_H

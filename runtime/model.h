@@ -104,7 +104,7 @@ typedef enum TfOutputKind { TF_OUTPUT_NEXT_TOKEN, TF_OUTPUT_CLASSIFY } TfOutputK
 
 /* A run-time check of a categorical value the compiler could not prove
  * single-valued: after layer `layer` runs, register `reg` must hold one value
- * at every row the engine computes (runtime/checks.h says what that means).
+ * at every position of the input (runtime/checks.h says what that means).
  * `line` and `op` name the source op ("Aggregate -> place") in the error. */
 typedef struct TfCheck {
     int reg;   /* index into regs: a categorical register */
@@ -154,7 +154,7 @@ typedef struct TfModel {
      * when none was given): --check accepts a value within it. */
     double output_error_bound;
 
-    /* Run-time checks, in layer order (model_add_check); n_checks 0: none. */
+    /* Run-time checks (model_add_check), in any order; n_checks 0: none. */
     TfCheck *checks;
     int n_checks;
 
