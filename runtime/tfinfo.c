@@ -259,6 +259,11 @@ int main(int argc, char **argv) {
                m->classify_at_last ? "the last" : "the first");
         for (int i = 0; i < m->n_classes && m->class_names; i++) printf(" %s", m->class_names[i]);
         fputc('\n', stdout);
+    } else if (model_numeric_output(m)) {
+        printf("every position: one pass, the number %s holds at each position%s (within %g); "
+               "no unembedding\n",
+               m->regs[m->output_reg].name, m->bos >= 0 ? " after the BOS" : "",
+               m->output_error_bound);
     } else if (m->every_position) {
         printf("every position: one pass, the argmax token at each position%s; unembedding "
                "reads %s\n",
@@ -279,6 +284,12 @@ int main(int argc, char **argv) {
         char t[8];
         infer_token_text(m, m->bos, t);
         printf("beginning of sequence: '%s' (every input starts with it)\n", t);
+    }
+    if (m->n_checks) printf("\nrun-time checks: %d (one value after the layer)\n", m->n_checks);
+    for (int i = 0; i < m->n_checks; i++) {
+        const TfCheck *c = &m->checks[i];
+        printf("  %-14s after layer %d  line %d  %s\n", m->regs[c->reg].name, c->layer, c->line,
+               c->op);
     }
     print_source(m);
     model_free(m);
