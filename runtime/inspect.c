@@ -344,10 +344,11 @@ int inspect_output_read(const TfCapture *c, int pos, TfDecoded *d) {
     // The unembedding's column of the hot residual column: its largest
     // weight names the token (a compiled unembedding is 0/1).
     const float *U = m->tensors[m->unembed].data;
-    int col = reg->offset + d->index, V = n_outputs(m), best = -1;
-    for (int v = 0; v < V; v++)
-        if (U[(size_t)v * (size_t)m->d_model + (size_t)col] > (best < 0 ? 0.0f : U[(size_t)best * (size_t)m->d_model + (size_t)col]))
-            best = v;
+    size_t dm = (size_t)m->d_model, col = (size_t)(reg->offset + d->index);
+    int best = -1;
+    float top = 0;
+    for (int v = 0; v < n_outputs(m); v++)
+        if (U[(size_t)v * dm + col] > top) top = U[(size_t)v * dm + col], best = v;
     return best;
 }
 
@@ -556,7 +557,8 @@ static void note_output(const Printer *pr, char (*cells)[32]) {
         fprintf(pr->out, "  ! output: %s at position %d: %s\n", reg->name, pos, d.why);
     } else if (t < 0) {
         inspect_value_text(reg, d.index, val, sizeof val);
-        fprintf(pr->out, "  ! output: %s at position %d holds %s, which the unembedding maps to no token\n",
+        fprintf(pr->out,
+                "  ! output: %s at position %d holds %s, which the unembedding maps to no token\n",
                 reg->name, pos, val);
     } else if (reg->kind == TF_REG_CATEGORICAL) {
         inspect_value_text(reg, d.index, val, sizeof val);

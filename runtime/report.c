@@ -153,13 +153,17 @@ static void colour_bar(FILE *f, int x, int y, int signed_bar, float lo, float hi
     const char *fmt = signed_bar ? "%+.3g" : "%.3g"; /* "-1 0 +1"; "0 ... 1" */
     char end[32];
     snprintf(end, sizeof end, fmt, (double)lo);
-    fprintf(f, "<text class=\"tick\" x=\"%d\" y=\"%d\" font-size=\"9\">%s</text>\n", x, y + 18, end);
+    fprintf(f, "<text class=\"tick\" x=\"%d\" y=\"%d\" font-size=\"9\">%s</text>\n", x, y + 18,
+            end);
     if (signed_bar)
-        fprintf(f, "<text class=\"tick\" x=\"%d\" y=\"%d\" font-size=\"9\" text-anchor=\"middle\">0</text>\n",
+        fprintf(f,
+                "<text class=\"tick\" x=\"%d\" y=\"%d\" font-size=\"9\" "
+                "text-anchor=\"middle\">0</text>\n",
                 x + BAR_W / 2, y + 18);
     snprintf(end, sizeof end, fmt, (double)hi);
-    fprintf(f, "<text class=\"tick\" x=\"%d\" y=\"%d\" font-size=\"9\" text-anchor=\"end\">%s</text>\n",
-            x + BAR_W, y + 18, end);
+    fprintf(
+        f, "<text class=\"tick\" x=\"%d\" y=\"%d\" font-size=\"9\" text-anchor=\"end\">%s</text>\n",
+        x + BAR_W, y + 18, end);
     fputs("</g>\n", f);
 }
 
@@ -285,8 +289,8 @@ static void resid_reg_labels(const TfCapture *c, int block, const Geo *g, FILE *
                     mid, g->top - 10, lx[r], g->top - 15);
         // Upright: the glyphs lie left of the baseline (ascent 9.3, descent
         // 2.4 px), so the baseline sits 3.5 px right of the label's centre.
-        fprintf(f, "<text class=\"reg\" transform=\"translate(%d.5,%d) rotate(-90)\"%s>",
-                lx[r] + 3, g->top - 17, wrote ? " font-weight=\"bold\"" : "");
+        fprintf(f, "<text class=\"reg\" transform=\"translate(%d.5,%d) rotate(-90)\"%s>", lx[r] + 3,
+                g->top - 17, wrote ? " font-weight=\"bold\"" : "");
         if (strlen(reg->name) > LABEL_CHARS) {
             fputs("<title>", f);
             put_text(f, reg->name);
@@ -359,7 +363,8 @@ void report_svg_residual(const TfCapture *c, int block, int standalone, FILE *f)
             g.left, g.top, d * g.cw, c->n_pos * g.ch);
     int y = g.top + c->n_pos * g.ch + 6;
     colour_bar(f, g.left, y, 1, -scale, scale);
-    fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"#4b5563\">rows: positions; columns: residual</text>\n",
+    fprintf(f,
+            "<text x=\"%d\" y=\"%d\" fill=\"#4b5563\">rows: positions; columns: residual</text>\n",
             g.left + BAR_W + 12, y + 8);
     fputs("</svg>\n", f);
 }
@@ -939,7 +944,9 @@ static void write_unembedding(const TfCapture *c, FILE *f) {
         if (bad) {
             fprintf(f, ". &#9888; %d position%s do%s not decode cleanly (first: position %d, ", bad,
                     bad == 1 ? "" : "s", bad == 1 ? "es" : "", first);
-            put_text(f, first_d.status == TF_DECODE_EMPTY ? "empty" : first_d.status == TF_DECODE_FLAGGED ? first_d.why : "maps to no token");
+            put_text(f, first_d.status == TF_DECODE_EMPTY     ? "empty"
+                        : first_d.status == TF_DECODE_FLAGGED ? first_d.why
+                                                              : "maps to no token");
             fputc(')', f);
         }
         fputs(".</p>\n", f);
@@ -1054,8 +1061,9 @@ static void write_model_view(const TfCapture *c, const int *flags, FILE *f) {
     fprintf(f, "<div class=\"mv\" style=\"grid-template-columns:repeat(auto-fill,%dpx)\">\n", w);
     for (int l = 0; l < m->n_layers; l++) {
         const TfLayer *ly = &m->layers[l];
-        fprintf(f, "<div class=\"mv-layer%s\" data-layer=\"%d\"><a class=\"mv-label\" "
-                   "href=\"#layer-%d\" title=\"",
+        fprintf(f,
+                "<div class=\"mv-layer%s\" data-layer=\"%d\"><a class=\"mv-label\" "
+                "href=\"#layer-%d\" title=\"",
                 flags[l + 1] ? " flagged" : "", l, l);
         put_layer_title(m, l, f);
         fprintf(f, "\">%s%d ", flags[l + 1] ? "&#9888; " : "", l);
@@ -1092,9 +1100,10 @@ static void write_program(const TfCapture *c, const int *flags, FILE *f) {
     for (int l = 0; l < m->n_layers; l++) any |= m->layers[l].line > 0;
     fputs("<section id=\"program\"><h2>Program</h2>\n<p><code>", f);
     put_text(f, m->source_name ? m->source_name : "the source");
-    fputs(any ? "</code>: each op's line links to the layers (L) and heads (h) it became.</p>\n"
-              : "</code>: the layers of this model come from no line of it (learned weights).</p>\n",
-          f);
+    fputs(
+        any ? "</code>: each op's line links to the layers (L) and heads (h) it became.</p>\n"
+            : "</code>: the layers of this model come from no line of it (learned weights).</p>\n",
+        f);
     fputs("<div class=\"scroll\"><table class=\"prog\">\n", f);
     const char *s = m->source;
     for (int line = 1; *s; line++) {
@@ -1102,19 +1111,21 @@ static void write_program(const TfCapture *c, const int *flags, FILE *f) {
         size_t n = e ? (size_t)(e - s) : strlen(s);
         int ops = 0;
         for (int l = 0; l < m->n_layers; l++) ops += m->layers[l].line == line;
-        fprintf(f, "<tr id=\"line-%d\" data-line=\"%d\"%s><td class=\"ln\">%d</td><td class=\"src\">",
+        fprintf(f,
+                "<tr id=\"line-%d\" data-line=\"%d\"%s><td class=\"ln\">%d</td><td class=\"src\">",
                 line, line, ops ? " class=\"op\"" : "", line);
         put_escaped(f, s, n);
         fputs("</td><td class=\"to\">", f);
         for (int l = 0; l < m->n_layers; l++) {
             if (m->layers[l].line != line) continue;
-            fprintf(f, "<a class=\"ly%s\" href=\"#layer-%d\" title=\"", flags[l + 1] ? " flagged" : "",
-                    l);
+            fprintf(f, "<a class=\"ly%s\" href=\"#layer-%d\" title=\"",
+                    flags[l + 1] ? " flagged" : "", l);
             put_layer_title(m, l, f);
             fprintf(f, "\">L%d%s</a>", l, flags[l + 1] ? "&#9888;" : "");
             for (int h = 0; c->att[l] && h < m->layers[l].n_heads; h++)
-                fprintf(f, "<a class=\"hd\" href=\"#layer-%d-h%d\" title=\"layer %d, head %d\">h%d</a>",
-                        l, h, l, h, h);
+                fprintf(
+                    f, "<a class=\"hd\" href=\"#layer-%d-h%d\" title=\"layer %d, head %d\">h%d</a>",
+                    l, h, l, h, h);
         }
         fputs("</td></tr>\n", f);
         s += n + (e ? 1 : 0);
@@ -1125,7 +1136,8 @@ static void write_program(const TfCapture *c, const int *flags, FILE *f) {
 static void write_layer_table(const TfCapture *c, const int *flags, FILE *f) {
     const TfModel *m = c->m;
     fputs(
-        "<section><h2 id=\"layers\">Layers</h2>\n<table class=\"layers\"><tr><th>#</th><th>name</th>"
+        "<section><h2 id=\"layers\">Layers</h2>\n<table "
+        "class=\"layers\"><tr><th>#</th><th>name</th>"
         "<th>kind</th><th>op</th><th>line</th><th>source</th><th>changed</th><th>flags</th></tr>\n",
         f);
     for (int l = 0; l < m->n_layers; l++) {
@@ -1164,10 +1176,12 @@ static void write_blocks(const TfCapture *c, const int *flags, FILE *f) {
         int l = b - 1, open = b == 0 || m->n_layers <= REPORT_OPEN_LAYERS;
         block_title(c, b, title, sizeof title);
         if (l < 0)
-            fprintf(f, "<details class=\"layer\" id=\"embedding\"%s><summary>", open ? " open" : "");
+            fprintf(f, "<details class=\"layer\" id=\"embedding\"%s><summary>",
+                    open ? " open" : "");
         else
-            fprintf(f, "<details class=\"layer\" id=\"layer-%d\" data-layer=\"%d\" data-line=\"%d\"%s>"
-                       "<summary>",
+            fprintf(f,
+                    "<details class=\"layer\" id=\"layer-%d\" data-layer=\"%d\" data-line=\"%d\"%s>"
+                    "<summary>",
                     l, l, m->layers[l].line, open ? " open" : "");
         put_text(f, title);
         if (b > 0) {
@@ -1232,7 +1246,9 @@ int report_write_html(const TfCapture *c, const char *path, TfError *err) {
     write_layer_table(c, flags, f);
     write_blocks(c, flags, f);
     free(flags);
-    fputs("</main></div>\n<div id=\"status\"></div><div id=\"tip\"></div><div id=\"pinned\"></div>\n", f);
+    fputs(
+        "</main></div>\n<div id=\"status\"></div><div id=\"tip\"></div><div id=\"pinned\"></div>\n",
+        f);
     fputs("<script type=\"application/json\" id=\"tf-data\">", f);
     write_json_data(c, f);
     fprintf(f, "</script>\n<script>\n%s</script>\n<script>\n%s</script>\n</body></html>\n",

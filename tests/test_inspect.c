@@ -436,7 +436,8 @@ START_TEST(test_report_and_svgs) {
                 snprintf(want, sizeof want, "<title>residual stream after layer %d %s (", l,
                          m->layers[l].name);
             } else {
-                snprintf(file, sizeof file, "%s/att_%02d_%s_h%d.svg", path, l, m->layers[l].name, h);
+                snprintf(file, sizeof file, "%s/att_%02d_%s_h%d.svg", path, l, m->layers[l].name,
+                         h);
                 snprintf(want, sizeof want, "<title>attention, layer %d %s, head %d</title>", l,
                          m->layers[l].name, h);
             }
