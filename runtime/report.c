@@ -885,7 +885,10 @@ static void write_wrote(const TfCapture *c, int block, FILE *f) {
         if (n++) fputs(", ", f);
         put_text(f, c->m->regs[r].name);
     }
-    if (c->m->n_regs == 0) fputs("(all columns)", f);
+    if (c->m->n_regs == 0)
+        fputs("(all columns)", f);
+    else if (n == 0)
+        fputs("nothing", f);
 }
 
 /* Sections start open when the model has at most this many layers; larger
@@ -1196,8 +1199,10 @@ static void write_blocks(const TfCapture *c, const int *flags, FILE *f) {
             size_t n = 0;
             const char *src = source_line(m, m->layers[l].line, &n);
             if (src) {
-                fprintf(f, "<pre><a href=\"#line-%d\">%4d</a> | ", m->layers[l].line,
-                        m->layers[l].line);
+                char num[16]; /* right-aligned in 4, the link on the digits only */
+                int w = snprintf(num, sizeof num, "%d", m->layers[l].line);
+                fprintf(f, "<pre>%*s<a href=\"#line-%s\">%s</a> | ", w < 4 ? 4 - w : 0, "", num,
+                        num);
                 put_escaped(f, src, n);
                 fputs("</pre>\n", f);
             }
