@@ -153,8 +153,8 @@ static void print_tensors(const TfModel *m) {
     size_t total = 0;
     for (int i = 0; i < m->n_tensors; i++) total += m->tensors[i].nelem;
     size_t params = model_param_count(m);
-    printf("\ntensors: %d, %zu floats (float32, %zu bytes)", m->n_tensors, total,
-           total * sizeof(float));
+    printf("\ntensors: %d, %zu %s (float32, %zu bytes)", m->n_tensors, total,
+           total > params ? "floats" : "parameters", total * sizeof(float));
     if (total > params)
         printf(": %zu parameters, %zu in tensors the model does not read", params, total - params);
     fputc('\n', stdout);
