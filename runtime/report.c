@@ -230,8 +230,13 @@ static int place_reg_labels(const TfModel *m, int left, int cw, int *x) {
     return right;
 }
 
-static Geo resid_geo(const TfCapture *c) {
+/* Pixels a title of n characters needs (12 px bold monospace: 7.22 px a
+ * character), with the margins. */
+static int title_width(size_t n) { return (int)(n * 73 / 10) + 12; }
+
+static Geo resid_geo(const TfCapture *c, int block) {
     Geo g;
+    char title[256];
     int d = c->m->d_model;
     g.cw = clampi(900 / (d > 0 ? d : 1), 2, 14);
     g.ch = 14;
@@ -244,7 +249,10 @@ static Geo resid_geo(const TfCapture *c) {
         free(x);
         if (right + LABEL_PITCH > g.width) g.width = right + LABEL_PITCH;
     }
-    if (g.width < 560) g.width = 560; /* room for the title and the legend */
+    if (g.width < 560) g.width = 560; /* room for the legend */
+    block_title(c, block, title, sizeof title);
+    if (g.width < title_width(strlen("residual ") + strlen(title)))
+        g.width = title_width(strlen("residual ") + strlen(title));
     g.height = g.top + c->n_pos * g.ch + 32;
     return g;
 }
@@ -304,7 +312,7 @@ static void resid_reg_labels(const TfCapture *c, int block, const Geo *g, FILE *
 
 void report_svg_residual(const TfCapture *c, int block, int standalone, FILE *f) {
     const TfModel *m = c->m;
-    Geo g = resid_geo(c);
+    Geo g = resid_geo(c, block);
     int d = m->d_model;
     float scale = resid_scale(c, block);
     char title[256], label[64], hex[8];
@@ -371,13 +379,17 @@ void report_svg_residual(const TfCapture *c, int block, int standalone, FILE *f)
 
 /* --- attention matrix -------------------------------------------------------- */
 
-static Geo att_geo(const TfCapture *c) {
+static Geo att_geo(const TfCapture *c, int layer) {
     Geo g;
+    const TfLayer *ly = &c->m->layers[layer];
+    // "layer 12 NAME, head 3 (bidirectional)", the name cut to 32.
+    size_t name = strlen(ly->name) < 32 ? strlen(ly->name) : 32;
     g.cw = g.ch = clampi(480 / c->n_pos, 6, 36);
     g.left = 76;
     g.top = 84;
     g.width = g.left + c->n_pos * g.cw + 16;
-    if (g.width < 380) g.width = 380; /* room for the title and the legend */
+    if (g.width < 380) g.width = 380; /* room for the legend */
+    if (g.width < title_width(name + 34)) g.width = title_width(name + 34);
     g.height = g.top + c->n_pos * g.ch + 32;
     return g;
 }
@@ -416,7 +428,7 @@ static void att_cells(const TfCapture *c, int layer, int head, FILE *f) {
 
 void report_svg_attention(const TfCapture *c, int layer, int head, int standalone, FILE *f) {
     const TfLayer *ly = &c->m->layers[layer];
-    Geo g = att_geo(c);
+    Geo g = att_geo(c, layer);
     int P = c->n_pos;
     char label[64];
     svg_open(f, standalone, g.width, g.height);

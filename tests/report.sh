@@ -188,7 +188,7 @@ cat >"$tmp/lm.tfp" <<'EOF'
 vocab "ab()";
 model {
     d_model 16; layers 2; heads 2; d_ff 32; activation relu;
-    norm pre; positions learned; max_len 16;
+    norm pre; positions learned; max_len 64;
     attention causal; predict next_token; seed 1;
 }
 generate 3;
@@ -227,7 +227,9 @@ if "$TFC" "$tmp/lm.tfp" -o "$tmp/lm.tfw" 2>/dev/null && "$TFC" "$tmp/cls.tfp" -o
     cls_p=$(echo "$plain" | cut -f3)
     contains "the classifier trace ends with its prediction" "$tmp/cls.txt" "  output: class $cls_class at position 0 (p $cls_p)"
     contains "the classifier report names the class" "$tmp/cls.html" "class <code>$cls_class</code> (p $cls_p, read at position 0)"
-    "$TFRUN" "$tmp/lm.tfw" --report "$tmp/lm.html" "ab()ab" >/dev/null
+    # 56 positions: the attention pictures' cells are 8 pixels, too small
+    # for a label each.
+    "$TFRUN" "$tmp/lm.tfw" -n 1 --report "$tmp/lm.html" "$(printf 'ab()%.0s' $(seq 14))" >/dev/null
     check "--report on a learned model" $?
 else
     echo "note: this tfc does not compile model blocks; learned-model checks skipped"
@@ -240,6 +242,14 @@ check "tfc on a general program" $?
 check "--trace --report on a general program" $?
 contains "general trace: a categorical register as its values" "$tmp/rev.txt" "    reversed          .    'c'    'b'    'a'"
 contains "general report: value labels for the hover text" "$tmp/rev.html" '["reversed","categorical",73,3,["'"'"'a'"'"'","'"'"'b'"'"'","'"'"'c'"'"'"]]'
+
+# Names longer than the pictures' labels and titles allow, on a short
+# sequence (small pictures).
+long=the_token_found_at_the_mirrored_position
+sed "s/\bopp\b/the_position_this_token_lands_on_when_reversed/g; s/\breversed\b/$long/g" \
+    "$SRC/programs/reverse.tfp" >"$tmp/long.tfp"
+"$TFC" "$tmp/long.tfp" -o "$tmp/long.tfw" && "$TFRUN" "$tmp/long.tfw" --report "$tmp/long.html" "^ab" >/dev/null
+check "--report on a program with long names" $?
 
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$CHROMIUM" ]; then
@@ -301,6 +311,8 @@ fi
 
 layout "$tmp/rev.html"
 contains "the general report labels its registers" "$tmp/rev-dom.html" '>reversed</text>'
+layout "$tmp/long.html"
+contains "long register names are cut" "$tmp/long.html" "<title>$long</title>the_token_f&#8230;</text>"
 
 shot=$BUILD/report-adder.png
 rm -f "$shot"
