@@ -160,7 +160,7 @@ for f in "$tmp"/svg/att_*.svg "$tmp"/svg/resid_[0-9]*.svg; do
 done
 [ -z "$bad_names" ] && [ -f "$tmp/svg/att_07_read_right_h0.svg" ]
 check "--svg: file names and titles name the same layer" $? "$bad_names"
-/usr/bin/python3 -c '
+"${PYTHON:-python3}" -c '
 import sys, xml.etree.ElementTree as ET
 for f in sys.argv[1:]:
     ET.parse(f)' "$tmp"/svg/*.svg
