@@ -190,7 +190,10 @@ static void print_result(const TfModel *m, const char *prompt, size_t len, const
         batch_print_completion(stdout, m, prompt, len, out, n);
 }
 
-/* --trace, --report, --svg: one prompt, one full pass per step (inspect.h). */
+static int run_classify(const TfModel *m, const char *prompt, const char *path);
+
+/* --trace, --report, --svg: one prompt, one full pass per step (inspect.h),
+ * then the result line that tfrun prints without them. */
 static int run_inspect(const TfModel *m, const char *prompt, int n_new, const TfInspectOptions *io) {
     size_t len = strlen(prompt);
     if (len > INT_MAX / 2) len = INT_MAX / 2;
@@ -204,7 +207,9 @@ static int run_inspect(const TfModel *m, const char *prompt, int n_new, const Tf
         inspect_run(m, ids, (int)len, n_new, io, stdout, out, vals, &n_out, &err) < 0) {
         if (ids) fprintf(stderr, "tfrun: %s\n", out && vals ? err.msg : "out of memory");
         status = TFRUN_EXIT_ERROR;
-    } else if (m->output_kind != TF_OUTPUT_CLASSIFY) {
+    } else if (m->output_kind == TF_OUTPUT_CLASSIFY) {
+        status = run_classify(m, prompt, NULL);
+    } else {
         print_result(m, prompt, len, out, vals, n_out);
     }
     free(ids);
