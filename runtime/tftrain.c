@@ -278,6 +278,7 @@ static TfModel *model_from_program(const char *name, const char *src, size_t len
             }
         }
     }
+    diag_finish(&diag);
     if (!m && diag.n_errors > 0)
         tf_error_set(err, "%s: %d error%s", name, diag.n_errors, diag.n_errors == 1 ? "" : "s");
     check_free(ir);

@@ -22,6 +22,8 @@
 
 /* Upper bound on the JSON header, against absurd or hostile sizes. */
 #define TFW_MAX_HEADER (64u * 1024u * 1024u)
+/* Upper bound on a whole file read by tfw_read: 2 GiB. */
+#define TFW_MAX_FILE ((size_t)1 << 31)
 
 /* Reads and validates a weight file. NULL with err set on any problem; the
  * message names the file, the field and what is wrong with it. */

@@ -77,7 +77,7 @@ n=$(paste -d'\n' "$tmp/ba/got.txt" "$tmp/ba/want.txt" | paste - - | awk '$1 == $
 check "the trained adder answers >= 45 of its 48 training sums (got $n)" $?
 
 # PyTorch (tools/tfw_torch.py) runs the trained files as tfrun does.
-PY=/usr/bin/python3
+PY=${PYTHON:-python3} # CMake passes one that can import torch (CMakeLists.txt)
 if "$PY" -c 'import torch' 2>/dev/null; then
     "$PY" "$SRC/tools/tfw_torch.py" "$tmp/ba.tfw" -n 4 --batch "$tmp/ba/prompts.txt" >"$tmp/ba/torch.txt"
     cmp -s "$tmp/ba/got.txt" "$tmp/ba/torch.txt"
