@@ -26,6 +26,7 @@
 
 #include "checker.h"
 #include "batch.h"
+#include "dataparallel.h"
 #include "dataset.h"
 #include "file.h"
 #include "learned.h"
@@ -253,21 +254,6 @@ static double now(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Evaluates a whole dataset in batches; returns the loss, *correct. */
-static double evaluate(TfTrainer *t, TfBatchBuf *bb, const TfDataset *d, int chunk, int *idx,
-                       int *correct) {
-    double loss = 0;
-    *correct = 0;
-    for (int i = 0; i < d->n; i += chunk) {
-        int n = d->n - i < chunk ? d->n - i : chunk, c;
-        for (int j = 0; j < n; j++) idx[j] = i + j;
-        batchbuf_fill(bb, d, idx, n);
-        loss += trainer_evaluate(t, &bb->batch, &c) * n;
-        *correct += c;
-    }
-    return loss / d->n;
-}
-
 /* The examples of step `step`: the (step*B)-th onwards of a stream of
  * epochs, each a permutation of the training set drawn from (seed, epoch),
  * so a resumed run sees exactly the batches it would have seen. */
@@ -411,6 +397,7 @@ int main(int argc, char **argv) {
     TfModel *m = NULL;
     int status = EXIT_BAD;
     TfTrainer *t = NULL;
+    TfDataParallel *dp = NULL; /* the training steps and evaluations, on threads and ranks */
     TfDataset train = {0}, held = {0};
     TfBatchBuf bb = {0};
     int *idx = NULL;
@@ -493,6 +480,7 @@ int main(int argc, char **argv) {
     t = trainer_new(m, &o, chunk * max_len, chunk, &err);
     if (!t) goto fail;
     if (a.resume && trainer_load_state(t, &err) < 0) goto fail;
+    if (!(dp = dp_new(t, a.threads, a.batch, max_len, NULL, &err))) goto fail;
     if (batchbuf_init(&bb, chunk, max_len) < 0) goto oom;
     idx = malloc((size_t)chunk * sizeof *idx);
     order.perm = malloc((size_t)train.n * sizeof *order.perm);
@@ -540,8 +528,7 @@ int main(int argc, char **argv) {
     for (long s = start; s < total; s++) {
         double ts = now();
         batch_indices(&order, s, a.batch, idx);
-        batchbuf_fill(&bb, &train, idx, a.batch);
-        double loss = trainer_forward_backward(t, &bb.batch, s, NULL);
+        double loss = dp_forward_backward(dp, &train, idx, a.batch, s);
         trainer_step(t, train_lr_at(s, total, a.lr, a.warmup, a.cosine, a.min_lr));
         train_time += now() - ts;
         examples += a.batch;
@@ -552,7 +539,7 @@ int main(int argc, char **argv) {
             goto fail;
         }
         if (!a.quiet && ((s + 1) % a.eval_every == 0 || s + 1 == total)) {
-            evaluate(t, &bb, &held, chunk, idx, &correct);
+            dp_evaluate(dp, &held, &correct);
             printf("step %7ld/%ld  loss %.4f  held-out %6.2f%%  lr %.2e  %8.0f examples/s\n", s + 1,
                    total, loss_sum / loss_n, 100.0 * correct / held.n,
                    train_lr_at(s, total, a.lr, a.warmup, a.cosine, a.min_lr),
@@ -565,7 +552,7 @@ int main(int argc, char **argv) {
             goto fail;
     }
     double wall = now() - t0;
-    double hloss = evaluate(t, &bb, &held, chunk, idx, &correct);
+    double hloss = dp_evaluate(dp, &held, &correct);
     if (trainer_save(t, a.out, &err) < 0) goto fail;
     printf("held-out accuracy %.2f%% (%d/%d), loss %.4f; %ld steps in %.2f s, %.0f examples/s; "
            "wrote %s\n",
@@ -579,6 +566,7 @@ oom:
 fail:
     fprintf(stderr, "tftrain: %s\n", err.msg);
 done:
+    dp_free(dp);
     trainer_free(t);
     batchbuf_free(&bb);
     dataset_free(&train);

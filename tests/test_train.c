@@ -305,7 +305,7 @@ static void small_batch(const TfModel *m, TfBatch *b, int *tok, int *start, int 
         lab[s] = m->output_kind == TF_OUTPUT_CLASSIFY ? (int)rng_below(&r, (uint64_t)m->n_classes) : 0;
     }
     start[3] = row;
-    *b = (TfBatch){3, tok, start, tgt, lab, NULL, 0};
+    *b = (TfBatch){3, tok, start, tgt, lab, NULL, 0, 0, 0, 0};
 }
 
 static TfTrainOptions default_opts(TfOptimizer opt) {
@@ -426,7 +426,7 @@ static void train_threads(int threads, float *params_out, size_t *n_out) {
     }
     bstart[3 * COPIES] = 14 * COPIES;
     TfBatch b = {3 * COPIES, btok, bstart, one.targets ? btgt : NULL, one.labels ? blab : NULL,
-                 NULL, 0};
+                 NULL, 0, 0, 0, 0};
     for (int s = 0; s < 20; s++) {
         trainer_forward_backward(t, &b, s, NULL);
         trainer_step(t, 1e-2f);
