@@ -25,6 +25,7 @@ typedef struct TfBatchOptions {
     int use_cache;    /* 0: recompute every position at every step */
     int check;        /* lines are prompt<TAB>expected; print failures, not completions */
     int show_failures; /* check mode: how many failures to print in full */
+    long first_line;  /* the number of the input's first line in messages (0: 1) */
 } TfBatchOptions;
 
 typedef struct TfBatchStats {
@@ -64,7 +65,8 @@ void batch_print_outputs(FILE *f, const TfModel *m, const char *prompt, size_t l
  * (the BOS position's output means nothing), else 0. */
 int batch_output_start(const TfModel *m);
 
-/* The number of CPUs online, at least 1. */
+/* The number of CPUs online, at least 1; under mpirun, divided among the
+ * ranks it started on this machine (OMPI_COMM_WORLD_LOCAL_SIZE). */
 int batch_default_threads(void);
 
 #endif

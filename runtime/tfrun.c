@@ -12,7 +12,8 @@
  * the token at every position (after the BOS position when it has a bos).
  * --check prints how many completions match, the first failures and the
  * throughput. --batch and --check stream their input through several
- * engines at once (runtime/batch.h).
+ * engines at once (runtime/batch.h); under mpirun or srun the ranks share
+ * them (runtime/shard.h, docs/cluster.md).
  * Exit status: 0 success; 1 a bad weight file or prompt, or a failed check
  * (one-line message on stderr; the other lines still run); 2 usage error.
  */
@@ -25,11 +26,13 @@
 #include <string.h>
 
 #include "batch.h"
+#include "distributed.h"
 #include "infer.h"
 #include "inspect.h"
 #ifdef TF_HAVE_OPENBLAS
 #include <cblas.h>
 #endif
+#include "shard.h"
 #include "tfw.h"
 
 #define TFRUN_EXIT_ERROR 1
@@ -51,6 +54,8 @@ static void usage(FILE *f) {
                "                   number passed and failed, the first failures, the speed\n"
                "  --batch-size B   prompts per engine, 1 to %d (default %d)\n"
                "  --threads T      engines running at once (default: the CPUs online)\n"
+               "  --shard-input    under mpirun: every rank reads its own input (its own\n"
+               "                   generator's share; docs/cluster.md), not a share of one\n"
                "  --no-cache       recompute every position at every step (no KV cache)\n"
                "  --trace          print the registers each layer wrote, decoded (step 0)\n"
                "  --trace-all      the same for every generation step\n"
@@ -86,8 +91,9 @@ static int *prepare_prompt(const TfModel *m, const char *text, int len, int n_ne
     return ids;
 }
 
-/* --batch and --check. */
-static int run_stream(const TfModel *m, const char *path, const TfBatchOptions *o) {
+/* --batch and --check; under mpirun split over the ranks (shard.h). */
+static int run_stream(const TfModel *m, const char *path, const TfBatchOptions *o,
+                      int shard_input) {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
     if (!f) {
         fprintf(stderr, "tfrun: cannot open '%s': %s\n", path, strerror(errno));
@@ -96,7 +102,8 @@ static int run_stream(const TfModel *m, const char *path, const TfBatchOptions *
     TfBatchStats st;
     TfError err = {""};
     const char *name = f == stdin ? "<stdin>" : path;
-    int rc = batch_run(m, f, name, stdout, stderr, o, &st, &err);
+    int rc = dist_size() > 1 ? shard_run(m, f, name, shard_input, stdout, stderr, o, &st, &err)
+                             : batch_run(m, f, name, stdout, stderr, o, &st, &err);
     if (f != stdin) fclose(f);
     if (rc < 0) {
         fprintf(stderr, "tfrun: %s\n", err.msg);
@@ -107,9 +114,11 @@ static int run_stream(const TfModel *m, const char *path, const TfBatchOptions *
             printf("... and %ld more failures\n", st.failed - o->show_failures);
         printf("%ld passed, %ld failed", st.passed, st.failed);
         if (st.bad) printf(", %ld bad lines", st.bad);
-        printf(" (%ld cases in %.2f s: %.0f cases/s, %d thread%s, batch size %d)\n", st.run,
-               st.seconds, st.seconds > 0 ? (double)st.run / st.seconds : 0.0, o->n_threads,
-               o->n_threads == 1 ? "" : "s", o->batch_size);
+        printf(" (%ld cases in %.2f s: %.0f cases/s, %d thread%s", st.run, st.seconds,
+               st.seconds > 0 ? (double)st.run / st.seconds : 0.0, o->n_threads,
+               o->n_threads == 1 ? "" : "s");
+        if (dist_size() > 1) printf(" x %d ranks", dist_size());
+        printf(", batch size %d)\n", o->batch_size);
         if (st.run > 0)
             printf("engine: %.0f FLOP per case, %.2f GFLOP/s\n", st.flops / (double)st.run,
                    st.seconds > 0 ? st.flops / st.seconds * 1e-9 : 0.0);
@@ -233,6 +242,15 @@ static int run_classify(const TfModel *m, const char *prompt, const char *path) 
 }
 
 int main(int argc, char **argv) {
+    // Under mpirun or srun: one of several ranks, which share --batch and
+    // --check input; rank 0 alone prints (runtime/shard.h).
+    TfError dist_err = {""};
+    if (dist_init(&argc, &argv, &dist_err) < 0) {
+        fprintf(stderr, "tfrun: %s\n", dist_err.msg);
+        return TFRUN_EXIT_ERROR;
+    }
+    if (dist_rank() > 0 && !freopen("/dev/null", "w", stdout)) return TFRUN_EXIT_ERROR;
+    int shard_input = 0;
     const char *weights = NULL, *prompt = NULL, *batch_path = NULL;
     int n_new = -1, batch = TFRUN_DEFAULT_BATCH, threads = batch_default_threads(), check = 0;
     int use_cache = 1;
@@ -271,6 +289,8 @@ int main(int argc, char **argv) {
             }
         } else if (strcmp(a, "--no-cache") == 0) {
             use_cache = 0;
+        } else if (strcmp(a, "--shard-input") == 0) {
+            shard_input = 1;
         } else if (strcmp(a, "--trace") == 0 || strcmp(a, "--trace-all") == 0) {
             io.trace = 1;
             io.trace_all |= strcmp(a, "--trace-all") == 0;
@@ -332,10 +352,10 @@ int main(int argc, char **argv) {
         model_free(m);
         return TFRUN_EXIT_USAGE;
     }
-    TfBatchOptions bo = {n_new, batch, threads, use_cache, check, TFRUN_SHOW_FAILURES};
+    TfBatchOptions bo = {n_new, batch, threads, use_cache, check, TFRUN_SHOW_FAILURES, 0};
     int status = inspect      ? run_inspect(m, prompt, n_new, &io)
                  : m->output_kind == TF_OUTPUT_CLASSIFY ? run_classify(m, prompt, batch_path)
-                 : batch_path ? run_stream(m, batch_path, &bo)
+                 : batch_path ? run_stream(m, batch_path, &bo, shard_input)
                               : run_one(m, prompt, n_new, use_cache);
     model_free(m);
     if (fflush(stdout) != 0 || ferror(stdout)) {

@@ -28,6 +28,7 @@
 #include "batch.h"
 #include "dataparallel.h"
 #include "dataset.h"
+#include "distributed.h"
 #include "file.h"
 #include "learned.h"
 #include "parse.h"
@@ -378,6 +379,15 @@ static void report_secret_code(TfTrainer *t, TfBatchBuf *bb, const TfModel *m,
 
 int main(int argc, char **argv) {
     Args a;
+    TfError err = {""};
+    // Under mpirun or srun: one of several ranks, which train together
+    // (runtime/dataparallel.h); rank 0 alone prints and writes files.
+    if (dist_init(&argc, &argv, &err) < 0) {
+        fprintf(stderr, "tftrain: %s\n", err.msg);
+        return EXIT_BAD;
+    }
+    int rank0 = dist_rank() == 0;
+    if (!rank0 && !freopen("/dev/null", "w", stdout)) return EXIT_BAD;
     if (argc == 1) {
         usage(stderr);
         return EXIT_USAGE;
@@ -391,7 +401,6 @@ int main(int argc, char **argv) {
     // on one (its threads do not pay at these sizes), unless told otherwise.
     if (!getenv("OPENBLAS_NUM_THREADS")) openblas_set_num_threads(1);
 #endif
-    TfError err = {""};
     TfLearnedSpec spec;
     memset(&spec, 0, sizeof spec);
     TfModel *m = NULL;
@@ -467,7 +476,7 @@ int main(int argc, char **argv) {
                dataset_load_text(&held, m, a.heldout, &err) < 0) {
         goto fail;
     }
-    if (a.write_data && write_data(a.write_data, &train, &held, m) < 0) goto done;
+    if (a.write_data && rank0 && write_data(a.write_data, &train, &held, m) < 0) goto done;
 
     // Trainer.
     TfTrainOptions o = {a.opt, a.momentum, a.beta1, a.beta2, a.eps, a.wd, a.clip,
@@ -480,7 +489,7 @@ int main(int argc, char **argv) {
     t = trainer_new(m, &o, chunk * max_len, chunk, &err);
     if (!t) goto fail;
     if (a.resume && trainer_load_state(t, &err) < 0) goto fail;
-    if (!(dp = dp_new(t, a.threads, a.batch, max_len, NULL, &err))) goto fail;
+    if (!(dp = dp_new(t, a.threads, a.batch, max_len, dist_comm(), &err))) goto fail;
     if (batchbuf_init(&bb, chunk, max_len) < 0) goto oom;
     idx = malloc((size_t)chunk * sizeof *idx);
     order.perm = malloc((size_t)train.n * sizeof *order.perm);
@@ -509,7 +518,7 @@ int main(int argc, char **argv) {
         batchbuf_fill(&bb, &train, idx, a.batch);
         double ce;
         double loss = trainer_forward_backward(t, &bb.batch, start, &ce);
-        if (dump_grads(t, m, a.dump_grads, &err) < 0) goto fail;
+        if (rank0 && dump_grads(t, m, a.dump_grads, &err) < 0) goto fail;
         printf("loss %.9g\n", loss);
         status = 0;
         goto done;
@@ -548,12 +557,12 @@ int main(int argc, char **argv) {
             loss_sum = 0;
             loss_n = 0;
         }
-        if (a.ckpt_every && (s + 1) % a.ckpt_every == 0 && trainer_save(t, a.out, &err) < 0)
+        if (a.ckpt_every && (s + 1) % a.ckpt_every == 0 && rank0 && trainer_save(t, a.out, &err) < 0)
             goto fail;
     }
     double wall = now() - t0;
     double hloss = dp_evaluate(dp, &held, &correct);
-    if (trainer_save(t, a.out, &err) < 0) goto fail;
+    if (rank0 && trainer_save(t, a.out, &err) < 0) goto fail;
     printf("held-out accuracy %.2f%% (%d/%d), loss %.4f; %ld steps in %.2f s, %.0f examples/s; "
            "wrote %s\n",
            100.0 * correct / held.n, correct, held.n, hloss, total - start, wall,
@@ -576,5 +585,6 @@ done:
     free(out_default);
     learned_spec_free(&spec);
     model_free(m);
+    dist_finalize();
     return status;
 }
