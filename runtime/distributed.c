@@ -18,12 +18,6 @@ int dist_rank(void) { return rank; }
 int dist_size(void) { return size; }
 const TfComm *dist_comm(void) { return size > 1 ? &comm : NULL; }
 
-#ifdef TF_HAVE_MPI
-
-#define PIECE (1 << 30) /* bytes per MPI message: counts are ints */
-
-int dist_built(void) { return 1; }
-
 /* Whether a launcher started this process: Open MPI's mpirun, or a PMI/PMIx
  * process manager (srun, MPICH's and Intel's launchers). */
 static int under_launcher(void) {
@@ -32,6 +26,12 @@ static int under_launcher(void) {
         if (getenv(vars[i])) return 1;
     return 0;
 }
+
+#ifdef TF_HAVE_MPI
+
+#define PIECE (1 << 30) /* bytes per MPI message: counts are ints */
+
+int dist_built(void) { return 1; }
 
 /* TfComm's allgather: item_bytes-sized items, as one contiguous type. */
 static void allgather(void *ctx, void *buf, size_t item_bytes, const int *counts,
@@ -117,7 +117,14 @@ int dist_built(void) { return 0; }
 int dist_init(int *argc, char ***argv, TfError *err) {
     (void)argc;
     (void)argv;
-    (void)err;
+    // Several copies that each did all the work would print and write N times.
+    const char *n = getenv("OMPI_COMM_WORLD_SIZE");
+    if (!n) n = getenv("PMI_SIZE");
+    if (under_launcher() && n && atoi(n) > 1) {
+        tf_error_set(err, "built without MPI (CMake found none, or TF_MPI=OFF): run it "
+                          "without mpirun or srun, or rebuild with MPI");
+        return -1;
+    }
     return 0;
 }
 void dist_finalize(void) { (void)started; (void)comm; }
