@@ -79,6 +79,7 @@ TfDataParallel *dp_new(TfTrainer *master, int threads, int max_batch, int max_le
             dp_free(dp);
             return NULL;
         }
+        trainer_set_threads(dp->workers[w], 1); /* run_local gives worker 0 more */
         if (batchbuf_init(&dp->bufs[w], dp->max_chunk, max_len) < 0) goto oom;
     }
     return dp;

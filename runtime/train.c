@@ -61,7 +61,7 @@ struct TfTrainer {
     int threads;  /* attention's per-sequence work is split over this many */
     int scratch_threads; /* scratch has room for this many */
     float *ln_part; /* LayerNorm's parameter gradients per block of rows */
-    size_t max_t; /* longest sequence: each thread's share of scratch */
+    size_t scratch_per; /* floats of scratch per thread (the attention kernels') */
     int batch_has_dropout;
 
     /* Only the rows the loss reads need the layers after the last attention
@@ -245,8 +245,13 @@ static TfTrainer *trainer_alloc(TfModel *m, const TfTrainOptions *opts, int max_
     t->dhpre = xcalloc(R * wide, sizeof(float), &failed);
     t->threads = opts->threads < 1 ? 1 : opts->threads > TF_PARALLEL_MAX ? TF_PARALLEL_MAX : opts->threads;
     t->scratch_threads = t->threads;
-    t->max_t = maxT;
-    t->scratch = xcalloc(maxT * (size_t)t->threads, sizeof(float), &failed);
+    for (int l = 0; l < m->n_layers; l++) {
+        const TfLayer *ly = &m->layers[l];
+        size_t need = ly->kind == TF_LAYER_ATTENTION
+                          ? attention_scratch_floats((int)maxT, ly->d_head, ly->d_vhead) : 0;
+        if (need > t->scratch_per) t->scratch_per = need;
+    }
+    t->scratch = xcalloc(t->scratch_per * (size_t)t->threads, sizeof(float), &failed);
     t->ln_part = xcalloc(((size_t)max_rows / LN_BLOCK + 1) * 2 * (size_t)m->d_model, sizeof(float),
                          &failed);
     t->dpreatt = xcalloc(max_att, sizeof(float), &failed);
@@ -264,15 +269,13 @@ TfTrainer *trainer_new(TfModel *m, const TfTrainOptions *opts, int max_rows, int
 }
 
 TfTrainer *trainer_new_worker(TfTrainer *master, int max_rows, int max_seqs, TfError *err) {
-    TfTrainOptions o = master->o;
-    o.threads = 1;
-    return trainer_alloc(master->m, &o, max_rows, max_seqs, master, err);
+    return trainer_alloc(master->m, &master->o, max_rows, max_seqs, master, err);
 }
 
 void trainer_set_grads(TfTrainer *t, float *g) { t->grads = g ? g : t->own_grads; }
 
 void trainer_set_threads(TfTrainer *t, int threads) {
-    // scratch holds max_t floats per thread: more threads than it was made for share one.
+    // scratch has room for scratch_threads threads: never more.
     t->threads = threads < 1 ? 1 : threads > t->scratch_threads ? t->scratch_threads : threads;
 }
 
@@ -492,7 +495,7 @@ static void full_backward_range(void *ctx, int lo, int hi, int worker) {
     const TfBatch *b = j->b;
     const TfLayer *ly = j->ly;
     const int H = ly->n_heads, HD = H * ly->d_head, HV = H * ly->d_vhead;
-    float *scratch = t->scratch + (size_t)worker * t->max_t;
+    float *scratch = t->scratch + (size_t)worker * t->scratch_per;
     for (int s = lo; s < hi; s++) {
         int r0 = b->seq_start[s], T = b->seq_start[s + 1] - r0;
         const float *extra = NULL;
@@ -529,12 +532,12 @@ static void rows_forward_range(void *ctx, int lo, int hi, int worker) {
     const TfLayer *ly = j->ly;
     const int H = ly->n_heads, HD = H * ly->d_head, HV = H * ly->d_vhead;
     long off = rows_offset(t, b, lo, H);
-    (void)worker;
+    float *scratch = t->scratch + (size_t)worker * t->scratch_per;
     for (int s = lo; s < hi; s++) {
         int r0 = b->seq_start[s], T = b->seq_start[s + 1] - r0;
         int o0 = t->seq_out_start[s], R = t->seq_out_start[s + 1] - o0;
         attention_rows_forward(j->a->attout + (long)o0 * HV, j->a->preatt + off, j->a->att + off,
-                               j->a->q + (long)o0 * HD, j->a->k + (long)r0 * HD,
+                               scratch, j->a->q + (long)o0 * HD, j->a->k + (long)r0 * HD,
                                j->a->v + (long)r0 * HV, t->out_pos + o0, R, T, H, ly->d_head,
                                ly->d_vhead, ly->scale, ly->causal);
         off += (long)R * H * T;
@@ -547,7 +550,7 @@ static void rows_backward_range(void *ctx, int lo, int hi, int worker) {
     const TfBatch *b = j->b;
     const TfLayer *ly = j->ly;
     const int H = ly->n_heads, HD = H * ly->d_head, HV = H * ly->d_vhead;
-    float *scratch = t->scratch + (size_t)worker * t->max_t;
+    float *scratch = t->scratch + (size_t)worker * t->scratch_per;
     long off = rows_offset(t, b, lo, H);
     for (int s = lo; s < hi; s++) {
         int r0 = b->seq_start[s], T = b->seq_start[s + 1] - r0;

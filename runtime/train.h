@@ -86,14 +86,14 @@ void trainer_free(TfTrainer *t);
 /* A trainer for data parallelism (runtime/dataparallel.h): it reads
  * `master`'s parameters (shared, never copied; the master must outlive it)
  * and has its own activations and gradient buffer, for batches of up to
- * max_rows rows and max_seqs sequences. It has no optimizer state: only
+ * max_rows rows and max_seqs sequences, and room for the master's threads. It has no optimizer state: only
  * trainer_forward_backward, trainer_evaluate and the setters below. */
 TfTrainer *trainer_new_worker(TfTrainer *master, int max_rows, int max_seqs, TfError *err);
 /* Points the gradient buffer at g (n_params floats, borrowed), NULL: back
  * to the trainer's own. */
 void trainer_set_grads(TfTrainer *t, float *g);
-/* Threads for the attention and LayerNorm work from now on (1 or more); the
- * results do not depend on it. */
+/* Threads for the attention and LayerNorm work from now on (1 up to the
+ * number it was made with); the results do not depend on it. */
 void trainer_set_threads(TfTrainer *t, int threads);
 
 /* Checks a batch against the trainer's bounds and the model (tokens in the

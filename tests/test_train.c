@@ -151,7 +151,7 @@ END_TEST
 /* attention, with an extra loss on the scores */
 enum { AT = 4, AH = 2, AD = 3, ADV = 2 };
 static float at_out[AT * AH * ADV], at_pre[AH * AT * AT], at_att[AH * AT * AT];
-static float at_w[AT * AH * ADV], at_wpre[AH * AT * AT], at_scratch[AT];
+static float at_w[AT * AH * ADV], at_wpre[AH * AT * AT], at_scratch[256]; /* >= attention_scratch_floats */
 static int at_causal;
 
 static double attention_loss(Case *c) {
@@ -195,7 +195,7 @@ static const int ar_pos[2] = {1, 3};
 static float ar_out[2 * AH * ADV], ar_pre[2 * AH * AT], ar_att[2 * AH * AT], ar_w[2 * AH * ADV];
 
 static double attention_rows_loss(Case *c) {
-    attention_rows_forward(ar_out, ar_pre, ar_att, c->in[0], c->in[1], c->in[2], ar_pos, 2, AT, AH,
+    attention_rows_forward(ar_out, ar_pre, ar_att, at_scratch, c->in[0], c->in[1], c->in[2], ar_pos, 2, AT, AH,
                            AD, ADV, 0.7f, at_causal);
     return dot(ar_out, ar_w, 2 * AH * ADV);
 }
@@ -636,6 +636,59 @@ START_TEST(test_text_data_errors) {
 }
 END_TEST
 
+/* The fast attention kernels (one head's keys and values as columns) against
+ * their naive twins, on sizes like the seed models' (uneven on purpose),
+ * causal and not, with and without a loss on the scores. */
+START_TEST(test_attention_fast_matches_naive) {
+    enum { T = 13, H = 3, D = 5, DV = 4, R = 4 };
+    static float q[T * H * D], k[T * H * D], v[T * H * DV], dout[T * H * DV], dpre[H * T * T];
+    static float out[T * H * DV], pre[H * T * T], att[H * T * T], scratch[1024];
+    static float g1[3][T * H * D], g2[3][T * H * D];
+    static float o1[R * H * DV], o2[R * H * DV], p1[R * H * T], p2[R * H * T], a1[R * H * T],
+        a2[R * H * T];
+    const int pos[R] = {2, 5, 11, 12};
+    ck_assert(attention_scratch_floats(T, D, DV) <= sizeof scratch / sizeof *scratch);
+    TfRng r;
+    rng_seed(&r, 9);
+    fill(q, T * H * D, &r, -1, 1), fill(k, T * H * D, &r, -1, 1), fill(v, T * H * DV, &r, -1, 1);
+    fill(dout, T * H * DV, &r, -1, 1), fill(dpre, H * T * T, &r, -1, 1);
+    char msg[256];
+    for (int causal = 0; causal < 2; causal++)
+        for (int extra = 0; extra < 2; extra++) {
+            attention_forward(out, pre, att, q, k, v, T, H, D, DV, 0.35f, causal);
+            memset(g1, 0, sizeof g1), memset(g2, 0, sizeof g2);
+            attention_backward(g1[0], g1[1], g1[2], scratch, dout, extra ? dpre : NULL, q, k, v,
+                               att, T, H, D, DV, 0.35f, causal);
+            attention_backward_naive(g2[0], g2[1], g2[2], scratch, dout, extra ? dpre : NULL, q,
+                                     k, v, att, T, H, D, DV, 0.35f, causal);
+            for (int i = 0; i < 3; i++)
+                ck_assert_msg(tf_compare_floats(g1[i], g2[i], i == 2 ? T * H * DV : T * H * D,
+                                                1e-5, 1e-5, msg, sizeof msg) == 0,
+                              "attention_backward, causal %d, extra %d, gradient %d: %s", causal,
+                              extra, i, msg);
+        }
+    for (int causal = 0; causal < 2; causal++) {
+        // Query rows at pos: q holds them first ([R, H*D]); keys and values are the sequence's.
+        attention_rows_forward(o1, p1, a1, scratch, q, k, v, pos, R, T, H, D, DV, 0.35f, causal);
+        attention_rows_forward_naive(o2, p2, a2, q, k, v, pos, R, T, H, D, DV, 0.35f, causal);
+        ck_assert_msg(tf_compare_floats(o1, o2, R * H * DV, 1e-5, 1e-6, msg, sizeof msg) == 0,
+                      "attention_rows_forward: %s", msg);
+        ck_assert_msg(tf_compare_floats(a1, a2, R * H * T, 1e-5, 1e-6, msg, sizeof msg) == 0,
+                      "attention_rows_forward weights: %s", msg);
+        memset(g1, 0, sizeof g1), memset(g2, 0, sizeof g2);
+        attention_rows_backward(g1[0], g1[1], g1[2], scratch, dout, q, k, v, a1, pos, R, T, H, D,
+                                DV, 0.35f, causal);
+        attention_rows_backward_naive(g2[0], g2[1], g2[2], scratch, dout, q, k, v, a1, pos, R, T,
+                                      H, D, DV, 0.35f, causal);
+        for (int i = 0; i < 3; i++)
+            ck_assert_msg(tf_compare_floats(g1[i], g2[i], i == 0 ? R * H * D : i == 1 ? T * H * D
+                                                                                       : T * H * DV,
+                                            1e-5, 1e-5, msg, sizeof msg) == 0,
+                          "attention_rows_backward, causal %d, gradient %d: %s", causal, i, msg);
+    }
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("train");
     TCase *tc = tcase_create("train");
@@ -644,6 +697,7 @@ int main(void) {
     tcase_add_test(tc, test_activation_backward);
     tcase_add_test(tc, test_attention_backward);
     tcase_add_test(tc, test_attention_rows_backward);
+    tcase_add_test(tc, test_attention_fast_matches_naive);
     tcase_add_test(tc, test_embedding_and_crossentropy_backward);
     tcase_add_loop_test(tc, test_model_gradient, 0, 3);
     tcase_add_test(tc, test_optimizers_learn_and_are_deterministic);
