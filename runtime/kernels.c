@@ -442,11 +442,17 @@ size_t attention_scratch_floats(int T, int D, int DV) {
 /* Softmax in place over att[n] with exp_vec (vectorized; within 2 ulp of
  * softmax_inplace's expf): the training kernels' softmax. */
 static void softmax_vec(float *att, int n) {
-    float maxv = -INFINITY;
-    for (int t = 0; t < n; t++) maxv = att[t] > maxv ? att[t] : maxv;
-    for (int t = 0; t < n; t++) att[t] = exp_vec(att[t] - maxv);
+    float m[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
+                  -INFINITY, -INFINITY, -INFINITY, -INFINITY}; /* eight running maxima */
+    int t = 0;
+    for (; t + 8 <= n; t += 8)
+        for (int k = 0; k < 8; k++) m[k] = att[t + k] > m[k] ? att[t + k] : m[k];
+    for (; t < n; t++) m[0] = att[t] > m[0] ? att[t] : m[0];
+    float maxv = m[0];
+    for (int k = 1; k < 8; k++) maxv = m[k] > maxv ? m[k] : maxv;
+    for (t = 0; t < n; t++) att[t] = exp_vec(att[t] - maxv);
     float inv = 1.0f / sum8(att, n);
-    for (int t = 0; t < n; t++) att[t] *= inv;
+    for (t = 0; t < n; t++) att[t] *= inv;
 }
 
 /* xt[d, j] = x[j, d] for T rows of n features at stride `stride`; zero for

@@ -67,8 +67,9 @@ static void usage(FILE *f) {
             "  -o FILE              the trained model and optimizer state (default: PROGRAM.tfw)\n"
             "  --eval-every N       evaluate the held-out set every N steps (default 100)\n"
             "  --checkpoint-every N also write -o FILE every N steps\n"
-            "  --threads N          threads for the attention layers (default: the CPUs;\n"
-            "                       the trained model is the same for any N)\n"
+            "  --threads N          threads for the chunks of each batch (default: the CPUs;\n"
+            "                       the trained model is the same for any N, and under\n"
+            "                       mpirun for any number of ranks: docs/cluster.md)\n"
             "  --dump-grads FILE    write the gradient of the first batch as a .tfw and stop\n"
             "  --quiet              only the final line\n");
 }
@@ -397,9 +398,11 @@ int main(int argc, char **argv) {
         return EXIT_USAGE;
     }
 #ifdef TF_HAVE_OPENBLAS
-    // The attention's per-sequence work runs on a.threads threads; OpenBLAS
-    // on one (its threads do not pay at these sizes), unless told otherwise.
-    if (!getenv("OPENBLAS_NUM_THREADS")) openblas_set_num_threads(1);
+    // The chunks of a batch run on a.threads workers (dataparallel.h), each
+    // calling OpenBLAS on its own: OpenBLAS on one thread, whatever
+    // OPENBLAS_NUM_THREADS says (its threads inside ours would contend, and
+    // their number would change its rounding).
+    openblas_set_num_threads(1);
 #endif
     TfLearnedSpec spec;
     memset(&spec, 0, sizeof spec);
