@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dataparallel.h"
 #include "dataset.h"
 #include "kernels.h"
 #include "rng.h"
@@ -451,6 +452,81 @@ START_TEST(test_threads_do_not_change_the_result) {
 }
 END_TEST
 
+/* Data parallelism (runtime/dataparallel.h) on `threads` workers: 8 steps of
+ * batches of 100 examples (chunks of 16, the last of 4); the parameters, and
+ * in *grad0 the first step's gradient. */
+static void train_chunks(int threads, float *params_out, float *grad0, size_t *n_out,
+                         double *loss0) {
+    TfModel *m = tf_compile_text(model_texts[0]); /* vocab 01+=, max_len 12 */
+    TfDataset tr = {0}, ho = {0};
+    TfError err = {""};
+    ck_assert_msg(dataset_generate(&tr, &ho, m, "binary-add:3", 60, 4, 1, &err) == 0, "%s", err.msg);
+    TfTrainOptions o = default_opts(TF_OPT_ADAMW);
+    o.threads = threads;
+    TfTrainer *t = trainer_new(m, &o, 100 * 12, 100, &err);
+    ck_assert_msg(t != NULL, "%s", err.msg);
+    TfDataParallel *dp = dp_new(t, threads, 100, 12, NULL, &err);
+    ck_assert_msg(dp != NULL, "%s", err.msg);
+    int idx[100];
+    for (int s = 0; s < 8; s++) {
+        for (int i = 0; i < 100; i++) idx[i] = (i * 7 + s * 13) % tr.n;
+        double loss = dp_forward_backward(dp, &tr, idx, 100, s);
+        if (s == 0) {
+            size_t n;
+            const float *g = trainer_grads(t, &n);
+            memcpy(grad0, g, n * sizeof(float));
+            *loss0 = loss;
+        }
+        trainer_step(t, 1e-2f);
+    }
+    float *p = trainer_params(t, n_out);
+    memcpy(params_out, p, *n_out * sizeof *p);
+    dp_free(dp);
+    trainer_free(t);
+    dataset_free(&tr);
+    dataset_free(&ho);
+    model_free(m);
+}
+
+START_TEST(test_data_parallel) {
+    static float p1[4096], p2[4096], p3[4096], g1[4096], g2[4096], g3[4096], whole[4096];
+    size_t n1, n2, n3;
+    double l1, l2, l3;
+    train_chunks(1, p1, g1, &n1, &l1);
+    train_chunks(2, p2, g2, &n2, &l2);
+    train_chunks(3, p3, g3, &n3, &l3);
+    ck_assert(n1 <= 4096 && n1 == n2 && n1 == n3);
+    ck_assert(memcmp(p1, p2, n1 * sizeof(float)) == 0); /* bit for bit */
+    ck_assert(memcmp(p1, p3, n1 * sizeof(float)) == 0);
+    ck_assert(memcmp(g1, g3, n1 * sizeof(float)) == 0 && l1 == l2 && l1 == l3);
+    // The chunks' gradients add up to the whole batch's (to rounding).
+    TfModel *m = tf_compile_text(model_texts[0]);
+    TfDataset tr = {0}, ho = {0};
+    TfError err = {""};
+    ck_assert(dataset_generate(&tr, &ho, m, "binary-add:3", 60, 4, 1, &err) == 0);
+    TfTrainOptions o = default_opts(TF_OPT_ADAMW);
+    TfTrainer *t = trainer_new(m, &o, 100 * 12, 100, &err);
+    TfBatchBuf bb = {0};
+    ck_assert(t && batchbuf_init(&bb, 100, 12) == 0);
+    int idx[100];
+    for (int i = 0; i < 100; i++) idx[i] = (i * 7) % tr.n;
+    batchbuf_fill(&bb, &tr, idx, 100);
+    double loss = trainer_forward_backward(t, &bb.batch, 0, NULL);
+    size_t n;
+    const float *g = trainer_grads(t, &n);
+    memcpy(whole, g, n * sizeof(float));
+    ck_assert(n == n1);
+    ck_assert_double_eq_tol(loss, l1, 1e-5 * fabs(loss));
+    char msg[256];
+    ck_assert_msg(tf_compare_floats(g1, whole, (long)n, 1e-4, 1e-6, msg, sizeof msg) == 0, "%s", msg);
+    batchbuf_free(&bb);
+    trainer_free(t);
+    dataset_free(&tr);
+    dataset_free(&ho);
+    model_free(m);
+}
+END_TEST
+
 START_TEST(test_optimizers_learn_and_are_deterministic) {
     double before = train_small(TF_OPT_ADAMW, 0.0f, 1, NULL);
     ck_assert_double_lt(train_small(TF_OPT_ADAMW, 1e-2f, 150, NULL), before * 0.2);
@@ -702,6 +778,7 @@ int main(void) {
     tcase_add_loop_test(tc, test_model_gradient, 0, 3);
     tcase_add_test(tc, test_optimizers_learn_and_are_deterministic);
     tcase_add_test(tc, test_threads_do_not_change_the_result);
+    tcase_add_test(tc, test_data_parallel);
     tcase_add_test(tc, test_checkpoint_resume);
     tcase_add_test(tc, test_bad_batches_are_rejected);
     tcase_add_test(tc, test_generators);
