@@ -89,6 +89,7 @@ static int run_block(const TfModel *m, Buf *b, const char *in_name, long first_l
     }
     TfBatchOptions bo = *o;
     bo.first_line = first_line;
+    bo.progress = NULL; /* a block's counts are not the run's */
     bo.show_failures = shown >= o->show_failures ? 0 : (int)(o->show_failures - shown);
     TfBatchStats st;
     int rc = batch_run(m, f, in_name, out, errs, &bo, &st, err);
