@@ -19,7 +19,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
 mpi() { "$MPIEXEC" --oversubscribe -n "$@"; }
 P=$SRC/programs
-PY=/usr/bin/python3
+PY=${PYTHON:-python3} # the tests' Python (CMake passes it)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 passed=0
