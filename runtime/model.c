@@ -53,6 +53,8 @@ void model_free(TfModel *m) {
     }
     for (int i = 0; i < m->n_classes && m->class_names; i++) free(m->class_names[i]);
     free(m->class_names);
+    for (int i = 0; i < m->n_checks; i++) free(m->checks[i].op);
+    free(m->checks);
     free(m->regs);
     free(m->layers);
     free(m->tensors);
@@ -195,9 +197,48 @@ oom:
     return -1;
 }
 
+int model_add_check(TfModel *m, int reg, int layer, int line, const char *op, TfError *err) {
+    if (!op || !*op) {
+        tf_error_set(err, "a run-time check needs the text of its op");
+        return -1;
+    }
+    TfCheck *cs = realloc(m->checks, ((size_t)m->n_checks + 1) * sizeof *cs);
+    if (!cs) goto oom;
+    m->checks = cs;
+    TfCheck *c = &cs[m->n_checks];
+    if (!(c->op = dup_str(op))) goto oom;
+    c->reg = reg;
+    c->layer = layer;
+    c->line = line;
+    return m->n_checks++;
+oom:
+    tf_error_set(err, "out of memory for a run-time check");
+    return -1;
+}
+
+int model_numeric_output(const TfModel *m) {
+    return m->every_position && m->output_kind == TF_OUTPUT_NEXT_TOKEN && m->output_reg >= 0 &&
+           m->output_reg < m->n_regs && m->regs[m->output_reg].kind == TF_REG_SCALAR;
+}
+
+int model_tensor_uses(const TfModel *m, int idx) {
+    int n = (idx == m->tok_embed) + (idx == m->pos_embed) + (idx == m->unembed) +
+            (idx == m->unembed_bias);
+    for (int l = 0; l < m->n_layers; l++) {
+        const TfLayer *ly = &m->layers[l];
+        const int fields[] = {ly->query,       ly->key,      ly->value,      ly->output,
+                              ly->query_bias,  ly->key_bias, ly->value_bias, ly->output_bias,
+                              ly->fc1_weight,  ly->fc1_bias, ly->fc2_weight, ly->fc2_bias,
+                              ly->norm_weight, ly->norm_bias};
+        for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) n += fields[i] == idx;
+    }
+    return n;
+}
+
 size_t model_param_count(const TfModel *m) {
     size_t n = 0;
-    for (int i = 0; i < m->n_tensors; i++) n += m->tensors[i].nelem;
+    for (int i = 0; i < m->n_tensors; i++)
+        if (model_tensor_uses(m, i) > 0) n += m->tensors[i].nelem;
     return n;
 }
 
@@ -441,10 +482,42 @@ static int validate_registers(const TfModel *m, TfError *err) {
             tf_error_set(err, "output register %d does not exist", m->output_reg);
             return -1;
         }
-        if (m->regs[m->output_reg].kind != TF_REG_TOKEN &&
-            m->regs[m->output_reg].kind != TF_REG_CATEGORICAL) {
-            tf_error_set(err, "output register '%s' is not a token or categorical register",
+        TfRegKind k = m->regs[m->output_reg].kind;
+        if (k == TF_REG_SCALAR && !model_numeric_output(m)) {
+            tf_error_set(err, "output register '%s' is a scalar: only a model read at every "
+                              "position prints a number",
                          m->regs[m->output_reg].name);
+            return -1;
+        }
+        if (k != TF_REG_TOKEN && k != TF_REG_CATEGORICAL && k != TF_REG_SCALAR) {
+            tf_error_set(err, "output register '%s' is not a token, categorical or scalar register",
+                         m->regs[m->output_reg].name);
+            return -1;
+        }
+    }
+    if (!(m->output_error_bound >= 0) || !isfinite(m->output_error_bound)) {
+        tf_error_set(err, "the output error bound %g is not a non-negative number",
+                     m->output_error_bound);
+        return -1;
+    }
+    return 0;
+}
+
+/* Each check names a categorical register, a layer, a line and its op. */
+static int validate_checks(const TfModel *m, TfError *err) {
+    for (int i = 0; i < m->n_checks; i++) {
+        const TfCheck *c = &m->checks[i];
+        if (c->reg < 0 || c->reg >= m->n_regs || m->regs[c->reg].kind != TF_REG_CATEGORICAL) {
+            tf_error_set(err, "check %d: register %d is not a categorical register", i, c->reg);
+            return -1;
+        }
+        if (c->layer < 0 || c->layer >= m->n_layers) {
+            tf_error_set(err, "check %d: layer %d does not exist (the model has %d)", i, c->layer,
+                         m->n_layers);
+            return -1;
+        }
+        if (c->line < 0 || !c->op || !*c->op) {
+            tf_error_set(err, "check %d: needs a source line (0 or more) and the op's text", i);
             return -1;
         }
     }
@@ -513,12 +586,17 @@ int model_validate(const TfModel *m, TfError *err) {
     }
     if (validate_output_mode(m, err) < 0) return -1;
     int n_out = m->output_kind == TF_OUTPUT_CLASSIFY ? m->n_classes : m->n_vocab;
+    // A model that prints a number reads its output register, not logits:
+    // its unembedding is optional (and unused).
+    int need_unembed = m->unembed >= 0 || !model_numeric_output(m);
     if (check_shape(m, -1, TF_TENSOR_TOKEN_EMBED, m->tok_embed, m->n_vocab, m->d_model, err) < 0 ||
         check_shape(m, -1, TF_TENSOR_POS_EMBED, m->pos_embed, m->max_len, m->d_model, err) < 0 ||
-        check_shape(m, -1, TF_TENSOR_UNEMBED, m->unembed, n_out, m->d_model, err) < 0 ||
+        (need_unembed &&
+         check_shape(m, -1, TF_TENSOR_UNEMBED, m->unembed, n_out, m->d_model, err) < 0) ||
         check_bias(m, -1, TF_TENSOR_UNEMBED_BIAS, m->unembed_bias, n_out, err) < 0)
         return -1;
     for (int li = 0; li < m->n_layers; li++)
         if (validate_layer(m, li, err) < 0) return -1;
-    return validate_registers(m, err);
+    if (validate_registers(m, err) < 0) return -1;
+    return validate_checks(m, err);
 }

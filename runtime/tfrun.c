@@ -11,7 +11,9 @@
  * tokens, one line per prompt (a model with a stop token stops at it and
  * does not print it; -n is then the most). A model read at every position
  * prints each prompt, a TAB and the token at every position (after the BOS
- * position when it has a bos). --check prints how many completions match,
+ * position when it has a bos), or, when its output is a number, the values
+ * separated by spaces. An input that fails one of the model's run-time
+ * checks is an error (infer.h). --check prints how many completions match,
  * the first failures and the throughput. --batch and --check stream their
  * input through several engines at once (runtime/batch.h), with a progress
  * line on stderr when it is a terminal (or with --progress); under mpirun or
@@ -181,35 +183,46 @@ static int run_stream(const TfModel *m, const char *path, const TfBatchOptions *
             printf("engine: %.0f FLOP per case, %.2f GFLOP/s\n", st.flops / (double)st.run,
                    st.seconds > 0 ? st.flops / st.seconds * 1e-9 : 0.0);
     }
-    return st.bad || st.failed ? TFRUN_EXIT_ERROR : 0;
+    return st.bad || st.failed || st.errors ? TFRUN_EXIT_ERROR : 0;
 }
 
 /* Prints one prompt's result: prompt + completion, or for a model read at
- * every position prompt<TAB>the tokens at each position. */
-static void print_result(const TfModel *m, const char *prompt, size_t len, const int *out, int n) {
-    if (m->every_position)
+ * every position prompt<TAB>the tokens (or numbers, vals) at each position. */
+static void print_result(const TfModel *m, const char *prompt, size_t len, const int *out,
+                         const float *vals, int n) {
+    if (model_numeric_output(m))
+        batch_print_values(stdout, m, prompt, len, vals, n);
+    else if (m->every_position)
         batch_print_outputs(stdout, m, prompt, len, out, n);
     else
         batch_print_completion(stdout, m, prompt, len, out, n);
 }
 
-/* --trace, --report, --svg: one prompt, one full pass per step (inspect.h). */
+static int run_classify(const TfModel *m, const char *prompt, const char *path);
+
+/* --trace, --report, --svg: one prompt, one full pass per step (inspect.h),
+ * then the result line that tfrun prints without them. */
 static int run_inspect(const TfModel *m, const char *prompt, int n_new, const TfInspectOptions *io) {
     size_t len = strlen(prompt);
     if (len > INT_MAX / 2) len = INT_MAX / 2;
     int *ids = prepare_prompt(m, prompt, (int)len, n_new, "prompt");
     size_t cap = (size_t)(n_new > (int)len ? n_new : (int)len) + 1;
     int *out = malloc(cap * sizeof(int));
+    float *vals = malloc(cap * sizeof(float));
     TfError err = {""};
     int status = 0, n_out = 0;
-    if (!ids || !out || inspect_run(m, ids, (int)len, n_new, io, stdout, out, &n_out, &err) < 0) {
-        if (ids) fprintf(stderr, "tfrun: %s\n", out ? err.msg : "out of memory");
+    if (!ids || !out || !vals ||
+        inspect_run(m, ids, (int)len, n_new, io, stdout, out, vals, &n_out, &err) < 0) {
+        if (ids) fprintf(stderr, "tfrun: %s\n", out && vals ? err.msg : "out of memory");
         status = TFRUN_EXIT_ERROR;
-    } else if (m->output_kind != TF_OUTPUT_CLASSIFY) {
-        print_result(m, prompt, len, out, n_out);
+    } else if (m->output_kind == TF_OUTPUT_CLASSIFY) {
+        status = run_classify(m, prompt, NULL);
+    } else {
+        print_result(m, prompt, len, out, vals, n_out);
     }
     free(ids);
     free(out);
+    free(vals);
     return status;
 }
 
@@ -223,11 +236,15 @@ static int run_one(const TfModel *m, const char *prompt, int n_new, int use_cach
     if (inf) infer_set_cache(inf, use_cache);
     size_t cap = (size_t)(n_new > (int)len ? n_new : (int)len) + 1;
     int *out = malloc(cap * sizeof(int));
+    float *vals = malloc(cap * sizeof(float));
     int status = 0, n_out = n_new, rc = -1;
     const int *idp = ids;
     int ilen = (int)len;
-    if (inf && out) {
-        if (m->every_position) {
+    if (inf && out && vals) {
+        if (model_numeric_output(m)) {
+            rc = infer_every_position_values(inf, &idp, &ilen, 1, &vals, &err);
+            n_out = ilen;
+        } else if (m->every_position) {
             rc = infer_every_position(inf, &idp, &ilen, 1, &out, &err);
             n_out = ilen;
         } else if (m->stop_token >= 0) {
@@ -237,13 +254,14 @@ static int run_one(const TfModel *m, const char *prompt, int n_new, int use_cach
         }
     }
     if (rc < 0) {
-        fprintf(stderr, "tfrun: %s\n", out ? err.msg : "out of memory");
+        fprintf(stderr, "tfrun: %s\n", out && vals ? err.msg : "out of memory");
         status = TFRUN_EXIT_ERROR;
     } else {
-        print_result(m, prompt, len, out, n_out);
+        print_result(m, prompt, len, out, vals, n_out);
     }
     infer_free(inf);
     free(out);
+    free(vals);
     free(ids);
     return status;
 }

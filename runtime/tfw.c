@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <ctype.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -603,6 +604,71 @@ static int read_output_mode(TfModel *m, const cJSON *meta, TfError *err) {
     return 0;
 }
 
+/* checks (optional): a JSON array of {"register", "layer", "line", "op"};
+ * read after the registers and layers, which it names. */
+static int read_checks(TfModel *m, const cJSON *meta, TfError *err) {
+    if (!cJSON_GetObjectItemCaseSensitive(meta, "checks")) return 0;
+    cJSON *cs = meta_json(meta, "checks", 1, err);
+    if (!cs) return -1;
+    int i = 0, rc = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cs) {
+        const char *reg = obj_str(c, "register"), *op = obj_str(c, "op");
+        int64_t layer, line;
+        if (!cJSON_IsObject(c) || !reg || !op || !*op ||
+            obj_int(c, "layer", 0, INT32_MAX, 0, 0, &layer) < 0 ||
+            obj_int(c, "line", 0, INT32_MAX, 0, 0, &line) < 0) {
+            tf_error_set(err, "__metadata__.checks[%d] needs a register, a layer, a line and an op",
+                         i);
+            rc = -1;
+            break;
+        }
+        int r = model_find_register(m, reg);
+        if (r < 0 || m->regs[r].kind != TF_REG_CATEGORICAL) {
+            tf_error_set(err, "__metadata__.checks[%d]: register '%.40s' is %s", i, reg,
+                         r < 0 ? "not declared" : "not categorical");
+            rc = -1;
+            break;
+        }
+        if (layer >= m->n_layers) {
+            tf_error_set(err, "__metadata__.checks[%d]: layer %lld does not exist (%d layers)", i,
+                         (long long)layer, m->n_layers);
+            rc = -1;
+            break;
+        }
+        if (model_add_check(m, r, (int)layer, (int)line, op, err) < 0) {
+            rc = -1;
+            break;
+        }
+        i++;
+    }
+    cJSON_Delete(cs);
+    return rc;
+}
+
+/* output_error_bound (optional, models that print a number): a decimal
+ * number >= 0. */
+static int read_error_bound(TfModel *m, const cJSON *meta, TfError *err) {
+    const char *s = meta_string(meta, "output_error_bound", 1, err);
+    if (!s) return cJSON_GetObjectItemCaseSensitive(meta, "output_error_bound") ? -1 : 0;
+    if (!model_numeric_output(m)) {
+        tf_error_set(err, "__metadata__.output_error_bound is only for a model whose output is a "
+                          "number (a scalar register read at every position)");
+        return -1;
+    }
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    /* A plain decimal (as tools/tfw_torch.py reads it): no spaces, no hex. */
+    if (end == s || *end || errno || !isfinite(v) || v < 0 || strpbrk(s, "xXpP") ||
+        !(isdigit((unsigned char)s[0]) || s[0] == '+' || s[0] == '-' || s[0] == '.')) {
+        tf_error_set(err, "__metadata__.output_error_bound '%.40s' is not a number >= 0", s);
+        return -1;
+    }
+    m->output_error_bound = v;
+    return 0;
+}
+
 static int read_metadata(TfModel *m, const cJSON *meta, TfError *err) {
     const cJSON *v;
     cJSON_ArrayForEach(v, meta) {
@@ -659,7 +725,9 @@ static int read_metadata(TfModel *m, const cJSON *meta, TfError *err) {
             return -1;
         }
     }
-    if (read_output_kind(m, meta, err) < 0 || read_output_mode(m, meta, err) < 0) return -1;
+    if (read_output_kind(m, meta, err) < 0 || read_output_mode(m, meta, err) < 0 ||
+        read_error_bound(m, meta, err) < 0 || read_checks(m, meta, err) < 0)
+        return -1;
     const char *src = meta_string(meta, "source", 1, err);
     const char *src_name = meta_string(meta, "source_name", 1, err);
     if ((src && !(m->source = dup_str(src))) || (src_name && !(m->source_name = dup_str(src_name)))) {
@@ -739,10 +807,11 @@ TfModel *tfw_read_buffer(const unsigned char *buf, size_t len, TfError *err) {
     m->tok_embed = model_find_tensor(m, TF_TENSOR_TOKEN_EMBED);
     m->pos_embed = model_find_tensor(m, TF_TENSOR_POS_EMBED);
     m->unembed = model_find_tensor(m, TF_TENSOR_UNEMBED);
-    const char *missing = m->tok_embed < 0   ? TF_TENSOR_TOKEN_EMBED
-                          : m->pos_embed < 0 ? TF_TENSOR_POS_EMBED
-                          : m->unembed < 0   ? TF_TENSOR_UNEMBED
-                                             : NULL;
+    // A model that prints a number needs no unembedding.
+    const char *missing = m->tok_embed < 0                             ? TF_TENSOR_TOKEN_EMBED
+                          : m->pos_embed < 0                           ? TF_TENSOR_POS_EMBED
+                          : m->unembed < 0 && !model_numeric_output(m) ? TF_TENSOR_UNEMBED
+                                                                       : NULL;
     if (missing) {
         tf_error_set(err, "tensor '%s' is missing", missing);
         goto fail;
@@ -829,6 +898,36 @@ static int add_int_string(cJSON *meta, const char *key, long v) {
     return cJSON_AddStringToObject(meta, key, buf) ? 0 : -1;
 }
 
+/* The checks as a JSON array (an empty one when there are none). */
+static cJSON *checks_json(const TfModel *m) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < m->n_checks; i++) {
+        const TfCheck *c = &m->checks[i];
+        cJSON *o = cJSON_CreateObject();
+        if (o && !cJSON_AddItemToArray(a, o)) {
+            cJSON_Delete(o);
+            o = NULL;
+        }
+        // Once in the array, o is deleted with it.
+        if (!o || !cJSON_AddStringToObject(o, "register", m->regs[c->reg].name) ||
+            !cJSON_AddNumberToObject(o, "layer", c->layer) ||
+            !cJSON_AddNumberToObject(o, "line", c->line) ||
+            !cJSON_AddStringToObject(o, "op", c->op)) {
+            cJSON_Delete(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+/* The shortest decimal text that reads back as v. */
+static void shortest_double(char *buf, size_t n, double v) {
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, n, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v) return;
+    }
+}
+
 static cJSON *build_metadata(const TfModel *m) {
     cJSON *meta = cJSON_CreateObject();
     cJSON *vocab = cJSON_CreateArray(), *regs = cJSON_CreateArray(), *layers = cJSON_CreateArray();
@@ -899,6 +998,12 @@ static cJSON *build_metadata(const TfModel *m) {
         char tok[2] = {m->vocab[m->stop_token], '\0'};
         ok = cJSON_AddStringToObject(meta, "stop_token", tok) != NULL;
     }
+    if (ok && model_numeric_output(m)) {
+        char bound[32];
+        shortest_double(bound, sizeof bound, m->output_error_bound);
+        ok = cJSON_AddStringToObject(meta, "output_error_bound", bound) != NULL;
+    }
+    if (ok && m->n_checks > 0) ok = add_json_string(meta, "checks", checks_json(m)) == 0;
     if (ok && m->source) ok = cJSON_AddStringToObject(meta, "source", m->source) != NULL;
     if (ok && m->source_name)
         ok = cJSON_AddStringToObject(meta, "source_name", m->source_name) != NULL;

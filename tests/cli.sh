@@ -189,11 +189,94 @@ expect "stop token: --trace-all runs the steps until the stop" 0 "~step 2: 3 pos
 expect "stop token: --step past the stop" 1 "" "tfrun: --step 3: generation stopped; the steps run are 0 to 2" \
     -- "$TFRUN" "$S" --step 3 --trace "a"
 
+# Run-time checks (tests/mkgeneral.c's tie.tfw): b must hold one value after
+# layer 0 at every position; a tie of two letters does not.
+T=$G/tie.tfw
+tie_err="tie.tfp:2: Aggregate -> b: position 2 does not hold one value ('a' 0.50, 'b' 0.50); the compiler could not prove it"
+expect "check: one value everywhere runs" 0 "$(printf '^aaa\tbbb')" "" -- "$TFRUN" "$T" "^aaa"
+expect "check: 0.75 and 0.25 are one value" 0 "$(printf '^aaab\tbbbb')" "" -- "$TFRUN" "$T" "^aaab"
+expect "check: a tie is an error naming the op's line, the position and the values" 1 "" \
+    "tfrun: $tie_err" -- "$TFRUN" "$T" "^ab"
+expect "check: 2/3 and 1/3 is not one value" 1 "" \
+    "tfrun: tie.tfp:2: Aggregate -> b: position 3 does not hold one value ('a' 0.67, 'b' 0.33)" \
+    -- "$TFRUN" "$T" "^aab"
+expect "check: the first failing position is named" 1 "" \
+    "position 2 does not hold one value ('a' 0.50, 'c' 0.50)" -- "$TFRUN" "$T" "^acbbbb"
+expect "check: --no-cache" 1 "" "tfrun: $tie_err" -- "$TFRUN" "$T" --no-cache "^ab"
+printf '^aaa\n^ab\n^ccc\n^aaaab\n^ab\n' >"$G/tie.txt"
+expect "check: --batch, the failing prompts report, the others run" 1 \
+    "$(printf '^aaa\tbbb\n^ccc\taaa\n^aaaab\tbbbbb')" "tfrun: $G/tie.txt:2: $tie_err" \
+    -- "$TFRUN" "$T" --batch "$G/tie.txt"
+expect "check: --batch names every failing line" 1 "~^aaaab" "tfrun: $G/tie.txt:5: $tie_err" \
+    -- "$TFRUN" "$T" --batch "$G/tie.txt" --batch-size 1 --threads 3
+printf '^aaa\tbbb\n^ab\tbc\n^aaab\tbbbb\n' >"$G/tie.tsv"
+expect "check: --check counts a failed check as a failed case" 1 "~2 passed, 1 failed (3 cases in" "" \
+    -- "$TFRUN" "$T" --check "$G/tie.tsv"
+expect "check: --check prints the failure" 1 "~FAIL line 2: ^ab: $tie_err (expected bc)" "" \
+    -- "$TFRUN" "$T" --check "$G/tie.tsv"
+expect "check: --trace shows where it fails, then the error" 1 \
+    "~    ! check of b fails: $tie_err" "tfrun: $tie_err" -- "$TFRUN" "$T" --trace "^ab"
+expect "check: --trace of a passing input has no failure" 0 "~$(printf '^aaa\tbbb')" "" \
+    -- "$TFRUN" "$T" --trace "^aaa"
+# The same model generating: each step is checked, and every row of the
+# prompt, also those whose output nobody reads.
+TG=$G/tie_gen.tfw
+expect "check, generating: -n 1" 0 "^ab" "" -- "$TFRUN" "$TG" -n 1 "^a"
+expect "check, generating: the second step fails" 1 "" "tfrun: $tie_err" -- "$TFRUN" "$TG" "^a"
+expect "check, generating: a prompt row that is not the last fails" 1 "" "tfrun: $tie_err" \
+    -- "$TFRUN" "$TG" -n 1 "^abaa"
+expect "check, generating: a clean prompt" 0 "^aaaabb" "" -- "$TFRUN" "$TG" "^aaaa"
+printf '^a\n^aaaa\n^abaa\n^aa\n' >"$G/tie_gen.txt"
+expect "check, generating: --batch" 1 "^aaaabb" "tfrun: $G/tie_gen.txt:4: tie.tfp:2: Aggregate -> b: position 3 does not hold one value ('a' 0.67, 'b' 0.33)" \
+    -- "$TFRUN" "$TG" --batch "$G/tie_gen.txt"
+expect "check, generating: --batch --no-cache" 1 "^aaaabb" "tfrun: $G/tie_gen.txt:3: $tie_err" \
+    -- "$TFRUN" "$TG" --batch "$G/tie_gen.txt" --no-cache --batch-size 1
+expect "check, generating: --trace-all traces the failing step" 1 "~step 1: 3 positions \"^ab\"" "tfrun: $tie_err" \
+    -- "$TFRUN" "$TG" --trace-all "^a"
+
+# Numbers as outputs (mkgeneral's frac.tfw: the fraction of 'l' so far, a
+# scalar output register, no unembed.weight, output_error_bound 1e-06).
+F=$G/frac.tfw
+expect "number: each position's value, shortest float32 text" 0 "$(printf '^hello\t0 0 0.33333334 0.5 0.4')" "" \
+    -- "$TFRUN" "$F" "^hello"
+expect "number: the BOS alone prints nothing after the TAB" 0 "$(printf '^\t')" "" -- "$TFRUN" "$F" "^"
+printf '^hello\n^llll\nhello\n^hhlhhl\n' >"$G/frac.txt"
+expect "number: --batch" 1 "$(printf '^hello\t0 0 0.33333334 0.5 0.4\n^llll\t1 1 1 1\n^hhlhhl\t0 0 0.33333334 0.25 0.2 0.33333334')" \
+    "tfrun: $G/frac.txt:3: the input must start with the beginning-of-sequence token '^'" \
+    -- "$TFRUN" "$F" --batch "$G/frac.txt"
+# Within 1e-06 + 1e-6 |e| of 0.4: 0.4000013 is, 0.4000015 is not.
+printf '^hello\t0 0 1/3 1/2 2/5\n^hello\t0 0 0.3333333 0.5 0.4000013\n^hello\t0 0 1/3 1/2 0.4000015\n^hello\t0 0 1/3 1/2\n^llll\t1 1 1 1\n^\t\n' >"$G/frac.tsv"
+expect "number: --check compares within the bound" 1 "~4 passed, 2 failed (6 cases in" "" \
+    -- "$TFRUN" "$F" --check "$G/frac.tsv"
+expect "number: --check prints a failure" 1 "~FAIL line 3: ^hello -> 0 0 0.33333334 0.5 0.4 (expected 0 0 1/3 1/2 0.4000015)" "" \
+    -- "$TFRUN" "$F" --check "$G/frac.tsv"
+expect "number: --check wants as many values as positions" 1 "~FAIL line 4: ^hello -> 0 0 0.33333334 0.5 0.4 (expected 0 0 1/3 1/2)" "" \
+    -- "$TFRUN" "$F" --check "$G/frac.tsv"
+printf '^hel\t0 x 1/3\n^hel\t0 0 1/0\n^l\t1\n' >"$G/frac_bad.tsv"
+expect "number: --check names a value that is not a number" 1 "~1 passed, 0 failed, 2 bad lines" \
+    "tfrun: $G/frac_bad.tsv:1: expected value 2 'x' is not a number or a fraction p/q" \
+    -- "$TFRUN" "$F" --check "$G/frac_bad.tsv"
+expect "number: --check refuses a fraction over 0" 1 "~1 passed" \
+    "tfrun: $G/frac_bad.tsv:2: expected value 3 '1/0' is not a number or a fraction p/q" \
+    -- "$TFRUN" "$F" --check "$G/frac_bad.tsv"
+expect "number: --trace shows the scalar at full precision" 0 \
+    "~    frac                    0            0            0  0.333333343          0.5  0.400000006" "" \
+    -- "$TFRUN" "$F" --trace "^hello"
+expect "number: --trace's result line" 0 \
+    "~step 0: 6 positions \"^hello\" -> every position 0 0 0 0.33333334 0.5 0.4" "" \
+    -- "$TFRUN" "$F" --trace "^hello"
+expect "number: --trace ends with the values" 0 "~$(printf '^hello\t0 0 0.33333334 0.5 0.4')" "" \
+    -- "$TFRUN" "$F" --trace "^hello"
+
 TFINFO=$TF_BUILD_DIR/tfinfo
 expect "tfinfo: categorical register values" 0 "~  rot            categorical 5-7  output  values 'a' 'b' 'c'" "" -- "$TFINFO" "$E"
 expect "tfinfo: every-position output" 0 \
     "~generation: every position: one pass, the argmax token at each position after the BOS; unembedding reads rot" "" \
     -- "$TFINFO" "$E"
+expect "tfinfo: a model's run-time checks" 0 "~  b              after layer 0  line 2  Aggregate -> b" "" -- "$TFINFO" "$T"
+expect "tfinfo: a model that prints numbers" 0 \
+    "~generation: every position: one pass, the number frac holds at each position after the BOS (within 1e-06); no unembedding" "" \
+    -- "$TFINFO" "$F"
 expect "tfinfo: the BOS" 0 "~beginning of sequence: '^' (every input starts with it)" "" -- "$TFINFO" "$E"
 expect "tfinfo: the stop token" 0 \
     "~generation: until the stop token '\$' (not printed), at most 10 tokens, greedy; unembedding reads next" "" \

@@ -6,8 +6,13 @@ it with the semantics docs/weight-format.md specifies. Prints what tfrun
 prints: each prompt followed by its generated tokens, one line per prompt,
 stopping before the stop token when the model has one (for a model read at
 every position: the input, a TAB and the argmax token at every position,
-after the BOS position when it has a bos; for a classifier: the input, its
-class and the class's probability, tab-separated).
+after the BOS position when it has a bos, or, when its output register is a
+scalar, that register's value at each of those positions, separated by
+spaces, each the shortest text that reads back as the same float32; for a
+classifier: the input, its class and the class's probability,
+tab-separated). It performs the model's run-time checks (`checks`) as tfrun
+does: a prompt that fails one prints the same error on stderr instead of a
+line, and the exit status is 1.
 
     /usr/bin/python3 tools/tfw_torch.py WEIGHTS.tfw [-n N] PROMPT
     /usr/bin/python3 tools/tfw_torch.py WEIGHTS.tfw [-n N] --batch FILE|-
@@ -211,6 +216,26 @@ def _check_registers(regs, d_model, n_vocab):
     return out
 
 
+def _check_checks(meta, regs, n_layers):
+    """read_checks in runtime/tfw.c: each run-time check names a categorical
+    register, an existing layer, a line >= 0 and the op's text."""
+    if "checks" not in meta:
+        return
+    checks = _meta_json(meta, "checks")
+    if not isinstance(checks, list):
+        raise TfwError("__metadata__.checks is not a JSON array")
+    kinds = {name: k for name, k, _, _ in regs}
+    for i, c in enumerate(checks):
+        if not isinstance(c, dict) or not isinstance(c.get("register"), str) or \
+                not isinstance(c.get("op"), str) or not c["op"] or \
+                _int(c.get("layer"), 0, 2**31 - 1) is None or _int(c.get("line"), 0, 2**31 - 1) is None:
+            raise TfwError("__metadata__.checks[%d] needs a register, a layer, a line and an op" % i)
+        if kinds.get(c["register"]) != "categorical":
+            raise TfwError("__metadata__.checks[%d]: register %r is not categorical" % (i, c["register"]))
+        if c["layer"] >= n_layers:
+            raise TfwError("__metadata__.checks[%d]: layer %d does not exist" % (i, c["layer"]))
+
+
 def _check_layers(layers, shapes, d):
     def tensor(l, i, key, optional):
         if key not in l and optional:
@@ -345,8 +370,8 @@ def check(data):
         kinds = [k for name, k, _, _ in regs if name == meta["output"]]
         if not kinds:
             raise TfwError("__metadata__.output names a register which is not declared")
-        if kinds[0] not in ("token", "categorical"):
-            raise TfwError("output register is not a token or categorical register")
+        if kinds[0] not in ("token", "categorical", "scalar"):
+            raise TfwError("output register is not a token, categorical or scalar register")
     n_out = len(vocab)
     classify = "output_kind" in meta and meta["output_kind"] != "next_token"
     if classify:
@@ -364,7 +389,22 @@ def check(data):
     for key in ("bos", "stop_token"):
         if key in meta and (len(meta[key].encode("utf-8")) != 1 or meta[key] not in vocab):
             raise TfwError("__metadata__.%s is not one token of the vocabulary" % key)
-    for key in ("embed.token.weight", "embed.position.weight", "unembed.weight"):
+    # A model that prints a number (a scalar output read at every position)
+    # reads its output register, not logits: its unembedding is optional.
+    numeric = "output" in meta and not classify and every == "every_position" and \
+        [k for name, k, _, _ in regs if name == meta["output"]][0] == "scalar"
+    if "output" in meta and not numeric and \
+            [k for name, k, _, _ in regs if name == meta["output"]][0] == "scalar":
+        raise TfwError("output register is a scalar: only a model read at every position prints a number")
+    _check_checks(meta, regs, len(_meta_json(meta, "layers")))
+    if "output_error_bound" in meta:
+        if not numeric:
+            raise TfwError("__metadata__.output_error_bound is only for a model whose output is a number")
+        text = meta["output_error_bound"]
+        bound = float(text) if re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", text) else -1.0
+        if not math.isfinite(bound) or bound < 0:
+            raise TfwError("__metadata__.output_error_bound is not a number >= 0")
+    for key in ("embed.token.weight", "embed.position.weight") + (() if numeric else ("unembed.weight",)):
         if key not in shapes:
             raise TfwError("tensor %r is missing" % key)
     # model_validate (runtime/model.c)
@@ -405,7 +445,7 @@ class Transformer:
         self.t = tensors
         self.tok = tensors["embed.token.weight"]
         self.pos = tensors["embed.position.weight"]
-        self.unembed = tensors["unembed.weight"]
+        self.unembed = tensors.get("unembed.weight")
         self.unembed_bias = tensors.get("unembed.bias")
         self.max_len = self.pos.shape[0]
         self.classify = meta.get("output_kind") == "classify"
@@ -417,6 +457,21 @@ class Transformer:
         self.every_position = mode == "every_position"
         self.bos = self.token_id(meta, "bos")
         self.stop_token = self.token_id(meta, "stop_token")
+        regs = {r["name"]: r for r in json.loads(meta.get("registers", "[]"))}
+        out = regs.get(meta.get("output"))
+        # A scalar output register read at every position: a number, no logits.
+        self.numeric = self.every_position and out is not None and out["kind"] == "scalar"
+        self.output_column = out["offset"] if self.numeric else None
+        if self.unembed is None and not self.numeric:
+            raise TfwError("tensor 'unembed.weight' is missing")
+        self.source_name = meta.get("source_name")
+        self.checks = {}  # layer index -> [(register, line, op)]
+        for c in json.loads(meta.get("checks", "[]")):
+            reg = regs.get(c["register"])
+            if reg is None or reg["kind"] != "categorical" or not 0 <= c["layer"] < len(self.layers):
+                raise TfwError("check of %r after layer %r: no such categorical register or layer"
+                               % (c["register"], c["layer"]))
+            self.checks.setdefault(c["layer"], []).append((reg, c["line"], c["op"]))
 
     def token_id(self, meta, key):
         """The vocabulary index of the one-token metadata string `key`, or None."""
@@ -461,11 +516,44 @@ class Transformer:
         h = torch.nn.functional.gelu(h) if l["activation"] == "gelu" else torch.relu(h)
         return self.linear(h, l, "fc2_weight", "fc2_bias")
 
-    def hidden(self, ids, key_mask=None, dropout=0.0, scores_out=None):
-        """ids [B, L] -> the residual stream after the last layer [B, L, d]."""
+    def check(self, x, layer, failures):
+        """The run-time checks after `layer` on x [B, L, d]: each sequence b
+        whose checked register does not hold one value (one column >= 0.75,
+        every other <= 0.25) at some position gets failures[b], the message
+        of its first failure (the earliest layer, then position)."""
+        for reg, line, op in self.checks.get(layer, []):
+            v = x[:, :, reg["offset"]:reg["offset"] + reg["size"]]
+            hot = v >= 0.75
+            ok = (hot.sum(dim=-1) == 1) & (hot | (v <= 0.25)).all(dim=-1)
+            for b, p in (~ok).nonzero().tolist():
+                if b not in failures:
+                    failures[b] = self.check_message(reg, line, op, p, v[b, p].tolist())
+
+    def check_message(self, reg, line, op, pos, v):
+        """tfrun's message for a failed check (runtime/checks.c)."""
+        labels = reg["values"]
+        warm = [i for i in range(len(v)) if not v[i] <= 0.25]
+        rank = lambda i: (0 if math.isnan(v[i]) else 1, -v[i] if not math.isnan(v[i]) else 0)
+        warm.sort(key=rank)
+        held = ", ".join("%s %.2f" % (labels[i], v[i]) for i in warm[:4])
+        if len(warm) > 4:
+            held += ", %d more" % (len(warm) - 4)
+        if not warm:
+            largest = min(range(len(v)), key=rank)
+            held = "no value above 0.25; the largest %s %.2f" % (labels[largest], v[largest])
+        if self.source_name:
+            where = "%s:%d" % (self.source_name, line) if line > 0 else self.source_name
+        else:
+            where = "line %d" % line
+        return ("%s: %s: position %d does not hold one value (%s); the compiler could not prove it"
+                % (where, op, pos, held))
+
+    def hidden(self, ids, key_mask=None, dropout=0.0, scores_out=None, failures=None):
+        """ids [B, L] -> the residual stream after the last layer [B, L, d].
+        With a dict `failures`, performs the run-time checks (check)."""
         L = ids.shape[1]
         x = self.tok[ids] + self.pos[:L].unsqueeze(0)
-        for l in self.layers:
+        for i, l in enumerate(self.layers):
             if l["kind"] == "norm":
                 x = self.norm(x, l)
                 continue
@@ -477,19 +565,25 @@ class Transformer:
             if dropout > 0:
                 y = torch.nn.functional.dropout(y, dropout, training=True)
             x = x + y
+            if failures is not None and i in self.checks:
+                self.check(x, i, failures)
         return x
 
     def logits(self, x):
         y = x @ self.unembed.T
         return y + self.unembed_bias if self.unembed_bias is not None else y
 
-    def next_tokens(self, ids):
+    def next_tokens(self, ids, failures=None):
         """ids [B, L] -> greedy next token id of each sequence [B]."""
-        return self.logits(self.hidden(ids)[:, -1]).argmax(dim=-1)  # the first maximum on ties
+        return self.logits(self.hidden(ids, failures=failures)[:, -1]).argmax(dim=-1)  # the first maximum on ties
 
-    def every_position_tokens(self, ids):
+    def every_position_tokens(self, ids, failures=None):
         """ids [B, L] -> the argmax token at every position [B, L]."""
-        return self.logits(self.hidden(ids)).argmax(dim=-1)
+        return self.logits(self.hidden(ids, failures=failures)).argmax(dim=-1)
+
+    def every_position_values(self, ids, failures=None):
+        """ids [B, L] -> the output register's value at every position [B, L]."""
+        return self.hidden(ids, failures=failures)[:, :, self.output_column]
 
     def classify_probs(self, ids):
         """ids [B, L] (one length) -> class probabilities [B, n_classes]."""
@@ -508,6 +602,18 @@ def token_text(tok):
     return tok
 
 
+def value_text(v):
+    """A float32 value as tfrun prints it: the shortest "%.{1..9}g" that
+    reads back as the same float32."""
+    if math.isnan(v):
+        return "nan"
+    for p in range(1, 10):
+        s = "%.*g" % (p, v)
+        if struct.unpack("<f", struct.pack("<f", float(s)))[0] == v:
+            return s
+    return s
+
+
 def tokenize(model, prompt, where):
     index = {t: i for i, t in enumerate(model.vocab)}
     ids = []
@@ -519,10 +625,11 @@ def tokenize(model, prompt, where):
 
 
 def run(model, prompts, n_new, batch):
-    """The output tokens of each prompt, in input order, running equal-length
+    """The outputs of each prompt, in input order, running equal-length
     prompts together: the generated tokens (cut before the first stop token,
     and at most as many as the position encoding allows, when the model has
-    one), or for an every-position model the token at every position."""
+    one), or for an every-position model the token (or value) at every
+    position; a prompt that fails a run-time check gets its message (a str)."""
     by_len = {}
     for i, ids in enumerate(prompts):
         by_len.setdefault(len(ids), []).append(i)
@@ -531,23 +638,27 @@ def run(model, prompts, n_new, batch):
         for start in range(0, len(members), batch):
             chunk = members[start:start + batch]
             ids = torch.tensor([prompts[i] for i in chunk], dtype=torch.long).reshape(len(chunk), length)
+            failures = {}
             if model.every_position:
-                toks = model.every_position_tokens(ids)
+                if model.numeric:
+                    toks = model.every_position_values(ids, failures)
+                else:
+                    toks = model.every_position_tokens(ids, failures)
                 for row, i in enumerate(chunk):
-                    out[i] = toks[row].tolist()
+                    out[i] = failures.get(row, toks[row].tolist())
                 continue
             steps = n_new
             if model.stop_token is not None:
                 steps = min(n_new, model.max_len - length + 1)
             for _ in range(steps):
-                ids = torch.cat([ids, model.next_tokens(ids).unsqueeze(1)], dim=1)
+                ids = torch.cat([ids, model.next_tokens(ids, failures).unsqueeze(1)], dim=1)
                 if model.stop_token is not None and bool((ids[:, length:] == model.stop_token).any(dim=1).all()):
                     break
             for row, i in enumerate(chunk):
                 toks = ids[row, length:].tolist()
                 if model.stop_token is not None and model.stop_token in toks:
                     toks = toks[:toks.index(model.stop_token)]
-                out[i] = toks
+                out[i] = failures.get(row, toks)
     return [out[i] for i in range(len(prompts))]
 
 
@@ -574,7 +685,7 @@ def main():
         f = sys.stdin if args.batch == "-" else open(args.batch)
         texts = [line[:-1] if line.endswith("\n") else line for line in f]
         wheres = ["line %d" % (i + 1) for i in range(len(texts))]
-    status, ok_texts, prompts = 0, [], []
+    status, ok_texts, ok_wheres, prompts = 0, [], [], []
     for text, where in zip(texts, wheres):
         try:
             if not text:
@@ -589,6 +700,7 @@ def main():
                                % (where, model.vocab[model.bos]))
             prompts.append(ids)
             ok_texts.append(text)
+            ok_wheres.append(where)
         except TfwError as e:
             print("tfw_torch: %s" % e, file=sys.stderr)
             status = 1
@@ -601,9 +713,16 @@ def main():
         return status
     with torch.no_grad():
         generated = run(model, prompts, n_new, args.batch_size)
-    for text, toks in zip(ok_texts, generated):
-        if model.every_position:
-            start = 1 if model.bos is not None else 0
+    for text, where, toks in zip(ok_texts, ok_wheres, generated):
+        if isinstance(toks, str):  # a run-time check failed
+            print("tfw_torch: %s%s" % ("" if args.batch is None else where + ": ", toks),
+                  file=sys.stderr)
+            status = 1
+            continue
+        start = 1 if model.bos is not None else 0
+        if model.numeric:
+            print(text + "\t" + " ".join(value_text(v) for v in toks[start:]))
+        elif model.every_position:
             print(text + "\t" + "".join(token_text(model.vocab[t]) for t in toks[start:]))
         else:
             print(text + "".join(token_text(model.vocab[t]) for t in toks))
