@@ -551,6 +551,25 @@ static int read_output_mode(TfModel *m, const cJSON *meta, TfError *err) {
     return 0;
 }
 
+/* An optional metadata key whose string is a JSON object, kept as text. */
+static int read_object_text(const cJSON *meta, const char *key, char **out, TfError *err) {
+    if (!cJSON_GetObjectItemCaseSensitive(meta, key)) return 0;
+    const char *s = meta_string(meta, key, 0, err);
+    if (!s) return -1;
+    cJSON *j = cJSON_Parse(s);
+    int ok = cJSON_IsObject(j);
+    cJSON_Delete(j);
+    if (!ok) {
+        tf_error_set(err, "__metadata__.%s is not a JSON object", key);
+        return -1;
+    }
+    if (!(*out = dup_str(s))) {
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
 static int read_metadata(TfModel *m, const cJSON *meta, TfError *err) {
     const char *fmt = meta_string(meta, "format", 1, err);
     if (!fmt || strcmp(fmt, TF_FORMAT_NAME) != 0) {
@@ -599,6 +618,9 @@ static int read_metadata(TfModel *m, const cJSON *meta, TfError *err) {
         tf_error_set(err, "out of memory");
         return -1;
     }
+    if (read_object_text(meta, "made_by", &m->made_by, err) < 0 ||
+        read_object_text(meta, "learned", &m->learned, err) < 0)
+        return -1;
     return 0;
 }
 
@@ -839,6 +861,8 @@ static cJSON *build_metadata(const TfModel *m) {
     if (ok && m->source) ok = cJSON_AddStringToObject(meta, "source", m->source) != NULL;
     if (ok && m->source_name)
         ok = cJSON_AddStringToObject(meta, "source_name", m->source_name) != NULL;
+    if (ok && m->made_by) ok = cJSON_AddStringToObject(meta, "made_by", m->made_by) != NULL;
+    if (ok && m->learned) ok = cJSON_AddStringToObject(meta, "learned", m->learned) != NULL;
     if (!ok) {
         cJSON_Delete(meta);
         return NULL;
@@ -846,7 +870,8 @@ static cJSON *build_metadata(const TfModel *m) {
     return meta;
 }
 
-int tfw_write_buffer(const TfModel *m, unsigned char **out, size_t *len, TfError *err) {
+static int write_buffer(const TfModel *m, int n_tensors, unsigned char **out, size_t *len,
+                        TfError *err) {
     *out = NULL;
     *len = 0;
     if (model_validate(m, err) < 0) return -1;
@@ -861,7 +886,7 @@ int tfw_write_buffer(const TfModel *m, unsigned char **out, size_t *len, TfError
     int ok = root && meta && cJSON_AddItemToObject(root, META, meta);
     if (!ok) cJSON_Delete(meta);
     uint64_t offset = 0;
-    for (int i = 0; ok && i < m->n_tensors; i++) {
+    for (int i = 0; ok && i < n_tensors; i++) {
         const TfTensor *t = &m->tensors[i];
         cJSON *e = cJSON_CreateObject(), *shape = cJSON_CreateArray(), *offs = cJSON_CreateArray();
         ok = e && shape && offs;
@@ -899,7 +924,7 @@ int tfw_write_buffer(const TfModel *m, unsigned char **out, size_t *len, TfError
     memset(buf + 8 + hlen, ' ', padded - hlen);
     cJSON_free(json);
     unsigned char *p = buf + 8 + padded;
-    for (int i = 0; i < m->n_tensors; i++) {
+    for (int i = 0; i < n_tensors; i++) {
         size_t bytes = m->tensors[i].nelem * sizeof(float);
         memcpy(p, m->tensors[i].data, bytes);
         p += bytes;
@@ -909,10 +934,19 @@ int tfw_write_buffer(const TfModel *m, unsigned char **out, size_t *len, TfError
     return 0;
 }
 
+int tfw_write_buffer(const TfModel *m, unsigned char **out, size_t *len, TfError *err) {
+    return write_buffer(m, m->n_tensors, out, len, err);
+}
+
 int tfw_write(const TfModel *m, const char *path, TfError *err) {
+    return tfw_write_tensors(m, m->n_tensors, path, err);
+}
+
+int tfw_write_tensors(const TfModel *m, int n_tensors, const char *path, TfError *err) {
     unsigned char *buf;
     size_t len;
-    if (tfw_write_buffer(m, &buf, &len, err) < 0) {
+    if (n_tensors < 0 || n_tensors > m->n_tensors) n_tensors = m->n_tensors;
+    if (write_buffer(m, n_tensors, &buf, &len, err) < 0) {
         tf_error_prefix(err, path);
         return -1;
     }
@@ -944,4 +978,35 @@ int tfw_write(const TfModel *m, const char *path, TfError *err) {
     free(tmp);
     free(buf);
     return ok ? 0 : -1;
+}
+
+/* ---- how the file was made ------------------------------------------------ */
+
+int tfw_learned_settings(const TfModel *m, TfLearnedSettings *s, TfError *err) {
+    if (!m->learned) {
+        tf_error_set(err, "the file records no learned-model settings (__metadata__.learned): "
+                          "compile the program with this tfc");
+        return -1;
+    }
+    cJSON *j = cJSON_Parse(m->learned);
+    const cJSON *drop = cJSON_GetObjectItemCaseSensitive(j, "dropout");
+    const cJSON *pos = cJSON_GetObjectItemCaseSensitive(j, "positions");
+    const cJSON *seed = cJSON_GetObjectItemCaseSensitive(j, "seed");
+    const char *bad = !cJSON_IsNumber(drop) || !(drop->valuedouble >= 0 && drop->valuedouble < 1)
+                          ? "dropout"
+                      : !cJSON_IsString(pos) ? "positions"
+                      : !cJSON_IsNumber(seed) || !(seed->valuedouble >= 0 && seed->valuedouble < 9e15) ||
+                              floor(seed->valuedouble) != seed->valuedouble
+                          ? "seed"
+                          : NULL;
+    if (bad) {
+        tf_error_set(err, "__metadata__.learned.%s is missing or out of range", bad);
+        cJSON_Delete(j);
+        return -1;
+    }
+    s->dropout = (float)drop->valuedouble;
+    s->learned_positions = strcmp(pos->valuestring, "learned") == 0;
+    s->seed = (uint64_t)seed->valuedouble;
+    cJSON_Delete(j);
+    return 0;
 }
