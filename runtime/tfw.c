@@ -984,8 +984,8 @@ int tfw_write_tensors(const TfModel *m, int n_tensors, const char *path, TfError
 
 int tfw_learned_settings(const TfModel *m, TfLearnedSettings *s, TfError *err) {
     if (!m->learned) {
-        tf_error_set(err, "the file records no learned-model settings (__metadata__.learned): "
-                          "compile the program with this tfc");
+        tf_error_set(err, "no learned-model settings (__metadata__.learned, which tfc writes "
+                          "for a program with a model block)");
         return -1;
     }
     cJSON *j = cJSON_Parse(m->learned);

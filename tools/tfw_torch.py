@@ -26,8 +26,8 @@ class TfwError(Exception):
     pass
 
 
-def load(path):
-    """(metadata dict, {name: float32 tensor}) of a safetensors file."""
+def read(path):
+    """(metadata dict, {name: float32 tensor}) of a .tfw (safetensors) file."""
     with open(path, "rb") as f:
         data = f.read()
     if len(data) < 8:
@@ -220,7 +220,7 @@ def main():
         ap.error("give a prompt or --batch")
     torch.set_num_threads(2)
     try:
-        model = Transformer(*load(args.weights))
+        model = Transformer(*read(args.weights))
     except (OSError, ValueError, KeyError, TfwError) as e:
         print("tfw_torch: %s: %s" % (args.weights, e), file=sys.stderr)
         return 1
