@@ -5,6 +5,7 @@
  *   tfrun WEIGHTS.tfw [-n N] --check FILE     (lines prompt<TAB>expected completion)
  *   tfrun WEIGHTS.tfw [-n N] [--trace | --trace-all] [--step K] [--report FILE.html]
  *         [--svg DIR] PROMPT                  (look inside: runtime/inspect.h)
+ *   tfrun WEIGHTS.tfw --dump FILE.safetensors PROMPT   (activations: runtime/dump.h)
  *
  * Prints each prompt followed by its generated tokens, one line per prompt
  * (a model with a stop token stops at it and does not print it; -n is then
@@ -25,6 +26,7 @@
 #include <string.h>
 
 #include "batch.h"
+#include "dump.h"
 #include "infer.h"
 #include "inspect.h"
 #ifdef TF_HAVE_OPENBLAS
@@ -56,7 +58,9 @@ static void usage(FILE *f) {
                "  --trace-all      the same for every generation step\n"
                "  --step K         the step traced, reported and drawn (default 0)\n"
                "  --report FILE    write an HTML report of that step\n"
-               "  --svg DIR        write its heatmaps and attention maps as SVG files\n",
+               "  --svg DIR        write its heatmaps and attention maps as SVG files\n"
+               "  --dump FILE      write the prompt's activations (residual stream, attention\n"
+               "                   patterns; TransformerLens names) as a safetensors file\n",
             TFRUN_MAX_BATCH, TFRUN_DEFAULT_BATCH);
 }
 
@@ -124,6 +128,19 @@ static void print_result(const TfModel *m, const char *prompt, size_t len, const
         batch_print_outputs(stdout, m, prompt, len, out, n);
     else
         batch_print_completion(stdout, m, prompt, len, out, n);
+}
+
+/* --dump: one pass over the prompt, its activations to path (dump.h). */
+static int run_dump(const TfModel *m, const char *prompt, const char *path) {
+    size_t len = strlen(prompt);
+    if (len > INT_MAX / 2) len = INT_MAX / 2;
+    int *ids = prepare_prompt(m, prompt, (int)len, 0, "prompt");
+    if (!ids) return TFRUN_EXIT_ERROR;
+    TfError err = {""};
+    int rc = dump_activations(m, prompt, ids, (int)len, path, &err);
+    if (rc < 0) fprintf(stderr, "tfrun: %s\n", err.msg);
+    free(ids);
+    return rc < 0 ? TFRUN_EXIT_ERROR : 0;
 }
 
 /* --trace, --report, --svg: one prompt, one full pass per step (inspect.h). */
@@ -233,7 +250,7 @@ static int run_classify(const TfModel *m, const char *prompt, const char *path) 
 }
 
 int main(int argc, char **argv) {
-    const char *weights = NULL, *prompt = NULL, *batch_path = NULL;
+    const char *weights = NULL, *prompt = NULL, *batch_path = NULL, *dump_path = NULL;
     int n_new = -1, batch = TFRUN_DEFAULT_BATCH, threads = batch_default_threads(), check = 0;
     int use_cache = 1;
     TfInspectOptions io = {0, 0, 0, NULL, NULL};
@@ -275,7 +292,7 @@ int main(int argc, char **argv) {
             io.trace = 1;
             io.trace_all |= strcmp(a, "--trace-all") == 0;
         } else if (strcmp(a, "--report") == 0 || strcmp(a, "--svg") == 0 ||
-                   strcmp(a, "--step") == 0) {
+                   strcmp(a, "--step") == 0 || strcmp(a, "--dump") == 0) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "tfrun: %s needs a value\n", a);
                 return TFRUN_EXIT_USAGE;
@@ -283,6 +300,8 @@ int main(int argc, char **argv) {
             const char *v = argv[++i];
             if (strcmp(a, "--report") == 0) {
                 io.report_path = v;
+            } else if (strcmp(a, "--dump") == 0) {
+                dump_path = v;
             } else if (strcmp(a, "--svg") == 0) {
                 io.svg_dir = v;
             } else if (parse_count(v, &io.step) < 0) {
@@ -327,13 +346,14 @@ int main(int argc, char **argv) {
     }
     if (n_new < 0) n_new = m->generate;
     int inspect = io.trace || io.report_path || io.svg_dir;
-    if (inspect && batch_path) {
-        fprintf(stderr, "tfrun: --trace, --report and --svg take one prompt, not a file\n");
+    if ((inspect || dump_path) && batch_path) {
+        fprintf(stderr, "tfrun: --trace, --report, --svg and --dump take one prompt, not a file\n");
         model_free(m);
         return TFRUN_EXIT_USAGE;
     }
     TfBatchOptions bo = {n_new, batch, threads, use_cache, check, TFRUN_SHOW_FAILURES};
-    int status = inspect      ? run_inspect(m, prompt, n_new, &io)
+    int status = dump_path && run_dump(m, prompt, dump_path) != 0 ? TFRUN_EXIT_ERROR
+                 : inspect      ? run_inspect(m, prompt, n_new, &io)
                  : m->output_kind == TF_OUTPUT_CLASSIFY ? run_classify(m, prompt, batch_path)
                  : batch_path ? run_stream(m, batch_path, &bo)
                               : run_one(m, prompt, n_new, use_cache);

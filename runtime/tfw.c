@@ -870,24 +870,18 @@ static cJSON *build_metadata(const TfModel *m) {
     return meta;
 }
 
-static int write_buffer(const TfModel *m, int n_tensors, unsigned char **out, size_t *len,
-                        TfError *err) {
+/* A safetensors file of the F32 tensors ts[0..n-1] with the metadata object
+ * meta (consumed) into a malloc'd buffer. */
+static int serialize(cJSON *meta, const TfTensor *ts, int n, unsigned char **out, size_t *len,
+                     TfError *err) {
     *out = NULL;
     *len = 0;
-    if (model_validate(m, err) < 0) return -1;
-    for (int i = 0; i < m->n_vocab; i++) {
-        if (m->vocab[i] == '\0') {
-            tf_error_set(err, "the vocabulary holds the NUL character, which the file cannot store");
-            return -1;
-        }
-    }
     cJSON *root = cJSON_CreateObject();
-    cJSON *meta = build_metadata(m);
     int ok = root && meta && cJSON_AddItemToObject(root, META, meta);
     if (!ok) cJSON_Delete(meta);
     uint64_t offset = 0;
-    for (int i = 0; ok && i < n_tensors; i++) {
-        const TfTensor *t = &m->tensors[i];
+    for (int i = 0; ok && i < n; i++) {
+        const TfTensor *t = &ts[i];
         cJSON *e = cJSON_CreateObject(), *shape = cJSON_CreateArray(), *offs = cJSON_CreateArray();
         ok = e && shape && offs;
         for (int d = 0; ok && d < t->ndim; d++)
@@ -924,14 +918,57 @@ static int write_buffer(const TfModel *m, int n_tensors, unsigned char **out, si
     memset(buf + 8 + hlen, ' ', padded - hlen);
     cJSON_free(json);
     unsigned char *p = buf + 8 + padded;
-    for (int i = 0; i < n_tensors; i++) {
-        size_t bytes = m->tensors[i].nelem * sizeof(float);
-        memcpy(p, m->tensors[i].data, bytes);
+    for (int i = 0; i < n; i++) {
+        size_t bytes = ts[i].nelem * sizeof(float);
+        memcpy(p, ts[i].data, bytes);
         p += bytes;
     }
     *out = buf;
     *len = total;
     return 0;
+}
+
+static int write_buffer(const TfModel *m, int n_tensors, unsigned char **out, size_t *len,
+                        TfError *err) {
+    *out = NULL;
+    *len = 0;
+    if (model_validate(m, err) < 0) return -1;
+    for (int i = 0; i < m->n_vocab; i++) {
+        if (m->vocab[i] == '\0') {
+            tf_error_set(err, "the vocabulary holds the NUL character, which the file cannot store");
+            return -1;
+        }
+    }
+    return serialize(build_metadata(m), m->tensors, n_tensors, out, len, err);
+}
+
+/* Writes buf to path through a temporary file and a rename. */
+static int write_atomic(const char *path, unsigned char *buf, size_t len, TfError *err) {
+    size_t plen = strlen(path);
+    char *tmp = malloc(plen + 16);
+    if (!tmp) {
+        tf_error_set(err, "%s: out of memory", path);
+        return -1;
+    }
+    snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        tf_error_set(err, "%s: cannot create: %s", path, strerror(errno));
+        free(tmp);
+        return -1;
+    }
+    fchmod(fd, 0644); /* mkstemp makes 0600; a weight file is for sharing */
+    FILE *f = fdopen(fd, "wb");
+    int ok = f && fwrite(buf, 1, len, f) == len;
+    if (f) ok = (fclose(f) == 0) && ok;
+    else close(fd);
+    if (ok && rename(tmp, path) != 0) ok = 0;
+    if (!ok) {
+        tf_error_set(err, "%s: cannot write: %s", path, strerror(errno));
+        remove(tmp);
+    }
+    free(tmp);
+    return ok ? 0 : -1;
 }
 
 int tfw_write_buffer(const TfModel *m, unsigned char **out, size_t *len, TfError *err) {
@@ -950,34 +987,28 @@ int tfw_write_tensors(const TfModel *m, int n_tensors, const char *path, TfError
         tf_error_prefix(err, path);
         return -1;
     }
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 16);
-    if (!tmp) {
-        free(buf);
-        tf_error_set(err, "%s: out of memory", path);
-        return -1;
-    }
-    snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        tf_error_set(err, "%s: cannot create: %s", path, strerror(errno));
-        free(tmp);
-        free(buf);
-        return -1;
-    }
-    fchmod(fd, 0644); /* mkstemp makes 0600; a weight file is for sharing */
-    FILE *f = fdopen(fd, "wb");
-    int ok = f && fwrite(buf, 1, len, f) == len;
-    if (f) ok = (fclose(f) == 0) && ok;
-    else close(fd);
-    if (ok && rename(tmp, path) != 0) ok = 0;
-    if (!ok) {
-        tf_error_set(err, "%s: cannot write: %s", path, strerror(errno));
-        remove(tmp);
-    }
-    free(tmp);
+    int rc = write_atomic(path, buf, len, err);
     free(buf);
-    return ok ? 0 : -1;
+    return rc;
+}
+
+int tfw_write_safetensors(const char *path, const TfTensor *ts, int n, const char *const *meta,
+                          int n_meta, TfError *err) {
+    cJSON *mj = cJSON_CreateObject();
+    for (int i = 0; mj && i < n_meta; i++)
+        if (!cJSON_AddStringToObject(mj, meta[2 * i], meta[2 * i + 1])) {
+            cJSON_Delete(mj);
+            mj = NULL;
+        }
+    unsigned char *buf;
+    size_t len;
+    if (serialize(mj, ts, n, &buf, &len, err) < 0) {
+        tf_error_prefix(err, path);
+        return -1;
+    }
+    int rc = write_atomic(path, buf, len, err);
+    free(buf);
+    return rc;
 }
 
 /* ---- how the file was made ------------------------------------------------ */

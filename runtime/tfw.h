@@ -40,6 +40,12 @@ int tfw_write_buffer(const TfModel *m, unsigned char **out, size_t *len, TfError
  * the optimizer state the trainer appends after them. */
 int tfw_write_tensors(const TfModel *m, int n_tensors, const char *path, TfError *err);
 
+/* Any safetensors file of float32 tensors (not a model: an activation dump),
+ * with n_meta metadata strings given as key, value pairs meta[2i], meta[2i+1];
+ * written as tfw_write writes. 0, or -1 with err set. */
+int tfw_write_safetensors(const char *path, const TfTensor *ts, int n, const char *const *meta,
+                          int n_meta, TfError *err);
+
 /* What a trainer needs from a learned model's settings (__metadata__.learned,
  * which tfc writes for a program with a `model { ... }` block). */
 typedef struct TfLearnedSettings {
