@@ -23,6 +23,13 @@ import tfw_torch  # noqa: E402
 import tfw_to_transformerlens as t2tl  # noqa: E402
 
 
+# HookedTransformerConfig's fields (TransformerLens 1.x and 2.x) the converter may set.
+TL_FIELDS = {"n_layers", "d_model", "n_ctx", "d_head", "model_name", "n_heads", "d_mlp", "act_fn",
+             "d_vocab", "eps", "use_attn_scale", "original_architecture", "normalization_type",
+             "attention_dir", "attn_only", "positional_embedding_type", "d_vocab_out",
+             "default_prepend_bos"}
+
+
 def layer_norm(x, w, b, eps):
     mean = x.mean(-1, keepdim=True)
     var = ((x - mean) ** 2).mean(-1, keepdim=True)
@@ -42,7 +49,7 @@ def tl_forward(cfg, sd, tokens):
         q = torch.einsum("bpd,hde->bphe", h, sd[p + "attn.W_Q"]) + sd[p + "attn.b_Q"]
         k = torch.einsum("bpd,hde->bphe", h, sd[p + "attn.W_K"]) + sd[p + "attn.b_K"]
         v = torch.einsum("bpd,hde->bphe", h, sd[p + "attn.W_V"]) + sd[p + "attn.b_V"]
-        scores = torch.einsum("bqhe,bkhe->bhqk", q, k) / cfg["attn_scale"]
+        scores = torch.einsum("bqhe,bkhe->bhqk", q, k) / cfg["d_head"] ** 0.5
         if cfg["attention_dir"] == "causal":
             scores = scores.masked_fill(torch.ones(P, P, dtype=torch.bool).triu(1), float("-inf"))
         pattern = torch.softmax(scores, dim=-1)
@@ -87,6 +94,9 @@ def main():
         want_shapes["blocks.0.mlp.W_in"] = (cfg["d_model"], cfg["d_mlp"])
         want_shapes["blocks.0.mlp.W_out"] = (cfg["d_mlp"], cfg["d_model"])
     failures = 0
+    if set(cfg) - TL_FIELDS:
+        print("FAIL: cfg keys HookedTransformerConfig does not have: %s" % sorted(set(cfg) - TL_FIELDS))
+        failures += 1
     for name, shape in want_shapes.items():
         if tuple(sd[name].shape) != shape:
             print("FAIL: %s has shape %s, TransformerLens wants %s" % (name, tuple(sd[name].shape), shape))

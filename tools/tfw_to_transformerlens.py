@@ -22,8 +22,8 @@ every block); a .tfw's layers are not. The mapping (docs/python.md):
 - widths: n_heads, d_head and d_mlp are the largest of the file's; narrower
   heads, extra heads and narrower MLPs are padded with zeros (a head's value
   width d_vhead pads to d_head too).
-- scales: TransformerLens divides every score by one attn_scale; each
-  layer's own scale is folded into its W_Q and b_Q.
+- scales: TransformerLens divides every score by sqrt(d_head)
+  (use_attn_scale); each layer's own scale is folded into its W_Q and b_Q.
 - a layer without an output projection gets the identity as W_O.
 - normalization "LN" when every attention and MLP layer has a pre-norm and
   the last layer is a norm layer (ln_final); None when no layer has norms.
@@ -111,7 +111,7 @@ def convert(model):
     n_heads = max([l["heads"] for l in attn] + [1])
     d_head = max([max(l["d_head"], l["d_vhead"]) for l in attn] + [1])
     d_mlp = max([l["d_hidden"] for l in mlps] + [1])
-    attn_scale = float(d_head) ** 0.5
+    attn_scale = float(d_head) ** 0.5  # what TransformerLens divides the scores by
     eps = next((float(l.get("norm_eps", 1e-5)) for l in layers
                 if l["kind"] == "norm" or "norm_weight" in l), 1e-5)
     cfg = {
@@ -120,7 +120,7 @@ def convert(model):
         "d_vocab": model.cfg["d_vocab"], "d_vocab_out": model.cfg["d_vocab_out"],
         "act_fn": acts.pop() if acts else "relu", "normalization_type": norm,
         "attention_dir": "bidirectional" if dirs == {False} else "causal",
-        "attn_only": not mlps, "eps": eps, "use_attn_scale": True, "attn_scale": attn_scale,
+        "attn_only": not mlps, "eps": eps, "use_attn_scale": True,
         "positional_embedding_type": "standard", "default_prepend_bos": False,
         "original_architecture": "tfw", "model_name": model.meta.get("source_name", "tfw"),
     }
