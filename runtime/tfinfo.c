@@ -272,6 +272,9 @@ int main(int argc, char **argv) {
         infer_token_text(m, m->bos, t);
         printf("beginning of sequence: '%s' (every input starts with it)\n", t);
     }
+    // How the file was made, as the metadata records it (docs/weight-format.md).
+    if (m->made_by) printf("made by: %s\n", m->made_by);
+    if (m->learned) printf("learned model: %s\n", m->learned);
     print_source(m);
     model_free(m);
     if (fflush(stdout) != 0 || ferror(stdout)) {

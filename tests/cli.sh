@@ -77,6 +77,7 @@ print(json.loads(d[8:8 + n])["__metadata__"].get("made_by", ""))' "$1"
 }
 "$TFC" "$SRC/programs/adder.tfp" -O0 -o "$tmp/o0.tfw"
 expect "made_by records tfc -O" 0 '{"tool":"tfc","version":"0.1.0","options":{"O":1}}' "" -- made_by "$W"
+expect "tfinfo prints made_by" 0 '~made by: {"tool":"tfc","version":"0.1.0","options":{"O":1}}' "" -- "$TF_BUILD_DIR/tfinfo" "$W"
 expect "made_by records tfc -O0" 0 '{"tool":"tfc","version":"0.1.0","options":{"O":0}}' "" -- made_by "$tmp/o0.tfw"
 expect "tfc without arguments" 2 "" "tfc: no program given" -- "$TFC"
 expect "tfc unknown option" 2 "" "tfc: unknown option '--frobnicate'" -- "$TFC" --frobnicate x.tfp
