@@ -197,7 +197,8 @@ static int parse_args(int argc, char **argv, Args *a) {
         if (strcmp(o, "--dropout") == 0) a->have_dropout = 1;
     }
     if (!a->program == !a->resume) {
-        fprintf(stderr, "tftrain: give a program (.tfp or .tfw) or --resume CHECKPOINT.tfw\n");
+        fprintf(stderr, "tftrain: give a program (.tfp or .tfw) or --resume CHECKPOINT.tfw%s\n",
+                a->program ? ", not both" : "");
         return -1;
     }
     if (!a->task == !a->data) {
@@ -453,11 +454,13 @@ static int write_data(const char *dir, const TfDataset *tr, const TfDataset *ho,
 static int dump_grads(TfTrainer *t, TfModel *m, const char *path, TfError *err) {
     size_t n;
     float *g = trainer_grads(t, &n);
-    for (int i = 0; i < m->n_tensors; i++)
-        if (strncmp(m->tensors[i].name, "optim.", 6) != 0)
-            memcpy(m->tensors[i].data, g + trainer_tensor_offset(t, i),
-                   m->tensors[i].nelem * sizeof(float));
-    return tfw_write(m, path, err);
+    int n_params = 0; /* the tensors before any optimizer state */
+    while (n_params < m->n_tensors && strncmp(m->tensors[n_params].name, "optim.", 6) != 0) {
+        memcpy(m->tensors[n_params].data, g + trainer_tensor_offset(t, n_params),
+               m->tensors[n_params].nelem * sizeof(float));
+        n_params++;
+    }
+    return tfw_write_tensors(m, n_params, path, err);
 }
 
 /* Seed 003's checks: 2013 accepted, every close negative (one digit

@@ -182,6 +182,8 @@ run_err "bad learning rate" 2 "tftrain: bad value 'fast' for --lr" \
 run_err "bad thread count" 2 "tftrain: bad value '0' for --threads" \
     "$TFTRAIN" "$P/xor.tfp" --task xor --threads 0
 run_err "no data" 2 "tftrain: give either --task or --data" "$TFTRAIN" "$P/xor.tfp"
+run_err "a program and --resume" 2 "tftrain: give a program (.tfp or .tfw) or --resume CHECKPOINT.tfw, not both" \
+    "$TFTRAIN" "$P/xor.tfp" --resume "$tmp/r1.tfw" --task xor
 run_err "unknown task" 1 "tftrain: unknown task 'multiply'" \
     "$TFTRAIN" "$P/xor.tfp" --task multiply -o "$tmp/x.tfw"
 run_err "task for another model" 1 "task binary-add:4 needs a next-token model" \
