@@ -23,6 +23,7 @@
 #include "checker.h"
 #include "parse.h"
 #include "rng.h"
+#include "tfw.h"
 
 const char *const tf_norm_place_names[TF_NORM_PLACE_COUNT] = {"none", "pre", "post"};
 const char *const tf_positions_names[TF_POS_KIND_COUNT] = {"learned", "sinusoidal", "none"};
@@ -301,10 +302,7 @@ static void add_norm_layer(Builder *b, const char *name, const char *prefix, int
 /* The shortest decimal that reads back as f (cJSON would print the double). */
 static cJSON *float_number(float f) {
     char buf[32];
-    for (int prec = 6; prec <= 9; prec++) {
-        snprintf(buf, sizeof buf, "%.*g", prec, (double)f);
-        if (strtof(buf, NULL) == f) break;
-    }
+    tfw_float_text(f, buf);
     return cJSON_CreateRaw(buf);
 }
 

@@ -293,10 +293,7 @@ static TfModel *read_checkpoint(const char *path, TfError *err) {
 /* A float as the shortest decimal that reads back as it. */
 static cJSON *json_float(float f) {
     char buf[32];
-    for (int prec = 6; prec <= 9; prec++) {
-        snprintf(buf, sizeof buf, "%.*g", prec, (double)f);
-        if (strtof(buf, NULL) == f) break;
-    }
+    tfw_float_text(f, buf);
     return cJSON_CreateRaw(buf);
 }
 
@@ -354,8 +351,7 @@ static char *made_by_json(const Args *a, const TfTrainOptions *o, const char *fr
     return copy;
 }
 
-/* Writes the trained model to path and the checkpoint beside it, each
- * recording how it was made (made_by, after `steps` steps). */
+/* What save() records in made_by, and where the checkpoint goes. */
 typedef struct Saver {
     const Args *a;
     const TfTrainOptions *o;
@@ -366,6 +362,8 @@ typedef struct Saver {
     char *ckpt;
 } Saver;
 
+/* Writes the trained model to -o and the checkpoint beside it, each recording
+ * how it was made (made_by, after the steps done so far). */
 static int save(const Saver *sv, TfTrainer *t, TfModel *m, TfError *err) {
     free(m->made_by);
     m->made_by = made_by_json(sv->a, sv->o, sv->from, sv->train, sv->held, sv->data_seed,

@@ -1013,6 +1013,13 @@ int tfw_write_safetensors(const char *path, const TfTensor *ts, int n, const cha
 
 /* ---- how the file was made ------------------------------------------------ */
 
+void tfw_float_text(float f, char *buf) {
+    for (int prec = 6; prec <= 9; prec++) {
+        snprintf(buf, 32, "%.*g", prec, (double)f);
+        if (strtof(buf, NULL) == f) break;
+    }
+}
+
 int tfw_learned_settings(const TfModel *m, TfLearnedSettings *s, TfError *err) {
     if (!m->learned) {
         tf_error_set(err, "no learned-model settings (__metadata__.learned, which tfc writes "
