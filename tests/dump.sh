@@ -53,7 +53,7 @@ run_check "trained secret_code (classifier)" "$tmp/secret_code.tfw" "#2013" "#7"
 
 # The module: a torch.nn.Module whose parameters are the file's tensors; it
 # generates what tfrun prints; registers decode by name.
-"$PY" - "$SRC/tools" "$tmp" <<'PYEOF'
+"$PY" - "$SRC/tools" "$tmp" "$TFRUN" <<'PYEOF'
 import sys
 sys.path.insert(0, sys.argv[1])
 import torch
@@ -101,6 +101,13 @@ b = tfw_torch.load(tmp + "/binary_add.tfw")
 _, bc = b.run_with_cache("011+001=")
 expect("pre-norm inputs", "blocks.0.ln1.hook_normalized" in bc and "blocks.1.ln2.hook_normalized" in bc)
 expect("metadata in cfg", b.cfg["learned"]["norm"] == "pre" and b.cfg["made_by"]["tool"] == "tftrain")
+# A dump decodes as the module's own cache does.
+import subprocess
+subprocess.run([sys.argv[3], tmp + "/adder.tfw", "--dump", tmp + "/a.safetensors", "0999+0111="],
+               check=True, stdout=subprocess.DEVNULL)
+_, acts = tfw_torch.read_safetensors(tmp + "/a.safetensors")
+expect("decode a dump", m.decode(acts, "final") == m.decode(cache, "final")
+       and m.decode(acts, "left", hook="blocks.20.hook_resid_post") == m.decode(cache, "left", hook="blocks.20.hook_resid_post"))
 print("module checks: %d failures" % len(fails))
 sys.exit(1 if fails else 0)
 PYEOF
