@@ -1013,11 +1013,13 @@ int tfw_write_safetensors(const char *path, const TfTensor *ts, int n, const cha
 
 /* ---- how the file was made ------------------------------------------------ */
 
-void tfw_float_text(float f, char *buf) {
+void tfw_float_text(float f, char buf[static 32]) {
+    char text[32];
     for (int prec = 6; prec <= 9; prec++) {
-        snprintf(buf, 32, "%.*g", prec, (double)f);
-        if (strtof(buf, NULL) == f) break;
+        snprintf(text, sizeof text, "%.*g", prec, (double)f);
+        if (strtof(text, NULL) == f) break;
     }
+    memcpy(buf, text, sizeof text);
 }
 
 int tfw_learned_settings(const TfModel *m, TfLearnedSettings *s, TfError *err) {

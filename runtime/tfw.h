@@ -48,7 +48,7 @@ int tfw_write_safetensors(const char *path, const TfTensor *ts, int n, const cha
 
 /* The shortest decimal ("0.1", "1e-08") that reads back as the float f: how
  * the metadata writes settings (made_by, learned). buf holds 32 bytes. */
-void tfw_float_text(float f, char *buf);
+void tfw_float_text(float f, char buf[static 32]);
 
 /* What a trainer needs from a learned model's settings (__metadata__.learned,
  * which tfc writes for a program with a `model { ... }` block). */
