@@ -31,7 +31,8 @@
 /* Fixed tensor names every weight file has. */
 #define TF_TENSOR_TOKEN_EMBED "embed.token.weight"       /* [n_vocab, d_model] */
 #define TF_TENSOR_POS_EMBED "embed.position.weight"      /* [max_len, d_model] */
-#define TF_TENSOR_UNEMBED "unembed.weight"               /* [n_vocab, d_model] */
+#define TF_TENSOR_UNEMBED "unembed.weight"               /* [n_vocab, d_model]; optional
+                                                            when the output is a number */
 #define TF_TENSOR_UNEMBED_BIAS "unembed.bias"            /* [n_vocab], optional */
 
 typedef enum TfRegKind {
@@ -101,6 +102,17 @@ typedef struct TfLayer {
 
 typedef enum TfOutputKind { TF_OUTPUT_NEXT_TOKEN, TF_OUTPUT_CLASSIFY } TfOutputKind;
 
+/* A run-time check of a categorical value the compiler could not prove
+ * single-valued: after layer `layer` runs, register `reg` must hold one value
+ * at every position of the input (runtime/checks.h says what that means).
+ * `line` and `op` name the source op ("Aggregate -> place") in the error. */
+typedef struct TfCheck {
+    int reg;   /* index into regs: a categorical register */
+    int layer; /* index into layers: the last layer that writes it */
+    int line;  /* source line of the op, 0 when unknown */
+    char *op;  /* short op text, owned; never NULL */
+} TfCheck;
+
 typedef struct TfModel {
     int d_model;
     int n_vocab;
@@ -135,6 +147,17 @@ typedef struct TfModel {
     int bos;
     int stop_token;
 
+    /* A model read at every position whose output register is a scalar
+     * prints that register's value at every position (model_numeric_output);
+     * it needs no unembed.weight (unembed may be -1). output_error_bound is
+     * the absolute float32 error the compiler proved for those values (0
+     * when none was given): --check accepts a value within it. */
+    double output_error_bound;
+
+    /* Run-time checks (model_add_check), in any order; n_checks 0: none. */
+    TfCheck *checks;
+    int n_checks;
+
     TfLayer *layers;
     int n_layers;
 
@@ -164,6 +187,10 @@ void model_free(TfModel *m);
 /* Adds a zero-filled float32 tensor, returns its index, or -1 with err set
  * (duplicate name, bad shape, out of memory). */
 int model_add_tensor(TfModel *m, const char *name, int ndim, const int64_t *shape, TfError *err);
+/* The same for a caller that knows no tensor has this name yet (no search:
+ * adding n tensors costs O(n), not O(n^2)). */
+int model_add_new_tensor(TfModel *m, const char *name, int ndim, const int64_t *shape,
+                         TfError *err);
 int model_find_tensor(const TfModel *m, const char *name);
 int model_find_register(const TfModel *m, const char *name);
 
@@ -180,10 +207,19 @@ int model_add_register(TfModel *m, const char *name, TfRegKind kind, int offset,
 int model_add_categorical(TfModel *m, const char *name, int offset, int size,
                           const char *const *labels, TfError *err);
 
+/* Appends a run-time check (op copied). Returns its index, or -1 with err
+ * set (out of memory, no op text); model_validate checks the rest. */
+int model_add_check(TfModel *m, int reg, int layer, int line, const char *op, TfError *err);
+
+/* 1 when the model prints a number at every position: read at every
+ * position, its output register a scalar. */
+int model_numeric_output(const TfModel *m);
+
 /* Checks that the model is a consistent transformer: embeddings, unembedding
  * and every layer's tensors exist with the shapes the dimensions imply,
  * registers tile within d_model (categorical ones with a label per column),
- * the output mode, bos and stop token are consistent. Returns 0, or -1 with err naming the problem. */
+ * the output mode, bos and stop token are consistent, every check names a
+ * categorical register and a layer. Returns 0, or -1 with err naming the problem. */
 int model_validate(const TfModel *m, TfError *err);
 
 /* Names every tensor a layer uses by the layer index (docs/weight-format.md,

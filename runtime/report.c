@@ -676,13 +676,21 @@ int report_write_html(const TfCapture *c, const char *path, TfError *err) {
     }
     inspect_output_text(m, c->next, t, sizeof t);
     fprintf(f, "</code> (generation step %d, %d positions) &#8594; %s <code>", c->step, c->n_pos,
-            m->output_kind == TF_OUTPUT_CLASSIFY ? "class" : "next");
-    put_text(f, t);
+            c->values ? "every position" : m->output_kind == TF_OUTPUT_CLASSIFY ? "class" : "next");
+    if (c->values) { /* a model that prints a number at every position */
+        for (int p = 0; p < c->n_pos; p++) {
+            char v[TF_VALUE_TEXT_MAX];
+            infer_value_text(c->values[p], v);
+            fprintf(f, "%s%s", p ? " " : "", v);
+        }
+    } else {
+        put_text(f, t);
+    }
     fprintf(f,
             "</code>. Model: d_model %d, %d layers, %d registers, vocabulary of %d, %zu "
             "parameters.</p>\n",
             m->d_model, m->n_layers, m->n_regs, m->n_vocab, model_param_count(m));
-    if (m->output_reg >= 0 && m->output_kind == TF_OUTPUT_NEXT_TOKEN) {
+    if (m->output_reg >= 0 && m->output_kind == TF_OUTPUT_NEXT_TOKEN && !model_numeric_output(m)) {
         // What the unembedding reads: the output register at the last position.
         const TfRegister *reg = &m->regs[m->output_reg];
         TfDecoded d;

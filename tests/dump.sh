@@ -11,7 +11,7 @@ TFRUN=$2
 TFTRAIN=$3
 SRC=${TF_SOURCE_DIR:?TF_SOURCE_DIR must point at the source tree}
 P=$SRC/programs
-PY=/usr/bin/python3
+PY=${PYTHON:-python3} # CMake passes one that can import torch (CMakeLists.txt)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 passed=0
