@@ -335,7 +335,7 @@ START_TEST(test_rejects_bad_headers) {
         {d_model_mismatch, "embed.token.weight: tensor 'embed.token.weight' has shape [3, 6], expected [3, 7]"},
         {no_unembed, "tensor 'unembed.weight' is missing"},
         {made_by_not_object, "__metadata__.made_by is not a JSON object"},
-        {learned_not_json, "__metadata__.learned is not a JSON object"},
+        {learned_not_json, "__metadata__.learned is not valid JSON"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         expect_header_rejected(cases[i].mutate, cases[i].message);
