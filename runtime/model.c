@@ -67,6 +67,14 @@ void model_free(TfModel *m) {
     free(m);
 }
 
+/* Room for element n of an array of n: the capacity is the smallest power of
+ * two >= n, so it doubles when n is one (n appends cost O(n) copying, with any
+ * allocator). NULL when out of memory (arr is kept). */
+static void *grow(void *arr, int n, size_t elem) {
+    if (n > 0 && (n & (n - 1)) != 0) return arr;
+    return realloc(arr, (n > 0 ? 2 * (size_t)n : 1) * elem);
+}
+
 int model_find_tensor(const TfModel *m, const char *name) {
     for (int i = 0; i < m->n_tensors; i++)
         if (strcmp(m->tensors[i].name, name) == 0) return i;
@@ -106,7 +114,7 @@ int model_add_new_tensor(TfModel *m, const char *name, int ndim, const int64_t *
         }
         n *= (size_t)shape[d];
     }
-    TfTensor *ts = realloc(m->tensors, ((size_t)m->n_tensors + 1) * sizeof *ts);
+    TfTensor *ts = grow(m->tensors, m->n_tensors, sizeof *ts);
     if (!ts) goto oom;
     m->tensors = ts;
     TfTensor *t = &ts[m->n_tensors];
@@ -128,7 +136,7 @@ oom:
 }
 
 int model_add_layer(TfModel *m, const TfLayer *layer, TfError *err) {
-    TfLayer *ls = realloc(m->layers, ((size_t)m->n_layers + 1) * sizeof *ls);
+    TfLayer *ls = grow(m->layers, m->n_layers, sizeof *ls);
     if (!ls) goto oom;
     m->layers = ls;
     TfLayer *l = &ls[m->n_layers];
@@ -148,7 +156,7 @@ oom:
 
 int model_add_register(TfModel *m, const char *name, TfRegKind kind, int offset, int size,
                        TfError *err) {
-    TfRegister *rs = realloc(m->regs, ((size_t)m->n_regs + 1) * sizeof *rs);
+    TfRegister *rs = grow(m->regs, m->n_regs, sizeof *rs);
     if (!rs) goto oom;
     m->regs = rs;
     TfRegister *r = &rs[m->n_regs];
@@ -302,9 +310,24 @@ int model_numeric_output(const TfModel *m) {
            m->output_reg < m->n_regs && m->regs[m->output_reg].kind == TF_REG_SCALAR;
 }
 
+int model_tensor_uses(const TfModel *m, int idx) {
+    int n = (idx == m->tok_embed) + (idx == m->pos_embed) + (idx == m->unembed) +
+            (idx == m->unembed_bias);
+    for (int l = 0; l < m->n_layers; l++) {
+        const TfLayer *ly = &m->layers[l];
+        const int fields[] = {ly->query,       ly->key,      ly->value,      ly->output,
+                              ly->query_bias,  ly->key_bias, ly->value_bias, ly->output_bias,
+                              ly->fc1_weight,  ly->fc1_bias, ly->fc2_weight, ly->fc2_bias,
+                              ly->norm_weight, ly->norm_bias};
+        for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) n += fields[i] == idx;
+    }
+    return n;
+}
+
 size_t model_param_count(const TfModel *m) {
     size_t n = 0;
-    for (int i = 0; i < m->n_tensors; i++) n += m->tensors[i].nelem;
+    for (int i = 0; i < m->n_tensors; i++)
+        if (model_tensor_uses(m, i) > 0) n += m->tensors[i].nelem;
     return n;
 }
 
