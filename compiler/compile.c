@@ -1,6 +1,7 @@
 /* compile.c: parse, check, lower; the source goes into the model. */
 #include "compile.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,7 +47,12 @@ TfModel *compile_source(const char *filename, const char *source, size_t len, in
             const char *base = strrchr(filename, '/');
             m->source = dup_text(source, len);
             m->source_name = dup_text(base ? base + 1 : filename, strlen(base ? base + 1 : filename));
-            if (!m->source || !m->source_name) {
+            char made_by[96];
+            snprintf(made_by, sizeof made_by,
+                     "{\"tool\":\"tfc\",\"version\":\"%s\",\"options\":{\"O\":%d}}", TF_VERSION,
+                     opt_level);
+            m->made_by = dup_text(made_by, strlen(made_by));
+            if (!m->source || !m->source_name || !m->made_by) {
                 tf_error_set(err, "out of memory");
                 model_free(m);
                 m = NULL;

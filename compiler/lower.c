@@ -634,7 +634,7 @@ TfModel *lower_program(const TfIr *ir, int opt_level, TfError *err) {
     const LowerFn *fns = L.opt ? lower_fns_opt : lower_fns;
     for (int i = 0; i < ir->n_ops && !L.failed; i++) fns[ir->ops[i].op](&L, i, &ir->ops[i]);
     free(L.hashes);
-    if (L.failed || model_validate(m, err) < 0) {
+    if (L.failed || model_name_tensors(m, err) < 0 || model_validate(m, err) < 0) {
         model_free(m);
         return NULL;
     }

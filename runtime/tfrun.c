@@ -5,6 +5,7 @@
  *   tfrun [-n N] WEIGHTS.tfw --check FILE     (lines prompt<TAB>expected completion)
  *   tfrun [-n N] WEIGHTS.tfw [--trace | --trace-all] [--step K] [--report FILE.html]
  *         [--svg DIR] PROMPT                  (look inside: runtime/inspect.h)
+ *   tfrun WEIGHTS.tfw --dump FILE.safetensors PROMPT   (activations: runtime/dump.h)
  *
  * Options may come before or after the file names; a prompt that starts
  * with '-' follows "--". Prints each prompt followed by its generated
@@ -34,6 +35,7 @@
 #include "batch.h"
 #include "cli.h"
 #include "distributed.h"
+#include "dump.h"
 #include "infer.h"
 #include "inspect.h"
 #ifdef TF_HAVE_OPENBLAS
@@ -71,6 +73,8 @@ static void usage(FILE *f) {
                "  --step K         the step traced, reported and drawn (default 0)\n"
                "  --report FILE    write an HTML report of that step\n"
                "  --svg DIR        write its heatmaps and attention maps as SVG files\n"
+               "  --dump FILE      write the prompt's activations (residual stream, attention\n"
+               "                   patterns; TransformerLens names) as a safetensors file\n"
                "  -h, --help       this help;  --version  the version\n"
                "Options and files come in any order; --opt=V is --opt V; \"--\" ends the\n"
                "options (for a prompt that starts with '-'). Input lines end in LF or CRLF.\n"
@@ -200,6 +204,19 @@ static void print_result(const TfModel *m, const char *prompt, size_t len, const
 
 static int run_classify(const TfModel *m, const char *prompt, const char *path);
 
+/* --dump: one pass over the prompt, its activations to path (dump.h). */
+static int run_dump(const TfModel *m, const char *prompt, const char *path) {
+    size_t len = strlen(prompt);
+    if (len > INT_MAX / 2) len = INT_MAX / 2;
+    int *ids = prepare_prompt(m, prompt, (int)len, 0, "prompt");
+    if (!ids) return TFRUN_EXIT_ERROR;
+    TfError err = {""};
+    int rc = dump_activations(m, prompt, ids, (int)len, path, &err);
+    if (rc < 0) fprintf(stderr, "tfrun: %s\n", err.msg);
+    free(ids);
+    return rc < 0 ? TFRUN_EXIT_ERROR : 0;
+}
+
 /* --trace, --report, --svg: one prompt, one full pass per step (inspect.h),
  * then the result line that tfrun prints without them. */
 static int run_inspect(const TfModel *m, const char *prompt, int n_new, const TfInspectOptions *io) {
@@ -328,14 +345,14 @@ int main(int argc, char **argv) {
     }
     if (dist_rank() > 0 && !freopen("/dev/null", "w", stdout)) return TFRUN_EXIT_ERROR;
     int shard_input = 0;
-    const char *weights = NULL, *prompt = NULL, *batch_path = NULL;
+    const char *weights = NULL, *prompt = NULL, *batch_path = NULL, *dump_path = NULL;
     int n_new = -1, batch = TFRUN_DEFAULT_BATCH, threads = batch_default_threads(), check = 0;
     int use_cache = 1, progress = 0;
     TfInspectOptions io = {0, 0, 0, NULL, NULL};
     enum {
         OPT_BATCH = 256, OPT_CHECK, OPT_BATCH_SIZE, OPT_THREADS, OPT_NO_CACHE, OPT_PROGRESS,
         OPT_SHARD_INPUT,
-        OPT_TRACE, OPT_TRACE_ALL, OPT_STEP, OPT_REPORT, OPT_SVG, OPT_VERSION
+        OPT_TRACE, OPT_TRACE_ALL, OPT_STEP, OPT_REPORT, OPT_SVG, OPT_DUMP, OPT_VERSION
     };
     static const struct option longopts[] = {
         {"batch", required_argument, NULL, OPT_BATCH},
@@ -350,6 +367,7 @@ int main(int argc, char **argv) {
         {"step", required_argument, NULL, OPT_STEP},
         {"report", required_argument, NULL, OPT_REPORT},
         {"svg", required_argument, NULL, OPT_SVG},
+        {"dump", required_argument, NULL, OPT_DUMP},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0}};
@@ -400,6 +418,7 @@ int main(int argc, char **argv) {
             break;
         case OPT_REPORT: io.report_path = v; break;
         case OPT_SVG: io.svg_dir = v; break;
+        case OPT_DUMP: dump_path = v; break;
         case 'h': usage(stdout); return cli_flush_stdout("tfrun") < 0 ? TFRUN_EXIT_ERROR : 0;
         case OPT_VERSION:
             cli_version("tfrun");
@@ -422,8 +441,8 @@ int main(int argc, char **argv) {
         return TFRUN_EXIT_USAGE;
     }
     int inspect = io.trace || io.report_path || io.svg_dir;
-    if (inspect && batch_path) {
-        fprintf(stderr, "tfrun: --trace, --report and --svg take one prompt, not a file\n");
+    if ((inspect || dump_path) && batch_path) {
+        fprintf(stderr, "tfrun: --trace, --report, --svg and --dump take one prompt, not a file\n");
         return TFRUN_EXIT_USAGE;
     }
 
@@ -449,7 +468,8 @@ int main(int argc, char **argv) {
     TfBatchOptions bo = {.n_new = n_new, .batch_size = batch, .n_threads = threads,
                          .use_cache = use_cache, .check = check,
                          .show_failures = TFRUN_SHOW_FAILURES};
-    int status = inspect      ? run_inspect(m, prompt, n_new, &io)
+    int status = dump_path && run_dump(m, prompt, dump_path) != 0 ? TFRUN_EXIT_ERROR
+                 : inspect      ? run_inspect(m, prompt, n_new, &io)
                  : m->output_kind == TF_OUTPUT_CLASSIFY ? run_classify(m, prompt, batch_path)
                  : batch_path ? run_stream(m, batch_path, &bo, progress, shard_input)
                               : run_one(m, prompt, n_new, use_cache);

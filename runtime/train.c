@@ -1017,6 +1017,11 @@ static float *state_tensor(TfTrainer *t, const char *kind, int i, int create, Tf
 
 int trainer_save(TfTrainer *t, const char *path, TfError *err) {
     trainer_sync_model(t);
+    return tfw_write_tensors(t->m, t->n_tensors, path, err);
+}
+
+int trainer_save_checkpoint(TfTrainer *t, const char *path, TfError *err) {
+    trainer_sync_model(t);
     for (int i = 0; i < t->n_tensors; i++) {
         if (!t->trainable[i]) continue;
         float *mo = state_tensor(t, "m", i, 1, err);

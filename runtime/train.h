@@ -5,7 +5,8 @@
  *   for each step:
  *       loss = trainer_forward_backward(t, &batch, step);   (gradients)
  *       trainer_step(t, lr);                                  (optimizer)
- *   trainer_save(t, "out.tfw", &err);
+ *   trainer_save(t, "out.tfw", &err);                  (the model)
+ *   trainer_save_checkpoint(t, "out.ckpt.tfw", &err);  (and the optimizer state)
  *
  * A batch is several sequences of any lengths, their rows stacked (as in
  * runtime/infer.c): every matrix product runs once for the whole batch, only
@@ -13,9 +14,10 @@
  *
  * Parameters live in ONE flat buffer (every tensor of the model, in model
  * order); gradients and the optimizer's state (m, v) mirror it, so the
- * optimizer, zeroing, clipping and saving are flat loops. Checkpoints are
- * .tfw files that add the optimizer state as tensors "optim.m.<name>",
- * "optim.v.<name>" and the step count as "optim.step" [1].
+ * optimizer, zeroing, clipping and saving are flat loops. A trained model is
+ * written alone; checkpoints are .tfw files that add the optimizer state as
+ * tensors "optim.m.<name>", "optim.v.<name>" and the step count as
+ * "optim.step" [1].
  *
  * Dimension legend: N rows of the batch, C d_model, V vocabulary (or
  * classes), F feed-forward width, H heads, D head width, T sequence length.
@@ -132,8 +134,10 @@ size_t trainer_tensor_offset(const TfTrainer *t, int i);
 
 /* Copies the trained parameters into the model's tensors. */
 void trainer_sync_model(TfTrainer *t);
-/* Writes the model with the optimizer state (a checkpoint). */
+/* Writes the trained model alone (no optimizer state). */
 int trainer_save(TfTrainer *t, const char *path, TfError *err);
+/* Writes a checkpoint: the model with the optimizer state. */
+int trainer_save_checkpoint(TfTrainer *t, const char *path, TfError *err);
 /* Loads optimizer state and step from a model read from a checkpoint (the
  * same model the trainer trains): 1 loaded, 0 none there, -1 bad. */
 int trainer_load_state(TfTrainer *t, TfError *err);

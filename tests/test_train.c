@@ -557,11 +557,22 @@ START_TEST(test_checkpoint_resume) {
     for (int s = 0; s < 10; s++) {
         trainer_forward_backward(t, &b, s, NULL);
         trainer_step(t, 1e-2f);
-        if (s == 4) ck_assert_msg(trainer_save(t, path, &err) == 0, "%s", err.msg);
+        if (s == 4) ck_assert_msg(trainer_save_checkpoint(t, path, &err) == 0, "%s", err.msg);
     }
     TfModel *m2 = tfw_read(path, &err);
     ck_assert_msg(m2 != NULL, "%s", err.msg);
     ck_assert_int_ge(model_find_tensor(m2, "optim.v.embed.token.weight"), 0);
+    // The model alone: every tensor of the model, none of the optimizer's.
+    ck_assert_msg(trainer_save(t, path, &err) == 0, "%s", err.msg);
+    TfModel *alone = tfw_read(path, &err);
+    ck_assert_msg(alone != NULL, "%s", err.msg);
+    ck_assert_int_eq(alone->n_tensors, model_find_tensor(m, "optim.m.embed.token.weight"));
+    for (int i = 0; i < alone->n_tensors; i++)
+        ck_assert_msg(strncmp(alone->tensors[i].name, "optim.", 6) != 0, "%s", alone->tensors[i].name);
+    TfTrainer *ta = trainer_new(alone, &o, 64, 8, &err);
+    ck_assert_int_eq(trainer_load_state(ta, &err), 0); /* no state to load */
+    trainer_free(ta);
+    model_free(alone);
     TfTrainer *t2 = trainer_new(m2, &o, 64, 8, &err);
     ck_assert_int_eq(trainer_load_state(t2, &err), 1);
     ck_assert_int_eq(trainer_steps_done(t2), 5);
