@@ -55,6 +55,7 @@ TfModel *compile_source(const char *filename, const char *source, size_t len, in
     }
     check_free(ir);
     ast_free_program(prog);
+    diag_finish(&diag);
     *n_errors = diag.n_errors;
     return m;
 }

@@ -51,6 +51,19 @@ int batch_prepare_prompt(const TfModel *m, const char *text, int len, int n_new,
     return 0;
 }
 
+int batch_limit_new_tokens(const TfModel *m, int n_new, int *limited, TfError *err) {
+    *limited = n_new;
+    if (n_new <= m->max_len) return 0;
+    // Generation that stops by itself, or none (one pass: n_new is not used).
+    if (m->stop_token >= 0 || m->every_position || m->output_kind == TF_OUTPUT_CLASSIFY) {
+        *limited = m->max_len;
+        return 0;
+    }
+    tf_error_set(err, "%d tokens to generate exceed the %d positions of the position encoding",
+                 n_new, m->max_len);
+    return -1;
+}
+
 int batch_output_start(const TfModel *m) { return m->bos >= 0 ? 1 : 0; }
 
 void batch_print_outputs(FILE *f, const TfModel *m, const char *prompt, size_t len,
@@ -274,6 +287,7 @@ typedef struct Runner {
     int cap;          /* n_threads * batch_size */
     const int **ids;  /* [cap] */
     int *lens;        /* [cap] */
+    int n_new;        /* o->n_new, limited (batch_limit_new_tokens) */
     int stride;       /* tokens per prompt: n_new, or max_len for every position */
     int *toks;        /* [cap * stride] */
     int *n_out;       /* [cap] tokens kept per prompt */
@@ -285,11 +299,16 @@ typedef struct Runner {
     char *text_buf;   /* one completion as text */
 } Runner;
 
+/* Tells the progress callback that something is about to be printed. */
+static void notify_output(const Runner *R) {
+    if (R->o->progress) R->o->progress(R->o->progress_ctx, NULL);
+}
+
 /* Generates the n gathered prompts on the engines, then prints or checks
  * them in order. */
 static int run_chunk(Runner *R, int n, TfError *err) {
     const TfBatchOptions *o = R->o;
-    int n_new = o->n_new, stride = R->stride;
+    int n_new = R->n_new, stride = R->stride;
     for (int i = 0; i < n; i++) {
         R->ids[i] = R->slots[i].ids;
         R->lens[i] = R->slots[i].len;
@@ -332,6 +351,7 @@ static int run_chunk(Runner *R, int n, TfError *err) {
             return -1;
         }
 
+    if (!o->check && n > 0) notify_output(R);
     const TfModel *m = R->m;
     int numeric = model_numeric_output(m);
     for (int i = 0; i < n; i++) {
@@ -343,8 +363,10 @@ static int run_chunk(Runner *R, int n, TfError *err) {
         if (m->n_checks && R->failed[i]) { /* a run-time check failed */
             if (!o->check) {
                 R->st->errors++;
+                notify_output(R);
                 fprintf(R->errs, "tfrun: %s:%ld: %s\n", R->in_name, s->lineno, R->why[i].msg);
             } else if (R->st->failed++ < o->show_failures) {
+                notify_output(R);
                 fprintf(R->out, "FAIL line %ld: %.*s: %s (expected %s)\n", s->lineno, s->len,
                         s->text, R->why[i].msg, s->expect);
             }
@@ -374,9 +396,11 @@ static int run_chunk(Runner *R, int n, TfError *err) {
             R->st->passed++;
             continue;
         }
-        if (R->st->failed++ < o->show_failures)
+        if (R->st->failed++ < o->show_failures) {
+            notify_output(R);
             fprintf(R->out, "FAIL line %ld: %.*s -> %s (expected %s)\n", s->lineno, s->len,
                     s->text, R->text_buf, s->expect);
+        }
     }
     return 0;
 }
@@ -389,6 +413,7 @@ static int take_line(Runner *R, Slot *s, char *line, size_t got, long lineno, co
     if (o->check) {
         char *tab = memchr(line, '\t', got);
         if (!tab) {
+            notify_output(R);
             fprintf(R->errs, "tfrun: %s:%ld: no TAB between the prompt and the expected completion\n",
                     in_name, lineno);
             return -1;
@@ -398,6 +423,7 @@ static int take_line(Runner *R, Slot *s, char *line, size_t got, long lineno, co
     }
     size_t len = expect ? (size_t)(expect - 1 - line) : got;
     if (len > INT_MAX / 4) {
+        notify_output(R);
         fprintf(R->errs, "tfrun: %s:%ld: prompt too long\n", in_name, lineno);
         return -1;
     }
@@ -407,7 +433,8 @@ static int take_line(Runner *R, Slot *s, char *line, size_t got, long lineno, co
         s->ids = ids;
         s->ids_cap = (int)len + 1;
     }
-    if (batch_prepare_prompt(R->m, line, (int)len, o->n_new, s->ids, &err) < 0) {
+    if (batch_prepare_prompt(R->m, line, (int)len, R->n_new, s->ids, &err) < 0) {
+        notify_output(R);
         fprintf(R->errs, "tfrun: %s:%ld: %s\n", in_name, lineno, err.msg);
         return -1;
     }
@@ -427,6 +454,7 @@ static int take_line(Runner *R, Slot *s, char *line, size_t got, long lineno, co
             n = batch_parse_values(expect, s->want, s->want_cap, &err);
         }
         if (n < 0) {
+            notify_output(R);
             fprintf(R->errs, "tfrun: %s:%ld: %s\n", in_name, lineno, err.msg);
             return -1;
         }
@@ -438,6 +466,7 @@ static int take_line(Runner *R, Slot *s, char *line, size_t got, long lineno, co
     s->lineno = lineno;
     return 0;
 oom:
+    notify_output(R);
     fprintf(R->errs, "tfrun: %s:%ld: out of memory\n", in_name, lineno);
     return -1;
 }
@@ -496,8 +525,9 @@ int batch_run(const TfModel *m, FILE *in, const char *in_name, FILE *out, FILE *
     R.errs = errs;
     R.in_name = in_name;
     R.st = st;
+    if (batch_limit_new_tokens(m, o->n_new, &R.n_new, err) < 0) return -1;
     R.cap = o->n_threads * o->batch_size;
-    R.stride = m->every_position ? m->max_len : o->n_new > 0 ? o->n_new : 1;
+    R.stride = m->every_position ? m->max_len : R.n_new > 0 ? R.n_new : 1;
     R.engines = calloc((size_t)o->n_threads, sizeof *R.engines);
     R.work = calloc((size_t)o->n_threads, sizeof *R.work);
     R.tids = calloc((size_t)o->n_threads, sizeof *R.tids);
@@ -545,7 +575,9 @@ int batch_run(const TfModel *m, FILE *in, const char *in_name, FILE *out, FILE *
     int n = 0;
     while ((got = getline(&line, &lcap, in)) >= 0) {
         st->lines++;
+        st->bytes += got;
         if (got > 0 && line[got - 1] == '\n') line[--got] = '\0';
+        if (got > 0 && line[got - 1] == '\r') line[--got] = '\0';
         if (take_line(&R, &R.slots[n], line, (size_t)got, st->lines, in_name) < 0) {
             st->bad++;
             continue;
@@ -556,6 +588,10 @@ int batch_run(const TfModel *m, FILE *in, const char *in_name, FILE *out, FILE *
                 goto done;
             }
             n = 0;
+            if (o->progress) {
+                st->seconds = now_seconds() - t0;
+                o->progress(o->progress_ctx, st);
+            }
         }
     }
     free(line);

@@ -11,6 +11,7 @@
  * mode) are reported on the error stream with their line number and
  * counted; the other lines still run. So is a prompt that fails one of the
  * model's run-time checks (infer.h): in check mode it is a failed case.
+ * A line may end in LF or CRLF.
  */
 #ifndef TF_BATCH_H
 #define TF_BATCH_H
@@ -19,6 +20,8 @@
 
 #include "model.h"
 
+typedef struct TfBatchStats TfBatchStats;
+
 typedef struct TfBatchOptions {
     int n_new;        /* tokens to generate per prompt (with a stop token: at most) */
     int batch_size;   /* prompts per engine call */
@@ -26,18 +29,31 @@ typedef struct TfBatchOptions {
     int use_cache;    /* 0: recompute every position at every step */
     int check;        /* lines are prompt<TAB>expected; print failures, not completions */
     int show_failures; /* check mode: how many failures to print in full */
+    /* Optional: called after each chunk with the counts so far, and with st
+     * NULL just before anything is written to out or errs (so a progress
+     * line on a terminal can be cleared first). */
+    void (*progress)(void *ctx, const TfBatchStats *st);
+    void *progress_ctx;
 } TfBatchOptions;
 
-typedef struct TfBatchStats {
+struct TfBatchStats {
     long lines;   /* lines read */
     long run;     /* prompts generated */
     long passed;  /* check mode: completions equal to the expected text */
     long failed;  /* check mode: completions that differ */
     long bad;     /* lines rejected before running */
     long errors;  /* not in check mode: prompts that failed a run-time check (infer.h) */
+    long long bytes; /* input bytes read */
     double seconds; /* wall time, reading included */
     double flops;   /* floating-point operations of the engines (infer_flops) */
-} TfBatchStats;
+};
+
+/* The tokens generation can really produce for n_new asked: *limited is
+ * n_new, or at most max_len for a model with a stop token (generation stops
+ * at the end of the position encoding anyway) or one that does not generate
+ * (every position, classifier). -1 with err set when no prompt can be given
+ * n_new tokens (a generating model without a stop token, n_new > max_len). */
+int batch_limit_new_tokens(const TfModel *m, int n_new, int *limited, TfError *err);
 
 /* Checks and tokenizes one prompt for generating n_new tokens (for a model
  * with a stop token, or read at every position, the prompt alone must fit

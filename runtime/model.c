@@ -77,12 +77,17 @@ int model_find_register(const TfModel *m, const char *name) {
 }
 
 int model_add_tensor(TfModel *m, const char *name, int ndim, const int64_t *shape, TfError *err) {
-    if (!name || !*name) {
-        tf_error_set(err, "a tensor needs a name");
+    if (name && model_find_tensor(m, name) >= 0) {
+        tf_error_set(err, "tensor '%s' exists already", name);
         return -1;
     }
-    if (model_find_tensor(m, name) >= 0) {
-        tf_error_set(err, "tensor '%s' exists already", name);
+    return model_add_new_tensor(m, name, ndim, shape, err);
+}
+
+int model_add_new_tensor(TfModel *m, const char *name, int ndim, const int64_t *shape,
+                         TfError *err) {
+    if (!name || !*name) {
+        tf_error_set(err, "a tensor needs a name");
         return -1;
     }
     if (ndim < 1 || ndim > TF_MAX_NDIM) {
@@ -341,6 +346,10 @@ static int validate_layer(const TfModel *m, int li, TfError *err) {
     return -1;
 }
 
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 /* A categorical register: size >= 1 non-empty, distinct labels. */
 static int validate_labels(const TfRegister *r, TfError *err) {
     if (r->size < 1 || !r->values) {
@@ -353,14 +362,70 @@ static int validate_labels(const TfRegister *r, TfError *err) {
             tf_error_set(err, "register '%s': value %d has no label", r->name, i);
             return -1;
         }
-        for (int j = 0; j < i; j++)
-            if (strcmp(r->values[i], r->values[j]) == 0) {
-                tf_error_set(err, "register '%s': value label '%.40s' appears twice", r->name,
-                             r->values[i]);
-                return -1;
-            }
     }
-    return 0;
+    /* sorted, repeated labels are neighbours (a register may have a million) */
+    const char **sorted = malloc((size_t)r->size * sizeof *sorted);
+    if (!sorted) {
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    memcpy(sorted, r->values, (size_t)r->size * sizeof *sorted);
+    qsort(sorted, (size_t)r->size, sizeof *sorted, cmp_str);
+    int rc = 0;
+    for (int i = 1; i < r->size && rc == 0; i++) {
+        if (strcmp(sorted[i - 1], sorted[i]) == 0) {
+            tf_error_set(err, "register '%s': value label '%.40s' appears twice", r->name,
+                         sorted[i]);
+            rc = -1;
+        }
+    }
+    free(sorted);
+    return rc;
+}
+
+static int cmp_reg_name(const void *a, const void *b) {
+    const TfRegister *x = *(const TfRegister *const *)a, *y = *(const TfRegister *const *)b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x > y) - (x < y);
+}
+
+static int cmp_reg_offset(const void *a, const void *b) {
+    const TfRegister *x = *(const TfRegister *const *)a, *y = *(const TfRegister *const *)b;
+    if (x->offset != y->offset) return x->offset < y->offset ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
+/* No two registers share a name or a column: sorted, in O(n log n) (a file
+ * may declare a million registers). A pair is named in declaration order. */
+static int registers_distinct(const TfModel *m, TfError *err) {
+    if (m->n_regs < 2) return 0;
+    const TfRegister **s = malloc((size_t)m->n_regs * sizeof *s);
+    if (!s) {
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < m->n_regs; i++) s[i] = &m->regs[i];
+    int rc = 0;
+    qsort(s, (size_t)m->n_regs, sizeof *s, cmp_reg_name);
+    for (int i = 1; i < m->n_regs && rc == 0; i++) {
+        if (strcmp(s[i - 1]->name, s[i]->name) == 0) {
+            tf_error_set(err, "register '%s' appears twice", s[i]->name);
+            rc = -1;
+        }
+    }
+    qsort(s, (size_t)m->n_regs, sizeof *s, cmp_reg_offset);
+    const TfRegister *reach = s[0]; /* of those so far, the one ending last */
+    for (int i = 1; i < m->n_regs && rc == 0; i++) {
+        if (s[i]->offset < reach->offset + reach->size) {
+            const TfRegister *a = reach < s[i] ? reach : s[i], *b = reach < s[i] ? s[i] : reach;
+            tf_error_set(err, "registers '%s' and '%s' overlap", a->name, b->name);
+            rc = -1;
+        } else if (s[i]->offset + s[i]->size > reach->offset + reach->size) {
+            reach = s[i];
+        }
+    }
+    free(s);
+    return rc;
 }
 
 static int validate_registers(const TfModel *m, TfError *err) {
@@ -395,18 +460,8 @@ static int validate_registers(const TfModel *m, TfError *err) {
                          r->offset, r->offset + r->size - 1, m->d_model);
             return -1;
         }
-        for (int j = 0; j < i; j++) {
-            const TfRegister *o = &m->regs[j];
-            if (strcmp(o->name, r->name) == 0) {
-                tf_error_set(err, "register '%s' appears twice", r->name);
-                return -1;
-            }
-            if (r->offset < o->offset + o->size && o->offset < r->offset + r->size) {
-                tf_error_set(err, "registers '%s' and '%s' overlap", o->name, r->name);
-                return -1;
-            }
-        }
     }
+    if (registers_distinct(m, err) < 0) return -1;
     if (m->output_reg != -1) {
         if (m->output_reg < 0 || m->output_reg >= m->n_regs) {
             tf_error_set(err, "output register %d does not exist", m->output_reg);

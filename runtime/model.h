@@ -180,6 +180,10 @@ void model_free(TfModel *m);
 /* Adds a zero-filled float32 tensor, returns its index, or -1 with err set
  * (duplicate name, bad shape, out of memory). */
 int model_add_tensor(TfModel *m, const char *name, int ndim, const int64_t *shape, TfError *err);
+/* The same for a caller that knows no tensor has this name yet (no search:
+ * adding n tensors costs O(n), not O(n^2)). */
+int model_add_new_tensor(TfModel *m, const char *name, int ndim, const int64_t *shape,
+                         TfError *err);
 int model_find_tensor(const TfModel *m, const char *name);
 int model_find_register(const TfModel *m, const char *name);
 

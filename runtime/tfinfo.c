@@ -1,6 +1,6 @@
 /* tfinfo: what is in a .tfw weight file.
  *
- *   tfinfo WEIGHTS.tfw
+ *   tfinfo [--] WEIGHTS.tfw
  *
  * Prints the vocabulary, the position encoding, the register layout, every
  * layer (kind, the op and source line it came from, its tensors' shapes and
@@ -9,10 +9,10 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "cli.h"
 #include "infer.h"
 #include "tfw.h"
 
@@ -20,9 +20,12 @@
 #define TFINFO_EXIT_USAGE 2
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: tfinfo WEIGHTS.tfw\n"
+    fprintf(f, "usage: tfinfo [--] WEIGHTS.tfw\n"
                "  prints the vocabulary, position encoding, registers, layers, tensors,\n"
-               "  generation settings and embedded source of a weight file\n");
+               "  generation settings and embedded source of a weight file\n"
+               "  -h, --help   this help;  --version  the version\n"
+               "exit status: 0 printed; 1 a bad weight file (or an error writing the output);\n"
+               "2 usage error\n");
 }
 
 /* "[80, 80]" */
@@ -200,27 +203,32 @@ static void print_source(const TfModel *m) {
 
 int main(int argc, char **argv) {
     const char *weights = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "tfinfo: unknown option '%s'\n", a);
-            usage(stderr);
-            return TFINFO_EXIT_USAGE;
-        } else if (weights) {
-            fprintf(stderr, "tfinfo: more than one weight file given\n");
-            return TFINFO_EXIT_USAGE;
-        } else {
-            weights = a;
+    enum { OPT_VERSION = 256 };
+    static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
+                                              {"version", no_argument, NULL, OPT_VERSION},
+                                              {NULL, 0, NULL, 0}};
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'h': usage(stdout); return cli_flush_stdout("tfinfo") < 0 ? TFINFO_EXIT_ERROR : 0;
+        case OPT_VERSION:
+            cli_version("tfinfo");
+            return cli_flush_stdout("tfinfo") < 0 ? TFINFO_EXIT_ERROR : 0;
+        default: cli_option_error("tfinfo", c, argv, longopts); return TFINFO_EXIT_USAGE;
         }
+    }
+    if (optind < argc) weights = argv[optind++];
+    if (optind < argc) {
+        fprintf(stderr, "tfinfo: more than one weight file given\n");
+        return TFINFO_EXIT_USAGE;
     }
     if (!weights) {
         fprintf(stderr, "tfinfo: no weight file given\n");
         usage(stderr);
         return TFINFO_EXIT_USAGE;
     }
+    if (cli_expect_weights("tfinfo", weights) < 0) return TFINFO_EXIT_ERROR;
     TfError err = {""};
     TfModel *m = tfw_read(weights, &err);
     if (!m) {
@@ -285,9 +293,5 @@ int main(int argc, char **argv) {
     }
     print_source(m);
     model_free(m);
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "tfinfo: error writing output: %s\n", strerror(errno));
-        return TFINFO_EXIT_ERROR;
-    }
-    return 0;
+    return cli_flush_stdout("tfinfo") < 0 ? TFINFO_EXIT_ERROR : 0;
 }

@@ -115,7 +115,7 @@ n_att=$(find "$tmp/svg" -name 'att_*.svg' | wc -l)
 check "--svg: one heatmap per layer and the embedding" $? "$n_resid files"
 [ "$n_att" -ge 1 ] && [ -f "$tmp/svg/att_01_find_plus_h0.svg" ]
 check "--svg: attention maps" $?
-/usr/bin/python3 -c '
+"${PYTHON:-python3}" -c '
 import sys, xml.etree.ElementTree as ET
 for f in sys.argv[1:]:
     ET.parse(f)' "$tmp"/svg/*.svg

@@ -7,7 +7,7 @@ set -u
 TFC=$1
 TFRUN=$2
 SRC=${TF_SOURCE_DIR:?TF_SOURCE_DIR must point at the source tree}
-PY=/usr/bin/python3 # Debian's, which sees python3-torch
+PY=${PYTHON:-python3} # CMake passes one that can import torch (CMakeLists.txt)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 passed=0

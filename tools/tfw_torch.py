@@ -22,6 +22,9 @@ Needs Debian's python3-torch (run it with /usr/bin/python3).
 import argparse
 import json
 import math
+import os
+import re
+import stat
 import struct
 import sys
 
@@ -32,28 +35,392 @@ class TfwError(Exception):
     pass
 
 
-def load(path):
-    """(metadata dict, {name: float32 tensor}) of a safetensors file."""
-    with open(path, "rb") as f:
-        data = f.read()
+MAX_HEADER = 64 * 1024 * 1024  # runtime/tfw.h TFW_MAX_HEADER
+MAX_FILE = 1 << 31  # runtime/tfw.h TFW_MAX_FILE
+JSON_MAX_DEPTH = 32  # runtime/json.h
+JSON_MAX_NUMBER = 40
+INT32_MAX = 2**31 - 1
+U64 = 2**64 - 1
+REG_KINDS = ("token", "position", "scalar", "categorical")
+ACTIVATIONS = ("gelu", "relu")
+
+
+def _no_pairs_twice(pairs):
+    seen = set()
+    for k, _ in pairs:
+        if k in seen:
+            raise TfwError("the key %r appears twice in one object" % k)
+        seen.add(k)
+    return dict(pairs)
+
+
+def _number(text):
+    if len(text) > JSON_MAX_NUMBER:
+        raise TfwError("a number of over %d characters" % JSON_MAX_NUMBER)
+    return float(text) if any(c in text for c in ".eE") else int(text)
+
+
+def _constant(name):
+    raise TfwError("%s is not JSON" % name)
+
+
+def _check_tree(x, depth=0):
+    if isinstance(x, (dict, list)):
+        if depth >= JSON_MAX_DEPTH:
+            raise TfwError("nesting deeper than %d" % JSON_MAX_DEPTH)
+        items = x.items() if isinstance(x, dict) else ((None, v) for v in x)
+        for k, v in items:
+            if k is not None:
+                _check_string(k)
+            _check_tree(v, depth + 1)
+    elif isinstance(x, str):
+        _check_string(x)
+
+
+def _check_string(s):
+    if "\x00" in s:
+        raise TfwError("the escape \\u0000 (a NUL character)")
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in s):
+        raise TfwError("an unpaired surrogate escape")
+
+
+def strict_json(text, what):
+    """JSON as runtime/json.c accepts it (docs/weight-format.md): RFC 8259,
+    no key twice in one object, no \\u0000, no unpaired surrogate, numbers
+    of at most 40 characters, nesting at most 32 deep."""
+    try:
+        value = json.loads(text, object_pairs_hook=_no_pairs_twice, parse_float=_number,
+                           parse_int=_number, parse_constant=_constant)
+        _check_tree(value)
+    except (ValueError, RecursionError, TfwError) as e:
+        raise TfwError("%s is not valid JSON: %s" % (what, e))
+    return value
+
+
+def _double(v):
+    """A JSON number as C's double, or None when it is not a number."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        return float(v)
+    except OverflowError:
+        return math.inf if v > 0 else -math.inf
+
+
+def _f32(x):
+    try:
+        return struct.unpack("<f", struct.pack("<f", x))[0]
+    except OverflowError:
+        return math.inf
+
+
+def _int(v, lo, hi):
+    """json_int in runtime/tfw.c: a whole number in [lo, hi], else None."""
+    d = _double(v)
+    if d is None or not (lo <= d <= hi) or math.floor(d) != d:
+        return None
+    return int(d)
+
+
+def _int_string(meta, key, lo, hi):
+    s = meta.get(key)
+    if s is None:
+        raise TfwError("__metadata__.%s is missing" % key)
+    if not re.fullmatch(r"-?[0-9]+", s) or not lo <= int(s) <= hi:
+        raise TfwError("__metadata__.%s is %r, not an integer between %d and %d" % (key, s, lo, hi))
+    return int(s)
+
+
+def _meta_json(meta, key):
+    if key not in meta:
+        raise TfwError("__metadata__.%s is missing" % key)
+    v = strict_json(meta[key], "__metadata__." + key)
+    if not isinstance(v, list):
+        raise TfwError("__metadata__.%s is not a JSON array" % key)
+    return v
+
+
+def _check_entry(name, e):
+    if not name:
+        raise TfwError("a tensor needs a name")
+    if not isinstance(e, dict):
+        raise TfwError("tensor %r: header entry is not an object" % name)
+    for k in ("dtype", "shape", "data_offsets"):
+        if k not in e:
+            raise TfwError("tensor %r: missing %s" % (name, k))
+    if e["dtype"] != "F32":
+        raise TfwError("tensor %r: dtype %r is not supported (only F32)" % (name, e["dtype"]))
+    shape = e["shape"]
+    if not isinstance(shape, list) or not 1 <= len(shape) <= 4:
+        raise TfwError("tensor %r: shape is not an array of 1 to 4 dimensions" % name)
+    n, dims = 1, []
+    for d in shape:
+        v = _int(d, 0, 2.0**53)
+        if v is None:
+            raise TfwError("tensor %r: shape is not non-negative integers" % name)
+        if v and n > U64 // 4 // v:
+            raise TfwError("tensor %r: shape overflows" % name)
+        n *= v
+        dims.append(v)
+    if n == 0:
+        raise TfwError("tensor %r: has no elements" % name)
+    offs = e["data_offsets"]
+    if not isinstance(offs, list) or len(offs) != 2:
+        raise TfwError("tensor %r: data_offsets is not two non-negative integers" % name)
+    b, en = _int(offs[0], 0, 2.0**53), _int(offs[1], 0, 2.0**53)
+    if b is None or en is None:
+        raise TfwError("tensor %r: data_offsets is not two non-negative integers" % name)
+    if b > en or en - b != 4 * n:
+        raise TfwError("tensor %r: data_offsets do not match its shape" % name)
+    return dims, b, en
+
+
+def _check_registers(regs, d_model, n_vocab):
+    out = []
+    for i, r in enumerate(regs):
+        if not isinstance(r, dict):
+            raise TfwError("__metadata__.registers[%d] is not an object" % i)
+        name, kind = r.get("name"), r.get("kind")
+        off, size = _int(r.get("offset"), 0, INT32_MAX), _int(r.get("size"), 1, INT32_MAX)
+        if not isinstance(name, str) or not isinstance(kind, str) or off is None or size is None:
+            raise TfwError("__metadata__.registers[%d] needs a name, a kind, an offset and a size" % i)
+        if kind not in REG_KINDS:
+            raise TfwError("__metadata__.registers[%d]: unknown kind %r" % (i, kind))
+        if kind == "categorical":
+            values = r.get("values")
+            if not isinstance(values, list) or len(values) != size:
+                raise TfwError("__metadata__.registers[%d]: needs %d values" % (i, size))
+            if not all(isinstance(v, str) and v for v in values):
+                raise TfwError("__metadata__.registers[%d]: a value is not a non-empty string" % i)
+            if len(set(values)) != len(values):
+                raise TfwError("register %r: a value label appears twice" % name)
+        elif "values" in r:
+            raise TfwError("__metadata__.registers[%d]: a %s register has no values" % (i, kind))
+        out.append((name, kind, off, size))
+    for i, (name, kind, off, size) in enumerate(out):
+        if not name:
+            raise TfwError("register %d has no name" % i)
+        want = {"token": n_vocab, "position": 2, "scalar": 1}.get(kind, size)
+        if size != want:
+            raise TfwError("register %r: a %s register has %d columns, not %d" % (name, kind, want, size))
+        if off > d_model - size:
+            raise TfwError("register %r: columns lie outside d_model" % name)
+    names = [name for name, _, _, _ in out]
+    if len(set(names)) != len(names):
+        raise TfwError("a register name appears twice")
+    end = None  # sorted by offset, each must start after the last ends
+    for name, _, off, size in sorted(out, key=lambda r: r[2]):
+        if end is not None and off < end:
+            raise TfwError("registers overlap at %r" % name)
+        end = off + size if end is None else max(end, off + size)
+    return out
+
+
+def _check_layers(layers, shapes, d):
+    def tensor(l, i, key, optional):
+        if key not in l and optional:
+            return None
+        v = l.get(key)
+        if not isinstance(v, str):
+            raise TfwError("__metadata__.layers[%d].%s is %s" % (i, key, "missing" if v is None else "not a string"))
+        if v not in shapes:
+            raise TfwError("__metadata__.layers[%d].%s names tensor %r, which is not in the file" % (i, key, v))
+        return shapes[v]
+
+    def shape(t, i, key, want):
+        if t is not None and t != want:
+            raise TfwError("layer %d: %s has shape %s, expected %s" % (i, key, t, want))
+
+    for i, l in enumerate(layers):
+        if not isinstance(l, dict) or not isinstance(l.get("kind"), str) or not isinstance(l.get("name"), str):
+            raise TfwError("__metadata__.layers[%d] needs a kind and a name" % i)
+        if "line" in l and _int(l["line"], 0, INT32_MAX) is None:
+            raise TfwError("__metadata__.layers[%d].line is not a line number" % i)
+        kind = l["kind"]
+        if kind not in ("attention", "mlp", "norm"):
+            raise TfwError("__metadata__.layers[%d]: unknown kind %r" % (i, kind))
+        if kind == "attention":
+            heads, dh, dv = _int(l.get("heads"), 1, 65536), _int(l.get("d_head"), 1, INT32_MAX), \
+                _int(l.get("d_vhead"), 1, INT32_MAX)
+            if heads is None or dh is None or dv is None:
+                raise TfwError("__metadata__.layers[%d] needs positive integers heads, d_head, d_vhead" % i)
+            scale = _double(l.get("scale"))
+            if scale is None or not math.isfinite(scale):
+                raise TfwError("__metadata__.layers[%d].scale is not a finite number" % i)
+            if not isinstance(l.get("causal"), bool):
+                raise TfwError("__metadata__.layers[%d].causal is not true or false" % i)
+            ts = {k: tensor(l, i, k, k not in ("query", "key", "value"))
+                  for k in ("query", "key", "value", "output", "query_bias", "key_bias", "value_bias",
+                            "output_bias")}
+        elif kind == "mlp":
+            if l.get("activation") not in ACTIVATIONS:
+                raise TfwError("__metadata__.layers[%d].activation is not one of gelu, relu" % i)
+            hidden = _int(l.get("d_hidden"), 1, INT32_MAX)
+            if hidden is None:
+                raise TfwError("__metadata__.layers[%d].d_hidden is not a positive integer" % i)
+            ts = {k: tensor(l, i, k, k.endswith("bias")) for k in ("fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias")}
+        nw = tensor(l, i, "norm_weight", kind != "norm")
+        nb = tensor(l, i, "norm_bias", kind != "norm")
+        eps = 1e-5
+        if "norm_eps" in l:
+            eps = _double(l["norm_eps"])
+            if eps is None or not math.isfinite(eps) or not eps > 0:
+                raise TfwError("__metadata__.layers[%d].norm_eps is not a positive number" % i)
+        # model_validate (runtime/model.c)
+        if (nw is None) != (nb is None):
+            raise TfwError("layer %d: a LayerNorm needs both norm_weight and norm_bias" % i)
+        if nw is not None:
+            e32 = _f32(eps)
+            if not (e32 > 0 and math.isfinite(e32)):
+                raise TfwError("layer %d: LayerNorm eps must be positive" % i)
+            shape(nw, i, "norm_weight", [d])
+            shape(nb, i, "norm_bias", [d])
+        if kind == "attention":
+            if not math.isfinite(_f32(scale)):
+                raise TfwError("layer %d: attention scale is not finite" % i)
+            hd, hv = heads * dh, heads * dv
+            for k, want in (("query", [hd, d]), ("key", [hd, d]), ("value", [hv, d]),
+                            ("query_bias", [hd]), ("key_bias", [hd]), ("value_bias", [hv]),
+                            ("output_bias", [d])):
+                shape(ts[k], i, k, want)
+            if ts["output"] is not None:
+                shape(ts["output"], i, "output", [d, hv])
+            elif hv != d:
+                raise TfwError("layer %d: without an output tensor, heads x d_vhead must equal d_model" % i)
+        elif kind == "mlp":
+            for k, want in (("fc1_weight", [hidden, d]), ("fc1_bias", [hidden]),
+                            ("fc2_weight", [d, hidden]), ("fc2_bias", [d])):
+                shape(ts[k], i, k, want)
+
+
+def check(data):
+    """(metadata dict, {name: float32 tensor}) of the bytes of a .tfw file,
+    validated as runtime/tfw.c validates them: the two readers accept exactly
+    the same files (tests/tfw_diff.py). TfwError names what is wrong."""
     if len(data) < 8:
         raise TfwError("file too short")
     (n,) = struct.unpack("<Q", data[:8])
-    if n > len(data) - 8:
-        raise TfwError("header length exceeds the file")
-    header = json.loads(data[8:8 + n])
-    meta = header.pop("__metadata__")
+    if n == 0 or n > MAX_HEADER or n > len(data) - 8:
+        raise TfwError("header length %d is 0, over the limit or past the end of the file" % n)
+    try:
+        text = bytes(data[8:8 + n]).decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise TfwError("header is not valid JSON: invalid UTF-8 (%s)" % e)
+    header = strict_json(text, "header")
+    if not isinstance(header, dict):
+        raise TfwError("header is not a JSON object")
+    meta = header.pop("__metadata__", None)
+    if not isinstance(meta, dict):
+        raise TfwError("not a tfw file: no __metadata__ object")
+    base, entries = 8 + n, []
+    for name, e in header.items():
+        entries.append((name,) + _check_entry(name, e))
+    at = 0
+    for name, dims, b, en in sorted(entries, key=lambda x: x[2]):
+        if b != at:
+            raise TfwError("tensor %r: a gap or an overlap before it" % name)
+        at = en
+    if at != len(data) - base:
+        raise TfwError("the tensors do not end where the file does")
+    tensors, shapes = {}, {}
+    for name, dims, b, en in entries:
+        raw = bytearray(data[base + b:base + en])
+        t = torch.frombuffer(raw, dtype=torch.float32).reshape(dims)
+        if not bool(torch.isfinite(t).all()):
+            raise TfwError("tensor %r: an element is not a finite number" % name)
+        tensors[name], shapes[name] = t, dims
+    for k, v in meta.items():
+        if not isinstance(v, str):
+            raise TfwError("__metadata__.%s is not a string" % k)
     if meta.get("format") != "tfw":
         raise TfwError("not a tfw file")
-    base = 8 + n
-    tensors = {}
-    for name, entry in header.items():
-        if entry["dtype"] != "F32":
-            raise TfwError("tensor %s: dtype %s" % (name, entry["dtype"]))
-        begin, end = entry["data_offsets"]
-        raw = bytearray(data[base + begin:base + end])
-        tensors[name] = torch.frombuffer(raw, dtype=torch.float32).reshape(entry["shape"])
+    if _int_string(meta, "format_version", 0, 1000000) != 1:
+        raise TfwError("format_version is not supported")
+    d = _int_string(meta, "d_model", 1, 1 << 24)
+    _int_string(meta, "period", 1, 1 << 24)
+    _int_string(meta, "generate", 0, 1 << 24)
+    vocab = _meta_json(meta, "vocab")
+    if not 1 <= len(vocab) <= 256:
+        raise TfwError("__metadata__.vocab has %d entries, not 1 to 256" % len(vocab))
+    if not all(isinstance(t, str) and len(t.encode("utf-8")) == 1 for t in vocab):
+        raise TfwError("__metadata__.vocab: an entry is not a one-character string")
+    regs = _check_registers(_meta_json(meta, "registers"), d, len(vocab))
+    layers = _meta_json(meta, "layers")
+    _check_layers(layers, shapes, d)
+    out_kind = None
+    if "output" in meta:
+        kinds = [k for name, k, _, _ in regs if name == meta["output"]]
+        if not kinds:
+            raise TfwError("__metadata__.output names a register which is not declared")
+        out_kind = kinds[0]
+    n_out = len(vocab)
+    classify = "output_kind" in meta and meta["output_kind"] != "next_token"
+    if classify:
+        if meta["output_kind"] != "classify":
+            raise TfwError("__metadata__.output_kind is not next_token or classify")
+        if meta.get("classify_at") not in ("first", "last"):
+            raise TfwError("__metadata__.classify_at is not first or last")
+        classes = _meta_json(meta, "classes")
+        if not 1 <= len(classes) <= 65536 or not all(isinstance(c, str) and c for c in classes):
+            raise TfwError("__metadata__.classes is not 1 to 65536 non-empty strings")
+        n_out = len(classes)
+    every = meta.get("output_mode", "next_token")
+    if every not in ("next_token", "every_position"):
+        raise TfwError("__metadata__.output_mode is not next_token or every_position")
+    # A scalar output register read at every position: the model prints numbers.
+    numeric = out_kind == "scalar" and every == "every_position" and not classify
+    if out_kind not in (None, "token", "categorical") and not numeric:
+        raise TfwError("output register is not a token or categorical register (or a scalar "
+                       "read at every position)")
+    if "output_error_bound" in meta:
+        bound = meta["output_error_bound"]
+        if not numeric:
+            raise TfwError("__metadata__.output_error_bound is only for a model whose output is a number")
+        if not re.fullmatch(r"[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?", bound) or \
+                not math.isfinite(float(bound)):
+            raise TfwError("__metadata__.output_error_bound %r is not a number >= 0" % bound)
+    if "checks" in meta:
+        cats = {name for name, k, _, _ in regs if k == "categorical"}
+        for i, c in enumerate(_meta_json(meta, "checks")):
+            if not isinstance(c, dict) or not isinstance(c.get("register"), str) or \
+                    not isinstance(c.get("op"), str) or not c["op"] or \
+                    _int(c.get("layer"), 0, INT32_MAX) is None or _int(c.get("line"), 0, INT32_MAX) is None:
+                raise TfwError("__metadata__.checks[%d] needs a register, a layer, a line and an op" % i)
+            if c["register"] not in cats:
+                raise TfwError("__metadata__.checks[%d]: register %r is not declared or not categorical"
+                               % (i, c["register"]))
+            if _int(c["layer"], 0, INT32_MAX) >= len(layers):
+                raise TfwError("__metadata__.checks[%d]: layer %r does not exist" % (i, c["layer"]))
+    for key in ("bos", "stop_token"):
+        if key in meta and (len(meta[key].encode("utf-8")) != 1 or meta[key] not in vocab):
+            raise TfwError("__metadata__.%s is not one token of the vocabulary" % key)
+    for key in ("embed.token.weight", "embed.position.weight", "unembed.weight"):
+        if key not in shapes and not (key == "unembed.weight" and numeric):
+            raise TfwError("tensor %r is missing" % key)
+    # model_validate (runtime/model.c)
+    if len(set(vocab)) != len(vocab):
+        raise TfwError("two vocabulary entries are the same character")
+    if (classify and (every == "every_position" or "stop_token" in meta)) or \
+            (every == "every_position" and "stop_token" in meta):
+        raise TfwError("the output kind, output mode and stop token do not go together")
+    max_len = shapes["embed.position.weight"][0]
+    for key, want in (("embed.token.weight", [len(vocab), d]), ("embed.position.weight", [max_len, d]),
+                      ("unembed.weight", [n_out, d]), ("unembed.bias", [n_out])):
+        if key in shapes and shapes[key] != want:
+            raise TfwError("%s has shape %s, expected %s" % (key, shapes[key], want))
     return meta, tensors
+
+
+def load(path):
+    """(metadata dict, {name: float32 tensor}) of a .tfw file (see check)."""
+    with open(path, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode) and \
+                not stat.S_ISFIFO(os.fstat(f.fileno()).st_mode):
+            raise TfwError("not a regular file")
+        data = f.read(MAX_FILE + 1)
+    if len(data) > MAX_FILE:
+        raise TfwError("over the limit of %d bytes" % MAX_FILE)
+    return check(data)
 
 
 class Transformer:
