@@ -252,6 +252,9 @@ expect "number: --check prints a failure" 1 "~FAIL line 3: ^hello -> 0 0 0.33333
     -- "$TFRUN" "$F" --check "$G/frac.tsv"
 expect "number: --check wants as many values as positions" 1 "~FAIL line 4: ^hello -> 0 0 0.33333334 0.5 0.4 (expected 0 0 1/3 1/2)" "" \
     -- "$TFRUN" "$F" --check "$G/frac.tsv"
+printf '^hello\t0 0 1/3 1/2 2/5\r\n^ll\t1 1\r\n' >"$G/frac_crlf.tsv"
+expect "number: --check with CRLF lines" 0 "~2 passed, 0 failed (2 cases in" "" \
+    -- "$TFRUN" "$F" --check "$G/frac_crlf.tsv"
 printf '^hel\t0 x 1/3\n^hel\t0 0 1/0\n^l\t1\n' >"$G/frac_bad.tsv"
 expect "number: --check names a value that is not a number" 1 "~1 passed, 0 failed, 2 bad lines" \
     "tfrun: $G/frac_bad.tsv:1: expected value 2 'x' is not a number or a fraction p/q" \
