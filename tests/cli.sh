@@ -193,6 +193,7 @@ expect "stop token: --step past the stop" 1 "" "tfrun: --step 3: generation stop
 # layer 0 at every position; a tie of two letters does not.
 T=$G/tie.tfw
 tie_err="tie.tfp:2: Aggregate -> b: position 2 does not hold one value ('a' 0.50, 'b' 0.50); the compiler could not prove it"
+# The BOS position holds nothing in b (as in compiled programs): not checked.
 expect "check: one value everywhere runs" 0 "$(printf '^aaa\tbbb')" "" -- "$TFRUN" "$T" "^aaa"
 expect "check: 0.75 and 0.25 are one value" 0 "$(printf '^aaab\tbbbb')" "" -- "$TFRUN" "$T" "^aaab"
 expect "check: a tie is an error naming the op's line, the position and the values" 1 "" \
