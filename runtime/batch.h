@@ -10,8 +10,8 @@
  * Bad lines (characters outside the vocabulary, too long, no TAB in check
  * mode) are reported on the error stream with their line number and
  * counted; the other lines still run. So is a prompt that fails one of the
- * model's run-time checks (infer.h): in check mode it is a failed case.
- * A line may end in LF or CRLF.
+ * model's run-time checks (infer.h): in check mode it is a failed case. A
+ * line may end in LF or CRLF.
  */
 #ifndef TF_BATCH_H
 #define TF_BATCH_H
@@ -42,8 +42,8 @@ struct TfBatchStats {
     long passed;  /* check mode: completions equal to the expected text */
     long failed;  /* check mode: completions that differ */
     long bad;     /* lines rejected before running */
-    long errors;  /* not in check mode: prompts that failed a run-time check (infer.h) */
     long long bytes; /* input bytes read */
+    long errors;  /* not in check mode: prompts that failed a run-time check (infer.h) */
     double seconds; /* wall time, reading included */
     double flops;   /* floating-point operations of the engines (infer_flops) */
 };

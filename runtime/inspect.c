@@ -344,6 +344,27 @@ void inspect_output_text(const TfModel *m, int id, char *buf, size_t bufsz) {
     }
 }
 
+int inspect_read_position(const TfCapture *c) {
+    return c->m->output_kind == TF_OUTPUT_CLASSIFY && !c->m->classify_at_last ? 0 : c->n_pos - 1;
+}
+
+int inspect_output_read(const TfCapture *c, int pos, TfDecoded *d) {
+    const TfModel *m = c->m;
+    const TfRegister *reg = &m->regs[m->output_reg];
+    inspect_decode(m, reg, capture_row(c, c->n_blocks - 1, pos), d);
+    if (d->status == TF_DECODE_EMPTY || d->index < 0 || m->output_kind == TF_OUTPUT_CLASSIFY)
+        return -1;
+    // The unembedding's column of the hot residual column: its largest
+    // weight names the token (a compiled unembedding is 0/1).
+    const float *U = m->tensors[m->unembed].data;
+    size_t dm = (size_t)m->d_model, col = (size_t)(reg->offset + d->index);
+    int best = -1;
+    float top = 0;
+    for (int v = 0; v < n_outputs(m); v++)
+        if (U[(size_t)v * dm + col] > top) top = U[(size_t)v * dm + col], best = v;
+    return best;
+}
+
 /* --- the text trace ------------------------------------------------------ */
 
 #define CELL 6                 /* characters per position column (plus a space) */
@@ -595,18 +616,40 @@ static void note_output(const Printer *pr, char (*cells)[32]) {
     if (m->output_reg < 0 || m->output_kind != TF_OUTPUT_NEXT_TOKEN || c->outputs) return;
     const TfRegister *reg = &m->regs[m->output_reg];
     TfDecoded d;
-    char tok[32];
-    inspect_decode(m, reg, capture_row(c, c->n_blocks - 1, c->n_pos - 1), &d);
-    inspect_token_text(m, d.index, tok, sizeof tok);
-    if (d.status == TF_DECODE_CLEAN)
-        fprintf(pr->out, "  output: %s at position %d reads %s\n", reg->name, c->n_pos - 1, tok);
-    else if (d.status == TF_DECODE_EMPTY)
+    char tok[32], val[32];
+    int pos = c->n_pos - 1, t = inspect_output_read(c, pos, &d);
+    inspect_token_text(m, t, tok, sizeof tok);
+    if (d.status == TF_DECODE_EMPTY) {
         fprintf(pr->out,
                 "  ! output: %s is empty at position %d: the next token is the argmax of "
                 "near-zero logits\n",
-                reg->name, c->n_pos - 1);
-    else
-        fprintf(pr->out, "  ! output: %s at position %d: %s\n", reg->name, c->n_pos - 1, d.why);
+                reg->name, pos);
+    } else if (d.status == TF_DECODE_FLAGGED) {
+        fprintf(pr->out, "  ! output: %s at position %d: %s\n", reg->name, pos, d.why);
+    } else if (t < 0) {
+        inspect_value_text(reg, d.index, val, sizeof val);
+        fprintf(pr->out,
+                "  ! output: %s at position %d holds %s, which the unembedding maps to no token\n",
+                reg->name, pos, val);
+    } else if (reg->kind == TF_REG_CATEGORICAL) {
+        inspect_value_text(reg, d.index, val, sizeof val);
+        fprintf(pr->out, "  output: %s at position %d reads %s (value %s)\n", reg->name, pos, tok,
+                val);
+    } else {
+        fprintf(pr->out, "  output: %s at position %d reads %s\n", reg->name, pos, tok);
+    }
+}
+
+/* Models without registers: the model's own prediction, with p. */
+static void note_prediction(const Printer *pr) {
+    const TfCapture *c = pr->c;
+    int pos = inspect_read_position(c), id;
+    float p;
+    char out[32];
+    inspect_logit_lens(c, c->n_blocks - 1, pos, 1, &id, &p);
+    inspect_output_text(c->m, id, out, sizeof out);
+    fprintf(pr->out, "  output: %s %s at position %d (p %.4f)\n",
+            c->m->output_kind == TF_OUTPUT_CLASSIFY ? "class" : "next", out, pos, (double)p);
 }
 
 void inspect_print_trace(const TfCapture *c, FILE *out) {
@@ -686,6 +729,7 @@ void inspect_print_trace(const TfCapture *c, FILE *out) {
             print_lens(&pr, block, cells);
             if (layer >= 0 && m->layers[layer].kind == TF_LAYER_ATTENTION && c->att[layer])
                 print_att_matrix(&pr, layer);
+            if (block == c->n_blocks - 1 && !c->outputs) note_prediction(&pr);
         }
     }
     free(cells);

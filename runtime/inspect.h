@@ -128,6 +128,18 @@ void inspect_value_text(const TfRegister *reg, int i, char *buf, size_t bufsz);
  * the class name. */
 void inspect_output_text(const TfModel *m, int id, char *buf, size_t bufsz);
 
+/* The position whose logits give the prediction: the last, or for a
+ * classifier reading its first position, 0. */
+int inspect_read_position(const TfCapture *c);
+
+/* What the unembedding reads at `pos` after the last layer, for a compiled
+ * model (output_reg >= 0): the output register decoded into *d, and the
+ * vocabulary token its largest column maps to through the unembedding (for
+ * a categorical register, the token of the value: its column index is not a
+ * token id). -1 when the register is empty there or its column maps to no
+ * token. */
+int inspect_output_read(const TfCapture *c, int pos, TfDecoded *d);
+
 /* Prints the trace of one captured step to out (see the top of this file). */
 void inspect_print_trace(const TfCapture *c, FILE *out);
 

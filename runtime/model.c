@@ -221,9 +221,24 @@ int model_numeric_output(const TfModel *m) {
            m->output_reg < m->n_regs && m->regs[m->output_reg].kind == TF_REG_SCALAR;
 }
 
+int model_tensor_uses(const TfModel *m, int idx) {
+    int n = (idx == m->tok_embed) + (idx == m->pos_embed) + (idx == m->unembed) +
+            (idx == m->unembed_bias);
+    for (int l = 0; l < m->n_layers; l++) {
+        const TfLayer *ly = &m->layers[l];
+        const int fields[] = {ly->query,       ly->key,      ly->value,      ly->output,
+                              ly->query_bias,  ly->key_bias, ly->value_bias, ly->output_bias,
+                              ly->fc1_weight,  ly->fc1_bias, ly->fc2_weight, ly->fc2_bias,
+                              ly->norm_weight, ly->norm_bias};
+        for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) n += fields[i] == idx;
+    }
+    return n;
+}
+
 size_t model_param_count(const TfModel *m) {
     size_t n = 0;
-    for (int i = 0; i < m->n_tensors; i++) n += m->tensors[i].nelem;
+    for (int i = 0; i < m->n_tensors; i++)
+        if (model_tensor_uses(m, i) > 0) n += m->tensors[i].nelem;
     return n;
 }
 

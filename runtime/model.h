@@ -216,7 +216,13 @@ int model_numeric_output(const TfModel *m);
  * categorical register and a layer. Returns 0, or -1 with err naming the problem. */
 int model_validate(const TfModel *m, TfError *err);
 
-/* Total number of floats over all tensors. */
+/* How many of the model's tensor fields (embeddings, unembedding, every
+ * layer's) name tensor idx: 0 for a tensor the model does not read, such
+ * as a checkpoint's optimizer state. */
+int model_tensor_uses(const TfModel *m, int idx);
+
+/* The model's parameters: the floats of the tensors it reads (tensors
+ * shared by several layers counted once; optimizer state not at all). */
 size_t model_param_count(const TfModel *m);
 
 #endif

@@ -35,20 +35,6 @@ static void print_shape(const TfTensor *t) {
     fputc(']', stdout);
 }
 
-/* How many tensor fields of all layers name tensor idx. */
-static int layer_uses(const TfModel *m, int idx) {
-    int n = 0;
-    for (int l = 0; l < m->n_layers; l++) {
-        const TfLayer *ly = &m->layers[l];
-        const int fields[] = {ly->query,       ly->key,      ly->value,      ly->output,
-                              ly->query_bias,  ly->key_bias, ly->value_bias, ly->output_bias,
-                              ly->fc1_weight,  ly->fc1_bias, ly->fc2_weight, ly->fc2_bias,
-                              ly->norm_weight, ly->norm_bias};
-        for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) n += fields[i] == idx;
-    }
-    return n;
-}
-
 /* One tensor of a layer: "    query  layers.0.attn.query.weight [80, 80]",
  * marked "shared" when other layers use it too. */
 static size_t print_layer_tensor(const TfModel *m, const char *role, int idx) {
@@ -56,7 +42,7 @@ static size_t print_layer_tensor(const TfModel *m, const char *role, int idx) {
     const TfTensor *t = &m->tensors[idx];
     printf("      %-12s %-34s ", role, t->name);
     print_shape(t);
-    printf("%s\n", layer_uses(m, idx) > 1 ? "  shared" : "");
+    printf("%s\n", model_tensor_uses(m, idx) > 1 ? "  shared" : "");
     return t->nelem;
 }
 
@@ -164,25 +150,23 @@ static void print_layers(const TfModel *m) {
     }
 }
 
-/* Whether the model reads tensor idx (a checkpoint also holds optimizer state). */
-static int tensor_used(const TfModel *m, int idx) {
-    return idx == m->tok_embed || idx == m->pos_embed || idx == m->unembed ||
-           idx == m->unembed_bias || layer_uses(m, idx) > 0;
-}
-
+/* Every tensor, and how many of its floats are parameters: a checkpoint
+ * also holds optimizer state (optim.*), which the model does not read. */
 static void print_tensors(const TfModel *m) {
-    size_t unused = 0;
-    for (int i = 0; i < m->n_tensors; i++)
-        if (!tensor_used(m, i)) unused += m->tensors[i].nelem;
-    printf("\ntensors: %d, %zu parameters (float32, %zu bytes)", m->n_tensors, model_param_count(m),
-           model_param_count(m) * sizeof(float));
-    if (unused) printf("; %zu of them in tensors the model does not read", unused);
+    size_t total = 0;
+    for (int i = 0; i < m->n_tensors; i++) total += m->tensors[i].nelem;
+    size_t params = model_param_count(m);
+    printf("\ntensors: %d, %zu %s (float32, %zu bytes)", m->n_tensors, total,
+           total > params ? "floats" : "parameters", total * sizeof(float));
+    if (total > params)
+        printf(": %zu parameters, %zu in tensors the model does not read", params, total - params);
     fputc('\n', stdout);
     for (int i = 0; i < m->n_tensors; i++) {
         const TfTensor *t = &m->tensors[i];
         printf("  %-36s ", t->name);
         print_shape(t);
-        printf(" %zu%s\n", t->nelem, tensor_used(m, i) ? "" : "  unused (e.g. optimizer state)");
+        printf(" %zu%s\n", t->nelem,
+               model_tensor_uses(m, i) ? "" : "  unused (e.g. optimizer state)");
     }
 }
 

@@ -11,9 +11,9 @@
  * tokens, one line per prompt (a model with a stop token stops at it and
  * does not print it; -n is then the most). A model read at every position
  * prints each prompt, a TAB and the token at every position (after the BOS
- * position when it has a bos), or, when its output is a number, the
- * values separated by spaces. An input that fails one of the model's
- * run-time checks is an error (infer.h). --check prints how many completions match,
+ * position when it has a bos), or, when its output is a number, the values
+ * separated by spaces. An input that fails one of the model's run-time
+ * checks is an error (infer.h). --check prints how many completions match,
  * the first failures and the throughput. --batch and --check stream their
  * input through several engines at once (runtime/batch.h), with a progress
  * line on stderr when it is a terminal (or with --progress).
@@ -192,7 +192,10 @@ static void print_result(const TfModel *m, const char *prompt, size_t len, const
         batch_print_completion(stdout, m, prompt, len, out, n);
 }
 
-/* --trace, --report, --svg: one prompt, one full pass per step (inspect.h). */
+static int run_classify(const TfModel *m, const char *prompt, const char *path);
+
+/* --trace, --report, --svg: one prompt, one full pass per step (inspect.h),
+ * then the result line that tfrun prints without them. */
 static int run_inspect(const TfModel *m, const char *prompt, int n_new, const TfInspectOptions *io) {
     size_t len = strlen(prompt);
     if (len > INT_MAX / 2) len = INT_MAX / 2;
@@ -206,7 +209,9 @@ static int run_inspect(const TfModel *m, const char *prompt, int n_new, const Tf
         inspect_run(m, ids, (int)len, n_new, io, stdout, out, vals, &n_out, &err) < 0) {
         if (ids) fprintf(stderr, "tfrun: %s\n", out && vals ? err.msg : "out of memory");
         status = TFRUN_EXIT_ERROR;
-    } else if (m->output_kind != TF_OUTPUT_CLASSIFY) {
+    } else if (m->output_kind == TF_OUTPUT_CLASSIFY) {
+        status = run_classify(m, prompt, NULL);
+    } else {
         print_result(m, prompt, len, out, vals, n_out);
     }
     free(ids);

@@ -646,28 +646,8 @@ static int read_checks(TfModel *m, const cJSON *meta, TfError *err) {
     return rc;
 }
 
-/* Plain decimal text: digits, optionally '.' and digits, optionally an
- * exponent (e, a sign, digits); no sign, no spaces. tools/tfw_torch.py
- * accepts the same. */
-static int decimal_text(const char *s) {
-    const char *p = s;
-    if (!isdigit((unsigned char)*p)) return 0;
-    while (isdigit((unsigned char)*p)) p++;
-    if (*p == '.') {
-        if (!isdigit((unsigned char)*++p)) return 0;
-        while (isdigit((unsigned char)*p)) p++;
-    }
-    if (*p == 'e' || *p == 'E') {
-        p++;
-        if (*p == '+' || *p == '-') p++;
-        if (!isdigit((unsigned char)*p)) return 0;
-        while (isdigit((unsigned char)*p)) p++;
-    }
-    return *p == '\0';
-}
-
 /* output_error_bound (optional, models that print a number): a decimal
- * number >= 0 (decimal_text) that is finite as a double. */
+ * number >= 0, finite as a double. */
 static int read_error_bound(TfModel *m, const cJSON *meta, TfError *err) {
     const char *s = meta_string(meta, "output_error_bound", 1, err);
     if (!s) return cJSON_GetObjectItemCaseSensitive(meta, "output_error_bound") ? -1 : 0;
@@ -676,8 +656,12 @@ static int read_error_bound(TfModel *m, const cJSON *meta, TfError *err) {
                           "number (a scalar register read at every position)");
         return -1;
     }
-    double v = decimal_text(s) ? strtod(s, NULL) : -1;
-    if (!isfinite(v) || v < 0) {
+    char *end;
+    double v = strtod(s, &end);
+    /* A plain decimal (as tools/tfw_torch.py reads it): no spaces, no hex;
+     * one that underflows reads as 0 or a subnormal, as Python's float(). */
+    if (end == s || *end || !isfinite(v) || v < 0 || strpbrk(s, "xXpP") ||
+        !(isdigit((unsigned char)s[0]) || s[0] == '+' || s[0] == '-' || s[0] == '.')) {
         tf_error_set(err, "__metadata__.output_error_bound '%.40s' is not a number >= 0", s);
         return -1;
     }

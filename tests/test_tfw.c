@@ -719,182 +719,6 @@ START_TEST(test_rejects_bad_general_fields) {
 }
 END_TEST
 
-/* ---- run-time checks and numbers as outputs ------------------------------ */
-
-/* general_model with a check of `t` after layer 1 and one of `c` after layer 0. */
-static TfModel *checked_model(void) {
-    TfModel *m = general_model();
-    TfError err = {""};
-    ck_assert_int_eq(model_add_check(m, 1, 1, 7, "Aggregate -> t", &err), 0);
-    ck_assert_int_eq(model_add_check(m, 2, 0, 0, "Map -> c", &err), 1);
-    ck_assert_msg(model_validate(m, &err) == 0, "%s", err.msg);
-    return m;
-}
-
-/* small_model read at every position, printing its scalar `s`, without an
- * unembedding. */
-static TfModel *numeric_model(void) {
-    TfModel *m = small_model();
-    TfError err = {""};
-    m->every_position = 1;
-    m->output_reg = 2; /* s */
-    m->output_error_bound = 3.5e-7;
-    free(m->tensors[m->unembed].name);
-    m->tensors[m->unembed].name = strdup("spare.weight"); /* no longer the unembedding */
-    m->unembed = -1;
-    ck_assert_msg(model_validate(m, &err) == 0, "%s", err.msg);
-    ck_assert_int_eq(model_numeric_output(m), 1);
-    return m;
-}
-
-START_TEST(test_round_trip_checks_and_numbers) {
-    TfModel *m = checked_model();
-    TfModel *b = round_trip(m);
-    ck_assert_int_eq(b->n_checks, 2);
-    ck_assert_int_eq(b->checks[0].reg, 1);
-    ck_assert_int_eq(b->checks[0].layer, 1);
-    ck_assert_int_eq(b->checks[0].line, 7);
-    ck_assert_str_eq(b->checks[0].op, "Aggregate -> t");
-    ck_assert_int_eq(b->checks[1].reg, 2);
-    ck_assert_int_eq(b->checks[1].layer, 0);
-    ck_assert_int_eq(b->checks[1].line, 0);
-    ck_assert_str_eq(b->checks[1].op, "Map -> c");
-    ck_assert_int_eq(model_numeric_output(b), 0);
-    model_free(b);
-    model_free(m);
-
-    m = numeric_model();
-    b = round_trip(m);
-    ck_assert_int_eq(b->unembed, -1);
-    ck_assert_int_eq(b->output_reg, 2);
-    ck_assert_int_eq(model_numeric_output(b), 1);
-    ck_assert(b->output_error_bound == 3.5e-7); /* the shortest text reads back exactly */
-    ck_assert_int_eq(b->n_checks, 0);
-    model_free(b);
-    model_free(m);
-
-    // Files without checks or a bound read as before.
-    m = small_model();
-    b = round_trip(m);
-    ck_assert_int_eq(b->n_checks, 0);
-    ck_assert_ptr_null(b->checks);
-    ck_assert(b->output_error_bound == 0);
-    model_free(b);
-    model_free(m);
-}
-END_TEST
-
-START_TEST(test_validate_checks_and_numbers) {
-    TfError err = {""};
-    TfModel *m = checked_model();
-    m->checks[1].reg = 0; /* the position register */
-    ck_assert_int_eq(model_validate(m, &err), -1);
-    ck_assert_str_eq(err.msg, "check 1: register 0 is not a categorical register");
-    m->checks[1].reg = 2;
-    m->checks[0].layer = 2;
-    ck_assert_int_eq(model_validate(m, &err), -1);
-    ck_assert_str_eq(err.msg, "check 0: layer 2 does not exist (the model has 2)");
-    m->checks[0].layer = 1;
-    m->checks[0].line = -1;
-    ck_assert_int_eq(model_validate(m, &err), -1);
-    ck_assert_str_eq(err.msg, "check 0: needs a source line (0 or more) and the op's text");
-    ck_assert_int_eq(model_add_check(m, 1, 0, 1, "", &err), -1);
-    ck_assert_str_eq(err.msg, "a run-time check needs the text of its op");
-    model_free(m);
-
-    m = numeric_model();
-    m->output_error_bound = -1;
-    ck_assert_int_eq(model_validate(m, &err), -1);
-    ck_assert_str_eq(err.msg, "the output error bound -1 is not a non-negative number");
-    m->output_error_bound = 0;
-    m->every_position = 0; /* a scalar output, but generating */
-    m->unembed = model_find_tensor(m, "spare.weight");
-    ck_assert_int_eq(model_validate(m, &err), -1);
-    ck_assert_str_eq(err.msg, "output register 's' is a scalar: only a model read at every "
-                              "position prints a number");
-    model_free(m);
-    // Only a model that prints a number may leave out unembed.weight.
-    m = general_model();
-    m->unembed = -1;
-    ck_assert_int_eq(model_validate(m, &err), -1);
-    ck_assert_str_eq(err.msg, "unembed.weight: no such tensor");
-    model_free(m);
-}
-END_TEST
-
-/* `make`'s file with one metadata key set to `value` (NULL: deleted) is
- * rejected with a message containing `want`. */
-static void expect_model_rejected(TfModel *(*make)(void), const char *key, const char *value,
-                                  const char *want) {
-    TfModel *m = make();
-    unsigned char *buf;
-    size_t len;
-    TfError err = {""};
-    ck_assert_int_eq(tfw_write_buffer(m, &buf, &len, &err), 0);
-    model_free(m);
-    uint64_t hlen = 0;
-    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | buf[i];
-    cJSON *root = cJSON_ParseWithLength((const char *)buf + 8, (size_t)hlen);
-    cJSON *md = cJSON_GetObjectItem(root, "__metadata__");
-    cJSON_DeleteItemFromObject(md, key);
-    if (value) cJSON_AddStringToObject(md, key, value);
-    char *json = cJSON_PrintUnformatted(root);
-    size_t out_len;
-    unsigned char *out = assemble(json, buf + 8 + hlen, len - 8 - (size_t)hlen, &out_len);
-    expect_rejected(out, out_len, want);
-    free(out);
-    cJSON_free(json);
-    cJSON_Delete(root);
-    free(buf);
-}
-
-START_TEST(test_rejects_bad_checks_and_numbers) {
-    expect_model_rejected(checked_model, "checks", "{}", "__metadata__.checks is not a JSON array");
-    expect_model_rejected(checked_model, "checks", "[1,", "__metadata__.checks is not valid JSON");
-    expect_model_rejected(checked_model, "checks", "[{\"register\":\"t\",\"layer\":0,\"line\":1}]",
-                          "__metadata__.checks[0] needs a register, a layer, a line and an op");
-    expect_model_rejected(checked_model, "checks",
-                          "[{\"register\":\"t\",\"layer\":0,\"line\":1,\"op\":\"\"}]",
-                          "__metadata__.checks[0] needs a register, a layer, a line and an op");
-    expect_model_rejected(checked_model, "checks",
-                          "[{\"register\":\"t\",\"layer\":0,\"line\":-1,\"op\":\"x\"}]",
-                          "__metadata__.checks[0] needs a register, a layer, a line and an op");
-    expect_model_rejected(checked_model, "checks",
-                          "[{\"register\":\"t\",\"layer\":0.5,\"line\":1,\"op\":\"x\"}]",
-                          "__metadata__.checks[0] needs a register, a layer, a line and an op");
-    expect_model_rejected(checked_model, "checks",
-                          "[{\"register\":\"t\",\"layer\":0,\"line\":1,\"op\":\"x\"},"
-                          "{\"register\":\"u\",\"layer\":0,\"line\":1,\"op\":\"x\"}]",
-                          "__metadata__.checks[1]: register 'u' is not declared");
-    expect_model_rejected(checked_model, "checks",
-                          "[{\"register\":\"pos\",\"layer\":0,\"line\":1,\"op\":\"x\"}]",
-                          "__metadata__.checks[0]: register 'pos' is not categorical");
-    expect_model_rejected(checked_model, "checks",
-                          "[{\"register\":\"t\",\"layer\":2,\"line\":1,\"op\":\"x\"}]",
-                          "__metadata__.checks[0]: layer 2 does not exist (2 layers)");
-    expect_model_rejected(numeric_model, "output_error_bound", "-1e-7",
-                          "__metadata__.output_error_bound '-1e-7' is not a number >= 0");
-    expect_model_rejected(numeric_model, "output_error_bound", "tiny",
-                          "__metadata__.output_error_bound 'tiny' is not a number >= 0");
-    expect_model_rejected(numeric_model, "output_error_bound", "inf",
-                          "__metadata__.output_error_bound 'inf' is not a number >= 0");
-    expect_model_rejected(numeric_model, "output_error_bound", "1e999",
-                          "__metadata__.output_error_bound '1e999' is not a number >= 0");
-    // Only plain decimal text (what the writer writes), as tools/tfw_torch.py reads it.
-    expect_model_rejected(numeric_model, "output_error_bound", " 1e-7",
-                          "__metadata__.output_error_bound ' 1e-7' is not a number >= 0");
-    expect_model_rejected(numeric_model, "output_error_bound", "0x1p-20",
-                          "__metadata__.output_error_bound '0x1p-20' is not a number >= 0");
-    expect_model_rejected(numeric_model, "output_error_bound", "1.",
-                          "__metadata__.output_error_bound '1.' is not a number >= 0");
-    expect_model_rejected(general_model, "output_error_bound", "1e-7",
-                          "__metadata__.output_error_bound is only for a model whose output is a number");
-    // Without every_position, the scalar output prints no number.
-    expect_model_rejected(numeric_model, "output_mode", "next_token",
-                          "__metadata__.output_error_bound is only for a model whose output is a number");
-}
-END_TEST
-
 /* ---- hardening (issue 13): what fuzzing and the two readers' differences found */
 
 /* The valid file with its header text edited: `at` is found in the header
@@ -1091,6 +915,180 @@ START_TEST(test_many_tensors_read) {
 }
 END_TEST
 
+/* ---- run-time checks and numbers as outputs ------------------------------ */
+
+/* general_model with a check of `t` after layer 1 and one of `c` after layer 0. */
+static TfModel *checked_model(void) {
+    TfModel *m = general_model();
+    TfError err = {""};
+    ck_assert_int_eq(model_add_check(m, 1, 1, 7, "Aggregate -> t", &err), 0);
+    ck_assert_int_eq(model_add_check(m, 2, 0, 0, "Map -> c", &err), 1);
+    ck_assert_msg(model_validate(m, &err) == 0, "%s", err.msg);
+    return m;
+}
+
+/* small_model read at every position, printing its scalar `s`, without an
+ * unembedding. */
+static TfModel *numeric_model(void) {
+    TfModel *m = small_model();
+    TfError err = {""};
+    m->every_position = 1;
+    m->output_reg = 2; /* s */
+    m->output_error_bound = 3.5e-7;
+    free(m->tensors[m->unembed].name);
+    m->tensors[m->unembed].name = strdup("spare.weight"); /* no longer the unembedding */
+    m->unembed = -1;
+    ck_assert_msg(model_validate(m, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(model_numeric_output(m), 1);
+    return m;
+}
+
+START_TEST(test_round_trip_checks_and_numbers) {
+    TfModel *m = checked_model();
+    TfModel *b = round_trip(m);
+    ck_assert_int_eq(b->n_checks, 2);
+    ck_assert_int_eq(b->checks[0].reg, 1);
+    ck_assert_int_eq(b->checks[0].layer, 1);
+    ck_assert_int_eq(b->checks[0].line, 7);
+    ck_assert_str_eq(b->checks[0].op, "Aggregate -> t");
+    ck_assert_int_eq(b->checks[1].reg, 2);
+    ck_assert_int_eq(b->checks[1].layer, 0);
+    ck_assert_int_eq(b->checks[1].line, 0);
+    ck_assert_str_eq(b->checks[1].op, "Map -> c");
+    ck_assert_int_eq(model_numeric_output(b), 0);
+    model_free(b);
+    model_free(m);
+
+    m = numeric_model();
+    b = round_trip(m);
+    ck_assert_int_eq(b->unembed, -1);
+    ck_assert_int_eq(b->output_reg, 2);
+    ck_assert_int_eq(model_numeric_output(b), 1);
+    ck_assert(b->output_error_bound == 3.5e-7); /* the shortest text reads back exactly */
+    ck_assert_int_eq(b->n_checks, 0);
+    model_free(b);
+    model_free(m);
+
+    // Files without checks or a bound read as before.
+    m = small_model();
+    b = round_trip(m);
+    ck_assert_int_eq(b->n_checks, 0);
+    ck_assert_ptr_null(b->checks);
+    ck_assert(b->output_error_bound == 0);
+    model_free(b);
+    model_free(m);
+}
+END_TEST
+
+START_TEST(test_validate_checks_and_numbers) {
+    TfError err = {""};
+    TfModel *m = checked_model();
+    m->checks[1].reg = 0; /* the position register */
+    ck_assert_int_eq(model_validate(m, &err), -1);
+    ck_assert_str_eq(err.msg, "check 1: register 0 is not a categorical register");
+    m->checks[1].reg = 2;
+    m->checks[0].layer = 2;
+    ck_assert_int_eq(model_validate(m, &err), -1);
+    ck_assert_str_eq(err.msg, "check 0: layer 2 does not exist (the model has 2)");
+    m->checks[0].layer = 1;
+    m->checks[0].line = -1;
+    ck_assert_int_eq(model_validate(m, &err), -1);
+    ck_assert_str_eq(err.msg, "check 0: needs a source line (0 or more) and the op's text");
+    ck_assert_int_eq(model_add_check(m, 1, 0, 1, "", &err), -1);
+    ck_assert_str_eq(err.msg, "a run-time check needs the text of its op");
+    model_free(m);
+
+    m = numeric_model();
+    m->output_error_bound = -1;
+    ck_assert_int_eq(model_validate(m, &err), -1);
+    ck_assert_str_eq(err.msg, "the output error bound -1 is not a non-negative number");
+    m->output_error_bound = 0;
+    m->every_position = 0; /* a scalar output, but generating */
+    m->unembed = model_find_tensor(m, "spare.weight");
+    ck_assert_int_eq(model_validate(m, &err), -1);
+    ck_assert_str_eq(err.msg, "output register 's' is a scalar: only a model read at every "
+                              "position prints a number");
+    model_free(m);
+    // Only a model that prints a number may leave out unembed.weight.
+    m = general_model();
+    m->unembed = -1;
+    ck_assert_int_eq(model_validate(m, &err), -1);
+    ck_assert_str_eq(err.msg, "unembed.weight: no such tensor");
+    model_free(m);
+}
+END_TEST
+
+/* `make`'s file with one metadata key set to `value` (NULL: deleted) is
+ * rejected with a message containing `want`. */
+static void expect_model_rejected(TfModel *(*make)(void), const char *key, const char *value,
+                                  const char *want) {
+    TfModel *m = make();
+    unsigned char *buf;
+    size_t len;
+    TfError err = {""};
+    ck_assert_int_eq(tfw_write_buffer(m, &buf, &len, &err), 0);
+    model_free(m);
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | buf[i];
+    cJSON *root = cJSON_ParseWithLength((const char *)buf + 8, (size_t)hlen);
+    cJSON *md = cJSON_GetObjectItem(root, "__metadata__");
+    cJSON_DeleteItemFromObject(md, key);
+    if (value) cJSON_AddStringToObject(md, key, value);
+    char *json = cJSON_PrintUnformatted(root);
+    size_t out_len;
+    unsigned char *out = assemble(json, buf + 8 + hlen, len - 8 - (size_t)hlen, &out_len);
+    expect_rejected(out, out_len, want);
+    free(out);
+    cJSON_free(json);
+    cJSON_Delete(root);
+    free(buf);
+}
+
+START_TEST(test_rejects_bad_checks_and_numbers) {
+    expect_model_rejected(checked_model, "checks", "{}", "__metadata__.checks is not a JSON array");
+    expect_model_rejected(checked_model, "checks", "[1,", "__metadata__.checks is not valid JSON");
+    expect_model_rejected(checked_model, "checks", "[{\"register\":\"t\",\"layer\":0,\"line\":1}]",
+                          "__metadata__.checks[0] needs a register, a layer, a line and an op");
+    expect_model_rejected(checked_model, "checks",
+                          "[{\"register\":\"t\",\"layer\":0,\"line\":1,\"op\":\"\"}]",
+                          "__metadata__.checks[0] needs a register, a layer, a line and an op");
+    expect_model_rejected(checked_model, "checks",
+                          "[{\"register\":\"t\",\"layer\":0,\"line\":-1,\"op\":\"x\"}]",
+                          "__metadata__.checks[0] needs a register, a layer, a line and an op");
+    expect_model_rejected(checked_model, "checks",
+                          "[{\"register\":\"t\",\"layer\":0.5,\"line\":1,\"op\":\"x\"}]",
+                          "__metadata__.checks[0] needs a register, a layer, a line and an op");
+    expect_model_rejected(checked_model, "checks",
+                          "[{\"register\":\"t\",\"layer\":0,\"line\":1,\"op\":\"x\"},"
+                          "{\"register\":\"u\",\"layer\":0,\"line\":1,\"op\":\"x\"}]",
+                          "__metadata__.checks[1]: register 'u' is not declared");
+    expect_model_rejected(checked_model, "checks",
+                          "[{\"register\":\"pos\",\"layer\":0,\"line\":1,\"op\":\"x\"}]",
+                          "__metadata__.checks[0]: register 'pos' is not categorical");
+    expect_model_rejected(checked_model, "checks",
+                          "[{\"register\":\"t\",\"layer\":2,\"line\":1,\"op\":\"x\"}]",
+                          "__metadata__.checks[0]: layer 2 does not exist (2 layers)");
+    expect_model_rejected(numeric_model, "output_error_bound", "-1e-7",
+                          "__metadata__.output_error_bound '-1e-7' is not a number >= 0");
+    expect_model_rejected(numeric_model, "output_error_bound", "tiny",
+                          "__metadata__.output_error_bound 'tiny' is not a number >= 0");
+    expect_model_rejected(numeric_model, "output_error_bound", "inf",
+                          "__metadata__.output_error_bound 'inf' is not a number >= 0");
+    expect_model_rejected(numeric_model, "output_error_bound", "1e999",
+                          "__metadata__.output_error_bound '1e999' is not a number >= 0");
+    // Plain decimal text only, as tools/tfw_torch.py reads it.
+    expect_model_rejected(numeric_model, "output_error_bound", " 1e-7",
+                          "__metadata__.output_error_bound ' 1e-7' is not a number >= 0");
+    expect_model_rejected(numeric_model, "output_error_bound", "0x1p-20",
+                          "__metadata__.output_error_bound '0x1p-20' is not a number >= 0");
+    expect_model_rejected(general_model, "output_error_bound", "1e-7",
+                          "__metadata__.output_error_bound is only for a model whose output is a number");
+    // Without every_position, the scalar output prints no number.
+    expect_model_rejected(numeric_model, "output_mode", "next_token",
+                          "__metadata__.output_error_bound is only for a model whose output is a number");
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("tfw");
     TCase *tc = tcase_create("tfw");
@@ -1106,15 +1104,15 @@ int main(void) {
     tcase_add_test(tc, test_round_trip_general_fields);
     tcase_add_test(tc, test_validate_general_fields);
     tcase_add_test(tc, test_rejects_bad_general_fields);
-    tcase_add_test(tc, test_round_trip_checks_and_numbers);
-    tcase_add_test(tc, test_validate_checks_and_numbers);
-    tcase_add_test(tc, test_rejects_bad_checks_and_numbers);
     tcase_add_test(tc, test_rejects_what_the_readers_would_read_differently);
     tcase_add_test(tc, test_rejects_bad_metadata_json);
     tcase_add_test(tc, test_rejects_non_finite_weights);
     tcase_add_test(tc, test_writer_refuses_oversized_header);
     tcase_add_test(tc, test_read_refuses_devices_and_caps);
     tcase_add_test(tc, test_many_tensors_read);
+    tcase_add_test(tc, test_round_trip_checks_and_numbers);
+    tcase_add_test(tc, test_validate_checks_and_numbers);
+    tcase_add_test(tc, test_rejects_bad_checks_and_numbers);
     suite_add_tcase(s, tc);
     return tf_run_suite(s);
 }

@@ -5,8 +5,8 @@ exactly the same files.
 From a few valid files (the adder at -O and -O0, sort's categorical
 registers, a learned classifier with norms and biases, tests/mkgeneral.c's
 every-position, stop-token, run-time-checked and number-printing models), N
-mutated files (default 3000, a fixed seed): bytes flipped, inserted or cut in the header and in the data, the
-header length changed, and JSON-level edits (a key deleted, doubled or given
+mutated files (default 3000, a fixed seed): bytes flipped, inserted or cut in
+the header and in the data, the header length changed, and JSON-level edits (a key deleted, doubled or given
 another value, nested JSON in metadata strings edited the same way, escapes
 and invalid UTF-8 inserted). Each goes through runtime/tfw.c (`tfinfo FILE`:
 exit 0 accepts, 1 refuses) and tools/tfw_torch.py's check(); any file one

@@ -216,6 +216,26 @@ def _check_registers(regs, d_model, n_vocab):
     return out
 
 
+def _check_checks(meta, regs, n_layers):
+    """read_checks in runtime/tfw.c: each run-time check names a categorical
+    register, an existing layer, a line >= 0 and the op's text."""
+    if "checks" not in meta:
+        return
+    checks = _meta_json(meta, "checks")
+    if not isinstance(checks, list):
+        raise TfwError("__metadata__.checks is not a JSON array")
+    kinds = {name: k for name, k, _, _ in regs}
+    for i, c in enumerate(checks):
+        if not isinstance(c, dict) or not isinstance(c.get("register"), str) or \
+                not isinstance(c.get("op"), str) or not c["op"] or \
+                _int(c.get("layer"), 0, 2**31 - 1) is None or _int(c.get("line"), 0, 2**31 - 1) is None:
+            raise TfwError("__metadata__.checks[%d] needs a register, a layer, a line and an op" % i)
+        if kinds.get(c["register"]) != "categorical":
+            raise TfwError("__metadata__.checks[%d]: register %r is not categorical" % (i, c["register"]))
+        if c["layer"] >= n_layers:
+            raise TfwError("__metadata__.checks[%d]: layer %d does not exist" % (i, c["layer"]))
+
+
 def _check_layers(layers, shapes, d):
     def tensor(l, i, key, optional):
         if key not in l and optional:
@@ -345,14 +365,13 @@ def check(data):
     if not all(isinstance(t, str) and len(t.encode("utf-8")) == 1 for t in vocab):
         raise TfwError("__metadata__.vocab: an entry is not a one-character string")
     regs = _check_registers(_meta_json(meta, "registers"), d, len(vocab))
-    layers = _meta_json(meta, "layers")
-    _check_layers(layers, shapes, d)
-    out_kind = None
+    _check_layers(_meta_json(meta, "layers"), shapes, d)
     if "output" in meta:
         kinds = [k for name, k, _, _ in regs if name == meta["output"]]
         if not kinds:
             raise TfwError("__metadata__.output names a register which is not declared")
-        out_kind = kinds[0]
+        if kinds[0] not in ("token", "categorical", "scalar"):
+            raise TfwError("output register is not a token, categorical or scalar register")
     n_out = len(vocab)
     classify = "output_kind" in meta and meta["output_kind"] != "next_token"
     if classify:
@@ -367,35 +386,26 @@ def check(data):
     every = meta.get("output_mode", "next_token")
     if every not in ("next_token", "every_position"):
         raise TfwError("__metadata__.output_mode is not next_token or every_position")
-    # A scalar output register read at every position: the model prints numbers.
-    numeric = out_kind == "scalar" and every == "every_position" and not classify
-    if out_kind not in (None, "token", "categorical") and not numeric:
-        raise TfwError("output register is not a token or categorical register (or a scalar "
-                       "read at every position)")
-    if "output_error_bound" in meta:
-        bound = meta["output_error_bound"]
-        if not numeric:
-            raise TfwError("__metadata__.output_error_bound is only for a model whose output is a number")
-        if not re.fullmatch(r"[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?", bound) or \
-                not math.isfinite(float(bound)):
-            raise TfwError("__metadata__.output_error_bound %r is not a number >= 0" % bound)
-    if "checks" in meta:
-        cats = {name for name, k, _, _ in regs if k == "categorical"}
-        for i, c in enumerate(_meta_json(meta, "checks")):
-            if not isinstance(c, dict) or not isinstance(c.get("register"), str) or \
-                    not isinstance(c.get("op"), str) or not c["op"] or \
-                    _int(c.get("layer"), 0, INT32_MAX) is None or _int(c.get("line"), 0, INT32_MAX) is None:
-                raise TfwError("__metadata__.checks[%d] needs a register, a layer, a line and an op" % i)
-            if c["register"] not in cats:
-                raise TfwError("__metadata__.checks[%d]: register %r is not declared or not categorical"
-                               % (i, c["register"]))
-            if _int(c["layer"], 0, INT32_MAX) >= len(layers):
-                raise TfwError("__metadata__.checks[%d]: layer %r does not exist" % (i, c["layer"]))
     for key in ("bos", "stop_token"):
         if key in meta and (len(meta[key].encode("utf-8")) != 1 or meta[key] not in vocab):
             raise TfwError("__metadata__.%s is not one token of the vocabulary" % key)
-    for key in ("embed.token.weight", "embed.position.weight", "unembed.weight"):
-        if key not in shapes and not (key == "unembed.weight" and numeric):
+    # A model that prints a number (a scalar output read at every position)
+    # reads its output register, not logits: its unembedding is optional.
+    numeric = "output" in meta and not classify and every == "every_position" and \
+        [k for name, k, _, _ in regs if name == meta["output"]][0] == "scalar"
+    if "output" in meta and not numeric and \
+            [k for name, k, _, _ in regs if name == meta["output"]][0] == "scalar":
+        raise TfwError("output register is a scalar: only a model read at every position prints a number")
+    _check_checks(meta, regs, len(_meta_json(meta, "layers")))
+    if "output_error_bound" in meta:
+        if not numeric:
+            raise TfwError("__metadata__.output_error_bound is only for a model whose output is a number")
+        text = meta["output_error_bound"]
+        bound = float(text) if re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", text) else -1.0
+        if not math.isfinite(bound) or bound < 0:
+            raise TfwError("__metadata__.output_error_bound is not a number >= 0")
+    for key in ("embed.token.weight", "embed.position.weight") + (() if numeric else ("unembed.weight",)):
+        if key not in shapes:
             raise TfwError("tensor %r is missing" % key)
     # model_validate (runtime/model.c)
     if len(set(vocab)) != len(vocab):
