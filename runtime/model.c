@@ -64,6 +64,14 @@ void model_free(TfModel *m) {
     free(m);
 }
 
+/* Room for element n of an array of n: the capacity is the smallest power of
+ * two >= n, so it doubles when n is one (n appends cost O(n) copying, with any
+ * allocator). NULL when out of memory (arr is kept). */
+static void *grow(void *arr, int n, size_t elem) {
+    if (n > 0 && (n & (n - 1)) != 0) return arr;
+    return realloc(arr, (n > 0 ? 2 * (size_t)n : 1) * elem);
+}
+
 int model_find_tensor(const TfModel *m, const char *name) {
     for (int i = 0; i < m->n_tensors; i++)
         if (strcmp(m->tensors[i].name, name) == 0) return i;
@@ -103,7 +111,7 @@ int model_add_new_tensor(TfModel *m, const char *name, int ndim, const int64_t *
         }
         n *= (size_t)shape[d];
     }
-    TfTensor *ts = realloc(m->tensors, ((size_t)m->n_tensors + 1) * sizeof *ts);
+    TfTensor *ts = grow(m->tensors, m->n_tensors, sizeof *ts);
     if (!ts) goto oom;
     m->tensors = ts;
     TfTensor *t = &ts[m->n_tensors];
@@ -125,7 +133,7 @@ oom:
 }
 
 int model_add_layer(TfModel *m, const TfLayer *layer, TfError *err) {
-    TfLayer *ls = realloc(m->layers, ((size_t)m->n_layers + 1) * sizeof *ls);
+    TfLayer *ls = grow(m->layers, m->n_layers, sizeof *ls);
     if (!ls) goto oom;
     m->layers = ls;
     TfLayer *l = &ls[m->n_layers];
@@ -145,7 +153,7 @@ oom:
 
 int model_add_register(TfModel *m, const char *name, TfRegKind kind, int offset, int size,
                        TfError *err) {
-    TfRegister *rs = realloc(m->regs, ((size_t)m->n_regs + 1) * sizeof *rs);
+    TfRegister *rs = grow(m->regs, m->n_regs, sizeof *rs);
     if (!rs) goto oom;
     m->regs = rs;
     TfRegister *r = &rs[m->n_regs];

@@ -16,7 +16,8 @@
  * checks is an error (infer.h). --check prints how many completions match,
  * the first failures and the throughput. --batch and --check stream their
  * input through several engines at once (runtime/batch.h), with a progress
- * line on stderr when it is a terminal (or with --progress).
+ * line on stderr when it is a terminal (or with --progress); under mpirun or
+ * srun the ranks share them (runtime/shard.h, docs/cluster.md).
  * Exit status: 0 success; 1 a bad weight file or prompt, or a failed check
  * (one-line message on stderr; the other lines still run); 2 usage error
  * (-n beyond the model's positions included).
@@ -32,11 +33,13 @@
 
 #include "batch.h"
 #include "cli.h"
+#include "distributed.h"
 #include "infer.h"
 #include "inspect.h"
 #ifdef TF_HAVE_OPENBLAS
 #include <cblas.h>
 #endif
+#include "shard.h"
 #include "tfw.h"
 
 #define TFRUN_EXIT_ERROR 1
@@ -59,6 +62,8 @@ static void usage(FILE *f) {
                "                   number passed and failed, the first failures, the speed\n"
                "  --batch-size B   prompts per engine, 1 to %d (default %d)\n"
                "  --threads T      engines running at once (default: the CPUs online)\n"
+               "  --shard-input    under mpirun: every rank reads its own input (its own\n"
+               "                   generator's share; docs/cluster.md), not a share of one\n"
                "  --no-cache       recompute every position at every step (no KV cache)\n"
                "  --progress       show --batch/--check progress on stderr (default: when\n"
                "                   stderr is a terminal, after the first second)\n"
@@ -130,9 +135,9 @@ static void stream_progress(void *ctx, const TfBatchStats *st) {
     cli_progress_update(&p->bar, p->total > 0 ? (double)st->bytes / (double)p->total : -1, "%s", text);
 }
 
-/* --batch and --check. */
+/* --batch and --check; under mpirun split over the ranks (shard.h). */
 static int run_stream(const TfModel *m, const char *path, const TfBatchOptions *opts,
-                      int force_progress) {
+                      int force_progress, int shard_input) {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
     if (!f) {
         fprintf(stderr, "tfrun: cannot open '%s': %s\n", path, strerror(errno));
@@ -151,7 +156,8 @@ static int run_stream(const TfModel *m, const char *path, const TfBatchOptions *
     TfBatchStats st;
     TfError err = {""};
     const char *name = f == stdin ? "<stdin>" : path;
-    int rc = batch_run(m, f, name, stdout, stderr, o, &st, &err);
+    int rc = dist_size() > 1 ? shard_run(m, f, name, shard_input, stdout, stderr, o, &st, &err)
+                             : batch_run(m, f, name, stdout, stderr, o, &st, &err);
     if (f != stdin) fclose(f);
     if (rc == 0) {
         char text[160];
@@ -170,9 +176,11 @@ static int run_stream(const TfModel *m, const char *path, const TfBatchOptions *
             printf("... and %ld more failures\n", st.failed - o->show_failures);
         printf("%ld passed, %ld failed", st.passed, st.failed);
         if (st.bad) printf(", %ld bad lines", st.bad);
-        printf(" (%ld cases in %.2f s: %.0f cases/s, %d thread%s, batch size %d)\n", st.run,
-               st.seconds, st.seconds > 0 ? (double)st.run / st.seconds : 0.0, o->n_threads,
-               o->n_threads == 1 ? "" : "s", o->batch_size);
+        printf(" (%ld cases in %.2f s: %.0f cases/s, %d thread%s", st.run, st.seconds,
+               st.seconds > 0 ? (double)st.run / st.seconds : 0.0, o->n_threads,
+               o->n_threads == 1 ? "" : "s");
+        if (dist_size() > 1) printf(" x %d ranks", dist_size());
+        printf(", batch size %d)\n", o->batch_size);
         if (st.run > 0)
             printf("engine: %.0f FLOP per case, %.2f GFLOP/s\n", st.flops / (double)st.run,
                    st.seconds > 0 ? st.flops / st.seconds * 1e-9 : 0.0);
@@ -313,12 +321,22 @@ static int run_classify(const TfModel *m, const char *prompt, const char *path) 
 }
 
 int main(int argc, char **argv) {
+    // Under mpirun or srun: one of several ranks, which share --batch and
+    // --check input; rank 0 alone prints (runtime/shard.h).
+    TfError dist_err = {""};
+    if (dist_init(&argc, &argv, &dist_err) < 0) {
+        fprintf(stderr, "tfrun: %s\n", dist_err.msg);
+        return TFRUN_EXIT_ERROR;
+    }
+    if (dist_rank() > 0 && !freopen("/dev/null", "w", stdout)) return TFRUN_EXIT_ERROR;
+    int shard_input = 0;
     const char *weights = NULL, *prompt = NULL, *batch_path = NULL;
     int n_new = -1, batch = TFRUN_DEFAULT_BATCH, threads = batch_default_threads(), check = 0;
     int use_cache = 1, progress = 0;
     TfInspectOptions io = {0, 0, 0, NULL, NULL};
     enum {
         OPT_BATCH = 256, OPT_CHECK, OPT_BATCH_SIZE, OPT_THREADS, OPT_NO_CACHE, OPT_PROGRESS,
+        OPT_SHARD_INPUT,
         OPT_TRACE, OPT_TRACE_ALL, OPT_STEP, OPT_REPORT, OPT_SVG, OPT_VERSION
     };
     static const struct option longopts[] = {
@@ -328,6 +346,7 @@ int main(int argc, char **argv) {
         {"threads", required_argument, NULL, OPT_THREADS},
         {"no-cache", no_argument, NULL, OPT_NO_CACHE},
         {"progress", no_argument, NULL, OPT_PROGRESS},
+        {"shard-input", no_argument, NULL, OPT_SHARD_INPUT},
         {"trace", no_argument, NULL, OPT_TRACE},
         {"trace-all", no_argument, NULL, OPT_TRACE_ALL},
         {"step", required_argument, NULL, OPT_STEP},
@@ -372,6 +391,7 @@ int main(int argc, char **argv) {
             break;
         case OPT_NO_CACHE: use_cache = 0; break;
         case OPT_PROGRESS: progress = 1; break;
+        case OPT_SHARD_INPUT: shard_input = 1; break;
         case OPT_TRACE: io.trace = 1; break;
         case OPT_TRACE_ALL: io.trace = io.trace_all = 1; break;
         case OPT_STEP:
@@ -433,7 +453,7 @@ int main(int argc, char **argv) {
                          .show_failures = TFRUN_SHOW_FAILURES};
     int status = inspect      ? run_inspect(m, prompt, n_new, &io)
                  : m->output_kind == TF_OUTPUT_CLASSIFY ? run_classify(m, prompt, batch_path)
-                 : batch_path ? run_stream(m, batch_path, &bo, progress)
+                 : batch_path ? run_stream(m, batch_path, &bo, progress, shard_input)
                               : run_one(m, prompt, n_new, use_cache);
     model_free(m);
     if (cli_flush_stdout("tfrun") < 0) status = TFRUN_EXIT_ERROR;

@@ -32,7 +32,9 @@
 #include "batch.h"
 #include "checker.h"
 #include "cli.h"
+#include "dataparallel.h"
 #include "dataset.h"
+#include "distributed.h"
 #include "file.h"
 #include "learned.h"
 #include "outfile.h"
@@ -72,8 +74,9 @@ static void usage(FILE *f) {
             "  -o, --output=FILE    the trained model and optimizer state (default: PROGRAM.tfw)\n"
             "  --eval-every N       evaluate the held-out set every N steps (default 100)\n"
             "  --checkpoint-every N also write -o FILE every N steps\n"
-            "  --threads N          threads for the attention layers (default: the CPUs;\n"
-            "                       the trained model is the same for any N)\n"
+            "  --threads N          threads for the chunks of each batch (default: the CPUs;\n"
+            "                       the trained model is the same for any N, and under\n"
+            "                       mpirun for any number of ranks: docs/cluster.md)\n"
             "  --dump-grads FILE    write the gradient of the first batch as a .tfw and stop\n"
             "  --quiet              only the final line\n"
             "  --progress           a progress line on stderr (default: when it is a terminal\n"
@@ -295,21 +298,6 @@ static void on_interrupt(int sig) {
     interrupted = 1;
 }
 
-/* Evaluates a whole dataset in batches; returns the loss, *correct. */
-static double evaluate(TfTrainer *t, TfBatchBuf *bb, const TfDataset *d, int chunk, int *idx,
-                       int *correct) {
-    double loss = 0;
-    *correct = 0;
-    for (int i = 0; i < d->n; i += chunk) {
-        int n = d->n - i < chunk ? d->n - i : chunk, c;
-        for (int j = 0; j < n; j++) idx[j] = i + j;
-        batchbuf_fill(bb, d, idx, n);
-        loss += trainer_evaluate(t, &bb->batch, &c) * n;
-        *correct += c;
-    }
-    return loss / d->n;
-}
-
 /* The examples of step `step`: the (step*B)-th onwards of a stream of
  * epochs, each a permutation of the training set drawn from (seed, epoch),
  * so a resumed run sees exactly the batches it would have seen. */
@@ -434,6 +422,15 @@ static void report_secret_code(TfTrainer *t, TfBatchBuf *bb, const TfModel *m,
 
 int main(int argc, char **argv) {
     Args a;
+    TfError err = {""};
+    // Under mpirun or srun: one of several ranks, which train together
+    // (runtime/dataparallel.h); rank 0 alone prints and writes files.
+    if (dist_init(&argc, &argv, &err) < 0) {
+        fprintf(stderr, "tftrain: %s\n", err.msg);
+        return EXIT_BAD;
+    }
+    int rank0 = dist_rank() == 0;
+    if (!rank0 && !freopen("/dev/null", "w", stdout)) return EXIT_BAD;
     if (argc == 1) {
         usage(stderr);
         return EXIT_USAGE;
@@ -442,16 +439,18 @@ int main(int argc, char **argv) {
     if (parsed != 0) return parsed < 0 ? EXIT_USAGE : cli_flush_stdout("tftrain") < 0 ? EXIT_BAD : 0;
     cli_remove_output_on_signals();
 #ifdef TF_HAVE_OPENBLAS
-    // The attention's per-sequence work runs on a.threads threads; OpenBLAS
-    // on one (its threads do not pay at these sizes), unless told otherwise.
-    if (!getenv("OPENBLAS_NUM_THREADS")) openblas_set_num_threads(1);
+    // The chunks of a batch run on a.threads workers (dataparallel.h), each
+    // calling OpenBLAS on its own: OpenBLAS on one thread, whatever
+    // OPENBLAS_NUM_THREADS says (its threads inside ours would contend, and
+    // their number would change its rounding).
+    openblas_set_num_threads(1);
 #endif
-    TfError err = {""};
     TfLearnedSpec spec;
     memset(&spec, 0, sizeof spec);
     TfModel *m = NULL;
     int status = EXIT_BAD;
     TfTrainer *t = NULL;
+    TfDataParallel *dp = NULL; /* the training steps and evaluations, on threads and ranks */
     TfDataset train = {0}, held = {0};
     TfBatchBuf bb = {0};
     int *idx = NULL;
@@ -533,7 +532,7 @@ int main(int argc, char **argv) {
                dataset_load_text(&held, m, a.heldout, &err) < 0) {
         goto fail;
     }
-    if (a.write_data && write_data(a.write_data, &train, &held, m) < 0) goto done;
+    if (a.write_data && rank0 && write_data(a.write_data, &train, &held, m) < 0) goto done;
 
     // Trainer.
     TfTrainOptions o = {a.opt, a.momentum, a.beta1, a.beta2, a.eps, a.wd, a.clip,
@@ -546,6 +545,7 @@ int main(int argc, char **argv) {
     t = trainer_new(m, &o, chunk * max_len, chunk, &err);
     if (!t) goto fail;
     if (a.resume && trainer_load_state(t, &err) < 0) goto fail;
+    if (!(dp = dp_new(t, a.threads, a.batch, max_len, dist_comm(), &err))) goto fail;
     if (batchbuf_init(&bb, chunk, max_len) < 0) goto oom;
     idx = malloc((size_t)chunk * sizeof *idx);
     order.perm = malloc((size_t)train.n * sizeof *order.perm);
@@ -574,7 +574,7 @@ int main(int argc, char **argv) {
         batchbuf_fill(&bb, &train, idx, a.batch);
         double ce;
         double loss = trainer_forward_backward(t, &bb.batch, start, &ce);
-        if (dump_grads(t, m, a.dump_grads, &err) < 0) goto fail;
+        if (rank0 && dump_grads(t, m, a.dump_grads, &err) < 0) goto fail;
         printf("loss %.9g\n", loss);
         status = 0;
         goto done;
@@ -588,7 +588,7 @@ int main(int argc, char **argv) {
     }
     CliProgress bar;
     cli_progress_init(&bar, a.progress);
-    if (a.quiet && !a.progress) bar.on = 0;
+    if ((a.quiet && !a.progress) || !rank0) bar.on = 0;
     double train_time = 0, loss_sum = 0, rate = 0;
     long loss_n = 0, examples = 0;
     int correct = 0;
@@ -597,8 +597,7 @@ int main(int argc, char **argv) {
     for (long s = start; s < total && !interrupted; s++) {
         double ts = cli_now();
         batch_indices(&order, s, a.batch, idx);
-        batchbuf_fill(&bb, &train, idx, a.batch);
-        double loss = trainer_forward_backward(t, &bb.batch, s, NULL);
+        double loss = dp_forward_backward(dp, &train, idx, a.batch, s);
         trainer_step(t, train_lr_at(s, total, a.lr, a.warmup, a.cosine, a.min_lr));
         train_time += cli_now() - ts;
         examples += a.batch;
@@ -613,7 +612,7 @@ int main(int argc, char **argv) {
         cli_progress_update(&bar, done_part, "step %ld/%ld, loss %.4f, %.0f examples/s", s + 1,
                             total, loss_sum / loss_n, rate);
         if (!a.quiet && ((s + 1) % a.eval_every == 0 || s + 1 == total)) {
-            evaluate(t, &bb, &held, chunk, idx, &correct);
+            dp_evaluate(dp, &held, &correct);
             char elapsed[32], eta[32];
             double wall = cli_now() - t0;
             cli_duration(wall, elapsed, sizeof elapsed);
@@ -627,13 +626,13 @@ int main(int argc, char **argv) {
             loss_sum = 0;
             loss_n = 0;
         }
-        if (a.ckpt_every && (s + 1) % a.ckpt_every == 0 && trainer_save(t, a.out, &err) < 0)
+        if (a.ckpt_every && (s + 1) % a.ckpt_every == 0 && rank0 && trainer_save(t, a.out, &err) < 0)
             goto fail;
     }
     double wall = cli_now() - t0;
     if (interrupted) {
         cli_progress_clear(&bar);
-        if (trainer_save(t, a.out, &err) < 0) goto fail;
+        if (rank0 && trainer_save(t, a.out, &err) < 0) goto fail;
         fprintf(stderr, "tftrain: interrupted after step %ld of %ld; saved a checkpoint to %s "
                         "(to continue: tftrain --resume %s with the same data options)\n",
                 trainer_steps_done(t), total, a.out, a.out);
@@ -641,8 +640,8 @@ int main(int argc, char **argv) {
         goto done;
     }
     cli_progress_end(&bar, "%ld steps, %.0f examples/s", total - start, rate);
-    double hloss = evaluate(t, &bb, &held, chunk, idx, &correct);
-    if (trainer_save(t, a.out, &err) < 0) goto fail;
+    double hloss = dp_evaluate(dp, &held, &correct);
+    if (rank0 && trainer_save(t, a.out, &err) < 0) goto fail;
     printf("held-out accuracy %.2f%% (%d/%d), loss %.4f; %ld steps in %.2f s, %.0f examples/s; "
            "wrote %s\n",
            100.0 * correct / held.n, correct, held.n, hloss, total - start, wall,
@@ -656,6 +655,7 @@ fail:
     fprintf(stderr, "tftrain: %s\n", err.msg);
 done:
     if (cli_flush_stdout("tftrain") < 0 && status == 0) status = EXIT_BAD;
+    dp_free(dp);
     trainer_free(t);
     batchbuf_free(&bb);
     dataset_free(&train);
@@ -665,5 +665,6 @@ done:
     free(out_default);
     learned_spec_free(&spec);
     model_free(m);
+    dist_finalize();
     return status;
 }

@@ -65,6 +65,13 @@ typedef struct TfBatch {
     const int *labels;    /* classifiers: per sequence, its class */
     const TfAttnTarget *attn;
     int n_attn;
+    /* A chunk of a larger batch (runtime/dataparallel.h); all 0 for a whole
+     * batch. The loss and its gradient are then the chunk's share of the
+     * whole batch's: the cross-entropy is divided by the whole batch's
+     * output rows, the attention-score loss by its sequences with targets. */
+    int chunk;          /* which chunk of the batch: picks its dropout masks */
+    int loss_rows;      /* the whole batch's output rows (0: this batch's) */
+    int loss_attn_seqs; /* the whole batch's sequences with attention targets */
 } TfBatch;
 
 typedef struct TfTrainer TfTrainer;
@@ -75,6 +82,19 @@ typedef struct TfTrainer TfTrainer;
 TfTrainer *trainer_new(TfModel *m, const TfTrainOptions *opts, int max_rows, int max_seqs,
                        TfError *err);
 void trainer_free(TfTrainer *t);
+
+/* A trainer for data parallelism (runtime/dataparallel.h): it reads
+ * `master`'s parameters (shared, never copied; the master must outlive it)
+ * and has its own activations and gradient buffer, for batches of up to
+ * max_rows rows and max_seqs sequences, and room for the master's threads. It has no optimizer state: only
+ * trainer_forward_backward, trainer_evaluate and the setters below. */
+TfTrainer *trainer_new_worker(TfTrainer *master, int max_rows, int max_seqs, TfError *err);
+/* Points the gradient buffer at g (n_params floats, borrowed), NULL: back
+ * to the trainer's own. */
+void trainer_set_grads(TfTrainer *t, float *g);
+/* Threads for the attention and LayerNorm work from now on (1 up to the
+ * number it was made with); the results do not depend on it. */
+void trainer_set_threads(TfTrainer *t, int threads);
 
 /* Checks a batch against the trainer's bounds and the model (tokens in the
  * vocabulary, lengths, targets, labels); 0 or -1 with err set. */
@@ -104,6 +124,7 @@ const float *trainer_attention_scores(const TfTrainer *t, int seq, int layer, in
 double trainer_step(TfTrainer *t, float lr);
 
 long trainer_steps_done(const TfTrainer *t);
+const TfModel *trainer_model(const TfTrainer *t);
 float *trainer_params(TfTrainer *t, size_t *n);
 float *trainer_grads(TfTrainer *t, size_t *n);
 /* The flat offset of tensor i of the model. */
