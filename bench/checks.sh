@@ -8,9 +8,12 @@
 #     `tfrun --check` on cases that pass, once as compiled and once with its
 #     `checks` removed from the header (the same weights otherwise).
 #   - The adder, which has no checks, with this build's tfrun and, when
-#     BASELINE_BUILD_DIR is given (a build of the commit before the checks),
-#     with that one's, on the same weight file: the checks must cost nothing
-#     where there are none.
+#     BASELINE_BUILD_DIR is given (a build of the commit before the checks,
+#     with -DTF_NATIVE=ON as this one), with that one's, on the same weight
+#     file: the checks must cost nothing where there are none.
+#
+# BUILD_DIR (default build-native) is configured and built here with
+# -DTF_NATIVE=ON, as bench/engine.sh does.
 #
 # One thread (--threads 1), CPU time rather than wall time, and the best of
 # REPS runs (default 3) per row, alternating the two sides, to be less at the
@@ -18,10 +21,12 @@
 # (tfrun's count) does not: equal counts mean the same arithmetic.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${1:-build}
+build=${1:-build-native}
 base=${2:-}
+cmake -S . -B "$build" -DTF_NATIVE=ON >/dev/null
+cmake --build "$build" -j"$(nproc)" >/dev/null
 reps=${REPS:-3}
-PY=/usr/bin/python3
+PY=${PYTHON:-python3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -117,7 +122,7 @@ done
 
 # The adder: no checks; this tfrun against the baseline's, the same file.
 "$build/tfc" programs/adder.tfp -o "$tmp/adder.tfw"
-python3 tools/adder_cases.py | awk 'NR % 5 == 1' >"$tmp/adder.tsv"
+"$PY" tools/adder_cases.py | awk 'NR % 5 == 1' >"$tmp/adder.tsv"
 echo
 echo "| adder (no checks) | cases | this build (cases per CPU s) | baseline | this / baseline | FLOP per case this / baseline |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: |"

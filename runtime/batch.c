@@ -365,8 +365,10 @@ static int run_chunk(Runner *R, int n, TfError *err) {
         if (m->n_checks && R->failed[i]) { /* a run-time check failed */
             if (!o->check) {
                 R->st->errors++;
+                notify_output(R);
                 fprintf(R->errs, "tfrun: %s:%ld: %s\n", R->in_name, s->lineno, R->why[i].msg);
             } else if (R->st->failed++ < o->show_failures) {
+                notify_output(R);
                 fprintf(R->out, "FAIL line %ld: %.*s: %s (expected %s)\n", s->lineno, s->len,
                         s->text, R->why[i].msg, s->expect);
             }
@@ -454,6 +456,7 @@ static int take_line(Runner *R, Slot *s, char *line, size_t got, long lineno, co
             n = batch_parse_values(expect, s->want, s->want_cap, &err);
         }
         if (n < 0) {
+            notify_output(R);
             fprintf(R->errs, "tfrun: %s:%ld: %s\n", in_name, lineno, err.msg);
             return -1;
         }

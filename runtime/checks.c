@@ -8,6 +8,8 @@
 
 #define CHECK_SHOWN 4 /* columns named in a failure message */
 
+int check_first_position(const TfModel *m) { return m->bos >= 0 ? 1 : 0; }
+
 int check_holds_one(const float *v, int size, size_t stride) {
     int hot = 0;
     for (int i = 0; i < size; i++) {

@@ -5,7 +5,8 @@
  * columns is >= TF_CHECK_HOT and every other column is <= TF_CHECK_COLD
  * (NaN is neither). The engine (infer.c) tests each check's register after
  * the check's layer at every row, that is every position of every input
- * (its liveness pass computes that layer everywhere); the trace (inspect.c)
+ * but the BOS position (its liveness pass computes that layer everywhere);
+ * the trace (inspect.c)
  * marks the positions that fail. docs/weight-format.md documents both
  * thresholds.
  */
@@ -18,6 +19,10 @@
 
 #define TF_CHECK_HOT 0.75f
 #define TF_CHECK_COLD 0.25f
+
+/* The first position checked: 1 when the model has a bos (the BOS position
+ * holds no value; compiled programs leave it empty), else 0. */
+int check_first_position(const TfModel *m);
 
 /* 1 when the `size` values v[0], v[stride], ..., v[(size - 1) * stride]
  * hold one value, else 0. */

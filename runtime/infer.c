@@ -703,17 +703,19 @@ static void mlp_layer(TfInfer *inf, int l, const float *in, int n, int n_run) {
     add_rows(inf->x, n, inf->delta, n_run, lp->fc2.rows, lp->fc2.n_rows, n_run);
 }
 
-/* Layer l's checks at the n_run rows it computed; a sequence keeps its first
- * failure (the earliest layer, then the earliest position). */
+/* Layer l's checks at the n_run rows it computed, but the BOS position of a
+ * model with a bos (it holds no value: its output means nothing); a
+ * sequence keeps its first failure (the earliest layer, then position). */
 static void run_checks(TfInfer *inf, int l, int n, int n_run) {
     const TfModel *m = inf->m;
     const LayerPlan *lp = &inf->plan->layers[l];
+    int first = check_first_position(m);
     for (int k = 0; k < lp->n_checks; k++) {
         const TfCheck *c = &m->checks[lp->check_idx[k]];
         const TfRegister *reg = &m->regs[c->reg];
         const float *col = inf->x + (size_t)reg->offset * n;
         for (int r = 0; r < n_run; r++) {
-            if (check_holds_one(col + r, reg->size, (size_t)n)) continue;
+            if (inf->row_pos[r] < first || check_holds_one(col + r, reg->size, (size_t)n)) continue;
             int s = inf->row_seq[r], pos = inf->row_pos[r];
             if (inf->fail_layer[s] >= 0 && (inf->fail_layer[s] < l || inf->fail_pos[s] <= pos))
                 continue;

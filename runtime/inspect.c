@@ -580,7 +580,7 @@ static void note_checks(const Printer *pr, int layer) {
         if (ck->layer != layer) continue;
         const TfRegister *reg = &m->regs[ck->reg];
         int shown = 0, n_bad = 0;
-        for (int p = 0; p < c->n_pos; p++) {
+        for (int p = check_first_position(m); p < c->n_pos; p++) {
             const float *v = capture_row(c, layer + 1, p) + reg->offset;
             if (check_holds_one(v, reg->size, 1)) continue;
             if (shown++ < MAX_NOTES) {

@@ -104,7 +104,8 @@ typedef enum TfOutputKind { TF_OUTPUT_NEXT_TOKEN, TF_OUTPUT_CLASSIFY } TfOutputK
 
 /* A run-time check of a categorical value the compiler could not prove
  * single-valued: after layer `layer` runs, register `reg` must hold one value
- * at every position of the input (runtime/checks.h says what that means).
+ * at every position of the input after the BOS (runtime/checks.h says what
+ * that means).
  * `line` and `op` name the source op ("Aggregate -> place") in the error. */
 typedef struct TfCheck {
     int reg;   /* index into regs: a categorical register */

@@ -41,17 +41,18 @@ static int buf_add(Buf *b, const char *s, size_t n) {
 
 /* What a block (or a rank) did, sent as bytes. */
 typedef struct Result {
-    long lines, run, passed, failed, bad, rc;
+    long lines, run, passed, failed, bad, errors, rc;
     double flops;
 } Result;
 
 static void result_add(Result *r, long lines, long run, long passed, long failed, long bad,
-                       double flops) {
+                       long errors, double flops) {
     r->lines += lines;
     r->run += run;
     r->passed += passed;
     r->failed += failed;
     r->bad += bad;
+    r->errors += errors;
     r->flops += flops;
 }
 
@@ -94,7 +95,7 @@ static int run_block(const TfModel *m, Buf *b, const char *in_name, long first_l
     TfBatchStats st;
     int rc = batch_run(m, f, in_name, out, errs, &bo, &st, err);
     fclose(f);
-    result_add(r, st.lines, st.run, st.passed, st.failed, st.bad, st.flops);
+    result_add(r, st.lines, st.run, st.passed, st.failed, st.bad, st.errors, st.flops);
     return rc;
 }
 
@@ -241,7 +242,7 @@ static int pipe_follower(const TfModel *m, const char *in_name, FILE *errs,
         free(reply.p);
         free(text);
         text = NULL;
-        result_add(mine, res.lines, res.run, res.passed, res.failed, res.bad, res.flops);
+        result_add(mine, res.lines, res.run, res.passed, res.failed, res.bad, res.errors, res.flops);
     }
     free(msg);
     return rc;
@@ -320,16 +321,17 @@ int shard_run(const TfModel *m, FILE *in, const char *in_name, int own_input, FI
         rc = pipe_follower(m, in_name, errs, o, &mine, err);
     }
     // Every rank: the sums, and whether any rank failed.
-    long sums[7] = {mine.lines, mine.run, mine.passed, mine.failed, mine.bad, rc < 0,
-                    (long)mine.flops};
+    long sums[8] = {mine.lines, mine.run, mine.passed, mine.failed, mine.bad, rc < 0,
+                    (long)mine.flops, mine.errors};
     double seconds = now_seconds() - t0;
-    dist_sum_longs(sums, 7);
+    dist_sum_longs(sums, 8);
     dist_max_doubles(&seconds, 1);
     st->lines = sums[0];
     st->run = sums[1];
     st->passed = sums[2];
     st->failed = sums[3];
     st->bad = sums[4];
+    st->errors = sums[7];
     st->seconds = seconds;
     st->flops = (double)sums[6];
     if (sums[5] > 0) {

@@ -59,7 +59,8 @@ static void usage(FILE *f) {
                "                   with a stop token, at most N)\n"
                "  --batch FILE     read one prompt per line ('-': standard input)\n"
                "  --check FILE     read lines prompt<TAB>expected completion (or the tokens\n"
-               "                   at every position); print the\n"
+               "                   at every position, or numbers: decimals or p/q, each\n"
+               "                   within the model's error bound); print the\n"
                "                   number passed and failed, the first failures, the speed\n"
                "  --batch-size B   prompts per engine, 1 to %d (default %d)\n"
                "  --threads T      engines running at once (default: the CPUs online)\n"
@@ -78,7 +79,8 @@ static void usage(FILE *f) {
                "  -h, --help       this help;  --version  the version\n"
                "Options and files come in any order; --opt=V is --opt V; \"--\" ends the\n"
                "options (for a prompt that starts with '-'). Input lines end in LF or CRLF.\n"
-               "exit status: 0 success; 1 a bad weight file or prompt, or a failed check;\n"
+               "exit status: 0 success; 1 a bad weight file or prompt, an input that fails\n"
+               "a run-time check, or a failed --check;\n"
                "2 usage error (-n beyond the model's positions included)\n",
             TFRUN_MAX_BATCH, TFRUN_DEFAULT_BATCH);
 }

@@ -7,12 +7,12 @@
 #include "tfw.h"
 
 #include <cJSON.h>
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <ctype.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -667,7 +667,7 @@ static int read_checks(TfModel *m, const cJSON *meta, TfError *err) {
 }
 
 /* output_error_bound (optional, models that print a number): a decimal
- * number >= 0. */
+ * number >= 0, finite as a double. */
 static int read_error_bound(TfModel *m, const cJSON *meta, TfError *err) {
     const char *s = meta_string(meta, "output_error_bound", 1, err);
     if (!s) return cJSON_GetObjectItemCaseSensitive(meta, "output_error_bound") ? -1 : 0;
@@ -677,10 +677,10 @@ static int read_error_bound(TfModel *m, const cJSON *meta, TfError *err) {
         return -1;
     }
     char *end;
-    errno = 0;
     double v = strtod(s, &end);
-    /* A plain decimal (as tools/tfw_torch.py reads it): no spaces, no hex. */
-    if (end == s || *end || errno || !isfinite(v) || v < 0 || strpbrk(s, "xXpP") ||
+    /* A plain decimal (as tools/tfw_torch.py reads it): no spaces, no hex;
+     * one that underflows reads as 0 or a subnormal, as Python's float(). */
+    if (end == s || *end || !isfinite(v) || v < 0 || strpbrk(s, "xXpP") ||
         !(isdigit((unsigned char)s[0]) || s[0] == '+' || s[0] == '-' || s[0] == '.')) {
         tf_error_set(err, "__metadata__.output_error_bound '%.40s' is not a number >= 0", s);
         return -1;

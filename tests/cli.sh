@@ -217,6 +217,7 @@ expect "stop token: --step past the stop" 1 "" "tfrun: --step 3: generation stop
 # layer 0 at every position; a tie of two letters does not.
 T=$G/tie.tfw
 tie_err="tie.tfp:2: Aggregate -> b: position 2 does not hold one value ('a' 0.50, 'b' 0.50); the compiler could not prove it"
+# The BOS position holds nothing in b (as in compiled programs): not checked.
 expect "check: one value everywhere runs" 0 "$(printf '^aaa\tbbb')" "" -- "$TFRUN" "$T" "^aaa"
 expect "check: 0.75 and 0.25 are one value" 0 "$(printf '^aaab\tbbbb')" "" -- "$TFRUN" "$T" "^aaab"
 expect "check: a tie is an error naming the op's line, the position and the values" 1 "" \
@@ -276,6 +277,9 @@ expect "number: --check prints a failure" 1 "~FAIL line 3: ^hello -> 0 0 0.33333
     -- "$TFRUN" "$F" --check "$G/frac.tsv"
 expect "number: --check wants as many values as positions" 1 "~FAIL line 4: ^hello -> 0 0 0.33333334 0.5 0.4 (expected 0 0 1/3 1/2)" "" \
     -- "$TFRUN" "$F" --check "$G/frac.tsv"
+printf '^hello\t0 0 1/3 1/2 2/5\r\n^ll\t1 1\r\n' >"$G/frac_crlf.tsv"
+expect "number: --check with CRLF lines" 0 "~2 passed, 0 failed (2 cases in" "" \
+    -- "$TFRUN" "$F" --check "$G/frac_crlf.tsv"
 printf '^hel\t0 x 1/3\n^hel\t0 0 1/0\n^l\t1\n' >"$G/frac_bad.tsv"
 expect "number: --check names a value that is not a number" 1 "~1 passed, 0 failed, 2 bad lines" \
     "tfrun: $G/frac_bad.tsv:1: expected value 2 'x' is not a number or a fraction p/q" \

@@ -18,8 +18,9 @@
  * tie.tfw: vocab "^abc", bos '^', read at every position, a run-time check.
  * Layer 0 (attention, "Aggregate -> b", tie.tfp line 2) averages the letter
  * one-hots of positions 1..i into the categorical register `b` (the BOS
- * position copies 'a'): where those letters differ, b holds a mix, and the
- * model's check of b after layer 0 fails. Layer 1 (MLP) writes the next
+ * position holds nothing, as in compiled programs: the check skips it):
+ * where those letters differ, b holds a mix, and the model's check of b
+ * after layer 0 fails. Layer 1 (MLP) writes the next
  * letter of b (a->b, b->c, c->a) into `out`, which the output reads.
  * "^aaa" -> "bbb"; "^aaab" -> "bbbb" (b is 'a' 0.75, 'b' 0.25 at position
  * 4: just one value); "^ab" fails at position 2 ('a' 0.50, 'b' 0.50).
@@ -249,13 +250,12 @@ static TfModel *tie_model(void) {
     m->source_name = malloc(8);
     memcpy(m->source_name, "tie.tfp", 8);
     // b: the mean of the letter one-hots (token 1 + j -> value j); the BOS
-    // counts as 'a'.
+    // position, which sees only itself, gets nothing.
     TfLayer a = mean_after_bos(m, "b", 3);
     for (int j = 0; j < 3; j++) {
         W(m, a.value)[j * T_D + 1 + j] = 1.0f;
         W(m, a.output)[(T_B + j) * 3 + j] = 1.0f;
     }
-    W(m, a.value)[0 * T_D + 0] = 1.0f;
     a.line = 2;
     check(model_add_layer(m, &a, &err), &err);
     // out: the next letter of b, one ReLU unit per letter.

@@ -131,5 +131,23 @@ data() { tail -c +$((9 + $(od -An -tu8 -N8 "$1" | tr -d ' '))) "$1"; }
 cmp -s <(data "$tmp/binary_add.1.tfw") <(data "$tmp/resumed.tfw")
 check "20 steps on 2 ranks + 20 resumed on 3 == 40 steps in one process, bit for bit" $?
 
+# Run-time checks and numbers (tests/mkgeneral.c's tie.tfw and frac.tfw) on 2
+# ranks: the same lines, the same errors, the same exit status.
+"${TF_BUILD_DIR:?}/mkgeneral" "$tmp"
+printf '^aaa\n^ab\n^ccc\n^aab\n' >"$tmp/tie.txt"
+"$TFRUN" "$tmp/tie.tfw" --batch "$tmp/tie.txt" >"$tmp/tie.1" 2>"$tmp/tie.1e"
+s1=$?
+mpi 2 "$TFRUN" "$tmp/tie.tfw" --batch "$tmp/tie.txt" --threads 1 >"$tmp/tie.2" 2>"$tmp/tie.2e"
+s2=$?
+# (mpiexec adds its own lines to stderr about the exit status)
+[ $s1 -eq 1 ] && [ $s2 -eq 1 ] && cmp -s "$tmp/tie.1" "$tmp/tie.2" &&
+    grep '^tfrun: ' "$tmp/tie.2e" | cmp -s - "$tmp/tie.1e" && [ -s "$tmp/tie.1e" ]
+check "run-time checks on 2 ranks: the same lines and errors, exit 1" $?
+printf '^hello\t0 0 1/3 1/2 2/5\n^ll\t1 1\n^ab\tx\n' >"$tmp/frac.tsv"
+mpi 2 "$TFRUN" "$tmp/frac.tfw" --check "$tmp/frac.tsv" --threads 1 >"$tmp/frac.2" 2>/dev/null
+s2=$?
+[ $s2 -eq 1 ] && grep -q '^2 passed, 0 failed, 1 bad lines' "$tmp/frac.2"
+check "numbers: --check on 2 ranks" $?
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1154,6 +1154,13 @@ START_TEST(test_rejects_bad_checks_and_numbers) {
                           "__metadata__.output_error_bound 'tiny' is not a number >= 0");
     expect_model_rejected(numeric_model, "output_error_bound", "inf",
                           "__metadata__.output_error_bound 'inf' is not a number >= 0");
+    expect_model_rejected(numeric_model, "output_error_bound", "1e999",
+                          "__metadata__.output_error_bound '1e999' is not a number >= 0");
+    // Plain decimal text only, as tools/tfw_torch.py reads it.
+    expect_model_rejected(numeric_model, "output_error_bound", " 1e-7",
+                          "__metadata__.output_error_bound ' 1e-7' is not a number >= 0");
+    expect_model_rejected(numeric_model, "output_error_bound", "0x1p-20",
+                          "__metadata__.output_error_bound '0x1p-20' is not a number >= 0");
     expect_model_rejected(general_model, "output_error_bound", "1e-7",
                           "__metadata__.output_error_bound is only for a model whose output is a number");
     // Without every_position, the scalar output prints no number.

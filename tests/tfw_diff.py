@@ -4,9 +4,9 @@ exactly the same files.
 
 From a few valid files (the adder at -O and -O0, sort's categorical
 registers, a learned classifier with norms and biases, tests/mkgeneral.c's
-every-position and stop-token models), N mutated files (default 3000, a fixed
-seed): bytes flipped, inserted or cut in the header and in the data, the
-header length changed, and JSON-level edits (a key deleted, doubled or given
+every-position, stop-token, run-time-checked and number-printing models), N
+mutated files (default 3000, a fixed seed): bytes flipped, inserted or cut in
+the header and in the data, the header length changed, and JSON-level edits (a key deleted, doubled or given
 another value, nested JSON in metadata strings edited the same way, escapes
 and invalid UTF-8 inserted). Each goes through runtime/tfw.c (`tfinfo FILE`:
 exit 0 accepts, 1 refuses) and tools/tfw_torch.py's check(); any file one
@@ -192,7 +192,7 @@ def main():
             subprocess.run([tfc, *opts, os.path.join(src, "programs", name + ".tfp"), "-o", out], check=True)
             seeds.append(out)
         subprocess.run([mkgeneral, tmp], check=True)
-        seeds += [os.path.join(tmp, "every.tfw"), os.path.join(tmp, "stop.tfw")]
+        seeds += [os.path.join(tmp, n) for n in ("every.tfw", "stop.tfw", "tie.tfw", "frac.tfw")]
         seeds = [open(p, "rb").read() for p in seeds]
         counts = {True: 0, False: 0}
         path = os.path.join(tmp, "m.tfw")

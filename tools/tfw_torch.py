@@ -591,15 +591,16 @@ class Transformer:
     def check(self, x, layer, failures):
         """The run-time checks after `layer` on x [B, L, d]: each sequence b
         whose checked register does not hold one value (one column >= 0.75,
-        every other <= 0.25) at some position gets failures[b], the message
-        of its first failure (the earliest layer, then position)."""
+        every other <= 0.25) at some position after the BOS gets failures[b],
+        the message of its first failure (the earliest layer, then position)."""
+        first = 1 if self.bos is not None else 0  # the BOS position holds no value
         for reg, line, op in self.checks.get(layer, []):
-            v = x[:, :, reg["offset"]:reg["offset"] + reg["size"]]
+            v = x[:, first:, reg["offset"]:reg["offset"] + reg["size"]]
             hot = v >= 0.75
             ok = (hot.sum(dim=-1) == 1) & (hot | (v <= 0.25)).all(dim=-1)
-            for b, p in (~ok).nonzero().tolist():
+            for b, p in ((b, p + first) for b, p in (~ok).nonzero().tolist()):
                 if b not in failures:
-                    failures[b] = self.check_message(reg, line, op, p, v[b, p].tolist())
+                    failures[b] = self.check_message(reg, line, op, p, x[b, p, reg["offset"]:reg["offset"] + reg["size"]].tolist())
 
     def check_message(self, reg, line, op, pos, v):
         """tfrun's message for a failed check (runtime/checks.c)."""
