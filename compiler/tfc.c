@@ -1,11 +1,12 @@
 /* tfc: compile a .tfp program into a .tfw weight file.
  *
- *   tfc PROGRAM.tfp [-o OUT.tfw] [-O | -O0] [-v]
+ *   tfc PROGRAM.tfp [-o OUT.tfw] [-O | -O0] [-v] [--max-params N]
  *
  * Exit status: 0 compiled; 1 the program has errors (reported as
  * file:line:col diagnostics on stderr); 2 usage, I/O or internal error.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,12 +19,14 @@
 #define TFC_EXIT_USAGE 2
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: tfc PROGRAM.tfp [-o OUT.tfw] [-O | -O0] [-v]\n"
+    fprintf(f, "usage: tfc PROGRAM.tfp [-o OUT.tfw] [-O | -O0] [-v] [--max-params N]\n"
                "  -o OUT   write the weights to OUT (default: PROGRAM.tfw beside the source)\n"
                "  -O       optimized constructions: heads of their true rank, only the\n"
                "           registers each layer needs, exact ReLU steps (the default)\n"
                "  -O0      seed 001's constructions, dense, to the float\n"
-               "  -v       print a summary of what was written\n");
+               "  -v       print a summary of what was written\n"
+               "  --max-params N  refuse a model of more than N parameters (default 2^26 =\n"
+               "           67108864), before building it\n");
 }
 
 /* PROGRAM.tfp -> PROGRAM.tfw; any other name gets .tfw appended. */
@@ -40,6 +43,7 @@ static char *default_output(const char *src) {
 int main(int argc, char **argv) {
     const char *src_path = NULL, *out_path = NULL;
     int verbose = 0, opt_level = 1;
+    size_t max_params = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-o") == 0) {
             if (++i >= argc) {
@@ -48,6 +52,20 @@ int main(int argc, char **argv) {
                 return TFC_EXIT_USAGE;
             }
             out_path = argv[i];
+        } else if (strcmp(argv[i], "--max-params") == 0) {
+            char *end = NULL;
+            unsigned long long n = 0;
+            if (++i < argc) {
+                errno = 0;
+                n = strtoull(argv[i], &end, 10);
+            }
+            if (i >= argc || argv[i][0] == '-' || !end || *end || end == argv[i] || errno ||
+                n == 0 || n > (unsigned long long)SIZE_MAX / 4) {
+                fprintf(stderr, "tfc: --max-params needs a positive number of parameters\n");
+                usage(stderr);
+                return TFC_EXIT_USAGE;
+            }
+            max_params = (size_t)n;
         } else if (strcmp(argv[i], "-v") == 0) {
             verbose = 1;
         } else if (strcmp(argv[i], "-O") == 0 || strcmp(argv[i], "-O1") == 0) {
@@ -86,7 +104,8 @@ int main(int argc, char **argv) {
 
     int n_errors = 0;
     TfError err = {""};
-    TfModel *m = compile_source(src_path, source, len, opt_level, stderr, &n_errors, &err);
+    TfCompileOptions opts = {opt_level, max_params};
+    TfModel *m = compile_source_opts(src_path, source, len, &opts, stderr, &n_errors, &err);
     int status = 0;
     if (!m && n_errors > 0) {
         status = TFC_EXIT_PROGRAM;

@@ -53,6 +53,8 @@ void model_free(TfModel *m) {
     }
     for (int i = 0; i < m->n_classes && m->class_names; i++) free(m->class_names[i]);
     free(m->class_names);
+    for (int i = 0; i < m->n_checks; i++) free(m->checks[i].op);
+    free(m->checks);
     free(m->regs);
     free(m->layers);
     free(m->tensors);
@@ -188,6 +190,24 @@ int model_add_categorical(TfModel *m, const char *name, int offset, int size,
 oom:
     tf_error_set(err, "out of memory for a register");
     return -1;
+}
+
+int model_add_check(TfModel *m, int reg, int layer, int line, const char *op, TfError *err) {
+    if (!op) {
+        tf_error_set(err, "a check needs its op's text");
+        return -1;
+    }
+    TfCheck *c = realloc(m->checks, ((size_t)m->n_checks + 1) * sizeof *c);
+    char *text = malloc(strlen(op) + 1);
+    if (c) m->checks = c;
+    if (!c || !text) {
+        free(text);
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    strcpy(text, op);
+    m->checks[m->n_checks] = (TfCheck){reg, layer, line, text};
+    return m->n_checks++;
 }
 
 size_t model_param_count(const TfModel *m) {

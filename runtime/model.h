@@ -101,6 +101,17 @@ typedef struct TfLayer {
 
 typedef enum TfOutputKind { TF_OUTPUT_NEXT_TOKEN, TF_OUTPUT_CLASSIFY } TfOutputKind;
 
+/* A run-time check of a categorical value the compiler could not prove
+ * single-valued: after layer `layer` runs, register `reg` must hold one value
+ * at every row the engine computes (runtime/check.h says what that means).
+ * `line` and `op` name the source op ("Aggregate -> place") in the error. */
+typedef struct TfCheck {
+    int reg;   /* index into regs: a categorical register */
+    int layer; /* index into layers: the last layer that writes it */
+    int line;  /* source line of the op, 0 when unknown */
+    char *op;  /* short op text, owned; never NULL */
+} TfCheck;
+
 typedef struct TfModel {
     int d_model;
     int n_vocab;
@@ -134,6 +145,17 @@ typedef struct TfModel {
     int every_position;
     int bos;
     int stop_token;
+
+    /* A model read at every position whose output register is a scalar
+     * prints that register's value at every position (model_numeric_output);
+     * it needs no unembed.weight (unembed may be -1). output_error_bound is
+     * the absolute float32 error the compiler proved for those values (0
+     * when none was given): --check accepts a value within it. */
+    double output_error_bound;
+
+    /* Run-time checks, in layer order (model_add_check); n_checks 0: none. */
+    TfCheck *checks;
+    int n_checks;
 
     TfLayer *layers;
     int n_layers;
@@ -172,6 +194,10 @@ int model_add_register(TfModel *m, const char *name, TfRegKind kind, int offset,
  * index or -1 with err set. */
 int model_add_categorical(TfModel *m, const char *name, int offset, int size,
                           const char *const *labels, TfError *err);
+
+/* Appends a run-time check (op copied). Returns its index, or -1 with err
+ * set (out of memory, no op text); model_validate checks the rest. */
+int model_add_check(TfModel *m, int reg, int layer, int line, const char *op, TfError *err);
 
 /* Checks that the model is a consistent transformer: embeddings, unembedding
  * and every layer's tensors exist with the shapes the dimensions imply,

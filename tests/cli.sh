@@ -211,6 +211,28 @@ output out at every position;
 EOF2
 expect "general: two unlabelled Counts compile" 0 "" "" -- "$TFC" "$tmp/two_counts.tfp" -o "$tmp/two_counts.tfw"
 expect "general: two unlabelled Counts count apart" 0 "$(printf '^aab\t333')" "" -- "$TFRUN" "$tmp/two_counts.tfw" "^aab"
+
+# issue 11: a categorical copy whose selection may pick positions holding
+# different values compiles with a warning naming the op (and a run-time check).
+cat >"$tmp/tie.tfp" <<'EOF'
+vocab "^abcd"; bos '^'; maxlen 17; cat b;
+b: Aggregate(k.indices <= q.indices, tokens) -> b;
+output b at every position;
+EOF
+expect "general: an unproven categorical copy warns" 0 "" \
+    "tie.tfp:2:4: warning: Aggregate: the positions this selection picks may hold different values of 'tokens'" \
+    -- "$TFC" "$tmp/tie.tfp" -o "$tmp/tie.tfw"
+# The unembedding is never shared with an identical token embedding.
+printf 'vocab "ab"; output tokens;\n' >"$tmp/echo.tfp"
+expect "tfc: output tokens over the whole vocabulary compiles" 0 "" "" -- "$TFC" "$tmp/echo.tfp" -o "$tmp/echo.tfw"
+expect "tfrun runs it (it has unembed.weight)" 0 "~ab" "" -- "$TFRUN" "$tmp/echo.tfw" "ab"
+# --max-params: the limit, and its usage errors.
+expect "tfc --max-params refuses a larger model" 1 "" \
+    "error: this Aggregate becomes a layer of" -- "$TFC" --max-params 2000 "$tmp/tie.tfp" -o "$tmp/tie2.tfw"
+expect "tfc --max-params needs a number" 2 "" "tfc: --max-params needs a positive number" \
+    -- "$TFC" --max-params x "$tmp/tie.tfp"
+expect "tfc --max-params 0 is refused" 2 "" "tfc: --max-params needs a positive number" \
+    -- "$TFC" --max-params 0 "$tmp/tie.tfp"
 expect "general: a prompt without the BOS" 1 "" "must start with the beginning-of-sequence token" \
     -- "$TFRUN" "$tmp/two_counts.tfw" "aab"
 
