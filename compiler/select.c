@@ -129,6 +129,14 @@ static int split_conjuncts(const TfExpr *e, const TfExpr **out, int *n) {
 
 static int selection_matrix(Gen *G, const TfExpr *pred, const ExprReads *R, int nq, int nk,
                             unsigned char **P_out) {
+    if ((size_t)nq * (size_t)nk > (size_t)MAX_COMBOS * 16) {
+        diag_error(G->diag, pred->loc,
+                   "this selection compares %d query values with %d key values, more than %d "
+                   "pairs",
+                   nq, nk, MAX_COMBOS * 16);
+        diag_hint(G->diag, "a smaller maxlen gives `indices` and the counts fewer values");
+        return -1;
+    }
     unsigned char *P = va_alloc(G, (size_t)nq * (size_t)nk);
     TfVal *kcur = calloc((size_t)G->ir->n_regs, sizeof *kcur);
     TfVal *qcur = calloc((size_t)G->ir->n_regs, sizeof *qcur);
@@ -377,6 +385,7 @@ void select_analyze(Gen *G, TfIrOp *op, int index) {
         vreg = check_find_reg(G->ir, s->args[1].name.text);
         if (vreg < 0) {
             diag_error(G->diag, s->args[1].loc, "unknown register '%s'", s->args[1].name.text);
+            check_hint_reg(G->diag, G->ir, s->args[1].name.text);
             return;
         }
         if (va_check_readable(G, op, vreg, s->args[1].loc, 0) < 0) ok = 0;

@@ -188,6 +188,14 @@ expect "stop token: --step past the stop" 1 "" "tfrun: --step 3: generation stop
     -- "$TFRUN" "$S" --step 3 --trace "a"
 
 TFINFO=$TF_BUILD_DIR/tfinfo
+# The layer limit applies outside `repeat` too (issue 13: 250,000 top-level ops).
+{ printf 'vocab "ab"; token t; output t;\n'; for i in $(seq 1 100001); do echo 'Clear(t);'; done; } >"$tmp/many_ops.tfp"
+expect "tfc: more than 100000 top-level ops" 1 "" "error: the program has more than 100000 ops" \
+    -- "$TFC" "$tmp/many_ops.tfp" -o "$tmp/many_ops.tfw"
+# Count's two layers are both labelled Count (its second layer is no Map).
+"$TFC" "$SRC/programs/histogram.tfp" -o "$tmp/hist.tfw"
+expect "tfinfo: Count's steps layer is labelled Count" 0 "~hist.steps     mlp       Count" "" \
+    -- "$TFINFO" "$tmp/hist.tfw"
 expect "tfinfo: categorical register values" 0 "~  rot            categorical 5-7  output  values 'a' 'b' 'c'" "" -- "$TFINFO" "$E"
 expect "tfinfo: every-position output" 0 \
     "~generation: every position: one pass, the argmax token at each position after the BOS; unembedding reads rot" "" \

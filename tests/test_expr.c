@@ -307,6 +307,105 @@ START_TEST(test_many_registers) {
 }
 END_TEST
 
+
+/* Item 3 of issue 11: values equal within the bound are one value (two means
+ * reach the same rational two ways), and a staircase has no step between
+ * neighbours with the same result (the fractions k/i up to 199 are closer
+ * than their error bound, but only 0.5 separates different results). */
+START_TEST(test_value_sets_do_not_explode) {
+    Prog P;
+    prog_open(&P,
+              "vocab \"^()01\"; bos '^'; maxlen 200; num o, fo; cat half;\n"
+              "o: Map(tokens == '(' ? 1 : 0) -> o;\n"
+              "fo: Aggregate(k.indices <= q.indices, o, causal) -> fo;\n"
+              "half: Map(fo >= 0.5 ? 1 : 0) -> half;\n"
+              "output half at every position;",
+              1);
+    ck_assert_msg(P.diag.n_errors == 0, "%s", P.out);
+    const TfIrOp *half = NULL;
+    for (int i = 0; i < P.ir->n_ops; i++)
+        if (P.ir->ops[i].gen && P.ir->ops[i].dest == reg(&P, "half")) half = &P.ir->ops[i];
+    ck_assert_ptr_nonnull(half);
+    ck_assert_int_eq(half->gen->form, TF_GEN_STAIRCASE);
+    ck_assert_int_gt(half->gen->n_x, 1000);
+    ck_assert_int_eq(plans_staircase_steps(P.ir, half->gen), 1);
+    prog_close(&P);
+    // fo - fc: 1/3 - 1/6 and 1/6 are one value, whichever way they were reached.
+    prog_open(&P,
+              "vocab \"^()01\"; bos '^'; maxlen 12; num o, c, fo, fc, bal; cat up;\n"
+              "o: Map(tokens == '(' ? 1 : 0) -> o;\n"
+              "c: Map(tokens == ')' ? 1 : 0) -> c;\n"
+              "fo: Aggregate(k.indices <= q.indices, o, causal) -> fo;\n"
+              "fc: Aggregate(k.indices <= q.indices, c, causal) -> fc;\n"
+              "bal: Map(fo - fc) -> bal;\n"
+              "up: Map(bal > 0 ? 1 : 0) -> up;\n"
+              "output up at every position;",
+              1);
+    ck_assert_msg(P.diag.n_errors == 0, "%s", P.out);
+    const TfGenReg *b = &P.ir->gen_regs[reg(&P, "bal")];
+    ck_assert(b->known);
+    for (int i = 1; i < b->n_vals; i++)
+        ck_assert_msg(b->vals[i].x - b->vals[i - 1].x > 1e-9, "%.17g and %.17g", b->vals[i - 1].x,
+                      b->vals[i].x);
+    prog_close(&P);
+}
+END_TEST
+
+/* `/` into a num register is true division; into a cat register floor. */
+START_TEST(test_division_follows_the_destination) {
+    Prog P;
+    prog_open(&P,
+              "vocab \"^ab\"; bos '^'; maxlen 4; cat x, q; num r;\n"
+              "x: Map(tokens == 'a' ? 7 : 4) -> x;\n"
+              "r: Map(x * 3 / 2) -> r;\n"
+              "q: Map(x * 3 / 2) -> q;\n"
+              "output q at every position;",
+              1);
+    ck_assert_msg(P.diag.n_errors == 0 || strstr(P.out, "no token") != NULL, "%s", P.out);
+    const TfGenReg *r = &P.ir->gen_regs[reg(&P, "r")], *q = &P.ir->gen_regs[reg(&P, "q")];
+    ck_assert_int_eq(r->n_vals, 2);
+    ck_assert_double_eq(r->vals[0].x, 6);
+    ck_assert_double_eq(r->vals[1].x, 10.5);
+    ck_assert_int_eq(q->n_vals, 2);
+    ck_assert_double_eq(q->vals[0].x, 6);
+    ck_assert_double_eq(q->vals[1].x, 10);
+    prog_close(&P);
+}
+END_TEST
+
+/* Program 1 of issue 11: the copy is accepted with a run-time check of its
+ * destination after its layer, naming the source line and op. */
+START_TEST(test_unproven_copy_gets_a_check) {
+    const char *src = "vocab \"^abcd\"; bos '^'; maxlen 17; cat b;\n"
+                      "b: Aggregate(k.indices <= q.indices, tokens) -> b;\n"
+                      "output b at every position;\n";
+    char out[4096] = "";
+    FILE *f = fmemopen(out, sizeof out - 1, "w");
+    int n_errors;
+    TfError err;
+    TfModel *m = compile_source("t.tfp", src, strlen(src), 1, f, &n_errors, &err);
+    fclose(f);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_ptr_nonnull(strstr(out, "t.tfp:2:4: warning: Aggregate"));
+    ck_assert_int_eq(m->n_checks, 1);
+    ck_assert_str_eq(m->regs[m->checks[0].reg].name, "b");
+    ck_assert_int_eq(m->checks[0].layer, 0);
+    ck_assert_int_eq(m->checks[0].line, 2);
+    ck_assert_str_eq(m->checks[0].op, "Aggregate -> b");
+    model_free(m);
+    // A copy through `indices` is proven: no check.
+    const char *shift = "vocab \"^abcd\"; bos '^'; maxlen 17; cat b;\n"
+                        "b: Aggregate(k.indices == q.indices - 1, tokens, default: 'a') -> b;\n"
+                        "output b at every position;\n";
+    f = fmemopen(out, sizeof out - 1, "w");
+    m = compile_source("t.tfp", shift, strlen(shift), 1, f, &n_errors, &err);
+    fclose(f);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_int_eq(m->n_checks, 0);
+    model_free(m);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("expr");
     TCase *tc = tcase_create("expr");
@@ -319,6 +418,9 @@ int main(void) {
     tcase_add_test(tc, test_plans_bound_the_models);
     tcase_add_test(tc, test_max_params_refuses);
     tcase_add_test(tc, test_many_registers);
+    tcase_add_test(tc, test_value_sets_do_not_explode);
+    tcase_add_test(tc, test_division_follows_the_destination);
+    tcase_add_test(tc, test_unproven_copy_gets_a_check);
     suite_add_tcase(s, tc);
     return tf_run_suite(s);
 }
