@@ -469,7 +469,7 @@ static int check_arg(Checker *ck, const TfOpInfo *info, const TfParam *p, const 
         }
         return out->reg >= 0 ? 0 : -1;
     }
-    case TF_PARAM_EXPR: break; // general ops: compiler/general.c
+    case TF_PARAM_EXPR: break; // general ops: compiler/map.c, compiler/select.c
     }
     return -1;
 }
@@ -513,7 +513,7 @@ static int check_op(Checker *ck, const TfStmt *s, OpList *out) {
     }
     const TfOpInfo *info = &tf_ops[op];
     if (info->general) {
-        // compiler/general.c checks the arguments, in program order.
+        // compiler/values.c checks the arguments, in program order.
         if (s->n_args < info->n_params) {
             diag_error(ck->diag, s->op.loc, "%s takes at least %d argument%s, but %d %s given",
                        info->name, info->n_params, info->n_params == 1 ? "" : "s", s->n_args,

@@ -43,7 +43,7 @@ typedef struct TfIrArg {
 /* One op application, after unrolling. compiler/values.c may add ops (joint
  * selection sides, Count's steps), each of the kind of the op it serves and
  * with its own plan; compiler/plans.c says what layer each becomes. */
-typedef struct TfGenOp TfGenOp; /* compiler/general.h */
+typedef struct TfGenOp TfGenOp; /* compiler/values.h */
 typedef struct TfGenReg TfGenReg;
 
 typedef struct TfIrOp {

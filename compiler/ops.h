@@ -22,7 +22,7 @@ typedef enum TfOpKind {
     TF_OP_DIFF_POS,
     TF_OP_IS_ZERO,
     TF_OP_COPY_ON_MATCH,
-    /* the general ops (compiler/general.c checks and lowers them) */
+    /* the general ops (compiler/map.c, compiler/select.c analyse them, compiler/lower_general.c lowers them) */
     TF_OP_MAP,
     TF_OP_AGGREGATE,
     TF_OP_COUNT_MATCHES,
