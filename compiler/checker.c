@@ -292,6 +292,8 @@ static void collect_declarations(Checker *ck, const TfProgram *prog) {
         default: break;
         }
     }
+    if (ck->maxlen_stmt) ck->ir->size_loc = ck->maxlen_stmt->value_loc;
+    else if (ck->period_stmt) ck->ir->size_loc = ck->period_stmt->value_loc;
     if (ck->maxlen_stmt && ck->ir->maxlen > 0) {
         if (!ck->period_stmt && ck->ir->period < ck->ir->maxlen) ck->ir->period = ck->ir->maxlen;
         if (ck->ir->period < ck->ir->maxlen)

@@ -72,6 +72,7 @@ typedef struct TfIr {
 
     /* General programs (docs/language.md, "General ops"). */
     int maxlen;         /* declared `maxlen`, 0 when not declared */
+    TfLoc size_loc;     /* the `maxlen` (or `period`) value, line 0 when neither */
     int bos;            /* token index of `bos`, -1 when none */
     int stop_token;     /* token index of `generate until`, -1 when none */
     int every_position; /* `output R at every position` */

@@ -86,10 +86,11 @@ int plans_make(const TfIr *ir, int opt_level, size_t max_params, TfDiag *diag, T
     if (out->n_params > max_params) {
         char a[32];
         size_text(out->n_params, a, sizeof a);
-        diag_file_error(diag,
-                        "the embeddings alone have %s parameters (%zu positions, %zu tokens, "
-                        "d_model %zu), more than the limit of %zu (tfc --max-params N raises it)",
-                        a, P, V, d, max_params);
+        const char *fmt = "the embeddings alone have %s parameters (%zu positions, %zu tokens, "
+                          "d_model %zu), more than the limit of %zu";
+        if (ir->size_loc.line > 0) diag_error(diag, ir->size_loc, fmt, a, P, V, d, max_params);
+        else diag_file_error(diag, fmt, a, P, V, d, max_params);
+        diag_hint(diag, "tfc --max-params N raises the limit");
         return -1;
     }
     out->layers = calloc((size_t)(ir->n_ops > 0 ? ir->n_ops : 1), sizeof *out->layers);
