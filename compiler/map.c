@@ -179,7 +179,8 @@ static void analyze_gated(Gen *G, TfIrOp *op, const TfExpr *e, const ExprReads *
     int m = val_unique(vals, n_vals, SAME_VALUE);
     va_set_values(G, op->dest, vals, m);
     free(vals);
-    va_greg(G, op->dest)->err = slope_max * gx->err + cat_err * p->c0 + p->c0 * 4 * EPS32;
+    va_greg(G, op->dest)->err =
+        (slope_max ? slope_max * gx->err : 0) + cat_err * p->c0 + p->c0 * 4 * EPS32;
     p->dest = op->dest;
     op->gen = p;
 }
@@ -247,7 +248,7 @@ void map_analyze(Gen *G, TfIrOp *op, int index) {
         if (!p) return;
         TfVal *cur = calloc((size_t)G->ir->n_regs, sizeof *cur);
         if (!cur) { (void)(G->failed = 1); return; }
-        for (int i = 0; i < G->ir->n_regs; i++) cur[i] = val_num(0, 0);
+        for (int i = 0; i < R.n; i++) cur[R.regs[i]] = val_num(0, 0); // what e reads
         ExprEnv E = {.ir = G->ir, .cur = cur, .true_division = G->ir->regs[op->dest].kind == TF_REG_SCALAR};
         TfVal base, one;
         if (expr_eval(&E, e, &base) < 0) {
@@ -267,7 +268,7 @@ void map_analyze(Gen *G, TfIrOp *op, int index) {
             cur[R.regs[i]] = val_num(0, 0);
             p->coef[i] = one.x - base.x;
             const TfGenReg *g = va_greg(G, R.regs[i]);
-            errsum += fabs(p->coef[i]) * g->err;
+            if (p->coef[i] != 0) errsum += fabs(p->coef[i]) * g->err;
             bound += fabs(p->coef[i]) * (g->known ? va_max_abs(g->vals, g->n_vals) : 1e6);
         }
         free(cur);

@@ -290,6 +290,7 @@ static void seed_clear(Gen *G, const TfIrOp *op, int r) {
         return;
     }
     if (!G->opt || !g->known) {
+        if (!G->opt) g->err = INFINITY; // the seed's GELU leaves part of small positive values
         set_unknown(G, r, op->stmt,
                     G->opt ? "Clear here reads a register whose values are not known"
                            : "Clear here is seed 001's approximation at -O0, which the compiler "
@@ -310,9 +311,10 @@ static void seed_clear(Gen *G, const TfIrOp *op, int r) {
 }
 
 /* CopyOnMatch(m, src) -> dst: unit i is 0.1 act(100 m + 100 src_i - 190),
- * which is src_i where m is 1 and 0 where m is 0 (both within 10 times the
- * inputs' errors), into a token register nothing wrote before. With m
- * always 1 it copies src; where m may be 0 dst may hold no value. */
+ * which is src_i where m is 1 and 0 where m is 0 (within 10 times the
+ * inputs' errors, 11.3 with -O0's GELU), into a token register nothing wrote
+ * before. With m always 1 it copies src; where m may be 0 dst may hold no
+ * value. */
 static void seed_copy_on_match(Gen *G, const TfIrOp *op) {
     int m = op->args[0].reg, src = op->args[1].reg, dst = op->dest;
     const TfGenReg *gm = va_greg(G, m), *gs = va_greg(G, src);
@@ -323,7 +325,7 @@ static void seed_copy_on_match(Gen *G, const TfIrOp *op) {
     int always = gm->known && gm->n_vals > 0 && !gm->bos_dirty;
     for (int i = 0; always && i < gm->n_vals; i++)
         if (gm->vals[i].x != 1) always = 0;
-    double err = 10 * (gm->err + gs->err) + 1e-5;
+    double err = 11.3 * (gm->err + gs->err) + 1e-5; // GELU's slope is below 1.13
     if (!fresh || !always || !gs->known || gs->bos_dirty || gm->err + gs->err >= 0.4) {
         set_unknown(G, dst, op->stmt,
                     !fresh ? "CopyOnMatch here adds into a register written before"
