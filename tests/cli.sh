@@ -188,6 +188,16 @@ expect "stop token: --step past the stop" 1 "" "tfrun: --step 3: generation stop
     -- "$TFRUN" "$S" --step 3 --trace "a"
 
 TFINFO=$TF_BUILD_DIR/tfinfo
+# Issue 13's reproducers: a Map over three categorical registers at maxlen 68 (a
+# 1.46 GB file before) and sort at maxlen 65536 (64 GiB) are refused before any
+# weight is built, naming the op and the option that raises the limit.
+printf 'vocab "^ab"; bos %s; maxlen 68; cat x, y, z, w;\nx: Map(indices) -> x;\ny: Map(indices + 1) -> y;\nz: Map(indices + 2) -> z;\nw: Map(x + y + z) -> w;\noutput tokens;\n' "'^'" >"$tmp/huge_map.tfp"
+expect "tfc: a 600-million-parameter Map is refused" 1 "" \
+    "huge_map.tfp:5:4: error: this Map becomes a layer of 603081055 parameters, which takes the model past the limit of 67108864 parameters" \
+    -- "$TFC" "$tmp/huge_map.tfp" -o "$tmp/huge_map.tfw"
+sed 's/maxlen [0-9]*;/maxlen 65536;/' "$SRC/programs/sort.tfp" >"$tmp/huge_sort.tfp"
+expect "tfc: sort at maxlen 65536 is refused" 1 "" "error: this selection compares" \
+    -- "$TFC" "$tmp/huge_sort.tfp" -o "$tmp/huge_sort.tfw"
 # The layer limit applies outside `repeat` too (issue 13: 250,000 top-level ops).
 { printf 'vocab "ab"; token t; output t;\n'; for i in $(seq 1 100001); do echo 'Clear(t);'; done; } >"$tmp/many_ops.tfp"
 expect "tfc: more than 100000 top-level ops" 1 "" "error: the program has more than 100000 ops" \
