@@ -109,9 +109,14 @@ static void hash_insert(TfIr *ir, int r) {
 }
 
 int check_add_reg(TfIr *ir, const char *name, TfRegKind kind, TfLoc loc) {
-    TfIrReg *regs = realloc(ir->regs, ((size_t)ir->n_regs + 1) * sizeof *regs);
-    if (!regs) return -1;
-    ir->regs = regs;
+    if (ir->n_regs == ir->regs_cap) { // doubling: linear in the number of registers
+        int cap = ir->regs_cap ? 2 * ir->regs_cap : 16;
+        TfIrReg *regs = realloc(ir->regs, (size_t)cap * sizeof *regs);
+        if (!regs) return -1;
+        ir->regs = regs;
+        ir->regs_cap = cap;
+    }
+    TfIrReg *regs = ir->regs;
     if (2 * (ir->n_regs + 1) > ir->reg_hash_cap) { // at most half full
         int cap = ir->reg_hash_cap ? 2 * ir->reg_hash_cap : 64;
         int *h = malloc((size_t)cap * sizeof *h);

@@ -80,6 +80,7 @@ typedef struct TfIr {
     TfGenReg *gen_regs; /* per register: values and error bound (compiler/values.c) */
     void *gen_store;    /* values.c's allocations */
 
+    int regs_cap;       /* room in regs */
     int *reg_hash;      /* open addressing over regs by name (check_find_reg) */
     int reg_hash_cap;
 } TfIr;
