@@ -88,6 +88,7 @@ done:
     plans_free(&plans);
     check_free(ir);
     ast_free_program(prog);
+    diag_finish(&diag);
     *n_errors = diag.n_errors;
     if (*n_errors && m) {
         model_free(m);

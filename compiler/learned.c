@@ -423,6 +423,7 @@ int learned_spec_from_source(const char *name, const char *src, size_t len, FILE
         tf_error_set(err, "%s declares no model (a `model { ... }` block)", name);
     else if (ir && learned_check(ir->model, ir->n_vocab, ir->generate, &diag, spec) == 0)
         rc = 0;
+    diag_finish(&diag);
     if (rc < 0 && diag.n_errors > 0) tf_error_set(err, "%s has %d error%s", name, diag.n_errors,
                                                   diag.n_errors == 1 ? "" : "s");
     check_free(ir);

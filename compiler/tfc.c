@@ -1,32 +1,43 @@
 /* tfc: compile a .tfp program into a .tfw weight file.
  *
- *   tfc PROGRAM.tfp [-o OUT.tfw] [-O | -O0] [-v] [--max-params N]
+ *   tfc [-O | -O0] [-v] [-o OUT.tfw] [--max-params=N] [--] PROGRAM.tfp
  *
  * Exit status: 0 compiled; 1 the program has errors (reported as
- * file:line:col diagnostics on stderr); 2 usage, I/O or internal error.
+ * file:line:col diagnostics on stderr), or the file is not a program; 2
+ * usage, I/O or internal error (130 and the like: killed by a signal; the
+ * output file is then left as it was).
  */
+#define _POSIX_C_SOURCE 200809L
+
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "compile.h"
 #include "file.h"
+#include "outfile.h"
 #include "tfw.h"
 
 #define TFC_EXIT_PROGRAM 1
 #define TFC_EXIT_USAGE 2
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: tfc PROGRAM.tfp [-o OUT.tfw] [-O | -O0] [-v] [--max-params N]\n"
-               "  -o OUT   write the weights to OUT (default: PROGRAM.tfw beside the source)\n"
-               "  -O       optimized constructions: heads of their true rank, only the\n"
-               "           registers each layer needs, exact ReLU steps (the default)\n"
-               "  -O0      seed 001's constructions, dense, to the float\n"
-               "  -v       print a summary of what was written\n"
-               "  --max-params N  refuse a model of more than N parameters (default 2^26 =\n"
-               "           67108864), before building it\n");
+    fprintf(f, "usage: tfc [options] [--] PROGRAM.tfp\n"
+               "  -o, --output=OUT  write the weights to OUT (default: PROGRAM.tfw beside the\n"
+               "                    source); a symbolic link is written through, a directory,\n"
+               "                    device or read-only file is refused\n"
+               "  -O               optimized constructions: heads of their true rank, only the\n"
+               "                   registers each layer needs, exact ReLU steps (the default)\n"
+               "  -O0              seed 001's constructions, dense, to the float\n"
+               "  -v, --verbose    print a summary of what was written\n"
+               "  --max-params=N   refuse a model of more than N parameters before building\n"
+               "                   it (default 2^26 = 67108864)\n"
+               "  -h, --help       this help;  --version  the version\n"
+               "exit status: 0 compiled; 1 the program has errors (file:line:col on stderr)\n"
+               "or is not a program; 2 usage or I/O error\n");
 }
 
 /* PROGRAM.tfp -> PROGRAM.tfw; any other name gets .tfw appended. */
@@ -43,55 +54,59 @@ static char *default_output(const char *src) {
 int main(int argc, char **argv) {
     const char *src_path = NULL, *out_path = NULL;
     int verbose = 0, opt_level = 1;
+    enum { OPT_VERSION = 256, OPT_MAX_PARAMS };
     size_t max_params = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-o") == 0) {
-            if (++i >= argc) {
-                fprintf(stderr, "tfc: -o needs a file name\n");
-                usage(stderr);
+    static const struct option longopts[] = {
+        {"output", required_argument, NULL, 'o'}, {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, OPT_VERSION},
+        {"max-params", required_argument, NULL, OPT_MAX_PARAMS},
+        {NULL, 0, NULL, 0}};
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":o:O::vh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o': out_path = optarg; break;
+        case 'v': verbose = 1; break;
+        case 'O':
+            if (!optarg || strcmp(optarg, "1") == 0) {
+                opt_level = 1;
+            } else if (strcmp(optarg, "0") == 0) {
+                opt_level = 0;
+            } else {
+                fprintf(stderr, "tfc: unknown optimization level '-O%s' (-O0 or -O)\n", optarg);
                 return TFC_EXIT_USAGE;
             }
-            out_path = argv[i];
-        } else if (strcmp(argv[i], "--max-params") == 0) {
+            break;
+        case 'h': usage(stdout); return cli_flush_stdout("tfc") < 0 ? TFC_EXIT_USAGE : 0;
+        case OPT_VERSION: cli_version("tfc"); return cli_flush_stdout("tfc") < 0 ? TFC_EXIT_USAGE : 0;
+        case OPT_MAX_PARAMS: {
             char *end = NULL;
-            unsigned long long n = 0;
-            if (++i < argc) {
-                errno = 0;
-                n = strtoull(argv[i], &end, 10);
-            }
-            if (i >= argc || argv[i][0] == '-' || !end || *end || end == argv[i] || errno ||
-                n == 0 || n > (unsigned long long)SIZE_MAX / 4) {
-                fprintf(stderr, "tfc: --max-params needs a positive number of parameters\n");
-                usage(stderr);
+            errno = 0;
+            unsigned long long n = strtoull(optarg, &end, 10);
+            if (optarg[0] == '-' || end == optarg || *end || errno || n == 0 ||
+                n > (unsigned long long)SIZE_MAX / 4) {
+                fprintf(stderr, "tfc: --max-params needs a positive number of parameters, not '%s'\n",
+                        optarg);
                 return TFC_EXIT_USAGE;
             }
             max_params = (size_t)n;
-        } else if (strcmp(argv[i], "-v") == 0) {
-            verbose = 1;
-        } else if (strcmp(argv[i], "-O") == 0 || strcmp(argv[i], "-O1") == 0) {
-            opt_level = 1;
-        } else if (strcmp(argv[i], "-O0") == 0) {
-            opt_level = 0;
-        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            fprintf(stderr, "tfc: unknown option '%s'\n", argv[i]);
-            usage(stderr);
-            return TFC_EXIT_USAGE;
-        } else if (src_path) {
-            fprintf(stderr, "tfc: more than one program given ('%s' and '%s')\n", src_path,
-                    argv[i]);
-            return TFC_EXIT_USAGE;
-        } else {
-            src_path = argv[i];
+            break;
         }
+        default: cli_option_error("tfc", c, argv, longopts); return TFC_EXIT_USAGE;
+        }
+    }
+    if (optind < argc) src_path = argv[optind++];
+    if (optind < argc) {
+        fprintf(stderr, "tfc: more than one program given ('%s' and '%s')\n", src_path,
+                argv[optind]);
+        return TFC_EXIT_USAGE;
     }
     if (!src_path) {
         fprintf(stderr, "tfc: no program given\n");
         usage(stderr);
         return TFC_EXIT_USAGE;
     }
+    cli_remove_output_on_signals();
 
     size_t len = 0;
     char *source = tf_file_read(src_path, &len);
@@ -99,11 +114,23 @@ int main(int argc, char **argv) {
         fprintf(stderr, "tfc: cannot read '%s': %s\n", src_path, strerror(errno));
         return TFC_EXIT_USAGE;
     }
+    if (cli_expect_program("tfc", src_path, source, len) < 0) {
+        free(source);
+        return TFC_EXIT_PROGRAM;
+    }
     char *default_out = out_path ? NULL : default_output(src_path);
     if (!out_path) out_path = default_out;
+    TfError err = {""};
+    // A bad output path is found before a long compile, not after.
+    int bad_out = !out_path || outfile_check(out_path, &err) < 0;
+    if (bad_out) fprintf(stderr, "tfc: %s\n", out_path ? err.msg : "out of memory");
+    if (bad_out || cli_refuse_same_file("tfc", out_path, src_path) < 0) {
+        free(source);
+        free(default_out);
+        return TFC_EXIT_USAGE;
+    }
 
     int n_errors = 0;
-    TfError err = {""};
     TfCompileOptions opts = {opt_level, max_params};
     TfModel *m = compile_source_opts(src_path, source, len, &opts, stderr, &n_errors, &err);
     int status = 0;
@@ -112,8 +139,8 @@ int main(int argc, char **argv) {
     } else if (!m) {
         fprintf(stderr, "tfc: %s: %s\n", src_path, err.msg);
         status = TFC_EXIT_USAGE;
-    } else if (!out_path || tfw_write(m, out_path, &err) < 0) {
-        fprintf(stderr, "tfc: %s\n", out_path ? err.msg : "out of memory");
+    } else if (tfw_write(m, out_path, &err) < 0) {
+        fprintf(stderr, "tfc: %s\n", err.msg);
         status = TFC_EXIT_USAGE;
     } else if (verbose) {
         int attn = 0, heads = 0, widest = 0, hidden = 0;
@@ -135,5 +162,6 @@ int main(int argc, char **argv) {
     model_free(m);
     free(source);
     free(default_out);
+    if (cli_flush_stdout("tfc") < 0 && status == 0) status = TFC_EXIT_USAGE;
     return status;
 }

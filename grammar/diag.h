@@ -19,7 +19,10 @@
 
 #include "ast.h"
 
-#define TF_DIAG_MAX_ERRORS 50
+/* Errors printed per compilation; the rest are counted (diag_finish). */
+#define TF_DIAG_MAX_ERRORS 20
+/* A message, and a source line, are cut to about this many bytes ("..."). */
+#define TF_DIAG_MAX_TEXT 240
 
 typedef struct TfDiag {
     const char *filename;
@@ -39,7 +42,9 @@ void diag_init(TfDiag *d, const char *filename, const char *source, size_t len, 
 #endif
 
 /* "file:line:col: error: msg", the source line and a caret span under loc.
- * After TF_DIAG_MAX_ERRORS errors, further ones are counted, not printed. */
+ * After TF_DIAG_MAX_ERRORS errors, further ones are counted, not printed.
+ * Long messages and source lines are cut (TF_DIAG_MAX_TEXT), so that the
+ * output stays small whatever the input. */
 void diag_error(TfDiag *d, TfLoc loc, const char *fmt, ...) TF_PRINTF(3, 4);
 void diag_warning(TfDiag *d, TfLoc loc, const char *fmt, ...) TF_PRINTF(3, 4);
 /* "file:line:col: note: msg" with the source line, for a related place. */
@@ -48,5 +53,11 @@ void diag_note(TfDiag *d, TfLoc loc, const char *fmt, ...) TF_PRINTF(3, 4);
 void diag_hint(TfDiag *d, const char *fmt, ...) TF_PRINTF(2, 3);
 /* "file: error: msg", for errors of the whole file (no location). */
 void diag_file_error(TfDiag *d, const char *fmt, ...) TF_PRINTF(2, 3);
+/* At the end of a compilation: "file: N more errors not shown" when errors
+ * were counted but not printed. */
+void diag_finish(TfDiag *d);
+/* 1 once errors are no longer printed: callers may skip work that only
+ * serves the message. */
+int diag_quiet(const TfDiag *d);
 
 #endif

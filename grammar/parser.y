@@ -881,6 +881,10 @@ static int yyreport_syntax_error(const yypcontext_t *yyctx, yyscan_t scanner, Tf
     if (loc.line == ctx->last_error_line && loc.col == ctx->last_error_col) return 0;
     ctx->last_error_line = loc.line;
     ctx->last_error_col = loc.col;
+    if (diag_quiet(ctx->diag)) { /* counted, not shown: no need for its text */
+        diag_error(ctx->diag, loc, "syntax error");
+        return 0;
+    }
 
     yysymbol_kind_t all[YYNTOKENS];
     int n_all = yypcontext_expected_tokens(yyctx, all, YYNTOKENS);

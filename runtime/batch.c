@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,19 @@ int batch_prepare_prompt(const TfModel *m, const char *text, int len, int n_new,
     return 0;
 }
 
+int batch_limit_new_tokens(const TfModel *m, int n_new, int *limited, TfError *err) {
+    *limited = n_new;
+    if (n_new <= m->max_len) return 0;
+    // Generation that stops by itself, or none (one pass: n_new is not used).
+    if (m->stop_token >= 0 || m->every_position || m->output_kind == TF_OUTPUT_CLASSIFY) {
+        *limited = m->max_len;
+        return 0;
+    }
+    tf_error_set(err, "%d tokens to generate exceed the %d positions of the position encoding",
+                 n_new, m->max_len);
+    return -1;
+}
+
 int batch_output_start(const TfModel *m) { return m->bos >= 0 ? 1 : 0; }
 
 void batch_print_outputs(FILE *f, const TfModel *m, const char *prompt, size_t len,
@@ -62,6 +76,81 @@ void batch_print_outputs(FILE *f, const TfModel *m, const char *prompt, size_t l
         fwrite(buf, 1, (size_t)k, f);
     }
     fputc('\n', f);
+}
+
+/* The values of positions batch_output_start(m)..n-1, separated by single
+ * spaces, into buf (at least n * TF_VALUE_TEXT_MAX bytes). Returns the length. */
+static size_t values_text(char *buf, const TfModel *m, const float *vals, int n) {
+    size_t k = 0;
+    buf[0] = '\0';
+    for (int i = batch_output_start(m); i < n; i++) {
+        if (i > batch_output_start(m)) buf[k++] = ' ';
+        k += (size_t)infer_value_text(vals[i], buf + k);
+    }
+    return k;
+}
+
+void batch_print_values(FILE *f, const TfModel *m, const char *prompt, size_t len,
+                        const float *vals, int n) {
+    fwrite(prompt, 1, len, f);
+    fputc('\t', f);
+    char buf[TF_VALUE_TEXT_MAX + 1];
+    for (int i = batch_output_start(m); i < n; i++) {
+        if (i > batch_output_start(m)) fputc(' ', f);
+        infer_value_text(vals[i], buf);
+        fputs(buf, f);
+    }
+    fputc('\n', f);
+}
+
+int batch_parse_values(const char *text, double *out, int max, TfError *err) {
+    int n = 0;
+    const char *p = text;
+    while (*p == ' ') p++;
+    while (*p) {
+        size_t len = strcspn(p, " ");
+        char tok[64];
+        if (len >= sizeof tok) {
+            tf_error_set(err, "expected value %d is too long", n + 1);
+            return -1;
+        }
+        memcpy(tok, p, len);
+        tok[len] = '\0';
+        // A decimal number, or a fraction p/q of two.
+        char *end;
+        double v = strtod(tok, &end);
+        int ok = end != tok;
+        if (ok && *end == '/') {
+            char *den = end + 1, *end2;
+            double q = strtod(den, &end2);
+            ok = end2 != den && *end2 == '\0' && q != 0 && isfinite(q);
+            v /= q;
+        } else {
+            ok = ok && *end == '\0';
+        }
+        if (!ok || !isfinite(v)) {
+            tf_error_set(err, "expected value %d '%s' is not a number or a fraction p/q", n + 1,
+                         tok);
+            return -1;
+        }
+        if (n < max) out[n] = v;
+        n++;
+        p += len;
+        while (*p == ' ') p++;
+    }
+    return n;
+}
+
+int batch_values_match(const TfModel *m, const float *vals, int n, const double *want,
+                       int n_want) {
+    int start = batch_output_start(m);
+    if (n - start != n_want) return 0;
+    for (int i = 0; i < n_want; i++) {
+        double e = want[i];
+        if (!(fabs((double)vals[start + i] - e) <= m->output_error_bound + 1e-6 * fabs(e)))
+            return 0;
+    }
+    return 1;
 }
 
 void batch_print_completion(FILE *f, const TfModel *m, const char *prompt, size_t len,
@@ -80,6 +169,8 @@ typedef struct Slot {
     char *text;    /* the prompt, NUL-terminated */
     int len;
     char *expect;  /* check mode: the expected completion (points into text) */
+    double *want;  /* check mode, numeric models: the expected values */
+    int n_want, want_cap;
     int *ids;
     int ids_cap;
     size_t text_cap;
@@ -97,6 +188,10 @@ typedef struct Work {
     int stride;
     int *n_out;  /* [n]: tokens kept (stop token or every position) */
     int **rows;  /* [n]: every position: out + i * stride */
+    float *vals; /* numeric models: [n, stride] the value at every position */
+    float **vrows; /* [n]: vals + i * stride */
+    char *failed;  /* models with checks: [n] 1 when prompt i failed one */
+    TfError *why;  /* [n] its failure */
     int rc;
     TfError err;
 } Work;
@@ -105,7 +200,13 @@ static void work_run(Work *w) {
     w->rc = 0;
     if (!w->n) return;
     const TfModel *m = w->m;
-    if (m->every_position) {
+    if (model_numeric_output(m)) {
+        for (int i = 0; i < w->n; i++) {
+            w->vrows[i] = w->vals + (size_t)i * (size_t)w->stride;
+            w->n_out[i] = w->lens[i];
+        }
+        w->rc = infer_every_position_values(w->inf, w->ids, w->lens, w->n, w->vrows, &w->err);
+    } else if (m->every_position) {
         for (int i = 0; i < w->n; i++) {
             w->rows[i] = w->out + (size_t)i * (size_t)w->stride;
             w->n_out[i] = w->lens[i];
@@ -117,6 +218,18 @@ static void work_run(Work *w) {
     } else {
         for (int i = 0; i < w->n; i++) w->n_out[i] = w->n_new;
         w->rc = infer_generate(w->inf, w->ids, w->lens, w->n, w->n_new, w->out, &w->err);
+    }
+    if (!m->n_checks) return;
+    // A prompt that failed a run-time check fails alone.
+    memset(w->failed, 0, (size_t)w->n);
+    if (w->rc < 0 && infer_n_failed(w->inf) > 0) {
+        w->rc = 0;
+        for (int i = 0; i < w->n; i++) {
+            const char *why = infer_failure(w->inf, i);
+            if (!why) continue;
+            w->failed[i] = 1;
+            tf_error_set(&w->why[i], "%s", why);
+        }
     }
 }
 
@@ -162,6 +275,7 @@ typedef struct Runner {
     const TfModel *m;
     const TfBatchOptions *o;
     FILE *out, *errs;
+    const char *in_name;
     TfBatchStats *st;
     TfInfer **engines;
     Work *work;
@@ -173,18 +287,28 @@ typedef struct Runner {
     int cap;          /* n_threads * batch_size */
     const int **ids;  /* [cap] */
     int *lens;        /* [cap] */
+    int n_new;        /* o->n_new, limited (batch_limit_new_tokens) */
     int stride;       /* tokens per prompt: n_new, or max_len for every position */
     int *toks;        /* [cap * stride] */
     int *n_out;       /* [cap] tokens kept per prompt */
     int **rows;       /* [cap] */
+    float *vals;      /* numeric models: [cap * stride] */
+    float **vrows;    /* [cap] */
+    char *failed;     /* [cap] */
+    TfError *why;     /* [cap] */
     char *text_buf;   /* one completion as text */
 } Runner;
+
+/* Tells the progress callback that something is about to be printed. */
+static void notify_output(const Runner *R) {
+    if (R->o->progress) R->o->progress(R->o->progress_ctx, NULL);
+}
 
 /* Generates the n gathered prompts on the engines, then prints or checks
  * them in order. */
 static int run_chunk(Runner *R, int n, TfError *err) {
     const TfBatchOptions *o = R->o;
-    int n_new = o->n_new, stride = R->stride;
+    int n_new = R->n_new, stride = R->stride;
     for (int i = 0; i < n; i++) {
         R->ids[i] = R->slots[i].ids;
         R->lens[i] = R->slots[i].len;
@@ -199,6 +323,10 @@ static int run_chunk(Runner *R, int n, TfError *err) {
         w->out = R->toks + (size_t)first * (size_t)stride;
         w->n_out = R->n_out + first;
         w->rows = R->rows + first;
+        w->vals = R->vals ? R->vals + (size_t)first * (size_t)stride : NULL;
+        w->vrows = R->vrows + first;
+        w->failed = R->failed + first;
+        w->why = R->why ? R->why + first : NULL;
         w->stride = stride;
         w->m = R->m;
         w->n_new = n_new;
@@ -223,29 +351,54 @@ static int run_chunk(Runner *R, int n, TfError *err) {
             return -1;
         }
 
+    if (!o->check && n > 0) notify_output(R);
+    const TfModel *m = R->m;
+    int numeric = model_numeric_output(m);
     for (int i = 0; i < n; i++) {
         const Slot *s = &R->slots[i];
         const int *toks = R->toks + (size_t)i * (size_t)stride;
+        const float *vals = R->vals ? R->vals + (size_t)i * (size_t)stride : NULL;
         int n_tok = R->n_out[i];
         R->st->run++;
+        if (m->n_checks && R->failed[i]) { /* a run-time check failed */
+            if (!o->check) {
+                R->st->errors++;
+                fprintf(R->errs, "tfrun: %s:%ld: %s\n", R->in_name, s->lineno, R->why[i].msg);
+            } else if (R->st->failed++ < o->show_failures) {
+                fprintf(R->out, "FAIL line %ld: %.*s: %s (expected %s)\n", s->lineno, s->len,
+                        s->text, R->why[i].msg, s->expect);
+            }
+            continue;
+        }
         if (!o->check) {
-            if (R->m->every_position)
-                batch_print_outputs(R->out, R->m, s->text, (size_t)s->len, toks, n_tok);
+            if (numeric)
+                batch_print_values(R->out, m, s->text, (size_t)s->len, vals, n_tok);
+            else if (m->every_position)
+                batch_print_outputs(R->out, m, s->text, (size_t)s->len, toks, n_tok);
             else
-                batch_print_completion(R->out, R->m, s->text, (size_t)s->len, toks, n_tok);
+                batch_print_completion(R->out, m, s->text, (size_t)s->len, toks, n_tok);
             continue;
         }
         char *p = R->text_buf;
         *p = '\0';
-        for (int k = R->m->every_position ? batch_output_start(R->m) : 0; k < n_tok; k++)
-            p += infer_token_text(R->m, toks[k], p);
-        if (strcmp(R->text_buf, s->expect) == 0) {
+        int pass;
+        if (numeric) {
+            values_text(p, m, vals, n_tok);
+            pass = batch_values_match(m, vals, n_tok, s->want, s->n_want);
+        } else {
+            for (int k = m->every_position ? batch_output_start(m) : 0; k < n_tok; k++)
+                p += infer_token_text(m, toks[k], p);
+            pass = strcmp(R->text_buf, s->expect) == 0;
+        }
+        if (pass) {
             R->st->passed++;
             continue;
         }
-        if (R->st->failed++ < o->show_failures)
+        if (R->st->failed++ < o->show_failures) {
+            notify_output(R);
             fprintf(R->out, "FAIL line %ld: %.*s -> %s (expected %s)\n", s->lineno, s->len,
                     s->text, R->text_buf, s->expect);
+        }
     }
     return 0;
 }
@@ -258,6 +411,7 @@ static int take_line(Runner *R, Slot *s, char *line, size_t got, long lineno, co
     if (o->check) {
         char *tab = memchr(line, '\t', got);
         if (!tab) {
+            notify_output(R);
             fprintf(R->errs, "tfrun: %s:%ld: no TAB between the prompt and the expected completion\n",
                     in_name, lineno);
             return -1;
@@ -267,6 +421,7 @@ static int take_line(Runner *R, Slot *s, char *line, size_t got, long lineno, co
     }
     size_t len = expect ? (size_t)(expect - 1 - line) : got;
     if (len > INT_MAX / 4) {
+        notify_output(R);
         fprintf(R->errs, "tfrun: %s:%ld: prompt too long\n", in_name, lineno);
         return -1;
     }
@@ -276,7 +431,8 @@ static int take_line(Runner *R, Slot *s, char *line, size_t got, long lineno, co
         s->ids = ids;
         s->ids_cap = (int)len + 1;
     }
-    if (batch_prepare_prompt(R->m, line, (int)len, o->n_new, s->ids, &err) < 0) {
+    if (batch_prepare_prompt(R->m, line, (int)len, R->n_new, s->ids, &err) < 0) {
+        notify_output(R);
         fprintf(R->errs, "tfrun: %s:%ld: %s\n", in_name, lineno, err.msg);
         return -1;
     }
@@ -286,12 +442,28 @@ static int take_line(Runner *R, Slot *s, char *line, size_t got, long lineno, co
         s->text = t;
         s->text_cap = got + 1;
     }
+    if (expect && model_numeric_output(R->m)) {
+        int n = batch_parse_values(expect, s->want, s->want_cap, &err);
+        if (n > s->want_cap) { /* room for them, and parse again */
+            double *w = realloc(s->want, (size_t)n * sizeof *w);
+            if (!w) goto oom;
+            s->want = w;
+            s->want_cap = n;
+            n = batch_parse_values(expect, s->want, s->want_cap, &err);
+        }
+        if (n < 0) {
+            fprintf(R->errs, "tfrun: %s:%ld: %s\n", in_name, lineno, err.msg);
+            return -1;
+        }
+        s->n_want = n;
+    }
     memcpy(s->text, line, got + 1); /* the TAB, if any, is a NUL already */
     s->len = (int)len;
     s->expect = expect ? s->text + (expect - line) : NULL;
     s->lineno = lineno;
     return 0;
 oom:
+    notify_output(R);
     fprintf(R->errs, "tfrun: %s:%ld: out of memory\n", in_name, lineno);
     return -1;
 }
@@ -317,6 +489,7 @@ static void runner_free(Runner *R) {
         for (int i = 0; i < R->cap; i++) {
             free(R->slots[i].text);
             free(R->slots[i].ids);
+            free(R->slots[i].want);
         }
     free(R->engines);
     free(R->work);
@@ -327,6 +500,10 @@ static void runner_free(Runner *R) {
     free(R->toks);
     free(R->n_out);
     free(R->rows);
+    free(R->vals);
+    free(R->vrows);
+    free(R->failed);
+    free(R->why);
     free(R->text_buf);
 }
 
@@ -343,9 +520,11 @@ int batch_run(const TfModel *m, FILE *in, const char *in_name, FILE *out, FILE *
     R.o = o;
     R.out = out;
     R.errs = errs;
+    R.in_name = in_name;
     R.st = st;
+    if (batch_limit_new_tokens(m, o->n_new, &R.n_new, err) < 0) return -1;
     R.cap = o->n_threads * o->batch_size;
-    R.stride = m->every_position ? m->max_len : o->n_new > 0 ? o->n_new : 1;
+    R.stride = m->every_position ? m->max_len : R.n_new > 0 ? R.n_new : 1;
     R.engines = calloc((size_t)o->n_threads, sizeof *R.engines);
     R.work = calloc((size_t)o->n_threads, sizeof *R.work);
     R.tids = calloc((size_t)o->n_threads, sizeof *R.tids);
@@ -359,12 +538,18 @@ int batch_run(const TfModel *m, FILE *in, const char *in_name, FILE *out, FILE *
     R.toks = calloc((size_t)R.cap * (size_t)R.stride, sizeof *R.toks);
     R.n_out = calloc((size_t)R.cap, sizeof *R.n_out);
     R.rows = calloc((size_t)R.cap, sizeof *R.rows);
-    R.text_buf = malloc((size_t)R.stride * 8 + 1);
+    R.vrows = calloc((size_t)R.cap, sizeof *R.vrows);
+    R.failed = calloc((size_t)R.cap, 1);
+    int numeric = model_numeric_output(m);
+    if (numeric) R.vals = calloc((size_t)R.cap * (size_t)R.stride, sizeof *R.vals);
+    if (m->n_checks) R.why = calloc((size_t)R.cap, sizeof *R.why);
+    R.text_buf = malloc((size_t)R.stride * (numeric ? TF_VALUE_TEXT_MAX : 8) + 1);
     TfPlan *plan = plan_new(m, err);
     int rc = -1;
     if (!plan) goto done;
     if (!R.engines || !R.work || !R.tids || !R.workers || !R.slots || !R.ids || !R.lens || !R.toks ||
-        !R.n_out || !R.rows || !R.text_buf) {
+        !R.n_out || !R.rows || !R.vrows || !R.failed || (numeric && !R.vals) ||
+        (m->n_checks && !R.why) || !R.text_buf) {
         tf_error_set(err, "out of memory");
         goto done;
     }
@@ -387,7 +572,9 @@ int batch_run(const TfModel *m, FILE *in, const char *in_name, FILE *out, FILE *
     int n = 0;
     while ((got = getline(&line, &lcap, in)) >= 0) {
         st->lines++;
+        st->bytes += got;
         if (got > 0 && line[got - 1] == '\n') line[--got] = '\0';
+        if (got > 0 && line[got - 1] == '\r') line[--got] = '\0';
         if (take_line(&R, &R.slots[n], line, (size_t)got, st->lines, in_name) < 0) {
             st->bad++;
             continue;
@@ -398,6 +585,10 @@ int batch_run(const TfModel *m, FILE *in, const char *in_name, FILE *out, FILE *
                 goto done;
             }
             n = 0;
+            if (o->progress) {
+                st->seconds = now_seconds() - t0;
+                o->progress(o->progress_ctx, st);
+            }
         }
     }
     free(line);

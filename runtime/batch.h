@@ -9,7 +9,9 @@
  *
  * Bad lines (characters outside the vocabulary, too long, no TAB in check
  * mode) are reported on the error stream with their line number and
- * counted; the other lines still run.
+ * counted; the other lines still run. So is a prompt that fails one of the
+ * model's run-time checks (infer.h): in check mode it is a failed case. A
+ * line may end in LF or CRLF.
  */
 #ifndef TF_BATCH_H
 #define TF_BATCH_H
@@ -18,6 +20,8 @@
 
 #include "model.h"
 
+typedef struct TfBatchStats TfBatchStats;
+
 typedef struct TfBatchOptions {
     int n_new;        /* tokens to generate per prompt (with a stop token: at most) */
     int batch_size;   /* prompts per engine call */
@@ -25,17 +29,31 @@ typedef struct TfBatchOptions {
     int use_cache;    /* 0: recompute every position at every step */
     int check;        /* lines are prompt<TAB>expected; print failures, not completions */
     int show_failures; /* check mode: how many failures to print in full */
+    /* Optional: called after each chunk with the counts so far, and with st
+     * NULL just before anything is written to out or errs (so a progress
+     * line on a terminal can be cleared first). */
+    void (*progress)(void *ctx, const TfBatchStats *st);
+    void *progress_ctx;
 } TfBatchOptions;
 
-typedef struct TfBatchStats {
+struct TfBatchStats {
     long lines;   /* lines read */
     long run;     /* prompts generated */
     long passed;  /* check mode: completions equal to the expected text */
     long failed;  /* check mode: completions that differ */
     long bad;     /* lines rejected before running */
+    long long bytes; /* input bytes read */
+    long errors;  /* not in check mode: prompts that failed a run-time check (infer.h) */
     double seconds; /* wall time, reading included */
     double flops;   /* floating-point operations of the engines (infer_flops) */
-} TfBatchStats;
+};
+
+/* The tokens generation can really produce for n_new asked: *limited is
+ * n_new, or at most max_len for a model with a stop token (generation stops
+ * at the end of the position encoding anyway) or one that does not generate
+ * (every position, classifier). -1 with err set when no prompt can be given
+ * n_new tokens (a generating model without a stop token, n_new > max_len). */
+int batch_limit_new_tokens(const TfModel *m, int n_new, int *limited, TfError *err);
 
 /* Checks and tokenizes one prompt for generating n_new tokens (for a model
  * with a stop token, or read at every position, the prompt alone must fit
@@ -50,6 +68,22 @@ int batch_prepare_prompt(const TfModel *m, const char *text, int len, int n_new,
  * a read error); bad lines and failed checks are only counted in st. */
 int batch_run(const TfModel *m, FILE *in, const char *in_name, FILE *out, FILE *errs,
               const TfBatchOptions *o, TfBatchStats *st, TfError *err);
+
+/* Models that print a number (model_numeric_output): writes `prompt`, a
+ * TAB, and the values at positions batch_output_start(m)..n-1, separated by
+ * single spaces, each the shortest text that reads back as the same float32
+ * (infer_value_text). That text after the TAB is what --check compares. */
+void batch_print_values(FILE *f, const TfModel *m, const char *prompt, size_t len,
+                        const float *vals, int n);
+
+/* Parses --check's expected values: numbers (strtod) or fractions p/q,
+ * separated by spaces. Stores the first `max` of them in out and returns
+ * how many there are, or -1 with err naming the bad one. */
+int batch_parse_values(const char *text, double *out, int max, TfError *err);
+
+/* 1 when vals at positions batch_output_start(m)..n-1 are as many as want
+ * and each within m->output_error_bound + 1e-6 |want| of its expected value. */
+int batch_values_match(const TfModel *m, const float *vals, int n, const double *want, int n_want);
 
 /* Writes `prompt` and the generated tokens (escaped, infer_token_text) to f. */
 void batch_print_completion(FILE *f, const TfModel *m, const char *prompt, size_t len,

@@ -18,6 +18,8 @@
  *   depend on; a layer writing none of them runs on the output rows only,
  *   and an attention layer computes its queries and outputs there only
  *   (keys and values at every row). Hooks turn this off: they see every row.
+ *   A register with a run-time check (model.h's TfCheck) is tested at every
+ *   row, so the pass counts it as read at every row after its layer.
  *
  * Dimension legend: n rows in this step, nf output rows (the first nf), S
  * sequences, L the model's max_len, d d_model, nk/nv kept key/value rows.
@@ -29,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checks.h"
 #include "kernels.h"
 #include "linear.h"
 
@@ -52,6 +55,10 @@ typedef struct LayerPlan {
     /* MLP */
     TfLinear fc1, fc2;    /* fc2 reads packed hidden units */
     TfActivation act;
+
+    /* run-time checks after this layer: model checks check_idx[0..n_checks-1] */
+    int n_checks;
+    int *check_idx;
 } LayerPlan;
 
 struct TfPlan {
@@ -63,6 +70,7 @@ struct TfPlan {
     int max_q, max_k, max_v, max_hidden, max_out, max_cols;
     int has_norm;
     int incremental;      /* 0 when a bidirectional layer forces full recompute */
+    int numeric;          /* the output is a number (no unembedding): model_numeric_output */
 };
 
 struct TfInfer {
@@ -89,6 +97,13 @@ struct TfInfer {
     float *logits;  /* [n_out, max_seqs] */
     float *rowmajor; /* [n, d] for the layer hook */
     int *row_seq, *row_pos, *row_tok;
+
+    /* Run-time checks (models with checks only): the first failure of each
+     * sequence in the current call, at layer fail_layer[s] (-1: none) and
+     * position fail_pos[s], described in fail_err[s]. */
+    int n_failed;
+    int *fail_layer, *fail_pos;
+    TfError *fail_err;
 
     double flops;   /* floating-point operations done so far (2 per multiply-add) */
 
@@ -119,6 +134,7 @@ static void layer_plan_free(LayerPlan *lp) {
     free(lp->pair_q);
     free(lp->pair_k);
     free(lp->v_start);
+    free(lp->check_idx);
 }
 
 void plan_free(TfPlan *p) {
@@ -239,7 +255,9 @@ static int layer_reads_writes(const TfModel *m, const LayerPlan *lp, char *reads
     return writes_live;
 }
 
-/* Which layers must run at rows that are not output rows (see the top). */
+/* Which layers must run at rows that are not output rows (see the top):
+ * those that later keys and values depend on, and those that run-time
+ * checks depend on (a checked register is tested at every row). */
 static int plan_liveness(TfPlan *p, TfError *err) {
     const TfModel *m = p->m;
     int d = m->d_model;
@@ -254,6 +272,12 @@ static int plan_liveness(TfPlan *p, TfError *err) {
         LayerPlan *lp = &p->layers[l];
         memset(reads, 0, (size_t)d);
         memset(kv, 0, (size_t)d);
+        // A register checked after this layer is checked at every row: its
+        // columns are live from here back.
+        for (int k = 0; k < lp->n_checks; k++) {
+            const TfRegister *reg = &m->regs[m->checks[lp->check_idx[k]].reg];
+            memset(live + reg->offset, 1, (size_t)reg->size);
+        }
         lp->full = layer_reads_writes(m, lp, reads, kv, live);
         // Keys and values are needed at every row; the rest only if the
         // layer's output is.
@@ -328,6 +352,22 @@ static int plan_embedding(TfPlan *p, TfError *err) {
     return 0;
 }
 
+/* Each layer's run-time checks (model.h's TfCheck), in the model's order. */
+static int plan_checks(TfPlan *p, TfError *err) {
+    const TfModel *m = p->m;
+    for (int i = 0; i < m->n_checks; i++) {
+        LayerPlan *lp = &p->layers[m->checks[i].layer];
+        int *idx = realloc(lp->check_idx, ((size_t)lp->n_checks + 1) * sizeof *idx);
+        if (!idx) {
+            tf_error_set(err, "out of memory");
+            return -1;
+        }
+        lp->check_idx = idx;
+        idx[lp->n_checks++] = i;
+    }
+    return 0;
+}
+
 TfPlan *plan_new(const TfModel *m, TfError *err) {
     TfPlan *p = calloc(1, sizeof *p);
     if (!p) {
@@ -365,9 +405,12 @@ TfPlan *plan_new(const TfModel *m, TfError *err) {
     }
     p->max_cols = imax(p->max_cols, imax(p->max_hidden, p->max_v));
     int n_out = m->output_kind == TF_OUTPUT_CLASSIFY ? m->n_classes : m->n_vocab;
-    if (linear_pack(&p->unembed, tensor(m, m->unembed), tensor(m, m->unembed_bias), n_out,
-                    m->d_model, NULL, err) < 0 ||
-        plan_liveness(p, err) < 0 || plan_sharing(p, err) < 0 || plan_embedding(p, err) < 0)
+    // A model that prints a number reads its output register: no logits.
+    p->numeric = model_numeric_output(m);
+    if ((!p->numeric && linear_pack(&p->unembed, tensor(m, m->unembed), tensor(m, m->unembed_bias),
+                                    n_out, m->d_model, NULL, err) < 0) ||
+        plan_checks(p, err) < 0 || plan_liveness(p, err) < 0 || plan_sharing(p, err) < 0 ||
+        plan_embedding(p, err) < 0)
         goto fail;
     return p;
 fail:
@@ -429,6 +472,9 @@ void infer_free(TfInfer *inf) {
     free(inf->row_seq);
     free(inf->row_pos);
     free(inf->row_tok);
+    free(inf->fail_layer);
+    free(inf->fail_pos);
+    free(inf->fail_err);
     plan_free(inf->own_plan);
     free(inf);
 }
@@ -483,6 +529,13 @@ TfInfer *infer_new_with_plan(const TfPlan *plan, int max_seqs, TfError *err) {
     inf->row_seq = malloc(R * sizeof(int));
     inf->row_pos = malloc(R * sizeof(int));
     inf->row_tok = malloc(R * sizeof(int));
+    if (m->n_checks > 0) {
+        inf->fail_layer = malloc((size_t)max_seqs * sizeof(int));
+        inf->fail_pos = malloc((size_t)max_seqs * sizeof(int));
+        inf->fail_err = malloc((size_t)max_seqs * sizeof(TfError));
+        if (!inf->fail_layer || !inf->fail_pos || !inf->fail_err) goto oom;
+        for (int s = 0; s < max_seqs; s++) inf->fail_layer[s] = -1;
+    }
     if (!inf->seq_len || !inf->x || (plan->has_norm && !inf->xn) || !inf->q || !inf->k ||
         !inf->v || !inf->heads || !inf->hidden || !inf->delta || !inf->scratch || !inf->att || !inf->vacc || !inf->qv || !inf->stat ||
         !inf->logits || !inf->row_seq || !inf->row_pos || !inf->row_tok)
@@ -650,6 +703,28 @@ static void mlp_layer(TfInfer *inf, int l, const float *in, int n, int n_run) {
     add_rows(inf->x, n, inf->delta, n_run, lp->fc2.rows, lp->fc2.n_rows, n_run);
 }
 
+/* Layer l's checks at the n_run rows it computed; a sequence keeps its first
+ * failure (the earliest layer, then the earliest position). */
+static void run_checks(TfInfer *inf, int l, int n, int n_run) {
+    const TfModel *m = inf->m;
+    const LayerPlan *lp = &inf->plan->layers[l];
+    for (int k = 0; k < lp->n_checks; k++) {
+        const TfCheck *c = &m->checks[lp->check_idx[k]];
+        const TfRegister *reg = &m->regs[c->reg];
+        const float *col = inf->x + (size_t)reg->offset * n;
+        for (int r = 0; r < n_run; r++) {
+            if (check_holds_one(col + r, reg->size, (size_t)n)) continue;
+            int s = inf->row_seq[r], pos = inf->row_pos[r];
+            if (inf->fail_layer[s] >= 0 && (inf->fail_layer[s] < l || inf->fail_pos[s] <= pos))
+                continue;
+            if (inf->fail_layer[s] < 0) inf->n_failed++;
+            inf->fail_layer[s] = l;
+            inf->fail_pos[s] = pos;
+            check_describe(m, c, pos, col + r, (size_t)n, &inf->fail_err[s]);
+        }
+    }
+}
+
 static void call_hook(TfInfer *inf, int layer, int n) {
     int d = inf->m->d_model;
     for (int r = 0; r < n; r++)
@@ -704,8 +779,10 @@ static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
             attention_layer(inf, l, in, n, n_run);
         else if (lp->kind == TF_LAYER_MLP)
             mlp_layer(inf, l, in, n, n_run);
+        if (lp->n_checks) run_checks(inf, l, n, n_run);
         if (inf->hook) call_hook(inf, l, n);
     }
+    if (plan->numeric) return 0; /* the output register is read directly */
     // Logits of the output rows; rows the unembedding never writes are 0.
     const TfLinear *U = &inf->plan->unembed;
     float *lg = inf->logits;
@@ -780,6 +857,31 @@ static int fill_rows(TfInfer *inf, int *const *seqs, const int *len, const int *
     return n;
 }
 
+/* Forgets the failures of the previous call (of any number of sequences). */
+static void reset_failures(TfInfer *inf) {
+    if (!inf->fail_layer) return;
+    for (int s = 0; s < inf->max_seqs; s++) inf->fail_layer[s] = -1;
+    inf->n_failed = 0;
+}
+
+/* 0, or -1 with err set to the first failed sequence's failure. */
+static int report_failures(const TfInfer *inf, int n_seqs, TfError *err) {
+    if (!inf->n_failed) return 0;
+    for (int s = 0; s < n_seqs; s++)
+        if (inf->fail_layer[s] >= 0) {
+            tf_error_set(err, "%s", inf->fail_err[s].msg);
+            break;
+        }
+    return -1;
+}
+
+int infer_n_failed(const TfInfer *inf) { return inf->n_failed; }
+
+const char *infer_failure(const TfInfer *inf, int s) {
+    if (!inf->fail_layer || s < 0 || s >= inf->max_seqs || inf->fail_layer[s] < 0) return NULL;
+    return inf->fail_err[s].msg;
+}
+
 /* The argmax (first maximum) of output row r of the last step's logits. */
 static int logits_argmax(const TfInfer *inf, int r, int nf) {
     int best = 0;
@@ -798,6 +900,7 @@ static int generate(TfInfer *inf, const int *const *prompts, const int *lens, in
     // incremental decoding (a bidirectional layer, or the cache turned off),
     // each step recomputes all.
     int incremental = inf->plan->incremental && inf->use_cache;
+    reset_failures(inf);
     int *len = malloc((size_t)n_seqs * sizeof(int));
     int *last = malloc((size_t)n_seqs * sizeof(int));
     int *act = malloc((size_t)n_seqs * sizeof(int));
@@ -819,6 +922,7 @@ static int generate(TfInfer *inf, const int *const *prompts, const int *lens, in
         int kept = 0;
         for (int k = 0; k < n_act; k++) {
             int s = act[k], best = logits_argmax(inf, k, n_act);
+            if (inf->n_failed && inf->fail_layer[s] >= 0) continue; /* a check failed: done */
             out[(long)s * n_new + n_out[s]] = best;
             if (best == stop) continue; /* done; the stop token is not kept */
             seqs[s][len[s]++] = best;
@@ -826,7 +930,7 @@ static int generate(TfInfer *inf, const int *const *prompts, const int *lens, in
         }
         n_act = kept;
     }
-    rc = 0;
+    rc = report_failures(inf, n_seqs, err);
     goto done;
 oom:
     tf_error_set(err, "out of memory");
@@ -903,14 +1007,22 @@ int infer_generate_until(TfInfer *inf, const int *const *prompts, const int *len
     return rc;
 }
 
-int infer_every_position(TfInfer *inf, const int *const *seqs, const int *lens, int n_seqs,
-                         int *const *out, TfError *err) {
+/* One pass over each whole sequence; the token (toks) or the output
+ * register's value (vals) at every position. */
+static int every_position(TfInfer *inf, const int *const *seqs, const int *lens, int n_seqs,
+                          int *const *toks, float *const *vals, TfError *err) {
     const TfModel *m = inf->m;
     if (m->output_kind == TF_OUTPUT_CLASSIFY) {
         tf_error_set(err, "this model classifies; it has no output at every position");
         return -1;
     }
+    if (inf->plan->numeric != (vals != NULL)) {
+        tf_error_set(err, inf->plan->numeric ? "this model prints a number at every position"
+                                             : "this model's output is a token, not a number");
+        return -1;
+    }
     if (check_prompts(inf, seqs, lens, n_seqs, 0, err) < 0) return -1;
+    reset_failures(inf);
     if (n_seqs == 0) return 0;
     int *at = calloc((size_t)n_seqs, sizeof(int)), *act = malloc((size_t)n_seqs * sizeof(int));
     if (!at || !act) {
@@ -925,8 +1037,24 @@ int infer_every_position(TfInfer *inf, const int *const *seqs, const int *lens, 
     free(at);
     free(act);
     if (forward_rows(inf, n, n, err) < 0) return -1;
-    for (int r = 0; r < n; r++) out[inf->row_seq[r]][inf->row_pos[r]] = logits_argmax(inf, r, n);
-    return 0;
+    if (vals) {
+        const float *col = inf->x + (size_t)m->regs[m->output_reg].offset * n;
+        for (int r = 0; r < n; r++) vals[inf->row_seq[r]][inf->row_pos[r]] = col[r];
+    } else {
+        for (int r = 0; r < n; r++)
+            toks[inf->row_seq[r]][inf->row_pos[r]] = logits_argmax(inf, r, n);
+    }
+    return report_failures(inf, n_seqs, err);
+}
+
+int infer_every_position(TfInfer *inf, const int *const *seqs, const int *lens, int n_seqs,
+                         int *const *out, TfError *err) {
+    return every_position(inf, seqs, lens, n_seqs, out, NULL, err);
+}
+
+int infer_every_position_values(TfInfer *inf, const int *const *seqs, const int *lens, int n_seqs,
+                                float *const *out, TfError *err) {
+    return every_position(inf, seqs, lens, n_seqs, NULL, out, err);
 }
 
 int infer_classify(TfInfer *inf, const int *const *seqs, const int *lens, int n_seqs, float *probs,
@@ -955,6 +1083,7 @@ int infer_classify(TfInfer *inf, const int *const *seqs, const int *lens, int n_
     int n = fill_rows(inf, (int *const *)seqs, lens, at, act, n_seqs, 1);
     free(at);
     free(act);
+    reset_failures(inf);
     if (forward_rows(inf, n, n_seqs, err) < 0) return -1;
     int C = m->n_classes;
     for (int s = 0; s < n_seqs; s++) {
@@ -966,7 +1095,7 @@ int infer_classify(TfInfer *inf, const int *const *seqs, const int *lens, int n_
         for (int c = 0; c < C; c++) sum += p[c] = expf(p[c] - maxv);
         for (int c = 0; c < C; c++) p[c] /= sum;
     }
-    return 0;
+    return report_failures(inf, n_seqs, err);
 }
 
 int infer_tokenize(const TfModel *m, const char *text, int len, int *ids, TfError *err) {
@@ -991,6 +1120,17 @@ int infer_tokenize(const TfModel *m, const char *text, int len, int *ids, TfErro
         ids[i] = map[c];
     }
     return 0;
+}
+
+int infer_value_text(float v, char *buf) {
+    int k = 0;
+    if (!buf) return 0;
+    if (isnan(v)) return snprintf(buf, TF_VALUE_TEXT_MAX, "nan"); /* never "-nan" */
+    for (int prec = 1; prec <= 9; prec++) {
+        k = snprintf(buf, TF_VALUE_TEXT_MAX, "%.*g", prec, (double)v);
+        if (strtof(buf, NULL) == v) break;
+    }
+    return k;
 }
 
 int infer_token_text(const TfModel *m, int tok, char *buf) {

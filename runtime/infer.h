@@ -85,13 +85,31 @@ int infer_generate(TfInfer *inf, const int *const *prompts, const int *lens, int
 int infer_generate_until(TfInfer *inf, const int *const *prompts, const int *lens, int n_seqs,
                          int max_new, int stop, int *out, int *n_out, TfError *err);
 
-/* For every-position models (and any next-token model): one forward pass
- * over each whole sequence, nothing skipped; out[s][p] (p < lens[s]) is the
+/* For every-position models whose output is a token (and any next-token
+ * model): one forward pass over each whole sequence, nothing skipped;
+ * out[s][p] (p < lens[s]) is the
  * argmax token (the first maximum) of the logits at position p. Fails on an
  * empty sequence, an id outside the vocabulary, or a sequence longer than
  * max_len. */
 int infer_every_position(TfInfer *inf, const int *const *seqs, const int *lens, int n_seqs,
                          int *const *out, TfError *err);
+
+/* For models that print a number at every position (model_numeric_output):
+ * one forward pass over each whole sequence; out[s][p] (p < lens[s]) is the
+ * output register's value at position p. Fails as infer_every_position. */
+int infer_every_position_values(TfInfer *inf, const int *const *seqs, const int *lens, int n_seqs,
+                                float *const *out, TfError *err);
+
+/* Run-time checks (model.h's TfCheck). Each call above tests the model's
+ * checks at every row it computes. A sequence that fails one stops there
+ * (a generating call keeps the tokens it had generated before; its other
+ * outputs mean nothing), the others run on, and the call returns -1 with
+ * err set to the first failed sequence's message. infer_n_failed then says
+ * how many sequences of the last call failed (0: a -1 was another error)
+ * and infer_failure(inf, s) describes sequence s's failure (NULL: none).
+ * A model without checks does no work for them. */
+int infer_n_failed(const TfInfer *inf);
+const char *infer_failure(const TfInfer *inf, int s);
 
 /* For classifier models: one forward pass per sequence, probs[s *
  * n_classes + c] the softmax probability of class c. */
@@ -101,6 +119,12 @@ int infer_classify(TfInfer *inf, const int *const *seqs, const int *lens, int n_
 /* Prompt text -> token ids (one byte, one token). ids must hold len entries.
  * Fails with a message naming the first character not in the vocabulary. */
 int infer_tokenize(const TfModel *m, const char *text, int len, int *ids, TfError *err);
+
+/* Writes v as the shortest "%.{1..9}g" text that reads back (strtof) as the
+ * same float32 ("nan" for any NaN), into buf (TF_VALUE_TEXT_MAX bytes).
+ * Returns its length. */
+#define TF_VALUE_TEXT_MAX 32
+int infer_value_text(float v, char *buf);
 
 /* Writes token `tok` as printable text into buf (at least 5 bytes):
  * printable ASCII as itself, \n \t \r \\ escaped, other bytes as \xHH.

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checks.h"
 #include "infer.h"
 #include "report.h"
 
@@ -140,6 +141,7 @@ void capture_free(TfCapture *c) {
         for (int l = 0; l < c->m->n_layers; l++) free(c->att[l]);
     free(c->att);
     free(c->outputs);
+    free(c->values);
     free(c->resid);
     free(c->tokens);
     free(c);
@@ -208,6 +210,12 @@ TfCapture *inspect_capture(const TfModel *m, const int *tokens, int n_pos, TfErr
         for (int k = 1; rc == 0 && k < m->n_classes; k++)
             if (probs[k] > probs[c->next]) c->next = k;
         free(probs);
+    } else if (model_numeric_output(m)) {
+        // One pass; no token: the output register's value at each position.
+        c->next = -1;
+        c->values = malloc((size_t)n_pos * sizeof(float));
+        rc = c->values ? infer_every_position_values(inf, &tokens, &n_pos, 1, &c->values, err) : -1;
+        if (!c->values) tf_error_set(err, "out of memory");
     } else if (m->every_position) {
         // One pass; "next" is the token at the last position.
         c->outputs = malloc((size_t)n_pos * sizeof(int));
@@ -216,6 +224,11 @@ TfCapture *inspect_capture(const TfModel *m, const int *tokens, int n_pos, TfErr
         if (rc == 0) c->next = c->outputs[n_pos - 1];
     } else {
         rc = infer_generate(inf, &tokens, &n_pos, 1, 1, &c->next, err);
+    }
+    if (rc < 0 && infer_n_failed(inf) > 0) { /* a run-time check: keep the capture */
+        c->failed = 1;
+        tf_error_set(&c->failure, "%s", infer_failure(inf, 0));
+        rc = 0;
     }
     infer_free(inf);
     if (rc < 0) {
@@ -331,6 +344,27 @@ void inspect_output_text(const TfModel *m, int id, char *buf, size_t bufsz) {
     }
 }
 
+int inspect_read_position(const TfCapture *c) {
+    return c->m->output_kind == TF_OUTPUT_CLASSIFY && !c->m->classify_at_last ? 0 : c->n_pos - 1;
+}
+
+int inspect_output_read(const TfCapture *c, int pos, TfDecoded *d) {
+    const TfModel *m = c->m;
+    const TfRegister *reg = &m->regs[m->output_reg];
+    inspect_decode(m, reg, capture_row(c, c->n_blocks - 1, pos), d);
+    if (d->status == TF_DECODE_EMPTY || d->index < 0 || m->output_kind == TF_OUTPUT_CLASSIFY)
+        return -1;
+    // The unembedding's column of the hot residual column: its largest
+    // weight names the token (a compiled unembedding is 0/1).
+    const float *U = m->tensors[m->unembed].data;
+    size_t dm = (size_t)m->d_model, col = (size_t)(reg->offset + d->index);
+    int best = -1;
+    float top = 0;
+    for (int v = 0; v < n_outputs(m); v++)
+        if (U[(size_t)v * dm + col] > top) top = U[(size_t)v * dm + col], best = v;
+    return best;
+}
+
 /* --- the text trace ------------------------------------------------------ */
 
 #define CELL 6                 /* characters per position column (plus a space) */
@@ -342,13 +376,39 @@ typedef struct Printer {
     const TfCapture *c;
     FILE *out;
     int label_w; /* width of the row labels */
+    int cell_w;  /* characters per position column: CELL, or wider for full precision */
+    int exact;   /* scalars at full precision ("%.9g") */
 } Printer;
 
-/* A number in at most CELL characters. */
-static void fmt_num(char *buf, size_t n, double v) {
+/* A number in at most CELL characters, or at full precision. */
+static void fmt_num(const Printer *pr, char *buf, size_t n, double v) {
     if (v == 0) v = 0; /* no "-0" */
+    if (pr->exact) {
+        snprintf(buf, n, "%.9g", v);
+        return;
+    }
     snprintf(buf, n, "%.3g", v);
     if (strlen(buf) > CELL) snprintf(buf, n, "%.0e", v);
+}
+
+/* A model that prints numbers shows scalars at full precision: the widest
+ * such cell sets the column width. */
+static void set_precision(Printer *pr) {
+    const TfCapture *c = pr->c;
+    const TfModel *m = c->m;
+    pr->cell_w = CELL;
+    pr->exact = model_numeric_output(m);
+    if (!pr->exact) return;
+    for (int r = 0; r < m->n_regs; r++) {
+        if (m->regs[r].kind != TF_REG_SCALAR) continue;
+        for (int b = 0; b < c->n_blocks; b++)
+            for (int p = 0; p < c->n_pos; p++) {
+                char buf[32];
+                fmt_num(pr, buf, sizeof buf, capture_row(c, b, p)[m->regs[r].offset]);
+                int w = (int)strlen(buf) + 1; /* room for a '!' */
+                if (w > pr->cell_w) pr->cell_w = w;
+            }
+    }
 }
 
 static void row_label(const Printer *pr, const char *label) {
@@ -357,7 +417,7 @@ static void row_label(const Printer *pr, const char *label) {
 
 static void print_cells(const Printer *pr, const char *label, char (*cells)[32]) {
     row_label(pr, label);
-    for (int p = 0; p < pr->c->n_pos; p++) fprintf(pr->out, " %*s", CELL, cells[p]);
+    for (int p = 0; p < pr->c->n_pos; p++) fprintf(pr->out, " %*s", pr->cell_w, cells[p]);
     fputc('\n', pr->out);
 }
 
@@ -388,7 +448,7 @@ static void print_register(const Printer *pr, int block, const TfRegister *reg, 
             else
                 snprintf(cell, 32, "nan");
         } else {
-            fmt_num(cell, 32, d->value);
+            fmt_num(pr, cell, 32, d->value);
         }
         if (d->status == TF_DECODE_FLAGGED) strcat(cell, "!");
     }
@@ -511,10 +571,42 @@ static void note_unassigned(const Printer *pr, int layer) {
                 count == 1 ? "" : "s", first);
 }
 
+/* The positions where a run-time check of `layer` fails (checks.h). */
+static void note_checks(const Printer *pr, int layer) {
+    const TfCapture *c = pr->c;
+    const TfModel *m = c->m;
+    for (int k = 0; k < m->n_checks; k++) {
+        const TfCheck *ck = &m->checks[k];
+        if (ck->layer != layer) continue;
+        const TfRegister *reg = &m->regs[ck->reg];
+        int shown = 0, n_bad = 0;
+        for (int p = 0; p < c->n_pos; p++) {
+            const float *v = capture_row(c, layer + 1, p) + reg->offset;
+            if (check_holds_one(v, reg->size, 1)) continue;
+            if (shown++ < MAX_NOTES) {
+                TfError e;
+                check_describe(m, ck, p, v, 1, &e);
+                fprintf(pr->out, "    ! check of %s fails: %s\n", reg->name, e.msg);
+            }
+            n_bad++;
+        }
+        if (n_bad > MAX_NOTES)
+            fprintf(pr->out, "    ! check of %s fails at %d more positions\n", reg->name,
+                    n_bad - MAX_NOTES);
+    }
+}
+
 /* What the unembedding reads at the last position (compiled models). */
 static void note_output(const Printer *pr, char (*cells)[32]) {
     const TfCapture *c = pr->c;
     const TfModel *m = c->m;
+    if (c->values) {
+        // A number at every position: the output register's values.
+        for (int p = 0; p < c->n_pos; p++) fmt_num(pr, cells[p], 32, c->values[p]);
+        if (m->bos >= 0 && c->tokens[0] == m->bos) snprintf(cells[0], 32, "-");
+        print_cells(pr, "output", cells);
+        return;
+    }
     if (c->outputs) {
         // Every position: what the unembedding makes of each row.
         for (int p = 0; p < c->n_pos; p++) inspect_token_text(m, c->outputs[p], cells[p], 31);
@@ -524,23 +616,46 @@ static void note_output(const Printer *pr, char (*cells)[32]) {
     if (m->output_reg < 0 || m->output_kind != TF_OUTPUT_NEXT_TOKEN || c->outputs) return;
     const TfRegister *reg = &m->regs[m->output_reg];
     TfDecoded d;
-    char tok[32];
-    inspect_decode(m, reg, capture_row(c, c->n_blocks - 1, c->n_pos - 1), &d);
-    inspect_token_text(m, d.index, tok, sizeof tok);
-    if (d.status == TF_DECODE_CLEAN)
-        fprintf(pr->out, "  output: %s at position %d reads %s\n", reg->name, c->n_pos - 1, tok);
-    else if (d.status == TF_DECODE_EMPTY)
+    char tok[32], val[32];
+    int pos = c->n_pos - 1, t = inspect_output_read(c, pos, &d);
+    inspect_token_text(m, t, tok, sizeof tok);
+    if (d.status == TF_DECODE_EMPTY) {
         fprintf(pr->out,
                 "  ! output: %s is empty at position %d: the next token is the argmax of "
                 "near-zero logits\n",
-                reg->name, c->n_pos - 1);
-    else
-        fprintf(pr->out, "  ! output: %s at position %d: %s\n", reg->name, c->n_pos - 1, d.why);
+                reg->name, pos);
+    } else if (d.status == TF_DECODE_FLAGGED) {
+        fprintf(pr->out, "  ! output: %s at position %d: %s\n", reg->name, pos, d.why);
+    } else if (t < 0) {
+        inspect_value_text(reg, d.index, val, sizeof val);
+        fprintf(pr->out,
+                "  ! output: %s at position %d holds %s, which the unembedding maps to no token\n",
+                reg->name, pos, val);
+    } else if (reg->kind == TF_REG_CATEGORICAL) {
+        inspect_value_text(reg, d.index, val, sizeof val);
+        fprintf(pr->out, "  output: %s at position %d reads %s (value %s)\n", reg->name, pos, tok,
+                val);
+    } else {
+        fprintf(pr->out, "  output: %s at position %d reads %s\n", reg->name, pos, tok);
+    }
+}
+
+/* Models without registers: the model's own prediction, with p. */
+static void note_prediction(const Printer *pr) {
+    const TfCapture *c = pr->c;
+    int pos = inspect_read_position(c), id;
+    float p;
+    char out[32];
+    inspect_logit_lens(c, c->n_blocks - 1, pos, 1, &id, &p);
+    inspect_output_text(c->m, id, out, sizeof out);
+    fprintf(pr->out, "  output: %s %s at position %d (p %.4f)\n",
+            c->m->output_kind == TF_OUTPUT_CLASSIFY ? "class" : "next", out, pos, (double)p);
 }
 
 void inspect_print_trace(const TfCapture *c, FILE *out) {
     const TfModel *m = c->m;
-    Printer pr = {c, out, 12};
+    Printer pr = {c, out, 12, CELL, 0};
+    set_precision(&pr);
     for (int r = 0; r < m->n_regs; r++) {
         int n = (int)strlen(m->regs[r].name);
         if (n > pr.label_w) pr.label_w = n;
@@ -556,7 +671,15 @@ void inspect_print_trace(const TfCapture *c, FILE *out) {
         infer_token_text(m, c->tokens[p], t);
         fputs(t, out);
     }
-    if (c->outputs) {
+    if (c->values) {
+        fprintf(out, "\" -> every position");
+        for (int p = 0; p < c->n_pos; p++) {
+            char v[TF_VALUE_TEXT_MAX];
+            infer_value_text(c->values[p], v);
+            fprintf(out, " %s", v);
+        }
+        fputc('\n', out);
+    } else if (c->outputs) {
         fprintf(out, "\" -> every position \"");
         for (int p = 0; p < c->n_pos; p++) {
             char t[8];
@@ -599,12 +722,14 @@ void inspect_print_trace(const TfCapture *c, FILE *out) {
             if (layer >= 0 && m->layers[layer].kind == TF_LAYER_ATTENTION && c->att[layer])
                 print_attends(&pr, layer, cells);
             if (layer >= 0) note_unassigned(&pr, layer);
+            if (layer >= 0 && m->n_checks) note_checks(&pr, layer);
             if (!wrote) fprintf(out, "    (no register changed)\n");
             if (block == c->n_blocks - 1) note_output(&pr, cells);
         } else {
             print_lens(&pr, block, cells);
             if (layer >= 0 && m->layers[layer].kind == TF_LAYER_ATTENTION && c->att[layer])
                 print_att_matrix(&pr, layer);
+            if (block == c->n_blocks - 1 && !c->outputs) note_prediction(&pr);
         }
     }
     free(cells);
@@ -615,11 +740,12 @@ void inspect_print_trace(const TfCapture *c, FILE *out) {
 int inspect_generate(const TfModel *m, const int *prompt, int len, int n_new,
                      const TfInspectOptions *opt, FILE *trace_out, int *out, TfError *err) {
     int n_out;
-    return inspect_run(m, prompt, len, n_new, opt, trace_out, out, &n_out, err);
+    return inspect_run(m, prompt, len, n_new, opt, trace_out, out, NULL, &n_out, err);
 }
 
 int inspect_run(const TfModel *m, const int *prompt, int len, int n_new,
-                const TfInspectOptions *opt, FILE *trace_out, int *out, int *n_out, TfError *err) {
+                const TfInspectOptions *opt, FILE *trace_out, int *out, float *values, int *n_out,
+                TfError *err) {
     *n_out = 0;
     int one_pass = m->output_kind == TF_OUTPUT_CLASSIFY || m->every_position;
     int stops = !one_pass && m->stop_token >= 0;
@@ -655,7 +781,12 @@ int inspect_run(const TfModel *m, const int *prompt, int len, int n_new,
         }
         c->step = step;
         ran = step + 1;
-        if (c->outputs) {
+        if (c->failed) {
+            stopped = 1; /* traced below, then reported */
+        } else if (c->values) {
+            if (values) memcpy(values, c->values, (size_t)len * sizeof(float));
+            *n_out = len;
+        } else if (c->outputs) {
             memcpy(out, c->outputs, (size_t)len * sizeof(int));
             *n_out = len;
         } else if (step < n_new) {
@@ -677,6 +808,10 @@ int inspect_run(const TfModel *m, const int *prompt, int len, int n_new,
         if (rc == 0 && step == opt->step && opt->svg_dir &&
             report_write_svgs(c, opt->svg_dir, err) < 0)
             rc = -1;
+        if (rc == 0 && c->failed) {
+            tf_error_set(err, "%s", c->failure.msg);
+            rc = -1;
+        }
         capture_free(c);
     }
     if (rc == 0 && opt->step >= ran) {

@@ -27,7 +27,10 @@
  * yet, or cleared): that is a normal state, not a flag.
  *
  * A trace prints, after each layer, the registers the layer wrote (those
- * whose columns changed at some position) decoded at every position. For a
+ * whose columns changed at some position) decoded at every position, and
+ * the positions where one of the layer's run-time checks fails. A model
+ * that prints a number shows its scalar registers at full precision
+ * ("%.9g", the columns as wide as needed); other traces keep 3 digits. For a
  * model without registers (a learned model) it prints the logit lens (the
  * unembedding applied to the residual stream) and every head's attention.
  *
@@ -85,7 +88,12 @@ typedef struct TfCapture {
     int next;         /* the token (or class) the pass predicts */
     int *outputs;     /* every-position models: [n_pos] the argmax token at
                          each position; NULL otherwise */
+    float *values;    /* models that print a number: [n_pos] the output
+                         register's value at each position; NULL otherwise */
     int step;         /* generation step: n_pos minus the prompt length */
+    int failed;       /* 1: a run-time check failed (model.h's TfCheck); the
+                         capture still holds every layer */
+    TfError failure;  /* what failed, when failed */
 } TfCapture;
 
 /* The residual row of `pos` after block `block` (0: embedding). */
@@ -94,7 +102,8 @@ const float *capture_row(const TfCapture *c, int block, int pos);
 float capture_att(const TfCapture *c, int layer, int h, int q, int k);
 
 /* Runs one forward pass of tokens[0..n_pos-1] with hooks on, recording
- * everything. NULL with err set (bad tokens, too long, out of memory). */
+ * everything. NULL with err set (bad tokens, too long, out of memory). A
+ * failed run-time check is not an error here: see `failed`. */
 TfCapture *inspect_capture(const TfModel *m, const int *tokens, int n_pos, TfError *err);
 void capture_free(TfCapture *c);
 
@@ -118,6 +127,18 @@ void inspect_value_text(const TfRegister *reg, int i, char *buf, size_t bufsz);
 /* Output `id` of the unembedding: a token as above, or for a classifier
  * the class name. */
 void inspect_output_text(const TfModel *m, int id, char *buf, size_t bufsz);
+
+/* The position whose logits give the prediction: the last, or for a
+ * classifier reading its first position, 0. */
+int inspect_read_position(const TfCapture *c);
+
+/* What the unembedding reads at `pos` after the last layer, for a compiled
+ * model (output_reg >= 0): the output register decoded into *d, and the
+ * vocabulary token its largest column maps to through the unembedding (for
+ * a categorical register, the token of the value: its column index is not a
+ * token id). -1 when the register is empty there or its column maps to no
+ * token. */
+int inspect_output_read(const TfCapture *c, int pos, TfDecoded *d);
 
 /* Prints the trace of one captured step to out (see the top of this file). */
 void inspect_print_trace(const TfCapture *c, FILE *out);
@@ -143,9 +164,13 @@ int inspect_generate(const TfModel *m, const int *prompt, int len, int n_new,
  * wrote to out (*n_out): a model with a stop token stops when it generates
  * it (not counted; at most n_new tokens, and as many as max_len allows); a
  * model read at every position runs one pass (step 0) and writes the token
- * at each of its len positions (out holds at least len entries then); a
- * classifier writes nothing. */
+ * at each of its len positions (out holds at least len entries then), or,
+ * when it prints a number, the value at each into `values` (len floats;
+ * may be NULL otherwise); a classifier writes nothing. A step that fails a
+ * run-time check is traced (and reported, drawn) and ends the run: -1, err
+ * the failure. */
 int inspect_run(const TfModel *m, const int *prompt, int len, int n_new,
-                const TfInspectOptions *opt, FILE *trace_out, int *out, int *n_out, TfError *err);
+                const TfInspectOptions *opt, FILE *trace_out, int *out, float *values, int *n_out,
+                TfError *err);
 
 #endif

@@ -77,12 +77,17 @@ int model_find_register(const TfModel *m, const char *name) {
 }
 
 int model_add_tensor(TfModel *m, const char *name, int ndim, const int64_t *shape, TfError *err) {
-    if (!name || !*name) {
-        tf_error_set(err, "a tensor needs a name");
+    if (name && model_find_tensor(m, name) >= 0) {
+        tf_error_set(err, "tensor '%s' exists already", name);
         return -1;
     }
-    if (model_find_tensor(m, name) >= 0) {
-        tf_error_set(err, "tensor '%s' exists already", name);
+    return model_add_new_tensor(m, name, ndim, shape, err);
+}
+
+int model_add_new_tensor(TfModel *m, const char *name, int ndim, const int64_t *shape,
+                         TfError *err) {
+    if (!name || !*name) {
+        tf_error_set(err, "a tensor needs a name");
         return -1;
     }
     if (ndim < 1 || ndim > TF_MAX_NDIM) {
@@ -193,26 +198,47 @@ oom:
 }
 
 int model_add_check(TfModel *m, int reg, int layer, int line, const char *op, TfError *err) {
-    if (!op) {
-        tf_error_set(err, "a check needs its op's text");
+    if (!op || !*op) {
+        tf_error_set(err, "a run-time check needs the text of its op");
         return -1;
     }
-    TfCheck *c = realloc(m->checks, ((size_t)m->n_checks + 1) * sizeof *c);
-    char *text = malloc(strlen(op) + 1);
-    if (c) m->checks = c;
-    if (!c || !text) {
-        free(text);
-        tf_error_set(err, "out of memory");
-        return -1;
-    }
-    strcpy(text, op);
-    m->checks[m->n_checks] = (TfCheck){reg, layer, line, text};
+    TfCheck *cs = realloc(m->checks, ((size_t)m->n_checks + 1) * sizeof *cs);
+    if (!cs) goto oom;
+    m->checks = cs;
+    TfCheck *c = &cs[m->n_checks];
+    if (!(c->op = dup_str(op))) goto oom;
+    c->reg = reg;
+    c->layer = layer;
+    c->line = line;
     return m->n_checks++;
+oom:
+    tf_error_set(err, "out of memory for a run-time check");
+    return -1;
+}
+
+int model_numeric_output(const TfModel *m) {
+    return m->every_position && m->output_kind == TF_OUTPUT_NEXT_TOKEN && m->output_reg >= 0 &&
+           m->output_reg < m->n_regs && m->regs[m->output_reg].kind == TF_REG_SCALAR;
+}
+
+int model_tensor_uses(const TfModel *m, int idx) {
+    int n = (idx == m->tok_embed) + (idx == m->pos_embed) + (idx == m->unembed) +
+            (idx == m->unembed_bias);
+    for (int l = 0; l < m->n_layers; l++) {
+        const TfLayer *ly = &m->layers[l];
+        const int fields[] = {ly->query,       ly->key,      ly->value,      ly->output,
+                              ly->query_bias,  ly->key_bias, ly->value_bias, ly->output_bias,
+                              ly->fc1_weight,  ly->fc1_bias, ly->fc2_weight, ly->fc2_bias,
+                              ly->norm_weight, ly->norm_bias};
+        for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) n += fields[i] == idx;
+    }
+    return n;
 }
 
 size_t model_param_count(const TfModel *m) {
     size_t n = 0;
-    for (int i = 0; i < m->n_tensors; i++) n += m->tensors[i].nelem;
+    for (int i = 0; i < m->n_tensors; i++)
+        if (model_tensor_uses(m, i) > 0) n += m->tensors[i].nelem;
     return n;
 }
 
@@ -335,6 +361,10 @@ static int validate_layer(const TfModel *m, int li, TfError *err) {
     return -1;
 }
 
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 /* A categorical register: size >= 1 non-empty, distinct labels. */
 static int validate_labels(const TfRegister *r, TfError *err) {
     if (r->size < 1 || !r->values) {
@@ -347,14 +377,70 @@ static int validate_labels(const TfRegister *r, TfError *err) {
             tf_error_set(err, "register '%s': value %d has no label", r->name, i);
             return -1;
         }
-        for (int j = 0; j < i; j++)
-            if (strcmp(r->values[i], r->values[j]) == 0) {
-                tf_error_set(err, "register '%s': value label '%.40s' appears twice", r->name,
-                             r->values[i]);
-                return -1;
-            }
     }
-    return 0;
+    /* sorted, repeated labels are neighbours (a register may have a million) */
+    const char **sorted = malloc((size_t)r->size * sizeof *sorted);
+    if (!sorted) {
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    memcpy(sorted, r->values, (size_t)r->size * sizeof *sorted);
+    qsort(sorted, (size_t)r->size, sizeof *sorted, cmp_str);
+    int rc = 0;
+    for (int i = 1; i < r->size && rc == 0; i++) {
+        if (strcmp(sorted[i - 1], sorted[i]) == 0) {
+            tf_error_set(err, "register '%s': value label '%.40s' appears twice", r->name,
+                         sorted[i]);
+            rc = -1;
+        }
+    }
+    free(sorted);
+    return rc;
+}
+
+static int cmp_reg_name(const void *a, const void *b) {
+    const TfRegister *x = *(const TfRegister *const *)a, *y = *(const TfRegister *const *)b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x > y) - (x < y);
+}
+
+static int cmp_reg_offset(const void *a, const void *b) {
+    const TfRegister *x = *(const TfRegister *const *)a, *y = *(const TfRegister *const *)b;
+    if (x->offset != y->offset) return x->offset < y->offset ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
+/* No two registers share a name or a column: sorted, in O(n log n) (a file
+ * may declare a million registers). A pair is named in declaration order. */
+static int registers_distinct(const TfModel *m, TfError *err) {
+    if (m->n_regs < 2) return 0;
+    const TfRegister **s = malloc((size_t)m->n_regs * sizeof *s);
+    if (!s) {
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < m->n_regs; i++) s[i] = &m->regs[i];
+    int rc = 0;
+    qsort(s, (size_t)m->n_regs, sizeof *s, cmp_reg_name);
+    for (int i = 1; i < m->n_regs && rc == 0; i++) {
+        if (strcmp(s[i - 1]->name, s[i]->name) == 0) {
+            tf_error_set(err, "register '%s' appears twice", s[i]->name);
+            rc = -1;
+        }
+    }
+    qsort(s, (size_t)m->n_regs, sizeof *s, cmp_reg_offset);
+    const TfRegister *reach = s[0]; /* of those so far, the one ending last */
+    for (int i = 1; i < m->n_regs && rc == 0; i++) {
+        if (s[i]->offset < reach->offset + reach->size) {
+            const TfRegister *a = reach < s[i] ? reach : s[i], *b = reach < s[i] ? s[i] : reach;
+            tf_error_set(err, "registers '%s' and '%s' overlap", a->name, b->name);
+            rc = -1;
+        } else if (s[i]->offset + s[i]->size > reach->offset + reach->size) {
+            reach = s[i];
+        }
+    }
+    free(s);
+    return rc;
 }
 
 static int validate_registers(const TfModel *m, TfError *err) {
@@ -389,27 +475,49 @@ static int validate_registers(const TfModel *m, TfError *err) {
                          r->offset, r->offset + r->size - 1, m->d_model);
             return -1;
         }
-        for (int j = 0; j < i; j++) {
-            const TfRegister *o = &m->regs[j];
-            if (strcmp(o->name, r->name) == 0) {
-                tf_error_set(err, "register '%s' appears twice", r->name);
-                return -1;
-            }
-            if (r->offset < o->offset + o->size && o->offset < r->offset + r->size) {
-                tf_error_set(err, "registers '%s' and '%s' overlap", o->name, r->name);
-                return -1;
-            }
-        }
     }
+    if (registers_distinct(m, err) < 0) return -1;
     if (m->output_reg != -1) {
         if (m->output_reg < 0 || m->output_reg >= m->n_regs) {
             tf_error_set(err, "output register %d does not exist", m->output_reg);
             return -1;
         }
-        if (m->regs[m->output_reg].kind != TF_REG_TOKEN &&
-            m->regs[m->output_reg].kind != TF_REG_CATEGORICAL) {
-            tf_error_set(err, "output register '%s' is not a token or categorical register",
+        TfRegKind k = m->regs[m->output_reg].kind;
+        if (k == TF_REG_SCALAR && !model_numeric_output(m)) {
+            tf_error_set(err, "output register '%s' is a scalar: only a model read at every "
+                              "position prints a number",
                          m->regs[m->output_reg].name);
+            return -1;
+        }
+        if (k != TF_REG_TOKEN && k != TF_REG_CATEGORICAL && k != TF_REG_SCALAR) {
+            tf_error_set(err, "output register '%s' is not a token, categorical or scalar register",
+                         m->regs[m->output_reg].name);
+            return -1;
+        }
+    }
+    if (!(m->output_error_bound >= 0) || !isfinite(m->output_error_bound)) {
+        tf_error_set(err, "the output error bound %g is not a non-negative number",
+                     m->output_error_bound);
+        return -1;
+    }
+    return 0;
+}
+
+/* Each check names a categorical register, a layer, a line and its op. */
+static int validate_checks(const TfModel *m, TfError *err) {
+    for (int i = 0; i < m->n_checks; i++) {
+        const TfCheck *c = &m->checks[i];
+        if (c->reg < 0 || c->reg >= m->n_regs || m->regs[c->reg].kind != TF_REG_CATEGORICAL) {
+            tf_error_set(err, "check %d: register %d is not a categorical register", i, c->reg);
+            return -1;
+        }
+        if (c->layer < 0 || c->layer >= m->n_layers) {
+            tf_error_set(err, "check %d: layer %d does not exist (the model has %d)", i, c->layer,
+                         m->n_layers);
+            return -1;
+        }
+        if (c->line < 0 || !c->op || !*c->op) {
+            tf_error_set(err, "check %d: needs a source line (0 or more) and the op's text", i);
             return -1;
         }
     }
@@ -478,12 +586,17 @@ int model_validate(const TfModel *m, TfError *err) {
     }
     if (validate_output_mode(m, err) < 0) return -1;
     int n_out = m->output_kind == TF_OUTPUT_CLASSIFY ? m->n_classes : m->n_vocab;
+    // A model that prints a number reads its output register, not logits:
+    // its unembedding is optional (and unused).
+    int need_unembed = m->unembed >= 0 || !model_numeric_output(m);
     if (check_shape(m, -1, TF_TENSOR_TOKEN_EMBED, m->tok_embed, m->n_vocab, m->d_model, err) < 0 ||
         check_shape(m, -1, TF_TENSOR_POS_EMBED, m->pos_embed, m->max_len, m->d_model, err) < 0 ||
-        check_shape(m, -1, TF_TENSOR_UNEMBED, m->unembed, n_out, m->d_model, err) < 0 ||
+        (need_unembed &&
+         check_shape(m, -1, TF_TENSOR_UNEMBED, m->unembed, n_out, m->d_model, err) < 0) ||
         check_bias(m, -1, TF_TENSOR_UNEMBED_BIAS, m->unembed_bias, n_out, err) < 0)
         return -1;
     for (int li = 0; li < m->n_layers; li++)
         if (validate_layer(m, li, err) < 0) return -1;
-    return validate_registers(m, err);
+    if (validate_registers(m, err) < 0) return -1;
+    return validate_checks(m, err);
 }

@@ -31,7 +31,8 @@
 /* Fixed tensor names every weight file has. */
 #define TF_TENSOR_TOKEN_EMBED "embed.token.weight"       /* [n_vocab, d_model] */
 #define TF_TENSOR_POS_EMBED "embed.position.weight"      /* [max_len, d_model] */
-#define TF_TENSOR_UNEMBED "unembed.weight"               /* [n_vocab, d_model] */
+#define TF_TENSOR_UNEMBED "unembed.weight"               /* [n_vocab, d_model]; optional
+                                                            when the output is a number */
 #define TF_TENSOR_UNEMBED_BIAS "unembed.bias"            /* [n_vocab], optional */
 
 typedef enum TfRegKind {
@@ -103,7 +104,7 @@ typedef enum TfOutputKind { TF_OUTPUT_NEXT_TOKEN, TF_OUTPUT_CLASSIFY } TfOutputK
 
 /* A run-time check of a categorical value the compiler could not prove
  * single-valued: after layer `layer` runs, register `reg` must hold one value
- * at every row the engine computes (runtime/check.h says what that means).
+ * at every position of the input (runtime/checks.h says what that means).
  * `line` and `op` name the source op ("Aggregate -> place") in the error. */
 typedef struct TfCheck {
     int reg;   /* index into regs: a categorical register */
@@ -153,7 +154,7 @@ typedef struct TfModel {
      * when none was given): --check accepts a value within it. */
     double output_error_bound;
 
-    /* Run-time checks, in layer order (model_add_check); n_checks 0: none. */
+    /* Run-time checks (model_add_check), in any order; n_checks 0: none. */
     TfCheck *checks;
     int n_checks;
 
@@ -179,6 +180,10 @@ void model_free(TfModel *m);
 /* Adds a zero-filled float32 tensor, returns its index, or -1 with err set
  * (duplicate name, bad shape, out of memory). */
 int model_add_tensor(TfModel *m, const char *name, int ndim, const int64_t *shape, TfError *err);
+/* The same for a caller that knows no tensor has this name yet (no search:
+ * adding n tensors costs O(n), not O(n^2)). */
+int model_add_new_tensor(TfModel *m, const char *name, int ndim, const int64_t *shape,
+                         TfError *err);
 int model_find_tensor(const TfModel *m, const char *name);
 int model_find_register(const TfModel *m, const char *name);
 
@@ -199,13 +204,24 @@ int model_add_categorical(TfModel *m, const char *name, int offset, int size,
  * set (out of memory, no op text); model_validate checks the rest. */
 int model_add_check(TfModel *m, int reg, int layer, int line, const char *op, TfError *err);
 
+/* 1 when the model prints a number at every position: read at every
+ * position, its output register a scalar. */
+int model_numeric_output(const TfModel *m);
+
 /* Checks that the model is a consistent transformer: embeddings, unembedding
  * and every layer's tensors exist with the shapes the dimensions imply,
  * registers tile within d_model (categorical ones with a label per column),
- * the output mode, bos and stop token are consistent. Returns 0, or -1 with err naming the problem. */
+ * the output mode, bos and stop token are consistent, every check names a
+ * categorical register and a layer. Returns 0, or -1 with err naming the problem. */
 int model_validate(const TfModel *m, TfError *err);
 
-/* Total number of floats over all tensors. */
+/* How many of the model's tensor fields (embeddings, unembedding, every
+ * layer's) name tensor idx: 0 for a tensor the model does not read, such
+ * as a checkpoint's optimizer state. */
+int model_tensor_uses(const TfModel *m, int idx);
+
+/* The model's parameters: the floats of the tensors it reads (tensors
+ * shared by several layers counted once; optimizer state not at all). */
 size_t model_param_count(const TfModel *m);
 
 #endif

@@ -3,8 +3,15 @@
  * Every picture is drawn here, in C, as SVG: the same code writes the
  * standalone files (--svg) and the figures inlined in the report, so the
  * report shows everything even with scripts off. The report's script only
- * adds hover and click: it maps the mouse to a cell with the figure's data-*
- * attributes and reads the exact value from the JSON the report embeds.
+ * adds hover and click (it maps the mouse to a cell with the figure's data-*
+ * attributes and reads the exact value from the JSON the report embeds) and
+ * opens the collapsed section a link points into.
+ *
+ * Axis labels never overlap: register names stand upright and move aside
+ * (with a leader line to their columns) when their columns are narrower
+ * than a label; position labels of small cells are set smaller and, below
+ * that, only every k-th is written (every cell still says its position on
+ * hover).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "report.h"
@@ -34,6 +41,16 @@ static void put_escaped(FILE *f, const char *s, size_t n) {
 }
 
 static void put_text(FILE *f, const char *s) { put_escaped(f, s, strlen(s)); }
+
+/* s cut to `max` characters, the last replaced by an ellipsis when cut. */
+static void put_short(FILE *f, const char *s, size_t max) {
+    if (strlen(s) <= max) {
+        put_text(f, s);
+        return;
+    }
+    put_escaped(f, s, max - 1);
+    fputs("&#8230;", f);
+}
 
 /* A JSON string; '<' as \u003c so that the data cannot close its <script>. */
 static void put_json_string(FILE *f, const char *s) {
@@ -69,40 +86,85 @@ static void pos_label(const TfCapture *c, int p, char *buf, size_t n) {
 
 static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 
-/* Diverging colour for v / scale: blue (negative), white (0), red (positive).
- * Returns 0 for white (the cell is not drawn). */
-static int diverging(float v, float scale, char *hex) {
-    if (!isfinite(v)) {
-        strcpy(hex, "#00ff00"); /* NaN and infinities stand out in green */
-        return 1;
-    }
-    float t = v / scale;
-    if (t > 1) t = 1;
-    if (t < -1) t = -1;
-    // White to #b2182b (positive) or #2166ac (negative).
-    int r0 = t >= 0 ? 178 : 33, g0 = t >= 0 ? 24 : 102, b0 = t >= 0 ? 43 : 172;
-    float a = fabsf(t);
-    int r = (int)lroundf(255 + a * (float)(r0 - 255)),
-        g = (int)lroundf(255 + a * (float)(g0 - 255)),
-        b = (int)lroundf(255 + a * (float)(b0 - 255));
-    if (r == 255 && g == 255 && b == 255) return 0;
-    sprintf(hex, "#%02x%02x%02x", r, g, b);
+/* --- colours --------------------------------------------------------------- */
+
+/* ColorBrewer's RdBu (signed values) and Purples (attention weights), from
+ * white to the darkest shade. */
+static const unsigned char ramp_red[5][3] = {
+    {255, 255, 255}, {253, 219, 199}, {244, 165, 130}, {214, 96, 77}, {178, 24, 43}};
+static const unsigned char ramp_blue[5][3] = {
+    {255, 255, 255}, {209, 229, 240}, {146, 197, 222}, {67, 147, 195}, {33, 102, 172}};
+static const unsigned char ramp_purple[5][3] = {
+    {255, 255, 255}, {218, 218, 235}, {158, 154, 200}, {106, 81, 163}, {63, 0, 125}};
+
+/* The colour at t in [0, 1] along a 5-stop ramp, as "#rrggbb"; 0 for
+ * white (the cell is not drawn), 1 otherwise. */
+static int ramp(const unsigned char (*stops)[3], float t, char *hex) {
+    t = t < 0 ? 0 : t > 1 ? 1 : t;
+    float x = t * 4;
+    int i = x >= 4 ? 3 : (int)x;
+    float fr = x - (float)i;
+    int rgb[3];
+    for (int k = 0; k < 3; k++)
+        rgb[k] = (int)lroundf((float)stops[i][k] + fr * (float)(stops[i + 1][k] - stops[i][k]));
+    if (rgb[0] == 255 && rgb[1] == 255 && rgb[2] == 255) return 0;
+    sprintf(hex, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
     return 1;
 }
 
-/* White (w = lo) to #3f007d (w = hi) for attention weights; 0 when white. */
+/* Signed colour for v / scale: blue (negative), white (0), red (positive),
+ * saturating at +-1; NaN and infinities green. 0 when white. */
+static int diverging(float v, float scale, char *hex) {
+    if (!isfinite(v)) {
+        strcpy(hex, "#00ff00");
+        return 1;
+    }
+    float t = v / scale;
+    return ramp(t >= 0 ? ramp_red : ramp_blue, fabsf(t), hex);
+}
+
+/* White (w = lo) to dark purple (w = hi) for attention weights; 0 when white. */
 static int sequential(float w, float lo, float hi, char *hex) {
     if (!isfinite(w)) {
         strcpy(hex, "#00ff00");
         return 1;
     }
-    float t = (w - lo) / (hi - lo);
-    t = t < 0 ? 0 : t > 1 ? 1 : t;
-    int r = (int)lroundf(255 - t * (255 - 63)), g = (int)lroundf(255 - t * 255),
-        b = (int)lroundf(255 - t * (255 - 125));
-    if (r == 255 && g == 255 && b == 255) return 0;
-    sprintf(hex, "#%02x%02x%02x", r, g, b);
-    return 1;
+    return ramp(ramp_purple, (w - lo) / (hi - lo), hex);
+}
+
+#define BAR_STEPS 20
+#define BAR_W 160
+
+/* A colour bar at (x, y), BAR_W by 8 pixels: signed (-scale to +scale, with
+ * 0 in the middle) or sequential (lo to hi); its ends labelled under it. */
+static void colour_bar(FILE *f, int x, int y, int signed_bar, float lo, float hi) {
+    char hex[8];
+    fprintf(f, "<g class=\"colourbar\" shape-rendering=\"crispEdges\">\n");
+    for (int i = 0; i < BAR_STEPS; i++) {
+        float t = ((float)i + 0.5f) / BAR_STEPS, v = lo + (hi - lo) * t;
+        int drawn = signed_bar ? diverging(v, hi, hex) : sequential(v, lo, hi, hex);
+        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"8\" fill=\"%s\"/>\n",
+                x + i * BAR_W / BAR_STEPS, y, BAR_W / BAR_STEPS, drawn ? hex : "#ffffff");
+    }
+    fprintf(f,
+            "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"8\" fill=\"none\" stroke=\"#6b7280\" "
+            "stroke-width=\"0.5\"/>\n",
+            x, y, BAR_W);
+    const char *fmt = signed_bar ? "%+.3g" : "%.3g"; /* "-1 0 +1"; "0 ... 1" */
+    char end[32];
+    snprintf(end, sizeof end, fmt, (double)lo);
+    fprintf(f, "<text class=\"tick\" x=\"%d\" y=\"%d\" font-size=\"9\">%s</text>\n", x, y + 18,
+            end);
+    if (signed_bar)
+        fprintf(f,
+                "<text class=\"tick\" x=\"%d\" y=\"%d\" font-size=\"9\" "
+                "text-anchor=\"middle\">0</text>\n",
+                x + BAR_W / 2, y + 18);
+    snprintf(end, sizeof end, fmt, (double)hi);
+    fprintf(
+        f, "<text class=\"tick\" x=\"%d\" y=\"%d\" font-size=\"9\" text-anchor=\"end\">%s</text>\n",
+        x + BAR_W, y + 18, end);
+    fputs("</g>\n", f);
 }
 
 static void svg_open(FILE *f, int standalone, int width, int height) {
@@ -131,25 +193,73 @@ static void block_title(const TfCapture *c, int block, char *buf, size_t n) {
 
 /* --- residual heatmap ------------------------------------------------------ */
 
+#define LABEL_PITCH 12 /* pixels between upright 10 px labels (their boxes are 11.6 wide) */
+#define LABEL_CHARS 12 /* register names longer than this are cut */
+
 typedef struct Geo {
     int left, top, cw, ch, width, height;
 } Geo;
 
-static Geo resid_geo(const TfCapture *c) {
+/* Where each register's upright label goes: x[r] (its centre), in the
+ * order of the registers' columns, at least LABEL_PITCH apart; returns the
+ * rightmost. x holds n_regs ints. */
+static int place_reg_labels(const TfModel *m, int left, int cw, int *x) {
+    int *order = malloc((size_t)m->n_regs * sizeof(int));
+    int right = left;
+    if (!order) {
+        for (int r = 0; r < m->n_regs; r++) x[r] = left + m->regs[r].offset * cw;
+        return right;
+    }
+    for (int r = 0; r < m->n_regs; r++) { /* insertion sort by first column */
+        int j = r;
+        while (j > 0 && m->regs[order[j - 1]].offset > m->regs[r].offset) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = r;
+    }
+    int prev = -LABEL_PITCH * 2;
+    for (int i = 0; i < m->n_regs; i++) {
+        const TfRegister *reg = &m->regs[order[i]];
+        int want = left + reg->offset * cw + reg->size * cw / 2;
+        x[order[i]] = want > prev + LABEL_PITCH ? want : prev + LABEL_PITCH;
+        prev = x[order[i]];
+        if (prev > right) right = prev;
+    }
+    free(order);
+    return right;
+}
+
+/* Pixels a title of n characters needs (12 px bold monospace: 7.22 px a
+ * character), with the margins. */
+static int title_width(size_t n) { return (int)(n * 73 / 10) + 12; }
+
+static Geo resid_geo(const TfCapture *c, int block) {
     Geo g;
+    char title[256];
     int d = c->m->d_model;
     g.cw = clampi(900 / (d > 0 ? d : 1), 2, 14);
     g.ch = 14;
     g.left = 72;
-    g.top = c->m->n_regs > 0 ? 100 : 44;
+    g.top = c->m->n_regs > 0 ? 112 : 44;
     g.width = g.left + d * g.cw + 16;
-    if (g.width < 520) g.width = 520; /* room for the title and the legend */
-    g.height = g.top + c->n_pos * g.ch + 22;
+    if (c->m->n_regs > 0) {
+        int *x = malloc((size_t)c->m->n_regs * sizeof(int));
+        int right = x ? place_reg_labels(c->m, g.left, g.cw, x) : 0;
+        free(x);
+        if (right + LABEL_PITCH > g.width) g.width = right + LABEL_PITCH;
+    }
+    if (g.width < 560) g.width = 560; /* room for the legend */
+    block_title(c, block, title, sizeof title);
+    if (g.width < title_width(strlen("residual ") + strlen(title)))
+        g.width = title_width(strlen("residual ") + strlen(title));
+    g.height = g.top + c->n_pos * g.ch + 32;
     return g;
 }
 
-/* Colour scale: register values are made to be about 1 (one-hots, sin and
- * cos), so compiled models saturate at +-1; otherwise the block's largest. */
+/* Colour scale (the colour bar's ends): register values are made to be
+ * about 1 (one-hots, sin and cos), so compiled models saturate at +-1;
+ * otherwise the block's largest. */
 static float resid_scale(const TfCapture *c, int block) {
     if (c->m->n_regs > 0) return 1.0f;
     float mx = 0;
@@ -161,9 +271,48 @@ static float resid_scale(const TfCapture *c, int block) {
     return mx > 1e-6f ? mx : 1.0f;
 }
 
+/* Register bands and upright names above the columns; the registers this
+ * block wrote in amber. A name whose columns are too narrow moves right,
+ * joined to its band by a leader line. */
+static void resid_reg_labels(const TfCapture *c, int block, const Geo *g, FILE *f) {
+    const TfModel *m = c->m;
+    int *lx = malloc((size_t)m->n_regs * sizeof(int));
+    if (!lx) return;
+    place_reg_labels(m, g->left, g->cw, lx);
+    for (int r = 0; r < m->n_regs; r++) {
+        const TfRegister *reg = &m->regs[r];
+        int wrote = inspect_layer_wrote(c, block - 1, reg);
+        int x = g->left + reg->offset * g->cw, w = reg->size * g->cw, mid = x + w / 2;
+        fprintf(f,
+                "<rect class=\"band%s\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"7\" fill=\"%s\">"
+                "<title>",
+                wrote ? " wrote" : "", x, g->top - 9, w > 1 ? w - 1 : 1,
+                wrote ? "#f59e0b" : (r % 2 ? "#9ca3af" : "#d1d5db"));
+        put_text(f, reg->name);
+        fprintf(f, " (columns %d-%d)</title></rect>\n", reg->offset, reg->offset + reg->size - 1);
+        if (lx[r] != mid)
+            fprintf(f,
+                    "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#9ca3af\" "
+                    "stroke-width=\"0.7\"/>\n",
+                    mid, g->top - 10, lx[r], g->top - 15);
+        // Upright: the glyphs lie left of the baseline (ascent 9.3, descent
+        // 2.4 px), so the baseline sits 3.5 px right of the label's centre.
+        fprintf(f, "<text class=\"reg\" transform=\"translate(%d.5,%d) rotate(-90)\"%s>", lx[r] + 3,
+                g->top - 17, wrote ? " font-weight=\"bold\"" : "");
+        if (strlen(reg->name) > LABEL_CHARS) {
+            fputs("<title>", f);
+            put_text(f, reg->name);
+            fputs("</title>", f);
+        }
+        put_short(f, reg->name, LABEL_CHARS);
+        fputs("</text>\n", f);
+    }
+    free(lx);
+}
+
 void report_svg_residual(const TfCapture *c, int block, int standalone, FILE *f) {
     const TfModel *m = c->m;
-    Geo g = resid_geo(c);
+    Geo g = resid_geo(c, block);
     int d = m->d_model;
     float scale = resid_scale(c, block);
     char title[256], label[64], hex[8];
@@ -180,33 +329,20 @@ void report_svg_residual(const TfCapture *c, int block, int standalone, FILE *f)
     put_text(f, title);
     fprintf(f, "</text>\n");
 
-    // Register bands above the columns: the registers this block wrote in amber.
     if (m->n_regs > 0) {
-        for (int r = 0; r < m->n_regs; r++) {
-            const TfRegister *reg = &m->regs[r];
-            int wrote = inspect_layer_wrote(c, block - 1, reg);
-            int x = g.left + reg->offset * g.cw, w = reg->size * g.cw;
-            fprintf(f,
-                    "<rect class=\"band%s\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"7\" "
-                    "fill=\"%s\"/>\n",
-                    wrote ? " wrote" : "", x, g.top - 9, w > 1 ? w - 1 : 1,
-                    wrote ? "#f59e0b" : (r % 2 ? "#9ca3af" : "#d1d5db"));
-            fprintf(f, "<text class=\"reg\" transform=\"translate(%d,%d) rotate(-60)\"%s>",
-                    x + w / 2 + 3, g.top - 12, wrote ? " font-weight=\"bold\"" : "");
-            put_escaped(f, reg->name, 14);
-            fputs("</text>\n", f);
-        }
+        resid_reg_labels(c, block, &g, f);
     } else {
         int step = d <= 64 ? 8 : d <= 256 ? 32 : 128;
         for (int col = 0; col < d; col += step)
-            fprintf(f, "<text x=\"%d\" y=\"%d\">%d</text>\n", g.left + col * g.cw, g.top - 4, col);
+            fprintf(f, "<text class=\"col\" x=\"%d\" y=\"%d\">%d</text>\n", g.left + col * g.cw,
+                    g.top - 4, col);
     }
     // Position labels: "3 '9'".
     for (int p = 0; p < c->n_pos; p++) {
         pos_label(c, p, label, sizeof label);
         fprintf(f, "<text class=\"row\" x=\"%d\" y=\"%d\" text-anchor=\"end\">", g.left - 4,
                 g.top + p * g.ch + g.ch - 3);
-        put_text(f, label);
+        put_short(f, label, 10);
         fputs("</text>\n", f);
     }
     // The cells, in cell units; white ones are left out.
@@ -233,31 +369,68 @@ void report_svg_residual(const TfCapture *c, int block, int standalone, FILE *f)
             "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#374151\" "
             "stroke-width=\"0.5\"/>\n",
             g.left, g.top, d * g.cw, c->n_pos * g.ch);
+    int y = g.top + c->n_pos * g.ch + 6;
+    colour_bar(f, g.left, y, 1, -scale, scale);
     fprintf(f,
-            "<text x=\"%d\" y=\"%d\" fill=\"#4b5563\">rows: positions; columns: residual; red +, "
-            "blue -, saturating at +-%.3g</text>\n",
-            g.left, g.top + c->n_pos * g.ch + 15, (double)scale);
+            "<text x=\"%d\" y=\"%d\" fill=\"#4b5563\">rows: positions; columns: residual</text>\n",
+            g.left + BAR_W + 12, y + 8);
     fputs("</svg>\n", f);
 }
 
 /* --- attention matrix -------------------------------------------------------- */
 
-static Geo att_geo(const TfCapture *c) {
+static Geo att_geo(const TfCapture *c, int layer) {
     Geo g;
+    const TfLayer *ly = &c->m->layers[layer];
+    // "layer 12 NAME, head 3 (bidirectional)", the name cut to 32.
+    size_t name = strlen(ly->name) < 32 ? strlen(ly->name) : 32;
     g.cw = g.ch = clampi(480 / c->n_pos, 6, 36);
     g.left = 76;
     g.top = 84;
     g.width = g.left + c->n_pos * g.cw + 16;
-    if (g.width < 380) g.width = 380; /* room for the title and the legend */
-    g.height = g.top + c->n_pos * g.ch + 22;
+    if (g.width < 380) g.width = 380; /* room for the legend */
+    if (g.width < title_width(name + 34)) g.width = title_width(name + 34);
+    g.height = g.top + c->n_pos * g.ch + 32;
     return g;
+}
+
+/* The colours span the weights the queries can see, smallest to largest,
+ * as an image plot scales (the seeds' pictures): a diffuse learned head is
+ * as legible as a sharp compiled one. */
+static void att_range(const TfCapture *c, int layer, int head, float *lo, float *hi) {
+    const TfLayer *ly = &c->m->layers[layer];
+    *lo = INFINITY, *hi = -INFINITY;
+    for (int q = 0; q < c->n_pos; q++)
+        for (int k = 0; k < c->n_pos && (k <= q || !ly->causal); k++) {
+            float w = capture_att(c, layer, head, q, k);
+            if (w < *lo) *lo = w;
+            if (w > *hi) *hi = w;
+        }
+    if (!(*hi - *lo > 1e-6f)) *lo = 0, *hi = *hi > 0 ? *hi : 1;
+}
+
+/* One head's cells as 1x1 rects (query row, key column); keys a causal
+ * query cannot see grey, white cells left out. */
+static void att_cells(const TfCapture *c, int layer, int head, FILE *f) {
+    const TfLayer *ly = &c->m->layers[layer];
+    float lo, hi;
+    char hex[8];
+    att_range(c, layer, head, &lo, &hi);
+    for (int q = 0; q < c->n_pos; q++)
+        for (int k = 0; k < c->n_pos; k++) {
+            int masked = ly->causal && k > q;
+            if (masked) strcpy(hex, "#e5e7eb");
+            if (masked || sequential(capture_att(c, layer, head, q, k), lo, hi, hex))
+                fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"1\" height=\"1\" fill=\"%s\"/>\n", k, q,
+                        hex);
+        }
 }
 
 void report_svg_attention(const TfCapture *c, int layer, int head, int standalone, FILE *f) {
     const TfLayer *ly = &c->m->layers[layer];
-    Geo g = att_geo(c);
+    Geo g = att_geo(c, layer);
     int P = c->n_pos;
-    char label[64], hex[8];
+    char label[64];
     svg_open(f, standalone, g.width, g.height);
     fprintf(f,
             " class=\"hm\" data-kind=\"att\" data-layer=\"%d\" data-head=\"%d\" data-x0=\"%d\" "
@@ -268,57 +441,86 @@ void report_svg_attention(const TfCapture *c, int layer, int head, int standalon
     fprintf(f, ", head %d</title>\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
             head);
     fprintf(f, "<text x=\"4\" y=\"13\" font-size=\"12\" font-weight=\"bold\">layer %d ", layer);
-    put_text(f, ly->name);
+    put_short(f, ly->name, 32);
     fprintf(f, ", head %d%s</text>\n", head, ly->causal ? "" : " (bidirectional)");
     fprintf(f, "<text x=\"%d\" y=\"28\" fill=\"#4b5563\">key &#8594;</text>\n", g.left);
     fprintf(f, "<text x=\"4\" y=\"%d\" fill=\"#4b5563\">query &#8595;</text>\n", g.top - 4);
-    int fs = g.ch < 10 ? g.ch : 10;
-    for (int p = 0; p < P; p++) {
+    // Labels as large as the cells allow (a 10 px label's box is 11.6 px
+    // tall), and when even 7 px ones do not fit, every k-th.
+    int fs = clampi(g.ch - 2, 7, 10);
+    int every = (fs * 12 + g.ch * 10 - 1) / (g.ch * 10);
+    for (int p = 0; p < P; p += every) {
         pos_label(c, p, label, sizeof label);
         fprintf(f, "<text class=\"row\" x=\"%d\" y=\"%d\" text-anchor=\"end\" font-size=\"%d\">",
                 g.left - 4, g.top + p * g.ch + g.ch / 2 + fs / 2 - 1, fs);
-        put_text(f, label);
+        put_short(f, label, 10);
         fprintf(f,
                 "</text>\n<text class=\"col\" transform=\"translate(%d,%d) rotate(-90)\" "
                 "font-size=\"%d\">",
                 g.left + p * g.cw + g.cw / 2 + fs / 2 - 1, g.top - 4, fs);
-        put_text(f, label);
+        put_short(f, label, 8);
         fputs("</text>\n", f);
     }
-    // The colours span the weights the queries can see, smallest to largest,
-    // as an image plot scales (the seeds' pictures): a diffuse learned head
-    // is as legible as a sharp compiled one. The legend gives both ends;
-    // keys a causal query cannot see are grey.
-    float lo = INFINITY, hi = -INFINITY;
-    for (int q = 0; q < P; q++)
-        for (int k = 0; k < P && (k <= q || !ly->causal); k++) {
-            float w = capture_att(c, layer, head, q, k);
-            if (w < lo) lo = w;
-            if (w > hi) hi = w;
-        }
-    if (!(hi - lo > 1e-6f)) lo = 0, hi = hi > 0 ? hi : 1;
+    float lo, hi;
+    att_range(c, layer, head, &lo, &hi);
     fprintf(f,
             "<g class=\"cells\" transform=\"translate(%d,%d) scale(%d,%d)\" "
             "shape-rendering=\"crispEdges\">\n",
             g.left, g.top, g.cw, g.ch);
-    for (int q = 0; q < P; q++)
-        for (int k = 0; k < P; k++) {
-            int masked = ly->causal && k > q;
-            if (masked) strcpy(hex, "#e5e7eb");
-            if (masked || sequential(capture_att(c, layer, head, q, k), lo, hi, hex))
-                fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"1\" height=\"1\" fill=\"%s\"/>\n", k, q,
-                        hex);
-        }
+    att_cells(c, layer, head, f);
     fputs("</g>\n", f);
     fprintf(f,
             "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#374151\" "
             "stroke-width=\"0.5\"/>\n",
             g.left, g.top, P * g.cw, P * g.ch);
-    fprintf(f,
-            "<text x=\"4\" y=\"%d\" fill=\"#4b5563\">softmax weight: white %.3g, purple %.3g%s"
-            "</text>\n",
-            g.top + P * g.ch + 15, (double)lo, (double)hi, ly->causal ? ", grey masked" : "");
+    int y = g.top + P * g.ch + 6;
+    colour_bar(f, 4, y, 0, lo, hi);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"#4b5563\">softmax weight%s</text>\n", 4 + BAR_W + 8,
+            y + 8, ly->causal ? "; grey: masked" : "");
     fputs("</svg>\n", f);
+}
+
+/* --- thumbnails (the report's model view) --------------------------------------- */
+
+#define THUMB 48 /* pixels */
+
+/* One head's attention, THUMB pixels square, without labels. */
+static void svg_att_thumb(const TfCapture *c, int layer, int head, FILE *f) {
+    fprintf(f,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"thumb\" data-layer=\"%d\" "
+            "data-head=\"%d\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+            "preserveAspectRatio=\"none\" shape-rendering=\"crispEdges\">"
+            "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+            layer, head, THUMB, THUMB, c->n_pos, c->n_pos);
+    att_cells(c, layer, head, f);
+    fputs("</svg>", f);
+}
+
+/* What a layer without heads wrote: after minus before, positions down,
+ * residual columns across, in signed colours scaled to its largest change. */
+static void svg_write_thumb(const TfCapture *c, int layer, FILE *f) {
+    int d = c->m->d_model;
+    float mx = 0;
+    char hex[8];
+    for (int p = 0; p < c->n_pos; p++) {
+        const float *a = capture_row(c, layer + 1, p), *b = capture_row(c, layer, p);
+        for (int i = 0; i < d; i++)
+            if (isfinite(a[i] - b[i]) && fabsf(a[i] - b[i]) > mx) mx = fabsf(a[i] - b[i]);
+    }
+    fprintf(f,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"thumb-write\" data-layer=\"%d\" "
+            "width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" preserveAspectRatio=\"none\" "
+            "shape-rendering=\"crispEdges\"><rect width=\"100%%\" height=\"100%%\" "
+            "fill=\"white\"/>\n",
+            layer, THUMB, THUMB, d, c->n_pos);
+    for (int p = 0; p < c->n_pos && mx > 1e-6f; p++) {
+        const float *a = capture_row(c, layer + 1, p), *b = capture_row(c, layer, p);
+        for (int i = 0; i < d; i++)
+            if (diverging(a[i] - b[i], mx, hex))
+                fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"1\" height=\"1\" fill=\"%s\"/>\n", i, p,
+                        hex);
+    }
+    fputs("</svg>", f);
 }
 
 /* --- files -------------------------------------------------------------------- */
@@ -361,10 +563,16 @@ int report_write_svgs(const TfCapture *c, const char *dir, TfError *err) {
         tf_error_set(err, "out of memory");
         return -1;
     }
+    // File names carry the layer index that tfinfo lists and the titles say.
     int rc = 0;
     for (int b = 0; b < c->n_blocks && rc == 0; b++) {
-        safe_name(b == 0 ? "embedding" : c->m->layers[b - 1].name, name, sizeof name);
-        snprintf(path, plen, "%s/resid_%02d_%s.svg", dir, b, name);
+        int l = b - 1;
+        if (l < 0) {
+            snprintf(path, plen, "%s/resid_embedding.svg", dir);
+        } else {
+            safe_name(c->m->layers[l].name, name, sizeof name);
+            snprintf(path, plen, "%s/resid_%02d_%s.svg", dir, l, name);
+        }
         FILE *f = open_out(path, err);
         if (!f) {
             rc = -1;
@@ -372,14 +580,14 @@ int report_write_svgs(const TfCapture *c, const char *dir, TfError *err) {
         }
         report_svg_residual(c, b, 1, f);
         rc = close_out(f, path, err);
-        if (b == 0 || !c->att[b - 1]) continue;
-        for (int h = 0; h < c->m->layers[b - 1].n_heads && rc == 0; h++) {
-            snprintf(path, plen, "%s/att_%02d_%s_h%d.svg", dir, b, name, h);
+        if (l < 0 || !c->att[l]) continue;
+        for (int h = 0; h < c->m->layers[l].n_heads && rc == 0; h++) {
+            snprintf(path, plen, "%s/att_%02d_%s_h%d.svg", dir, l, name, h);
             if (!(f = open_out(path, err))) {
                 rc = -1;
                 break;
             }
-            report_svg_attention(c, b - 1, h, 1, f);
+            report_svg_attention(c, l, h, 1, f);
             rc = close_out(f, path, err);
         }
     }
@@ -404,19 +612,41 @@ static const char *source_line(const TfModel *m, int line, size_t *len) {
 }
 
 static const char *const report_css =
-    "body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#111827;max-width:1400px}\n"
+    "body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#111827}\n"
+    ".page{display:grid;grid-template-columns:14em minmax(0,1fr);gap:1.5em;max-width:1600px;"
+    "padding:0 1.5em}\n"
+    "nav#toc{position:sticky;top:0;align-self:start;max-height:100vh;overflow:auto;"
+    "font-size:13px;padding:1em 0.5em 1em 0;border-right:1px solid #e5e7eb;box-sizing:border-box}\n"
+    "nav#toc ol{list-style:none;padding-left:0.9em;margin:0.15em 0}nav#toc>ol{padding-left:0}\n"
+    "nav#toc a{color:#1d4ed8;text-decoration:none;white-space:nowrap}nav#toc a:hover{"
+    "text-decoration:underline}\n"
+    "nav#toc button{font-size:12px;margin:0.5em 0.3em 0 0}\n"
+    "main{min-width:0;padding-bottom:5em}\n"
     "h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em}\n"
-    "code,pre,td.m,.dec td{font-family:'DejaVu Sans Mono',monospace}\n"
+    "code,pre,td.m,.dec td,td.src{font-family:'DejaVu Sans Mono',monospace}\n"
     "table{border-collapse:collapse}td,th{padding:1px 6px;text-align:left}\n"
     "table.layers tr:nth-child(even){background:#f3f4f6}\n"
     ".dec td,.dec th{text-align:right;border:1px solid #e5e7eb;min-width:2.2em}\n"
     ".dec th.r{text-align:left}.dec td.flag{background:#fecaca;font-weight:bold}\n"
     ".dec td.empty{color:#9ca3af}.dec td.sub{color:#6b7280;font-size:0.85em}\n"
+    ".mv{display:grid;gap:8px;margin:0.5em 0}\n"
+    ".mv-layer{border:1px solid #e5e7eb;border-radius:3px;padding:2px 4px 4px;min-width:0}\n"
+    ".mv-layer.flagged{border-color:#fca5a5}\n"
+    ".mv-label{display:block;font-size:11px;white-space:nowrap;overflow:hidden;"
+    "text-overflow:ellipsis;color:#111827;text-decoration:none}\n"
+    ".mv-heads{display:flex;gap:4px}.mv-heads svg{display:block;border:1px solid #d1d5db}\n"
+    ".mv-kind{font-size:10px;color:#6b7280}\n"
+    "table.prog td{padding:0 6px;vertical-align:top}table.prog td.ln{color:#9ca3af;"
+    "text-align:right}\n"
+    "table.prog td.src{white-space:pre}table.prog tr.op{background:#f9fafb}\n"
+    "table.prog td.to a{margin-right:0.4em;text-decoration:none}table.prog a.hd{color:#7c3aed;"
+    "font-size:0.85em}\n"
+    "table.prog tr:target,details.layer:target>summary{background:#fef3c7}\n"
     "details.layer{border-top:1px solid #d1d5db;padding:0.3em 0}\n"
     "details.layer summary{cursor:pointer;font-weight:600}\n"
     ".figs{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start;margin:0.5em 0}\n"
-    ".figs svg{border:1px solid #e5e7eb}.scroll{overflow-x:auto}\n"
-    ".flagged{color:#b91c1c}.note{color:#b91c1c;font-family:monospace}\n"
+    ".figs svg{border:1px solid #e5e7eb;display:block}.scroll{overflow-x:auto}\n"
+    ".flagged,a.flagged{color:#b91c1c}.note{color:#b91c1c;font-family:monospace}\n"
     "#tip{position:fixed;pointer-events:none;background:#111827;color:#fff;padding:3px 6px;"
     "border-radius:3px;font:12px monospace;display:none;z-index:9}\n"
     "#pinned{position:fixed;bottom:0;left:0;right:0;background:#fffbeb;border-top:1px solid "
@@ -431,8 +661,9 @@ static const char *const report_js_guard =
     "window.addEventListener('error',function(e){mark('report-error','script error: '+e.message+"
     "' (line '+e.lineno+')');});\n";
 
-/* The script: hover shows a cell's exact value, click pins it; a self-check
- * at the end marks the page (#report-ok, or #report-error on any error). */
+/* The script: hover shows a cell's exact value, click pins it; links open
+ * the collapsed section they point into; a self-check at the end marks the
+ * page (#report-ok, or #report-error on any error). */
 static const char *const report_js =
     "'use strict';\n"
     "var D=JSON.parse(document.getElementById('tf-data').textContent);\n"
@@ -462,6 +693,20 @@ static const char *const report_js =
     "if(t){var d=document.createElement('div');d.textContent=t;pinned.insertBefore(d,"
     "pinned.firstChild);}});\n"
     "});\n"
+    "// Navigation: a link into a collapsed section opens it (and its parents).\n"
+    "function openAt(id){var e=id&&document.getElementById(id);for(;e;e=e.parentElement)"
+    "if(e.tagName==='DETAILS')e.open=true;}\n"
+    "document.addEventListener('click',function(ev){var a=ev.target.closest&&"
+    "ev.target.closest('a[href^=\"#\"]');if(a)openAt(decodeURIComponent(a.getAttribute('href')"
+    ".slice(1)));});\n"
+    "window.addEventListener('hashchange',function(){openAt(decodeURIComponent(location.hash"
+    ".slice(1)));});\n"
+    "(function(){var id=decodeURIComponent(location.hash.slice(1)),e=id&&"
+    "document.getElementById(id);if(e){openAt(id);e.scrollIntoView();}})();\n"
+    "function openAll(v){document.querySelectorAll('details.layer').forEach(function(d){"
+    "d.open=v;});}\n"
+    "document.getElementById('open-all').addEventListener('click',function(){openAll(true);});\n"
+    "document.getElementById('close-all').addEventListener('click',function(){openAll(false);});\n"
     "// Self-check: hover the first heatmap's largest cell and read the tooltip.\n"
     "(function(){var svg=document.querySelector('svg.hm[data-kind=resid]');"
     "if(!svg)throw new Error('no residual heatmap');var "
@@ -476,7 +721,8 @@ static const char *const report_js =
     "tip.style.display='none';\n"
     "mark('report-ok','script ran: '+document.querySelectorAll('svg.hm[data-kind=resid]').length+"
     "' residual heatmaps, '+document.querySelectorAll('svg.hm[data-kind=att]').length+"
-    "' attention maps; hover checked ('+tip.textContent+')');})();\n";
+    "' attention maps, '+document.querySelectorAll('svg.thumb').length+' head thumbnails; "
+    "hover checked ('+tip.textContent+')');})();\n";
 
 /* The data the script reads: tokens, registers, every block, every head. */
 static void write_json_data(const TfCapture *c, FILE *f) {
@@ -651,80 +897,276 @@ static void write_wrote(const TfCapture *c, int block, FILE *f) {
         if (n++) fputs(", ", f);
         put_text(f, c->m->regs[r].name);
     }
-    if (c->m->n_regs == 0) fputs("(all columns)", f);
+    if (c->m->n_regs == 0)
+        fputs("(all columns)", f);
+    else if (n == 0)
+        fputs("nothing", f);
 }
 
-int report_write_html(const TfCapture *c, const char *path, TfError *err) {
-    const TfModel *m = c->m;
-    FILE *f = open_out(path, err);
-    if (!f) return -1;
-    char t[32], title[256];
+/* Sections start open when the model has at most this many layers; larger
+ * reports start collapsed, and the contents, the model view and the
+ * program view lead into them. */
+#define REPORT_OPEN_LAYERS 8
 
-    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>tfrun report",
-          f);
-    if (m->source_name) {
-        fputs(": ", f);
-        put_text(f, m->source_name);
+static void write_tokens(const TfModel *m, const int *ids, int from, int to, FILE *f) {
+    for (int p = from; p < to; p++) {
+        char t[8];
+        infer_token_text(m, ids[p], t);
+        put_text(f, t);
     }
-    fprintf(f, "</title>\n<style>\n%s</style>\n</head><body>\n<h1>Inside ", report_css);
-    put_text(f, m->source_name ? m->source_name : "a weight file");
-    fputs("</h1>\n<p>Sequence <code>", f);
-    for (int p = 0; p < c->n_pos; p++) {
-        char tt[8];
-        infer_token_text(m, c->tokens[p], tt);
-        put_text(f, tt);
+}
+
+/* "layer 6 read_left (attention, GetRelativeToken, line 47)" as an attribute value. */
+static void put_layer_title(const TfModel *m, int l, FILE *f) {
+    const TfLayer *ly = &m->layers[l];
+    fprintf(f, "layer %d ", l);
+    put_text(f, ly->name);
+    fprintf(f, " (%s", tf_layer_kind_names[ly->kind]);
+    if (ly->op) {
+        fputs(", ", f);
+        put_text(f, ly->op);
     }
-    inspect_output_text(m, c->next, t, sizeof t);
-    fprintf(f, "</code> (generation step %d, %d positions) &#8594; %s <code>", c->step, c->n_pos,
-            m->output_kind == TF_OUTPUT_CLASSIFY ? "class" : "next");
-    put_text(f, t);
-    fprintf(f,
-            "</code>. Model: d_model %d, %d layers, %d registers, vocabulary of %d, %zu "
-            "parameters.</p>\n",
-            m->d_model, m->n_layers, m->n_regs, m->n_vocab, model_param_count(m));
-    if (m->output_reg >= 0 && m->output_kind == TF_OUTPUT_NEXT_TOKEN) {
-        // What the unembedding reads: the output register at the last position.
-        const TfRegister *reg = &m->regs[m->output_reg];
-        TfDecoded d;
-        inspect_decode(m, reg, capture_row(c, c->n_blocks - 1, c->n_pos - 1), &d);
-        fprintf(f, "<p%s>The unembedding reads <code>",
-                d.status == TF_DECODE_CLEAN ? "" : " class=\"flagged\"");
+    if (ly->line > 0) fprintf(f, ", line %d", ly->line);
+    fputc(')', f);
+}
+
+/* What the unembedding reads, for compiled models: the output register at
+ * the last position (or every position), mapped to tokens through the
+ * unembedding (inspect_output_read). */
+static void write_unembedding(const TfCapture *c, FILE *f) {
+    const TfModel *m = c->m;
+    if (m->output_reg < 0 || m->output_kind != TF_OUTPUT_NEXT_TOKEN || model_numeric_output(m))
+        return;
+    const TfRegister *reg = &m->regs[m->output_reg];
+    TfDecoded d;
+    char t[32], v[32];
+    if (c->outputs) {
+        int from = m->bos >= 0 && c->tokens[0] == m->bos, bad = 0, first = -1;
+        TfDecoded first_d = {0};
+        for (int p = from; p < c->n_pos; p++)
+            if (inspect_output_read(c, p, &d) < 0 || d.status != TF_DECODE_CLEAN) {
+                if (!bad++) first = p, first_d = d;
+            }
+        fprintf(f, "<p%s>The unembedding reads <code>", bad ? " class=\"flagged\"" : "");
         put_text(f, reg->name);
-        fprintf(f, "</code> at position %d: ", c->n_pos - 1);
-        if (d.status == TF_DECODE_CLEAN) {
-            inspect_token_text(m, d.index, t, sizeof t);
-            fputs("<code>", f);
-            put_text(f, t);
-            fputs("</code>.</p>\n", f);
+        fputs("</code> at every position; decoded, it holds <code id=\"unembed-reads\">", f);
+        for (int p = from; p < c->n_pos; p++) {
+            int tok = inspect_output_read(c, p, &d);
+            char tt[8] = "?";
+            if (tok >= 0) infer_token_text(m, tok, tt);
+            put_text(f, tt);
+        }
+        fputs("</code>", f);
+        if (bad) {
+            fprintf(f, ". &#9888; %d position%s do%s not decode cleanly (first: position %d, ", bad,
+                    bad == 1 ? "" : "s", bad == 1 ? "es" : "", first);
+            put_text(f, first_d.status == TF_DECODE_EMPTY     ? "empty"
+                        : first_d.status == TF_DECODE_FLAGGED ? first_d.why
+                                                              : "maps to no token");
+            fputc(')', f);
+        }
+        fputs(".</p>\n", f);
+        return;
+    }
+    int pos = c->n_pos - 1, tok = inspect_output_read(c, pos, &d);
+    fprintf(f, "<p%s>The unembedding reads <code>",
+            d.status == TF_DECODE_CLEAN && tok >= 0 ? "" : " class=\"flagged\"");
+    put_text(f, reg->name);
+    fprintf(f, "</code> at position %d: ", pos);
+    if (d.status == TF_DECODE_EMPTY) {
+        fputs("&#9888; it is empty, so the next token is the argmax of near-zero logits", f);
+    } else if (d.status == TF_DECODE_FLAGGED) {
+        fputs("&#9888; ", f);
+        put_text(f, d.why);
+    } else {
+        if (reg->kind == TF_REG_CATEGORICAL) {
+            inspect_value_text(reg, d.index, v, sizeof v);
+            fputs("the value <code>", f);
+            put_text(f, v);
+            fputs("</code>, ", f);
+        }
+        if (tok < 0) {
+            fputs("&#9888; which the unembedding maps to no token", f);
         } else {
-            fputs(d.status == TF_DECODE_EMPTY
-                      ? "&#9888; it is empty, so the next token is the argmax "
-                        "of near-zero logits"
-                      : "&#9888; ",
+            inspect_token_text(m, tok, t, sizeof t);
+            fputs(reg->kind == TF_REG_CATEGORICAL ? "token <code id=\"unembed-reads\">"
+                                                  : "<code id=\"unembed-reads\">",
                   f);
-            if (d.status == TF_DECODE_FLAGGED) put_text(f, d.why);
-            fputs(".</p>\n", f);
+            put_text(f, t);
+            fputs("</code>", f);
         }
     }
-    fputs("<p>Hover over any picture for the exact value under the mouse; click to pin it at the "
-          "bottom. Red cells in the decoded tables do not decode cleanly (hover for why).</p>\n",
-          f);
+    fputs(".</p>\n", f);
+}
 
-    // Layer list.
-    fputs(
-        "<h2 id=\"layers\">Layers</h2>\n<table class=\"layers\"><tr><th>#</th><th>name</th>"
-        "<th>kind</th><th>op</th><th>line</th><th>source</th><th>changed</th><th>flags</th></tr>\n",
-        f);
-    int *flags = calloc((size_t)c->n_blocks, sizeof(int));
-    if (!flags) {
-        fclose(f);
-        tf_error_set(err, "out of memory");
-        return -1;
+static void write_summary(const TfCapture *c, FILE *f) {
+    const TfModel *m = c->m;
+    char t[32];
+    fputs("<section id=\"summary\">\n<p id=\"result\">Sequence <code>", f);
+    write_tokens(m, c->tokens, 0, c->n_pos, f);
+    fprintf(f, "</code> (generation step %d, %d positions) &#8594; ", c->step, c->n_pos);
+    if (c->values) { /* a model that prints a number at every position */
+        fputs("at every position <code>", f);
+        for (int p = m->bos >= 0 && c->tokens[0] == m->bos, first = p; p < c->n_pos; p++) {
+            char v[TF_VALUE_TEXT_MAX];
+            infer_value_text(c->values[p], v);
+            fprintf(f, "%s%s", p > first ? " " : "", v);
+        }
+        fputs("</code>", f);
+    } else if (c->outputs) {
+        fputs("at every position <code>", f);
+        write_tokens(m, c->outputs, m->bos >= 0 && c->tokens[0] == m->bos, c->n_pos, f);
+        fputs("</code>", f);
+    } else if (m->output_kind == TF_OUTPUT_CLASSIFY) {
+        int id, pos = inspect_read_position(c);
+        float p;
+        inspect_logit_lens(c, c->n_blocks - 1, pos, 1, &id, &p);
+        inspect_output_text(m, c->next, t, sizeof t);
+        fputs("class <code>", f);
+        put_text(f, t);
+        fprintf(f, "</code> (p %.4f, read at position %d)", (double)p, pos);
+    } else {
+        inspect_output_text(m, c->next, t, sizeof t);
+        fputs("next <code>", f);
+        put_text(f, t);
+        fputs("</code>", f);
     }
-    for (int b = 0; b < c->n_blocks; b++) flags[b] = count_flags(c, b);
+    fputs(".</p>\n", f);
+    write_unembedding(c, f);
+    int n_kind[TF_LAYER_KIND_COUNT] = {0};
+    for (int l = 0; l < m->n_layers; l++) n_kind[m->layers[l].kind]++;
+    fprintf(f, "<p>Model: d_model %d, %d layers (%d attention, %d MLP", m->d_model, m->n_layers,
+            n_kind[TF_LAYER_ATTENTION], n_kind[TF_LAYER_MLP]);
+    if (n_kind[TF_LAYER_NORM]) fprintf(f, ", %d norm", n_kind[TF_LAYER_NORM]);
+    fprintf(f, "), %d registers, vocabulary of %d, %zu parameters.</p>\n", m->n_regs, m->n_vocab,
+            model_param_count(m));
+    fputs("<p>Hover over any picture for the exact value under the mouse; click to pin it at the "
+          "bottom. Red cells in the decoded tables do not decode cleanly (hover for why).</p>\n"
+          "</section>\n",
+          f);
+}
+
+static void write_toc(const TfCapture *c, const int *flags, FILE *f) {
+    const TfModel *m = c->m;
+    fputs("<nav id=\"toc\"><b>Contents</b>\n<ol>\n<li><a href=\"#summary\">Summary</a></li>\n"
+          "<li><a href=\"#model-view\">Model view</a></li>\n",
+          f);
+    if (m->source) fputs("<li><a href=\"#program\">Program</a></li>\n", f);
+    fputs("<li><a href=\"#layers\">Layers</a></li>\n<li><a href=\"#trace\">Layer by layer</a>\n"
+          "<ol>\n<li><a href=\"#embedding\">embedding</a></li>\n",
+          f);
+    for (int l = 0; l < m->n_layers; l++) {
+        fprintf(f, "<li><a href=\"#layer-%d\"%s>%d ", l, flags[l + 1] ? " class=\"flagged\"" : "",
+                l);
+        put_short(f, m->layers[l].name, 18);
+        fprintf(f, "%s</a></li>\n", flags[l + 1] ? " &#9888;" : "");
+    }
+    fputs("</ol></li>\n</ol>\n<button id=\"open-all\" type=\"button\">open all</button>"
+          "<button id=\"close-all\" type=\"button\">close all</button>\n</nav>\n",
+          f);
+}
+
+/* Every layer in order, as bertviz's and CircuitsVis's model views draw
+ * them: an attention layer's heads as small attention matrices, another
+ * layer as what it wrote; each links to its layer's section. */
+static void write_model_view(const TfCapture *c, const int *flags, FILE *f) {
+    const TfModel *m = c->m;
+    int max_heads = 1;
+    for (int l = 0; l < m->n_layers; l++)
+        if (c->att[l] && m->layers[l].n_heads > max_heads) max_heads = m->layers[l].n_heads;
+    int w = max_heads * (THUMB + 6) + 10;
+    if (w < 116) w = 116;
+    fputs("<section id=\"model-view\"><h2>Model view</h2>\n<p>Every layer in order: an attention "
+          "layer's heads as their attention matrices (queries down, keys across, white to purple "
+          "as in the full pictures), an MLP as what it added to the residual stream (positions "
+          "down, columns across; red positive, blue negative, scaled to its largest change). "
+          "Click one to open its layer.</p>\n",
+          f);
+    fprintf(f, "<div class=\"mv\" style=\"grid-template-columns:repeat(auto-fill,%dpx)\">\n", w);
     for (int l = 0; l < m->n_layers; l++) {
         const TfLayer *ly = &m->layers[l];
-        fprintf(f, "<tr><td><a href=\"#block-%d\">%d</a></td><td>", l + 1, l);
+        fprintf(f,
+                "<div class=\"mv-layer%s\" data-layer=\"%d\"><a class=\"mv-label\" "
+                "href=\"#layer-%d\" title=\"",
+                flags[l + 1] ? " flagged" : "", l, l);
+        put_layer_title(m, l, f);
+        fprintf(f, "\">%s%d ", flags[l + 1] ? "&#9888; " : "", l);
+        put_text(f, ly->name);
+        fputs("</a><div class=\"mv-heads\">", f);
+        if (c->att[l]) {
+            for (int h = 0; h < ly->n_heads; h++) {
+                fprintf(f, "<a href=\"#layer-%d\" title=\"layer %d ", l, l);
+                put_text(f, ly->name);
+                fprintf(f, ", head %d\">", h);
+                svg_att_thumb(c, l, h, f);
+                fputs("</a>", f);
+            }
+        } else {
+            fprintf(f, "<a href=\"#layer-%d\" title=\"what layer %d ", l, l);
+            put_text(f, ly->name);
+            fputs(" added\">", f);
+            svg_write_thumb(c, l, f);
+            fputs("</a>", f);
+        }
+        fprintf(f, "</div><div class=\"mv-kind\">%s", tf_layer_kind_names[ly->kind]);
+        if (c->att[l]) fprintf(f, ", %d head%s", ly->n_heads, ly->n_heads == 1 ? "" : "s");
+        fputs("</div></div>\n", f);
+    }
+    fputs("</div></section>\n", f);
+}
+
+/* The source with line numbers; each op's line links to the layers (L)
+ * and heads (h) it became. */
+static void write_program(const TfCapture *c, const int *flags, FILE *f) {
+    const TfModel *m = c->m;
+    if (!m->source) return;
+    int any = 0;
+    for (int l = 0; l < m->n_layers; l++) any |= m->layers[l].line > 0;
+    fputs("<section id=\"program\"><h2>Program</h2>\n<p><code>", f);
+    put_text(f, m->source_name ? m->source_name : "the source");
+    fputs(
+        any ? "</code>: each op's line links to the layers (L) and heads (h) it became.</p>\n"
+            : "</code>: the layers of this model come from no line of it (learned weights).</p>\n",
+        f);
+    fputs("<div class=\"scroll\"><table class=\"prog\">\n", f);
+    const char *s = m->source;
+    for (int line = 1; *s; line++) {
+        const char *e = strchr(s, '\n');
+        size_t n = e ? (size_t)(e - s) : strlen(s);
+        int ops = 0;
+        for (int l = 0; l < m->n_layers; l++) ops += m->layers[l].line == line;
+        fprintf(f,
+                "<tr id=\"line-%d\" data-line=\"%d\"%s><td class=\"ln\">%d</td><td class=\"src\">",
+                line, line, ops ? " class=\"op\"" : "", line);
+        put_escaped(f, s, n);
+        fputs("</td><td class=\"to\">", f);
+        for (int l = 0; l < m->n_layers; l++) {
+            if (m->layers[l].line != line) continue;
+            fprintf(f, "<a class=\"ly%s\" href=\"#layer-%d\" title=\"",
+                    flags[l + 1] ? " flagged" : "", l);
+            put_layer_title(m, l, f);
+            fprintf(f, "\">L%d%s</a>", l, flags[l + 1] ? "&#9888;" : "");
+            for (int h = 0; c->att[l] && h < m->layers[l].n_heads; h++)
+                fprintf(
+                    f, "<a class=\"hd\" href=\"#layer-%d-h%d\" title=\"layer %d, head %d\">h%d</a>",
+                    l, h, l, h, h);
+        }
+        fputs("</td></tr>\n", f);
+        s += n + (e ? 1 : 0);
+    }
+    fputs("</table></div></section>\n", f);
+}
+
+static void write_layer_table(const TfCapture *c, const int *flags, FILE *f) {
+    const TfModel *m = c->m;
+    fputs(
+        "<section><h2 id=\"layers\">Layers</h2>\n<table "
+        "class=\"layers\"><tr><th>#</th><th>name</th>"
+        "<th>kind</th><th>op</th><th>line</th><th>source</th><th>changed</th><th>flags</th></tr>\n",
+        f);
+    for (int l = 0; l < m->n_layers; l++) {
+        const TfLayer *ly = &m->layers[l];
+        fprintf(f, "<tr><td><a href=\"#layer-%d\">%d</a></td><td>", l, l);
         put_text(f, ly->name);
         fprintf(f, "</td><td>%s", tf_layer_kind_names[ly->kind]);
         if (ly->kind == TF_LAYER_ATTENTION)
@@ -732,23 +1174,39 @@ int report_write_html(const TfCapture *c, const char *path, TfError *err) {
         fputs("</td><td>", f);
         if (ly->op) put_text(f, ly->op);
         fputs("</td><td>", f);
-        if (ly->line > 0) fprintf(f, "%d", ly->line);
-        fputs("</td><td class=\"m\">", f);
         size_t n = 0;
         const char *src = source_line(m, ly->line, &n);
+        if (src)
+            fprintf(f, "<a href=\"#line-%d\">%d</a>", ly->line, ly->line);
+        else if (ly->line > 0)
+            fprintf(f, "%d", ly->line);
+        fputs("</td><td class=\"m\">", f);
         if (src) put_escaped(f, src, n);
         fputs("</td><td>", f);
         write_wrote(c, l + 1, f);
         fprintf(f, "</td><td%s>%s</td></tr>\n", flags[l + 1] ? " class=\"flagged\"" : "",
                 flags[l + 1] ? "&#9888;" : "");
     }
-    fputs("</table>\n", f);
+    fputs("</table></section>\n", f);
+}
 
-    // One section per block: decoded registers, residual heatmap, attention.
-    fputs("<h2 id=\"trace\">Layer by layer</h2>\n", f);
+/* One collapsible section per block: decoded registers, residual heatmap,
+ * every head's attention. */
+static void write_blocks(const TfCapture *c, const int *flags, FILE *f) {
+    const TfModel *m = c->m;
+    char title[256];
+    fputs("<section><h2 id=\"trace\">Layer by layer</h2>\n", f);
     for (int b = 0; b < c->n_blocks; b++) {
+        int l = b - 1, open = b == 0 || m->n_layers <= REPORT_OPEN_LAYERS;
         block_title(c, b, title, sizeof title);
-        fprintf(f, "<details class=\"layer\" id=\"block-%d\" open><summary>", b);
+        if (l < 0)
+            fprintf(f, "<details class=\"layer\" id=\"embedding\"%s><summary>",
+                    open ? " open" : "");
+        else
+            fprintf(f,
+                    "<details class=\"layer\" id=\"layer-%d\" data-layer=\"%d\" data-line=\"%d\"%s>"
+                    "<summary>",
+                    l, l, m->layers[l].line, open ? " open" : "");
         put_text(f, title);
         if (b > 0) {
             fputs(" &#8212; changed ", f);
@@ -758,11 +1216,14 @@ int report_write_html(const TfCapture *c, const char *path, TfError *err) {
             fprintf(f, " <span class=\"flagged\">&#9888; %d cell%s flagged</span>", flags[b],
                     flags[b] == 1 ? "" : "s");
         fputs("</summary>\n", f);
-        if (b > 0 && m->layers[b - 1].line > 0) {
+        if (l >= 0 && m->layers[l].line > 0) {
             size_t n = 0;
-            const char *src = source_line(m, m->layers[b - 1].line, &n);
+            const char *src = source_line(m, m->layers[l].line, &n);
             if (src) {
-                fprintf(f, "<pre>%4d | ", m->layers[b - 1].line);
+                char num[16]; /* right-aligned in 4, the link on the digits only */
+                int w = snprintf(num, sizeof num, "%d", m->layers[l].line);
+                fprintf(f, "<pre>%*s<a href=\"#line-%s\">%s</a> | ", w < 4 ? 4 - w : 0, "", num,
+                        num);
                 put_escaped(f, src, n);
                 fputs("</pre>\n", f);
             }
@@ -770,19 +1231,50 @@ int report_write_html(const TfCapture *c, const char *path, TfError *err) {
         write_decoded(c, b, f);
         fputs("<div class=\"figs\">\n", f);
         report_svg_residual(c, b, 0, f);
-        if (b > 0 && c->att[b - 1])
-            for (int h = 0; h < m->layers[b - 1].n_heads; h++)
-                report_svg_attention(c, b - 1, h, 0, f);
+        for (int h = 0; l >= 0 && c->att[l] && h < m->layers[l].n_heads; h++) {
+            fprintf(f, "<div class=\"fig\" id=\"layer-%d-h%d\">", l, h);
+            report_svg_attention(c, l, h, 0, f);
+            fputs("</div>\n", f);
+        }
         fputs("</div></details>\n", f);
     }
-    free(flags);
+    fputs("</section>\n", f);
+}
 
-    if (m->source) {
-        fputs("<h2 id=\"source\">Source</h2>\n<pre>", f);
-        put_text(f, m->source);
-        fputs("</pre>\n", f);
+int report_write_html(const TfCapture *c, const char *path, TfError *err) {
+    const TfModel *m = c->m;
+    int *flags = calloc((size_t)c->n_blocks, sizeof(int));
+    if (!flags) {
+        tf_error_set(err, "out of memory");
+        return -1;
     }
-    fputs("<div id=\"status\"></div><div id=\"tip\"></div><div id=\"pinned\"></div>\n", f);
+    FILE *f = open_out(path, err);
+    if (!f) {
+        free(flags);
+        return -1;
+    }
+    for (int b = 0; b < c->n_blocks; b++) flags[b] = count_flags(c, b);
+
+    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>tfrun report",
+          f);
+    if (m->source_name) {
+        fputs(": ", f);
+        put_text(f, m->source_name);
+    }
+    fprintf(f, "</title>\n<style>\n%s</style>\n</head><body>\n<div class=\"page\">\n", report_css);
+    write_toc(c, flags, f);
+    fputs("<main>\n<h1>Inside ", f);
+    put_text(f, m->source_name ? m->source_name : "a weight file");
+    fputs("</h1>\n", f);
+    write_summary(c, f);
+    write_model_view(c, flags, f);
+    write_program(c, flags, f);
+    write_layer_table(c, flags, f);
+    write_blocks(c, flags, f);
+    free(flags);
+    fputs(
+        "</main></div>\n<div id=\"status\"></div><div id=\"tip\"></div><div id=\"pinned\"></div>\n",
+        f);
     fputs("<script type=\"application/json\" id=\"tf-data\">", f);
     write_json_data(c, f);
     fprintf(f, "</script>\n<script>\n%s</script>\n<script>\n%s</script>\n</body></html>\n",

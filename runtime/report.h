@@ -3,18 +3,30 @@
  *
  *   residual heatmap   rows = positions (labelled with their tokens),
  *                      columns = residual columns, grouped and labelled by
- *                      register (bands above; the registers the layer wrote
- *                      are highlighted); red positive, blue negative, white 0
+ *                      register (upright names above; the registers the
+ *                      layer wrote are highlighted); red positive, blue
+ *                      negative, white 0, with a colour bar
  *   attention matrix   rows = query positions, columns = key positions, both
- *                      labelled with tokens; white 0 to dark purple at the
- *                      matrix's largest weight (1 for sharp heads)
+ *                      labelled with tokens; white at the smallest visible
+ *                      weight to dark purple at the largest, with a colour bar
+ *
+ * No two labels of a picture overlap: narrow registers' names move aside
+ * (with a leader line), long ones are cut, and the positions of small cells
+ * are labelled in a smaller font or every k-th.
  *
  * The HTML report is one file with inline CSS, SVG and JavaScript and no
- * network access: the layer list with source lines, then per layer the
- * decoded registers, the residual heatmap and every head's attention.
- * Hovering a cell shows its exact value; clicking pins it. The script adds
- * an element with id "report-ok" when it has run (it checks its own hover
- * lookup on the first heatmap) and one with id "report-error" on any error.
+ * network access: a table of contents, the result and what the unembedding
+ * reads, a model view (every layer in order: an attention layer's heads as
+ * thumbnails of their attention, another layer as what it added to the
+ * residual), the program with each op's line linked to the layers and heads
+ * it became, the layer list, then one collapsible section per layer with the
+ * decoded registers, the residual heatmap and every head's attention
+ * (closed at first when the model has more than 8 layers). Hovering a cell
+ * shows its exact value; clicking pins it; a link into a closed section
+ * opens it. The script adds an element with id "report-ok" when it has run
+ * (it checks its own hover lookup on the first heatmap) and one with id
+ * "report-error" on any error. Anchors: #summary, #model-view, #program,
+ * #line-N, #layers, #trace, #embedding, #layer-L, #layer-L-hH.
  *
  * Memory: nothing returned is owned by the caller; the capture is borrowed.
  */
@@ -32,9 +44,10 @@ void report_svg_attention(const TfCapture *c, int layer, int head, int standalon
 /* Writes the HTML report. 0, or -1 with err naming the file. */
 int report_write_html(const TfCapture *c, const char *path, TfError *err);
 
-/* Creates dir when missing and writes into it resid_BB_NAME.svg for every
- * block (00 is the embedding) and att_BB_NAME_hH.svg for every head of
- * every attention layer (BB the block after the layer). 0, or -1 with err. */
+/* Creates dir when missing and writes into it resid_embedding.svg,
+ * resid_LL_NAME.svg (the residual after layer LL) for every layer and
+ * att_LL_NAME_hH.svg for every head of every attention layer: LL is the
+ * layer's index, as tfinfo lists it and the titles say. 0, or -1 with err. */
 int report_write_svgs(const TfCapture *c, const char *dir, TfError *err);
 
 #endif

@@ -1,6 +1,6 @@
 /* tfinfo: what is in a .tfw weight file.
  *
- *   tfinfo WEIGHTS.tfw
+ *   tfinfo [--] WEIGHTS.tfw
  *
  * Prints the vocabulary, the position encoding, the register layout, every
  * layer (kind, the op and source line it came from, its tensors' shapes and
@@ -9,10 +9,10 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "cli.h"
 #include "infer.h"
 #include "tfw.h"
 
@@ -20,9 +20,12 @@
 #define TFINFO_EXIT_USAGE 2
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: tfinfo WEIGHTS.tfw\n"
+    fprintf(f, "usage: tfinfo [--] WEIGHTS.tfw\n"
                "  prints the vocabulary, position encoding, registers, layers, tensors,\n"
-               "  generation settings and embedded source of a weight file\n");
+               "  generation settings and embedded source of a weight file\n"
+               "  -h, --help   this help;  --version  the version\n"
+               "exit status: 0 printed; 1 a bad weight file (or an error writing the output);\n"
+               "2 usage error\n");
 }
 
 /* "[80, 80]" */
@@ -32,20 +35,6 @@ static void print_shape(const TfTensor *t) {
     fputc(']', stdout);
 }
 
-/* How many tensor fields of all layers name tensor idx. */
-static int layer_uses(const TfModel *m, int idx) {
-    int n = 0;
-    for (int l = 0; l < m->n_layers; l++) {
-        const TfLayer *ly = &m->layers[l];
-        const int fields[] = {ly->query,       ly->key,      ly->value,      ly->output,
-                              ly->query_bias,  ly->key_bias, ly->value_bias, ly->output_bias,
-                              ly->fc1_weight,  ly->fc1_bias, ly->fc2_weight, ly->fc2_bias,
-                              ly->norm_weight, ly->norm_bias};
-        for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) n += fields[i] == idx;
-    }
-    return n;
-}
-
 /* One tensor of a layer: "    query  layers.0.attn.query.weight [80, 80]",
  * marked "shared" when other layers use it too. */
 static size_t print_layer_tensor(const TfModel *m, const char *role, int idx) {
@@ -53,7 +42,7 @@ static size_t print_layer_tensor(const TfModel *m, const char *role, int idx) {
     const TfTensor *t = &m->tensors[idx];
     printf("      %-12s %-34s ", role, t->name);
     print_shape(t);
-    printf("%s\n", layer_uses(m, idx) > 1 ? "  shared" : "");
+    printf("%s\n", model_tensor_uses(m, idx) > 1 ? "  shared" : "");
     return t->nelem;
 }
 
@@ -161,25 +150,23 @@ static void print_layers(const TfModel *m) {
     }
 }
 
-/* Whether the model reads tensor idx (a checkpoint also holds optimizer state). */
-static int tensor_used(const TfModel *m, int idx) {
-    return idx == m->tok_embed || idx == m->pos_embed || idx == m->unembed ||
-           idx == m->unembed_bias || layer_uses(m, idx) > 0;
-}
-
+/* Every tensor, and how many of its floats are parameters: a checkpoint
+ * also holds optimizer state (optim.*), which the model does not read. */
 static void print_tensors(const TfModel *m) {
-    size_t unused = 0;
-    for (int i = 0; i < m->n_tensors; i++)
-        if (!tensor_used(m, i)) unused += m->tensors[i].nelem;
-    printf("\ntensors: %d, %zu parameters (float32, %zu bytes)", m->n_tensors, model_param_count(m),
-           model_param_count(m) * sizeof(float));
-    if (unused) printf("; %zu of them in tensors the model does not read", unused);
+    size_t total = 0;
+    for (int i = 0; i < m->n_tensors; i++) total += m->tensors[i].nelem;
+    size_t params = model_param_count(m);
+    printf("\ntensors: %d, %zu %s (float32, %zu bytes)", m->n_tensors, total,
+           total > params ? "floats" : "parameters", total * sizeof(float));
+    if (total > params)
+        printf(": %zu parameters, %zu in tensors the model does not read", params, total - params);
     fputc('\n', stdout);
     for (int i = 0; i < m->n_tensors; i++) {
         const TfTensor *t = &m->tensors[i];
         printf("  %-36s ", t->name);
         print_shape(t);
-        printf(" %zu%s\n", t->nelem, tensor_used(m, i) ? "" : "  unused (e.g. optimizer state)");
+        printf(" %zu%s\n", t->nelem,
+               model_tensor_uses(m, i) ? "" : "  unused (e.g. optimizer state)");
     }
 }
 
@@ -200,27 +187,32 @@ static void print_source(const TfModel *m) {
 
 int main(int argc, char **argv) {
     const char *weights = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "tfinfo: unknown option '%s'\n", a);
-            usage(stderr);
-            return TFINFO_EXIT_USAGE;
-        } else if (weights) {
-            fprintf(stderr, "tfinfo: more than one weight file given\n");
-            return TFINFO_EXIT_USAGE;
-        } else {
-            weights = a;
+    enum { OPT_VERSION = 256 };
+    static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
+                                              {"version", no_argument, NULL, OPT_VERSION},
+                                              {NULL, 0, NULL, 0}};
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'h': usage(stdout); return cli_flush_stdout("tfinfo") < 0 ? TFINFO_EXIT_ERROR : 0;
+        case OPT_VERSION:
+            cli_version("tfinfo");
+            return cli_flush_stdout("tfinfo") < 0 ? TFINFO_EXIT_ERROR : 0;
+        default: cli_option_error("tfinfo", c, argv, longopts); return TFINFO_EXIT_USAGE;
         }
+    }
+    if (optind < argc) weights = argv[optind++];
+    if (optind < argc) {
+        fprintf(stderr, "tfinfo: more than one weight file given\n");
+        return TFINFO_EXIT_USAGE;
     }
     if (!weights) {
         fprintf(stderr, "tfinfo: no weight file given\n");
         usage(stderr);
         return TFINFO_EXIT_USAGE;
     }
+    if (cli_expect_weights("tfinfo", weights) < 0) return TFINFO_EXIT_ERROR;
     TfError err = {""};
     TfModel *m = tfw_read(weights, &err);
     if (!m) {
@@ -251,6 +243,11 @@ int main(int argc, char **argv) {
                m->classify_at_last ? "the last" : "the first");
         for (int i = 0; i < m->n_classes && m->class_names; i++) printf(" %s", m->class_names[i]);
         fputc('\n', stdout);
+    } else if (model_numeric_output(m)) {
+        printf("every position: one pass, the number %s holds at each position%s (within %g); "
+               "no unembedding\n",
+               m->regs[m->output_reg].name, m->bos >= 0 ? " after the BOS" : "",
+               m->output_error_bound);
     } else if (m->every_position) {
         printf("every position: one pass, the argmax token at each position%s; unembedding "
                "reads %s\n",
@@ -272,11 +269,13 @@ int main(int argc, char **argv) {
         infer_token_text(m, m->bos, t);
         printf("beginning of sequence: '%s' (every input starts with it)\n", t);
     }
+    if (m->n_checks) printf("\nrun-time checks: %d (one value after the layer)\n", m->n_checks);
+    for (int i = 0; i < m->n_checks; i++) {
+        const TfCheck *c = &m->checks[i];
+        printf("  %-14s after layer %d  line %d  %s\n", m->regs[c->reg].name, c->layer, c->line,
+               c->op);
+    }
     print_source(m);
     model_free(m);
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "tfinfo: error writing output: %s\n", strerror(errno));
-        return TFINFO_EXIT_ERROR;
-    }
-    return 0;
+    return cli_flush_stdout("tfinfo") < 0 ? TFINFO_EXIT_ERROR : 0;
 }

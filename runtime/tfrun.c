@@ -1,20 +1,25 @@
 /* tfrun: run a .tfw weight file as a transformer, generating tokens.
  *
- *   tfrun WEIGHTS.tfw [-n N] PROMPT
- *   tfrun WEIGHTS.tfw [-n N] --batch FILE     (FILE may be -, standard input)
- *   tfrun WEIGHTS.tfw [-n N] --check FILE     (lines prompt<TAB>expected completion)
- *   tfrun WEIGHTS.tfw [-n N] [--trace | --trace-all] [--step K] [--report FILE.html]
+ *   tfrun [-n N] WEIGHTS.tfw [--] PROMPT
+ *   tfrun [-n N] WEIGHTS.tfw --batch FILE     (FILE may be -, standard input)
+ *   tfrun [-n N] WEIGHTS.tfw --check FILE     (lines prompt<TAB>expected completion)
+ *   tfrun [-n N] WEIGHTS.tfw [--trace | --trace-all] [--step K] [--report FILE.html]
  *         [--svg DIR] PROMPT                  (look inside: runtime/inspect.h)
  *
- * Prints each prompt followed by its generated tokens, one line per prompt
- * (a model with a stop token stops at it and does not print it; -n is then
- * the most). A model read at every position prints each prompt, a TAB and
- * the token at every position (after the BOS position when it has a bos).
- * --check prints how many completions match, the first failures and the
- * throughput. --batch and --check stream their input through several
- * engines at once (runtime/batch.h).
+ * Options may come before or after the file names; a prompt that starts
+ * with '-' follows "--". Prints each prompt followed by its generated
+ * tokens, one line per prompt (a model with a stop token stops at it and
+ * does not print it; -n is then the most). A model read at every position
+ * prints each prompt, a TAB and the token at every position (after the BOS
+ * position when it has a bos), or, when its output is a number, the values
+ * separated by spaces. An input that fails one of the model's run-time
+ * checks is an error (infer.h). --check prints how many completions match,
+ * the first failures and the throughput. --batch and --check stream their
+ * input through several engines at once (runtime/batch.h), with a progress
+ * line on stderr when it is a terminal (or with --progress).
  * Exit status: 0 success; 1 a bad weight file or prompt, or a failed check
- * (one-line message on stderr; the other lines still run); 2 usage error.
+ * (one-line message on stderr; the other lines still run); 2 usage error
+ * (-n beyond the model's positions included).
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -23,8 +28,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "batch.h"
+#include "cli.h"
 #include "infer.h"
 #include "inspect.h"
 #ifdef TF_HAVE_OPENBLAS
@@ -40,9 +47,9 @@
 #define TFRUN_SHOW_FAILURES 10
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: tfrun WEIGHTS.tfw [-n N] PROMPT\n"
-               "       tfrun WEIGHTS.tfw [-n N] --batch FILE|-\n"
-               "       tfrun WEIGHTS.tfw [-n N] --check FILE|-\n"
+    fprintf(f, "usage: tfrun [options] WEIGHTS.tfw [--] PROMPT\n"
+               "       tfrun [options] WEIGHTS.tfw --batch FILE|-\n"
+               "       tfrun [options] WEIGHTS.tfw --check FILE|-\n"
                "  -n N             generate N tokens (default: the program's `generate`;\n"
                "                   with a stop token, at most N)\n"
                "  --batch FILE     read one prompt per line ('-': standard input)\n"
@@ -52,19 +59,24 @@ static void usage(FILE *f) {
                "  --batch-size B   prompts per engine, 1 to %d (default %d)\n"
                "  --threads T      engines running at once (default: the CPUs online)\n"
                "  --no-cache       recompute every position at every step (no KV cache)\n"
+               "  --progress       show --batch/--check progress on stderr (default: when\n"
+               "                   stderr is a terminal, after the first second)\n"
                "  --trace          print the registers each layer wrote, decoded (step 0)\n"
                "  --trace-all      the same for every generation step\n"
                "  --step K         the step traced, reported and drawn (default 0)\n"
                "  --report FILE    write an HTML report of that step\n"
-               "  --svg DIR        write its heatmaps and attention maps as SVG files\n",
+               "  --svg DIR        write its heatmaps and attention maps as SVG files\n"
+               "  -h, --help       this help;  --version  the version\n"
+               "Options and files come in any order; --opt=V is --opt V; \"--\" ends the\n"
+               "options (for a prompt that starts with '-'). Input lines end in LF or CRLF.\n"
+               "exit status: 0 success; 1 a bad weight file or prompt, or a failed check;\n"
+               "2 usage error (-n beyond the model's positions included)\n",
             TFRUN_MAX_BATCH, TFRUN_DEFAULT_BATCH);
 }
 
 static int parse_count(const char *s, int *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < 0 || v > INT_MAX) return -1;
+    long v;
+    if (cli_parse_long(s, 0, INT_MAX, &v) < 0) return -1;
     *out = (int)v;
     return 0;
 }
@@ -86,18 +98,67 @@ static int *prepare_prompt(const TfModel *m, const char *text, int len, int n_ne
     return ids;
 }
 
+/* The progress line of --batch and --check: how far into the input (when
+ * its size is known), how many cases, how fast. */
+typedef struct StreamProgress {
+    CliProgress bar;
+    long long total; /* input bytes, or 0 when not known (a pipe) */
+    int check;
+} StreamProgress;
+
+/* "12345 cases (41%), 3 failed, 45678 cases/s" */
+static void stream_progress_text(const StreamProgress *p, const TfBatchStats *st, char *buf,
+                                 size_t size) {
+    const char *unit = p->check ? "cases" : "prompts";
+    double rate = st->seconds > 0 ? (double)st->run / st->seconds : 0.0;
+    char pct[32] = "", failed[48] = "";
+    if (p->total > 0) snprintf(pct, sizeof pct, " (%.0f%%)", 100.0 * (double)st->bytes / (double)p->total);
+    if (p->check) snprintf(failed, sizeof failed, ", %ld failed", st->failed);
+    snprintf(buf, size, "%ld %s%s%s, %.0f %s/s", st->run, unit, pct, failed, rate, unit);
+}
+
+static void stream_progress(void *ctx, const TfBatchStats *st) {
+    StreamProgress *p = ctx;
+    if (!st) {
+        cli_progress_clear(&p->bar);
+        return;
+    }
+    char text[160];
+    stream_progress_text(p, st, text, sizeof text);
+    cli_progress_update(&p->bar, p->total > 0 ? (double)st->bytes / (double)p->total : -1, "%s", text);
+}
+
 /* --batch and --check. */
-static int run_stream(const TfModel *m, const char *path, const TfBatchOptions *o) {
+static int run_stream(const TfModel *m, const char *path, const TfBatchOptions *opts,
+                      int force_progress) {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
     if (!f) {
         fprintf(stderr, "tfrun: cannot open '%s': %s\n", path, strerror(errno));
         return TFRUN_EXIT_ERROR;
+    }
+    StreamProgress sp = {.check = opts->check};
+    cli_progress_init(&sp.bar, force_progress);
+    struct stat fs;
+    long pos = ftell(f);
+    if (fstat(fileno(f), &fs) == 0 && S_ISREG(fs.st_mode) && pos >= 0) sp.total = fs.st_size - pos;
+    TfBatchOptions bo = *opts, *o = &bo;
+    if (sp.bar.on) {
+        bo.progress = stream_progress;
+        bo.progress_ctx = &sp;
     }
     TfBatchStats st;
     TfError err = {""};
     const char *name = f == stdin ? "<stdin>" : path;
     int rc = batch_run(m, f, name, stdout, stderr, o, &st, &err);
     if (f != stdin) fclose(f);
+    if (rc == 0) {
+        char text[160];
+        stream_progress_text(&sp, &st, text, sizeof text);
+        cli_progress_end(&sp.bar, "%s", text);
+    } else {
+        cli_progress_clear(&sp.bar);
+    }
+
     if (rc < 0) {
         fprintf(stderr, "tfrun: %s\n", err.msg);
         return TFRUN_EXIT_ERROR;
@@ -114,35 +175,46 @@ static int run_stream(const TfModel *m, const char *path, const TfBatchOptions *
             printf("engine: %.0f FLOP per case, %.2f GFLOP/s\n", st.flops / (double)st.run,
                    st.seconds > 0 ? st.flops / st.seconds * 1e-9 : 0.0);
     }
-    return st.bad || st.failed ? TFRUN_EXIT_ERROR : 0;
+    return st.bad || st.failed || st.errors ? TFRUN_EXIT_ERROR : 0;
 }
 
 /* Prints one prompt's result: prompt + completion, or for a model read at
- * every position prompt<TAB>the tokens at each position. */
-static void print_result(const TfModel *m, const char *prompt, size_t len, const int *out, int n) {
-    if (m->every_position)
+ * every position prompt<TAB>the tokens (or numbers, vals) at each position. */
+static void print_result(const TfModel *m, const char *prompt, size_t len, const int *out,
+                         const float *vals, int n) {
+    if (model_numeric_output(m))
+        batch_print_values(stdout, m, prompt, len, vals, n);
+    else if (m->every_position)
         batch_print_outputs(stdout, m, prompt, len, out, n);
     else
         batch_print_completion(stdout, m, prompt, len, out, n);
 }
 
-/* --trace, --report, --svg: one prompt, one full pass per step (inspect.h). */
+static int run_classify(const TfModel *m, const char *prompt, const char *path);
+
+/* --trace, --report, --svg: one prompt, one full pass per step (inspect.h),
+ * then the result line that tfrun prints without them. */
 static int run_inspect(const TfModel *m, const char *prompt, int n_new, const TfInspectOptions *io) {
     size_t len = strlen(prompt);
     if (len > INT_MAX / 2) len = INT_MAX / 2;
     int *ids = prepare_prompt(m, prompt, (int)len, n_new, "prompt");
     size_t cap = (size_t)(n_new > (int)len ? n_new : (int)len) + 1;
     int *out = malloc(cap * sizeof(int));
+    float *vals = malloc(cap * sizeof(float));
     TfError err = {""};
     int status = 0, n_out = 0;
-    if (!ids || !out || inspect_run(m, ids, (int)len, n_new, io, stdout, out, &n_out, &err) < 0) {
-        if (ids) fprintf(stderr, "tfrun: %s\n", out ? err.msg : "out of memory");
+    if (!ids || !out || !vals ||
+        inspect_run(m, ids, (int)len, n_new, io, stdout, out, vals, &n_out, &err) < 0) {
+        if (ids) fprintf(stderr, "tfrun: %s\n", out && vals ? err.msg : "out of memory");
         status = TFRUN_EXIT_ERROR;
-    } else if (m->output_kind != TF_OUTPUT_CLASSIFY) {
-        print_result(m, prompt, len, out, n_out);
+    } else if (m->output_kind == TF_OUTPUT_CLASSIFY) {
+        status = run_classify(m, prompt, NULL);
+    } else {
+        print_result(m, prompt, len, out, vals, n_out);
     }
     free(ids);
     free(out);
+    free(vals);
     return status;
 }
 
@@ -156,11 +228,15 @@ static int run_one(const TfModel *m, const char *prompt, int n_new, int use_cach
     if (inf) infer_set_cache(inf, use_cache);
     size_t cap = (size_t)(n_new > (int)len ? n_new : (int)len) + 1;
     int *out = malloc(cap * sizeof(int));
+    float *vals = malloc(cap * sizeof(float));
     int status = 0, n_out = n_new, rc = -1;
     const int *idp = ids;
     int ilen = (int)len;
-    if (inf && out) {
-        if (m->every_position) {
+    if (inf && out && vals) {
+        if (model_numeric_output(m)) {
+            rc = infer_every_position_values(inf, &idp, &ilen, 1, &vals, &err);
+            n_out = ilen;
+        } else if (m->every_position) {
             rc = infer_every_position(inf, &idp, &ilen, 1, &out, &err);
             n_out = ilen;
         } else if (m->stop_token >= 0) {
@@ -170,13 +246,14 @@ static int run_one(const TfModel *m, const char *prompt, int n_new, int use_cach
         }
     }
     if (rc < 0) {
-        fprintf(stderr, "tfrun: %s\n", out ? err.msg : "out of memory");
+        fprintf(stderr, "tfrun: %s\n", out && vals ? err.msg : "out of memory");
         status = TFRUN_EXIT_ERROR;
     } else {
-        print_result(m, prompt, len, out, n_out);
+        print_result(m, prompt, len, out, vals, n_out);
     }
     infer_free(inf);
     free(out);
+    free(vals);
     free(ids);
     return status;
 }
@@ -204,7 +281,8 @@ static int run_classify(const TfModel *m, const char *prompt, const char *path) 
         if (f) {
             ssize_t n = getline(&line, &cap, f);
             if (n < 0) break;
-            if (n > 0 && line[n - 1] == '\n') line[n - 1] = '\0';
+            if (n > 0 && line[n - 1] == '\n') line[--n] = '\0';
+            if (n > 0 && line[n - 1] == '\r') line[--n] = '\0';
             text = line;
             lineno++;
         }
@@ -235,75 +313,85 @@ static int run_classify(const TfModel *m, const char *prompt, const char *path) 
 int main(int argc, char **argv) {
     const char *weights = NULL, *prompt = NULL, *batch_path = NULL;
     int n_new = -1, batch = TFRUN_DEFAULT_BATCH, threads = batch_default_threads(), check = 0;
-    int use_cache = 1;
+    int use_cache = 1, progress = 0;
     TfInspectOptions io = {0, 0, 0, NULL, NULL};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-n") == 0 || strcmp(a, "--batch") == 0 || strcmp(a, "--batch-size") == 0 ||
-            strcmp(a, "--check") == 0 || strcmp(a, "--threads") == 0) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "tfrun: %s needs a value\n", a);
-                usage(stderr);
+    enum {
+        OPT_BATCH = 256, OPT_CHECK, OPT_BATCH_SIZE, OPT_THREADS, OPT_NO_CACHE, OPT_PROGRESS,
+        OPT_TRACE, OPT_TRACE_ALL, OPT_STEP, OPT_REPORT, OPT_SVG, OPT_VERSION
+    };
+    static const struct option longopts[] = {
+        {"batch", required_argument, NULL, OPT_BATCH},
+        {"check", required_argument, NULL, OPT_CHECK},
+        {"batch-size", required_argument, NULL, OPT_BATCH_SIZE},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"no-cache", no_argument, NULL, OPT_NO_CACHE},
+        {"progress", no_argument, NULL, OPT_PROGRESS},
+        {"trace", no_argument, NULL, OPT_TRACE},
+        {"trace-all", no_argument, NULL, OPT_TRACE_ALL},
+        {"step", required_argument, NULL, OPT_STEP},
+        {"report", required_argument, NULL, OPT_REPORT},
+        {"svg", required_argument, NULL, OPT_SVG},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, OPT_VERSION},
+        {NULL, 0, NULL, 0}};
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":n:h", longopts, NULL)) != -1) {
+        const char *v = optarg;
+        switch (c) {
+        case 'n':
+            if (parse_count(v, &n_new) < 0) {
+                fprintf(stderr, "tfrun: -n wants a non-negative number, not '%s'\n", v);
                 return TFRUN_EXIT_USAGE;
             }
-            const char *v = argv[++i];
-            if (strcmp(a, "--batch") == 0 || strcmp(a, "--check") == 0) {
-                if (batch_path) {
-                    fprintf(stderr, "tfrun: give one --batch or --check file\n");
-                    return TFRUN_EXIT_USAGE;
-                }
-                batch_path = v;
-                check = strcmp(a, "--check") == 0;
-            } else if (strcmp(a, "--threads") == 0) {
-                if (parse_count(v, &threads) < 0 || threads < 1 || threads > TFRUN_MAX_THREADS) {
-                    fprintf(stderr, "tfrun: --threads wants a number from 1 to %d, not '%s'\n",
-                            TFRUN_MAX_THREADS, v);
-                    return TFRUN_EXIT_USAGE;
-                }
-            } else if (parse_count(v, strcmp(a, "-n") == 0 ? &n_new : &batch) < 0 ||
-                       (strcmp(a, "--batch-size") == 0 && (batch < 1 || batch > TFRUN_MAX_BATCH))) {
-                if (strcmp(a, "-n") == 0)
-                    fprintf(stderr, "tfrun: -n wants a non-negative number, not '%s'\n", v);
-                else
-                    fprintf(stderr, "tfrun: --batch-size wants a number from 1 to %d, not '%s'\n",
-                            TFRUN_MAX_BATCH, v);
+            break;
+        case OPT_BATCH:
+        case OPT_CHECK:
+            if (batch_path) {
+                fprintf(stderr, "tfrun: give one --batch or --check file\n");
                 return TFRUN_EXIT_USAGE;
             }
-        } else if (strcmp(a, "--no-cache") == 0) {
-            use_cache = 0;
-        } else if (strcmp(a, "--trace") == 0 || strcmp(a, "--trace-all") == 0) {
-            io.trace = 1;
-            io.trace_all |= strcmp(a, "--trace-all") == 0;
-        } else if (strcmp(a, "--report") == 0 || strcmp(a, "--svg") == 0 ||
-                   strcmp(a, "--step") == 0) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "tfrun: %s needs a value\n", a);
+            batch_path = v;
+            check = c == OPT_CHECK;
+            break;
+        case OPT_BATCH_SIZE:
+            if (parse_count(v, &batch) < 0 || batch < 1 || batch > TFRUN_MAX_BATCH) {
+                fprintf(stderr, "tfrun: --batch-size wants a number from 1 to %d, not '%s'\n",
+                        TFRUN_MAX_BATCH, v);
                 return TFRUN_EXIT_USAGE;
             }
-            const char *v = argv[++i];
-            if (strcmp(a, "--report") == 0) {
-                io.report_path = v;
-            } else if (strcmp(a, "--svg") == 0) {
-                io.svg_dir = v;
-            } else if (parse_count(v, &io.step) < 0) {
+            break;
+        case OPT_THREADS:
+            if (parse_count(v, &threads) < 0 || threads < 1 || threads > TFRUN_MAX_THREADS) {
+                fprintf(stderr, "tfrun: --threads wants a number from 1 to %d, not '%s'\n",
+                        TFRUN_MAX_THREADS, v);
+                return TFRUN_EXIT_USAGE;
+            }
+            break;
+        case OPT_NO_CACHE: use_cache = 0; break;
+        case OPT_PROGRESS: progress = 1; break;
+        case OPT_TRACE: io.trace = 1; break;
+        case OPT_TRACE_ALL: io.trace = io.trace_all = 1; break;
+        case OPT_STEP:
+            if (parse_count(v, &io.step) < 0) {
                 fprintf(stderr, "tfrun: --step wants a non-negative number, not '%s'\n", v);
                 return TFRUN_EXIT_USAGE;
             }
-        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "tfrun: unknown option '%s'\n", a);
-            usage(stderr);
-            return TFRUN_EXIT_USAGE;
-        } else if (!weights) {
-            weights = a;
-        } else if (!prompt) {
-            prompt = a;
-        } else {
-            fprintf(stderr, "tfrun: more than one prompt given (quote the prompt)\n");
-            return TFRUN_EXIT_USAGE;
+            break;
+        case OPT_REPORT: io.report_path = v; break;
+        case OPT_SVG: io.svg_dir = v; break;
+        case 'h': usage(stdout); return cli_flush_stdout("tfrun") < 0 ? TFRUN_EXIT_ERROR : 0;
+        case OPT_VERSION:
+            cli_version("tfrun");
+            return cli_flush_stdout("tfrun") < 0 ? TFRUN_EXIT_ERROR : 0;
+        default: cli_option_error("tfrun", c, argv, longopts); return TFRUN_EXIT_USAGE;
         }
+    }
+    if (optind < argc) weights = argv[optind++];
+    if (optind < argc) prompt = argv[optind++];
+    if (optind < argc) {
+        fprintf(stderr, "tfrun: more than one prompt given (quote the prompt)\n");
+        return TFRUN_EXIT_USAGE;
     }
     if (!weights || (!prompt && !batch_path) || (prompt && batch_path)) {
         fprintf(stderr, "tfrun: %s\n",
@@ -313,34 +401,39 @@ int main(int argc, char **argv) {
         usage(stderr);
         return TFRUN_EXIT_USAGE;
     }
+    int inspect = io.trace || io.report_path || io.svg_dir;
+    if (inspect && batch_path) {
+        fprintf(stderr, "tfrun: --trace, --report and --svg take one prompt, not a file\n");
+        return TFRUN_EXIT_USAGE;
+    }
 
 #ifdef TF_HAVE_OPENBLAS
     // These matrices are small: OpenBLAS's threads cost more than they
     // save (bench/batch.sh). An explicit OPENBLAS_NUM_THREADS still wins.
     if (!getenv("OPENBLAS_NUM_THREADS")) openblas_set_num_threads(1);
 #endif
+    if (cli_expect_weights("tfrun", weights) < 0) return TFRUN_EXIT_ERROR;
     TfError err = {""};
     TfModel *m = tfw_read(weights, &err);
     if (!m) {
         fprintf(stderr, "tfrun: %s\n", err.msg);
         return TFRUN_EXIT_ERROR;
     }
+    // -n beyond the positions is refused before anything is sized by it.
     if (n_new < 0) n_new = m->generate;
-    int inspect = io.trace || io.report_path || io.svg_dir;
-    if (inspect && batch_path) {
-        fprintf(stderr, "tfrun: --trace, --report and --svg take one prompt, not a file\n");
+    if (batch_limit_new_tokens(m, n_new, &n_new, &err) < 0) {
+        fprintf(stderr, "tfrun: -n %s\n", err.msg);
         model_free(m);
         return TFRUN_EXIT_USAGE;
     }
-    TfBatchOptions bo = {n_new, batch, threads, use_cache, check, TFRUN_SHOW_FAILURES};
+    TfBatchOptions bo = {.n_new = n_new, .batch_size = batch, .n_threads = threads,
+                         .use_cache = use_cache, .check = check,
+                         .show_failures = TFRUN_SHOW_FAILURES};
     int status = inspect      ? run_inspect(m, prompt, n_new, &io)
                  : m->output_kind == TF_OUTPUT_CLASSIFY ? run_classify(m, prompt, batch_path)
-                 : batch_path ? run_stream(m, batch_path, &bo)
+                 : batch_path ? run_stream(m, batch_path, &bo, progress)
                               : run_one(m, prompt, n_new, use_cache);
     model_free(m);
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "tfrun: error writing output: %s\n", strerror(errno));
-        status = TFRUN_EXIT_ERROR;
-    }
+    if (cli_flush_stdout("tfrun") < 0) status = TFRUN_EXIT_ERROR;
     return status;
 }

@@ -4,10 +4,15 @@
  *   tftrain PROGRAM.tfp --data TRAIN.txt --heldout HELDOUT.txt [options] -o OUT.tfw
  *   tftrain --resume CHECKPOINT.tfw (--task ... | --data ...) [options] -o OUT.tfw
  *
- * Prints a progress line at every evaluation (step, loss, held-out accuracy,
- * examples per second) and the final held-out accuracy. OUT.tfw is a
- * checkpoint: the model (tfrun runs it) plus the optimizer state.
- * Exit status: 0 trained; 1 bad program, data or weight file; 2 usage error.
+ * Prints a line at every evaluation (step, loss, held-out accuracy,
+ * examples per second, elapsed time, ETA) and the final held-out accuracy;
+ * with --progress, or when stderr is a terminal, a "\r"-updated progress
+ * line on stderr. OUT.tfw is a checkpoint: the model (tfrun runs it) plus
+ * the optimizer state. OUT is checked before training; the first SIGINT
+ * during training saves a checkpoint there after the current step and exits
+ * 130 (a second one ends tftrain at once).
+ * Exit status: 0 trained; 1 bad program, data or weight file, or an output
+ * that cannot be written; 2 usage error; 130 interrupted.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -16,19 +21,21 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #ifdef TF_HAVE_OPENBLAS
 #include <cblas.h>
 #endif
 
-#include "checker.h"
 #include "batch.h"
+#include "checker.h"
+#include "cli.h"
 #include "dataset.h"
 #include "file.h"
 #include "learned.h"
+#include "outfile.h"
 #include "parse.h"
 #include "rng.h"
 #include "tfw.h"
@@ -62,20 +69,29 @@ static void usage(FILE *f) {
             "  --seed N             batch order and dropout (default: the model's seed)\n"
             "  --dropout X          override the program's dropout\n"
             "output:\n"
-            "  -o FILE              the trained model and optimizer state (default: PROGRAM.tfw)\n"
+            "  -o, --output=FILE    the trained model and optimizer state (default: PROGRAM.tfw)\n"
             "  --eval-every N       evaluate the held-out set every N steps (default 100)\n"
             "  --checkpoint-every N also write -o FILE every N steps\n"
             "  --threads N          threads for the attention layers (default: the CPUs;\n"
             "                       the trained model is the same for any N)\n"
             "  --dump-grads FILE    write the gradient of the first batch as a .tfw and stop\n"
-            "  --quiet              only the final line\n");
+            "  --quiet              only the final line\n"
+            "  --progress           a progress line on stderr (default: when it is a terminal\n"
+            "                       and not --quiet)\n"
+            "  -h, --help           this help;  --version  the version\n"
+            "Options take their value as --opt=V or --opt V; \"--\" ends the options.\n"
+            "-o is checked before training; a symbolic link is written through, a\n"
+            "directory, device or read-only file refused. Ctrl-C (SIGINT) during training\n"
+            "saves a checkpoint to -o FILE and exits 130 (--resume continues it).\n"
+            "exit status: 0 trained; 1 a bad program, data or weight file, or an output\n"
+            "that cannot be written; 2 usage error; 130 interrupted (checkpoint saved)\n");
 }
 
 /* ---- arguments ---------------------------------------------------------- */
 
 typedef struct Args {
     const char *program, *resume, *task, *data, *heldout, *write_data, *out, *dump_grads;
-    int train_size, heldout_size, batch, eval_every, ckpt_every, threads, quiet, cosine;
+    int train_size, heldout_size, batch, eval_every, ckpt_every, threads, quiet, cosine, progress;
     long steps, epochs, warmup;
     int have_seed, have_wd, have_dropout;
     long seed;
@@ -83,24 +99,49 @@ typedef struct Args {
     TfOptimizer opt;
 } Args;
 
-static int parse_long(const char *s, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return -1;
-    *out = v;
-    return 0;
-}
+enum {
+    O_TASK = 256, O_TRAIN_SIZE, O_HELDOUT_SIZE, O_DATA, O_HELDOUT, O_WRITE_DATA, O_OPTIMIZER,
+    O_LR, O_MIN_LR, O_MOMENTUM, O_BETA1, O_BETA2, O_EPS, O_WEIGHT_DECAY, O_WARMUP, O_COSINE,
+    O_CLIP, O_BATCH_SIZE, O_STEPS, O_EPOCHS, O_SEED, O_DROPOUT, O_RESUME, O_EVAL_EVERY,
+    O_CHECKPOINT_EVERY, O_THREADS, O_DUMP_GRADS, O_QUIET, O_PROGRESS, O_VERSION
+};
 
-static int parse_float(const char *s, float lo, float hi, float *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= lo && v <= hi)) return -1;
-    *out = (float)v;
-    return 0;
-}
+static const struct option longopts[] = {
+    {"task", required_argument, NULL, O_TASK},
+    {"train-size", required_argument, NULL, O_TRAIN_SIZE},
+    {"heldout-size", required_argument, NULL, O_HELDOUT_SIZE},
+    {"data", required_argument, NULL, O_DATA},
+    {"heldout", required_argument, NULL, O_HELDOUT},
+    {"write-data", required_argument, NULL, O_WRITE_DATA},
+    {"optimizer", required_argument, NULL, O_OPTIMIZER},
+    {"lr", required_argument, NULL, O_LR},
+    {"min-lr", required_argument, NULL, O_MIN_LR},
+    {"momentum", required_argument, NULL, O_MOMENTUM},
+    {"beta1", required_argument, NULL, O_BETA1},
+    {"beta2", required_argument, NULL, O_BETA2},
+    {"eps", required_argument, NULL, O_EPS},
+    {"weight-decay", required_argument, NULL, O_WEIGHT_DECAY},
+    {"warmup", required_argument, NULL, O_WARMUP},
+    {"cosine", no_argument, NULL, O_COSINE},
+    {"clip", required_argument, NULL, O_CLIP},
+    {"batch-size", required_argument, NULL, O_BATCH_SIZE},
+    {"steps", required_argument, NULL, O_STEPS},
+    {"epochs", required_argument, NULL, O_EPOCHS},
+    {"seed", required_argument, NULL, O_SEED},
+    {"dropout", required_argument, NULL, O_DROPOUT},
+    {"resume", required_argument, NULL, O_RESUME},
+    {"output", required_argument, NULL, 'o'},
+    {"eval-every", required_argument, NULL, O_EVAL_EVERY},
+    {"checkpoint-every", required_argument, NULL, O_CHECKPOINT_EVERY},
+    {"threads", required_argument, NULL, O_THREADS},
+    {"dump-grads", required_argument, NULL, O_DUMP_GRADS},
+    {"quiet", no_argument, NULL, O_QUIET},
+    {"progress", no_argument, NULL, O_PROGRESS},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, O_VERSION},
+    {NULL, 0, NULL, 0}};
 
+/* 0 parsed; 1 --help or --version printed; -1 a usage error (printed). */
 static int parse_args(int argc, char **argv, Args *a) {
     memset(a, 0, sizeof *a);
     a->train_size = 10000;
@@ -115,78 +156,75 @@ static int parse_args(int argc, char **argv, Args *a) {
     a->beta2 = 0.999f;
     a->eps = 1e-8f;
     a->opt = TF_OPT_ADAMW;
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i];
-        if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) {
-            usage(stdout);
-            exit(0);
-        }
-        if (o[0] != '-') {
-            if (a->program) {
-                fprintf(stderr, "tftrain: more than one program ('%s' and '%s')\n", a->program, o);
-                return -1;
-            }
-            a->program = o;
-            continue;
-        }
-        int flag = strcmp(o, "--cosine") == 0 || strcmp(o, "--quiet") == 0;
-        if (!flag && i + 1 >= argc) {
-            fprintf(stderr, "tftrain: %s needs a value\n", o);
-            return -1;
-        }
-        const char *v = flag ? NULL : argv[++i];
+    int c, li = -1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":o:h", longopts, &li)) != -1) {
+        const char *v = optarg;
         long n = 0;
         int bad = 0;
-#define LONG_OPT(name, lo, hi, dst) \
-    else if (strcmp(o, name) == 0) { bad = parse_long(v, lo, hi, &n) < 0; dst = n; }
-#define FLOAT_OPT(name, lo, hi, dst) \
-    else if (strcmp(o, name) == 0) bad = parse_float(v, lo, hi, &dst) < 0;
-        if (strcmp(o, "--cosine") == 0) a->cosine = 1;
-        else if (strcmp(o, "--quiet") == 0) a->quiet = 1;
-        else if (strcmp(o, "--task") == 0) a->task = v;
-        else if (strcmp(o, "--data") == 0) a->data = v;
-        else if (strcmp(o, "--heldout") == 0) a->heldout = v;
-        else if (strcmp(o, "--write-data") == 0) a->write_data = v;
-        else if (strcmp(o, "--resume") == 0) a->resume = v;
-        else if (strcmp(o, "-o") == 0) a->out = v;
-        else if (strcmp(o, "--dump-grads") == 0) a->dump_grads = v;
-        else if (strcmp(o, "--optimizer") == 0) {
+#define LONG_OPT(id, lo, hi, dst) \
+    case id: bad = cli_parse_long(v, lo, hi, &n) < 0; dst = n; break;
+#define FLOAT_OPT(id, lo, hi, dst) \
+    case id: bad = cli_parse_float(v, lo, hi, &dst) < 0; break;
+        switch (c) {
+        case 'h': usage(stdout); return 1;
+        case O_VERSION: cli_version("tftrain"); return 1;
+        case O_COSINE: a->cosine = 1; break;
+        case O_QUIET: a->quiet = 1; break;
+        case O_PROGRESS: a->progress = 1; break;
+        case O_TASK: a->task = v; break;
+        case O_DATA: a->data = v; break;
+        case O_HELDOUT: a->heldout = v; break;
+        case O_WRITE_DATA: a->write_data = v; break;
+        case O_RESUME: a->resume = v; break;
+        case 'o': a->out = v; break;
+        case O_DUMP_GRADS: a->dump_grads = v; break;
+        case O_OPTIMIZER: {
             int k = -1;
             for (int j = 0; j < TF_OPT_COUNT; j++)
                 if (strcmp(v, tf_optimizer_names[j]) == 0) k = j;
             bad = k < 0;
             if (!bad) a->opt = (TfOptimizer)k;
+            break;
         }
-        LONG_OPT("--train-size", 1, 10000000, a->train_size)
-        LONG_OPT("--heldout-size", 1, 10000000, a->heldout_size)
-        LONG_OPT("--batch-size", 1, 65536, a->batch)
-        LONG_OPT("--steps", 0, 100000000, a->steps)
-        LONG_OPT("--epochs", 1, 1000000, a->epochs)
-        LONG_OPT("--warmup", 0, 100000000, a->warmup)
-        LONG_OPT("--eval-every", 1, 100000000, a->eval_every)
-        LONG_OPT("--checkpoint-every", 1, 100000000, a->ckpt_every)
-        LONG_OPT("--threads", 1, 256, a->threads)
-        LONG_OPT("--seed", 0, 1000000000, a->seed)
-        FLOAT_OPT("--lr", 0, 100, a->lr)
-        FLOAT_OPT("--min-lr", 0, 100, a->min_lr)
-        FLOAT_OPT("--momentum", 0, 0.9999f, a->momentum)
-        FLOAT_OPT("--beta1", 0, 0.9999f, a->beta1)
-        FLOAT_OPT("--beta2", 0, 0.99999f, a->beta2)
-        FLOAT_OPT("--eps", 1e-30f, 1, a->eps)
-        FLOAT_OPT("--weight-decay", 0, 10, a->wd)
-        FLOAT_OPT("--clip", 0, 1e9f, a->clip)
-        FLOAT_OPT("--dropout", 0, 0.99f, a->dropout)
-        else {
-            fprintf(stderr, "tftrain: unknown option '%s'\n", o);
-            return -1;
+        LONG_OPT(O_TRAIN_SIZE, 1, 10000000, a->train_size)
+        LONG_OPT(O_HELDOUT_SIZE, 1, 10000000, a->heldout_size)
+        LONG_OPT(O_BATCH_SIZE, 1, 65536, a->batch)
+        LONG_OPT(O_STEPS, 0, 100000000, a->steps)
+        LONG_OPT(O_EPOCHS, 1, 1000000, a->epochs)
+        LONG_OPT(O_WARMUP, 0, 100000000, a->warmup)
+        LONG_OPT(O_EVAL_EVERY, 1, 100000000, a->eval_every)
+        LONG_OPT(O_CHECKPOINT_EVERY, 1, 100000000, a->ckpt_every)
+        LONG_OPT(O_THREADS, 1, 256, a->threads)
+        LONG_OPT(O_SEED, 0, 1000000000, a->seed)
+        FLOAT_OPT(O_LR, 0, 100, a->lr)
+        FLOAT_OPT(O_MIN_LR, 0, 100, a->min_lr)
+        FLOAT_OPT(O_MOMENTUM, 0, 0.9999, a->momentum)
+        FLOAT_OPT(O_BETA1, 0, 0.9999, a->beta1)
+        FLOAT_OPT(O_BETA2, 0, 0.99999, a->beta2)
+        FLOAT_OPT(O_EPS, 1e-30, 1, a->eps)
+        FLOAT_OPT(O_WEIGHT_DECAY, 0, 10, a->wd)
+        FLOAT_OPT(O_CLIP, 0, 1e9, a->clip)
+        FLOAT_OPT(O_DROPOUT, 0, 0.99, a->dropout)
+        default: cli_option_error("tftrain", c, argv, longopts); return -1;
         }
+#undef LONG_OPT
+#undef FLOAT_OPT
         if (bad) {
-            fprintf(stderr, "tftrain: bad value '%s' for %s\n", v, o);
+            fprintf(stderr, "tftrain: bad value '%s' for --%s\n", v, longopts[li].name);
             return -1;
         }
-        if (strcmp(o, "--seed") == 0) a->have_seed = 1;
-        if (strcmp(o, "--weight-decay") == 0) a->have_wd = 1;
-        if (strcmp(o, "--dropout") == 0) a->have_dropout = 1;
+        a->have_seed |= c == O_SEED;
+        a->have_wd |= c == O_WEIGHT_DECAY;
+        a->have_dropout |= c == O_DROPOUT;
+    }
+    for (; optind < argc; optind++) {
+        if (a->program) {
+            fprintf(stderr, "tftrain: more than one program ('%s' and '%s')\n", a->program,
+                    argv[optind]);
+            return -1;
+        }
+        a->program = argv[optind];
     }
     if (!a->program && !a->resume) {
         fprintf(stderr, "tftrain: give a program (.tfp) or --resume CHECKPOINT.tfw\n");
@@ -240,6 +278,7 @@ static TfModel *model_from_program(const char *name, const char *src, size_t len
             }
         }
     }
+    diag_finish(&diag);
     if (!m && diag.n_errors > 0)
         tf_error_set(err, "%s: %d error%s", name, diag.n_errors, diag.n_errors == 1 ? "" : "s");
     check_free(ir);
@@ -247,10 +286,13 @@ static TfModel *model_from_program(const char *name, const char *src, size_t len
     return m;
 }
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+/* Set by the first SIGINT during training: the loop stops after its step
+ * and saves a checkpoint. A second SIGINT ends tftrain at once. */
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int sig) {
+    if (interrupted) cli_die_of_signal(sig);
+    interrupted = 1;
 }
 
 /* Evaluates a whole dataset in batches; returns the loss, *correct. */
@@ -396,10 +438,9 @@ int main(int argc, char **argv) {
         usage(stderr);
         return EXIT_USAGE;
     }
-    if (parse_args(argc, argv, &a) < 0) {
-        fprintf(stderr, "tftrain: try 'tftrain --help'\n");
-        return EXIT_USAGE;
-    }
+    int parsed = parse_args(argc, argv, &a);
+    if (parsed != 0) return parsed < 0 ? EXIT_USAGE : cli_flush_stdout("tftrain") < 0 ? EXIT_BAD : 0;
+    cli_remove_output_on_signals();
 #ifdef TF_HAVE_OPENBLAS
     // The attention's per-sequence work runs on a.threads threads; OpenBLAS
     // on one (its threads do not pay at these sizes), unless told otherwise.
@@ -418,6 +459,7 @@ int main(int argc, char **argv) {
     char *out_default = NULL;
 
     if (a.resume) {
+        if (cli_expect_weights("tftrain", a.resume) < 0) goto done;
         m = tfw_read(a.resume, &err);
         if (!m) goto fail;
         const char *src = m->source;
@@ -448,11 +490,15 @@ int main(int argc, char **argv) {
             tf_error_set(&err, "%s: cannot open: %s", a.program, strerror(errno));
             goto fail;
         }
-        if (len >= 9 && text[8] == '{' && memchr(text, '\0', len < 64 ? len : 64)) {
+        if (cli_file_kind(text, len < 64 ? len : 64) == CLI_FILE_WEIGHTS) {
             free(text);
             tf_error_set(&err, "%s is a weight file, not a program (to continue training it: "
                                "--resume %s)", a.program, a.program);
             goto fail;
+        }
+        if (cli_expect_program("tftrain", a.program, text, len) < 0) {
+            free(text);
+            goto done;
         }
         m = model_from_program(a.program, text, len, &spec, 1, &err);
         free(text);
@@ -470,6 +516,13 @@ int main(int argc, char **argv) {
         if (a.resume && strcmp(out_default, a.resume) == 0) strcat(out_default, ".new");
         a.out = out_default;
     }
+    // An output that cannot be written is found now, not after training.
+    if (outfile_check(a.out, &err) < 0 || (a.dump_grads && outfile_check(a.dump_grads, &err) < 0))
+        goto fail;
+    if (cli_refuse_same_file("tftrain", a.out, a.program) < 0 ||
+        cli_refuse_same_file("tftrain", a.out, a.data) < 0 ||
+        cli_refuse_same_file("tftrain", a.out, a.heldout) < 0)
+        goto done;
 
     // Data.
     if (a.task) {
@@ -533,17 +586,21 @@ int main(int argc, char **argv) {
                m->source_name ? m->source_name : "model", train.n, held.n, n_params,
                tf_optimizer_names[a.opt], a.batch, total);
     }
-    double train_time = 0, loss_sum = 0;
+    CliProgress bar;
+    cli_progress_init(&bar, a.progress);
+    if (a.quiet && !a.progress) bar.on = 0;
+    double train_time = 0, loss_sum = 0, rate = 0;
     long loss_n = 0, examples = 0;
     int correct = 0;
-    double t0 = now();
-    for (long s = start; s < total; s++) {
-        double ts = now();
+    double t0 = cli_now();
+    cli_catch_signal(SIGINT, on_interrupt); /* from here Ctrl-C saves a checkpoint */
+    for (long s = start; s < total && !interrupted; s++) {
+        double ts = cli_now();
         batch_indices(&order, s, a.batch, idx);
         batchbuf_fill(&bb, &train, idx, a.batch);
         double loss = trainer_forward_backward(t, &bb.batch, s, NULL);
         trainer_step(t, train_lr_at(s, total, a.lr, a.warmup, a.cosine, a.min_lr));
-        train_time += now() - ts;
+        train_time += cli_now() - ts;
         examples += a.batch;
         loss_sum += loss;
         loss_n++;
@@ -551,12 +608,21 @@ int main(int argc, char **argv) {
             tf_error_set(&err, "the loss is not finite at step %ld (lower the learning rate?)", s + 1);
             goto fail;
         }
+        rate = examples / (train_time > 0 ? train_time : 1e-9);
+        double done_part = (double)(s + 1 - start) / (double)(total - start);
+        cli_progress_update(&bar, done_part, "step %ld/%ld, loss %.4f, %.0f examples/s", s + 1,
+                            total, loss_sum / loss_n, rate);
         if (!a.quiet && ((s + 1) % a.eval_every == 0 || s + 1 == total)) {
             evaluate(t, &bb, &held, chunk, idx, &correct);
-            printf("step %7ld/%ld  loss %.4f  held-out %6.2f%%  lr %.2e  %8.0f examples/s\n", s + 1,
-                   total, loss_sum / loss_n, 100.0 * correct / held.n,
-                   train_lr_at(s, total, a.lr, a.warmup, a.cosine, a.min_lr),
-                   examples / (train_time > 0 ? train_time : 1e-9));
+            char elapsed[32], eta[32];
+            double wall = cli_now() - t0;
+            cli_duration(wall, elapsed, sizeof elapsed);
+            cli_duration(wall * (1 - done_part) / done_part, eta, sizeof eta);
+            cli_progress_clear(&bar);
+            printf("step %7ld/%ld  loss %.4f  held-out %6.2f%%  lr %.2e  %8.0f examples/s  "
+                   "elapsed %s  ETA %s\n",
+                   s + 1, total, loss_sum / loss_n, 100.0 * correct / held.n,
+                   train_lr_at(s, total, a.lr, a.warmup, a.cosine, a.min_lr), rate, elapsed, eta);
             fflush(stdout);
             loss_sum = 0;
             loss_n = 0;
@@ -564,7 +630,17 @@ int main(int argc, char **argv) {
         if (a.ckpt_every && (s + 1) % a.ckpt_every == 0 && trainer_save(t, a.out, &err) < 0)
             goto fail;
     }
-    double wall = now() - t0;
+    double wall = cli_now() - t0;
+    if (interrupted) {
+        cli_progress_clear(&bar);
+        if (trainer_save(t, a.out, &err) < 0) goto fail;
+        fprintf(stderr, "tftrain: interrupted after step %ld of %ld; saved a checkpoint to %s "
+                        "(to continue: tftrain --resume %s with the same data options)\n",
+                trainer_steps_done(t), total, a.out, a.out);
+        status = CLI_EXIT_INTERRUPTED;
+        goto done;
+    }
+    cli_progress_end(&bar, "%ld steps, %.0f examples/s", total - start, rate);
     double hloss = evaluate(t, &bb, &held, chunk, idx, &correct);
     if (trainer_save(t, a.out, &err) < 0) goto fail;
     printf("held-out accuracy %.2f%% (%d/%d), loss %.4f; %ld steps in %.2f s, %.0f examples/s; "
@@ -579,6 +655,7 @@ oom:
 fail:
     fprintf(stderr, "tftrain: %s\n", err.msg);
 done:
+    if (cli_flush_stdout("tftrain") < 0 && status == 0) status = EXIT_BAD;
     trainer_free(t);
     batchbuf_free(&bb);
     dataset_free(&train);

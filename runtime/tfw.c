@@ -12,11 +12,14 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <ctype.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "file.h"
+#include "json.h"
+#include "outfile.h"
 
 #define META "__metadata__"
 
@@ -36,9 +39,12 @@ static int json_int(const cJSON *j, double lo, double hi, int64_t *out) {
     return 0;
 }
 
-/* A decimal string that is a whole number in [lo, hi]. */
+/* A decimal string (an optional '-' and ASCII digits, nothing else) that is
+ * a whole number in [lo, hi]. */
 static int parse_int_string(const char *s, long lo, long hi, long *out) {
-    if (!s || !*s) return -1;
+    if (!s) return -1;
+    const char *d = s + (*s == '-');
+    if (!*d || strspn(d, "0123456789") != strlen(d)) return -1;
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
@@ -168,6 +174,19 @@ static int check_tiling(Entry *es, int n, uint64_t data_len, TfError *err) {
     return 0;
 }
 
+/* Every weight is a finite number: a NaN or an infinity would reach the
+ * kernels (exp of NaN) and print garbage. */
+static int check_finite(const TfTensor *t, TfError *err) {
+    for (size_t i = 0; i < t->nelem; i++) {
+        if (!isfinite(t->data[i])) {
+            tf_error_set(err, "tensor '%s': element %zu is %s, not a finite number", t->name, i,
+                         isnan(t->data[i]) ? "NaN" : "infinite");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* A metadata value: must be present (unless optional) and a string. */
 static const char *meta_string(const cJSON *meta, const char *key, int optional, TfError *err) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(meta, key);
@@ -199,9 +218,11 @@ static int meta_int(const cJSON *meta, const char *key, long lo, long hi, int *o
 static cJSON *meta_json(const cJSON *meta, const char *key, int want_array, TfError *err) {
     const char *s = meta_string(meta, key, 0, err);
     if (!s) return NULL;
-    cJSON *j = cJSON_Parse(s);
-    if (!j || (want_array && !cJSON_IsArray(j))) {
-        tf_error_set(err, "__metadata__.%s is not a JSON %s", key, want_array ? "array" : "value");
+    char what[64];
+    snprintf(what, sizeof what, "__metadata__.%s", key);
+    cJSON *j = tf_json_parse(s, strlen(s), what, err);
+    if (j && want_array && !cJSON_IsArray(j)) {
+        tf_error_set(err, "__metadata__.%s is not a JSON array", key);
         cJSON_Delete(j);
         return NULL;
     }
@@ -340,8 +361,40 @@ static int read_registers(TfModel *m, const cJSON *meta, TfError *err) {
     return rc;
 }
 
+/* The model being read, and its tensors sorted by name: a header may hold a
+ * million tensors, and each layer names several. */
+typedef struct Named {
+    const char *name;
+    int index;
+} Named;
+
+typedef struct Reader {
+    TfModel *m;
+    Named *by_name;
+} Reader;
+
+static int cmp_named(const void *a, const void *b) {
+    return strcmp(((const Named *)a)->name, ((const Named *)b)->name);
+}
+
+static int reader_init(Reader *r, TfModel *m) {
+    r->m = m;
+    r->by_name = malloc(((size_t)m->n_tensors + 1) * sizeof *r->by_name);
+    if (!r->by_name) return -1;
+    for (int i = 0; i < m->n_tensors; i++) r->by_name[i] = (Named){m->tensors[i].name, i};
+    qsort(r->by_name, (size_t)m->n_tensors, sizeof *r->by_name, cmp_named);
+    return 0;
+}
+
+static int reader_find(const Reader *r, const char *name) {
+    Named key = {name, -1};
+    const Named *hit =
+        bsearch(&key, r->by_name, (size_t)r->m->n_tensors, sizeof *r->by_name, cmp_named);
+    return hit ? hit->index : -1;
+}
+
 /* The tensor a layer field names: required or optional (-1 when absent). */
-static int layer_tensor(const TfModel *m, const cJSON *l, int li, const char *key, int optional,
+static int layer_tensor(const Reader *r, const cJSON *l, int li, const char *key, int optional,
                         int *out, TfError *err) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(l, key);
     if (!v && optional) {
@@ -353,7 +406,7 @@ static int layer_tensor(const TfModel *m, const cJSON *l, int li, const char *ke
                      v ? "not a string" : "missing");
         return -1;
     }
-    *out = model_find_tensor(m, v->valuestring);
+    *out = reader_find(r, v->valuestring);
     if (*out < 0) {
         tf_error_set(err, "__metadata__.layers[%d].%s names tensor '%s', which is not in the file",
                      li, key, v->valuestring);
@@ -364,10 +417,10 @@ static int layer_tensor(const TfModel *m, const cJSON *l, int li, const char *ke
 
 /* The optional pre-norm of an attention or MLP layer, or the tensors of a
  * norm layer (required then): norm_weight, norm_bias, norm_eps. */
-static int read_layer_norm(const TfModel *m, const cJSON *l, int li, int required, TfLayer *ly,
+static int read_layer_norm(const Reader *r, const cJSON *l, int li, int required, TfLayer *ly,
                            TfError *err) {
-    if (layer_tensor(m, l, li, "norm_weight", !required, &ly->norm_weight, err) < 0 ||
-        layer_tensor(m, l, li, "norm_bias", !required, &ly->norm_bias, err) < 0)
+    if (layer_tensor(r, l, li, "norm_weight", !required, &ly->norm_weight, err) < 0 ||
+        layer_tensor(r, l, li, "norm_bias", !required, &ly->norm_bias, err) < 0)
         return -1;
     const cJSON *eps = cJSON_GetObjectItemCaseSensitive(l, "norm_eps");
     if (eps) {
@@ -380,7 +433,7 @@ static int read_layer_norm(const TfModel *m, const cJSON *l, int li, int require
     return 0;
 }
 
-static int read_layer(TfModel *m, const cJSON *l, int li, TfError *err) {
+static int read_layer(const Reader *r, const cJSON *l, int li, TfError *err) {
     TfLayer ly = model_layer_init(TF_LAYER_ATTENTION);
     const char *kind = obj_str(l, "kind");
     const char *name = obj_str(l, "name");
@@ -420,15 +473,15 @@ static int read_layer(TfModel *m, const cJSON *l, int li, TfError *err) {
         ly.d_vhead = (int)v3;
         ly.scale = (float)scale->valuedouble;
         ly.causal = cJSON_IsTrue(causal);
-        if (layer_tensor(m, l, li, "query", 0, &ly.query, err) < 0 ||
-            layer_tensor(m, l, li, "key", 0, &ly.key, err) < 0 ||
-            layer_tensor(m, l, li, "value", 0, &ly.value, err) < 0 ||
-            layer_tensor(m, l, li, "output", 1, &ly.output, err) < 0 ||
-            layer_tensor(m, l, li, "query_bias", 1, &ly.query_bias, err) < 0 ||
-            layer_tensor(m, l, li, "key_bias", 1, &ly.key_bias, err) < 0 ||
-            layer_tensor(m, l, li, "value_bias", 1, &ly.value_bias, err) < 0 ||
-            layer_tensor(m, l, li, "output_bias", 1, &ly.output_bias, err) < 0 ||
-            read_layer_norm(m, l, li, 0, &ly, err) < 0)
+        if (layer_tensor(r, l, li, "query", 0, &ly.query, err) < 0 ||
+            layer_tensor(r, l, li, "key", 0, &ly.key, err) < 0 ||
+            layer_tensor(r, l, li, "value", 0, &ly.value, err) < 0 ||
+            layer_tensor(r, l, li, "output", 1, &ly.output, err) < 0 ||
+            layer_tensor(r, l, li, "query_bias", 1, &ly.query_bias, err) < 0 ||
+            layer_tensor(r, l, li, "key_bias", 1, &ly.key_bias, err) < 0 ||
+            layer_tensor(r, l, li, "value_bias", 1, &ly.value_bias, err) < 0 ||
+            layer_tensor(r, l, li, "output_bias", 1, &ly.output_bias, err) < 0 ||
+            read_layer_norm(r, l, li, 0, &ly, err) < 0)
             return -1;
     } else if (strcmp(kind, "mlp") == 0) {
         ly.kind = TF_LAYER_MLP;
@@ -447,20 +500,20 @@ static int read_layer(TfModel *m, const cJSON *l, int li, TfError *err) {
         }
         ly.act = (TfActivation)a;
         ly.d_hidden = (int)v1;
-        if (layer_tensor(m, l, li, "fc1_weight", 0, &ly.fc1_weight, err) < 0 ||
-            layer_tensor(m, l, li, "fc1_bias", 1, &ly.fc1_bias, err) < 0 ||
-            layer_tensor(m, l, li, "fc2_weight", 0, &ly.fc2_weight, err) < 0 ||
-            layer_tensor(m, l, li, "fc2_bias", 1, &ly.fc2_bias, err) < 0 ||
-            read_layer_norm(m, l, li, 0, &ly, err) < 0)
+        if (layer_tensor(r, l, li, "fc1_weight", 0, &ly.fc1_weight, err) < 0 ||
+            layer_tensor(r, l, li, "fc1_bias", 1, &ly.fc1_bias, err) < 0 ||
+            layer_tensor(r, l, li, "fc2_weight", 0, &ly.fc2_weight, err) < 0 ||
+            layer_tensor(r, l, li, "fc2_bias", 1, &ly.fc2_bias, err) < 0 ||
+            read_layer_norm(r, l, li, 0, &ly, err) < 0)
             return -1;
     } else if (strcmp(kind, "norm") == 0) {
         ly.kind = TF_LAYER_NORM;
-        if (read_layer_norm(m, l, li, 1, &ly, err) < 0) return -1;
+        if (read_layer_norm(r, l, li, 1, &ly, err) < 0) return -1;
     } else {
         tf_error_set(err, "__metadata__.layers[%d]: unknown kind '%s'", li, kind);
         return -1;
     }
-    return model_add_layer(m, &ly, err) < 0 ? -1 : 0;
+    return model_add_layer(r->m, &ly, err) < 0 ? -1 : 0;
 }
 
 /* output_kind ("next_token", the default, or "classify"); for a classifier
@@ -551,7 +604,79 @@ static int read_output_mode(TfModel *m, const cJSON *meta, TfError *err) {
     return 0;
 }
 
+/* checks (optional): a JSON array of {"register", "layer", "line", "op"};
+ * read after the registers and layers, which it names. */
+static int read_checks(TfModel *m, const cJSON *meta, TfError *err) {
+    if (!cJSON_GetObjectItemCaseSensitive(meta, "checks")) return 0;
+    cJSON *cs = meta_json(meta, "checks", 1, err);
+    if (!cs) return -1;
+    int i = 0, rc = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cs) {
+        const char *reg = obj_str(c, "register"), *op = obj_str(c, "op");
+        int64_t layer, line;
+        if (!cJSON_IsObject(c) || !reg || !op || !*op ||
+            obj_int(c, "layer", 0, INT32_MAX, 0, 0, &layer) < 0 ||
+            obj_int(c, "line", 0, INT32_MAX, 0, 0, &line) < 0) {
+            tf_error_set(err, "__metadata__.checks[%d] needs a register, a layer, a line and an op",
+                         i);
+            rc = -1;
+            break;
+        }
+        int r = model_find_register(m, reg);
+        if (r < 0 || m->regs[r].kind != TF_REG_CATEGORICAL) {
+            tf_error_set(err, "__metadata__.checks[%d]: register '%.40s' is %s", i, reg,
+                         r < 0 ? "not declared" : "not categorical");
+            rc = -1;
+            break;
+        }
+        if (layer >= m->n_layers) {
+            tf_error_set(err, "__metadata__.checks[%d]: layer %lld does not exist (%d layers)", i,
+                         (long long)layer, m->n_layers);
+            rc = -1;
+            break;
+        }
+        if (model_add_check(m, r, (int)layer, (int)line, op, err) < 0) {
+            rc = -1;
+            break;
+        }
+        i++;
+    }
+    cJSON_Delete(cs);
+    return rc;
+}
+
+/* output_error_bound (optional, models that print a number): a decimal
+ * number >= 0. */
+static int read_error_bound(TfModel *m, const cJSON *meta, TfError *err) {
+    const char *s = meta_string(meta, "output_error_bound", 1, err);
+    if (!s) return cJSON_GetObjectItemCaseSensitive(meta, "output_error_bound") ? -1 : 0;
+    if (!model_numeric_output(m)) {
+        tf_error_set(err, "__metadata__.output_error_bound is only for a model whose output is a "
+                          "number (a scalar register read at every position)");
+        return -1;
+    }
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    /* A plain decimal (as tools/tfw_torch.py reads it): no spaces, no hex. */
+    if (end == s || *end || errno || !isfinite(v) || v < 0 || strpbrk(s, "xXpP") ||
+        !(isdigit((unsigned char)s[0]) || s[0] == '+' || s[0] == '-' || s[0] == '.')) {
+        tf_error_set(err, "__metadata__.output_error_bound '%.40s' is not a number >= 0", s);
+        return -1;
+    }
+    m->output_error_bound = v;
+    return 0;
+}
+
 static int read_metadata(TfModel *m, const cJSON *meta, TfError *err) {
+    const cJSON *v;
+    cJSON_ArrayForEach(v, meta) {
+        if (!cJSON_IsString(v)) { /* safetensors: a map of strings to strings */
+            tf_error_set(err, "__metadata__.%.60s is not a string", v->string);
+            return -1;
+        }
+    }
     const char *fmt = meta_string(meta, "format", 1, err);
     if (!fmt || strcmp(fmt, TF_FORMAT_NAME) != 0) {
         tf_error_set(err, "not a tfw file: __metadata__.format is %s%.40s%s",
@@ -573,14 +698,22 @@ static int read_metadata(TfModel *m, const cJSON *meta, TfError *err) {
 
     cJSON *layers = meta_json(meta, "layers", 1, err);
     if (!layers) return -1;
+    Reader r;
+    if (reader_init(&r, m) < 0) {
+        cJSON_Delete(layers);
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
     int li = 0;
     const cJSON *l;
     cJSON_ArrayForEach(l, layers) {
-        if (read_layer(m, l, li++, err) < 0) {
+        if (read_layer(&r, l, li++, err) < 0) {
+            free(r.by_name);
             cJSON_Delete(layers);
             return -1;
         }
     }
+    free(r.by_name);
     cJSON_Delete(layers);
 
     const char *out = meta_string(meta, "output", 1, err);
@@ -592,7 +725,9 @@ static int read_metadata(TfModel *m, const cJSON *meta, TfError *err) {
             return -1;
         }
     }
-    if (read_output_kind(m, meta, err) < 0 || read_output_mode(m, meta, err) < 0) return -1;
+    if (read_output_kind(m, meta, err) < 0 || read_output_mode(m, meta, err) < 0 ||
+        read_error_bound(m, meta, err) < 0 || read_checks(m, meta, err) < 0)
+        return -1;
     const char *src = meta_string(meta, "source", 1, err);
     const char *src_name = meta_string(meta, "source_name", 1, err);
     if ((src && !(m->source = dup_str(src))) || (src_name && !(m->source_name = dup_str(src_name)))) {
@@ -627,11 +762,8 @@ TfModel *tfw_read_buffer(const unsigned char *buf, size_t len, TfError *err) {
                      (unsigned long long)hlen, len);
         return NULL;
     }
-    cJSON *root = cJSON_ParseWithLength((const char *)buf + 8, (size_t)hlen);
-    if (!root) {
-        tf_error_set(err, "header is not valid JSON");
-        return NULL;
-    }
+    cJSON *root = tf_json_parse((const char *)buf + 8, (size_t)hlen, "header", err);
+    if (!root) return NULL;
     TfModel *m = NULL;
     Entry *es = NULL;
     if (!cJSON_IsObject(root)) {
@@ -665,18 +797,21 @@ TfModel *tfw_read_buffer(const unsigned char *buf, size_t len, TfError *err) {
         goto fail;
     }
     for (int i = 0; i < n; i++) {
-        int t = model_add_tensor(m, es[i].name, es[i].ndim, es[i].shape, err);
+        /* no two tensors share a name (tf_json_parse refuses repeated keys) */
+        int t = model_add_new_tensor(m, es[i].name, es[i].ndim, es[i].shape, err);
         if (t < 0) goto fail;
         memcpy(m->tensors[t].data, data + es[i].begin, es[i].nelem * sizeof(float));
+        if (check_finite(&m->tensors[t], err) < 0) goto fail;
     }
     if (read_metadata(m, meta, err) < 0) goto fail;
     m->tok_embed = model_find_tensor(m, TF_TENSOR_TOKEN_EMBED);
     m->pos_embed = model_find_tensor(m, TF_TENSOR_POS_EMBED);
     m->unembed = model_find_tensor(m, TF_TENSOR_UNEMBED);
-    const char *missing = m->tok_embed < 0   ? TF_TENSOR_TOKEN_EMBED
-                          : m->pos_embed < 0 ? TF_TENSOR_POS_EMBED
-                          : m->unembed < 0   ? TF_TENSOR_UNEMBED
-                                             : NULL;
+    // A model that prints a number needs no unembedding.
+    const char *missing = m->tok_embed < 0                             ? TF_TENSOR_TOKEN_EMBED
+                          : m->pos_embed < 0                           ? TF_TENSOR_POS_EMBED
+                          : m->unembed < 0 && !model_numeric_output(m) ? TF_TENSOR_UNEMBED
+                                                                       : NULL;
     if (missing) {
         tf_error_set(err, "tensor '%s' is missing", missing);
         goto fail;
@@ -696,11 +831,8 @@ fail:
 
 TfModel *tfw_read(const char *path, TfError *err) {
     size_t len = 0;
-    char *buf = tf_file_read(path, &len);
-    if (!buf) {
-        tf_error_set(err, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
+    char *buf = tf_file_read_max(path, TFW_MAX_FILE, &len, err);
+    if (!buf) return NULL;
     TfModel *m = tfw_read_buffer((const unsigned char *)buf, len, err);
     free(buf);
     if (!m) tf_error_prefix(err, path);
@@ -764,6 +896,36 @@ static int add_int_string(cJSON *meta, const char *key, long v) {
     char buf[32];
     snprintf(buf, sizeof buf, "%ld", v);
     return cJSON_AddStringToObject(meta, key, buf) ? 0 : -1;
+}
+
+/* The checks as a JSON array (an empty one when there are none). */
+static cJSON *checks_json(const TfModel *m) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < m->n_checks; i++) {
+        const TfCheck *c = &m->checks[i];
+        cJSON *o = cJSON_CreateObject();
+        if (o && !cJSON_AddItemToArray(a, o)) {
+            cJSON_Delete(o);
+            o = NULL;
+        }
+        // Once in the array, o is deleted with it.
+        if (!o || !cJSON_AddStringToObject(o, "register", m->regs[c->reg].name) ||
+            !cJSON_AddNumberToObject(o, "layer", c->layer) ||
+            !cJSON_AddNumberToObject(o, "line", c->line) ||
+            !cJSON_AddStringToObject(o, "op", c->op)) {
+            cJSON_Delete(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+/* The shortest decimal text that reads back as v. */
+static void shortest_double(char *buf, size_t n, double v) {
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, n, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v) return;
+    }
 }
 
 static cJSON *build_metadata(const TfModel *m) {
@@ -836,6 +998,12 @@ static cJSON *build_metadata(const TfModel *m) {
         char tok[2] = {m->vocab[m->stop_token], '\0'};
         ok = cJSON_AddStringToObject(meta, "stop_token", tok) != NULL;
     }
+    if (ok && model_numeric_output(m)) {
+        char bound[32];
+        shortest_double(bound, sizeof bound, m->output_error_bound);
+        ok = cJSON_AddStringToObject(meta, "output_error_bound", bound) != NULL;
+    }
+    if (ok && m->n_checks > 0) ok = add_json_string(meta, "checks", checks_json(m)) == 0;
     if (ok && m->source) ok = cJSON_AddStringToObject(meta, "source", m->source) != NULL;
     if (ok && m->source_name)
         ok = cJSON_AddStringToObject(meta, "source_name", m->source_name) != NULL;
@@ -851,10 +1019,24 @@ int tfw_write_buffer(const TfModel *m, unsigned char **out, size_t *len, TfError
     *len = 0;
     if (model_validate(m, err) < 0) return -1;
     for (int i = 0; i < m->n_vocab; i++) {
-        if (m->vocab[i] == '\0') {
-            tf_error_set(err, "the vocabulary holds the NUL character, which the file cannot store");
+        unsigned char c = (unsigned char)m->vocab[i];
+        if (c == '\0' || c >= 0x80) {
+            tf_error_set(err, "the vocabulary holds the byte 0x%02x, which the file cannot store "
+                              "(only ASCII characters other than NUL)",
+                         c);
             return -1;
         }
+    }
+    for (int i = 0; i < m->n_tensors; i++)
+        if (check_finite(&m->tensors[i], err) < 0) return -1;
+    if (m->source && !tf_utf8_valid((const unsigned char *)m->source, strlen(m->source))) {
+        tf_error_set(err, "the program is not valid UTF-8 text, which the file cannot store");
+        return -1;
+    }
+    if (m->source_name &&
+        !tf_utf8_valid((const unsigned char *)m->source_name, strlen(m->source_name))) {
+        tf_error_set(err, "the program's file name is not valid UTF-8, which the file cannot store");
+        return -1;
     }
     cJSON *root = cJSON_CreateObject();
     cJSON *meta = build_metadata(m);
@@ -887,6 +1069,13 @@ int tfw_write_buffer(const TfModel *m, unsigned char **out, size_t *len, TfError
     }
     size_t hlen = strlen(json);
     size_t padded = hlen + (8 - (8 + hlen) % 8) % 8;
+    if (padded > TFW_MAX_HEADER) {
+        cJSON_free(json);
+        tf_error_set(err, "the header would be %zu bytes, over the readers' limit of %u bytes "
+                          "(names, labels or layers too many or too long)",
+                     padded, TFW_MAX_HEADER);
+        return -1;
+    }
     size_t total = 8 + padded + (size_t)offset;
     unsigned char *buf = malloc(total);
     if (!buf) {
@@ -904,6 +1093,15 @@ int tfw_write_buffer(const TfModel *m, unsigned char **out, size_t *len, TfError
         memcpy(p, m->tensors[i].data, bytes);
         p += bytes;
     }
+    /* Never write a file the reader refuses: read it back. */
+    TfError back_err;
+    TfModel *back = tfw_read_buffer(buf, total, &back_err);
+    if (!back) {
+        free(buf);
+        tf_error_set(err, "the file would be refused by the reader: %s", back_err.msg);
+        return -1;
+    }
+    model_free(back);
     *out = buf;
     *len = total;
     return 0;
@@ -916,32 +1114,7 @@ int tfw_write(const TfModel *m, const char *path, TfError *err) {
         tf_error_prefix(err, path);
         return -1;
     }
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 16);
-    if (!tmp) {
-        free(buf);
-        tf_error_set(err, "%s: out of memory", path);
-        return -1;
-    }
-    snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        tf_error_set(err, "%s: cannot create: %s", path, strerror(errno));
-        free(tmp);
-        free(buf);
-        return -1;
-    }
-    fchmod(fd, 0644); /* mkstemp makes 0600; a weight file is for sharing */
-    FILE *f = fdopen(fd, "wb");
-    int ok = f && fwrite(buf, 1, len, f) == len;
-    if (f) ok = (fclose(f) == 0) && ok;
-    else close(fd);
-    if (ok && rename(tmp, path) != 0) ok = 0;
-    if (!ok) {
-        tf_error_set(err, "%s: cannot write: %s", path, strerror(errno));
-        remove(tmp);
-    }
-    free(tmp);
+    int rc = outfile_write(path, buf, len, err);
     free(buf);
-    return ok ? 0 : -1;
+    return rc;
 }

@@ -19,7 +19,7 @@ failed=0
 
 "$TFC" "$ROOT/programs/adder.tfp" -o "$tmp/adder.tfw" || exit 1
 "$TFC" -O0 "$ROOT/programs/adder.tfp" -o "$tmp/adder0.tfw" || exit 1
-python3 "$ROOT/tools/adder_cases.py" --max "$MAX" >"$tmp/cases.tsv" || exit 1
+"${PYTHON:-python3}" "$ROOT/tools/adder_cases.py" --max "$MAX" >"$tmp/cases.tsv" || exit 1
 n=$(wc -l <"$tmp/cases.tsv")
 awk 'NR % 10 == 1' "$tmp/cases.tsv" >"$tmp/tenth.tsv"
 awk 'NR % 50 == 1' "$tmp/cases.tsv" >"$tmp/fiftieth.tsv"

@@ -57,7 +57,7 @@ else
 fi
 expect "tfc without arguments" 2 "" "tfc: no program given" -- "$TFC"
 expect "tfc unknown option" 2 "" "tfc: unknown option '--frobnicate'" -- "$TFC" --frobnicate x.tfp
-expect "tfc -o without a name" 2 "" "tfc: -o needs a file name" -- "$TFC" "$SRC/programs/adder.tfp" -o
+expect "tfc -o without a name" 2 "" "tfc: -o needs a value" -- "$TFC" "$SRC/programs/adder.tfp" -o
 expect "tfc missing file" 2 "" "tfc: cannot read '$tmp/nope.tfp': No such file or directory" -- "$TFC" "$tmp/nope.tfp"
 expect "tfc unwritable output" 2 "" "tfc: " -- "$TFC" "$SRC/programs/adder.tfp" -o "$tmp/no/such/dir/x.tfw"
 expect "tfc --help" 0 "$("$TFC" --help)" "" -- "$TFC" --help
@@ -83,7 +83,9 @@ expect "missing weight file" 1 "" "tfrun: $tmp/missing.tfw: cannot open" -- "$TF
 head -c 100 "$W" >"$tmp/truncated.tfw"
 expect "truncated weight file" 1 "" "tfrun: $tmp/truncated.tfw: " -- "$TFRUN" "$tmp/truncated.tfw" "1+1="
 printf 'hello, I am not a weight file at all' >"$tmp/foreign.tfw"
-expect "foreign file" 1 "" "tfrun: $tmp/foreign.tfw: " -- "$TFRUN" "$tmp/foreign.tfw" "1+1="
+expect "foreign file" 1 "" "tfrun: $tmp/foreign.tfw is a text file, not a weight file" -- "$TFRUN" "$tmp/foreign.tfw" "1+1="
+head -c 100 /dev/zero >"$tmp/zeros.tfw"
+expect "a binary foreign file" 1 "" "tfrun: $tmp/zeros.tfw: " -- "$TFRUN" "$tmp/zeros.tfw" "1+1="
 expect "no prompt" 2 "" "tfrun: no prompt given" -- "$TFRUN" "$W"
 expect "no weights" 2 "" "tfrun: no weight file given" -- "$TFRUN"
 expect "bad -n" 2 "" "tfrun: -n wants a non-negative number, not 'x'" -- "$TFRUN" "$W" -n x "1+1="
@@ -187,6 +189,85 @@ expect "stop token: --trace-all runs the steps until the stop" 0 "~step 2: 3 pos
 expect "stop token: --step past the stop" 1 "" "tfrun: --step 3: generation stopped; the steps run are 0 to 2" \
     -- "$TFRUN" "$S" --step 3 --trace "a"
 
+# Run-time checks (tests/mkgeneral.c's tie.tfw): b must hold one value after
+# layer 0 at every position; a tie of two letters does not.
+T=$G/tie.tfw
+tie_err="tie.tfp:2: Aggregate -> b: position 2 does not hold one value ('a' 0.50, 'b' 0.50); the compiler could not prove it"
+expect "check: one value everywhere runs" 0 "$(printf '^aaa\tbbb')" "" -- "$TFRUN" "$T" "^aaa"
+expect "check: 0.75 and 0.25 are one value" 0 "$(printf '^aaab\tbbbb')" "" -- "$TFRUN" "$T" "^aaab"
+expect "check: a tie is an error naming the op's line, the position and the values" 1 "" \
+    "tfrun: $tie_err" -- "$TFRUN" "$T" "^ab"
+expect "check: 2/3 and 1/3 is not one value" 1 "" \
+    "tfrun: tie.tfp:2: Aggregate -> b: position 3 does not hold one value ('a' 0.67, 'b' 0.33)" \
+    -- "$TFRUN" "$T" "^aab"
+expect "check: the first failing position is named" 1 "" \
+    "position 2 does not hold one value ('a' 0.50, 'c' 0.50)" -- "$TFRUN" "$T" "^acbbbb"
+expect "check: --no-cache" 1 "" "tfrun: $tie_err" -- "$TFRUN" "$T" --no-cache "^ab"
+printf '^aaa\n^ab\n^ccc\n^aaaab\n^ab\n' >"$G/tie.txt"
+expect "check: --batch, the failing prompts report, the others run" 1 \
+    "$(printf '^aaa\tbbb\n^ccc\taaa\n^aaaab\tbbbbb')" "tfrun: $G/tie.txt:2: $tie_err" \
+    -- "$TFRUN" "$T" --batch "$G/tie.txt"
+expect "check: --batch names every failing line" 1 "~^aaaab" "tfrun: $G/tie.txt:5: $tie_err" \
+    -- "$TFRUN" "$T" --batch "$G/tie.txt" --batch-size 1 --threads 3
+printf '^aaa\tbbb\n^ab\tbc\n^aaab\tbbbb\n' >"$G/tie.tsv"
+expect "check: --check counts a failed check as a failed case" 1 "~2 passed, 1 failed (3 cases in" "" \
+    -- "$TFRUN" "$T" --check "$G/tie.tsv"
+expect "check: --check prints the failure" 1 "~FAIL line 2: ^ab: $tie_err (expected bc)" "" \
+    -- "$TFRUN" "$T" --check "$G/tie.tsv"
+expect "check: --trace shows where it fails, then the error" 1 \
+    "~    ! check of b fails: $tie_err" "tfrun: $tie_err" -- "$TFRUN" "$T" --trace "^ab"
+expect "check: --trace of a passing input has no failure" 0 "~$(printf '^aaa\tbbb')" "" \
+    -- "$TFRUN" "$T" --trace "^aaa"
+# The same model generating: each step is checked, and every row of the
+# prompt, also those whose output nobody reads.
+TG=$G/tie_gen.tfw
+expect "check, generating: -n 1" 0 "^ab" "" -- "$TFRUN" "$TG" -n 1 "^a"
+expect "check, generating: the second step fails" 1 "" "tfrun: $tie_err" -- "$TFRUN" "$TG" "^a"
+expect "check, generating: a prompt row that is not the last fails" 1 "" "tfrun: $tie_err" \
+    -- "$TFRUN" "$TG" -n 1 "^abaa"
+expect "check, generating: a clean prompt" 0 "^aaaabb" "" -- "$TFRUN" "$TG" "^aaaa"
+printf '^a\n^aaaa\n^abaa\n^aa\n' >"$G/tie_gen.txt"
+expect "check, generating: --batch" 1 "^aaaabb" "tfrun: $G/tie_gen.txt:4: tie.tfp:2: Aggregate -> b: position 3 does not hold one value ('a' 0.67, 'b' 0.33)" \
+    -- "$TFRUN" "$TG" --batch "$G/tie_gen.txt"
+expect "check, generating: --batch --no-cache" 1 "^aaaabb" "tfrun: $G/tie_gen.txt:3: $tie_err" \
+    -- "$TFRUN" "$TG" --batch "$G/tie_gen.txt" --no-cache --batch-size 1
+expect "check, generating: --trace-all traces the failing step" 1 "~step 1: 3 positions \"^ab\"" "tfrun: $tie_err" \
+    -- "$TFRUN" "$TG" --trace-all "^a"
+
+# Numbers as outputs (mkgeneral's frac.tfw: the fraction of 'l' so far, a
+# scalar output register, no unembed.weight, output_error_bound 1e-06).
+F=$G/frac.tfw
+expect "number: each position's value, shortest float32 text" 0 "$(printf '^hello\t0 0 0.33333334 0.5 0.4')" "" \
+    -- "$TFRUN" "$F" "^hello"
+expect "number: the BOS alone prints nothing after the TAB" 0 "$(printf '^\t')" "" -- "$TFRUN" "$F" "^"
+printf '^hello\n^llll\nhello\n^hhlhhl\n' >"$G/frac.txt"
+expect "number: --batch" 1 "$(printf '^hello\t0 0 0.33333334 0.5 0.4\n^llll\t1 1 1 1\n^hhlhhl\t0 0 0.33333334 0.25 0.2 0.33333334')" \
+    "tfrun: $G/frac.txt:3: the input must start with the beginning-of-sequence token '^'" \
+    -- "$TFRUN" "$F" --batch "$G/frac.txt"
+# Within 1e-06 + 1e-6 |e| of 0.4: 0.4000013 is, 0.4000015 is not.
+printf '^hello\t0 0 1/3 1/2 2/5\n^hello\t0 0 0.3333333 0.5 0.4000013\n^hello\t0 0 1/3 1/2 0.4000015\n^hello\t0 0 1/3 1/2\n^llll\t1 1 1 1\n^\t\n' >"$G/frac.tsv"
+expect "number: --check compares within the bound" 1 "~4 passed, 2 failed (6 cases in" "" \
+    -- "$TFRUN" "$F" --check "$G/frac.tsv"
+expect "number: --check prints a failure" 1 "~FAIL line 3: ^hello -> 0 0 0.33333334 0.5 0.4 (expected 0 0 1/3 1/2 0.4000015)" "" \
+    -- "$TFRUN" "$F" --check "$G/frac.tsv"
+expect "number: --check wants as many values as positions" 1 "~FAIL line 4: ^hello -> 0 0 0.33333334 0.5 0.4 (expected 0 0 1/3 1/2)" "" \
+    -- "$TFRUN" "$F" --check "$G/frac.tsv"
+printf '^hel\t0 x 1/3\n^hel\t0 0 1/0\n^l\t1\n' >"$G/frac_bad.tsv"
+expect "number: --check names a value that is not a number" 1 "~1 passed, 0 failed, 2 bad lines" \
+    "tfrun: $G/frac_bad.tsv:1: expected value 2 'x' is not a number or a fraction p/q" \
+    -- "$TFRUN" "$F" --check "$G/frac_bad.tsv"
+expect "number: --check refuses a fraction over 0" 1 "~1 passed" \
+    "tfrun: $G/frac_bad.tsv:2: expected value 3 '1/0' is not a number or a fraction p/q" \
+    -- "$TFRUN" "$F" --check "$G/frac_bad.tsv"
+expect "number: --trace shows the scalar at full precision" 0 \
+    "~    frac                    0            0            0  0.333333343          0.5  0.400000006" "" \
+    -- "$TFRUN" "$F" --trace "^hello"
+expect "number: --trace's result line" 0 \
+    "~step 0: 6 positions \"^hello\" -> every position 0 0 0 0.33333334 0.5 0.4" "" \
+    -- "$TFRUN" "$F" --trace "^hello"
+expect "number: --trace ends with the values" 0 "~$(printf '^hello\t0 0 0.33333334 0.5 0.4')" "" \
+    -- "$TFRUN" "$F" --trace "^hello"
+
 TFINFO=$TF_BUILD_DIR/tfinfo
 # Issue 13's reproducers: a Map over three categorical registers at maxlen 68 (a
 # 1.46 GB file before) and sort at maxlen 65536 (64 GiB) are refused before any
@@ -210,6 +291,10 @@ expect "tfinfo: categorical register values" 0 "~  rot            categorical 5-
 expect "tfinfo: every-position output" 0 \
     "~generation: every position: one pass, the argmax token at each position after the BOS; unembedding reads rot" "" \
     -- "$TFINFO" "$E"
+expect "tfinfo: a model's run-time checks" 0 "~  b              after layer 0  line 2  Aggregate -> b" "" -- "$TFINFO" "$T"
+expect "tfinfo: a model that prints numbers" 0 \
+    "~generation: every position: one pass, the number frac holds at each position after the BOS (within 1e-06); no unembedding" "" \
+    -- "$TFINFO" "$F"
 expect "tfinfo: the BOS" 0 "~beginning of sequence: '^' (every input starts with it)" "" -- "$TFINFO" "$E"
 expect "tfinfo: the stop token" 0 \
     "~generation: until the stop token '\$' (not printed), at most 10 tokens, greedy; unembedding reads next" "" \
@@ -269,6 +354,169 @@ expect "general: generation stops at the stop token" 0 "^=ab" "" -- "$TFRUN" "$t
 expect "general: the stop token can come first" 0 "^b" "" -- "$TFRUN" "$tmp/until.tfw" "^b"
 printf '^=\tab\n^a\tb\n^ab\t\n' >"$tmp/until.tsv"
 expect "general: --check with a stop token" 0 "~3 passed, 0 failed" "" -- "$TFRUN" "$tmp/until.tfw" --check "$tmp/until.tsv"
+
+
+# ---- conventions (issue 13): getopt_long, --version, wrong kinds of files,
+# CRLF, progress lines, output paths, limits ----------------------------------
+ok() { # ok STATUS NAME (the status first: expanding NAME may change $?)
+    if [ "$1" -eq 0 ]; then passed=$((passed + 1)); else echo "FAIL: $2"; failed=$((failed + 1)); fi
+}
+TFINFO=$TF_BUILD_DIR/tfinfo
+for tool in "$TFC" "$TFRUN" "$TFINFO"; do
+    name=$(basename "$tool")
+    v=$("$tool" --version)
+    [[ "$v" =~ ^$name\ \(tfc\)\ [0-9]+\.[0-9]+\.[0-9]+$ ]]
+    ok $? "$name --version prints '$name (tfc) X.Y.Z' (got '$v')"
+    "$tool" --help | grep -q "^exit status: 0 "
+    ok $? "$name --help lists the exit codes"
+    expect "$name: an unknown option" 2 "" "$name: unknown option '--bogus' (see '$name --help')" -- "$tool" --bogus=1 x
+done
+expect "tfc --output=FILE" 0 "" "" -- "$TFC" --output="$tmp/eq.tfw" "$SRC/programs/adder.tfp"
+cmp -s "$W" "$tmp/eq.tfw"
+ok $? "--output=FILE writes what -o FILE writes"
+expect "tfc -O0 and -O1" 0 "" "" -- "$TFC" -O0 "$SRC/programs/adder.tfp" -O1 -o "$tmp/o1.tfw"
+cmp -s "$W" "$tmp/o1.tfw"
+ok $? "the last -O wins"
+expect "tfc -O2" 2 "" "tfc: unknown optimization level '-O2'" -- "$TFC" -O2 "$SRC/programs/adder.tfp"
+expect "tfc --verbose=1" 2 "" "tfc: --verbose takes no value" -- "$TFC" --verbose=1 "$SRC/programs/adder.tfp"
+expect "tfrun --check=FILE --batch-size=2 --threads=1" 0 "~2 passed, 0 failed" "" \
+    -- "$TFRUN" "$W" --check="$tmp/good.tsv" --batch-size=2 --threads=1
+expect "tfrun -n3 and -n 3" 0 "0999+0111=011" "" -- "$TFRUN" -n3 "$W" "0999+0111="
+expect "tfrun --no-cache=1" 2 "" "tfrun: --no-cache takes no value" -- "$TFRUN" "$W" --no-cache=1 "1+1="
+expect "tfrun an ambiguous abbreviation" 2 "" "tfrun: ambiguous option '--tr'" -- "$TFRUN" "$W" --tr "1+1="
+expect "tfrun --check without a value" 2 "" "tfrun: --check needs a value" -- "$TFRUN" "$W" --check
+expect "tfrun -n without a value" 2 "" "tfrun: -n needs a value" -- "$TFRUN" "$W" "1+1=" -n
+printf 'vocab "-a";\ntoken o;\noutput o;\ngenerate 1;\n' >"$tmp/dash.tfp"
+"$TFC" "$tmp/dash.tfp" -o "$tmp/dash.tfw"
+expect "-- ends the options: a prompt that starts with '-'" 0 "-a-" "" -- "$TFRUN" "$tmp/dash.tfw" -- "-a"
+expect "-- with options before it" 0 "-a--" "" -- "$TFRUN" -n 2 "$tmp/dash.tfw" -- "-a"
+expect "without --, '-a' is an option" 2 "" "tfrun: unknown option '-a'" -- "$TFRUN" "$tmp/dash.tfw" "-a"
+expect "tfc -- PROGRAM" 0 "" "" -- "$TFC" -o "$tmp/dd.tfw" -- "$SRC/programs/adder.tfp"
+
+# The wrong kind of input file is named as such.
+expect "tfc given a weight file" 1 "" "tfc: $W is a weight file, not a program (tfinfo $W shows" -- "$TFC" "$W"
+[ "$("$TFC" "$W" 2>&1 | wc -l)" -eq 1 ]
+ok $? "tfc given a weight file says so in one line"
+head -c 3000 /dev/urandom | tr -d '\000' | tr '\001-\037' '\001' >"$tmp/random.tfp"
+expect "tfc given a binary file" 1 "" "tfc: $tmp/random.tfp is a binary file, not a program source" -- "$TFC" "$tmp/random.tfp"
+expect "tfrun given a program" 1 "" \
+    "tfrun: $SRC/programs/adder.tfp is a program source, not a weight file (compile it with tfc" \
+    -- "$TFRUN" "$SRC/programs/adder.tfp" "1+1="
+expect "tfinfo given a program" 1 "" "tfinfo: $SRC/programs/adder.tfp is a program source, not a weight file" \
+    -- "$TFINFO" "$SRC/programs/adder.tfp"
+expect "tfrun reads a weight file from a pipe" 0 "0999+0111=0111" "" \
+    -- bash -c "\"$TFRUN\" <(cat \"$W\") 0999+0111="
+
+# CRLF line ends: programs, --batch and --check input.
+sed 's/$/\r/' "$SRC/programs/adder.tfp" >"$tmp/crlf.tfp"
+expect "a CRLF program compiles" 0 "" "" -- "$TFC" "$tmp/crlf.tfp" -o "$tmp/crlf.tfw"
+expect "the CRLF program runs as the LF one" 0 "0999+0111=0111" "" -- "$TFRUN" "$tmp/crlf.tfw" "0999+0111="
+printf 'vocab "01";\r\ntoken o;\r\nbogus x;\r\n' >"$tmp/crlf_bad.tfp"
+"$TFC" "$tmp/crlf_bad.tfp" 2>"$tmp/err"
+[ $? -eq 1 ] && grep -q "crlf_bad.tfp:3:7: error" "$tmp/err" && ! grep -q $'\r' "$tmp/err"
+ok $? "a CRLF program's diagnostics point at the line and print no CR"
+sed 's/$/\r/' "$tmp/good.tsv" >"$tmp/good_crlf.tsv"
+expect "--check accepts CRLF lines" 0 "~2 passed, 0 failed (2 cases in" "" -- "$TFRUN" "$W" --check "$tmp/good_crlf.tsv"
+sed 's/$/\r/' "$tmp/prompts.txt" >"$tmp/prompts_crlf.txt"
+expect "--batch accepts CRLF lines" 0 "$(printf '0999+0111=0111\n0001+0002=3000\n0500+0499=9990')" "" \
+    -- "$TFRUN" "$W" --batch "$tmp/prompts_crlf.txt"
+printf 'a\r\nc\r\n' >"$G/stop_crlf.txt"
+expect "--batch accepts CRLF lines (stop token)" 0 "$(printf 'abc\nc')" "" -- "$TFRUN" "$S" --batch "$G/stop_crlf.txt"
+
+# The progress line: on stderr with --progress, "\r"-updated, ending in a newline.
+"$TFRUN" "$W" --check "$tmp/good.tsv" --progress >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 0 ] && grep -q "^2 passed, 0 failed" "$tmp/out" && [ "$(head -c 1 "$tmp/err")" = $'\r' ] &&
+    tr '\r' '\n' <"$tmp/err" | tail -1 | grep -q "^2 cases (100%), 0 failed, [0-9]* cases/s, [0-9.]* s *$" &&
+    [ "$(tail -c 1 "$tmp/err" | od -An -c | tr -d ' ')" = '\n' ]
+ok $? "--check --progress: a progress line on stderr ($(tr '\r' '|' <"$tmp/err"))"
+"$TFRUN" "$W" --batch - --progress <"$tmp/prompts.txt" >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 0 ] && [ "$(cat "$tmp/out")" = "$(printf '0999+0111=0111\n0001+0002=3000\n0500+0499=9990')" ] &&
+    grep -q "3 prompts (100%), [0-9]* prompts/s" "$tmp/err"
+ok $? "--batch --progress: the same output, a progress line on stderr ($(tr '\r' '|' <"$tmp/err"))"
+"$TFRUN" "$W" --check "$tmp/good.tsv" >"$tmp/out" 2>"$tmp/err"
+[ ! -s "$tmp/err" ]
+ok $? "no progress line when stderr is not a terminal"
+
+# -n is checked against the positions before anything is sized by it.
+expect "-n far beyond max_len with --batch" 2 "" \
+    "tfrun: -n 2147483647 tokens to generate exceed the 100 positions of the position encoding" \
+    -- "$TFRUN" "$W" -n 2147483647 --batch "$tmp/prompts.txt"
+expect "-n far beyond max_len, one prompt" 2 "" "tfrun: -n 101 tokens to generate exceed the 100 positions" \
+    -- "$TFRUN" "$W" -n 101 "0"
+expect "-n max_len after a one-token prompt" 0 "~0" "" -- "$TFRUN" "$W" -n 100 "0"
+expect "stop token: -n far beyond max_len is the most" 0 "abc" "" -- "$TFRUN" "$S" -n 2147483647 "a"
+expect "stop token: -n far beyond max_len with --batch" 0 "$want_stop" "" \
+    -- "$TFRUN" "$S" -n 2147483647 --batch "$G/stop.txt"
+expect "every position: -n far beyond max_len changes nothing" 0 "$(printf '^ab\tbc')" "" \
+    -- "$TFRUN" "$E" -n 2147483647 "^ab"
+expect "every position: -n far beyond max_len with --batch" 1 "$want_every" "every.txt:3" \
+    -- "$TFRUN" "$E" -n 2147483647 --batch "$G/every.txt"
+
+# Output paths: through a symbolic link, never over a non-regular or a
+# read-only file; no temporary file left after a failure or a signal.
+mkdir -p "$tmp/paths/sub"
+ln -s target.tfw "$tmp/paths/link.tfw"
+expect "-o through a dangling symlink" 0 "" "" -- "$TFC" "$SRC/programs/adder.tfp" -o "$tmp/paths/link.tfw"
+[ -L "$tmp/paths/link.tfw" ] && cmp -s "$W" "$tmp/paths/target.tfw"
+ok $? "the link is kept and its target written"
+ln -s ../link.tfw "$tmp/paths/sub/chain.tfw"
+expect "-o through a chain of relative links" 0 "" "" -- "$TFC" "$tmp/nl.tfp" -o "$tmp/paths/sub/chain.tfw"
+[ -L "$tmp/paths/sub/chain.tfw" ] && [ -L "$tmp/paths/link.tfw" ] && cmp -s "$tmp/nl.tfw" "$tmp/paths/target.tfw"
+ok $? "a chain of links is followed to its end"
+expect "-o a directory" 2 "" "tfc: $tmp/paths is a directory" -- "$TFC" "$SRC/programs/adder.tfp" -o "$tmp/paths"
+expect "-o a device" 2 "" "tfc: /dev/null is not a regular file (a device, FIFO or socket); refusing to replace it" \
+    -- "$TFC" "$SRC/programs/adder.tfp" -o /dev/null
+[ -c /dev/null ]
+ok $? "/dev/null is still a device"
+mkfifo "$tmp/paths/fifo"
+expect "-o a FIFO" 2 "" "tfc: $tmp/paths/fifo is not a regular file" -- "$TFC" "$SRC/programs/adder.tfp" -o "$tmp/paths/fifo"
+ln -s fifo "$tmp/paths/fifolink"
+expect "-o a link to a FIFO" 2 "" "tfc: $tmp/paths/fifolink: its target $tmp/paths/fifo is not a regular file" \
+    -- "$TFC" "$SRC/programs/adder.tfp" -o "$tmp/paths/fifolink"
+cp "$tmp/nl.tfw" "$tmp/paths/ro.tfw"
+chmod 444 "$tmp/paths/ro.tfw"
+expect "-o a read-only file" 2 "" "tfc: $tmp/paths/ro.tfw is read-only; refusing to replace it" \
+    -- "$TFC" "$SRC/programs/adder.tfp" -o "$tmp/paths/ro.tfw"
+cmp -s "$tmp/nl.tfw" "$tmp/paths/ro.tfw"
+ok $? "the read-only file is unchanged"
+ln -s ro.tfw "$tmp/paths/rolink.tfw"
+expect "-o a link to a read-only file" 2 "" "its target $tmp/paths/ro.tfw is read-only" \
+    -- "$TFC" "$SRC/programs/adder.tfp" -o "$tmp/paths/rolink.tfw"
+ln -s loop2 "$tmp/paths/loop1"
+ln -s loop1 "$tmp/paths/loop2"
+expect "-o a loop of links" 2 "" "tfc: $tmp/paths/loop1: cannot follow the symbolic link" \
+    -- "$TFC" "$SRC/programs/adder.tfp" -o "$tmp/paths/loop1"
+cp "$SRC/programs/adder.tfp" "$tmp/paths/self.tfp"
+ln -s self.tfp "$tmp/paths/selflink.tfw"
+expect "-o the source itself" 2 "" "tfc: $tmp/paths/selflink.tfw is $tmp/paths/self.tfp itself; refusing to overwrite it" \
+    -- "$TFC" "$tmp/paths/self.tfp" -o "$tmp/paths/selflink.tfw"
+cmp -s "$SRC/programs/adder.tfp" "$tmp/paths/self.tfp"
+ok $? "the source is unchanged"
+chmod 644 "$tmp/paths/ro.tfw"
+cp "$tmp/nl.tfw" "$tmp/paths/mode.tfw"
+chmod 600 "$tmp/paths/mode.tfw"
+"$TFC" "$SRC/programs/adder.tfp" -o "$tmp/paths/mode.tfw" && [ "$(stat -c %a "$tmp/paths/mode.tfw")" = 600 ]
+ok $? "a replaced file keeps its mode"
+# A file size limit: killed by SIGXFSZ (the temporary file is removed on the
+# way out), or, with the signal ignored, a write error (removed too).
+(ulimit -f 1; exec "$TFC" "$SRC/programs/adder.tfp" -o "$tmp/paths/big.tfw") 2>/dev/null
+[ $? -gt 128 ] && [ -z "$(ls "$tmp/paths" | grep big)" ]
+ok $? "killed while writing: no temporary file left ($(ls "$tmp/paths" | grep big))"
+(ulimit -f 1; trap '' XFSZ; exec "$TFC" "$SRC/programs/adder.tfp" -o "$tmp/paths/big.tfw") 2>"$tmp/err"
+[ $? -eq 2 ] && grep -q "tfc: $tmp/paths/big.tfw: cannot write: File too large" "$tmp/err" && [ -z "$(ls "$tmp/paths" | grep big)" ]
+ok $? "a failed write: one line, no temporary file left ($(cat "$tmp/err"))"
+[ -z "$(ls "$tmp" "$tmp/paths" | grep '\.tmp\.')" ]
+ok $? "no temporary files anywhere"
+
+# Errors writing standard output.
+if [ -w /dev/full ]; then
+    expect "tfc -v to a full disk" 2 "" "tfc: error writing standard output: No space left on device" \
+        -- bash -c "\"$TFC\" -v \"$SRC/programs/adder.tfp\" -o \"$tmp/full.tfw\" >/dev/full"
+    expect "tfinfo to a full disk" 1 "" "tfinfo: error writing standard output" \
+        -- bash -c "\"$TFINFO\" \"$W\" >/dev/full"
+    expect "tfrun to a full disk" 1 "" "tfrun: error writing standard output" \
+        -- bash -c "\"$TFRUN\" \"$W\" --batch \"$tmp/prompts.txt\" >/dev/full"
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,8 +1,8 @@
-/* mkgeneral: writes two small hand-built models of the general language's
+/* mkgeneral: writes small hand-built models of the general language's
  * runtime features, for tests/cli.sh and tests/torch.sh (the compiler does
  * not build them yet).
  *
- *   mkgeneral DIR     writes DIR/every.tfw and DIR/stop.tfw
+ *   mkgeneral DIR     writes DIR/every.tfw, stop.tfw, tie.tfw, tie_gen.tfw and frac.tfw
  *
  * every.tfw: vocab "^abcx", bos '^', read at every position. A categorical
  * register `rot` holds the next letter (a->b, b->c, c->a; an MLP of three
@@ -14,6 +14,23 @@
  * stop.tfw: vocab "abc$", max_len 4, generate 10, stop token '$'. The next
  * token follows the last one: a->b, b->c, c->$. "a" -> "abc", "c" -> "c",
  * "aaaa" -> "aaaab" (the position encoding ends).
+ *
+ * tie.tfw: vocab "^abc", bos '^', read at every position, a run-time check.
+ * Layer 0 (attention, "Aggregate -> b", tie.tfp line 2) averages the letter
+ * one-hots of positions 1..i into the categorical register `b` (the BOS
+ * position copies 'a'): where those letters differ, b holds a mix, and the
+ * model's check of b after layer 0 fails. Layer 1 (MLP) writes the next
+ * letter of b (a->b, b->c, c->a) into `out`, which the output reads.
+ * "^aaa" -> "bbb"; "^aaab" -> "bbbb" (b is 'a' 0.75, 'b' 0.25 at position
+ * 4: just one value); "^ab" fails at position 2 ('a' 0.50, 'b' 0.50).
+ * tie_gen.tfw is the same model generating 2 tokens: "^a" -> "^ab", then
+ * "^ab" fails at step 1; "^abaa" fails at position 2, a row whose output
+ * nobody reads.
+ *
+ * frac.tfw: vocab "^helo", bos '^', prints a number at every position: the
+ * scalar register `frac` (no unembed.weight) is the fraction of 'l' among
+ * positions 1..i (tracr's frac_prevs), by one attention layer;
+ * output_error_bound 1e-06. "^hello" -> "0 0 0.333333343 0.5 0.400000006".
  *
  * Exit status 0, or 1 with a message on stderr.
  */
@@ -171,14 +188,129 @@ static TfModel *stop_model(void) {
     return m;
 }
 
+/* A model of vocab `vocab`, bos its first token, read at every position,
+ * d columns, max_len len, the token one-hot at columns 0.. (register
+ * "tokens"); unembed.weight only when `unembed`. */
+static TfModel *every_base(const char *vocab, int d, int len, int unembed) {
+    TfModel *m = model_new();
+    TfError err = {""};
+    int v = (int)strlen(vocab);
+    m->d_model = d;
+    m->n_vocab = v;
+    m->vocab = malloc((size_t)v);
+    memcpy(m->vocab, vocab, (size_t)v);
+    m->period = len;
+    m->max_len = len;
+    m->every_position = 1;
+    m->bos = 0;
+    m->tok_embed = tensor(m, TF_TENSOR_TOKEN_EMBED, v, d);
+    m->pos_embed = tensor(m, TF_TENSOR_POS_EMBED, len, d);
+    if (unembed) m->unembed = tensor(m, TF_TENSOR_UNEMBED, v, d);
+    for (int t = 0; t < v; t++) W(m, m->tok_embed)[t * d + t] = 1.0f;
+    check(model_add_register(m, "tokens", TF_REG_TOKEN, 0, v, &err), &err);
+    return m;
+}
+
+/* An attention layer whose every position attends alike to positions 1..i
+ * (the BOS position, key -1000, gets weight 0; it sees only itself), one
+ * head of d_vhead dv; the caller fills value and output. */
+static TfLayer mean_after_bos(TfModel *m, const char *name, int dv) {
+    int d = m->d_model;
+    TfLayer a = model_layer_init(TF_LAYER_ATTENTION);
+    a.name = (char *)name; /* copied by model_add_layer */
+    a.op = "Aggregate";
+    a.n_heads = 1;
+    a.d_head = 1;
+    a.d_vhead = dv;
+    a.scale = 1.0f;
+    a.causal = 1;
+    char t[64];
+    snprintf(t, sizeof t, "%s.query_bias", name);
+    a.query_bias = tensor(m, t, 1, 0);
+    snprintf(t, sizeof t, "%s.query", name);
+    a.query = tensor(m, t, 1, d);
+    snprintf(t, sizeof t, "%s.key", name);
+    a.key = tensor(m, t, 1, d);
+    snprintf(t, sizeof t, "%s.value", name);
+    a.value = tensor(m, t, dv, d);
+    snprintf(t, sizeof t, "%s.output", name);
+    a.output = tensor(m, t, d, dv);
+    W(m, a.query_bias)[0] = 1.0f;
+    W(m, a.key)[0] = -1000.0f; /* column 0: the BOS token */
+    return a;
+}
+
+/* Columns of tie.tfw. */
+enum { T_B = 4, T_OUT = 7, T_D = 10, T_LEN = 8 };
+
+static TfModel *tie_model(void) {
+    TfModel *m = every_base("^abc", T_D, T_LEN, 1);
+    TfError err = {""};
+    m->source_name = malloc(8);
+    memcpy(m->source_name, "tie.tfp", 8);
+    // b: the mean of the letter one-hots (token 1 + j -> value j); the BOS
+    // counts as 'a'.
+    TfLayer a = mean_after_bos(m, "b", 3);
+    for (int j = 0; j < 3; j++) {
+        W(m, a.value)[j * T_D + 1 + j] = 1.0f;
+        W(m, a.output)[(T_B + j) * 3 + j] = 1.0f;
+    }
+    W(m, a.value)[0 * T_D + 0] = 1.0f;
+    a.line = 2;
+    check(model_add_layer(m, &a, &err), &err);
+    // out: the next letter of b, one ReLU unit per letter.
+    TfLayer f = model_layer_init(TF_LAYER_MLP);
+    f.name = "rot";
+    f.op = "Map";
+    f.line = 3;
+    f.d_hidden = 3;
+    f.act = TF_ACT_RELU;
+    f.fc1_weight = tensor(m, "rot.fc1.weight", 3, T_D);
+    f.fc2_weight = tensor(m, "rot.fc2.weight", T_D, 3);
+    for (int j = 0; j < 3; j++) {
+        W(m, f.fc1_weight)[j * T_D + T_B + j] = 1.0f;
+        W(m, f.fc2_weight)[(T_OUT + (j + 1) % 3) * 3 + j] = 1.0f;
+    }
+    check(model_add_layer(m, &f, &err), &err);
+    for (int j = 0; j < 3; j++) W(m, m->unembed)[(1 + j) * T_D + T_OUT + j] = 1.0f;
+    const char *letters[] = {"'a'", "'b'", "'c'"};
+    int b = model_add_categorical(m, "b", T_B, 3, letters, &err);
+    check(b, &err);
+    int out = model_add_categorical(m, "out", T_OUT, 3, letters, &err);
+    check(out, &err);
+    m->output_reg = out;
+    check(model_add_check(m, b, 0, 2, "Aggregate -> b", &err), &err);
+    return m;
+}
+
+/* Columns of frac.tfw. */
+enum { F_FRAC = 5, F_D = 6, F_LEN = 16 };
+
+static TfModel *frac_model(void) {
+    TfModel *m = every_base("^helo", F_D, F_LEN, 0);
+    TfError err = {""};
+    TfLayer a = mean_after_bos(m, "frac_l", 1);
+    W(m, a.value)[3] = 1.0f; /* 'l' */
+    W(m, a.output)[F_FRAC] = 1.0f;
+    check(model_add_layer(m, &a, &err), &err);
+    int frac = model_add_register(m, "frac", TF_REG_SCALAR, F_FRAC, 1, &err);
+    check(frac, &err);
+    m->output_reg = frac;
+    m->output_error_bound = 1e-6;
+    return m;
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: mkgeneral DIR\n");
         return 2;
     }
-    TfModel *models[2] = {every_model(), stop_model()};
-    const char *names[2] = {"every.tfw", "stop.tfw"};
-    for (int i = 0; i < 2; i++) {
+    TfModel *gen = tie_model();
+    gen->every_position = 0;
+    gen->generate = 2;
+    TfModel *models[5] = {every_model(), stop_model(), tie_model(), gen, frac_model()};
+    const char *names[5] = {"every.tfw", "stop.tfw", "tie.tfw", "tie_gen.tfw", "frac.tfw"};
+    for (int i = 0; i < 5; i++) {
         char path[4096];
         TfError err = {""};
         snprintf(path, sizeof path, "%s/%s", argv[1], names[i]);

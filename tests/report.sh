@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
-# report.sh TFC TFRUN TFINFO: looking inside the adder from the command line.
+# report.sh TFC TFRUN TFINFO TFTRAIN: looking inside the adder from the command line.
 #
-# tfinfo's listing; tfrun --trace on the adder and on a broken adder (without
-# its step_out line), where the trace must show the first wrong layer; --svg
-# files that parse as XML; and the --report page opened in headless Chromium:
-# its script must run without errors (it marks the page #report-ok after
-# checking its own hover lookup), every heatmap and label must be in the
-# rendered DOM, and a screenshot goes to $TF_BUILD_DIR/report-adder.png.
+# tfinfo's listing (and its parameter count of a trained file, which also
+# holds optimizer state); tfrun --trace on the adder and on a broken adder
+# (without its step_out line), where the trace must show the first wrong
+# layer, and on programs whose output register is categorical; --svg files
+# that parse as XML and whose names carry the layer index their titles say;
+# classifiers' result lines; and the --report pages opened in headless
+# Chromium: their script must run without errors (it marks the page
+# #report-ok after checking its own hover lookup), every heatmap and label
+# must be in the rendered DOM, and tests/report_layout.js, appended to a copy
+# of each page, checks the layout from the boxes the browser laid out (no
+# overlapping labels, a model view thumbnail per head, every link with a
+# target, the program view leading to the layers of each line). A
+# screenshot goes to $TF_BUILD_DIR/report-adder.png.
 #
 # Exit 77 (skipped) when the checks that need no browser pass but chromium is
 # not installed.
@@ -14,6 +21,7 @@ set -u
 TFC=$1
 TFRUN=$2
 TFINFO=$3
+TFTRAIN=$4
 SRC=${TF_SOURCE_DIR:?TF_SOURCE_DIR must point at the source tree}
 BUILD=${TF_BUILD_DIR:-$PWD}
 tmp=$(mktemp -d)
@@ -63,6 +71,21 @@ contains "tfinfo names the missing file" "$tmp/err" "tfinfo: $tmp/missing.tfw: c
 "$TFINFO" --frobnicate "$W" >/dev/null 2>&1
 check "tfinfo rejects unknown options" $(($? != 2))
 
+# A trained file holds the optimizer's state beside the model: the model's
+# parameters are still the 18,436 that tfc -v counts for binary_add.
+P=$SRC/programs
+"$TFTRAIN" "$P/binary_add.tfp" --task binary-add:3 --train-size 48 --heldout-size 16 --quiet \
+    --steps 2 -o "$tmp/ba.tfw" >/dev/null
+check "tftrain binary_add (2 steps)" $?
+ba_params=$("$TFC" "$P/binary_add.tfp" -o "$tmp/ba0.tfw" -v | sed -n 's/.* \([0-9]*\) parameters$/\1/p')
+"$TFINFO" "$tmp/ba.tfw" >"$tmp/ba-info.txt"
+grep -q "^$tmp/ba.tfw: tfw format [0-9]*, d_model 32, 5 layers, $ba_params parameters\$" "$tmp/ba-info.txt"
+check "tfinfo counts a trained model's parameters, not its optimizer state" $? \
+    "$(head -n 1 "$tmp/ba-info.txt"); tfc -v: $ba_params"
+"$TFRUN" "$tmp/ba.tfw" --report "$tmp/ba.html" "101+011=" >/dev/null
+grep -q "vocabulary of [0-9]*, $ba_params parameters" "$tmp/ba.html"
+check "the report counts the same parameters" $?
+
 # --- tfrun --trace ---------------------------------------------------------------
 "$TFRUN" "$W" --trace "0999+0111=" >"$tmp/trace.txt" 2>"$tmp/err"
 check "--trace exits 0" $? "$(cat "$tmp/err")"
@@ -106,6 +129,15 @@ contains "the broken trace flags the empty output" "$tmp/broken.txt" \
 [ "$(tail -n 1 "$tmp/broken.txt")" = "0999+0111=0011" ]
 check "the broken adder gets the sum wrong" $?
 
+# A categorical output register: its hot column's value is not a token id.
+# The trace's last line names the token tfrun generates.
+"$TFC" "$P/add_decimal.tfp" -o "$tmp/ad.tfw"
+"$TFRUN" "$tmp/ad.tfw" -n 1 --trace "^12345678+87654329=" >"$tmp/ad.txt"
+contains "trace: a categorical output reads the generated token" "$tmp/ad.txt" \
+    "  output: out at position 18 reads 1 (value 1)"
+[ "$(tail -n 1 "$tmp/ad.txt")" = "^12345678+87654329=1" ]
+check "add_decimal generates 1 first" $?
+
 # --- tfrun --svg -------------------------------------------------------------------
 "$TFRUN" "$W" --svg "$tmp/svg" "0999+0111=" >/dev/null
 check "--svg exits 0" $?
@@ -113,14 +145,27 @@ n_resid=$(find "$tmp/svg" -name 'resid_*.svg' | wc -l)
 n_att=$(find "$tmp/svg" -name 'att_*.svg' | wc -l)
 [ "$n_resid" -eq $((n_layers + 1)) ]
 check "--svg: one heatmap per layer and the embedding" $? "$n_resid files"
-[ "$n_att" -ge 1 ] && [ -f "$tmp/svg/att_01_find_plus_h0.svg" ]
+[ "$n_att" -ge 1 ] && [ -f "$tmp/svg/att_00_find_plus_h0.svg" ] && [ -f "$tmp/svg/resid_embedding.svg" ]
 check "--svg: attention maps" $?
-/usr/bin/python3 -c '
+# File names carry the layer index tfinfo lists, and the titles agree.
+bad_names=""
+for f in "$tmp"/svg/att_*.svg "$tmp"/svg/resid_[0-9]*.svg; do
+    b=$(basename "$f" .svg)
+    l=$((10#$(echo "$b" | cut -d_ -f2)))
+    name=$(awk -v l="$l" '$1 == l && $3 ~ /^(attention|mlp|norm)$/ {print $2; exit}' "$tmp/info.txt")
+    case $b in
+    att_*) grep -q "<title>attention, layer $l $name, head" "$f" ;;
+    *) grep -q "<title>residual stream after layer $l $name (" "$f" ;;
+    esac || bad_names="$bad_names $b"
+done
+[ -z "$bad_names" ] && [ -f "$tmp/svg/att_07_read_right_h0.svg" ]
+check "--svg: file names and titles name the same layer" $? "$bad_names"
+"${PYTHON:-python3}" -c '
 import sys, xml.etree.ElementTree as ET
 for f in sys.argv[1:]:
     ET.parse(f)' "$tmp"/svg/*.svg
 check "--svg: every file is well-formed XML" $?
-contains "--svg: register labels" "$tmp/svg/resid_01_find_plus.svg" ">left_pos</text>"
+contains "--svg: register labels" "$tmp/svg/resid_00_find_plus.svg" ">left_pos</text>"
 "$TFRUN" "$W" --svg "$tmp/trace.txt/x" "0999+0111=" >/dev/null 2>"$tmp/err"
 check "--svg into an impossible directory exits 1" $(($? != 1))
 contains "--svg names the directory" "$tmp/err" "cannot create directory '$tmp/trace.txt/x'"
@@ -143,7 +188,7 @@ cat >"$tmp/lm.tfp" <<'EOF'
 vocab "ab()";
 model {
     d_model 16; layers 2; heads 2; d_ff 32; activation relu;
-    norm pre; positions learned; max_len 16;
+    norm pre; positions learned; max_len 64;
     attention causal; predict next_token; seed 1;
 }
 generate 3;
@@ -173,7 +218,18 @@ if "$TFC" "$tmp/lm.tfp" -o "$tmp/lm.tfw" 2>/dev/null && "$TFC" "$tmp/cls.tfp" -o
     check "--trace --report --svg on a classifier" $?
     grep -qE '^step 0: 4 positions "\(ab\)" -> class (no|yes)$' "$tmp/cls.txt"
     check "classifier trace names the class" $? "$(head -n 1 "$tmp/cls.txt")"
-    "$TFRUN" "$tmp/lm.tfw" --report "$tmp/lm.html" "ab()ab" >/dev/null
+    # The result line tfrun prints without the options, after the trace.
+    plain=$("$TFRUN" "$tmp/cls.tfw" "(ab)")
+    [ "$(tail -n 1 "$tmp/cls.txt")" = "$plain" ] && [ "$("$TFRUN" "$tmp/cls.tfw" --svg "$tmp/cls-svg" "(ab)")" = "$plain" ] &&
+        [ "$("$TFRUN" "$tmp/cls.tfw" --report "$tmp/cls.html" "(ab)")" = "$plain" ]
+    check "--trace, --svg and --report print a classifier's result line" $? "plain: $plain; $(tail -n 1 "$tmp/cls.txt")"
+    cls_class=$(echo "$plain" | cut -f2)
+    cls_p=$(echo "$plain" | cut -f3)
+    contains "the classifier trace ends with its prediction" "$tmp/cls.txt" "  output: class $cls_class at position 0 (p $cls_p)"
+    contains "the classifier report names the class" "$tmp/cls.html" "class <code>$cls_class</code> (p $cls_p, read at position 0)"
+    # 56 positions: the attention pictures' cells are 8 pixels, too small
+    # for a label each.
+    "$TFRUN" "$tmp/lm.tfw" -n 1 --report "$tmp/lm.html" "$(printf 'ab()%.0s' $(seq 14))" >/dev/null
     check "--report on a learned model" $?
 else
     echo "note: this tfc does not compile model blocks; learned-model checks skipped"
@@ -187,6 +243,14 @@ check "--trace --report on a general program" $?
 contains "general trace: a categorical register as its values" "$tmp/rev.txt" "    reversed          .    'c'    'b'    'a'"
 contains "general report: value labels for the hover text" "$tmp/rev.html" '["reversed","categorical",73,3,["'"'"'a'"'"'","'"'"'b'"'"'","'"'"'c'"'"'"]]'
 
+# Names longer than the pictures' labels and titles allow, on a short
+# sequence (small pictures).
+long=the_token_found_at_the_mirrored_position
+sed "s/\bopp\b/the_position_this_token_lands_on_when_reversed/g; s/\breversed\b/$long/g" \
+    "$SRC/programs/reverse.tfp" >"$tmp/long.tfp"
+"$TFC" "$tmp/long.tfp" -o "$tmp/long.tfw" && "$TFRUN" "$tmp/long.tfw" --report "$tmp/long.html" "^ab" >/dev/null
+check "--report on a program with long names" $?
+
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$CHROMIUM" ]; then
     echo "$passed passed, $failed failed; SKIP: chromium is not installed (apt-get install chromium)"
@@ -197,11 +261,23 @@ chrome() { # chrome ARGS...: headless, with a throwaway profile
     timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --user-data-dir="$tmp/profile" \
         --no-first-run --disable-extensions "$@" 2>>"$tmp/chromium.log"
 }
-chrome --dump-dom "file://$R" >"$tmp/dom.html"
-check "chromium renders the report" $? "$(tail -n 3 "$tmp/chromium.log")"
-contains "the script ran and checked its hover" "$tmp/dom.html" '<p id="report-ok">script ran:'
-! grep -q 'id="report-error"' "$tmp/dom.html"
-check "no script errors" $? "$(grep -o 'id="report-error">[^<]*' "$tmp/dom.html")"
+# layout PAGE: PAGE opened with tests/report_layout.js appended; the DOM in
+# PAGE-dom.html, the layout checker's lines in PAGE-layout.txt.
+layout() {
+    local page=$1 base=${1%.html}
+    { sed 's#</body></html>$##' "$page"; printf '<script>\n'; cat "$SRC/tests/report_layout.js"
+      printf '</script></body></html>\n'; } >"$base-l.html"
+    chrome --window-size=1400,2000 --dump-dom "file://$base-l.html" >"$base-dom.html"
+    sed -n '/<pre id="layout">/,/<\/pre>/p' "$base-dom.html" |
+        sed 's#.*<pre id="layout">##;s#</pre>.*##' >"$base-layout.txt"
+    grep -q '<p id="report-ok">script ran:' "$base-dom.html" && ! grep -q 'id="report-error"' "$base-dom.html"
+    check "$(basename "$page"): the script runs without errors" $? \
+        "$(grep -o 'id="report-error">[^<]*' "$base-dom.html")"
+    grep -q '^links [0-9]' "$base-layout.txt" && ! grep -q '^FAIL' "$base-layout.txt"
+    check "$(basename "$page"): the layout" $? "$(grep '^FAIL' "$base-layout.txt" | head -5)"
+}
+layout "$R"
+cp "$tmp/adder-dom.html" "$tmp/dom.html"
 [ "$(grep -o 'data-kind="resid"' "$tmp/dom.html" | wc -l)" -eq $((n_layers + 1)) ]
 check "a residual heatmap per layer in the page" $?
 [ "$(grep -o 'data-kind="att"' "$tmp/dom.html" | wc -l)" -eq "$n_att" ]
@@ -211,23 +287,32 @@ contains "register labels" "$tmp/dom.html" '>left_pos</text>'
 contains "token labels on the axes" "$tmp/dom.html" '>9 =</text>'
 contains "the layer list with source lines" "$tmp/dom.html" 'find_plus:  FindAndStore('
 contains "the decoded trace" "$tmp/dom.html" '<th class="r">out_pos</th>'
+# The model view: as many thumbnails in each layer as tfinfo lists heads.
+want_heads=$(awk '/^layers: /{on=1; next} /^tensors: /{on=0}
+    on && $1 ~ /^[0-9]+$/ && $3 ~ /^(attention|mlp|norm)$/ {if (l != "") {printf "%s%s:%d", sep, l, h; sep=","}; l=$1; h=0}
+    on && $2 ~ /^heads?,$/ {h=$1}
+    END {if (l != "") printf "%s%s:%d", sep, l, h}' "$tmp/info.txt")
+[ "$(sed -n 's/^heads //p' "$tmp/adder-layout.txt")" = "$want_heads" ]
+check "the model view: one thumbnail per head of every layer" $? \
+    "page: $(sed -n 's/^heads //p' "$tmp/adder-layout.txt"); tfinfo: $want_heads"
+# Navigable: the adder's page opens with its 36 sections closed (it was
+# 23,000 pixels tall with every section open).
+height=$(sed -n 's/^height //p' "$tmp/adder-layout.txt")
+[ -n "$height" ] && [ "$height" -lt 8000 ]
+check "the adder's report opens at most 8000 pixels tall" $? "$height"
+contains "the contents" "$tmp/dom.html" '<nav id="toc">'
+contains "the program view links line 47 to layer 6's head" "$tmp/dom.html" 'href="#layer-6-h0"'
 
 if [ "$learned" = 1 ]; then
-    for page in lm cls; do
-        chrome --dump-dom "file://$tmp/$page.html" >"$tmp/$page-dom.html"
-        grep -q '<p id="report-ok">script ran:' "$tmp/$page-dom.html" &&
-            ! grep -q 'id="report-error"' "$tmp/$page-dom.html"
-        check "the $page report runs its script without errors" $? \
-            "$(grep -o 'id="report-error">[^<]*' "$tmp/$page-dom.html")"
-    done
+    layout "$tmp/lm.html"
+    layout "$tmp/cls.html"
     contains "the learned report shows the logit lens" "$tmp/lm-dom.html" '<th class="r">logit lens</th>'
 fi
 
-chrome --dump-dom "file://$tmp/rev.html" >"$tmp/rev-dom.html"
-grep -q '<p id="report-ok">script ran:' "$tmp/rev-dom.html" && ! grep -q 'id="report-error"' "$tmp/rev-dom.html"
-check "the general program's report runs its script without errors" $? \
-    "$(grep -o 'id="report-error">[^<]*' "$tmp/rev-dom.html")"
+layout "$tmp/rev.html"
 contains "the general report labels its registers" "$tmp/rev-dom.html" '>reversed</text>'
+layout "$tmp/long.html"
+contains "long register names are cut" "$tmp/long.html" "<title>$long</title>the_token_f&#8230;</text>"
 
 shot=$BUILD/report-adder.png
 rm -f "$shot"

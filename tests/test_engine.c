@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checks.h"
 #include "infer.h"
 #include "linear.h"
 #include "testmodel.h"
@@ -599,6 +600,177 @@ START_TEST(test_adder_plan_skips_work) {
 }
 END_TEST
 
+/* ---- run-time checks ------------------------------------------------------ */
+
+START_TEST(test_check_thresholds) {
+    float one[] = {0.75f, 0.25f, 0.0f}, low[] = {0.74f, 0.0f, 0.0f}, warm[] = {1.0f, 0.26f, 0.0f};
+    float two[] = {1.0f, 1.0f, 0.0f}, none[] = {0.0f, 0.0f, 0.0f}, big[] = {5.0f, -3.0f, 0.0f};
+    float nan[] = {1.0f, NAN, 0.0f};
+    ck_assert_int_eq(check_holds_one(one, 3, 1), 1);
+    ck_assert_int_eq(check_holds_one(big, 3, 1), 1); /* far from 0 and 1, still one value */
+    ck_assert_int_eq(check_holds_one(low, 3, 1), 0);
+    ck_assert_int_eq(check_holds_one(warm, 3, 1), 0);
+    ck_assert_int_eq(check_holds_one(two, 3, 1), 0);
+    ck_assert_int_eq(check_holds_one(none, 3, 1), 0);
+    ck_assert_int_eq(check_holds_one(nan, 3, 1), 0);
+    // A stride: column i at v[i * 2].
+    float strided[] = {0.1f, 9.0f, 0.9f, 9.0f, 0.2f, 9.0f};
+    ck_assert_int_eq(check_holds_one(strided, 3, 2), 1);
+}
+END_TEST
+
+/* A model with one categorical register "r" of n columns (labels "0",
+ * "1", ...), vocab "ab", no layers; one check of r after layer 0 (which
+ * check_describe never looks at). */
+static TfModel *labelled_model(int n, const char *source_name) {
+    TfModel *m = model_new();
+    TfError err = {""};
+    const char *labels[] = {"0", "1", "2", "3", "4", "5", "6", "7"};
+    m->n_vocab = 2;
+    m->d_model = n;
+    ck_assert_int_eq(model_add_categorical(m, "r", 0, n, labels, &err), 0);
+    m->checks = calloc(1, sizeof *m->checks);
+    m->checks[0].op = strdup("Aggregate -> r");
+    m->checks[0].line = 7;
+    m->n_checks = 1;
+    if (source_name) m->source_name = strdup(source_name);
+    return m;
+}
+
+static void expect_description(const TfModel *m, const float *v, const char *want) {
+    TfError err = {""};
+    check_describe(m, &m->checks[0], 3, v, 1, &err);
+    ck_assert_str_eq(err.msg, want);
+}
+
+START_TEST(test_check_messages) {
+    TfModel *m = labelled_model(6, "sort.tfp");
+    float tie[] = {0.0f, 0.5f, 0.0f, 0.5f, 0.0f, 0.0f};
+    expect_description(m, tie, "sort.tfp:7: Aggregate -> r: position 3 does not hold one value "
+                               "(1 0.50, 3 0.50); the compiler could not prove it");
+    float many[] = {0.3f, 0.6f, NAN, 0.4f, 0.5f, 0.35f};
+    expect_description(m, many, "sort.tfp:7: Aggregate -> r: position 3 does not hold one value "
+                                "(2 nan, 1 0.60, 4 0.50, 3 0.40, 2 more); the compiler "
+                                "could not prove it");
+    float cold[] = {0.1f, 0.0f, 0.2f, 0.0f, 0.0f, 0.0f};
+    expect_description(m, cold, "sort.tfp:7: Aggregate -> r: position 3 does not hold one value "
+                                "(no value above 0.25; the largest 2 0.20); the compiler could "
+                                "not prove it");
+    m->checks[0].line = 0;
+    expect_description(m, tie, "sort.tfp: Aggregate -> r: position 3 does not hold one value "
+                               "(1 0.50, 3 0.50); the compiler could not prove it");
+    model_free(m);
+    m = labelled_model(2, NULL);
+    float half[] = {0.5f, 0.5f};
+    expect_description(m, half, "line 7: Aggregate -> r: position 3 does not hold one value "
+                                "(0 0.50, 1 0.50); the compiler could not prove it");
+    model_free(m);
+}
+END_TEST
+
+/* vocab "ab", d_model 4: r (columns 2, 3) is the mean of the token one-hots
+ * of positions 0..i (one causal attention layer with constant scores); the
+ * next token is r's argmax. With `checked`, r must hold one value after
+ * layer 0. */
+static TfModel *mean_model(int checked) {
+    TfModel *m = model_new();
+    TfError err = {""};
+    m->d_model = 4;
+    m->n_vocab = 2;
+    m->vocab = malloc(2);
+    memcpy(m->vocab, "ab", 2);
+    m->period = m->max_len = 8;
+    m->generate = 2;
+    int64_t vd[2] = {2, 4}, pd[2] = {8, 4}, q[2] = {1, 4}, v[2] = {2, 4}, o[2] = {4, 2}, b[1] = {1};
+    m->tok_embed = model_add_tensor(m, TF_TENSOR_TOKEN_EMBED, 2, vd, &err);
+    m->pos_embed = model_add_tensor(m, TF_TENSOR_POS_EMBED, 2, pd, &err);
+    m->unembed = model_add_tensor(m, TF_TENSOR_UNEMBED, 2, vd, &err);
+    TfLayer a = model_layer_init(TF_LAYER_ATTENTION);
+    a.name = "mean";
+    a.n_heads = a.d_head = 1;
+    a.d_vhead = 2;
+    a.scale = 1.0f;
+    a.causal = 1;
+    a.query = model_add_tensor(m, "q", 2, q, &err);
+    a.query_bias = model_add_tensor(m, "qb", 1, b, &err);
+    a.key = model_add_tensor(m, "k", 2, q, &err);
+    a.value = model_add_tensor(m, "v", 2, v, &err);
+    a.output = model_add_tensor(m, "o", 2, o, &err);
+    float *T = m->tensors[m->tok_embed].data, *U = m->tensors[m->unembed].data;
+    for (int t = 0; t < 2; t++) {
+        T[t * 4 + t] = 1.0f;
+        U[t * 4 + 2 + t] = 1.0f;
+        m->tensors[a.value].data[t * 4 + t] = 1.0f;
+        m->tensors[a.output].data[(2 + t) * 2 + t] = 1.0f;
+    }
+    m->tensors[a.query_bias].data[0] = 1.0f;
+    ck_assert_int_eq(model_add_layer(m, &a, &err), 0);
+    const char *labels[] = {"'a'", "'b'"};
+    ck_assert_int_eq(model_add_register(m, "tokens", TF_REG_TOKEN, 0, 2, &err), 0);
+    ck_assert_int_eq(model_add_categorical(m, "r", 2, 2, labels, &err), 1);
+    m->output_reg = 1;
+    if (checked) ck_assert_int_eq(model_add_check(m, 1, 0, 3, "Aggregate -> r", &err), 0);
+    ck_assert_msg(model_validate(m, &err) == 0, "%s", err.msg);
+    return m;
+}
+
+/* Token ids of a string over "ab". */
+static int *ab_ids(const char *s) {
+    int n = (int)strlen(s), *ids = malloc((size_t)n * sizeof *ids);
+    for (int i = 0; i < n; i++) ids[i] = s[i] == 'b';
+    return ids;
+}
+
+START_TEST(test_checks_fail_alone) {
+    TfModel *m = mean_model(1), *plain = mean_model(0);
+    TfError err = {""};
+    const char *texts[] = {"aaaa", "abaa", "bbb", "aab"};
+    const int *ids[4];
+    int lens[4];
+    for (int s = 0; s < 4; s++) {
+        ids[s] = ab_ids(texts[s]);
+        lens[s] = (int)strlen(texts[s]);
+    }
+    // Generation: "abaa" fails at position 1, a prompt row whose output
+    // nobody reads; "aab" at position 2 (2/3 'a'); the others generate as
+    // they do alone, and as without the check.
+    TfInfer *inf = infer_new(m, 4, &err), *ref = infer_new(plain, 4, &err);
+    ck_assert_ptr_nonnull(inf);
+    int out[8], want[8];
+    ck_assert_int_eq(infer_generate(inf, ids, lens, 4, 2, out, &err), -1);
+    ck_assert_str_eq(err.msg, "line 3: Aggregate -> r: position 1 does not hold one value ('a' "
+                              "0.50, 'b' 0.50); the compiler could not prove it");
+    ck_assert_int_eq(infer_n_failed(inf), 2);
+    ck_assert_ptr_null(infer_failure(inf, 0));
+    ck_assert_ptr_nonnull(strstr(infer_failure(inf, 1), "position 1 does not hold one value"));
+    ck_assert_ptr_null(infer_failure(inf, 2));
+    ck_assert_ptr_nonnull(strstr(infer_failure(inf, 3), "position 2 does not hold one value "
+                                                        "('a' 0.67, 'b' 0.33)"));
+    ck_assert_int_eq(infer_generate(ref, ids, lens, 4, 2, want, &err), 0);
+    ck_assert_int_eq(infer_n_failed(ref), 0);
+    for (int s = 0; s == 0 || s == 2; s += 2)
+        for (int i = 0; i < 2; i++) ck_assert_int_eq(out[s * 2 + i], want[s * 2 + i]);
+    // The next call forgets the failures.
+    ck_assert_int_eq(infer_generate(inf, ids, lens, 1, 2, out, &err), 0);
+    ck_assert_int_eq(infer_n_failed(inf), 0);
+    ck_assert_ptr_null(infer_failure(inf, 1));
+    // Without the cache, and at every position: the same failures.
+    infer_set_cache(inf, 0);
+    ck_assert_int_eq(infer_generate(inf, ids, lens, 4, 2, out, &err), -1);
+    ck_assert_int_eq(infer_n_failed(inf), 2);
+    int rows[4][8], *rowp[4] = {rows[0], rows[1], rows[2], rows[3]};
+    ck_assert_int_eq(infer_every_position(inf, ids, lens, 4, rowp, &err), -1);
+    ck_assert_int_eq(infer_n_failed(inf), 2);
+    ck_assert_ptr_nonnull(strstr(infer_failure(inf, 3), "position 2 does not hold"));
+    ck_assert_int_eq(rows[2][2], 1); /* "bbb": 'b' everywhere */
+    infer_free(inf);
+    infer_free(ref);
+    for (int s = 0; s < 4; s++) free((void *)ids[s]);
+    model_free(m);
+    model_free(plain);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("engine");
     TCase *tc = tcase_create("engine");
@@ -611,6 +783,9 @@ int main(void) {
     tcase_add_test(tc, test_stop_token_truncates);
     tcase_add_test(tc, test_shared_plan);
     tcase_add_test(tc, test_adder_plan_skips_work);
+    tcase_add_test(tc, test_check_thresholds);
+    tcase_add_test(tc, test_check_messages);
+    tcase_add_test(tc, test_checks_fail_alone);
     suite_add_tcase(s, tc);
     return tf_run_suite(s);
 }

@@ -415,25 +415,42 @@ START_TEST(test_report_and_svgs) {
     snprintf(path, sizeof path, "%s/svg", dir);
     ck_assert_int_eq(report_write_svgs(c, path, &err), 0);
     char file[512];
-    snprintf(file, sizeof file, "%s/resid_01_find_plus.svg", path);
+    snprintf(file, sizeof file, "%s/resid_00_find_plus.svg", path);
     char *svg = tf_read_file(file, NULL);
     ck_assert_msg(svg != NULL, "no %s", file);
     ck_assert_ptr_nonnull(strstr(svg, "<?xml"));
     ck_assert_ptr_nonnull(strstr(svg, ">left_pos</text>"));
     free(svg);
-    unlink(file);
+    // Every file name carries the index of the layer its title names, the
+    // index tfinfo lists (att_07_read_right_h0.svg: "layer 7 read_right").
     int files = 0;
     for (int b = 0; b < c->n_blocks; b++) {
-        for (int h = -1; h < (b > 0 && c->att[b - 1] ? m->layers[b - 1].n_heads : 0); h++) {
-            const char *name = b == 0 ? "embedding" : m->layers[b - 1].name;
-            if (h < 0)
-                snprintf(file, sizeof file, "%s/resid_%02d_%s.svg", path, b, name);
-            else
-                snprintf(file, sizeof file, "%s/att_%02d_%s_h%d.svg", path, b, name, h);
+        int l = b - 1;
+        for (int h = -1; h < (l >= 0 && c->att[l] ? m->layers[l].n_heads : 0); h++) {
+            char want[160];
+            if (l < 0) {
+                snprintf(file, sizeof file, "%s/resid_embedding.svg", path);
+                snprintf(want, sizeof want, "<title>residual stream after the embedding</title>");
+            } else if (h < 0) {
+                snprintf(file, sizeof file, "%s/resid_%02d_%s.svg", path, l, m->layers[l].name);
+                snprintf(want, sizeof want, "<title>residual stream after layer %d %s (", l,
+                         m->layers[l].name);
+            } else {
+                snprintf(file, sizeof file, "%s/att_%02d_%s_h%d.svg", path, l, m->layers[l].name,
+                         h);
+                snprintf(want, sizeof want, "<title>attention, layer %d %s, head %d</title>", l,
+                         m->layers[l].name, h);
+            }
+            svg = tf_read_file(file, NULL);
+            ck_assert_msg(svg != NULL, "no %s", file);
+            ck_assert_msg(strstr(svg, want) != NULL, "%s lacks %s", file, want);
+            free(svg);
             files += unlink(file) == 0;
         }
     }
-    ck_assert_int_eq(files + 1, c->n_blocks + n_att); /* + the one read above */
+    ck_assert_int_eq(files, c->n_blocks + n_att);
+    ck_assert_ptr_nonnull(strstr(m->layers[7].name, "read_right"));
+    ck_assert_ptr_nonnull(c->att[7]);
     ck_assert_int_eq(rmdir(path), 0);
 
     // Unwritable places fail with a message naming them.
@@ -472,6 +489,75 @@ START_TEST(test_generate_steps) {
 }
 END_TEST
 
+/* What the unembedding reads from a categorical output register: the
+ * token of the hot column's value (its column index is no token id). */
+START_TEST(test_output_categorical) {
+    // add_decimal: `out` holds the values 0..9 in its columns, the
+    // vocabulary starts with '^'; 12345678+87654329=100000007.
+    TfModel *m = tf_compile_program("programs/add_decimal.tfp");
+    TfCapture *c = capture_text(m, "^12345678+87654329=");
+    TfDecoded d;
+    int t = inspect_output_read(c, c->n_pos - 1, &d);
+    ck_assert_int_eq(d.status, TF_DECODE_CLEAN);
+    ck_assert_int_eq(t, c->next);
+    ck_assert_int_eq(m->vocab[t], '1');
+    char *trace = trace_text(c);
+    expect_in(trace, "  output: out at position 18 reads 1 (value 1)\n");
+    free(trace);
+    capture_free(c);
+    model_free(m);
+
+    // sort, read at every position: each position's output register maps
+    // to the token the model outputs there ('d' at the end, not 'c').
+    m = tf_compile_program("programs/sort.tfp");
+    c = capture_text(m, "^dcbaabcd");
+    ck_assert_ptr_nonnull(c->outputs);
+    for (int p = 1; p < c->n_pos; p++) {
+        ck_assert_int_eq(inspect_output_read(c, p, &d), c->outputs[p]);
+        ck_assert_int_eq(d.status, TF_DECODE_CLEAN);
+    }
+    ck_assert_int_eq(m->vocab[c->outputs[8]], 'd');
+    char dir[] = "/tmp/tf_inspect_XXXXXX", path[256];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/sort.html", dir);
+    TfError err = {""};
+    ck_assert_int_eq(report_write_html(c, path, &err), 0);
+    char *html = tf_read_file(path, NULL);
+    ck_assert_ptr_nonnull(html);
+    ck_assert_ptr_nonnull(strstr(html, "&#8594; at every position <code>aabbccdd</code>"));
+    ck_assert_ptr_nonnull(strstr(html, "<code id=\"unembed-reads\">aabbccdd</code>"));
+    free(html);
+    unlink(path);
+    ck_assert_int_eq(rmdir(dir), 0);
+    capture_free(c);
+    model_free(m);
+}
+END_TEST
+
+/* Parameters are what the model reads: a checkpoint's optimizer state, in
+ * tensors no layer names, is not counted. */
+START_TEST(test_param_count) {
+    char *src = adder_source(NULL);
+    TfModel *m = tf_compile_text(src);
+    free(src);
+    size_t n = model_param_count(m), all = 0;
+    for (int i = 0; i < m->n_tensors; i++) {
+        ck_assert_int_gt(model_tensor_uses(m, i), 0);
+        all += m->tensors[i].nelem;
+    }
+    ck_assert_uint_eq(n, all);
+    TfError err = {""};
+    int64_t shape[2] = {80, 80};
+    int idx = model_add_tensor(m, "optim.adam.m.layers.0.attn.query.weight", 2, shape, &err);
+    ck_assert_msg(idx >= 0, "%s", err.msg);
+    ck_assert_int_eq(model_tensor_uses(m, idx), 0);
+    ck_assert_uint_eq(model_param_count(m), n);
+    // Shared tensors count once in the model, however many layers use them.
+    ck_assert_int_gt(model_tensor_uses(m, m->layers[1].query), 1);
+    model_free(m);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("inspect");
     TCase *tc = tcase_create("decode");
@@ -486,6 +572,10 @@ int main(void) {
     tcase_add_test(tc, test_trace_without_registers);
     tcase_add_test(tc, test_report_and_svgs);
     tcase_add_test(tc, test_generate_steps);
+    tcase_add_test(tc, test_param_count);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("general");
+    tcase_add_test(tc, test_output_categorical);
     suite_add_tcase(s, tc);
     return tf_run_suite(s);
 }

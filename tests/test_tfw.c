@@ -2,12 +2,14 @@
 #define _POSIX_C_SOURCE 200809L
 #include <cJSON.h>
 #include <check.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "file.h"
 #include "testutil.h"
 #include "tfw.h"
 
@@ -318,7 +320,7 @@ START_TEST(test_rejects_bad_headers) {
         {no_d_model, "__metadata__.d_model is missing"},
         {bad_d_model, "__metadata__.d_model is 'six', not an integer"},
         {d_model_not_string, "__metadata__.d_model is not a string"},
-        {vocab_not_json, "__metadata__.vocab is not a JSON array"},
+        {vocab_not_json, "__metadata__.vocab is not valid JSON: unexpected end at byte 5"},
         {vocab_long_token, "__metadata__.vocab[1] is not a one-character string"},
         {layer_kind, "__metadata__.layers[0]: unknown kind 'conv'"},
         {layer_tensor, "__metadata__.layers[0].query names tensor 'nope.weight', which is not in the file"},
@@ -717,6 +719,369 @@ START_TEST(test_rejects_bad_general_fields) {
 }
 END_TEST
 
+/* ---- hardening (issue 13): what fuzzing and the two readers' differences found */
+
+/* The valid file with its header text edited: `at` is found in the header
+ * and `insert` put before it (the header length and padding fixed). */
+static unsigned char *edit_header(const char *at, const char *insert, size_t *len) {
+    unsigned char *data;
+    size_t dlen, vlen;
+    unsigned char *buf = valid_bytes(&vlen);
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | buf[i];
+    data = buf + 8 + hlen;
+    dlen = vlen - 8 - (size_t)hlen;
+    char *json = malloc((size_t)hlen + strlen(insert) + 1);
+    memcpy(json, buf + 8, (size_t)hlen);
+    json[hlen] = '\0';
+    char *p = strstr(json, at);
+    ck_assert_ptr_nonnull(p);
+    char *edited = malloc((size_t)hlen + strlen(insert) + 1);
+    size_t pre = (size_t)(p - json);
+    memcpy(edited, json, pre);
+    strcpy(edited + pre, insert);
+    strcat(edited, p);
+    unsigned char *out = assemble(edited, data, dlen, len);
+    free(edited);
+    free(json);
+    free(buf);
+    return out;
+}
+
+static void expect_edit_rejected(const char *at, const char *insert, const char *want) {
+    size_t len;
+    unsigned char *buf = edit_header(at, insert, &len);
+    expect_rejected(buf, len, want);
+    free(buf);
+}
+
+START_TEST(test_rejects_what_the_readers_would_read_differently) {
+    /* cJSON keeps the first of two keys, Python's json the last. */
+    expect_edit_rejected("\"format\":", "\"format\":\"tfw\",",
+                         "header: the key 'format' appears twice in one object");
+    expect_edit_rejected("\"__metadata__\"", "\"embed.token.weight\":{},",
+                         "header: the key 'embed.token.weight' appears twice");
+    /* invalid UTF-8, raw control characters, NUL escapes, lone surrogates */
+    expect_edit_rejected("\"format\":", "\"note\":\"caf\xe9\",", "header is not valid JSON: invalid UTF-8");
+    expect_edit_rejected("\"format\":", "\"note\":\"\xed\xa0\x80\",", "invalid UTF-8");
+    expect_edit_rejected("\"format\":", "\"note\":\"\xc0\xaf\",", "invalid UTF-8");
+    expect_edit_rejected("\"format\":", "\"note\":\"a\tb\",", "a control character in a string");
+    expect_edit_rejected("\"format\":", "\"note\":\"a\\u0000b\",", "the escape \\u0000");
+    expect_edit_rejected("\"format\":", "\"note\":\"\\ud800\",", "an unpaired surrogate escape");
+    /* what cJSON alone accepts and Python's json does not */
+    expect_edit_rejected("\"format\":", "\"note\":01,", "a missing ',' or '}' in an object");
+    expect_edit_rejected("\"format\":", "\"note\":1.,", "a malformed number");
+    expect_edit_rejected("\"format\":", "\"note\":\x01\"x\",", "not JSON");
+    expect_edit_rejected("\"format\":", "\"note\":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]],",
+                         "nesting deeper than 32");
+    /* a metadata value that is not a string (safetensors: strings only) */
+    expect_edit_rejected("\"format\":", "\"note\":1,", "__metadata__.note is not a string");
+    /* text after the header's JSON value (cJSON alone ignores it) */
+    size_t len;
+    unsigned char *buf, *data;
+    size_t dlen;
+    cJSON *root = valid_header(&data, &dlen);
+    char *json = cJSON_PrintUnformatted(root);
+    char *tail = malloc(strlen(json) + 3);
+    strcpy(tail, json);
+    strcat(tail, "x ");
+    buf = assemble(tail, data, dlen, &len);
+    expect_rejected(buf, len, "header is not valid JSON: text after the JSON value");
+    free(buf);
+    free(tail);
+    cJSON_free(json);
+    cJSON_Delete(root);
+    free(data);
+}
+END_TEST
+
+MUTATION(vocab_trailing, set_meta(root, "vocab", "[\"a\",\"b\",\"c\"] x"))
+MUTATION(generate_plus, set_meta(root, "generate", "+4"))
+MUTATION(generate_space, set_meta(root, "generate", " 4"))
+MUTATION(layers_dup_key, set_meta(root, "layers", "[{\"kind\":\"norm\",\"kind\":\"mlp\"}]"))
+
+START_TEST(test_rejects_bad_metadata_json) {
+    expect_header_rejected(vocab_trailing, "__metadata__.vocab is not valid JSON: text after");
+    expect_header_rejected(generate_plus, "__metadata__.generate is '+4', not an integer");
+    expect_header_rejected(generate_space, "__metadata__.generate is ' 4', not an integer");
+    expect_header_rejected(layers_dup_key,
+                           "__metadata__.layers: the key 'kind' appears twice in one object");
+}
+END_TEST
+
+/* Fuzzing found NaN weights reaching exp_vec (UBSan: NaN converted to int). */
+START_TEST(test_rejects_non_finite_weights) {
+    size_t len;
+    unsigned char *buf = valid_bytes(&len);
+    float bad[2] = {NAN, INFINITY};
+    const char *want[2] = {"tensor 'embed.token.weight': element 0 is NaN, not a finite number",
+                           "tensor 'embed.token.weight': element 0 is infinite"};
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | buf[i];
+    /* the first tensor in the data section is embed.token.weight */
+    for (int k = 0; k < 2; k++) {
+        unsigned char *copy = malloc(len);
+        memcpy(copy, buf, len);
+        memcpy(copy + 8 + hlen, &bad[k], 4);
+        expect_rejected(copy, len, want[k]);
+        free(copy);
+    }
+    free(buf);
+    /* and the writer refuses to write them */
+    TfModel *m = small_model();
+    TfError err = {""};
+    unsigned char *out;
+    m->tensors[1].data[3] = NAN;
+    ck_assert_int_eq(tfw_write_buffer(m, &out, &len, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "element 3 is NaN, not a finite number"));
+    model_free(m);
+}
+END_TEST
+
+/* A 50 MB identifier gave a header over the reader's limit: the writer says
+ * so instead of writing a file the reader refuses. */
+START_TEST(test_writer_refuses_oversized_header) {
+    TfModel *m = small_model();
+    size_t n = TFW_MAX_HEADER + 16;
+    char *name = malloc(n + 1);
+    memset(name, 'x', n);
+    name[n] = '\0';
+    free(m->layers[0].name);
+    m->layers[0].name = name;
+    TfError err = {""};
+    unsigned char *out;
+    size_t len;
+    ck_assert_int_eq(tfw_write_buffer(m, &out, &len, &err), -1);
+    ck_assert_msg(strstr(err.msg, "over the readers' limit of 67108864 bytes") != NULL, "%s",
+                  err.msg);
+    model_free(m);
+}
+END_TEST
+
+/* tfrun /dev/zero grew to 18.8 GB: devices are refused at once, files read
+ * with a cap. */
+START_TEST(test_read_refuses_devices_and_caps) {
+    TfError err = {""};
+    ck_assert_ptr_null(tfw_read("/dev/zero", &err));
+    ck_assert_str_eq(err.msg, "/dev/zero: not a regular file (a character device)");
+    ck_assert_ptr_null(tfw_read("/tmp", &err));
+    ck_assert_str_eq(err.msg, "/tmp: not a regular file (a directory)");
+    char path[] = "/tmp/tfw_cap_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_eq(write(fd, "0123456789", 10), 10);
+    close(fd);
+    size_t len;
+    char *buf = tf_file_read_max(path, 9, &len, &err);
+    ck_assert_ptr_null(buf);
+    ck_assert_ptr_nonnull(strstr(err.msg, ": 10 bytes, over the limit of 9 bytes"));
+    buf = tf_file_read_max(path, 10, &len, &err);
+    ck_assert_ptr_nonnull(buf);
+    ck_assert_uint_eq(len, 10);
+    free(buf);
+    remove(path);
+}
+END_TEST
+
+/* A header of 200,000 tensors took minutes (each tensor and each layer field
+ * searched the tensors one by one): now sorted, and read in well under a
+ * second. Found by reading the code after fuzzing; no timing asserted. */
+START_TEST(test_many_tensors_read) {
+    unsigned char *data;
+    size_t dlen;
+    cJSON *root = valid_header(&data, &dlen);
+    int n = 200000;
+    unsigned char *more = calloc(dlen + 4 * (size_t)n, 1);
+    memcpy(more, data, dlen);
+    for (int i = 0; i < n; i++) {
+        char name[32], entry[160];
+        snprintf(name, sizeof name, "extra.%d", i);
+        snprintf(entry, sizeof entry, "{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[%zu,%zu]}",
+                 dlen + 4 * (size_t)i, dlen + 4 * (size_t)i + 4);
+        cJSON_AddItemToObject(root, name, cJSON_Parse(entry));
+    }
+    char *json = cJSON_PrintUnformatted(root);
+    size_t len;
+    unsigned char *buf = assemble(json, more, dlen + 4 * (size_t)n, &len);
+    TfError err = {""};
+    TfModel *m = tfw_read_buffer(buf, len, &err);
+    ck_assert_msg(m != NULL, "%s", err.msg);
+    ck_assert_int_eq(m->n_tensors, 8 + n);
+    model_free(m);
+    free(buf);
+    cJSON_free(json);
+    cJSON_Delete(root);
+    free(more);
+    free(data);
+}
+END_TEST
+
+/* ---- run-time checks and numbers as outputs ------------------------------ */
+
+/* general_model with a check of `t` after layer 1 and one of `c` after layer 0. */
+static TfModel *checked_model(void) {
+    TfModel *m = general_model();
+    TfError err = {""};
+    ck_assert_int_eq(model_add_check(m, 1, 1, 7, "Aggregate -> t", &err), 0);
+    ck_assert_int_eq(model_add_check(m, 2, 0, 0, "Map -> c", &err), 1);
+    ck_assert_msg(model_validate(m, &err) == 0, "%s", err.msg);
+    return m;
+}
+
+/* small_model read at every position, printing its scalar `s`, without an
+ * unembedding. */
+static TfModel *numeric_model(void) {
+    TfModel *m = small_model();
+    TfError err = {""};
+    m->every_position = 1;
+    m->output_reg = 2; /* s */
+    m->output_error_bound = 3.5e-7;
+    free(m->tensors[m->unembed].name);
+    m->tensors[m->unembed].name = strdup("spare.weight"); /* no longer the unembedding */
+    m->unembed = -1;
+    ck_assert_msg(model_validate(m, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(model_numeric_output(m), 1);
+    return m;
+}
+
+START_TEST(test_round_trip_checks_and_numbers) {
+    TfModel *m = checked_model();
+    TfModel *b = round_trip(m);
+    ck_assert_int_eq(b->n_checks, 2);
+    ck_assert_int_eq(b->checks[0].reg, 1);
+    ck_assert_int_eq(b->checks[0].layer, 1);
+    ck_assert_int_eq(b->checks[0].line, 7);
+    ck_assert_str_eq(b->checks[0].op, "Aggregate -> t");
+    ck_assert_int_eq(b->checks[1].reg, 2);
+    ck_assert_int_eq(b->checks[1].layer, 0);
+    ck_assert_int_eq(b->checks[1].line, 0);
+    ck_assert_str_eq(b->checks[1].op, "Map -> c");
+    ck_assert_int_eq(model_numeric_output(b), 0);
+    model_free(b);
+    model_free(m);
+
+    m = numeric_model();
+    b = round_trip(m);
+    ck_assert_int_eq(b->unembed, -1);
+    ck_assert_int_eq(b->output_reg, 2);
+    ck_assert_int_eq(model_numeric_output(b), 1);
+    ck_assert(b->output_error_bound == 3.5e-7); /* the shortest text reads back exactly */
+    ck_assert_int_eq(b->n_checks, 0);
+    model_free(b);
+    model_free(m);
+
+    // Files without checks or a bound read as before.
+    m = small_model();
+    b = round_trip(m);
+    ck_assert_int_eq(b->n_checks, 0);
+    ck_assert_ptr_null(b->checks);
+    ck_assert(b->output_error_bound == 0);
+    model_free(b);
+    model_free(m);
+}
+END_TEST
+
+START_TEST(test_validate_checks_and_numbers) {
+    TfError err = {""};
+    TfModel *m = checked_model();
+    m->checks[1].reg = 0; /* the position register */
+    ck_assert_int_eq(model_validate(m, &err), -1);
+    ck_assert_str_eq(err.msg, "check 1: register 0 is not a categorical register");
+    m->checks[1].reg = 2;
+    m->checks[0].layer = 2;
+    ck_assert_int_eq(model_validate(m, &err), -1);
+    ck_assert_str_eq(err.msg, "check 0: layer 2 does not exist (the model has 2)");
+    m->checks[0].layer = 1;
+    m->checks[0].line = -1;
+    ck_assert_int_eq(model_validate(m, &err), -1);
+    ck_assert_str_eq(err.msg, "check 0: needs a source line (0 or more) and the op's text");
+    ck_assert_int_eq(model_add_check(m, 1, 0, 1, "", &err), -1);
+    ck_assert_str_eq(err.msg, "a run-time check needs the text of its op");
+    model_free(m);
+
+    m = numeric_model();
+    m->output_error_bound = -1;
+    ck_assert_int_eq(model_validate(m, &err), -1);
+    ck_assert_str_eq(err.msg, "the output error bound -1 is not a non-negative number");
+    m->output_error_bound = 0;
+    m->every_position = 0; /* a scalar output, but generating */
+    m->unembed = model_find_tensor(m, "spare.weight");
+    ck_assert_int_eq(model_validate(m, &err), -1);
+    ck_assert_str_eq(err.msg, "output register 's' is a scalar: only a model read at every "
+                              "position prints a number");
+    model_free(m);
+    // Only a model that prints a number may leave out unembed.weight.
+    m = general_model();
+    m->unembed = -1;
+    ck_assert_int_eq(model_validate(m, &err), -1);
+    ck_assert_str_eq(err.msg, "unembed.weight: no such tensor");
+    model_free(m);
+}
+END_TEST
+
+/* `make`'s file with one metadata key set to `value` (NULL: deleted) is
+ * rejected with a message containing `want`. */
+static void expect_model_rejected(TfModel *(*make)(void), const char *key, const char *value,
+                                  const char *want) {
+    TfModel *m = make();
+    unsigned char *buf;
+    size_t len;
+    TfError err = {""};
+    ck_assert_int_eq(tfw_write_buffer(m, &buf, &len, &err), 0);
+    model_free(m);
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | buf[i];
+    cJSON *root = cJSON_ParseWithLength((const char *)buf + 8, (size_t)hlen);
+    cJSON *md = cJSON_GetObjectItem(root, "__metadata__");
+    cJSON_DeleteItemFromObject(md, key);
+    if (value) cJSON_AddStringToObject(md, key, value);
+    char *json = cJSON_PrintUnformatted(root);
+    size_t out_len;
+    unsigned char *out = assemble(json, buf + 8 + hlen, len - 8 - (size_t)hlen, &out_len);
+    expect_rejected(out, out_len, want);
+    free(out);
+    cJSON_free(json);
+    cJSON_Delete(root);
+    free(buf);
+}
+
+START_TEST(test_rejects_bad_checks_and_numbers) {
+    expect_model_rejected(checked_model, "checks", "{}", "__metadata__.checks is not a JSON array");
+    expect_model_rejected(checked_model, "checks", "[1,", "__metadata__.checks is not valid JSON");
+    expect_model_rejected(checked_model, "checks", "[{\"register\":\"t\",\"layer\":0,\"line\":1}]",
+                          "__metadata__.checks[0] needs a register, a layer, a line and an op");
+    expect_model_rejected(checked_model, "checks",
+                          "[{\"register\":\"t\",\"layer\":0,\"line\":1,\"op\":\"\"}]",
+                          "__metadata__.checks[0] needs a register, a layer, a line and an op");
+    expect_model_rejected(checked_model, "checks",
+                          "[{\"register\":\"t\",\"layer\":0,\"line\":-1,\"op\":\"x\"}]",
+                          "__metadata__.checks[0] needs a register, a layer, a line and an op");
+    expect_model_rejected(checked_model, "checks",
+                          "[{\"register\":\"t\",\"layer\":0.5,\"line\":1,\"op\":\"x\"}]",
+                          "__metadata__.checks[0] needs a register, a layer, a line and an op");
+    expect_model_rejected(checked_model, "checks",
+                          "[{\"register\":\"t\",\"layer\":0,\"line\":1,\"op\":\"x\"},"
+                          "{\"register\":\"u\",\"layer\":0,\"line\":1,\"op\":\"x\"}]",
+                          "__metadata__.checks[1]: register 'u' is not declared");
+    expect_model_rejected(checked_model, "checks",
+                          "[{\"register\":\"pos\",\"layer\":0,\"line\":1,\"op\":\"x\"}]",
+                          "__metadata__.checks[0]: register 'pos' is not categorical");
+    expect_model_rejected(checked_model, "checks",
+                          "[{\"register\":\"t\",\"layer\":2,\"line\":1,\"op\":\"x\"}]",
+                          "__metadata__.checks[0]: layer 2 does not exist (2 layers)");
+    expect_model_rejected(numeric_model, "output_error_bound", "-1e-7",
+                          "__metadata__.output_error_bound '-1e-7' is not a number >= 0");
+    expect_model_rejected(numeric_model, "output_error_bound", "tiny",
+                          "__metadata__.output_error_bound 'tiny' is not a number >= 0");
+    expect_model_rejected(numeric_model, "output_error_bound", "inf",
+                          "__metadata__.output_error_bound 'inf' is not a number >= 0");
+    expect_model_rejected(general_model, "output_error_bound", "1e-7",
+                          "__metadata__.output_error_bound is only for a model whose output is a number");
+    // Without every_position, the scalar output prints no number.
+    expect_model_rejected(numeric_model, "output_mode", "next_token",
+                          "__metadata__.output_error_bound is only for a model whose output is a number");
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("tfw");
     TCase *tc = tcase_create("tfw");
@@ -732,6 +1097,15 @@ int main(void) {
     tcase_add_test(tc, test_round_trip_general_fields);
     tcase_add_test(tc, test_validate_general_fields);
     tcase_add_test(tc, test_rejects_bad_general_fields);
+    tcase_add_test(tc, test_rejects_what_the_readers_would_read_differently);
+    tcase_add_test(tc, test_rejects_bad_metadata_json);
+    tcase_add_test(tc, test_rejects_non_finite_weights);
+    tcase_add_test(tc, test_writer_refuses_oversized_header);
+    tcase_add_test(tc, test_read_refuses_devices_and_caps);
+    tcase_add_test(tc, test_many_tensors_read);
+    tcase_add_test(tc, test_round_trip_checks_and_numbers);
+    tcase_add_test(tc, test_validate_checks_and_numbers);
+    tcase_add_test(tc, test_rejects_bad_checks_and_numbers);
     suite_add_tcase(s, tc);
     return tf_run_suite(s);
 }

@@ -7,7 +7,7 @@ set -u
 TFC=$1
 TFRUN=$2
 SRC=${TF_SOURCE_DIR:?TF_SOURCE_DIR must point at the source tree}
-PY=/usr/bin/python3 # Debian's, which sees python3-torch
+PY=${PYTHON:-python3} # CMake passes one that can import torch (CMakeLists.txt)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 passed=0
@@ -90,6 +90,53 @@ check "stop token: PyTorch stops before the stop token" $?
 "$PY" "$SRC/tools/tfw_torch.py" "$G/every.tfw" "abc" >/dev/null 2>"$tmp/err"
 [ $? -eq 1 ] && grep -q "beginning-of-sequence" "$tmp/err"
 check "PyTorch rejects an input without the BOS" $?
+
+# Run-time checks (mkgeneral's tie.tfw): PyTorch fails the same prompts with
+# the same message and prints the same lines for the others.
+printf '^aaa\n^ab\n^ccc\n^aaaab\n^acbbbb\n^aab\n^cccccca\n' >"$G/tie.txt"
+"$TFRUN" "$G/tie.tfw" --batch "$G/tie.txt" >"$G/tfrun_tie.txt" 2>"$G/tfrun_tie.err"
+[ $? -eq 1 ]
+check "tfrun: a failed check exits 1" $?
+"$PY" "$SRC/tools/tfw_torch.py" "$G/tie.tfw" --batch "$G/tie.txt" >"$G/torch_tie.txt" 2>"$G/torch_tie.err"
+[ $? -eq 1 ]
+check "PyTorch: a failed check exits 1" $?
+cmp -s "$G/tfrun_tie.txt" "$G/torch_tie.txt"
+check "checks: tfrun and PyTorch print identical lines for the prompts that pass" $?
+[ "$(wc -l <"$G/torch_tie.txt")" -eq 4 ]
+check "checks: 4 prompts pass (6 c, 1 a is one value: 0.86 and 0.14)" $?
+# The same messages, after each tool's own prefix (tfrun: FILE:LINE:, tfw_torch: line N:).
+sed -E 's/^tfrun: [^:]*:([0-9]+): /line \1: /' "$G/tfrun_tie.err" >"$G/tfrun_tie.msg"
+sed -E 's/^tfw_torch: //' "$G/torch_tie.err" >"$G/torch_tie.msg"
+cmp -s "$G/tfrun_tie.msg" "$G/torch_tie.msg"
+check "checks: tfrun and PyTorch print the same errors" $?
+if ! cmp -s "$G/tfrun_tie.msg" "$G/torch_tie.msg"; then diff "$G/tfrun_tie.msg" "$G/torch_tie.msg" | head -6; fi
+grep -qF "line 2: tie.tfp:2: Aggregate -> b: position 2 does not hold one value ('a' 0.50, 'b' 0.50); the compiler could not prove it" "$G/torch_tie.msg"
+check "checks: PyTorch names the op, the position and the values" $?
+# Generating with checks (tie_gen.tfw): each step, every row.
+printf '^a\n^aaaa\n^abaa\n^aa\n^c\n^cccb\n' >"$G/tie_gen.txt"
+"$TFRUN" "$G/tie_gen.tfw" --batch "$G/tie_gen.txt" >"$G/tfrun_gen.txt" 2>"$G/tfrun_gen.err"
+"$PY" "$SRC/tools/tfw_torch.py" "$G/tie_gen.tfw" --batch "$G/tie_gen.txt" >"$G/torch_gen.txt" 2>"$G/torch_gen.err"
+cmp -s "$G/tfrun_gen.txt" "$G/torch_gen.txt"
+check "checks, generating: tfrun and PyTorch print identical lines" $?
+sed -E 's/^tfrun: [^:]*:([0-9]+): /line \1: /' "$G/tfrun_gen.err" >"$G/tfrun_gen.msg"
+sed -E 's/^tfw_torch: //' "$G/torch_gen.err" >"$G/torch_gen.msg"
+cmp -s "$G/tfrun_gen.msg" "$G/torch_gen.msg" && [ "$(wc -l <"$G/torch_gen.msg")" -eq 5 ]
+check "checks, generating: the same 5 errors" $?
+
+# Numbers as outputs (mkgeneral's frac.tfw): the same lines, and PyTorch's
+# numbers pass tfrun --check (within the file's error bound).
+printf '^hello\n^\n^llll\n^hhlhhl\n^lhlhlhlhlhlhlhl\n^eeeeeeeeeeeeeel\n^helloleoh\n' >"$G/frac.txt"
+"$TFRUN" "$G/frac.tfw" --batch "$G/frac.txt" >"$G/tfrun_frac.txt"
+check "tfrun numbers --batch" $?
+"$PY" "$SRC/tools/tfw_torch.py" "$G/frac.tfw" --batch "$G/frac.txt" >"$G/torch_frac.txt"
+check "tfw_torch.py numbers --batch" $?
+cmp -s "$G/tfrun_frac.txt" "$G/torch_frac.txt"
+check "numbers: tfrun and PyTorch print identical lines" $?
+if ! cmp -s "$G/tfrun_frac.txt" "$G/torch_frac.txt"; then diff "$G/tfrun_frac.txt" "$G/torch_frac.txt" | head -6; fi
+grep -qxF "$(printf '^hello\t0 0 0.33333334 0.5 0.4')" "$G/torch_frac.txt"
+check "numbers: PyTorch prints frac_prevs of ^hello" $?
+"$TFRUN" "$G/frac.tfw" --check "$G/torch_frac.txt" >/dev/null
+check "numbers: PyTorch's values pass tfrun --check" $?
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

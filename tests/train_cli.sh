@@ -12,7 +12,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 passed=0
 failed=0
-check() { # check NAME STATUS
+check() { # check NAME STATUS (call as `check "NAME" $?` only when NAME expands no command)
     if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else echo "FAIL: $1"; failed=$((failed + 1)); fi
 }
 expect() { # expect NAME WANT_STATUS GOT_STATUS
@@ -22,7 +22,8 @@ expect() { # expect NAME WANT_STATUS GOT_STATUS
 
 for prog in binary_add first_token xor secret_code decimal_add; do
     "$TFC" "$P/$prog.tfp" -o "$tmp/$prog.init.tfw" 2>"$tmp/err"
-    check "tfc compiles $prog.tfp: $(cat "$tmp/err")" $?
+    rc=$?
+    check "tfc compiles $prog.tfp: $(cat "$tmp/err")" $rc
 done
 
 # Seed 003 in full (it takes a fraction of a second): 2013 accepted, every
@@ -31,7 +32,8 @@ done
     --batch-size 3 --lr 3e-3 --steps 10000 --quiet -o "$tmp/sc.tfw" >"$tmp/sc.txt"
 check "tftrain secret-code" $?
 grep -q "^held-out accuracy 100.00% (2000/2000)" "$tmp/sc.txt"
-check "secret code: held-out accuracy 100% ($(head -1 "$tmp/sc.txt"))" $?
+rc=$?
+check "secret code: held-out accuracy 100% ($(head -1 "$tmp/sc.txt"))" $rc
 grep -q "2013 accepted (p = .*); close negatives rejected: 36 of 36" "$tmp/sc.txt"
 check "secret code: 2013 accepted, 36 of 36 close negatives rejected" $?
 n=$(awk '/mean squared error/ && $7 < 0.05' "$tmp/sc.txt" | wc -l)
@@ -43,13 +45,16 @@ check "tfrun classifies #2013 as accept (got '$out')" $?
 out=$("$TFRUN" "$tmp/sc.tfw" "#2012")
 [[ "$out" == $'#2012\treject\t'* ]]
 check "tfrun classifies #2012 as reject (got '$out')" $?
+out=$(printf '#2013\r\n#2012\r\n' | "$TFRUN" "$tmp/sc.tfw" --batch - | cut -f1,2)
+[ "$out" = $'#2013\taccept\n#2012\treject' ]
+check "tfrun classifies CRLF lines as LF ones (got '$out')" $?
 
 # Seed 004, shortened: a progress line per evaluation, then the result.
 "$TFTRAIN" "$P/first_token.tfp" --task first-token:20 --train-size 1000 --heldout-size 200 \
     --batch-size 32 --optimizer adam --lr 1e-3 --steps 1500 --eval-every 500 \
     -o "$tmp/ft.tfw" >"$tmp/ft.txt"
 check "tftrain first-token" $?
-n=$(grep -cE '^step +[0-9]+/1500  loss [0-9.]+  held-out +[0-9.]+%  lr [0-9.e+-]+ +[0-9]+ examples/s$' "$tmp/ft.txt")
+n=$(grep -cE '^step +[0-9]+/1500  loss [0-9.]+  held-out +[0-9.]+%  lr [0-9.e+-]+ +[0-9]+ examples/s  elapsed [0-9.:]+( s)?  ETA [0-9.:]+( s)?$' "$tmp/ft.txt")
 [ "$n" -eq 3 ]
 check "three progress lines (got $n)" $?
 acc=$(sed -n 's/^held-out accuracy \([0-9.]*\)%.*/\1/p' "$tmp/ft.txt")
@@ -72,7 +77,7 @@ n=$(paste -d'\n' "$tmp/ba/got.txt" "$tmp/ba/want.txt" | paste - - | awk '$1 == $
 check "the trained adder answers >= 45 of its 48 training sums (got $n)" $?
 
 # PyTorch (tools/tfw_torch.py) runs the trained files as tfrun does.
-PY=/usr/bin/python3
+PY=${PYTHON:-python3} # CMake passes one that can import torch (CMakeLists.txt)
 if "$PY" -c 'import torch' 2>/dev/null; then
     "$PY" "$SRC/tools/tfw_torch.py" "$tmp/ba.tfw" -n 4 --batch "$tmp/ba/prompts.txt" >"$tmp/ba/torch.txt"
     cmp -s "$tmp/ba/got.txt" "$tmp/ba/torch.txt"
@@ -119,7 +124,8 @@ run_err() { # run_err NAME WANT_STATUS WANT_TEXT COMMAND...
     local rc=$?
     expect "$name" "$want" $rc
     grep -qF -- "$text" "$tmp/err" && [ "$(wc -l <"$tmp/err")" -eq 1 ]
-    check "$name: one line with '$text' (got '$(cat "$tmp/err")')" $?
+    local ok=$?
+    check "$name: one line with '$text' (got '$(cat "$tmp/err")')" $ok
 }
 run_err "unknown option" 2 "tftrain: unknown option '--bogus'" \
     "$TFTRAIN" "$P/xor.tfp" --task xor --bogus
@@ -142,14 +148,106 @@ run_err "unknown label" 1 "bad.txt:1: label 'maybe' is not a class of the model"
     "$TFTRAIN" "$P/xor.tfp" --data "$tmp/bad.txt" --heldout "$tmp/bad.txt" -o "$tmp/x.tfw"
 run_err "missing data file" 1 "/nonexistent.txt: cannot open" \
     "$TFTRAIN" "$P/xor.tfp" --data /nonexistent.txt --heldout /nonexistent.txt -o "$tmp/x.tfw"
-run_err "resume from a bad file" 1 "tftrain: $tmp/bad.txt: " \
+run_err "resume from a text file" 1 "tftrain: $tmp/bad.txt is a text file, not a weight file" \
     "$TFTRAIN" --resume "$tmp/bad.txt" --task xor -o "$tmp/x.tfw"
 run_err "a weight file given as the program" 1 "sc.tfw is a weight file, not a program" \
     "$TFTRAIN" "$tmp/sc.tfw" --task secret-code -o "$tmp/x.tfw"
 run_err "generated examples too long" 1 "task example '0" \
     "$TFTRAIN" "$P/xor.tfp" --task xor:20 -o "$tmp/x.tfw"
+head -c 100 "$tmp/r1.tfw" >"$tmp/trunc.tfw"
+run_err "resume from a truncated file" 1 "tftrain: $tmp/trunc.tfw: " \
+    "$TFTRAIN" --resume "$tmp/trunc.tfw" --task xor -o "$tmp/x.tfw"
 [ ! -e "$tmp/x.tfw" ]
 check "no output file after a failure" $?
+
+
+# ---- conventions (issue 13) --------------------------------------------------
+v=$("$TFTRAIN" --version)
+[[ "$v" =~ ^tftrain\ \(tfc\)\ [0-9]+\.[0-9]+\.[0-9]+$ ]]
+check "tftrain --version (got '$v')" $?
+"$TFTRAIN" --help | grep -q "^exit status: 0 "
+check "tftrain --help lists the exit codes" $?
+run_err "an unknown option before another" 2 "tftrain: unknown option '--bogus'" \
+    "$TFTRAIN" "$P/xor.tfp" --bogus --task xor
+run_err "a flag given a value" 2 "tftrain: --quiet takes no value" "$TFTRAIN" "$P/xor.tfp" --task xor --quiet=1
+run_err "a value missing at the end" 2 "tftrain: --lr needs a value" "$TFTRAIN" "$P/xor.tfp" --task xor --lr
+"$TFTRAIN" "$P/binary_add.tfp" --task=binary-add:3 --train-size=48 --heldout-size=16 --quiet --steps=40 \
+    --output="$tmp/eq.tfw" >/dev/null && cmp -s "$tmp/r1.tfw" "$tmp/eq.tfw"
+check "--opt=value trains what --opt value trains" $?
+"$TFTRAIN" "${common[@]}" --steps 40 -o "$tmp/dd.tfw" -- "$P/binary_add.tfp" >/dev/null && cmp -s "$tmp/r1.tfw" "$tmp/dd.tfw"
+check "the program after --" $?
+run_err "--resume given a program" 1 "tftrain: $P/binary_add.tfp is a program source, not a weight file" \
+    "$TFTRAIN" --resume "$P/binary_add.tfp" --task binary-add:3
+
+# CRLF data files train as LF ones.
+sed 's/$/\r/' "$tmp/ba/train.txt" >"$tmp/ba/train_crlf.txt"
+sed 's/$/\r/' "$tmp/ba/heldout.txt" >"$tmp/ba/heldout_crlf.txt"
+"$TFTRAIN" "$P/binary_add.tfp" --data "$tmp/ba/train.txt" --heldout "$tmp/ba/heldout.txt" --steps 20 --quiet \
+    -o "$tmp/lf.tfw" >/dev/null &&
+    "$TFTRAIN" "$P/binary_add.tfp" --data "$tmp/ba/train_crlf.txt" --heldout "$tmp/ba/heldout_crlf.txt" \
+        --steps 20 --quiet -o "$tmp/crlf.tfw" >/dev/null && cmp -s "$tmp/lf.tfw" "$tmp/crlf.tfw"
+check "CRLF data files train the same model as LF ones" $?
+
+# The output is checked before training: nothing is printed, no step runs.
+"$TFTRAIN" "$P/binary_add.tfp" --task binary-add:3 --train-size 48 --heldout-size 16 --steps 100000 \
+    -o "$tmp/none/x.tfw" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 1 ] && [ ! -s "$tmp/out" ] && grep -q "^tftrain: $tmp/none/x.tfw: cannot create: No such file or directory$" "$tmp/err"
+rc=$?
+check "an output in a missing directory is refused before training ($(cat "$tmp/err"))" $rc
+cp "$tmp/r1.tfw" "$tmp/ro.tfw"
+chmod 444 "$tmp/ro.tfw"
+run_err "a read-only output is refused before training" 1 "tftrain: $tmp/ro.tfw is read-only; refusing to replace it" \
+    "$TFTRAIN" "$P/binary_add.tfp" "${common[@]}" --steps 100000 -o "$tmp/ro.tfw"
+cmp -s "$tmp/r1.tfw" "$tmp/ro.tfw"
+check "the read-only output is unchanged" $?
+run_err "-o the training data itself" 1 "tftrain: $tmp/ba/train_crlf.txt is $tmp/ba/train_crlf.txt itself; refusing" \
+    "$TFTRAIN" "$P/binary_add.tfp" --data "$tmp/ba/train_crlf.txt" --heldout "$tmp/ba/heldout.txt" -o "$tmp/ba/train_crlf.txt"
+if [ -w /dev/full ]; then
+    "$TFTRAIN" "$P/binary_add.tfp" "${common[@]}" --steps 5 -o "$tmp/full.tfw" >/dev/full 2>"$tmp/err"
+    rc=$?
+    [ $rc -eq 1 ] && grep -q "tftrain: error writing standard output: No space left on device" "$tmp/err"
+    check "tftrain to a full disk: exit 1 and a message" $?
+fi
+
+# --progress: a "\r"-updated line on stderr with the elapsed time, ending in a newline.
+"$TFTRAIN" "$P/binary_add.tfp" "${common[@]}" --steps 40 --progress -o "$tmp/p.tfw" >/dev/null 2>"$tmp/err" &&
+    [ "$(head -c 1 "$tmp/err")" = $'\r' ] && [ "$(tail -c 1 "$tmp/err" | od -An -c | tr -d ' ')" = '\n' ] &&
+    tr '\r' '\n' <"$tmp/err" | tail -1 | grep -q '^40 steps, [0-9]* examples/s, [0-9.]* s *$' &&
+    cmp -s "$tmp/r1.tfw" "$tmp/p.tfw"
+check "--progress: the final line on stderr, the same model" $?
+
+# Ctrl-C (SIGINT) during training saves a checkpoint and exits 130; resuming
+# it ends where an uninterrupted run ends. SIGTERM ends tftrain at once and
+# leaves nothing behind. (set -m: a background job that does not ignore
+# SIGINT; the signal is sent once the progress line shows training.)
+train_until_signal() { # train_until_signal SIGNAL OUT: sets rc
+    set -m
+    "$TFTRAIN" "$P/binary_add.tfp" "${common[@]}" --steps 100000000 --progress -o "$2" \
+        >"$tmp/sig.out" 2>"$tmp/sig.err" &
+    local pid=$!
+    set +m
+    for _ in $(seq 1 6000); do
+        grep -q "ETA" "$tmp/sig.err" && break
+        sleep 0.1
+    done
+    kill "-$1" "$pid"
+    wait "$pid"
+    rc=$?
+}
+train_until_signal INT "$tmp/int.tfw"
+expect "SIGINT: exit 130" 130 $rc
+k=$(sed -n 's/.*tftrain: interrupted after step \([0-9]*\) of 100000000; saved a checkpoint to .*int.tfw .*/\1/p' "$tmp/sig.err")
+[ -n "$k" ] && [ "$k" -gt 0 ]
+check "SIGINT: says at which step and where it saved ($(tr '\r' '|' <"$tmp/sig.err"))" $?
+"$TFTRAIN" --resume "$tmp/int.tfw" "${common[@]}" --steps $((k + 7)) -o "$tmp/int_resumed.tfw" >/dev/null &&
+    "$TFTRAIN" "$P/binary_add.tfp" "${common[@]}" --steps $((k + 7)) -o "$tmp/int_straight.tfw" >/dev/null &&
+    cmp -s "$tmp/int_resumed.tfw" "$tmp/int_straight.tfw"
+check "SIGINT: the checkpoint resumes to the uninterrupted run, bit for bit" $?
+train_until_signal TERM "$tmp/term.tfw"
+expect "SIGTERM: killed by the signal" 143 $rc
+[ ! -e "$tmp/term.tfw" ] && [ -z "$(ls "$tmp" | grep '\.tmp\.')" ]
+check "SIGTERM: no output and no temporary file left" $?
 
 # The model block's diagnostics.
 printf 'vocab "01";\nmodel { d_model 8; heads 3; max_len 4; predict next_token; dropout 2; }\n' >"$tmp/m.tfp"

@@ -10,7 +10,7 @@ set -u
 TFTRAIN=$1
 TFC=$2
 SRC=${TF_SOURCE_DIR:?TF_SOURCE_DIR must point at the source tree}
-PY=/usr/bin/python3
+PY=${PYTHON:-python3} # CMake passes one that can import torch (CMakeLists.txt)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 passed=0

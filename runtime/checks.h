@@ -1,0 +1,34 @@
+/* checks.h: the run-time check of a categorical value the compiler could not
+ * prove single-valued (a TfCheck of the model, model.h).
+ *
+ * A categorical register holds one value at a row when exactly one of its
+ * columns is >= TF_CHECK_HOT and every other column is <= TF_CHECK_COLD
+ * (NaN is neither). The engine (infer.c) tests each check's register after
+ * the check's layer at every row, that is every position of every input
+ * (its liveness pass computes that layer everywhere); the trace (inspect.c)
+ * marks the positions that fail. docs/weight-format.md documents both
+ * thresholds.
+ */
+#ifndef TF_CHECKS_H
+#define TF_CHECKS_H
+
+#include <stddef.h>
+
+#include "model.h"
+
+#define TF_CHECK_HOT 0.75f
+#define TF_CHECK_COLD 0.25f
+
+/* 1 when the `size` values v[0], v[stride], ..., v[(size - 1) * stride]
+ * hold one value, else 0. */
+int check_holds_one(const float *v, int size, size_t stride);
+
+/* Sets err to the failure of check c at position pos, whose register's
+ * columns are v[0], v[stride], ...:
+ *   "sort.tfp:7: Aggregate -> place: position 3 does not hold one value
+ *    ('a' 0.50, 'b' 0.50); the compiler could not prove it"
+ * (the source file is the model's source_name; without one, "line 7"). */
+void check_describe(const TfModel *m, const TfCheck *c, int pos, const float *v, size_t stride,
+                    TfError *err);
+
+#endif

@@ -1,0 +1,103 @@
+/* cli.h: what the four tools (tfc, tfrun, tfinfo, tftrain) share on the
+ * command line: option errors and --version in one wording, numbers in
+ * arguments, naming the wrong kind of input file, removing a pending
+ * output file when a signal ends the tool, a progress line on stderr, and
+ * checking that standard output was written.
+ *
+ * Only the tools' main files use it. Unlike library code it prints (to
+ * stderr and, for --version, stdout), but it never exits. It holds no
+ * memory; a CliProgress is a plain struct the caller owns.
+ */
+#ifndef TF_CLI_H
+#define TF_CLI_H
+
+#include <getopt.h>
+#include <stddef.h>
+
+#define CLI_EXIT_INTERRUPTED 130 /* 128 + SIGINT, as shells report it */
+
+/* Prints "PROG (tfc) VERSION" (the CMake project's version) on stdout. */
+void cli_version(const char *prog);
+
+/* Reports getopt_long's '?' or ':' (the option string must start with ':')
+ * about the option just read: "PROG: unknown option '--bogus' (see 'PROG
+ * --help')", "PROG:
+ * --check needs a value", "PROG: --no-cache takes no value", "PROG:
+ * ambiguous option '--tr'": one line. */
+void cli_option_error(const char *prog, int c, char *const *argv, const struct option *longopts);
+
+/* A whole decimal number in [lo, hi]; 0, or -1. */
+int cli_parse_long(const char *s, long lo, long hi, long *out);
+/* A number in [lo, hi]; 0, or -1. */
+int cli_parse_float(const char *s, double lo, double hi, float *out);
+
+/* What a file's first bytes look like. */
+typedef enum CliFileKind {
+    CLI_FILE_OTHER,   /* anything else, or not known (empty, unreadable, not a regular file) */
+    CLI_FILE_WEIGHTS, /* a safetensors header: a small little-endian length, then '{' */
+    CLI_FILE_TEXT,    /* no NUL byte, under 1/32 control characters: text */
+} CliFileKind;
+CliFileKind cli_file_kind(const void *head, size_t n);
+
+/* Before reading a weight file: when path is a regular file holding text,
+ * prints "PROG: PATH is a program source, not a weight file (compile it
+ * with tfc: ...)" (or "is a text file") and returns -1; else 0. A pipe is
+ * not looked at, so nothing is consumed from it. */
+int cli_expect_weights(const char *prog, const char *path);
+
+/* A program source read whole (buf, len): when it is a weight file or
+ * binary, prints "PROG: PATH is a weight file, not a program (...)" (or "is
+ * a binary file") and returns -1; else 0. */
+int cli_expect_program(const char *prog, const char *path, const char *buf, size_t len);
+
+/* Whether out names the same file as in (after symbolic links): then
+ * prints "PROG: OUT is IN itself; refusing to overwrite it" and returns -1;
+ * else 0 (in NULL, or either missing, is never the same). */
+int cli_refuse_same_file(const char *prog, const char *out, const char *in);
+
+/* On SIGINT, SIGTERM, SIGHUP and SIGXFSZ (unless ignored when the tool started):
+ * remove the pending output file (outfile.h) and die of the signal. */
+void cli_remove_output_on_signals(void);
+/* Installs handler for sig (SA_RESTART), unless sig was ignored when the
+ * tool started (nohup, a background job). */
+void cli_catch_signal(int sig, void (*handler)(int));
+/* That handler's body, for a tool with a handler of its own: removes the
+ * pending output file and re-raises sig with its default action.
+ * Async-signal-safe. */
+void cli_die_of_signal(int sig);
+
+/* Flushes standard output; on an error (a full disk, say) prints "PROG:
+ * error writing standard output: REASON" and returns -1. */
+int cli_flush_stdout(const char *prog);
+
+/* Seconds on a monotonic clock. */
+double cli_now(void);
+/* "7.2 s" below a minute, else "12:05" or "1:02:05". */
+void cli_duration(double seconds, char *buf, size_t size);
+
+/* A progress line on stderr: "\r"-updated, at most a few times a second,
+ * shown when stderr is a terminal (after the first second, so short runs
+ * print nothing) or always when forced (--progress). */
+typedef struct CliProgress {
+    int on, forced;
+    double start, last; /* cli_now() at init and at the last update */
+    int width;          /* characters of the line now on screen; 0: none */
+} CliProgress;
+void cli_progress_init(CliProgress *p, int force);
+/* Shows "TEXT, ELAPSED elapsed, ETA REMAINING" if it is time to; fraction
+ * is the part of the work done (0 to 1), or negative when not known (no
+ * ETA then). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+void cli_progress_update(CliProgress *p, double fraction, const char *fmt, ...);
+/* Erases the line, so other output can be written to the terminal. */
+void cli_progress_clear(CliProgress *p);
+/* The final state, "TEXT, ELAPSED" and a newline: when forced or when a
+ * line was shown. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+void cli_progress_end(CliProgress *p, const char *fmt, ...);
+
+#endif

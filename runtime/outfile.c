@@ -1,0 +1,169 @@
+/* outfile.c: see outfile.h. */
+#define _POSIX_C_SOURCE 200809L
+#include "outfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define OUTFILE_MAX_LINKS 40 /* as the kernel's ELOOP limit */
+#define OUTFILE_NAME_MAX 4096
+
+/* The temporary file of the write in progress (one at a time). */
+static char pending_name[OUTFILE_NAME_MAX];
+static volatile sig_atomic_t pending;
+
+void outfile_remove_pending(void) {
+    if (pending) unlink(pending_name);
+}
+
+/* path after following symbolic links (malloc'd); a name that does not
+ * exist (yet) is its own target. NULL with err set. */
+static char *resolve(const char *path, TfError *err) {
+    char *p = malloc(strlen(path) + 1);
+    if (p) strcpy(p, path);
+    for (int hops = 0; p; hops++) {
+        struct stat st;
+        if (lstat(p, &st) != 0 || !S_ISLNK(st.st_mode)) return p;
+        char link[OUTFILE_NAME_MAX];
+        ssize_t n = hops < OUTFILE_MAX_LINKS ? readlink(p, link, sizeof link - 1) : -1;
+        if (n < 0) {
+            tf_error_set(err, "%s: cannot follow the symbolic link: %s", path,
+                         hops < OUTFILE_MAX_LINKS ? strerror(errno) : strerror(ELOOP));
+            free(p);
+            return NULL;
+        }
+        link[n] = '\0';
+        // A relative link is relative to the directory holding it.
+        const char *slash = strrchr(p, '/');
+        size_t dir = link[0] == '/' || !slash ? 0 : (size_t)(slash - p) + 1;
+        char *next = malloc(dir + (size_t)n + 1);
+        if (next) {
+            memcpy(next, p, dir);
+            memcpy(next + dir, link, (size_t)n + 1);
+        }
+        free(p);
+        p = next;
+    }
+    tf_error_set(err, "%s: out of memory", path);
+    return NULL;
+}
+
+/* Refuses a target that exists and is not a writable regular file; *mode is
+ * the mode the written file gets. */
+static int check_target(const char *path, const char *target, mode_t *mode, TfError *err) {
+    struct stat st;
+    const char *how = NULL;
+    if (stat(target, &st) != 0) {
+        if (errno != ENOENT) {
+            tf_error_set(err, "%s: cannot write: %s", path, strerror(errno));
+            return -1;
+        }
+        mode_t mask = umask(0);
+        umask(mask);
+        *mode = 0666 & ~mask;
+        return 0;
+    }
+    if (S_ISDIR(st.st_mode))
+        how = "is a directory";
+    else if (!S_ISREG(st.st_mode))
+        how = "is not a regular file (a device, FIFO or socket); refusing to replace it";
+    else if (!(st.st_mode & 0222) || access(target, W_OK) != 0)
+        how = "is read-only; refusing to replace it (remove it or make it writable first)";
+    if (how) {
+        if (strcmp(path, target) != 0)
+            tf_error_set(err, "%s: its target %s %s", path, target, how);
+        else
+            tf_error_set(err, "%s %s", path, how);
+        return -1;
+    }
+    *mode = st.st_mode & 07777;
+    return 0;
+}
+
+/* Resolves and checks path, creates TARGET.tmp.XXXXXX and registers it as
+ * pending. The open descriptor, or -1 with err set; *target is malloc'd. */
+static int open_temp(const char *path, char **target, TfError *err) {
+    mode_t mode = 0644;
+    *target = resolve(path, err);
+    if (!*target) return -1;
+    if (check_target(path, *target, &mode, err) < 0) return -1;
+    size_t n = strlen(*target);
+    if (n + sizeof ".tmp.XXXXXX" > sizeof pending_name) {
+        tf_error_set(err, "%s: cannot create: %s", path, strerror(ENAMETOOLONG));
+        return -1;
+    }
+    // The signals that remove the file wait until it is registered.
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    sigaddset(&block, SIGXFSZ);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
+    memcpy(pending_name, *target, n);
+    memcpy(pending_name + n, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
+    int fd = mkstemp(pending_name);
+    int saved = errno;
+    if (fd >= 0) pending = 1;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (fd < 0) {
+        tf_error_set(err, "%s: cannot create: %s", path, strerror(saved));
+        return -1;
+    }
+    fchmod(fd, mode); /* mkstemp makes 0600 */
+    return fd;
+}
+
+static void drop_temp(int fd) {
+    close(fd);
+    unlink(pending_name);
+    pending = 0;
+}
+
+int outfile_check(const char *path, TfError *err) {
+    char *target = NULL;
+    int fd = open_temp(path, &target, err);
+    if (fd >= 0) drop_temp(fd);
+    free(target);
+    return fd >= 0 ? 0 : -1;
+}
+
+int outfile_write(const char *path, const void *buf, size_t len, TfError *err) {
+    char *target = NULL;
+    int fd = open_temp(path, &target, err);
+    if (fd < 0) {
+        free(target);
+        return -1;
+    }
+    const char *p = buf;
+    size_t left = len;
+    int ok = 1;
+    while (ok && left > 0) {
+        ssize_t k = write(fd, p, left);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) {
+            ok = 0;
+            break;
+        }
+        p += k;
+        left -= (size_t)k;
+    }
+    if (!ok || close(fd) != 0 || rename(pending_name, target) != 0) {
+        tf_error_set(err, "%s: cannot write: %s", path, strerror(errno ? errno : EIO));
+        if (!ok) close(fd);
+        unlink(pending_name);
+        pending = 0;
+        free(target);
+        return -1;
+    }
+    pending = 0;
+    free(target);
+    return 0;
+}

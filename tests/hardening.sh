@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# hardening.sh TFC TFRUN TFINFO: the command-line reproducers of issue 13,
+# each a specific one-line error and exit 1 or 2, in bounded time and memory
+# (no timing is asserted: the inputs are sized so that the old quadratic or
+# unbounded paths would not end in any sane time).
+set -u
+TFC=$1
+TFRUN=$2
+TFINFO=$3
+SRC=${TF_SOURCE_DIR:?TF_SOURCE_DIR must point at the source tree}
+PY=${PYTHON:-python3}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+check() { # check NAME STATUS [DETAIL]
+    if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else echo "FAIL: $1 ${3:-}"; failed=$((failed + 1)); fi
+}
+says() { # says NAME FILE TEXT: FILE has TEXT
+    grep -qF -- "$3" "$2"
+    check "$1" $? "(got: $(head -c 300 "$2"))"
+}
+
+# tfrun /dev/zero grew to 18.8 GB: a device is refused at once.
+"$TFRUN" /dev/zero "0+0=" >/dev/null 2>"$tmp/err"
+check "tfrun /dev/zero exits 1" $(($? != 1))
+says "tfrun /dev/zero names a device" "$tmp/err" "/dev/zero: not a regular file (a character device)"
+"$TFINFO" "$tmp" >/dev/null 2>"$tmp/err"
+check "tfinfo DIR exits 1" $(($? != 1))
+says "tfinfo DIR names a directory" "$tmp/err" "not a regular file (a directory)"
+
+# A 40 MB identifier: a header over the reader's 64 MiB; tfc says so and
+# writes nothing.
+"$PY" - "$tmp/big.tfp" <<'PYEOF'
+import sys
+n = "r" * (40 << 20)
+open(sys.argv[1], "w").write('vocab "0123456789+= \\n";\nposition p;\ntoken out, %s;\n'
+                             "find: FindAndStore('+') -> p;\nget: GetRelativeToken(p + 0) -> out;\n"
+                             "output out;\n" % n)
+PYEOF
+"$TFC" "$tmp/big.tfp" -o "$tmp/big.tfw" 2>"$tmp/err"
+check "tfc with a 40 MB identifier exits 2" $(($? != 2))
+says "tfc names the header limit" "$tmp/err" "over the readers' limit of 67108864 bytes"
+[ ! -e "$tmp/big.tfw" ]
+check "tfc wrote no file over the reader's limit" $?
+rm -f "$tmp/big.tfp"
+
+# A program that is not UTF-8 (found by fuzzing): the file would store it
+# in JSON, which the readers refuse.
+{ cat "$SRC/programs/xor.tfp"; printf '# caf\xe9\n'; } >"$tmp/latin1.tfp"
+"$TFC" "$tmp/latin1.tfp" -o "$tmp/latin1.tfw" 2>"$tmp/err"
+check "tfc on a Latin-1 program exits 2" $(($? != 2))
+says "tfc says the program is not UTF-8" "$tmp/err" "the program is not valid UTF-8 text"
+
+# A 30 MB string literal wrote gigabytes to stderr: messages and source
+# lines are cut, and errors stop after 20 with a count.
+"$PY" - "$tmp/str.tfp" <<'PYEOF'
+import sys
+s = "x" * (30 << 20)
+with open(sys.argv[1], "w") as f:
+    f.write('vocab "ab";\ntoken t;\n')
+    for i in range(30):
+        f.write('bad%d: Foo("%s") -> t;\n' % (i, s if i == 0 else s[:100000]))
+PYEOF
+"$TFC" "$tmp/str.tfp" -o "$tmp/str.tfw" 2>"$tmp/err"
+check "tfc with a 30 MB string literal exits 1" $(($? != 1))
+size=$(wc -c <"$tmp/err")
+[ "$size" -lt 20000 ]
+check "its diagnostics stay small" $? "($size bytes)"
+says "and end with a count of the rest" "$tmp/err" "more errors not shown"
+rm -f "$tmp/str.tfp"
+
+# Random bytes: 4 MB of them (17 s before, quadratic in the errors).
+head -c 4000000 /dev/urandom >"$tmp/rand.tfp"
+"$TFC" "$tmp/rand.tfp" -o "$tmp/rand.tfw" 2>"$tmp/err"
+check "tfc on random bytes exits 1" $(($? != 1))
+size=$(wc -c <"$tmp/err")
+[ "$size" -lt 20000 ]
+check "its diagnostics stay small" $? "($size bytes)"
+
+# Non-finite weights and a duplicated __metadata__ key (cJSON took the
+# first, Python's json the last: the readers printed different sums): both
+# readers refuse both.
+"$TFC" "$SRC/programs/adder.tfp" -o "$tmp/adder.tfw" || exit 1
+"$PY" - "$tmp/adder.tfw" "$tmp/nan.tfw" "$tmp/dup.tfw" <<'PYEOF'
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+(n,) = struct.unpack("<Q", data[:8])
+nan = bytearray(data)
+nan[8 + n:8 + n + 4] = struct.pack("<f", float("nan"))
+open(sys.argv[2], "wb").write(nan)
+header = data[8:8 + n].rstrip(b" ")
+header = header.replace(b'"__metadata__":{', b'"__metadata__":{"generate":"2",', 1)
+header += b" " * ((8 - (8 + len(header)) % 8) % 8)
+open(sys.argv[3], "wb").write(struct.pack("<Q", len(header)) + header + data[8 + n:])
+PYEOF
+for f in nan dup; do
+    "$TFRUN" "$tmp/$f.tfw" "0999+0111=" >/dev/null 2>"$tmp/err"
+    check "tfrun refuses $f.tfw with exit 1" $(($? != 1))
+    "$PY" "$SRC/tools/tfw_torch.py" "$tmp/$f.tfw" "0999+0111=" >/dev/null 2>"$tmp/err.py"
+    check "tfw_torch.py refuses $f.tfw with exit 1" $(($? != 1)) "$(cat "$tmp/err.py")"
+done
+"$TFRUN" "$tmp/nan.tfw" "0999+0111=" 2>&1 >/dev/null | grep -q "element 0 is NaN, not a finite number"
+check "tfrun names the NaN" $?
+"$TFRUN" "$tmp/dup.tfw" "0999+0111=" 2>&1 >/dev/null | grep -q "the key 'generate' appears twice"
+check "tfrun names the repeated key" $?
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
