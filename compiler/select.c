@@ -390,6 +390,16 @@ void select_analyze(Gen *G, TfIrOp *op, int index) {
         }
         if (va_check_readable(G, op, vreg, s->args[1].loc, 0) < 0) ok = 0;
     }
+    for (int i = 0; ok && i < R.nk + (vreg >= 0); i++) {
+        int r = i < R.nk ? R.kregs[i] : vreg;
+        if (!va_greg(G, r)->bos_value) continue;
+        diag_error(G->diag, i < R.nk ? a0->loc : s->args[1].loc,
+                   "'%s' holds a value at the BOS position (for its run-time check), so an "
+                   "attention cannot read it at the keys",
+                   va_reg_name(G, r));
+        diag_hint(G->diag, "Map it to a new register first: Map(%s) -> copy", va_reg_name(G, r));
+        ok = 0;
+    }
     if (!ok || va_check_fresh(G, op) < 0) return;
 
     TfGenOp *p = va_new_plan(G, is_count ? TF_GEN_COUNT : TF_GEN_ATTEND, op, is_count ? ".attn" : "");
@@ -494,6 +504,26 @@ void select_analyze(Gen *G, TfIrOp *op, int index) {
         p->default_col = has_default ? values_column(G->ir, dest, dflt) : -1;
         p->value_numeric = 0;
         va_greg(G, dest)->err = gv->err + leak + soft + ROUND_ONE;
+        if (p->check) {
+            // The run-time check holds at the BOS position too: the BOS
+            // reads its own value there, the default; without one, a
+            // one-unit MLP after the attention puts the first value there.
+            va_greg(G, dest)->bos_value = 1;
+            if (!has_default) {
+                op->gen = p;
+                p->check = 0;
+                va_record_write(G, dest, index);
+                va_push_op(G, op);
+                TfGenOp *f = va_new_plan(G, TF_GEN_BOS_FILL, op, ".bos");
+                if (!f) return;
+                f->dest = dest;
+                f->check = 1;
+                TfIrOp fop = *op;
+                fop.gen = f;
+                va_push_op(G, &fop);
+                return;
+            }
+        }
     } else {
         if (dest_cat) {
             diag_error(G->diag, s->dest.loc,

@@ -42,6 +42,7 @@ struct TfGenReg {
     const char *why;        /* and how: "leaves it holding no value" */
     int bos_dirty;          /* may be non-zero at the BOS position (a seed op wrote it) */
     const TfStmt *bos_stmt; /* that seed op */
+    int bos_value;          /* holds a value at the BOS (a checked copy): no attention reads it */
 };
 
 typedef enum TfGenForm {
@@ -51,7 +52,8 @@ typedef enum TfGenForm {
     TF_GEN_GATED,     /* MLP: per combination of categorical inputs, a + b x of one
                          numeric input x, gated by the combination's one-hot */
     TF_GEN_ATTEND,    /* attention: select and aggregate (mean or copy) */
-    TF_GEN_COUNT      /* attention: 1 / (count + 1) into a hidden numeric register */
+    TF_GEN_COUNT,     /* attention: 1 / (count + 1) into a hidden numeric register */
+    TF_GEN_BOS_FILL   /* MLP: dest's first value at the BOS only (a checked copy's) */
 } TfGenForm;
 
 #define TF_GEN_MAX_INPUTS TF_EXPR_MAX_INPUTS

@@ -325,6 +325,10 @@ EOF
 expect "general: an unproven categorical copy warns" 0 "" \
     "tie.tfp:2:4: warning: Aggregate: the positions this selection picks may hold different values of 'tokens'" \
     -- "$TFC" "$tmp/tie.tfp" -o "$tmp/tie.tfw"
+expect "general: the unproven copy is checked at run time" 1 "" \
+    "tie.tfp:2: Aggregate -> b: position 2 does not hold one value ('a' 0.50, 'b' 0.50); the compiler could not prove it" \
+    -- "$TFRUN" "$tmp/tie.tfw" "^abcd"
+expect "general: where the positions agree it runs" 0 "$(printf '^aaaa\taaaa')" "" -- "$TFRUN" "$tmp/tie.tfw" "^aaaa"
 # The unembedding is never shared with an identical token embedding.
 printf 'vocab "ab"; output tokens;\n' >"$tmp/echo.tfp"
 expect "tfc: output tokens over the whole vocabulary compiles" 0 "" "" -- "$TFC" "$tmp/echo.tfp" -o "$tmp/echo.tfw"
