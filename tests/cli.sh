@@ -279,6 +279,15 @@ expect "tfc: a 600-million-parameter Map is refused" 1 "" \
 sed 's/maxlen [0-9]*;/maxlen 65536;/' "$SRC/programs/sort.tfp" >"$tmp/huge_sort.tfp"
 expect "tfc: sort at maxlen 65536 is refused" 1 "" "error: this selection compares" \
     -- "$TFC" "$tmp/huge_sort.tfp" -o "$tmp/huge_sort.tfw"
+# A number as the output (issue 11): frac_prevs of 'l', printed at every
+# position; --check within the bound the compiler proved.
+printf 'vocab "^helo"; bos %s; maxlen 8; num isl, f;\nisl: Map(tokens == %s ? 1 : 0) -> isl;\nf: Aggregate(k.indices <= q.indices, isl, causal) -> f;\noutput f at every position;\n' "'^'" "'l'" >"$tmp/frac_l.tfp"
+expect "general: a num output compiles" 0 "" "" -- "$TFC" "$tmp/frac_l.tfp" -o "$tmp/frac_l.tfw"
+expect "general: a num output prints its values" 0 "$(printf '^hello\t0 0 0.33333334 0.5 0.4')" "" \
+    -- "$TFRUN" "$tmp/frac_l.tfw" "^hello"
+printf '^hello\t0 0 1/3 1/2 2/5\n' >"$tmp/frac_l.tsv"
+expect "general: --check compares numbers within the bound" 0 "~1 passed, 0 failed" "" \
+    -- "$TFRUN" "$tmp/frac_l.tfw" --check "$tmp/frac_l.tsv"
 # The layer limit applies outside `repeat` too (issue 13: 250,000 top-level ops).
 { printf 'vocab "ab"; token t; output t;\n'; for i in $(seq 1 100001); do echo 'Clear(t);'; done; } >"$tmp/many_ops.tfp"
 expect "tfc: more than 100000 top-level ops" 1 "" "error: the program has more than 100000 ops" \
