@@ -579,7 +579,7 @@ static void lower_embeddings(Lowerer *L) {
             int t = values_token_of(ir, g->vals[c]);
             if (t >= 0) AT(un, t, out->offset + c) = 1.0f;
         }
-    } else {
+    } else if (out->kind == TF_REG_TOKEN) {
         for (int t = 0; t < V; t++) AT(un, t, out->offset + t) = 1.0f;
     }
     L->m->tok_embed = lower_emit(L, TF_TENSOR_TOKEN_EMBED, te);
