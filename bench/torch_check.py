@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
-from tfw_torch import Transformer, load, token_text  # noqa: E402
+from tfw_torch import Transformer, read, token_text  # noqa: E402
 
 
 def packed(w, b=None, in_cols=None):
@@ -182,7 +182,7 @@ def main():
                     help="cut every weight to its non-zero rows and columns first")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    model = Transformer(*load(args.weights))
+    model = Transformer(*read(args.weights))
     eng = Incremental(model, pack=args.packed)
     index = {t: i for i, t in enumerate(model.vocab)}
     t0 = time.time()

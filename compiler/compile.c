@@ -10,6 +10,7 @@
  */
 #include "compile.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,12 +40,18 @@ static TfModel *learned_model(const TfIr *ir, TfDiag *diag, TfError *err) {
     return m;
 }
 
-static int attach_source(TfModel *m, const char *filename, const char *source, size_t len) {
+/* The source, its file name and what made the model (`made_by`). */
+static int attach_source(TfModel *m, const char *filename, const char *source, size_t len,
+                         int opt_level) {
     const char *base = strrchr(filename, '/');
     base = base ? base + 1 : filename;
     m->source = dup_text(source, len);
     m->source_name = dup_text(base, strlen(base));
-    return m->source && m->source_name ? 0 : -1;
+    char made_by[96];
+    snprintf(made_by, sizeof made_by, "{\"tool\":\"tfc\",\"version\":\"%s\",\"options\":{\"O\":%d}}",
+             TF_VERSION, opt_level);
+    m->made_by = dup_text(made_by, strlen(made_by));
+    return m->source && m->source_name && m->made_by ? 0 : -1;
 }
 
 TfModel *compile_source_opts(const char *filename, const char *source, size_t len,
@@ -79,7 +86,7 @@ TfModel *compile_source_opts(const char *filename, const char *source, size_t le
         // 5. Lowering: the weights.
         m = lower_program(ir, opts->opt_level, err);
     }
-    if (m && attach_source(m, filename, source, len) < 0) {
+    if (m && attach_source(m, filename, source, len, opts->opt_level) < 0) {
         tf_error_set(err, "out of memory");
         model_free(m);
         m = NULL;

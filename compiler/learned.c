@@ -14,13 +14,16 @@
 #include "learned.h"
 
 #include <assert.h>
+#include <cJSON.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "checker.h"
 #include "parse.h"
 #include "rng.h"
+#include "tfw.h"
 
 const char *const tf_norm_place_names[TF_NORM_PLACE_COUNT] = {"none", "pre", "post"};
 const char *const tf_positions_names[TF_POS_KIND_COUNT] = {"learned", "sinusoidal", "none"};
@@ -296,6 +299,38 @@ static void add_norm_layer(Builder *b, const char *name, const char *prefix, int
     add_layer(b, &n);
 }
 
+/* The shortest decimal that reads back as f (cJSON would print the double). */
+static cJSON *float_number(float f) {
+    char buf[32];
+    tfw_float_text(f, buf);
+    return cJSON_CreateRaw(buf);
+}
+
+/* __metadata__.learned: the settings of the model block, under their names
+ * (docs/weight-format.md); NULL when out of memory. */
+static char *spec_json(const TfLearnedSpec *s) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    cJSON_AddNumberToObject(o, "d_model", s->d_model);
+    cJSON_AddNumberToObject(o, "layers", s->n_layers);
+    cJSON_AddNumberToObject(o, "heads", s->n_heads);
+    cJSON_AddNumberToObject(o, "d_ff", s->d_ff);
+    cJSON_AddStringToObject(o, "activation", tf_activation_names[s->act]);
+    cJSON_AddStringToObject(o, "norm", tf_norm_place_names[s->norm]);
+    cJSON_AddItemToObject(o, "dropout", float_number(s->dropout));
+    cJSON_AddStringToObject(o, "positions", tf_positions_names[s->positions]);
+    cJSON_AddNumberToObject(o, "max_len", s->max_len);
+    cJSON_AddStringToObject(o, "attention", s->causal ? "causal" : "bidirectional");
+    cJSON_AddStringToObject(o, "predict", s->classify ? "classes" : "next_token");
+    if (s->classify) cJSON_AddStringToObject(o, "classify_at", s->classify_at_last ? "last" : "first");
+    cJSON_AddNumberToObject(o, "seed", (double)s->seed);
+    char *text = cJSON_PrintUnformatted(o), *copy = text ? malloc(strlen(text) + 1) : NULL;
+    if (copy) strcpy(copy, text);
+    cJSON_free(text);
+    cJSON_Delete(o);
+    return copy;
+}
+
 TfModel *learned_build(const TfLearnedSpec *s, const char *vocab, int n_vocab, int generate,
                        TfError *err) {
     TfModel *m = model_new();
@@ -400,7 +435,11 @@ TfModel *learned_build(const TfLearnedSpec *s, const char *vocab, int n_vocab, i
         }
         if (b.failed) tf_error_set(err, "out of memory");
     }
-    if (b.failed || model_validate(m, err) < 0) {
+    if (!b.failed && !(m->learned = spec_json(s))) {
+        tf_error_set(err, "out of memory");
+        b.failed = 1;
+    }
+    if (b.failed || model_name_tensors(m, err) < 0 || model_validate(m, err) < 0) {
         model_free(m);
         return NULL;
     }

@@ -653,7 +653,7 @@ TfModel *lower_program(const TfIr *ir, int opt_level, TfError *err) {
         }
     }
     free(L.hashes);
-    if (L.failed || model_validate(m, err) < 0) {
+    if (L.failed || model_name_tensors(m, err) < 0 || model_validate(m, err) < 0) {
         model_free(m);
         return NULL;
     }

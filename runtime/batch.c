@@ -16,6 +16,8 @@
 
 int batch_default_threads(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
+    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE"); /* ranks on this machine */
+    if (local && atol(local) > 1) n /= atol(local);
     return n < 1 ? 1 : n > 64 ? 64 : (int)n;
 }
 
@@ -575,7 +577,8 @@ int batch_run(const TfModel *m, FILE *in, const char *in_name, FILE *out, FILE *
         st->bytes += got;
         if (got > 0 && line[got - 1] == '\n') line[--got] = '\0';
         if (got > 0 && line[got - 1] == '\r') line[--got] = '\0';
-        if (take_line(&R, &R.slots[n], line, (size_t)got, st->lines, in_name) < 0) {
+        long lineno = st->lines + (o->first_line > 1 ? o->first_line - 1 : 0);
+        if (take_line(&R, &R.slots[n], line, (size_t)got, lineno, in_name) < 0) {
             st->bad++;
             continue;
         }

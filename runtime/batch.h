@@ -29,6 +29,7 @@ typedef struct TfBatchOptions {
     int use_cache;    /* 0: recompute every position at every step */
     int check;        /* lines are prompt<TAB>expected; print failures, not completions */
     int show_failures; /* check mode: how many failures to print in full */
+    long first_line;  /* the number of the input's first line in messages (0: 1) */
     /* Optional: called after each chunk with the counts so far, and with st
      * NULL just before anything is written to out or errs (so a progress
      * line on a terminal can be cleared first). */
@@ -98,7 +99,8 @@ void batch_print_outputs(FILE *f, const TfModel *m, const char *prompt, size_t l
  * (the BOS position's output means nothing), else 0. */
 int batch_output_start(const TfModel *m);
 
-/* The number of CPUs online, at least 1. */
+/* The number of CPUs online, at least 1; under mpirun, divided among the
+ * ranks it started on this machine (OMPI_COMM_WORLD_LOCAL_SIZE). */
 int batch_default_threads(void);
 
 #endif

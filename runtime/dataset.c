@@ -474,5 +474,5 @@ void batchbuf_fill(TfBatchBuf *b, const TfDataset *d, const int *idx, int n) {
         row += e->len;
     }
     b->seq_start[n] = row;
-    b->batch = (TfBatch){n, b->tokens, b->seq_start, b->targets, b->labels, b->attn, na};
+    b->batch = (TfBatch){n, b->tokens, b->seq_start, b->targets, b->labels, b->attn, na, 0, 0, 0};
 }

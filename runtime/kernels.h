@@ -14,6 +14,8 @@
 #ifndef TF_KERNELS_H
 #define TF_KERNELS_H
 
+#include <stddef.h>
+
 /* out[N,OC] = inp[N,C] @ weight[OC,C]^T + bias[OC]  (bias may be NULL).
  * With accumulate != 0 the product is added to out instead of replacing it. */
 void matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int N,
@@ -79,10 +81,17 @@ void attention_forward_naive(float *out, float *preatt, float *att, const float 
                              float scale, int causal);
 /* Accumulates into dq, dk [T, H*D] and dv [T, H*DV]. dpreatt [H, T, T]
  * (optional) is an extra gradient with respect to preatt, from a loss on the
- * attention scores themselves. scratch holds T floats. */
+ * attention scores themselves. scratch holds attention_scratch_floats(T, D,
+ * DV) floats (the naive twin's: T). */
 void attention_backward(float *dq, float *dk, float *dv, float *scratch, const float *dout,
                         const float *dpreatt, const float *q, const float *k, const float *v,
                         const float *att, int T, int H, int D, int DV, float scale, int causal);
+void attention_backward_naive(float *dq, float *dk, float *dv, float *scratch, const float *dout,
+                              const float *dpreatt, const float *q, const float *k,
+                              const float *v, const float *att, int T, int H, int D, int DV,
+                              float scale, int causal);
+/* The scratch the fast attention kernels need for sequences of T rows. */
+size_t attention_scratch_floats(int T, int D, int DV);
 
 /* Token and position embedding: out[n] = wte[tokens[n]] + wpe[pos[n]] (C
  * wide); backward accumulates into dwte and (optional) dwpe. */
@@ -103,11 +112,19 @@ void crossentropy_backward(float *dlogits, const float *probs, const int *target
  * row r is at position pos[r] and sees keys 0..pos[r] (causal) or all T.
  * q and out hold the R rows ([R, H*D], [R, H*DV]); k and v the whole
  * sequence; preatt and att are [R, H, T] (masked scores are left 0). The backward pass accumulates
- * into dq [R, H*D], dk and dv [T, ...]; scratch holds T floats. */
-void attention_rows_forward(float *out, float *preatt, float *att, const float *q, const float *k,
-                            const float *v, const int *pos, int R, int T, int H, int D, int DV,
-                            float scale, int causal);
+ * into dq [R, H*D], dk and dv [T, ...]. scratch holds attention_scratch_floats(T,
+ * D, DV) floats (the naive twins': none forward, T backward). */
+void attention_rows_forward(float *out, float *preatt, float *att, float *scratch,
+                            const float *q, const float *k, const float *v, const int *pos, int R,
+                            int T, int H, int D, int DV, float scale, int causal);
 void attention_rows_backward(float *dq, float *dk, float *dv, float *scratch, const float *dout,
                              const float *q, const float *k, const float *v, const float *att,
                              const int *pos, int R, int T, int H, int D, int DV, float scale,
                              int causal);
+void attention_rows_forward_naive(float *out, float *preatt, float *att, const float *q,
+                                  const float *k, const float *v, const int *pos, int R, int T,
+                                  int H, int D, int DV, float scale, int causal);
+void attention_rows_backward_naive(float *dq, float *dk, float *dv, float *scratch,
+                                   const float *dout, const float *q, const float *k,
+                                   const float *v, const float *att, const int *pos, int R, int T,
+                                   int H, int D, int DV, float scale, int causal);

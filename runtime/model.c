@@ -3,6 +3,7 @@
 
 #include <assert.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,7 +62,17 @@ void model_free(TfModel *m) {
     free(m->vocab);
     free(m->source);
     free(m->source_name);
+    free(m->made_by);
+    free(m->learned);
     free(m);
+}
+
+/* Room for element n of an array of n: the capacity is the smallest power of
+ * two >= n, so it doubles when n is one (n appends cost O(n) copying, with any
+ * allocator). NULL when out of memory (arr is kept). */
+static void *grow(void *arr, int n, size_t elem) {
+    if (n > 0 && (n & (n - 1)) != 0) return arr;
+    return realloc(arr, (n > 0 ? 2 * (size_t)n : 1) * elem);
 }
 
 int model_find_tensor(const TfModel *m, const char *name) {
@@ -103,7 +114,7 @@ int model_add_new_tensor(TfModel *m, const char *name, int ndim, const int64_t *
         }
         n *= (size_t)shape[d];
     }
-    TfTensor *ts = realloc(m->tensors, ((size_t)m->n_tensors + 1) * sizeof *ts);
+    TfTensor *ts = grow(m->tensors, m->n_tensors, sizeof *ts);
     if (!ts) goto oom;
     m->tensors = ts;
     TfTensor *t = &ts[m->n_tensors];
@@ -125,7 +136,7 @@ oom:
 }
 
 int model_add_layer(TfModel *m, const TfLayer *layer, TfError *err) {
-    TfLayer *ls = realloc(m->layers, ((size_t)m->n_layers + 1) * sizeof *ls);
+    TfLayer *ls = grow(m->layers, m->n_layers, sizeof *ls);
     if (!ls) goto oom;
     m->layers = ls;
     TfLayer *l = &ls[m->n_layers];
@@ -145,7 +156,7 @@ oom:
 
 int model_add_register(TfModel *m, const char *name, TfRegKind kind, int offset, int size,
                        TfError *err) {
-    TfRegister *rs = realloc(m->regs, ((size_t)m->n_regs + 1) * sizeof *rs);
+    TfRegister *rs = grow(m->regs, m->n_regs, sizeof *rs);
     if (!rs) goto oom;
     m->regs = rs;
     TfRegister *r = &rs[m->n_regs];
@@ -195,6 +206,84 @@ int model_add_categorical(TfModel *m, const char *name, int offset, int size,
 oom:
     tf_error_set(err, "out of memory for a register");
     return -1;
+}
+
+/* The tensor fields of a layer and the role each gives its tensor. */
+typedef struct Role {
+    size_t field;
+    const char *attn, *mlp, *norm; /* role in a layer of each kind; NULL: none */
+} Role;
+
+#define ROLE(f, a, m, n) {offsetof(TfLayer, f), a, m, n}
+static const Role roles[] = {
+    ROLE(norm_weight, "attn.norm.weight", "mlp.norm.weight", "norm.weight"),
+    ROLE(norm_bias, "attn.norm.bias", "mlp.norm.bias", "norm.bias"),
+    ROLE(query, "attn.query.weight", NULL, NULL),
+    ROLE(query_bias, "attn.query.bias", NULL, NULL),
+    ROLE(key, "attn.key.weight", NULL, NULL),
+    ROLE(key_bias, "attn.key.bias", NULL, NULL),
+    ROLE(value, "attn.value.weight", NULL, NULL),
+    ROLE(value_bias, "attn.value.bias", NULL, NULL),
+    ROLE(output, "attn.output.weight", NULL, NULL),
+    ROLE(output_bias, "attn.output.bias", NULL, NULL),
+    ROLE(fc1_weight, NULL, "mlp.fc1.weight", NULL),
+    ROLE(fc1_bias, NULL, "mlp.fc1.bias", NULL),
+    ROLE(fc2_weight, NULL, "mlp.fc2.weight", NULL),
+    ROLE(fc2_bias, NULL, "mlp.fc2.bias", NULL),
+};
+#undef ROLE
+
+int model_name_tensors(TfModel *m, TfError *err) {
+    size_t n = (size_t)(m->n_tensors > 0 ? m->n_tensors : 1);
+    int *first = malloc(n * sizeof *first), *users = calloc(n, sizeof *users);
+    const char **role = calloc(n, sizeof *role);
+    char **names = calloc(n, sizeof *names);
+    int rc = -1;
+    if (!first || !users || !role || !names) goto done;
+    for (int t = 0; t < m->n_tensors; t++) first[t] = -1;
+    // Who uses each tensor: its first layer and role, and how many layers.
+    for (int l = 0; l < m->n_layers; l++) {
+        const TfLayer *ly = &m->layers[l];
+        for (size_t r = 0; r < sizeof roles / sizeof *roles; r++) {
+            const char *what = ly->kind == TF_LAYER_ATTENTION ? roles[r].attn
+                               : ly->kind == TF_LAYER_MLP     ? roles[r].mlp
+                                                              : roles[r].norm;
+            int t = *(const int *)((const char *)ly + roles[r].field);
+            if (!what || t < 0 || t >= m->n_tensors) continue;
+            if (first[t] < 0) {
+                first[t] = l;
+                role[t] = what;
+                users[t] = 1;
+            } else if (first[t] != l && users[t] < 2) {
+                users[t] = 2;
+            }
+        }
+    }
+    int shared = 0;
+    // Shared tensors are numbered in order of first use: by layer, then role.
+    for (int l = 0; l < m->n_layers; l++)
+        for (size_t r = 0; r < sizeof roles / sizeof *roles; r++) {
+            int t = *(const int *)((const char *)&m->layers[l] + roles[r].field);
+            if (t < 0 || t >= m->n_tensors || first[t] != l || names[t] ||
+                t == m->tok_embed || t == m->pos_embed || t == m->unembed || t == m->unembed_bias)
+                continue;
+            char buf[64];
+            if (users[t] > 1) snprintf(buf, sizeof buf, "shared.%d.%s", shared++, role[t]);
+            else snprintf(buf, sizeof buf, "layers.%d.%s", l, role[t]);
+            if (!(names[t] = dup_str(buf))) goto done;
+        }
+    for (int t = 0; t < m->n_tensors; t++)
+        if (names[t]) {
+            free(m->tensors[t].name);
+            m->tensors[t].name = names[t];
+            names[t] = NULL;
+        }
+    rc = 0;
+done:
+    if (rc < 0) tf_error_set(err, "out of memory");
+    for (size_t t = 0; names && t < n; t++) free(names[t]);
+    free(first), free(users), free(role), free(names);
+    return rc;
 }
 
 int model_add_check(TfModel *m, int reg, int layer, int line, const char *op, TfError *err) {

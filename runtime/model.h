@@ -167,6 +167,13 @@ typedef struct TfModel {
 
     char *source;      /* program text, may be NULL */
     char *source_name; /* file name of the program, may be NULL */
+
+    /* How the file was made (docs/weight-format.md), JSON object text or
+     * NULL: made_by names the tool, its version and options (for tftrain the
+     * optimizer, schedule, data and steps, and what it started from);
+     * learned holds a learned model's `model { ... }` settings. */
+    char *made_by;
+    char *learned;
 } TfModel;
 
 extern const char *const tf_reg_kind_names[TF_REG_KIND_COUNT];     /* "token", ..., "categorical" */
@@ -214,6 +221,16 @@ int model_numeric_output(const TfModel *m);
  * the output mode, bos and stop token are consistent, every check names a
  * categorical register and a layer. Returns 0, or -1 with err naming the problem. */
 int model_validate(const TfModel *m, TfError *err);
+
+/* Names every tensor a layer uses by the layer index (docs/weight-format.md,
+ * "Tensor names"): a tensor used by one layer only is
+ * "layers.<i>.<role>" (role "attn.query.weight", "mlp.fc1.bias",
+ * "attn.norm.weight", "norm.weight", ...); one that several layers use (the
+ * compiler stores identical matrices once) is "shared.<k>.<role>", k
+ * counting the shared tensors in order of first use, role its role there.
+ * The fixed tensors keep their names. 0, or -1 with err set (out of memory). */
+int model_name_tensors(TfModel *m, TfError *err);
+
 
 /* How many of the model's tensor fields (embeddings, unembedding, every
  * layer's) name tensor idx: 0 for a tensor the model does not read, such

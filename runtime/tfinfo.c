@@ -269,6 +269,9 @@ int main(int argc, char **argv) {
         infer_token_text(m, m->bos, t);
         printf("beginning of sequence: '%s' (every input starts with it)\n", t);
     }
+    // How the file was made, as the metadata records it (docs/weight-format.md).
+    if (m->made_by) printf("made by: %s\n", m->made_by);
+    if (m->learned) printf("learned model: %s\n", m->learned);
     if (m->n_checks) printf("\nrun-time checks: %d (one value after the layer)\n", m->n_checks);
     for (int i = 0; i < m->n_checks; i++) {
         const TfCheck *c = &m->checks[i];

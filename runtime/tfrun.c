@@ -5,6 +5,7 @@
  *   tfrun [-n N] WEIGHTS.tfw --check FILE     (lines prompt<TAB>expected completion)
  *   tfrun [-n N] WEIGHTS.tfw [--trace | --trace-all] [--step K] [--report FILE.html]
  *         [--svg DIR] PROMPT                  (look inside: runtime/inspect.h)
+ *   tfrun WEIGHTS.tfw --dump FILE.safetensors PROMPT   (activations: runtime/dump.h)
  *
  * Options may come before or after the file names; a prompt that starts
  * with '-' follows "--". Prints each prompt followed by its generated
@@ -16,7 +17,8 @@
  * checks is an error (infer.h). --check prints how many completions match,
  * the first failures and the throughput. --batch and --check stream their
  * input through several engines at once (runtime/batch.h), with a progress
- * line on stderr when it is a terminal (or with --progress).
+ * line on stderr when it is a terminal (or with --progress); under mpirun or
+ * srun the ranks share them (runtime/shard.h, docs/cluster.md).
  * Exit status: 0 success; 1 a bad weight file or prompt, or a failed check
  * (one-line message on stderr; the other lines still run); 2 usage error
  * (-n beyond the model's positions included).
@@ -32,11 +34,14 @@
 
 #include "batch.h"
 #include "cli.h"
+#include "distributed.h"
+#include "dump.h"
 #include "infer.h"
 #include "inspect.h"
 #ifdef TF_HAVE_OPENBLAS
 #include <cblas.h>
 #endif
+#include "shard.h"
 #include "tfw.h"
 
 #define TFRUN_EXIT_ERROR 1
@@ -58,6 +63,8 @@ static void usage(FILE *f) {
                "                   number passed and failed, the first failures, the speed\n"
                "  --batch-size B   prompts per engine, 1 to %d (default %d)\n"
                "  --threads T      engines running at once (default: the CPUs online)\n"
+               "  --shard-input    under mpirun: every rank reads its own input (its own\n"
+               "                   generator's share; docs/cluster.md), not a share of one\n"
                "  --no-cache       recompute every position at every step (no KV cache)\n"
                "  --progress       show --batch/--check progress on stderr (default: when\n"
                "                   stderr is a terminal, after the first second)\n"
@@ -66,6 +73,8 @@ static void usage(FILE *f) {
                "  --step K         the step traced, reported and drawn (default 0)\n"
                "  --report FILE    write an HTML report of that step\n"
                "  --svg DIR        write its heatmaps and attention maps as SVG files\n"
+               "  --dump FILE      write the prompt's activations (residual stream, attention\n"
+               "                   patterns; TransformerLens names) as a safetensors file\n"
                "  -h, --help       this help;  --version  the version\n"
                "Options and files come in any order; --opt=V is --opt V; \"--\" ends the\n"
                "options (for a prompt that starts with '-'). Input lines end in LF or CRLF.\n"
@@ -128,9 +137,9 @@ static void stream_progress(void *ctx, const TfBatchStats *st) {
     cli_progress_update(&p->bar, p->total > 0 ? (double)st->bytes / (double)p->total : -1, "%s", text);
 }
 
-/* --batch and --check. */
+/* --batch and --check; under mpirun split over the ranks (shard.h). */
 static int run_stream(const TfModel *m, const char *path, const TfBatchOptions *opts,
-                      int force_progress) {
+                      int force_progress, int shard_input) {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
     if (!f) {
         fprintf(stderr, "tfrun: cannot open '%s': %s\n", path, strerror(errno));
@@ -149,7 +158,8 @@ static int run_stream(const TfModel *m, const char *path, const TfBatchOptions *
     TfBatchStats st;
     TfError err = {""};
     const char *name = f == stdin ? "<stdin>" : path;
-    int rc = batch_run(m, f, name, stdout, stderr, o, &st, &err);
+    int rc = dist_size() > 1 ? shard_run(m, f, name, shard_input, stdout, stderr, o, &st, &err)
+                             : batch_run(m, f, name, stdout, stderr, o, &st, &err);
     if (f != stdin) fclose(f);
     if (rc == 0) {
         char text[160];
@@ -168,9 +178,11 @@ static int run_stream(const TfModel *m, const char *path, const TfBatchOptions *
             printf("... and %ld more failures\n", st.failed - o->show_failures);
         printf("%ld passed, %ld failed", st.passed, st.failed);
         if (st.bad) printf(", %ld bad lines", st.bad);
-        printf(" (%ld cases in %.2f s: %.0f cases/s, %d thread%s, batch size %d)\n", st.run,
-               st.seconds, st.seconds > 0 ? (double)st.run / st.seconds : 0.0, o->n_threads,
-               o->n_threads == 1 ? "" : "s", o->batch_size);
+        printf(" (%ld cases in %.2f s: %.0f cases/s, %d thread%s", st.run, st.seconds,
+               st.seconds > 0 ? (double)st.run / st.seconds : 0.0, o->n_threads,
+               o->n_threads == 1 ? "" : "s");
+        if (dist_size() > 1) printf(" x %d ranks", dist_size());
+        printf(", batch size %d)\n", o->batch_size);
         if (st.run > 0)
             printf("engine: %.0f FLOP per case, %.2f GFLOP/s\n", st.flops / (double)st.run,
                    st.seconds > 0 ? st.flops / st.seconds * 1e-9 : 0.0);
@@ -191,6 +203,19 @@ static void print_result(const TfModel *m, const char *prompt, size_t len, const
 }
 
 static int run_classify(const TfModel *m, const char *prompt, const char *path);
+
+/* --dump: one pass over the prompt, its activations to path (dump.h). */
+static int run_dump(const TfModel *m, const char *prompt, const char *path) {
+    size_t len = strlen(prompt);
+    if (len > INT_MAX / 2) len = INT_MAX / 2;
+    int *ids = prepare_prompt(m, prompt, (int)len, 0, "prompt");
+    if (!ids) return TFRUN_EXIT_ERROR;
+    TfError err = {""};
+    int rc = dump_activations(m, prompt, ids, (int)len, path, &err);
+    if (rc < 0) fprintf(stderr, "tfrun: %s\n", err.msg);
+    free(ids);
+    return rc < 0 ? TFRUN_EXIT_ERROR : 0;
+}
 
 /* --trace, --report, --svg: one prompt, one full pass per step (inspect.h),
  * then the result line that tfrun prints without them. */
@@ -311,13 +336,23 @@ static int run_classify(const TfModel *m, const char *prompt, const char *path) 
 }
 
 int main(int argc, char **argv) {
-    const char *weights = NULL, *prompt = NULL, *batch_path = NULL;
+    // Under mpirun or srun: one of several ranks, which share --batch and
+    // --check input; rank 0 alone prints (runtime/shard.h).
+    TfError dist_err = {""};
+    if (dist_init(&argc, &argv, &dist_err) < 0) {
+        fprintf(stderr, "tfrun: %s\n", dist_err.msg);
+        return TFRUN_EXIT_ERROR;
+    }
+    if (dist_rank() > 0 && !freopen("/dev/null", "w", stdout)) return TFRUN_EXIT_ERROR;
+    int shard_input = 0;
+    const char *weights = NULL, *prompt = NULL, *batch_path = NULL, *dump_path = NULL;
     int n_new = -1, batch = TFRUN_DEFAULT_BATCH, threads = batch_default_threads(), check = 0;
     int use_cache = 1, progress = 0;
     TfInspectOptions io = {0, 0, 0, NULL, NULL};
     enum {
         OPT_BATCH = 256, OPT_CHECK, OPT_BATCH_SIZE, OPT_THREADS, OPT_NO_CACHE, OPT_PROGRESS,
-        OPT_TRACE, OPT_TRACE_ALL, OPT_STEP, OPT_REPORT, OPT_SVG, OPT_VERSION
+        OPT_SHARD_INPUT,
+        OPT_TRACE, OPT_TRACE_ALL, OPT_STEP, OPT_REPORT, OPT_SVG, OPT_DUMP, OPT_VERSION
     };
     static const struct option longopts[] = {
         {"batch", required_argument, NULL, OPT_BATCH},
@@ -326,11 +361,13 @@ int main(int argc, char **argv) {
         {"threads", required_argument, NULL, OPT_THREADS},
         {"no-cache", no_argument, NULL, OPT_NO_CACHE},
         {"progress", no_argument, NULL, OPT_PROGRESS},
+        {"shard-input", no_argument, NULL, OPT_SHARD_INPUT},
         {"trace", no_argument, NULL, OPT_TRACE},
         {"trace-all", no_argument, NULL, OPT_TRACE_ALL},
         {"step", required_argument, NULL, OPT_STEP},
         {"report", required_argument, NULL, OPT_REPORT},
         {"svg", required_argument, NULL, OPT_SVG},
+        {"dump", required_argument, NULL, OPT_DUMP},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0}};
@@ -370,6 +407,7 @@ int main(int argc, char **argv) {
             break;
         case OPT_NO_CACHE: use_cache = 0; break;
         case OPT_PROGRESS: progress = 1; break;
+        case OPT_SHARD_INPUT: shard_input = 1; break;
         case OPT_TRACE: io.trace = 1; break;
         case OPT_TRACE_ALL: io.trace = io.trace_all = 1; break;
         case OPT_STEP:
@@ -380,6 +418,7 @@ int main(int argc, char **argv) {
             break;
         case OPT_REPORT: io.report_path = v; break;
         case OPT_SVG: io.svg_dir = v; break;
+        case OPT_DUMP: dump_path = v; break;
         case 'h': usage(stdout); return cli_flush_stdout("tfrun") < 0 ? TFRUN_EXIT_ERROR : 0;
         case OPT_VERSION:
             cli_version("tfrun");
@@ -402,8 +441,8 @@ int main(int argc, char **argv) {
         return TFRUN_EXIT_USAGE;
     }
     int inspect = io.trace || io.report_path || io.svg_dir;
-    if (inspect && batch_path) {
-        fprintf(stderr, "tfrun: --trace, --report and --svg take one prompt, not a file\n");
+    if ((inspect || dump_path) && batch_path) {
+        fprintf(stderr, "tfrun: --trace, --report, --svg and --dump take one prompt, not a file\n");
         return TFRUN_EXIT_USAGE;
     }
 
@@ -429,9 +468,10 @@ int main(int argc, char **argv) {
     TfBatchOptions bo = {.n_new = n_new, .batch_size = batch, .n_threads = threads,
                          .use_cache = use_cache, .check = check,
                          .show_failures = TFRUN_SHOW_FAILURES};
-    int status = inspect      ? run_inspect(m, prompt, n_new, &io)
+    int status = dump_path && run_dump(m, prompt, dump_path) != 0 ? TFRUN_EXIT_ERROR
+                 : inspect      ? run_inspect(m, prompt, n_new, &io)
                  : m->output_kind == TF_OUTPUT_CLASSIFY ? run_classify(m, prompt, batch_path)
-                 : batch_path ? run_stream(m, batch_path, &bo, progress)
+                 : batch_path ? run_stream(m, batch_path, &bo, progress, shard_input)
                               : run_one(m, prompt, n_new, use_cache);
     model_free(m);
     if (cli_flush_stdout("tfrun") < 0) status = TFRUN_EXIT_ERROR;

@@ -2,15 +2,18 @@
  *
  *   tftrain PROGRAM.tfp --task TASK [options] -o OUT.tfw
  *   tftrain PROGRAM.tfp --data TRAIN.txt --heldout HELDOUT.txt [options] -o OUT.tfw
- *   tftrain --resume CHECKPOINT.tfw (--task ... | --data ...) [options] -o OUT.tfw
+ *   tftrain MODEL.tfw (--task ... | --data ...) [options] -o OUT.tfw
+ *   tftrain --resume OUT.tfw (--task ... | --data ...) [options] -o OUT2.tfw
  *
  * Prints a line at every evaluation (step, loss, held-out accuracy,
  * examples per second, elapsed time, ETA) and the final held-out accuracy;
  * with --progress, or when stderr is a terminal, a "\r"-updated progress
- * line on stderr. OUT.tfw is a checkpoint: the model (tfrun runs it) plus
- * the optimizer state. OUT is checked before training; the first SIGINT
- * during training saves a checkpoint there after the current step and exits
- * 130 (a second one ends tftrain at once).
+ * line on stderr. OUT.tfw is the trained model alone; OUT.ckpt.tfw beside it
+ * is the checkpoint (the model plus the optimizer state) that --resume
+ * reads. A .tfw given as the program (tfc's output for a learned model) is
+ * trained from step 0 with the settings its metadata records. Both outputs
+ * are checked before training; the first SIGINT during training saves them
+ * after the current step and exits 130 (a second one ends tftrain at once).
  * Exit status: 0 trained; 1 bad program, data or weight file, or an output
  * that cannot be written; 2 usage error; 130 interrupted.
  */
@@ -24,6 +27,9 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cJSON.h>
 
 #ifdef TF_HAVE_OPENBLAS
 #include <cblas.h>
@@ -32,7 +38,9 @@
 #include "batch.h"
 #include "checker.h"
 #include "cli.h"
+#include "dataparallel.h"
 #include "dataset.h"
+#include "distributed.h"
 #include "file.h"
 #include "learned.h"
 #include "outfile.h"
@@ -46,8 +54,8 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: tftrain PROGRAM.tfp (--task TASK | --data FILE --heldout FILE) [options]\n"
-            "       tftrain --resume CHECKPOINT.tfw (--task TASK | --data ...) [options]\n"
+            "usage: tftrain PROGRAM.tfp|MODEL.tfw (--task TASK | --data FILE --heldout FILE) [options]\n"
+            "       tftrain --resume OUT.tfw|OUT.ckpt.tfw (--task TASK | --data ...) [options]\n"
             "data:\n"
             "  --task TASK          binary-add:N, decimal-add:N, first-token:L, xor:K, secret-code\n"
             "  --train-size N       generated training examples (default 10000)\n"
@@ -69,11 +77,13 @@ static void usage(FILE *f) {
             "  --seed N             batch order and dropout (default: the model's seed)\n"
             "  --dropout X          override the program's dropout\n"
             "output:\n"
-            "  -o, --output=FILE    the trained model and optimizer state (default: PROGRAM.tfw)\n"
+            "  -o, --output=FILE    the trained model (default: PROGRAM.tfw); the checkpoint\n"
+            "                       (model and optimizer state) goes to FILE.ckpt.tfw\n"
             "  --eval-every N       evaluate the held-out set every N steps (default 100)\n"
-            "  --checkpoint-every N also write -o FILE every N steps\n"
-            "  --threads N          threads for the attention layers (default: the CPUs;\n"
-            "                       the trained model is the same for any N)\n"
+            "  --checkpoint-every N also write both files every N steps\n"
+            "  --threads N          threads for the chunks of each batch (default: the CPUs;\n"
+            "                       the trained model is the same for any N, and under\n"
+            "                       mpirun for any number of ranks: docs/cluster.md)\n"
             "  --dump-grads FILE    write the gradient of the first batch as a .tfw and stop\n"
             "  --quiet              only the final line\n"
             "  --progress           a progress line on stderr (default: when it is a terminal\n"
@@ -82,7 +92,7 @@ static void usage(FILE *f) {
             "Options take their value as --opt=V or --opt V; \"--\" ends the options.\n"
             "-o is checked before training; a symbolic link is written through, a\n"
             "directory, device or read-only file refused. Ctrl-C (SIGINT) during training\n"
-            "saves a checkpoint to -o FILE and exits 130 (--resume continues it).\n"
+            "saves both files and exits 130 (--resume continues it).\n"
             "exit status: 0 trained; 1 a bad program, data or weight file, or an output\n"
             "that cannot be written; 2 usage error; 130 interrupted (checkpoint saved)\n");
 }
@@ -226,8 +236,9 @@ static int parse_args(int argc, char **argv, Args *a) {
         }
         a->program = argv[optind];
     }
-    if (!a->program && !a->resume) {
-        fprintf(stderr, "tftrain: give a program (.tfp) or --resume CHECKPOINT.tfw\n");
+    if (!a->program == !a->resume) {
+        fprintf(stderr, "tftrain: give a program (.tfp or .tfw) or --resume CHECKPOINT.tfw%s\n",
+                a->program ? ", not both" : "");
         return -1;
     }
     if (!a->task == !a->data) {
@@ -244,9 +255,9 @@ static int parse_args(int argc, char **argv, Args *a) {
 
 /* ---- the model ------------------------------------------------------------ */
 
-/* Builds the initial model of a program (or, source NULL, only its spec). */
+/* Builds the initial model of a program. */
 static TfModel *model_from_program(const char *name, const char *src, size_t len,
-                                   TfLearnedSpec *spec, int build, TfError *err) {
+                                   TfLearnedSpec *spec, TfError *err) {
     TfDiag diag;
     diag_init(&diag, name, src, len, stderr);
     memset(spec, 0, sizeof *spec);
@@ -260,9 +271,7 @@ static TfModel *model_from_program(const char *name, const char *src, size_t len
     if (ir && !ir->model) {
         tf_error_set(err, "%s declares no learned model (a `model { ... }` block)", name);
     } else if (ir && learned_check(ir->model, ir->n_vocab, ir->generate, &diag, spec) == 0) {
-        if (!build) {
-            m = model_new(); /* a placeholder: the caller only wants the spec */
-        } else if ((m = learned_build(spec, ir->vocab, ir->n_vocab, ir->generate, err))) {
+        if ((m = learned_build(spec, ir->vocab, ir->n_vocab, ir->generate, err))) {
             const char *base = strrchr(name, '/');
             base = base ? base + 1 : name;
             m->source = malloc(len + 1);
@@ -286,6 +295,129 @@ static TfModel *model_from_program(const char *name, const char *src, size_t len
     return m;
 }
 
+/* The checkpoint beside a model file: OUT.tfw -> OUT.ckpt.tfw (any other
+ * name gets .ckpt.tfw appended). The caller frees it. */
+static char *checkpoint_path(const char *model_path) {
+    size_t n = strlen(model_path);
+    char *p = malloc(n + 16);
+    if (!p) return NULL;
+    strcpy(p, model_path);
+    if (n > 4 && strcmp(p + n - 4, ".tfw") == 0) p[n - 4] = '\0';
+    strcat(p, ".ckpt.tfw");
+    return p;
+}
+
+/* The model and optimizer state --resume continues: PATH itself when it
+ * holds optimizer state (a checkpoint), else the checkpoint beside it. */
+static TfModel *read_checkpoint(const char *path, TfError *err) {
+    TfModel *m = tfw_read(path, err);
+    if (!m || model_find_tensor(m, "optim.step") >= 0) return m;
+    model_free(m);
+    char *ck = checkpoint_path(path);
+    if (!ck) {
+        tf_error_set(err, "out of memory");
+        return NULL;
+    }
+    if (access(ck, F_OK) != 0) {
+        tf_error_set(err, "%s holds no optimizer state and there is no checkpoint %s beside it "
+                          "(to train the model from step 0, give it as the program)", path, ck);
+        m = NULL;
+    } else if ((m = tfw_read(ck, err)) && model_find_tensor(m, "optim.step") < 0) {
+        tf_error_set(err, "%s holds no optimizer state", ck);
+        model_free(m);
+        m = NULL;
+    }
+    free(ck);
+    return m;
+}
+
+/* A float as the shortest decimal that reads back as it. */
+static cJSON *json_float(float f) {
+    char buf[32];
+    tfw_float_text(f, buf);
+    return cJSON_CreateRaw(buf);
+}
+
+/* __metadata__.made_by of the trained files (docs/weight-format.md): the
+ * tool, what training started from (the made_by of that file), and every
+ * setting the result depends on. NULL when out of memory. */
+static char *made_by_json(const Args *a, const TfTrainOptions *o, const char *from,
+                          const TfDataset *train, const TfDataset *held, uint64_t data_seed,
+                          long steps, long total) {
+    cJSON *j = cJSON_CreateObject(), *opt = cJSON_CreateObject(), *sched = cJSON_CreateObject();
+    cJSON *data = cJSON_CreateObject(), *prev = from ? cJSON_Parse(from) : NULL;
+    if (!j || !opt || !sched || !data) {
+        cJSON_Delete(j), cJSON_Delete(opt), cJSON_Delete(sched), cJSON_Delete(data);
+        cJSON_Delete(prev);
+        return NULL;
+    }
+    cJSON_AddStringToObject(j, "tool", "tftrain");
+    cJSON_AddStringToObject(j, "version", TF_VERSION);
+    if (prev) cJSON_AddItemToObject(j, "from", prev);
+    cJSON_AddStringToObject(opt, "name", tf_optimizer_names[o->optimizer]);
+    cJSON_AddItemToObject(opt, "lr", json_float(a->lr));
+    if (o->optimizer == TF_OPT_SGD) {
+        cJSON_AddItemToObject(opt, "momentum", json_float(o->momentum));
+    } else {
+        cJSON_AddItemToObject(opt, "beta1", json_float(o->beta1));
+        cJSON_AddItemToObject(opt, "beta2", json_float(o->beta2));
+        cJSON_AddItemToObject(opt, "eps", json_float(o->eps));
+    }
+    cJSON_AddItemToObject(opt, "weight_decay", json_float(o->weight_decay));
+    cJSON_AddItemToObject(opt, "clip", json_float(o->clip));
+    cJSON_AddItemToObject(j, "optimizer", opt);
+    cJSON_AddNumberToObject(sched, "warmup", (double)a->warmup);
+    cJSON_AddBoolToObject(sched, "cosine", a->cosine);
+    cJSON_AddItemToObject(sched, "min_lr", json_float(a->min_lr));
+    cJSON_AddItemToObject(j, "schedule", sched);
+    if (a->task) {
+        cJSON_AddStringToObject(data, "task", a->task);
+        cJSON_AddNumberToObject(data, "seed", (double)data_seed);
+    } else {
+        cJSON_AddStringToObject(data, "train", a->data);
+        cJSON_AddStringToObject(data, "heldout", a->heldout);
+    }
+    cJSON_AddNumberToObject(data, "train_size", train->n);
+    cJSON_AddNumberToObject(data, "heldout_size", held->n);
+    cJSON_AddItemToObject(j, "data", data);
+    cJSON_AddNumberToObject(j, "batch_size", a->batch);
+    cJSON_AddNumberToObject(j, "steps", (double)steps);
+    cJSON_AddNumberToObject(j, "planned_steps", (double)total);
+    cJSON_AddNumberToObject(j, "seed", (double)o->seed);
+    cJSON_AddItemToObject(j, "dropout", json_float(o->dropout));
+    char *text = cJSON_PrintUnformatted(j), *copy = text ? malloc(strlen(text) + 1) : NULL;
+    if (copy) strcpy(copy, text);
+    cJSON_free(text);
+    cJSON_Delete(j);
+    return copy;
+}
+
+/* What save() records in made_by, and where the checkpoint goes. */
+typedef struct Saver {
+    const Args *a;
+    const TfTrainOptions *o;
+    const char *from;
+    const TfDataset *train, *held;
+    uint64_t data_seed;
+    long total;
+    char *ckpt;
+} Saver;
+
+/* Writes the trained model to -o and the checkpoint beside it, each recording
+ * how it was made (made_by, after the steps done so far). */
+static int save(const Saver *sv, TfTrainer *t, TfModel *m, TfError *err) {
+    free(m->made_by);
+    m->made_by = made_by_json(sv->a, sv->o, sv->from, sv->train, sv->held, sv->data_seed,
+                              trainer_steps_done(t), sv->total);
+    if (!m->made_by) {
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    return trainer_save(t, sv->a->out, err) < 0 || trainer_save_checkpoint(t, sv->ckpt, err) < 0
+               ? -1
+               : 0;
+}
+
 /* Set by the first SIGINT during training: the loop stops after its step
  * and saves a checkpoint. A second SIGINT ends tftrain at once. */
 static volatile sig_atomic_t interrupted;
@@ -293,21 +425,6 @@ static volatile sig_atomic_t interrupted;
 static void on_interrupt(int sig) {
     if (interrupted) cli_die_of_signal(sig);
     interrupted = 1;
-}
-
-/* Evaluates a whole dataset in batches; returns the loss, *correct. */
-static double evaluate(TfTrainer *t, TfBatchBuf *bb, const TfDataset *d, int chunk, int *idx,
-                       int *correct) {
-    double loss = 0;
-    *correct = 0;
-    for (int i = 0; i < d->n; i += chunk) {
-        int n = d->n - i < chunk ? d->n - i : chunk, c;
-        for (int j = 0; j < n; j++) idx[j] = i + j;
-        batchbuf_fill(bb, d, idx, n);
-        loss += trainer_evaluate(t, &bb->batch, &c) * n;
-        *correct += c;
-    }
-    return loss / d->n;
 }
 
 /* The examples of step `step`: the (step*B)-th onwards of a stream of
@@ -364,11 +481,13 @@ static int write_data(const char *dir, const TfDataset *tr, const TfDataset *ho,
 static int dump_grads(TfTrainer *t, TfModel *m, const char *path, TfError *err) {
     size_t n;
     float *g = trainer_grads(t, &n);
-    for (int i = 0; i < m->n_tensors; i++)
-        if (strncmp(m->tensors[i].name, "optim.", 6) != 0)
-            memcpy(m->tensors[i].data, g + trainer_tensor_offset(t, i),
-                   m->tensors[i].nelem * sizeof(float));
-    return tfw_write(m, path, err);
+    int n_params = 0; /* the tensors before any optimizer state */
+    while (n_params < m->n_tensors && strncmp(m->tensors[n_params].name, "optim.", 6) != 0) {
+        memcpy(m->tensors[n_params].data, g + trainer_tensor_offset(t, n_params),
+               m->tensors[n_params].nelem * sizeof(float));
+        n_params++;
+    }
+    return tfw_write_tensors(m, n_params, path, err);
 }
 
 /* Seed 003's checks: 2013 accepted, every close negative (one digit
@@ -434,6 +553,15 @@ static void report_secret_code(TfTrainer *t, TfBatchBuf *bb, const TfModel *m,
 
 int main(int argc, char **argv) {
     Args a;
+    TfError err = {""};
+    // Under mpirun or srun: one of several ranks, which train together
+    // (runtime/dataparallel.h); rank 0 alone prints and writes files.
+    if (dist_init(&argc, &argv, &err) < 0) {
+        fprintf(stderr, "tftrain: %s\n", err.msg);
+        return EXIT_BAD;
+    }
+    int rank0 = dist_rank() == 0;
+    if (!rank0 && !freopen("/dev/null", "w", stdout)) return EXIT_BAD;
     if (argc == 1) {
         usage(stderr);
         return EXIT_USAGE;
@@ -442,47 +570,33 @@ int main(int argc, char **argv) {
     if (parsed != 0) return parsed < 0 ? EXIT_USAGE : cli_flush_stdout("tftrain") < 0 ? EXIT_BAD : 0;
     cli_remove_output_on_signals();
 #ifdef TF_HAVE_OPENBLAS
-    // The attention's per-sequence work runs on a.threads threads; OpenBLAS
-    // on one (its threads do not pay at these sizes), unless told otherwise.
-    if (!getenv("OPENBLAS_NUM_THREADS")) openblas_set_num_threads(1);
+    // The chunks of a batch run on a.threads workers (dataparallel.h), each
+    // calling OpenBLAS on its own: OpenBLAS on one thread, whatever
+    // OPENBLAS_NUM_THREADS says (its threads inside ours would contend, and
+    // their number would change its rounding).
+    openblas_set_num_threads(1);
 #endif
-    TfError err = {""};
     TfLearnedSpec spec;
     memset(&spec, 0, sizeof spec);
     TfModel *m = NULL;
     int status = EXIT_BAD;
     TfTrainer *t = NULL;
+    TfDataParallel *dp = NULL; /* the training steps and evaluations, on threads and ranks */
     TfDataset train = {0}, held = {0};
     TfBatchBuf bb = {0};
     int *idx = NULL;
     Order order = {0};
     char *out_default = NULL;
+    char *from = NULL; /* the made_by of what training starts from */
+    TfLearnedSettings set = {0};
+    Saver saver = {0};
 
+    // The initial model and its learned settings (dropout, positions, seed):
+    // a checkpoint, a weight file (tfc's output for a learned model), or a
+    // program compiled here.
     if (a.resume) {
         if (cli_expect_weights("tftrain", a.resume) < 0) goto done;
-        m = tfw_read(a.resume, &err);
-        if (!m) goto fail;
-        const char *src = m->source;
-        char *text = NULL;
-        size_t len = 0;
-        if (a.program) {
-            text = tf_file_read(a.program, &len);
-            if (!text) {
-                tf_error_set(&err, "%s: cannot open: %s", a.program, strerror(errno));
-                goto fail;
-            }
-            src = text;
-        } else if (!src) {
-            tf_error_set(&err, "%s holds no program source; give the program too", a.resume);
-            goto fail;
-        } else {
-            len = strlen(src);
-        }
-        TfModel *placeholder = model_from_program(a.program ? a.program : a.resume, src, len,
-                                                  &spec, 0, &err);
-        free(text);
-        if (!placeholder) goto fail;
-        model_free(placeholder);
+        if (!(m = read_checkpoint(a.resume, &err))) goto fail;
     } else {
         size_t len = 0;
         char *text = tf_file_read(a.program, &len);
@@ -491,19 +605,23 @@ int main(int argc, char **argv) {
             goto fail;
         }
         if (cli_file_kind(text, len < 64 ? len : 64) == CLI_FILE_WEIGHTS) {
-            free(text);
-            tf_error_set(&err, "%s is a weight file, not a program (to continue training it: "
-                               "--resume %s)", a.program, a.program);
-            goto fail;
-        }
-        if (cli_expect_program("tftrain", a.program, text, len) < 0) {
+            m = tfw_read_buffer((const unsigned char *)text, len, &err);
+            if (!m) tf_error_prefix(&err, a.program);
+        } else if (cli_expect_program("tftrain", a.program, text, len) < 0) {
             free(text);
             goto done;
+        } else {
+            m = model_from_program(a.program, text, len, &spec, &err);
         }
-        m = model_from_program(a.program, text, len, &spec, 1, &err);
         free(text);
         if (!m) goto fail;
     }
+    if (tfw_learned_settings(m, &set, &err) < 0) {
+        tf_error_prefix(&err, a.resume ? a.resume : a.program);
+        goto fail;
+    }
+    from = m->made_by; /* recorded in the output's made_by */
+    m->made_by = NULL;
     if (!a.out) {
         const char *src = a.program ? a.program : a.resume;
         size_t n = strlen(src);
@@ -513,11 +631,13 @@ int main(int argc, char **argv) {
         char *dot = strrchr(out_default, '.');
         if (dot && !strchr(dot, '/')) *dot = '\0';
         strcat(out_default, ".tfw");
-        if (a.resume && strcmp(out_default, a.resume) == 0) strcat(out_default, ".new");
+        if (strcmp(out_default, a.program ? a.program : a.resume) == 0) strcat(out_default, ".new");
         a.out = out_default;
     }
     // An output that cannot be written is found now, not after training.
-    if (outfile_check(a.out, &err) < 0 || (a.dump_grads && outfile_check(a.dump_grads, &err) < 0))
+    if (!(saver.ckpt = checkpoint_path(a.out))) goto oom;
+    if (outfile_check(a.out, &err) < 0 || outfile_check(saver.ckpt, &err) < 0 ||
+        (a.dump_grads && outfile_check(a.dump_grads, &err) < 0))
         goto fail;
     if (cli_refuse_same_file("tftrain", a.out, a.program) < 0 ||
         cli_refuse_same_file("tftrain", a.out, a.data) < 0 ||
@@ -526,26 +646,26 @@ int main(int argc, char **argv) {
 
     // Data.
     if (a.task) {
-        uint64_t dseed = a.have_seed ? (uint64_t)a.seed : spec.seed;
+        uint64_t dseed = a.have_seed ? (uint64_t)a.seed : set.seed;
         if (dataset_generate(&train, &held, m, a.task, a.train_size, a.heldout_size, dseed, &err) < 0)
             goto fail;
     } else if (dataset_load_text(&train, m, a.data, &err) < 0 ||
                dataset_load_text(&held, m, a.heldout, &err) < 0) {
         goto fail;
     }
-    if (a.write_data && write_data(a.write_data, &train, &held, m) < 0) goto done;
+    if (a.write_data && rank0 && write_data(a.write_data, &train, &held, m) < 0) goto done;
 
     // Trainer.
     TfTrainOptions o = {a.opt, a.momentum, a.beta1, a.beta2, a.eps, a.wd, a.clip,
-                        a.have_dropout ? a.dropout : spec.dropout,
-                        spec.positions == TF_POS_LEARNED,
-                        a.have_seed ? (uint64_t)a.seed : spec.seed, a.threads};
+                        a.have_dropout ? a.dropout : set.dropout, set.learned_positions,
+                        a.have_seed ? (uint64_t)a.seed : set.seed, a.threads};
     int chunk = a.batch > 256 ? a.batch : 256;
     int max_len = train.max_len > held.max_len ? train.max_len : held.max_len;
     if (max_len < 5) max_len = 5;
     t = trainer_new(m, &o, chunk * max_len, chunk, &err);
     if (!t) goto fail;
     if (a.resume && trainer_load_state(t, &err) < 0) goto fail;
+    if (!(dp = dp_new(t, a.threads, a.batch, max_len, dist_comm(), &err))) goto fail;
     if (batchbuf_init(&bb, chunk, max_len) < 0) goto oom;
     idx = malloc((size_t)chunk * sizeof *idx);
     order.perm = malloc((size_t)train.n * sizeof *order.perm);
@@ -555,6 +675,13 @@ int main(int argc, char **argv) {
     order.seed = o.seed;
     long total = a.epochs ? (a.epochs * (long)train.n + a.batch - 1) / a.batch : a.steps;
     long start = trainer_steps_done(t);
+    saver.a = &a;
+    saver.o = &o;
+    saver.from = from;
+    saver.train = &train;
+    saver.held = &held;
+    saver.data_seed = a.have_seed ? (uint64_t)a.seed : set.seed;
+    saver.total = total;
 
     // Every example is checked once up front, so a bad one fails fast.
     for (int k = 0; k < 2; k++) {
@@ -574,7 +701,7 @@ int main(int argc, char **argv) {
         batchbuf_fill(&bb, &train, idx, a.batch);
         double ce;
         double loss = trainer_forward_backward(t, &bb.batch, start, &ce);
-        if (dump_grads(t, m, a.dump_grads, &err) < 0) goto fail;
+        if (rank0 && dump_grads(t, m, a.dump_grads, &err) < 0) goto fail;
         printf("loss %.9g\n", loss);
         status = 0;
         goto done;
@@ -588,7 +715,7 @@ int main(int argc, char **argv) {
     }
     CliProgress bar;
     cli_progress_init(&bar, a.progress);
-    if (a.quiet && !a.progress) bar.on = 0;
+    if ((a.quiet && !a.progress) || !rank0) bar.on = 0;
     double train_time = 0, loss_sum = 0, rate = 0;
     long loss_n = 0, examples = 0;
     int correct = 0;
@@ -597,8 +724,7 @@ int main(int argc, char **argv) {
     for (long s = start; s < total && !interrupted; s++) {
         double ts = cli_now();
         batch_indices(&order, s, a.batch, idx);
-        batchbuf_fill(&bb, &train, idx, a.batch);
-        double loss = trainer_forward_backward(t, &bb.batch, s, NULL);
+        double loss = dp_forward_backward(dp, &train, idx, a.batch, s);
         trainer_step(t, train_lr_at(s, total, a.lr, a.warmup, a.cosine, a.min_lr));
         train_time += cli_now() - ts;
         examples += a.batch;
@@ -613,7 +739,7 @@ int main(int argc, char **argv) {
         cli_progress_update(&bar, done_part, "step %ld/%ld, loss %.4f, %.0f examples/s", s + 1,
                             total, loss_sum / loss_n, rate);
         if (!a.quiet && ((s + 1) % a.eval_every == 0 || s + 1 == total)) {
-            evaluate(t, &bb, &held, chunk, idx, &correct);
+            dp_evaluate(dp, &held, &correct);
             char elapsed[32], eta[32];
             double wall = cli_now() - t0;
             cli_duration(wall, elapsed, sizeof elapsed);
@@ -627,22 +753,22 @@ int main(int argc, char **argv) {
             loss_sum = 0;
             loss_n = 0;
         }
-        if (a.ckpt_every && (s + 1) % a.ckpt_every == 0 && trainer_save(t, a.out, &err) < 0)
+        if (a.ckpt_every && (s + 1) % a.ckpt_every == 0 && rank0 && save(&saver, t, m, &err) < 0)
             goto fail;
     }
     double wall = cli_now() - t0;
     if (interrupted) {
         cli_progress_clear(&bar);
-        if (trainer_save(t, a.out, &err) < 0) goto fail;
+        if (rank0 && save(&saver, t, m, &err) < 0) goto fail;
         fprintf(stderr, "tftrain: interrupted after step %ld of %ld; saved a checkpoint to %s "
                         "(to continue: tftrain --resume %s with the same data options)\n",
-                trainer_steps_done(t), total, a.out, a.out);
+                trainer_steps_done(t), total, saver.ckpt, a.out);
         status = CLI_EXIT_INTERRUPTED;
         goto done;
     }
     cli_progress_end(&bar, "%ld steps, %.0f examples/s", total - start, rate);
-    double hloss = evaluate(t, &bb, &held, chunk, idx, &correct);
-    if (trainer_save(t, a.out, &err) < 0) goto fail;
+    double hloss = dp_evaluate(dp, &held, &correct);
+    if (rank0 && save(&saver, t, m, &err) < 0) goto fail;
     printf("held-out accuracy %.2f%% (%d/%d), loss %.4f; %ld steps in %.2f s, %.0f examples/s; "
            "wrote %s\n",
            100.0 * correct / held.n, correct, held.n, hloss, total - start, wall,
@@ -656,6 +782,7 @@ fail:
     fprintf(stderr, "tftrain: %s\n", err.msg);
 done:
     if (cli_flush_stdout("tftrain") < 0 && status == 0) status = EXIT_BAD;
+    dp_free(dp);
     trainer_free(t);
     batchbuf_free(&bb);
     dataset_free(&train);
@@ -663,7 +790,10 @@ done:
     free(idx);
     free(order.perm);
     free(out_default);
+    free(from);
+    free(saver.ckpt);
     learned_spec_free(&spec);
     model_free(m);
+    dist_finalize();
     return status;
 }

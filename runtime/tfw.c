@@ -604,6 +604,26 @@ static int read_output_mode(TfModel *m, const cJSON *meta, TfError *err) {
     return 0;
 }
 
+/* An optional metadata key whose string is a JSON object, kept as text. */
+static int read_object_text(const cJSON *meta, const char *key, char **out, TfError *err) {
+    if (!cJSON_GetObjectItemCaseSensitive(meta, key)) return 0;
+    const char *s = meta_string(meta, key, 0, err);
+    if (!s) return -1;
+    cJSON *j = meta_json(meta, key, 0, err);
+    if (!j) return -1;
+    int ok = cJSON_IsObject(j);
+    cJSON_Delete(j);
+    if (!ok) {
+        tf_error_set(err, "__metadata__.%s is not a JSON object", key);
+        return -1;
+    }
+    if (!(*out = dup_str(s))) {
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
 /* checks (optional): a JSON array of {"register", "layer", "line", "op"};
  * read after the registers and layers, which it names. */
 static int read_checks(TfModel *m, const cJSON *meta, TfError *err) {
@@ -734,6 +754,9 @@ static int read_metadata(TfModel *m, const cJSON *meta, TfError *err) {
         tf_error_set(err, "out of memory");
         return -1;
     }
+    if (read_object_text(meta, "made_by", &m->made_by, err) < 0 ||
+        read_object_text(meta, "learned", &m->learned, err) < 0)
+        return -1;
     return 0;
 }
 
@@ -1007,6 +1030,8 @@ static cJSON *build_metadata(const TfModel *m) {
     if (ok && m->source) ok = cJSON_AddStringToObject(meta, "source", m->source) != NULL;
     if (ok && m->source_name)
         ok = cJSON_AddStringToObject(meta, "source_name", m->source_name) != NULL;
+    if (ok && m->made_by) ok = cJSON_AddStringToObject(meta, "made_by", m->made_by) != NULL;
+    if (ok && m->learned) ok = cJSON_AddStringToObject(meta, "learned", m->learned) != NULL;
     if (!ok) {
         cJSON_Delete(meta);
         return NULL;
@@ -1014,37 +1039,18 @@ static cJSON *build_metadata(const TfModel *m) {
     return meta;
 }
 
-int tfw_write_buffer(const TfModel *m, unsigned char **out, size_t *len, TfError *err) {
+/* A safetensors file of the F32 tensors ts[0..n-1] with the metadata object
+ * meta (consumed) into a malloc'd buffer. */
+static int serialize(cJSON *meta, const TfTensor *ts, int n, unsigned char **out, size_t *len,
+                     TfError *err) {
     *out = NULL;
     *len = 0;
-    if (model_validate(m, err) < 0) return -1;
-    for (int i = 0; i < m->n_vocab; i++) {
-        unsigned char c = (unsigned char)m->vocab[i];
-        if (c == '\0' || c >= 0x80) {
-            tf_error_set(err, "the vocabulary holds the byte 0x%02x, which the file cannot store "
-                              "(only ASCII characters other than NUL)",
-                         c);
-            return -1;
-        }
-    }
-    for (int i = 0; i < m->n_tensors; i++)
-        if (check_finite(&m->tensors[i], err) < 0) return -1;
-    if (m->source && !tf_utf8_valid((const unsigned char *)m->source, strlen(m->source))) {
-        tf_error_set(err, "the program is not valid UTF-8 text, which the file cannot store");
-        return -1;
-    }
-    if (m->source_name &&
-        !tf_utf8_valid((const unsigned char *)m->source_name, strlen(m->source_name))) {
-        tf_error_set(err, "the program's file name is not valid UTF-8, which the file cannot store");
-        return -1;
-    }
     cJSON *root = cJSON_CreateObject();
-    cJSON *meta = build_metadata(m);
     int ok = root && meta && cJSON_AddItemToObject(root, META, meta);
     if (!ok) cJSON_Delete(meta);
     uint64_t offset = 0;
-    for (int i = 0; ok && i < m->n_tensors; i++) {
-        const TfTensor *t = &m->tensors[i];
+    for (int i = 0; ok && i < n; i++) {
+        const TfTensor *t = &ts[i];
         cJSON *e = cJSON_CreateObject(), *shape = cJSON_CreateArray(), *offs = cJSON_CreateArray();
         ok = e && shape && offs;
         for (int d = 0; ok && d < t->ndim; d++)
@@ -1088,11 +1094,45 @@ int tfw_write_buffer(const TfModel *m, unsigned char **out, size_t *len, TfError
     memset(buf + 8 + hlen, ' ', padded - hlen);
     cJSON_free(json);
     unsigned char *p = buf + 8 + padded;
-    for (int i = 0; i < m->n_tensors; i++) {
-        size_t bytes = m->tensors[i].nelem * sizeof(float);
-        memcpy(p, m->tensors[i].data, bytes);
+    for (int i = 0; i < n; i++) {
+        size_t bytes = ts[i].nelem * sizeof(float);
+        memcpy(p, ts[i].data, bytes);
         p += bytes;
     }
+    *out = buf;
+    *len = total;
+    return 0;
+}
+
+/* The model with its first n_tensors tensors, checked as the reader checks. */
+static int write_buffer(const TfModel *m, int n_tensors, unsigned char **out, size_t *len,
+                        TfError *err) {
+    *out = NULL;
+    *len = 0;
+    if (model_validate(m, err) < 0) return -1;
+    for (int i = 0; i < m->n_vocab; i++) {
+        unsigned char c = (unsigned char)m->vocab[i];
+        if (c == '\0' || c >= 0x80) {
+            tf_error_set(err, "the vocabulary holds the byte 0x%02x, which the file cannot store "
+                              "(only ASCII characters other than NUL)",
+                         c);
+            return -1;
+        }
+    }
+    for (int i = 0; i < n_tensors; i++)
+        if (check_finite(&m->tensors[i], err) < 0) return -1;
+    if (m->source && !tf_utf8_valid((const unsigned char *)m->source, strlen(m->source))) {
+        tf_error_set(err, "the program is not valid UTF-8 text, which the file cannot store");
+        return -1;
+    }
+    if (m->source_name &&
+        !tf_utf8_valid((const unsigned char *)m->source_name, strlen(m->source_name))) {
+        tf_error_set(err, "the program's file name is not valid UTF-8, which the file cannot store");
+        return -1;
+    }
+    unsigned char *buf;
+    size_t total;
+    if (serialize(build_metadata(m), m->tensors, n_tensors, &buf, &total, err) < 0) return -1;
     /* Never write a file the reader refuses: read it back. */
     TfError back_err;
     TfModel *back = tfw_read_buffer(buf, total, &back_err);
@@ -1107,14 +1147,82 @@ int tfw_write_buffer(const TfModel *m, unsigned char **out, size_t *len, TfError
     return 0;
 }
 
+int tfw_write_buffer(const TfModel *m, unsigned char **out, size_t *len, TfError *err) {
+    return write_buffer(m, m->n_tensors, out, len, err);
+}
+
 int tfw_write(const TfModel *m, const char *path, TfError *err) {
+    return tfw_write_tensors(m, m->n_tensors, path, err);
+}
+
+int tfw_write_tensors(const TfModel *m, int n_tensors, const char *path, TfError *err) {
     unsigned char *buf;
     size_t len;
-    if (tfw_write_buffer(m, &buf, &len, err) < 0) {
+    if (n_tensors < 0 || n_tensors > m->n_tensors) n_tensors = m->n_tensors;
+    if (write_buffer(m, n_tensors, &buf, &len, err) < 0) {
         tf_error_prefix(err, path);
         return -1;
     }
     int rc = outfile_write(path, buf, len, err);
     free(buf);
     return rc;
+}
+
+int tfw_write_safetensors(const char *path, const TfTensor *ts, int n, const char *const *meta,
+                          int n_meta, TfError *err) {
+    cJSON *mj = cJSON_CreateObject();
+    for (int i = 0; mj && i < n_meta; i++)
+        if (!cJSON_AddStringToObject(mj, meta[2 * i], meta[2 * i + 1])) {
+            cJSON_Delete(mj);
+            mj = NULL;
+        }
+    unsigned char *buf;
+    size_t len;
+    if (serialize(mj, ts, n, &buf, &len, err) < 0) {
+        tf_error_prefix(err, path);
+        return -1;
+    }
+    int rc = outfile_write(path, buf, len, err);
+    free(buf);
+    return rc;
+}
+
+/* ---- how the file was made ------------------------------------------------ */
+
+void tfw_float_text(float f, char buf[static 32]) {
+    char text[32];
+    for (int prec = 6; prec <= 9; prec++) {
+        snprintf(text, sizeof text, "%.*g", prec, (double)f);
+        if (strtof(text, NULL) == f) break;
+    }
+    memcpy(buf, text, sizeof text);
+}
+
+int tfw_learned_settings(const TfModel *m, TfLearnedSettings *s, TfError *err) {
+    if (!m->learned) {
+        tf_error_set(err, "no learned-model settings (__metadata__.learned, which tfc writes "
+                          "for a program with a model block)");
+        return -1;
+    }
+    cJSON *j = cJSON_Parse(m->learned);
+    const cJSON *drop = cJSON_GetObjectItemCaseSensitive(j, "dropout");
+    const cJSON *pos = cJSON_GetObjectItemCaseSensitive(j, "positions");
+    const cJSON *seed = cJSON_GetObjectItemCaseSensitive(j, "seed");
+    const char *bad = !cJSON_IsNumber(drop) || !(drop->valuedouble >= 0 && drop->valuedouble < 1)
+                          ? "dropout"
+                      : !cJSON_IsString(pos) ? "positions"
+                      : !cJSON_IsNumber(seed) || !(seed->valuedouble >= 0 && seed->valuedouble < 9e15) ||
+                              floor(seed->valuedouble) != seed->valuedouble
+                          ? "seed"
+                          : NULL;
+    if (bad) {
+        tf_error_set(err, "__metadata__.learned.%s is missing or out of range", bad);
+        cJSON_Delete(j);
+        return -1;
+    }
+    s->dropout = (float)drop->valuedouble;
+    s->learned_positions = strcmp(pos->valuestring, "learned") == 0;
+    s->seed = (uint64_t)seed->valuedouble;
+    cJSON_Delete(j);
+    return 0;
 }

@@ -40,6 +40,8 @@ struct TfTrainer {
     size_t *offset;     /* per tensor */
     int *trainable;     /* per tensor */
     float *params, *grads, *mom, *vel;
+    float *own_grads;   /* grads points here unless trainer_set_grads */
+    int shared;         /* a worker: params belong to the master */
     long step;
 
     float *resid;       /* (n_layers + 1) x [max_rows, C] */
@@ -57,8 +59,9 @@ struct TfTrainer {
 
     float *dres, *dres2, *dy, *dain, *dq, *dk, *dv, *dattout, *dh, *dhpre, *scratch, *dpreatt;
     int threads;  /* attention's per-sequence work is split over this many */
+    int scratch_threads; /* scratch has room for this many */
     float *ln_part; /* LayerNorm's parameter gradients per block of rows */
-    size_t max_t; /* longest sequence: each thread's share of scratch */
+    size_t scratch_per; /* floats of scratch per thread (the attention kernels') */
     int batch_has_dropout;
 
     /* Only the rows the loss reads need the layers after the last attention
@@ -94,7 +97,8 @@ void trainer_free(TfTrainer *t) {
         }
     }
     free(t->acts);
-    float *bufs[] = {t->params, t->grads, t->mom, t->vel, t->resid, t->outx, t->logits,
+    if (t->shared) t->params = NULL;
+    float *bufs[] = {t->params, t->own_grads, t->mom, t->vel, t->resid, t->outx, t->logits,
                      t->probs, t->dlogits, t->doutx, t->dres, t->dres2, t->dy, t->dain,
                      t->dq, t->dk, t->dv, t->dattout, t->dh, t->dhpre, t->scratch, t->dpreatt, t->ln_part};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
@@ -111,8 +115,10 @@ void trainer_free(TfTrainer *t) {
     free(t);
 }
 
-TfTrainer *trainer_new(TfModel *m, const TfTrainOptions *opts, int max_rows, int max_seqs,
-                       TfError *err) {
+/* The trainer of trainer_new, or with master set a worker sharing its
+ * parameters (trainer_new_worker). */
+static TfTrainer *trainer_alloc(TfModel *m, const TfTrainOptions *opts, int max_rows,
+                                int max_seqs, TfTrainer *master, TfError *err) {
     if (model_validate(m, err) < 0) return NULL;
     if (max_rows < 1 || max_seqs < 1 || max_seqs > max_rows) {
         tf_error_set(err, "a batch needs room for at least one row and sequence");
@@ -157,12 +163,17 @@ TfTrainer *trainer_new(TfModel *m, const TfTrainOptions *opts, int max_rows, int
         t->n_params += m->tensors[i].nelem;
         t->trainable[i] = i != m->pos_embed || opts->train_positions;
     }
-    t->params = xcalloc(t->n_params, sizeof(float), &failed);
-    t->grads = xcalloc(t->n_params, sizeof(float), &failed);
-    t->mom = xcalloc(t->n_params, sizeof(float), &failed);
-    if (opts->optimizer != TF_OPT_SGD) t->vel = xcalloc(t->n_params, sizeof(float), &failed);
+    t->own_grads = t->grads = xcalloc(t->n_params, sizeof(float), &failed);
+    if (master) {
+        t->shared = 1;
+        t->params = master->params;
+    } else {
+        t->params = xcalloc(t->n_params, sizeof(float), &failed);
+        t->mom = xcalloc(t->n_params, sizeof(float), &failed);
+        if (opts->optimizer != TF_OPT_SGD) t->vel = xcalloc(t->n_params, sizeof(float), &failed);
+    }
     if (failed) goto oom;
-    for (int i = 0; i < t->n_tensors; i++)
+    for (int i = 0; !master && i < t->n_tensors; i++)
         memcpy(P(t, i), m->tensors[i].data, m->tensors[i].nelem * sizeof(float));
 
     const size_t R = (size_t)max_rows, C = (size_t)m->d_model;
@@ -233,8 +244,14 @@ TfTrainer *trainer_new(TfModel *m, const TfTrainOptions *opts, int max_rows, int
     t->dh = xcalloc(R * wide, sizeof(float), &failed);
     t->dhpre = xcalloc(R * wide, sizeof(float), &failed);
     t->threads = opts->threads < 1 ? 1 : opts->threads > TF_PARALLEL_MAX ? TF_PARALLEL_MAX : opts->threads;
-    t->max_t = maxT;
-    t->scratch = xcalloc(maxT * (size_t)t->threads, sizeof(float), &failed);
+    t->scratch_threads = t->threads;
+    for (int l = 0; l < m->n_layers; l++) {
+        const TfLayer *ly = &m->layers[l];
+        size_t need = ly->kind == TF_LAYER_ATTENTION
+                          ? attention_scratch_floats((int)maxT, ly->d_head, ly->d_vhead) : 0;
+        if (need > t->scratch_per) t->scratch_per = need;
+    }
+    t->scratch = xcalloc(t->scratch_per * (size_t)t->threads, sizeof(float), &failed);
     t->ln_part = xcalloc(((size_t)max_rows / LN_BLOCK + 1) * 2 * (size_t)m->d_model, sizeof(float),
                          &failed);
     t->dpreatt = xcalloc(max_att, sizeof(float), &failed);
@@ -246,7 +263,24 @@ oom:
     return NULL;
 }
 
+TfTrainer *trainer_new(TfModel *m, const TfTrainOptions *opts, int max_rows, int max_seqs,
+                       TfError *err) {
+    return trainer_alloc(m, opts, max_rows, max_seqs, NULL, err);
+}
+
+TfTrainer *trainer_new_worker(TfTrainer *master, int max_rows, int max_seqs, TfError *err) {
+    return trainer_alloc(master->m, &master->o, max_rows, max_seqs, master, err);
+}
+
+void trainer_set_grads(TfTrainer *t, float *g) { t->grads = g ? g : t->own_grads; }
+
+void trainer_set_threads(TfTrainer *t, int threads) {
+    // scratch has room for scratch_threads threads: never more.
+    t->threads = threads < 1 ? 1 : threads > t->scratch_threads ? t->scratch_threads : threads;
+}
+
 long trainer_steps_done(const TfTrainer *t) { return t->step; }
+const TfModel *trainer_model(const TfTrainer *t) { return t->m; }
 float *trainer_params(TfTrainer *t, size_t *n) {
     *n = t->n_params;
     return t->params;
@@ -461,7 +495,7 @@ static void full_backward_range(void *ctx, int lo, int hi, int worker) {
     const TfBatch *b = j->b;
     const TfLayer *ly = j->ly;
     const int H = ly->n_heads, HD = H * ly->d_head, HV = H * ly->d_vhead;
-    float *scratch = t->scratch + (size_t)worker * t->max_t;
+    float *scratch = t->scratch + (size_t)worker * t->scratch_per;
     for (int s = lo; s < hi; s++) {
         int r0 = b->seq_start[s], T = b->seq_start[s + 1] - r0;
         const float *extra = NULL;
@@ -498,12 +532,12 @@ static void rows_forward_range(void *ctx, int lo, int hi, int worker) {
     const TfLayer *ly = j->ly;
     const int H = ly->n_heads, HD = H * ly->d_head, HV = H * ly->d_vhead;
     long off = rows_offset(t, b, lo, H);
-    (void)worker;
+    float *scratch = t->scratch + (size_t)worker * t->scratch_per;
     for (int s = lo; s < hi; s++) {
         int r0 = b->seq_start[s], T = b->seq_start[s + 1] - r0;
         int o0 = t->seq_out_start[s], R = t->seq_out_start[s + 1] - o0;
         attention_rows_forward(j->a->attout + (long)o0 * HV, j->a->preatt + off, j->a->att + off,
-                               j->a->q + (long)o0 * HD, j->a->k + (long)r0 * HD,
+                               scratch, j->a->q + (long)o0 * HD, j->a->k + (long)r0 * HD,
                                j->a->v + (long)r0 * HV, t->out_pos + o0, R, T, H, ly->d_head,
                                ly->d_vhead, ly->scale, ly->causal);
         off += (long)R * H * T;
@@ -516,7 +550,7 @@ static void rows_backward_range(void *ctx, int lo, int hi, int worker) {
     const TfBatch *b = j->b;
     const TfLayer *ly = j->ly;
     const int H = ly->n_heads, HD = H * ly->d_head, HV = H * ly->d_vhead;
-    float *scratch = t->scratch + (size_t)worker * t->max_t;
+    float *scratch = t->scratch + (size_t)worker * t->scratch_per;
     long off = rows_offset(t, b, lo, H);
     for (int s = lo; s < hi; s++) {
         int r0 = b->seq_start[s], T = b->seq_start[s + 1] - r0;
@@ -572,7 +606,9 @@ static double forward(TfTrainer *t, const TfBatch *b, int train, long step) {
     int dropout = train && t->o.dropout > 0;
     t->batch_has_dropout = dropout;
     TfRng rng;
-    rng_seed(&rng, t->o.seed * 1000003u + (uint64_t)step);
+    // Masks per step and, in a chunk of a larger batch, per chunk.
+    rng_seed(&rng, t->o.seed * 1000003u + (uint64_t)step +
+                       (uint64_t)b->chunk * 0x632BE59BD9B4E019ull);
     int rows = N; /* rows of the residual stream now: N, or M after compaction */
     for (int l = 0; l < m->n_layers; l++) {
         const TfLayer *ly = &m->layers[l];
@@ -654,6 +690,7 @@ static double attn_loss(const TfTrainer *t, const TfBatch *b, int l, int s, floa
         for (int j = 0; j < i; j++) first &= b->attn[j].seq != b->attn[i].seq;
         n_seqs += first;
     }
+    if (b->loss_attn_seqs > 0) n_seqs = b->loss_attn_seqs; /* a chunk: the whole batch's */
     for (int i = 0; i < b->n_attn; i++) {
         const TfAttnTarget *a = &b->attn[i];
         int ll = -1;
@@ -736,7 +773,8 @@ static void backward(TfTrainer *t, const TfBatch *b) {
     zero(t->dres, (size_t)rows * C);
     if (M > 0) {
         zero(t->dlogits, (size_t)M * V);
-        crossentropy_backward(t->dlogits, t->probs, t->out_targets, M, V, 1.0f / (float)M);
+        int rows_all = b->loss_rows > 0 ? b->loss_rows : M; /* a chunk: the whole batch's */
+        crossentropy_backward(t->dlogits, t->probs, t->out_targets, M, V, 1.0f / (float)rows_all);
         zero(t->doutx, (size_t)M * C);
         matmul_backward(t->doutx, G(t, m->unembed), OPTG(t, m->unembed_bias), t->dlogits, t->outx,
                         P(t, m->unembed), M, C, V);
@@ -822,7 +860,8 @@ static void backward(TfTrainer *t, const TfBatch *b) {
 
 double trainer_forward_backward(TfTrainer *t, const TfBatch *b, long step, double *ce_out) {
     double ce = forward(t, b, 1, step);
-    double mean_ce = t->n_out > 0 ? ce / t->n_out : 0.0;
+    int rows = b->loss_rows > 0 ? b->loss_rows : t->n_out;
+    double mean_ce = rows > 0 ? ce / rows : 0.0;
     if (ce_out) *ce_out = mean_ce;
     double loss = mean_ce + attn_loss(t, b, -1, -1, NULL);
     backward(t, b);
@@ -977,6 +1016,11 @@ static float *state_tensor(TfTrainer *t, const char *kind, int i, int create, Tf
 }
 
 int trainer_save(TfTrainer *t, const char *path, TfError *err) {
+    trainer_sync_model(t);
+    return tfw_write_tensors(t->m, t->n_tensors, path, err);
+}
+
+int trainer_save_checkpoint(TfTrainer *t, const char *path, TfError *err) {
     trainer_sync_model(t);
     for (int i = 0; i < t->n_tensors; i++) {
         if (!t->trainable[i]) continue;

@@ -5,7 +5,8 @@
  *   for each step:
  *       loss = trainer_forward_backward(t, &batch, step);   (gradients)
  *       trainer_step(t, lr);                                  (optimizer)
- *   trainer_save(t, "out.tfw", &err);
+ *   trainer_save(t, "out.tfw", &err);                  (the model)
+ *   trainer_save_checkpoint(t, "out.ckpt.tfw", &err);  (and the optimizer state)
  *
  * A batch is several sequences of any lengths, their rows stacked (as in
  * runtime/infer.c): every matrix product runs once for the whole batch, only
@@ -13,9 +14,10 @@
  *
  * Parameters live in ONE flat buffer (every tensor of the model, in model
  * order); gradients and the optimizer's state (m, v) mirror it, so the
- * optimizer, zeroing, clipping and saving are flat loops. Checkpoints are
- * .tfw files that add the optimizer state as tensors "optim.m.<name>",
- * "optim.v.<name>" and the step count as "optim.step" [1].
+ * optimizer, zeroing, clipping and saving are flat loops. A trained model is
+ * written alone; checkpoints are .tfw files that add the optimizer state as
+ * tensors "optim.m.<name>", "optim.v.<name>" and the step count as
+ * "optim.step" [1].
  *
  * Dimension legend: N rows of the batch, C d_model, V vocabulary (or
  * classes), F feed-forward width, H heads, D head width, T sequence length.
@@ -65,6 +67,13 @@ typedef struct TfBatch {
     const int *labels;    /* classifiers: per sequence, its class */
     const TfAttnTarget *attn;
     int n_attn;
+    /* A chunk of a larger batch (runtime/dataparallel.h); all 0 for a whole
+     * batch. The loss and its gradient are then the chunk's share of the
+     * whole batch's: the cross-entropy is divided by the whole batch's
+     * output rows, the attention-score loss by its sequences with targets. */
+    int chunk;          /* which chunk of the batch: picks its dropout masks */
+    int loss_rows;      /* the whole batch's output rows (0: this batch's) */
+    int loss_attn_seqs; /* the whole batch's sequences with attention targets */
 } TfBatch;
 
 typedef struct TfTrainer TfTrainer;
@@ -75,6 +84,19 @@ typedef struct TfTrainer TfTrainer;
 TfTrainer *trainer_new(TfModel *m, const TfTrainOptions *opts, int max_rows, int max_seqs,
                        TfError *err);
 void trainer_free(TfTrainer *t);
+
+/* A trainer for data parallelism (runtime/dataparallel.h): it reads
+ * `master`'s parameters (shared, never copied; the master must outlive it)
+ * and has its own activations and gradient buffer, for batches of up to
+ * max_rows rows and max_seqs sequences, and room for the master's threads. It has no optimizer state: only
+ * trainer_forward_backward, trainer_evaluate and the setters below. */
+TfTrainer *trainer_new_worker(TfTrainer *master, int max_rows, int max_seqs, TfError *err);
+/* Points the gradient buffer at g (n_params floats, borrowed), NULL: back
+ * to the trainer's own. */
+void trainer_set_grads(TfTrainer *t, float *g);
+/* Threads for the attention and LayerNorm work from now on (1 up to the
+ * number it was made with); the results do not depend on it. */
+void trainer_set_threads(TfTrainer *t, int threads);
 
 /* Checks a batch against the trainer's bounds and the model (tokens in the
  * vocabulary, lengths, targets, labels); 0 or -1 with err set. */
@@ -104,6 +126,7 @@ const float *trainer_attention_scores(const TfTrainer *t, int seq, int layer, in
 double trainer_step(TfTrainer *t, float lr);
 
 long trainer_steps_done(const TfTrainer *t);
+const TfModel *trainer_model(const TfTrainer *t);
 float *trainer_params(TfTrainer *t, size_t *n);
 float *trainer_grads(TfTrainer *t, size_t *n);
 /* The flat offset of tensor i of the model. */
@@ -111,8 +134,10 @@ size_t trainer_tensor_offset(const TfTrainer *t, int i);
 
 /* Copies the trained parameters into the model's tensors. */
 void trainer_sync_model(TfTrainer *t);
-/* Writes the model with the optimizer state (a checkpoint). */
+/* Writes the trained model alone (no optimizer state). */
 int trainer_save(TfTrainer *t, const char *path, TfError *err);
+/* Writes a checkpoint: the model with the optimizer state. */
+int trainer_save_checkpoint(TfTrainer *t, const char *path, TfError *err);
 /* Loads optimizer state and step from a model read from a checkpoint (the
  * same model the trainer trains): 1 loaded, 0 none there, -1 bad. */
 int trainer_load_state(TfTrainer *t, TfError *err);

@@ -55,6 +55,30 @@ if [[ "$summary" == "$tmp/v.tfw: 36 layers (11 attention with 11 heads, 25 MLP: 
 else
     echo "FAIL: tfc -v summary: $summary"; failed=$((failed + 1))
 fi
+# Tensor names carry the index of the layer tfinfo lists: a tensor one layer
+# uses is layers.<i>.<role>, one several layers use shared.<k>.<role>; every
+# shared name is used by two layers or more, every layers.<i> name by layer i only.
+"$TF_BUILD_DIR/tfinfo" "$W" >"$tmp/info.txt"
+bad=$(awk '/^ +[0-9]+ [^ ]+ +(attention|mlp|norm) / { layer = $1 }
+    $2 ~ /^layers\./ { split($2, p, "."); if (p[2] != layer) print layer ": " $2 }
+    $2 ~ /^shared\./ { if (!(($2, layer) in seen)) { seen[$2, layer] = 1; users[$2]++ } }
+    END { for (t in users) if (users[t] < 2) print t " has one layer" }' "$tmp/info.txt" 2>&1)
+n=$(grep -cE '^ +(query|key|value|output|fc[12]_(weight|bias)) +(layers|shared)\.' "$tmp/info.txt")
+if [ -z "$bad" ] && [ "$n" -gt 36 ] && grep -q ' layers\.35\.\| shared\.' "$tmp/info.txt"; then
+    passed=$((passed + 1))
+else
+    echo "FAIL: tensor names and layer indices ($n tensor lines): $bad"; failed=$((failed + 1))
+fi
+# __metadata__.made_by: the tool, its version and the options that shaped the file.
+made_by() { # made_by FILE: the made_by string of a weight file's header
+    "${PYTHON:-python3}" -c 'import json, struct, sys
+d = open(sys.argv[1], "rb").read(); n = struct.unpack("<Q", d[:8])[0]
+print(json.loads(d[8:8 + n])["__metadata__"].get("made_by", ""))' "$1"
+}
+"$TFC" "$SRC/programs/adder.tfp" -O0 -o "$tmp/o0.tfw"
+expect "made_by records tfc -O" 0 '{"tool":"tfc","version":"0.1.0","options":{"O":1}}' "" -- made_by "$W"
+expect "tfinfo prints made_by" 0 '~made by: {"tool":"tfc","version":"0.1.0","options":{"O":1}}' "" -- "$TF_BUILD_DIR/tfinfo" "$W"
+expect "made_by records tfc -O0" 0 '{"tool":"tfc","version":"0.1.0","options":{"O":0}}' "" -- made_by "$tmp/o0.tfw"
 expect "tfc without arguments" 2 "" "tfc: no program given" -- "$TFC"
 expect "tfc unknown option" 2 "" "tfc: unknown option '--frobnicate'" -- "$TFC" --frobnicate x.tfp
 expect "tfc -o without a name" 2 "" "tfc: -o needs a value" -- "$TFC" "$SRC/programs/adder.tfp" -o

@@ -45,6 +45,18 @@ says "tfc names the header limit" "$tmp/err" "over the readers' limit of 6710886
 check "tfc wrote no file over the reader's limit" $?
 rm -f "$tmp/big.tfp"
 
+# Fuzzing: `output tokens at every position` compiled to a file without
+# unembed.weight, which tfrun refuses. Whatever tfc does with it, it never
+# writes a file tfrun refuses.
+printf 'vocab "ab";\noutput tokens at every position;\n' >"$tmp/nounembed.tfp"
+if "$TFC" "$tmp/nounembed.tfp" -o "$tmp/nounembed.tfw" 2>"$tmp/err"; then
+    "$TFRUN" "$tmp/nounembed.tfw" "ab" >/dev/null 2>"$tmp/err"
+    check "what tfc writes, tfrun reads" $? "$(cat "$tmp/err")"
+else
+    [ ! -e "$tmp/nounembed.tfw" ]
+    check "tfc refused the program and wrote nothing" $? "$(cat "$tmp/err")"
+fi
+
 # A program that is not UTF-8 (found by fuzzing): the file would store it
 # in JSON, which the readers refuse.
 { cat "$SRC/programs/xor.tfp"; printf '# caf\xe9\n'; } >"$tmp/latin1.tfp"

@@ -293,6 +293,8 @@ MUTATION(registers_overlap, cJSON_DeleteItemFromObjectCaseSensitive(meta(root), 
     "[{\"name\":\"a\",\"kind\":\"scalar\",\"offset\":1,\"size\":1},"
     "{\"name\":\"b\",\"kind\":\"position\",\"offset\":0,\"size\":2}]"))
 MUTATION(d_model_mismatch, set_meta(root, "d_model", "7"))
+MUTATION(made_by_not_object, cJSON_AddStringToObject(meta(root), "made_by", "[\"tfc\"]"))
+MUTATION(learned_not_json, cJSON_AddStringToObject(meta(root), "learned", "{\"dropout\":"))
 MUTATION(no_unembed, cJSON_AddItemToObject(root, "unembed2.weight",
     cJSON_DetachItemFromObjectCaseSensitive(root, "unembed.weight")))
 
@@ -332,6 +334,8 @@ START_TEST(test_rejects_bad_headers) {
         {registers_overlap, "registers 'a' and 'b' overlap"},
         {d_model_mismatch, "embed.token.weight: tensor 'embed.token.weight' has shape [3, 6], expected [3, 7]"},
         {no_unembed, "tensor 'unembed.weight' is missing"},
+        {made_by_not_object, "__metadata__.made_by is not a JSON object"},
+        {learned_not_json, "__metadata__.learned is not valid JSON"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         expect_header_rejected(cases[i].mutate, cases[i].message);
@@ -719,6 +723,82 @@ START_TEST(test_rejects_bad_general_fields) {
 }
 END_TEST
 
+/* ---- how the file was made, and tensor names ------------------------------ */
+
+START_TEST(test_round_trip_made_by_and_learned) {
+    TfModel *m = small_model();
+    TfError err = {""};
+    TfLearnedSettings set;
+    ck_assert_int_eq(tfw_learned_settings(m, &set, &err), -1);
+    ck_assert_msg(strstr(err.msg, "no learned-model settings") != NULL, "%s", err.msg);
+    m->made_by = strdup("{\"tool\":\"tfc\",\"version\":\"0.1.0\",\"options\":{\"O\":1}}");
+    m->learned = strdup("{\"d_model\":6,\"dropout\":0.25,\"positions\":\"none\",\"seed\":42}");
+    unsigned char *buf;
+    size_t len;
+    ck_assert_int_eq(tfw_write_buffer(m, &buf, &len, &err), 0);
+    TfModel *back = tfw_read_buffer(buf, len, &err);
+    ck_assert_msg(back != NULL, "%s", err.msg);
+    ck_assert_str_eq(back->made_by, m->made_by);
+    ck_assert_str_eq(back->learned, m->learned);
+    ck_assert_int_eq(tfw_learned_settings(back, &set, &err), 0);
+    ck_assert(set.dropout == 0.25f);
+    ck_assert_int_eq(set.learned_positions, 0);
+    ck_assert_int_eq(set.seed, 42);
+    free(back->learned);
+    back->learned = strdup("{\"dropout\":1.5,\"positions\":\"learned\",\"seed\":1}");
+    ck_assert_int_eq(tfw_learned_settings(back, &set, &err), -1);
+    ck_assert_str_eq(err.msg, "__metadata__.learned.dropout is missing or out of range");
+    model_free(back);
+    free(buf);
+    model_free(m);
+}
+END_TEST
+
+START_TEST(test_write_tensors_drops_the_rest) {
+    TfModel *m = small_model();
+    TfError err = {""};
+    int64_t one = 1;
+    ck_assert_int_ge(model_add_tensor(m, "optim.step", 1, &one, &err), 0);
+    char path[] = "/tmp/tfw_first_XXXXXX";
+    close(mkstemp(path));
+    ck_assert_msg(tfw_write_tensors(m, m->n_tensors - 1, path, &err) == 0, "%s", err.msg);
+    TfModel *back = tfw_read(path, &err);
+    ck_assert_msg(back != NULL, "%s", err.msg);
+    ck_assert_int_eq(back->n_tensors, m->n_tensors - 1);
+    ck_assert_int_lt(model_find_tensor(back, "optim.step"), 0);
+    remove(path);
+    model_free(back);
+    model_free(m);
+}
+END_TEST
+
+START_TEST(test_tensor_names_carry_the_layer) {
+    // small_model: layer 0 uses shared.square four times (one layer: not
+    // shared), layer 1 its MLP tensors; a third layer sharing fc1 with
+    // layer 1 makes that tensor shared. Unused and fixed tensors keep their names.
+    TfModel *m = small_model();
+    TfError err = {""};
+    TfLayer f = m->layers[1];
+    f.name = "mlp2";
+    f.op = NULL;
+    f.fc1_bias = -1;
+    f.fc2_weight = model_find_tensor(m, "mlp.fc2.weight");
+    ck_assert_int_eq(model_add_layer(m, &f, &err), 2);
+    int64_t six = 6;
+    int b = model_add_tensor(m, "x", 1, &six, &err);
+    m->layers[2].fc2_bias = b;
+    ck_assert_int_eq(model_name_tensors(m, &err), 0);
+    const char *want[] = {"embed.token.weight", "embed.position.weight", "unembed.weight",
+                          "layers.0.attn.query.weight", "shared.0.mlp.fc1.weight",
+                          "layers.1.mlp.fc1.bias", "shared.1.mlp.fc2.weight", "mlp.fc2.bias",
+                          "layers.2.mlp.fc2.bias"};
+    ck_assert_int_eq(m->n_tensors, 9);
+    for (int t = 0; t < m->n_tensors; t++) ck_assert_str_eq(m->tensors[t].name, want[t]);
+    ck_assert_msg(model_validate(m, &err) == 0, "%s", err.msg);
+    model_free(m);
+}
+END_TEST
+
 /* ---- hardening (issue 13): what fuzzing and the two readers' differences found */
 
 /* The valid file with its header text edited: `at` is found in the header
@@ -1097,6 +1177,9 @@ int main(void) {
     tcase_add_test(tc, test_round_trip_general_fields);
     tcase_add_test(tc, test_validate_general_fields);
     tcase_add_test(tc, test_rejects_bad_general_fields);
+    tcase_add_test(tc, test_round_trip_made_by_and_learned);
+    tcase_add_test(tc, test_write_tensors_drops_the_rest);
+    tcase_add_test(tc, test_tensor_names_carry_the_layer);
     tcase_add_test(tc, test_rejects_what_the_readers_would_read_differently);
     tcase_add_test(tc, test_rejects_bad_metadata_json);
     tcase_add_test(tc, test_rejects_non_finite_weights);

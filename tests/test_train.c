@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dataparallel.h"
 #include "dataset.h"
 #include "kernels.h"
 #include "rng.h"
@@ -151,7 +152,7 @@ END_TEST
 /* attention, with an extra loss on the scores */
 enum { AT = 4, AH = 2, AD = 3, ADV = 2 };
 static float at_out[AT * AH * ADV], at_pre[AH * AT * AT], at_att[AH * AT * AT];
-static float at_w[AT * AH * ADV], at_wpre[AH * AT * AT], at_scratch[AT];
+static float at_w[AT * AH * ADV], at_wpre[AH * AT * AT], at_scratch[256]; /* >= attention_scratch_floats */
 static int at_causal;
 
 static double attention_loss(Case *c) {
@@ -195,7 +196,7 @@ static const int ar_pos[2] = {1, 3};
 static float ar_out[2 * AH * ADV], ar_pre[2 * AH * AT], ar_att[2 * AH * AT], ar_w[2 * AH * ADV];
 
 static double attention_rows_loss(Case *c) {
-    attention_rows_forward(ar_out, ar_pre, ar_att, c->in[0], c->in[1], c->in[2], ar_pos, 2, AT, AH,
+    attention_rows_forward(ar_out, ar_pre, ar_att, at_scratch, c->in[0], c->in[1], c->in[2], ar_pos, 2, AT, AH,
                            AD, ADV, 0.7f, at_causal);
     return dot(ar_out, ar_w, 2 * AH * ADV);
 }
@@ -305,7 +306,7 @@ static void small_batch(const TfModel *m, TfBatch *b, int *tok, int *start, int 
         lab[s] = m->output_kind == TF_OUTPUT_CLASSIFY ? (int)rng_below(&r, (uint64_t)m->n_classes) : 0;
     }
     start[3] = row;
-    *b = (TfBatch){3, tok, start, tgt, lab, NULL, 0};
+    *b = (TfBatch){3, tok, start, tgt, lab, NULL, 0, 0, 0, 0};
 }
 
 static TfTrainOptions default_opts(TfOptimizer opt) {
@@ -426,7 +427,7 @@ static void train_threads(int threads, float *params_out, size_t *n_out) {
     }
     bstart[3 * COPIES] = 14 * COPIES;
     TfBatch b = {3 * COPIES, btok, bstart, one.targets ? btgt : NULL, one.labels ? blab : NULL,
-                 NULL, 0};
+                 NULL, 0, 0, 0, 0};
     for (int s = 0; s < 20; s++) {
         trainer_forward_backward(t, &b, s, NULL);
         trainer_step(t, 1e-2f);
@@ -448,6 +449,81 @@ START_TEST(test_threads_do_not_change_the_result) {
     ck_assert(n1 <= 4096 && n1 == n2 && n1 == n3);
     ck_assert(memcmp(one, two, n1 * sizeof(float)) == 0); /* bit for bit */
     ck_assert(memcmp(one, three, n1 * sizeof(float)) == 0);
+}
+END_TEST
+
+/* Data parallelism (runtime/dataparallel.h) on `threads` workers: 8 steps of
+ * batches of 100 examples (chunks of 16, the last of 4); the parameters, and
+ * in *grad0 the first step's gradient. */
+static void train_chunks(int threads, float *params_out, float *grad0, size_t *n_out,
+                         double *loss0) {
+    TfModel *m = tf_compile_text(model_texts[0]); /* vocab 01+=, max_len 12 */
+    TfDataset tr = {0}, ho = {0};
+    TfError err = {""};
+    ck_assert_msg(dataset_generate(&tr, &ho, m, "binary-add:3", 60, 4, 1, &err) == 0, "%s", err.msg);
+    TfTrainOptions o = default_opts(TF_OPT_ADAMW);
+    o.threads = threads;
+    TfTrainer *t = trainer_new(m, &o, 100 * 12, 100, &err);
+    ck_assert_msg(t != NULL, "%s", err.msg);
+    TfDataParallel *dp = dp_new(t, threads, 100, 12, NULL, &err);
+    ck_assert_msg(dp != NULL, "%s", err.msg);
+    int idx[100];
+    for (int s = 0; s < 8; s++) {
+        for (int i = 0; i < 100; i++) idx[i] = (i * 7 + s * 13) % tr.n;
+        double loss = dp_forward_backward(dp, &tr, idx, 100, s);
+        if (s == 0) {
+            size_t n;
+            const float *g = trainer_grads(t, &n);
+            memcpy(grad0, g, n * sizeof(float));
+            *loss0 = loss;
+        }
+        trainer_step(t, 1e-2f);
+    }
+    float *p = trainer_params(t, n_out);
+    memcpy(params_out, p, *n_out * sizeof *p);
+    dp_free(dp);
+    trainer_free(t);
+    dataset_free(&tr);
+    dataset_free(&ho);
+    model_free(m);
+}
+
+START_TEST(test_data_parallel) {
+    static float p1[4096], p2[4096], p3[4096], g1[4096], g2[4096], g3[4096], whole[4096];
+    size_t n1, n2, n3;
+    double l1, l2, l3;
+    train_chunks(1, p1, g1, &n1, &l1);
+    train_chunks(2, p2, g2, &n2, &l2);
+    train_chunks(3, p3, g3, &n3, &l3);
+    ck_assert(n1 <= 4096 && n1 == n2 && n1 == n3);
+    ck_assert(memcmp(p1, p2, n1 * sizeof(float)) == 0); /* bit for bit */
+    ck_assert(memcmp(p1, p3, n1 * sizeof(float)) == 0);
+    ck_assert(memcmp(g1, g3, n1 * sizeof(float)) == 0 && l1 == l2 && l1 == l3);
+    // The chunks' gradients add up to the whole batch's (to rounding).
+    TfModel *m = tf_compile_text(model_texts[0]);
+    TfDataset tr = {0}, ho = {0};
+    TfError err = {""};
+    ck_assert(dataset_generate(&tr, &ho, m, "binary-add:3", 60, 4, 1, &err) == 0);
+    TfTrainOptions o = default_opts(TF_OPT_ADAMW);
+    TfTrainer *t = trainer_new(m, &o, 100 * 12, 100, &err);
+    TfBatchBuf bb = {0};
+    ck_assert(t && batchbuf_init(&bb, 100, 12) == 0);
+    int idx[100];
+    for (int i = 0; i < 100; i++) idx[i] = (i * 7) % tr.n;
+    batchbuf_fill(&bb, &tr, idx, 100);
+    double loss = trainer_forward_backward(t, &bb.batch, 0, NULL);
+    size_t n;
+    const float *g = trainer_grads(t, &n);
+    memcpy(whole, g, n * sizeof(float));
+    ck_assert(n == n1);
+    ck_assert_double_eq_tol(loss, l1, 1e-5 * fabs(loss));
+    char msg[256];
+    ck_assert_msg(tf_compare_floats(g1, whole, (long)n, 1e-4, 1e-6, msg, sizeof msg) == 0, "%s", msg);
+    batchbuf_free(&bb);
+    trainer_free(t);
+    dataset_free(&tr);
+    dataset_free(&ho);
+    model_free(m);
 }
 END_TEST
 
@@ -481,11 +557,22 @@ START_TEST(test_checkpoint_resume) {
     for (int s = 0; s < 10; s++) {
         trainer_forward_backward(t, &b, s, NULL);
         trainer_step(t, 1e-2f);
-        if (s == 4) ck_assert_msg(trainer_save(t, path, &err) == 0, "%s", err.msg);
+        if (s == 4) ck_assert_msg(trainer_save_checkpoint(t, path, &err) == 0, "%s", err.msg);
     }
     TfModel *m2 = tfw_read(path, &err);
     ck_assert_msg(m2 != NULL, "%s", err.msg);
     ck_assert_int_ge(model_find_tensor(m2, "optim.v.embed.token.weight"), 0);
+    // The model alone: every tensor of the model, none of the optimizer's.
+    ck_assert_msg(trainer_save(t, path, &err) == 0, "%s", err.msg);
+    TfModel *alone = tfw_read(path, &err);
+    ck_assert_msg(alone != NULL, "%s", err.msg);
+    ck_assert_int_eq(alone->n_tensors, model_find_tensor(m, "optim.m.embed.token.weight"));
+    for (int i = 0; i < alone->n_tensors; i++)
+        ck_assert_msg(strncmp(alone->tensors[i].name, "optim.", 6) != 0, "%s", alone->tensors[i].name);
+    TfTrainer *ta = trainer_new(alone, &o, 64, 8, &err);
+    ck_assert_int_eq(trainer_load_state(ta, &err), 0); /* no state to load */
+    trainer_free(ta);
+    model_free(alone);
     TfTrainer *t2 = trainer_new(m2, &o, 64, 8, &err);
     ck_assert_int_eq(trainer_load_state(t2, &err), 1);
     ck_assert_int_eq(trainer_steps_done(t2), 5);
@@ -636,6 +723,59 @@ START_TEST(test_text_data_errors) {
 }
 END_TEST
 
+/* The fast attention kernels (one head's keys and values as columns) against
+ * their naive twins, on sizes like the seed models' (uneven on purpose),
+ * causal and not, with and without a loss on the scores. */
+START_TEST(test_attention_fast_matches_naive) {
+    enum { T = 13, H = 3, D = 5, DV = 4, R = 4 };
+    static float q[T * H * D], k[T * H * D], v[T * H * DV], dout[T * H * DV], dpre[H * T * T];
+    static float out[T * H * DV], pre[H * T * T], att[H * T * T], scratch[1024];
+    static float g1[3][T * H * D], g2[3][T * H * D];
+    static float o1[R * H * DV], o2[R * H * DV], p1[R * H * T], p2[R * H * T], a1[R * H * T],
+        a2[R * H * T];
+    const int pos[R] = {2, 5, 11, 12};
+    ck_assert(attention_scratch_floats(T, D, DV) <= sizeof scratch / sizeof *scratch);
+    TfRng r;
+    rng_seed(&r, 9);
+    fill(q, T * H * D, &r, -1, 1), fill(k, T * H * D, &r, -1, 1), fill(v, T * H * DV, &r, -1, 1);
+    fill(dout, T * H * DV, &r, -1, 1), fill(dpre, H * T * T, &r, -1, 1);
+    char msg[256];
+    for (int causal = 0; causal < 2; causal++)
+        for (int extra = 0; extra < 2; extra++) {
+            attention_forward(out, pre, att, q, k, v, T, H, D, DV, 0.35f, causal);
+            memset(g1, 0, sizeof g1), memset(g2, 0, sizeof g2);
+            attention_backward(g1[0], g1[1], g1[2], scratch, dout, extra ? dpre : NULL, q, k, v,
+                               att, T, H, D, DV, 0.35f, causal);
+            attention_backward_naive(g2[0], g2[1], g2[2], scratch, dout, extra ? dpre : NULL, q,
+                                     k, v, att, T, H, D, DV, 0.35f, causal);
+            for (int i = 0; i < 3; i++)
+                ck_assert_msg(tf_compare_floats(g1[i], g2[i], i == 2 ? T * H * DV : T * H * D,
+                                                1e-5, 1e-5, msg, sizeof msg) == 0,
+                              "attention_backward, causal %d, extra %d, gradient %d: %s", causal,
+                              extra, i, msg);
+        }
+    for (int causal = 0; causal < 2; causal++) {
+        // Query rows at pos: q holds them first ([R, H*D]); keys and values are the sequence's.
+        attention_rows_forward(o1, p1, a1, scratch, q, k, v, pos, R, T, H, D, DV, 0.35f, causal);
+        attention_rows_forward_naive(o2, p2, a2, q, k, v, pos, R, T, H, D, DV, 0.35f, causal);
+        ck_assert_msg(tf_compare_floats(o1, o2, R * H * DV, 1e-5, 1e-6, msg, sizeof msg) == 0,
+                      "attention_rows_forward: %s", msg);
+        ck_assert_msg(tf_compare_floats(a1, a2, R * H * T, 1e-5, 1e-6, msg, sizeof msg) == 0,
+                      "attention_rows_forward weights: %s", msg);
+        memset(g1, 0, sizeof g1), memset(g2, 0, sizeof g2);
+        attention_rows_backward(g1[0], g1[1], g1[2], scratch, dout, q, k, v, a1, pos, R, T, H, D,
+                                DV, 0.35f, causal);
+        attention_rows_backward_naive(g2[0], g2[1], g2[2], scratch, dout, q, k, v, a1, pos, R, T,
+                                      H, D, DV, 0.35f, causal);
+        for (int i = 0; i < 3; i++)
+            ck_assert_msg(tf_compare_floats(g1[i], g2[i], i == 0 ? R * H * D : i == 1 ? T * H * D
+                                                                                       : T * H * DV,
+                                            1e-5, 1e-5, msg, sizeof msg) == 0,
+                          "attention_rows_backward, causal %d, gradient %d: %s", causal, i, msg);
+    }
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("train");
     TCase *tc = tcase_create("train");
@@ -644,10 +784,12 @@ int main(void) {
     tcase_add_test(tc, test_activation_backward);
     tcase_add_test(tc, test_attention_backward);
     tcase_add_test(tc, test_attention_rows_backward);
+    tcase_add_test(tc, test_attention_fast_matches_naive);
     tcase_add_test(tc, test_embedding_and_crossentropy_backward);
     tcase_add_loop_test(tc, test_model_gradient, 0, 3);
     tcase_add_test(tc, test_optimizers_learn_and_are_deterministic);
     tcase_add_test(tc, test_threads_do_not_change_the_result);
+    tcase_add_test(tc, test_data_parallel);
     tcase_add_test(tc, test_checkpoint_resume);
     tcase_add_test(tc, test_bad_batches_are_rejected);
     tcase_add_test(tc, test_generators);

@@ -92,6 +92,19 @@ else
     failed=$((failed + 1))
 fi
 
+# The header's metadata (json) and the tensor data (the bytes after the header).
+meta() { # meta FILE [KEY]: the tensor names, or a metadata value
+    "${PYTHON:-python3}" -c 'import json, struct, sys
+d = open(sys.argv[1], "rb").read(); n = struct.unpack("<Q", d[:8])[0]; h = json.loads(d[8:8 + n])
+print(h["__metadata__"].get(sys.argv[2], "") if len(sys.argv) > 2 else " ".join(k for k in h if k != "__metadata__"))' "$@"
+}
+same_tensors() { # same_tensors A B: the same tensor names and data, bit for bit
+    local na nb
+    na=$(od -An -tu8 -N8 "$1" | tr -d ' ')
+    nb=$(od -An -tu8 -N8 "$2" | tr -d ' ')
+    [ "$(meta "$1")" = "$(meta "$2")" ] && cmp -s <(tail -c +$((9 + na)) "$1") <(tail -c +$((9 + nb)) "$2")
+}
+
 # Determinism: the same seed gives the same file, bit for bit; a run resumed
 # from a checkpoint ends where the uninterrupted run ends.
 common=(--task binary-add:3 --train-size 48 --heldout-size 16 --quiet)
@@ -105,8 +118,49 @@ check "another seed gives another model" $?
 "$TFTRAIN" "$P/binary_add.tfp" "${common[@]}" --steps 20 -o "$tmp/half.tfw" >/dev/null
 "$TFTRAIN" --resume "$tmp/half.tfw" "${common[@]}" --steps 40 -o "$tmp/resumed.tfw" >/dev/null
 check "tftrain --resume" $?
-cmp -s "$tmp/r1.tfw" "$tmp/resumed.tfw"
+same_tensors "$tmp/r1.tfw" "$tmp/resumed.tfw"
 check "20 steps + 20 resumed steps == 40 steps, bit for bit" $?
+"$TFTRAIN" --resume "$tmp/half.ckpt.tfw" "${common[@]}" --steps 40 -o "$tmp/resumed2.tfw" >/dev/null &&
+    cmp -s "$tmp/resumed.tfw" "$tmp/resumed2.tfw"
+check "--resume reads the checkpoint given itself or beside the model" $?
+
+# -o writes the model alone; the optimizer state goes to the checkpoint beside it.
+names=$(meta "$tmp/r1.tfw")
+[[ "$names" != *optim.* ]] && [[ "$names" == *layers.0.attn.query.weight* ]]
+check "the trained model holds no optimizer state" $?
+ck=$(meta "$tmp/r1.ckpt.tfw")
+[[ "$ck" == "$names optim.m.embed.token.weight "* ]] && [[ "$ck" == *" optim.step" ]]
+check "the checkpoint holds the model, then the optimizer state" $?
+out=$("$TFRUN" "$tmp/r1.ckpt.tfw" -n 4 "011+001=") && [ "$out" = "$("$TFRUN" "$tmp/r1.tfw" -n 4 "011+001=")" ]
+check "tfrun runs the checkpoint as the model" $?
+# Tensors carry the layer index: binary_add is pre-norm, attention + MLP per
+# block, so block 1's attention is layer 2 and the final norm layer 4.
+[[ "$names" == *" layers.2.attn.query.weight "* ]] && [[ "$names" == *" layers.3.mlp.fc1.weight "* ]] &&
+    [[ "$names" == *" layers.4.norm.weight "* ]] && [[ "$names" != *"shared."* ]]
+check "learned tensors are named by layer index (got $names)" $?
+
+# __metadata__.made_by records how the file was made; learned the model block.
+mb=$(meta "$tmp/resumed.tfw" made_by)
+[[ "$mb" == '{"tool":"tftrain","version":"0.1.0","from":{"tool":"tftrain",'*'"steps":20,'* ]] &&
+    [[ "$mb" == *'"optimizer":{"name":"adamw","lr":0.001,"beta1":0.9,"beta2":0.999,"eps":1e-08,"weight_decay":0.01,"clip":0}'* ]] &&
+    [[ "$mb" == *'"data":{"task":"binary-add:3","seed":1,"train_size":48,"heldout_size":16},"batch_size":64,"steps":40,'* ]]
+check "made_by records the optimizer, data, steps and where training started (got $mb)" $?
+[ "$(meta "$tmp/r1.tfw" learned)" = '{"d_model":32,"layers":2,"heads":4,"d_ff":64,"activation":"relu","norm":"pre","dropout":0,"positions":"learned","max_len":32,"attention":"causal","predict":"next_token","seed":1}' ]
+check "learned records the model block ($(meta "$tmp/r1.tfw" learned))" $?
+
+# tftrain takes tfc's weight file as the program, its settings read from the
+# metadata (dropout, positions, seed): the same training as from the source.
+"$TFC" "$P/secret_code.tfp" -o "$tmp/scinit.tfw" &&
+    "$TFTRAIN" "$tmp/scinit.tfw" --task secret-code --train-size 30 --heldout-size 5 --steps 20 \
+        --quiet -o "$tmp/sc_w.tfw" >/dev/null &&
+    "$TFTRAIN" "$P/secret_code.tfp" --task secret-code --train-size 30 --heldout-size 5 --steps 20 \
+        --quiet -o "$tmp/sc_p.tfw" >/dev/null && same_tensors "$tmp/sc_w.tfw" "$tmp/sc_p.tfw"
+check "training tfc's .tfw == training the program" $?
+[[ "$(meta "$tmp/sc_w.tfw" made_by)" == *'"from":{"tool":"tfc","version":"0.1.0","options":{"O":1}}'* ]]
+check "made_by.from names tfc" $?
+l=$(meta "$tmp/first_token.init.tfw" learned)
+[[ "$l" == *'"dropout":0.1,"positions":"none",'* ]]
+check "first_token's dropout 0.1 and no positions are in the metadata (got $l)" $?
 
 # --threads splits the attention and LayerNorm work (a batch big enough for a
 # second thread to take part); the file is the same on any number of threads.
@@ -134,6 +188,8 @@ run_err "bad learning rate" 2 "tftrain: bad value 'fast' for --lr" \
 run_err "bad thread count" 2 "tftrain: bad value '0' for --threads" \
     "$TFTRAIN" "$P/xor.tfp" --task xor --threads 0
 run_err "no data" 2 "tftrain: give either --task or --data" "$TFTRAIN" "$P/xor.tfp"
+run_err "a program and --resume" 2 "tftrain: give a program (.tfp or .tfw) or --resume CHECKPOINT.tfw, not both" \
+    "$TFTRAIN" "$P/xor.tfp" --resume "$tmp/r1.tfw" --task xor
 run_err "unknown task" 1 "tftrain: unknown task 'multiply'" \
     "$TFTRAIN" "$P/xor.tfp" --task multiply -o "$tmp/x.tfw"
 run_err "task for another model" 1 "task binary-add:4 needs a next-token model" \
@@ -150,8 +206,11 @@ run_err "missing data file" 1 "/nonexistent.txt: cannot open" \
     "$TFTRAIN" "$P/xor.tfp" --data /nonexistent.txt --heldout /nonexistent.txt -o "$tmp/x.tfw"
 run_err "resume from a text file" 1 "tftrain: $tmp/bad.txt is a text file, not a weight file" \
     "$TFTRAIN" --resume "$tmp/bad.txt" --task xor -o "$tmp/x.tfw"
-run_err "a weight file given as the program" 1 "sc.tfw is a weight file, not a program" \
-    "$TFTRAIN" "$tmp/sc.tfw" --task secret-code -o "$tmp/x.tfw"
+"$TFC" "$P/adder.tfp" -o "$tmp/adder.tfw"
+run_err "a compiled (not learned) weight file" 1 "adder.tfw: no learned-model settings" \
+    "$TFTRAIN" "$tmp/adder.tfw" --task xor -o "$tmp/x.tfw"
+run_err "resume without a checkpoint" 1 "scinit.tfw holds no optimizer state and there is no checkpoint" \
+    "$TFTRAIN" --resume "$tmp/scinit.tfw" --task secret-code -o "$tmp/x.tfw"
 run_err "generated examples too long" 1 "task example '0" \
     "$TFTRAIN" "$P/xor.tfp" --task xor:20 -o "$tmp/x.tfw"
 head -c 100 "$tmp/r1.tfw" >"$tmp/trunc.tfw"
@@ -185,7 +244,7 @@ sed 's/$/\r/' "$tmp/ba/heldout.txt" >"$tmp/ba/heldout_crlf.txt"
 "$TFTRAIN" "$P/binary_add.tfp" --data "$tmp/ba/train.txt" --heldout "$tmp/ba/heldout.txt" --steps 20 --quiet \
     -o "$tmp/lf.tfw" >/dev/null &&
     "$TFTRAIN" "$P/binary_add.tfp" --data "$tmp/ba/train_crlf.txt" --heldout "$tmp/ba/heldout_crlf.txt" \
-        --steps 20 --quiet -o "$tmp/crlf.tfw" >/dev/null && cmp -s "$tmp/lf.tfw" "$tmp/crlf.tfw"
+        --steps 20 --quiet -o "$tmp/crlf.tfw" >/dev/null && same_tensors "$tmp/lf.tfw" "$tmp/crlf.tfw"
 check "CRLF data files train the same model as LF ones" $?
 
 # The output is checked before training: nothing is printed, no step runs.
@@ -237,12 +296,12 @@ train_until_signal() { # train_until_signal SIGNAL OUT: sets rc
 }
 train_until_signal INT "$tmp/int.tfw"
 expect "SIGINT: exit 130" 130 $rc
-k=$(sed -n 's/.*tftrain: interrupted after step \([0-9]*\) of 100000000; saved a checkpoint to .*int.tfw .*/\1/p' "$tmp/sig.err")
+k=$(sed -n 's/.*tftrain: interrupted after step \([0-9]*\) of 100000000; saved a checkpoint to .*int\.ckpt\.tfw .*/\1/p' "$tmp/sig.err")
 [ -n "$k" ] && [ "$k" -gt 0 ]
 check "SIGINT: says at which step and where it saved ($(tr '\r' '|' <"$tmp/sig.err"))" $?
 "$TFTRAIN" --resume "$tmp/int.tfw" "${common[@]}" --steps $((k + 7)) -o "$tmp/int_resumed.tfw" >/dev/null &&
     "$TFTRAIN" "$P/binary_add.tfp" "${common[@]}" --steps $((k + 7)) -o "$tmp/int_straight.tfw" >/dev/null &&
-    cmp -s "$tmp/int_resumed.tfw" "$tmp/int_straight.tfw"
+    same_tensors "$tmp/int_resumed.tfw" "$tmp/int_straight.tfw"
 check "SIGINT: the checkpoint resumes to the uninterrupted run, bit for bit" $?
 train_until_signal TERM "$tmp/term.tfw"
 expect "SIGTERM: killed by the signal" 143 $rc

@@ -47,6 +47,18 @@ cross() {
     check "$name: PyTorch agrees to 1e-4" $?
 }
 
+# train_torch.py reads the settings the tensors do not say from the file's
+# metadata (__metadata__.learned): first_token has dropout 0.1 and no positions.
+"$TFC" "$SRC/programs/first_token.tfp" -o "$tmp/ft.tfw" &&
+    "$PY" -c 'import sys
+sys.path.insert(0, sys.argv[1])
+import train_torch
+model, params, dropout = train_torch.load_model(sys.argv[2])
+names = [n for n, t in model.t.items() if any(t is p for p in params)]
+assert dropout == 0.1 and "embed.position.weight" not in names and "embed.token.weight" in names, (dropout, names)
+' "$SRC/tools" "$tmp/ft.tfw"
+check "train_torch.py takes dropout and positions from __metadata__.learned" $?
+
 cross binary_add binary_add.tfp binary-add:8 48
 cross decimal_add decimal_add.tfp decimal-add:2 32
 cross first_token first_token.tfp first-token:20 32

@@ -2,8 +2,8 @@
 """Run a .tfw weight file in PyTorch, independently of tfrun.
 
 Reads the file with nothing but json, struct and torch.frombuffer, and runs
-it with the semantics docs/weight-format.md specifies. Prints what tfrun
-prints: each prompt followed by its generated tokens, one line per prompt,
+it with the semantics docs/weight-format.md specifies. As a script it prints
+what tfrun prints: each prompt followed by its generated tokens, one line per prompt,
 stopping before the stop token when the model has one (for a model read at
 every position: the input, a TAB and the argmax token at every position,
 after the BOS position when it has a bos, or, when its output register is a
@@ -16,6 +16,17 @@ line, and the exit status is 1.
 
     /usr/bin/python3 tools/tfw_torch.py WEIGHTS.tfw [-n N] PROMPT
     /usr/bin/python3 tools/tfw_torch.py WEIGHTS.tfw [-n N] --batch FILE|-
+
+As a module (docs/python.md):
+
+    import tfw_torch
+    model = tfw_torch.load("adder.tfw")            # a torch.nn.Module
+    logits, cache = model.run_with_cache("0999+0111=")
+    cache["blocks.3.hook_resid_post"]              # [1, n_pos, d_model]
+    cache["blocks.0.attn.hook_pattern"]            # [1, n_heads, n_pos, n_pos]
+    model.decode(cache, "carry")                   # the register, per position
+    model.generate("0999+0111=")                   # "0111"
+    meta, tensors = tfw_torch.read("adder.tfw")    # validated as tfrun validates
 
 Needs Debian's python3-torch (run it with /usr/bin/python3).
 """
@@ -397,6 +408,9 @@ def check(data):
             [k for name, k, _, _ in regs if name == meta["output"]][0] == "scalar":
         raise TfwError("output register is a scalar: only a model read at every position prints a number")
     _check_checks(meta, regs, len(_meta_json(meta, "layers")))
+    for key in ("made_by", "learned"):  # how the file was made: JSON objects
+        if key in meta and not isinstance(strict_json(meta[key], "__metadata__." + key), dict):
+            raise TfwError("__metadata__.%s is not a JSON object" % key)
     if "output_error_bound" in meta:
         if not numeric:
             raise TfwError("__metadata__.output_error_bound is only for a model whose output is a number")
@@ -421,7 +435,7 @@ def check(data):
     return meta, tensors
 
 
-def load(path):
+def read(path):
     """(metadata dict, {name: float32 tensor}) of a .tfw file (see check)."""
     with open(path, "rb") as f:
         if not stat.S_ISREG(os.fstat(f.fileno()).st_mode) and \
@@ -431,6 +445,53 @@ def load(path):
     if len(data) > MAX_FILE:
         raise TfwError("over the limit of %d bytes" % MAX_FILE)
     return check(data)
+
+
+def read_safetensors(path):
+    """(metadata dict, {name: float32 tensor}) of a safetensors file of F32
+    tensors (a .tfw, or a tfrun --dump)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) < 8:
+        raise TfwError("file too short")
+    (n,) = struct.unpack("<Q", data[:8])
+    if n > len(data) - 8:
+        raise TfwError("header length exceeds the file")
+    header = json.loads(data[8:8 + n])
+    meta = header.pop("__metadata__", {})
+    base = 8 + n
+    tensors = {}
+    for name, entry in header.items():
+        if entry["dtype"] != "F32":
+            raise TfwError("tensor %s: dtype %s" % (name, entry["dtype"]))
+        begin, end = entry["data_offsets"]
+        raw = bytearray(data[base + begin:base + end])
+        tensors[name] = torch.frombuffer(raw, dtype=torch.float32).reshape(entry["shape"])
+    return meta, tensors
+
+
+class Hook:
+    """Where activations go: a dict (or None: nowhere) and a name prefix."""
+
+    def __init__(self, parent, prefix):
+        if parent is None:
+            self.cache, self.prefix = None, prefix
+        elif isinstance(parent, Hook):
+            self.cache, self.prefix = parent.cache, parent.prefix + prefix
+        else:
+            self.cache, self.prefix = parent, prefix
+
+    def __bool__(self):
+        return self.cache is not None
+
+
+def record(hook, name, value):
+    """Stores value under the hook's prefix + name (nothing without a cache)."""
+    if isinstance(hook, Hook):
+        if hook:
+            hook.cache[hook.prefix + name] = value
+    elif hook is not None:
+        hook[name] = value
 
 
 class Transformer:
@@ -490,12 +551,16 @@ class Transformer:
         return torch.nn.functional.layer_norm(x, (d,), self.t[l["norm_weight"]],
                                               self.t[l["norm_bias"]], l.get("norm_eps", 1e-5))
 
-    def attention(self, x, l, key_mask=None, scores_out=None):
+    def attention(self, x, l, key_mask=None, scores_out=None, hook=None):
         B, L, _ = x.shape
         H, dh, dv = l["heads"], l["d_head"], l["d_vhead"]
-        q = self.linear(x, l, "query", "query_bias").view(B, L, H, dh).transpose(1, 2)
-        k = self.linear(x, l, "key", "key_bias").view(B, L, H, dh).transpose(1, 2)
-        v = self.linear(x, l, "value", "value_bias").view(B, L, H, dv).transpose(1, 2)
+        q = self.linear(x, l, "query", "query_bias").view(B, L, H, dh)
+        k = self.linear(x, l, "key", "key_bias").view(B, L, H, dh)
+        v = self.linear(x, l, "value", "value_bias").view(B, L, H, dv)
+        record(hook, "hook_q", q)
+        record(hook, "hook_k", k)
+        record(hook, "hook_v", v)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
         scores = (q @ k.transpose(-1, -2)) * l["scale"]
         if scores_out is not None:
             scores_out.append(scores)
@@ -504,16 +569,23 @@ class Transformer:
             scores = scores.masked_fill(future, float("-inf"))
         if key_mask is not None:  # [B, L], True where a key is padding
             scores = scores.masked_fill(key_mask[:, None, None, :], float("-inf"))
-        heads = (torch.softmax(scores, dim=-1) @ v).transpose(1, 2).reshape(B, L, H * dv)
+        record(hook, "hook_attn_scores", scores)
+        pattern = torch.softmax(scores, dim=-1)
+        record(hook, "hook_pattern", pattern)
+        z = (pattern @ v).transpose(1, 2)
+        record(hook, "hook_z", z)
+        heads = z.reshape(B, L, H * dv)
         if "output" in l:
             heads = heads @ self.t[l["output"]].T
         if "output_bias" in l:
             heads = heads + self.t[l["output_bias"]]
         return heads
 
-    def mlp(self, x, l):
+    def mlp(self, x, l, hook=None):
         h = self.linear(x, l, "fc1_weight", "fc1_bias")
+        record(hook, "hook_pre", h)
         h = torch.nn.functional.gelu(h) if l["activation"] == "gelu" else torch.relu(h)
+        record(hook, "hook_post", h)
         return self.linear(h, l, "fc2_weight", "fc2_bias")
 
     def check(self, x, layer, failures):
@@ -548,25 +620,45 @@ class Transformer:
         return ("%s: %s: position %d does not hold one value (%s); the compiler could not prove it"
                 % (where, op, pos, held))
 
-    def hidden(self, ids, key_mask=None, dropout=0.0, scores_out=None, failures=None):
+    def layer(self, x, l, block=None, key_mask=None, dropout=0.0, scores_out=None):
+        """One layer l of the file on the residual stream x [B, L, d]; its
+        activations go to the Hook `block` ("blocks.<i>.")."""
+        record(block, "hook_resid_pre", x)
+        if l["kind"] == "norm":
+            x = self.norm(x, l)
+            record(block, "hook_resid_post", x)
+            return x
+        attn = l["kind"] == "attention"
+        h = x
+        if "norm_weight" in l:
+            h = self.norm(x, l)
+            record(block, "ln1.hook_normalized" if attn else "ln2.hook_normalized", h)
+        if attn:
+            y = self.attention(h, l, key_mask, scores_out, Hook(block, "attn."))
+        else:
+            y = self.mlp(h, l, Hook(block, "mlp."))
+        record(block, "hook_attn_out" if attn else "hook_mlp_out", y)
+        if dropout > 0:
+            y = torch.nn.functional.dropout(y, dropout, training=True)
+        x = x + y
+        record(block, "hook_resid_post", x)
+        return x
+
+    def hidden(self, ids, key_mask=None, dropout=0.0, scores_out=None, failures=None, cache=None):
         """ids [B, L] -> the residual stream after the last layer [B, L, d].
-        With a dict `failures`, performs the run-time checks (check)."""
+        With a dict `failures`, performs the run-time checks (check); with a
+        dict `cache`, every named activation goes into it (docs/python.md)."""
         L = ids.shape[1]
-        x = self.tok[ids] + self.pos[:L].unsqueeze(0)
+        emb, pos = self.tok[ids], self.pos[:L].unsqueeze(0)
+        record(cache, "hook_embed", emb)
+        record(cache, "hook_pos_embed", pos.expand_as(emb))
+        x = emb + pos
         for i, l in enumerate(self.layers):
-            if l["kind"] == "norm":
-                x = self.norm(x, l)
-                continue
-            h = self.norm(x, l) if "norm_weight" in l else x
-            if l["kind"] == "attention":
-                y = self.attention(h, l, key_mask, scores_out)
-            else:
-                y = self.mlp(h, l)
-            if dropout > 0:
-                y = torch.nn.functional.dropout(y, dropout, training=True)
-            x = x + y
+            x = self.layer(x, l, Hook(cache, "blocks.%d." % i), key_mask, dropout, scores_out)
             if failures is not None and i in self.checks:
                 self.check(x, i, failures)
+        if self.layers and self.layers[-1]["kind"] == "norm":
+            record(cache, "ln_final.hook_normalized", x)
         return x
 
     def logits(self, x):
@@ -590,6 +682,126 @@ class Transformer:
         x = self.hidden(ids)
         x = x[:, -1] if self.classify_at_last else x[:, 0]
         return torch.softmax(self.logits(x), dim=-1)
+
+
+class Model(torch.nn.Module):
+    """A .tfw file as a torch.nn.Module (load() makes one).
+
+    Every tensor of the file is a parameter (frozen: model.requires_grad_()
+    to differentiate), named as in the file with '.' replaced by '__'
+    (model.tensor(name) finds it by its file name). forward takes a prompt
+    (str), a list of prompts of one length, or token ids [batch, pos], and
+    returns the logits at every position [batch, pos, outputs] (outputs: the
+    vocabulary, or the classes of a classifier; for a model that prints a
+    number, its output register's value at every position [batch, pos]); with return_cache=True it
+    returns (logits, cache): a dict of named activations, one "block" per
+    layer of the file (docs/python.md lists the names)."""
+
+    def __init__(self, meta, tensors):
+        super().__init__()
+        params = {}
+        for name, t in tensors.items():
+            if name.startswith("optim."):
+                continue
+            p = torch.nn.Parameter(t, requires_grad=False)
+            self.register_parameter(name.replace(".", "__"), p)
+            params[name] = p
+        self.meta = meta
+        self.tf = Transformer(meta, params)
+        self.vocab = self.tf.vocab
+        self.registers = {r["name"]: r for r in json.loads(meta.get("registers", "[]"))}
+        self.period = int(meta.get("period", self.tf.max_len))
+        self.layers = self.tf.layers
+        self.cfg = {
+            "n_layers": len(self.layers), "d_model": int(meta["d_model"]),
+            "n_ctx": self.tf.max_len, "d_vocab": len(self.vocab),
+            "d_vocab_out": self.tf.unembed.shape[0], "classes": self.tf.classes,
+            "layer_kinds": [l["kind"] for l in self.layers],
+            "made_by": json.loads(meta["made_by"]) if "made_by" in meta else None,
+            "learned": json.loads(meta["learned"]) if "learned" in meta else None,
+        }
+
+    def tensor(self, name):
+        """The parameter holding the file's tensor `name`."""
+        return self.tf.t[name]
+
+    def to_tokens(self, text):
+        """A prompt (or a list of prompts of one length) as ids [batch, pos]."""
+        texts = [text] if isinstance(text, str) else list(text)
+        ids = [tokenize(self.tf, t, "prompt %d" % i) for i, t in enumerate(texts)]
+        if len({len(x) for x in ids}) != 1 or not ids[0]:
+            raise TfwError("give non-empty prompts of one length")
+        if len(ids[0]) > self.tf.max_len:
+            raise TfwError("%d tokens exceed the %d positions" % (len(ids[0]), self.tf.max_len))
+        return torch.tensor(ids, dtype=torch.long)
+
+    def forward(self, tokens, return_cache=False):
+        ids = self.to_tokens(tokens) if not torch.is_tensor(tokens) else tokens
+        cache = {} if return_cache else None
+        x = self.tf.hidden(ids, cache=cache)
+        # A model that prints a number has no unembedding: its output register.
+        out = x[:, :, self.tf.output_column] if self.tf.numeric else self.tf.logits(x)
+        return (out, cache) if return_cache else out
+
+    def run_with_cache(self, tokens):
+        """(logits, cache), as TransformerLens's run_with_cache."""
+        return self.forward(tokens, return_cache=True)
+
+    def generate(self, text, n=None):
+        """The completion of one prompt, as tfrun prints it after the prompt
+        (for an every-position model: the tokens at each position; for a
+        classifier: the class name)."""
+        with torch.no_grad():
+            ids = self.to_tokens(text)
+            if self.tf.classify:
+                return self.tf.classes[int(self.tf.classify_probs(ids)[0].argmax())]
+            toks = run(self.tf, [ids[0].tolist()], self.tf.generate if n is None else n, 1)[0]
+        if isinstance(toks, str):  # a run-time check failed
+            raise TfwError(toks)
+        if self.tf.every_position and self.tf.bos is not None:
+            toks = toks[1:]
+        if self.tf.numeric:
+            return " ".join(value_text(v) for v in toks)
+        return "".join(self.vocab[t] for t in toks)
+
+    def decode(self, cache, register, hook=None, batch=0):
+        """Register `register` read at every position from the residual
+        stream `hook` of the cache (default: after the last layer), as
+        tfrun --trace reads it: a token register gives its argmax token, a
+        categorical one its value label (None when all near 0), a position
+        register the position it points to (an int when within 0.1 of one,
+        else a float; None when near 0), a scalar its value."""
+        if register not in self.registers:
+            raise TfwError("no register %r (the registers: %s)"
+                           % (register, ", ".join(self.registers) or "none"))
+        r = self.registers[register]
+        if hook is None:
+            hook = "blocks.%d.hook_resid_post" % (len(self.layers) - 1) if self.layers else "hook_embed"
+        x = cache[hook][batch].detach().double()
+        cols = x[:, r["offset"]:r["offset"] + r["size"]]
+        out = []
+        for row in cols:
+            if r["kind"] == "scalar":
+                out.append(float(row[0]))
+            elif r["kind"] == "position":
+                if float(row.norm()) < 0.01:
+                    out.append(None)
+                    continue
+                p = math.atan2(float(row[0]), float(row[1])) * self.period / (2 * math.pi) % self.period
+                near = round(p) % self.period
+                out.append(near if abs(p - round(p)) <= 0.1 else p)
+            else:
+                if float(row.abs().max()) < 0.01:
+                    out.append(None)
+                    continue
+                i = int(row.argmax())
+                out.append(self.vocab[i] if r["kind"] == "token" else r["values"][i])
+        return out
+
+
+def load(path):
+    """The .tfw file at path as a Model (a torch.nn.Module)."""
+    return Model(*read(path))
 
 
 def token_text(tok):
@@ -674,7 +886,7 @@ def main():
         ap.error("give a prompt or --batch")
     torch.set_num_threads(2)
     try:
-        model = Transformer(*load(args.weights))
+        model = Transformer(*read(args.weights))
     except (OSError, ValueError, KeyError, TfwError) as e:
         print("tfw_torch: %s: %s" % (args.weights, e), file=sys.stderr)
         return 1

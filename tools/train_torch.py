@@ -18,9 +18,9 @@ optimizers, schedule, clipping and dropout placement as runtime/train.c.
 Needs Debian's python3-torch (run it with /usr/bin/python3).
 """
 import argparse
+import json
 import math
 import os
-import re
 import sys
 import time
 
@@ -37,14 +37,15 @@ SECRET_TARGETS = [
 
 
 def load_model(path):
-    meta, tensors = tfw_torch.load(path)
+    meta, tensors = tfw_torch.read(path)
     tensors = {k: v.clone() for k, v in tensors.items() if not k.startswith("optim.")}
     model = tfw_torch.Transformer(meta, tensors)
-    src = meta.get("source", "")
-    m = re.search(r"\bpositions\s+(learned|sinusoidal|none)", src)
-    learned_pos = m is None or m.group(1) == "learned"
-    m = re.search(r"\bdropout\s+([0-9.eE+-]+)", src)
-    dropout = float(m.group(1)) if m else 0.0
+    # The model block's settings, as tfc records them (docs/weight-format.md).
+    if "learned" not in meta:
+        raise SystemExit("train_torch: %s records no learned-model settings (__metadata__.learned)" % path)
+    learned = json.loads(meta["learned"])
+    learned_pos = learned["positions"] == "learned"
+    dropout = float(learned["dropout"])
     params = [v for k, v in tensors.items() if k != "embed.position.weight" or learned_pos]
     for p in params:
         p.requires_grad_(True)
@@ -194,7 +195,7 @@ def check(args):
     loss, _ = loss_and_correct(model, data, None, 0.0, secret)
     loss.backward()
     bad = 0
-    _, grads = tfw_torch.load(args.grads)
+    _, grads = tfw_torch.read(args.grads)
     ours = float(args.loss) if args.loss is not None else None
     if ours is not None:
         d = abs(ours - float(loss)) / abs(float(loss))
@@ -227,7 +228,7 @@ def check(args):
     # Parameters after args.steps steps on the same batch.
     model, params, _ = load_model(args.init)
     train_steps(model, params, data, args, args.steps, 0.0, secret, data.n)
-    _, after = tfw_torch.load(args.after)
+    _, after = tfw_torch.read(args.after)
     worst = 0.0
     for name, p in model.t.items():
         if name in noise:

@@ -21,8 +21,9 @@ FILE *fuzz_devnull(void);
 TfModel *fuzz_compile_file(const char *name);
 
 /* One inference step on the model: a one-token prompt (its bos, else token
- * 0) through generation, every-position output or classification. A model
- * the reader accepted must run: any failure is a finding. */
+ * 0) through generation, every-position output (tokens or numbers) or
+ * classification. A model the reader accepted must run: any failure but a
+ * failed run-time check is a finding. */
 void fuzz_one_step(const TfModel *m);
 
 #endif

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# dump.sh TFC TFRUN TFTRAIN: tfrun --dump against the PyTorch module
+# (tools/tfw_torch.py, docs/python.md), on the adder (-O0 and -O), general
+# programs (sort: categorical registers, bidirectional; histogram), a trained
+# learned model (binary_add, pre-norm) and learned classifiers (first_token,
+# post-norm; secret_code): every tensor of the dump against the module's
+# cache (tests/dump_check.py), the module's own API, and --dump's errors.
+set -u
+TFC=$1
+TFRUN=$2
+TFTRAIN=$3
+SRC=${TF_SOURCE_DIR:?TF_SOURCE_DIR must point at the source tree}
+P=$SRC/programs
+PY=${PYTHON:-python3} # CMake passes one that can import torch (CMakeLists.txt)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+check() { # check NAME STATUS
+    if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else echo "FAIL: $1"; failed=$((failed + 1)); fi
+}
+if ! "$PY" -c 'import torch' 2>"$tmp/err"; then
+    echo "FAIL: $PY cannot import torch (install Debian's python3-torch): $(cat "$tmp/err")"
+    exit 1
+fi
+
+"$TFC" -O0 "$P/adder.tfp" -o "$tmp/adder0.tfw" && "$TFC" "$P/adder.tfp" -o "$tmp/adder.tfw" &&
+    "$TFC" "$P/sort.tfp" -o "$tmp/sort.tfw" && "$TFC" "$P/histogram.tfp" -o "$tmp/histogram.tfw" &&
+    "$TFC" "$P/first_token.tfp" -o "$tmp/first_token.tfw"
+check "tfc compiles the models" $?
+"$TFTRAIN" "$P/binary_add.tfp" --task binary-add:3 --train-size 48 --heldout-size 16 --steps 30 \
+    --quiet -o "$tmp/binary_add.tfw" >/dev/null &&
+    "$TFTRAIN" "$P/secret_code.tfp" --task secret-code --train-size 30 --heldout-size 5 --steps 30 \
+        --quiet -o "$tmp/secret_code.tfw" >/dev/null
+check "tftrain trains binary_add and secret_code" $?
+
+# The adder's StepPosition biases of +-1000 round positions to 6.1e-5 in any
+# float32 run (tests/test_trace.c): the whole passes agree to 1e-3 there, each
+# layer on its own to 1e-5 (dump_check.py says how).
+run_check() { # run_check NAME ARGS...
+    local name=$1
+    shift
+    "$PY" "$SRC/tests/dump_check.py" "$TFRUN" "$@"
+    check "$name: tfrun --dump == tfw_torch.py" $?
+}
+run_check "adder -O0" "$tmp/adder0.tfw" --tol 1e-3 "0999+0111=" "1234+5678=" "0000+0000="
+run_check "adder -O" "$tmp/adder.tfw" --tol 1e-3 "0999+0111=" "9999+9999="
+run_check "sort" "$tmp/sort.tfw" "^dcbaabcd" "^aaaa"
+run_check "histogram" "$tmp/histogram.tfw" "^abcabca"
+run_check "trained binary_add" "$tmp/binary_add.tfw" "011+001=" "111+111="
+run_check "first_token (post-norm classifier)" "$tmp/first_token.tfw" "31244123412341234123"
+run_check "trained secret_code (classifier)" "$tmp/secret_code.tfw" "#2013" "#7"
+
+# The module: a torch.nn.Module whose parameters are the file's tensors; it
+# generates what tfrun prints; registers decode by name.
+"$PY" - "$SRC/tools" "$tmp" "$TFRUN" <<'PYEOF'
+import sys
+sys.path.insert(0, sys.argv[1])
+import torch
+import tfw_torch
+
+tmp = sys.argv[2]
+fails = []
+def expect(name, ok):
+    if not ok:
+        fails.append(name)
+        print("FAIL: " + name)
+
+m = tfw_torch.load(tmp + "/adder.tfw")
+_, tensors = tfw_torch.read(tmp + "/adder.tfw")
+expect("a torch.nn.Module", isinstance(m, torch.nn.Module))
+expect("one parameter per tensor", sum(1 for _ in m.parameters()) == len(tensors))
+expect("parameters by file name", torch.equal(m.tensor("embed.token.weight"), tensors["embed.token.weight"]))
+expect("generate", m.generate("0999+0111=") == "0111" and m.generate("1234+5678=", n=2) == "21")
+logits, cache = m.run_with_cache("0999+0111=")
+expect("logits [1, pos, vocab]", tuple(logits.shape) == (1, 10, 14))
+expect("forward without a cache", torch.equal(m("0999+0111="), logits))
+last = "blocks.%d.hook_resid_post" % (len(m.layers) - 1)
+# The output register at the last position is the first generated token.
+expect("decode final", m.decode(cache, "final")[-1] == "0")
+expect("decode a position register", m.decode(cache, "pos") == list(range(10)))
+expect("decode a token register at a hook", m.decode(cache, "tokens", hook="hook_embed") == list("0999+0111="))
+expect("decode a scalar", all(isinstance(v, float) for v in m.decode(cache, "carry")))
+try:
+    m.decode(cache, "nope")
+    expect("an unknown register is refused", False)
+except tfw_torch.TfwError:
+    pass
+s = tfw_torch.load(tmp + "/sort.tfw")
+expect("sort generates (every position)", s.generate("^dcbaabcd") == "aabbccdd")
+_, sc = s.run_with_cache("^dcba")
+cats = [r for r in s.registers.values() if r["kind"] == "categorical"]
+expect("sort has categorical registers", bool(cats))
+vals = s.decode(sc, cats[0]["name"])
+expect("a categorical register decodes to its labels", all(v is None or v in cats[0]["values"] for v in vals))
+c = tfw_torch.load(tmp + "/first_token.tfw")
+expect("a classifier generates its class", c.generate("31244123412341234123") in c.tf.classes)
+expect("ln_final for a model ending in a norm layer",
+       "ln_final.hook_normalized" in c.run_with_cache("3124")[1])
+b = tfw_torch.load(tmp + "/binary_add.tfw")
+_, bc = b.run_with_cache("011+001=")
+expect("pre-norm inputs", "blocks.0.ln1.hook_normalized" in bc and "blocks.1.ln2.hook_normalized" in bc)
+expect("metadata in cfg", b.cfg["learned"]["norm"] == "pre" and b.cfg["made_by"]["tool"] == "tftrain")
+# A dump decodes as the module's own cache does.
+import subprocess
+subprocess.run([sys.argv[3], tmp + "/adder.tfw", "--dump", tmp + "/a.safetensors", "0999+0111="],
+               check=True, stdout=subprocess.DEVNULL)
+_, acts = tfw_torch.read_safetensors(tmp + "/a.safetensors")
+expect("decode a dump", m.decode(acts, "final") == m.decode(cache, "final")
+       and m.decode(acts, "left", hook="blocks.20.hook_resid_post") == m.decode(cache, "left", hook="blocks.20.hook_resid_post"))
+print("module checks: %d failures" % len(fails))
+sys.exit(1 if fails else 0)
+PYEOF
+check "the module's API" $?
+
+# --dump's errors: one line, exit 1 for bad input, 2 for usage.
+"$TFRUN" "$tmp/adder.tfw" --dump "$tmp/x.safetensors" "09x9+0111=" >/dev/null 2>"$tmp/err"
+[ $? -eq 1 ] && grep -q "not in the vocabulary" "$tmp/err" && [ ! -e "$tmp/x.safetensors" ]
+check "--dump with a bad prompt: exit 1, nothing written" $?
+"$TFRUN" "$tmp/adder.tfw" --dump "$tmp/no/such/dir.safetensors" "0999+0111=" >/dev/null 2>"$tmp/err"
+[ $? -eq 1 ] && grep -q "cannot create" "$tmp/err" && [ "$(wc -l <"$tmp/err")" -eq 1 ]
+check "--dump to an unwritable place: exit 1, one line ($(cat "$tmp/err"))" $?
+printf '0999+0111=\n' >"$tmp/p.txt"
+"$TFRUN" "$tmp/adder.tfw" --dump "$tmp/x.safetensors" --batch "$tmp/p.txt" >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ]
+check "--dump with --batch is a usage error" $?
+out=$("$TFRUN" "$tmp/adder.tfw" --dump "$tmp/x.safetensors" "0999+0111=")
+[ "$out" = "0999+0111=0111" ] && [ -s "$tmp/x.safetensors" ]
+check "--dump still prints the completion" $?
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

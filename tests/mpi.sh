@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# mpi.sh TFC TFRUN TFTRAIN: tfrun --check/--batch and tftrain under mpirun on
+# 1, 2 and 3 ranks (docs/cluster.md) give what one process gives: the same
+# counts, failures (in case order) and exit status, the same completions in
+# the same order, the same trained bytes, also after --resume. Skipped (exit
+# 77) when the build has no MPI (TF_MPIEXEC empty).
+set -u
+TFC=$1
+TFRUN=$2
+TFTRAIN=$3
+SRC=${TF_SOURCE_DIR:?TF_SOURCE_DIR must point at the source tree}
+MPIEXEC=${TF_MPIEXEC:-}
+if [ -z "$MPIEXEC" ]; then
+    echo "skipped: built without MPI"
+    exit 77
+fi
+# Root may run mpirun only when told; more ranks than cores is the point here.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+mpi() { "$MPIEXEC" --oversubscribe -n "$@"; }
+P=$SRC/programs
+PY=${PYTHON:-python3} # the tests' Python (CMake passes it)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+check() { # check NAME STATUS
+    if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else echo "FAIL: $1"; failed=$((failed + 1)); fi
+}
+# The parts of a --check report that do not depend on how it ran: the
+# failures and the counts (not the time, threads or ranks).
+summary() { sed -e 's/ (\([0-9]*\) cases in .*/ (\1 cases)/' -e '/^engine:/d' "$1"; }
+
+"$TFC" "$P/adder.tfp" -o "$tmp/adder.tfw"
+check "tfc adder" $?
+
+# 160,000 cases (five blocks of shard.c's 32,768 lines; 40,000 under the
+# sanitizers), those with a = 123 made wrong, and one bad line; --threads 1
+# so that three ranks fit.
+max=400
+[ -n "${TF_MPI_MAX:-}" ] && max=$TF_MPI_MAX
+wrong='s/^\(0123+[0-9]*=\t\).*/\19999/'
+$PY "$SRC/tools/adder_cases.py" --max $max | sed "$wrong" >"$tmp/cases.tsv"
+bad=$(($(wc -l <"$tmp/cases.tsv") * 9 / 16)) # in rank 1's share of 2 and of 3
+sed -i "${bad}s/.*/0001+0002x\t3000/" "$tmp/cases.tsv"
+"$TFRUN" "$tmp/adder.tfw" --check "$tmp/cases.tsv" --threads 1 >"$tmp/ref.txt" 2>"$tmp/ref.err"
+want=$?
+[ $want -eq 1 ] && grep -q "^FAIL line" "$tmp/ref.txt" && grep -q ":$bad: " "$tmp/ref.err"
+check "one process: failures, a bad line, exit 1" $?
+summary "$tmp/ref.txt" >"$tmp/ref.sum"
+for n in 1 2 3; do
+    mpi $n "$TFRUN" "$tmp/adder.tfw" --check "$tmp/cases.tsv" --threads 1 >"$tmp/f$n.txt" 2>"$tmp/f$n.err"
+    got=$?
+    summary "$tmp/f$n.txt" | cmp -s - "$tmp/ref.sum" && [ $got -eq $want ] &&
+        grep -q ":$bad: " "$tmp/f$n.err"
+    check "--check FILE on $n ranks: the same failures, counts, bad line and exit status" $?
+    mpi $n "$TFRUN" "$tmp/adder.tfw" --check - --threads 1 <"$tmp/cases.tsv" >"$tmp/p$n.txt" 2>"$tmp/p$n.err"
+    got=$?
+    summary "$tmp/p$n.txt" | cmp -s - "$tmp/ref.sum" && [ $got -eq $want ] &&
+        grep -q ":$bad: " "$tmp/p$n.err"
+    check "--check - (a pipe) on $n ranks: the same failures, counts and exit status" $?
+done
+if [ $n -eq 3 ]; then
+    [ "$(grep -c '^tfrun: ' "$tmp/f3.err")" -eq 1 ]
+    check "the bad line is reported once, by the rank that read it" $?
+fi
+
+# Each rank its own generator's share (--shard-input): the same failures in
+# case order (line numbers count in each rank's own input) and counts.
+$PY "$SRC/tools/adder_cases.py" --max $max | sed "$wrong" |
+    "$TFRUN" "$tmp/adder.tfw" --check - --threads 1 >"$tmp/g.txt"
+summary "$tmp/g.txt" | sed 's/^FAIL line [0-9]*/FAIL/' >"$tmp/g.sum"
+for n in 2 3; do
+    mpi $n sh -c "$PY '$SRC/tools/adder_cases.py' --max $max --shard \$OMPI_COMM_WORLD_RANK/\$OMPI_COMM_WORLD_SIZE |
+        sed '$wrong' | '$TFRUN' '$tmp/adder.tfw' --check - --shard-input --threads 1" >"$tmp/s$n.txt"
+    got=$?
+    summary "$tmp/s$n.txt" | sed 's/^FAIL line [0-9]*/FAIL/' | cmp -s - "$tmp/g.sum" && [ $got -eq 1 ]
+    check "--shard-input with adder_cases.py --shard on $n ranks: one summary, the same failures" $?
+done
+mpi 2 sh -c "$PY '$SRC/tools/adder_cases.py' --max 100 --shard \$OMPI_COMM_WORLD_RANK/\$OMPI_COMM_WORLD_SIZE |
+    '$TFRUN' '$tmp/adder.tfw' --check - --shard-input" >"$tmp/ok.txt"
+got=$?
+[ $got -eq 0 ] && grep -q "^10000 passed, 0 failed (.* x 2 ranks" "$tmp/ok.txt"
+check "every case right: exit 0 on every rank, one summary (exit $got)" $?
+
+# --batch: the completions in input order.
+cut -f1 "$tmp/cases.tsv" | grep -v x >"$tmp/prompts.txt"
+"$TFRUN" "$tmp/adder.tfw" --batch "$tmp/prompts.txt" >"$tmp/bref.txt"
+for n in 2 3; do
+    mpi $n "$TFRUN" "$tmp/adder.tfw" --batch "$tmp/prompts.txt" --threads 1 | cmp -s - "$tmp/bref.txt"
+    check "--batch FILE on $n ranks: the same completions in order" $?
+    mpi $n "$TFRUN" "$tmp/adder.tfw" --batch - --threads 1 <"$tmp/prompts.txt" | cmp -s - "$tmp/bref.txt"
+    check "--batch - on $n ranks: the same completions in order" $?
+done
+
+# tftrain: the same bytes on 1, 2, 3 ranks (and threads): binary_add (4
+# chunks of 16), first_token (dropout: masks per chunk), secret_code
+# (attention-score targets; batches of 3: one chunk, ranks with none).
+train() { # train NAME PROGRAM ARGS...
+    local name=$1 prog=$2
+    shift 2
+    "$TFTRAIN" "$P/$prog.tfp" "$@" --threads 1 --quiet -o "$tmp/$name.1.tfw" >"$tmp/$name.1.txt"
+    check "tftrain $name" $?
+    for n in 1 2 3; do
+        mpi $n "$TFTRAIN" "$P/$prog.tfp" "$@" --threads 1 --quiet -o "$tmp/$name.r$n.tfw" >"$tmp/$name.r$n.txt"
+        cmp -s "$tmp/$name.1.tfw" "$tmp/$name.r$n.tfw"
+        check "tftrain $name on $n ranks: the same file" $?
+        sed 's/; [0-9]* steps in .*//' "$tmp/$name.r$n.txt" | cmp -s - <(sed 's/; [0-9]* steps in .*//' "$tmp/$name.1.txt")
+        check "tftrain $name on $n ranks: the same held-out accuracy and loss, printed once" $?
+    done
+    mpi 2 "$TFTRAIN" "$P/$prog.tfp" "$@" --threads 2 --quiet -o "$tmp/$name.r2t2.tfw" >/dev/null
+    cmp -s "$tmp/$name.1.tfw" "$tmp/$name.r2t2.tfw"
+    check "tftrain $name on 2 ranks x 2 threads: the same file" $?
+}
+ba=(--task binary-add:8 --train-size 2000 --heldout-size 200 --batch-size 64 --lr 3e-3)
+train binary_add binary_add "${ba[@]}" --steps 40
+train first_token first_token --task first-token:20 --train-size 500 --heldout-size 200 \
+    --batch-size 32 --optimizer adam --steps 40
+train secret_code secret_code --task secret-code --train-size 300 --heldout-size 200 \
+    --batch-size 3 --steps 40
+
+# Checkpoints and --resume under MPI: rank 0 alone writes; 20 steps on 2
+# ranks, resumed for 20 more on 3, are the 40 steps of one process.
+mpi 2 "$TFTRAIN" "$P/binary_add.tfp" "${ba[@]}" --steps 20 --checkpoint-every 10 --quiet \
+    -o "$tmp/half.tfw" >/dev/null
+check "tftrain --checkpoint-every on 2 ranks" $?
+mpi 3 "$TFTRAIN" --resume "$tmp/half.tfw" "${ba[@]}" --steps 40 --quiet -o "$tmp/resumed.tfw" >/dev/null
+# The tensors (the bytes after the header): the headers differ in made_by,
+# which records that the resumed run started from a checkpoint.
+data() { tail -c +$((9 + $(od -An -tu8 -N8 "$1" | tr -d ' '))) "$1"; }
+cmp -s <(data "$tmp/binary_add.1.tfw") <(data "$tmp/resumed.tfw")
+check "20 steps on 2 ranks + 20 resumed on 3 == 40 steps in one process, bit for bit" $?
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

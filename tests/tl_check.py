@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""tl_check.py MODEL.tfw TOL PROMPT...: tools/tfw_to_transformerlens.py against a
+forward pass written the way TransformerLens computes (its HookedTransformer is
+not installed here): einsums over W_Q, W_K, W_V, W_O with b_*, LayerNorms ln1,
+ln2, ln_final when normalization_type is "LN", the MLP's W_in, b_in, W_out,
+b_out, then W_U and b_U.
+
+For each prompt the converted model's residual stream after each block must
+equal the module's (tools/tfw_torch.py) after the block's last layer, and its
+logits the module's, to TOL times max(1, the largest |value|); and the
+argmax at every position must be the same.
+    tl_check.py --refuse MODEL.tfw MESSAGE: the converter must refuse the
+        model with an error containing MESSAGE.
+Exit 1 on any difference. Needs Debian's python3-torch.
+"""
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import tfw_torch  # noqa: E402
+import tfw_to_transformerlens as t2tl  # noqa: E402
+
+
+# HookedTransformerConfig's fields (TransformerLens 1.x and 2.x) the converter may set.
+TL_FIELDS = {"n_layers", "d_model", "n_ctx", "d_head", "model_name", "n_heads", "d_mlp", "act_fn",
+             "d_vocab", "eps", "use_attn_scale", "original_architecture", "normalization_type",
+             "attention_dir", "attn_only", "positional_embedding_type", "d_vocab_out",
+             "default_prepend_bos"}
+
+
+def layer_norm(x, w, b, eps):
+    mean = x.mean(-1, keepdim=True)
+    var = ((x - mean) ** 2).mean(-1, keepdim=True)
+    return (x - mean) / torch.sqrt(var + eps) * w + b
+
+
+def tl_forward(cfg, sd, tokens):
+    """logits [B, P, d_vocab_out] and the residual stream after each block."""
+    P = tokens.shape[1]
+    ln = cfg["normalization_type"] == "LN"
+    act = torch.nn.functional.gelu if cfg["act_fn"] == "gelu" else torch.relu
+    x = sd["embed.W_E"][tokens] + sd["pos_embed.W_pos"][:P][None]
+    resid = []
+    for b in range(cfg["n_layers"]):
+        p = "blocks.%d." % b
+        h = layer_norm(x, sd[p + "ln1.w"], sd[p + "ln1.b"], cfg["eps"]) if ln else x
+        q = torch.einsum("bpd,hde->bphe", h, sd[p + "attn.W_Q"]) + sd[p + "attn.b_Q"]
+        k = torch.einsum("bpd,hde->bphe", h, sd[p + "attn.W_K"]) + sd[p + "attn.b_K"]
+        v = torch.einsum("bpd,hde->bphe", h, sd[p + "attn.W_V"]) + sd[p + "attn.b_V"]
+        scores = torch.einsum("bqhe,bkhe->bhqk", q, k) / cfg["d_head"] ** 0.5
+        if cfg["attention_dir"] == "causal":
+            scores = scores.masked_fill(torch.ones(P, P, dtype=torch.bool).triu(1), float("-inf"))
+        pattern = torch.softmax(scores, dim=-1)
+        z = torch.einsum("bkhe,bhqk->bqhe", v, pattern)
+        x = x + (torch.einsum("bqhe,hed->bqd", z, sd[p + "attn.W_O"]) + sd[p + "attn.b_O"])
+        if not cfg["attn_only"]:
+            h = layer_norm(x, sd[p + "ln2.w"], sd[p + "ln2.b"], cfg["eps"]) if ln else x
+            pre = torch.einsum("bpd,dm->bpm", h, sd[p + "mlp.W_in"]) + sd[p + "mlp.b_in"]
+            x = x + (torch.einsum("bpm,md->bpd", act(pre), sd[p + "mlp.W_out"]) + sd[p + "mlp.b_out"])
+        resid.append(x)
+    if ln:
+        x = layer_norm(x, sd["ln_final.w"], sd["ln_final.b"], cfg["eps"])
+    return torch.einsum("bpd,dv->bpv", x, sd["unembed.W_U"]) + sd["unembed.b_U"], resid
+
+
+def differs(got, want, tol):
+    scale = max(1.0, float(want.abs().max()))
+    diff = float((got - want).abs().max()) / scale
+    return not diff <= tol, diff
+
+
+def main():
+    if sys.argv[1] == "--refuse":
+        try:
+            t2tl.convert(tfw_torch.load(sys.argv[2]))
+        except t2tl.ConvertError as e:
+            ok = sys.argv[3] in str(e)
+            print("%s: refused: %s" % (os.path.basename(sys.argv[2]), e))
+            return 0 if ok else 1
+        print("FAIL: %s converted; want a refusal with %r" % (sys.argv[2], sys.argv[3]))
+        return 1
+    path, tol, prompts = sys.argv[1], float(sys.argv[2]), sys.argv[3:]
+    model = tfw_torch.load(path)
+    cfg, sd, blocks = t2tl.convert(model)
+    want_shapes = {"embed.W_E": (cfg["d_vocab"], cfg["d_model"]),
+                   "pos_embed.W_pos": (cfg["n_ctx"], cfg["d_model"]),
+                   "unembed.W_U": (cfg["d_model"], cfg["d_vocab_out"]),
+                   "blocks.0.attn.W_Q": (cfg["n_heads"], cfg["d_model"], cfg["d_head"]),
+                   "blocks.0.attn.W_O": (cfg["n_heads"], cfg["d_head"], cfg["d_model"]),
+                   "blocks.0.attn.b_Q": (cfg["n_heads"], cfg["d_head"])}
+    if not cfg["attn_only"]:
+        want_shapes["blocks.0.mlp.W_in"] = (cfg["d_model"], cfg["d_mlp"])
+        want_shapes["blocks.0.mlp.W_out"] = (cfg["d_mlp"], cfg["d_model"])
+    failures = 0
+    if set(cfg) - TL_FIELDS:
+        print("FAIL: cfg keys HookedTransformerConfig does not have: %s" % sorted(set(cfg) - TL_FIELDS))
+        failures += 1
+    for name, shape in want_shapes.items():
+        if tuple(sd[name].shape) != shape:
+            print("FAIL: %s has shape %s, TransformerLens wants %s" % (name, tuple(sd[name].shape), shape))
+            failures += 1
+    for prompt in prompts:
+        with torch.no_grad():
+            logits, cache = model.run_with_cache(prompt)
+            tl_logits, resid = tl_forward(cfg, sd, model.to_tokens(prompt))
+        for b, (ai, mi) in enumerate(blocks):
+            last = mi if mi is not None else ai
+            bad, diff = differs(resid[b], cache["blocks.%d.hook_resid_post" % last], tol)
+            if bad:
+                print("FAIL: %r: block %d (layers %s) differs by %.3g" % (prompt, b, [ai, mi], diff))
+                failures += 1
+        bad, diff = differs(tl_logits, logits, tol)
+        if bad or not torch.equal(tl_logits.argmax(-1), logits.argmax(-1)):
+            print("FAIL: %r: logits differ by %.3g, or their argmax" % (prompt, diff))
+            failures += 1
+    print("%s: %d TransformerLens blocks %s, %d prompts, %d failures"
+          % (os.path.basename(path), cfg["n_layers"], blocks if len(blocks) < 8 else "...",
+             len(prompts), failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

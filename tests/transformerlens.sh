@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# transformerlens.sh TFC TFTRAIN: tools/tfw_to_transformerlens.py against a
+# forward pass written the way TransformerLens computes (tests/tl_check.py;
+# TransformerLens itself is not a Debian package): the adder -O0 (one GELU
+# MLP or attention per block, padded), sort (bidirectional, ReLU, attention
+# and MLP layers paired), a trained pre-norm model and the secret code
+# classifier; and the models it must refuse, with the reason.
+set -u
+TFC=$1
+TFTRAIN=$2
+SRC=${TF_SOURCE_DIR:?TF_SOURCE_DIR must point at the source tree}
+P=$SRC/programs
+PY=${PYTHON:-python3} # CMake passes one that can import torch (CMakeLists.txt)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+check() { # check NAME STATUS
+    if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else echo "FAIL: $1"; failed=$((failed + 1)); fi
+}
+if ! "$PY" -c 'import torch' 2>"$tmp/err"; then
+    echo "FAIL: $PY cannot import torch (install Debian's python3-torch): $(cat "$tmp/err")"
+    exit 1
+fi
+"$TFC" -O0 "$P/adder.tfp" -o "$tmp/adder0.tfw" && "$TFC" "$P/adder.tfp" -o "$tmp/adder.tfw" &&
+    "$TFC" "$P/sort.tfp" -o "$tmp/sort.tfw" && "$TFC" "$P/first_token.tfp" -o "$tmp/first_token.tfw"
+check "tfc compiles the models" $?
+"$TFTRAIN" "$P/binary_add.tfp" --task binary-add:3 --train-size 48 --heldout-size 16 --steps 30 \
+    --quiet -o "$tmp/binary_add.tfw" >/dev/null &&
+    "$TFTRAIN" "$P/secret_code.tfp" --task secret-code --train-size 30 --heldout-size 5 --steps 30 \
+        --quiet -o "$tmp/secret_code.tfw" >/dev/null
+check "tftrain trains binary_add and secret_code" $?
+
+# The adder's +-1000 biases: float32 runs differ by 1.3e-4 after them (dump.sh).
+"$PY" "$SRC/tests/tl_check.py" "$tmp/adder0.tfw" 1e-3 "0999+0111=" "1234+5678="
+check "adder -O0 in TransformerLens's layout" $?
+"$PY" "$SRC/tests/tl_check.py" "$tmp/sort.tfw" 1e-5 "^dcbaabcd" "^abab"
+check "sort in TransformerLens's layout" $?
+"$PY" "$SRC/tests/tl_check.py" "$tmp/binary_add.tfw" 1e-5 "011+001=" "111+111="
+check "trained binary_add in TransformerLens's layout" $?
+"$PY" "$SRC/tests/tl_check.py" "$tmp/secret_code.tfw" 1e-5 "#2013" "#7"
+check "secret_code in TransformerLens's layout" $?
+"$PY" "$SRC/tests/tl_check.py" --refuse "$tmp/adder.tfw" "mix activations (gelu, relu)"
+check "the -O adder (GELU and ReLU MLPs) is refused" $?
+"$PY" "$SRC/tests/tl_check.py" --refuse "$tmp/first_token.tfw" "post-norm"
+check "a post-norm model is refused" $?
+
+# The command line writes cfg, state dict and block map with torch.save.
+"$PY" "$SRC/tools/tfw_to_transformerlens.py" "$tmp/binary_add.tfw" "$tmp/ba.pt" >"$tmp/out" &&
+    "$PY" -c 'import sys, torch
+d = torch.load(sys.argv[1])
+assert d["cfg"]["n_layers"] == 2 and d["cfg"]["normalization_type"] == "LN", d["cfg"]
+assert d["blocks"] == [[0, 1], [2, 3]] and d["state_dict"]["blocks.1.attn.W_Q"].shape == (4, 32, 8)' "$tmp/ba.pt"
+check "tfw_to_transformerlens.py writes the conversion ($(cat "$tmp/out"))" $?
+"$PY" "$SRC/tools/tfw_to_transformerlens.py" "$tmp/adder.tfw" "$tmp/a.pt" 2>"$tmp/err"
+[ $? -eq 1 ] && grep -q "^tfw_to_transformerlens: .*adder.tfw: the MLP layers mix activations" "$tmp/err" &&
+    [ ! -e "$tmp/a.pt" ]
+check "a refusal is one line, exit 1 ($(cat "$tmp/err"))" $?
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
