@@ -7,10 +7,11 @@
  */
 #include "checker.h"
 
+#include <stdint.h>
 #include <stdlib.h>
-
-#include "general.h"
 #include <string.h>
+
+#include "values.h"
 
 typedef struct Checker {
     TfDiag *diag;
@@ -81,11 +82,57 @@ static const char *arg_kind_text(TfArgKind k) {
     }
 }
 
-static int find_reg(const TfIr *ir, const char *name) {
-    for (int i = 0; i < ir->n_regs; i++)
-        if (strcmp(ir->regs[i].name, name) == 0) return i;
-    return -1;
+static uint64_t name_hash(const char *s) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ull;
+    }
+    return h;
 }
+
+int check_find_reg(const TfIr *ir, const char *name) {
+    if (!ir->reg_hash) return -1;
+    size_t mask = (size_t)ir->reg_hash_cap - 1;
+    for (size_t i = (size_t)name_hash(name) & mask;; i = (i + 1) & mask) {
+        int r = ir->reg_hash[i];
+        if (r < 0) return -1;
+        if (strcmp(ir->regs[r].name, name) == 0) return r;
+    }
+}
+
+static void hash_insert(TfIr *ir, int r) {
+    size_t mask = (size_t)ir->reg_hash_cap - 1;
+    size_t i = (size_t)name_hash(ir->regs[r].name) & mask;
+    while (ir->reg_hash[i] >= 0) i = (i + 1) & mask;
+    ir->reg_hash[i] = r;
+}
+
+int check_add_reg(TfIr *ir, const char *name, TfRegKind kind, TfLoc loc) {
+    if (ir->n_regs == ir->regs_cap) { // doubling: linear in the number of registers
+        int cap = ir->regs_cap ? 2 * ir->regs_cap : 16;
+        TfIrReg *regs = realloc(ir->regs, (size_t)cap * sizeof *regs);
+        if (!regs) return -1;
+        ir->regs = regs;
+        ir->regs_cap = cap;
+    }
+    TfIrReg *regs = ir->regs;
+    if (2 * (ir->n_regs + 1) > ir->reg_hash_cap) { // at most half full
+        int cap = ir->reg_hash_cap ? 2 * ir->reg_hash_cap : 64;
+        int *h = malloc((size_t)cap * sizeof *h);
+        if (!h) return -1;
+        for (int i = 0; i < cap; i++) h[i] = -1;
+        free(ir->reg_hash);
+        ir->reg_hash = h;
+        ir->reg_hash_cap = cap;
+        for (int r = 0; r < ir->n_regs; r++) hash_insert(ir, r);
+    }
+    regs[ir->n_regs] = (TfIrReg){name, kind, 0, 0, loc};
+    hash_insert(ir, ir->n_regs);
+    return ir->n_regs++;
+}
+
+static int find_reg(const TfIr *ir, const char *name) { return check_find_reg(ir, name); }
 
 static int find_tok(const TfIr *ir, int c) {
     for (int i = 0; i < ir->n_vocab; i++)
@@ -93,8 +140,7 @@ static int find_tok(const TfIr *ir, int c) {
     return -1;
 }
 
-static void hint_similar_reg(Checker *ck, const char *name) {
-    const TfIr *ir = ck->ir;
+void check_hint_reg(TfDiag *diag, const TfIr *ir, const char *name) {
     int best = -1, best_d = 3;
     for (int i = 0; i < ir->n_regs; i++) {
         int d = ops_edit_distance(name, ir->regs[i].name);
@@ -103,8 +149,10 @@ static void hint_similar_reg(Checker *ck, const char *name) {
             best = i;
         }
     }
-    if (best >= 0) diag_hint(ck->diag, "did you mean '%s'?", ir->regs[best].name);
+    if (best >= 0) diag_hint(diag, "did you mean '%s'?", ir->regs[best].name);
 }
+
+static void hint_similar_reg(Checker *ck, const char *name) { check_hint_reg(ck->diag, ck->ir, name); }
 
 static void note_declared(Checker *ck, int reg) {
     const TfIrReg *r = &ck->ir->regs[reg];
@@ -138,12 +186,7 @@ static int resolve_reg(Checker *ck, const TfName *name, unsigned kinds, const ch
 /* ---- pass 1: declarations ------------------------------------------------ */
 
 static int add_reg(Checker *ck, const char *name, TfRegKind kind, TfLoc loc) {
-    TfIr *ir = ck->ir;
-    TfIrReg *regs = realloc(ir->regs, ((size_t)ir->n_regs + 1) * sizeof *regs);
-    if (!regs) return -1;
-    ir->regs = regs;
-    regs[ir->n_regs] = (TfIrReg){name, kind, 0, 0, loc};
-    return ir->n_regs++;
+    return check_add_reg(ck->ir, name, kind, loc);
 }
 
 /* Records the statement declaring `what` in *slot; 0 (after reporting)
@@ -254,6 +297,8 @@ static void collect_declarations(Checker *ck, const TfProgram *prog) {
         default: break;
         }
     }
+    if (ck->maxlen_stmt) ck->ir->size_loc = ck->maxlen_stmt->value_loc;
+    else if (ck->period_stmt) ck->ir->size_loc = ck->period_stmt->value_loc;
     if (ck->maxlen_stmt && ck->ir->maxlen > 0) {
         if (!ck->period_stmt && ck->ir->period < ck->ir->maxlen) ck->ir->period = ck->ir->maxlen;
         if (ck->ir->period < ck->ir->maxlen)
@@ -308,10 +353,19 @@ static void check_output_and_generate(Checker *ck) {
         diag_file_error(ck->diag, "the program has no output (add `output REGISTER;` naming the "
                                   "token register the next token is read from)");
     } else {
-        ir->output_reg = resolve_reg(ck, &ck->output_stmt->dest,
-                                     TF_KINDS_TOKEN | TF_KINDS_CATEGORICAL, "output",
-                                     "the next token");
         ir->every_position = ck->output_stmt->every_position;
+        ir->output_loc = ck->output_stmt->dest.loc;
+        ir->output_reg = resolve_reg(ck, &ck->output_stmt->dest,
+                                     TF_KINDS_TOKEN | TF_KINDS_CATEGORICAL |
+                                         (ir->every_position ? TF_KINDS_SCALAR : 0),
+                                     "output",
+                                     ir->every_position ? "the value read at every position"
+                                                        : "the next token");
+        int r = find_reg(ir, ck->output_stmt->dest.text);
+        if (ir->output_reg < 0 && r >= 0 && ir->regs[r].kind == TF_REG_SCALAR)
+            diag_hint(ck->diag, "a number is printed at every position: `output %s at every "
+                                "position;`",
+                      ir->regs[r].name);
     }
     int max_len = ir->maxlen > 0 ? ir->maxlen : ir->period;
     if (ck->generate_stmt) {
@@ -422,7 +476,7 @@ static int check_arg(Checker *ck, const TfOpInfo *info, const TfParam *p, const 
         }
         return out->reg >= 0 ? 0 : -1;
     }
-    case TF_PARAM_EXPR: break; // general ops: compiler/general.c
+    case TF_PARAM_EXPR: break; // general ops: compiler/map.c, compiler/select.c
     }
     return -1;
 }
@@ -466,7 +520,7 @@ static int check_op(Checker *ck, const TfStmt *s, OpList *out) {
     }
     const TfOpInfo *info = &tf_ops[op];
     if (info->general) {
-        // compiler/general.c checks the arguments, in program order.
+        // compiler/values.c checks the arguments, in program order.
         if (s->n_args < info->n_params) {
             diag_error(ck->diag, s->op.loc, "%s takes at least %d argument%s, but %d %s given",
                        info->name, info->n_params, info->n_params == 1 ? "" : "s", s->n_args,
@@ -521,6 +575,13 @@ static int check_op(Checker *ck, const TfStmt *s, OpList *out) {
 static void check_block(Checker *ck, const TfStmt *list, OpList *out) {
     for (const TfStmt *s = list; s; s = s->next) {
         if (s->kind == TF_STMT_OP) {
+            if (out->n >= TF_MAX_LAYERS) {
+                if (!ck->too_many_layers)
+                    diag_error(ck->diag, s->loc, "the program has more than %d ops",
+                               TF_MAX_LAYERS);
+                ck->too_many_layers = 1;
+                continue;
+            }
             check_op(ck, s, out);
         } else if (s->kind == TF_STMT_REPEAT) {
             OpList body = {0};
@@ -547,7 +608,8 @@ static void check_block(Checker *ck, const TfStmt *list, OpList *out) {
 void check_free(TfIr *ir) {
     if (!ir) return;
     IrBox *box = (IrBox *)ir;
-    general_free(ir);
+    values_free(ir);
+    free(ir->reg_hash);
     for (int i = 0; i < box->n_arg_blocks; i++) free(box->arg_blocks[i]);
     free(box->arg_blocks);
     free(ir->regs);
@@ -588,7 +650,6 @@ TfIr *check_program(const TfProgram *prog, TfDiag *diag) {
     check_output_and_generate(&ck);
     box->arg_blocks = ck.arg_blocks;
     box->n_arg_blocks = ck.n_arg_blocks;
-    if (diag->n_errors == errors_before) general_analyze(ir, diag);
     if (diag->n_errors > errors_before) {
         check_free(ir);
         return NULL;

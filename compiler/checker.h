@@ -40,8 +40,10 @@ typedef struct TfIrArg {
     int tok;
 } TfIrArg;
 
-/* One op application, after unrolling: becomes exactly one layer. */
-typedef struct TfGenOp TfGenOp; /* compiler/general.h */
+/* One op application, after unrolling. compiler/values.c may add ops (joint
+ * selection sides, Count's steps), each of the kind of the op it serves and
+ * with its own plan; compiler/plans.c says what layer each becomes. */
+typedef struct TfGenOp TfGenOp; /* compiler/values.h */
 typedef struct TfGenReg TfGenReg;
 
 typedef struct TfIrOp {
@@ -50,7 +52,7 @@ typedef struct TfIrOp {
     int n_args;
     TfIrArg *args;
     int dest; /* register index, or -1 */
-    TfGenOp *gen; /* general ops: what compiler/general.c worked out; else NULL */
+    TfGenOp *gen; /* general ops: what compiler/values.c planned; else NULL */
 } TfIrOp;
 
 typedef struct TfIr {
@@ -63,25 +65,41 @@ typedef struct TfIr {
     TfIrOp *ops;
     int n_ops;
     int output_reg;
+    TfLoc output_loc;          /* the output statement's register name */
+    double output_error_bound; /* a numeric output's proven bound (compiler/values.c) */
     int generate;
     const TfStmt *model; /* a learned model's `model { ... }` block, or NULL */
 
     /* General programs (docs/language.md, "General ops"). */
     int maxlen;         /* declared `maxlen`, 0 when not declared */
+    TfLoc size_loc;     /* the `maxlen` (or `period`) value, line 0 when neither */
     int bos;            /* token index of `bos`, -1 when none */
     int stop_token;     /* token index of `generate until`, -1 when none */
     int every_position; /* `output R at every position` */
     int indices_reg;    /* the built-in `indices`, -1 without maxlen */
-    TfGenReg *gen_regs; /* per register: values and error bound (general.c) */
-    void *gen_store;    /* general.c's allocations */
+    TfGenReg *gen_regs; /* per register: values and error bound (compiler/values.c) */
+    void *gen_store;    /* values.c's allocations */
+
+    int regs_cap;       /* room in regs */
+    int *reg_hash;      /* open addressing over regs by name (check_find_reg) */
+    int reg_hash_cap;
 } TfIr;
 
 /* Index of the built-in registers in TfIr.regs. */
 enum { TF_IR_REG_TOKENS = 0, TF_IR_REG_POS = 1, TF_IR_REG_INDICES = 2 /* with maxlen */ };
 
-/* Checks a parsed program. Returns the checked program, or NULL when any
- * error was reported (diag->n_errors > 0) or memory ran out. */
+/* Checks a parsed program: names, kinds, signatures, unrolling. Returns the
+ * checked program, or NULL when any error was reported (diag->n_errors > 0)
+ * or memory ran out. The values are compiler/values.c's stage. */
 TfIr *check_program(const TfProgram *prog, TfDiag *diag);
+
+/* The register of that name, or -1 (a hash lookup). */
+int check_find_reg(const TfIr *ir, const char *name);
+/* Appends a register (name borrowed, must outlive ir); its index, or -1
+ * when memory ran out. */
+int check_add_reg(TfIr *ir, const char *name, TfRegKind kind, TfLoc loc);
+/* After an "unknown register" error: "did you mean 'x'?" when one is close. */
+void check_hint_reg(TfDiag *diag, const TfIr *ir, const char *name);
 
 /* A character as written in a literal: a, \n, \' (buf holds 8 bytes). */
 const char *check_show_char(int c, char *buf);

@@ -1,4 +1,13 @@
-/* compile.c: parse, check, lower; the source goes into the model. */
+/* compile.c: the compiler's stages, in order; the source goes into the model.
+ *
+ *   text --parse--> TfProgram --names and kinds--> TfIr --values--> TfIr with
+ *   value sets, error bounds and general ops' plans --plans--> each layer's
+ *   kind and size, the limits --lower--> TfModel
+ *
+ * Each stage reports what it refuses to the TfDiag; the next runs only when
+ * none did. A learned model (`model { ... }`) leaves after names and kinds
+ * for compiler/learned.c.
+ */
 #include "compile.h"
 
 #include <stdio.h>
@@ -10,6 +19,8 @@
 #include "learned.h"
 #include "lower.h"
 #include "parse.h"
+#include "plans.h"
+#include "values.h"
 
 static char *dup_text(const char *s, size_t len) {
     char *p = malloc(len + 1);
@@ -20,48 +31,81 @@ static char *dup_text(const char *s, size_t len) {
     return p;
 }
 
-TfModel *compile_source(const char *filename, const char *source, size_t len, int opt_level,
-                        FILE *diag_out, int *n_errors, TfError *err) {
+static TfModel *learned_model(const TfIr *ir, TfDiag *diag, TfError *err) {
+    TfLearnedSpec spec;
+    TfModel *m = NULL;
+    if (learned_check(ir->model, ir->n_vocab, ir->generate, diag, &spec) == 0)
+        m = learned_build(&spec, ir->vocab, ir->n_vocab, ir->generate, err);
+    learned_spec_free(&spec);
+    return m;
+}
+
+/* The source, its file name and what made the model (`made_by`). */
+static int attach_source(TfModel *m, const char *filename, const char *source, size_t len,
+                         int opt_level) {
+    const char *base = strrchr(filename, '/');
+    base = base ? base + 1 : filename;
+    m->source = dup_text(source, len);
+    m->source_name = dup_text(base, strlen(base));
+    char made_by[96];
+    snprintf(made_by, sizeof made_by, "{\"tool\":\"tfc\",\"version\":\"%s\",\"options\":{\"O\":%d}}",
+             TF_VERSION, opt_level);
+    m->made_by = dup_text(made_by, strlen(made_by));
+    return m->source && m->source_name && m->made_by ? 0 : -1;
+}
+
+TfModel *compile_source_opts(const char *filename, const char *source, size_t len,
+                             const TfCompileOptions *opts, FILE *diag_out, int *n_errors,
+                             TfError *err) {
+    size_t max_params = opts->max_params ? opts->max_params : TF_DEFAULT_MAX_PARAMS;
     TfDiag diag;
     diag_init(&diag, filename, source, len, diag_out);
     *n_errors = 0;
+    TfModel *m = NULL;
+    TfIr *ir = NULL;
+    TfPlans plans = {0};
+
+    // 1. Parse. A program with syntax errors is not checked further: its
+    //    missing statements would only produce follow-on errors.
     TfProgram *prog = tf_parse(source, len, &diag);
     if (!prog) {
         tf_error_set(err, "out of memory while parsing");
         return NULL;
     }
-    TfModel *m = NULL;
-    // A program with syntax errors is not checked further: its missing
-    // statements would only produce follow-on errors.
-    TfIr *ir = diag.n_errors == 0 ? check_program(prog, &diag) : NULL;
-    if (ir && diag.n_errors == 0) {
-        if (ir->model) {
-            TfLearnedSpec spec;
-            if (learned_check(ir->model, ir->n_vocab, ir->generate, &diag, &spec) == 0)
-                m = learned_build(&spec, ir->vocab, ir->n_vocab, ir->generate, err);
-            learned_spec_free(&spec);
-        } else {
-            m = lower_program(ir, opt_level, err);
-        }
-        if (m) {
-            const char *base = strrchr(filename, '/');
-            m->source = dup_text(source, len);
-            m->source_name = dup_text(base ? base + 1 : filename, strlen(base ? base + 1 : filename));
-            char made_by[96];
-            snprintf(made_by, sizeof made_by,
-                     "{\"tool\":\"tfc\",\"version\":\"%s\",\"options\":{\"O\":%d}}", TF_VERSION,
-                     opt_level);
-            m->made_by = dup_text(made_by, strlen(made_by));
-            if (!m->source || !m->source_name || !m->made_by) {
-                tf_error_set(err, "out of memory");
-                model_free(m);
-                m = NULL;
-            }
-        }
+    // 2. Names and kinds: declarations, layout, op signatures, `repeat`.
+    if (diag.n_errors == 0) ir = check_program(prog, &diag);
+    if (!ir || diag.n_errors) goto done;
+    if (ir->model) {
+        m = learned_model(ir, &diag, err);
+    } else {
+        // 3. One value analysis over every op.
+        values_analyze(ir, opts->opt_level, &diag);
+        if (diag.n_errors) goto done;
+        // 4. Layer plans: what each op becomes, its size, the limits.
+        if (plans_make(ir, opts->opt_level, max_params, &diag, &plans) < 0) goto done;
+        // 5. Lowering: the weights.
+        m = lower_program(ir, opts->opt_level, err);
     }
+    if (m && attach_source(m, filename, source, len, opts->opt_level) < 0) {
+        tf_error_set(err, "out of memory");
+        model_free(m);
+        m = NULL;
+    }
+done:
+    plans_free(&plans);
     check_free(ir);
     ast_free_program(prog);
     diag_finish(&diag);
     *n_errors = diag.n_errors;
+    if (*n_errors && m) {
+        model_free(m);
+        m = NULL;
+    }
     return m;
+}
+
+TfModel *compile_source(const char *filename, const char *source, size_t len, int opt_level,
+                        FILE *diag_out, int *n_errors, TfError *err) {
+    TfCompileOptions opts = {opt_level, 0};
+    return compile_source_opts(filename, source, len, &opts, diag_out, n_errors, err);
 }

@@ -1,8 +1,10 @@
 /* compile.h: the whole compiler as one call, source text -> model.
  *
- * compile_source runs the pipeline of the compiler: parse (grammar/), check
- * (compiler/checker.c), lower (compiler/lower.c), and records the program
- * source in the model. Diagnostics go to diag_out as they are found.
+ * compile_source runs the pipeline of the compiler, stage by stage
+ * (compiler/compile.c): parse (grammar/), names and kinds
+ * (compiler/checker.c), the value analysis over every op (compiler/values.c),
+ * layer plans (compiler/plans.c), lowering (compiler/lower.c), and records the
+ * program source in the model. Diagnostics go to diag_out as they are found.
  *
  * Memory: the returned model belongs to the caller (model_free).
  */
@@ -13,10 +15,20 @@
 
 #include "model.h"
 
+typedef struct TfCompileOptions {
+    int opt_level;     /* 0: seed 001's constructions, to the float; 1: -O (lower.h) */
+    size_t max_params; /* refuse a larger model; 0: the default, 2^26 */
+} TfCompileOptions;
+
 /* opt_level 0: seed 001's constructions, to the float; 1 (tfc -O, the
  * default): the optimized ones (lower.h). NULL when the program has errors (then *n_errors > 0, all reported) or
  * when lowering failed (then err says why and *n_errors is 0). */
 TfModel *compile_source(const char *filename, const char *source, size_t len, int opt_level,
                         FILE *diag_out, int *n_errors, TfError *err);
+
+/* The same with every option. */
+TfModel *compile_source_opts(const char *filename, const char *source, size_t len,
+                             const TfCompileOptions *opts, FILE *diag_out, int *n_errors,
+                             TfError *err);
 
 #endif

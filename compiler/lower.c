@@ -1,4 +1,6 @@
-/* lower.c: every op's weight construction.
+/* lower.c: the seed ops' weight constructions, the embeddings, and the
+ * model: one layer per op of the analysed program (compiler/plans.h); the
+ * general ops' layers are built by compiler/lower_general.c from their plans.
  *
  * Two sets. At -O0, seed 001's constructions to the float: one head over the
  * whole residual stream, MLPs of d_model units. At -O (the default), each op
@@ -25,8 +27,8 @@
 #define M_PI 3.14159265358979323846
 #endif
 
-#include "general.h"
 #include "lower_internal.h"
+#include "values.h"
 
 Mat lower_mat(Lowerer *L, int rows, int cols) {
     Mat M = {rows, cols, calloc((size_t)rows * (size_t)cols, sizeof(float)), 0};
@@ -63,7 +65,7 @@ int lower_emit(Lowerer *L, const char *name, Mat M) {
     int ndim = M.rows == 1 && !M.two_d ? 1 : 2;
     int64_t shape[2] = {M.rows, M.cols};
     if (ndim == 1) shape[0] = M.cols;
-    for (int t = 0; t < L->m->n_tensors; t++) {
+    for (int t = 0; L->share && t < L->m->n_tensors; t++) {
         const TfTensor *T = &L->m->tensors[t];
         if (L->hashes[t] == h && T->ndim == ndim && T->nelem == n &&
             T->shape[0] == shape[0] && (ndim == 1 || T->shape[1] == shape[1]) &&
@@ -527,11 +529,6 @@ fail:
 }
 
 typedef void (*LowerFn)(Lowerer *L, int li, const TfIrOp *op);
-static void general_lower_fn(Lowerer *L, int li, const TfIrOp *op) {
-    (void)li;
-    general_lower(L, op);
-}
-#define general_lower general_lower_fn
 static const LowerFn lower_fns[TF_OP_COUNT] = {
     [TF_OP_FIND_AND_STORE] = lower_find_and_store,
     [TF_OP_GET_RELATIVE_TOKEN] = lower_get_relative_token,
@@ -541,9 +538,6 @@ static const LowerFn lower_fns[TF_OP_COUNT] = {
     [TF_OP_DIFF_POS] = lower_diff_pos,
     [TF_OP_IS_ZERO] = lower_is_zero,
     [TF_OP_COPY_ON_MATCH] = lower_copy_on_match,
-    [TF_OP_MAP] = general_lower,
-    [TF_OP_AGGREGATE] = general_lower,
-    [TF_OP_COUNT_MATCHES] = general_lower,
 };
 
 /* -O: DiffPos and IsZero keep the seed's two-unit MLPs. */
@@ -556,9 +550,6 @@ static const LowerFn lower_fns_opt[TF_OP_COUNT] = {
     [TF_OP_DIFF_POS] = lower_diff_pos,
     [TF_OP_IS_ZERO] = lower_is_zero,
     [TF_OP_COPY_ON_MATCH] = lower_copy_on_match_opt,
-    [TF_OP_MAP] = general_lower,
-    [TF_OP_AGGREGATE] = general_lower,
-    [TF_OP_COUNT_MATCHES] = general_lower,
 };
 
 /* Token one-hot into `tokens`, sin/cos of 2 pi p / period into `pos`, the
@@ -585,19 +576,39 @@ static void lower_embeddings(Lowerer *L) {
     if (out->kind == TF_REG_CATEGORICAL) {
         const TfGenReg *g = &ir->gen_regs[ir->output_reg];
         for (int c = 0; c < g->n_vals; c++) {
-            int t = general_token_of(ir, g->vals[c]);
+            int t = values_token_of(ir, g->vals[c]);
             if (t >= 0) AT(un, t, out->offset + c) = 1.0f;
         }
-    } else {
+    } else if (out->kind == TF_REG_TOKEN) {
         for (int t = 0; t < V; t++) AT(un, t, out->offset + t) = 1.0f;
     }
     L->m->tok_embed = lower_emit(L, TF_TENSOR_TOKEN_EMBED, te);
     L->m->pos_embed = lower_emit(L, TF_TENSOR_POS_EMBED, pe);
+    if (out->kind == TF_REG_SCALAR) { // a number read at every position: no unembedding
+        free(un.w);
+        L->m->unembed = -1;
+        L->m->output_error_bound = ir->output_error_bound;
+        return;
+    }
+    // Never shared: a file always has its unembed.weight, even when it
+    // equals the token embedding (`vocab "ab"; output tokens;`).
+    L->share = 0;
     L->m->unembed = lower_emit(L, TF_TENSOR_UNEMBED, un);
+    L->share = 1;
+}
+
+/* The run-time check an op's plan asks for: its destination, after its layer. */
+static void add_check(Lowerer *L, const TfIrOp *op) {
+    char text[160];
+    const TfIr *ir = L->ir;
+    snprintf(text, sizeof text, "%s -> %s", tf_ops[op->op].name, ir->regs[op->gen->dest].name);
+    if (model_add_check(L->m, op->gen->dest, L->m->n_layers - 1, op->stmt->loc.line, text,
+                        L->err) < 0)
+        L->failed = 1;
 }
 
 TfModel *lower_program(const TfIr *ir, int opt_level, TfError *err) {
-    Lowerer L = {ir, opt_level > 0, model_new(), err, NULL, 0};
+    Lowerer L = {ir, opt_level > 0, model_new(), err, NULL, 0, 1};
     if (!L.m) {
         tf_error_set(err, "out of memory");
         return NULL;
@@ -632,7 +643,15 @@ TfModel *lower_program(const TfIr *ir, int opt_level, TfError *err) {
     // The embeddings first, so that the file opens with them.
     lower_embeddings(&L);
     const LowerFn *fns = L.opt ? lower_fns_opt : lower_fns;
-    for (int i = 0; i < ir->n_ops && !L.failed; i++) fns[ir->ops[i].op](&L, i, &ir->ops[i]);
+    for (int i = 0; i < ir->n_ops && !L.failed; i++) {
+        const TfIrOp *op = &ir->ops[i];
+        if (op->gen) {
+            lower_general(&L, op);
+            if (op->gen->check && !L.failed) add_check(&L, op);
+        } else {
+            fns[op->op](&L, i, op);
+        }
+    }
     free(L.hashes);
     if (L.failed || model_name_tensors(m, err) < 0 || model_validate(m, err) < 0) {
         model_free(m);

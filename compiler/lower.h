@@ -1,9 +1,14 @@
 /* lower.h: checked program -> weights.
  *
- * Each op application becomes exactly one attention or MLP layer, built with
- * seed 001's constructions at opt_level 0 (docs/language.md gives every
- * matrix) or with the optimized ones at opt_level 1 (lower.c). Identical
- * tensors are stored once: the layers of a repeated body share their weights.
+ * Each op of the analysed program (compiler/values.c, after which a general
+ * op may have become several ops, and compiler/plans.c, which sized them)
+ * becomes one attention or MLP layer: a seed op with seed 001's
+ * constructions at opt_level 0 (docs/language.md gives every matrix) or with
+ * the optimized ones at opt_level 1 (lower.c), a general op from its plan
+ * (lower_general.c). Lowering reports no diagnostics: everything it could
+ * refuse was refused before. Identical tensors are stored once: the layers
+ * of a repeated body share their weights. Plans that ask for a run-time
+ * check become the model's checks (model_add_check).
  *
  * Memory: the returned model belongs to the caller (model_free); it copies
  * every name it needs from the TfIr.

@@ -1,4 +1,4 @@
-/* lower_internal.h: what compiler/lower.c shares with compiler/general.c,
+/* lower_internal.h: what compiler/lower.c shares with compiler/lower_general.c,
  * which lowers the general ops: matrices in PyTorch's [out, in] order and
  * the model they are emitted into. Private to compiler/. */
 #ifndef TF_LOWER_INTERNAL_H
@@ -6,6 +6,7 @@
 
 #include "checker.h"
 #include "model.h"
+#include "values.h"
 
 typedef struct Mat {
     int rows, cols; /* [out, in]; a vector has rows == 1 */
@@ -22,6 +23,7 @@ typedef struct Lowerer {
     TfError *err;
     uint64_t *hashes; /* per tensor of m, for sharing identical tensors */
     int failed;
+    int share;        /* 1: store a tensor identical to an earlier one once */
 } Lowerer;
 
 /* A zero matrix (sets L->failed when memory runs out). */
@@ -38,7 +40,7 @@ TfLayer lower_layer_header(const Lowerer *L, const TfIrOp *op, TfLayerKind kind)
 void lower_add_mlp(Lowerer *L, const TfIrOp *op, TfActivation act, Mat w1, Mat b1, Mat w2,
                    Mat b2);
 
-/* compiler/general.c: the layers of one general op. */
-void general_lower(Lowerer *L, const TfIrOp *op);
+/* compiler/lower_general.c: the layer of one general op's plan. */
+void lower_general(Lowerer *L, const TfIrOp *op);
 
 #endif

@@ -1,9 +1,12 @@
 /* ops.h: the op set of the language and the signature of each op.
  *
- * One table row per op: its source name, the kind of layer it becomes, and
- * the arguments it takes. compiler/checker.c checks calls against the table;
- * compiler/lower.c turns each checked call into weights. Adding an op means
- * one enum entry, one table row and one lower_* function.
+ * One table row per op: its source name, the kind of layer it becomes, the
+ * arguments it takes and which registers it reads and writes.
+ * compiler/checker.c checks calls against the table; compiler/values.c
+ * follows what each op writes; compiler/lower.c turns each seed op into
+ * weights, compiler/lower_general.c each general op's plan. Adding a seed op
+ * means one enum entry, one table row, its effect on values (values.c) and
+ * one lower_* function.
  */
 #ifndef TF_OPS_H
 #define TF_OPS_H
@@ -19,7 +22,7 @@ typedef enum TfOpKind {
     TF_OP_DIFF_POS,
     TF_OP_IS_ZERO,
     TF_OP_COPY_ON_MATCH,
-    /* the general ops (compiler/general.c checks and lowers them) */
+    /* the general ops (compiler/map.c, compiler/select.c analyse them, compiler/lower_general.c lowers them) */
     TF_OP_MAP,
     TF_OP_AGGREGATE,
     TF_OP_COUNT_MATCHES,
@@ -44,10 +47,15 @@ typedef enum TfParamKind {
 
 #define TF_OP_MAX_PARAMS 4
 
+/* What an op does with a register argument (compiler/values.c follows it). */
+#define TF_ACCESS_READ 1u
+#define TF_ACCESS_WRITE 2u /* changes it in place */
+
 typedef struct TfParam {
     TfParamKind kind;
     unsigned reg_kinds; /* for register parameters */
     const char *role;   /* for messages: "the position to read at" */
+    unsigned access;    /* TF_ACCESS_*: read, written, or both */
 } TfParam;
 
 typedef struct TfOpInfo {
@@ -57,7 +65,8 @@ typedef struct TfOpInfo {
     int n_params;
     TfParam params[TF_OP_MAX_PARAMS];
     int variadic;           /* the last parameter repeats (one or more) */
-    unsigned dest_kinds;    /* 0: no `-> dest`; else the kinds it accepts */
+    unsigned dest_kinds;    /* 0: no `-> dest`; else the kinds it accepts (written: the
+                               op adds into it) */
     const char *synopsis;   /* "FindAndStore('c') -> position" */
     int general;            /* arguments checked by compiler/general.c */
 } TfOpInfo;

@@ -1,6 +1,6 @@
 /* tfc: compile a .tfp program into a .tfw weight file.
  *
- *   tfc [-O | -O0] [-v] [-o OUT.tfw] [--] PROGRAM.tfp
+ *   tfc [-O | -O0] [-v] [-o OUT.tfw] [--max-params=N] [--] PROGRAM.tfp
  *
  * Exit status: 0 compiled; 1 the program has errors (reported as
  * file:line:col diagnostics on stderr), or the file is not a program; 2
@@ -10,6 +10,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,8 @@ static void usage(FILE *f) {
                "                   registers each layer needs, exact ReLU steps (the default)\n"
                "  -O0              seed 001's constructions, dense, to the float\n"
                "  -v, --verbose    print a summary of what was written\n"
+               "  --max-params=N   refuse a model of more than N parameters before building\n"
+               "                   it (default 2^26 = 67108864)\n"
                "  -h, --help       this help;  --version  the version\n"
                "exit status: 0 compiled; 1 the program has errors (file:line:col on stderr)\n"
                "or is not a program; 2 usage or I/O error\n");
@@ -51,10 +54,12 @@ static char *default_output(const char *src) {
 int main(int argc, char **argv) {
     const char *src_path = NULL, *out_path = NULL;
     int verbose = 0, opt_level = 1;
-    enum { OPT_VERSION = 256 };
+    enum { OPT_VERSION = 256, OPT_MAX_PARAMS };
+    size_t max_params = 0;
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'}, {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, OPT_VERSION},
+        {"max-params", required_argument, NULL, OPT_MAX_PARAMS},
         {NULL, 0, NULL, 0}};
     int c;
     opterr = 0;
@@ -74,6 +79,19 @@ int main(int argc, char **argv) {
             break;
         case 'h': usage(stdout); return cli_flush_stdout("tfc") < 0 ? TFC_EXIT_USAGE : 0;
         case OPT_VERSION: cli_version("tfc"); return cli_flush_stdout("tfc") < 0 ? TFC_EXIT_USAGE : 0;
+        case OPT_MAX_PARAMS: {
+            char *end = NULL;
+            errno = 0;
+            unsigned long long n = strtoull(optarg, &end, 10);
+            if (optarg[0] == '-' || end == optarg || *end || errno || n == 0 ||
+                n > (unsigned long long)SIZE_MAX / 4) {
+                fprintf(stderr, "tfc: --max-params needs a positive number of parameters, not '%s'\n",
+                        optarg);
+                return TFC_EXIT_USAGE;
+            }
+            max_params = (size_t)n;
+            break;
+        }
         default: cli_option_error("tfc", c, argv, longopts); return TFC_EXIT_USAGE;
         }
     }
@@ -113,7 +131,8 @@ int main(int argc, char **argv) {
     }
 
     int n_errors = 0;
-    TfModel *m = compile_source(src_path, source, len, opt_level, stderr, &n_errors, &err);
+    TfCompileOptions opts = {opt_level, max_params};
+    TfModel *m = compile_source_opts(src_path, source, len, &opts, stderr, &n_errors, &err);
     int status = 0;
     if (!m && n_errors > 0) {
         status = TFC_EXIT_PROGRAM;

@@ -599,8 +599,13 @@ static TfStmtList list_add(TfStmtList l, TfStmt *s) {
     return l;
 }
 
+/* Lists grow to the next power of two when full (n is 0 or a power of two),
+ * so a list of n items costs O(n) copying: 100,000 names are no quadratic path. */
+static int list_full(int n) { return (n & (n - 1)) == 0; }
+static size_t list_room(int n) { return n ? 2 * (size_t)n : 1; }
+
 static int names_add(TfNameList *l, TfName n) {
-    TfName *v = realloc(l->v, ((size_t)l->n + 1) * sizeof *v);
+    TfName *v = list_full(l->n) ? realloc(l->v, list_room(l->n) * sizeof *v) : l->v;
     if (!v) {
         free(n.text);
         return -1;
@@ -611,7 +616,7 @@ static int names_add(TfNameList *l, TfName n) {
 }
 
 static int args_add(TfArgList *l, TfArg a) {
-    TfArg *v = realloc(l->v, ((size_t)l->n + 1) * sizeof *v);
+    TfArg *v = list_full(l->n) ? realloc(l->v, list_room(l->n) * sizeof *v) : l->v;
     if (!v) {
         free(a.name.text);
         ast_free_expr(a.expr);

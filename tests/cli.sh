@@ -297,6 +297,33 @@ expect "number: --trace ends with the values" 0 "~$(printf '^hello\t0 0 0.333333
     -- "$TFRUN" "$F" --trace "^hello"
 
 TFINFO=$TF_BUILD_DIR/tfinfo
+# Issue 13's reproducers: a Map over three categorical registers at maxlen 68 (a
+# 1.46 GB file before) and sort at maxlen 65536 (64 GiB) are refused before any
+# weight is built, naming the op and the option that raises the limit.
+printf 'vocab "^ab"; bos %s; maxlen 68; cat x, y, z, w;\nx: Map(indices) -> x;\ny: Map(indices + 1) -> y;\nz: Map(indices + 2) -> z;\nw: Map(x + y + z) -> w;\noutput tokens;\n' "'^'" >"$tmp/huge_map.tfp"
+expect "tfc: a 600-million-parameter Map is refused" 1 "" \
+    "huge_map.tfp:5:4: error: this Map becomes a layer of 603081055 parameters, which takes the model past the limit of 67108864 parameters" \
+    -- "$TFC" "$tmp/huge_map.tfp" -o "$tmp/huge_map.tfw"
+sed 's/maxlen [0-9]*;/maxlen 65536;/' "$SRC/programs/sort.tfp" >"$tmp/huge_sort.tfp"
+expect "tfc: sort at maxlen 65536 is refused" 1 "" "error: this selection compares" \
+    -- "$TFC" "$tmp/huge_sort.tfp" -o "$tmp/huge_sort.tfw"
+# A number as the output (issue 11): frac_prevs of 'l', printed at every
+# position; --check within the bound the compiler proved.
+printf 'vocab "^helo"; bos %s; maxlen 8; num isl, f;\nisl: Map(tokens == %s ? 1 : 0) -> isl;\nf: Aggregate(k.indices <= q.indices, isl, causal) -> f;\noutput f at every position;\n' "'^'" "'l'" >"$tmp/frac_l.tfp"
+expect "general: a num output compiles" 0 "" "" -- "$TFC" "$tmp/frac_l.tfp" -o "$tmp/frac_l.tfw"
+expect "general: a num output prints its values" 0 "$(printf '^hello\t0 0 0.33333334 0.5 0.4')" "" \
+    -- "$TFRUN" "$tmp/frac_l.tfw" "^hello"
+printf '^hello\t0 0 1/3 1/2 2/5\n' >"$tmp/frac_l.tsv"
+expect "general: --check compares numbers within the bound" 0 "~1 passed, 0 failed" "" \
+    -- "$TFRUN" "$tmp/frac_l.tfw" --check "$tmp/frac_l.tsv"
+# The layer limit applies outside `repeat` too (issue 13: 250,000 top-level ops).
+{ printf 'vocab "ab"; token t; output t;\n'; for i in $(seq 1 100001); do echo 'Clear(t);'; done; } >"$tmp/many_ops.tfp"
+expect "tfc: more than 100000 top-level ops" 1 "" "error: the program has more than 100000 ops" \
+    -- "$TFC" "$tmp/many_ops.tfp" -o "$tmp/many_ops.tfw"
+# Count's two layers are both labelled Count (its second layer is no Map).
+"$TFC" "$SRC/programs/histogram.tfp" -o "$tmp/hist.tfw"
+expect "tfinfo: Count's steps layer is labelled Count" 0 "~hist.steps     mlp       Count" "" \
+    -- "$TFINFO" "$tmp/hist.tfw"
 expect "tfinfo: categorical register values" 0 "~  rot            categorical 5-7  output  values 'a' 'b' 'c'" "" -- "$TFINFO" "$E"
 expect "tfinfo: every-position output" 0 \
     "~generation: every position: one pass, the argmax token at each position after the BOS; unembedding reads rot" "" \
@@ -324,6 +351,32 @@ output out at every position;
 EOF2
 expect "general: two unlabelled Counts compile" 0 "" "" -- "$TFC" "$tmp/two_counts.tfp" -o "$tmp/two_counts.tfw"
 expect "general: two unlabelled Counts count apart" 0 "$(printf '^aab\t333')" "" -- "$TFRUN" "$tmp/two_counts.tfw" "^aab"
+
+# issue 11: a categorical copy whose selection may pick positions holding
+# different values compiles with a warning naming the op (and a run-time check).
+cat >"$tmp/tie.tfp" <<'EOF'
+vocab "^abcd"; bos '^'; maxlen 17; cat b;
+b: Aggregate(k.indices <= q.indices, tokens) -> b;
+output b at every position;
+EOF
+expect "general: an unproven categorical copy warns" 0 "" \
+    "tie.tfp:2:4: warning: Aggregate: the positions this selection picks may hold different values of 'tokens'" \
+    -- "$TFC" "$tmp/tie.tfp" -o "$tmp/tie.tfw"
+expect "general: the unproven copy is checked at run time" 1 "" \
+    "tie.tfp:2: Aggregate -> b: position 2 does not hold one value ('a' 0.50, 'b' 0.50); the compiler could not prove it" \
+    -- "$TFRUN" "$tmp/tie.tfw" "^abcd"
+expect "general: where the positions agree it runs" 0 "$(printf '^aaaa\taaaa')" "" -- "$TFRUN" "$tmp/tie.tfw" "^aaaa"
+# The unembedding is never shared with an identical token embedding.
+printf 'vocab "ab"; output tokens;\n' >"$tmp/echo.tfp"
+expect "tfc: output tokens over the whole vocabulary compiles" 0 "" "" -- "$TFC" "$tmp/echo.tfp" -o "$tmp/echo.tfw"
+expect "tfrun runs it (it has unembed.weight)" 0 "~ab" "" -- "$TFRUN" "$tmp/echo.tfw" "ab"
+# --max-params: the limit, and its usage errors.
+expect "tfc --max-params refuses a larger model" 1 "" \
+    "error: this Aggregate becomes a layer of" -- "$TFC" --max-params 2000 "$tmp/tie.tfp" -o "$tmp/tie2.tfw"
+expect "tfc --max-params needs a number" 2 "" "tfc: --max-params needs a positive number" \
+    -- "$TFC" --max-params x "$tmp/tie.tfp"
+expect "tfc --max-params 0 is refused" 2 "" "tfc: --max-params needs a positive number" \
+    -- "$TFC" --max-params 0 "$tmp/tie.tfp"
 expect "general: a prompt without the BOS" 1 "" "must start with the beginning-of-sequence token" \
     -- "$TFRUN" "$tmp/two_counts.tfw" "aab"
 

@@ -118,7 +118,9 @@ def main():
                 passed += 1
     print("%d expressions agree with Python on all inputs, %d refused for dividing by zero, "
           "%d failed" % (passed, refused, failed))
-    return 1 if failed else 0
+    if passed == 0:
+        print("FAIL: no expression was checked")
+    return 1 if failed or passed == 0 else 0
 
 
 if __name__ == "__main__":

@@ -103,6 +103,9 @@ def main():
                 passed += 1
     print("%d selections count as Python does on all %d inputs, %d failed"
           % (passed, len(inputs), failed))
+    if passed == 0:
+        print("FAIL: no selection was checked")
+        failed += 1
     failed += long_counts(tfc, tfrun)
     return 1 if failed else 0
 

@@ -1,35 +1,34 @@
-/* general.h: the general ops (Map, Aggregate, Count): values, checks, weights.
+/* values.h: the value analysis, one walk over every op of the program.
  *
- * After the checker has resolved declarations and unrolled the program,
- * general_analyze walks the ops in order and works out, for every register,
- * the set of values it can hold at the positions after the BOS and a bound
- * on how far its columns can be from their exact values in float32. From
- * those it checks that every op's steps and attention score gaps give the
- * exact answer, reporting the op's location and the margin it found where
- * they do not; it sizes the categorical registers (one column per value) and
- * lays out the residual stream again; and it plans each general op's weights
- * (TfGenOp), which general_lower turns into layers.
+ * After compiler/checker.c has resolved names and kinds and unrolled the
+ * program, values_analyze walks the ops in order. For every register it
+ * knows the set of values it can hold at the positions after the BOS (or
+ * that it does not know them) and a bound on how far its columns can be
+ * from their exact values in float32. Each op's entry in compiler/ops.c
+ * says which registers it reads and writes; a seed op that writes a register
+ * makes its values known (Clear, IsZero, at -O) or unknown, never leaves
+ * them as they were. A general op (Map: compiler/map.c; Aggregate and
+ * Count: compiler/select.c) is checked against the values it reads: every
+ * step and attention score gap gives the exact answer, or it is refused with
+ * its location and the margin; where the exactness needs a fact about the
+ * input (a selection that may pick positions holding different values) it
+ * is accepted with a warning and a run-time check (TfGenCheck). The analysis
+ * sizes the categorical registers (one column per value), lays out the
+ * residual stream again, and plans each general op's weights (TfGenOp).
  *
  * Every general op writes zeros at the BOS position (position 0): that is
  * what lets an attention give the BOS a fixed score, so that it is selected
  * exactly when nothing else is, and supplies the default.
  *
- * Memory: everything general_analyze allocates hangs off the TfIr and is
- * released by general_free (called by check_free).
+ * Memory: everything values_analyze allocates hangs off the TfIr and is
+ * released by values_free (called by check_free).
  */
-#ifndef TF_GENERAL_H
-#define TF_GENERAL_H
+#ifndef TF_VALUES_H
+#define TF_VALUES_H
 
 #include "checker.h"
 #include "diag.h"
-
-typedef enum TfValKind { TF_VAL_INT, TF_VAL_TOKEN, TF_VAL_REAL } TfValKind;
-
-/* A value: an integer, a token (its character code) or a real number. */
-typedef struct TfVal {
-    TfValKind kind;
-    double x;
-} TfVal;
+#include "expr.h"
 
 struct TfGenReg {
     int known;     /* the value set is known */
@@ -39,6 +38,11 @@ struct TfGenReg {
     double err;    /* bound on |column - exact value| at every position */
     int writer;    /* index of the op that wrote it, -1 */
     int poisoned;  /* its op failed: later reads fail quietly (no follow-on errors) */
+    const TfStmt *why_stmt; /* the op that made the values unknown, or NULL */
+    const char *why;        /* and how: "leaves it holding no value" */
+    int bos_dirty;          /* may be non-zero at the BOS position (a seed op wrote it) */
+    const TfStmt *bos_stmt; /* that seed op */
+    int bos_value;          /* holds a value at the BOS (a checked copy): no attention reads it */
 };
 
 typedef enum TfGenForm {
@@ -48,10 +52,11 @@ typedef enum TfGenForm {
     TF_GEN_GATED,     /* MLP: per combination of categorical inputs, a + b x of one
                          numeric input x, gated by the combination's one-hot */
     TF_GEN_ATTEND,    /* attention: select and aggregate (mean or copy) */
-    TF_GEN_COUNT      /* attention: 1 / (count + 1) into a hidden numeric register */
+    TF_GEN_COUNT,     /* attention: 1 / (count + 1) into a hidden numeric register */
+    TF_GEN_BOS_FILL   /* MLP: dest's first value at the BOS only (a checked copy's) */
 } TfGenForm;
 
-#define TF_GEN_MAX_INPUTS 8
+#define TF_GEN_MAX_INPUTS TF_EXPR_MAX_INPUTS
 
 struct TfGenOp {
     TfGenForm form;
@@ -59,6 +64,7 @@ struct TfGenOp {
     int n_in;
     int in[TF_GEN_MAX_INPUTS]; /* input registers */
     int dest;
+    int check; /* a run-time check of dest after this layer (compiler/plans.c) */
 
     /* TABLE: per combination (mixed radix over the inputs' values, first
      * input fastest): the destination column (categorical) or -1 when the
@@ -68,7 +74,8 @@ struct TfGenOp {
     double *combo_num;
 
     /* STAIRCASE: the input's values xs[0..n_x) ascending, and per value its
-     * destination column or number. */
+     * destination column or number; no step between neighbours with the
+     * same result. */
     int n_x;
     double *xs;
     int *x_col;
@@ -103,20 +110,19 @@ struct TfGenOp {
     int sum; /* ATTEND: `sum` (the mean times the count) */
 };
 
-/* Runs the analysis and plans (see above); reports errors to diag. The op
- * list may grow (joint registers and Count's steps become ops of their own). */
-void general_analyze(TfIr *ir, TfDiag *diag);
-void general_free(TfIr *ir);
+/* Runs the analysis (see above) with the lowering's opt_level (the seed
+ * ops' constructions differ); reports to diag. The op list may grow: joint
+ * registers and Count's steps become ops of their own (of the op's kind,
+ * with their own plan). */
+void values_analyze(TfIr *ir, int opt_level, TfDiag *diag);
+void values_free(TfIr *ir);
 
 /* Column of value v in categorical register r (tokens, indices or a declared
  * one), -1 when it has none. */
-int general_column(const TfIr *ir, int r, TfVal v);
+int values_column(const TfIr *ir, int r, TfVal v);
 
 /* The token a value is printed as (a token; an integer 0..9 as its digit),
  * -1 when it has none in the vocabulary. */
-int general_token_of(const TfIr *ir, TfVal v);
-
-/* The label of a value: 3, 'a', 0.5. */
-void general_value_label(TfVal v, char *buf, size_t n);
+int values_token_of(const TfIr *ir, TfVal v);
 
 #endif

@@ -1,0 +1,353 @@
+/* expr.c: values, the expression evaluator, the registers an expression reads. */
+#include "expr.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int val_is_num(TfVal v) { return v.kind != TF_VAL_TOKEN; }
+
+int val_cmp(TfVal a, TfVal b) {
+    if (a.kind == TF_VAL_TOKEN && b.kind != TF_VAL_TOKEN) return 1;
+    if (a.kind != TF_VAL_TOKEN && b.kind == TF_VAL_TOKEN) return -1;
+    return a.x < b.x ? -1 : a.x > b.x ? 1 : 0;
+}
+
+static int val_cmp_qsort(const void *a, const void *b) {
+    return val_cmp(*(const TfVal *)a, *(const TfVal *)b);
+}
+
+static int val_close(TfVal a, TfVal b, double tol) {
+    if (val_cmp(a, b) == 0) return 1;
+    if (tol <= 0 || a.kind == TF_VAL_TOKEN || b.kind == TF_VAL_TOKEN) return 0;
+    return fabs(a.x - b.x) <= tol * fmax(1.0, fmax(fabs(a.x), fabs(b.x)));
+}
+
+int val_unique(TfVal *v, int n, double tol) {
+    qsort(v, (size_t)n, sizeof *v, val_cmp_qsort);
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (m > 0 && val_close(v[m - 1], v[i], tol)) {
+            if (v[i].kind == TF_VAL_INT) v[m - 1] = v[i]; // an integer names the value best
+            continue;
+        }
+        v[m++] = v[i];
+    }
+    return m;
+}
+
+void val_label(TfVal v, char *buf, size_t n) {
+    char cb[8];
+    if (v.kind == TF_VAL_TOKEN)
+        snprintf(buf, n, "'%s'", check_show_char((int)v.x, cb));
+    else if (v.kind == TF_VAL_INT)
+        snprintf(buf, n, "%.0f", v.x);
+    else
+        snprintf(buf, n, "%.9g", v.x);
+}
+
+
+/* ---- expressions -------------------------------------------------------------- */
+
+
+static int fail(ExprEnv *E, const TfExpr *e, const char *fmt, const char *a) {
+    snprintf(E->msg, sizeof E->msg, fmt, a);
+    E->where = e->loc;
+    return -1;
+}
+
+int expr_truthy(ExprEnv *E, const TfExpr *e, TfVal v, int *out) {
+    if (v.kind == TF_VAL_TOKEN) return fail(E, e, "a token is not a truth value%s", "");
+    *out = v.x != 0;
+    return 0;
+}
+
+TfVal val_num(double x, int integer) {
+    TfVal v = {integer ? TF_VAL_INT : TF_VAL_REAL, x};
+    return v;
+}
+
+
+static int eval_binary(ExprEnv *E, const TfExpr *e, TfVal *out) {
+    TfVal a, b;
+    if (e->op == TF_EX_AND || e->op == TF_EX_OR) {
+        int ta, tb;
+        if (expr_eval(E, e->a, &a) < 0 || expr_truthy(E, e->a, a, &ta) < 0) return -1;
+        if (e->op == TF_EX_AND && !ta) return *out = val_num(0, 1), 0;
+        if (e->op == TF_EX_OR && ta) return *out = val_num(1, 1), 0;
+        if (expr_eval(E, e->b, &b) < 0 || expr_truthy(E, e->b, b, &tb) < 0) return -1;
+        *out = val_num(tb, 1);
+        return 0;
+    }
+    if (expr_eval(E, e->a, &a) < 0 || expr_eval(E, e->b, &b) < 0) return -1;
+    int cmp_op = e->op == TF_EX_EQ || e->op == TF_EX_NE || e->op == '<' || e->op == '>' ||
+                 e->op == TF_EX_LE || e->op == TF_EX_GE;
+    if (cmp_op) {
+        if (val_is_num(a) != val_is_num(b))
+            return fail(E, e, "compares a token with a number%s", "");
+        int c = val_cmp(a, b);
+        int r = e->op == TF_EX_EQ ? c == 0 : e->op == TF_EX_NE ? c != 0 : e->op == '<' ? c < 0
+              : e->op == '>' ? c > 0 : e->op == TF_EX_LE ? c <= 0 : c >= 0;
+        *out = val_num(r, 1);
+        return 0;
+    }
+    if (!val_is_num(a) || !val_is_num(b))
+        return fail(E, e, "does arithmetic on a token (use ord() for its code)%s", "");
+    int integer = a.kind == TF_VAL_INT && b.kind == TF_VAL_INT;
+    double x = a.x, y = b.x, r;
+    switch (e->op) {
+    case '+': r = x + y; break;
+    case '-': r = x - y; break;
+    case '*': r = x * y; break;
+    case '/':
+        if (y == 0) return fail(E, e, "divides by zero%s", "");
+        r = integer && !E->true_division ? floor(x / y) : x / y;
+        break;
+    case '%':
+        if (y == 0) return fail(E, e, "takes a remainder by zero%s", "");
+        r = x - y * floor(x / y);
+        break;
+    default: return fail(E, e, "unknown operator%s", "");
+    }
+    *out = val_num(r, integer);
+    return 0;
+}
+
+static int eval_call(ExprEnv *E, const TfExpr *e, TfVal *out) {
+    const char *f = e->name.text;
+    TfVal a[8];
+    if (e->n_args > 8) return fail(E, e, "%s takes at most 8 arguments", f);
+    for (int i = 0; i < e->n_args; i++)
+        if (expr_eval(E, e->args[i], &a[i]) < 0) return -1;
+    if (strcmp(f, "min") == 0 || strcmp(f, "max") == 0) {
+        if (e->n_args < 1) return fail(E, e, "%s needs arguments", f);
+        TfVal best = a[0];
+        for (int i = 0; i < e->n_args; i++) {
+            if (val_is_num(a[i]) != val_is_num(a[0])) return fail(E, e, "%s mixes tokens and numbers", f);
+            int c = val_cmp(a[i], best);
+            if (f[1] == 'i' ? c < 0 : c > 0) best = a[i];
+        }
+        *out = best;
+        return 0;
+    }
+    if (e->n_args != 1)
+        return fail(E, e, "unknown function '%s' (min, max, abs, floor, round, ord, chr)", f);
+    if (strcmp(f, "floor") == 0 || strcmp(f, "round") == 0) {
+        if (!val_is_num(a[0])) return fail(E, e, "%s of a token", f);
+        // round: halves away from zero; a hair of tolerance for values like 0.3 * 10.
+        double x = a[0].x;
+        *out = val_num(f[0] == 'f' ? floor(x + 1e-9) : (x < 0 ? -floor(-x + 0.5) : floor(x + 0.5)), 1);
+        return 0;
+    }
+    if (strcmp(f, "abs") == 0) {
+        if (!val_is_num(a[0])) return fail(E, e, "abs of a token%s", "");
+        *out = a[0];
+        out->x = fabs(out->x);
+        return 0;
+    }
+    if (strcmp(f, "ord") == 0) {
+        if (a[0].kind != TF_VAL_TOKEN) return fail(E, e, "ord of a number%s", "");
+        *out = val_num(a[0].x, 1);
+        return 0;
+    }
+    if (strcmp(f, "chr") == 0) {
+        if (a[0].kind != TF_VAL_INT || a[0].x < 1 || a[0].x > 255)
+            return fail(E, e, "chr needs an integer 1..255%s", "");
+        out->kind = TF_VAL_TOKEN;
+        out->x = a[0].x;
+        return 0;
+    }
+    return fail(E, e, "unknown function '%s' (min, max, abs, floor, round, ord, chr)", f);
+}
+
+int expr_literal(const TfExpr *e, TfVal *v) {
+    switch (e->kind) {
+    case TF_EXPR_INT: *v = val_num((double)e->ival, 1); return 0;
+    case TF_EXPR_REAL: *v = val_num(e->real, 0); return 0;
+    case TF_EXPR_CHAR: v->kind = TF_VAL_TOKEN; v->x = e->ch; return 0;
+    case TF_EXPR_TRUE: *v = val_num(1, 1); return 0;
+    default: return -1;
+    }
+}
+
+int expr_eval(ExprEnv *E, const TfExpr *e, TfVal *out) {
+    if (expr_literal(e, out) == 0) return 0;
+    switch (e->kind) {
+    case TF_EXPR_NAME: {
+        int r = check_find_reg(E->ir, e->name.text);
+        if (r < 0 || !E->cur) return fail(E, e, "'%s' is not a value here", e->name.text);
+        *out = E->cur[r];
+        return 0;
+    }
+    case TF_EXPR_FIELD: {
+        int r = check_find_reg(E->ir, e->name.text);
+        const TfVal *side = e->side == 'k' ? E->kcur : E->qcur;
+        if (r < 0 || !side) return fail(E, e, "'%s' is not a value here", e->name.text);
+        *out = side[r];
+        return 0;
+    }
+    case TF_EXPR_UNARY: {
+        TfVal a;
+        if (expr_eval(E, e->a, &a) < 0) return -1;
+        if (e->op == TF_EX_NOT) {
+            int t;
+            if (expr_truthy(E, e->a, a, &t) < 0) return -1;
+            *out = val_num(!t, 1);
+            return 0;
+        }
+        if (!val_is_num(a)) return fail(E, e, "negates a token%s", "");
+        *out = a;
+        out->x = -a.x;
+        return 0;
+    }
+    case TF_EXPR_BINARY: return eval_binary(E, e, out);
+    case TF_EXPR_COND: {
+        TfVal c;
+        int t;
+        if (expr_eval(E, e->a, &c) < 0 || expr_truthy(E, e->a, c, &t) < 0) return -1;
+        return expr_eval(E, t ? e->b : e->c, out);
+    }
+    case TF_EXPR_CALL: return eval_call(E, e, out);
+    case TF_EXPR_TABLE: {
+        TfVal in[TF_EXPR_MAX_INPUTS];
+        if (e->n_inputs > TF_EXPR_MAX_INPUTS) return fail(E, e, "a table has at most 8 inputs%s", "");
+        for (int i = 0; i < e->n_inputs; i++) {
+            int r = check_find_reg(E->ir, e->inputs[i].text);
+            if (r < 0 || !E->cur) return fail(E, e, "'%s' is not a value here", e->inputs[i].text);
+            in[i] = E->cur[r];
+        }
+        const TfTableEntry *dflt = NULL;
+        for (int i = 0; i < e->n_entries; i++) {
+            const TfTableEntry *t = &e->entries[i];
+            if (t->n_keys == 0) {
+                dflt = t;
+                continue;
+            }
+            int match = t->n_keys == e->n_inputs;
+            for (int k = 0; k < t->n_keys && match; k++) {
+                TfVal kv;
+                if (expr_literal(t->keys[k], &kv) < 0 || val_is_num(kv) != val_is_num(in[k]) ||
+                    val_cmp(kv, in[k]) != 0)
+                    match = 0;
+            }
+            if (match) return expr_eval(E, t->value, out);
+        }
+        if (dflt) return expr_eval(E, dflt->value, out);
+        return fail(E, e, "has no entry for these inputs and no default `_ => ...`%s", "");
+    }
+    default: return fail(E, e, "cannot be evaluated%s", "");
+    }
+}
+
+/* Registers an expression reads: names (Map) or k./q. fields (selections).
+ * Reports unknown names; returns -1 after an error. */
+
+static int add_unique(int *list, int *n, int r) {
+    for (int i = 0; i < *n; i++)
+        if (list[i] == r) return 0;
+    if (*n == TF_EXPR_MAX_INPUTS) return -1;
+    list[(*n)++] = r;
+    return 0;
+}
+
+int expr_reads(const TfIr *ir, TfDiag *diag, const TfExpr *e, int selection, ExprReads *R) {
+    if (!e) return 0;
+    int bad = 0;
+    switch (e->kind) {
+    case TF_EXPR_NAME:
+    case TF_EXPR_FIELD: {
+        if (e->kind == TF_EXPR_NAME && selection) {
+            diag_error(diag, e->loc,
+                       "in a selection, write k.%s (at the key position) or q.%s (at the query "
+                       "position)",
+                       e->name.text, e->name.text);
+            return -1;
+        }
+        if (e->kind == TF_EXPR_FIELD && !selection) {
+            diag_error(diag, e->loc, "k. and q. belong in the selection of Aggregate or Count");
+            return -1;
+        }
+        int r = check_find_reg(ir, e->name.text);
+        if (r < 0) {
+            diag_error(diag, e->name.loc, "unknown register '%s'", e->name.text);
+            check_hint_reg(diag, ir, e->name.text);
+            return -1;
+        }
+        int *list = !selection ? R->regs : e->side == 'k' ? R->kregs : R->qregs;
+        int *n = !selection ? &R->n : e->side == 'k' ? &R->nk : &R->nq;
+        if (add_unique(list, n, r) < 0) {
+            diag_error(diag, e->loc, "an expression reads at most %d registers",
+                       TF_EXPR_MAX_INPUTS);
+            return -1;
+        }
+        return 0;
+    }
+    case TF_EXPR_TABLE:
+        for (int i = 0; i < e->n_inputs; i++) {
+            int r = check_find_reg(ir, e->inputs[i].text);
+            if (r < 0) {
+                diag_error(diag, e->inputs[i].loc, "unknown register '%s'", e->inputs[i].text);
+                check_hint_reg(diag, ir, e->inputs[i].text);
+                return -1;
+            }
+            if (selection) {
+                diag_error(diag, e->loc, "a table cannot be part of a selection");
+                return -1;
+            }
+            if (add_unique(R->regs, &R->n, r) < 0) return -1;
+        }
+        for (int i = 0; i < e->n_entries; i++) {
+            for (int k = 0; k < e->entries[i].n_keys; k++) {
+                TfVal v;
+                if (expr_literal(e->entries[i].keys[k], &v) < 0) {
+                    diag_error(diag, e->entries[i].keys[k]->loc,
+                               "a table key is a literal (3, 'a', 0.5) or `_`");
+                    bad = 1;
+                }
+            }
+            if (e->entries[i].n_keys && e->entries[i].n_keys != e->n_inputs) {
+                diag_error(diag, e->entries[i].loc, "this key has %d value%s for %d input%s",
+                           e->entries[i].n_keys, e->entries[i].n_keys == 1 ? "" : "s",
+                           e->n_inputs, e->n_inputs == 1 ? "" : "s");
+                bad = 1;
+            }
+            if (expr_reads(ir, diag, e->entries[i].value, selection, R) < 0) bad = 1;
+        }
+        return bad ? -1 : 0;
+    default: break;
+    }
+    if (expr_reads(ir, diag, e->a, selection, R) < 0) bad = 1;
+    if (expr_reads(ir, diag, e->b, selection, R) < 0) bad = 1;
+    if (expr_reads(ir, diag, e->c, selection, R) < 0) bad = 1;
+    for (int i = 0; i < e->n_args; i++)
+        if (expr_reads(ir, diag, e->args[i], selection, R) < 0) bad = 1;
+    return bad ? -1 : 0;
+}
+
+static int expr_has_names(const TfExpr *e) {
+    if (!e) return 0;
+    if (e->kind == TF_EXPR_NAME || e->kind == TF_EXPR_TABLE) return 1;
+    if (expr_has_names(e->a) || expr_has_names(e->b) || expr_has_names(e->c)) return 1;
+    for (int i = 0; i < e->n_args; i++)
+        if (expr_has_names(e->args[i])) return 1;
+    return 0;
+}
+
+int expr_linear(const TfExpr *e) {
+    switch (e->kind) {
+    case TF_EXPR_INT:
+    case TF_EXPR_REAL:
+    case TF_EXPR_NAME: return 1;
+    case TF_EXPR_UNARY: return e->op == TF_EX_NEG && expr_linear(e->a);
+    case TF_EXPR_BINARY:
+        if (e->op == '+' || e->op == '-') return expr_linear(e->a) && expr_linear(e->b);
+        if (e->op == '*')
+            return (!expr_has_names(e->a) && expr_linear(e->b)) ||
+                   (!expr_has_names(e->b) && expr_linear(e->a));
+        if (e->op == '/') return !expr_has_names(e->b) && expr_linear(e->a);
+        return 0;
+    default: return 0;
+    }
+}
+

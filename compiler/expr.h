@@ -1,0 +1,75 @@
+/* expr.h: values and the expression evaluator of the general ops.
+ *
+ * A value is an integer, a token (its character code) or a real number.
+ * expr_eval evaluates an expression (Map's, or a selection's with k./q.
+ * fields) on one assignment of values to registers, as the compiler does
+ * for every combination of its inputs' values; expr_reads lists the
+ * registers an expression reads, reporting unknown names (with a
+ * did-you-mean hint). Arithmetic: `/` of two integers is floor division, of
+ * any real operand true division (docs/language.md, "Expressions").
+ *
+ * Memory: nothing here allocates; an ExprEnv borrows its arrays.
+ */
+#ifndef TF_EXPR_H
+#define TF_EXPR_H
+
+#include <stddef.h>
+
+#include "ast.h"
+#include "checker.h"
+#include "diag.h"
+
+typedef enum TfValKind { TF_VAL_INT, TF_VAL_TOKEN, TF_VAL_REAL } TfValKind;
+
+typedef struct TfVal {
+    TfValKind kind;
+    double x;
+} TfVal;
+
+#define TF_EXPR_MAX_INPUTS 8 /* registers one expression (or one side) reads */
+
+int val_is_num(TfVal v);
+TfVal val_num(double x, int integer);
+/* Tokens after numbers; numbers by value. */
+int val_cmp(TfVal a, TfVal b);
+/* Sorts and removes duplicates; returns the new count. Numbers closer than
+ * `tol` (relative to their size, at least absolute tol) are one value: the
+ * same number reached two ways. tol 0: exact. */
+int val_unique(TfVal *v, int n, double tol);
+/* The label of a value: 3, 'a', 0.5 (buf of n bytes). */
+void val_label(TfVal v, char *buf, size_t n);
+
+/* What expr_eval reads: per register, its value (Map) or its key and query
+ * values (selections); msg and where describe a failure. */
+typedef struct ExprEnv {
+    const TfIr *ir;
+    const TfVal *cur;
+    const TfVal *kcur, *qcur;
+    int true_division; /* `/` of two integers: 1 true division (a Map into a
+                          `num` register), 0 floor division */
+    char msg[200];
+    TfLoc where;
+} ExprEnv;
+
+/* 0 and *out, or -1 with E->msg ("divides by zero") and E->where set. */
+int expr_eval(ExprEnv *E, const TfExpr *e, TfVal *out);
+/* A truth value: 0 or 1 in *out; -1 (E->msg set) for a token. */
+int expr_truthy(ExprEnv *E, const TfExpr *e, TfVal v, int *out);
+/* A literal's value (3, 0.5, 'a', true): 0, or -1 when e is no literal. */
+int expr_literal(const TfExpr *e, TfVal *v);
+/* 1 when e is a + b x + ... in its register names (linear, exact). */
+int expr_linear(const TfExpr *e);
+
+/* The registers an expression reads: names (Map), k. and q. fields
+ * (selections), each listed once. */
+typedef struct ExprReads {
+    int regs[TF_EXPR_MAX_INPUTS], n;
+    int kregs[TF_EXPR_MAX_INPUTS], nk;
+    int qregs[TF_EXPR_MAX_INPUTS], nq;
+} ExprReads;
+
+/* Fills R (add to what it holds); reports unknown registers, misplaced
+ * k./q. and bad table keys to diag; -1 after an error. */
+int expr_reads(const TfIr *ir, TfDiag *diag, const TfExpr *e, int selection, ExprReads *R);
+
+#endif

@@ -1,0 +1,298 @@
+/* lower_general.c: the weights of the general ops' plans (compiler/values.h,
+ * TfGenOp): tables, staircases, linear and gated MLPs, select-and-aggregate
+ * heads. Every layer writes zeros at the BOS position. The matrices are
+ * described in docs/language.md, "What the general ops become". */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lower_internal.h"
+#include "plans.h"
+#include "values.h"
+
+
+static int col(const TfIr *ir, int r, TfVal v) {
+    int c = values_column(ir, r, v);
+    return c < 0 ? -1 : ir->regs[r].offset + c;
+}
+
+static void add_mlp(Lowerer *L, const TfIrOp *op, Mat w1, Mat b1, Mat w2, Mat b2) {
+    lower_add_mlp(L, op, TF_ACT_RELU, w1, b1, w2, b2);
+}
+
+/* Two ReLU units h = ReLU(u + 1/2), h' = ReLU(u - 1/2) with u = w.x + b:
+ * their difference is a step from 0 (u <= -1/2) to 1 (u >= 1/2). */
+static void step_pair(Mat b1, int h, double bias) {
+    AT(b1, 0, h) = (float)(bias + 0.5);
+    AT(b1, 0, h + 1) = (float)(bias - 0.5);
+}
+
+static void lower_table(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
+    const TfIr *ir = L->ir;
+    int d = ir->d_model, dest_cat = ir->regs[p->dest].kind == TF_REG_CATEGORICAL;
+    int n_units = 0;
+    for (int c = 0; c < p->n_combo; c++)
+        if (dest_cat ? p->combo_col[c] >= 0 : p->combo_num[c] != 0) n_units++;
+    int H = 2 * (n_units > 0 ? n_units : 1);
+    Mat w1 = lower_mat(L, H, d), b1 = lower_mat(L, 1, H), w2 = lower_mat(L, d, H),
+        b2 = lower_mat(L, 1, d);
+    if (L->failed) { (void)(free(w1.w), free(b1.w), free(w2.w), free(b2.w)); return; }
+    int bos_col = ir->bos >= 0 ? ir->regs[TF_IR_REG_TOKENS].offset + ir->bos : -1;
+    int idx[TF_GEN_MAX_INPUTS] = {0}, h = 0;
+    int n = p->n_in;
+    for (int c = 0; c < p->n_combo; c++) {
+        int used = dest_cat ? p->combo_col[c] >= 0 : p->combo_num[c] != 0;
+        if (used) {
+            // u = 2 (sum of the combination's columns) - 2n + 1: 1 when all
+            // inputs hold it, -1 or less when one does not; the BOS turns it off.
+            for (int i = 0; i < n; i++) {
+                int cc = col(ir, p->in[i], ir->gen_regs[p->in[i]].vals[idx[i]]);
+                AT(w1, h, cc) += 2.0f;
+                AT(w1, h + 1, cc) += 2.0f;
+            }
+            if (bos_col >= 0) {
+                AT(w1, h, bos_col) = (float)(-2.0 * (n + 1));
+                AT(w1, h + 1, bos_col) = (float)(-2.0 * (n + 1));
+            }
+            step_pair(b1, h, -2.0 * n + 1.0);
+            if (dest_cat) {
+                int oc = ir->regs[p->dest].offset + p->combo_col[c];
+                AT(w2, oc, h) = 1.0f;
+                AT(w2, oc, h + 1) = -1.0f;
+            } else {
+                int oc = ir->regs[p->dest].offset;
+                AT(w2, oc, h) = (float)p->combo_num[c];
+                AT(w2, oc, h + 1) = (float)-p->combo_num[c];
+            }
+            h += 2;
+        }
+        for (int i = 0; i < n && ++idx[i] == ir->gen_regs[p->in[i]].n_vals; i++) idx[i] = 0;
+    }
+    add_mlp(L, op, w1, b1, w2, b2);
+}
+
+static void lower_staircase(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
+    const TfIr *ir = L->ir;
+    int d = ir->d_model, n = p->n_x, dest_cat = ir->regs[p->dest].kind == TF_REG_CATEGORICAL;
+    int H = 1 + 2 * plans_staircase_steps(ir, p);
+    Mat w1 = lower_mat(L, H, d), b1 = lower_mat(L, 1, H), w2 = lower_mat(L, d, H),
+        b2 = lower_mat(L, 1, d);
+    if (L->failed) { (void)(free(w1.w), free(b1.w), free(w2.w), free(b2.w)); return; }
+    int bos_col = ir->bos >= 0 ? ir->regs[TF_IR_REG_TOKENS].offset + ir->bos : -1;
+    int xc = ir->regs[p->in[0]].offset, oc = ir->regs[p->dest].offset;
+    double xmax = 0;
+    for (int i = 0; i < n; i++) xmax = fmax(xmax, fabs(p->xs[i]));
+    // Unit 0: 1 everywhere but at the BOS (the value at the lowest x).
+    AT(b1, 0, 0) = 1.0f;
+    if (bos_col >= 0) AT(w1, 0, bos_col) = -1.0f;
+    if (dest_cat) {
+        if (p->x_col[0] >= 0) AT(w2, oc + p->x_col[0], 0) = 1.0f;
+    } else {
+        AT(w2, oc, 0) = (float)p->x_num[0];
+    }
+    for (int i = 0, h = 1; i + 1 < n; i++) {
+        if (dest_cat ? p->x_col[i] == p->x_col[i + 1] : p->x_num[i] == p->x_num[i + 1])
+            continue; // no step between neighbours with the same result
+        double m = (p->xs[i] + p->xs[i + 1]) / 2, K = 2.0 / (p->xs[i + 1] - p->xs[i]);
+        AT(w1, h, xc) = (float)K;
+        AT(w1, h + 1, xc) = (float)K;
+        if (bos_col >= 0) {
+            float off = (float)(-(K * (xmax + fabs(m)) + 2.0));
+            AT(w1, h, bos_col) = off;
+            AT(w1, h + 1, bos_col) = off;
+        }
+        step_pair(b1, h, -K * m);
+        if (dest_cat) {
+            // Crossing into value i+1: its column on, value i's off.
+            if (p->x_col[i + 1] >= 0) {
+                AT(w2, oc + p->x_col[i + 1], h) += 1.0f;
+                AT(w2, oc + p->x_col[i + 1], h + 1) -= 1.0f;
+            }
+            if (p->x_col[i] >= 0) {
+                AT(w2, oc + p->x_col[i], h) -= 1.0f;
+                AT(w2, oc + p->x_col[i], h + 1) += 1.0f;
+            }
+        } else {
+            double delta = p->x_num[i + 1] - p->x_num[i];
+            AT(w2, oc, h) = (float)delta;
+            AT(w2, oc, h + 1) = (float)-delta;
+        }
+        h += 2;
+    }
+    add_mlp(L, op, w1, b1, w2, b2);
+}
+
+static void lower_linear(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
+    const TfIr *ir = L->ir;
+    int d = ir->d_model;
+    Mat w1 = lower_mat(L, 2, d), b1 = lower_mat(L, 1, 2), w2 = lower_mat(L, d, 2),
+        b2 = lower_mat(L, 1, d);
+    if (L->failed) { (void)(free(w1.w), free(b1.w), free(w2.w), free(b2.w)); return; }
+    int bos_col = ir->bos >= 0 ? ir->regs[TF_IR_REG_TOKENS].offset + ir->bos : -1;
+    for (int i = 0; i < p->n_in; i++) {
+        int c = ir->regs[p->in[i]].offset;
+        AT(w1, 0, c) += (float)p->coef[i];
+        AT(w1, 1, c) -= (float)p->coef[i];
+    }
+    AT(b1, 0, 0) = (float)p->c0;
+    AT(b1, 0, 1) = (float)-p->c0;
+    if (bos_col >= 0) { // the constant is off at the BOS (its inputs are 0 there)
+        AT(w1, 0, bos_col) = (float)-p->c0;
+        AT(w1, 1, bos_col) = (float)p->c0;
+    }
+    int oc = ir->regs[p->dest].offset;
+    AT(w2, oc, 0) = 1.0f;
+    AT(w2, oc, 1) = -1.0f;
+    add_mlp(L, op, w1, b1, w2, b2);
+}
+
+/* Query: the query register's one-hot, a constant 1 (the BOS's default
+ * score) and the BOS indicator (a BOS query reads only the BOS). Key: per
+ * query value, the predicate row applied to the key register's one-hot. */
+static void lower_attend(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
+    const TfIr *ir = L->ir;
+    int d = ir->d_model, D = 2;
+    for (int t = 0; t < p->n_terms; t++) D += p->terms[t].nq;
+    int bos_col = ir->regs[TF_IR_REG_TOKENS].offset + ir->bos;
+    int is_count = p->form == TF_GEN_COUNT;
+    int dest_cat = !is_count && !p->value_numeric;
+    int dv = dest_cat ? ir->regs[p->dest].size : 1;
+    Mat q = lower_mat(L, D, d), qb = lower_mat(L, 1, D), k = lower_mat(L, D, d),
+        kb = lower_mat(L, 1, D), v = lower_mat(L, dv, d), o = lower_mat(L, d, dv);
+    if (L->failed) {
+        free(q.w), free(qb.w), free(k.w), free(kb.w), free(v.w), free(o.w);
+        return;
+    }
+    int kb_used = 0, row = 0;
+    for (int t = 0; t < p->n_terms; t++) {
+        const struct TfGenTerm *T = &p->terms[t];
+        for (int qi = 0; qi < T->nq; qi++, row++) {
+            if (T->qreg >= 0)
+                AT(q, row, col(ir, T->qreg, ir->gen_regs[T->qreg].vals[qi])) = 1.0f;
+            else
+                AT(qb, 0, row) = 1.0f;
+            for (int ki = 0; ki < T->nk; ki++) {
+                if (!T->P[(size_t)qi * (size_t)T->nk + (size_t)ki]) continue;
+                if (T->kreg >= 0) {
+                    const TfVal kv = ir->gen_regs[T->kreg].vals[ki];
+                    if (T->kreg == ir->indices_reg && kv.x == 0) continue; // the BOS's position
+                    AT(k, row, col(ir, T->kreg, kv)) = 1.0f;
+                } else { // every key but the BOS
+                    AT(kb, 0, row) = 1.0f;
+                    AT(k, row, bos_col) = -1.0f;
+                    kb_used = 1;
+                }
+            }
+        }
+    }
+    // A key is selected when all n terms hold: score n. The BOS: n - 1/2
+    // (Count: n) for every query, and n + 4 for a BOS query.
+    double n = p->n_terms;
+    AT(qb, 0, row) = 1.0f;
+    AT(k, row, bos_col) = (float)(is_count ? n : n - 0.5);
+    AT(q, row + 1, bos_col) = 1.0f;
+    AT(k, row + 1, bos_col) = (float)(n + 4.0);
+    // Values.
+    if (is_count) {
+        AT(v, 0, bos_col) = 1.0f;
+    } else if (p->value_numeric) {
+        AT(v, 0, ir->regs[p->vreg].offset) = 1.0f;
+        if (p->default_num != 0) AT(v, 0, bos_col) = (float)p->default_num;
+    } else {
+        const TfGenReg *gv = &ir->gen_regs[p->vreg];
+        for (int i = 0; i < gv->n_vals; i++) {
+            if (p->vreg == ir->indices_reg && gv->vals[i].x == 0) continue;
+            int c = values_column(ir, p->dest, gv->vals[i]);
+            if (c >= 0) AT(v, c, col(ir, p->vreg, gv->vals[i])) = 1.0f;
+        }
+        if (p->default_col >= 0) AT(v, p->default_col, bos_col) = 1.0f;
+    }
+    for (int j = 0; j < dv; j++) AT(o, ir->regs[p->dest].offset + j, j) = 1.0f;
+
+    TfLayer ly = lower_layer_header(L, op, TF_LAYER_ATTENTION);
+    q.two_d = k.two_d = v.two_d = o.two_d = 1;
+    ly.n_heads = 1;
+    ly.d_head = D;
+    ly.d_vhead = dv;
+    ly.scale = (float)p->beta;
+    ly.causal = p->causal;
+    ly.query = lower_emit_layer(L, "attn.query.weight", q);
+    ly.query_bias = lower_emit_layer(L, "attn.query.bias", qb);
+    ly.key = lower_emit_layer(L, "attn.key.weight", k);
+    if (kb_used) {
+        ly.key_bias = lower_emit_layer(L, "attn.key.bias", kb);
+    } else {
+        free(kb.w);
+    }
+    ly.value = lower_emit_layer(L, "attn.value.weight", v);
+    ly.output = lower_emit_layer(L, "attn.output.weight", o);
+    if (!L->failed && model_add_layer(L->m, &ly, L->err) < 0) L->failed = 1;
+}
+
+static void lower_gated(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
+    const TfIr *ir = L->ir;
+    int d = ir->d_model, n_cat = p->n_in - 1;
+    int H = 2 * p->n_combo;
+    Mat w1 = lower_mat(L, H, d), b1 = lower_mat(L, 1, H), w2 = lower_mat(L, d, H),
+        b2 = lower_mat(L, 1, d);
+    if (L->failed) {
+        free(w1.w), free(b1.w), free(w2.w), free(b2.w);
+        return;
+    }
+    int bos_col = ir->bos >= 0 ? ir->regs[TF_IR_REG_TOKENS].offset + ir->bos : -1;
+    int xc = ir->regs[p->in[0]].offset, oc = ir->regs[p->dest].offset;
+    double B = p->c0;
+    int idx[TF_GEN_MAX_INPUTS] = {0};
+    for (int c = 0; c < p->n_combo; c++) {
+        int h = 2 * c;
+        // h = ReLU(+-(a + b x) - B (n - sum of the combination's columns)).
+        for (int i = 0; i < n_cat; i++) {
+            int r = p->in[1 + i];
+            int cc = col(ir, r, ir->gen_regs[r].vals[idx[i]]);
+            AT(w1, h, cc) += (float)B;
+            AT(w1, h + 1, cc) += (float)B;
+        }
+        AT(w1, h, xc) = (float)p->combo_slope[c];
+        AT(w1, h + 1, xc) = (float)-p->combo_slope[c];
+        AT(b1, 0, h) = (float)(p->combo_num[c] - B * n_cat);
+        AT(b1, 0, h + 1) = (float)(-p->combo_num[c] - B * n_cat);
+        if (bos_col >= 0) {
+            AT(w1, h, bos_col) = (float)-B;
+            AT(w1, h + 1, bos_col) = (float)-B;
+        }
+        AT(w2, oc, h) = 1.0f;
+        AT(w2, oc, h + 1) = -1.0f;
+        for (int i = 0; i < n_cat && ++idx[i] == ir->gen_regs[p->in[1 + i]].n_vals; i++) idx[i] = 0;
+    }
+    add_mlp(L, op, w1, b1, w2, b2);
+}
+
+/* One unit ReLU(BOS indicator) into dest's first column: the BOS holds a
+ * value, everywhere else this layer adds nothing. */
+static void lower_bos_fill(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
+    const TfIr *ir = L->ir;
+    int d = ir->d_model;
+    Mat w1 = lower_mat(L, 1, d), b1 = lower_mat(L, 1, 1), w2 = lower_mat(L, d, 1),
+        b2 = lower_mat(L, 1, d);
+    if (L->failed) {
+        free(w1.w), free(b1.w), free(w2.w), free(b2.w);
+        return;
+    }
+    AT(w1, 0, ir->regs[TF_IR_REG_TOKENS].offset + ir->bos) = 1.0f;
+    AT(w2, ir->regs[p->dest].offset, 0) = 1.0f;
+    add_mlp(L, op, w1, b1, w2, b2);
+}
+
+void lower_general(Lowerer *L, const TfIrOp *op) {
+    const TfGenOp *p = op->gen;
+    switch (p->form) {
+    case TF_GEN_TABLE: lower_table(L, op, p); break;
+    case TF_GEN_STAIRCASE: lower_staircase(L, op, p); break;
+    case TF_GEN_LINEAR: lower_linear(L, op, p); break;
+    case TF_GEN_GATED: lower_gated(L, op, p); break;
+    case TF_GEN_ATTEND:
+    case TF_GEN_COUNT: lower_attend(L, op, p); break;
+    case TF_GEN_BOS_FILL: lower_bos_fill(L, op, p); break;
+    }
+}

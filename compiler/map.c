@@ -1,0 +1,437 @@
+/* map.c: Map, the analysis of one op: its expression on every combination
+ * of its inputs' values, the form of MLP it becomes (a table over
+ * categorical inputs, a staircase over one numeric input, a linear map, or
+ * a gated a + b x), the values and error bound of its result, and the
+ * margins that make its steps exact in float32.
+ *
+ * An MLP step reads a sum of input columns that is an integer n when all
+ * its inputs hold the combination and at most n - 1 otherwise; its ramp
+ * turns on fully 0.25 before n and is off 0.25 after n - 1, so it is exact
+ * while the inputs' errors add up to less than 0.25. A staircase on a
+ * numeric input puts a step at the midpoint between neighbouring values
+ * whose results differ, with ramps a quarter of the gap wide.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "values_internal.h"
+
+/* Enumerates the combinations of the inputs' values (first input fastest),
+ * evaluating the expression on each. Returns the number of combinations or
+ * -1 after reporting. */
+static int map_enumerate(Gen *G, const TfIrOp *op, const TfExpr *e, const int *in, int n_in,
+                         TfVal **res_out, int **defined_out) {
+    const TfVal *dom[TF_GEN_MAX_INPUTS];
+    int size[TF_GEN_MAX_INPUTS];
+    long total = 1;
+    for (int i = 0; i < n_in; i++) {
+        size[i] = va_domain(G, in[i], &dom[i]);
+        total *= size[i] > 0 ? size[i] : 1;
+        if (size[i] <= 0 || total > MAX_COMBOS) {
+            diag_error(G->diag, op->stmt->op.loc,
+                       "Map over %s: %s combinations of input values, more than %d",
+                       va_reg_name(G, in[i]), size[i] <= 0 ? "no" : "too many", MAX_COMBOS);
+            return -1;
+        }
+    }
+    TfVal *res = malloc((size_t)total * sizeof *res);
+    int *defined = malloc((size_t)total * sizeof *defined);
+    TfVal *cur = calloc((size_t)G->ir->n_regs, sizeof *cur);
+    if (!res || !defined || !cur) {
+        free(res), free(defined), free(cur);
+        G->failed = 1;
+        return -1;
+    }
+    ExprEnv E = {.ir = G->ir, .cur = cur, .true_division = G->ir->regs[op->dest].kind == TF_REG_SCALAR};
+    int idx[TF_GEN_MAX_INPUTS] = {0};
+    for (long c = 0; c < total; c++) {
+        for (int i = 0; i < n_in; i++) cur[in[i]] = dom[i][idx[i]];
+        defined[c] = 1;
+        if (expr_eval(&E, e, &res[c]) < 0) {
+            TfVal vals[TF_GEN_MAX_INPUTS] = {{TF_VAL_INT, 0}};
+            for (int i = 0; i < n_in; i++) vals[i] = dom[i][idx[i]];
+            char where[256];
+            va_combo_text(G, in, vals, n_in, where, sizeof where);
+            diag_error(G->diag, E.where, "this expression %s for %s", E.msg,
+                       n_in ? where : "its constant value");
+            free(res), free(defined), free(cur);
+            return -1;
+        }
+        for (int i = 0; i < n_in && ++idx[i] == size[i]; i++) idx[i] = 0;
+    }
+    free(cur);
+    *res_out = res;
+    *defined_out = defined;
+    return (int)total;
+}
+
+/* One numeric input x among categorical ones, into a numeric register: per
+ * combination of the categorical values the expression must be a + b x on
+ * x's values (sum = mean x count is one). */
+static void analyze_gated(Gen *G, TfIrOp *op, const TfExpr *e, const ExprReads *R) {
+    const TfStmt *s = op->stmt;
+    int x = -1, cats[TF_GEN_MAX_INPUTS], n_cat = 0;
+    for (int i = 0; i < R->n; i++) {
+        if (va_is_categorical(G->ir, R->regs[i])) cats[n_cat++] = R->regs[i];
+        else x = R->regs[i];
+    }
+    const TfGenReg *gx = va_greg(G, x);
+    if (!gx->known) {
+        diag_error(G->diag, s->args[0].loc,
+                   "Map: the values of '%s' are not known, so the size of its gate cannot be set",
+                   va_reg_name(G, x));
+        return;
+    }
+    const TfVal *dom[TF_GEN_MAX_INPUTS];
+    int size[TF_GEN_MAX_INPUTS];
+    long total = 1;
+    for (int i = 0; i < n_cat; i++) {
+        size[i] = va_domain(G, cats[i], &dom[i]);
+        total *= size[i];
+    }
+    if (total > MAX_COMBOS) {
+        diag_error(G->diag, s->op.loc, "Map: more than %d combinations of input values", MAX_COMBOS);
+        return;
+    }
+    TfGenOp *p = va_new_plan(G, TF_GEN_GATED, op, "");
+    TfVal *cur = calloc((size_t)G->ir->n_regs, sizeof *cur);
+    if (!p || !cur) {
+        free(cur);
+        G->failed = 1;
+        return;
+    }
+    p->n_in = 1 + n_cat;
+    p->in[0] = x;
+    memcpy(p->in + 1, cats, (size_t)n_cat * sizeof *cats);
+    p->n_combo = (int)total;
+    p->combo_num = va_alloc(G, (size_t)total * sizeof *p->combo_num);
+    p->combo_slope = va_alloc(G, (size_t)total * sizeof *p->combo_slope);
+    TfVal *vals = malloc((size_t)total * (size_t)gx->n_vals * sizeof *vals);
+    if (!p->combo_num || !p->combo_slope || !vals) {
+        free(cur), free(vals);
+        G->failed = 1;
+        return;
+    }
+    ExprEnv E = {.ir = G->ir, .cur = cur, .true_division = G->ir->regs[op->dest].kind == TF_REG_SCALAR};
+    int idx[TF_GEN_MAX_INPUTS] = {0}, n_vals = 0;
+    double vmax = 0, slope_max = 0;
+    for (long c = 0; c < total; c++) {
+        for (int i = 0; i < n_cat; i++) cur[cats[i]] = dom[i][idx[i]];
+        double a = 0, b = 0;
+        for (int k = 0; k < gx->n_vals; k++) {
+            TfVal v;
+            cur[x] = gx->vals[k];
+            if (expr_eval(&E, e, &v) < 0 || !val_is_num(v)) {
+                TfVal where[TF_GEN_MAX_INPUTS + 1];
+                int regs[TF_GEN_MAX_INPUTS + 1];
+                for (int i = 0; i < n_cat; i++) where[i] = dom[i][idx[i]], regs[i] = cats[i];
+                where[n_cat] = gx->vals[k];
+                regs[n_cat] = x;
+                char txt[256];
+                va_combo_text(G, regs, where, n_cat + 1, txt, sizeof txt);
+                diag_error(G->diag, E.msg[0] ? E.where : s->args[0].loc, "this expression %s for %s",
+                           E.msg[0] ? E.msg : "gives a token for a numeric register", txt);
+                free(cur), free(vals);
+                return;
+            }
+            double x0 = gx->vals[0].x;
+            if (k == 0) a = v.x;
+            if (k == 1) {
+                b = (v.x - a) / (gx->vals[1].x - x0);
+                a -= b * x0;
+            }
+            if (k >= 1 && fabs(a + b * gx->vals[k].x - v.x) > 1e-9 * (1 + fabs(v.x))) {
+                char lab[48], txt[200];
+                val_label(gx->vals[k], lab, sizeof lab);
+                TfVal where[TF_GEN_MAX_INPUTS];
+                for (int i = 0; i < n_cat; i++) where[i] = dom[i][idx[i]];
+                va_combo_text(G, cats, where, n_cat, txt, sizeof txt);
+                diag_error(G->diag, s->args[0].loc,
+                           "Map: a numeric input among categorical ones must enter linearly, but "
+                           "this is not a + b * %s for %s (at %s = %s)",
+                           va_reg_name(G, x), txt, va_reg_name(G, x), lab);
+                free(cur), free(vals);
+                return;
+            }
+            vals[n_vals++] = val_num(v.x, 0);
+            vmax = fmax(vmax, fabs(v.x));
+        }
+        p->combo_num[c] = a;
+        p->combo_slope[c] = b;
+        slope_max = fmax(slope_max, fabs(b));
+        for (int i = 0; i < n_cat && ++idx[i] == size[i]; i++) idx[i] = 0;
+    }
+    free(cur);
+    // The gate: a combination that does not hold pushes both units below zero.
+    p->c0 = vmax + 1.0;
+    double cat_err = 0;
+    for (int i = 0; i < n_cat; i++) cat_err += va_greg(G, cats[i])->err;
+    if (cat_err * p->c0 >= 0.5) {
+        diag_error(G->diag, s->op.loc,
+                   "Map: its categorical inputs may be off by %.3g, which its gate (%.3g) turns "
+                   "into %.3g (margin %.3g)",
+                   cat_err, p->c0, cat_err * p->c0, 0.5 - cat_err * p->c0);
+        free(vals);
+        return;
+    }
+    int m = val_unique(vals, n_vals, SAME_VALUE);
+    va_set_values(G, op->dest, vals, m);
+    free(vals);
+    va_greg(G, op->dest)->err =
+        (slope_max ? slope_max * gx->err : 0) + cat_err * p->c0 + p->c0 * 4 * EPS32;
+    p->dest = op->dest;
+    op->gen = p;
+}
+
+void map_analyze(Gen *G, TfIrOp *op, int index) {
+    const TfStmt *s = op->stmt;
+    if (s->n_args != 1 || (s->args[0].kind == TF_ARG_STEP || s->args[0].kind == TF_ARG_NAMED)) {
+        diag_error(G->diag, s->n_args > 1 ? s->args[1].loc : s->args[0].loc,
+                   "Map takes one expression: Map((a + b) %% 10) -> r");
+        return;
+    }
+    // Rebuild the argument as an expression (the parser simplified names,
+    // literals and `reg + n`).
+    const TfArg *a = &s->args[0];
+    TfExpr tmp_lit, tmp_name, tmp_bin, tmp_int;
+    const TfExpr *e = a->expr;
+    memset(&tmp_lit, 0, sizeof tmp_lit);
+    if (a->kind == TF_ARG_NAME) {
+        memset(&tmp_name, 0, sizeof tmp_name);
+        tmp_name.kind = TF_EXPR_NAME;
+        tmp_name.name = a->name;
+        tmp_name.loc = a->loc;
+        e = &tmp_name;
+    } else if (a->kind == TF_ARG_CHAR || a->kind == TF_ARG_INT) {
+        tmp_lit.kind = a->kind == TF_ARG_CHAR ? TF_EXPR_CHAR : TF_EXPR_INT;
+        tmp_lit.ch = a->ch;
+        tmp_lit.ival = a->value;
+        tmp_lit.loc = a->loc;
+        e = &tmp_lit;
+    } else if (a->kind == TF_ARG_OFFSET) {
+        memset(&tmp_name, 0, sizeof tmp_name);
+        memset(&tmp_bin, 0, sizeof tmp_bin);
+        memset(&tmp_int, 0, sizeof tmp_int);
+        tmp_name.kind = TF_EXPR_NAME;
+        tmp_name.name = a->name;
+        tmp_name.loc = a->name.loc;
+        tmp_int.kind = TF_EXPR_INT;
+        tmp_int.ival = a->value;
+        tmp_int.loc = a->value_loc;
+        tmp_bin.kind = TF_EXPR_BINARY;
+        tmp_bin.op = '+';
+        tmp_bin.a = &tmp_name;
+        tmp_bin.b = &tmp_int;
+        tmp_bin.loc = a->loc;
+        e = &tmp_bin;
+    }
+    ExprReads R = {0};
+    if (expr_reads(G->ir, G->diag, e, 0, &R) < 0) return;
+    int ok = 1;
+    for (int i = 0; i < R.n; i++)
+        if (va_check_readable(G, op, R.regs[i], a->loc, 0) < 0) ok = 0;
+    if (!ok || va_check_fresh(G, op) < 0) return;
+
+    int dest = op->dest, dest_cat = G->ir->regs[dest].kind == TF_REG_CATEGORICAL;
+    int all_cat = 1;
+    for (int i = 0; i < R.n; i++)
+        if (!va_is_categorical(G->ir, R.regs[i])) all_cat = 0;
+    TfGenOp *p = NULL;
+    double in_err = 0;
+    for (int i = 0; i < R.n; i++) in_err += va_greg(G, R.regs[i])->err;
+
+    if (!dest_cat && !all_cat && expr_linear(e)) {
+        // Linear: exact, whatever the values.
+        p = va_new_plan(G, TF_GEN_LINEAR, op, "");
+        if (!p) return;
+        TfVal *cur = calloc((size_t)G->ir->n_regs, sizeof *cur);
+        if (!cur) { (void)(G->failed = 1); return; }
+        for (int i = 0; i < R.n; i++) cur[R.regs[i]] = val_num(0, 0); // what e reads
+        ExprEnv E = {.ir = G->ir, .cur = cur, .true_division = G->ir->regs[op->dest].kind == TF_REG_SCALAR};
+        TfVal base, one;
+        if (expr_eval(&E, e, &base) < 0) {
+            diag_error(G->diag, E.where, "this expression %s", E.msg);
+            free(cur);
+            return;
+        }
+        p->c0 = base.x;
+        double errsum = 0, bound = fabs(base.x);
+        for (int i = 0; i < R.n; i++) {
+            cur[R.regs[i]] = val_num(1, 0);
+            if (expr_eval(&E, e, &one) < 0) {
+                diag_error(G->diag, E.where, "this expression %s", E.msg);
+                free(cur);
+                return;
+            }
+            cur[R.regs[i]] = val_num(0, 0);
+            p->coef[i] = one.x - base.x;
+            const TfGenReg *g = va_greg(G, R.regs[i]);
+            if (p->coef[i] != 0) errsum += fabs(p->coef[i]) * g->err;
+            bound += fabs(p->coef[i]) * (g->known ? va_max_abs(g->vals, g->n_vals) : 1e6);
+        }
+        free(cur);
+        p->n_in = R.n;
+        memcpy(p->in, R.regs, sizeof R.regs);
+        // Value set: every combination, when the inputs' sets are known and small.
+        long total = 1;
+        int known = 1;
+        for (int i = 0; i < R.n; i++) {
+            const TfGenReg *g = va_greg(G, R.regs[i]);
+            if (!g->known) known = 0;
+            else total *= g->n_vals;
+        }
+        if (known && total <= MAX_NUM_VALUES) {
+            TfVal *vals = malloc((size_t)total * sizeof *vals);
+            if (!vals) { (void)(G->failed = 1); return; }
+            int idx[TF_GEN_MAX_INPUTS] = {0};
+            for (long c = 0; c < total; c++) {
+                double x = p->c0;
+                for (int i = 0; i < R.n; i++) x += p->coef[i] * va_greg(G, R.regs[i])->vals[idx[i]].x;
+                vals[c] = val_num(x, 0);
+                for (int i = 0; i < R.n && ++idx[i] == va_greg(G, R.regs[i])->n_vals; i++) idx[i] = 0;
+            }
+            int m = val_unique(vals, (int)total, SAME_VALUE);
+            va_set_values(G, dest, vals, m);
+            free(vals);
+        }
+        va_greg(G, dest)->err = errsum + bound * 4 * EPS32;
+    } else if (all_cat) {
+        TfVal *res;
+        int *defined;
+        int n = map_enumerate(G, op, e, R.regs, R.n, &res, &defined);
+        if (n < 0) return;
+        p = va_new_plan(G, TF_GEN_TABLE, op, "");
+        if (!p) {
+            free(res), free(defined);
+            return;
+        }
+        p->n_in = R.n;
+        memcpy(p->in, R.regs, sizeof R.regs);
+        p->n_combo = n;
+        if (n > WARN_COMBOS)
+            diag_warning(G->diag, s->op.loc,
+                         "this Map's MLP has %d hidden units: one pair per combination of its "
+                         "inputs' values (%d)",
+                         2 * n, n);
+        if (in_err >= 0.25) {
+            diag_error(G->diag, s->op.loc,
+                       "Map: its inputs may be off by %.3g in all, but its steps need less than "
+                       "0.25 (margin %.3g)",
+                       in_err, 0.25 - in_err);
+            free(res), free(defined);
+            return;
+        }
+        if (dest_cat) {
+            p->combo_col = va_alloc(G, (size_t)n * sizeof *p->combo_col);
+            if (!p->combo_col) { (void)(free(res), free(defined), G->failed = 1); return; }
+            va_set_categorical_results(G, dest, res, defined, n, p->combo_col);
+            va_greg(G, dest)->err = ROUND_ONE;
+        } else {
+            p->combo_num = va_alloc(G, (size_t)n * sizeof *p->combo_num);
+            if (!p->combo_num) { (void)(free(res), free(defined), G->failed = 1); return; }
+            for (int c = 0; c < n; c++) {
+                if (!val_is_num(res[c])) {
+                    diag_error(G->diag, s->args[0].loc,
+                               "this Map gives a token, but '%s' is a numeric register",
+                               va_reg_name(G, dest));
+                    free(res), free(defined);
+                    return;
+                }
+                p->combo_num[c] = res[c].x;
+            }
+            int m = val_unique(res, n, SAME_VALUE);
+            va_set_values(G, dest, res, m);
+            va_greg(G, dest)->err = va_max_abs(res, m) * ROUND_ONE;
+        }
+        free(res);
+        free(defined);
+    } else if (!dest_cat && R.n > 1) {
+        int n_num = 0;
+        for (int i = 0; i < R.n; i++) n_num += !va_is_categorical(G->ir, R.regs[i]);
+        if (n_num != 1) {
+            diag_error(G->diag, s->args[0].loc,
+                       "Map: with categorical inputs, a Map takes one numeric input; this one reads "
+                       "%d",
+                       n_num);
+            return;
+        }
+        analyze_gated(G, op, e, &R);
+        if (!op->gen) return;
+        p = op->gen;
+    } else if (R.n == 1) {
+        // One numeric input: a staircase over its values.
+        int r = R.regs[0];
+        const TfGenReg *g = va_greg(G, r);
+        if (!g->known) {
+            diag_error(G->diag, s->args[0].loc,
+                       "Map: the values of '%s' are not known, so a non-linear function of it "
+                       "cannot be built",
+                       va_reg_name(G, r));
+            return;
+        }
+        TfVal *res;
+        int *defined;
+        int n = map_enumerate(G, op, e, R.regs, 1, &res, &defined);
+        if (n < 0) return;
+        p = va_new_plan(G, TF_GEN_STAIRCASE, op, "");
+        if (!p) { (void)(free(res), free(defined)); return; }
+        p->n_in = 1;
+        p->in[0] = r;
+        p->n_x = n;
+        p->xs = va_alloc(G, (size_t)n * sizeof *p->xs);
+        if (!p->xs) { (void)(free(res), free(defined), G->failed = 1); return; }
+        // A step only between neighbouring values whose results differ.
+        double gap = INFINITY, xmax = 0;
+        int n_steps = 0;
+        for (int i = 0; i < n; i++) {
+            p->xs[i] = g->vals[i].x;
+            if (i && val_cmp(res[i], res[i - 1]) != 0) {
+                gap = fmin(gap, p->xs[i] - p->xs[i - 1]);
+                n_steps++;
+            }
+            xmax = fmax(xmax, fabs(p->xs[i]));
+        }
+        // The ramps are a quarter of the gap wide on each side of the midpoint;
+        // computing K (x - m) in float32 costs about 4 roundings of its terms.
+        double rounding = n_steps ? (2.0 / gap) * 2 * xmax * 4 * EPS32 * (gap / 2) : 0;
+        double margin = n_steps ? gap / 4 - g->err - rounding - xmax * 4 * EPS32 : 1;
+        if (margin <= 0) {
+            char gl[48];
+            snprintf(gl, sizeof gl, "%.3g", gap);
+            diag_error(G->diag, s->op.loc,
+                       "Map: the values of '%s' are as close as %s, and it may be off by %.3g: "
+                       "its steps cannot tell the values apart in float32 (margin %.3g)",
+                       va_reg_name(G, r), gl, g->err, margin);
+            free(res), free(defined);
+            return;
+        }
+        if (dest_cat) {
+            p->x_col = va_alloc(G, (size_t)n * sizeof *p->x_col);
+            if (!p->x_col) { (void)(free(res), free(defined), G->failed = 1); return; }
+            va_set_categorical_results(G, dest, res, defined, n, p->x_col);
+            va_greg(G, dest)->err = ROUND_ONE * (n_steps + 1);
+        } else {
+            p->x_num = va_alloc(G, (size_t)n * sizeof *p->x_num);
+            if (!p->x_num) { (void)(free(res), free(defined), G->failed = 1); return; }
+            for (int i = 0; i < n; i++) p->x_num[i] = res[i].x;
+            int m = val_unique(res, n, SAME_VALUE);
+            va_set_values(G, dest, res, m);
+            va_greg(G, dest)->err = va_max_abs(res, m) * ROUND_ONE * (n_steps + 1);
+        }
+        free(res);
+        free(defined);
+    } else {
+        diag_error(G->diag, s->args[0].loc,
+                   "Map: a non-linear function of numeric registers takes one input; this one "
+                   "reads %d (Map categorical registers together, or numeric ones one at a time)",
+                   R.n);
+        return;
+    }
+    p->dest = dest;
+    op->gen = p;
+    va_record_write(G, dest, index);
+    va_push_op(G, op);
+}
+

@@ -1,0 +1,125 @@
+/* plans.c: each op's layer and its size, the model's limits (plans.h).
+ *
+ * The sizes follow the constructions of compiler/lower.c and
+ * compiler/lower_general.c (tests/test_lower.c checks that no compiled
+ * model is larger than its plan). */
+#include "plans.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* An MLP of h hidden units over d columns: fc1 [h, d] + [h], fc2 [d, h] + [d]. */
+static size_t mlp(size_t h, size_t d) { return 2 * h * d + h + d; }
+
+int plans_staircase_steps(const TfIr *ir, const TfGenOp *p) {
+    int dest_cat = ir->regs[p->dest].kind == TF_REG_CATEGORICAL, n = 0;
+    for (int i = 0; i + 1 < p->n_x; i++)
+        n += dest_cat ? p->x_col[i] != p->x_col[i + 1] : p->x_num[i] != p->x_num[i + 1];
+    return n;
+}
+
+static size_t general_params(const TfIr *ir, const TfGenOp *p, TfLayerKind *kind) {
+    size_t d = (size_t)ir->d_model;
+    *kind = TF_LAYER_MLP;
+    switch (p->form) {
+    case TF_GEN_TABLE: {
+        int dest_cat = ir->regs[p->dest].kind == TF_REG_CATEGORICAL;
+        size_t units = 0;
+        for (int c = 0; c < p->n_combo; c++)
+            units += dest_cat ? p->combo_col[c] >= 0 : p->combo_num[c] != 0;
+        return mlp(2 * (units > 0 ? units : 1), d);
+    }
+    case TF_GEN_STAIRCASE: return mlp(1 + 2 * (size_t)plans_staircase_steps(ir, p), d);
+    case TF_GEN_LINEAR: return mlp(2, d);
+    case TF_GEN_BOS_FILL: return mlp(1, d);
+    case TF_GEN_GATED: return mlp(2 * (size_t)p->n_combo, d);
+    case TF_GEN_ATTEND:
+    case TF_GEN_COUNT: {
+        size_t D = 2;
+        for (int t = 0; t < p->n_terms; t++) D += (size_t)p->terms[t].nq;
+        size_t dv = p->form == TF_GEN_ATTEND && !p->value_numeric
+                        ? (size_t)ir->regs[p->dest].size
+                        : 1;
+        *kind = TF_LAYER_ATTENTION;
+        return 2 * D * d + 2 * D + 2 * dv * d; // query, key (+ biases), value, output
+    }
+    }
+    return 0;
+}
+
+static size_t seed_params(const TfIr *ir, const TfIrOp *op, int opt, TfLayerKind *kind) {
+    size_t d = (size_t)ir->d_model, V = (size_t)ir->n_vocab;
+    *kind = tf_ops[op->op].layer;
+    switch (op->op) {
+    case TF_OP_FIND_AND_STORE: return opt ? 6 * d : 3 * d * d;
+    case TF_OP_GET_RELATIVE_TOKEN: return opt ? 4 * d + 2 * V * d : 3 * d * d;
+    case TF_OP_MULTIPLY: return mlp(opt ? 24 : 200, d);
+    case TF_OP_CLEAR: {
+        size_t cols = 0;
+        for (int i = 0; i < op->n_args; i++) cols += (size_t)ir->regs[op->args[i].reg].size;
+        return mlp(opt ? cols : d, d);
+    }
+    case TF_OP_STEP_POSITION: return mlp(opt ? 4 * (size_t)op->n_args : d, d);
+    case TF_OP_DIFF_POS:
+    case TF_OP_IS_ZERO: return mlp(2, d);
+    case TF_OP_COPY_ON_MATCH: return mlp((size_t)ir->regs[op->args[1].reg].size, d);
+    default: return 0;
+    }
+}
+
+static void size_text(size_t n, char *buf, size_t len) {
+    snprintf(buf, len, "%zu", n);
+}
+
+int plans_make(const TfIr *ir, int opt_level, size_t max_params, TfDiag *diag, TfPlans *out) {
+    *out = (TfPlans){0};
+    if (ir->n_ops > TF_MAX_LAYERS) {
+        const TfIrOp *op = &ir->ops[TF_MAX_LAYERS];
+        diag_error(diag, op->stmt->loc,
+                   "the program becomes more than %d layers (this op's layer is number %d)",
+                   TF_MAX_LAYERS, TF_MAX_LAYERS + 1);
+        return -1;
+    }
+    size_t d = (size_t)ir->d_model, V = (size_t)ir->n_vocab;
+    size_t P = (size_t)(ir->maxlen > 0 ? ir->maxlen : ir->period);
+    out->n_embed = 2 * V * d + P * d;
+    out->n_params = out->n_embed;
+    if (out->n_params > max_params) {
+        char a[32];
+        size_text(out->n_params, a, sizeof a);
+        const char *fmt = "the embeddings alone have %s parameters (%zu positions, %zu tokens, "
+                          "d_model %zu), more than the limit of %zu";
+        if (ir->size_loc.line > 0) diag_error(diag, ir->size_loc, fmt, a, P, V, d, max_params);
+        else diag_file_error(diag, fmt, a, P, V, d, max_params);
+        diag_hint(diag, "tfc --max-params N raises the limit");
+        return -1;
+    }
+    out->layers = calloc((size_t)(ir->n_ops > 0 ? ir->n_ops : 1), sizeof *out->layers);
+    if (!out->layers) {
+        diag_file_error(diag, "out of memory");
+        return -1;
+    }
+    out->n_layers = ir->n_ops;
+    for (int i = 0; i < ir->n_ops; i++) {
+        const TfIrOp *op = &ir->ops[i];
+        TfLayerPlan *lp = &out->layers[i];
+        lp->n_params = op->gen ? general_params(ir, op->gen, &lp->kind)
+                               : seed_params(ir, op, opt_level > 0, &lp->kind);
+        if (lp->n_params > max_params - out->n_params) {
+            diag_error(diag, op->stmt->op.loc,
+                       "this %s becomes a layer of %zu parameters, which takes the model past "
+                       "the limit of %zu parameters (d_model %zu)",
+                       tf_ops[op->op].name, lp->n_params, max_params, d);
+            diag_hint(diag, "tfc --max-params N raises the limit");
+            plans_free(out);
+            return -1;
+        }
+        out->n_params += lp->n_params;
+    }
+    return 0;
+}
+
+void plans_free(TfPlans *p) {
+    free(p->layers);
+    *p = (TfPlans){0};
+}

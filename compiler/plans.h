@@ -1,0 +1,43 @@
+/* plans.h: layer plans, what each op of the analysed program becomes.
+ *
+ * After compiler/values.c, every op of the TfIr becomes one layer: a seed
+ * op the construction of its opt level (compiler/lower.c), a general op
+ * (or one of the ops it was split into) the form its plan says
+ * (compiler/lower_general.c). plans_make works out each layer's kind and
+ * size from the program alone, before any weight is allocated, and refuses
+ * (located, with the option that raises the limit) a model of more than
+ * max_params parameters or more than TF_MAX_LAYERS layers.
+ *
+ * Memory: a TfPlans owns its array (plans_free).
+ */
+#ifndef TF_PLANS_H
+#define TF_PLANS_H
+
+#include <stddef.h>
+
+#include "checker.h"
+#include "diag.h"
+#include "values.h"
+
+#define TF_DEFAULT_MAX_PARAMS ((size_t)1 << 26)
+
+typedef struct TfLayerPlan {
+    TfLayerKind kind;
+    size_t n_params; /* at most this many (shared tensors are counted again) */
+} TfLayerPlan;
+
+typedef struct TfPlans {
+    TfLayerPlan *layers; /* one per op of the TfIr, in order */
+    int n_layers;
+    size_t n_embed;      /* the embeddings and the unembedding */
+    size_t n_params;     /* the whole model */
+} TfPlans;
+
+/* 0, or -1 after reporting to diag (too large, out of memory). */
+int plans_make(const TfIr *ir, int opt_level, size_t max_params, TfDiag *diag, TfPlans *out);
+void plans_free(TfPlans *p);
+
+/* The steps of a staircase: neighbouring values whose results differ. */
+int plans_staircase_steps(const TfIr *ir, const TfGenOp *p);
+
+#endif

@@ -1,0 +1,665 @@
+/* select.c: Aggregate and Count, the analysis of one op: the selection's
+ * truth table over the values of its query and key registers (joint
+ * registers, written by inserted table layers, when a side reads several),
+ * the attention's inverse temperature, the values and error bound of its
+ * result, and the margins that make it exact in float32.
+ *
+ * An attention with inverse temperature beta gives selected keys the score
+ * beta, the BOS beta/2 and the rest 0: what it leaks to keys it should not
+ * read is at most (L + 1) exp(-beta (1/2 - 2 delta)), with delta the score
+ * error its inputs can cause; its softmax sums L terms in float32, a
+ * relative error of at most (2L + 4) 2^-24.
+ *
+ * A categorical Aggregate copies one value. The compiler proves that every
+ * position it selects holds the same value when the key side is `indices`
+ * (one position per key value) or the copied register itself, with at most
+ * one key value selected per query value; otherwise the result depends on
+ * the input (sort's `place` being a permutation), and the op is accepted
+ * with a warning and a run-time check that the result decodes to one value.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "values_internal.h"
+
+/* One side of a selection as one register: itself, or a joint register
+ * written by an inserted table Map (one column per combination). Returns
+ * the register, -1 after reporting; *n gets its number of values. */
+static int selection_side(Gen *G, const TfIrOp *op, int index, const int *regs, int n_regs,
+                          char side, int *n) {
+    if (n_regs == 0) {
+        *n = 1;
+        return -1;
+    }
+    if (n_regs == 1) {
+        *n = va_greg(G, regs[0])->n_vals;
+        return regs[0];
+    }
+    long total = 1;
+    for (int i = 0; i < n_regs; i++) total *= va_greg(G, regs[i])->n_vals;
+    if (total > MAX_COMBOS) {
+        diag_error(G->diag, op->stmt->args[0].loc,
+                   "the %s side of this selection has %ld combinations of values",
+                   side == 'k' ? "key" : "query", total);
+        return -1;
+    }
+    if (total > WARN_JOINT)
+        diag_warning(G->diag, op->stmt->args[0].loc,
+                     "the %s side of this selection reads %d registers: their joint one-hot has "
+                     "%ld columns (the product of their domains)",
+                     side == 'k' ? "key" : "query", n_regs, total);
+    char name[128];
+    const char *base = op->stmt->label.text ? op->stmt->label.text : tf_ops[op->op].layer_name;
+    snprintf(name, sizeof name, "%s.%c%d", base, side, index);
+    int r = check_find_reg(G->ir, name);
+    if (r >= 0) { // a repeat body: the same selection again
+        *n = va_greg(G, r)->n_vals;
+        return r;
+    }
+    r = va_add_hidden_reg(G, name, TF_REG_CATEGORICAL);
+    if (r < 0) return -1;
+    TfVal *vals = malloc((size_t)total * sizeof *vals);
+    char **labels = va_alloc(G, (size_t)total * sizeof *labels);
+    TfGenOp *p = va_new_plan(G, TF_GEN_TABLE, op, side == 'k' ? ".keys" : ".queries");
+    int *cols = p ? va_alloc(G, (size_t)total * sizeof *cols) : NULL;
+    if (!vals || !labels || !p || !cols) {
+        free(vals);
+        G->failed = 1;
+        return -1;
+    }
+    int idx[TF_GEN_MAX_INPUTS] = {0};
+    double err = 0;
+    for (int i = 0; i < n_regs; i++) err += va_greg(G, regs[i])->err;
+    for (long c = 0; c < total; c++) {
+        vals[c] = val_num((double)c, 1);
+        cols[c] = (int)c;
+        char lab[256] = "(";
+        for (int i = 0; i < n_regs; i++) {
+            char one[48];
+            val_label(va_greg(G, regs[i])->vals[idx[i]], one, sizeof one);
+            size_t l = strlen(lab);
+            snprintf(lab + l, sizeof lab - l, "%s%s", i ? "," : "", one);
+        }
+        strncat(lab, ")", sizeof lab - strlen(lab) - 1);
+        labels[c] = va_keep(G, malloc(strlen(lab) + 1));
+        if (!labels[c]) {
+            free(vals);
+            G->failed = 1;
+            return -1;
+        }
+        strcpy(labels[c], lab);
+        for (int i = 0; i < n_regs && ++idx[i] == va_greg(G, regs[i])->n_vals; i++) idx[i] = 0;
+    }
+    va_set_values(G, r, vals, (int)total);
+    free(vals);
+    va_greg(G, r)->labels = labels;
+    va_greg(G, r)->err = ROUND_ONE;
+    if (err >= 0.25) {
+        diag_error(G->diag, op->stmt->args[0].loc,
+                   "this selection's registers may be off by %.3g in all; its joint one-hot "
+                   "needs less than 0.25 (margin %.3g)",
+                   err, 0.25 - err);
+        return -1;
+    }
+    p->n_in = n_regs;
+    memcpy(p->in, regs, (size_t)n_regs * sizeof *regs);
+    p->n_combo = (int)total;
+    p->combo_col = cols;
+    p->dest = r;
+    TfIrOp joint = *op;
+    joint.gen = p;
+    joint.dest = r;
+    va_record_write(G, r, G->n_out);
+    va_push_op(G, &joint);
+    *n = (int)total;
+    return r;
+}
+
+/* Fills the predicate matrix P over the sides' values. */
+/* The parts of a top-level `a and b and ...`; -1 when there are too many. */
+static int split_conjuncts(const TfExpr *e, const TfExpr **out, int *n) {
+    if (e->kind == TF_EXPR_BINARY && e->op == TF_EX_AND)
+        return split_conjuncts(e->a, out, n) < 0 ? -1 : split_conjuncts(e->b, out, n);
+    if (*n == TF_GEN_MAX_INPUTS) return -1;
+    out[(*n)++] = e;
+    return 0;
+}
+
+static int selection_matrix(Gen *G, const TfExpr *pred, const ExprReads *R, int nq, int nk,
+                            unsigned char **P_out) {
+    if ((size_t)nq * (size_t)nk > (size_t)MAX_COMBOS * 16) {
+        diag_error(G->diag, pred->loc,
+                   "this selection compares %d query values with %d key values, more than %d "
+                   "pairs",
+                   nq, nk, MAX_COMBOS * 16);
+        diag_hint(G->diag, "a smaller maxlen gives `indices` and the counts fewer values");
+        return -1;
+    }
+    unsigned char *P = va_alloc(G, (size_t)nq * (size_t)nk);
+    TfVal *kcur = calloc((size_t)G->ir->n_regs, sizeof *kcur);
+    TfVal *qcur = calloc((size_t)G->ir->n_regs, sizeof *qcur);
+    if (!P || !kcur || !qcur) {
+        free(kcur), free(qcur);
+        G->failed = 1;
+        return -1;
+    }
+    ExprEnv E = {.ir = G->ir, .kcur = kcur, .qcur = qcur};
+    for (int qi = 0; qi < nq; qi++) {
+        // Decode a joint index into its registers' values (first fastest).
+        int rest = qi;
+        for (int i = 0; i < R->nq; i++) {
+            const TfGenReg *g = va_greg(G, R->qregs[i]);
+            qcur[R->qregs[i]] = g->vals[rest % g->n_vals];
+            rest /= g->n_vals;
+        }
+        for (int ki = 0; ki < nk; ki++) {
+            rest = ki;
+            for (int i = 0; i < R->nk; i++) {
+                const TfGenReg *g = va_greg(G, R->kregs[i]);
+                kcur[R->kregs[i]] = g->vals[rest % g->n_vals];
+                rest /= g->n_vals;
+            }
+            TfVal v;
+            int t;
+            if (expr_eval(&E, pred, &v) < 0 || expr_truthy(&E, pred, v, &t) < 0) {
+                diag_error(G->diag, E.where, "this selection %s", E.msg);
+                free(kcur), free(qcur);
+                return -1;
+            }
+            P[(size_t)qi * (size_t)nk + (size_t)ki] = (unsigned char)t;
+        }
+    }
+    free(kcur);
+    free(qcur);
+    *P_out = P;
+    return 0;
+}
+
+/* The selection's mask and scale options; value args start at `first`. */
+static int selection_options(Gen *G, const TfIrOp *op, int first, TfGenOp *p, int *has_default,
+                             TfVal *dflt) {
+    const TfStmt *s = op->stmt;
+    p->causal = !G->ir->every_position;
+    p->beta = 2.0 * (log((double)G->n_real + 1.0) + 17.0);
+    *has_default = 0;
+    for (int i = first; i < s->n_args; i++) {
+        const TfArg *a = &s->args[i];
+        if (a->kind == TF_ARG_NAME && strcmp(a->name.text, "causal") == 0) {
+            p->causal = 1;
+        } else if (a->kind == TF_ARG_NAME && strcmp(a->name.text, "sum") == 0 &&
+                   op->op == TF_OP_AGGREGATE) {
+            p->sum = 1;
+        } else if (a->kind == TF_ARG_NAME && strcmp(a->name.text, "bidirectional") == 0) {
+            if (!G->ir->every_position) {
+                diag_error(G->diag, a->loc,
+                           "a generating program's attention is causal: a token generated later "
+                           "must not change what earlier positions computed");
+                return -1;
+            }
+            p->causal = 0;
+        } else if ((a->kind == TF_ARG_STEP || a->kind == TF_ARG_NAMED) &&
+                   strcmp(a->name.text, "default") == 0) {
+            *has_default = 1;
+            if (a->kind == TF_ARG_STEP) {
+                *dflt = val_num((double)a->value, 1);
+            } else if (expr_literal(a->expr, dflt) < 0) {
+                diag_error(G->diag, a->expr->loc, "a default is a literal: 0, 'a', 0.5");
+                return -1;
+            }
+        } else if ((a->kind == TF_ARG_STEP || a->kind == TF_ARG_NAMED) &&
+                   strcmp(a->name.text, "scale") == 0) {
+            TfVal v;
+            if (a->kind == TF_ARG_STEP) v = val_num((double)a->value, 1);
+            else if (expr_literal(a->expr, &v) < 0 || !val_is_num(v)) {
+                diag_error(G->diag, a->expr->loc, "a scale is a number");
+                return -1;
+            }
+            if (!(v.x > 0) || v.x > 1e4) {
+                diag_error(G->diag, a->loc, "the scale must be above 0 and at most 10000");
+                return -1;
+            }
+            p->beta = v.x;
+        } else {
+            diag_error(G->diag, a->loc,
+                       "unknown option; %s takes `causal`, `bidirectional`, %s`default: V` and "
+                       "`scale: S` after its %s",
+                       tf_ops[op->op].name, op->op == TF_OP_AGGREGATE ? "`sum`, " : "",
+                       op->op == TF_OP_AGGREGATE ? "value" : "selection");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Count's two layers: an attention (plan p: the BOS scored like a selected
+ * position, reading the BOS indicator) gives 1/(c+1) in a hidden numeric
+ * register, and a staircase turns it into c in the categorical `dest`.
+ * Returns 0, or -1 after reporting. */
+static int push_count(Gen *G, TfIrOp *op, int index, TfGenOp *p, int dest, double leak,
+                      double soft) {
+    const TfStmt *s = op->stmt;
+    // 1 / (c + 1) into a hidden numeric register, then steps to c.
+    // Named after the label, or the op and its place when unlabelled or
+    // the label is taken: each Count has a fraction of its own.
+    char name[128];
+    if (s->label.text) snprintf(name, sizeof name, "%s.frac", s->label.text);
+    if (!s->label.text || check_find_reg(G->ir, name) >= 0)
+        snprintf(name, sizeof name, "%s%d.frac",
+                 s->label.text ? s->label.text : tf_ops[op->op].layer_name, index);
+    int h = va_add_hidden_reg(G, name, TF_REG_SCALAR);
+    if (h < 0) return -1;
+    int n_c = G->ir->maxlen; // counts 0 .. maxlen - 1
+    TfVal *fr = malloc((size_t)n_c * sizeof *fr);
+    if (!fr) { (void)(G->failed = 1); return -1; }
+    for (int c = 0; c < n_c; c++) fr[c] = val_num(1.0 / (c + 1), 0);
+    int m = val_unique(fr, n_c, SAME_VALUE);
+    va_set_values(G, h, fr, m);
+    free(fr);
+    va_greg(G, h)->err = leak + soft;
+    p->dest = h;
+    p->vreg = -1;
+    op->gen = p;
+    TfIrOp attn = *op;
+    attn.dest = h;
+    va_record_write(G, h, G->n_out);
+    va_push_op(G, &attn);
+    // The steps: value 1/(c+1) -> column c of dest. The softmax's rounding
+    // (its sum of up to L + 1 terms, then a division) is relative to the
+    // value 1/(c+1) it gives, and so is the steps' own: check each step
+    // between neighbouring counts against the error at its values.
+    const TfGenReg *g = va_greg(G, h);
+    double worst = INFINITY, wgap = 0, werr = 0;
+    int wc = 0;
+    for (int i = 1; i < g->n_vals; i++) {
+        double gap = g->vals[i].x - g->vals[i - 1].x;
+        double err = leak + (soft + 8 * EPS32) * g->vals[i].x;
+        if (gap / 4 - err < worst) {
+            worst = gap / 4 - err;
+            wgap = gap;
+            werr = err;
+            wc = (int)lround(1.0 / g->vals[i].x) - 1;
+        }
+    }
+    if (worst <= 0) {
+        diag_error(G->diag, s->op.loc,
+                   "Count: up to %d matches, the attention's 1/(count+1) for counts %d and %d "
+                   "are %.3g apart but may be off by %.3g in float32: the count cannot be read "
+                   "back exactly (margin %.3g)",
+                   n_c - 1, wc, wc + 1, wgap, werr, worst);
+        diag_hint(G->diag, "a smaller maxlen makes the gaps wider");
+        return -1;
+    }
+    TfGenOp *st = va_new_plan(G, TF_GEN_STAIRCASE, op, ".steps");
+    if (!st) return -1;
+    st->n_in = 1;
+    st->in[0] = h;
+    st->n_x = g->n_vals;
+    st->xs = va_alloc(G, (size_t)g->n_vals * sizeof *st->xs);
+    st->x_col = va_alloc(G, (size_t)g->n_vals * sizeof *st->x_col);
+    TfVal *counts = malloc((size_t)n_c * sizeof *counts);
+    if (!st->xs || !st->x_col || !counts) { (void)(free(counts), G->failed = 1); return -1; }
+    for (int c = 0; c < n_c; c++) counts[c] = val_num(c, 1);
+    va_set_values(G, dest, counts, n_c);
+    free(counts);
+    for (int i = 0; i < g->n_vals; i++) {
+        st->xs[i] = g->vals[i].x;
+        int c = (int)lround(1.0 / g->vals[i].x) - 1; // xs ascending: counts descending
+        st->x_col[i] = values_column(G->ir, dest, val_num(c, 1));
+    }
+    st->dest = dest;
+    va_greg(G, dest)->err = ROUND_ONE * n_c;
+    TfIrOp steps = *op;
+    steps.gen = st;
+    va_record_write(G, dest, index);
+    va_push_op(G, &steps);
+    return 0;
+}
+
+/* The argument `sum`, or NULL. */
+static const TfArg *sum_arg(const TfStmt *s) {
+    for (int i = 0; i < s->n_args; i++)
+        if (s->args[i].kind == TF_ARG_NAME && strcmp(s->args[i].name.text, "sum") == 0)
+            return &s->args[i];
+    return NULL;
+}
+
+/* 1 when every position the selection picks holds the same value of vreg:
+ * some term's key side is `indices` (one position per value) or vreg
+ * itself, and it selects at most one key value for every query value. */
+static int copies_one_value(Gen *G, const TfGenOp *p, int vreg) {
+    for (int t = 0; t < p->n_terms; t++) {
+        const struct TfGenTerm *T = &p->terms[t];
+        if (T->kreg < 0 || (T->kreg != G->ir->indices_reg && T->kreg != vreg)) continue;
+        const TfGenReg *gk = va_greg(G, T->kreg);
+        int ok = 1;
+        for (int qi = 0; qi < T->nq && ok; qi++) {
+            int n = 0;
+            for (int ki = 0; ki < T->nk; ki++) {
+                if (T->kreg == G->ir->indices_reg && gk->vals[ki].x == 0) continue; // the BOS
+                n += T->P[(size_t)qi * (size_t)T->nk + (size_t)ki];
+            }
+            if (n > 1) ok = 0;
+        }
+        if (ok) return 1;
+    }
+    return 0;
+}
+
+void select_analyze(Gen *G, TfIrOp *op, int index) {
+    const TfStmt *s = op->stmt;
+    int is_count = op->op == TF_OP_COUNT_MATCHES;
+    if (G->ir->bos < 0) {
+        diag_error(G->diag, s->op.loc,
+                   "%s needs a BOS token (declare `bos '^';` and start every input with it): "
+                   "the attention falls back on it when nothing is selected",
+                   tf_ops[op->op].name);
+        return;
+    }
+    if (is_count && G->ir->maxlen <= 0) {
+        diag_error(G->diag, s->op.loc, "Count needs `maxlen N;`: its result counts 0..N-1");
+        return;
+    }
+    const TfArg *a0 = &s->args[0];
+    if (a0->kind != TF_ARG_EXPR) {
+        diag_error(G->diag, a0->loc,
+                   "%s's first argument is a selection such as k.tokens == q.tokens, or true",
+                   tf_ops[op->op].name);
+        return;
+    }
+    ExprReads R = {0};
+    if (expr_reads(G->ir, G->diag, a0->expr, 1, &R) < 0) return;
+    int ok = 1;
+    for (int i = 0; i < R.nk; i++)
+        if (va_check_readable(G, op, R.kregs[i], a0->loc, 1) < 0) ok = 0;
+    for (int i = 0; i < R.nq; i++)
+        if (va_check_readable(G, op, R.qregs[i], a0->loc, 1) < 0) ok = 0;
+    int vreg = -1;
+    if (!is_count) {
+        if (s->n_args < 2 || s->args[1].kind != TF_ARG_NAME) {
+            diag_error(G->diag, s->n_args < 2 ? s->loc : s->args[1].loc,
+                       "Aggregate's second argument is the register whose values it reads");
+            return;
+        }
+        vreg = check_find_reg(G->ir, s->args[1].name.text);
+        if (vreg < 0) {
+            diag_error(G->diag, s->args[1].loc, "unknown register '%s'", s->args[1].name.text);
+            check_hint_reg(G->diag, G->ir, s->args[1].name.text);
+            return;
+        }
+        if (va_check_readable(G, op, vreg, s->args[1].loc, 0) < 0) ok = 0;
+    }
+    for (int i = 0; ok && i < R.nk + (vreg >= 0); i++) {
+        int r = i < R.nk ? R.kregs[i] : vreg;
+        if (!va_greg(G, r)->bos_value) continue;
+        diag_error(G->diag, i < R.nk ? a0->loc : s->args[1].loc,
+                   "'%s' holds a value at the BOS position (for its run-time check), so an "
+                   "attention cannot read it at the keys",
+                   va_reg_name(G, r));
+        diag_hint(G->diag, "Map it to a new register first: Map(%s) -> copy", va_reg_name(G, r));
+        ok = 0;
+    }
+    if (!ok || va_check_fresh(G, op) < 0) return;
+
+    TfGenOp *p = va_new_plan(G, is_count ? TF_GEN_COUNT : TF_GEN_ATTEND, op, is_count ? ".attn" : "");
+    if (!p) return;
+    int has_default = 0;
+    TfVal dflt = val_num(0, 1);
+    if (selection_options(G, op, is_count ? 1 : 2, p, &has_default, &dflt) < 0) return;
+
+    // A conjunction whose parts each read one register a side becomes a sum
+    // of terms (no joint one-hots); otherwise one term whose sides are one
+    // register each (joint ones written by inserted Maps).
+    const TfExpr *conj[TF_GEN_MAX_INPUTS];
+    int n_conj = 0, additive = split_conjuncts(a0->expr, conj, &n_conj) == 0 && n_conj > 1;
+    ExprReads CR[TF_GEN_MAX_INPUTS];
+    for (int i = 0; additive && i < n_conj; i++) {
+        memset(&CR[i], 0, sizeof CR[i]);
+        if (expr_reads(G->ir, G->diag, conj[i], 1, &CR[i]) < 0 || CR[i].nk > 1 || CR[i].nq > 1) additive = 0;
+    }
+    if (!additive) {
+        n_conj = 1;
+        conj[0] = a0->expr;
+        CR[0] = R;
+    }
+    double delta = 0;
+    for (int t = 0; t < n_conj; t++) {
+        struct TfGenTerm *T = &p->terms[t];
+        T->qreg = selection_side(G, op, index, CR[t].qregs, CR[t].nq, 'q', &T->nq);
+        if (CR[t].nq && T->qreg < 0) return;
+        T->kreg = selection_side(G, op, index, CR[t].kregs, CR[t].nk, 'k', &T->nk);
+        if (CR[t].nk && T->kreg < 0) return;
+        if (selection_matrix(G, conj[t], &CR[t], T->nq, T->nk, &T->P) < 0) return;
+        // How far scores can move (before beta): the inputs' errors.
+        double eq = T->qreg >= 0 ? va_greg(G, T->qreg)->err : 0;
+        double ek = T->kreg >= 0 ? va_greg(G, T->kreg)->err : 0;
+        delta += (double)T->nq * eq + (double)T->nk * ek + 2 * EPS32;
+    }
+    p->n_terms = n_conj;
+
+    // Error bounds: what the softmax leaks, how float32 rounds it.
+    double L = (double)G->n_real;
+    double half = is_count ? 1.0 : 0.5;
+    double leak = (L + 1) * exp(-p->beta * (half - 2 * delta));
+    double soft = (2 * L + 4) * EPS32;
+    if (leak >= 0.25) {
+        diag_error(G->diag, s->op.loc,
+                   "%s: with scale %.3g over up to %.0f positions the attention may give %.3g%% "
+                   "of its weight to positions it does not select; it must stay below 25%% "
+                   "(margin %.3g)",
+                   tf_ops[op->op].name, p->beta, L, fmin(leak, 1.0) * 100, 0.25 - leak);
+        diag_hint(G->diag, "leave out `scale:` to let the compiler choose one");
+        return;
+    }
+    int dest = op->dest;
+    if (is_count) {
+        push_count(G, op, index, p, dest, leak, soft);
+        return;
+    }
+
+    // Aggregate: copy a categorical value, or average a numeric one.
+    const TfGenReg *gv = va_greg(G, vreg);
+    p->vreg = vreg;
+    p->dest = dest;
+    int dest_cat = G->ir->regs[dest].kind == TF_REG_CATEGORICAL;
+    if (va_is_categorical(G->ir, vreg)) {
+        if (!dest_cat) {
+            diag_error(G->diag, s->dest.loc,
+                       "Aggregate of the categorical '%s' copies a value: its result is a `cat` "
+                       "register, and '%s' is numeric",
+                       va_reg_name(G, vreg), va_reg_name(G, dest));
+            return;
+        }
+        if (p->sum) {
+            const TfArg *a = sum_arg(s);
+            diag_error(G->diag, a ? a->loc : s->op.loc,
+                       "`sum` adds numbers, but '%s' is categorical: an Aggregate of it copies "
+                       "one value",
+                       va_reg_name(G, vreg));
+            diag_hint(G->diag, "Map '%s' to a `num` register and sum that, or Count the "
+                               "positions that hold a value",
+                      va_reg_name(G, vreg));
+            return;
+        }
+        if (!copies_one_value(G, p, vreg)) {
+            diag_warning(G->diag, s->op.loc,
+                         "Aggregate: the positions this selection picks may hold different "
+                         "values of '%s', and the result is only right where they agree; the "
+                         "compiler cannot prove that, so '%s' is checked at run time",
+                         va_reg_name(G, vreg), va_reg_name(G, dest));
+            diag_hint(G->diag, "a selection that picks one position (k.indices == q.X) or one "
+                               "value (k.%s == q.X) needs no check",
+                      va_reg_name(G, vreg));
+            p->check = 1;
+        }
+        int n = gv->n_vals + has_default;
+        TfVal *vals = malloc((size_t)n * sizeof *vals);
+        if (!vals) { (void)(G->failed = 1); return; }
+        memcpy(vals, gv->vals, (size_t)gv->n_vals * sizeof *vals);
+        if (has_default) vals[gv->n_vals] = dflt;
+        int m = val_unique(vals, n, 0);
+        va_set_values(G, dest, vals, m);
+        free(vals);
+        p->default_col = has_default ? values_column(G->ir, dest, dflt) : -1;
+        p->value_numeric = 0;
+        va_greg(G, dest)->err = gv->err + leak + soft + ROUND_ONE;
+        if (p->check) {
+            // The run-time check holds at the BOS position too: the BOS
+            // reads its own value there, the default; without one, a
+            // one-unit MLP after the attention puts the first value there.
+            va_greg(G, dest)->bos_value = 1;
+            if (!has_default) {
+                op->gen = p;
+                p->check = 0;
+                va_record_write(G, dest, index);
+                va_push_op(G, op);
+                TfGenOp *f = va_new_plan(G, TF_GEN_BOS_FILL, op, ".bos");
+                if (!f) return;
+                f->dest = dest;
+                f->check = 1;
+                TfIrOp fop = *op;
+                fop.gen = f;
+                va_push_op(G, &fop);
+                return;
+            }
+        }
+    } else {
+        if (dest_cat) {
+            diag_error(G->diag, s->dest.loc,
+                       "Aggregate of the numeric '%s' averages it: its result is a `num` "
+                       "register, and '%s' is categorical",
+                       va_reg_name(G, vreg), va_reg_name(G, dest));
+            return;
+        }
+        if (has_default && !val_is_num(dflt)) {
+            diag_error(G->diag, s->loc, "the default of a numeric Aggregate is a number");
+            return;
+        }
+        p->value_numeric = 1;
+        p->default_num = has_default ? dflt.x : 0;
+        double vmax = gv->known ? fmax(va_max_abs(gv->vals, gv->n_vals), fabs(p->default_num)) : 1e6;
+        int mean_reg = dest; /* with `sum`, the mean goes to a hidden register first */
+        if (p->sum) {
+            if (has_default) {
+                diag_error(G->diag, s->loc, "a sum over nothing is 0: `sum` takes no default");
+                return;
+            }
+            if (G->ir->maxlen <= 0 || !gv->known) {
+                diag_error(G->diag, s->op.loc,
+                           "`sum` needs `maxlen` and a value register whose values are known "
+                           "(it multiplies the mean by the count)");
+                return;
+            }
+            char name[128];
+            snprintf(name, sizeof name, "%s%d.mean", p->name, index);
+            mean_reg = va_add_hidden_reg(G, name, TF_REG_SCALAR);
+            if (mean_reg < 0) return;
+            gv = va_greg(G, vreg); // adding a register moves the array
+            p->dest = mean_reg;
+        }
+        va_greg(G, mean_reg)->err = gv->err + 2 * leak * vmax + soft * vmax;
+        // The means of up to L values from the set (with the default).
+        if (gv->known) {
+            int cap = MAX_NUM_VALUES;
+            double *sums = malloc((size_t)cap * sizeof *sums), *next = malloc((size_t)cap * sizeof *next);
+            TfVal *means = malloc((size_t)cap * sizeof *means);
+            TfVal *totals = malloc((size_t)cap * sizeof *totals);
+            int n_sums = 1, n_means = 0, n_totals = 0, known = sums && next && means && totals;
+            if (known) {
+                sums[0] = 0;
+                means[n_means++] = val_num(p->default_num, 0);
+                totals[n_totals++] = val_num(0, 0);
+            }
+            for (int k = 1; known && k <= G->n_real; k++) {
+                int n_next = 0;
+                for (int i = 0; i < n_sums && known; i++)
+                    for (int j = 0; j < gv->n_vals && known; j++) {
+                        if (n_next == cap) known = 0;
+                        else next[n_next++] = sums[i] + gv->vals[j].x;
+                    }
+                if (!known) break;
+                // unique
+                TfVal *tmp = malloc((size_t)n_next * sizeof *tmp);
+                if (!tmp) {
+                    known = 0;
+                    break;
+                }
+                for (int i = 0; i < n_next; i++) tmp[i] = val_num(next[i], 0);
+                n_sums = val_unique(tmp, n_next, SAME_VALUE);
+                for (int i = 0; i < n_sums; i++) sums[i] = tmp[i].x;
+                free(tmp);
+                for (int i = 0; i < n_sums && known; i++) {
+                    if (n_means == cap || n_totals == cap) {
+                        known = 0;
+                        break;
+                    }
+                    means[n_means++] = val_num(sums[i] / k, 0);
+                    totals[n_totals++] = val_num(sums[i], 0);
+                }
+                n_means = val_unique(means, n_means, SAME_VALUE);
+                n_totals = val_unique(totals, n_totals, SAME_VALUE);
+            }
+            if (known) va_set_values(G, mean_reg, means, n_means);
+            if (known && p->sum) va_set_values(G, dest, totals, n_totals);
+            free(sums), free(next), free(means), free(totals);
+            if (!known && p->sum) {
+                diag_error(G->diag, s->op.loc,
+                           "`sum`: the sums of up to %d values of '%s' are more than %d numbers",
+                           G->n_real, va_reg_name(G, vreg), MAX_NUM_VALUES);
+                return;
+            }
+        }
+        if (p->sum) {
+            // The mean (this attention), the count (a Count of the same
+            // selection, into a hidden `cat`), their product (a gated Map).
+            op->gen = p;
+            va_record_write(G, mean_reg, G->n_out);
+            va_push_op(G, op);
+            TfGenOp *pc = va_new_plan(G, TF_GEN_COUNT, op, ".count");
+            char name[128];
+            snprintf(name, sizeof name, "%s%d.n", p->name, index);
+            int count_reg = va_add_hidden_reg(G, name, TF_REG_CATEGORICAL);
+            if (!pc || count_reg < 0) return;
+            pc->n_terms = p->n_terms;
+            memcpy(pc->terms, p->terms, sizeof pc->terms);
+            pc->beta = p->beta;
+            pc->causal = p->causal;
+            double leak_c = (L + 1) * exp(-p->beta * (1.0 - 2 * delta));
+            TfIrOp cop = *op;
+            if (push_count(G, &cop, G->n_out, pc, count_reg, leak_c, soft) < 0) return;
+            TfGenOp *pg = va_new_plan(G, TF_GEN_GATED, op, ".sum");
+            const TfGenReg *gc = va_greg(G, count_reg), *gm = va_greg(G, mean_reg);
+            if (!pg) return;
+            pg->n_in = 2;
+            pg->in[0] = mean_reg;
+            pg->in[1] = count_reg;
+            pg->n_combo = gc->n_vals;
+            pg->combo_num = va_alloc(G, (size_t)gc->n_vals * sizeof *pg->combo_num);
+            pg->combo_slope = va_alloc(G, (size_t)gc->n_vals * sizeof *pg->combo_slope);
+            if (!pg->combo_num || !pg->combo_slope) { (void)(G->failed = 1); return; }
+            for (int c = 0; c < gc->n_vals; c++) pg->combo_slope[c] = gc->vals[c].x;
+            double mmax = va_max_abs(gm->vals, gm->n_vals);
+            pg->c0 = mmax * L + 1.0;
+            if (gc->err * pg->c0 >= 0.5) {
+                diag_error(G->diag, s->op.loc,
+                           "`sum`: the count may be off by %.3g, which the product's gate (%.3g) "
+                           "turns into %.3g (margin %.3g)",
+                           gc->err, pg->c0, gc->err * pg->c0, 0.5 - gc->err * pg->c0);
+                return;
+            }
+            pg->dest = dest;
+            va_greg(G, dest)->err = L * gm->err + gc->err * pg->c0 + pg->c0 * 4 * EPS32;
+            TfIrOp gop = *op;
+            gop.gen = pg;
+            va_record_write(G, dest, index);
+            va_push_op(G, &gop);
+            return;
+        }
+        va_greg(G, dest)->err = va_greg(G, mean_reg)->err;
+    }
+    op->gen = p;
+    va_record_write(G, dest, index);
+    va_push_op(G, op);
+}
+

@@ -1,0 +1,534 @@
+/* values.c: the value analysis, one walk over every op (values.h).
+ *
+ * Error bounds. Every register carries `err`, a bound on how far any of its
+ * columns can be from the exact value (0 or 1 for a categorical register,
+ * the number for a numeric one). compiler/map.c and compiler/select.c say
+ * how each general op's bound follows from its inputs'; the seed ops' are
+ * below. The compiler adds these up along the program and refuses, with the
+ * margin, where a step or the output could come out wrong.
+ */
+#include "values.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "values_internal.h"
+
+/* ---- storage ------------------------------------------------------------- */
+
+void *va_keep(Gen *G, void *p) {
+    VaStore *st = G->st;
+    if (!p) {
+        G->failed = 1;
+        return NULL;
+    }
+    if (st->n == st->cap) {
+        int cap = st->cap ? 2 * st->cap : 64;
+        void **v = realloc(st->ptrs, (size_t)cap * sizeof *v);
+        if (!v) {
+            free(p);
+            G->failed = 1;
+            return NULL;
+        }
+        st->ptrs = v;
+        st->cap = cap;
+    }
+    st->ptrs[st->n++] = p;
+    return p;
+}
+
+void *va_alloc(Gen *G, size_t n) { return va_keep(G, calloc(1, n ? n : 1)); }
+
+void values_free(TfIr *ir) {
+    VaStore *st = ir->gen_store;
+    if (st) {
+        for (int i = 0; i < st->n; i++) free(st->ptrs[i]);
+        free(st->ptrs);
+        free(st);
+    }
+    free(ir->gen_regs);
+    ir->gen_store = NULL;
+    ir->gen_regs = NULL;
+}
+
+/* ---- registers and their values --------------------------------------------- */
+
+static int find_tok(const TfIr *ir, int c) {
+    for (int i = 0; i < ir->n_vocab; i++)
+        if ((unsigned char)ir->vocab[i] == (unsigned char)c) return i;
+    return -1;
+}
+
+int values_token_of(const TfIr *ir, TfVal v) {
+    if (v.kind == TF_VAL_TOKEN) return find_tok(ir, (int)v.x);
+    if (v.x >= 0 && v.x <= 9 && v.x == floor(v.x)) return find_tok(ir, '0' + (int)v.x);
+    return -1;
+}
+
+int va_is_categorical(const TfIr *ir, int r) {
+    return ir->regs[r].kind == TF_REG_CATEGORICAL || ir->regs[r].kind == TF_REG_TOKEN;
+}
+
+int values_column(const TfIr *ir, int r, TfVal v) {
+    const TfIrReg *R = &ir->regs[r];
+    if (R->kind == TF_REG_TOKEN) return v.kind == TF_VAL_TOKEN ? find_tok(ir, (int)v.x) : -1;
+    if (R->kind != TF_REG_CATEGORICAL || !ir->gen_regs) return -1;
+    const TfGenReg *g = &ir->gen_regs[r];
+    int lo = 0, hi = g->n_vals - 1;
+    while (lo <= hi) { // values are sorted
+        int mid = (lo + hi) / 2, c = val_cmp(g->vals[mid], v);
+        if (c == 0) return mid;
+        if (c < 0) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return -1;
+}
+
+TfGenReg *va_greg(Gen *G, int r) { return &G->ir->gen_regs[r]; }
+
+const char *va_reg_name(Gen *G, int r) { return G->ir->regs[r].name; }
+
+int va_push_op(Gen *G, const TfIrOp *op) {
+    if (G->n_out == G->cap_out) {
+        int cap = G->cap_out ? 2 * G->cap_out : 32;
+        TfIrOp *v = realloc(G->out, (size_t)cap * sizeof *v);
+        if (!v) {
+            G->failed = 1;
+            return -1;
+        }
+        G->out = v;
+        G->cap_out = cap;
+    }
+    G->out[G->n_out++] = *op;
+    return 0;
+}
+
+int va_add_hidden_reg(Gen *G, const char *name, TfRegKind kind) {
+    TfIr *ir = G->ir;
+    char *copy = va_keep(G, malloc(strlen(name) + 1));
+    TfGenReg *gr = realloc(ir->gen_regs, ((size_t)ir->n_regs + 1) * sizeof *gr);
+    if (gr) ir->gen_regs = gr;
+    if (!copy || !gr) {
+        G->failed = 1;
+        return -1;
+    }
+    strcpy(copy, name);
+    TfLoc none = {0, 0, 0, 0};
+    memset(&gr[ir->n_regs], 0, sizeof gr[0]);
+    gr[ir->n_regs].writer = -1;
+    int r = check_add_reg(ir, copy, kind, none);
+    if (r < 0) G->failed = 1;
+    return r;
+}
+
+int va_domain(Gen *G, int r, const TfVal **vals) {
+    const TfGenReg *g = va_greg(G, r);
+    *vals = g->vals;
+    if (!g->known) return -1;
+    return g->n_vals;
+}
+
+void va_set_values(Gen *G, int r, const TfVal *v, int n) {
+    TfGenReg *g = va_greg(G, r);
+    g->vals = va_alloc(G, (size_t)n * sizeof *v);
+    if (!g->vals) return;
+    memcpy(g->vals, v, (size_t)n * sizeof *v);
+    g->n_vals = n;
+    g->known = 1;
+    g->why_stmt = NULL;
+    g->why = NULL;
+}
+
+/* Marks r's values unknown: written by `s`, which `why`. */
+static void set_unknown(Gen *G, int r, const TfStmt *s, const char *why) {
+    TfGenReg *g = va_greg(G, r);
+    g->known = 0;
+    g->why_stmt = s;
+    g->why = why;
+}
+
+static void note_why(Gen *G, const TfGenReg *g) {
+    if (g->why_stmt)
+        diag_note(G->diag, g->why_stmt->loc, "%s", g->why);
+}
+
+int va_check_readable(Gen *G, const TfIrOp *op, int r, TfLoc loc, int need_categorical) {
+    const TfIrReg *R = &G->ir->regs[r];
+    const TfGenReg *g = va_greg(G, r);
+    if (g->poisoned) return -1;
+    if (R->kind == TF_REG_POSITION) {
+        diag_error(G->diag, loc,
+                   "'%s' is a position register (sin/cos); %s reads categorical and numeric "
+                   "registers (the built-in `indices` is the position as a number)",
+                   R->name, tf_ops[op->op].name);
+        return -1;
+    }
+    if (need_categorical && !va_is_categorical(G->ir, r)) {
+        diag_error(G->diag, loc,
+                   "'%s' is a numeric register; a selection compares categorical registers "
+                   "(Map it to a `cat` register first)",
+                   R->name);
+        return -1;
+    }
+    if (R->loc.line > 0 && g->writer < 0) {
+        diag_error(G->diag, loc, "'%s' is read here before any op writes it", R->name);
+        return -1;
+    }
+    if (g->bos_dirty) {
+        diag_error(G->diag, loc,
+                   "'%s' may not be 0 at the BOS position, where %s needs it to be 0", R->name,
+                   tf_ops[op->op].name);
+        if (g->bos_stmt) diag_note(G->diag, g->bos_stmt->loc, "it is written at the BOS here");
+        return -1;
+    }
+    if (!g->known && (va_is_categorical(G->ir, r) || need_categorical)) {
+        diag_error(G->diag, loc, "the values of '%s' are not known to the compiler", R->name);
+        note_why(G, g);
+        return -1;
+    }
+    return 0;
+}
+
+void va_combo_text(Gen *G, const int *regs, const TfVal *vals, int n, char *buf, size_t len) {
+    buf[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        char lab[48];
+        val_label(vals[i], lab, sizeof lab);
+        size_t l = strlen(buf);
+        snprintf(buf + l, len - l, "%s%s = %s", i ? ", " : "", va_reg_name(G, regs[i]), lab);
+    }
+}
+
+TfGenOp *va_new_plan(Gen *G, TfGenForm form, const TfIrOp *op, const char *suffix) {
+    TfGenOp *p = va_alloc(G, sizeof *p);
+    if (!p) return NULL;
+    p->form = form;
+    p->vreg = -1;
+    p->default_col = -1;
+    const char *base = op->stmt->label.text ? op->stmt->label.text : tf_ops[op->op].layer_name;
+    snprintf(p->name, sizeof p->name, "%s%s", base, suffix);
+    return p;
+}
+
+void va_record_write(Gen *G, int r, int op_index) { va_greg(G, r)->writer = op_index; }
+
+int va_check_fresh(Gen *G, const TfIrOp *op) {
+    const TfGenReg *g = va_greg(G, op->dest);
+    if (g->writer >= 0) {
+        diag_error(G->diag, op->stmt->dest.loc,
+                   "'%s' is written a second time; the general ops write each register once",
+                   va_reg_name(G, op->dest));
+        diag_hint(G->diag, "write the result to a new register");
+        return -1;
+    }
+    return 0;
+}
+
+double va_max_abs(const TfVal *v, int n) {
+    double m = 0;
+    for (int i = 0; i < n; i++)
+        if (fabs(v[i].x) > m) m = fabs(v[i].x);
+    return m;
+}
+
+int va_set_categorical_results(Gen *G, int dest, const TfVal *res, const int *defined, int n,
+                               int *col) {
+    TfVal *vals = malloc((size_t)(n > 0 ? n : 1) * sizeof *vals);
+    if (!vals) return G->failed = 1, -1;
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (defined[i]) vals[m++] = res[i];
+    m = val_unique(vals, m, 0);
+    va_set_values(G, dest, vals, m);
+    free(vals);
+    for (int i = 0; i < n; i++) col[i] = defined[i] ? values_column(G->ir, dest, res[i]) : -1;
+    return 0;
+}
+
+/* ---- the seed ops --------------------------------------------------------------- */
+
+/* The exact GELU, x Phi(x). */
+static double gelu(double x) { return 0.5 * x * erfc(-x / sqrt(2.0)); }
+
+/* IsZero(z): z + 0.1 GELU(10 - 100 z) - GELU(z + 10) + 10 (lower.c), the same
+ * at every opt level: each value maps to its image; the slope is at most
+ * 1 + 10 * 1.13 + 1.13 (GELU's slope is below 1.13), and the float32 sums of
+ * terms near 10 and the runtime's GELU (within 1.5e-7) add 2e-5. */
+static void seed_is_zero(Gen *G, const TfIrOp *op, int z) {
+    TfGenReg *g = va_greg(G, z);
+    g->bos_dirty = 1; // 0 at the BOS becomes 1
+    g->bos_stmt = op->stmt;
+    if (!g->known) {
+        set_unknown(G, z, op->stmt, "IsZero here reads a register whose values are not known");
+        return;
+    }
+    TfVal *v = malloc((size_t)(g->n_vals ? g->n_vals : 1) * sizeof *v);
+    if (!v) {
+        G->failed = 1;
+        return;
+    }
+    for (int i = 0; i < g->n_vals; i++) {
+        double x = g->vals[i].x;
+        v[i] = val_num(x + 0.1 * gelu(10 - 100 * x) - gelu(x + 10) + 10, 0);
+    }
+    double err = 13.5 * g->err + 2e-5;
+    int n = val_unique(v, g->n_vals, SAME_VALUE);
+    va_set_values(G, z, v, n);
+    free(v);
+    g->err = err;
+}
+
+/* Clear(r): at -O, x - ReLU(x) on every column, exactly: a categorical
+ * register holds no value afterwards; a number v becomes min(v, 0) within
+ * the same bound. At -O0 the seed's GELU approximation is not analysed. */
+static void seed_clear(Gen *G, const TfIrOp *op, int r) {
+    TfGenReg *g = va_greg(G, r);
+    if (va_is_categorical(G->ir, r)) {
+        set_unknown(G, r, op->stmt, "Clear here leaves it holding no value");
+        return;
+    }
+    if (!G->opt || !g->known) {
+        if (!G->opt) g->err = INFINITY; // the seed's GELU leaves part of small positive values
+        set_unknown(G, r, op->stmt,
+                    G->opt ? "Clear here reads a register whose values are not known"
+                           : "Clear here is seed 001's approximation at -O0, which the compiler "
+                             "does not analyse");
+        return;
+    }
+    TfVal *v = malloc((size_t)(g->n_vals ? g->n_vals : 1) * sizeof *v);
+    if (!v) {
+        G->failed = 1;
+        return;
+    }
+    for (int i = 0; i < g->n_vals; i++) v[i] = val_num(fmin(g->vals[i].x, 0), g->vals[i].kind == TF_VAL_INT);
+    double err = g->err;
+    int n = val_unique(v, g->n_vals, SAME_VALUE);
+    va_set_values(G, r, v, n);
+    free(v);
+    g->err = err;
+}
+
+/* CopyOnMatch(m, src) -> dst: unit i is 0.1 act(100 m + 100 src_i - 190),
+ * which is src_i where m is 1 and 0 where m is 0 (within 10 times the
+ * inputs' errors, 11.3 with -O0's GELU), into a token register nothing wrote
+ * before. With m always 1 it copies src; where m may be 0 dst may hold no
+ * value. */
+static void seed_copy_on_match(Gen *G, const TfIrOp *op) {
+    int m = op->args[0].reg, src = op->args[1].reg, dst = op->dest;
+    const TfGenReg *gm = va_greg(G, m), *gs = va_greg(G, src);
+    TfGenReg *gd = va_greg(G, dst);
+    gd->bos_dirty = gm->bos_dirty || gd->bos_dirty;
+    if (gd->bos_dirty) gd->bos_stmt = gm->bos_dirty ? gm->bos_stmt : gd->bos_stmt;
+    int fresh = gd->writer < 0;
+    int always = gm->known && gm->n_vals > 0 && !gm->bos_dirty;
+    for (int i = 0; always && i < gm->n_vals; i++)
+        if (gm->vals[i].x != 1) always = 0;
+    double err = 11.3 * (gm->err + gs->err) + 1e-5; // GELU's slope is below 1.13
+    if (!fresh || !always || !gs->known || gs->bos_dirty || gm->err + gs->err >= 0.4) {
+        set_unknown(G, dst, op->stmt,
+                    !fresh ? "CopyOnMatch here adds into a register written before"
+                           : "CopyOnMatch here copies only where its flag is 1, so the register "
+                             "may hold no value");
+        return;
+    }
+    va_set_values(G, dst, gs->vals, gs->n_vals);
+    gd->err = err;
+}
+
+/* A seed op: every register it writes (ops.c) gets known values or unknown
+ * ones with the reason. */
+static void seed_op(Gen *G, const TfIrOp *op) {
+    const TfOpInfo *info = &tf_ops[op->op];
+    for (int i = 0; i < op->n_args; i++) {
+        const TfParam *p = &info->params[i < info->n_params ? i : info->n_params - 1];
+        int r = op->args[i].reg;
+        if (!(p->access & TF_ACCESS_WRITE) || r < 0) continue;
+        if (op->op == TF_OP_CLEAR) seed_clear(G, op, r);
+        else if (op->op == TF_OP_IS_ZERO) seed_is_zero(G, op, r);
+        else {
+            set_unknown(G, r, op->stmt, "it is changed here by a seed op, which the value "
+                                        "analysis does not model");
+            va_greg(G, r)->bos_dirty = 1;
+            va_greg(G, r)->bos_stmt = op->stmt;
+        }
+    }
+    if (op->dest >= 0) {
+        if (op->op == TF_OP_COPY_ON_MATCH) {
+            seed_copy_on_match(G, op);
+        } else {
+            set_unknown(G, op->dest, op->stmt,
+                        "it is written here by a seed op, which the value analysis does not "
+                        "model");
+            va_greg(G, op->dest)->bos_dirty = 1;
+            va_greg(G, op->dest)->bos_stmt = op->stmt;
+        }
+        va_greg(G, op->dest)->writer = G->n_out;
+    }
+}
+
+/* ---- the pass ------------------------------------------------------------------- */
+
+static void builtin_values(Gen *G) {
+    TfIr *ir = G->ir;
+    for (int r = 0; r < ir->n_regs; r++) {
+        TfGenReg *g = va_greg(G, r);
+        g->writer = -1;
+        if (r == TF_IR_REG_TOKENS || ir->regs[r].kind == TF_REG_TOKEN) {
+            TfVal v[256];
+            int n = 0;
+            for (int t = 0; t < ir->n_vocab; t++) {
+                if (r == TF_IR_REG_TOKENS && t == ir->bos) continue;
+                v[n].kind = TF_VAL_TOKEN;
+                v[n++].x = (unsigned char)ir->vocab[t];
+            }
+            n = val_unique(v, n, 0);
+            va_set_values(G, r, v, n);
+        } else if (r == ir->indices_reg) {
+            // Columns are positions 0..maxlen-1; the enumeration leaves out
+            // the BOS's 0 (values_column maps value i to column i).
+            TfVal *v = malloc((size_t)ir->maxlen * sizeof *v);
+            if (!v) {
+                G->failed = 1;
+                return;
+            }
+            for (int i = 0; i < ir->maxlen; i++) v[i] = val_num(i, 1);
+            va_set_values(G, r, v, ir->maxlen);
+            free(v);
+        }
+    }
+}
+
+/* Categorical registers' column labels from their values. */
+static void make_labels(Gen *G) {
+    TfIr *ir = G->ir;
+    for (int r = 0; r < ir->n_regs; r++) {
+        TfGenReg *g = va_greg(G, r);
+        if (ir->regs[r].kind != TF_REG_CATEGORICAL || g->labels) continue;
+        g->labels = va_alloc(G, (size_t)(g->n_vals ? g->n_vals : 1) * sizeof *g->labels);
+        if (!g->labels) return;
+        for (int i = 0; i < g->n_vals; i++) {
+            char buf[64];
+            val_label(g->vals[i], buf, sizeof buf);
+            g->labels[i] = va_keep(G, malloc(strlen(buf) + 1));
+            if (!g->labels[i]) return;
+            strcpy(g->labels[i], buf);
+        }
+    }
+}
+
+static void layout(TfIr *ir) {
+    int offset = 0;
+    for (int i = 0; i < ir->n_regs; i++) {
+        TfIrReg *r = &ir->regs[i];
+        if (r->kind == TF_REG_CATEGORICAL) r->size = ir->gen_regs[i].n_vals;
+        if (r->kind == TF_REG_SCALAR) r->size = 1;
+        r->offset = offset;
+        offset += r->size;
+    }
+    ir->d_model = offset;
+}
+
+/* The output register must print as tokens, exactly (or, a number read at
+ * every position, as its value within the bound it carries). */
+static void check_output(Gen *G) {
+    TfIr *ir = G->ir;
+    int r = ir->output_reg;
+    const TfGenReg *g = va_greg(G, r);
+    const char *name = ir->regs[r].name;
+    if (g->poisoned) return;
+    if (ir->regs[r].kind == TF_REG_SCALAR) {
+        if (g->writer < 0) {
+            diag_error(G->diag, ir->output_loc, "the output '%s' is never written", name);
+            return;
+        }
+        if (!isfinite(g->err) || g->err > 1e6) {
+            diag_error(G->diag, ir->output_loc,
+                       "the output '%s' has no useful error bound (%.3g): its values are not "
+                       "known to the compiler",
+                       name, g->err);
+            note_why(G, g);
+        }
+        ir->output_error_bound = g->err;
+        return;
+    }
+    // A token register (`tokens`, or written by seed ops): seed 001's
+    // constructions, which the compiler does not analyse (docs/language.md).
+    if (ir->regs[r].kind == TF_REG_TOKEN) return;
+    if (g->writer < 0) {
+        diag_error(G->diag, ir->output_loc, "the output '%s' is never written", name);
+        return;
+    }
+    if (!g->known) {
+        diag_error(G->diag, ir->output_loc,
+                   "the values of the output '%s' are not known to the compiler", name);
+        note_why(G, g);
+        return;
+    }
+    for (int i = 0; i < g->n_vals; i++) {
+        if (values_token_of(ir, g->vals[i]) < 0) {
+            char lab[64];
+            val_label(g->vals[i], lab, sizeof lab);
+            diag_error(G->diag, ir->output_loc,
+                       "the output '%s' can hold %s, which is no token of the vocabulary "
+                       "(an output holds tokens, or integers 0..9 printed as digits)",
+                       name, lab);
+            return;
+        }
+    }
+    if (g->err >= 0.5)
+        diag_error(G->diag, ir->output_loc,
+                   "the output '%s' may be off by %.3g, so its largest column may not be the "
+                   "right token (margin %.3g)",
+                   name, g->err, 0.5 - g->err);
+}
+
+void values_analyze(TfIr *ir, int opt_level, TfDiag *diag) {
+    VaStore *st = calloc(1, sizeof *st);
+    ir->gen_regs = calloc((size_t)ir->n_regs, sizeof *ir->gen_regs);
+    if (!st || !ir->gen_regs) {
+        free(st);
+        diag_file_error(diag, "out of memory");
+        return;
+    }
+    ir->gen_store = st;
+    int max_len = ir->maxlen > 0 ? ir->maxlen : ir->period;
+    Gen G = {ir, diag, st, opt_level > 0, ir->bos >= 0 ? max_len - 1 : max_len, NULL, 0, 0, 0};
+    builtin_values(&G);
+    int errors = diag->n_errors;
+    for (int i = 0; i < ir->n_ops && !G.failed; i++) {
+        TfIrOp op = ir->ops[i];
+        op.gen = NULL;
+        int before = diag->n_errors;
+        switch (op.op) {
+        case TF_OP_MAP: map_analyze(&G, &op, G.n_out); break;
+        case TF_OP_AGGREGATE:
+        case TF_OP_COUNT_MATCHES: select_analyze(&G, &op, G.n_out); break;
+        default:
+            seed_op(&G, &op);
+            va_push_op(&G, &op);
+        }
+        // A refused op's destination (an error here, or a quiet refusal
+        // after an earlier one): later reads fail quietly, whatever wrote
+        // it before.
+        if ((diag->n_errors > before || !op.gen) && op.dest >= 0 && tf_ops[op.op].general) {
+            va_greg(&G, op.dest)->poisoned = 1;
+            if (va_greg(&G, op.dest)->writer < 0) va_greg(&G, op.dest)->writer = G.n_out;
+        }
+    }
+    if (G.failed) diag_file_error(diag, "out of memory");
+    for (int r = 0; r < ir->n_regs && diag->n_errors == errors; r++) {
+        if (ir->regs[r].kind == TF_REG_CATEGORICAL && va_greg(&G, r)->n_vals == 0 &&
+            va_greg(&G, r)->writer < 0 && r != ir->indices_reg) {
+            diag_error(diag, ir->regs[r].loc, "categorical register '%s' is never written",
+                       ir->regs[r].name);
+        }
+    }
+    if (ir->output_reg >= 0) check_output(&G);
+    make_labels(&G);
+    free(ir->ops);
+    ir->ops = G.out;
+    ir->n_ops = G.n_out;
+    layout(ir);
+}

@@ -1,0 +1,65 @@
+/* values_internal.h: the value analysis's state, shared by compiler/values.c
+ * (the walk over every op, the seed ops), compiler/map.c (Map) and
+ * compiler/select.c (Aggregate, Count). Private to those three files. */
+#ifndef TF_VALUES_INTERNAL_H
+#define TF_VALUES_INTERNAL_H
+
+#include "values.h"
+
+#define MAX_COMBOS (1 << 20)        /* per Map or selection */
+#define MAX_NUM_VALUES 20000        /* a numeric register's value set, beyond: unknown */
+#define WARN_COMBOS 1024            /* a Map's product of domains worth a warning */
+#define WARN_JOINT 256              /* a selection side's joint domain */
+#define ROUND_ONE (1.0 / (1 << 20)) /* a few float32 roundings of a value near 1 */
+#define EPS32 (1.0 / (1 << 24))
+#define SAME_VALUE 1e-9             /* numbers this close (relative) are one value */
+
+/* Allocations that live as long as the TfIr (values_free releases them). */
+typedef struct VaStore {
+    void **ptrs;
+    int n, cap;
+} VaStore;
+
+typedef struct Gen {
+    TfIr *ir;
+    TfDiag *diag;
+    VaStore *st;
+    int opt;        /* the lowering's opt_level */
+    int n_real;     /* positions after the BOS: maxlen - 1 (or max_len) */
+    TfIrOp *out;    /* the new op list */
+    int n_out, cap_out;
+    int failed;     /* out of memory */
+} Gen;
+
+void *va_keep(Gen *G, void *p);         /* p kept until values_free; NULL: failed */
+void *va_alloc(Gen *G, size_t n);       /* zeroed, kept */
+TfGenReg *va_greg(Gen *G, int r);
+const char *va_reg_name(Gen *G, int r);
+int va_is_categorical(const TfIr *ir, int r);
+int va_push_op(Gen *G, const TfIrOp *op);
+/* A hidden register (a joint selection side, Count's fraction); -1 on failure. */
+int va_add_hidden_reg(Gen *G, const char *name, TfRegKind kind);
+/* The values a register holds after the BOS; -1 when unknown. */
+int va_domain(Gen *G, int r, const TfVal **vals);
+void va_set_values(Gen *G, int r, const TfVal *v, int n);
+/* Checks that op can read register r: written before, of a usable kind,
+ * its values known; 0, or -1 after reporting. */
+int va_check_readable(Gen *G, const TfIrOp *op, int r, TfLoc loc, int need_categorical);
+/* "a = 1, b = 'x'": a combination of input values, for messages. */
+void va_combo_text(Gen *G, const int *regs, const TfVal *vals, int n, char *buf, size_t len);
+TfGenOp *va_new_plan(Gen *G, TfGenForm form, const TfIrOp *op, const char *suffix);
+void va_record_write(Gen *G, int r, int op_index);
+/* Write-once: a general op's destination must be fresh; -1 after reporting. */
+int va_check_fresh(Gen *G, const TfIrOp *op);
+double va_max_abs(const TfVal *v, int n);
+/* Sets a categorical destination's values (sorted) and returns, through
+ * col, each result's column. */
+int va_set_categorical_results(Gen *G, int dest, const TfVal *res, const int *defined, int n,
+                               int *col);
+
+/* compiler/map.c and compiler/select.c: one op each (index: its place in
+ * the new op list). */
+void map_analyze(Gen *G, TfIrOp *op, int index);
+void select_analyze(Gen *G, TfIrOp *op, int index);
+
+#endif

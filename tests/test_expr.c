@@ -1,0 +1,431 @@
+/* test_expr.c: the expression evaluator, value sets and error bounds of the
+ * value analysis, and the layer plans (compiler/expr.c, compiler/values.c,
+ * compiler/plans.c).
+ *
+ * Expressions are parsed from a one-Map program and evaluated on chosen
+ * register values; the analysis runs on small programs and its value sets
+ * and bounds are compared with what the constructions guarantee.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checker.h"
+#include "compile.h"
+#include "expr.h"
+#include "parse.h"
+#include "plans.h"
+#include "testutil.h"
+#include "values.h"
+
+/* A parsed and checked program, its diagnostics in `out`. */
+typedef struct Prog {
+    TfDiag diag;
+    TfProgram *prog;
+    TfIr *ir;
+    char out[4096];
+    FILE *f;
+} Prog;
+
+static void prog_open(Prog *P, const char *src, int analyse) {
+    memset(P, 0, sizeof *P);
+    P->f = fmemopen(P->out, sizeof P->out - 1, "w");
+    ck_assert_ptr_nonnull(P->f);
+    diag_init(&P->diag, "t.tfp", src, strlen(src), P->f);
+    P->prog = tf_parse(src, strlen(src), &P->diag);
+    ck_assert_ptr_nonnull(P->prog);
+    P->ir = check_program(P->prog, &P->diag);
+    if (P->ir && analyse) values_analyze(P->ir, 1, &P->diag);
+    fflush(P->f);
+}
+
+static void prog_close(Prog *P) {
+    check_free(P->ir);
+    ast_free_program(P->prog);
+    fclose(P->f);
+}
+
+static int reg(const Prog *P, const char *name) {
+    int r = check_find_reg(P->ir, name);
+    ck_assert_msg(r >= 0, "no register %s", name);
+    return r;
+}
+
+/* Evaluates Map(expr) with x = xv and y = yv (integers, or tokens when the
+ * value is negative: -c is the token c); 0 or -1 (then *msg). */
+static int eval_with(const char *expr, double xv, double yv, int true_division, TfVal *out,
+                     char *msg, size_t n) {
+    char src[512];
+    snprintf(src, sizeof src, "vocab \"^ab\"; bos '^'; maxlen 4; num x, y, r;\nMap(%s) -> r;\n"
+                              "output r at every position;",
+             expr);
+    Prog P;
+    prog_open(&P, src, 0);
+    ck_assert_msg(P.ir != NULL, "%s", P.out);
+    TfVal *cur = calloc((size_t)P.ir->n_regs, sizeof *cur);
+    cur[reg(&P, "x")] = xv < 0 ? (TfVal){TF_VAL_TOKEN, -xv} : val_num(xv, xv == floor(xv));
+    cur[reg(&P, "y")] = yv < 0 ? (TfVal){TF_VAL_TOKEN, -yv} : val_num(yv, yv == floor(yv));
+    ExprEnv E = {.ir = P.ir, .cur = cur, .true_division = true_division};
+    const TfStmt *s = P.prog->stmts;
+    while (s && s->kind != TF_STMT_OP) s = s->next;
+    ck_assert_msg(s != NULL, "%s", P.out);
+    ck_assert_msg(s->args[0].kind == TF_ARG_EXPR, "%s: not parsed as an expression", expr);
+    int rc = expr_eval(&E, s->args[0].expr, out);
+    if (rc < 0) snprintf(msg, n, "%s", E.msg);
+    free(cur);
+    prog_close(&P);
+    return rc;
+}
+
+static double ev(const char *expr, double x, double y, int true_division) {
+    TfVal v;
+    char msg[200];
+    ck_assert_msg(eval_with(expr, x, y, true_division, &v, msg, sizeof msg) == 0, "%s: %s", expr,
+                  msg);
+    return v.x;
+}
+
+START_TEST(test_arithmetic_like_python) {
+    ck_assert_double_eq(ev("x / y", 7, 2, 0), 3);   // floor division of integers
+    ck_assert_double_eq(ev("x / y", 7, 2, 1), 3.5); // true division (a Map into num)
+    ck_assert_double_eq(ev("(0 - x) / y", 7, 2, 0), -4);
+    ck_assert_double_eq(ev("x % y", 7, 3, 0), 1);
+    ck_assert_double_eq(ev("(0 - x) % y", 7, 3, 0), 2); // Python's sign: of the divisor
+    ck_assert_double_eq(ev("x * 1.0 / y", 7, 2, 0), 3.5); // a real operand: true division
+    ck_assert_double_eq(ev("round(x / y)", 5, 2, 1), 3);  // halves away from zero
+    ck_assert_double_eq(ev("round(0 - x / y)", 5, 2, 1), -3);
+    ck_assert_double_eq(ev("floor(x * 0.1 * 10)", 3, 0, 0), 3); // a hair of tolerance
+    ck_assert_double_eq(ev("min(x, y, 1) + max(x, y)", 4, 2, 0), 5);
+    ck_assert_double_eq(ev("abs(y - x)", 4, 2, 0), 2);
+    ck_assert_double_eq(ev("x < y and not (x == 0) or y == 9", 1, 2, 0), 1);
+    ck_assert_double_eq(ev("x > 0 ? 10 : 20", 0, 0, 0), 20);
+    ck_assert_double_eq(ev("[x, y: (1, 2) => 7, _ => 8]", 1, 2, 0), 7);
+    ck_assert_double_eq(ev("[x, y: (1, 2) => 7, _ => 8]", 2, 1, 0), 8);
+}
+END_TEST
+
+START_TEST(test_tokens) {
+    TfVal v;
+    char msg[200];
+    ck_assert_int_eq(eval_with("ord(x)", -'a', 0, 0, &v, msg, sizeof msg), 0);
+    ck_assert_double_eq(v.x, 'a');
+    ck_assert_int_eq(eval_with("chr(ord(x) + 1)", -'a', 0, 0, &v, msg, sizeof msg), 0);
+    ck_assert_int_eq(v.kind, TF_VAL_TOKEN);
+    ck_assert_double_eq(v.x, 'b');
+    ck_assert_int_eq(eval_with("x < y", -'a', -'b', 0, &v, msg, sizeof msg), 0);
+    ck_assert_double_eq(v.x, 1);
+}
+END_TEST
+
+START_TEST(test_failures_say_why) {
+    TfVal v;
+    char msg[200];
+    ck_assert_int_eq(eval_with("x / y", 1, 0, 0, &v, msg, sizeof msg), -1);
+    ck_assert_str_eq(msg, "divides by zero");
+    ck_assert_int_eq(eval_with("x % y", 1, 0, 0, &v, msg, sizeof msg), -1);
+    ck_assert_str_eq(msg, "takes a remainder by zero");
+    ck_assert_int_eq(eval_with("1 + x", -'a', 0, 0, &v, msg, sizeof msg), -1);
+    ck_assert_ptr_nonnull(strstr(msg, "arithmetic on a token"));
+    ck_assert_int_eq(eval_with("x == 1", -'a', 0, 0, &v, msg, sizeof msg), -1);
+    ck_assert_str_eq(msg, "compares a token with a number");
+    ck_assert_int_eq(eval_with("[x: 1 => 2]", 3, 0, 0, &v, msg, sizeof msg), -1);
+    ck_assert_ptr_nonnull(strstr(msg, "no entry"));
+}
+END_TEST
+
+START_TEST(test_values_equal_within_the_bound_are_one) {
+    TfVal v[5] = {val_num(0.1 + 0.2, 0), val_num(0.3, 0), val_num(1, 1), val_num(1 + 1e-6, 0),
+                  {TF_VAL_TOKEN, 'a'}};
+    ck_assert_int_eq(val_unique(v, 5, 1e-9), 4); // 0.1 + 0.2 and 0.3 are one value
+    ck_assert_double_eq_tol(v[0].x, 0.3, 1e-15);
+    ck_assert_double_eq(v[1].x, 1);
+    ck_assert_double_eq(v[2].x, 1 + 1e-6); // a millionth apart: two values
+    ck_assert_int_eq(v[3].kind, TF_VAL_TOKEN);
+    TfVal w[2] = {val_num(0.1 + 0.2, 0), val_num(0.3, 0)};
+    ck_assert_int_eq(val_unique(w, 2, 0), 2); // exact
+}
+END_TEST
+
+/* The analysis's bounds on small programs: a table Map is within 2^-20, a
+ * linear one adds its coefficients times its inputs' bounds, Count's steps
+ * one rounding per step; Clear and IsZero (seed ops) map each value. */
+START_TEST(test_error_bounds) {
+    Prog P;
+    prog_open(&P,
+              "vocab \"^ab12\"; bos '^'; maxlen 5; cat c, k; num n, m, z;\n"
+              "c: Map(tokens == 'a' ? 1 : 2) -> c;\n"
+              "n: Map(c == 1 ? 3 : -2) -> n;\n"
+              "m: Map(2 * n + 1) -> m;\n"
+              "k: Count(k.tokens == 'a') -> k;\n"
+              "Clear(n);\n"
+              "z: Map(c == 1 ? 0 : 1) -> z;\n"
+              "IsZero(z);\n"
+              "output c at every position;",
+              1);
+    ck_assert_msg(P.diag.n_errors == 0, "%s", P.out);
+    const TfGenReg *g = P.ir->gen_regs;
+    double one = 1.0 / (1 << 20);
+    ck_assert_double_eq(g[reg(&P, "c")].err, one);
+    ck_assert_double_eq(g[reg(&P, "n")].err, 3 * one);
+    // 2 n + 1 within 2 (3 2^-20) plus four roundings of |values| up to 2*3 + 1.
+    ck_assert_double_eq_tol(g[reg(&P, "m")].err, 6 * one + 7 * 4.0 / (1 << 24), 1e-15);
+    ck_assert_int_eq(g[reg(&P, "k")].n_vals, 5); // counts 0..4
+    ck_assert(g[reg(&P, "k")].err < 0.25);
+    // Clear: 3 -> 0, -2 stays.
+    const TfGenReg *n = &g[reg(&P, "n")];
+    ck_assert_int_eq(n->n_vals, 2);
+    ck_assert_double_eq(n->vals[0].x, -2);
+    ck_assert_double_eq(n->vals[1].x, 0);
+    // IsZero: 0 -> 1, 1 -> 0 (within its bound), and 1 at the BOS.
+    const TfGenReg *z = &g[reg(&P, "z")];
+    ck_assert_int_eq(z->n_vals, 2);
+    ck_assert_double_eq_tol(z->vals[0].x, 0, 1e-6);
+    ck_assert_double_eq_tol(z->vals[1].x, 1, 1e-6);
+    ck_assert(z->err < 1e-4);
+    ck_assert_int_eq(z->bos_dirty, 1);
+    prog_close(&P);
+}
+END_TEST
+
+/* A numeric output carries its bound to the model. */
+START_TEST(test_numeric_output_bound) {
+    Prog P;
+    prog_open(&P,
+              "vocab \"^ab\"; bos '^'; maxlen 6; num a, f;\n"
+              "a: Map(tokens == 'a' ? 1 : 0) -> a;\n"
+              "f: Aggregate(k.indices <= q.indices, a, causal) -> f;\n"
+              "output f at every position;",
+              1);
+    ck_assert_msg(P.diag.n_errors == 0, "%s", P.out);
+    ck_assert(P.ir->output_error_bound > 0);
+    ck_assert(P.ir->output_error_bound < 1e-5);
+    ck_assert_double_eq(P.ir->output_error_bound, P.ir->gen_regs[reg(&P, "f")].err);
+    prog_close(&P);
+}
+END_TEST
+
+/* No compiled model is larger than its plan, and the plan is what the
+ * --max-params limit compares. */
+static size_t layer_params(const TfModel *m) {
+    size_t n = 0;
+    for (int l = 0; l < m->n_layers; l++) {
+        const TfLayer *ly = &m->layers[l];
+        int t[] = {ly->query, ly->key, ly->value, ly->output, ly->query_bias, ly->key_bias,
+                   ly->value_bias, ly->output_bias, ly->fc1_weight, ly->fc1_bias,
+                   ly->fc2_weight, ly->fc2_bias};
+        for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+            if (t[i] >= 0) n += m->tensors[t[i]].nelem;
+    }
+    return n;
+}
+
+static void plan_bounds_model(const char *relpath, int opt) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", tf_env_path("TF_SOURCE_DIR"), relpath);
+    size_t len;
+    char *src = tf_read_file(path, &len);
+    ck_assert_ptr_nonnull(src);
+    Prog P;
+    memset(&P, 0, sizeof P);
+    P.f = fmemopen(P.out, sizeof P.out - 1, "w");
+    diag_init(&P.diag, relpath, src, len, P.f);
+    P.prog = tf_parse(src, len, &P.diag);
+    P.ir = check_program(P.prog, &P.diag);
+    ck_assert_ptr_nonnull(P.ir);
+    values_analyze(P.ir, opt, &P.diag);
+    TfPlans plans;
+    ck_assert_int_eq(plans_make(P.ir, opt, TF_DEFAULT_MAX_PARAMS, &P.diag, &plans), 0);
+    int n_errors;
+    TfError err;
+    TfModel *m = compile_source(relpath, src, len, opt, P.f, &n_errors, &err);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_int_eq(m->n_layers, plans.n_layers);
+    size_t got = layer_params(m);
+    ck_assert_msg(got <= plans.n_params - plans.n_embed, "%s -O%d: %zu parameters, planned %zu",
+                  relpath, opt, got, plans.n_params - plans.n_embed);
+    for (int l = 0; l < m->n_layers; l++) ck_assert_int_eq(m->layers[l].kind, plans.layers[l].kind);
+    // Within a few biases of the plan (the plan counts a key bias always).
+    ck_assert_msg(plans.n_params - plans.n_embed - got <= (size_t)(64 * m->n_layers),
+                  "%s: planned %zu, built %zu", relpath, plans.n_params - plans.n_embed, got);
+    model_free(m);
+    plans_free(&plans);
+    prog_close(&P);
+    free(src);
+}
+
+START_TEST(test_plans_bound_the_models) {
+    const char *progs[] = {"programs/adder.tfp", "programs/sort.tfp", "programs/add_decimal.tfp",
+                           "programs/frac_prevs.tfp", "programs/prefix_sum.tfp",
+                           "programs/dyck2.tfp"};
+    for (size_t i = 0; i < sizeof progs / sizeof progs[0]; i++) {
+        plan_bounds_model(progs[i], 1);
+        if (i == 0) plan_bounds_model(progs[i], 0);
+    }
+}
+END_TEST
+
+/* The limit: refused before any weight exists, naming the op and the option. */
+START_TEST(test_max_params_refuses) {
+    const char *src = "vocab \"^abc\"; bos '^'; maxlen 20; cat x, y, z, w;\n"
+                      "x: Map(indices) -> x;\ny: Map(indices) -> y;\nz: Map(indices) -> z;\n"
+                      "w: Map(x + y * 20 + z * 400) -> w;\noutput tokens;";
+    char out[4096] = "";
+    FILE *f = fmemopen(out, sizeof out - 1, "w");
+    int n_errors;
+    TfError err;
+    TfCompileOptions opts = {1, 10000000};
+    TfModel *m = compile_source_opts("t.tfp", src, strlen(src), &opts, f, &n_errors, &err);
+    fclose(f);
+    ck_assert_ptr_null(m);
+    ck_assert_int_eq(n_errors, 1);
+    ck_assert_msg(strstr(out, "t.tfp:5:4: error: this Map becomes a layer of") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "--max-params") != NULL, "%s", out);
+}
+END_TEST
+
+/* 100,000 registers: the lookups are hashed (this would take minutes with
+ * a linear scan per name; the test asserts the result, not the time). */
+START_TEST(test_many_registers) {
+    int n = 100000;
+    size_t cap = (size_t)n * 12 + 200;
+    char *src = malloc(cap);
+    size_t len = (size_t)snprintf(src, cap, "vocab \"ab\"; token ");
+    for (int i = 0; i < n; i++) len += (size_t)snprintf(src + len, cap - len, "%sr%d", i ? "," : "", i);
+    len += (size_t)snprintf(src + len, cap - len, ";\noutput r99999;");
+    Prog P;
+    prog_open(&P, src, 0);
+    ck_assert_msg(P.ir != NULL, "%s", P.out);
+    ck_assert_int_eq(P.ir->n_regs, n + 2);
+    ck_assert_int_eq(check_find_reg(P.ir, "r77777"), 77777 + 2);
+    ck_assert_int_eq(check_find_reg(P.ir, "r100000"), -1);
+    ck_assert_int_eq(P.ir->output_reg, n + 1);
+    prog_close(&P);
+    free(src);
+}
+END_TEST
+
+
+/* Item 3 of issue 11: values equal within the bound are one value (two means
+ * reach the same rational two ways), and a staircase has no step between
+ * neighbours with the same result (the fractions k/i up to 199 are closer
+ * than their error bound, but only 0.5 separates different results). */
+START_TEST(test_value_sets_do_not_explode) {
+    Prog P;
+    prog_open(&P,
+              "vocab \"^()01\"; bos '^'; maxlen 200; num o, fo; cat half;\n"
+              "o: Map(tokens == '(' ? 1 : 0) -> o;\n"
+              "fo: Aggregate(k.indices <= q.indices, o, causal) -> fo;\n"
+              "half: Map(fo >= 0.5 ? 1 : 0) -> half;\n"
+              "output half at every position;",
+              1);
+    ck_assert_msg(P.diag.n_errors == 0, "%s", P.out);
+    const TfIrOp *half = NULL;
+    for (int i = 0; i < P.ir->n_ops; i++)
+        if (P.ir->ops[i].gen && P.ir->ops[i].dest == reg(&P, "half")) half = &P.ir->ops[i];
+    ck_assert_ptr_nonnull(half);
+    ck_assert_int_eq(half->gen->form, TF_GEN_STAIRCASE);
+    ck_assert_int_gt(half->gen->n_x, 1000);
+    ck_assert_int_eq(plans_staircase_steps(P.ir, half->gen), 1);
+    prog_close(&P);
+    // fo - fc: 1/3 - 1/6 and 1/6 are one value, whichever way they were reached.
+    prog_open(&P,
+              "vocab \"^()01\"; bos '^'; maxlen 12; num o, c, fo, fc, bal; cat up;\n"
+              "o: Map(tokens == '(' ? 1 : 0) -> o;\n"
+              "c: Map(tokens == ')' ? 1 : 0) -> c;\n"
+              "fo: Aggregate(k.indices <= q.indices, o, causal) -> fo;\n"
+              "fc: Aggregate(k.indices <= q.indices, c, causal) -> fc;\n"
+              "bal: Map(fo - fc) -> bal;\n"
+              "up: Map(bal > 0 ? 1 : 0) -> up;\n"
+              "output up at every position;",
+              1);
+    ck_assert_msg(P.diag.n_errors == 0, "%s", P.out);
+    const TfGenReg *b = &P.ir->gen_regs[reg(&P, "bal")];
+    ck_assert(b->known);
+    for (int i = 1; i < b->n_vals; i++)
+        ck_assert_msg(b->vals[i].x - b->vals[i - 1].x > 1e-9, "%.17g and %.17g", b->vals[i - 1].x,
+                      b->vals[i].x);
+    prog_close(&P);
+}
+END_TEST
+
+/* `/` into a num register is true division; into a cat register floor. */
+START_TEST(test_division_follows_the_destination) {
+    Prog P;
+    prog_open(&P,
+              "vocab \"^ab\"; bos '^'; maxlen 4; cat x, q; num r;\n"
+              "x: Map(tokens == 'a' ? 7 : 4) -> x;\n"
+              "r: Map(x * 3 / 2) -> r;\n"
+              "q: Map(x * 3 / 2) -> q;\n"
+              "output q at every position;",
+              1);
+    ck_assert_msg(P.diag.n_errors == 0 || strstr(P.out, "no token") != NULL, "%s", P.out);
+    const TfGenReg *r = &P.ir->gen_regs[reg(&P, "r")], *q = &P.ir->gen_regs[reg(&P, "q")];
+    ck_assert_int_eq(r->n_vals, 2);
+    ck_assert_double_eq(r->vals[0].x, 6);
+    ck_assert_double_eq(r->vals[1].x, 10.5);
+    ck_assert_int_eq(q->n_vals, 2);
+    ck_assert_double_eq(q->vals[0].x, 6);
+    ck_assert_double_eq(q->vals[1].x, 10);
+    prog_close(&P);
+}
+END_TEST
+
+/* Program 1 of issue 11: the copy is accepted with a run-time check of its
+ * destination after its layer, naming the source line and op. */
+START_TEST(test_unproven_copy_gets_a_check) {
+    const char *src = "vocab \"^abcd\"; bos '^'; maxlen 17; cat b;\n"
+                      "b: Aggregate(k.indices <= q.indices, tokens) -> b;\n"
+                      "output b at every position;\n";
+    char out[4096] = "";
+    FILE *f = fmemopen(out, sizeof out - 1, "w");
+    int n_errors;
+    TfError err;
+    TfModel *m = compile_source("t.tfp", src, strlen(src), 1, f, &n_errors, &err);
+    fclose(f);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_ptr_nonnull(strstr(out, "t.tfp:2:4: warning: Aggregate"));
+    ck_assert_int_eq(m->n_checks, 1);
+    ck_assert_str_eq(m->regs[m->checks[0].reg].name, "b");
+    // After the attention (layer 0), a one-unit MLP gives the BOS a value:
+    // the check holds at every position, the BOS included.
+    ck_assert_int_eq(m->n_layers, 2);
+    ck_assert_int_eq(m->checks[0].layer, 1);
+    ck_assert_int_eq(m->layers[1].kind, TF_LAYER_MLP);
+    ck_assert_str_eq(m->layers[1].op, "Aggregate");
+    ck_assert_int_eq(m->checks[0].line, 2);
+    ck_assert_str_eq(m->checks[0].op, "Aggregate -> b");
+    model_free(m);
+    // A copy through `indices` is proven: no check.
+    const char *shift = "vocab \"^abcd\"; bos '^'; maxlen 17; cat b;\n"
+                        "b: Aggregate(k.indices == q.indices - 1, tokens, default: 'a') -> b;\n"
+                        "output b at every position;\n";
+    f = fmemopen(out, sizeof out - 1, "w");
+    m = compile_source("t.tfp", shift, strlen(shift), 1, f, &n_errors, &err);
+    fclose(f);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_int_eq(m->n_checks, 0);
+    model_free(m);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("expr");
+    TCase *tc = tcase_create("expr");
+    tcase_add_test(tc, test_arithmetic_like_python);
+    tcase_add_test(tc, test_tokens);
+    tcase_add_test(tc, test_failures_say_why);
+    tcase_add_test(tc, test_values_equal_within_the_bound_are_one);
+    tcase_add_test(tc, test_error_bounds);
+    tcase_add_test(tc, test_numeric_output_bound);
+    tcase_add_test(tc, test_plans_bound_the_models);
+    tcase_add_test(tc, test_max_params_refuses);
+    tcase_add_test(tc, test_many_registers);
+    tcase_add_test(tc, test_value_sets_do_not_explode);
+    tcase_add_test(tc, test_division_follows_the_destination);
+    tcase_add_test(tc, test_unproven_copy_gets_a_check);
+    suite_add_tcase(s, tc);
+    return tf_run_suite(s);
+}
