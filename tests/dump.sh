@@ -9,20 +9,8 @@ set -u
 TFC=$1
 TFRUN=$2
 TFTRAIN=$3
-SRC=${TF_SOURCE_DIR:?TF_SOURCE_DIR must point at the source tree}
-P=$SRC/programs
-PY=${PYTHON:-python3} # CMake passes one that can import torch (CMakeLists.txt)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-check() { # check NAME STATUS
-    if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else echo "FAIL: $1"; failed=$((failed + 1)); fi
-}
-if ! "$PY" -c 'import torch' 2>"$tmp/err"; then
-    echo "FAIL: $PY cannot import torch (install Debian's python3-torch): $(cat "$tmp/err")"
-    exit 1
-fi
+. "$(dirname "$0")/lib.sh"
+need_torch
 
 "$TFC" -O0 "$P/adder.tfp" -o "$tmp/adder0.tfw" && "$TFC" "$P/adder.tfp" -o "$tmp/adder.tfw" &&
     "$TFC" "$P/sort.tfp" -o "$tmp/sort.tfw" && "$TFC" "$P/histogram.tfp" -o "$tmp/histogram.tfw" &&
@@ -128,5 +116,4 @@ out=$("$TFRUN" "$tmp/adder.tfw" --dump "$tmp/x.safetensors" "0999+0111=")
 [ "$out" = "0999+0111=0111" ] && [ -s "$tmp/x.safetensors" ]
 check "--dump still prints the completion" $?
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

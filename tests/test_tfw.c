@@ -654,10 +654,11 @@ START_TEST(test_validate_general_fields) {
 }
 END_TEST
 
-/* The general model's file with one metadata key set to `value` (added
- * when absent; NULL: deleted) is rejected with a message containing `want`. */
-static void expect_general_rejected(const char *key, const char *value, const char *want) {
-    TfModel *m = general_model();
+/* `make`'s file with one metadata key set to `value` (NULL: deleted) is
+ * rejected with a message containing `want`. */
+static void expect_model_rejected(TfModel *(*make)(void), const char *key, const char *value,
+                                  const char *want) {
+    TfModel *m = make();
     unsigned char *buf;
     size_t len;
     TfError err = {""};
@@ -677,6 +678,12 @@ static void expect_general_rejected(const char *key, const char *value, const ch
     cJSON_free(json);
     cJSON_Delete(root);
     free(buf);
+}
+
+/* The general model's file with one metadata key set to `value` (added
+ * when absent; NULL: deleted) is rejected with a message containing `want`. */
+static void expect_general_rejected(const char *key, const char *value, const char *want) {
+    expect_model_rejected(general_model, key, value, want);
 }
 
 START_TEST(test_rejects_bad_general_fields) {
@@ -1098,31 +1105,6 @@ START_TEST(test_validate_checks_and_numbers) {
 }
 END_TEST
 
-/* `make`'s file with one metadata key set to `value` (NULL: deleted) is
- * rejected with a message containing `want`. */
-static void expect_model_rejected(TfModel *(*make)(void), const char *key, const char *value,
-                                  const char *want) {
-    TfModel *m = make();
-    unsigned char *buf;
-    size_t len;
-    TfError err = {""};
-    ck_assert_int_eq(tfw_write_buffer(m, &buf, &len, &err), 0);
-    model_free(m);
-    uint64_t hlen = 0;
-    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | buf[i];
-    cJSON *root = cJSON_ParseWithLength((const char *)buf + 8, (size_t)hlen);
-    cJSON *md = cJSON_GetObjectItem(root, "__metadata__");
-    cJSON_DeleteItemFromObject(md, key);
-    if (value) cJSON_AddStringToObject(md, key, value);
-    char *json = cJSON_PrintUnformatted(root);
-    size_t out_len;
-    unsigned char *out = assemble(json, buf + 8 + hlen, len - 8 - (size_t)hlen, &out_len);
-    expect_rejected(out, out_len, want);
-    free(out);
-    cJSON_free(json);
-    cJSON_Delete(root);
-    free(buf);
-}
 
 START_TEST(test_rejects_bad_checks_and_numbers) {
     expect_model_rejected(checked_model, "checks", "{}", "__metadata__.checks is not a JSON array");

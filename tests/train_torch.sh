@@ -9,19 +9,8 @@
 set -u
 TFTRAIN=$1
 TFC=$2
-SRC=${TF_SOURCE_DIR:?TF_SOURCE_DIR must point at the source tree}
-PY=${PYTHON:-python3} # CMake passes one that can import torch (CMakeLists.txt)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-check() { # check NAME STATUS
-    if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else echo "FAIL: $1"; failed=$((failed + 1)); fi
-}
-if ! "$PY" -c 'import torch' 2>"$tmp/err"; then
-    echo "FAIL: $PY cannot import torch (install Debian's python3-torch): $(cat "$tmp/err")"
-    exit 1
-fi
+. "$(dirname "$0")/lib.sh"
+need_torch
 
 # cross NAME PROGRAM TASK N_EXAMPLES [extra tftrain/train_torch options...]
 cross() {
@@ -82,5 +71,4 @@ echo "== secret_code (with the attention-score loss)"
     --loss "$loss" --optimizer adamw "${opts[@]}" --secret
 check "secret_code: PyTorch agrees to 1e-4" $?
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish
