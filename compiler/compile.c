@@ -34,8 +34,10 @@ static char *dup_text(const char *s, size_t len) {
 static TfModel *learned_model(const TfIr *ir, TfDiag *diag, TfError *err) {
     TfLearnedSpec spec;
     TfModel *m = NULL;
-    if (learned_check(ir->model, ir->n_vocab, ir->generate, diag, &spec) == 0)
+    if (learned_check(ir->model, ir->n_vocab, ir->generate, diag, &spec) == 0) {
+        spec.bos = ir->bos;
         m = learned_build(&spec, ir->vocab, ir->n_vocab, ir->generate, err);
+    }
     learned_spec_free(&spec);
     return m;
 }

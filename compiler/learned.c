@@ -87,8 +87,13 @@ static int read_predict(TfDiag *d, const TfSetting *st, TfLearnedSpec *spec) {
         spec->classify = 0;
         return 0;
     }
+    if (st->n_values == 1 && v->kind == TF_VALUE_NAME && strcmp(v->text, "every_position") == 0) {
+        spec->classify = 0;
+        spec->every_position = 1;
+        return 0;
+    }
     if (v->kind != TF_VALUE_NAME || strcmp(v->text, "classes") != 0 || st->n_values < 3) {
-        diag_error(d, v->loc, "predict must be next_token, or classes followed by two or more "
+        diag_error(d, v->loc, "predict must be next_token, every_position, or classes followed by two or more "
                               "class names");
         diag_hint(d, "for example: predict classes \"reject\", \"accept\";");
         return -1;
@@ -119,6 +124,7 @@ static int read_predict(TfDiag *d, const TfSetting *st, TfLearnedSpec *spec) {
 
 int learned_check(const TfStmt *model, int n_vocab, int generate, TfDiag *d, TfLearnedSpec *spec) {
     memset(spec, 0, sizeof *spec);
+    spec->bos = -1;
     spec->n_layers = 1;
     spec->n_heads = 1;
     spec->act = TF_ACT_RELU;
@@ -216,7 +222,7 @@ int learned_check(const TfStmt *model, int n_vocab, int generate, TfDiag *d, TfL
                    "d_model %d is not a multiple of the number of heads %d", spec->d_model,
                    spec->n_heads);
     }
-    if (!spec->classify && !spec->causal) {
+    if (!spec->classify && !spec->every_position && !spec->causal) {
         diag_error(d, seen[K_ATTENTION]->values[0].loc,
                    "a next-token model needs causal attention (it is trained on whole sequences)");
     }
@@ -321,7 +327,9 @@ static char *spec_json(const TfLearnedSpec *s) {
     cJSON_AddStringToObject(o, "positions", tf_positions_names[s->positions]);
     cJSON_AddNumberToObject(o, "max_len", s->max_len);
     cJSON_AddStringToObject(o, "attention", s->causal ? "causal" : "bidirectional");
-    cJSON_AddStringToObject(o, "predict", s->classify ? "classes" : "next_token");
+    cJSON_AddStringToObject(o, "predict", s->classify         ? "classes"
+                                          : s->every_position ? "every_position"
+                                                              : "next_token");
     if (s->classify) cJSON_AddStringToObject(o, "classify_at", s->classify_at_last ? "last" : "first");
     cJSON_AddNumberToObject(o, "seed", (double)s->seed);
     char *text = cJSON_PrintUnformatted(o), *copy = text ? malloc(strlen(text) + 1) : NULL;
@@ -422,6 +430,10 @@ TfModel *learned_build(const TfLearnedSpec *s, const char *vocab, int n_vocab, i
     m->unembed_bias = add(&b, TF_TENSOR_UNEMBED_BIAS, n_out, 0);
     fill_uniform(&b, m->unembed, bound);
     fill_uniform(&b, m->unembed_bias, bound);
+    if (s->every_position) {
+        m->every_position = 1;
+        m->bos = s->bos;
+    }
     if (s->classify && !b.failed) {
         m->output_kind = TF_OUTPUT_CLASSIFY;
         m->classify_at_last = s->classify_at_last;

@@ -42,6 +42,8 @@ typedef struct TfLearnedSpec {
     int max_len;
     int causal;
     int classify;          /* 0: next token; 1: classes */
+    int every_position;    /* predict every_position: a token read at every position */
+    int bos;               /* the program's `bos` token (-1: none); set before learned_build */
     int n_classes;
     char **class_names;    /* owned */
     int classify_at_last;

@@ -289,6 +289,9 @@ static const char *const model_texts[] = {
     /* no norm, no feed-forward, no positions, classifier at CLS */
     "vocab \"#0123\";\n model { d_model 4; layers 1; heads 2; d_ff 0; norm none; positions none; "
     "max_len 8; attention bidirectional; predict classes \"x\", \"y\"; seed 5; }\n",
+    /* every position, bidirectional, two layers (with attention-pattern targets) */
+    "vocab \"^01\";\n bos '^';\n model { d_model 8; layers 2; heads 2; d_ff 8; norm pre; "
+    "positions learned; max_len 8; attention bidirectional; predict every_position; seed 6; }\n",
 };
 
 /* A batch of three sequences of lengths 5, 3, 6 over the first vocab tokens. */
@@ -329,10 +332,30 @@ START_TEST(test_model_gradient) {
     TfRng r;
     rng_seed(&r, 11);
     fill(target, 25, &r, 0, 1);
-    TfAttnTarget at = {0, 0, 1, target, 0.5f};
+    TfAttnTarget at = {0, 0, 1, target, 0.5f, TF_ATTN_SCORES};
     if (_i == 2) { /* the attention-score loss, on sequence 0 (5 long) */
         b.attn = &at;
         b.n_attn = 1;
+    }
+    // The attention-pattern loss (distillation): rows that are
+    // distributions, on sequences 0 and 2 (5 and 6 long), two layers.
+    float pat0[25], pat2[36];
+    TfAttnTarget pats[3] = {{0, 1, 0, pat0, 0.7f, TF_ATTN_PATTERN},
+                            {2, 0, 1, pat2, 0.7f, TF_ATTN_PATTERN},
+                            {2, 1, 1, pat2, 1.3f, TF_ATTN_PATTERN}};
+    for (int k = 0; k < 2; k++) {
+        int T = k ? 6 : 5;
+        float *pt = k ? pat2 : pat0;
+        fill(pt, T * T, &r, 0, 1);
+        for (int i = 0; i < T; i++) {
+            double sum = 0;
+            for (int j = 0; j < T; j++) sum += pt[i * T + j] = pt[i * T + j] * pt[i * T + j];
+            for (int j = 0; j < T; j++) pt[i * T + j] = (float)(pt[i * T + j] / sum);
+        }
+    }
+    if (_i == 3) {
+        b.attn = pats;
+        b.n_attn = 3;
     }
     ck_assert_msg(trainer_check_batch(t, &b, &err) == 0, "%s", err.msg);
     double loss = trainer_forward_backward(t, &b, 0, NULL);
@@ -786,7 +809,7 @@ int main(void) {
     tcase_add_test(tc, test_attention_rows_backward);
     tcase_add_test(tc, test_attention_fast_matches_naive);
     tcase_add_test(tc, test_embedding_and_crossentropy_backward);
-    tcase_add_loop_test(tc, test_model_gradient, 0, 3);
+    tcase_add_loop_test(tc, test_model_gradient, 0, 4);
     tcase_add_test(tc, test_optimizers_learn_and_are_deterministic);
     tcase_add_test(tc, test_threads_do_not_change_the_result);
     tcase_add_test(tc, test_data_parallel);

@@ -536,7 +536,7 @@ static void report_secret_code(TfTrainer *t, TfBatchBuf *bb, const TfModel *m,
             int *tk = tokens + n * 5;
             tk[0] = hash;
             for (int j = 0; j < 4; j++) tk[1 + j] = digit[j == pos ? c : code[j]];
-            ex[n] = (TfExample){(long)n * 5, 5, 5, pos < 0 ? accept : 1 - accept, 0};
+            ex[n] = (TfExample){(long)n * 5, 5, 5, pos < 0 ? accept : 1 - accept, 0, 0};
             n++;
         }
     TfDataset d = {.ex = ex, .n = n, .tokens = tokens, .n_tokens = n * 5, .max_len = 5};

@@ -11,6 +11,8 @@
 void dataset_free(TfDataset *d) {
     free(d->ex);
     free(d->tokens);
+    free(d->row_targets);
+    free(d->patterns);
     for (int i = 0; i < d->n_attn; i++) free(d->attn[i].target);
     memset(d, 0, sizeof *d);
 }
@@ -24,6 +26,29 @@ static int token_of(const TfModel *m, unsigned char c) {
 static void show(char *buf, unsigned char c) {
     if (c >= 0x20 && c < 0x7f) snprintf(buf, 8, "%c", c);
     else snprintf(buf, 8, "\\x%02x", c);
+}
+
+/* Room for one more example and n_tokens tokens in all. */
+static int reserve(TfDataset *d, long need, TfError *err) {
+    if (d->n == d->cap) {
+        int cap = d->cap ? 2 * d->cap : 1024;
+        TfExample *ex = realloc(d->ex, (size_t)cap * sizeof *ex);
+        if (!ex) goto oom;
+        d->ex = ex;
+        d->cap = cap;
+    }
+    if (need > d->cap_tokens) {
+        long cap = d->cap_tokens ? 2 * d->cap_tokens : 16384;
+        while (cap < need) cap *= 2;
+        int *t = realloc(d->tokens, (size_t)cap * sizeof *t);
+        if (!t) goto oom;
+        d->tokens = t;
+        d->cap_tokens = cap;
+    }
+    return 0;
+oom:
+    tf_error_set(err, "out of memory");
+    return -1;
 }
 
 /* Appends one example: prompt (input) and answer (next-token) or label
@@ -44,22 +69,8 @@ static int add_example(TfDataset *d, const TfModel *m, const char *prompt, int p
         tf_error_set(err, "%d tokens, but the model's max_len is %d", len, m->max_len);
         return -1;
     }
-    if (d->n == d->cap) {
-        int cap = d->cap ? 2 * d->cap : 1024;
-        TfExample *ex = realloc(d->ex, (size_t)cap * sizeof *ex);
-        if (!ex) goto oom;
-        d->ex = ex;
-        d->cap = cap;
-    }
     long need = d->n_tokens + plen + (classify ? 0 : alen);
-    if (need > d->cap_tokens) {
-        long cap = d->cap_tokens ? 2 * d->cap_tokens : 16384;
-        while (cap < need) cap *= 2;
-        int *t = realloc(d->tokens, (size_t)cap * sizeof *t);
-        if (!t) goto oom;
-        d->tokens = t;
-        d->cap_tokens = cap;
-    }
+    if (reserve(d, need, err) < 0) return -1;
     int *out = d->tokens + d->n_tokens;
     for (int i = 0; i < plen + (classify ? 0 : alen); i++) {
         unsigned char c = (unsigned char)(i < plen ? prompt[i] : answer[i - plen]);
@@ -78,12 +89,62 @@ static int add_example(TfDataset *d, const TfModel *m, const char *prompt, int p
     e->n_prompt = plen;
     e->label = label;
     e->attn = attn;
+    e->pat = 0;
     d->n_tokens = need;
     if (len > d->max_len) d->max_len = len;
     return 0;
-oom:
-    tf_error_set(err, "out of memory");
-    return -1;
+}
+
+int dataset_add_ids(TfDataset *d, const TfModel *m, const int *ids, int n, int n_prompt,
+                    int label, const int *row_targets, TfError *err) {
+    int classify = m->output_kind == TF_OUTPUT_CLASSIFY;
+    int len = classify || row_targets ? n : n - 1;
+    if (len < 1 || len > m->max_len || (!classify && !row_targets && n_prompt >= n)) {
+        tf_error_set(err, "an example of %d tokens does not fit the model (max_len %d)", n,
+                     m->max_len);
+        return -1;
+    }
+    if (!!row_targets != !!d->row_targets && d->n > 0) {
+        tf_error_set(err, "examples with and without targets at every row in one set");
+        return -1;
+    }
+    if (reserve(d, d->n_tokens + n, err) < 0) return -1;
+    if (row_targets && d->cap_rt < d->cap_tokens) {
+        int *rt = realloc(d->row_targets, (size_t)d->cap_tokens * sizeof *rt);
+        if (!rt) {
+            tf_error_set(err, "out of memory");
+            return -1;
+        }
+        d->row_targets = rt;
+        d->cap_rt = d->cap_tokens;
+    }
+    memcpy(d->tokens + d->n_tokens, ids, (size_t)n * sizeof *ids);
+    if (row_targets)
+        memcpy(d->row_targets + d->n_tokens, row_targets, (size_t)n * sizeof *row_targets);
+    d->ex[d->n++] = (TfExample){d->n_tokens, len, row_targets ? 1 : n_prompt,
+                                classify ? label : -1, 0, 0};
+    d->n_tokens += n;
+    if (len > d->max_len) d->max_len = len;
+    return 0;
+}
+
+int dataset_add_patterns(TfDataset *d, const float *p, long n, TfError *err) {
+    if (d->n_patterns + n > d->cap_patterns) {
+        long cap = d->cap_patterns ? 2 * d->cap_patterns : 65536;
+        while (cap < d->n_patterns + n) cap *= 2;
+        float *q = realloc(d->patterns, (size_t)cap * sizeof *q);
+        if (!q) {
+            tf_error_set(err, "out of memory");
+            return -1;
+        }
+        d->patterns = q;
+        d->cap_patterns = cap;
+    }
+    memcpy(d->patterns + d->n_patterns, p, (size_t)n * sizeof *p);
+    d->ex[d->n - 1].attn = 1;
+    d->ex[d->n - 1].pat = d->n_patterns;
+    d->n_patterns += n;
+    return 0;
 }
 
 static int class_of(const TfModel *m, const char *name, size_t len) {
@@ -463,14 +524,20 @@ void batchbuf_fill(TfBatchBuf *b, const TfDataset *d, const int *idx, int n) {
         b->seq_start[s] = row;
         memcpy(b->tokens + row, d->tokens + e->off, (size_t)e->len * sizeof(int));
         for (int i = 0; i < e->len; i++)
-            b->targets[row + i] = e->label < 0 && i >= e->n_prompt - 1 ? d->tokens[e->off + i + 1]
-                                                                      : -1;
+            b->targets[row + i] = d->row_targets                         ? d->row_targets[e->off + i]
+                                  : e->label < 0 && i >= e->n_prompt - 1 ? d->tokens[e->off + i + 1]
+                                                                         : -1;
         b->labels[s] = e->label;
-        if (e->attn)
-            for (int a = 0; a < d->n_attn; a++)
-                if (d->attn[a].T == e->len)
+        for (int a = 0; e->attn && a < d->n_attn; a++) {
+                if (!d->attn[a].target) /* the example's own pattern */
                     b->attn[na++] = (TfAttnTarget){s, d->attn[a].layer, d->attn[a].head,
-                                                   d->attn[a].target, 1.0f};
+                                                   d->patterns + e->pat +
+                                                       (long)a * e->len * e->len,
+                                                   d->attn_weight, TF_ATTN_PATTERN};
+                else if (d->attn[a].T == e->len)
+                    b->attn[na++] = (TfAttnTarget){s, d->attn[a].layer, d->attn[a].head,
+                                                   d->attn[a].target, 1.0f, TF_ATTN_SCORES};
+        }
         row += e->len;
     }
     b->seq_start[n] = row;

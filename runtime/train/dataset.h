@@ -36,12 +36,13 @@ typedef struct TfExample {
     int n_prompt; /* next-token: the first target is at row n_prompt - 1 */
     int label;    /* classifiers */
     int attn;     /* 1: the dataset's attention targets apply */
+    long pat;     /* with patterns: this example's, at patterns[pat] */
 } TfExample;
 
 /* A target picture for head `head` of attention layer `layer`. */
 typedef struct TfAttnSpec {
     int layer, head, T;
-    float *target; /* T x T */
+    float *target; /* T x T; NULL: each example's own pattern (patterns) */
 } TfAttnSpec;
 
 typedef struct TfDataset {
@@ -53,12 +54,34 @@ typedef struct TfDataset {
     int max_len;
     TfAttnSpec attn[4];
     int n_attn;
+    /* Distillation (runtime/train/distill.h). row_targets (NULL: none), one
+     * per token: an example's target at row i is row_targets[off + i] (-1:
+     * none) instead of the token that follows (every-position models).
+     * patterns: for an example with attn, spec a's (target NULL) len x len
+     * attention weights at patterns[pat + a * len * len], matched with
+     * TF_ATTN_PATTERN targets of weight attn_weight. */
+    int *row_targets;
+    long cap_rt;
+    float *patterns;
+    long n_patterns, cap_patterns;
+    float attn_weight;
 } TfDataset;
 
 void dataset_free(TfDataset *d);
 
 /* Appends the examples of a text file; -1 with err naming the line. */
 int dataset_load_text(TfDataset *d, const TfModel *m, const char *path, TfError *err);
+
+/* Appends an example given as token ids: n ids, which are a next-token
+ * example's prompt (the first n_prompt) and answer, a classifier's input
+ * (its class `label`), or, with row_targets (n of them, -1 for none), an
+ * input with its target at every row. A set holds examples of one kind.
+ * -1 with err set. */
+int dataset_add_ids(TfDataset *d, const TfModel *m, const int *ids, int n, int n_prompt,
+                    int label, const int *row_targets, TfError *err);
+/* Gives the last example added its attention patterns (n floats: one
+ * len x len picture per attn spec); -1 with err set. */
+int dataset_add_patterns(TfDataset *d, const float *p, long n, TfError *err);
 
 /* Fills train and heldout with a generator's examples; -1 with err set. */
 int dataset_generate(TfDataset *train, TfDataset *heldout, const TfModel *m, const char *task,

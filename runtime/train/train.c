@@ -698,9 +698,25 @@ static double attn_loss(const TfTrainer *t, const TfBatch *b, int l, int s, floa
             if (t->attn_index[j] == a->layer) ll = j;
         if (l >= 0 && (ll != l || a->seq != s)) continue;
         int T = b->seq_start[a->seq + 1] - b->seq_start[a->seq];
-        const float *pre = t->acts[ll].preatt + (long)m->layers[ll].n_heads * t->att_off[a->seq] +
-                           (long)a->head * T * T;
+        long at = (long)m->layers[ll].n_heads * t->att_off[a->seq] + (long)a->head * T * T;
+        const float *pre = t->acts[ll].preatt + at;
         float *d = dpre ? dpre + (long)a->head * T * T : NULL;
+        if (a->kind == TF_ATTN_PATTERN) {
+            // KL(p || att) per row, mean over the T rows; its gradient with
+            // respect to the scores is att - p (each p row sums to 1).
+            const float *att = t->acts[ll].att + at;
+            double w = (double)a->weight / ((double)T * n_seqs);
+            for (int i = 0; i < T; i++) {
+                double psum = 0;
+                for (int j = 0; j < T; j++) psum += a->target[i * T + j];
+                for (int j = 0; j < T; j++) {
+                    double p = a->target[i * T + j], q = att[i * T + j];
+                    if (p > 0) loss += w * p * log(p / (q > 1e-30 ? q : 1e-30));
+                    if (d) d[i * T + j] += (float)(w * (psum * q - p));
+                }
+            }
+            continue;
+        }
         double w = (double)a->weight / ((double)T * T * n_seqs);
         for (int k = 0; k < T * T; k++) {
             double diff = (double)pre[k] - (double)a->target[k];
@@ -927,6 +943,14 @@ const float *trainer_attention_scores(const TfTrainer *t, int seq, int layer, in
             *T = (int)(sqrt((double)(t->att_off[seq + 1] - t->att_off[seq])) + 0.5);
             return t->acts[l].preatt + (long)H * t->att_off[seq] + (long)head * *T * *T;
         }
+    return NULL;
+}
+
+const float *trainer_attention_weights(const TfTrainer *t, int seq, int layer, int head, int *T) {
+    const float *pre = trainer_attention_scores(t, seq, layer, head, T);
+    if (!pre) return NULL;
+    for (int l = 0; l < t->m->n_layers; l++)
+        if (t->attn_index[l] == layer) return t->acts[l].att + (pre - t->acts[l].preatt);
     return NULL;
 }
 

@@ -48,15 +48,23 @@ typedef struct TfTrainOptions {
                            the result does not depend on it */
 } TfTrainOptions;
 
-/* An attention-score target: on sequence `seq` of the batch, the scaled
- * pre-softmax scores of head `head` of the `layer`-th attention layer should
- * be `target` (T x T, T the sequence's length). Loss: weight x mean squared
- * error, summed over the targets of a sequence (its heads, as seed 003 sums
- * them) and averaged over the sequences of the batch that have targets. */
+/* An attention target: on sequence `seq` of the batch, head `head` of the
+ * `layer`-th attention layer should have
+ *   TF_ATTN_SCORES:  the scaled pre-softmax scores `target` (T x T, T the
+ *                    sequence's length); loss weight x mean squared error;
+ *   TF_ATTN_PATTERN: the attention weights `target` (T x T, each row a
+ *                    distribution over the positions it sees: distillation);
+ *                    loss weight x the mean over rows of the KL divergence
+ *                    KL(target row || attention row).
+ * Summed over the targets of a sequence (its heads, as seed 003 sums them)
+ * and averaged over the sequences of the batch that have targets. */
+typedef enum TfAttnKind { TF_ATTN_SCORES, TF_ATTN_PATTERN } TfAttnKind;
+
 typedef struct TfAttnTarget {
     int seq, layer, head;
     const float *target;
     float weight;
+    TfAttnKind kind;
 } TfAttnTarget;
 
 typedef struct TfBatch {
@@ -120,6 +128,9 @@ void trainer_predict(TfTrainer *t, const TfBatch *b, int *pred, float *prob);
  * T x T) of a sequence, head and attention layer; NULL when out of range.
  * (Training passes skip what the loss does not read, scores included.) */
 const float *trainer_attention_scores(const TfTrainer *t, int seq, int layer, int head, int *T);
+
+/* The same for the attention weights (after the softmax, T x T). */
+const float *trainer_attention_weights(const TfTrainer *t, int seq, int layer, int head, int *T);
 
 /* Clips the gradient (opts.clip), then one optimizer update at learning rate
  * lr. Returns the gradient norm before clipping. */
