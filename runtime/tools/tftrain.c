@@ -3,6 +3,8 @@
  *   tftrain PROGRAM.tfp --task TASK [options] -o OUT.tfw
  *   tftrain PROGRAM.tfp --data TRAIN.txt --heldout HELDOUT.txt [options] -o OUT.tfw
  *   tftrain MODEL.tfw (--task ... | --data ...) [options] -o OUT.tfw
+ *   tftrain STUDENT.tfp --teacher COMPILED.tfw [--teacher-inputs random:LEN[:CHARS]|FILE]
+ *           [--match-heads S.H=T.H,... [--match-weight X]] [options] -o OUT.tfw
  *   tftrain --resume OUT.tfw (--task ... | --data ...) [options] -o OUT2.tfw
  *
  * Prints a line at every evaluation (step, loss, held-out accuracy,
@@ -41,6 +43,7 @@
 #include "cli.h"
 #include "dataparallel.h"
 #include "dataset.h"
+#include "distill.h"
 #include "distributed.h"
 #include "file.h"
 #include "outfile.h"
@@ -53,7 +56,8 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: tftrain PROGRAM.tfp|MODEL.tfw (--task TASK | --data FILE --heldout FILE) [options]\n"
+            "usage: tftrain PROGRAM.tfp|MODEL.tfw (--task TASK | --data FILE --heldout FILE |\n"
+            "                                      --teacher COMPILED.tfw) [options]\n"
             "       tftrain --resume OUT.tfw|OUT.ckpt.tfw (--task TASK | --data ...) [options]\n"
             "data:\n"
             "  --task TASK          binary-add:N, decimal-add:N, first-token:L, xor:K, secret-code\n"
@@ -62,6 +66,12 @@ static void usage(FILE *f) {
             "  --data FILE          training examples, PROMPT<TAB>ANSWER or INPUT<TAB>LABEL\n"
             "  --heldout FILE       held-out examples, same format\n"
             "  --write-data DIR     also write DIR/train.txt and DIR/heldout.txt\n"
+            "  --teacher FILE.tfw   distillation: a compiled model labels the inputs\n"
+            "  --teacher-inputs S   random:LEN[:CHARS] (default: random strings up to the\n"
+            "                       models' max_len) or a file of prompts, one per line\n"
+            "  --match-heads S.H=T.H,...  student head H of attention layer S learns the\n"
+            "                       teacher's head's attention pattern (at most 4 pairs)\n"
+            "  --match-weight X     weight of that loss (default 1)\n"
             "optimisation:\n"
             "  --optimizer NAME     sgd, adam or adamw (default adamw)\n"
             "  --lr X               learning rate (default 1e-3)\n"
@@ -100,6 +110,8 @@ static void usage(FILE *f) {
 
 typedef struct Args {
     const char *program, *resume, *task, *data, *heldout, *write_data, *out, *dump_grads;
+    const char *teacher, *teacher_inputs, *match_heads;
+    float match_weight;
     int train_size, heldout_size, batch, eval_every, ckpt_every, threads, quiet, cosine, progress;
     long steps, epochs, warmup;
     int have_seed, have_wd, have_dropout;
@@ -112,7 +124,8 @@ enum {
     O_TASK = 256, O_TRAIN_SIZE, O_HELDOUT_SIZE, O_DATA, O_HELDOUT, O_WRITE_DATA, O_OPTIMIZER,
     O_LR, O_MIN_LR, O_MOMENTUM, O_BETA1, O_BETA2, O_EPS, O_WEIGHT_DECAY, O_WARMUP, O_COSINE,
     O_CLIP, O_BATCH_SIZE, O_STEPS, O_EPOCHS, O_SEED, O_DROPOUT, O_RESUME, O_EVAL_EVERY,
-    O_CHECKPOINT_EVERY, O_THREADS, O_DUMP_GRADS, O_QUIET, O_PROGRESS, O_VERSION
+    O_CHECKPOINT_EVERY, O_THREADS, O_DUMP_GRADS, O_QUIET, O_PROGRESS, O_VERSION, O_TEACHER,
+    O_TEACHER_INPUTS, O_MATCH_HEADS, O_MATCH_WEIGHT
 };
 
 static const struct option longopts[] = {
@@ -122,6 +135,10 @@ static const struct option longopts[] = {
     {"data", required_argument, NULL, O_DATA},
     {"heldout", required_argument, NULL, O_HELDOUT},
     {"write-data", required_argument, NULL, O_WRITE_DATA},
+    {"teacher", required_argument, NULL, O_TEACHER},
+    {"teacher-inputs", required_argument, NULL, O_TEACHER_INPUTS},
+    {"match-heads", required_argument, NULL, O_MATCH_HEADS},
+    {"match-weight", required_argument, NULL, O_MATCH_WEIGHT},
     {"optimizer", required_argument, NULL, O_OPTIMIZER},
     {"lr", required_argument, NULL, O_LR},
     {"min-lr", required_argument, NULL, O_MIN_LR},
@@ -165,6 +182,7 @@ static int parse_args(int argc, char **argv, Args *a) {
     a->beta2 = 0.999f;
     a->eps = 1e-8f;
     a->opt = TF_OPT_ADAMW;
+    a->match_weight = 1.0f;
     int c, li = -1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":o:h", longopts, &li)) != -1) {
@@ -185,6 +203,9 @@ static int parse_args(int argc, char **argv, Args *a) {
         case O_DATA: a->data = v; break;
         case O_HELDOUT: a->heldout = v; break;
         case O_WRITE_DATA: a->write_data = v; break;
+        case O_TEACHER: a->teacher = v; break;
+        case O_TEACHER_INPUTS: a->teacher_inputs = v; break;
+        case O_MATCH_HEADS: a->match_heads = v; break;
         case O_RESUME: a->resume = v; break;
         case 'o': a->out = v; break;
         case O_DUMP_GRADS: a->dump_grads = v; break;
@@ -215,6 +236,7 @@ static int parse_args(int argc, char **argv, Args *a) {
         FLOAT_OPT(O_WEIGHT_DECAY, 0, 10, a->wd)
         FLOAT_OPT(O_CLIP, 0, 1e9, a->clip)
         FLOAT_OPT(O_DROPOUT, 0, 0.99, a->dropout)
+        FLOAT_OPT(O_MATCH_WEIGHT, 0, 1e6, a->match_weight)
         default: cli_option_error("tftrain", c, argv, longopts); return -1;
         }
 #undef LONG_OPT
@@ -240,8 +262,13 @@ static int parse_args(int argc, char **argv, Args *a) {
                 a->program ? ", not both" : "");
         return -1;
     }
-    if (!a->task == !a->data) {
-        fprintf(stderr, "tftrain: give either --task or --data (with --heldout)\n");
+    if (!a->task + !a->data + !a->teacher != 2) {
+        fprintf(stderr, "tftrain: give one of --task, --data (with --heldout) or --teacher\n");
+        return -1;
+    }
+    if (!a->teacher && (a->teacher_inputs || a->match_heads)) {
+        fprintf(stderr, "tftrain: --%s needs --teacher\n",
+                a->teacher_inputs ? "teacher-inputs" : "match-heads");
         return -1;
     }
     if (a->data && !a->heldout) {
@@ -388,7 +415,15 @@ static char *made_by_json(const Args *a, const TfTrainOptions *o, const char *fr
     cJSON_AddBoolToObject(sched, "cosine", a->cosine);
     cJSON_AddItemToObject(sched, "min_lr", json_float(a->min_lr));
     cJSON_AddItemToObject(j, "schedule", sched);
-    if (a->task) {
+    if (a->teacher) {
+        cJSON_AddStringToObject(data, "teacher", a->teacher);
+        if (a->teacher_inputs) cJSON_AddStringToObject(data, "teacher_inputs", a->teacher_inputs);
+        if (a->match_heads) {
+            cJSON_AddStringToObject(data, "match_heads", a->match_heads);
+            cJSON_AddItemToObject(data, "match_weight", json_float(a->match_weight));
+        }
+        cJSON_AddNumberToObject(data, "seed", (double)data_seed);
+    } else if (a->task) {
         cJSON_AddStringToObject(data, "task", a->task);
         cJSON_AddNumberToObject(data, "seed", (double)data_seed);
     } else {
@@ -569,6 +604,58 @@ static void report_secret_code(TfTrainer *t, TfBatchBuf *bb, const TfModel *m,
     }
 }
 
+/* Distillation's data: the teacher read, checked against the student m and
+ * run on the inputs (runtime/train/distill.h). */
+static int load_teacher(const Args *a, const TfModel *m, TfDistillOptions *o, TfModel **teacher,
+                        TfDataset *train, TfDataset *held, TfError *err) {
+    o->inputs = a->teacher_inputs;
+    o->weight = a->match_weight;
+    o->n_train = a->train_size;
+    o->n_heldout = a->heldout_size;
+    if (a->match_heads && distill_parse_heads(a->match_heads, o, err) < 0) {
+        tf_error_prefix(err, "--match-heads");
+        return -1;
+    }
+    if (cli_expect_weights("tftrain", a->teacher) < 0) {
+        tf_error_set(err, "%s: the teacher must be a weight file (tfc's output)", a->teacher);
+        return -1;
+    }
+    if (!(*teacher = tfw_read(a->teacher, err))) {
+        tf_error_prefix(err, a->teacher);
+        return -1;
+    }
+    if (distill_check(*teacher, m, o, err) < 0) {
+        tf_error_prefix(err, a->teacher);
+        return -1;
+    }
+    TfDistillStats st;
+    if (distill_make_data(*teacher, m, o, train, held, &st, err) < 0) {
+        tf_error_prefix(err, a->teacher);
+        return -1;
+    }
+    if (!a->quiet)
+        printf("teacher %s labelled %d training and %d held-out inputs (%s%s%d tokens%s); %d "
+               "refused by its run-time checks\n",
+               a->teacher, train->n, held->n, a->teacher_inputs ? a->teacher_inputs : "random",
+               a->teacher_inputs ? ", up to " : " up to ", st.input_len,
+               (*teacher)->bos >= 0 ? " after the BOS" : "", st.rejected);
+    return 0;
+}
+
+/* Distillation: how closely each matched student head follows its
+ * teacher head on the held-out inputs. */
+static void report_heads(TfTrainer *t, TfBatchBuf *bb, const TfDataset *held,
+                         const TfDistillOptions *o) {
+    double tv[TF_DISTILL_MAX_HEADS];
+    if (o->n_heads == 0) return;
+    distill_head_distance(t, bb, held, o, tv);
+    for (int k = 0; k < o->n_heads; k++)
+        printf("matched head %d.%d = teacher %d.%d: mean total-variation distance %.4f "
+               "(held-out attention rows; 0 equal, 1 disjoint)\n",
+               o->heads[k].s_layer, o->heads[k].s_head, o->heads[k].t_layer, o->heads[k].t_head,
+               tv[k]);
+}
+
 int main(int argc, char **argv) {
     Args a;
     TfError err = {""};
@@ -606,6 +693,8 @@ int main(int argc, char **argv) {
     char *from = NULL; /* the made_by of what training starts from */
     TfLearnedSettings set = {0};
     Saver saver = {0};
+    TfModel *teacher = NULL;
+    TfDistillOptions dopt = {0};
 
     // The initial model and its learned settings (dropout, positions, seed):
     // a checkpoint, a weight file (tfc's output for a learned model), or a
@@ -657,11 +746,15 @@ int main(int argc, char **argv) {
         goto fail;
     if (cli_refuse_same_file("tftrain", a.out, a.program) < 0 ||
         cli_refuse_same_file("tftrain", a.out, a.data) < 0 ||
-        cli_refuse_same_file("tftrain", a.out, a.heldout) < 0)
+        cli_refuse_same_file("tftrain", a.out, a.heldout) < 0 ||
+        cli_refuse_same_file("tftrain", a.out, a.teacher) < 0)
         goto done;
 
     // Data.
-    if (a.task) {
+    if (a.teacher) {
+        dopt.seed = a.have_seed ? (uint64_t)a.seed : set.seed;
+        if (load_teacher(&a, m, &dopt, &teacher, &train, &held, &err) < 0) goto fail;
+    } else if (a.task) {
         uint64_t dseed = a.have_seed ? (uint64_t)a.seed : set.seed;
         if (dataset_generate(&train, &held, m, a.task, a.train_size, a.heldout_size, dseed, &err) < 0)
             goto fail;
@@ -790,6 +883,7 @@ int main(int argc, char **argv) {
            100.0 * correct / held.n, correct, held.n, hloss, total - start, wall,
            examples / (train_time > 0 ? train_time : 1e-9), a.out);
     if (a.task && strcmp(a.task, "secret-code") == 0) report_secret_code(t, &bb, m, &train);
+    if (a.teacher) report_heads(t, &bb, &held, &dopt);
     status = 0;
     goto done;
 oom:
@@ -809,6 +903,7 @@ done:
     free(from);
     free(saver.ckpt);
     model_free(m);
+    model_free(teacher);
     dist_finalize();
     return status;
 }
