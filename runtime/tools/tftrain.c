@@ -266,6 +266,12 @@ static int parse_args(int argc, char **argv, Args *a) {
         fprintf(stderr, "tftrain: give one of --task, --data (with --heldout) or --teacher\n");
         return -1;
     }
+    TfDistillOptions heads;
+    TfError herr = {""};
+    if (a->match_heads && distill_parse_heads(a->match_heads, &heads, &herr) < 0) {
+        fprintf(stderr, "tftrain: --match-heads: %s\n", herr.msg);
+        return -1;
+    }
     if (!a->teacher && (a->teacher_inputs || a->match_heads)) {
         fprintf(stderr, "tftrain: --%s needs --teacher\n",
                 a->teacher_inputs ? "teacher-inputs" : "match-heads");
