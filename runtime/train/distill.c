@@ -385,7 +385,8 @@ typedef struct Labeller {
     int t2s[256];
     int head_layer[TF_DISTILL_MAX_HEADS]; /* the teacher's model layer of each matched head */
     int L;                                /* the longest sequence */
-    float *pat;                           /* [LABEL_BATCH][n_heads][L][L] */
+    int B;                                /* inputs labelled at once, up to LABEL_BATCH */
+    float *pat;                           /* [B][n_heads][L][L] when heads are matched */
     int *seq, *lens, **outs, *gen, *n_gen, *ids, *rt;
     float *probs, *one;
     const int **ptrs;
@@ -426,9 +427,14 @@ static int labeller_init(Labeller *lb, const TfModel *t, const TfModel *s,
     for (int k = 0; k < o->n_heads; k++) lb->head_layer[k] = attention_layer(t, o->heads[k].t_layer);
     int gen = t->output_kind == TF_OUTPUT_NEXT_TOKEN && !t->every_position ? t->generate : 0;
     lb->L = max_input + gen;
-    const int B = LABEL_BATCH, L = lb->L;
+    const int L = lb->L, H = o->n_heads;
+    // The patterns of a batch stay under 2^24 floats (64 MB).
+    long per = (long)H * L * L;
+    lb->B = per > 0 && per * LABEL_BATCH > (1L << 24) ? (int)((1L << 24) / per) : LABEL_BATCH;
+    if (lb->B < 1) lb->B = 1;
+    const int B = lb->B;
     if (!(lb->inf = infer_new(t, B, err))) return -1;
-    lb->pat = malloc(((size_t)B * (o->n_heads ? o->n_heads : 1) * L * L) * sizeof *lb->pat);
+    lb->pat = malloc(((size_t)B * (H ? per : 1)) * sizeof *lb->pat);
     lb->seq = malloc((size_t)B * L * sizeof *lb->seq);
     lb->lens = malloc((size_t)B * sizeof *lb->lens);
     lb->outs = malloc((size_t)B * sizeof *lb->outs);
@@ -437,7 +443,7 @@ static int labeller_init(Labeller *lb, const TfModel *t, const TfModel *s,
     lb->ids = malloc((size_t)L * sizeof *lb->ids);
     lb->rt = malloc((size_t)L * sizeof *lb->rt);
     lb->probs = malloc((size_t)B * (t->n_classes + 1) * sizeof *lb->probs);
-    lb->one = malloc(((size_t)(o->n_heads ? o->n_heads : 1) * L * L) * sizeof *lb->one);
+    lb->one = malloc((size_t)(H ? per : 1) * sizeof *lb->one);
     lb->ptrs = malloc((size_t)B * sizeof *lb->ptrs);
     if (!lb->pat || !lb->seq || !lb->lens || !lb->outs || !lb->gen || !lb->n_gen || !lb->ids ||
         !lb->rt || !lb->probs || !lb->one || !lb->ptrs || !(lb->outs[0] = malloc((size_t)B * L * sizeof(int)))) {
@@ -564,7 +570,7 @@ int distill_make_data(const TfModel *t, const TfModel *s, const TfDistillOptions
         long draws = 0, max_draws = 100L * want + 10000;
         while (d->n < want && !ended) {
             int n = 0;
-            while (n < LABEL_BATCH && d->n + n < want) {
+            while (n < lb.B && d->n + n < want) {
                 int len = is_file || draws++ < max_draws ? source_next(&src, buf) : 0;
                 if (len == 0) {
                     ended = 1;
