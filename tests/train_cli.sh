@@ -187,7 +187,7 @@ run_err "bad learning rate" 2 "tftrain: bad value 'fast' for --lr" \
     "$TFTRAIN" "$P/xor.tfp" --task xor --lr fast
 run_err "bad thread count" 2 "tftrain: bad value '0' for --threads" \
     "$TFTRAIN" "$P/xor.tfp" --task xor --threads 0
-run_err "no data" 2 "tftrain: give either --task or --data" "$TFTRAIN" "$P/xor.tfp"
+run_err "no data" 2 "tftrain: give one of --task, --data (with --heldout) or --teacher" "$TFTRAIN" "$P/xor.tfp"
 run_err "a program and --resume" 2 "tftrain: give a program (.tfp or .tfw) or --resume CHECKPOINT.tfw, not both" \
     "$TFTRAIN" "$P/xor.tfp" --resume "$tmp/r1.tfw" --task xor
 run_err "unknown task" 1 "tftrain: unknown task 'multiply'" \
