@@ -356,6 +356,12 @@ cmp_err "a prompt outside A's vocabulary" 1 "tfrun: prompt for $W: character '^'
     "$W" --compare "$tmp/rev.tfw" --report "$tmp/none.html" "^abc"
 cmp_err "a program source as B" 1 "is a program source, not a weight file" \
     "$W" --compare "$SRC/programs/adder.tfp" --report "$tmp/none.html" "0999+0111="
+# A program of one Map: one MLP layer, no head to compare.
+printf '%s\n' 'vocab "^ab";' "bos '^';" 'maxlen 8;' 'cat out;' \
+    "out: Map(tokens == 'a' ? 'b' : 'a') -> out;" 'output out at every position;' >"$tmp/noatt.tfp"
+"$TFC" "$tmp/noatt.tfp" -o "$tmp/noatt.tfw"
+cmp_err "a model without attention heads" 1 "tfrun: $tmp/noatt.tfw has no attention heads to compare" \
+    "$tmp/rev.tfw" --compare "$tmp/noatt.tfw" --report "$tmp/none.html" "^ab"
 cmp_err "nothing to write" 2 "tfrun: --compare wants --report FILE or --svg DIR" \
     "$W" --compare "$W0" "0999+0111="
 cmp_err "with --trace" 2 "not with --trace, --step or --dump" \
