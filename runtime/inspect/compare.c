@@ -294,8 +294,14 @@ static void write_json_data(const TfCompare *cmp, FILE *f) {
     }
     fputs("]],\n\"sim\":[", f);
     for (int i = 0; i < cmp->n_heads[0]; i++)
-        for (int j = 0; j < cmp->n_heads[1]; j++)
-            fprintf(f, "%s%.17g", i || j ? "," : "", sim_at(cmp, i, j));
+        for (int j = 0; j < cmp->n_heads[1]; j++) { /* null: not finite (a NaN weight) */
+            double v = sim_at(cmp, i, j);
+            if (i || j) fputc(',', f);
+            if (isfinite(v))
+                fprintf(f, "%.17g", v);
+            else
+                fputs("null", f);
+        }
     fputs("],\n\"best\":[", f);
     for (int s = 0; s < 2; s++) {
         fputs(s ? "],[" : "[", f);
