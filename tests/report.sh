@@ -333,6 +333,14 @@ contains "--compare: the result of B" "$C" '<code id="result-b">0999+0111=0111</
     [ -f "$tmp/cmp-svg/b/resid_embedding.svg" ] &&
     "${PYTHON:-python3}" -c 'import sys, xml.etree.ElementTree as ET; ET.parse(sys.argv[1])' "$tmp/cmp-svg/similarity.svg"
 check "--compare --svg: the matrix and both models' pictures" $?
+# Compiled against learned, vocabularies of 14 and 12 tokens: the adder and
+# programs/decimal_add.tfp's model (untrained), 11 heads against 8.
+"$TFC" "$SRC/programs/decimal_add.tfp" -o "$tmp/da.tfw" &&
+    "$TFRUN" "$W" --compare "$tmp/da.tfw" --report "$tmp/cmp-da.html" "0999+0111=" >"$tmp/out.txt"
+check "--compare of a compiled and a learned model" $?
+[ "$(head -n 1 "$tmp/out.txt")" = "0999+0111=0111" ] && [ "$(wc -l <"$tmp/out.txt")" -eq 2 ] &&
+    grep -qF '"heads":[["L0 h0 find_plus",' "$tmp/cmp-da.html" && grep -qF '],["L0 h0 block0.attn",' "$tmp/cmp-da.html"
+check "--compare: the compiled adder's 11 heads against decimal_add's" $? "$(cat "$tmp/out.txt")"
 # Two learned models: binary_add trained 2 steps against the untrained one.
 "$TFRUN" "$tmp/ba.tfw" --compare "$tmp/ba0.tfw" --report "$tmp/cmp-ba.html" "101+011=" >/dev/null
 check "--compare of two learned models" $?
@@ -440,6 +448,9 @@ check "cmp.html: 11 attention maps of each model, an 11x11 matrix" $? "$(grep '^
 grep -q '<p id="report-ok">script ran: similarity matrix 11x11, 11 attention maps of A, 11 of B; hover checked (A L0 h0 find_plus vs B L0 h0 find_plus: similarity 0.80833' "$tmp/cmp-dom.html"
 check "cmp.html: the hover reads the matrix" $? "$(grep -o '<p id="report-ok">[^<]*' "$tmp/cmp-dom.html")"
 layout "$tmp/cmp-ba.html"
+layout "$tmp/cmp-da.html"
+grep -q '^compare A:11 B:8 matrix 11x8$' "$tmp/cmp-da-layout.txt"
+check "cmp-da.html: 11 heads against 8" $? "$(grep '^compare' "$tmp/cmp-da-layout.txt")"
 shot=$BUILD/report-compare.png
 rm -f "$shot"
 chrome --screenshot="$shot" --window-size=1400,2000 "file://$C" >/dev/null
