@@ -238,6 +238,10 @@ if "$TFC" "$tmp/lm.tfp" -o "$tmp/lm.tfw" 2>/dev/null && "$TFC" "$tmp/cls.tfp" -o
     # for a label each.
     "$TFRUN" "$tmp/lm.tfw" -n 1 --report "$tmp/lm.html" "$(printf 'ab()%.0s' $(seq 14))" >/dev/null
     check "--report on a learned model" $?
+    # --compare prints a classifier's line as tfrun does.
+    "$TFRUN" "$tmp/cls.tfw" --compare "$tmp/cls.tfw" --svg "$tmp/cls-cmp" "(ab)" >"$tmp/out.txt"
+    [ "$(cat "$tmp/out.txt")" = "$(printf '%s\n%s' "$plain" "$plain")" ] && [ -f "$tmp/cls-cmp/similarity.svg" ]
+    check "--compare of a classifier prints its result line" $? "$(cat "$tmp/out.txt")"
 else
     echo "note: this tfc does not compile model blocks; learned-model checks skipped"
 fi
