@@ -161,7 +161,8 @@ static TfTrainer *trainer_alloc(TfModel *m, const TfTrainOptions *opts, int max_
     for (int i = 0; i < t->n_tensors; i++) {
         t->offset[i] = t->n_params;
         t->n_params += m->tensors[i].nelem;
-        t->trainable[i] = i != m->pos_embed || opts->train_positions;
+        t->trainable[i] = opts->trainable ? opts->trainable[i] != 0
+                                          : i != m->pos_embed || opts->train_positions;
     }
     t->own_grads = t->grads = xcalloc(t->n_params, sizeof(float), &failed);
     if (master) {

@@ -46,6 +46,12 @@ typedef struct TfTrainOptions {
     uint64_t seed;      /* dropout masks */
     int threads;        /* threads for the per-sequence attention work (0 or 1: one);
                            the result does not depend on it */
+    /* Which tensors train: per tensor of the model, non-zero trains
+     * (runtime/train/finetune.h makes it from --freeze/--train); borrowed,
+     * it must outlive the trainer. NULL: every tensor but a fixed position
+     * table (train_positions 0). A tensor that does not train keeps its
+     * values bit for bit and has no optimizer state. */
+    const int *trainable;
 } TfTrainOptions;
 
 /* An attention-score target: on sequence `seq` of the batch, the scaled
