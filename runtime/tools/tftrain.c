@@ -694,9 +694,12 @@ int main(int argc, char **argv) {
     }
     if (!(trainable = malloc((size_t)(m->n_tensors ? m->n_tensors : 1) * sizeof *trainable)))
         goto oom;
-    if (finetune_mask(m, &a.rules, !set.learned_positions, trainable, &err) < 0 ||
-        (a.resume && finetune_check_state(m, trainable, &err) < 0))
-        goto fail;
+    if (finetune_mask(m, &a.rules, !set.learned_positions, trainable, &err) < 0) {
+        fprintf(stderr, "tftrain: %s\n", err.msg); /* a usage error */
+        status = EXIT_USAGE;
+        goto done;
+    }
+    if (a.resume && finetune_check_state(m, trainable, &err) < 0) goto fail;
     from = m->made_by; /* recorded in the output's made_by */
     m->made_by = NULL;
     if (!a.out) {

@@ -38,7 +38,7 @@ static int dot_prefix(const char *name, const char *prefix, size_t n) {
 }
 
 /* Marks the tensors of layers lo..hi whose role starts with `role` (n
- * bytes; n 0: every role). Returns how many it marked. */
+ * bytes; n 0: every role). Returns how many uses it matched. */
 static int mark_layers(const TfModel *m, int lo, int hi, const char *role, size_t n, int *hit) {
     int count = 0, np = n_params(m);
     for (int l = lo; l <= hi; l++) {
@@ -47,7 +47,7 @@ static int mark_layers(const TfModel *m, int lo, int hi, const char *role, size_
         int k = model_layer_tensors(&m->layers[l], ts, roles);
         for (int j = 0; j < k; j++)
             if ((n == 0 || dot_prefix(roles[j], role, n)) && ts[j] < np) {
-                count += !hit[ts[j]];
+                count++;
                 hit[ts[j]] = 1;
             }
     }
@@ -144,13 +144,24 @@ static int mark_item(const TfModel *m, const char *opt, const char *item, size_t
     int found = 0;
     for (int i = 0; i < np; i++)
         if (dot_prefix(m->tensors[i].name, item, len)) hit[i] = found = 1;
-    for (int l = 0; !found && l < m->n_layers; l++) /* a layer name */
-        if (strlen(m->layers[l].name) == len && strncmp(m->layers[l].name, item, len) == 0) {
-            for (int k = l; k < m->n_layers; k++)
-                if (strcmp(m->layers[k].name, m->layers[l].name) == 0) mark_layers(m, k, k, "", 0, hit);
-            found = 1;
+    // A layer name, or a layer name and a role: every layer of that name.
+    const char *dot = memchr(item, '.', len);
+    size_t name_len = dot ? (size_t)(dot - item) : len;
+    role = dot ? dot + 1 : "";
+    role_len = dot ? len - name_len - 1 : 0;
+    int layers = 0;
+    for (int l = 0; !found && l < m->n_layers; l++)
+        if (strlen(m->layers[l].name) == name_len && strncmp(m->layers[l].name, item, name_len) == 0) {
+            layers++;
+            found |= mark_layers(m, l, l, role, role_len, hit) > 0;
         }
     if (found) return 0;
+    if (layers && role_len) {
+        tf_error_set(err, "%s: '%.*s': no tensor of layer '%.*s' has a role starting '%.*s' "
+                          "(roles as tfinfo lists them: attn.query.weight, mlp.fc1, mlp, ...)",
+                     opt, (int)len, item, (int)name_len, item, (int)role_len, role);
+        return -1;
+    }
     char best[128];
     suggest(m, item, len, best, sizeof best);
     if (len == 0)
@@ -234,26 +245,22 @@ void finetune_describe(const TfModel *m, const int *mask, FILE *f) {
             sep = ", ";
         }
     fprintf(f, "\n");
-    // A layer that reads trained and frozen tensors (a shared tensor trained
-    // for another layer, or a tensor named alone) changes only in part.
-    int first = 1;
-    for (int l = 0; l < m->n_layers; l++) {
-        int ts[TF_LAYER_MAX_TENSORS];
-        const char *roles[TF_LAYER_MAX_TENSORS];
-        int k = model_layer_tensors(&m->layers[l], ts, roles), tr = 0;
-        for (int j = 0; j < k; j++) tr += ts[j] < np && mask[ts[j]];
-        if (tr == 0 || tr == k) continue;
-        fprintf(f, "%s%d %s (", first ? "layers partly trained: " : ", ", l, m->layers[l].name);
-        first = 0;
-        const char *sp = "";
-        for (int j = 0; j < k; j++)
-            if (ts[j] < np && mask[ts[j]]) {
-                fprintf(f, "%s%s", sp, m->tensors[ts[j]].name);
-                sp = " ";
-            }
-        fprintf(f, ")");
+    // A trained tensor that several layers read changes each of them.
+    for (int i = 0; i < np; i++) {
+        if (!mask[i] || model_tensor_uses(m, i) < 2) continue;
+        fprintf(f, "%s is shared: it changes", m->tensors[i].name);
+        const char *sep2 = " ";
+        if (i == m->tok_embed || i == m->pos_embed) fprintf(f, " the embedding"), sep2 = ", ";
+        if (i == m->unembed || i == m->unembed_bias) fprintf(f, "%sthe unembedding", sep2), sep2 = ", ";
+        for (int l = 0; l < m->n_layers; l++) {
+            int ts[TF_LAYER_MAX_TENSORS];
+            const char *roles[TF_LAYER_MAX_TENSORS];
+            int k = model_layer_tensors(&m->layers[l], ts, roles), reads = 0;
+            for (int q = 0; q < k; q++) reads |= ts[q] == i;
+            if (reads) fprintf(f, "%slayer %d %s", sep2, l, m->layers[l].name), sep2 = ", ";
+        }
+        fprintf(f, "\n");
     }
-    if (!first) fprintf(f, "\n");
 }
 
 int finetune_check_model(const TfModel *m, TfError *err) {

@@ -17,8 +17,8 @@
  *   NAME                 a tensor (as tfinfo lists it) or every tensor whose
  *                        name starts with NAME and a dot: embed, unembed,
  *                        shared.3, embed.token.weight
- *   LAYER                every layer of that name (a compiled op's label, as
- *                        tfinfo lists it), as layers.N
+ *   LAYER, LAYER.ROLE    every layer of that name (a compiled op's label, as
+ *                        tfinfo lists it), as layers.N and layers.N.ROLE
  * Rules apply in order, each freezing (--freeze) or training (--train) what
  * it names, starting from: every tensor trains but a fixed position table.
  * An optimizer state tensor (optim.*) is never a parameter.
@@ -61,8 +61,8 @@ int finetune_mask(const TfModel *m, const TfFinetuneRules *s, int fixed_position
 char *finetune_rules_text(const TfFinetuneRules *s);
 
 /* Writes what trains to f: "training 4 of 15 tensors (2182 of 7590
- * parameters): NAME, ..." and, for each trained tensor that a layer outside
- * the named ones also reads, which layers it changes. */
+ * parameters): NAME, ..." and, for each trained tensor that several layers
+ * (or the embedding and a layer) read, which ones it changes. */
 void finetune_describe(const TfModel *m, const int *mask, FILE *f);
 
 /* Whether tftrain can train the model: 0, or -1 with err naming what it
