@@ -134,6 +134,14 @@ grep -q "^training 4 of 38 tensors (.*): embed.token.weight, shared.10.attn.quer
     grep -q "^embed.token.weight is shared: it changes the embedding, layer 6 read_left, layer 7 read_right" "$tmp/a.txt"
 check "--train read_left (a layer name): its tensors, and what sharing changes too" $?
 
+# Seed 001's constructions (-O0: 1e10 weights) trained whole: the gradient
+# overflows float32 within a few steps; tftrain stops and says so.
+"$TFC" -O0 "$P/adder.tfp" -o "$tmp/adder0.tfw"
+awk 'BEGIN { for (i = 0; i < 200; i++) printf "%04d+%04d=\n", (i * 3797) % 10000, (i * 9173 + 13) % 10000 }' |
+    "$TFRUN" "$tmp/adder.tfw" --batch - | sed 's/=/=\t/' >"$tmp/add200.tsv"
+errors "the -O0 adder trained whole" 1 "tftrain: the gradient overflows float32 at step [0-9]+ \(extreme weights" \
+    --init "$tmp/adder0.tfw" --data "$tmp/add200.tsv" --heldout "$tmp/add200.tsv" --lr 1e-5 --steps 100
+
 # Errors.
 errors "--init and --resume" 2 "tftrain: --init and --resume exclude each other" \
     --init "$tmp/bug.tfw" --resume "$tmp/half.tfw" --data "$tmp/train.tsv" --heldout "$tmp/all.tsv"

@@ -810,7 +810,11 @@ int main(int argc, char **argv) {
         double ts = cli_now();
         batch_indices(&order, s, a.batch, idx);
         double loss = dp_forward_backward(dp, &train, idx, a.batch, s);
-        trainer_step(t, train_lr_at(s, total, a.lr, a.warmup, a.cosine, a.min_lr));
+        if (!isfinite(trainer_step(t, train_lr_at(s, total, a.lr, a.warmup, a.cosine, a.min_lr)))) {
+            tf_error_set(&err, "the gradient overflows float32 at step %ld (extreme weights, such as "
+                               "a compiled model's: --freeze them; docs/training.md)", s + 1);
+            goto fail;
+        }
         train_time += cli_now() - ts;
         examples += a.batch;
         loss_sum += loss;

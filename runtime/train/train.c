@@ -4,6 +4,7 @@
 #include "train.h"
 
 #include <assert.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -947,6 +948,7 @@ double trainer_step(TfTrainer *t, float lr) {
     const float b1 = t->o.beta1, b2 = t->o.beta2, eps = t->o.eps, wd = t->o.weight_decay;
     const double bc1 = 1.0 - pow(b1, (double)t->step), bc2 = 1.0 - pow(b2, (double)t->step);
     const float step_size = (float)(lr / bc1), bc2_sqrt = (float)sqrt(bc2);
+    int overflow = !isfinite(norm); /* a gradient or moment beyond float32 */
     for (int i = 0; i < t->n_tensors; i++) {
         if (!t->trainable[i]) continue;
         size_t n = t->m->tensors[i].nelem;
@@ -973,12 +975,13 @@ double trainer_step(TfTrainer *t, float lr) {
                 ve[j] = b2 * ve[j] + (1.0f - b2) * gj * gj;
                 float denom = sqrtf(ve[j]) / bc2_sqrt + eps;
                 p[j] -= step_size * mo[j] / denom;
+                overflow |= !(ve[j] <= FLT_MAX) || !(fabsf(mo[j]) <= FLT_MAX);
             }
             break;
         default: break;
         }
     }
-    return norm;
+    return overflow ? INFINITY : norm;
 }
 
 float train_lr_at(long step, long total, float lr, long warmup, int cosine, float min_lr) {

@@ -128,7 +128,8 @@ void trainer_predict(TfTrainer *t, const TfBatch *b, int *pred, float *prob);
 const float *trainer_attention_scores(const TfTrainer *t, int seq, int layer, int head, int *T);
 
 /* Clips the gradient (opts.clip), then one optimizer update at learning rate
- * lr. Returns the gradient norm before clipping. */
+ * lr. Returns the gradient norm before clipping; infinity when the gradient
+ * or Adam's moments overflowed float32 (compiled weights' extreme scales). */
 double trainer_step(TfTrainer *t, float lr);
 
 long trainer_steps_done(const TfTrainer *t);
