@@ -270,12 +270,6 @@ int finetune_check_model(const TfModel *m, TfError *err) {
                      m->regs[m->output_reg].name);
         return -1;
     }
-    if (m->every_position) {
-        tf_error_set(err, "the model is read at every position ('output %s at every position'); "
-                          "tftrain trains models that generate the next token or classify",
-                     m->output_reg >= 0 ? m->regs[m->output_reg].name : "...");
-        return -1;
-    }
     return 0;
 }
 

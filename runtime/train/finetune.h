@@ -66,7 +66,7 @@ char *finetune_rules_text(const TfFinetuneRules *s);
 void finetune_describe(const TfModel *m, const int *mask, FILE *f);
 
 /* Whether tftrain can train the model: 0, or -1 with err naming what it
- * cannot (a number read at every position, a model read at every position). */
+ * cannot (a number read at every position: no unembedding, no cross-entropy). */
 int finetune_check_model(const TfModel *m, TfError *err);
 
 /* Whether the examples fit the model: with a bos, every example starts
