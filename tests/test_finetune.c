@@ -166,6 +166,9 @@ START_TEST(test_rules) {
          "error: --train: 'shared.0.mlp.fc2.bias.x' names no tensor or layer (did you mean "
          "'shared.0.mlp.fc2.bias'?)"},
         {{"layers.3"}, 1, 0, "error: --freeze: 'layers.3': the model has 3 layers (layers.0-2)"},
+        {{"layers.2-1"}, 1, 0,
+         "error: --freeze: 'layers.2-1': a range of layers goes from the lower to the higher"},
+        {{"layer.1"}, 1, 0, "error: --freeze: 'layer.1' names no tensor or layer (did you mean 'layers.1'?)"},
         {{"all"}, 1, 0, "error: nothing to train: every tensor is frozen (add --train SPEC after --freeze)"},
         {{"zzzzzzzz"}, 1, 0, "error: --freeze: 'zzzzzzzz' names no tensor or layer (tfinfo lists them)"},
     };

@@ -65,6 +65,7 @@ static void usage(FILE *f) {
             "  --train-size N       generated training examples (default 10000)\n"
             "  --heldout-size N     generated held-out examples (default 1000)\n"
             "  --data FILE          training examples, PROMPT<TAB>ANSWER or INPUT<TAB>LABEL\n"
+            "                       (INPUT<TAB>OUTPUT for a model read at every position)\n"
             "  --heldout FILE       held-out examples, same format\n"
             "  --write-data DIR     also write DIR/train.txt and DIR/heldout.txt\n"
             "starting point (docs/training.md, \"Fine-tuning\"):\n"
@@ -733,8 +734,12 @@ int main(int argc, char **argv) {
                dataset_load_text(&held, m, a.heldout, &err) < 0) {
         goto fail;
     }
-    if (finetune_check_data(m, &train, &err) < 0 || finetune_check_data(m, &held, &err) < 0) {
+    if (finetune_check_data(m, &train, &err) < 0) {
         tf_error_prefix(&err, a.task ? a.task : a.data);
+        goto fail;
+    }
+    if (finetune_check_data(m, &held, &err) < 0) {
+        tf_error_prefix(&err, a.task ? a.task : a.heldout);
         goto fail;
     }
     if (a.write_data && rank0 && write_data(a.write_data, &train, &held, m) < 0) goto done;

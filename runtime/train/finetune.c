@@ -91,8 +91,8 @@ static int distance(const char *a, size_t la, const char *b) {
     return prev[lb];
 }
 
-/* The closest name an item could have meant: a tensor name or one of its
- * dot prefixes, a layer name, or "all"; NULL when none is close. */
+/* The closest name an item could have meant, into best: a tensor name or
+ * one of its dot prefixes, a layer name, or "all"; "" when none is close. */
 static void suggest(const TfModel *m, const char *item, size_t len, char *best, size_t size) {
     int best_d = (int)(len / 3 > 2 ? len / 3 : 2) + 1;
     best[0] = '\0';
@@ -127,7 +127,12 @@ static int mark_item(const TfModel *m, const char *opt, const char *item, size_t
     const char *role;
     size_t role_len;
     if (parse_layers(item, len, &lo, &hi, &role, &role_len)) {
-        if (lo > hi || hi >= m->n_layers) {
+        if (lo > hi) {
+            tf_error_set(err, "%s: '%.*s': a range of layers goes from the lower to the higher",
+                         opt, (int)len, item);
+            return -1;
+        }
+        if (hi >= m->n_layers) {
             tf_error_set(err, "%s: '%.*s': the model has %d layers (layers.0-%d)", opt, (int)len,
                          item, m->n_layers, m->n_layers - 1);
             return -1;
