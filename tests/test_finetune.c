@@ -245,6 +245,56 @@ START_TEST(test_frozen_tensors_keep_their_bytes) {
 }
 END_TEST
 
+/* With layers frozen the backward pass stops below the lowest trained one:
+ * the trained tensors' gradients are those of the full pass, bit for bit. */
+START_TEST(test_frozen_layers_cut_the_backward_pass) {
+    TfModel *m = tf_compile_program_opt("programs/adder.tfp", 1);
+    static const char *const specs[] = {"layers.20-35", "unembed", "layers.8,layers.32.mlp"};
+    TfFinetuneRules rules = {0};
+    finetune_rule_add(&rules, 0, "all");
+    finetune_rule_add(&rules, 1, specs[_i]);
+    int *mask = calloc((size_t)m->n_tensors, sizeof *mask);
+    TfError err = {""};
+    ck_assert_msg(finetune_mask(m, &rules, 1, mask, &err) == 0, "%s", err.msg);
+    TfTrainOptions all = opts(TF_OPT_ADAMW, NULL), some = opts(TF_OPT_ADAMW, mask);
+    TfTrainer *t_all = trainer_new(m, &all, 64, 8, &err), *t_some = trainer_new(m, &some, 64, 8, &err);
+    ck_assert(t_all && t_some);
+    int tok[14], start[4], tgt[14];
+    TfBatch b;
+    small_batch(m, &b, tok, start, tgt);
+    double l1 = trainer_forward_backward(t_all, &b, 0, NULL);
+    double l2 = trainer_forward_backward(t_some, &b, 0, NULL);
+    ck_assert(l1 == l2);
+    size_t n;
+    const float *g1 = trainer_grads(t_all, &n), *g2 = trainer_grads(t_some, &n);
+    int compared = 0;
+    for (int i = 0; i < m->n_tensors; i++) {
+        if (!mask[i]) continue;
+        size_t off = trainer_tensor_offset(t_all, i);
+        ck_assert_msg(memcmp(g1 + off, g2 + off, m->tensors[i].nelem * sizeof(float)) == 0,
+                      "%s: %s", specs[_i], m->tensors[i].name);
+        compared++;
+    }
+    ck_assert_int_gt(compared, 0);
+    // Below layer 8 nothing trains (unembed, layers.8...): layer 0 gets no gradient.
+    if (_i > 0) {
+        int k = model_find_tensor(m, "layers.0.attn.output.weight");
+        size_t off = trainer_tensor_offset(t_all, k);
+        int zero_all = 1, zero_some = 1;
+        for (size_t j = 0; j < m->tensors[k].nelem; j++) {
+            zero_all &= g1[off + j] == 0.0f;
+            zero_some &= g2[off + j] == 0.0f;
+        }
+        ck_assert(!zero_all && zero_some);
+    }
+    trainer_free(t_all);
+    trainer_free(t_some);
+    free(mask);
+    finetune_rules_free(&rules);
+    model_free(m);
+}
+END_TEST
+
 START_TEST(test_refusals) {
     TfError err = {""};
     TfModel *m = tf_compile_text("vocab \"ab\";\nmaxlen 4;\nnum n;\nn: Map(indices * 2) -> n;\n"
@@ -272,6 +322,7 @@ int main(void) {
     tcase_add_loop_test(tc, test_compiled_gradient, 0, 3);
     tcase_add_test(tc, test_rules);
     tcase_add_test(tc, test_frozen_tensors_keep_their_bytes);
+    tcase_add_loop_test(tc, test_frozen_layers_cut_the_backward_pass, 0, 3);
     tcase_add_test(tc, test_refusals);
     suite_add_tcase(s, tc);
     return tf_run_suite(s);

@@ -50,7 +50,9 @@ typedef struct TfTrainOptions {
      * (runtime/train/finetune.h makes it from --freeze/--train); borrowed,
      * it must outlive the trainer. NULL: every tensor but a fixed position
      * table (train_positions 0). A tensor that does not train keeps its
-     * values bit for bit and has no optimizer state. */
+     * values bit for bit and has no optimizer state; the backward pass
+     * stops below the lowest layer that reads a trained tensor (unless an
+     * embedding trains), so gradients below it are not computed (0). */
     const int *trainable;
 } TfTrainOptions;
 
