@@ -98,6 +98,13 @@ grep -q "made by: {\"tool\":\"tftrain\",.*\"from\":{\"tool\":\"tfc\".*\"init\":\
     grep -q "^  seg            categorical" "$tmp/info.txt"
 check "made_by records the compiled start and the rules; layers and registers kept" $?
 
+for th in 1 3; do
+    "$TFTRAIN" --init "$tmp/bug.tfw" --data "$tmp/train.tsv" --heldout "$tmp/all.tsv" \
+        --freeze all --train seg.mlp.fc2.weight --optimizer sgd --lr 0.1 --steps 50 --batch-size 32 \
+        --threads $th --quiet -o "$tmp/fixed$th.tfw" >/dev/null && cmp -s "$tmp/fixed$th.tfw" "$tmp/fixed.tfw"
+    check "--threads $th writes the same file" $?
+done
+
 # Resuming: the same rules continue the checkpoint; other rules are refused.
 "$TFTRAIN" --init "$tmp/bug.tfw" --data "$tmp/train.tsv" --heldout "$tmp/all.tsv" \
     --freeze all --train seg.mlp.fc2.weight --optimizer sgd --lr 0.1 --steps 20 --batch-size 32 \
