@@ -74,23 +74,6 @@ static int parse_layers(const char *item, size_t len, long *lo, long *hi, const 
     return p == end || *role_len > 0;
 }
 
-/* Levenshtein distance of a (la bytes) and b, for "did you mean". */
-static int distance(const char *a, size_t la, const char *b) {
-    size_t lb = strlen(b);
-    if (la > 63 || lb > 63) return 1000;
-    int prev[64], cur[64];
-    for (size_t j = 0; j <= lb; j++) prev[j] = (int)j;
-    for (size_t i = 1; i <= la; i++) {
-        cur[0] = (int)i;
-        for (size_t j = 1; j <= lb; j++) {
-            int sub = prev[j - 1] + (a[i - 1] != b[j - 1]), del = prev[j] + 1, ins = cur[j - 1] + 1;
-            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-        }
-        memcpy(prev, cur, sizeof(int) * (lb + 1));
-    }
-    return prev[lb];
-}
-
 /* The closest name an item could have meant, into best: a tensor name or
  * one of its dot prefixes, a layer name, or "all"; "" when none is close. */
 static void suggest(const TfModel *m, const char *item, size_t len, char *best, size_t size) {
@@ -106,7 +89,7 @@ static void suggest(const TfModel *m, const char *item, size_t len, char *best, 
             if (name[k] != '.' && name[k] != '\0') continue;
             memcpy(cand, name, k);
             cand[k] = '\0';
-            int d = distance(item, len, cand);
+            int d = tf_edit_distance(item, len, cand);
             if (d < best_d) {
                 best_d = d;
                 snprintf(best, size, "%s", cand);
