@@ -232,6 +232,15 @@ run_err "task for another model" 1 "task binary-add:4 needs a next-token model" 
     "$TFTRAIN" "$P/xor.tfp" --task binary-add:4 -o "$tmp/x.tfw"
 run_err "program without a model" 1 "declares no learned model" \
     "$TFTRAIN" "$P/adder.tfp" --task xor -o "$tmp/x.tfw"
+# tftrain does not link the compiler: it runs tfc (the one beside it, or $TFC).
+printf 'vocab "ab"\nmodel {\n' >"$tmp/broken.tfp"
+"$TFTRAIN" "$tmp/broken.tfp" --task xor -o "$tmp/x.tfw" >/dev/null 2>"$tmp/err"
+expect "a program that does not compile" 1 $?
+grep -q "broken.tfp:1:11: error: expected ';'" "$tmp/err" &&
+    grep -q "tftrain: .*broken.tfp: does not compile (tfc exited with status 1)" "$tmp/err"
+check "tfc's diagnostic, then tftrain's line (got '$(cat "$tmp/err")')" $?
+TFC=/nonexistent/tfc run_err "no tfc to run" 1 "cannot run /nonexistent/tfc to compile it" \
+    "$TFTRAIN" "$P/xor.tfp" --task xor -o "$tmp/x.tfw"
 printf '0abcd1\t1\n0abzd1\t1\n' >"$tmp/bad.txt"
 run_err "token outside the vocabulary" 1 "bad.txt:2: character 'z' is not in the model's vocabulary" \
     "$TFTRAIN" "$P/xor.tfp" --data "$tmp/bad.txt" --heldout "$tmp/bad.txt" -o "$tmp/x.tfw"

@@ -1,6 +1,6 @@
 /* shard.c: --batch and --check split over the ranks (shard.h).
  *
- * Each rank runs blocks of lines through batch_run (its own threads and
+ * Each rank runs blocks of lines through runner_run (its own threads and
  * engines), the block's text in memory (fmemopen), its output to `out`
  * directly on rank 0 when nothing comes before it, to a buffer otherwise.
  */
@@ -81,19 +81,19 @@ static long read_block(FILE *f, off_t end, off_t *pos, Buf *b, char **line, size
 /* Runs one block; the failures still to print are o->show_failures less
  * `shown`. */
 static int run_block(const TfModel *m, Buf *b, const char *in_name, long first_line, long shown,
-                     FILE *out, FILE *errs, const TfBatchOptions *o, Result *r, TfError *err) {
+                     FILE *out, FILE *errs, const TfRunnerOptions *o, Result *r, TfError *err) {
     if (b->len == 0) return 0;
     FILE *f = fmemopen(b->p, b->len, "r");
     if (!f) {
         tf_error_set(err, "out of memory");
         return -1;
     }
-    TfBatchOptions bo = *o;
+    TfRunnerOptions bo = *o;
     bo.first_line = first_line;
     bo.progress = NULL; /* a block's counts are not the run's */
     bo.show_failures = shown >= o->show_failures ? 0 : (int)(o->show_failures - shown);
-    TfBatchStats st;
-    int rc = batch_run(m, f, in_name, out, errs, &bo, &st, err);
+    TfRunnerStats st;
+    int rc = runner_run(m, f, in_name, out, errs, &bo, &st, err);
     fclose(f);
     result_add(r, st.lines, st.run, st.passed, st.failed, st.bad, st.errors, st.flops);
     return rc;
@@ -101,7 +101,7 @@ static int run_block(const TfModel *m, Buf *b, const char *in_name, long first_l
 
 /* Writes text to out; in check mode only while fewer than o->show_failures
  * lines have been printed (*printed counts them). */
-static void print_text(FILE *out, const char *p, size_t n, const TfBatchOptions *o,
+static void print_text(FILE *out, const char *p, size_t n, const TfRunnerOptions *o,
                        long *printed) {
     if (!o->check) {
         fwrite(p, 1, n, out);
@@ -156,7 +156,7 @@ static int file_share(FILE *f, off_t size, off_t *start, off_t *end, long *first
  * number and failures already printed (two longs), then the block; an
  * empty message ends. Reply: a Result, then the block's output. */
 static int pipe_leader(const TfModel *m, FILE *in, const char *in_name, FILE *out, FILE *errs,
-                       const TfBatchOptions *o, Result *mine, TfError *err) {
+                       const TfRunnerOptions *o, Result *mine, TfError *err) {
     int n = dist_size(), rc = 0, eof = 0;
     Buf own = {0}, block = {0}, msg = {0};
     char *line = NULL, *reply = NULL;
@@ -218,7 +218,7 @@ static int pipe_leader(const TfModel *m, FILE *in, const char *in_name, FILE *ou
 
 /* Another rank of a pipe: runs the blocks rank 0 sends until an empty one. */
 static int pipe_follower(const TfModel *m, const char *in_name, FILE *errs,
-                         const TfBatchOptions *o, Result *mine, TfError *err) {
+                         const TfRunnerOptions *o, Result *mine, TfError *err) {
     char *msg = NULL, *text = NULL;
     size_t cap = 0, text_len = 0, len;
     int rc = 0;
@@ -252,7 +252,7 @@ static int pipe_follower(const TfModel *m, const char *in_name, FILE *errs,
  * 0 prints straight away, the others into a temporary file that rank 0
  * prints after its own, rank by rank. */
 static int run_own(const TfModel *m, FILE *in, const char *in_name, off_t end, long first_line,
-                   off_t pos, FILE *out, FILE *errs, const TfBatchOptions *o, Result *mine,
+                   off_t pos, FILE *out, FILE *errs, const TfRunnerOptions *o, Result *mine,
                    TfError *err) {
     int rank = dist_rank(), n = dist_size(), rc = 0;
     FILE *dst = rank == 0 ? out : tmpfile();
@@ -301,7 +301,7 @@ static int run_own(const TfModel *m, FILE *in, const char *in_name, off_t end, l
 }
 
 int shard_run(const TfModel *m, FILE *in, const char *in_name, int own_input, FILE *out,
-              FILE *errs, const TfBatchOptions *o, TfBatchStats *st, TfError *err) {
+              FILE *errs, const TfRunnerOptions *o, TfRunnerStats *st, TfError *err) {
     memset(st, 0, sizeof *st);
     double t0 = now_seconds();
     Result mine = {0};

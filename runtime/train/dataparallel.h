@@ -17,10 +17,10 @@
  * the number of participants, such as MPI_Allreduce's, would not be.)
  *
  * Threads: the chunks of this process go to `threads` workers (the pool of
- * runtime/parallel.h), each with its own activations; a batch of one chunk
+ * runtime/train/parallel.h), each with its own activations; a batch of one chunk
  * runs on one worker, which then splits its attention and LayerNorm work.
  *
- * Processes: `comm` (NULL: one process; runtime/distributed.h makes one
+ * Processes: `comm` (NULL: one process; runtime/dist/distributed.h makes one
  * from MPI). Rank r computes chunks [G r / size, G (r + 1) / size); one
  * allgather gives every rank every chunk's gradient, every rank sums them
  * in order and takes the same optimizer step, so every rank holds the same

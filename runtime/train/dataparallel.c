@@ -90,7 +90,7 @@ oom:
 }
 
 /* The whole batch's output rows and sequences with attention targets, as
- * batchbuf_fill lays them out (runtime/dataset.c). */
+ * batchbuf_fill lays them out (runtime/train/dataset.c). */
 static void loss_counts(const TfDataset *d, const int *idx, int n, int classify, int *rows,
                         int *attn_seqs) {
     *rows = 0;

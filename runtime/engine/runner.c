@@ -1,7 +1,7 @@
-/* batch.c: streaming prompts through several engines at once. */
+/* runner.c: streaming prompts through several engines at once. */
 #define _POSIX_C_SOURCE 200809L
 
-#include "batch.h"
+#include "runner.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -14,14 +14,14 @@
 
 #include "infer.h"
 
-int batch_default_threads(void) {
+int runner_default_threads(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE"); /* ranks on this machine */
     if (local && atol(local) > 1) n /= atol(local);
     return n < 1 ? 1 : n > 64 ? 64 : (int)n;
 }
 
-int batch_prepare_prompt(const TfModel *m, const char *text, int len, int n_new, int *ids,
+int runner_prepare_prompt(const TfModel *m, const char *text, int len, int n_new, int *ids,
                          TfError *err) {
     if (len == 0) {
         tf_error_set(err, "empty prompt");
@@ -46,14 +46,14 @@ int batch_prepare_prompt(const TfModel *m, const char *text, int len, int n_new,
     if (infer_tokenize(m, text, len, ids, err) < 0) return -1;
     if (m->bos >= 0 && ids[0] != m->bos) {
         char t[8];
-        infer_token_text(m, m->bos, t);
+        model_token_text(m, m->bos, t);
         tf_error_set(err, "the input must start with the beginning-of-sequence token '%s'", t);
         return -1;
     }
     return 0;
 }
 
-int batch_limit_new_tokens(const TfModel *m, int n_new, int *limited, TfError *err) {
+int runner_limit_new_tokens(const TfModel *m, int n_new, int *limited, TfError *err) {
     *limited = n_new;
     if (n_new <= m->max_len) return 0;
     // Generation that stops by itself, or none (one pass: n_new is not used).
@@ -66,46 +66,46 @@ int batch_limit_new_tokens(const TfModel *m, int n_new, int *limited, TfError *e
     return -1;
 }
 
-int batch_output_start(const TfModel *m) { return m->bos >= 0 ? 1 : 0; }
+int runner_output_start(const TfModel *m) { return m->bos >= 0 ? 1 : 0; }
 
-void batch_print_outputs(FILE *f, const TfModel *m, const char *prompt, size_t len,
+void runner_print_outputs(FILE *f, const TfModel *m, const char *prompt, size_t len,
                          const int *toks, int n) {
     fwrite(prompt, 1, len, f);
     fputc('\t', f);
     char buf[8];
-    for (int i = batch_output_start(m); i < n; i++) {
-        int k = infer_token_text(m, toks[i], buf);
+    for (int i = runner_output_start(m); i < n; i++) {
+        int k = model_token_text(m, toks[i], buf);
         fwrite(buf, 1, (size_t)k, f);
     }
     fputc('\n', f);
 }
 
-/* The values of positions batch_output_start(m)..n-1, separated by single
+/* The values of positions runner_output_start(m)..n-1, separated by single
  * spaces, into buf (at least n * TF_VALUE_TEXT_MAX bytes). Returns the length. */
 static size_t values_text(char *buf, const TfModel *m, const float *vals, int n) {
     size_t k = 0;
     buf[0] = '\0';
-    for (int i = batch_output_start(m); i < n; i++) {
-        if (i > batch_output_start(m)) buf[k++] = ' ';
-        k += (size_t)infer_value_text(vals[i], buf + k);
+    for (int i = runner_output_start(m); i < n; i++) {
+        if (i > runner_output_start(m)) buf[k++] = ' ';
+        k += (size_t)model_value_text(vals[i], buf + k);
     }
     return k;
 }
 
-void batch_print_values(FILE *f, const TfModel *m, const char *prompt, size_t len,
+void runner_print_values(FILE *f, const TfModel *m, const char *prompt, size_t len,
                         const float *vals, int n) {
     fwrite(prompt, 1, len, f);
     fputc('\t', f);
     char buf[TF_VALUE_TEXT_MAX + 1];
-    for (int i = batch_output_start(m); i < n; i++) {
-        if (i > batch_output_start(m)) fputc(' ', f);
-        infer_value_text(vals[i], buf);
+    for (int i = runner_output_start(m); i < n; i++) {
+        if (i > runner_output_start(m)) fputc(' ', f);
+        model_value_text(vals[i], buf);
         fputs(buf, f);
     }
     fputc('\n', f);
 }
 
-int batch_parse_values(const char *text, double *out, int max, TfError *err) {
+int runner_parse_values(const char *text, double *out, int max, TfError *err) {
     int n = 0;
     const char *p = text;
     while (*p == ' ') p++;
@@ -143,9 +143,9 @@ int batch_parse_values(const char *text, double *out, int max, TfError *err) {
     return n;
 }
 
-int batch_values_match(const TfModel *m, const float *vals, int n, const double *want,
+int runner_values_match(const TfModel *m, const float *vals, int n, const double *want,
                        int n_want) {
-    int start = batch_output_start(m);
+    int start = runner_output_start(m);
     if (n - start != n_want) return 0;
     for (int i = 0; i < n_want; i++) {
         double e = want[i];
@@ -155,12 +155,12 @@ int batch_values_match(const TfModel *m, const float *vals, int n, const double 
     return 1;
 }
 
-void batch_print_completion(FILE *f, const TfModel *m, const char *prompt, size_t len,
+void runner_print_completion(FILE *f, const TfModel *m, const char *prompt, size_t len,
                             const int *toks, int n) {
     fwrite(prompt, 1, len, f);
     char buf[8];
     for (int i = 0; i < n; i++) {
-        int k = infer_token_text(m, toks[i], buf);
+        int k = model_token_text(m, toks[i], buf);
         fwrite(buf, 1, (size_t)k, f);
     }
     fputc('\n', f);
@@ -275,10 +275,10 @@ static double now_seconds(void) {
 
 typedef struct Runner {
     const TfModel *m;
-    const TfBatchOptions *o;
+    const TfRunnerOptions *o;
     FILE *out, *errs;
     const char *in_name;
-    TfBatchStats *st;
+    TfRunnerStats *st;
     TfInfer **engines;
     Work *work;
     Worker *workers;
@@ -289,7 +289,7 @@ typedef struct Runner {
     int cap;          /* n_threads * batch_size */
     const int **ids;  /* [cap] */
     int *lens;        /* [cap] */
-    int n_new;        /* o->n_new, limited (batch_limit_new_tokens) */
+    int n_new;        /* o->n_new, limited (runner_limit_new_tokens) */
     int stride;       /* tokens per prompt: n_new, or max_len for every position */
     int *toks;        /* [cap * stride] */
     int *n_out;       /* [cap] tokens kept per prompt */
@@ -309,7 +309,7 @@ static void notify_output(const Runner *R) {
 /* Generates the n gathered prompts on the engines, then prints or checks
  * them in order. */
 static int run_chunk(Runner *R, int n, TfError *err) {
-    const TfBatchOptions *o = R->o;
+    const TfRunnerOptions *o = R->o;
     int n_new = R->n_new, stride = R->stride;
     for (int i = 0; i < n; i++) {
         R->ids[i] = R->slots[i].ids;
@@ -376,11 +376,11 @@ static int run_chunk(Runner *R, int n, TfError *err) {
         }
         if (!o->check) {
             if (numeric)
-                batch_print_values(R->out, m, s->text, (size_t)s->len, vals, n_tok);
+                runner_print_values(R->out, m, s->text, (size_t)s->len, vals, n_tok);
             else if (m->every_position)
-                batch_print_outputs(R->out, m, s->text, (size_t)s->len, toks, n_tok);
+                runner_print_outputs(R->out, m, s->text, (size_t)s->len, toks, n_tok);
             else
-                batch_print_completion(R->out, m, s->text, (size_t)s->len, toks, n_tok);
+                runner_print_completion(R->out, m, s->text, (size_t)s->len, toks, n_tok);
             continue;
         }
         char *p = R->text_buf;
@@ -388,10 +388,10 @@ static int run_chunk(Runner *R, int n, TfError *err) {
         int pass;
         if (numeric) {
             values_text(p, m, vals, n_tok);
-            pass = batch_values_match(m, vals, n_tok, s->want, s->n_want);
+            pass = runner_values_match(m, vals, n_tok, s->want, s->n_want);
         } else {
-            for (int k = m->every_position ? batch_output_start(m) : 0; k < n_tok; k++)
-                p += infer_token_text(m, toks[k], p);
+            for (int k = m->every_position ? runner_output_start(m) : 0; k < n_tok; k++)
+                p += model_token_text(m, toks[k], p);
             pass = strcmp(R->text_buf, s->expect) == 0;
         }
         if (pass) {
@@ -409,7 +409,7 @@ static int run_chunk(Runner *R, int n, TfError *err) {
 
 /* Takes one input line into slot s; 0, or -1 (the line is bad, reported). */
 static int take_line(Runner *R, Slot *s, char *line, size_t got, long lineno, const char *in_name) {
-    const TfBatchOptions *o = R->o;
+    const TfRunnerOptions *o = R->o;
     TfError err = {""};
     char *expect = NULL;
     if (o->check) {
@@ -435,7 +435,7 @@ static int take_line(Runner *R, Slot *s, char *line, size_t got, long lineno, co
         s->ids = ids;
         s->ids_cap = (int)len + 1;
     }
-    if (batch_prepare_prompt(R->m, line, (int)len, R->n_new, s->ids, &err) < 0) {
+    if (runner_prepare_prompt(R->m, line, (int)len, R->n_new, s->ids, &err) < 0) {
         notify_output(R);
         fprintf(R->errs, "tfrun: %s:%ld: %s\n", in_name, lineno, err.msg);
         return -1;
@@ -447,13 +447,13 @@ static int take_line(Runner *R, Slot *s, char *line, size_t got, long lineno, co
         s->text_cap = got + 1;
     }
     if (expect && model_numeric_output(R->m)) {
-        int n = batch_parse_values(expect, s->want, s->want_cap, &err);
+        int n = runner_parse_values(expect, s->want, s->want_cap, &err);
         if (n > s->want_cap) { /* room for them, and parse again */
             double *w = realloc(s->want, (size_t)n * sizeof *w);
             if (!w) goto oom;
             s->want = w;
             s->want_cap = n;
-            n = batch_parse_values(expect, s->want, s->want_cap, &err);
+            n = runner_parse_values(expect, s->want, s->want_cap, &err);
         }
         if (n < 0) {
             notify_output(R);
@@ -512,8 +512,8 @@ static void runner_free(Runner *R) {
     free(R->text_buf);
 }
 
-int batch_run(const TfModel *m, FILE *in, const char *in_name, FILE *out, FILE *errs,
-              const TfBatchOptions *o, TfBatchStats *st, TfError *err) {
+int runner_run(const TfModel *m, FILE *in, const char *in_name, FILE *out, FILE *errs,
+              const TfRunnerOptions *o, TfRunnerStats *st, TfError *err) {
     memset(st, 0, sizeof *st);
     double t0 = now_seconds();
     if (o->n_threads < 1 || o->batch_size < 1 || o->n_new < 0) {
@@ -527,7 +527,7 @@ int batch_run(const TfModel *m, FILE *in, const char *in_name, FILE *out, FILE *
     R.errs = errs;
     R.in_name = in_name;
     R.st = st;
-    if (batch_limit_new_tokens(m, o->n_new, &R.n_new, err) < 0) return -1;
+    if (runner_limit_new_tokens(m, o->n_new, &R.n_new, err) < 0) return -1;
     R.cap = o->n_threads * o->batch_size;
     R.stride = m->every_position ? m->max_len : R.n_new > 0 ? R.n_new : 1;
     R.engines = calloc((size_t)o->n_threads, sizeof *R.engines);

@@ -104,7 +104,7 @@ typedef enum TfOutputKind { TF_OUTPUT_NEXT_TOKEN, TF_OUTPUT_CLASSIFY } TfOutputK
 
 /* A run-time check of a categorical value the compiler could not prove
  * single-valued: after layer `layer` runs, register `reg` must hold one value
- * at every position of the input after the BOS (runtime/checks.h says what
+ * at every position of the input after the BOS (runtime/engine/checks.h says what
  * that means).
  * `line` and `op` name the source op ("Aggregate -> place") in the error. */
 typedef struct TfCheck {
@@ -241,5 +241,16 @@ int model_tensor_uses(const TfModel *m, int idx);
 /* The model's parameters: the floats of the tensors it reads (tensors
  * shared by several layers counted once; optimizer state not at all). */
 size_t model_param_count(const TfModel *m);
+
+/* Writes v as the shortest "%.{1..9}g" text that reads back (strtof) as the
+ * same float32 ("nan" for any NaN), into buf (TF_VALUE_TEXT_MAX bytes).
+ * Returns its length. */
+#define TF_VALUE_TEXT_MAX 32
+int model_value_text(float v, char *buf);
+
+/* Writes token `tok` as printable text into buf (at least 5 bytes):
+ * printable ASCII as itself, \n \t \r \\ escaped, other bytes as \xHH.
+ * Returns the number of bytes written (no NUL counted; buf is terminated). */
+int model_token_text(const TfModel *m, int tok, char *buf);
 
 #endif

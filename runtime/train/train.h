@@ -9,7 +9,7 @@
  *   trainer_save_checkpoint(t, "out.ckpt.tfw", &err);  (and the optimizer state)
  *
  * A batch is several sequences of any lengths, their rows stacked (as in
- * runtime/infer.c): every matrix product runs once for the whole batch, only
+ * runtime/engine/infer.c): every matrix product runs once for the whole batch, only
  * attention treats the sequences one by one.
  *
  * Parameters live in ONE flat buffer (every tensor of the model, in model
@@ -67,7 +67,7 @@ typedef struct TfBatch {
     const int *labels;    /* classifiers: per sequence, its class */
     const TfAttnTarget *attn;
     int n_attn;
-    /* A chunk of a larger batch (runtime/dataparallel.h); all 0 for a whole
+    /* A chunk of a larger batch (runtime/train/dataparallel.h); all 0 for a whole
      * batch. The loss and its gradient are then the chunk's share of the
      * whole batch's: the cross-entropy is divided by the whole batch's
      * output rows, the attention-score loss by its sequences with targets. */
@@ -85,7 +85,7 @@ TfTrainer *trainer_new(TfModel *m, const TfTrainOptions *opts, int max_rows, int
                        TfError *err);
 void trainer_free(TfTrainer *t);
 
-/* A trainer for data parallelism (runtime/dataparallel.h): it reads
+/* A trainer for data parallelism (runtime/train/dataparallel.h): it reads
  * `master`'s parameters (shared, never copied; the master must outlive it)
  * and has its own activations and gradient buffer, for batches of up to
  * max_rows rows and max_seqs sequences, and room for the master's threads. It has no optimizer state: only

@@ -1,8 +1,8 @@
-/* batch.h: many prompts through the engine: streaming, batching, threads.
+/* runner.h: many prompts through the engine: streaming, batching, threads.
  *
- * batch_run reads one prompt per line (or, to check, `prompt<TAB>expected
+ * runner_run reads one prompt per line (or, to check, `prompt<TAB>expected
  * completion`; for a model read at every position the expected text is
- * the tokens at every position, batch_print_outputs), gathers up to n_threads * batch_size of them, splits them
+ * the tokens at every position, runner_print_outputs), gathers up to n_threads * batch_size of them, splits them
  * over n_threads engines that share one plan (infer.h), and prints or
  * checks the completions in input order. Memory stays flat however many
  * lines there are: one chunk is held at a time.
@@ -13,16 +13,16 @@
  * model's run-time checks (infer.h): in check mode it is a failed case. A
  * line may end in LF or CRLF.
  */
-#ifndef TF_BATCH_H
-#define TF_BATCH_H
+#ifndef TF_RUNNER_H
+#define TF_RUNNER_H
 
 #include <stdio.h>
 
 #include "model.h"
 
-typedef struct TfBatchStats TfBatchStats;
+typedef struct TfRunnerStats TfRunnerStats;
 
-typedef struct TfBatchOptions {
+typedef struct TfRunnerOptions {
     int n_new;        /* tokens to generate per prompt (with a stop token: at most) */
     int batch_size;   /* prompts per engine call */
     int n_threads;    /* engines running at once, 1 or more */
@@ -33,11 +33,11 @@ typedef struct TfBatchOptions {
     /* Optional: called after each chunk with the counts so far, and with st
      * NULL just before anything is written to out or errs (so a progress
      * line on a terminal can be cleared first). */
-    void (*progress)(void *ctx, const TfBatchStats *st);
+    void (*progress)(void *ctx, const TfRunnerStats *st);
     void *progress_ctx;
-} TfBatchOptions;
+} TfRunnerOptions;
 
-struct TfBatchStats {
+struct TfRunnerStats {
     long lines;   /* lines read */
     long run;     /* prompts generated */
     long passed;  /* check mode: completions equal to the expected text */
@@ -54,53 +54,53 @@ struct TfBatchStats {
  * at the end of the position encoding anyway) or one that does not generate
  * (every position, classifier). -1 with err set when no prompt can be given
  * n_new tokens (a generating model without a stop token, n_new > max_len). */
-int batch_limit_new_tokens(const TfModel *m, int n_new, int *limited, TfError *err);
+int runner_limit_new_tokens(const TfModel *m, int n_new, int *limited, TfError *err);
 
 /* Checks and tokenizes one prompt for generating n_new tokens (for a model
  * with a stop token, or read at every position, the prompt alone must fit
  * max_len; for a model with a bos, the prompt must start with it): ids
  * must hold len entries. Returns 0, or -1 with err naming the problem. */
-int batch_prepare_prompt(const TfModel *m, const char *text, int len, int n_new, int *ids,
+int runner_prepare_prompt(const TfModel *m, const char *text, int len, int n_new, int *ids,
                          TfError *err);
 
 /* Runs every line of `in` (named in_name in messages). Completions (or, in
  * check mode, the first failures) go to out, problems with lines to errs.
  * Returns 0, or -1 with err set when the run itself failed (out of memory,
  * a read error); bad lines and failed checks are only counted in st. */
-int batch_run(const TfModel *m, FILE *in, const char *in_name, FILE *out, FILE *errs,
-              const TfBatchOptions *o, TfBatchStats *st, TfError *err);
+int runner_run(const TfModel *m, FILE *in, const char *in_name, FILE *out, FILE *errs,
+              const TfRunnerOptions *o, TfRunnerStats *st, TfError *err);
 
 /* Models that print a number (model_numeric_output): writes `prompt`, a
- * TAB, and the values at positions batch_output_start(m)..n-1, separated by
+ * TAB, and the values at positions runner_output_start(m)..n-1, separated by
  * single spaces, each the shortest text that reads back as the same float32
- * (infer_value_text). That text after the TAB is what --check compares. */
-void batch_print_values(FILE *f, const TfModel *m, const char *prompt, size_t len,
+ * (model_value_text). That text after the TAB is what --check compares. */
+void runner_print_values(FILE *f, const TfModel *m, const char *prompt, size_t len,
                         const float *vals, int n);
 
 /* Parses --check's expected values: numbers (strtod) or fractions p/q,
  * separated by spaces. Stores the first `max` of them in out and returns
  * how many there are, or -1 with err naming the bad one. */
-int batch_parse_values(const char *text, double *out, int max, TfError *err);
+int runner_parse_values(const char *text, double *out, int max, TfError *err);
 
-/* 1 when vals at positions batch_output_start(m)..n-1 are as many as want
+/* 1 when vals at positions runner_output_start(m)..n-1 are as many as want
  * and each within m->output_error_bound + 1e-6 |want| of its expected value. */
-int batch_values_match(const TfModel *m, const float *vals, int n, const double *want, int n_want);
+int runner_values_match(const TfModel *m, const float *vals, int n, const double *want, int n_want);
 
-/* Writes `prompt` and the generated tokens (escaped, infer_token_text) to f. */
-void batch_print_completion(FILE *f, const TfModel *m, const char *prompt, size_t len,
+/* Writes `prompt` and the generated tokens (escaped, model_token_text) to f. */
+void runner_print_completion(FILE *f, const TfModel *m, const char *prompt, size_t len,
                             const int *toks, int n);
 
 /* Every-position models: writes `prompt`, a TAB, and the tokens at
- * positions batch_output_start(m)..n-1 (escaped, infer_token_text) to f.
+ * positions runner_output_start(m)..n-1 (escaped, model_token_text) to f.
  * That text after the TAB is what --check expects. */
-void batch_print_outputs(FILE *f, const TfModel *m, const char *prompt, size_t len,
+void runner_print_outputs(FILE *f, const TfModel *m, const char *prompt, size_t len,
                          const int *toks, int n);
 /* The first position whose output is printed: 1 when the model has a bos
  * (the BOS position's output means nothing), else 0. */
-int batch_output_start(const TfModel *m);
+int runner_output_start(const TfModel *m);
 
 /* The number of CPUs online, at least 1; under mpirun, divided among the
  * ranks it started on this machine (OMPI_COMM_WORLD_LOCAL_SIZE). */
-int batch_default_threads(void);
+int runner_default_threads(void);
 
 #endif

@@ -1,7 +1,7 @@
 /* shard.h: tfrun --batch and --check over the ranks of an MPI job
- * (runtime/distributed.h, docs/cluster.md).
+ * (runtime/dist/distributed.h, docs/cluster.md).
  *
- * shard_run does what batch_run (batch.h) does, with the lines split over
+ * shard_run does what runner_run (runner.h) does, with the lines split over
  * the ranks, each running them on its own threads:
  *   - a regular file: rank r reads only its share of the bytes, from the
  *     first line that starts at or after size x r / N to the first line
@@ -23,9 +23,9 @@
 
 #include <stdio.h>
 
-#include "batch.h"
+#include "runner.h"
 
 int shard_run(const TfModel *m, FILE *in, const char *in_name, int own_input, FILE *out,
-              FILE *errs, const TfBatchOptions *o, TfBatchStats *st, TfError *err);
+              FILE *errs, const TfRunnerOptions *o, TfRunnerStats *st, TfError *err);
 
 #endif

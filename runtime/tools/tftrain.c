@@ -25,8 +25,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
+#include <spawn.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cJSON.h>
@@ -35,16 +37,13 @@
 #include <cblas.h>
 #endif
 
-#include "batch.h"
-#include "checker.h"
+#include "runner.h"
 #include "cli.h"
 #include "dataparallel.h"
 #include "dataset.h"
 #include "distributed.h"
 #include "file.h"
-#include "learned.h"
 #include "outfile.h"
-#include "parse.h"
 #include "rng.h"
 #include "tfw.h"
 #include "train.h"
@@ -159,7 +158,7 @@ static int parse_args(int argc, char **argv, Args *a) {
     a->heldout_size = 1000;
     a->batch = 64;
     a->eval_every = 100;
-    a->threads = batch_default_threads();
+    a->threads = runner_default_threads();
     a->steps = 1000;
     a->lr = 1e-3f;
     a->momentum = 0.9f;
@@ -256,43 +255,62 @@ static int parse_args(int argc, char **argv, Args *a) {
 
 /* ---- the model ------------------------------------------------------------ */
 
-/* Builds the initial model of a program. */
-static TfModel *model_from_program(const char *name, const char *src, size_t len,
-                                   TfLearnedSpec *spec, TfError *err) {
-    TfDiag diag;
-    diag_init(&diag, name, src, len, stderr);
-    memset(spec, 0, sizeof *spec);
-    TfProgram *prog = tf_parse(src, len, &diag);
-    if (!prog) {
-        tf_error_set(err, "out of memory");
-        return NULL;
-    }
-    TfModel *m = NULL;
-    TfIr *ir = diag.n_errors == 0 ? check_program(prog, &diag) : NULL;
-    if (ir && !ir->model) {
-        tf_error_set(err, "%s declares no learned model (a `model { ... }` block)", name);
-    } else if (ir && learned_check(ir->model, ir->n_vocab, ir->generate, &diag, spec) == 0) {
-        if ((m = learned_build(spec, ir->vocab, ir->n_vocab, ir->generate, err))) {
-            const char *base = strrchr(name, '/');
-            base = base ? base + 1 : name;
-            m->source = malloc(len + 1);
-            m->source_name = malloc(strlen(base) + 1);
-            if (!m->source || !m->source_name) {
-                model_free(m);
-                m = NULL;
-                tf_error_set(err, "out of memory");
-            } else {
-                memcpy(m->source, src, len);
-                m->source[len] = '\0';
-                strcpy(m->source_name, base);
+/* Builds the initial model of a program. tftrain does not link the
+ * compiler (docs/architecture.md): it runs tfc -- $TFC, else the tfc beside
+ * this executable, else the first on PATH -- into a temporary weight file,
+ * reads that and removes it. tfc's diagnostics reach stderr as they are. */
+extern char **environ;
+
+static TfModel *model_from_program(const char *name, TfError *err) {
+    char tfc[PATH_MAX] = "tfc";
+    const char *env = getenv("TFC");
+    if (env && *env) {
+        snprintf(tfc, sizeof tfc, "%s", env);
+    } else {
+        char self[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n > 0) {
+            self[n] = '\0';
+            char *slash = strrchr(self, '/');
+            if (slash && (size_t)(slash - self) + 5 < sizeof tfc) {
+                snprintf(tfc, sizeof tfc, "%.*s/tfc", (int)(slash - self), self);
+                if (access(tfc, X_OK) != 0) strcpy(tfc, "tfc");
             }
         }
     }
-    diag_finish(&diag);
-    if (!m && diag.n_errors > 0)
-        tf_error_set(err, "%s: %d error%s", name, diag.n_errors, diag.n_errors == 1 ? "" : "s");
-    check_free(ir);
-    ast_free_program(prog);
+    const char *tmpdir = getenv("TMPDIR");
+    char dir[PATH_MAX], tmp[PATH_MAX + 16];
+    snprintf(dir, sizeof dir, "%s/tftrain-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+    if (!mkdtemp(dir)) {
+        tf_error_set(err, "%s: cannot make a temporary folder: %s", dir, strerror(errno));
+        return NULL;
+    }
+    snprintf(tmp, sizeof tmp, "%s/model.tfw", dir);
+    char *argv[] = {tfc, (char *)name, "-o", tmp, NULL};
+    pid_t pid;
+    int rc = posix_spawnp(&pid, tfc, NULL, NULL, argv, environ);
+    int status = 0;
+    TfModel *m = NULL;
+    if (rc != 0) {
+        tf_error_set(err, "%s: cannot run %s to compile it: %s (set TFC to tfc's path)", name, tfc,
+                     strerror(rc));
+    } else if (waitpid(pid, &status, 0) < 0) {
+        tf_error_set(err, "%s: waiting for %s: %s", name, tfc, strerror(errno));
+    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+            tf_error_set(err, "%s: cannot run %s to compile it (set TFC to tfc's path)", name, tfc);
+        else
+            tf_error_set(err, "%s: does not compile (tfc exited with status %d)", name,
+                         WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+    } else if ((m = tfw_read(tmp, err)) && !m->learned) {
+        model_free(m);
+        m = NULL;
+        tf_error_set(err, "%s declares no learned model (a `model { ... }` block)", name);
+    } else if (!m) {
+        tf_error_prefix(err, name);
+    }
+    unlink(tmp);
+    rmdir(dir);
     return m;
 }
 
@@ -591,7 +609,7 @@ int main(int argc, char **argv) {
     Args a;
     TfError err = {""};
     // Under mpirun or srun: one of several ranks, which train together
-    // (runtime/dataparallel.h); rank 0 alone prints and writes files.
+    // (runtime/train/dataparallel.h); rank 0 alone prints and writes files.
     if (dist_init(&argc, &argv, &err) < 0) {
         fprintf(stderr, "tftrain: %s\n", err.msg);
         return EXIT_BAD;
@@ -612,8 +630,6 @@ int main(int argc, char **argv) {
     // their number would change its rounding).
     openblas_set_num_threads(1);
 #endif
-    TfLearnedSpec spec;
-    memset(&spec, 0, sizeof spec);
     TfModel *m = NULL;
     int status = EXIT_BAD;
     TfTrainer *t = NULL;
@@ -647,7 +663,7 @@ int main(int argc, char **argv) {
             free(text);
             goto done;
         } else {
-            m = model_from_program(a.program, text, len, &spec, &err);
+            m = model_from_program(a.program, &err);
         }
         free(text);
         if (!m) goto fail;
@@ -828,7 +844,6 @@ done:
     free(out_default);
     free(from);
     free(saver.ckpt);
-    learned_spec_free(&spec);
     model_free(m);
     dist_finalize();
     return status;

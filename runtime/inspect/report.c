@@ -911,7 +911,7 @@ static void write_wrote(const TfCapture *c, int block, FILE *f) {
 static void write_tokens(const TfModel *m, const int *ids, int from, int to, FILE *f) {
     for (int p = from; p < to; p++) {
         char t[8];
-        infer_token_text(m, ids[p], t);
+        model_token_text(m, ids[p], t);
         put_text(f, t);
     }
 }
@@ -953,7 +953,7 @@ static void write_unembedding(const TfCapture *c, FILE *f) {
         for (int p = from; p < c->n_pos; p++) {
             int tok = inspect_output_read(c, p, &d);
             char tt[8] = "?";
-            if (tok >= 0) infer_token_text(m, tok, tt);
+            if (tok >= 0) model_token_text(m, tok, tt);
             put_text(f, tt);
         }
         fputs("</code>", f);
@@ -1009,7 +1009,7 @@ static void write_summary(const TfCapture *c, FILE *f) {
         fputs("at every position <code>", f);
         for (int p = m->bos >= 0 && c->tokens[0] == m->bos, first = p; p < c->n_pos; p++) {
             char v[TF_VALUE_TEXT_MAX];
-            infer_value_text(c->values[p], v);
+            model_value_text(c->values[p], v);
             fprintf(f, "%s%s", p > first ? " " : "", v);
         }
         fputs("</code>", f);

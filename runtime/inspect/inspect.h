@@ -118,7 +118,7 @@ int inspect_layer_wrote(const TfCapture *c, int layer, const TfRegister *reg);
  * first (as the model itself does before unembedding). k <= n outputs. */
 void inspect_logit_lens(const TfCapture *c, int block, int pos, int k, int *ids, float *probs);
 
-/* Token `id` as infer_token_text writes it, a space as ' ' ("#id" when
+/* Token `id` as model_token_text writes it, a space as ' ' ("#id" when
  * outside the vocabulary). buf holds at least 8 bytes. */
 void inspect_token_text(const TfModel *m, int id, char *buf, size_t bufsz);
 /* Column i of a categorical register as its value label ("#i" otherwise),

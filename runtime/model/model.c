@@ -689,3 +689,29 @@ int model_validate(const TfModel *m, TfError *err) {
     if (validate_registers(m, err) < 0) return -1;
     return validate_checks(m, err);
 }
+
+int model_value_text(float v, char *buf) {
+    int k = 0;
+    if (!buf) return 0;
+    if (isnan(v)) return snprintf(buf, TF_VALUE_TEXT_MAX, "nan"); /* never "-nan" */
+    for (int prec = 1; prec <= 9; prec++) {
+        k = snprintf(buf, TF_VALUE_TEXT_MAX, "%.*g", prec, (double)v);
+        if (strtof(buf, NULL) == v) break;
+    }
+    return k;
+}
+
+int model_token_text(const TfModel *m, int tok, char *buf) {
+    unsigned char c = (unsigned char)m->vocab[tok];
+    switch (c) {
+    case '\n': return sprintf(buf, "\\n");
+    case '\t': return sprintf(buf, "\\t");
+    case '\r': return sprintf(buf, "\\r");
+    case '\\': return sprintf(buf, "\\\\");
+    default:
+        if (c < 0x20 || c >= 0x7f) return sprintf(buf, "\\x%02x", c);
+        buf[0] = (char)c;
+        buf[1] = '\0';
+        return 1;
+    }
+}

@@ -4,8 +4,8 @@
  *   tfrun [-n N] WEIGHTS.tfw --batch FILE     (FILE may be -, standard input)
  *   tfrun [-n N] WEIGHTS.tfw --check FILE     (lines prompt<TAB>expected completion)
  *   tfrun [-n N] WEIGHTS.tfw [--trace | --trace-all] [--step K] [--report FILE.html]
- *         [--svg DIR] PROMPT                  (look inside: runtime/inspect.h)
- *   tfrun WEIGHTS.tfw --dump FILE.safetensors PROMPT   (activations: runtime/dump.h)
+ *         [--svg DIR] PROMPT                  (look inside: runtime/inspect/inspect.h)
+ *   tfrun WEIGHTS.tfw --dump FILE.safetensors PROMPT   (activations: runtime/inspect/dump.h)
  *
  * Options may come before or after the file names; a prompt that starts
  * with '-' follows "--". Prints each prompt followed by its generated
@@ -16,9 +16,9 @@
  * separated by spaces. An input that fails one of the model's run-time
  * checks is an error (infer.h). --check prints how many completions match,
  * the first failures and the throughput. --batch and --check stream their
- * input through several engines at once (runtime/batch.h), with a progress
+ * input through several engines at once (runtime/engine/runner.h), with a progress
  * line on stderr when it is a terminal (or with --progress); under mpirun or
- * srun the ranks share them (runtime/shard.h, docs/cluster.md).
+ * srun the ranks share them (runtime/dist/shard.h, docs/cluster.md).
  * Exit status: 0 success; 1 a bad weight file or prompt, or a failed check
  * (one-line message on stderr; the other lines still run); 2 usage error
  * (-n beyond the model's positions included).
@@ -32,7 +32,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "batch.h"
+#include "runner.h"
 #include "cli.h"
 #include "distributed.h"
 #include "dump.h"
@@ -101,7 +101,7 @@ static int *prepare_prompt(const TfModel *m, const char *text, int len, int n_ne
         fprintf(stderr, "tfrun: %s: out of memory\n", where);
         return NULL;
     }
-    if (batch_prepare_prompt(m, text, len, n_new, ids, &err) < 0) {
+    if (runner_prepare_prompt(m, text, len, n_new, ids, &err) < 0) {
         fprintf(stderr, "tfrun: %s: %s\n", where, err.msg);
         free(ids);
         return NULL;
@@ -118,7 +118,7 @@ typedef struct StreamProgress {
 } StreamProgress;
 
 /* "12345 cases (41%), 3 failed, 45678 cases/s" */
-static void stream_progress_text(const StreamProgress *p, const TfBatchStats *st, char *buf,
+static void stream_progress_text(const StreamProgress *p, const TfRunnerStats *st, char *buf,
                                  size_t size) {
     const char *unit = p->check ? "cases" : "prompts";
     double rate = st->seconds > 0 ? (double)st->run / st->seconds : 0.0;
@@ -128,7 +128,7 @@ static void stream_progress_text(const StreamProgress *p, const TfBatchStats *st
     snprintf(buf, size, "%ld %s%s%s, %.0f %s/s", st->run, unit, pct, failed, rate, unit);
 }
 
-static void stream_progress(void *ctx, const TfBatchStats *st) {
+static void stream_progress(void *ctx, const TfRunnerStats *st) {
     StreamProgress *p = ctx;
     if (!st) {
         cli_progress_clear(&p->bar);
@@ -140,7 +140,7 @@ static void stream_progress(void *ctx, const TfBatchStats *st) {
 }
 
 /* --batch and --check; under mpirun split over the ranks (shard.h). */
-static int run_stream(const TfModel *m, const char *path, const TfBatchOptions *opts,
+static int run_stream(const TfModel *m, const char *path, const TfRunnerOptions *opts,
                       int force_progress, int shard_input) {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
     if (!f) {
@@ -152,16 +152,16 @@ static int run_stream(const TfModel *m, const char *path, const TfBatchOptions *
     struct stat fs;
     long pos = ftell(f);
     if (fstat(fileno(f), &fs) == 0 && S_ISREG(fs.st_mode) && pos >= 0) sp.total = fs.st_size - pos;
-    TfBatchOptions bo = *opts, *o = &bo;
+    TfRunnerOptions bo = *opts, *o = &bo;
     if (sp.bar.on) {
         bo.progress = stream_progress;
         bo.progress_ctx = &sp;
     }
-    TfBatchStats st;
+    TfRunnerStats st;
     TfError err = {""};
     const char *name = f == stdin ? "<stdin>" : path;
     int rc = dist_size() > 1 ? shard_run(m, f, name, shard_input, stdout, stderr, o, &st, &err)
-                             : batch_run(m, f, name, stdout, stderr, o, &st, &err);
+                             : runner_run(m, f, name, stdout, stderr, o, &st, &err);
     if (f != stdin) fclose(f);
     if (rc == 0) {
         char text[160];
@@ -197,11 +197,11 @@ static int run_stream(const TfModel *m, const char *path, const TfBatchOptions *
 static void print_result(const TfModel *m, const char *prompt, size_t len, const int *out,
                          const float *vals, int n) {
     if (model_numeric_output(m))
-        batch_print_values(stdout, m, prompt, len, vals, n);
+        runner_print_values(stdout, m, prompt, len, vals, n);
     else if (m->every_position)
-        batch_print_outputs(stdout, m, prompt, len, out, n);
+        runner_print_outputs(stdout, m, prompt, len, out, n);
     else
-        batch_print_completion(stdout, m, prompt, len, out, n);
+        runner_print_completion(stdout, m, prompt, len, out, n);
 }
 
 static int run_classify(const TfModel *m, const char *prompt, const char *path);
@@ -339,7 +339,7 @@ static int run_classify(const TfModel *m, const char *prompt, const char *path) 
 
 int main(int argc, char **argv) {
     // Under mpirun or srun: one of several ranks, which share --batch and
-    // --check input; rank 0 alone prints (runtime/shard.h).
+    // --check input; rank 0 alone prints (runtime/dist/shard.h).
     TfError dist_err = {""};
     if (dist_init(&argc, &argv, &dist_err) < 0) {
         fprintf(stderr, "tfrun: %s\n", dist_err.msg);
@@ -348,7 +348,7 @@ int main(int argc, char **argv) {
     if (dist_rank() > 0 && !freopen("/dev/null", "w", stdout)) return TFRUN_EXIT_ERROR;
     int shard_input = 0;
     const char *weights = NULL, *prompt = NULL, *batch_path = NULL, *dump_path = NULL;
-    int n_new = -1, batch = TFRUN_DEFAULT_BATCH, threads = batch_default_threads(), check = 0;
+    int n_new = -1, batch = TFRUN_DEFAULT_BATCH, threads = runner_default_threads(), check = 0;
     int use_cache = 1, progress = 0;
     TfInspectOptions io = {0, 0, 0, NULL, NULL};
     enum {
@@ -462,12 +462,12 @@ int main(int argc, char **argv) {
     }
     // -n beyond the positions is refused before anything is sized by it.
     if (n_new < 0) n_new = m->generate;
-    if (batch_limit_new_tokens(m, n_new, &n_new, &err) < 0) {
+    if (runner_limit_new_tokens(m, n_new, &n_new, &err) < 0) {
         fprintf(stderr, "tfrun: -n %s\n", err.msg);
         model_free(m);
         return TFRUN_EXIT_USAGE;
     }
-    TfBatchOptions bo = {.n_new = n_new, .batch_size = batch, .n_threads = threads,
+    TfRunnerOptions bo = {.n_new = n_new, .batch_size = batch, .n_threads = threads,
                          .use_cache = use_cache, .check = check,
                          .show_failures = TFRUN_SHOW_FAILURES};
     int status = dump_path && run_dump(m, prompt, dump_path) != 0 ? TFRUN_EXIT_ERROR

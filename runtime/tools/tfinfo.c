@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "infer.h"
+#include "model.h"
 #include "tfw.h"
 
 #define TFINFO_EXIT_ERROR 1
@@ -50,7 +50,7 @@ static void print_vocab(const TfModel *m) {
     printf("vocabulary: %d tokens\n ", m->n_vocab);
     char buf[8];
     for (int i = 0; i < m->n_vocab; i++) {
-        infer_token_text(m, i, buf);
+        model_token_text(m, i, buf);
         printf(" %d:%s", i, strcmp(buf, " ") == 0 ? "' '" : buf);
         if (i % 16 == 15 && i + 1 < m->n_vocab) printf("\n ");
     }
@@ -256,7 +256,7 @@ int main(int argc, char **argv) {
     } else {
         if (m->stop_token >= 0) {
             char t[8];
-            infer_token_text(m, m->stop_token, t);
+            model_token_text(m, m->stop_token, t);
             printf("until the stop token '%s' (not printed), at most %d tokens", t, m->generate);
         } else {
             printf("%d tokens by default", m->generate);
@@ -266,7 +266,7 @@ int main(int argc, char **argv) {
     }
     if (m->bos >= 0) {
         char t[8];
-        infer_token_text(m, m->bos, t);
+        model_token_text(m, m->bos, t);
         printf("beginning of sequence: '%s' (every input starts with it)\n", t);
     }
     // How the file was made, as the metadata records it (docs/weight-format.md).

@@ -120,15 +120,5 @@ int infer_classify(TfInfer *inf, const int *const *seqs, const int *lens, int n_
  * Fails with a message naming the first character not in the vocabulary. */
 int infer_tokenize(const TfModel *m, const char *text, int len, int *ids, TfError *err);
 
-/* Writes v as the shortest "%.{1..9}g" text that reads back (strtof) as the
- * same float32 ("nan" for any NaN), into buf (TF_VALUE_TEXT_MAX bytes).
- * Returns its length. */
-#define TF_VALUE_TEXT_MAX 32
-int infer_value_text(float v, char *buf);
-
-/* Writes token `tok` as printable text into buf (at least 5 bytes):
- * printable ASCII as itself, \n \t \r \\ escaped, other bytes as \xHH.
- * Returns the number of bytes written (no NUL counted; buf is terminated). */
-int infer_token_text(const TfModel *m, int tok, char *buf);
 
 #endif

@@ -26,7 +26,7 @@ static void onehot_label(const TfModel *m, const TfRegister *reg, int i, char *b
         snprintf(buf, n, "%s", reg->values && i >= 0 && i < reg->size ? reg->values[i] : "?");
     } else {
         char t[8];
-        infer_token_text(m, i >= 0 && i < m->n_vocab ? i : 0, t);
+        model_token_text(m, i >= 0 && i < m->n_vocab ? i : 0, t);
         snprintf(buf, n, "%s", t);
     }
 }
@@ -318,7 +318,7 @@ void inspect_logit_lens(const TfCapture *c, int block, int pos, int k, int *ids,
 void inspect_token_text(const TfModel *m, int id, char *buf, size_t bufsz) {
     if (id >= 0 && id < m->n_vocab && bufsz >= 8) {
         char t[8];
-        infer_token_text(m, id, t);
+        model_token_text(m, id, t);
         snprintf(buf, bufsz, "%s", strcmp(t, " ") == 0 ? "' '" : t);
     } else {
         snprintf(buf, bufsz, "#%d", id);
@@ -337,7 +337,7 @@ void inspect_output_text(const TfModel *m, int id, char *buf, size_t bufsz) {
         snprintf(buf, bufsz, "%s", m->class_names[id]);
     } else if (m->output_kind != TF_OUTPUT_CLASSIFY && id >= 0 && id < m->n_vocab && bufsz >= 8) {
         char t[8];
-        infer_token_text(m, id, t);
+        model_token_text(m, id, t);
         snprintf(buf, bufsz, "%s", strcmp(t, " ") == 0 ? "' '" : t);
     } else {
         snprintf(buf, bufsz, "#%d", id);
@@ -668,14 +668,14 @@ void inspect_print_trace(const TfCapture *c, FILE *out) {
     fprintf(out, "step %d: %d positions \"", c->step, c->n_pos);
     for (int p = 0; p < c->n_pos; p++) {
         char t[8];
-        infer_token_text(m, c->tokens[p], t);
+        model_token_text(m, c->tokens[p], t);
         fputs(t, out);
     }
     if (c->values) {
         fprintf(out, "\" -> every position");
         for (int p = 0; p < c->n_pos; p++) {
             char v[TF_VALUE_TEXT_MAX];
-            infer_value_text(c->values[p], v);
+            model_value_text(c->values[p], v);
             fprintf(out, " %s", v);
         }
         fputc('\n', out);
@@ -683,7 +683,7 @@ void inspect_print_trace(const TfCapture *c, FILE *out) {
         fprintf(out, "\" -> every position \"");
         for (int p = 0; p < c->n_pos; p++) {
             char t[8];
-            infer_token_text(m, c->outputs[p], t);
+            model_token_text(m, c->outputs[p], t);
             fputs(t, out);
         }
         fprintf(out, "\"\n");

@@ -11,7 +11,7 @@
  * old file or the new one, never half of one, and a failure leaves no
  * temporary file behind. While that file exists its name is held where
  * outfile_remove_pending, which is async-signal-safe, can remove it: a
- * tool's SIGINT/SIGTERM/SIGHUP/SIGXFSZ handler calls it (runtime/cli.h)
+ * tool's SIGINT/SIGTERM/SIGHUP/SIGXFSZ handler calls it (runtime/tools/cli.h)
  * before dying. Those signals wait while the file is created and
  * registered.
  *

@@ -26,7 +26,7 @@ int dist_init(int *argc, char ***argv, TfError *err);
 void dist_finalize(void);
 int dist_rank(void);
 int dist_size(void);
-/* The processes as a TfComm for runtime/dataparallel.h; NULL when alone. */
+/* The processes as a TfComm for runtime/train/dataparallel.h; NULL when alone. */
 const TfComm *dist_comm(void);
 
 /* Collectives: every rank calls them, in the same order. */
