@@ -230,6 +230,8 @@ run_err "unknown task" 1 "tftrain: unknown task 'multiply'" \
     "$TFTRAIN" "$P/xor.tfp" --task multiply -o "$tmp/x.tfw"
 run_err "task for another model" 1 "task binary-add:4 needs a next-token model" \
     "$TFTRAIN" "$P/xor.tfp" --task binary-add:4 -o "$tmp/x.tfw"
+run_err "a task parameter out of range" 1 "tftrain: task binary-add-msb: the parameter must be 1 to 30" \
+    "$TFTRAIN" "$P/binary_add_msb.tfp" --task binary-add-msb:0 -o "$tmp/x.tfw"
 run_err "program without a model" 1 "declares no learned model" \
     "$TFTRAIN" "$P/adder.tfp" --task xor -o "$tmp/x.tfw"
 # tftrain does not link the compiler: it runs tfc (the one beside it, or $TFC).
