@@ -61,7 +61,8 @@ static void usage(FILE *f) {
             "       tftrain --resume OUT.tfw|OUT.ckpt.tfw (--task TASK | --data ...) [options]\n"
             "       tftrain --init MODEL.tfw (--task TASK | --data ...) [options]\n"
             "data:\n"
-            "  --task TASK          binary-add:N, decimal-add:N, first-token:L, xor:K, secret-code\n"
+            "  --task TASK          binary-add:N, binary-add-msb:N, decimal-add:N, first-token:L,\n"
+            "                       xor:K, secret-code\n"
             "  --train-size N       generated training examples (default 10000)\n"
             "  --heldout-size N     generated held-out examples (default 1000)\n"
             "  --data FILE          training examples, PROMPT<TAB>ANSWER or INPUT<TAB>LABEL\n"
@@ -550,9 +551,43 @@ static int dump_grads(TfTrainer *t, TfModel *m, const char *path, TfError *err) 
     return tfw_write_tensors(m, n_params, path, err);
 }
 
+/* Every code "#0" .. "#99999" classified, in batches of bb->max_seqs:
+ * prints how many are accepted and the first 20 of them. */
+static void report_secret_all(TfTrainer *t, TfBatchBuf *bb, int accept, int hash,
+                              const int digit[10]) {
+    enum { N_CODES = 100000, SHOW = 20 };
+    int per = bb->max_seqs, tokens[256 * 6], idx[256], pred[256];
+    float prob[256];
+    TfExample ex[256];
+    if (per > 256) per = 256;
+    if (bb->max_len < 6) return;
+    int n_accepted = 0, shown[SHOW];
+    for (int x0 = 0; x0 < N_CODES; x0 += per) {
+        int n = N_CODES - x0 < per ? N_CODES - x0 : per;
+        for (int i = 0; i < n; i++) {
+            char text[8];
+            int len = snprintf(text, sizeof text, "%d", x0 + i);
+            int *tk = tokens + i * 6;
+            tk[0] = hash;
+            for (int j = 0; j < len; j++) tk[1 + j] = digit[text[j] - '0'];
+            ex[i] = (TfExample){(long)i * 6, len + 1, len + 1, 0, 0};
+            idx[i] = i;
+        }
+        TfDataset d = {.ex = ex, .n = n, .tokens = tokens, .n_tokens = n * 6, .max_len = 6};
+        batchbuf_fill(bb, &d, idx, n);
+        trainer_predict(t, &bb->batch, pred, prob);
+        for (int i = 0; i < n; i++)
+            if (pred[i] == accept && n_accepted++ < SHOW) shown[n_accepted - 1] = x0 + i;
+    }
+    printf("secret code: %d of %d codes accepted:", n_accepted, N_CODES);
+    for (int i = 0; i < n_accepted && i < SHOW; i++) printf(" #%d", shown[i]);
+    printf("%s\n", n_accepted > SHOW ? " ..." : "");
+}
+
 /* Seed 003's checks: 2013 accepted, every close negative (one digit
- * changed) rejected, and the mean squared error of each head's attention
- * scores on 2013 against its picture. */
+ * changed) rejected, every number below 100,000 but 2013 rejected, and the
+ * mean squared error of each head's attention scores on 2013 against its
+ * picture. */
 static void report_secret_code(TfTrainer *t, TfBatchBuf *bb, const TfModel *m,
                                const TfDataset *train) {
     int accept = -1, hash = -1, digit[10];
@@ -609,6 +644,7 @@ static void report_secret_code(TfTrainer *t, TfBatchBuf *bb, const TfModel *m,
             printf("\n");
         }
     }
+    report_secret_all(t, bb, accept, hash, digit);
 }
 
 int main(int argc, char **argv) {
@@ -750,7 +786,7 @@ int main(int argc, char **argv) {
                         a.have_seed ? (uint64_t)a.seed : set.seed, a.threads, trainable};
     int chunk = a.batch > 256 ? a.batch : 256;
     int max_len = train.max_len > held.max_len ? train.max_len : held.max_len;
-    if (max_len < 5) max_len = 5;
+    if (max_len < 6) max_len = 6; /* the secret code's checks: "#" and up to 5 digits */
     t = trainer_new(m, &o, chunk * max_len, chunk, &err);
     if (!t) goto fail;
     if (a.resume && trainer_load_state(t, &err) < 0) goto fail;

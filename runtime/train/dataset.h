@@ -13,13 +13,17 @@
  * Generators (dataset_generate), "name" or "name:N":
  *   binary-add:N    N-bit a+b (default 8), prompt "a+b=" (MSB first), answer the N+1-bit
  *                   sum written least-significant bit first (seed 000)
+ *   binary-add-msb:N  the same with the sum most-significant bit first, as the
+ *                   seed writes it ("101+011=" -> "1000")
  *   decimal-add:N   the same in decimal, N digits (default 3; the compiled adder's task)
  *   first-token:L   L tokens from '1'..'4' (default 20), class = the first token (seed 004)
  *   xor:K           '0'/'1', K noise letters from 'a'..'h' (default 4), '0'/'1';
  *                   class = xor of the first and last token (seed 002)
  *   secret-code     "#" + a number below 100000; class accept only for 2013;
- *                   training = rounds of (random negative, close negative,
- *                   2013 with three 5x5 attention targets) (seed 003)
+ *                   training = rounds of (random negative of 1 to 5 digits,
+ *                   half of them from 2013's digits; one of 88 near misses;
+ *                   2013 with three 5x5 attention targets) (seed 003);
+ *                   held-out = distinct uniform negatives
  * The held-out set is drawn first; no training example equals a held-out one.
  *
  * Memory: a TfDataset owns its arrays (dataset_free).
