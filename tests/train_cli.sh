@@ -46,6 +46,20 @@ check "secret code: tftrain accepts #2013 alone ($(grep 'codes accepted' "$tmp/s
 out=$(seq 0 99999 | sed 's/^/#/' | "$TFRUN" "$tmp/sc.tfw" --batch - | awk -F'\t' '$2 == "accept" { print $1 }')
 [ "$out" = "#2013" ]
 check "secret code: tfrun accepts #2013 alone of the 100,000 codes (got '$out')" $?
+# --check on a classifier: INPUT<TAB>CLASS lines, the same verdicts.
+seq 0 99999 | awk '{ printf "#%d\t%s\n", $1, $1 == 2013 ? "accept" : "reject" }' >"$tmp/codes.txt"
+"$TFRUN" "$tmp/sc.tfw" --check "$tmp/codes.txt" >"$tmp/check.txt"
+rc=$?
+[ $rc -eq 0 ] && grep -q "^100000 passed, 0 failed (100000 cases in" "$tmp/check.txt"
+check "secret code: tfrun --check passes all 100,000 codes (got $rc: $(tail -1 "$tmp/check.txt"))" $?
+printf '#2013\treject\n#7\treject\n#7\n#7a\treject\n' >"$tmp/codes2.txt"
+"$TFRUN" "$tmp/sc.tfw" --check "$tmp/codes2.txt" >"$tmp/check.txt" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 1 ] && grep -qx "FAIL line 1: #2013 -> accept (expected reject)" "$tmp/check.txt" &&
+    grep -q "^1 passed, 1 failed, 2 bad lines (2 cases in" "$tmp/check.txt" &&
+    grep -qx "tfrun: line 3: expected INPUT<TAB>CLASS" "$tmp/err" &&
+    grep -q "^tfrun: line 4: character 'a' at index 2 is not in the vocabulary" "$tmp/err"
+check "classifier --check: a failure, bad lines, exit 1 (got $rc: $(cat "$tmp/check.txt" "$tmp/err"))" $?
 out=$("$TFRUN" "$tmp/sc.tfw" "#2013")
 [[ "$out" == $'#2013\taccept\t'* ]]
 check "tfrun classifies #2013 as accept (got '$out')" $?

@@ -63,8 +63,9 @@ static void usage(FILE *f) {
                "  --batch FILE     read one prompt per line ('-': standard input)\n"
                "  --check FILE     read lines prompt<TAB>expected completion (or the tokens\n"
                "                   at every position, or numbers: decimals or p/q, each\n"
-               "                   within the model's error bound); print the\n"
-               "                   number passed and failed, the first failures, the speed\n"
+               "                   within the model's error bound, or a classifier's class);\n"
+               "                   print the number passed and failed, the first failures,\n"
+               "                   the speed\n"
                "  --batch-size B   prompts per engine, 1 to %d (default %d)\n"
                "  --threads T      engines running at once (default: the CPUs online)\n"
                "  --shard-input    under mpirun: every rank reads its own input (its own\n"
@@ -209,7 +210,8 @@ static void print_result(FILE *f, const TfModel *m, const char *prompt, size_t l
         runner_print_completion(f, m, prompt, len, out, n);
 }
 
-static int run_classify(const TfModel *m, const char *prompt, const char *path);
+static int run_classify(const TfModel *m, const char *prompt, const char *path, int check,
+                        int force_progress);
 
 /* --dump: one pass over the prompt, its activations to path (dump.h). */
 static int run_dump(const TfModel *m, const char *prompt, const char *path) {
@@ -240,7 +242,7 @@ static int run_inspect(const TfModel *m, const char *prompt, int n_new, const Tf
         if (ids) fprintf(stderr, "tfrun: %s\n", out && vals ? err.msg : "out of memory");
         status = TFRUN_EXIT_ERROR;
     } else if (m->output_kind == TF_OUTPUT_CLASSIFY) {
-        status = run_classify(m, prompt, NULL);
+        status = run_classify(m, prompt, NULL, 0, 0);
     } else {
         print_result(stdout, m, prompt, len, out, vals, n_out);
     }
@@ -290,9 +292,10 @@ static int run_one(const TfModel *m, const char *prompt, int n_new, int use_cach
     return status;
 }
 
-/* One classifier input: its line, text<TAB>class<TAB>probability, to f. */
-static int classify_one(TfInfer *inf, const TfModel *m, const char *text, float *probs, FILE *f,
-                        TfError *err) {
+/* One classifier input: its class into *best and that class's probability
+ * into probs[*best]; 0, or -1 with err set. */
+static int classify_text(TfInfer *inf, const TfModel *m, const char *text, float *probs,
+                         int *best, TfError *err) {
     int len = (int)strlen(text);
     int *ids = len > 0 && len <= m->max_len ? malloc((size_t)len * sizeof *ids) : NULL;
     int rc = -1;
@@ -300,50 +303,115 @@ static int classify_one(TfInfer *inf, const TfModel *m, const char *text, float 
         tf_error_set(err, "input of %d characters (1 to %d allowed)", len, m->max_len);
     else if (infer_tokenize(m, text, len, ids, err) == 0 &&
              infer_classify(inf, (const int *const *)&ids, &len, 1, probs, err) == 0) {
-        int best = 0;
+        *best = 0;
         for (int c = 1; c < m->n_classes; c++)
-            if (probs[c] > probs[best]) best = c;
-        fprintf(f, "%s\t%s\t%.4f\n", text, m->class_names[best], probs[best]);
+            if (probs[c] > probs[*best]) *best = c;
         rc = 0;
     }
     free(ids);
     return rc;
 }
 
+/* One classifier input: its line, text<TAB>class<TAB>probability, to f. */
+static int classify_one(TfInfer *inf, const TfModel *m, const char *text, float *probs, FILE *f,
+                        TfError *err) {
+    int best;
+    if (classify_text(inf, m, text, probs, &best, err) < 0) return -1;
+    fprintf(f, "%s\t%s\t%.4f\n", text, m->class_names[best], probs[best]);
+    return 0;
+}
+
 /* Classifier models (a learned `predict classes` model): each input (the
  * prompt, or every line of `path`) is printed with its class and that
- * class's probability, tab-separated. 0, or 1 after any bad input. */
-static int run_classify(const TfModel *m, const char *prompt, const char *path) {
+ * class's probability, tab-separated. With check, each line of `path` is
+ * INPUT<TAB>CLASS: the failures are printed (the first TFRUN_SHOW_FAILURES)
+ * and a 'passed, failed' line, as for other models. 0, or 1 after any bad
+ * input or failed case. */
+static int run_classify(const TfModel *m, const char *prompt, const char *path, int check,
+                        int force_progress) {
     TfError err = {""};
     TfInfer *inf = infer_new(m, 1, &err);
     float *probs = malloc((size_t)m->n_classes * sizeof *probs);
     FILE *f = !path ? NULL : strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
     if (!inf || !probs || (path && !f)) {
-        fprintf(stderr, "tfrun: %s\n", !inf ? err.msg : path && !f ? strerror(errno) : "out of memory");
+        if (path && !f) fprintf(stderr, "tfrun: cannot open '%s': %s\n", path, strerror(errno));
+        else fprintf(stderr, "tfrun: %s\n", !inf ? err.msg : "out of memory");
         infer_free(inf);
         free(probs);
         return TFRUN_EXIT_ERROR;
     }
+    StreamProgress sp = {.check = check};
+    cli_progress_init(&sp.bar, force_progress && f);
+    struct stat fs;
+    long pos = f ? ftell(f) : -1;
+    if (f && fstat(fileno(f), &fs) == 0 && S_ISREG(fs.st_mode) && pos >= 0)
+        sp.total = fs.st_size - pos;
+    TfRunnerStats st = {0};
+    double t0 = cli_now();
     int status = 0;
     char *line = NULL;
     size_t cap = 0;
     long lineno = 0;
     for (;;) {
-        const char *text = prompt;
+        const char *text = prompt, *want = NULL;
         if (f) {
             ssize_t n = getline(&line, &cap, f);
             if (n < 0) break;
+            st.bytes += n;
             if (n > 0 && line[n - 1] == '\n') line[--n] = '\0';
             if (n > 0 && line[n - 1] == '\r') line[--n] = '\0';
             text = line;
             lineno++;
+            if (check) {
+                char *tab = strrchr(line, '\t');
+                if (!tab) {
+                    fprintf(stderr, "tfrun: line %ld: expected INPUT<TAB>CLASS\n", lineno);
+                    st.bad++;
+                    continue;
+                }
+                *tab = '\0';
+                want = tab + 1;
+            }
         }
-        if (classify_one(inf, m, text, probs, stdout, &err) < 0) {
+        int best = -1, rc = check ? classify_text(inf, m, text, probs, &best, &err)
+                                  : classify_one(inf, m, text, probs, stdout, &err);
+        if (rc == 0) st.run++;
+        if (rc < 0) {
+            cli_progress_clear(&sp.bar);
             if (f) fprintf(stderr, "tfrun: line %ld: %s\n", lineno, err.msg);
             else fprintf(stderr, "tfrun: %s\n", err.msg);
+            if (check) st.bad++;
             status = TFRUN_EXIT_ERROR;
+        } else if (check && strcmp(m->class_names[best], want) == 0) {
+            st.passed++;
+        } else if (check && st.failed++ < TFRUN_SHOW_FAILURES) {
+            cli_progress_clear(&sp.bar);
+            printf("FAIL line %ld: %s -> %s (expected %s)\n", lineno, text, m->class_names[best],
+                   want);
         }
         if (!f) break;
+        if (sp.bar.on && (st.run & 1023) == 0) {
+            st.seconds = cli_now() - t0;
+            char text_[160];
+            stream_progress_text(&sp, &st, text_, sizeof text_);
+            cli_progress_update(&sp.bar, sp.total > 0 ? (double)st.bytes / (double)sp.total : -1,
+                                "%s", text_);
+        }
+    }
+    st.seconds = cli_now() - t0;
+    if (sp.bar.on) {
+        char text_[160];
+        stream_progress_text(&sp, &st, text_, sizeof text_);
+        cli_progress_end(&sp.bar, "%s", text_);
+    }
+    if (check) {
+        if (st.failed > TFRUN_SHOW_FAILURES)
+            printf("... and %ld more failures\n", st.failed - TFRUN_SHOW_FAILURES);
+        printf("%ld passed, %ld failed", st.passed, st.failed);
+        if (st.bad) printf(", %ld bad lines", st.bad);
+        printf(" (%ld cases in %.2f s: %.0f cases/s, 1 thread)\n", st.run, st.seconds,
+               st.seconds > 0 ? (double)st.run / st.seconds : 0.0);
+        if (st.failed || st.bad || (st.run == 0 && lineno == 0)) status = TFRUN_EXIT_ERROR;
     }
     free(line);
     if (f && f != stdin) fclose(f);
@@ -604,7 +672,7 @@ int main(int argc, char **argv) {
                          .show_failures = TFRUN_SHOW_FAILURES};
     int status = dump_path && run_dump(m, prompt, dump_path) != 0 ? TFRUN_EXIT_ERROR
                  : inspect      ? run_inspect(m, prompt, n_new, &io)
-                 : m->output_kind == TF_OUTPUT_CLASSIFY ? run_classify(m, prompt, batch_path)
+                 : m->output_kind == TF_OUTPUT_CLASSIFY ? run_classify(m, prompt, batch_path, check, progress)
                  : batch_path ? run_stream(m, batch_path, &bo, progress, shard_input)
                               : run_one(m, prompt, n_new, use_cache);
     model_free(m);
