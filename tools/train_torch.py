@@ -270,6 +270,15 @@ def train(args):
                   "attention MSE %s" % ("accepted" if pred[0] == acc else "REJECTED",
                                         float(probs[0, acc]), int((pred[1:] != acc).sum()),
                                         ", ".join("%.5f" % float(v) for v in mse)))
+            # Every code "#0" .. "#99999", one batch per number of digits.
+            accepted = []
+            for n in range(1, 6):
+                xs = range(0 if n == 1 else 10 ** (n - 1), 10 ** n)
+                ids = torch.tensor([[model.vocab.index(c) for c in "#%d" % x] for x in xs])
+                pred = model.classify_probs(ids).argmax(-1)
+                accepted += ["#%d" % x for x, p in zip(xs, pred.tolist()) if p == acc]
+            print("pytorch secret code: %d of 100000 codes accepted: %s%s" %
+                  (len(accepted), " ".join(accepted[:20]), " ..." if len(accepted) > 20 else ""))
     return 0
 
 

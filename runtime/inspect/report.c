@@ -22,60 +22,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "draw.h"
 #include "infer.h"
 
-/* --- small writers ------------------------------------------------------- */
-
-/* Text for HTML and SVG: & < > " ' escaped. */
-static void put_escaped(FILE *f, const char *s, size_t n) {
-    for (size_t i = 0; i < n && s[i]; i++) {
-        switch (s[i]) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        case '\'': fputs("&#39;", f); break;
-        default: fputc(s[i], f); break;
-        }
-    }
-}
-
-static void put_text(FILE *f, const char *s) { put_escaped(f, s, strlen(s)); }
-
-/* s cut to `max` characters, the last replaced by an ellipsis when cut. */
-static void put_short(FILE *f, const char *s, size_t max) {
-    if (strlen(s) <= max) {
-        put_text(f, s);
-        return;
-    }
-    put_escaped(f, s, max - 1);
-    fputs("&#8230;", f);
-}
-
-/* A JSON string; '<' as \u003c so that the data cannot close its <script>. */
-static void put_json_string(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(f, "\\%c", ch);
-        else if (ch < 0x20 || ch == '<' || ch == '>' || ch == '&')
-            fprintf(f, "\\u%04x", ch);
-        else
-            fputc(ch, f);
-    }
-    fputc('"', f);
-}
-
-/* A float exactly (9 significant digits round-trip float32); null if not finite. */
-static void put_json_float(FILE *f, float v) {
-    if (!isfinite(v))
-        fputs("null", f);
-    else if (v == 0)
-        fputc('0', f);
-    else
-        fprintf(f, "%.9g", (double)v);
-}
+/* --- labels (the small writers and the colours are in draw.c) -------------- */
 
 /* "3 '9'": a position and its token, for axis labels. */
 static void pos_label(const TfCapture *c, int p, char *buf, size_t n) {
@@ -85,95 +35,6 @@ static void pos_label(const TfCapture *c, int p, char *buf, size_t n) {
 }
 
 static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
-
-/* --- colours --------------------------------------------------------------- */
-
-/* ColorBrewer's RdBu (signed values) and Purples (attention weights), from
- * white to the darkest shade. */
-static const unsigned char ramp_red[5][3] = {
-    {255, 255, 255}, {253, 219, 199}, {244, 165, 130}, {214, 96, 77}, {178, 24, 43}};
-static const unsigned char ramp_blue[5][3] = {
-    {255, 255, 255}, {209, 229, 240}, {146, 197, 222}, {67, 147, 195}, {33, 102, 172}};
-static const unsigned char ramp_purple[5][3] = {
-    {255, 255, 255}, {218, 218, 235}, {158, 154, 200}, {106, 81, 163}, {63, 0, 125}};
-
-/* The colour at t in [0, 1] along a 5-stop ramp, as "#rrggbb"; 0 for
- * white (the cell is not drawn), 1 otherwise. */
-static int ramp(const unsigned char (*stops)[3], float t, char *hex) {
-    t = t < 0 ? 0 : t > 1 ? 1 : t;
-    float x = t * 4;
-    int i = x >= 4 ? 3 : (int)x;
-    float fr = x - (float)i;
-    int rgb[3];
-    for (int k = 0; k < 3; k++)
-        rgb[k] = (int)lroundf((float)stops[i][k] + fr * (float)(stops[i + 1][k] - stops[i][k]));
-    if (rgb[0] == 255 && rgb[1] == 255 && rgb[2] == 255) return 0;
-    sprintf(hex, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
-    return 1;
-}
-
-/* Signed colour for v / scale: blue (negative), white (0), red (positive),
- * saturating at +-1; NaN and infinities green. 0 when white. */
-static int diverging(float v, float scale, char *hex) {
-    if (!isfinite(v)) {
-        strcpy(hex, "#00ff00");
-        return 1;
-    }
-    float t = v / scale;
-    return ramp(t >= 0 ? ramp_red : ramp_blue, fabsf(t), hex);
-}
-
-/* White (w = lo) to dark purple (w = hi) for attention weights; 0 when white. */
-static int sequential(float w, float lo, float hi, char *hex) {
-    if (!isfinite(w)) {
-        strcpy(hex, "#00ff00");
-        return 1;
-    }
-    return ramp(ramp_purple, (w - lo) / (hi - lo), hex);
-}
-
-#define BAR_STEPS 20
-#define BAR_W 160
-
-/* A colour bar at (x, y), BAR_W by 8 pixels: signed (-scale to +scale, with
- * 0 in the middle) or sequential (lo to hi); its ends labelled under it. */
-static void colour_bar(FILE *f, int x, int y, int signed_bar, float lo, float hi) {
-    char hex[8];
-    fprintf(f, "<g class=\"colourbar\" shape-rendering=\"crispEdges\">\n");
-    for (int i = 0; i < BAR_STEPS; i++) {
-        float t = ((float)i + 0.5f) / BAR_STEPS, v = lo + (hi - lo) * t;
-        int drawn = signed_bar ? diverging(v, hi, hex) : sequential(v, lo, hi, hex);
-        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"8\" fill=\"%s\"/>\n",
-                x + i * BAR_W / BAR_STEPS, y, BAR_W / BAR_STEPS, drawn ? hex : "#ffffff");
-    }
-    fprintf(f,
-            "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"8\" fill=\"none\" stroke=\"#6b7280\" "
-            "stroke-width=\"0.5\"/>\n",
-            x, y, BAR_W);
-    const char *fmt = signed_bar ? "%+.3g" : "%.3g"; /* "-1 0 +1"; "0 ... 1" */
-    char end[32];
-    snprintf(end, sizeof end, fmt, (double)lo);
-    fprintf(f, "<text class=\"tick\" x=\"%d\" y=\"%d\" font-size=\"9\">%s</text>\n", x, y + 18,
-            end);
-    if (signed_bar)
-        fprintf(f,
-                "<text class=\"tick\" x=\"%d\" y=\"%d\" font-size=\"9\" "
-                "text-anchor=\"middle\">0</text>\n",
-                x + BAR_W / 2, y + 18);
-    snprintf(end, sizeof end, fmt, (double)hi);
-    fprintf(
-        f, "<text class=\"tick\" x=\"%d\" y=\"%d\" font-size=\"9\" text-anchor=\"end\">%s</text>\n",
-        x + BAR_W, y + 18, end);
-    fputs("</g>\n", f);
-}
-
-static void svg_open(FILE *f, int standalone, int width, int height) {
-    if (standalone) fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
-    fprintf(f,
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-            "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans Mono, monospace\" font-size=\"10\"",
-            width, height, width, height);
-}
 
 /* "after layer 3 step_out (StepPosition, line 42)" */
 static void block_title(const TfCapture *c, int block, char *buf, size_t n) {
@@ -230,9 +91,6 @@ static int place_reg_labels(const TfModel *m, int left, int cw, int *x) {
     return right;
 }
 
-/* Pixels a title of n characters needs (12 px bold monospace: 7.22 px a
- * character), with the margins. */
-static int title_width(size_t n) { return (int)(n * 73 / 10) + 12; }
 
 static Geo resid_geo(const TfCapture *c, int block) {
     Geo g;
@@ -251,8 +109,8 @@ static Geo resid_geo(const TfCapture *c, int block) {
     }
     if (g.width < 560) g.width = 560; /* room for the legend */
     block_title(c, block, title, sizeof title);
-    if (g.width < title_width(strlen("residual ") + strlen(title)))
-        g.width = title_width(strlen("residual ") + strlen(title));
+    if (g.width < draw_title_width(strlen("residual ") + strlen(title)))
+        g.width = draw_title_width(strlen("residual ") + strlen(title));
     g.height = g.top + c->n_pos * g.ch + 32;
     return g;
 }
@@ -288,7 +146,7 @@ static void resid_reg_labels(const TfCapture *c, int block, const Geo *g, FILE *
                 "<title>",
                 wrote ? " wrote" : "", x, g->top - 9, w > 1 ? w - 1 : 1,
                 wrote ? "#f59e0b" : (r % 2 ? "#9ca3af" : "#d1d5db"));
-        put_text(f, reg->name);
+        draw_text(f, reg->name);
         fprintf(f, " (columns %d-%d)</title></rect>\n", reg->offset, reg->offset + reg->size - 1);
         if (lx[r] != mid)
             fprintf(f,
@@ -301,10 +159,10 @@ static void resid_reg_labels(const TfCapture *c, int block, const Geo *g, FILE *
                 g->top - 17, wrote ? " font-weight=\"bold\"" : "");
         if (strlen(reg->name) > LABEL_CHARS) {
             fputs("<title>", f);
-            put_text(f, reg->name);
+            draw_text(f, reg->name);
             fputs("</title>", f);
         }
-        put_short(f, reg->name, LABEL_CHARS);
+        draw_short(f, reg->name, LABEL_CHARS);
         fputs("</text>\n", f);
     }
     free(lx);
@@ -317,16 +175,16 @@ void report_svg_residual(const TfCapture *c, int block, int standalone, FILE *f)
     float scale = resid_scale(c, block);
     char title[256], label[64], hex[8];
     block_title(c, block, title, sizeof title);
-    svg_open(f, standalone, g.width, g.height);
+    draw_svg_open(f, standalone, g.width, g.height);
     fprintf(f,
             " class=\"hm\" data-kind=\"resid\" data-block=\"%d\" data-x0=\"%d\" data-y0=\"%d\" "
             "data-cw=\"%d\" data-ch=\"%d\" data-rows=\"%d\" data-cols=\"%d\">\n",
             block, g.left, g.top, g.cw, g.ch, c->n_pos, d);
     fputs("<title>residual stream ", f);
-    put_text(f, title);
+    draw_text(f, title);
     fputs("</title>\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n", f);
     fputs("<text x=\"4\" y=\"13\" font-size=\"12\" font-weight=\"bold\">residual ", f);
-    put_text(f, title);
+    draw_text(f, title);
     fprintf(f, "</text>\n");
 
     if (m->n_regs > 0) {
@@ -342,7 +200,7 @@ void report_svg_residual(const TfCapture *c, int block, int standalone, FILE *f)
         pos_label(c, p, label, sizeof label);
         fprintf(f, "<text class=\"row\" x=\"%d\" y=\"%d\" text-anchor=\"end\">", g.left - 4,
                 g.top + p * g.ch + g.ch - 3);
-        put_short(f, label, 10);
+        draw_short(f, label, 10);
         fputs("</text>\n", f);
     }
     // The cells, in cell units; white ones are left out.
@@ -353,7 +211,7 @@ void report_svg_residual(const TfCapture *c, int block, int standalone, FILE *f)
     for (int p = 0; p < c->n_pos; p++) {
         const float *row = capture_row(c, block, p);
         for (int i = 0; i < d; i++)
-            if (diverging(row[i], scale, hex))
+            if (draw_diverging(row[i], scale, hex))
                 fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"1\" height=\"1\" fill=\"%s\"/>\n", i, p,
                         hex);
     }
@@ -370,10 +228,10 @@ void report_svg_residual(const TfCapture *c, int block, int standalone, FILE *f)
             "stroke-width=\"0.5\"/>\n",
             g.left, g.top, d * g.cw, c->n_pos * g.ch);
     int y = g.top + c->n_pos * g.ch + 6;
-    colour_bar(f, g.left, y, 1, -scale, scale);
+    draw_colour_bar(f, g.left, y, 1, -scale, scale);
     fprintf(f,
             "<text x=\"%d\" y=\"%d\" fill=\"#4b5563\">rows: positions; columns: residual</text>\n",
-            g.left + BAR_W + 12, y + 8);
+            g.left + DRAW_BAR_W + 12, y + 8);
     fputs("</svg>\n", f);
 }
 
@@ -389,7 +247,7 @@ static Geo att_geo(const TfCapture *c, int layer) {
     g.top = 84;
     g.width = g.left + c->n_pos * g.cw + 16;
     if (g.width < 380) g.width = 380; /* room for the legend */
-    if (g.width < title_width(name + 34)) g.width = title_width(name + 34);
+    if (g.width < draw_title_width(name + 34)) g.width = draw_title_width(name + 34);
     g.height = g.top + c->n_pos * g.ch + 32;
     return g;
 }
@@ -420,7 +278,7 @@ static void att_cells(const TfCapture *c, int layer, int head, FILE *f) {
         for (int k = 0; k < c->n_pos; k++) {
             int masked = ly->causal && k > q;
             if (masked) strcpy(hex, "#e5e7eb");
-            if (masked || sequential(capture_att(c, layer, head, q, k), lo, hi, hex))
+            if (masked || draw_sequential(capture_att(c, layer, head, q, k), lo, hi, hex))
                 fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"1\" height=\"1\" fill=\"%s\"/>\n", k, q,
                         hex);
         }
@@ -431,17 +289,17 @@ void report_svg_attention(const TfCapture *c, int layer, int head, int standalon
     Geo g = att_geo(c, layer);
     int P = c->n_pos;
     char label[64];
-    svg_open(f, standalone, g.width, g.height);
+    draw_svg_open(f, standalone, g.width, g.height);
     fprintf(f,
             " class=\"hm\" data-kind=\"att\" data-layer=\"%d\" data-head=\"%d\" data-x0=\"%d\" "
             "data-y0=\"%d\" data-cw=\"%d\" data-ch=\"%d\" data-rows=\"%d\" data-cols=\"%d\">\n",
             layer, head, g.left, g.top, g.cw, g.ch, P, P);
     fprintf(f, "<title>attention, layer %d ", layer);
-    put_text(f, ly->name);
+    draw_text(f, ly->name);
     fprintf(f, ", head %d</title>\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
             head);
     fprintf(f, "<text x=\"4\" y=\"13\" font-size=\"12\" font-weight=\"bold\">layer %d ", layer);
-    put_short(f, ly->name, 32);
+    draw_short(f, ly->name, 32);
     fprintf(f, ", head %d%s</text>\n", head, ly->causal ? "" : " (bidirectional)");
     fprintf(f, "<text x=\"%d\" y=\"28\" fill=\"#4b5563\">key &#8594;</text>\n", g.left);
     fprintf(f, "<text x=\"4\" y=\"%d\" fill=\"#4b5563\">query &#8595;</text>\n", g.top - 4);
@@ -453,12 +311,12 @@ void report_svg_attention(const TfCapture *c, int layer, int head, int standalon
         pos_label(c, p, label, sizeof label);
         fprintf(f, "<text class=\"row\" x=\"%d\" y=\"%d\" text-anchor=\"end\" font-size=\"%d\">",
                 g.left - 4, g.top + p * g.ch + g.ch / 2 + fs / 2 - 1, fs);
-        put_short(f, label, 10);
+        draw_short(f, label, 10);
         fprintf(f,
                 "</text>\n<text class=\"col\" transform=\"translate(%d,%d) rotate(-90)\" "
                 "font-size=\"%d\">",
                 g.left + p * g.cw + g.cw / 2 + fs / 2 - 1, g.top - 4, fs);
-        put_short(f, label, 8);
+        draw_short(f, label, 8);
         fputs("</text>\n", f);
     }
     float lo, hi;
@@ -474,8 +332,8 @@ void report_svg_attention(const TfCapture *c, int layer, int head, int standalon
             "stroke-width=\"0.5\"/>\n",
             g.left, g.top, P * g.cw, P * g.ch);
     int y = g.top + P * g.ch + 6;
-    colour_bar(f, 4, y, 0, lo, hi);
-    fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"#4b5563\">softmax weight%s</text>\n", 4 + BAR_W + 8,
+    draw_colour_bar(f, 4, y, 0, lo, hi);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"#4b5563\">softmax weight%s</text>\n", 4 + DRAW_BAR_W + 8,
             y + 8, ly->causal ? "; grey: masked" : "");
     fputs("</svg>\n", f);
 }
@@ -516,7 +374,7 @@ static void svg_write_thumb(const TfCapture *c, int layer, FILE *f) {
     for (int p = 0; p < c->n_pos && mx > 1e-6f; p++) {
         const float *a = capture_row(c, layer + 1, p), *b = capture_row(c, layer, p);
         for (int i = 0; i < d; i++)
-            if (diverging(a[i] - b[i], mx, hex))
+            if (draw_diverging(a[i] - b[i], mx, hex))
                 fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"1\" height=\"1\" fill=\"%s\"/>\n", i, p,
                         hex);
     }
@@ -524,21 +382,6 @@ static void svg_write_thumb(const TfCapture *c, int layer, FILE *f) {
 }
 
 /* --- files -------------------------------------------------------------------- */
-
-static FILE *open_out(const char *path, TfError *err) {
-    FILE *f = fopen(path, "w");
-    if (!f) tf_error_set(err, "cannot write '%s': %s", path, strerror(errno));
-    return f;
-}
-
-static int close_out(FILE *f, const char *path, TfError *err) {
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) {
-        tf_error_set(err, "error writing '%s'", path);
-        return -1;
-    }
-    return 0;
-}
 
 /* A layer name as a file name part: letters, digits, '_', '-' and '.'. */
 static void safe_name(const char *s, char *buf, size_t n) {
@@ -573,22 +416,22 @@ int report_write_svgs(const TfCapture *c, const char *dir, TfError *err) {
             safe_name(c->m->layers[l].name, name, sizeof name);
             snprintf(path, plen, "%s/resid_%02d_%s.svg", dir, l, name);
         }
-        FILE *f = open_out(path, err);
+        FILE *f = draw_open(path, err);
         if (!f) {
             rc = -1;
             break;
         }
         report_svg_residual(c, b, 1, f);
-        rc = close_out(f, path, err);
+        rc = draw_close(f, path, err);
         if (l < 0 || !c->att[l]) continue;
         for (int h = 0; h < c->m->layers[l].n_heads && rc == 0; h++) {
             snprintf(path, plen, "%s/att_%02d_%s_h%d.svg", dir, l, name, h);
-            if (!(f = open_out(path, err))) {
+            if (!(f = draw_open(path, err))) {
                 rc = -1;
                 break;
             }
             report_svg_attention(c, l, h, 1, f);
-            rc = close_out(f, path, err);
+            rc = draw_close(f, path, err);
         }
     }
     free(path);
@@ -610,56 +453,6 @@ static const char *source_line(const TfModel *m, int line, size_t *len) {
     *len = e ? (size_t)(e - s) : strlen(s);
     return s;
 }
-
-static const char *const report_css =
-    "body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#111827}\n"
-    ".page{display:grid;grid-template-columns:14em minmax(0,1fr);gap:1.5em;max-width:1600px;"
-    "padding:0 1.5em}\n"
-    "nav#toc{position:sticky;top:0;align-self:start;max-height:100vh;overflow:auto;"
-    "font-size:13px;padding:1em 0.5em 1em 0;border-right:1px solid #e5e7eb;box-sizing:border-box}\n"
-    "nav#toc ol{list-style:none;padding-left:0.9em;margin:0.15em 0}nav#toc>ol{padding-left:0}\n"
-    "nav#toc a{color:#1d4ed8;text-decoration:none;white-space:nowrap}nav#toc a:hover{"
-    "text-decoration:underline}\n"
-    "nav#toc button{font-size:12px;margin:0.5em 0.3em 0 0}\n"
-    "main{min-width:0;padding-bottom:5em}\n"
-    "h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em}\n"
-    "code,pre,td.m,.dec td,td.src{font-family:'DejaVu Sans Mono',monospace}\n"
-    "table{border-collapse:collapse}td,th{padding:1px 6px;text-align:left}\n"
-    "table.layers tr:nth-child(even){background:#f3f4f6}\n"
-    ".dec td,.dec th{text-align:right;border:1px solid #e5e7eb;min-width:2.2em}\n"
-    ".dec th.r{text-align:left}.dec td.flag{background:#fecaca;font-weight:bold}\n"
-    ".dec td.empty{color:#9ca3af}.dec td.sub{color:#6b7280;font-size:0.85em}\n"
-    ".mv{display:grid;gap:8px;margin:0.5em 0}\n"
-    ".mv-layer{border:1px solid #e5e7eb;border-radius:3px;padding:2px 4px 4px;min-width:0}\n"
-    ".mv-layer.flagged{border-color:#fca5a5}\n"
-    ".mv-label{display:block;font-size:11px;white-space:nowrap;overflow:hidden;"
-    "text-overflow:ellipsis;color:#111827;text-decoration:none}\n"
-    ".mv-heads{display:flex;gap:4px}.mv-heads svg{display:block;border:1px solid #d1d5db}\n"
-    ".mv-kind{font-size:10px;color:#6b7280}\n"
-    "table.prog td{padding:0 6px;vertical-align:top}table.prog td.ln{color:#9ca3af;"
-    "text-align:right}\n"
-    "table.prog td.src{white-space:pre}table.prog tr.op{background:#f9fafb}\n"
-    "table.prog td.to a{margin-right:0.4em;text-decoration:none}table.prog a.hd{color:#7c3aed;"
-    "font-size:0.85em}\n"
-    "table.prog tr:target,details.layer:target>summary{background:#fef3c7}\n"
-    "details.layer{border-top:1px solid #d1d5db;padding:0.3em 0}\n"
-    "details.layer summary{cursor:pointer;font-weight:600}\n"
-    ".figs{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start;margin:0.5em 0}\n"
-    ".figs svg{border:1px solid #e5e7eb;display:block}.scroll{overflow-x:auto}\n"
-    ".flagged,a.flagged{color:#b91c1c}.note{color:#b91c1c;font-family:monospace}\n"
-    "#tip{position:fixed;pointer-events:none;background:#111827;color:#fff;padding:3px 6px;"
-    "border-radius:3px;font:12px monospace;display:none;z-index:9}\n"
-    "#pinned{position:fixed;bottom:0;left:0;right:0;background:#fffbeb;border-top:1px solid "
-    "#f59e0b;font:12px monospace;padding:4px 1.5em;max-height:6em;overflow:auto}\n"
-    "#pinned:empty{display:none}#status{color:#6b7280;font-size:12px}\n";
-
-/* The first script, on its own so that it catches even a syntax error in
- * the second: any error marks the page with #report-error. */
-static const char *const report_js_guard =
-    "function mark(id,text){var p=document.createElement('p');p.id=id;p.textContent=text;"
-    "document.getElementById('status').appendChild(p);}\n"
-    "window.addEventListener('error',function(e){mark('report-error','script error: '+e.message+"
-    "' (line '+e.lineno+')');});\n";
 
 /* The script: hover shows a cell's exact value, click pins it; links open
  * the collapsed section they point into; a self-check at the end marks the
@@ -732,25 +525,25 @@ static void write_json_data(const TfCapture *c, FILE *f) {
     for (int p = 0; p < c->n_pos; p++) {
         inspect_token_text(m, c->tokens[p], t, sizeof t);
         if (p) fputc(',', f);
-        put_json_string(f, t);
+        draw_json_string(f, t);
     }
     fputs("],\"vocab\":[", f);
     for (int v = 0; v < m->n_vocab; v++) {
         inspect_token_text(m, v, t, sizeof t);
         if (v) fputc(',', f);
-        put_json_string(f, t);
+        draw_json_string(f, t);
     }
     fputs("],\"regs\":[", f);
     for (int r = 0; r < m->n_regs; r++) {
         fprintf(f, "%s[", r ? "," : "");
-        put_json_string(f, m->regs[r].name);
+        draw_json_string(f, m->regs[r].name);
         fprintf(f, ",\"%s\",%d,%d", tf_reg_kind_names[m->regs[r].kind], m->regs[r].offset,
                 m->regs[r].size);
         if (m->regs[r].values) { // categorical: each column's value, for the hover text
             fputs(",[", f);
             for (int j = 0; j < m->regs[r].size; j++) {
                 if (j) fputc(',', f);
-                put_json_string(f, m->regs[r].values[j]);
+                draw_json_string(f, m->regs[r].values[j]);
             }
             fputc(']', f);
         }
@@ -761,7 +554,7 @@ static void write_json_data(const TfCapture *c, FILE *f) {
         char title[256];
         block_title(c, b, title, sizeof title);
         if (b) fputc(',', f);
-        put_json_string(f, title);
+        draw_json_string(f, title);
     }
     fputs("],\n\"blocks\":[", f);
     for (int b = 0; b < c->n_blocks; b++) {
@@ -769,7 +562,7 @@ static void write_json_data(const TfCapture *c, FILE *f) {
         const float *x = capture_row(c, b, 0);
         for (size_t i = 0; i < (size_t)c->n_pos * (size_t)m->d_model; i++) {
             if (i) fputc(',', f);
-            put_json_float(f, x[i]);
+            draw_json_float(f, x[i]);
         }
         fputc(']', f);
     }
@@ -783,7 +576,7 @@ static void write_json_data(const TfCapture *c, FILE *f) {
             for (int q = 0; q < c->n_pos; q++)
                 for (int k = 0; k < c->n_pos; k++) {
                     if (q || k) fputc(',', f);
-                    put_json_float(f, capture_att(c, l, h, q, k));
+                    draw_json_float(f, capture_att(c, l, h, q, k));
                 }
             fputc(']', f);
         }
@@ -803,7 +596,7 @@ static void write_decoded(const TfCapture *c, int block, FILE *f) {
     for (int p = 0; p < c->n_pos; p++) {
         inspect_token_text(m, c->tokens[p], t, sizeof t);
         fputs("<th>", f);
-        put_text(f, t);
+        draw_text(f, t);
         fputs("</th>", f);
     }
     fputs("</tr>\n", f);
@@ -818,12 +611,12 @@ static void write_decoded(const TfCapture *c, int block, FILE *f) {
             fputs("<td title=\"", f);
             for (int j = 0; j < k; j++) {
                 inspect_output_text(m, ids[j], t, sizeof t);
-                put_text(f, t);
+                draw_text(f, t);
                 fprintf(f, " %.3f%s", (double)pr[j], j + 1 < k ? ", " : "");
             }
             inspect_output_text(m, ids[0], t, sizeof t);
             fputs("\">", f);
-            put_text(f, t);
+            draw_text(f, t);
             fprintf(f, " <span class=\"sub\">%.2f</span></td>", (double)pr[0]);
         }
         fputs("</tr>\n", f);
@@ -832,7 +625,7 @@ static void write_decoded(const TfCapture *c, int block, FILE *f) {
         const TfRegister *reg = &m->regs[r];
         if (!inspect_layer_wrote(c, block - 1, reg)) continue;
         fputs("<tr><th class=\"r\">", f);
-        put_text(f, reg->name);
+        draw_text(f, reg->name);
         fputs("</th>", f);
         for (int p = 0; p < c->n_pos; p++) {
             TfDecoded d;
@@ -842,7 +635,7 @@ static void write_decoded(const TfCapture *c, int block, FILE *f) {
                                                             : "";
             fprintf(f, "<td%s title=\"", cls);
             if (d.status == TF_DECODE_FLAGGED) {
-                put_text(f, d.why);
+                draw_text(f, d.why);
                 fputs("; ", f);
             }
             if (reg->kind == TF_REG_TOKEN || reg->kind == TF_REG_CATEGORICAL)
@@ -856,10 +649,10 @@ static void write_decoded(const TfCapture *c, int block, FILE *f) {
                 fputs(".", f);
             } else if (reg->kind == TF_REG_TOKEN) {
                 inspect_token_text(m, d.index, t, sizeof t);
-                put_text(f, t);
+                draw_text(f, t);
             } else if (reg->kind == TF_REG_CATEGORICAL) {
                 inspect_value_text(reg, d.index, t, sizeof t);
-                put_text(f, t);
+                draw_text(f, t);
             } else if (reg->kind == TF_REG_POSITION) {
                 if (d.status == TF_DECODE_FLAGGED)
                     fprintf(f, "%.2f", (double)d.value);
@@ -895,7 +688,7 @@ static void write_wrote(const TfCapture *c, int block, FILE *f) {
     for (int r = 0; r < c->m->n_regs; r++) {
         if (!inspect_layer_wrote(c, block - 1, &c->m->regs[r])) continue;
         if (n++) fputs(", ", f);
-        put_text(f, c->m->regs[r].name);
+        draw_text(f, c->m->regs[r].name);
     }
     if (c->m->n_regs == 0)
         fputs("(all columns)", f);
@@ -912,7 +705,7 @@ static void write_tokens(const TfModel *m, const int *ids, int from, int to, FIL
     for (int p = from; p < to; p++) {
         char t[8];
         model_token_text(m, ids[p], t);
-        put_text(f, t);
+        draw_text(f, t);
     }
 }
 
@@ -920,11 +713,11 @@ static void write_tokens(const TfModel *m, const int *ids, int from, int to, FIL
 static void put_layer_title(const TfModel *m, int l, FILE *f) {
     const TfLayer *ly = &m->layers[l];
     fprintf(f, "layer %d ", l);
-    put_text(f, ly->name);
+    draw_text(f, ly->name);
     fprintf(f, " (%s", tf_layer_kind_names[ly->kind]);
     if (ly->op) {
         fputs(", ", f);
-        put_text(f, ly->op);
+        draw_text(f, ly->op);
     }
     if (ly->line > 0) fprintf(f, ", line %d", ly->line);
     fputc(')', f);
@@ -948,19 +741,19 @@ static void write_unembedding(const TfCapture *c, FILE *f) {
                 if (!bad++) first = p, first_d = d;
             }
         fprintf(f, "<p%s>The unembedding reads <code>", bad ? " class=\"flagged\"" : "");
-        put_text(f, reg->name);
+        draw_text(f, reg->name);
         fputs("</code> at every position; decoded, it holds <code id=\"unembed-reads\">", f);
         for (int p = from; p < c->n_pos; p++) {
             int tok = inspect_output_read(c, p, &d);
             char tt[8] = "?";
             if (tok >= 0) model_token_text(m, tok, tt);
-            put_text(f, tt);
+            draw_text(f, tt);
         }
         fputs("</code>", f);
         if (bad) {
             fprintf(f, ". &#9888; %d position%s do%s not decode cleanly (first: position %d, ", bad,
                     bad == 1 ? "" : "s", bad == 1 ? "es" : "", first);
-            put_text(f, first_d.status == TF_DECODE_EMPTY     ? "empty"
+            draw_text(f, first_d.status == TF_DECODE_EMPTY     ? "empty"
                         : first_d.status == TF_DECODE_FLAGGED ? first_d.why
                                                               : "maps to no token");
             fputc(')', f);
@@ -971,18 +764,18 @@ static void write_unembedding(const TfCapture *c, FILE *f) {
     int pos = c->n_pos - 1, tok = inspect_output_read(c, pos, &d);
     fprintf(f, "<p%s>The unembedding reads <code>",
             d.status == TF_DECODE_CLEAN && tok >= 0 ? "" : " class=\"flagged\"");
-    put_text(f, reg->name);
+    draw_text(f, reg->name);
     fprintf(f, "</code> at position %d: ", pos);
     if (d.status == TF_DECODE_EMPTY) {
         fputs("&#9888; it is empty, so the next token is the argmax of near-zero logits", f);
     } else if (d.status == TF_DECODE_FLAGGED) {
         fputs("&#9888; ", f);
-        put_text(f, d.why);
+        draw_text(f, d.why);
     } else {
         if (reg->kind == TF_REG_CATEGORICAL) {
             inspect_value_text(reg, d.index, v, sizeof v);
             fputs("the value <code>", f);
-            put_text(f, v);
+            draw_text(f, v);
             fputs("</code>, ", f);
         }
         if (tok < 0) {
@@ -992,7 +785,7 @@ static void write_unembedding(const TfCapture *c, FILE *f) {
             fputs(reg->kind == TF_REG_CATEGORICAL ? "token <code id=\"unembed-reads\">"
                                                   : "<code id=\"unembed-reads\">",
                   f);
-            put_text(f, t);
+            draw_text(f, t);
             fputs("</code>", f);
         }
     }
@@ -1023,12 +816,12 @@ static void write_summary(const TfCapture *c, FILE *f) {
         inspect_logit_lens(c, c->n_blocks - 1, pos, 1, &id, &p);
         inspect_output_text(m, c->next, t, sizeof t);
         fputs("class <code>", f);
-        put_text(f, t);
+        draw_text(f, t);
         fprintf(f, "</code> (p %.4f, read at position %d)", (double)p, pos);
     } else {
         inspect_output_text(m, c->next, t, sizeof t);
         fputs("next <code>", f);
-        put_text(f, t);
+        draw_text(f, t);
         fputs("</code>", f);
     }
     fputs(".</p>\n", f);
@@ -1058,7 +851,7 @@ static void write_toc(const TfCapture *c, const int *flags, FILE *f) {
     for (int l = 0; l < m->n_layers; l++) {
         fprintf(f, "<li><a href=\"#layer-%d\"%s>%d ", l, flags[l + 1] ? " class=\"flagged\"" : "",
                 l);
-        put_short(f, m->layers[l].name, 18);
+        draw_short(f, m->layers[l].name, 18);
         fprintf(f, "%s</a></li>\n", flags[l + 1] ? " &#9888;" : "");
     }
     fputs("</ol></li>\n</ol>\n<button id=\"open-all\" type=\"button\">open all</button>"
@@ -1091,19 +884,19 @@ static void write_model_view(const TfCapture *c, const int *flags, FILE *f) {
                 flags[l + 1] ? " flagged" : "", l, l);
         put_layer_title(m, l, f);
         fprintf(f, "\">%s%d ", flags[l + 1] ? "&#9888; " : "", l);
-        put_text(f, ly->name);
+        draw_text(f, ly->name);
         fputs("</a><div class=\"mv-heads\">", f);
         if (c->att[l]) {
             for (int h = 0; h < ly->n_heads; h++) {
                 fprintf(f, "<a href=\"#layer-%d\" title=\"layer %d ", l, l);
-                put_text(f, ly->name);
+                draw_text(f, ly->name);
                 fprintf(f, ", head %d\">", h);
                 svg_att_thumb(c, l, h, f);
                 fputs("</a>", f);
             }
         } else {
             fprintf(f, "<a href=\"#layer-%d\" title=\"what layer %d ", l, l);
-            put_text(f, ly->name);
+            draw_text(f, ly->name);
             fputs(" added\">", f);
             svg_write_thumb(c, l, f);
             fputs("</a>", f);
@@ -1123,7 +916,7 @@ static void write_program(const TfCapture *c, const int *flags, FILE *f) {
     int any = 0;
     for (int l = 0; l < m->n_layers; l++) any |= m->layers[l].line > 0;
     fputs("<section id=\"program\"><h2>Program</h2>\n<p><code>", f);
-    put_text(f, m->source_name ? m->source_name : "the source");
+    draw_text(f, m->source_name ? m->source_name : "the source");
     fputs(
         any ? "</code>: each op's line links to the layers (L) and heads (h) it became.</p>\n"
             : "</code>: the layers of this model come from no line of it (learned weights).</p>\n",
@@ -1138,7 +931,7 @@ static void write_program(const TfCapture *c, const int *flags, FILE *f) {
         fprintf(f,
                 "<tr id=\"line-%d\" data-line=\"%d\"%s><td class=\"ln\">%d</td><td class=\"src\">",
                 line, line, ops ? " class=\"op\"" : "", line);
-        put_escaped(f, s, n);
+        draw_escaped(f, s, n);
         fputs("</td><td class=\"to\">", f);
         for (int l = 0; l < m->n_layers; l++) {
             if (m->layers[l].line != line) continue;
@@ -1167,12 +960,12 @@ static void write_layer_table(const TfCapture *c, const int *flags, FILE *f) {
     for (int l = 0; l < m->n_layers; l++) {
         const TfLayer *ly = &m->layers[l];
         fprintf(f, "<tr><td><a href=\"#layer-%d\">%d</a></td><td>", l, l);
-        put_text(f, ly->name);
+        draw_text(f, ly->name);
         fprintf(f, "</td><td>%s", tf_layer_kind_names[ly->kind]);
         if (ly->kind == TF_LAYER_ATTENTION)
             fprintf(f, ", %d head%s", ly->n_heads, ly->n_heads == 1 ? "" : "s");
         fputs("</td><td>", f);
-        if (ly->op) put_text(f, ly->op);
+        if (ly->op) draw_text(f, ly->op);
         fputs("</td><td>", f);
         size_t n = 0;
         const char *src = source_line(m, ly->line, &n);
@@ -1181,7 +974,7 @@ static void write_layer_table(const TfCapture *c, const int *flags, FILE *f) {
         else if (ly->line > 0)
             fprintf(f, "%d", ly->line);
         fputs("</td><td class=\"m\">", f);
-        if (src) put_escaped(f, src, n);
+        if (src) draw_escaped(f, src, n);
         fputs("</td><td>", f);
         write_wrote(c, l + 1, f);
         fprintf(f, "</td><td%s>%s</td></tr>\n", flags[l + 1] ? " class=\"flagged\"" : "",
@@ -1207,7 +1000,7 @@ static void write_blocks(const TfCapture *c, const int *flags, FILE *f) {
                     "<details class=\"layer\" id=\"layer-%d\" data-layer=\"%d\" data-line=\"%d\"%s>"
                     "<summary>",
                     l, l, m->layers[l].line, open ? " open" : "");
-        put_text(f, title);
+        draw_text(f, title);
         if (b > 0) {
             fputs(" &#8212; changed ", f);
             write_wrote(c, b, f);
@@ -1224,7 +1017,7 @@ static void write_blocks(const TfCapture *c, const int *flags, FILE *f) {
                 int w = snprintf(num, sizeof num, "%d", m->layers[l].line);
                 fprintf(f, "<pre>%*s<a href=\"#line-%s\">%s</a> | ", w < 4 ? 4 - w : 0, "", num,
                         num);
-                put_escaped(f, src, n);
+                draw_escaped(f, src, n);
                 fputs("</pre>\n", f);
             }
         }
@@ -1248,7 +1041,7 @@ int report_write_html(const TfCapture *c, const char *path, TfError *err) {
         tf_error_set(err, "out of memory");
         return -1;
     }
-    FILE *f = open_out(path, err);
+    FILE *f = draw_open(path, err);
     if (!f) {
         free(flags);
         return -1;
@@ -1259,12 +1052,12 @@ int report_write_html(const TfCapture *c, const char *path, TfError *err) {
           f);
     if (m->source_name) {
         fputs(": ", f);
-        put_text(f, m->source_name);
+        draw_text(f, m->source_name);
     }
-    fprintf(f, "</title>\n<style>\n%s</style>\n</head><body>\n<div class=\"page\">\n", report_css);
+    fprintf(f, "</title>\n<style>\n%s</style>\n</head><body>\n<div class=\"page\">\n", draw_css);
     write_toc(c, flags, f);
     fputs("<main>\n<h1>Inside ", f);
-    put_text(f, m->source_name ? m->source_name : "a weight file");
+    draw_text(f, m->source_name ? m->source_name : "a weight file");
     fputs("</h1>\n", f);
     write_summary(c, f);
     write_model_view(c, flags, f);
@@ -1278,6 +1071,6 @@ int report_write_html(const TfCapture *c, const char *path, TfError *err) {
     fputs("<script type=\"application/json\" id=\"tf-data\">", f);
     write_json_data(c, f);
     fprintf(f, "</script>\n<script>\n%s</script>\n<script>\n%s</script>\n</body></html>\n",
-            report_js_guard, report_js);
-    return close_out(f, path, err);
+            draw_js_guard, report_js);
+    return draw_close(f, path, err);
 }

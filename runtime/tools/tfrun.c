@@ -6,6 +6,8 @@
  *   tfrun [-n N] WEIGHTS.tfw [--trace | --trace-all] [--step K] [--report FILE.html]
  *         [--svg DIR] PROMPT                  (look inside: runtime/inspect/inspect.h)
  *   tfrun WEIGHTS.tfw --dump FILE.safetensors PROMPT   (activations: runtime/inspect/dump.h)
+ *   tfrun [-n N] A.tfw --compare B.tfw [--report FILE.html] [--svg DIR] PROMPT
+ *                                             (side by side: runtime/inspect/compare.h)
  *
  * Options may come before or after the file names; a prompt that starts
  * with '-' follows "--". Prints each prompt followed by its generated
@@ -34,6 +36,7 @@
 
 #include "runner.h"
 #include "cli.h"
+#include "compare.h"
 #include "distributed.h"
 #include "dump.h"
 #include "infer.h"
@@ -60,8 +63,9 @@ static void usage(FILE *f) {
                "  --batch FILE     read one prompt per line ('-': standard input)\n"
                "  --check FILE     read lines prompt<TAB>expected completion (or the tokens\n"
                "                   at every position, or numbers: decimals or p/q, each\n"
-               "                   within the model's error bound); print the\n"
-               "                   number passed and failed, the first failures, the speed\n"
+               "                   within the model's error bound, or a classifier's class);\n"
+               "                   print the number passed and failed, the first failures,\n"
+               "                   the speed\n"
                "  --batch-size B   prompts per engine, 1 to %d (default %d)\n"
                "  --threads T      engines running at once (default: the CPUs online)\n"
                "  --shard-input    under mpirun: every rank reads its own input (its own\n"
@@ -76,6 +80,8 @@ static void usage(FILE *f) {
                "  --svg DIR        write its heatmaps and attention maps as SVG files\n"
                "  --dump FILE      write the prompt's activations (residual stream, attention\n"
                "                   patterns; TransformerLens names) as a safetensors file\n"
+               "  --compare B.tfw  with --report and/or --svg: this model and B on the prompt,\n"
+               "                   side by side, every head against every head of B\n"
                "  -h, --help       this help;  --version  the version\n"
                "Options and files come in any order; --opt=V is --opt V; \"--\" ends the\n"
                "options (for a prompt that starts with '-'). Input lines end in LF or CRLF.\n"
@@ -194,17 +200,18 @@ static int run_stream(const TfModel *m, const char *path, const TfRunnerOptions 
 
 /* Prints one prompt's result: prompt + completion, or for a model read at
  * every position prompt<TAB>the tokens (or numbers, vals) at each position. */
-static void print_result(const TfModel *m, const char *prompt, size_t len, const int *out,
-                         const float *vals, int n) {
+static void print_result(FILE *f, const TfModel *m, const char *prompt, size_t len,
+                         const int *out, const float *vals, int n) {
     if (model_numeric_output(m))
-        runner_print_values(stdout, m, prompt, len, vals, n);
+        runner_print_values(f, m, prompt, len, vals, n);
     else if (m->every_position)
-        runner_print_outputs(stdout, m, prompt, len, out, n);
+        runner_print_outputs(f, m, prompt, len, out, n);
     else
-        runner_print_completion(stdout, m, prompt, len, out, n);
+        runner_print_completion(f, m, prompt, len, out, n);
 }
 
-static int run_classify(const TfModel *m, const char *prompt, const char *path);
+static int run_classify(const TfModel *m, const char *prompt, const char *path, int check,
+                        int force_progress);
 
 /* --dump: one pass over the prompt, its activations to path (dump.h). */
 static int run_dump(const TfModel *m, const char *prompt, const char *path) {
@@ -235,9 +242,9 @@ static int run_inspect(const TfModel *m, const char *prompt, int n_new, const Tf
         if (ids) fprintf(stderr, "tfrun: %s\n", out && vals ? err.msg : "out of memory");
         status = TFRUN_EXIT_ERROR;
     } else if (m->output_kind == TF_OUTPUT_CLASSIFY) {
-        status = run_classify(m, prompt, NULL);
+        status = run_classify(m, prompt, NULL, 0, 0);
     } else {
-        print_result(m, prompt, len, out, vals, n_out);
+        print_result(stdout, m, prompt, len, out, vals, n_out);
     }
     free(ids);
     free(out);
@@ -276,7 +283,7 @@ static int run_one(const TfModel *m, const char *prompt, int n_new, int use_cach
         fprintf(stderr, "tfrun: %s\n", out && vals ? err.msg : "out of memory");
         status = TFRUN_EXIT_ERROR;
     } else {
-        print_result(m, prompt, len, out, vals, n_out);
+        print_result(stdout, m, prompt, len, out, vals, n_out);
     }
     infer_free(inf);
     free(out);
@@ -285,55 +292,214 @@ static int run_one(const TfModel *m, const char *prompt, int n_new, int use_cach
     return status;
 }
 
+/* One classifier input: its class into *best and that class's probability
+ * into probs[*best]; 0, or -1 with err set. */
+static int classify_text(TfInfer *inf, const TfModel *m, const char *text, float *probs,
+                         int *best, TfError *err) {
+    int len = (int)strlen(text);
+    int *ids = len > 0 && len <= m->max_len ? malloc((size_t)len * sizeof *ids) : NULL;
+    int rc = -1;
+    if (!ids)
+        tf_error_set(err, "input of %d characters (1 to %d allowed)", len, m->max_len);
+    else if (infer_tokenize(m, text, len, ids, err) == 0 &&
+             infer_classify(inf, (const int *const *)&ids, &len, 1, probs, err) == 0) {
+        *best = 0;
+        for (int c = 1; c < m->n_classes; c++)
+            if (probs[c] > probs[*best]) *best = c;
+        rc = 0;
+    }
+    free(ids);
+    return rc;
+}
+
+/* One classifier input: its line, text<TAB>class<TAB>probability, to f. */
+static int classify_one(TfInfer *inf, const TfModel *m, const char *text, float *probs, FILE *f,
+                        TfError *err) {
+    int best;
+    if (classify_text(inf, m, text, probs, &best, err) < 0) return -1;
+    fprintf(f, "%s\t%s\t%.4f\n", text, m->class_names[best], probs[best]);
+    return 0;
+}
+
 /* Classifier models (a learned `predict classes` model): each input (the
  * prompt, or every line of `path`) is printed with its class and that
- * class's probability, tab-separated. 0, or 1 after any bad input. */
-static int run_classify(const TfModel *m, const char *prompt, const char *path) {
+ * class's probability, tab-separated. With check, each line of `path` is
+ * INPUT<TAB>CLASS: the failures are printed (the first TFRUN_SHOW_FAILURES)
+ * and a 'passed, failed' line, as for other models. 0, or 1 after any bad
+ * input or failed case. */
+static int run_classify(const TfModel *m, const char *prompt, const char *path, int check,
+                        int force_progress) {
     TfError err = {""};
     TfInfer *inf = infer_new(m, 1, &err);
     float *probs = malloc((size_t)m->n_classes * sizeof *probs);
     FILE *f = !path ? NULL : strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
     if (!inf || !probs || (path && !f)) {
-        fprintf(stderr, "tfrun: %s\n", !inf ? err.msg : path && !f ? strerror(errno) : "out of memory");
+        if (path && !f) fprintf(stderr, "tfrun: cannot open '%s': %s\n", path, strerror(errno));
+        else fprintf(stderr, "tfrun: %s\n", !inf ? err.msg : "out of memory");
         infer_free(inf);
         free(probs);
         return TFRUN_EXIT_ERROR;
     }
+    StreamProgress sp = {.check = check};
+    cli_progress_init(&sp.bar, force_progress && f);
+    struct stat fs;
+    long pos = f ? ftell(f) : -1;
+    if (f && fstat(fileno(f), &fs) == 0 && S_ISREG(fs.st_mode) && pos >= 0)
+        sp.total = fs.st_size - pos;
+    TfRunnerStats st = {0};
+    double t0 = cli_now();
     int status = 0;
     char *line = NULL;
     size_t cap = 0;
     long lineno = 0;
     for (;;) {
-        const char *text = prompt;
+        const char *text = prompt, *want = NULL;
         if (f) {
             ssize_t n = getline(&line, &cap, f);
             if (n < 0) break;
+            st.bytes += n;
             if (n > 0 && line[n - 1] == '\n') line[--n] = '\0';
             if (n > 0 && line[n - 1] == '\r') line[--n] = '\0';
             text = line;
             lineno++;
+            if (check) {
+                char *tab = strrchr(line, '\t');
+                if (!tab) {
+                    fprintf(stderr, "tfrun: line %ld: expected INPUT<TAB>CLASS\n", lineno);
+                    st.bad++;
+                    continue;
+                }
+                *tab = '\0';
+                want = tab + 1;
+            }
         }
-        int len = (int)strlen(text);
-        int *ids = len > 0 && len <= m->max_len ? malloc((size_t)len * sizeof *ids) : NULL;
-        if (!ids || infer_tokenize(m, text, len, ids, &err) < 0 ||
-            infer_classify(inf, (const int *const *)&ids, &len, 1, probs, &err) < 0) {
-            if (!ids) tf_error_set(&err, "input of %d characters (1 to %d allowed)", len, m->max_len);
+        int best = -1, rc = check ? classify_text(inf, m, text, probs, &best, &err)
+                                  : classify_one(inf, m, text, probs, stdout, &err);
+        if (rc == 0) st.run++;
+        if (rc < 0) {
+            cli_progress_clear(&sp.bar);
             if (f) fprintf(stderr, "tfrun: line %ld: %s\n", lineno, err.msg);
             else fprintf(stderr, "tfrun: %s\n", err.msg);
+            if (check) st.bad++;
             status = TFRUN_EXIT_ERROR;
-        } else {
-            int best = 0;
-            for (int c = 1; c < m->n_classes; c++)
-                if (probs[c] > probs[best]) best = c;
-            printf("%s\t%s\t%.4f\n", text, m->class_names[best], probs[best]);
+        } else if (check && strcmp(m->class_names[best], want) == 0) {
+            st.passed++;
+        } else if (check && st.failed++ < TFRUN_SHOW_FAILURES) {
+            cli_progress_clear(&sp.bar);
+            printf("FAIL line %ld: %s -> %s (expected %s)\n", lineno, text, m->class_names[best],
+                   want);
         }
-        free(ids);
         if (!f) break;
+        if (sp.bar.on && (st.run & 1023) == 0) {
+            st.seconds = cli_now() - t0;
+            char text_[160];
+            stream_progress_text(&sp, &st, text_, sizeof text_);
+            cli_progress_update(&sp.bar, sp.total > 0 ? (double)st.bytes / (double)sp.total : -1,
+                                "%s", text_);
+        }
+    }
+    st.seconds = cli_now() - t0;
+    if (sp.bar.on) {
+        char text_[160];
+        stream_progress_text(&sp, &st, text_, sizeof text_);
+        cli_progress_end(&sp.bar, "%s", text_);
+    }
+    if (check) {
+        if (st.failed > TFRUN_SHOW_FAILURES)
+            printf("... and %ld more failures\n", st.failed - TFRUN_SHOW_FAILURES);
+        printf("%ld passed, %ld failed", st.passed, st.failed);
+        if (st.bad) printf(", %ld bad lines", st.bad);
+        printf(" (%ld cases in %.2f s: %.0f cases/s, 1 thread)\n", st.run, st.seconds,
+               st.seconds > 0 ? (double)st.run / st.seconds : 0.0);
+        if (st.failed || st.bad || (st.run == 0 && lineno == 0)) status = TFRUN_EXIT_ERROR;
     }
     free(line);
     if (f && f != stdin) fclose(f);
     free(probs);
     infer_free(inf);
+    return status;
+}
+
+/* The line tfrun prints for the prompt (ids[0..len-1]), without its
+ * newline, into *text (the caller frees it): the generation inspect_run
+ * does (one full pass per step), or a classifier's class. */
+static int result_text(const TfModel *m, const char *prompt, const int *ids, int len, int n_new,
+                       char **text, TfError *err) {
+    size_t cap = (size_t)(n_new > len ? n_new : len) + 1, size = 0;
+    int *out = malloc(cap * sizeof(int));
+    float *vals = malloc(cap * sizeof(float));
+    TfInfer *inf = m->output_kind == TF_OUTPUT_CLASSIFY ? infer_new(m, 1, err) : NULL;
+    float *probs = inf ? malloc((size_t)m->n_classes * sizeof *probs) : NULL;
+    TfInspectOptions none = {0, 0, 0, NULL, NULL};
+    FILE *f = open_memstream(text, &size);
+    int n_out = 0, rc = -1;
+    if (m->output_kind == TF_OUTPUT_CLASSIFY && !inf)
+        ; /* err says why */
+    else if (!out || !vals || !f || (inf && !probs))
+        tf_error_set(err, "out of memory");
+    else if (inf)
+        rc = classify_one(inf, m, prompt, probs, f, err);
+    else if ((rc = inspect_run(m, ids, len, n_new, &none, NULL, out, vals, &n_out, err)) == 0)
+        print_result(f, m, prompt, (size_t)len, out, vals, n_out);
+    if (f && fclose(f) != 0 && rc == 0) {
+        tf_error_set(err, "out of memory");
+        rc = -1;
+    }
+    if (!f) *text = NULL;
+    if (rc == 0 && size > 0 && (*text)[size - 1] == '\n') (*text)[size - 1] = '\0';
+    infer_free(inf);
+    free(probs);
+    free(out);
+    free(vals);
+    return rc;
+}
+
+/* --compare: models m[0] (A) and m[1] (B), read from files path[0] and
+ * path[1], on the same prompt: the comparison page (--report) and pictures
+ * (--svg) of the prompt's pass (compare.h), then each model's result line
+ * as tfrun prints it, A's first. */
+static int run_compare(TfModel *const m[2], const char *const path[2], const char *prompt,
+                       const int n_new[2], const TfInspectOptions *io) {
+    size_t len = strlen(prompt);
+    if (len > INT_MAX / 2) len = INT_MAX / 2;
+    int *ids[2] = {NULL, NULL}, status = TFRUN_EXIT_ERROR, s = 0;
+    char *text[2] = {NULL, NULL};
+    TfCapture *cap[2] = {NULL, NULL};
+    TfCompare *cmp = NULL;
+    TfError err = {""};
+    for (s = 0; s < 2; s++) {
+        size_t n = strlen(path[s]) + 16;
+        char *where = malloc(n);
+        if (where) snprintf(where, n, "prompt for %s", path[s]);
+        ids[s] = prepare_prompt(m[s], prompt, (int)len, n_new[s], where ? where : "prompt");
+        free(where);
+        if (!ids[s]) goto done;
+    }
+    for (s = 0; s < 2; s++) {
+        if (result_text(m[s], prompt, ids[s], (int)len, n_new[s], &text[s], &err) < 0 ||
+            !(cap[s] = inspect_capture(m[s], ids[s], (int)len, &err))) {
+            fprintf(stderr, "tfrun: %s: %s\n", path[s], err.msg);
+            goto done;
+        }
+    }
+    cmp = compare_new(cap[0], path[0], cap[1], path[1], &err);
+    if (cmp) {
+        cmp->result[0] = text[0], cmp->result[1] = text[1];
+    }
+    if (!cmp || (io->report_path && compare_write_html(cmp, io->report_path, &err) < 0) ||
+        (io->svg_dir && compare_write_svgs(cmp, io->svg_dir, &err) < 0)) {
+        fprintf(stderr, "tfrun: %s\n", err.msg);
+        goto done;
+    }
+    printf("%s\n%s\n", text[0], text[1]);
+    status = 0;
+done:
+    compare_free(cmp);
+    for (s = 0; s < 2; s++) {
+        capture_free(cap[s]);
+        free(text[s]);
+        free(ids[s]);
+    }
     return status;
 }
 
@@ -348,13 +514,15 @@ int main(int argc, char **argv) {
     if (dist_rank() > 0 && !freopen("/dev/null", "w", stdout)) return TFRUN_EXIT_ERROR;
     int shard_input = 0;
     const char *weights = NULL, *prompt = NULL, *batch_path = NULL, *dump_path = NULL;
+    const char *compare_path = NULL;
+    int step_given = 0;
     int n_new = -1, batch = TFRUN_DEFAULT_BATCH, threads = runner_default_threads(), check = 0;
     int use_cache = 1, progress = 0;
     TfInspectOptions io = {0, 0, 0, NULL, NULL};
     enum {
         OPT_BATCH = 256, OPT_CHECK, OPT_BATCH_SIZE, OPT_THREADS, OPT_NO_CACHE, OPT_PROGRESS,
         OPT_SHARD_INPUT,
-        OPT_TRACE, OPT_TRACE_ALL, OPT_STEP, OPT_REPORT, OPT_SVG, OPT_DUMP, OPT_VERSION
+        OPT_TRACE, OPT_TRACE_ALL, OPT_STEP, OPT_REPORT, OPT_SVG, OPT_DUMP, OPT_COMPARE, OPT_VERSION
     };
     static const struct option longopts[] = {
         {"batch", required_argument, NULL, OPT_BATCH},
@@ -370,6 +538,7 @@ int main(int argc, char **argv) {
         {"report", required_argument, NULL, OPT_REPORT},
         {"svg", required_argument, NULL, OPT_SVG},
         {"dump", required_argument, NULL, OPT_DUMP},
+        {"compare", required_argument, NULL, OPT_COMPARE},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0}};
@@ -417,10 +586,12 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "tfrun: --step wants a non-negative number, not '%s'\n", v);
                 return TFRUN_EXIT_USAGE;
             }
+            step_given = 1;
             break;
         case OPT_REPORT: io.report_path = v; break;
         case OPT_SVG: io.svg_dir = v; break;
         case OPT_DUMP: dump_path = v; break;
+        case OPT_COMPARE: compare_path = v; break;
         case 'h': usage(stdout); return cli_flush_stdout("tfrun") < 0 ? TFRUN_EXIT_ERROR : 0;
         case OPT_VERSION:
             cli_version("tfrun");
@@ -443,8 +614,16 @@ int main(int argc, char **argv) {
         return TFRUN_EXIT_USAGE;
     }
     int inspect = io.trace || io.report_path || io.svg_dir;
-    if ((inspect || dump_path) && batch_path) {
-        fprintf(stderr, "tfrun: --trace, --report, --svg and --dump take one prompt, not a file\n");
+    if ((inspect || dump_path || compare_path) && batch_path) {
+        fprintf(stderr, "tfrun: --trace, --report, --svg, --dump and --compare take one prompt, "
+                        "not a file\n");
+        return TFRUN_EXIT_USAGE;
+    }
+    if (compare_path && (!(io.report_path || io.svg_dir) || io.trace || step_given || dump_path)) {
+        fprintf(stderr, "tfrun: --compare %s\n",
+                !(io.report_path || io.svg_dir)
+                    ? "wants --report FILE or --svg DIR (what to write the comparison to)"
+                    : "compares the prompt's pass: not with --trace, --step or --dump");
         return TFRUN_EXIT_USAGE;
     }
 
@@ -461,18 +640,39 @@ int main(int argc, char **argv) {
         return TFRUN_EXIT_ERROR;
     }
     // -n beyond the positions is refused before anything is sized by it.
+    int n_given = n_new;
     if (n_new < 0) n_new = m->generate;
     if (runner_limit_new_tokens(m, n_new, &n_new, &err) < 0) {
         fprintf(stderr, "tfrun: -n %s\n", err.msg);
         model_free(m);
         return TFRUN_EXIT_USAGE;
     }
+    if (compare_path) { /* the second model, its own -n limit */
+        TfModel *b = cli_expect_weights("tfrun", compare_path) < 0 ? NULL
+                                                                   : tfw_read(compare_path, &err);
+        int n_b = n_given < 0 && b ? b->generate : n_given, status = TFRUN_EXIT_ERROR;
+        if (b && runner_limit_new_tokens(b, n_b, &n_b, &err) < 0) {
+            fprintf(stderr, "tfrun: -n %s (%s)\n", err.msg, compare_path);
+            status = TFRUN_EXIT_USAGE;
+        } else if (b) {
+            TfModel *const ms[2] = {m, b};
+            const char *const paths[2] = {weights, compare_path};
+            const int ns[2] = {n_new, n_b};
+            status = run_compare(ms, paths, prompt, ns, &io);
+        } else if (err.msg[0]) {
+            fprintf(stderr, "tfrun: %s\n", err.msg);
+        }
+        model_free(b);
+        model_free(m);
+        if (cli_flush_stdout("tfrun") < 0) status = TFRUN_EXIT_ERROR;
+        return status;
+    }
     TfRunnerOptions bo = {.n_new = n_new, .batch_size = batch, .n_threads = threads,
                          .use_cache = use_cache, .check = check,
                          .show_failures = TFRUN_SHOW_FAILURES};
     int status = dump_path && run_dump(m, prompt, dump_path) != 0 ? TFRUN_EXIT_ERROR
                  : inspect      ? run_inspect(m, prompt, n_new, &io)
-                 : m->output_kind == TF_OUTPUT_CLASSIFY ? run_classify(m, prompt, batch_path)
+                 : m->output_kind == TF_OUTPUT_CLASSIFY ? run_classify(m, prompt, batch_path, check, progress)
                  : batch_path ? run_stream(m, batch_path, &bo, progress, shard_input)
                               : run_one(m, prompt, n_new, use_cache);
     model_free(m);

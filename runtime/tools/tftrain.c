@@ -6,6 +6,7 @@
  *   tftrain STUDENT.tfp --teacher COMPILED.tfw [--teacher-inputs random:LEN[:CHARS]|FILE]
  *           [--match-heads S.H=T.H,... [--match-weight X]] [options] -o OUT.tfw
  *   tftrain --resume OUT.tfw (--task ... | --data ...) [options] -o OUT2.tfw
+ *   tftrain --init ANY.tfw (--task ... | --data ...) [--freeze SPEC] [--train SPEC] -o OUT.tfw
  *
  * Prints a line at every evaluation (step, loss, held-out accuracy,
  * examples per second, elapsed time, ETA) and the final held-out accuracy;
@@ -13,7 +14,9 @@
  * line on stderr. OUT.tfw is the trained model alone; OUT.ckpt.tfw beside it
  * is the checkpoint (the model plus the optimizer state) that --resume
  * reads. A .tfw given as the program (tfc's output for a learned model) is
- * trained from step 0 with the settings its metadata records. Both outputs
+ * trained from step 0 with the settings its metadata records; --init takes
+ * any weight file, compiled ones included (runtime/train/finetune.h: what
+ * trains, --freeze and --train). Both outputs
  * are checked before training; the first SIGINT during training saves them
  * after the current step and exits 130 (a second one ends tftrain at once).
  * Exit status: 0 trained; 1 bad program, data or weight file, or an output
@@ -46,6 +49,7 @@
 #include "distill.h"
 #include "distributed.h"
 #include "file.h"
+#include "finetune.h"
 #include "outfile.h"
 #include "rng.h"
 #include "tfw.h"
@@ -59,11 +63,14 @@ static void usage(FILE *f) {
             "usage: tftrain PROGRAM.tfp|MODEL.tfw (--task TASK | --data FILE --heldout FILE |\n"
             "                                      --teacher COMPILED.tfw) [options]\n"
             "       tftrain --resume OUT.tfw|OUT.ckpt.tfw (--task TASK | --data ...) [options]\n"
+            "       tftrain --init MODEL.tfw (--task TASK | --data ...) [options]\n"
             "data:\n"
-            "  --task TASK          binary-add:N, decimal-add:N, first-token:L, xor:K, secret-code\n"
+            "  --task TASK          binary-add:N, binary-add-msb:N, decimal-add:N, first-token:L,\n"
+            "                       xor:K, secret-code\n"
             "  --train-size N       generated training examples (default 10000)\n"
             "  --heldout-size N     generated held-out examples (default 1000)\n"
             "  --data FILE          training examples, PROMPT<TAB>ANSWER or INPUT<TAB>LABEL\n"
+            "                       (INPUT<TAB>OUTPUT for a model read at every position)\n"
             "  --heldout FILE       held-out examples, same format\n"
             "  --write-data DIR     also write DIR/train.txt and DIR/heldout.txt\n"
             "  --teacher FILE.tfw   distillation: a compiled model labels the inputs\n"
@@ -72,6 +79,13 @@ static void usage(FILE *f) {
             "  --match-heads S.H=T.H,...  student head H of attention layer S learns the\n"
             "                       teacher's head's attention pattern (at most 4 pairs)\n"
             "  --match-weight X     weight of that loss (default 1)\n"
+            "starting point (docs/training.md, \"Fine-tuning\"):\n"
+            "  --init FILE.tfw      start from any weight file, compiled or trained\n"
+            "  --freeze SPEC        freeze the tensors SPEC names: all, embed, unembed,\n"
+            "                       layers.N, layers.A-B, layers.N.mlp, shared.K, a tensor\n"
+            "                       or layer name (tfinfo lists them), comma-separated\n"
+            "  --train SPEC         train them again (rules apply in order; by default every\n"
+            "                       tensor trains but a fixed position table)\n"
             "optimisation:\n"
             "  --optimizer NAME     sgd, adam or adamw (default adamw)\n"
             "  --lr X               learning rate (default 1e-3)\n"
@@ -109,7 +123,7 @@ static void usage(FILE *f) {
 /* ---- arguments ---------------------------------------------------------- */
 
 typedef struct Args {
-    const char *program, *resume, *task, *data, *heldout, *write_data, *out, *dump_grads;
+    const char *program, *resume, *init, *task, *data, *heldout, *write_data, *out, *dump_grads;
     const char *teacher, *teacher_inputs, *match_heads;
     float match_weight;
     int train_size, heldout_size, batch, eval_every, ckpt_every, threads, quiet, cosine, progress;
@@ -118,14 +132,15 @@ typedef struct Args {
     long seed;
     float lr, momentum, beta1, beta2, eps, wd, clip, min_lr, dropout;
     TfOptimizer opt;
+    TfFinetuneRules rules; /* --freeze and --train, in order */
 } Args;
 
 enum {
     O_TASK = 256, O_TRAIN_SIZE, O_HELDOUT_SIZE, O_DATA, O_HELDOUT, O_WRITE_DATA, O_OPTIMIZER,
     O_LR, O_MIN_LR, O_MOMENTUM, O_BETA1, O_BETA2, O_EPS, O_WEIGHT_DECAY, O_WARMUP, O_COSINE,
     O_CLIP, O_BATCH_SIZE, O_STEPS, O_EPOCHS, O_SEED, O_DROPOUT, O_RESUME, O_EVAL_EVERY,
-    O_CHECKPOINT_EVERY, O_THREADS, O_DUMP_GRADS, O_QUIET, O_PROGRESS, O_VERSION, O_TEACHER,
-    O_TEACHER_INPUTS, O_MATCH_HEADS, O_MATCH_WEIGHT
+    O_CHECKPOINT_EVERY, O_THREADS, O_DUMP_GRADS, O_QUIET, O_PROGRESS, O_VERSION, O_INIT,
+    O_FREEZE, O_TRAIN, O_TEACHER, O_TEACHER_INPUTS, O_MATCH_HEADS, O_MATCH_WEIGHT
 };
 
 static const struct option longopts[] = {
@@ -156,6 +171,9 @@ static const struct option longopts[] = {
     {"seed", required_argument, NULL, O_SEED},
     {"dropout", required_argument, NULL, O_DROPOUT},
     {"resume", required_argument, NULL, O_RESUME},
+    {"init", required_argument, NULL, O_INIT},
+    {"freeze", required_argument, NULL, O_FREEZE},
+    {"train", required_argument, NULL, O_TRAIN},
     {"output", required_argument, NULL, 'o'},
     {"eval-every", required_argument, NULL, O_EVAL_EVERY},
     {"checkpoint-every", required_argument, NULL, O_CHECKPOINT_EVERY},
@@ -207,6 +225,14 @@ static int parse_args(int argc, char **argv, Args *a) {
         case O_TEACHER_INPUTS: a->teacher_inputs = v; break;
         case O_MATCH_HEADS: a->match_heads = v; break;
         case O_RESUME: a->resume = v; break;
+        case O_INIT: a->init = v; break;
+        case O_FREEZE:
+        case O_TRAIN:
+            if (finetune_rule_add(&a->rules, c == O_TRAIN, v) < 0) {
+                fprintf(stderr, "tftrain: out of memory\n");
+                return -1;
+            }
+            break;
         case 'o': a->out = v; break;
         case O_DUMP_GRADS: a->dump_grads = v; break;
         case O_OPTIMIZER: {
@@ -257,9 +283,15 @@ static int parse_args(int argc, char **argv, Args *a) {
         }
         a->program = argv[optind];
     }
-    if (!a->program == !a->resume) {
-        fprintf(stderr, "tftrain: give a program (.tfp or .tfw) or --resume CHECKPOINT.tfw%s\n",
-                a->program ? ", not both" : "");
+    if (a->init && a->resume) {
+        fprintf(stderr, "tftrain: --init and --resume exclude each other (--init starts from a "
+                        "model's weights at step 0, --resume continues a checkpoint)\n");
+        return -1;
+    }
+    if (!!a->program + !!a->resume + !!a->init != 1) {
+        fprintf(stderr, "tftrain: give one of a program (.tfp or .tfw), --init MODEL.tfw or "
+                        "--resume CHECKPOINT.tfw%s\n",
+                a->program || a->resume || a->init ? ", not several" : "");
         return -1;
     }
     if (!a->task + !a->data + !a->teacher != 2) {
@@ -405,6 +437,16 @@ static char *made_by_json(const Args *a, const TfTrainOptions *o, const char *fr
     cJSON_AddStringToObject(j, "tool", "tftrain");
     cJSON_AddStringToObject(j, "version", TF_VERSION);
     if (prev) cJSON_AddItemToObject(j, "from", prev);
+    if (a->init) cJSON_AddStringToObject(j, "init", a->init);
+    if (a->rules.n) {
+        char *rules = finetune_rules_text(&a->rules);
+        if (rules) cJSON_AddStringToObject(j, "tensors", rules);
+        free(rules);
+        if (!rules) {
+            cJSON_Delete(j), cJSON_Delete(opt), cJSON_Delete(sched), cJSON_Delete(data);
+            return NULL;
+        }
+    }
     cJSON_AddStringToObject(opt, "name", tf_optimizer_names[o->optimizer]);
     cJSON_AddItemToObject(opt, "lr", json_float(a->lr));
     if (o->optimizer == TF_OPT_SGD) {
@@ -549,9 +591,43 @@ static int dump_grads(TfTrainer *t, TfModel *m, const char *path, TfError *err) 
     return tfw_write_tensors(m, n_params, path, err);
 }
 
+/* Every code "#0" .. "#99999" classified, in batches of bb->max_seqs:
+ * prints how many are accepted and the first 20 of them. */
+static void report_secret_all(TfTrainer *t, TfBatchBuf *bb, int accept, int hash,
+                              const int digit[10]) {
+    enum { N_CODES = 100000, SHOW = 20 };
+    int per = bb->max_seqs, tokens[256 * 6], idx[256], pred[256];
+    float prob[256];
+    TfExample ex[256];
+    if (per > 256) per = 256;
+    if (bb->max_len < 6) return;
+    int n_accepted = 0, shown[SHOW];
+    for (int x0 = 0; x0 < N_CODES; x0 += per) {
+        int n = N_CODES - x0 < per ? N_CODES - x0 : per;
+        for (int i = 0; i < n; i++) {
+            char text[8];
+            int len = snprintf(text, sizeof text, "%d", x0 + i);
+            int *tk = tokens + i * 6;
+            tk[0] = hash;
+            for (int j = 0; j < len; j++) tk[1 + j] = digit[text[j] - '0'];
+            ex[i] = (TfExample){(long)i * 6, len + 1, len + 1, 0, 0, 0};
+            idx[i] = i;
+        }
+        TfDataset d = {.ex = ex, .n = n, .tokens = tokens, .n_tokens = n * 6, .max_len = 6};
+        batchbuf_fill(bb, &d, idx, n);
+        trainer_predict(t, &bb->batch, pred, prob);
+        for (int i = 0; i < n; i++)
+            if (pred[i] == accept && n_accepted++ < SHOW) shown[n_accepted - 1] = x0 + i;
+    }
+    printf("secret code: %d of %d codes accepted:", n_accepted, N_CODES);
+    for (int i = 0; i < n_accepted && i < SHOW; i++) printf(" #%d", shown[i]);
+    printf("%s\n", n_accepted > SHOW ? " ..." : "");
+}
+
 /* Seed 003's checks: 2013 accepted, every close negative (one digit
- * changed) rejected, and the mean squared error of each head's attention
- * scores on 2013 against its picture. */
+ * changed) rejected, every number below 100,000 but 2013 rejected, and the
+ * mean squared error of each head's attention scores on 2013 against its
+ * picture. */
 static void report_secret_code(TfTrainer *t, TfBatchBuf *bb, const TfModel *m,
                                const TfDataset *train) {
     int accept = -1, hash = -1, digit[10];
@@ -608,6 +684,7 @@ static void report_secret_code(TfTrainer *t, TfBatchBuf *bb, const TfModel *m,
             printf("\n");
         }
     }
+    report_secret_all(t, bb, accept, hash, digit);
 }
 
 /* Distillation's data: the teacher read, checked against the student m and
@@ -678,6 +755,7 @@ int main(int argc, char **argv) {
         return EXIT_USAGE;
     }
     int parsed = parse_args(argc, argv, &a);
+    if (parsed != 0) finetune_rules_free(&a.rules);
     if (parsed != 0) return parsed < 0 ? EXIT_USAGE : cli_flush_stdout("tftrain") < 0 ? EXIT_BAD : 0;
     cli_remove_output_on_signals();
 #ifdef TF_HAVE_OPENBLAS
@@ -701,6 +779,7 @@ int main(int argc, char **argv) {
     Saver saver = {0};
     TfModel *teacher = NULL;
     TfDistillOptions dopt = {0};
+    int *trainable = NULL; /* per tensor, from --freeze and --train */
 
     // The initial model and its learned settings (dropout, positions, seed):
     // a checkpoint, a weight file (tfc's output for a learned model), or a
@@ -708,6 +787,10 @@ int main(int argc, char **argv) {
     if (a.resume) {
         if (cli_expect_weights("tftrain", a.resume) < 0) goto done;
         if (!(m = read_checkpoint(a.resume, &err))) goto fail;
+    } else if (a.init) {
+        if (cli_expect_weights("tftrain", a.init) < 0) goto done;
+        if (!(m = tfw_read(a.init, &err))) goto fail;
+        finetune_drop_state(m); /* a checkpoint's optimizer state: a fresh optimizer */
     } else {
         size_t len = 0;
         char *text = tf_file_read(a.program, &len);
@@ -727,14 +810,30 @@ int main(int argc, char **argv) {
         free(text);
         if (!m) goto fail;
     }
-    if (tfw_learned_settings(m, &set, &err) < 0) {
-        tf_error_prefix(&err, a.resume ? a.resume : a.program);
+    // A compiled model (no learned settings, --init or a checkpoint of it):
+    // no dropout, a fixed position table, seed 0.
+    const char *src = a.resume ? a.resume : a.init ? a.init : a.program;
+    if ((m->learned || a.program) && tfw_learned_settings(m, &set, &err) < 0) {
+        if (m->learned) tf_error_prefix(&err, src);
+        else tf_error_set(&err, "%s holds a compiled model, not a learned one (to fine-tune it: "
+                                "tftrain --init %s)", src, src);
         goto fail;
     }
+    if (finetune_check_model(m, &err) < 0) {
+        tf_error_prefix(&err, src);
+        goto fail;
+    }
+    if (!(trainable = malloc((size_t)(m->n_tensors ? m->n_tensors : 1) * sizeof *trainable)))
+        goto oom;
+    if (finetune_mask(m, &a.rules, !set.learned_positions, trainable, &err) < 0) {
+        fprintf(stderr, "tftrain: %s\n", err.msg); /* a usage error */
+        status = EXIT_USAGE;
+        goto done;
+    }
+    if (a.resume && finetune_check_state(m, trainable, &err) < 0) goto fail;
     from = m->made_by; /* recorded in the output's made_by */
     m->made_by = NULL;
     if (!a.out) {
-        const char *src = a.program ? a.program : a.resume;
         size_t n = strlen(src);
         out_default = malloc(n + 8);
         if (!out_default) goto oom;
@@ -742,7 +841,7 @@ int main(int argc, char **argv) {
         char *dot = strrchr(out_default, '.');
         if (dot && !strchr(dot, '/')) *dot = '\0';
         strcat(out_default, ".tfw");
-        if (strcmp(out_default, a.program ? a.program : a.resume) == 0) strcat(out_default, ".new");
+        if (strcmp(out_default, src) == 0) strcat(out_default, ".new");
         a.out = out_default;
     }
     // An output that cannot be written is found now, not after training.
@@ -751,6 +850,7 @@ int main(int argc, char **argv) {
         (a.dump_grads && outfile_check(a.dump_grads, &err) < 0))
         goto fail;
     if (cli_refuse_same_file("tftrain", a.out, a.program) < 0 ||
+        cli_refuse_same_file("tftrain", a.out, a.init) < 0 ||
         cli_refuse_same_file("tftrain", a.out, a.data) < 0 ||
         cli_refuse_same_file("tftrain", a.out, a.heldout) < 0 ||
         cli_refuse_same_file("tftrain", a.out, a.teacher) < 0)
@@ -768,15 +868,23 @@ int main(int argc, char **argv) {
                dataset_load_text(&held, m, a.heldout, &err) < 0) {
         goto fail;
     }
+    if (finetune_check_data(m, &train, &err) < 0) {
+        tf_error_prefix(&err, a.task ? a.task : a.data);
+        goto fail;
+    }
+    if (finetune_check_data(m, &held, &err) < 0) {
+        tf_error_prefix(&err, a.task ? a.task : a.heldout);
+        goto fail;
+    }
     if (a.write_data && rank0 && write_data(a.write_data, &train, &held, m) < 0) goto done;
 
     // Trainer.
     TfTrainOptions o = {a.opt, a.momentum, a.beta1, a.beta2, a.eps, a.wd, a.clip,
                         a.have_dropout ? a.dropout : set.dropout, set.learned_positions,
-                        a.have_seed ? (uint64_t)a.seed : set.seed, a.threads};
+                        a.have_seed ? (uint64_t)a.seed : set.seed, a.threads, trainable};
     int chunk = a.batch > 256 ? a.batch : 256;
     int max_len = train.max_len > held.max_len ? train.max_len : held.max_len;
-    if (max_len < 5) max_len = 5;
+    if (max_len < 6) max_len = 6; /* the secret code's checks: "#" and up to 5 digits */
     t = trainer_new(m, &o, chunk * max_len, chunk, &err);
     if (!t) goto fail;
     if (a.resume && trainer_load_state(t, &err) < 0) goto fail;
@@ -821,6 +929,7 @@ int main(int argc, char **argv) {
         status = 0;
         goto done;
     }
+    if (!a.quiet && a.rules.n) finetune_describe(m, trainable, stdout);
     if (!a.quiet) {
         size_t n_params;
         trainer_params(t, &n_params);
@@ -840,7 +949,11 @@ int main(int argc, char **argv) {
         double ts = cli_now();
         batch_indices(&order, s, a.batch, idx);
         double loss = dp_forward_backward(dp, &train, idx, a.batch, s);
-        trainer_step(t, train_lr_at(s, total, a.lr, a.warmup, a.cosine, a.min_lr));
+        if (!isfinite(trainer_step(t, train_lr_at(s, total, a.lr, a.warmup, a.cosine, a.min_lr)))) {
+            tf_error_set(&err, "the gradient overflows float32 at step %ld (extreme weights, such as "
+                               "a compiled model's: --freeze them; docs/training.md)", s + 1);
+            goto fail;
+        }
         train_time += cli_now() - ts;
         examples += a.batch;
         loss_sum += loss;
@@ -908,6 +1021,8 @@ done:
     free(out_default);
     free(from);
     free(saver.ckpt);
+    free(trainable);
+    finetune_rules_free(&a.rules);
     model_free(m);
     model_free(teacher);
     dist_finalize();

@@ -11,7 +11,6 @@
 void dataset_free(TfDataset *d) {
     free(d->ex);
     free(d->tokens);
-    free(d->row_targets);
     free(d->patterns);
     for (int i = 0; i < d->n_attn; i++) free(d->attn[i].target);
     memset(d, 0, sizeof *d);
@@ -64,7 +63,16 @@ static int add_example(TfDataset *d, const TfModel *m, const char *prompt, int p
         tf_error_set(err, "empty answer");
         return -1;
     }
-    int len = classify ? plen : plen + alen - 1;
+    // A model read at every position: the answer is its output at each
+    // input position (but the bos), the targets of those rows.
+    int every = !classify && m->every_position, first = every && m->bos >= 0 ? 1 : 0;
+    if (every && alen != plen - first) {
+        tf_error_set(err, "the output has %d tokens; a model read at every position needs one "
+                          "per input position%s (%d)", alen, first ? " after the bos" : "",
+                     plen - first);
+        return -1;
+    }
+    int len = classify || every ? plen : plen + alen - 1;
     if (len > m->max_len) {
         tf_error_set(err, "%d tokens, but the model's max_len is %d", len, m->max_len);
         return -1;
@@ -86,7 +94,8 @@ static int add_example(TfDataset *d, const TfModel *m, const char *prompt, int p
     TfExample *e = &d->ex[d->n++];
     e->off = d->n_tokens;
     e->len = len;
-    e->n_prompt = plen;
+    e->n_prompt = every ? first + 1 : plen;
+    d->every = every;
     e->label = label;
     e->attn = attn;
     e->pat = 0;
@@ -98,32 +107,26 @@ static int add_example(TfDataset *d, const TfModel *m, const char *prompt, int p
 int dataset_add_ids(TfDataset *d, const TfModel *m, const int *ids, int n, int n_prompt,
                     int label, const int *row_targets, TfError *err) {
     int classify = m->output_kind == TF_OUTPUT_CLASSIFY;
-    int len = classify || row_targets ? n : n - 1;
-    if (len < 1 || len > m->max_len || (!classify && !row_targets && n_prompt >= n)) {
+    int every = row_targets != NULL, first = every && m->bos >= 0 ? 1 : 0;
+    int len = classify || every ? n : n - 1;
+    if (len < 1 + first || len > m->max_len || (!classify && !every && n_prompt >= n) ||
+        every != (!classify && m->every_position)) {
         tf_error_set(err, "an example of %d tokens does not fit the model (max_len %d)", n,
                      m->max_len);
         return -1;
     }
-    if (!!row_targets != !!d->row_targets && d->n > 0) {
-        tf_error_set(err, "examples with and without targets at every row in one set");
-        return -1;
-    }
-    if (reserve(d, d->n_tokens + n, err) < 0) return -1;
-    if (row_targets && d->cap_rt < d->cap_tokens) {
-        int *rt = realloc(d->row_targets, (size_t)d->cap_tokens * sizeof *rt);
-        if (!rt) {
-            tf_error_set(err, "out of memory");
-            return -1;
-        }
-        d->row_targets = rt;
-        d->cap_rt = d->cap_tokens;
-    }
+    // Every position: the targets of rows first .. n-1 follow the input, as
+    // dataset_load_text stores an every-position line.
+    long need = d->n_tokens + n + (every ? n - first : 0);
+    if (reserve(d, need, err) < 0) return -1;
     memcpy(d->tokens + d->n_tokens, ids, (size_t)n * sizeof *ids);
-    if (row_targets)
-        memcpy(d->row_targets + d->n_tokens, row_targets, (size_t)n * sizeof *row_targets);
-    d->ex[d->n++] = (TfExample){d->n_tokens, len, row_targets ? 1 : n_prompt,
+    if (every)
+        memcpy(d->tokens + d->n_tokens + n, row_targets + first,
+               (size_t)(n - first) * sizeof *row_targets);
+    d->ex[d->n++] = (TfExample){d->n_tokens, len, every ? first + 1 : n_prompt,
                                 classify ? label : -1, 0, 0};
-    d->n_tokens += n;
+    d->every = every;
+    d->n_tokens = need;
     if (len > d->max_len) d->max_len = len;
     return 0;
 }
@@ -206,12 +209,14 @@ int dataset_write_text(const TfDataset *d, const TfModel *m, FILE *f) {
     for (int i = 0; i < d->n; i++) {
         const TfExample *e = &d->ex[i];
         const int *t = d->tokens + e->off;
-        for (int j = 0; j < e->n_prompt; j++) fputc(m->vocab[t[j]], f);
+        int n_in = d->every ? e->len : e->n_prompt;
+        for (int j = 0; j < n_in; j++) fputc(m->vocab[t[j]], f);
         fputc('\t', f);
         if (classify)
             fputs(m->class_names[e->label], f);
         else
-            for (int j = e->n_prompt; j <= e->len; j++) fputc(m->vocab[t[j]], f);
+            for (int j = n_in; j <= e->len + (d->every ? e->len - e->n_prompt : 0); j++)
+                fputc(m->vocab[t[j]], f);
         fputc('\n', f);
     }
     return ferror(f) ? -1 : 0;
@@ -265,16 +270,18 @@ typedef struct Gen {
     int n;    /* the :N parameter */
 } Gen;
 
-enum { GEN_BINARY, GEN_DECIMAL, GEN_FIRST, GEN_XOR, GEN_SECRET };
+enum { GEN_BINARY, GEN_BINARY_MSB, GEN_DECIMAL, GEN_FIRST, GEN_XOR, GEN_SECRET };
 
 #define SECRET_CODE 2013
+#define SECRET_DIGITS "2013"
 
 /* One random example of the task as text: prompt, answer (or label name). */
 static void gen_one(const Gen *g, TfRng *r, char *prompt, char *answer) {
     switch (g->kind) {
     case GEN_BINARY:
+    case GEN_BINARY_MSB:
     case GEN_DECIMAL: {
-        uint64_t base = g->kind == GEN_BINARY ? 2 : 10, lim = 1;
+        uint64_t base = g->kind == GEN_DECIMAL ? 10 : 2, lim = 1;
         for (int i = 0; i < g->n; i++) lim *= base;
         uint64_t a = rng_below(r, lim), b = rng_below(r, lim), s = a + b;
         char *p = prompt;
@@ -288,7 +295,11 @@ static void gen_one(const Gen *g, TfRng *r, char *prompt, char *answer) {
             *p++ = k ? '=' : '+';
         }
         *p = '\0';
-        for (int i = 0; i <= g->n; i++, s /= base) answer[i] = (char)('0' + s % base);
+        // Least-significant digit first, or (binary-add-msb, the seed's own
+        // order) most-significant first: digit i of n+1 at answer[n - i].
+        int msb = g->kind == GEN_BINARY_MSB;
+        for (int i = 0; i <= g->n; i++, s /= base)
+            answer[msb ? g->n - i : i] = (char)('0' + s % base);
         answer[g->n + 1] = '\0';
         break;
     }
@@ -323,7 +334,9 @@ static int parse_task(const char *task, Gen *g, TfError *err) {
     static const struct {
         const char *name;
         int kind, dflt, lo, hi;
-    } tasks[] = {{"binary-add", GEN_BINARY, 8, 1, 30},  {"decimal-add", GEN_DECIMAL, 3, 1, 9},
+    } tasks[] = {{"binary-add", GEN_BINARY, 8, 1, 30},
+                 {"binary-add-msb", GEN_BINARY_MSB, 8, 1, 30},
+                 {"decimal-add", GEN_DECIMAL, 3, 1, 9},
                  {"first-token", GEN_FIRST, 20, 1, 1000}, {"xor", GEN_XOR, 4, 0, 1000},
                  {"secret-code", GEN_SECRET, 0, 0, 0}};
     const char *colon = strchr(task, ':');
@@ -349,8 +362,8 @@ static int parse_task(const char *task, Gen *g, TfError *err) {
         }
         return 0;
     }
-    tf_error_set(err, "unknown task '%s' (binary-add:N, decimal-add:N, first-token:L, xor:K, "
-                      "secret-code)",
+    tf_error_set(err, "unknown task '%s' (binary-add:N, binary-add-msb:N, decimal-add:N, "
+                      "first-token:L, xor:K, secret-code)",
                  task);
     return -1;
 }
@@ -360,6 +373,55 @@ static const float secret_targets[3][25] = {
     {0, 1, 0, 0, 0, 1, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 1, 0},
     {0, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0, 1, 0, 0},
     {1, 1, 1, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 0}};
+
+/* The secret code's near misses, "#" + digits, each once: first the seed's 36
+ * close negatives (one digit changed, "#0013" included), then its prefixes
+ * (#2, #20, #201), extensions (#20130..#20139), one digit inserted, one
+ * deleted, and two neighbours swapped (without a leading zero). */
+#define SECRET_MAX_NEAR 128
+static int secret_near_misses(char out[SECRET_MAX_NEAR][16]) {
+    const char *code = SECRET_DIGITS;
+    char cand[16];
+    int n = 0;
+    for (int kind = 0; kind < 5; kind++)
+        for (int pos = 0; pos <= 4; pos++)
+            for (int c = '0'; c <= '9'; c++) {
+                int ok = 1;
+                switch (kind) {
+                case 0: /* substitute */
+                    snprintf(cand, sizeof cand, "%s", code);
+                    ok = pos < 4 && c != code[pos];
+                    if (ok) cand[pos] = (char)c;
+                    break;
+                case 1: /* prefix */
+                    ok = pos > 0 && pos < 4 && c == '0';
+                    snprintf(cand, sizeof cand, "%.*s", pos, code);
+                    break;
+                case 2: /* insert */
+                    snprintf(cand, sizeof cand, "%.*s%c%s", pos, code, c, code + pos);
+                    break;
+                case 3: /* delete */
+                    ok = pos < 4 && c == '0';
+                    snprintf(cand, sizeof cand, "%.*s%s", pos, code, pos < 4 ? code + pos + 1 : "");
+                    break;
+                case 4: /* swap neighbours */
+                    ok = pos < 3 && c == '0';
+                    snprintf(cand, sizeof cand, "%s", code);
+                    if (ok) {
+                        cand[pos] = code[pos + 1];
+                        cand[pos + 1] = code[pos];
+                    }
+                    break;
+                }
+                if (!ok || strcmp(cand, code) == 0 || (kind > 0 && cand[0] == '0')) continue;
+                int dup = 0;
+                for (int i = 0; i < n && !dup; i++) dup = strcmp(out[i] + 1, cand) == 0;
+                if (dup || n == SECRET_MAX_NEAR) continue;
+                out[n][0] = '#';
+                memcpy(out[n++] + 1, cand, strlen(cand) + 1); /* at most 5 digits */
+            }
+    return n;
+}
 
 static int add_text(TfDataset *d, const TfModel *m, const char *prompt, const char *answer,
                     int attn, TfError *err) {
@@ -427,49 +489,47 @@ int dataset_generate(TfDataset *train, TfDataset *heldout, const TfModel *m, con
         free(seen.slot);
         return rc;
     }
-    // Secret code: 2013 and its 36 close negatives (one digit changed) are
-    // kept out of the held-out set, which holds other random negatives.
-    char close[36][8];
-    int nc = 0;
-    const char *code = "2013";
-    for (int pos = 0; pos < 4; pos++)
-        for (char c = '0'; c <= '9'; c++) {
-            if (c == code[pos]) continue;
-            snprintf(close[nc], sizeof close[nc], "#%s", code);
-            close[nc++][1 + pos] = c;
-        }
+    // Secret code: 2013 and its near misses are kept out of the held-out
+    // set, which holds other random negatives (uniform below 100,000).
+    char near[SECRET_MAX_NEAR][16];
+    int nn = secret_near_misses(near);
     if (keyset_add(&seen, hash_text("#2013", 5), 1) < 0) goto oom;
-    for (int i = 0; i < nc; i++)
-        if (keyset_add(&seen, hash_text(close[i], strlen(close[i])), 1) < 0) goto oom;
+    for (int i = 0; i < nn; i++)
+        if (keyset_add(&seen, hash_text(near[i], strlen(near[i])), 1) < 0) goto oom;
     int rounds = n_train / 3 > 0 ? n_train / 3 : 1;
     if (draw(heldout, m, &g, &r, n_heldout, &seen, "held-out", err) < 0) goto done;
-    TfDataset negs = {0};
-    if (draw(&negs, m, &g, &r, rounds, &seen, "training", err) < 0) {
-        dataset_free(&negs);
-        goto done;
-    }
-    int order[36];
+    int order[SECRET_MAX_NEAR];
+    const char *code = SECRET_DIGITS;
     for (int i = 0; i < rounds; i++) {
-        if (i % nc == 0) { /* a fresh order of the close negatives each cycle */
-            for (int j = 0; j < nc; j++) order[j] = j;
-            for (int j = nc - 1; j > 0; j--) {
+        if (i % nn == 0) { /* a fresh order of the near misses each cycle */
+            for (int j = 0; j < nn; j++) order[j] = j;
+            for (int j = nn - 1; j > 0; j--) {
                 int k = (int)rng_below(&r, (uint64_t)j + 1), tmp = order[j];
                 order[j] = order[k];
                 order[k] = tmp;
             }
         }
-        const TfExample *e = &negs.ex[i];
+        // The random negative: a length of 1 to 5 digits, then its digits,
+        // half the time from 2013's own (codes like #3020 or #1030, which a
+        // one-layer classifier confuses with 2013 most), else from all ten;
+        // no leading zero; neither 2013, a near miss nor a held-out code.
+        // Drawn with replacement: the 1,110 codes of 1 to 3 digits come up
+        // often, where a uniform draw almost never shows them.
         char text[16];
-        for (int j = 0; j < e->len; j++) text[j] = m->vocab[negs.tokens[e->off + j]];
-        text[e->len] = '\0';
+        do {
+            int len = 1 + (int)rng_below(&r, 5), own = (int)rng_below(&r, 2);
+            text[0] = '#';
+            for (int j = 1; j <= len; j++)
+                do text[j] = own ? code[rng_below(&r, 4)] : (char)('0' + rng_below(&r, 10));
+                while (j == 1 && len > 1 && text[j] == '0');
+            text[len + 1] = '\0';
+        } while (strcmp(text + 1, code) == 0 ||
+                 keyset_add(&seen, hash_text(text, strlen(text)), 0) == 0);
         if (add_text(train, m, text, "reject", 0, err) < 0 ||
-            add_text(train, m, close[order[i % nc]], "reject", 0, err) < 0 ||
-            add_text(train, m, "#2013", "accept", 1, err) < 0) {
-            dataset_free(&negs);
+            add_text(train, m, near[order[i % nn]], "reject", 0, err) < 0 ||
+            add_text(train, m, "#2013", "accept", 1, err) < 0)
             goto done;
-        }
     }
-    dataset_free(&negs);
     for (int h = 0; h < 3; h++) {
         TfAttnSpec *a = &train->attn[train->n_attn];
         a->layer = 0;
@@ -524,9 +584,9 @@ void batchbuf_fill(TfBatchBuf *b, const TfDataset *d, const int *idx, int n) {
         b->seq_start[s] = row;
         memcpy(b->tokens + row, d->tokens + e->off, (size_t)e->len * sizeof(int));
         for (int i = 0; i < e->len; i++)
-            b->targets[row + i] = d->row_targets                         ? d->row_targets[e->off + i]
-                                  : e->label < 0 && i >= e->n_prompt - 1 ? d->tokens[e->off + i + 1]
-                                                                         : -1;
+            b->targets[row + i] = e->label >= 0 || i < e->n_prompt - 1 ? -1
+                                  : d->every ? d->tokens[e->off + e->len + i - (e->n_prompt - 1)]
+                                             : d->tokens[e->off + i + 1];
         b->labels[s] = e->label;
         for (int a = 0; e->attn && a < d->n_attn; a++) {
                 if (!d->attn[a].target) /* the example's own pattern */

@@ -4,19 +4,26 @@
  * Text format, one example per line:
  *   next-token models:  PROMPT<TAB>ANSWER   (loss on the answer tokens only)
  *   classifiers:        INPUT<TAB>LABEL     (LABEL one of the model's classes)
+ *   models read at every position (compiled `output R at every position`):
+ *                       INPUT<TAB>OUTPUT    (one output token per input position,
+ *                       the bos's excepted: what tfrun --batch prints)
  * Every character must be in the model's vocabulary; an example must fit in
  * max_len positions.
  *
  * Generators (dataset_generate), "name" or "name:N":
  *   binary-add:N    N-bit a+b (default 8), prompt "a+b=" (MSB first), answer the N+1-bit
  *                   sum written least-significant bit first (seed 000)
+ *   binary-add-msb:N  the same with the sum most-significant bit first, as the
+ *                   seed writes it ("101+011=" -> "1000")
  *   decimal-add:N   the same in decimal, N digits (default 3; the compiled adder's task)
  *   first-token:L   L tokens from '1'..'4' (default 20), class = the first token (seed 004)
  *   xor:K           '0'/'1', K noise letters from 'a'..'h' (default 4), '0'/'1';
  *                   class = xor of the first and last token (seed 002)
  *   secret-code     "#" + a number below 100000; class accept only for 2013;
- *                   training = rounds of (random negative, close negative,
- *                   2013 with three 5x5 attention targets) (seed 003)
+ *                   training = rounds of (random negative of 1 to 5 digits,
+ *                   half of them from 2013's digits; one of 88 near misses;
+ *                   2013 with three 5x5 attention targets) (seed 003);
+ *                   held-out = distinct uniform negatives
  * The held-out set is drawn first; no training example equals a held-out one.
  *
  * Memory: a TfDataset owns its arrays (dataset_free).
@@ -49,19 +56,17 @@ typedef struct TfDataset {
     TfExample *ex;
     int n, cap;
     int *tokens; /* for next-token examples, the answer's last token is kept
-                    after the sequence: tokens[off + len] */
+                    after the sequence: tokens[off + len]; with `every`, the
+                    targets of rows n_prompt - 1 .. len - 1 follow it */
+    int every;   /* the model is read at every position (set by the first example) */
     long n_tokens, cap_tokens;
     int max_len;
     TfAttnSpec attn[4];
     int n_attn;
-    /* Distillation (runtime/train/distill.h). row_targets (NULL: none), one
-     * per token: an example's target at row i is row_targets[off + i] (-1:
-     * none) instead of the token that follows (every-position models).
-     * patterns: for an example with attn, spec a's (target NULL) len x len
-     * attention weights at patterns[pat + a * len * len], matched with
-     * TF_ATTN_PATTERN targets of weight attn_weight. */
-    int *row_targets;
-    long cap_rt;
+    /* Distillation (runtime/train/distill.h): for an example with attn,
+     * spec a's (target NULL) len x len attention weights are at
+     * patterns[pat + a * len * len], matched with TF_ATTN_PATTERN targets of
+     * weight attn_weight. */
     float *patterns;
     long n_patterns, cap_patterns;
     float attn_weight;
@@ -74,9 +79,9 @@ int dataset_load_text(TfDataset *d, const TfModel *m, const char *path, TfError 
 
 /* Appends an example given as token ids: n ids, which are a next-token
  * example's prompt (the first n_prompt) and answer, a classifier's input
- * (its class `label`), or, with row_targets (n of them, -1 for none), an
- * input with its target at every row. A set holds examples of one kind.
- * -1 with err set. */
+ * (its class `label`), or, with row_targets (n of them; those of rows
+ * before the first output, the bos, are not read), the input of a model
+ * read at every position with its target at every row. */
 int dataset_add_ids(TfDataset *d, const TfModel *m, const int *ids, int n, int n_prompt,
                     int label, const int *row_targets, TfError *err);
 /* Gives the last example added its attention patterns (n floats: one
