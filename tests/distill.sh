@@ -2,7 +2,8 @@
 # distill.sh TFTRAIN TFRUN TFC: distillation (docs/training.md,
 # "Distillation"). A learned student learns compiled histogram.tfp from the
 # teacher's own labels, one head matching the teacher's attention; a
-# generating teacher labels a file of prompts; the command line's errors.
+# generating teacher labels a file of prompts, a classifier its inputs; the
+# command line's errors.
 set -u
 TFTRAIN=$1
 TFRUN=$2
@@ -68,6 +69,19 @@ done <"$tmp/prompts.txt"
 n=$(cat "$tmp/mul/train.txt" "$tmp/mul/heldout.txt" | wc -l)
 [ "$n" -eq 5 ] && [ "$(wc -l <"$tmp/mul/heldout.txt")" -eq 2 ]
 check "five prompts: two held out, three trained on (got $n)" $?
+
+# A classifier teaches too (a trained one: seed 002's xor): its class is the label.
+"$TFTRAIN" "$P/xor.tfp" --task xor:4 --steps 300 --quiet -o "$tmp/xor_teacher.tfw" >/dev/null
+check "tftrain xor (the teacher)" $?
+"$TFTRAIN" "$P/xor.tfp" --teacher "$tmp/xor_teacher.tfw" --teacher-inputs random:6 --train-size 500 \
+    --heldout-size 50 --steps 1 --quiet --write-data "$tmp/xor" -o "$tmp/xs.tfw" >/dev/null
+check "tftrain --teacher xor_teacher.tfw" $?
+head -5 "$tmp/xor/heldout.txt" >"$tmp/xor5.txt"
+while IFS=$'\t' read -r input label; do
+    got=$("$TFRUN" "$tmp/xor_teacher.tfw" "$input" | cut -f2)
+    [ -n "$input" ] && [ "$got" = "$label" ]
+    check "the teacher's class is the label: '$input' -> '$label' (teacher '$got')" $?
+done <"$tmp/xor5.txt"
 
 # Errors: one line, exit 1 (bad files and models) or 2 (usage).
 err_case() { # err_case NAME WANT_STATUS PATTERN ARGS...

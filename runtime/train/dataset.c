@@ -123,7 +123,7 @@ int dataset_add_ids(TfDataset *d, const TfModel *m, const int *ids, int n, int n
     if (every)
         memcpy(d->tokens + d->n_tokens + n, row_targets + first,
                (size_t)(n - first) * sizeof *row_targets);
-    d->ex[d->n++] = (TfExample){d->n_tokens, len, every ? first + 1 : n_prompt,
+    d->ex[d->n++] = (TfExample){d->n_tokens, len, classify ? n : every ? first + 1 : n_prompt,
                                 classify ? label : -1, 0, 0};
     d->every = every;
     d->n_tokens = need;
