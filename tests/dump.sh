@@ -8,7 +8,7 @@
 # learned classifiers (first_token, 2 heads, post-norm; secret_code, 3
 # heads): every name and tensor of the dump against the module's cache, q,
 # k, v, scores, pattern, z and the MLPs' hidden units included
-# (tests/dump_check.py), that a name missing from the dump fails the check,
+# (tests/dump_check.py), that a name missing from the dump or the cache fails the check,
 # the module's own API, and --dump's errors.
 set -u
 TFC=$1
@@ -66,6 +66,24 @@ for drop in blocks.2.attn.hook_attn_scores blocks.1.mlp.hook_post; do
     DROP=$drop "$PY" "$SRC/tests/dump_check.py" "$tmp/tfrun_drop" "$tmp/binary_add.tfw" "011+001=" >"$tmp/out"
     [ $? -eq 1 ] && grep -q "the dump lacks 1 promised names: \['$drop'\]" "$tmp/out"
     check "a dump without $drop fails the check" $?
+done
+# ... and a module whose cache loses one name (tfw_torch.record skipping it).
+for drop in blocks.0.attn.hook_q blocks.3.mlp.hook_pre; do
+    "$PY" - "$SRC" "$drop" "$TFRUN" "$tmp/binary_add.tfw" >"$tmp/out" <<'PYEOF'
+import runpy, sys
+src, drop = sys.argv[1], sys.argv[2]
+sys.path.insert(0, src + "/tools")
+import tfw_torch
+record = tfw_torch.record
+def skip(hook, name, value):
+    if not (isinstance(hook, tfw_torch.Hook) and hook.prefix + name == drop):
+        record(hook, name, value)
+tfw_torch.record = skip
+sys.argv = [src + "/tests/dump_check.py", sys.argv[3], sys.argv[4], "011+001="]
+runpy.run_path(sys.argv[0], run_name="__main__")
+PYEOF
+    [ $? -eq 1 ] && grep -q "the cache lacks 1 promised names: \['$drop'\]" "$tmp/out"
+    check "a cache without $drop fails the check" $?
 done
 
 # The module: a torch.nn.Module whose parameters are the file's tensors; it
