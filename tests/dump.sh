@@ -8,8 +8,8 @@
 # learned classifiers (first_token, 2 heads, post-norm; secret_code, 3
 # heads): every name and tensor of the dump against the module's cache, q,
 # k, v, scores, pattern, z and the MLPs' hidden units included
-# (tests/dump_check.py), that a name missing from the dump or the cache fails the check,
-# the module's own API, and --dump's errors.
+# (tests/dump_check.py); that a name missing from the dump or from the cache
+# fails the check; the module's own API; --dump's errors.
 set -u
 TFC=$1
 TFRUN=$2
