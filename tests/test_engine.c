@@ -442,7 +442,8 @@ static void seen_act_hook(void *user, int layer, TfHookPoint point, const float 
     if (!*dst) *dst = calloc((size_t)sn->n * width, sizeof(float));
     for (int r = 0; r < n_rows; r++) {
         ck_assert_int_eq(row_seq[r], 0);
-        memcpy(*dst + (size_t)row_pos[r] * width, x + (size_t)r * width, (size_t)width * sizeof(float));
+        memcpy(*dst + (size_t)row_pos[r] * width, x + (size_t)r * width,
+               (size_t)width * sizeof(float));
     }
     sn->calls[layer][point]++;
 }
@@ -450,19 +451,21 @@ static void seen_act_hook(void *user, int layer, TfHookPoint point, const float 
 static void seen_att_hook(void *user, int layer, int head, int seq, int pos, const float *scores,
                           const float *att, int T) {
     Seen *sn = user;
-    size_t n = (size_t)sn->n;
+    size_t n = (size_t)sn->n, at = ((size_t)head * n + (size_t)pos) * n;
     ck_assert_int_eq(seq, 0);
     if (!sn->got.scores[layer]) {
-        sn->got.scores[layer] = malloc((size_t)sn->m->layers[layer].n_heads * n * n * sizeof(float));
-        sn->got.att[layer] = calloc((size_t)sn->m->layers[layer].n_heads * n * n, sizeof(float));
+        size_t count = (size_t)sn->m->layers[layer].n_heads * n * n;
+        sn->got.scores[layer] = malloc(count * sizeof(float));
+        sn->got.att[layer] = calloc(count, sizeof(float));
     }
-    float *srow = sn->got.scores[layer] + ((size_t)head * n + (size_t)pos) * n;
+    float *srow = sn->got.scores[layer] + at;
     for (size_t t = 0; t < n; t++) srow[t] = t < (size_t)T ? scores[t] : -INFINITY;
-    memcpy(sn->got.att[layer] + ((size_t)head * n + (size_t)pos) * n, att, (size_t)T * sizeof(float));
+    memcpy(sn->got.att[layer] + at, att, (size_t)T * sizeof(float));
 }
 
 /* |got - want| <= 1e-4 max(1, |want|) everywhere, infinities equal. */
-static void check_close(const float *got, const float *want, size_t count, const char *what, int l) {
+static void check_close(const float *got, const float *want, size_t count, const char *what,
+                        int l) {
     for (size_t i = 0; i < count; i++) {
         if (isinf(want[i])) {
             ck_assert_msg(got[i] == want[i], "layer %d %s[%zu]: %g, reference %g", l, what, i,
@@ -502,8 +505,10 @@ static void check_hooks(int causal_all, unsigned seed) {
         const TfLayer *ly = &m->layers[l];
         for (int p = 0; p < TF_HOOK_POINT_COUNT; p++) {
             int w = infer_hook_width(m, ly, (TfHookPoint)p);
-            ck_assert_msg(sn.calls[l][p] == (w > 0), "layer %d %s: %d calls", l, names[p], sn.calls[l][p]);
-            ck_assert_msg((want.act[l][p] != NULL) == (w > 0), "layer %d %s: width %d", l, names[p], w);
+            ck_assert_msg(sn.calls[l][p] == (w > 0), "layer %d %s: %d calls", l, names[p],
+                          sn.calls[l][p]);
+            ck_assert_msg((want.act[l][p] != NULL) == (w > 0), "layer %d %s: width %d", l,
+                          names[p], w);
             if (w > 0) check_close(sn.got.act[l][p], want.act[l][p], (size_t)n * w, names[p], l);
         }
         ck_assert((sn.got.scores[l] != NULL) == (ly->kind == TF_LAYER_ATTENTION));

@@ -544,7 +544,8 @@ TfInfer *infer_new_with_plan(const TfPlan *plan, int max_seqs, TfError *err) {
         for (int s = 0; s < max_seqs; s++) inf->fail_layer[s] = -1;
     }
     if (!inf->seq_len || !inf->x || (plan->has_norm && !inf->xn) || !inf->q || !inf->k ||
-        !inf->v || !inf->heads || !inf->hidden || !inf->delta || !inf->scratch || !inf->att || !inf->scores || !inf->vacc || !inf->qv || !inf->stat ||
+        !inf->v || !inf->heads || !inf->hidden || !inf->delta || !inf->scratch || !inf->att ||
+        !inf->scores || !inf->vacc || !inf->qv || !inf->stat ||
         !inf->logits || !inf->row_seq || !inf->row_pos || !inf->row_tok)
         goto oom;
     return inf;
@@ -753,15 +754,16 @@ static void mlp_layer(TfInfer *inf, int l, const float *in, int n, int n_run) {
     const LayerPlan *lp = &inf->plan->layers[l];
     linear(inf, &lp->fc1, inf->hidden, n_run, in, n, n_run);
     long nh = (long)lp->fc1.n_rows * n_run;
-    const int *units = lp->fc1.rows;
+    const int *units = lp->fc1.rows; /* hidden unit of each packed row */
+    int nu = lp->fc1.n_rows;
     if (inf->act_hook)
-        call_act_hook(inf, l, TF_HOOK_MLP_PRE, inf->hidden, n_run, NULL, units, lp->fc1.n_rows, n_run);
+        call_act_hook(inf, l, TF_HOOK_MLP_PRE, inf->hidden, n_run, NULL, units, nu, n_run);
     if (lp->act == TF_ACT_GELU)
         gelu_forward(inf->hidden, nh);
     else
         relu_forward(inf->hidden, nh);
     if (inf->act_hook)
-        call_act_hook(inf, l, TF_HOOK_MLP_POST, inf->hidden, n_run, NULL, units, lp->fc1.n_rows, n_run);
+        call_act_hook(inf, l, TF_HOOK_MLP_POST, inf->hidden, n_run, NULL, units, nu, n_run);
     // The layer's output, bias included, is formed before it is added: the
     // seed's StepPosition relies on (h W2 + b2) being exact before x + (...).
     linear(inf, &lp->fc2, inf->delta, n_run, inf->hidden, n_run, n_run);

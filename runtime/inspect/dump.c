@@ -65,8 +65,8 @@ static int add_inner(TfTensor *ts, int *n, const TfCapture *c, int l, const char
         int64_t w = infer_hook_width(m, ly, points[i].point);
         const int64_t row[3] = {1, P, w}, head[4] = {1, P, ly->n_heads, attn ? w / ly->n_heads : 0};
         snprintf(name, sizeof name, "%s%s", block, suffix);
-        if (add_copy(ts, n, name, points[i].per_head ? 4 : 3, points[i].per_head ? head : row, x) < 0)
-            return -1;
+        int per_head = points[i].per_head;
+        if (add_copy(ts, n, name, per_head ? 4 : 3, per_head ? head : row, x) < 0) return -1;
     }
     if (!attn) return 0;
     const int64_t att[4] = {1, ly->n_heads, P, P};
@@ -109,8 +109,8 @@ int dump_activations(const TfModel *m, const char *prompt, const int *tokens, in
         if (!failed && add_copy(ts, &n, name, 3, row, capture_row(c, l + 1, 0)) < 0) failed = 1;
     }
     if (!failed && m->n_layers > 0 && m->layers[m->n_layers - 1].kind == TF_LAYER_NORM) {
-        if (add_copy(ts, &n, "ln_final.hook_normalized", 3, row, capture_row(c, m->n_layers, 0)) < 0)
-            failed = 1;
+        const float *out = capture_row(c, m->n_layers, 0);
+        if (add_copy(ts, &n, "ln_final.hook_normalized", 3, row, out) < 0) failed = 1;
     }
     int rc = -1;
     if (failed) {
