@@ -310,7 +310,7 @@ static void small_batch(const TfModel *m, TfBatch *b, int *tok, int *start, int 
 }
 
 static TfTrainOptions default_opts(TfOptimizer opt) {
-    TfTrainOptions o = {opt, 0.9f, 0.9f, 0.999f, 1e-8f, 0.01f, 0.0f, 0.0f, 1, 7, 1};
+    TfTrainOptions o = {opt, 0.9f, 0.9f, 0.999f, 1e-8f, 0.01f, 0.0f, 0.0f, 1, 7, 1, NULL};
     return o;
 }
 

@@ -188,7 +188,7 @@ run_err "bad learning rate" 2 "tftrain: bad value 'fast' for --lr" \
 run_err "bad thread count" 2 "tftrain: bad value '0' for --threads" \
     "$TFTRAIN" "$P/xor.tfp" --task xor --threads 0
 run_err "no data" 2 "tftrain: give either --task or --data" "$TFTRAIN" "$P/xor.tfp"
-run_err "a program and --resume" 2 "tftrain: give a program (.tfp or .tfw) or --resume CHECKPOINT.tfw, not both" \
+run_err "a program and --resume" 2 "tftrain: give one of a program (.tfp or .tfw), --init MODEL.tfw or --resume CHECKPOINT.tfw, not several" \
     "$TFTRAIN" "$P/xor.tfp" --resume "$tmp/r1.tfw" --task xor
 run_err "unknown task" 1 "tftrain: unknown task 'multiply'" \
     "$TFTRAIN" "$P/xor.tfp" --task multiply -o "$tmp/x.tfw"
@@ -216,7 +216,7 @@ run_err "missing data file" 1 "/nonexistent.txt: cannot open" \
 run_err "resume from a text file" 1 "tftrain: $tmp/bad.txt is a text file, not a weight file" \
     "$TFTRAIN" --resume "$tmp/bad.txt" --task xor -o "$tmp/x.tfw"
 "$TFC" "$P/adder.tfp" -o "$tmp/adder.tfw"
-run_err "a compiled (not learned) weight file" 1 "adder.tfw: no learned-model settings" \
+run_err "a compiled (not learned) weight file" 1 "adder.tfw holds a compiled model, not a learned one (to fine-tune it: tftrain --init " \
     "$TFTRAIN" "$tmp/adder.tfw" --task xor -o "$tmp/x.tfw"
 run_err "resume without a checkpoint" 1 "scinit.tfw holds no optimizer state and there is no checkpoint" \
     "$TFTRAIN" --resume "$tmp/scinit.tfw" --task secret-code -o "$tmp/x.tfw"

@@ -7,6 +7,8 @@
 #ifndef TF_ERROR_H
 #define TF_ERROR_H
 
+#include <stddef.h>
+
 typedef struct TfError {
     char msg[512];
 } TfError;
@@ -19,5 +21,10 @@ void tf_error_set(TfError *err, const char *fmt, ...);
 
 /* Prefixes err->msg with "<prefix>: ". */
 void tf_error_prefix(TfError *err, const char *prefix);
+
+/* Levenshtein distance between the first la bytes of a and the string b,
+ * for "did you mean" hints (the compiler's and the tools'); 1000 when
+ * either is longer than 63 bytes. */
+int tf_edit_distance(const char *a, size_t la, const char *b);
 
 #endif

@@ -233,6 +233,22 @@ static const Role roles[] = {
 };
 #undef ROLE
 
+static_assert(sizeof roles / sizeof *roles == TF_LAYER_MAX_TENSORS, "roles");
+
+int model_layer_tensors(const TfLayer *ly, int *tensors, const char **role_names) {
+    int n = 0;
+    for (size_t r = 0; r < sizeof roles / sizeof *roles; r++) {
+        const char *what = ly->kind == TF_LAYER_ATTENTION ? roles[r].attn
+                           : ly->kind == TF_LAYER_MLP     ? roles[r].mlp
+                                                          : roles[r].norm;
+        int t = *(const int *)((const char *)ly + roles[r].field);
+        if (!what || t < 0) continue;
+        tensors[n] = t;
+        role_names[n++] = what;
+    }
+    return n;
+}
+
 int model_name_tensors(TfModel *m, TfError *err) {
     size_t n = (size_t)(m->n_tensors > 0 ? m->n_tensors : 1);
     int *first = malloc(n * sizeof *first), *users = calloc(n, sizeof *users);

@@ -233,6 +233,12 @@ int model_validate(const TfModel *m, TfError *err);
 int model_name_tensors(TfModel *m, TfError *err);
 
 
+/* The tensors layer `ly` reads and the role each has there
+ * ("attn.query.weight", "mlp.fc2.bias", "norm.weight", as in tensor names):
+ * writes up to TF_LAYER_MAX_TENSORS of each, returns how many. */
+#define TF_LAYER_MAX_TENSORS 14
+int model_layer_tensors(const TfLayer *ly, int *tensors, const char **roles);
+
 /* How many of the model's tensor fields (embeddings, unembedding, every
  * layer's) name tensor idx: 0 for a tensor the model does not read, such
  * as a checkpoint's optimizer state. */

@@ -4,6 +4,7 @@
  *   tftrain PROGRAM.tfp --data TRAIN.txt --heldout HELDOUT.txt [options] -o OUT.tfw
  *   tftrain MODEL.tfw (--task ... | --data ...) [options] -o OUT.tfw
  *   tftrain --resume OUT.tfw (--task ... | --data ...) [options] -o OUT2.tfw
+ *   tftrain --init ANY.tfw (--task ... | --data ...) [--freeze SPEC] [--train SPEC] -o OUT.tfw
  *
  * Prints a line at every evaluation (step, loss, held-out accuracy,
  * examples per second, elapsed time, ETA) and the final held-out accuracy;
@@ -11,7 +12,9 @@
  * line on stderr. OUT.tfw is the trained model alone; OUT.ckpt.tfw beside it
  * is the checkpoint (the model plus the optimizer state) that --resume
  * reads. A .tfw given as the program (tfc's output for a learned model) is
- * trained from step 0 with the settings its metadata records. Both outputs
+ * trained from step 0 with the settings its metadata records; --init takes
+ * any weight file, compiled ones included (runtime/train/finetune.h: what
+ * trains, --freeze and --train). Both outputs
  * are checked before training; the first SIGINT during training saves them
  * after the current step and exits 130 (a second one ends tftrain at once).
  * Exit status: 0 trained; 1 bad program, data or weight file, or an output
@@ -43,6 +46,7 @@
 #include "dataset.h"
 #include "distributed.h"
 #include "file.h"
+#include "finetune.h"
 #include "outfile.h"
 #include "rng.h"
 #include "tfw.h"
@@ -55,13 +59,22 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: tftrain PROGRAM.tfp|MODEL.tfw (--task TASK | --data FILE --heldout FILE) [options]\n"
             "       tftrain --resume OUT.tfw|OUT.ckpt.tfw (--task TASK | --data ...) [options]\n"
+            "       tftrain --init MODEL.tfw (--task TASK | --data ...) [options]\n"
             "data:\n"
             "  --task TASK          binary-add:N, decimal-add:N, first-token:L, xor:K, secret-code\n"
             "  --train-size N       generated training examples (default 10000)\n"
             "  --heldout-size N     generated held-out examples (default 1000)\n"
             "  --data FILE          training examples, PROMPT<TAB>ANSWER or INPUT<TAB>LABEL\n"
+            "                       (INPUT<TAB>OUTPUT for a model read at every position)\n"
             "  --heldout FILE       held-out examples, same format\n"
             "  --write-data DIR     also write DIR/train.txt and DIR/heldout.txt\n"
+            "starting point (docs/training.md, \"Fine-tuning\"):\n"
+            "  --init FILE.tfw      start from any weight file, compiled or trained\n"
+            "  --freeze SPEC        freeze the tensors SPEC names: all, embed, unembed,\n"
+            "                       layers.N, layers.A-B, layers.N.mlp, shared.K, a tensor\n"
+            "                       or layer name (tfinfo lists them), comma-separated\n"
+            "  --train SPEC         train them again (rules apply in order; by default every\n"
+            "                       tensor trains but a fixed position table)\n"
             "optimisation:\n"
             "  --optimizer NAME     sgd, adam or adamw (default adamw)\n"
             "  --lr X               learning rate (default 1e-3)\n"
@@ -99,20 +112,22 @@ static void usage(FILE *f) {
 /* ---- arguments ---------------------------------------------------------- */
 
 typedef struct Args {
-    const char *program, *resume, *task, *data, *heldout, *write_data, *out, *dump_grads;
+    const char *program, *resume, *init, *task, *data, *heldout, *write_data, *out, *dump_grads;
     int train_size, heldout_size, batch, eval_every, ckpt_every, threads, quiet, cosine, progress;
     long steps, epochs, warmup;
     int have_seed, have_wd, have_dropout;
     long seed;
     float lr, momentum, beta1, beta2, eps, wd, clip, min_lr, dropout;
     TfOptimizer opt;
+    TfFinetuneRules rules; /* --freeze and --train, in order */
 } Args;
 
 enum {
     O_TASK = 256, O_TRAIN_SIZE, O_HELDOUT_SIZE, O_DATA, O_HELDOUT, O_WRITE_DATA, O_OPTIMIZER,
     O_LR, O_MIN_LR, O_MOMENTUM, O_BETA1, O_BETA2, O_EPS, O_WEIGHT_DECAY, O_WARMUP, O_COSINE,
     O_CLIP, O_BATCH_SIZE, O_STEPS, O_EPOCHS, O_SEED, O_DROPOUT, O_RESUME, O_EVAL_EVERY,
-    O_CHECKPOINT_EVERY, O_THREADS, O_DUMP_GRADS, O_QUIET, O_PROGRESS, O_VERSION
+    O_CHECKPOINT_EVERY, O_THREADS, O_DUMP_GRADS, O_QUIET, O_PROGRESS, O_VERSION, O_INIT,
+    O_FREEZE, O_TRAIN
 };
 
 static const struct option longopts[] = {
@@ -139,6 +154,9 @@ static const struct option longopts[] = {
     {"seed", required_argument, NULL, O_SEED},
     {"dropout", required_argument, NULL, O_DROPOUT},
     {"resume", required_argument, NULL, O_RESUME},
+    {"init", required_argument, NULL, O_INIT},
+    {"freeze", required_argument, NULL, O_FREEZE},
+    {"train", required_argument, NULL, O_TRAIN},
     {"output", required_argument, NULL, 'o'},
     {"eval-every", required_argument, NULL, O_EVAL_EVERY},
     {"checkpoint-every", required_argument, NULL, O_CHECKPOINT_EVERY},
@@ -186,6 +204,14 @@ static int parse_args(int argc, char **argv, Args *a) {
         case O_HELDOUT: a->heldout = v; break;
         case O_WRITE_DATA: a->write_data = v; break;
         case O_RESUME: a->resume = v; break;
+        case O_INIT: a->init = v; break;
+        case O_FREEZE:
+        case O_TRAIN:
+            if (finetune_rule_add(&a->rules, c == O_TRAIN, v) < 0) {
+                fprintf(stderr, "tftrain: out of memory\n");
+                return -1;
+            }
+            break;
         case 'o': a->out = v; break;
         case O_DUMP_GRADS: a->dump_grads = v; break;
         case O_OPTIMIZER: {
@@ -235,9 +261,15 @@ static int parse_args(int argc, char **argv, Args *a) {
         }
         a->program = argv[optind];
     }
-    if (!a->program == !a->resume) {
-        fprintf(stderr, "tftrain: give a program (.tfp or .tfw) or --resume CHECKPOINT.tfw%s\n",
-                a->program ? ", not both" : "");
+    if (a->init && a->resume) {
+        fprintf(stderr, "tftrain: --init and --resume exclude each other (--init starts from a "
+                        "model's weights at step 0, --resume continues a checkpoint)\n");
+        return -1;
+    }
+    if (!!a->program + !!a->resume + !!a->init != 1) {
+        fprintf(stderr, "tftrain: give one of a program (.tfp or .tfw), --init MODEL.tfw or "
+                        "--resume CHECKPOINT.tfw%s\n",
+                a->program || a->resume || a->init ? ", not several" : "");
         return -1;
     }
     if (!a->task == !a->data) {
@@ -372,6 +404,16 @@ static char *made_by_json(const Args *a, const TfTrainOptions *o, const char *fr
     cJSON_AddStringToObject(j, "tool", "tftrain");
     cJSON_AddStringToObject(j, "version", TF_VERSION);
     if (prev) cJSON_AddItemToObject(j, "from", prev);
+    if (a->init) cJSON_AddStringToObject(j, "init", a->init);
+    if (a->rules.n) {
+        char *rules = finetune_rules_text(&a->rules);
+        if (rules) cJSON_AddStringToObject(j, "tensors", rules);
+        free(rules);
+        if (!rules) {
+            cJSON_Delete(j), cJSON_Delete(opt), cJSON_Delete(sched), cJSON_Delete(data);
+            return NULL;
+        }
+    }
     cJSON_AddStringToObject(opt, "name", tf_optimizer_names[o->optimizer]);
     cJSON_AddItemToObject(opt, "lr", json_float(a->lr));
     if (o->optimizer == TF_OPT_SGD) {
@@ -585,6 +627,7 @@ int main(int argc, char **argv) {
         return EXIT_USAGE;
     }
     int parsed = parse_args(argc, argv, &a);
+    if (parsed != 0) finetune_rules_free(&a.rules);
     if (parsed != 0) return parsed < 0 ? EXIT_USAGE : cli_flush_stdout("tftrain") < 0 ? EXIT_BAD : 0;
     cli_remove_output_on_signals();
 #ifdef TF_HAVE_OPENBLAS
@@ -606,6 +649,7 @@ int main(int argc, char **argv) {
     char *from = NULL; /* the made_by of what training starts from */
     TfLearnedSettings set = {0};
     Saver saver = {0};
+    int *trainable = NULL; /* per tensor, from --freeze and --train */
 
     // The initial model and its learned settings (dropout, positions, seed):
     // a checkpoint, a weight file (tfc's output for a learned model), or a
@@ -613,6 +657,10 @@ int main(int argc, char **argv) {
     if (a.resume) {
         if (cli_expect_weights("tftrain", a.resume) < 0) goto done;
         if (!(m = read_checkpoint(a.resume, &err))) goto fail;
+    } else if (a.init) {
+        if (cli_expect_weights("tftrain", a.init) < 0) goto done;
+        if (!(m = tfw_read(a.init, &err))) goto fail;
+        finetune_drop_state(m); /* a checkpoint's optimizer state: a fresh optimizer */
     } else {
         size_t len = 0;
         char *text = tf_file_read(a.program, &len);
@@ -632,14 +680,30 @@ int main(int argc, char **argv) {
         free(text);
         if (!m) goto fail;
     }
-    if (tfw_learned_settings(m, &set, &err) < 0) {
-        tf_error_prefix(&err, a.resume ? a.resume : a.program);
+    // A compiled model (no learned settings, --init or a checkpoint of it):
+    // no dropout, a fixed position table, seed 0.
+    const char *src = a.resume ? a.resume : a.init ? a.init : a.program;
+    if ((m->learned || a.program) && tfw_learned_settings(m, &set, &err) < 0) {
+        if (m->learned) tf_error_prefix(&err, src);
+        else tf_error_set(&err, "%s holds a compiled model, not a learned one (to fine-tune it: "
+                                "tftrain --init %s)", src, src);
         goto fail;
     }
+    if (finetune_check_model(m, &err) < 0) {
+        tf_error_prefix(&err, src);
+        goto fail;
+    }
+    if (!(trainable = malloc((size_t)(m->n_tensors ? m->n_tensors : 1) * sizeof *trainable)))
+        goto oom;
+    if (finetune_mask(m, &a.rules, !set.learned_positions, trainable, &err) < 0) {
+        fprintf(stderr, "tftrain: %s\n", err.msg); /* a usage error */
+        status = EXIT_USAGE;
+        goto done;
+    }
+    if (a.resume && finetune_check_state(m, trainable, &err) < 0) goto fail;
     from = m->made_by; /* recorded in the output's made_by */
     m->made_by = NULL;
     if (!a.out) {
-        const char *src = a.program ? a.program : a.resume;
         size_t n = strlen(src);
         out_default = malloc(n + 8);
         if (!out_default) goto oom;
@@ -647,7 +711,7 @@ int main(int argc, char **argv) {
         char *dot = strrchr(out_default, '.');
         if (dot && !strchr(dot, '/')) *dot = '\0';
         strcat(out_default, ".tfw");
-        if (strcmp(out_default, a.program ? a.program : a.resume) == 0) strcat(out_default, ".new");
+        if (strcmp(out_default, src) == 0) strcat(out_default, ".new");
         a.out = out_default;
     }
     // An output that cannot be written is found now, not after training.
@@ -656,6 +720,7 @@ int main(int argc, char **argv) {
         (a.dump_grads && outfile_check(a.dump_grads, &err) < 0))
         goto fail;
     if (cli_refuse_same_file("tftrain", a.out, a.program) < 0 ||
+        cli_refuse_same_file("tftrain", a.out, a.init) < 0 ||
         cli_refuse_same_file("tftrain", a.out, a.data) < 0 ||
         cli_refuse_same_file("tftrain", a.out, a.heldout) < 0)
         goto done;
@@ -669,12 +734,20 @@ int main(int argc, char **argv) {
                dataset_load_text(&held, m, a.heldout, &err) < 0) {
         goto fail;
     }
+    if (finetune_check_data(m, &train, &err) < 0) {
+        tf_error_prefix(&err, a.task ? a.task : a.data);
+        goto fail;
+    }
+    if (finetune_check_data(m, &held, &err) < 0) {
+        tf_error_prefix(&err, a.task ? a.task : a.heldout);
+        goto fail;
+    }
     if (a.write_data && rank0 && write_data(a.write_data, &train, &held, m) < 0) goto done;
 
     // Trainer.
     TfTrainOptions o = {a.opt, a.momentum, a.beta1, a.beta2, a.eps, a.wd, a.clip,
                         a.have_dropout ? a.dropout : set.dropout, set.learned_positions,
-                        a.have_seed ? (uint64_t)a.seed : set.seed, a.threads};
+                        a.have_seed ? (uint64_t)a.seed : set.seed, a.threads, trainable};
     int chunk = a.batch > 256 ? a.batch : 256;
     int max_len = train.max_len > held.max_len ? train.max_len : held.max_len;
     if (max_len < 5) max_len = 5;
@@ -722,6 +795,7 @@ int main(int argc, char **argv) {
         status = 0;
         goto done;
     }
+    if (!a.quiet && a.rules.n) finetune_describe(m, trainable, stdout);
     if (!a.quiet) {
         size_t n_params;
         trainer_params(t, &n_params);
@@ -741,7 +815,11 @@ int main(int argc, char **argv) {
         double ts = cli_now();
         batch_indices(&order, s, a.batch, idx);
         double loss = dp_forward_backward(dp, &train, idx, a.batch, s);
-        trainer_step(t, train_lr_at(s, total, a.lr, a.warmup, a.cosine, a.min_lr));
+        if (!isfinite(trainer_step(t, train_lr_at(s, total, a.lr, a.warmup, a.cosine, a.min_lr)))) {
+            tf_error_set(&err, "the gradient overflows float32 at step %ld (extreme weights, such as "
+                               "a compiled model's: --freeze them; docs/training.md)", s + 1);
+            goto fail;
+        }
         train_time += cli_now() - ts;
         examples += a.batch;
         loss_sum += loss;
@@ -808,6 +886,8 @@ done:
     free(out_default);
     free(from);
     free(saver.ckpt);
+    free(trainable);
+    finetune_rules_free(&a.rules);
     model_free(m);
     dist_finalize();
     return status;

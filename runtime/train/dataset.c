@@ -39,7 +39,16 @@ static int add_example(TfDataset *d, const TfModel *m, const char *prompt, int p
         tf_error_set(err, "empty answer");
         return -1;
     }
-    int len = classify ? plen : plen + alen - 1;
+    // A model read at every position: the answer is its output at each
+    // input position (but the bos), the targets of those rows.
+    int every = !classify && m->every_position, first = every && m->bos >= 0 ? 1 : 0;
+    if (every && alen != plen - first) {
+        tf_error_set(err, "the output has %d tokens; a model read at every position needs one "
+                          "per input position%s (%d)", alen, first ? " after the bos" : "",
+                     plen - first);
+        return -1;
+    }
+    int len = classify || every ? plen : plen + alen - 1;
     if (len > m->max_len) {
         tf_error_set(err, "%d tokens, but the model's max_len is %d", len, m->max_len);
         return -1;
@@ -75,7 +84,8 @@ static int add_example(TfDataset *d, const TfModel *m, const char *prompt, int p
     TfExample *e = &d->ex[d->n++];
     e->off = d->n_tokens;
     e->len = len;
-    e->n_prompt = plen;
+    e->n_prompt = every ? first + 1 : plen;
+    d->every = every;
     e->label = label;
     e->attn = attn;
     d->n_tokens = need;
@@ -145,12 +155,14 @@ int dataset_write_text(const TfDataset *d, const TfModel *m, FILE *f) {
     for (int i = 0; i < d->n; i++) {
         const TfExample *e = &d->ex[i];
         const int *t = d->tokens + e->off;
-        for (int j = 0; j < e->n_prompt; j++) fputc(m->vocab[t[j]], f);
+        int n_in = d->every ? e->len : e->n_prompt;
+        for (int j = 0; j < n_in; j++) fputc(m->vocab[t[j]], f);
         fputc('\t', f);
         if (classify)
             fputs(m->class_names[e->label], f);
         else
-            for (int j = e->n_prompt; j <= e->len; j++) fputc(m->vocab[t[j]], f);
+            for (int j = n_in; j <= e->len + (d->every ? e->len - e->n_prompt : 0); j++)
+                fputc(m->vocab[t[j]], f);
         fputc('\n', f);
     }
     return ferror(f) ? -1 : 0;
@@ -463,8 +475,9 @@ void batchbuf_fill(TfBatchBuf *b, const TfDataset *d, const int *idx, int n) {
         b->seq_start[s] = row;
         memcpy(b->tokens + row, d->tokens + e->off, (size_t)e->len * sizeof(int));
         for (int i = 0; i < e->len; i++)
-            b->targets[row + i] = e->label < 0 && i >= e->n_prompt - 1 ? d->tokens[e->off + i + 1]
-                                                                      : -1;
+            b->targets[row + i] = e->label >= 0 || i < e->n_prompt - 1 ? -1
+                                  : d->every ? d->tokens[e->off + e->len + i - (e->n_prompt - 1)]
+                                             : d->tokens[e->off + i + 1];
         b->labels[s] = e->label;
         if (e->attn)
             for (int a = 0; a < d->n_attn; a++)

@@ -4,6 +4,9 @@
  * Text format, one example per line:
  *   next-token models:  PROMPT<TAB>ANSWER   (loss on the answer tokens only)
  *   classifiers:        INPUT<TAB>LABEL     (LABEL one of the model's classes)
+ *   models read at every position (compiled `output R at every position`):
+ *                       INPUT<TAB>OUTPUT    (one output token per input position,
+ *                       the bos's excepted: what tfrun --batch prints)
  * Every character must be in the model's vocabulary; an example must fit in
  * max_len positions.
  *
@@ -48,7 +51,9 @@ typedef struct TfDataset {
     TfExample *ex;
     int n, cap;
     int *tokens; /* for next-token examples, the answer's last token is kept
-                    after the sequence: tokens[off + len] */
+                    after the sequence: tokens[off + len]; with `every`, the
+                    targets of rows n_prompt - 1 .. len - 1 follow it */
+    int every;   /* the model is read at every position (set by the first example) */
     long n_tokens, cap_tokens;
     int max_len;
     TfAttnSpec attn[4];

@@ -4,6 +4,7 @@
 #include "train.h"
 
 #include <assert.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,9 @@ struct TfTrainer {
      * that layer computes keys and values for every row but everything else
      * for the out_rows alone, and the layers after it work on those M rows. */
     int last_attn;       /* index of the last attention layer, -1 when none */
+    /* The backward pass stops below the lowest layer that reads a trained
+     * tensor, unless an embedding trains (frozen layers: --freeze). */
+    int first_trained, embed_trained;
     int compact, no_compact;
     int *out_pos;        /* [max_rows] position of each out row in its sequence */
     int *seq_out_start;  /* [max_seqs + 1] each sequence's first out row */
@@ -161,7 +165,8 @@ static TfTrainer *trainer_alloc(TfModel *m, const TfTrainOptions *opts, int max_
     for (int i = 0; i < t->n_tensors; i++) {
         t->offset[i] = t->n_params;
         t->n_params += m->tensors[i].nelem;
-        t->trainable[i] = i != m->pos_embed || opts->train_positions;
+        t->trainable[i] = opts->trainable ? opts->trainable[i] != 0
+                                          : i != m->pos_embed || opts->train_positions;
     }
     t->own_grads = t->grads = xcalloc(t->n_params, sizeof(float), &failed);
     if (master) {
@@ -226,6 +231,16 @@ static TfTrainer *trainer_alloc(TfModel *m, const TfTrainOptions *opts, int max_
     t->seq_out_start = xcalloc((size_t)max_seqs + 1, sizeof(int), &failed);
     t->qin = xcalloc(R * C, sizeof(float), &failed);
     t->last_attn = -1;
+    t->embed_trained = t->trainable[m->tok_embed] || t->trainable[m->pos_embed];
+    t->first_trained = m->n_layers;
+    for (int l = m->n_layers - 1; l >= 0; l--) {
+        int ts[TF_LAYER_MAX_TENSORS];
+        const char *roles[TF_LAYER_MAX_TENSORS];
+        int k = model_layer_tensors(&m->layers[l], ts, roles);
+        for (int j = 0; j < k; j++)
+            if (t->trainable[ts[j]]) t->first_trained = l;
+    }
+    if (t->embed_trained) t->first_trained = 0;
     for (int l = 0; l < m->n_layers; l++)
         if (m->layers[l].kind == TF_LAYER_ATTENTION) t->last_attn = l;
     t->outx = xcalloc(R * C, sizeof(float), &failed);
@@ -784,7 +799,7 @@ static void backward(TfTrainer *t, const TfBatch *b) {
             for (int c = 0; c < C; c++) d[c] += g[c];
         }
     }
-    for (int l = m->n_layers - 1; l >= 0; l--) {
+    for (int l = m->n_layers - 1; l >= t->first_trained; l--) {
         const TfLayer *ly = &m->layers[l];
         LayerActs *a = &t->acts[l];
         const float *in = t->resid + (size_t)l * RC;
@@ -854,8 +869,10 @@ static void backward(TfTrainer *t, const TfBatch *b) {
         else
             for (long i = 0; i < (long)rows * C; i++) t->dres[i] += t->dain[i];
     }
-    embedding_backward(G(t, m->tok_embed), t->trainable[m->pos_embed] ? G(t, m->pos_embed) : NULL,
-                       t->dres, b->tokens, t->pos, N, C);
+    if (t->embed_trained)
+        embedding_backward(G(t, m->tok_embed),
+                           t->trainable[m->pos_embed] ? G(t, m->pos_embed) : NULL, t->dres,
+                           b->tokens, t->pos, N, C);
 }
 
 double trainer_forward_backward(TfTrainer *t, const TfBatch *b, long step, double *ce_out) {
@@ -946,6 +963,7 @@ double trainer_step(TfTrainer *t, float lr) {
     const float b1 = t->o.beta1, b2 = t->o.beta2, eps = t->o.eps, wd = t->o.weight_decay;
     const double bc1 = 1.0 - pow(b1, (double)t->step), bc2 = 1.0 - pow(b2, (double)t->step);
     const float step_size = (float)(lr / bc1), bc2_sqrt = (float)sqrt(bc2);
+    int overflow = !isfinite(norm); /* a gradient or moment beyond float32 */
     for (int i = 0; i < t->n_tensors; i++) {
         if (!t->trainable[i]) continue;
         size_t n = t->m->tensors[i].nelem;
@@ -972,12 +990,13 @@ double trainer_step(TfTrainer *t, float lr) {
                 ve[j] = b2 * ve[j] + (1.0f - b2) * gj * gj;
                 float denom = sqrtf(ve[j]) / bc2_sqrt + eps;
                 p[j] -= step_size * mo[j] / denom;
+                overflow |= !(ve[j] <= FLT_MAX) || !(fabsf(mo[j]) <= FLT_MAX);
             }
             break;
         default: break;
         }
     }
-    return norm;
+    return overflow ? INFINITY : norm;
 }
 
 float train_lr_at(long step, long total, float lr, long warmup, int cosine, float min_lr) {

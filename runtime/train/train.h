@@ -46,6 +46,14 @@ typedef struct TfTrainOptions {
     uint64_t seed;      /* dropout masks */
     int threads;        /* threads for the per-sequence attention work (0 or 1: one);
                            the result does not depend on it */
+    /* Which tensors train: per tensor of the model, non-zero trains
+     * (runtime/train/finetune.h makes it from --freeze/--train); borrowed,
+     * it must outlive the trainer. NULL: every tensor but a fixed position
+     * table (train_positions 0). A tensor that does not train keeps its
+     * values bit for bit and has no optimizer state; the backward pass
+     * stops below the lowest layer that reads a trained tensor (unless an
+     * embedding trains), so gradients below it are not computed (0). */
+    const int *trainable;
 } TfTrainOptions;
 
 /* An attention-score target: on sequence `seq` of the batch, the scaled
@@ -122,7 +130,8 @@ void trainer_predict(TfTrainer *t, const TfBatch *b, int *pred, float *prob);
 const float *trainer_attention_scores(const TfTrainer *t, int seq, int layer, int head, int *T);
 
 /* Clips the gradient (opts.clip), then one optimizer update at learning rate
- * lr. Returns the gradient norm before clipping. */
+ * lr. Returns the gradient norm before clipping; infinity when the gradient
+ * or Adam's moments overflowed float32 (compiled weights' extreme scales). */
 double trainer_step(TfTrainer *t, float lr);
 
 long trainer_steps_done(const TfTrainer *t);
