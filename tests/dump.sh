@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # dump.sh TFC TFRUN TFTRAIN: tfrun --dump against the PyTorch module
-# (tools/tfw_torch.py, docs/python.md), on the adder (-O0 and -O), general
-# programs (sort: categorical registers, bidirectional; histogram), a trained
-# learned model (binary_add, pre-norm) and learned classifiers (first_token,
-# post-norm; secret_code): every tensor of the dump against the module's
-# cache (tests/dump_check.py), the module's own API, and --dump's errors.
+# (tools/tfw_torch.py, docs/python.md), on the adder (-O0 and -O: 36
+# attention and MLP layers, GELU and ReLU), general programs (sort:
+# categorical registers, bidirectional; histogram), a learned program
+# compiled as tfc initializes it (decimal_add: 4 heads, pre-norm LayerNorm),
+# a trained learned model (binary_add: 4 heads, pre-norm LayerNorm) and
+# learned classifiers (first_token, 2 heads, post-norm; secret_code, 3
+# heads): every name and tensor of the dump against the module's cache, q,
+# k, v, scores, pattern, z and the MLPs' hidden units included
+# (tests/dump_check.py); that a name missing from the dump or from the cache
+# fails the check; the module's own API; --dump's errors.
 set -u
 TFC=$1
 TFRUN=$2
@@ -14,7 +19,8 @@ need_torch
 
 "$TFC" -O0 "$P/adder.tfp" -o "$tmp/adder0.tfw" && "$TFC" "$P/adder.tfp" -o "$tmp/adder.tfw" &&
     "$TFC" "$P/sort.tfp" -o "$tmp/sort.tfw" && "$TFC" "$P/histogram.tfp" -o "$tmp/histogram.tfw" &&
-    "$TFC" "$P/first_token.tfp" -o "$tmp/first_token.tfw"
+    "$TFC" "$P/first_token.tfp" -o "$tmp/first_token.tfw" &&
+    "$TFC" "$P/decimal_add.tfp" -o "$tmp/decimal_add.tfw"
 check "tfc compiles the models" $?
 "$TFTRAIN" "$P/binary_add.tfp" --task binary-add:3 --train-size 48 --heldout-size 16 --steps 30 \
     --quiet -o "$tmp/binary_add.tfw" >/dev/null &&
@@ -35,9 +41,50 @@ run_check "adder -O0" "$tmp/adder0.tfw" --tol 1e-3 "0999+0111=" "1234+5678=" "00
 run_check "adder -O" "$tmp/adder.tfw" --tol 1e-3 "0999+0111=" "9999+9999="
 run_check "sort" "$tmp/sort.tfw" "^dcbaabcd" "^aaaa"
 run_check "histogram" "$tmp/histogram.tfw" "^abcabca"
-run_check "trained binary_add" "$tmp/binary_add.tfw" "011+001=" "111+111="
+run_check "decimal_add (4 heads, 2 blocks, pre-norm; as tfc initializes it)" "$tmp/decimal_add.tfw" \
+    "123+456=" "999+1="
+run_check "trained binary_add (4 heads, pre-norm)" "$tmp/binary_add.tfw" "011+001=" "111+111="
 run_check "first_token (post-norm classifier)" "$tmp/first_token.tfw" "31244123412341234123"
 run_check "trained secret_code (classifier)" "$tmp/secret_code.tfw" "#2013" "#7"
+
+# A name missing on one side fails the check: a tfrun whose dump loses one
+# tensor (the file rewritten without it).
+cat >"$tmp/tfrun_drop" <<EOF
+#!/usr/bin/env bash
+"$TFRUN" "\$@" || exit
+"$PY" -c 'import json, struct, sys
+path, drop = sys.argv[1], sys.argv[2]
+data = open(path, "rb").read()
+(n,) = struct.unpack("<Q", data[:8])
+header = json.loads(data[8:8 + n])
+del header[drop]
+h = json.dumps(header).encode()
+open(path, "wb").write(struct.pack("<Q", len(h)) + h + data[8 + n:])' "\$3" "\$DROP"
+EOF
+chmod +x "$tmp/tfrun_drop"
+for drop in blocks.2.attn.hook_attn_scores blocks.1.mlp.hook_post; do
+    DROP=$drop "$PY" "$SRC/tests/dump_check.py" "$tmp/tfrun_drop" "$tmp/binary_add.tfw" "011+001=" >"$tmp/out"
+    [ $? -eq 1 ] && grep -q "the dump lacks 1 promised names: \['$drop'\]" "$tmp/out"
+    check "a dump without $drop fails the check" $?
+done
+# ... and a module whose cache loses one name (tfw_torch.record skipping it).
+for drop in blocks.0.attn.hook_q blocks.3.mlp.hook_pre; do
+    "$PY" - "$SRC" "$drop" "$TFRUN" "$tmp/binary_add.tfw" >"$tmp/out" <<'PYEOF'
+import runpy, sys
+src, drop = sys.argv[1], sys.argv[2]
+sys.path.insert(0, src + "/tools")
+import tfw_torch
+record = tfw_torch.record
+def skip(hook, name, value):
+    if not (isinstance(hook, tfw_torch.Hook) and hook.prefix + name == drop):
+        record(hook, name, value)
+tfw_torch.record = skip
+sys.argv = [src + "/tests/dump_check.py", sys.argv[3], sys.argv[4], "011+001="]
+runpy.run_path(sys.argv[0], run_name="__main__")
+PYEOF
+    [ $? -eq 1 ] && grep -q "the cache lacks 1 promised names: \['$drop'\]" "$tmp/out"
+    check "a cache without $drop fails the check" $?
+done
 
 # The module: a torch.nn.Module whose parameters are the file's tensors; it
 # generates what tfrun prints; registers decode by name.
@@ -96,6 +143,27 @@ subprocess.run([sys.argv[3], tmp + "/adder.tfw", "--dump", tmp + "/a.safetensors
 _, acts = tfw_torch.read_safetensors(tmp + "/a.safetensors")
 expect("decode a dump", m.decode(acts, "final") == m.decode(cache, "final")
        and m.decode(acts, "left", hook="blocks.20.hook_resid_post") == m.decode(cache, "left", hook="blocks.20.hook_resid_post"))
+# The dump's inner activations in TransformerLens's shapes; scores -inf
+# exactly where the causal mask applies (its IGNORE), pattern 0 there.
+subprocess.run([sys.argv[3], tmp + "/binary_add.tfw", "--dump", tmp + "/b.safetensors", "011+001="],
+               check=True, stdout=subprocess.DEVNULL)
+_, bd = tfw_torch.read_safetensors(tmp + "/b.safetensors")
+shapes = {"blocks.2.attn.hook_q": (1, 8, 4, 8), "blocks.2.attn.hook_k": (1, 8, 4, 8),
+          "blocks.2.attn.hook_v": (1, 8, 4, 8), "blocks.2.attn.hook_z": (1, 8, 4, 8),
+          "blocks.2.attn.hook_attn_scores": (1, 4, 8, 8), "blocks.2.attn.hook_pattern": (1, 4, 8, 8),
+          "blocks.2.ln1.hook_normalized": (1, 8, 32), "blocks.2.hook_attn_out": (1, 8, 32),
+          "blocks.3.mlp.hook_pre": (1, 8, 64), "blocks.3.mlp.hook_post": (1, 8, 64),
+          "blocks.3.ln2.hook_normalized": (1, 8, 32), "blocks.3.hook_mlp_out": (1, 8, 32)}
+for name, shape in shapes.items():
+    expect("%s has shape %s" % (name, shape), name in bd and tuple(bd[name].shape) == shape)
+future = torch.ones(8, 8, dtype=torch.bool).triu(1)
+sc, pat = bd["blocks.2.attn.hook_attn_scores"][0], bd["blocks.2.attn.hook_pattern"][0]
+expect("scores -inf exactly where masked", bool(torch.isneginf(sc[:, future]).all())
+       and bool(torch.isfinite(sc[:, ~future]).all()))
+expect("pattern 0 where masked, rows sum to 1", bool((pat[:, future] == 0).all())
+       and bool(((pat.sum(-1) - 1).abs() < 1e-5).all()))
+expect("post = relu(pre) (binary_add uses relu)", torch.equal(bd["blocks.3.mlp.hook_post"],
+                                                                   torch.relu(bd["blocks.3.mlp.hook_pre"])))
 print("module checks: %d failures" % len(fails))
 sys.exit(1 if fails else 0)
 PYEOF

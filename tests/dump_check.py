@@ -2,17 +2,22 @@
 """dump_check.py TFRUN WEIGHTS.tfw [--tol T] PROMPT...: tfrun --dump against tools/tfw_torch.py.
 
 For each prompt:
-- whole pass: every tensor of `tfrun --dump` must be in the PyTorch
-  module's cache (run_with_cache) under the same name, with the same shape,
-  and agree to T (default 1e-5) times max(1, the tensor's largest |value|);
+- names: the dump and the PyTorch module's cache (run_with_cache) must hold
+  the same names, and both every name docs/python.md promises for each
+  layer (a name missing on either side fails);
+- whole pass: every tensor of `tfrun --dump` must have the cache's shape
+  and agree to T (default 1e-5) times max(1, the tensor's largest finite
+  |value|); infinities (attention scores, -inf where a causal row cannot
+  see the key) must be the same infinities at the same places;
 - layer by layer: each layer of the module, given the dump's
-  blocks.<i>.hook_resid_pre, must give its hook_resid_post (and attention
-  pattern) to 1e-5 times max(1, the largest |value| the layer computes
-  but attention scores). This holds even where the whole pass does not to
+  blocks.<i>.hook_resid_pre, must give every activation of the dump's
+  block (normalized input, q, k, v, scores, pattern, z, hidden units, the
+  layer's output, hook_resid_post) to 1e-5 times max(1, the largest |value|
+  the layer computes but attention scores; for scores, their own largest
+  finite |value| too). This holds even where the whole pass does not to
   1e-5: the adder's StepPosition layers add biases of +-1000, so each run
   rounds positions to 6.1e-5 (tests/test_trace.c) and the two runs' rounding
-  differs with their summation order; tests/dump.sh gives the adder --tol 1e-3;
-- the cache must hold the names docs/python.md promises for each layer.
+  differs with their summation order; tests/dump.sh gives the adder --tol 1e-3.
 Exit 1 on any difference. Needs Debian's python3-torch.
 """
 import json
@@ -30,11 +35,22 @@ import tfw_torch  # noqa: E402
 LOCAL_TOL = 1e-5
 
 
+def finite_max(t):
+    """The largest finite |value| of t (0 when none)."""
+    t = t.abs()[torch.isfinite(t)]
+    return float(t.max()) if t.numel() else 0.0
+
+
 def close(got, want, tol, scale=None):
-    """max |got - want| / max(1, scale or max |want|) <= tol; and the ratio."""
+    """max |got - want| / max(1, scale or want's largest finite |value|) <=
+    tol over the finite entries, the others equal (the same infinities at
+    the same places, no NaN); and the ratio (inf when the others differ)."""
+    fin = torch.isfinite(want)
+    if not torch.equal(fin, torch.isfinite(got)) or not torch.equal(got[~fin], want[~fin]):
+        return False, float("inf")
     if scale is None:
-        scale = float(want.abs().max()) if want.numel() else 0.0
-    diff = float((got - want).abs().max()) / max(1.0, scale) if want.numel() else 0.0
+        scale = finite_max(want)
+    diff = float((got[fin] - want[fin]).abs().max()) / max(1.0, scale) if fin.any() else 0.0
     return diff <= tol, diff
 
 
@@ -45,17 +61,18 @@ def layer_local(model, dump, failures, prompt):
         b = "blocks.%d." % i
         cache = {}
         with torch.no_grad():
-            out = model.tf.layer(dump[b + "hook_resid_pre"], l, tfw_torch.Hook(cache, ""))
-        finite = [v.abs()[torch.isfinite(v)] for k, v in cache.items() if "scores" not in k]
-        scale = max([1.0] + [float(v.max()) for v in finite if v.numel()])
-        for name, got in ((b + "hook_resid_post", out), (b + "attn.hook_pattern", cache.get("attn.hook_pattern"))):
-            if name not in dump:
-                continue
-            ok, diff = close(got, dump[name], LOCAL_TOL, scale)
+            model.tf.layer(dump[b + "hook_resid_pre"], l, tfw_torch.Hook(cache, ""))
+        scale = max([1.0] + [finite_max(v) for k, v in cache.items() if "scores" not in k])
+        for key, got in cache.items():
+            name = b + key
+            if key == "hook_resid_pre" or name not in dump:
+                continue  # the input; a missing name fails in main
+            s = max(scale, finite_max(got)) if "scores" in key else scale
+            ok, diff = close(got, dump[name], LOCAL_TOL, s)
             n += 1
             if not ok:
                 print("FAIL: %r: layer %d alone: %s differs by %.3g (relative to %.3g)"
-                      % (prompt, i, name, diff, scale))
+                      % (prompt, i, name, diff, s))
                 failures.append(name)
     return n
 
@@ -75,6 +92,10 @@ def expected_names(model):
             names.add(b + "hook_attn_out")
         elif l["kind"] == "mlp":
             names |= {b + "mlp.hook_pre", b + "mlp.hook_post", b + "hook_mlp_out"}
+        if l["kind"] != "norm" and "norm_weight" in l:
+            names.add(b + ("ln1" if l["kind"] == "attention" else "ln2") + ".hook_normalized")
+    if model.layers and model.layers[-1]["kind"] == "norm":
+        names.add("ln_final.hook_normalized")
     return names
 
 
@@ -100,9 +121,17 @@ def main():
                 failures += 1
             with torch.no_grad():
                 _, cache = model.run_with_cache(prompt)
-            missing = expected_names(model) - set(cache)
-            if missing:
-                print("FAIL: %r: the cache lacks %s" % (prompt, sorted(missing)[:5]))
+            want = expected_names(model)
+            for side, names in (("cache", set(cache)), ("dump", set(dump))):
+                missing = want - names
+                if missing:
+                    print("FAIL: %r: the %s lacks %d promised names: %s"
+                          % (prompt, side, len(missing), sorted(missing)[:5]))
+                    failures += 1
+            only = set(cache) - set(dump)
+            if only:
+                print("FAIL: %r: %d names in the cache, not in the dump: %s"
+                      % (prompt, len(only), sorted(only)[:5]))
                 failures += 1
             for name, c_val in dump.items():
                 if name not in cache:

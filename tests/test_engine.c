@@ -8,7 +8,10 @@
  *   recomputed, dense row-major loops, on random models with every layer
  *   feature (multi-head attention with biases and an output projection,
  *   pre-norm, LayerNorm layers, GELU and ReLU MLPs, a bidirectional layer,
- *   a classifier head).
+ *   a classifier head);
+ * - the activation and attention hooks (q, k, v, scores, pattern, z, hidden
+ *   units, normalized inputs, layer outputs) against what reference_forward
+ *   records.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
@@ -264,8 +267,36 @@ static void ref_norm(float *y, const float *x, int n, int d, const float *w, con
     }
 }
 
-/* Logits (n_out) at position `at` of ids[0..n-1], everything recomputed. */
-static void reference_forward(const TfModel *m, const int *ids, int n, int at, float *logits) {
+#define REF_MAX_LAYERS 8
+
+/* What reference_forward records when asked: layer l's activation p
+ * (infer.h's TfHookPoint) act[l][p] [n, infer_hook_width], and an attention
+ * layer's scores [H, n, n] (-INFINITY where a causal row cannot see) and
+ * softmax weights att[l] [H, n, n]. Owned by the caller (ref_acts_free). */
+typedef struct RefActs {
+    float *act[REF_MAX_LAYERS][TF_HOOK_POINT_COUNT];
+    float *scores[REF_MAX_LAYERS], *att[REF_MAX_LAYERS];
+} RefActs;
+
+static void ref_acts_free(RefActs *r) {
+    for (int l = 0; l < REF_MAX_LAYERS; l++) {
+        for (int p = 0; p < TF_HOOK_POINT_COUNT; p++) free(r->act[l][p]);
+        free(r->scores[l]);
+        free(r->att[l]);
+    }
+}
+
+/* rec->act[l][p] = a copy of x [n, w] (nothing without rec). */
+static void ref_record(RefActs *rec, int l, TfHookPoint p, const float *x, int n, int w) {
+    if (!rec) return;
+    rec->act[l][p] = malloc((size_t)n * w * sizeof(float));
+    memcpy(rec->act[l][p], x, (size_t)n * w * sizeof(float));
+}
+
+/* Logits (n_out) at position `at` of ids[0..n-1], everything recomputed;
+ * with rec, the activations inside every layer recorded. */
+static void reference_forward(const TfModel *m, const int *ids, int n, int at, float *logits,
+                              RefActs *rec) {
     int d = m->d_model;
     float *x = calloc((size_t)n * d, sizeof(float)), *h = calloc((size_t)n * d, sizeof(float));
     float *q = calloc((size_t)n * 64, sizeof(float)), *k = calloc((size_t)n * 64, sizeof(float));
@@ -281,15 +312,23 @@ static void reference_forward(const TfModel *m, const int *ids, int n, int at, f
             memcpy(x, h, (size_t)n * d * sizeof(float));
             continue;
         }
-        if (ly->norm_weight >= 0)
+        if (ly->norm_weight >= 0) {
             ref_norm(h, x, n, d, T(m, ly->norm_weight), T(m, ly->norm_bias), ly->norm_eps);
-        else
+            ref_record(rec, l, TF_HOOK_NORMALIZED, h, n, d);
+        } else
             memcpy(h, x, (size_t)n * d * sizeof(float));
         if (ly->kind == TF_LAYER_ATTENTION) {
             int H = ly->n_heads, dh = ly->d_head, dv = ly->d_vhead;
             ref_linear(q, h, T(m, ly->query), T(m, ly->query_bias), n, d, H * dh);
             ref_linear(k, h, T(m, ly->key), T(m, ly->key_bias), n, d, H * dh);
             ref_linear(v, h, T(m, ly->value), T(m, ly->value_bias), n, d, H * dv);
+            ref_record(rec, l, TF_HOOK_Q, q, n, H * dh);
+            ref_record(rec, l, TF_HOOK_K, k, n, H * dh);
+            ref_record(rec, l, TF_HOOK_V, v, n, H * dv);
+            if (rec) {
+                rec->scores[l] = malloc((size_t)H * n * n * sizeof(float));
+                rec->att[l] = calloc((size_t)H * n * n, sizeof(float));
+            }
             for (int i = 0; i < n; i++)
                 for (int hh = 0; hh < H; hh++) {
                     int Tn = ly->causal ? i + 1 : n;
@@ -301,13 +340,18 @@ static void reference_forward(const TfModel *m, const int *ids, int n, int at, f
                         s[j] = dot * ly->scale;
                         if (s[j] > mx) mx = s[j];
                     }
+                    float *srow = rec ? rec->scores[l] + ((size_t)hh * n + i) * n : NULL;
+                    for (int j = 0; srow && j < n; j++) srow[j] = j < Tn ? (float)s[j] : -INFINITY;
                     for (int j = 0; j < Tn; j++) sum += s[j] = exp(s[j] - mx);
+                    for (int j = 0; rec && j < Tn; j++)
+                        rec->att[l][((size_t)hh * n + i) * n + j] = (float)(s[j] / sum);
                     for (int c = 0; c < dv; c++) {
                         double acc = 0;
                         for (int j = 0; j < Tn; j++) acc += s[j] / sum * v[j * H * dv + hh * dv + c];
                         o[i * H * dv + hh * dv + c] = (float)acc;
                     }
                 }
+            ref_record(rec, l, TF_HOOK_Z, o, n, H * dv);
             if (ly->output >= 0)
                 ref_linear(y, o, T(m, ly->output), T(m, ly->output_bias), n, H * dv, d);
             else
@@ -315,11 +359,14 @@ static void reference_forward(const TfModel *m, const int *ids, int n, int at, f
         } else {
             int F = ly->d_hidden;
             ref_linear(hid, h, T(m, ly->fc1_weight), T(m, ly->fc1_bias), n, d, F);
+            ref_record(rec, l, TF_HOOK_MLP_PRE, hid, n, F);
             for (int i = 0; i < n * F; i++)
                 hid[i] = ly->act == TF_ACT_RELU ? (hid[i] > 0 ? hid[i] : 0)
                                                 : (float)(0.5 * hid[i] * (1 + erf(hid[i] / sqrt(2.0))));
+            ref_record(rec, l, TF_HOOK_MLP_POST, hid, n, F);
             ref_linear(y, hid, T(m, ly->fc2_weight), T(m, ly->fc2_bias), n, F, d);
         }
+        ref_record(rec, l, TF_HOOK_OUT, y, n, d);
         for (int i = 0; i < n * d; i++) x[i] += y[i];
     }
     int n_out = m->output_kind == TF_OUTPUT_CLASSIFY ? m->n_classes : m->n_vocab;
@@ -351,7 +398,7 @@ static void check_generation(int causal_all, unsigned seed) {
         memcpy(seq, ids[s], sizeof seq);
         for (int t = 0; t < N_NEW; t++) {
             float logits[8];
-            reference_forward(m, seq, lens[s] + t, lens[s] + t - 1, logits);
+            reference_forward(m, seq, lens[s] + t, lens[s] + t - 1, logits, NULL);
             want[s][t] = seq[lens[s] + t] = ref_argmax(logits, sp.vocab);
         }
     }
@@ -376,6 +423,118 @@ static void check_generation(int causal_all, unsigned seed) {
     }
     model_free(m);
 }
+
+/* What the hooks saw of sequence 0: per layer and point [n, width], and
+ * the scores and weights [H, n, n] (NULL: never called). */
+typedef struct Seen {
+    const TfModel *m;
+    int n;
+    RefActs got;
+    int calls[REF_MAX_LAYERS][TF_HOOK_POINT_COUNT];
+} Seen;
+
+static void seen_act_hook(void *user, int layer, TfHookPoint point, const float *x, int width,
+                          int n_rows, const int *row_seq, const int *row_pos) {
+    Seen *sn = user;
+    ck_assert_int_eq(width, infer_hook_width(sn->m, &sn->m->layers[layer], point));
+    ck_assert_int_eq(n_rows, sn->n); /* one sequence, one step: every row */
+    float **dst = &sn->got.act[layer][point];
+    if (!*dst) *dst = calloc((size_t)sn->n * width, sizeof(float));
+    for (int r = 0; r < n_rows; r++) {
+        ck_assert_int_eq(row_seq[r], 0);
+        memcpy(*dst + (size_t)row_pos[r] * width, x + (size_t)r * width,
+               (size_t)width * sizeof(float));
+    }
+    sn->calls[layer][point]++;
+}
+
+static void seen_att_hook(void *user, int layer, int head, int seq, int pos, const float *scores,
+                          const float *att, int T) {
+    Seen *sn = user;
+    size_t n = (size_t)sn->n, at = ((size_t)head * n + (size_t)pos) * n;
+    ck_assert_int_eq(seq, 0);
+    if (!sn->got.scores[layer]) {
+        size_t count = (size_t)sn->m->layers[layer].n_heads * n * n;
+        sn->got.scores[layer] = malloc(count * sizeof(float));
+        sn->got.att[layer] = calloc(count, sizeof(float));
+    }
+    float *srow = sn->got.scores[layer] + at;
+    for (size_t t = 0; t < n; t++) srow[t] = t < (size_t)T ? scores[t] : -INFINITY;
+    memcpy(sn->got.att[layer] + at, att, (size_t)T * sizeof(float));
+}
+
+/* |got - want| <= 1e-4 max(1, |want|) everywhere, infinities equal. */
+static void check_close(const float *got, const float *want, size_t count, const char *what,
+                        int l) {
+    for (size_t i = 0; i < count; i++) {
+        if (isinf(want[i])) {
+            ck_assert_msg(got[i] == want[i], "layer %d %s[%zu]: %g, reference %g", l, what, i,
+                          got[i], want[i]);
+            continue;
+        }
+        ck_assert_msg(fabsf(got[i] - want[i]) <= 1e-4f * fmaxf(1.0f, fabsf(want[i])),
+                      "layer %d %s[%zu]: %g, reference %g", l, what, i, got[i], want[i]);
+    }
+}
+
+/* The hooks see every activation reference_forward computes, each point of
+ * each layer once (a layer's skipped channels as 0: half the plain layer's
+ * value rows are zero), and setting them changes no output. */
+static void check_hooks(int causal_all, unsigned seed) {
+    Spec sp = {12, 6, 16, 0};
+    TfModel *m = random_model(&sp, causal_all, seed);
+    ck_assert_int_le(m->n_layers, REF_MAX_LAYERS);
+    int ids[9], n = 9, tok, plain;
+    for (int i = 0; i < n; i++) ids[i] = rand_r(&seed) % sp.vocab;
+    const int *idp = ids;
+    float logits[8];
+    RefActs want = {0};
+    reference_forward(m, ids, n, n - 1, logits, &want);
+    TfError err = {""};
+    TfInfer *inf = infer_new(m, 1, &err);
+    ck_assert_int_eq(infer_generate(inf, &idp, &n, 1, 1, &plain, &err), 0);
+    Seen sn = {.m = m, .n = n};
+    infer_set_activation_hook(inf, seen_act_hook, &sn);
+    infer_set_attention_hook(inf, seen_att_hook, &sn);
+    ck_assert_int_eq(infer_generate(inf, &idp, &n, 1, 1, &tok, &err), 0);
+    ck_assert_int_eq(tok, plain);
+    ck_assert_int_eq(tok, ref_argmax(logits, sp.vocab));
+    static const char *names[TF_HOOK_POINT_COUNT] = {"normalized", "q", "k", "v", "z",
+                                                     "mlp_pre", "mlp_post", "out"};
+    for (int l = 0; l < m->n_layers; l++) {
+        const TfLayer *ly = &m->layers[l];
+        for (int p = 0; p < TF_HOOK_POINT_COUNT; p++) {
+            int w = infer_hook_width(m, ly, (TfHookPoint)p);
+            ck_assert_msg(sn.calls[l][p] == (w > 0), "layer %d %s: %d calls", l, names[p],
+                          sn.calls[l][p]);
+            ck_assert_msg((want.act[l][p] != NULL) == (w > 0), "layer %d %s: width %d", l,
+                          names[p], w);
+            if (w > 0) check_close(sn.got.act[l][p], want.act[l][p], (size_t)n * w, names[p], l);
+        }
+        ck_assert((sn.got.scores[l] != NULL) == (ly->kind == TF_LAYER_ATTENTION));
+        if (ly->kind != TF_LAYER_ATTENTION) continue;
+        check_close(sn.got.scores[l], want.scores[l], (size_t)ly->n_heads * n * n, "scores", l);
+        check_close(sn.got.att[l], want.att[l], (size_t)ly->n_heads * n * n, "pattern", l);
+    }
+    // Hooks removed: nothing is called.
+    infer_set_activation_hook(inf, NULL, NULL);
+    infer_set_attention_hook(inf, NULL, NULL);
+    memset(sn.calls, 0, sizeof sn.calls);
+    ck_assert_int_eq(infer_generate(inf, &idp, &n, 1, 1, &tok, &err), 0);
+    ck_assert_int_eq(tok, plain);
+    for (int l = 0; l < m->n_layers; l++)
+        for (int p = 0; p < TF_HOOK_POINT_COUNT; p++) ck_assert_int_eq(sn.calls[l][p], 0);
+    infer_free(inf);
+    ref_acts_free(&want);
+    ref_acts_free(&sn.got);
+    model_free(m);
+}
+
+START_TEST(test_hooks_match_reference) {
+    for (unsigned seed = 41; seed <= 43; seed++) check_hooks(1, seed);
+    for (unsigned seed = 51; seed <= 53; seed++) check_hooks(0, seed);
+}
+END_TEST
 
 START_TEST(test_generation_matches_reference) {
     for (unsigned seed = 1; seed <= 6; seed++) check_generation(1, seed);
@@ -406,7 +565,7 @@ START_TEST(test_classifier_matches_reference) {
         ck_assert_int_eq(infer_classify(inf, idp, lens, N_SEQS, probs, &err), 0);
         for (int s = 0; s < N_SEQS; s++) {
             float logits[3];
-            reference_forward(m, ids[s], lens[s], last ? lens[s] - 1 : 0, logits);
+            reference_forward(m, ids[s], lens[s], last ? lens[s] - 1 : 0, logits, NULL);
             double mx = fmax(logits[0], fmax(logits[1], logits[2])), sum = 0;
             for (int c = 0; c < 3; c++) sum += exp(logits[c] - mx);
             for (int c = 0; c < 3; c++) {
@@ -441,7 +600,7 @@ static void check_every_position(int causal_all, unsigned seed) {
         outs[s] = got[s];
         for (int p = 0; p < lens[s]; p++) {
             float logits[8];
-            reference_forward(m, ids[s], lens[s], p, logits);
+            reference_forward(m, ids[s], lens[s], p, logits, NULL);
             want[s][p] = ref_argmax(logits, sp.vocab);
         }
     }
@@ -780,6 +939,7 @@ int main(void) {
     tcase_add_test(tc, test_bidirectional_matches_reference);
     tcase_add_test(tc, test_classifier_matches_reference);
     tcase_add_test(tc, test_every_position_matches_reference);
+    tcase_add_test(tc, test_hooks_match_reference);
     tcase_add_test(tc, test_stop_token_truncates);
     tcase_add_test(tc, test_shared_plan);
     tcase_add_test(tc, test_adder_plan_skips_work);

@@ -7,8 +7,14 @@ b_out, then W_U and b_U.
 
 For each prompt the converted model's residual stream after each block must
 equal the module's (tools/tfw_torch.py) after the block's last layer, and its
-logits the module's, to TOL times max(1, the largest |value|); and the
-argmax at every position must be the same.
+logits the module's, to TOL times max(1, the largest finite |value|); and the
+argmax at every position must be the same. Inside each block, the forward's
+activations under TransformerLens's hook names must be the module's of the
+block's layers (docs/python.md): hook_k, hook_v, hook_z, hook_attn_scores
+(-inf at the same places), hook_pattern, hook_attn_out, mlp.hook_pre,
+hook_post, hook_mlp_out, ln1/ln2.hook_normalized, and hook_q divided by the
+scale folded into W_Q; padded heads' queries, keys, values and sums,
+padded channels and units must be 0, and a padding sublayer's output.
     tl_check.py --refuse MODEL.tfw MESSAGE: the converter must refuse the
         model with an error containing MESSAGE.
 Exit 1 on any difference. Needs Debian's python3-torch.
@@ -36,8 +42,9 @@ def layer_norm(x, w, b, eps):
     return (x - mean) / torch.sqrt(var + eps) * w + b
 
 
-def tl_forward(cfg, sd, tokens):
-    """logits [B, P, d_vocab_out] and the residual stream after each block."""
+def tl_forward(cfg, sd, tokens, cache):
+    """logits [B, P, d_vocab_out] and the residual stream after each block;
+    the activations into cache under TransformerLens's hook names."""
     P = tokens.shape[1]
     ln = cfg["normalization_type"] == "LN"
     act = torch.nn.functional.gelu if cfg["act_fn"] == "gelu" else torch.relu
@@ -54,11 +61,19 @@ def tl_forward(cfg, sd, tokens):
             scores = scores.masked_fill(torch.ones(P, P, dtype=torch.bool).triu(1), float("-inf"))
         pattern = torch.softmax(scores, dim=-1)
         z = torch.einsum("bkhe,bhqk->bqhe", v, pattern)
-        x = x + (torch.einsum("bqhe,hed->bqd", z, sd[p + "attn.W_O"]) + sd[p + "attn.b_O"])
+        out = torch.einsum("bqhe,hed->bqd", z, sd[p + "attn.W_O"]) + sd[p + "attn.b_O"]
+        names = {"ln1.hook_normalized": h, "attn.hook_q": q, "attn.hook_k": k, "attn.hook_v": v,
+                 "attn.hook_attn_scores": scores, "attn.hook_pattern": pattern, "attn.hook_z": z,
+                 "hook_attn_out": out}
+        x = x + out
         if not cfg["attn_only"]:
             h = layer_norm(x, sd[p + "ln2.w"], sd[p + "ln2.b"], cfg["eps"]) if ln else x
             pre = torch.einsum("bpd,dm->bpm", h, sd[p + "mlp.W_in"]) + sd[p + "mlp.b_in"]
-            x = x + (torch.einsum("bpm,md->bpd", act(pre), sd[p + "mlp.W_out"]) + sd[p + "mlp.b_out"])
+            out = torch.einsum("bpm,md->bpd", act(pre), sd[p + "mlp.W_out"]) + sd[p + "mlp.b_out"]
+            names.update({"ln2.hook_normalized": h, "mlp.hook_pre": pre, "mlp.hook_post": act(pre),
+                          "hook_mlp_out": out})
+            x = x + out
+        cache.update({p + k: v for k, v in names.items()})
         resid.append(x)
     if ln:
         x = layer_norm(x, sd["ln_final.w"], sd["ln_final.b"], cfg["eps"])
@@ -66,9 +81,54 @@ def tl_forward(cfg, sd, tokens):
 
 
 def differs(got, want, tol):
-    scale = max(1.0, float(want.abs().max()))
-    diff = float((got - want).abs().max()) / scale
+    """Whether got differs from want by more than tol times max(1, want's
+    largest finite |value|) or in its infinities; and by how much."""
+    fin = torch.isfinite(want)
+    if not torch.equal(fin, torch.isfinite(got)) or not torch.equal(got[~fin], want[~fin]):
+        return True, float("inf")
+    if not fin.any():
+        return False, 0.0
+    scale = max(1.0, float(want[fin].abs().max()))
+    diff = float((got[fin] - want[fin]).abs().max()) / scale
     return not diff <= tol, diff
+
+
+def block_pairs(model, cfg, tl, cache, b, ai, mi):
+    """(what, TransformerLens's activation, the module's or None for 0) of
+    block b, made of layers ai and mi (None: padding)."""
+    p, pairs = "blocks.%d." % b, []
+    norm = cfg["normalization_type"] == "LN"
+    if ai is None:
+        pairs.append(("hook_attn_out", tl[p + "hook_attn_out"], None))
+    else:
+        l, m = model.layers[ai], "blocks.%d." % ai
+        H, dh, dv = l["heads"], l["d_head"], l["d_vhead"]
+        fold = float(l["scale"]) * cfg["d_head"] ** 0.5  # folded into W_Q, b_Q
+        for name, width, div in (("q", dh, fold), ("k", dh, 1.0), ("v", dv, 1.0), ("z", dv, 1.0)):
+            t = tl[p + "attn.hook_" + name]
+            pairs.append(("attn.hook_" + name, t[:, :, :H, :width] / div, cache[m + "attn.hook_" + name]))
+            pad = torch.ones(t.shape, dtype=torch.bool)
+            pad[:, :, :H, :width] = False
+            pairs.append(("attn.hook_%s padding" % name, t[pad], None))
+        for name in ("attn.hook_attn_scores", "attn.hook_pattern"):
+            pairs.append((name, tl[p + name][:, :H], cache[m + name]))
+        pairs.append(("hook_attn_out", tl[p + "hook_attn_out"], cache[m + "hook_attn_out"]))
+        if norm:
+            pairs.append(("ln1.hook_normalized", tl[p + "ln1.hook_normalized"], cache[m + "ln1.hook_normalized"]))
+    if cfg["attn_only"]:
+        return pairs
+    if mi is None:
+        pairs.append(("hook_mlp_out", tl[p + "hook_mlp_out"], None))
+        return pairs
+    l, m = model.layers[mi], "blocks.%d." % mi
+    F = l["d_hidden"]
+    for name in ("mlp.hook_pre", "mlp.hook_post"):
+        pairs.append((name, tl[p + name][..., :F], cache[m + name]))
+        pairs.append((name + " padding", tl[p + name][..., F:], None))
+    pairs.append(("hook_mlp_out", tl[p + "hook_mlp_out"], cache[m + "hook_mlp_out"]))
+    if norm:
+        pairs.append(("ln2.hook_normalized", tl[p + "ln2.hook_normalized"], cache[m + "ln2.hook_normalized"]))
+    return pairs
 
 
 def main():
@@ -101,23 +161,32 @@ def main():
         if tuple(sd[name].shape) != shape:
             print("FAIL: %s has shape %s, TransformerLens wants %s" % (name, tuple(sd[name].shape), shape))
             failures += 1
+    compared = 0
     for prompt in prompts:
+        tl = {}
         with torch.no_grad():
             logits, cache = model.run_with_cache(prompt)
-            tl_logits, resid = tl_forward(cfg, sd, model.to_tokens(prompt))
+            tl_logits, resid = tl_forward(cfg, sd, model.to_tokens(prompt), tl)
         for b, (ai, mi) in enumerate(blocks):
             last = mi if mi is not None else ai
             bad, diff = differs(resid[b], cache["blocks.%d.hook_resid_post" % last], tol)
             if bad:
                 print("FAIL: %r: block %d (layers %s) differs by %.3g" % (prompt, b, [ai, mi], diff))
                 failures += 1
+            for name, got, want in block_pairs(model, cfg, tl, cache, b, ai, mi):
+                bad, diff = differs(got, torch.zeros_like(got) if want is None else want, tol)
+                compared += 1
+                if bad:
+                    print("FAIL: %r: block %d (layers %s): %s differs by %.3g%s"
+                          % (prompt, b, [ai, mi], name, diff, "" if want is not None else " from 0"))
+                    failures += 1
         bad, diff = differs(tl_logits, logits, tol)
         if bad or not torch.equal(tl_logits.argmax(-1), logits.argmax(-1)):
             print("FAIL: %r: logits differ by %.3g, or their argmax" % (prompt, diff))
             failures += 1
-    print("%s: %d TransformerLens blocks %s, %d prompts, %d failures"
+    print("%s: %d TransformerLens blocks %s, %d prompts, %d activations compared, %d failures"
           % (os.path.basename(path), cfg["n_layers"], blocks if len(blocks) < 8 else "...",
-             len(prompts), failures))
+             len(prompts), compared, failures))
     return 1 if failures else 0
 
 

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # transformerlens.sh TFC TFTRAIN: tools/tfw_to_transformerlens.py against a
 # forward pass written the way TransformerLens computes (tests/tl_check.py;
-# TransformerLens itself is not a Debian package): the adder -O0 (one GELU
+# TransformerLens itself is not a Debian package), each block's residual
+# stream and its activations under TransformerLens's hook names (q, k, v,
+# scores, pattern, z, MLP pre/post, outputs) against tools/tfw_torch.py's
+# cache of the block's layers: the adder -O0 (one GELU
 # MLP or attention per block, padded), sort (bidirectional, ReLU, attention
 # and MLP layers paired), a trained pre-norm model and the secret code
 # classifier; and the models it must refuse, with the reason.

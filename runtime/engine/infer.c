@@ -91,11 +91,13 @@ struct TfInfer {
     float *delta;   /* [rows written, nf] what a layer adds */
     float *scratch; /* gathered inputs of dense blocks */
     float *att;     /* [L] */
+    float *scores;  /* [L] one row's scaled scores, for the attention hook */
     float *vacc;    /* [max_v] */
     float *qv;      /* [max_q] one row's live query channels */
     float *stat;    /* [2, n] LayerNorm means and inverse deviations */
     float *logits;  /* [n_out, max_seqs] */
     float *rowmajor; /* [n, d] for the layer hook */
+    float *hookbuf;  /* [n, widest activation] for the activation hook */
     int *row_seq, *row_pos, *row_tok;
 
     /* Run-time checks (models with checks only): the first failure of each
@@ -111,6 +113,8 @@ struct TfInfer {
     void *hook_user;
     TfAttentionHook att_hook;
     void *att_hook_user;
+    TfActivationHook act_hook;
+    void *act_hook_user;
 };
 
 static const float *tensor(const TfModel *m, int idx) {
@@ -464,11 +468,13 @@ void infer_free(TfInfer *inf) {
     free(inf->delta);
     free(inf->scratch);
     free(inf->att);
+    free(inf->scores);
     free(inf->vacc);
     free(inf->qv);
     free(inf->stat);
     free(inf->logits);
     free(inf->rowmajor);
+    free(inf->hookbuf);
     free(inf->row_seq);
     free(inf->row_pos);
     free(inf->row_tok);
@@ -522,6 +528,7 @@ TfInfer *infer_new_with_plan(const TfPlan *plan, int max_seqs, TfError *err) {
     inf->delta = alloc_floats(R * (size_t)imax(imax(plan->max_out, (int)d), n_out));
     inf->scratch = alloc_floats(R * (size_t)plan->max_cols);
     inf->att = alloc_floats(L);
+    inf->scores = alloc_floats(L);
     inf->vacc = alloc_floats((size_t)plan->max_v);
     inf->qv = alloc_floats((size_t)plan->max_q);
     inf->stat = alloc_floats(2 * R);
@@ -537,7 +544,8 @@ TfInfer *infer_new_with_plan(const TfPlan *plan, int max_seqs, TfError *err) {
         for (int s = 0; s < max_seqs; s++) inf->fail_layer[s] = -1;
     }
     if (!inf->seq_len || !inf->x || (plan->has_norm && !inf->xn) || !inf->q || !inf->k ||
-        !inf->v || !inf->heads || !inf->hidden || !inf->delta || !inf->scratch || !inf->att || !inf->vacc || !inf->qv || !inf->stat ||
+        !inf->v || !inf->heads || !inf->hidden || !inf->delta || !inf->scratch || !inf->att ||
+        !inf->scores || !inf->vacc || !inf->qv || !inf->stat ||
         !inf->logits || !inf->row_seq || !inf->row_pos || !inf->row_tok)
         goto oom;
     return inf;
@@ -567,6 +575,26 @@ void infer_set_hook(TfInfer *inf, TfLayerHook hook, void *user) {
 void infer_set_attention_hook(TfInfer *inf, TfAttentionHook hook, void *user) {
     inf->att_hook = hook;
     inf->att_hook_user = user;
+}
+
+void infer_set_activation_hook(TfInfer *inf, TfActivationHook hook, void *user) {
+    inf->act_hook = hook;
+    inf->act_hook_user = user;
+}
+
+int infer_hook_width(const TfModel *m, const TfLayer *ly, TfHookPoint point) {
+    int attn = ly->kind == TF_LAYER_ATTENTION, mlp = ly->kind == TF_LAYER_MLP;
+    switch (point) {
+    case TF_HOOK_NORMALIZED: return (attn || mlp) && ly->norm_weight >= 0 ? m->d_model : 0;
+    case TF_HOOK_Q:
+    case TF_HOOK_K: return attn ? ly->n_heads * ly->d_head : 0;
+    case TF_HOOK_V:
+    case TF_HOOK_Z: return attn ? ly->n_heads * ly->d_vhead : 0;
+    case TF_HOOK_MLP_PRE:
+    case TF_HOOK_MLP_POST: return mlp ? ly->d_hidden : 0;
+    case TF_HOOK_OUT: return attn || mlp ? m->d_model : 0;
+    default: return 0;
+    }
 }
 
 void infer_set_cache(TfInfer *inf, int use_cache) { inf->use_cache = use_cache != 0; }
@@ -618,6 +646,26 @@ static void store_cache(float *cache, const float *src, int nf, const int *row_s
     }
 }
 
+/* The activation hook on the first n rows of the step: packed feature k of
+ * row r is src[k * ld + r] or, with `cache` ([S, L, n_packed], src NULL),
+ * the row's entry there; rows[k] is its column (NULL: k itself), the other
+ * columns are 0. */
+static void call_act_hook(TfInfer *inf, int l, TfHookPoint point, const float *src, int ld,
+                          const float *cache, const int *rows, int n_packed, int n) {
+    int width = infer_hook_width(inf->m, &inf->m->layers[l], point);
+    float *y = inf->hookbuf;
+    memset(y, 0, (size_t)n * (size_t)width * sizeof(float));
+    for (int r = 0; r < n; r++) {
+        float *yr = y + (size_t)r * width;
+        const float *cr =
+            cache ? cache + ((long)inf->row_seq[r] * inf->m->max_len + inf->row_pos[r]) * n_packed
+                  : src + r;
+        size_t step = cache ? 1 : (size_t)ld;
+        for (int k = 0; k < n_packed; k++) yr[rows ? rows[k] : k] = cr[(size_t)k * step];
+    }
+    inf->act_hook(inf->act_hook_user, l, point, y, width, n, inf->row_seq, inf->row_pos);
+}
+
 static void attention_layer(TfInfer *inf, int l, const float *in, int n, int n_run) {
     const TfModel *m = inf->m;
     const LayerPlan *lp = &inf->plan->layers[l];
@@ -635,6 +683,11 @@ static void attention_layer(TfInfer *inf, int l, const float *in, int n, int n_r
         store_cache(vc, inf->v, nv, inf->row_seq, inf->row_pos, L, n);
     }
     linear(inf, &lp->q, inf->q, n_run, in, n, n_run);
+    if (inf->act_hook) {
+        call_act_hook(inf, l, TF_HOOK_Q, inf->q, n_run, NULL, lp->q.rows, lp->q.n_rows, n_run);
+        call_act_hook(inf, l, TF_HOOK_K, NULL, 0, kc, lp->k.rows, nk, n);
+        call_act_hook(inf, l, TF_HOOK_V, NULL, 0, vc, lp->v.rows, nv, n);
+    }
 
     float *att = inf->att;
     for (int r = 0; r < n_run; r++) {
@@ -654,6 +707,7 @@ static void attention_layer(TfInfer *inf, int l, const float *in, int n, int n_r
                 att[t] = dot * lp->scale;
                 if (att[t] > maxv) maxv = att[t];
             }
+            if (inf->att_hook) memcpy(inf->scores, att, (size_t)T * sizeof(float));
             float sum = 0.0f;
             for (int t = 0; t < T; t++) {
                 // expf is 0 below -104 (float underflow) but slow to get there.
@@ -665,7 +719,7 @@ static void attention_layer(TfInfer *inf, int l, const float *in, int n, int n_r
             for (int t = 0; t < T; t++) att[t] *= inv;
             inf->flops += 2.0 * T * np;
             if (inf->att_hook)
-                inf->att_hook(inf->att_hook_user, l, h, s, inf->row_pos[r], att, T);
+                inf->att_hook(inf->att_hook_user, l, h, s, inf->row_pos[r], inf->scores, att, T);
             // Weighted sum of the values; a position with weight exactly 0
             // adds nothing (compiled heads attend to one position).
             int j0 = lp->v_start[h], j1 = lp->v_start[h + 1];
@@ -680,11 +734,18 @@ static void attention_layer(TfInfer *inf, int l, const float *in, int n, int n_r
             for (int j = j0; j < j1; j++) inf->heads[(size_t)j * n_run + r] = acc[j];
         }
     }
+    if (inf->act_hook)
+        call_act_hook(inf, l, TF_HOOK_Z, inf->heads, n_run, NULL, lp->v.rows, nv, n_run);
     if (lp->has_o) {
         linear(inf, &lp->o, inf->delta, n_run, inf->heads, n_run, n_run);
+        if (inf->act_hook)
+            call_act_hook(inf, l, TF_HOOK_OUT, inf->delta, n_run, NULL, lp->o.rows, lp->o.n_rows,
+                          n_run);
         add_rows(inf->x, n, inf->delta, n_run, lp->o.rows, lp->o.n_rows, n_run);
     } else {
         // Head channel c is residual column c.
+        if (inf->act_hook)
+            call_act_hook(inf, l, TF_HOOK_OUT, inf->heads, n_run, NULL, lp->v.rows, nv, n_run);
         add_rows(inf->x, n, inf->heads, n_run, lp->v.rows, nv, n_run);
     }
 }
@@ -693,13 +754,22 @@ static void mlp_layer(TfInfer *inf, int l, const float *in, int n, int n_run) {
     const LayerPlan *lp = &inf->plan->layers[l];
     linear(inf, &lp->fc1, inf->hidden, n_run, in, n, n_run);
     long nh = (long)lp->fc1.n_rows * n_run;
+    const int *units = lp->fc1.rows; /* hidden unit of each packed row */
+    int nu = lp->fc1.n_rows;
+    if (inf->act_hook)
+        call_act_hook(inf, l, TF_HOOK_MLP_PRE, inf->hidden, n_run, NULL, units, nu, n_run);
     if (lp->act == TF_ACT_GELU)
         gelu_forward(inf->hidden, nh);
     else
         relu_forward(inf->hidden, nh);
+    if (inf->act_hook)
+        call_act_hook(inf, l, TF_HOOK_MLP_POST, inf->hidden, n_run, NULL, units, nu, n_run);
     // The layer's output, bias included, is formed before it is added: the
     // seed's StepPosition relies on (h W2 + b2) being exact before x + (...).
     linear(inf, &lp->fc2, inf->delta, n_run, inf->hidden, n_run, n_run);
+    if (inf->act_hook)
+        call_act_hook(inf, l, TF_HOOK_OUT, inf->delta, n_run, NULL, lp->fc2.rows, lp->fc2.n_rows,
+                      n_run);
     add_rows(inf->x, n, inf->delta, n_run, lp->fc2.rows, lp->fc2.n_rows, n_run);
 }
 
@@ -740,10 +810,21 @@ static void call_hook(TfInfer *inf, int layer, int n) {
 static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
     const TfModel *m = inf->m;
     int d = m->d_model;
-    int everything = inf->hook || inf->att_hook;
+    int everything = inf->hook || inf->att_hook || inf->act_hook;
     if (inf->hook && !inf->rowmajor) {
         inf->rowmajor = alloc_floats((size_t)inf->max_rows * d);
         if (!inf->rowmajor) {
+            tf_error_set(err, "out of memory");
+            return -1;
+        }
+    }
+    if (inf->act_hook && !inf->hookbuf) {
+        int width = 0;
+        for (int l = 0; l < m->n_layers; l++)
+            for (int p = 0; p < TF_HOOK_POINT_COUNT; p++)
+                width = imax(width, infer_hook_width(m, &m->layers[l], (TfHookPoint)p));
+        inf->hookbuf = alloc_floats((size_t)inf->max_rows * (size_t)width);
+        if (!inf->hookbuf) {
             tf_error_set(err, "out of memory");
             return -1;
         }
@@ -776,6 +857,8 @@ static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
                     memcpy(inf->x + (size_t)c * n, dst + (size_t)c * n, (size_t)n_norm * sizeof(float));
             }
             in = inf->xn;
+            if (inf->act_hook && lp->kind != TF_LAYER_NORM)
+                call_act_hook(inf, l, TF_HOOK_NORMALIZED, inf->xn, n, NULL, NULL, d, n_norm);
         }
         if (lp->kind == TF_LAYER_ATTENTION)
             attention_layer(inf, l, in, n, n_run);

@@ -32,11 +32,39 @@ typedef struct TfInfer TfInfer;
 typedef void (*TfLayerHook)(void *user, int layer, const float *x, int n_rows, const int *row_seq,
                             const int *row_pos);
 
-/* Called for every attention row computed: the softmax weights att[0..T-1]
- * of head `head` in layer `layer`, for the row of sequence `seq` at
- * position `pos` (T is the number of positions it sees). */
+/* Called for every attention row computed: the scaled scores
+ * scores[0..T-1] (query . key times the layer's scale) and their softmax
+ * weights att[0..T-1] of head `head` in layer `layer`, for the row of
+ * sequence `seq` at position `pos` (T is the number of positions it sees:
+ * pos + 1 in a causal layer). */
 typedef void (*TfAttentionHook)(void *user, int layer, int head, int seq, int pos,
-                                const float *att, int T);
+                                const float *scores, const float *att, int T);
+
+/* The activations inside a layer that an activation hook sees (docs/python.md
+ * gives TransformerLens's names). Widths per row (infer_hook_width): */
+typedef enum TfHookPoint {
+    TF_HOOK_NORMALIZED, /* a pre-norm layer's normalized input [d_model] */
+    TF_HOOK_Q,          /* attention: the queries [n_heads * d_head], biases included */
+    TF_HOOK_K,          /* the keys [n_heads * d_head] */
+    TF_HOOK_V,          /* the values [n_heads * d_vhead] */
+    TF_HOOK_Z,          /* each head's softmax-weighted sum of values [n_heads * d_vhead] */
+    TF_HOOK_MLP_PRE,    /* MLP: the hidden units before the activation [d_hidden] */
+    TF_HOOK_MLP_POST,   /* after it */
+    TF_HOOK_OUT,        /* what the layer adds to the residual stream [d_model] */
+    TF_HOOK_POINT_COUNT
+} TfHookPoint;
+
+/* Called with activation `point` of layer `layer` at the rows just
+ * computed: x[n_rows, width] (row-major, width infer_hook_width's), row r
+ * belonging to sequence row_seq[r] at position row_pos[r]. Channels the
+ * engine skips because they are always 0 are passed as 0. */
+typedef void (*TfActivationHook)(void *user, int layer, TfHookPoint point, const float *x,
+                                 int width, int n_rows, const int *row_seq, const int *row_pos);
+
+/* Columns of `point` in layer `ly` of `m`; 0 when the layer has no such
+ * activation (an MLP's queries, a norm layer's anything, a layer without a
+ * pre-norm's TF_HOOK_NORMALIZED). */
+int infer_hook_width(const TfModel *m, const TfLayer *ly, TfHookPoint point);
 
 TfPlan *plan_new(const TfModel *m, TfError *err);
 void plan_free(TfPlan *p);
@@ -53,6 +81,7 @@ void infer_free(TfInfer *inf);
  * everything, skipping nothing. Pass NULL to remove. */
 void infer_set_hook(TfInfer *inf, TfLayerHook hook, void *user);
 void infer_set_attention_hook(TfInfer *inf, TfAttentionHook hook, void *user);
+void infer_set_activation_hook(TfInfer *inf, TfActivationHook hook, void *user);
 
 /* use_cache 0: every step recomputes every position (no KV cache), for
  * checking that the cache changes nothing. Default 1. */

@@ -1,16 +1,28 @@
 /* dump.h: a forward pass's activations as a safetensors file, under the
  * names TransformerLens gives them (docs/python.md).
  *
- * One pass over the prompt (inspect_capture: the engine with its hooks on,
- * nothing skipped), one "block" per layer of the model:
+ * One pass over the prompt (inspect_capture_inner: the engine with its
+ * hooks on, nothing skipped), one "block" per layer of the model (P the
+ * prompt's positions, H the layer's heads, F its hidden units):
  *
- *   hook_embed                   [1, n_pos, d_model]  embed.token.weight rows
- *   hook_pos_embed               [1, n_pos, d_model]  embed.position.weight rows
- *   blocks.<i>.hook_resid_pre    [1, n_pos, d_model]  before layer i
- *   blocks.<i>.hook_resid_post   [1, n_pos, d_model]  after layer i
- *   blocks.<i>.attn.hook_pattern [1, n_heads, n_pos, n_pos]  softmax weights
- *                                (query row, key column; 0 where masked)
- *   ln_final.hook_normalized     [1, n_pos, d_model]  when the last layer is
+ *   hook_embed                   [1, P, d_model]  embed.token.weight rows
+ *   hook_pos_embed               [1, P, d_model]  embed.position.weight rows
+ *   blocks.<i>.hook_resid_pre    [1, P, d_model]  before layer i
+ *   blocks.<i>.ln1.hook_normalized  [1, P, d_model]  an attention layer's
+ *                                pre-norm output (ln2: an MLP layer's)
+ *   blocks.<i>.attn.hook_q, hook_k  [1, P, H, d_head]  biases included
+ *   blocks.<i>.attn.hook_v, hook_z  [1, P, H, d_vhead]  values; the heads'
+ *                                softmax-weighted sums of them
+ *   blocks.<i>.attn.hook_attn_scores [1, H, P, P]  q . k times the layer's
+ *                                scale (query row, key column; -inf where
+ *                                a causal row cannot see the key)
+ *   blocks.<i>.attn.hook_pattern [1, H, P, P]  softmax weights (0 there)
+ *   blocks.<i>.hook_attn_out     [1, P, d_model]  what the layer adds
+ *   blocks.<i>.mlp.hook_pre, hook_post  [1, P, F]  before and after the
+ *                                activation
+ *   blocks.<i>.hook_mlp_out      [1, P, d_model]  what the layer adds
+ *   blocks.<i>.hook_resid_post   [1, P, d_model]  after layer i
+ *   ln_final.hook_normalized     [1, P, d_model]  when the last layer is
  *                                a norm layer: its output
  *
  * The metadata holds "prompt" and "tokens" (JSON array of token ids) and

@@ -140,6 +140,12 @@ void capture_free(TfCapture *c) {
     if (c->att)
         for (int l = 0; l < c->m->n_layers; l++) free(c->att[l]);
     free(c->att);
+    if (c->inner)
+        for (int i = 0; i < c->m->n_layers * TF_HOOK_POINT_COUNT; i++) free(c->inner[i]);
+    free(c->inner);
+    if (c->scores)
+        for (int l = 0; l < c->m->n_layers; l++) free(c->scores[l]);
+    free(c->scores);
     free(c->outputs);
     free(c->values);
     free(c->resid);
@@ -159,20 +165,61 @@ static void capture_layer_hook(void *user, int layer, const float *x, int n_rows
     }
 }
 
-/* infer's attention hook: one head's weights for one query row. */
-static void capture_att_hook(void *user, int layer, int head, int seq, int pos, const float *att,
-                             int T) {
+/* infer's attention hook: one head's weights (and scores) for one query row. */
+static void capture_att_hook(void *user, int layer, int head, int seq, int pos,
+                             const float *scores, const float *att, int T) {
     TfCapture *c = user;
     if (seq != 0 || pos < 0 || pos >= c->n_pos || !c->att[layer]) return;
     if (head < 0 || head >= c->m->layers[layer].n_heads) return;
     if (T > c->n_pos) T = c->n_pos;
-    size_t P = (size_t)c->n_pos;
-    float *dst = c->att[layer] + ((size_t)head * P + (size_t)pos) * P;
+    size_t P = (size_t)c->n_pos, at = ((size_t)head * P + (size_t)pos) * P;
+    float *dst = c->att[layer] + at;
     memset(dst, 0, P * sizeof(float));
     memcpy(dst, att, (size_t)T * sizeof(float));
+    if (c->scores && c->scores[layer]) {
+        dst = c->scores[layer] + at;
+        memcpy(dst, scores, (size_t)T * sizeof(float));
+        for (size_t k = (size_t)T; k < P; k++) dst[k] = -INFINITY;
+    }
 }
 
-TfCapture *inspect_capture(const TfModel *m, const int *tokens, int n_pos, TfError *err) {
+/* infer's activation hook: the rows of sequence 0 go to their activation. */
+static void capture_inner_hook(void *user, int layer, TfHookPoint point, const float *x, int width,
+                               int n_rows, const int *row_seq, const int *row_pos) {
+    TfCapture *c = user;
+    float *dst = c->inner[layer * TF_HOOK_POINT_COUNT + point];
+    if (!dst) return;
+    for (int r = 0; r < n_rows; r++) {
+        if (row_seq[r] != 0 || row_pos[r] < 0 || row_pos[r] >= c->n_pos) continue;
+        memcpy(dst + (size_t)row_pos[r] * (size_t)width, x + (size_t)r * (size_t)width,
+               (size_t)width * sizeof(float));
+    }
+}
+
+/* The arrays of inspect_capture_inner; -1 when out of memory. */
+static int capture_alloc_inner(TfCapture *c) {
+    const TfModel *m = c->m;
+    size_t P = (size_t)c->n_pos;
+    c->inner = calloc((size_t)m->n_layers * TF_HOOK_POINT_COUNT + 1, sizeof(float *));
+    c->scores = calloc((size_t)m->n_layers + 1, sizeof(float *));
+    if (!c->inner || !c->scores) return -1;
+    for (int l = 0; l < m->n_layers; l++) {
+        const TfLayer *ly = &m->layers[l];
+        for (int p = 0; p < TF_HOOK_POINT_COUNT; p++) {
+            int w = infer_hook_width(m, ly, (TfHookPoint)p);
+            if (w == 0) continue;
+            c->inner[l * TF_HOOK_POINT_COUNT + p] = calloc(P * (size_t)w, sizeof(float));
+            if (!c->inner[l * TF_HOOK_POINT_COUNT + p]) return -1;
+        }
+        if (!c->att[l]) continue;
+        c->scores[l] = calloc((size_t)ly->n_heads * P * P, sizeof(float));
+        if (!c->scores[l]) return -1;
+    }
+    return 0;
+}
+
+static TfCapture *capture(const TfModel *m, const int *tokens, int n_pos, int inner,
+                          TfError *err) {
     if (n_pos < 1) {
         tf_error_set(err, "nothing to inspect: the sequence is empty");
         return NULL;
@@ -193,6 +240,7 @@ TfCapture *inspect_capture(const TfModel *m, const int *tokens, int n_pos, TfErr
         c->att[l] = calloc((size_t)ly->n_heads * (size_t)n_pos * (size_t)n_pos, sizeof(float));
         if (!c->att[l]) goto oom;
     }
+    if (inner && capture_alloc_inner(c) < 0) goto oom;
 
     TfInfer *inf = infer_new(m, 1, err);
     if (!inf) {
@@ -201,6 +249,7 @@ TfCapture *inspect_capture(const TfModel *m, const int *tokens, int n_pos, TfErr
     }
     infer_set_hook(inf, capture_layer_hook, c);
     infer_set_attention_hook(inf, capture_att_hook, c);
+    if (inner) infer_set_activation_hook(inf, capture_inner_hook, c);
     int rc;
     if (m->output_kind == TF_OUTPUT_CLASSIFY) {
         // A classifier: one pass, the likeliest class is the "next" output.
@@ -240,6 +289,14 @@ oom:
     capture_free(c);
     tf_error_set(err, "out of memory capturing %d positions", n_pos);
     return NULL;
+}
+
+TfCapture *inspect_capture(const TfModel *m, const int *tokens, int n_pos, TfError *err) {
+    return capture(m, tokens, n_pos, 0, err);
+}
+
+TfCapture *inspect_capture_inner(const TfModel *m, const int *tokens, int n_pos, TfError *err) {
+    return capture(m, tokens, n_pos, 1, err);
 }
 
 int inspect_layer_wrote(const TfCapture *c, int layer, const TfRegister *reg) {

@@ -10,6 +10,15 @@
  *                    [n_heads, n_pos, n_pos] (row = query, column = key;
  *                    keys a causal row cannot see hold 0); NULL otherwise
  *
+ * and, from inspect_capture_inner only, what happens inside each layer:
+ *
+ *   inner[l * TF_HOOK_POINT_COUNT + p]  activation p (infer.h's TfHookPoint:
+ *                    queries, keys, values, the heads' sums, hidden units,
+ *                    the layer's output...) of layer l, [n_pos, width]
+ *                    (infer_hook_width), NULL when the layer has none
+ *   scores[l]        an attention layer's scaled scores, [n_heads, n_pos,
+ *                    n_pos], -INFINITY at keys a causal row cannot see
+ *
  * Decoding reads a register the way its kind says (docs/weight-format.md):
  *
  *   token     a one-hot over the vocabulary: the argmax token, and its margin
@@ -42,6 +51,7 @@
 
 #include <stdio.h>
 
+#include "infer.h"
 #include "model.h"
 
 /* Thresholds of clean decoding. A token register is clean when its largest
@@ -94,6 +104,8 @@ typedef struct TfCapture {
     int failed;       /* 1: a run-time check failed (model.h's TfCheck); the
                          capture still holds every layer */
     TfError failure;  /* what failed, when failed */
+    float **inner;    /* inspect_capture_inner: see the top; NULL otherwise */
+    float **scores;   /* inspect_capture_inner: see the top; NULL otherwise */
 } TfCapture;
 
 /* The residual row of `pos` after block `block` (0: embedding). */
@@ -105,6 +117,8 @@ float capture_att(const TfCapture *c, int layer, int h, int q, int k);
  * everything. NULL with err set (bad tokens, too long, out of memory). A
  * failed run-time check is not an error here: see `failed`. */
 TfCapture *inspect_capture(const TfModel *m, const int *tokens, int n_pos, TfError *err);
+/* inspect_capture, recording inner and scores as well. */
+TfCapture *inspect_capture_inner(const TfModel *m, const int *tokens, int n_pos, TfError *err);
 void capture_free(TfCapture *c);
 
 /* Whether layer `layer` changed register `reg` at some position: any column

@@ -392,8 +392,9 @@ typedef struct Labeller {
     const int **ptrs;
 } Labeller;
 
-static void on_attention(void *user, int layer, int head, int seq, int pos, const float *att,
-                         int T) {
+static void on_attention(void *user, int layer, int head, int seq, int pos,
+                         const float *scores, const float *att, int T) {
+    (void)scores;
     Labeller *lb = user;
     const int L = lb->L, H = lb->o->n_heads;
     for (int k = 0; k < H; k++)
