@@ -395,8 +395,8 @@ void select_analyze(Gen *G, TfIrOp *op, int index) {
         int r = i < R.nk ? R.kregs[i] : vreg;
         if (!va_greg(G, r)->bos_value) continue;
         diag_error(G->diag, i < R.nk ? a0->loc : s->args[1].loc,
-                   "'%s' holds a value at the BOS position (for its run-time check), so an "
-                   "attention cannot read it at the keys",
+                   "'%s' holds its default at the BOS position, so an attention cannot read "
+                   "it at the keys",
                    va_reg_name(G, r));
         diag_hint(G->diag, "Map it to a new register first: Map(%s) -> copy", va_reg_name(G, r));
         ok = 0;
@@ -505,26 +505,11 @@ void select_analyze(Gen *G, TfIrOp *op, int index) {
         p->default_col = has_default ? values_column(G->ir, dest, dflt) : -1;
         p->value_numeric = 0;
         va_greg(G, dest)->err = gv->err + leak + soft + ROUND_ONE;
-        if (p->check) {
-            // The run-time check holds at the BOS position too: the BOS
-            // reads its own value there, the default; without one, a
-            // one-unit MLP after the attention puts the first value there.
-            va_greg(G, dest)->bos_value = 1;
-            if (!has_default) {
-                op->gen = p;
-                p->check = 0;
-                va_record_write(G, dest, index);
-                va_push_op(G, op);
-                TfGenOp *f = va_new_plan(G, TF_GEN_BOS_FILL, op, ".bos");
-                if (!f) return;
-                f->dest = dest;
-                f->check = 1;
-                TfIrOp fop = *op;
-                fop.gen = f;
-                va_push_op(G, &fop);
-                return;
-            }
-        }
+        // The BOS query reads the BOS's own value, the default: unlike
+        // every other op's result, this one is not zero at the BOS, so no
+        // attention may read it at its keys (the BOS key would match it).
+        // The run-time check (p->check) skips the BOS position.
+        if (has_default) va_greg(G, dest)->bos_value = 1;
     } else {
         if (dest_cat) {
             diag_error(G->diag, s->dest.loc,

@@ -426,12 +426,12 @@ START_TEST(test_unproven_copy_gets_a_check) {
     ck_assert_ptr_nonnull(strstr(out, "t.tfp:2:4: warning: Aggregate"));
     ck_assert_int_eq(m->n_checks, 1);
     ck_assert_str_eq(m->regs[m->checks[0].reg].name, "b");
-    // After the attention (layer 0), a one-unit MLP gives the BOS a value:
-    // the check holds at every position, the BOS included.
-    ck_assert_int_eq(m->n_layers, 2);
-    ck_assert_int_eq(m->checks[0].layer, 1);
-    ck_assert_int_eq(m->layers[1].kind, TF_LAYER_MLP);
-    ck_assert_str_eq(m->layers[1].op, "Aggregate");
+    // The check reads the attention's result (layer 0) at every position
+    // after the BOS: no layer of its own (the runtime skips the BOS).
+    ck_assert_int_eq(m->n_layers, 1);
+    ck_assert_int_eq(m->checks[0].layer, 0);
+    ck_assert_int_eq(m->layers[0].kind, TF_LAYER_ATTENTION);
+    ck_assert_str_eq(m->layers[0].op, "Aggregate");
     ck_assert_int_eq(m->checks[0].line, 2);
     ck_assert_str_eq(m->checks[0].op, "Aggregate -> b");
     model_free(m);
