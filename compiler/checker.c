@@ -143,7 +143,7 @@ static int find_tok(const TfIr *ir, int c) {
 void check_hint_reg(TfDiag *diag, const TfIr *ir, const char *name) {
     int best = -1, best_d = 3;
     for (int i = 0; i < ir->n_regs; i++) {
-        int d = ops_edit_distance(name, ir->regs[i].name);
+        int d = tf_edit_distance(name, strlen(name), ir->regs[i].name);
         if (d < best_d) {
             best_d = d;
             best = i;
@@ -500,7 +500,7 @@ static int check_op(Checker *ck, const TfStmt *s, OpList *out) {
         diag_error(ck->diag, s->op.loc, "unknown op '%s'", s->op.text);
         int best = -1, best_d = 4;
         for (int i = 0; i < TF_OP_COUNT; i++) {
-            int d = ops_edit_distance(s->op.text, tf_ops[i].name);
+            int d = tf_edit_distance(s->op.text, strlen(s->op.text), tf_ops[i].name);
             if (d < best_d) {
                 best_d = d;
                 best = i;

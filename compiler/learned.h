@@ -7,7 +7,7 @@
  * nn.Linear U(-1/sqrt(in), 1/sqrt(in)) for weights and biases, LayerNorm
  * weight 1 and bias 0), drawn from the spec's seed.
  *
- * The trainer (runtime/train.h) needs what the weight file does not say
+ * The trainer (runtime/train/train.h) needs what the weight file does not say
  * (dropout, which positions are learned); learned_spec_from_source reads it
  * from the program text, which the weight file carries.
  *

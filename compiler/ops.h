@@ -76,7 +76,5 @@ extern const TfOpInfo tf_ops[TF_OP_COUNT];
 /* The op of that source name, or -1. */
 int ops_find(const char *name);
 
-/* Levenshtein distance, for "did you mean" hints. */
-int ops_edit_distance(const char *a, const char *b);
 
 #endif

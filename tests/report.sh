@@ -15,6 +15,13 @@
 # target, the program view leading to the layers of each line). A
 # screenshot goes to $TF_BUILD_DIR/report-adder.png.
 #
+# tfrun --compare: the adder against itself (similarity 1 on the diagonal)
+# and against the adder compiled with -O0 (every score recomputed in Python
+# from the two models' --dump patterns; one worked out by hand), two learned
+# models, the page in Chromium (both models' columns and the matrix laid
+# out, none overlapping; screenshot $TF_BUILD_DIR/report-compare.png), the
+# --svg files and the command-line errors.
+#
 # Exit 77 (skipped) when the checks that need no browser pass but chromium is
 # not installed.
 set -u
@@ -231,6 +238,10 @@ if "$TFC" "$tmp/lm.tfp" -o "$tmp/lm.tfw" 2>/dev/null && "$TFC" "$tmp/cls.tfp" -o
     # for a label each.
     "$TFRUN" "$tmp/lm.tfw" -n 1 --report "$tmp/lm.html" "$(printf 'ab()%.0s' $(seq 14))" >/dev/null
     check "--report on a learned model" $?
+    # --compare prints a classifier's line as tfrun does.
+    "$TFRUN" "$tmp/cls.tfw" --compare "$tmp/cls.tfw" --svg "$tmp/cls-cmp" "(ab)" >"$tmp/out.txt"
+    [ "$(cat "$tmp/out.txt")" = "$(printf '%s\n%s' "$plain" "$plain")" ] && [ -f "$tmp/cls-cmp/similarity.svg" ]
+    check "--compare of a classifier prints its result line" $? "$(cat "$tmp/out.txt")"
 else
     echo "note: this tfc does not compile model blocks; learned-model checks skipped"
 fi
@@ -250,6 +261,125 @@ sed "s/\bopp\b/the_position_this_token_lands_on_when_reversed/g; s/\breversed\b/
     "$SRC/programs/reverse.tfp" >"$tmp/long.tfp"
 "$TFC" "$tmp/long.tfp" -o "$tmp/long.tfw" && "$TFRUN" "$tmp/long.tfw" --report "$tmp/long.html" "^ab" >/dev/null
 check "--report on a program with long names" $?
+
+# --- tfrun --compare ------------------------------------------------------------
+# The same adder compiled with -O0: the same 11 heads, which the -O build's
+# FindAndStore makes average where there is nothing to find yet.
+W0=$tmp/adder0.tfw
+"$TFC" -O0 "$SRC/programs/adder.tfp" -o "$W0"
+C=$tmp/cmp.html
+"$TFRUN" "$W" --compare "$W0" --report "$C" --svg "$tmp/cmp-svg" "0999+0111=" >"$tmp/out.txt" 2>"$tmp/err"
+check "--compare exits 0" $? "$(cat "$tmp/err")"
+[ "$(cat "$tmp/out.txt")" = "$(printf '0999+0111=0111\n0999+0111=0111')" ]
+check "--compare prints both models' results, A's first" $? "$(cat "$tmp/out.txt")"
+"$TFRUN" "$W" --compare "$W" --report "$tmp/self.html" "0999+0111=" >/dev/null
+check "--compare of a model with itself" $?
+"$TFRUN" "$W" --dump "$tmp/a.safetensors" "0999+0111=" >/dev/null &&
+    "$TFRUN" "$W0" --dump "$tmp/a0.safetensors" "0999+0111=" >/dev/null
+check "--dump of both adders" $?
+# The scores, recomputed from the patterns --dump writes: every pair of
+# heads, the best matches, and itself against itself 1 on the diagonal
+# (and each head's best match scoring 1).
+# find_plus (layer 0, head 0) is worked out by hand: -O0 attends to position
+# 0 until the '+' is in view, -O spreads evenly over positions 0..q, so rows
+# 1, 2, 3 differ by total variation 1/2, 2/3, 3/4 and the other 7 rows not
+# at all: 1 - (1/2 + 2/3 + 3/4) / 10.
+"${PYTHON:-python3}" - "$C" "$tmp/self.html" "$tmp/a.safetensors" "$tmp/a0.safetensors" <<'PYEOF' >"$tmp/py.txt" 2>&1
+import json, re, struct, sys
+def page(path):
+    return json.loads(re.search(r'<script type="application/json" id="tf-data">(.*?)</script>',
+                                open(path).read(), re.S).group(1))
+def patterns(path):  # {(layer, head): [[row of keys]]} from a --dump file
+    data = open(path, "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    out = {}
+    for name, e in header.items():
+        m = re.fullmatch(r"blocks\.(\d+)\.attn\.hook_pattern", name)
+        if not m:
+            continue
+        _, H, P, _ = e["shape"]
+        b, _ = e["data_offsets"]
+        v = struct.unpack("<%df" % (H * P * P), data[8 + n + b:8 + n + b + 4 * H * P * P])
+        for h in range(H):
+            out[(int(m.group(1)), h)] = [v[(h * P + q) * P:(h * P + q + 1) * P] for q in range(P)]
+    return out
+def sim(x, y):
+    return 1 - sum(0.5 * sum(abs(a - b) for a, b in zip(r, s)) for r, s in zip(x, y)) / len(x)
+D, S = page(sys.argv[1]), page(sys.argv[2])
+A, B = patterns(sys.argv[3]), patterns(sys.argv[4])
+ka, kb = sorted(A), sorted(B)
+fails = []
+if [("L%d h%d" % k) for k in ka] != [h.split(" ")[0] + " " + h.split(" ")[1] for h in D["heads"][0]]:
+    fails.append("the heads of A: %s" % D["heads"][0])
+want = [sim(A[i], B[j]) for i in ka for j in kb]
+worst = max(abs(w - g) for w, g in zip(want, D["sim"]))
+if len(want) != len(D["sim"]) or worst > 1e-9:
+    fails.append("similarities differ from Python's by %g" % worst)
+best = [max(range(len(kb)), key=lambda j: (want[i * len(kb) + j], -j)) for i in range(len(ka))]
+if best != D["best"][0]:
+    fails.append("best matches %s, Python %s" % (D["best"][0], best))
+hand = 1 - (1 / 2 + 2 / 3 + 3 / 4) / 10
+if abs(D["sim"][0] - hand) > 1e-6:
+    fails.append("find_plus against find_plus: %r, by hand %r" % (D["sim"][0], hand))
+n = len(S["heads"][0])
+diag = [S["sim"][i * n + i] for i in range(n)]
+# (find_equal and find_out attend alike: a tie, which the first wins)
+if n != 11 or any(d != 1 for d in diag) or any(S["sim"][i * n + b] != 1 for i, b in enumerate(S["best"][0])):
+    fails.append("itself: diagonal %s, best %s" % (diag, S["best"][0]))
+print("\n".join(fails) or "ok %d pairs, largest difference %g; find_plus %r" % (len(want), worst, D["sim"][0]))
+PYEOF
+[ "$(head -c 3 "$tmp/py.txt")" = "ok " ]
+check "--compare: the scores are Python's, 1 on the diagonal against itself, find_plus by hand" $? "$(cat "$tmp/py.txt")"
+contains "--compare: the page names both files" "$C" "<code id=\"file-b\">$W0</code>"
+contains "--compare: the result of B" "$C" '<code id="result-b">0999+0111=0111</code>'
+[ -f "$tmp/cmp-svg/similarity.svg" ] && [ -f "$tmp/cmp-svg/a/att_00_find_plus_h0.svg" ] &&
+    [ -f "$tmp/cmp-svg/b/resid_embedding.svg" ] &&
+    "${PYTHON:-python3}" -c 'import sys, xml.etree.ElementTree as ET; ET.parse(sys.argv[1])' "$tmp/cmp-svg/similarity.svg"
+check "--compare --svg: the matrix and both models' pictures" $?
+# Compiled against learned, vocabularies of 14 and 12 tokens: the adder and
+# programs/decimal_add.tfp's model (untrained), 11 heads against 8.
+"$TFC" "$SRC/programs/decimal_add.tfp" -o "$tmp/da.tfw" &&
+    "$TFRUN" "$W" --compare "$tmp/da.tfw" --report "$tmp/cmp-da.html" "0999+0111=" >"$tmp/out.txt"
+check "--compare of a compiled and a learned model" $?
+[ "$(head -n 1 "$tmp/out.txt")" = "0999+0111=0111" ] && [ "$(wc -l <"$tmp/out.txt")" -eq 2 ] &&
+    grep -qF '"heads":[["L0 h0 find_plus",' "$tmp/cmp-da.html" && grep -qF '],["L0 h0 block0.attn",' "$tmp/cmp-da.html"
+check "--compare: the compiled adder's 11 heads against decimal_add's" $? "$(cat "$tmp/out.txt")"
+# Two learned models: binary_add trained 2 steps against the untrained one.
+"$TFRUN" "$tmp/ba.tfw" --compare "$tmp/ba0.tfw" --report "$tmp/cmp-ba.html" "101+011=" >/dev/null
+check "--compare of two learned models" $?
+# The errors: one line, nothing written.
+cmp_err() { # cmp_err NAME STATUS MESSAGE ARGS...: tfrun ARGS exits STATUS saying MESSAGE
+    local name=$1 want=$2 msg=$3
+    shift 3
+    rm -f "$tmp/none.html"
+    "$TFRUN" "$@" >/dev/null 2>"$tmp/err"
+    local got=$?
+    [ "$got" -eq "$want" ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -qF -- "$msg" "$tmp/err" &&
+        [ ! -e "$tmp/none.html" ]
+    check "--compare: $name" $? "exit $got: $(cat "$tmp/err")"
+}
+cmp_err "a missing B" 1 "tfrun: $tmp/missing.tfw: cannot open" \
+    "$W" --compare "$tmp/missing.tfw" --report "$tmp/none.html" "0999+0111="
+cmp_err "a prompt outside B's vocabulary" 1 \
+    "tfrun: prompt for $tmp/ba.tfw: character '9' at index 1 is not in the vocabulary" \
+    "$W" --compare "$tmp/ba.tfw" --report "$tmp/none.html" "0999+0111="
+cmp_err "a prompt outside A's vocabulary" 1 "tfrun: prompt for $W: character '^' at index 0 is not in the vocabulary" \
+    "$W" --compare "$tmp/rev.tfw" --report "$tmp/none.html" "^abc"
+cmp_err "a program source as B" 1 "is a program source, not a weight file" \
+    "$W" --compare "$SRC/programs/adder.tfp" --report "$tmp/none.html" "0999+0111="
+# A program of one Map: one MLP layer, no head to compare.
+printf '%s\n' 'vocab "^ab";' "bos '^';" 'maxlen 8;' 'cat out;' \
+    "out: Map(tokens == 'a' ? 'b' : 'a') -> out;" 'output out at every position;' >"$tmp/noatt.tfp"
+"$TFC" "$tmp/noatt.tfp" -o "$tmp/noatt.tfw"
+cmp_err "a model without attention heads" 1 "tfrun: $tmp/noatt.tfw has no attention heads to compare" \
+    "$tmp/rev.tfw" --compare "$tmp/noatt.tfw" --report "$tmp/none.html" "^ab"
+cmp_err "nothing to write" 2 "tfrun: --compare wants --report FILE or --svg DIR" \
+    "$W" --compare "$W0" "0999+0111="
+cmp_err "with --trace" 2 "not with --trace, --step or --dump" \
+    "$W" --compare "$W0" --trace --report "$tmp/none.html" "0999+0111="
+cmp_err "with --batch" 2 "take one prompt, not a file" \
+    "$W" --compare "$W0" --report "$tmp/none.html" --batch /dev/null
 
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$CHROMIUM" ]; then
@@ -313,6 +443,23 @@ layout "$tmp/rev.html"
 contains "the general report labels its registers" "$tmp/rev-dom.html" '>reversed</text>'
 layout "$tmp/long.html"
 contains "long register names are cut" "$tmp/long.html" "<title>$long</title>the_token_f&#8230;</text>"
+
+# The comparisons: both models' columns and the matrix laid out, not
+# overlapping, a best-match outline per row, 11 heads each.
+layout "$C"
+grep -q '^compare A:11 B:11 matrix 11x11$' "$tmp/cmp-layout.txt"
+check "cmp.html: 11 attention maps of each model, an 11x11 matrix" $? "$(grep '^compare' "$tmp/cmp-layout.txt")"
+grep -q '<p id="report-ok">script ran: similarity matrix 11x11, 11 attention maps of A, 11 of B; hover checked (A L0 h0 find_plus vs B L0 h0 find_plus: similarity 0.80833' "$tmp/cmp-dom.html"
+check "cmp.html: the hover reads the matrix" $? "$(grep -o '<p id="report-ok">[^<]*' "$tmp/cmp-dom.html")"
+layout "$tmp/cmp-ba.html"
+layout "$tmp/cmp-da.html"
+grep -q '^compare A:11 B:8 matrix 11x8$' "$tmp/cmp-da-layout.txt"
+check "cmp-da.html: 11 heads against 8" $? "$(grep '^compare' "$tmp/cmp-da-layout.txt")"
+shot=$BUILD/report-compare.png
+rm -f "$shot"
+chrome --screenshot="$shot" --window-size=1400,2000 "file://$C" >/dev/null
+[ -s "$shot" ]
+check "a screenshot in $shot" $?
 
 shot=$BUILD/report-adder.png
 rm -f "$shot"

@@ -7,6 +7,8 @@
 //   height N             the page's height as it opens
 //   heads L:N,L:N,...    head thumbnails per layer of the model view
 //   links N              in-page links checked (all have a target)
+//   compare A:N B:N matrix RxC   a --compare page: heads per model, the
+//                        similarity matrix's rows and columns
 //   labels N             picture labels checked
 //   FAIL: ...            anything wrong (the shell test fails on any)
 //
@@ -20,7 +22,12 @@
 //   table) has a target; the program view's layer links land on sections of
 //   layers compiled from that line, its head links on those layers' heads,
 //   and every layer with a line is linked from it;
-// - the table of contents lists every layer section.
+// - the table of contents lists every layer section;
+// - a --compare page (body data-page="compare") has no model view but a
+//   summary, the similarity matrix, the best-match tables and both models'
+//   columns, each laid out (not empty), no two overlapping; the matrix has a
+//   best-match outline per row; every picture of a model lies inside its
+//   column.
 (function () {
     var fails = [], out = [];
     function fail(s) { if (fails.length < 20) fails.push('FAIL: ' + s); }
@@ -57,9 +64,46 @@
     });
     out.push('labels ' + n_labels);
 
+    // A comparison page.
+    var compare = document.body.dataset.page === 'compare';
+    if (compare) {
+        var ids = ['summary', 'similarity', 'best', 'model-a', 'model-b'], parts = [];
+        ids.forEach(function (id) {
+            var e = document.getElementById(id);
+            if (!e) { fail('no #' + id); return; }
+            var b = box(e);
+            if (!(b.width > 0 && b.height > 0)) fail('#' + id + ' is not laid out');
+            parts.forEach(function (p) { if (overlap(b, p.b)) fail('#' + p.id + ' and #' + id + ' overlap'); });
+            parts.push({id: id, b: b});
+        });
+        var sim = document.querySelector('#similarity svg.hm[data-kind=sim]');
+        if (!sim) {
+            fail('no similarity matrix');
+        } else {
+            var rows = +sim.dataset.rows, cols = +sim.dataset.cols, sb = box(sim);
+            if (!(sb.width > 0 && sb.height > 0)) fail('the similarity matrix is not laid out');
+            if (sim.querySelectorAll('rect.best').length !== rows) fail('the matrix has ' + sim.querySelectorAll('rect.best').length + ' best-match outlines for ' + rows + ' rows');
+            var na = document.querySelectorAll('#model-a svg.hm[data-kind=att]').length;
+            var nb = document.querySelectorAll('#model-b svg.hm[data-kind=att]').length;
+            if (na !== rows || nb !== cols) fail('the matrix is ' + rows + 'x' + cols + ' for ' + na + ' and ' + nb + ' attention maps');
+            out.push('compare A:' + na + ' B:' + nb + ' matrix ' + rows + 'x' + cols);
+        }
+        ['a', 'b'].forEach(function (m) {
+            var col = document.getElementById('model-' + m);
+            if (!col) return;
+            var cb = box(col);
+            col.querySelectorAll('svg.hm').forEach(function (svg) {
+                var b = box(svg);
+                if (b.left < cb.left - 0.5 || b.right > cb.right + 0.5) fail('a picture of ' + m.toUpperCase() + ' sticks out of its column');
+            });
+        });
+    }
+
     // The model view.
     var mv = document.getElementById('model-view');
-    if (!mv) {
+    if (compare) {
+        if (mv) fail('a model view in a comparison');
+    } else if (!mv) {
         fail('no model view');
     } else {
         var cards = Array.prototype.slice.call(mv.querySelectorAll('.mv-layer')), heads = [];

@@ -165,9 +165,9 @@ END_TEST
 
 START_TEST(test_token_text_escapes) {
     char buf[8];
-    ck_assert_int_eq(infer_token_text(adder, 13, buf), 2); /* '\n' */
+    ck_assert_int_eq(model_token_text(adder, 13, buf), 2); /* '\n' */
     ck_assert_str_eq(buf, "\\n");
-    ck_assert_int_eq(infer_token_text(adder, 10, buf), 1);
+    ck_assert_int_eq(model_token_text(adder, 10, buf), 1);
     ck_assert_str_eq(buf, "+");
 }
 END_TEST

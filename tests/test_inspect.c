@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "compare.h"
 #include "infer.h"
 #include "inspect.h"
 #include "model.h"
@@ -571,6 +572,59 @@ START_TEST(test_param_count) {
 }
 END_TEST
 
+/* --compare's similarity (compare.h) on the adder at -O and -O0: the worked
+ * cases of docs/inspect.md, exactly 1 against itself, symmetric, in [0, 1],
+ * best matches the row maxima; positions that differ are refused. */
+START_TEST(test_compare_heads) {
+    TfModel *a = tf_compile_program_opt("programs/adder.tfp", 1);
+    TfModel *b = tf_compile_program_opt("programs/adder.tfp", 0);
+    TfCapture *ca = capture_text(a, "0999+0111="), *cb = capture_text(b, "0999+0111=");
+    TfError err = {""};
+    TfCompare *ab = compare_new(ca, "a.tfw", cb, "b.tfw", &err);
+    TfCompare *ba = compare_new(cb, "b.tfw", ca, "a.tfw", &err);
+    TfCompare *aa = compare_new(ca, "a.tfw", ca, "a.tfw", &err);
+    ck_assert_msg(ab && ba && aa, "%s", err.msg);
+    ck_assert_int_eq(ab->n_heads[0], 11);
+    ck_assert_int_eq(ab->n_heads[1], 11);
+    ck_assert_int_eq(ab->heads[0][0].layer, 0);
+    ck_assert_int_eq(ab->heads[0][3].layer, 6); /* read_left */
+    int n = 11;
+    // find_plus: -O spreads rows 1..3 evenly over 0..q, -O0 attends to 0.
+    ck_assert_double_eq_tol(ab->sim[0], 1.0 - (1.0 / 2 + 2.0 / 3 + 3.0 / 4) / 10, 1e-6);
+    // find_equal: rows 1..8 likewise, TV q/(q+1).
+    double tv = 0;
+    for (int q = 1; q <= 8; q++) tv += (double)q / (q + 1);
+    ck_assert_double_eq_tol(ab->sim[1 * n + 1], 1.0 - tv / 10, 1e-6);
+    for (int i = 0; i < n; i++) {
+        ck_assert(aa->sim[i * n + i] == 1.0);
+        ck_assert(aa->sim[i * n + aa->best[0][i]] == 1.0);
+        double row_max = 0;
+        for (int j = 0; j < n; j++) {
+            double v = ab->sim[i * n + j];
+            ck_assert(v >= 0 && v <= 1);
+            ck_assert(v == ba->sim[j * n + i]);
+            ck_assert(v == compare_similarity(ca, ab->heads[0][i].layer, ab->heads[0][i].head, cb,
+                                              ab->heads[1][j].layer, ab->heads[1][j].head));
+            if (v > row_max) row_max = v;
+        }
+        ck_assert(ab->sim[i * n + ab->best[0][i]] == row_max);
+        ck_assert_int_eq(ba->best[1][i], ab->best[0][i]);
+    }
+    // A shorter pass cannot be compared head by head.
+    TfCapture *short_b = capture_text(b, "0999+0111");
+    ck_assert_ptr_null(compare_new(ca, "a.tfw", short_b, "b.tfw", &err));
+    ck_assert_str_eq(err.msg, "a.tfw runs 10 positions and b.tfw 9: the heads cannot be compared");
+    capture_free(short_b);
+    compare_free(ab);
+    compare_free(ba);
+    compare_free(aa);
+    capture_free(ca);
+    capture_free(cb);
+    model_free(a);
+    model_free(b);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("inspect");
     TCase *tc = tcase_create("decode");
@@ -586,6 +640,7 @@ int main(void) {
     tcase_add_test(tc, test_report_and_svgs);
     tcase_add_test(tc, test_generate_steps);
     tcase_add_test(tc, test_param_count);
+    tcase_add_test(tc, test_compare_heads);
     suite_add_tcase(s, tc);
     tc = tcase_create("general");
     tcase_add_test(tc, test_output_categorical);

@@ -72,7 +72,7 @@ START_TEST(test_gelu_exact_values) {
 END_TEST
 
 /* The whole range against a double-precision reference: the vectorized
- * erfc behind gelu_forward (runtime/kernels.c) is as good as float allows
+ * erfc behind gelu_forward (runtime/engine/kernels.c) is as good as float allows
  * where it matters, and keeps its relative precision on the negative side. */
 START_TEST(test_gelu_sweep) {
     enum { N = 40001 };

@@ -310,7 +310,7 @@ static void small_batch(const TfModel *m, TfBatch *b, int *tok, int *start, int 
 }
 
 static TfTrainOptions default_opts(TfOptimizer opt) {
-    TfTrainOptions o = {opt, 0.9f, 0.9f, 0.999f, 1e-8f, 0.01f, 0.0f, 0.0f, 1, 7, 1};
+    TfTrainOptions o = {opt, 0.9f, 0.9f, 0.999f, 1e-8f, 0.01f, 0.0f, 0.0f, 1, 7, 1, NULL};
     return o;
 }
 
@@ -440,7 +440,7 @@ static void train_threads(int threads, float *params_out, size_t *n_out) {
 
 START_TEST(test_threads_do_not_change_the_result) {
     static float one[4096], two[4096], three[4096];
-    // (attn_threads in runtime/train.c uses one thread below about 200,000
+    // (attn_threads in runtime/train/train.c uses one thread below about 200,000
     // multiply-adds per attention layer; this batch has more.)
     size_t n1, n2, n3;
     train_threads(1, one, &n1);
@@ -452,7 +452,7 @@ START_TEST(test_threads_do_not_change_the_result) {
 }
 END_TEST
 
-/* Data parallelism (runtime/dataparallel.h) on `threads` workers: 8 steps of
+/* Data parallelism (runtime/train/dataparallel.h) on `threads` workers: 8 steps of
  * batches of 100 examples (chunks of 16, the last of 4); the parameters, and
  * in *grad0 the first step's gradient. */
 static void train_chunks(int threads, float *params_out, float *grad0, size_t *n_out,

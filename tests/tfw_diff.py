@@ -8,7 +8,7 @@ every-position, stop-token, run-time-checked and number-printing models), N
 mutated files (default 3000, a fixed seed): bytes flipped, inserted or cut in
 the header and in the data, the header length changed, and JSON-level edits (a key deleted, doubled or given
 another value, nested JSON in metadata strings edited the same way, escapes
-and invalid UTF-8 inserted). Each goes through runtime/tfw.c (`tfinfo FILE`:
+and invalid UTF-8 inserted). Each goes through runtime/model/tfw.c (`tfinfo FILE`:
 exit 0 accepts, 1 refuses) and tools/tfw_torch.py's check(); any file one
 accepts and the other refuses, and any exception other than TfwError from
 the Python reader, is a failure. Prints counts; exits 1 on any failure.

@@ -20,16 +20,17 @@ expect() { # expect NAME WANT_STATUS GOT_STATUS
     check "$1 (exit $3, want $2)" $?
 }
 
-for prog in binary_add first_token xor secret_code decimal_add; do
+for prog in binary_add binary_add_msb first_token xor secret_code decimal_add; do
     "$TFC" "$P/$prog.tfp" -o "$tmp/$prog.init.tfw" 2>"$tmp/err"
     rc=$?
     check "tfc compiles $prog.tfp: $(cat "$tmp/err")" $rc
 done
 
 # Seed 003 in full (it takes a fraction of a second): 2013 accepted, every
-# close negative rejected, each attention picture within 0.05.
+# close negative rejected, each attention picture within 0.05, and of all
+# 100,000 codes only 2013 accepted (tftrain's count, then tfrun's).
 "$TFTRAIN" "$P/secret_code.tfp" --task secret-code --train-size 30000 --heldout-size 2000 \
-    --batch-size 3 --lr 3e-3 --steps 10000 --quiet -o "$tmp/sc.tfw" >"$tmp/sc.txt"
+    --batch-size 3 --lr 3e-3 --cosine --steps 10000 --quiet -o "$tmp/sc.tfw" >"$tmp/sc.txt"
 check "tftrain secret-code" $?
 grep -q "^held-out accuracy 100.00% (2000/2000)" "$tmp/sc.txt"
 rc=$?
@@ -39,6 +40,26 @@ check "secret code: 2013 accepted, 36 of 36 close negatives rejected" $?
 n=$(awk '/mean squared error/ && $7 < 0.05' "$tmp/sc.txt" | wc -l)
 [ "$n" -eq 3 ]
 check "secret code: 3 attention pictures within 0.05 MSE (got $n)" $?
+grep -qx "secret code: 1 of 100000 codes accepted: #2013" "$tmp/sc.txt"
+rc=$?
+check "secret code: tftrain accepts #2013 alone ($(grep 'codes accepted' "$tmp/sc.txt"))" $rc
+out=$(seq 0 99999 | sed 's/^/#/' | "$TFRUN" "$tmp/sc.tfw" --batch - | awk -F'\t' '$2 == "accept" { print $1 }')
+[ "$out" = "#2013" ]
+check "secret code: tfrun accepts #2013 alone of the 100,000 codes (got '$out')" $?
+# --check on a classifier: INPUT<TAB>CLASS lines, the same verdicts.
+seq 0 99999 | awk '{ printf "#%d\t%s\n", $1, $1 == 2013 ? "accept" : "reject" }' >"$tmp/codes.txt"
+"$TFRUN" "$tmp/sc.tfw" --check "$tmp/codes.txt" >"$tmp/check.txt"
+rc=$?
+[ $rc -eq 0 ] && grep -q "^100000 passed, 0 failed (100000 cases in" "$tmp/check.txt"
+check "secret code: tfrun --check passes all 100,000 codes (got $rc: $(tail -1 "$tmp/check.txt"))" $?
+printf '#2013\treject\n#7\treject\n#7\n#7a\treject\n' >"$tmp/codes2.txt"
+"$TFRUN" "$tmp/sc.tfw" --check "$tmp/codes2.txt" >"$tmp/check.txt" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 1 ] && grep -qx "FAIL line 1: #2013 -> accept (expected reject)" "$tmp/check.txt" &&
+    grep -q "^1 passed, 1 failed, 2 bad lines (2 cases in" "$tmp/check.txt" &&
+    grep -qx "tfrun: line 3: expected INPUT<TAB>CLASS" "$tmp/err" &&
+    grep -q "^tfrun: line 4: character 'a' at index 2 is not in the vocabulary" "$tmp/err"
+check "classifier --check: a failure, bad lines, exit 1 (got $rc: $(cat "$tmp/check.txt" "$tmp/err"))" $?
 out=$("$TFRUN" "$tmp/sc.tfw" "#2013")
 [[ "$out" == $'#2013\taccept\t'* ]]
 check "tfrun classifies #2013 as accept (got '$out')" $?
@@ -75,6 +96,34 @@ tr -d '\t' <"$tmp/ba/train.txt" >"$tmp/ba/want.txt"
 n=$(paste -d'\n' "$tmp/ba/got.txt" "$tmp/ba/want.txt" | paste - - | awk '$1 == $2' | wc -l)
 [ "$n" -ge 45 ]
 check "the trained adder answers >= 45 of its 48 training sums (got $n)" $?
+
+# Seed 000 in the seed's order (the sum most-significant bit first), at 5-bit
+# operands: every generated answer is the sum of its prompt, and the model
+# generates at least 95 % of the held-out sums, none of which it trained on.
+"$TFTRAIN" "$P/binary_add_msb.tfp" --task binary-add-msb:5 --train-size 800 --heldout-size 200 \
+    --steps 1500 --lr 3e-3 --warmup 50 --cosine --batch-size 32 --quiet -o "$tmp/msb.tfw" \
+    --write-data "$tmp/msb" >"$tmp/msb.txt"
+check "tftrain binary-add-msb:5" $?
+bad=0
+while IFS=$'\t' read -r prompt answer; do
+    a=${prompt%%+*} b=${prompt#*+} b=${b%=}
+    want=""
+    for ((s = 2#$a + 2#$b, i = 0; i < 6; i++, s /= 2)); do want=$((s % 2))$want; done
+    [ "$answer" = "$want" ] || bad=$((bad + 1))
+done <"$tmp/msb/heldout.txt"
+[ "$bad" -eq 0 ] && [ "$(wc -l <"$tmp/msb/heldout.txt")" -eq 200 ]
+check "binary-add-msb:5 answers are the 6-bit sums, most-significant bit first ($bad wrong)" $?
+[ -z "$(sort "$tmp/msb/train.txt" "$tmp/msb/heldout.txt" | cut -f1 | uniq -d)" ]
+check "no held-out sum is a training sum" $?
+"$TFRUN" "$tmp/msb.tfw" -n 6 --check "$tmp/msb/heldout.txt" >"$tmp/msb.check" 2>&1
+n=$(sed -n 's/^\([0-9]*\) passed, .*/\1/p' "$tmp/msb.check")
+[ "${n:-0}" -ge 190 ]
+rc=$?
+check "tfrun generates >= 190 of 200 held-out MSB-first sums (got ${n:-none}: $(tail -1 "$tmp/msb.check"))" $rc
+acc=$(awk -v n="${n:-0}" 'BEGIN { printf "%.2f", n / 2 }')
+grep -q "^held-out accuracy $acc% " "$tmp/msb.txt"
+rc=$?
+check "tftrain's held-out accuracy is what tfrun generates ($(cut -c1-40 "$tmp/msb.txt"))" $rc
 
 # PyTorch (tools/tfw_torch.py) runs the trained files as tfrun does.
 PY=${PYTHON:-python3} # CMake passes one that can import torch (CMakeLists.txt)
@@ -146,7 +195,8 @@ mb=$(meta "$tmp/resumed.tfw" made_by)
     [[ "$mb" == *'"data":{"task":"binary-add:3","seed":1,"train_size":48,"heldout_size":16},"batch_size":64,"steps":40,'* ]]
 check "made_by records the optimizer, data, steps and where training started (got $mb)" $?
 [ "$(meta "$tmp/r1.tfw" learned)" = '{"d_model":32,"layers":2,"heads":4,"d_ff":64,"activation":"relu","norm":"pre","dropout":0,"positions":"learned","max_len":32,"attention":"causal","predict":"next_token","seed":1}' ]
-check "learned records the model block ($(meta "$tmp/r1.tfw" learned))" $?
+rc=$?
+check "learned records the model block ($(meta "$tmp/r1.tfw" learned))" $rc
 
 # tftrain takes tfc's weight file as the program, its settings read from the
 # metadata (dropout, positions, seed): the same training as from the source.
@@ -188,14 +238,25 @@ run_err "bad learning rate" 2 "tftrain: bad value 'fast' for --lr" \
 run_err "bad thread count" 2 "tftrain: bad value '0' for --threads" \
     "$TFTRAIN" "$P/xor.tfp" --task xor --threads 0
 run_err "no data" 2 "tftrain: give either --task or --data" "$TFTRAIN" "$P/xor.tfp"
-run_err "a program and --resume" 2 "tftrain: give a program (.tfp or .tfw) or --resume CHECKPOINT.tfw, not both" \
+run_err "a program and --resume" 2 "tftrain: give one of a program (.tfp or .tfw), --init MODEL.tfw or --resume CHECKPOINT.tfw, not several" \
     "$TFTRAIN" "$P/xor.tfp" --resume "$tmp/r1.tfw" --task xor
 run_err "unknown task" 1 "tftrain: unknown task 'multiply'" \
     "$TFTRAIN" "$P/xor.tfp" --task multiply -o "$tmp/x.tfw"
 run_err "task for another model" 1 "task binary-add:4 needs a next-token model" \
     "$TFTRAIN" "$P/xor.tfp" --task binary-add:4 -o "$tmp/x.tfw"
+run_err "a task parameter out of range" 1 "tftrain: task binary-add-msb: the parameter must be 1 to 30" \
+    "$TFTRAIN" "$P/binary_add_msb.tfp" --task binary-add-msb:0 -o "$tmp/x.tfw"
 run_err "program without a model" 1 "declares no learned model" \
     "$TFTRAIN" "$P/adder.tfp" --task xor -o "$tmp/x.tfw"
+# tftrain does not link the compiler: it runs tfc (the one beside it, or $TFC).
+printf 'vocab "ab"\nmodel {\n' >"$tmp/broken.tfp"
+"$TFTRAIN" "$tmp/broken.tfp" --task xor -o "$tmp/x.tfw" >/dev/null 2>"$tmp/err"
+expect "a program that does not compile" 1 $?
+grep -q "broken.tfp:1:11: error: expected ';'" "$tmp/err" &&
+    grep -q "tftrain: .*broken.tfp: does not compile (tfc exited with status 1)" "$tmp/err"
+check "tfc's diagnostic, then tftrain's line (got '$(cat "$tmp/err")')" $?
+TFC=/nonexistent/tfc run_err "no tfc to run" 1 "cannot run /nonexistent/tfc to compile it" \
+    "$TFTRAIN" "$P/xor.tfp" --task xor -o "$tmp/x.tfw"
 printf '0abcd1\t1\n0abzd1\t1\n' >"$tmp/bad.txt"
 run_err "token outside the vocabulary" 1 "bad.txt:2: character 'z' is not in the model's vocabulary" \
     "$TFTRAIN" "$P/xor.tfp" --data "$tmp/bad.txt" --heldout "$tmp/bad.txt" -o "$tmp/x.tfw"
@@ -207,7 +268,7 @@ run_err "missing data file" 1 "/nonexistent.txt: cannot open" \
 run_err "resume from a text file" 1 "tftrain: $tmp/bad.txt is a text file, not a weight file" \
     "$TFTRAIN" --resume "$tmp/bad.txt" --task xor -o "$tmp/x.tfw"
 "$TFC" "$P/adder.tfp" -o "$tmp/adder.tfw"
-run_err "a compiled (not learned) weight file" 1 "adder.tfw: no learned-model settings" \
+run_err "a compiled (not learned) weight file" 1 "adder.tfw holds a compiled model, not a learned one (to fine-tune it: tftrain --init " \
     "$TFTRAIN" "$tmp/adder.tfw" --task xor -o "$tmp/x.tfw"
 run_err "resume without a checkpoint" 1 "scinit.tfw holds no optimizer state and there is no checkpoint" \
     "$TFTRAIN" --resume "$tmp/scinit.tfw" --task secret-code -o "$tmp/x.tfw"
@@ -298,7 +359,8 @@ train_until_signal INT "$tmp/int.tfw"
 expect "SIGINT: exit 130" 130 $rc
 k=$(sed -n 's/.*tftrain: interrupted after step \([0-9]*\) of 100000000; saved a checkpoint to .*int\.ckpt\.tfw .*/\1/p' "$tmp/sig.err")
 [ -n "$k" ] && [ "$k" -gt 0 ]
-check "SIGINT: says at which step and where it saved ($(tr '\r' '|' <"$tmp/sig.err"))" $?
+rc=$?
+check "SIGINT: says at which step and where it saved ($(tr '\r' '|' <"$tmp/sig.err"))" $rc
 "$TFTRAIN" --resume "$tmp/int.tfw" "${common[@]}" --steps $((k + 7)) -o "$tmp/int_resumed.tfw" >/dev/null &&
     "$TFTRAIN" "$P/binary_add.tfp" "${common[@]}" --steps $((k + 7)) -o "$tmp/int_straight.tfw" >/dev/null &&
     same_tensors "$tmp/int_resumed.tfw" "$tmp/int_straight.tfw"

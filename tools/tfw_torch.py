@@ -46,9 +46,9 @@ class TfwError(Exception):
     pass
 
 
-MAX_HEADER = 64 * 1024 * 1024  # runtime/tfw.h TFW_MAX_HEADER
-MAX_FILE = 1 << 31  # runtime/tfw.h TFW_MAX_FILE
-JSON_MAX_DEPTH = 32  # runtime/json.h
+MAX_HEADER = 64 * 1024 * 1024  # runtime/model/tfw.h TFW_MAX_HEADER
+MAX_FILE = 1 << 31  # runtime/model/tfw.h TFW_MAX_FILE
+JSON_MAX_DEPTH = 32  # runtime/model/json.h
 JSON_MAX_NUMBER = 40
 INT32_MAX = 2**31 - 1
 U64 = 2**64 - 1
@@ -96,7 +96,7 @@ def _check_string(s):
 
 
 def strict_json(text, what):
-    """JSON as runtime/json.c accepts it (docs/weight-format.md): RFC 8259,
+    """JSON as runtime/model/json.c accepts it (docs/weight-format.md): RFC 8259,
     no key twice in one object, no \\u0000, no unpaired surrogate, numbers
     of at most 40 characters, nesting at most 32 deep."""
     try:
@@ -126,7 +126,7 @@ def _f32(x):
 
 
 def _int(v, lo, hi):
-    """json_int in runtime/tfw.c: a whole number in [lo, hi], else None."""
+    """json_int in runtime/model/tfw.c: a whole number in [lo, hi], else None."""
     d = _double(v)
     if d is None or not (lo <= d <= hi) or math.floor(d) != d:
         return None
@@ -228,7 +228,7 @@ def _check_registers(regs, d_model, n_vocab):
 
 
 def _check_checks(meta, regs, n_layers):
-    """read_checks in runtime/tfw.c: each run-time check names a categorical
+    """read_checks in runtime/model/tfw.c: each run-time check names a categorical
     register, an existing layer, a line >= 0 and the op's text."""
     if "checks" not in meta:
         return
@@ -297,7 +297,7 @@ def _check_layers(layers, shapes, d):
             eps = _double(l["norm_eps"])
             if eps is None or not math.isfinite(eps) or not eps > 0:
                 raise TfwError("__metadata__.layers[%d].norm_eps is not a positive number" % i)
-        # model_validate (runtime/model.c)
+        # model_validate (runtime/model/model.c)
         if (nw is None) != (nb is None):
             raise TfwError("layer %d: a LayerNorm needs both norm_weight and norm_bias" % i)
         if nw is not None:
@@ -326,7 +326,7 @@ def _check_layers(layers, shapes, d):
 
 def check(data):
     """(metadata dict, {name: float32 tensor}) of the bytes of a .tfw file,
-    validated as runtime/tfw.c validates them: the two readers accept exactly
+    validated as runtime/model/tfw.c validates them: the two readers accept exactly
     the same files (tests/tfw_diff.py). TfwError names what is wrong."""
     if len(data) < 8:
         raise TfwError("file too short")
@@ -421,7 +421,7 @@ def check(data):
     for key in ("embed.token.weight", "embed.position.weight") + (() if numeric else ("unembed.weight",)):
         if key not in shapes:
             raise TfwError("tensor %r is missing" % key)
-    # model_validate (runtime/model.c)
+    # model_validate (runtime/model/model.c)
     if len(set(vocab)) != len(vocab):
         raise TfwError("two vocabulary entries are the same character")
     if (classify and (every == "every_position" or "stop_token" in meta)) or \
@@ -603,7 +603,7 @@ class Transformer:
                     failures[b] = self.check_message(reg, line, op, p, x[b, p, reg["offset"]:reg["offset"] + reg["size"]].tolist())
 
     def check_message(self, reg, line, op, pos, v):
-        """tfrun's message for a failed check (runtime/checks.c)."""
+        """tfrun's message for a failed check (runtime/engine/checks.c)."""
         labels = reg["values"]
         warm = [i for i in range(len(v)) if not v[i] <= 0.25]
         rank = lambda i: (0 if math.isnan(v[i]) else 1, -v[i] if not math.isnan(v[i]) else 0)

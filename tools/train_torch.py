@@ -5,7 +5,7 @@ The model is tools/tfw_torch.py's Transformer, its tensors loaded with json +
 torch.frombuffer; the data are tftrain's text files (PROMPT<TAB>ANSWER or
 INPUT<TAB>LABEL). Same loss (cross-entropy on answer tokens or on the class;
 for the secret code, plus the attention-score MSE on "#2013"), same
-optimizers, schedule, clipping and dropout placement as runtime/train.c.
+optimizers, schedule, clipping and dropout placement as runtime/train/train.c.
 
     train_torch.py check INIT.tfw DATA.txt GRADS.tfw AFTER.tfw [--steps 10 ...]
         loss and every gradient of the whole DATA as one batch against
@@ -143,7 +143,7 @@ def make_optimizer(params, args):
 
 
 def lr_factor(step, total, args):
-    """runtime/train.c's train_lr_at, divided by lr."""
+    """runtime/train/train.c's train_lr_at, divided by lr."""
     if args.warmup > 0 and step < args.warmup:
         return (step + 1) / args.warmup
     if not args.cosine:
@@ -270,6 +270,15 @@ def train(args):
                   "attention MSE %s" % ("accepted" if pred[0] == acc else "REJECTED",
                                         float(probs[0, acc]), int((pred[1:] != acc).sum()),
                                         ", ".join("%.5f" % float(v) for v in mse)))
+            # Every code "#0" .. "#99999", one batch per number of digits.
+            accepted = []
+            for n in range(1, 6):
+                xs = range(0 if n == 1 else 10 ** (n - 1), 10 ** n)
+                ids = torch.tensor([[model.vocab.index(c) for c in "#%d" % x] for x in xs])
+                pred = model.classify_probs(ids).argmax(-1)
+                accepted += ["#%d" % x for x, p in zip(xs, pred.tolist()) if p == acc]
+            print("pytorch secret code: %d of 100000 codes accepted: %s%s" %
+                  (len(accepted), " ".join(accepted[:20]), " ..." if len(accepted) > 20 else ""))
     return 0
 
 

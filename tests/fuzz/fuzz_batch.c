@@ -1,5 +1,5 @@
-/* fuzz_batch.c: the --batch / --check line reader (runtime/batch.c
- * batch_run) on programs/binary_add.tfp (small: fast runs). The first byte picks the mode (check or
+/* fuzz_batch.c: the --batch / --check line reader (runtime/engine/runner.c
+ * runner_run) on programs/binary_add.tfp (small: fast runs). The first byte picks the mode (check or
  * generate), the tokens to generate (0..3) and the batch size; the rest is
  * the input stream. Bad lines are counted, never fatal. */
 #define _POSIX_C_SOURCE 200809L
@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "batch.h"
+#include "runner.h"
 #include "fuzz_util.h"
 
 static TfModel *model;
@@ -20,16 +20,16 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
-    TfBatchOptions o = {.n_new = data[0] & 3, .batch_size = 1 + ((data[0] >> 2) & 7),
+    TfRunnerOptions o = {.n_new = data[0] & 3, .batch_size = 1 + ((data[0] >> 2) & 7),
                         .n_threads = 1, .use_cache = !((data[0] >> 5) & 1),
                         .check = (data[0] >> 6) & 1, .show_failures = 3};
     FILE *in = fmemopen((void *)(data + 1), size - 1 > 0 ? size - 1 : 1, "r");
     if (!in) return 0;
     if (size == 1) fgetc(in); /* fmemopen needs a size: read past the one byte */
-    TfBatchStats st;
+    TfRunnerStats st;
     TfError err = {""};
-    if (batch_run(model, in, "fuzz", fuzz_devnull(), fuzz_devnull(), &o, &st, &err) < 0)
-        fuzz_fail("batch_run failed on its own (not a bad line)", err.msg);
+    if (runner_run(model, in, "fuzz", fuzz_devnull(), fuzz_devnull(), &o, &st, &err) < 0)
+        fuzz_fail("runner_run failed on its own (not a bad line)", err.msg);
     fclose(in);
     return 0;
 }

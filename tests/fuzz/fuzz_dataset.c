@@ -1,4 +1,4 @@
-/* fuzz_dataset.c: the training-data reader (runtime/dataset.c
+/* fuzz_dataset.c: the training-data reader (runtime/train/dataset.c
  * dataset_load_text) on a next-token model (the adder) and a classifier
  * (programs/xor.tfp), chosen by the first byte; the rest is the file. */
 #define _GNU_SOURCE

@@ -1,0 +1,1126 @@
+/* infer.c: batched, incremental forward passes and greedy generation.
+ *
+ * Layout. Activations are feature-major: feature i of step row r is
+ * x[i * n + r], n the rows of the step, so one feature over the batch is a
+ * contiguous vector (linear.h). A step's rows are ordered with the *output
+ * rows* first (the rows whose logits are read: the last prompt position, or
+ * the one new token, of each sequence), then the others.
+ *
+ * What is skipped, and why it changes nothing:
+ * - Weights: every linear map is packed to the rows and columns that can be
+ *   non-zero (linear.c); the others multiply zeros.
+ * - Attention channels: a query/key channel contributes to the score only
+ *   if both its query row and its key row are non-zero; a value channel
+ *   only if its value row is.
+ * - Rows: the residual of a row that is not an output row is read later
+ *   only through the keys and values of attention layers. A backward pass
+ *   over the layers (plan_liveness) finds the columns those keys and values
+ *   depend on; a layer writing none of them runs on the output rows only,
+ *   and an attention layer computes its queries and outputs there only
+ *   (keys and values at every row). Hooks turn this off: they see every row.
+ *   A register with a run-time check (model.h's TfCheck) is tested at every
+ *   row, so the pass counts it as read at every row after its layer.
+ *
+ * Dimension legend: n rows in this step, nf output rows (the first nf), S
+ * sequences, L the model's max_len, d d_model, nk/nv kept key/value rows.
+ */
+#include "infer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checks.h"
+#include "kernels.h"
+#include "linear.h"
+
+typedef struct LayerPlan {
+    TfLayerKind kind;
+    int full;             /* runs at every row (else at output rows only) */
+    const float *norm_w;  /* pre-norm (or the norm of a TF_LAYER_NORM), NULL when none */
+    const float *norm_b;
+    float eps;
+
+    /* attention */
+    TfLinear q, k, v, o;  /* o: output projection, reading packed value rows */
+    int has_o;
+    int n_heads, d_head, d_vhead, causal;
+    float scale;
+    int k_from, v_from;   /* an earlier layer whose keys / values these are, or -1 */
+    int *pair_start;      /* [n_heads + 1] into pair_q / pair_k */
+    int *pair_q, *pair_k; /* packed query / key row of each live channel */
+    int *v_start;         /* [n_heads + 1]: kept value rows of head h are v_start[h]..v_start[h+1]-1 */
+
+    /* MLP */
+    TfLinear fc1, fc2;    /* fc2 reads packed hidden units */
+    TfActivation act;
+
+    /* run-time checks after this layer: model checks check_idx[0..n_checks-1] */
+    int n_checks;
+    int *check_idx;
+} LayerPlan;
+
+struct TfPlan {
+    const TfModel *m;
+    LayerPlan *layers;
+    int *emb_cols;        /* columns where an embedding is non-zero */
+    int n_emb_cols;
+    TfLinear unembed;     /* logits, with unembed.bias */
+    int max_q, max_k, max_v, max_hidden, max_out, max_cols;
+    int has_norm;
+    int incremental;      /* 0 when a bidirectional layer forces full recompute */
+    int numeric;          /* the output is a number (no unembedding): model_numeric_output */
+};
+
+struct TfInfer {
+    const TfModel *m;
+    const TfPlan *plan;
+    TfPlan *own_plan;
+    int max_seqs, max_rows;
+    int use_cache;
+
+    float **kcache, **vcache; /* per attention layer: [S, L, nk], [S, L, nv] */
+    int *seq_len;             /* [S] positions held in the caches */
+
+    float *x;       /* [d, n] residual stream */
+    float *xn;      /* [d, n] normalized input of a pre-norm layer */
+    float *q, *k, *v;
+    float *heads;   /* [nv, nf] attention outputs, packed value rows */
+    float *hidden;  /* [F, nf] */
+    float *delta;   /* [rows written, nf] what a layer adds */
+    float *scratch; /* gathered inputs of dense blocks */
+    float *att;     /* [L] */
+    float *vacc;    /* [max_v] */
+    float *qv;      /* [max_q] one row's live query channels */
+    float *stat;    /* [2, n] LayerNorm means and inverse deviations */
+    float *logits;  /* [n_out, max_seqs] */
+    float *rowmajor; /* [n, d] for the layer hook */
+    int *row_seq, *row_pos, *row_tok;
+
+    /* Run-time checks (models with checks only): the first failure of each
+     * sequence in the current call, at layer fail_layer[s] (-1: none) and
+     * position fail_pos[s], described in fail_err[s]. */
+    int n_failed;
+    int *fail_layer, *fail_pos;
+    TfError *fail_err;
+
+    double flops;   /* floating-point operations done so far (2 per multiply-add) */
+
+    TfLayerHook hook;
+    void *hook_user;
+    TfAttentionHook att_hook;
+    void *att_hook_user;
+};
+
+static const float *tensor(const TfModel *m, int idx) {
+    return idx >= 0 ? m->tensors[idx].data : NULL;
+}
+
+static int imax(int a, int b) { return a > b ? a : b; }
+
+/* ------------------------------------------------------------------------ */
+/* The plan                                                                 */
+/* ------------------------------------------------------------------------ */
+
+static void layer_plan_free(LayerPlan *lp) {
+    linear_free(&lp->q);
+    linear_free(&lp->k);
+    linear_free(&lp->v);
+    linear_free(&lp->o);
+    linear_free(&lp->fc1);
+    linear_free(&lp->fc2);
+    free(lp->pair_start);
+    free(lp->pair_q);
+    free(lp->pair_k);
+    free(lp->v_start);
+    free(lp->check_idx);
+}
+
+void plan_free(TfPlan *p) {
+    if (!p) return;
+    if (p->layers)
+        for (int l = 0; l < p->m->n_layers; l++) layer_plan_free(&p->layers[l]);
+    free(p->layers);
+    free(p->emb_cols);
+    linear_free(&p->unembed);
+    free(p);
+}
+
+/* Index of each output row of a packed map within its packed output, -1
+ * for rows it never writes (their value is zero). */
+static int *packed_index(const TfLinear *L) {
+    int *map = malloc(((size_t)L->n_out + 1) * sizeof(int));
+    if (!map) return NULL;
+    for (int i = 0; i < L->n_out; i++) map[i] = -1;
+    for (int k = 0; k < L->n_rows; k++) map[L->rows[k]] = k;
+    return map;
+}
+
+static int plan_attention(const TfModel *m, const TfLayer *ly, LayerPlan *lp, TfError *err) {
+    int d = m->d_model, H = ly->n_heads, dh = ly->d_head, dv = ly->d_vhead;
+    if (linear_pack(&lp->q, tensor(m, ly->query), tensor(m, ly->query_bias), H * dh, d, NULL,
+                    err) < 0 ||
+        linear_pack(&lp->k, tensor(m, ly->key), tensor(m, ly->key_bias), H * dh, d, NULL, err) <
+            0 ||
+        linear_pack(&lp->v, tensor(m, ly->value), tensor(m, ly->value_bias), H * dv, d, NULL,
+                    err) < 0)
+        return -1;
+    lp->n_heads = H;
+    lp->d_head = dh;
+    lp->d_vhead = dv;
+    lp->causal = ly->causal;
+    lp->scale = ly->scale;
+    int *qi = packed_index(&lp->q), *ki = packed_index(&lp->k), *vi = packed_index(&lp->v);
+    lp->pair_start = malloc(((size_t)H + 1) * sizeof(int));
+    lp->pair_q = malloc(((size_t)H * dh + 1) * sizeof(int));
+    lp->pair_k = malloc(((size_t)H * dh + 1) * sizeof(int));
+    lp->v_start = malloc(((size_t)H + 1) * sizeof(int));
+    int rc = -1;
+    if (!qi || !ki || !vi || !lp->pair_start || !lp->pair_q || !lp->pair_k || !lp->v_start) {
+        tf_error_set(err, "out of memory");
+        goto done;
+    }
+    int np = 0;
+    for (int h = 0; h < H; h++) {
+        lp->pair_start[h] = np;
+        for (int c = h * dh; c < (h + 1) * dh; c++)
+            if (qi[c] >= 0 && ki[c] >= 0) {
+                lp->pair_q[np] = qi[c];
+                lp->pair_k[np] = ki[c];
+                np++;
+            }
+    }
+    lp->pair_start[H] = np;
+    // Kept value rows are increasing, so each head's are consecutive.
+    for (int h = 0, j = 0; h <= H; h++) {
+        while (j < lp->v.n_rows && lp->v.rows[j] / dv < h) j++;
+        lp->v_start[h] = j;
+    }
+    lp->has_o = ly->output >= 0;
+    if (lp->has_o &&
+        linear_pack(&lp->o, tensor(m, ly->output), tensor(m, ly->output_bias), d, H * dv, vi,
+                    err) < 0)
+        goto done;
+    rc = 0;
+done:
+    free(qi);
+    free(ki);
+    free(vi);
+    return rc;
+}
+
+static int plan_mlp(const TfModel *m, const TfLayer *ly, LayerPlan *lp, TfError *err) {
+    int d = m->d_model, F = ly->d_hidden;
+    lp->act = ly->act;
+    if (linear_pack(&lp->fc1, tensor(m, ly->fc1_weight), tensor(m, ly->fc1_bias), F, d, NULL,
+                    err) < 0)
+        return -1;
+    // A hidden unit fc1 never writes is act(0) = 0: fc2 drops its column.
+    int *hi = packed_index(&lp->fc1);
+    if (!hi) {
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    int rc = linear_pack(&lp->fc2, tensor(m, ly->fc2_weight), tensor(m, ly->fc2_bias), d, F, hi,
+                         err);
+    free(hi);
+    return rc;
+}
+
+/* Marks the residual columns a layer reads (into `reads`); returns 1 when
+ * the layer writes any column marked in `live`. */
+static int layer_reads_writes(const TfModel *m, const LayerPlan *lp, char *reads, char *kv_reads,
+                              const char *live) {
+    int d = m->d_model, writes_live = 0;
+    if (lp->kind == TF_LAYER_NORM || lp->norm_w) {
+        for (int c = 0; c < d; c++) reads[c] = kv_reads[c] = 1;
+        if (lp->kind == TF_LAYER_NORM) {
+            for (int c = 0; c < d; c++) writes_live |= live[c];
+            return writes_live;
+        }
+    }
+    if (lp->kind == TF_LAYER_ATTENTION) {
+        for (int j = 0; j < lp->k.n_cols; j++) kv_reads[lp->k.cols[j]] = 1;
+        for (int j = 0; j < lp->v.n_cols; j++) kv_reads[lp->v.cols[j]] = 1;
+        for (int j = 0; j < lp->q.n_cols; j++) reads[lp->q.cols[j]] = 1;
+        if (lp->has_o)
+            for (int j = 0; j < lp->o.n_rows; j++) writes_live |= live[lp->o.rows[j]];
+        else
+            for (int j = 0; j < lp->v.n_rows; j++) writes_live |= live[lp->v.rows[j]];
+    } else {
+        for (int j = 0; j < lp->fc1.n_cols; j++) reads[lp->fc1.cols[j]] = 1;
+        for (int j = 0; j < lp->fc2.n_rows; j++) writes_live |= live[lp->fc2.rows[j]];
+    }
+    return writes_live;
+}
+
+/* Which layers must run at rows that are not output rows (see the top):
+ * those that later keys and values depend on, and those that run-time
+ * checks depend on (a checked register is tested at every row). */
+static int plan_liveness(TfPlan *p, TfError *err) {
+    const TfModel *m = p->m;
+    int d = m->d_model;
+    char *live = calloc((size_t)d, 1), *reads = calloc((size_t)d, 1);
+    char *kv = calloc((size_t)d, 1);
+    if (!live || !reads || !kv) {
+        free(live), free(reads), free(kv);
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    for (int l = m->n_layers - 1; l >= 0; l--) {
+        LayerPlan *lp = &p->layers[l];
+        memset(reads, 0, (size_t)d);
+        memset(kv, 0, (size_t)d);
+        // A register checked after this layer is checked at every row: its
+        // columns are live from here back.
+        for (int k = 0; k < lp->n_checks; k++) {
+            const TfRegister *reg = &m->regs[m->checks[lp->check_idx[k]].reg];
+            memset(live + reg->offset, 1, (size_t)reg->size);
+        }
+        lp->full = layer_reads_writes(m, lp, reads, kv, live);
+        // Keys and values are needed at every row; the rest only if the
+        // layer's output is.
+        for (int c = 0; c < d; c++) live[c] |= kv[c] | (lp->full ? reads[c] : 0);
+    }
+    free(live), free(reads), free(kv);
+    return 0;
+}
+
+/* Keys (values) that an earlier layer computes already: the same weight and
+ * bias tensors reading only columns no layer writes (the token and position
+ * embeddings, at compiled models). The adder's eight GetRelativeToken heads
+ * share one key and one value cache this way. */
+static int plan_sharing(TfPlan *p, TfError *err) {
+    const TfModel *m = p->m;
+    int d = m->d_model;
+    char *written = calloc((size_t)d, 1);
+    if (!written) {
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    for (int l = 0; l < m->n_layers; l++) {
+        const LayerPlan *lp = &p->layers[l];
+        if (lp->kind == TF_LAYER_NORM) memset(written, 1, (size_t)d);
+        else if (lp->kind == TF_LAYER_MLP)
+            for (int j = 0; j < lp->fc2.n_rows; j++) written[lp->fc2.rows[j]] = 1;
+        else if (lp->has_o)
+            for (int j = 0; j < lp->o.n_rows; j++) written[lp->o.rows[j]] = 1;
+        else
+            for (int j = 0; j < lp->v.n_rows; j++) written[lp->v.rows[j]] = 1;
+    }
+    for (int l = 0; l < m->n_layers; l++) {
+        LayerPlan *lp = &p->layers[l];
+        lp->k_from = lp->v_from = -1;
+        if (lp->kind != TF_LAYER_ATTENTION || lp->norm_w) continue;
+        const TfLayer *ly = &m->layers[l];
+        int k_const = 1, v_const = 1;
+        for (int j = 0; j < lp->k.n_cols; j++) k_const &= !written[lp->k.cols[j]];
+        for (int j = 0; j < lp->v.n_cols; j++) v_const &= !written[lp->v.cols[j]];
+        for (int e = 0; e < l; e++) {
+            const LayerPlan *ep = &p->layers[e];
+            const TfLayer *ey = &m->layers[e];
+            if (ep->kind != TF_LAYER_ATTENTION || ep->norm_w) continue;
+            if (lp->k_from < 0 && k_const && ep->k_from < 0 && ey->key == ly->key &&
+                ey->key_bias == ly->key_bias)
+                lp->k_from = e;
+            if (lp->v_from < 0 && v_const && ep->v_from < 0 && ey->value == ly->value &&
+                ey->value_bias == ly->value_bias)
+                lp->v_from = e;
+        }
+    }
+    free(written);
+    return 0;
+}
+
+/* The columns either embedding can make non-zero; the others start at 0. */
+static int plan_embedding(TfPlan *p, TfError *err) {
+    const TfModel *m = p->m;
+    int d = m->d_model;
+    p->emb_cols = malloc(((size_t)d + 1) * sizeof(int));
+    if (!p->emb_cols) {
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    const float *te = tensor(m, m->tok_embed), *pe = tensor(m, m->pos_embed);
+    for (int c = 0; c < d; c++) {
+        int any = 0;
+        for (int t = 0; t < m->n_vocab && !any; t++) any = te[(size_t)t * d + c] != 0.0f;
+        for (int i = 0; i < m->max_len && !any; i++) any = pe[(size_t)i * d + c] != 0.0f;
+        if (any) p->emb_cols[p->n_emb_cols++] = c;
+    }
+    return 0;
+}
+
+/* Each layer's run-time checks (model.h's TfCheck), in the model's order. */
+static int plan_checks(TfPlan *p, TfError *err) {
+    const TfModel *m = p->m;
+    for (int i = 0; i < m->n_checks; i++) {
+        LayerPlan *lp = &p->layers[m->checks[i].layer];
+        int *idx = realloc(lp->check_idx, ((size_t)lp->n_checks + 1) * sizeof *idx);
+        if (!idx) {
+            tf_error_set(err, "out of memory");
+            return -1;
+        }
+        lp->check_idx = idx;
+        idx[lp->n_checks++] = i;
+    }
+    return 0;
+}
+
+TfPlan *plan_new(const TfModel *m, TfError *err) {
+    TfPlan *p = calloc(1, sizeof *p);
+    if (!p) {
+        tf_error_set(err, "out of memory");
+        return NULL;
+    }
+    p->m = m;
+    p->incremental = 1;
+    p->layers = calloc((size_t)m->n_layers + 1, sizeof *p->layers);
+    if (!p->layers) {
+        tf_error_set(err, "out of memory");
+        goto fail;
+    }
+    p->max_cols = m->d_model;
+    for (int l = 0; l < m->n_layers; l++) {
+        const TfLayer *ly = &m->layers[l];
+        LayerPlan *lp = &p->layers[l];
+        lp->kind = ly->kind;
+        lp->norm_w = tensor(m, ly->norm_weight);
+        lp->norm_b = tensor(m, ly->norm_bias);
+        lp->eps = ly->norm_eps;
+        if (lp->norm_w) p->has_norm = 1;
+        if (ly->kind == TF_LAYER_ATTENTION) {
+            if (plan_attention(m, ly, lp, err) < 0) goto fail;
+            if (!ly->causal) p->incremental = 0;
+            p->max_q = imax(p->max_q, lp->q.n_rows);
+            p->max_k = imax(p->max_k, lp->k.n_rows);
+            p->max_v = imax(p->max_v, lp->v.n_rows);
+            p->max_out = imax(p->max_out, lp->o.n_rows);
+        } else if (ly->kind == TF_LAYER_MLP) {
+            if (plan_mlp(m, ly, lp, err) < 0) goto fail;
+            p->max_hidden = imax(p->max_hidden, lp->fc1.n_rows);
+            p->max_out = imax(p->max_out, lp->fc2.n_rows);
+        }
+    }
+    p->max_cols = imax(p->max_cols, imax(p->max_hidden, p->max_v));
+    int n_out = m->output_kind == TF_OUTPUT_CLASSIFY ? m->n_classes : m->n_vocab;
+    // A model that prints a number reads its output register: no logits.
+    p->numeric = model_numeric_output(m);
+    if ((!p->numeric && linear_pack(&p->unembed, tensor(m, m->unembed), tensor(m, m->unembed_bias),
+                                    n_out, m->d_model, NULL, err) < 0) ||
+        plan_checks(p, err) < 0 || plan_liveness(p, err) < 0 || plan_sharing(p, err) < 0 ||
+        plan_embedding(p, err) < 0)
+        goto fail;
+    return p;
+fail:
+    plan_free(p);
+    return NULL;
+}
+
+long plan_row_cost(const TfPlan *p, long *dense_cost) {
+    const TfModel *m = p->m;
+    long cost = 0, dense = 0, d = m->d_model;
+    for (int l = 0; l < m->n_layers; l++) {
+        const LayerPlan *lp = &p->layers[l];
+        const TfLayer *ly = &m->layers[l];
+        if (lp->kind == TF_LAYER_ATTENTION) {
+            cost += linear_cost(&lp->q) + linear_cost(&lp->k) + linear_cost(&lp->v) +
+                    linear_cost(&lp->o);
+            long hd = (long)ly->n_heads * ly->d_head, hv = (long)ly->n_heads * ly->d_vhead;
+            dense += d * (2 * hd + hv) + (ly->output >= 0 ? hv * d : 0);
+        } else if (lp->kind == TF_LAYER_MLP) {
+            cost += linear_cost(&lp->fc1) + linear_cost(&lp->fc2);
+            dense += 2 * d * ly->d_hidden;
+        }
+    }
+    if (dense_cost) *dense_cost = dense;
+    return cost;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The engine                                                               */
+/* ------------------------------------------------------------------------ */
+
+void infer_free(TfInfer *inf) {
+    if (!inf) return;
+    // Shared caches belong to the layer that computes them.
+    for (int l = 0; l < inf->m->n_layers; l++) {
+        const LayerPlan *lp = &inf->plan->layers[l];
+        if (lp->kind != TF_LAYER_ATTENTION) continue;
+        if (inf->kcache && lp->k_from < 0) free(inf->kcache[l]);
+        if (inf->vcache && lp->v_from < 0) free(inf->vcache[l]);
+    }
+    free(inf->kcache);
+    free(inf->vcache);
+    free(inf->seq_len);
+    free(inf->x);
+    free(inf->xn);
+    free(inf->q);
+    free(inf->k);
+    free(inf->v);
+    free(inf->heads);
+    free(inf->hidden);
+    free(inf->delta);
+    free(inf->scratch);
+    free(inf->att);
+    free(inf->vacc);
+    free(inf->qv);
+    free(inf->stat);
+    free(inf->logits);
+    free(inf->rowmajor);
+    free(inf->row_seq);
+    free(inf->row_pos);
+    free(inf->row_tok);
+    free(inf->fail_layer);
+    free(inf->fail_pos);
+    free(inf->fail_err);
+    plan_free(inf->own_plan);
+    free(inf);
+}
+
+static float *alloc_floats(size_t n) {
+    return malloc((n ? n : 1) * sizeof(float));
+}
+
+TfInfer *infer_new_with_plan(const TfPlan *plan, int max_seqs, TfError *err) {
+    if (max_seqs < 1) {
+        tf_error_set(err, "batch size must be at least 1, not %d", max_seqs);
+        return NULL;
+    }
+    const TfModel *m = plan->m;
+    TfInfer *inf = calloc(1, sizeof *inf);
+    if (!inf) goto oom;
+    inf->m = m;
+    inf->plan = plan;
+    inf->max_seqs = max_seqs;
+    inf->use_cache = 1;
+    size_t L = (size_t)m->max_len, d = (size_t)m->d_model;
+    size_t R = (size_t)max_seqs * L;
+    inf->max_rows = (int)R;
+    inf->kcache = calloc((size_t)m->n_layers + 1, sizeof(float *));
+    inf->vcache = calloc((size_t)m->n_layers + 1, sizeof(float *));
+    if (!inf->kcache || !inf->vcache) goto oom;
+    for (int l = 0; l < m->n_layers; l++) {
+        const LayerPlan *lp = &plan->layers[l];
+        if (lp->kind != TF_LAYER_ATTENTION) continue;
+        inf->kcache[l] = lp->k_from >= 0 ? inf->kcache[lp->k_from]
+                                          : alloc_floats((size_t)max_seqs * L * (size_t)lp->k.n_rows);
+        inf->vcache[l] = lp->v_from >= 0 ? inf->vcache[lp->v_from]
+                                          : alloc_floats((size_t)max_seqs * L * (size_t)lp->v.n_rows);
+        if (!inf->kcache[l] || !inf->vcache[l]) goto oom;
+    }
+    int n_out = plan->unembed.n_out;
+    inf->seq_len = calloc((size_t)max_seqs, sizeof(int));
+    inf->x = alloc_floats(R * d);
+    inf->xn = plan->has_norm ? alloc_floats(R * d) : NULL;
+    inf->q = alloc_floats(R * (size_t)plan->max_q);
+    inf->k = alloc_floats(R * (size_t)plan->max_k);
+    inf->v = alloc_floats(R * (size_t)plan->max_v);
+    inf->heads = alloc_floats(R * (size_t)plan->max_v);
+    inf->hidden = alloc_floats(R * (size_t)plan->max_hidden);
+    inf->delta = alloc_floats(R * (size_t)imax(imax(plan->max_out, (int)d), n_out));
+    inf->scratch = alloc_floats(R * (size_t)plan->max_cols);
+    inf->att = alloc_floats(L);
+    inf->vacc = alloc_floats((size_t)plan->max_v);
+    inf->qv = alloc_floats((size_t)plan->max_q);
+    inf->stat = alloc_floats(2 * R);
+    inf->logits = alloc_floats((size_t)n_out * L * (size_t)max_seqs);
+    inf->row_seq = malloc(R * sizeof(int));
+    inf->row_pos = malloc(R * sizeof(int));
+    inf->row_tok = malloc(R * sizeof(int));
+    if (m->n_checks > 0) {
+        inf->fail_layer = malloc((size_t)max_seqs * sizeof(int));
+        inf->fail_pos = malloc((size_t)max_seqs * sizeof(int));
+        inf->fail_err = malloc((size_t)max_seqs * sizeof(TfError));
+        if (!inf->fail_layer || !inf->fail_pos || !inf->fail_err) goto oom;
+        for (int s = 0; s < max_seqs; s++) inf->fail_layer[s] = -1;
+    }
+    if (!inf->seq_len || !inf->x || (plan->has_norm && !inf->xn) || !inf->q || !inf->k ||
+        !inf->v || !inf->heads || !inf->hidden || !inf->delta || !inf->scratch || !inf->att || !inf->vacc || !inf->qv || !inf->stat ||
+        !inf->logits || !inf->row_seq || !inf->row_pos || !inf->row_tok)
+        goto oom;
+    return inf;
+oom:
+    infer_free(inf);
+    tf_error_set(err, "out of memory for a batch of %d sequences", max_seqs);
+    return NULL;
+}
+
+TfInfer *infer_new(const TfModel *m, int max_seqs, TfError *err) {
+    TfPlan *p = plan_new(m, err);
+    if (!p) return NULL;
+    TfInfer *inf = infer_new_with_plan(p, max_seqs, err);
+    if (!inf) {
+        plan_free(p);
+        return NULL;
+    }
+    inf->own_plan = p;
+    return inf;
+}
+
+void infer_set_hook(TfInfer *inf, TfLayerHook hook, void *user) {
+    inf->hook = hook;
+    inf->hook_user = user;
+}
+
+void infer_set_attention_hook(TfInfer *inf, TfAttentionHook hook, void *user) {
+    inf->att_hook = hook;
+    inf->att_hook_user = user;
+}
+
+void infer_set_cache(TfInfer *inf, int use_cache) { inf->use_cache = use_cache != 0; }
+
+double infer_flops(const TfInfer *inf) { return inf->flops; }
+
+/* LayerNorm of rows 0..n_run-1 of x (feature-major, ld n) into y. */
+static void layernorm_fm(float *y, const float *x, int d, int n, int n_run, const float *w,
+                         const float *b, float eps, float *stat) {
+    float *mean = stat, *rstd = stat + n_run;
+    for (int r = 0; r < n_run; r++) mean[r] = rstd[r] = 0.0f;
+    for (int c = 0; c < d; c++)
+        for (int r = 0; r < n_run; r++) mean[r] += x[(size_t)c * n + r];
+    for (int r = 0; r < n_run; r++) mean[r] /= (float)d;
+    for (int c = 0; c < d; c++)
+        for (int r = 0; r < n_run; r++) {
+            float t = x[(size_t)c * n + r] - mean[r];
+            rstd[r] += t * t;
+        }
+    for (int r = 0; r < n_run; r++) rstd[r] = 1.0f / sqrtf(rstd[r] / (float)d + eps);
+    for (int c = 0; c < d; c++)
+        for (int r = 0; r < n_run; r++)
+            y[(size_t)c * n + r] = (x[(size_t)c * n + r] - mean[r]) * rstd[r] * w[c] + b[c];
+}
+
+/* Adds packed rows delta[k] (ld nd) to the residual columns rows[k]. */
+static void add_rows(float *x, int n, const float *delta, int nd, const int *rows, int n_rows,
+                     int n_run) {
+    for (int k = 0; k < n_rows; k++) {
+        float *xr = x + (size_t)rows[k] * n;
+        const float *dr = delta + (size_t)k * nd;
+        for (int r = 0; r < n_run; r++) xr[r] += dr[r];
+    }
+}
+
+/* linear_forward, counting its operations. */
+static void linear(TfInfer *inf, const TfLinear *L, float *y, int ldy, const float *x, int ldx,
+                   int n) {
+    linear_forward(L, y, ldy, x, ldx, n, inf->scratch);
+    inf->flops += 2.0 * (double)linear_cost(L) * n;
+}
+
+/* Rows of a feature-major block src [nf, n] into a sequence cache [S, L, nf]. */
+static void store_cache(float *cache, const float *src, int nf, const int *row_seq,
+                        const int *row_pos, int L, int n) {
+    for (int r = 0; r < n; r++) {
+        float *dst = cache + ((long)row_seq[r] * L + row_pos[r]) * nf;
+        for (int j = 0; j < nf; j++) dst[j] = src[(size_t)j * n + r];
+    }
+}
+
+static void attention_layer(TfInfer *inf, int l, const float *in, int n, int n_run) {
+    const TfModel *m = inf->m;
+    const LayerPlan *lp = &inf->plan->layers[l];
+    int L = m->max_len, nk = lp->k.n_rows, nv = lp->v.n_rows;
+
+    // Keys and values of every row into the cache first, so that a row can
+    // attend to rows of the same step.
+    float *kc = inf->kcache[l], *vc = inf->vcache[l];
+    if (lp->k_from < 0) {
+        linear(inf, &lp->k, inf->k, n, in, n, n);
+        store_cache(kc, inf->k, nk, inf->row_seq, inf->row_pos, L, n);
+    }
+    if (lp->v_from < 0) {
+        linear(inf, &lp->v, inf->v, n, in, n, n);
+        store_cache(vc, inf->v, nv, inf->row_seq, inf->row_pos, L, n);
+    }
+    linear(inf, &lp->q, inf->q, n_run, in, n, n_run);
+
+    float *att = inf->att;
+    for (int r = 0; r < n_run; r++) {
+        int s = inf->row_seq[r];
+        int T = lp->causal ? inf->row_pos[r] + 1 : inf->seq_len[s];
+        const float *ks = kc + (long)s * L * nk, *vs = vc + (long)s * L * nv;
+        for (int h = 0; h < lp->n_heads; h++) {
+            int p0 = lp->pair_start[h], np = lp->pair_start[h + 1] - p0;
+            const int *pk = lp->pair_k + p0;
+            float *qv = inf->qv;
+            for (int p = 0; p < np; p++) qv[p] = inf->q[(size_t)lp->pair_q[p0 + p] * n_run + r];
+            float maxv = -INFINITY;
+            for (int t = 0; t < T; t++) {
+                const float *kt = ks + (long)t * nk;
+                float dot = 0.0f;
+                for (int p = 0; p < np; p++) dot += qv[p] * kt[pk[p]];
+                att[t] = dot * lp->scale;
+                if (att[t] > maxv) maxv = att[t];
+            }
+            float sum = 0.0f;
+            for (int t = 0; t < T; t++) {
+                // expf is 0 below -104 (float underflow) but slow to get there.
+                float z = att[t] - maxv;
+                att[t] = z < -104.0f ? 0.0f : expf(z);
+                sum += att[t];
+            }
+            float inv = 1.0f / sum;
+            for (int t = 0; t < T; t++) att[t] *= inv;
+            inf->flops += 2.0 * T * np;
+            if (inf->att_hook)
+                inf->att_hook(inf->att_hook_user, l, h, s, inf->row_pos[r], att, T);
+            // Weighted sum of the values; a position with weight exactly 0
+            // adds nothing (compiled heads attend to one position).
+            int j0 = lp->v_start[h], j1 = lp->v_start[h + 1];
+            float *acc = inf->vacc;
+            for (int j = j0; j < j1; j++) acc[j] = 0.0f;
+            for (int t = 0; t < T; t++) {
+                if (att[t] == 0.0f) continue;
+                const float *vt = vs + (long)t * nv;
+                for (int j = j0; j < j1; j++) acc[j] += att[t] * vt[j];
+                inf->flops += 2.0 * (j1 - j0);
+            }
+            for (int j = j0; j < j1; j++) inf->heads[(size_t)j * n_run + r] = acc[j];
+        }
+    }
+    if (lp->has_o) {
+        linear(inf, &lp->o, inf->delta, n_run, inf->heads, n_run, n_run);
+        add_rows(inf->x, n, inf->delta, n_run, lp->o.rows, lp->o.n_rows, n_run);
+    } else {
+        // Head channel c is residual column c.
+        add_rows(inf->x, n, inf->heads, n_run, lp->v.rows, nv, n_run);
+    }
+}
+
+static void mlp_layer(TfInfer *inf, int l, const float *in, int n, int n_run) {
+    const LayerPlan *lp = &inf->plan->layers[l];
+    linear(inf, &lp->fc1, inf->hidden, n_run, in, n, n_run);
+    long nh = (long)lp->fc1.n_rows * n_run;
+    if (lp->act == TF_ACT_GELU)
+        gelu_forward(inf->hidden, nh);
+    else
+        relu_forward(inf->hidden, nh);
+    // The layer's output, bias included, is formed before it is added: the
+    // seed's StepPosition relies on (h W2 + b2) being exact before x + (...).
+    linear(inf, &lp->fc2, inf->delta, n_run, inf->hidden, n_run, n_run);
+    add_rows(inf->x, n, inf->delta, n_run, lp->fc2.rows, lp->fc2.n_rows, n_run);
+}
+
+/* Layer l's checks at the n_run rows it computed, but the BOS position of a
+ * model with a bos (it holds no value: its output means nothing); a
+ * sequence keeps its first failure (the earliest layer, then position). */
+static void run_checks(TfInfer *inf, int l, int n, int n_run) {
+    const TfModel *m = inf->m;
+    const LayerPlan *lp = &inf->plan->layers[l];
+    int first = check_first_position(m);
+    for (int k = 0; k < lp->n_checks; k++) {
+        const TfCheck *c = &m->checks[lp->check_idx[k]];
+        const TfRegister *reg = &m->regs[c->reg];
+        const float *col = inf->x + (size_t)reg->offset * n;
+        for (int r = 0; r < n_run; r++) {
+            if (inf->row_pos[r] < first || check_holds_one(col + r, reg->size, (size_t)n)) continue;
+            int s = inf->row_seq[r], pos = inf->row_pos[r];
+            if (inf->fail_layer[s] >= 0 && (inf->fail_layer[s] < l || inf->fail_pos[s] <= pos))
+                continue;
+            if (inf->fail_layer[s] < 0) inf->n_failed++;
+            inf->fail_layer[s] = l;
+            inf->fail_pos[s] = pos;
+            check_describe(m, c, pos, col + r, (size_t)n, &inf->fail_err[s]);
+        }
+    }
+}
+
+static void call_hook(TfInfer *inf, int layer, int n) {
+    int d = inf->m->d_model;
+    for (int r = 0; r < n; r++)
+        for (int c = 0; c < d; c++) inf->rowmajor[(size_t)r * d + c] = inf->x[(size_t)c * n + r];
+    inf->hook(inf->hook_user, layer, inf->rowmajor, n, inf->row_seq, inf->row_pos);
+}
+
+/* Runs the n rows of the step (row_seq, row_pos, row_tok filled, the nf
+ * output rows first) through the model, then the unembedding of the output
+ * rows into logits [n_out, nf]. Returns -1 only when out of memory. */
+static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
+    const TfModel *m = inf->m;
+    int d = m->d_model;
+    int everything = inf->hook || inf->att_hook;
+    if (inf->hook && !inf->rowmajor) {
+        inf->rowmajor = alloc_floats((size_t)inf->max_rows * d);
+        if (!inf->rowmajor) {
+            tf_error_set(err, "out of memory");
+            return -1;
+        }
+    }
+    const float *te = tensor(m, m->tok_embed), *pe = tensor(m, m->pos_embed);
+    const TfPlan *plan = inf->plan;
+    memset(inf->x, 0, (size_t)d * n * sizeof(float));
+    for (int k = 0; k < plan->n_emb_cols; k++) {
+        int c = plan->emb_cols[k];
+        float *xc = inf->x + (size_t)c * n;
+        for (int r = 0; r < n; r++)
+            xc[r] = te[(size_t)inf->row_tok[r] * d + c] + pe[(size_t)inf->row_pos[r] * d + c];
+    }
+    for (int r = 0; r < n; r++) {
+        int s = inf->row_seq[r];
+        if (inf->row_pos[r] + 1 > inf->seq_len[s]) inf->seq_len[s] = inf->row_pos[r] + 1;
+    }
+    if (inf->hook) call_hook(inf, -1, n);
+    for (int l = 0; l < m->n_layers; l++) {
+        const LayerPlan *lp = &inf->plan->layers[l];
+        int n_run = everything || lp->full ? n : nf;
+        const float *in = inf->x;
+        if (lp->norm_w) {
+            // Keys and values read the normalized input at every row.
+            int n_norm = lp->kind == TF_LAYER_ATTENTION ? n : n_run;
+            float *dst = lp->kind == TF_LAYER_NORM ? inf->delta : inf->xn;
+            layernorm_fm(dst, inf->x, d, n, n_norm, lp->norm_w, lp->norm_b, lp->eps, inf->stat);
+            if (lp->kind == TF_LAYER_NORM) {
+                for (int c = 0; c < d; c++)
+                    memcpy(inf->x + (size_t)c * n, dst + (size_t)c * n, (size_t)n_norm * sizeof(float));
+            }
+            in = inf->xn;
+        }
+        if (lp->kind == TF_LAYER_ATTENTION)
+            attention_layer(inf, l, in, n, n_run);
+        else if (lp->kind == TF_LAYER_MLP)
+            mlp_layer(inf, l, in, n, n_run);
+        if (lp->n_checks) run_checks(inf, l, n, n_run);
+        if (inf->hook) call_hook(inf, l, n);
+    }
+    if (plan->numeric) return 0; /* the output register is read directly */
+    // Logits of the output rows; rows the unembedding never writes are 0.
+    const TfLinear *U = &inf->plan->unembed;
+    float *lg = inf->logits;
+    memset(lg, 0, (size_t)U->n_out * nf * sizeof(float));
+    linear(inf, U, inf->delta, nf, inf->x, n, nf);
+    for (int k = 0; k < U->n_rows; k++)
+        memcpy(lg + (size_t)U->rows[k] * nf, inf->delta + (size_t)k * nf, (size_t)nf * sizeof(float));
+    return 0;
+}
+
+static int check_prompts(const TfInfer *inf, const int *const *prompts, const int *lens,
+                         int n_seqs, int n_new, TfError *err) {
+    const TfModel *m = inf->m;
+    if (n_seqs < 0 || n_seqs > inf->max_seqs) {
+        tf_error_set(err, "batch of %d sequences exceeds the %d this engine was made for", n_seqs,
+                     inf->max_seqs);
+        return -1;
+    }
+    if (n_new < 0) {
+        tf_error_set(err, "cannot generate a negative number of tokens (%d)", n_new);
+        return -1;
+    }
+    for (int s = 0; s < n_seqs; s++) {
+        if (lens[s] < 1) {
+            tf_error_set(err, "prompt %d is empty", s);
+            return -1;
+        }
+        if ((long)lens[s] + (n_new > 0 ? n_new - 1 : 0) > m->max_len) {
+            tf_error_set(err,
+                         "prompt %d: %d tokens plus %d to generate exceed the %d positions of the "
+                         "position encoding",
+                         s, lens[s], n_new, m->max_len);
+            return -1;
+        }
+        for (int i = 0; i < lens[s]; i++) {
+            if (prompts[s][i] < 0 || prompts[s][i] >= m->n_vocab) {
+                tf_error_set(err, "prompt %d: token id %d at index %d is outside the vocabulary", s,
+                             prompts[s][i], i);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Fills the rows of one step for the sequences act[0..n_act-1]: with `all`,
+ * every position of each (the output row `out_pos[s]` of each first), else
+ * only the last one. Output row k belongs to sequence act[k]. */
+static int fill_rows(TfInfer *inf, int *const *seqs, const int *len, const int *out_pos,
+                     const int *act, int n_act, int all) {
+    int n = 0;
+    for (int k = 0; k < n_act; k++) {
+        int s = act[k];
+        int p = all ? out_pos[s] : len[s] - 1;
+        inf->row_seq[n] = s;
+        inf->row_pos[n] = p;
+        inf->row_tok[n] = seqs[s][p];
+        n++;
+        if (all) inf->seq_len[s] = 0;
+    }
+    if (!all) return n;
+    for (int k = 0; k < n_act; k++) {
+        int s = act[k];
+        for (int p = 0; p < len[s]; p++) {
+            if (p == out_pos[s]) continue;
+            inf->row_seq[n] = s;
+            inf->row_pos[n] = p;
+            inf->row_tok[n] = seqs[s][p];
+            n++;
+        }
+    }
+    return n;
+}
+
+/* Forgets the failures of the previous call (of any number of sequences). */
+static void reset_failures(TfInfer *inf) {
+    if (!inf->fail_layer) return;
+    for (int s = 0; s < inf->max_seqs; s++) inf->fail_layer[s] = -1;
+    inf->n_failed = 0;
+}
+
+/* 0, or -1 with err set to the first failed sequence's failure. */
+static int report_failures(const TfInfer *inf, int n_seqs, TfError *err) {
+    if (!inf->n_failed) return 0;
+    for (int s = 0; s < n_seqs; s++)
+        if (inf->fail_layer[s] >= 0) {
+            tf_error_set(err, "%s", inf->fail_err[s].msg);
+            break;
+        }
+    return -1;
+}
+
+int infer_n_failed(const TfInfer *inf) { return inf->n_failed; }
+
+const char *infer_failure(const TfInfer *inf, int s) {
+    if (!inf->fail_layer || s < 0 || s >= inf->max_seqs || inf->fail_layer[s] < 0) return NULL;
+    return inf->fail_err[s].msg;
+}
+
+/* The argmax (first maximum) of output row r of the last step's logits. */
+static int logits_argmax(const TfInfer *inf, int r, int nf) {
+    int best = 0;
+    for (int t = 1; t < inf->m->n_vocab; t++)
+        if (inf->logits[(size_t)t * nf + r] > inf->logits[(size_t)best * nf + r]) best = t;
+    return best;
+}
+
+/* Greedy generation of up to cap[s] tokens per sequence; a sequence stops
+ * early after generating `stop` (-1: never). n_out[s]: the tokens kept
+ * (the stop token excluded). Finished sequences leave the batch. */
+static int generate(TfInfer *inf, const int *const *prompts, const int *lens, int n_seqs,
+                    int n_new, const int *cap, int stop, int *out, int *n_out, TfError *err) {
+    // Step 0: every prompt position of every sequence, in one stack of rows.
+    // Later steps: one row per sequence, the token generated last. Without
+    // incremental decoding (a bidirectional layer, or the cache turned off),
+    // each step recomputes all.
+    int incremental = inf->plan->incremental && inf->use_cache;
+    reset_failures(inf);
+    int *len = malloc((size_t)n_seqs * sizeof(int));
+    int *last = malloc((size_t)n_seqs * sizeof(int));
+    int *act = malloc((size_t)n_seqs * sizeof(int));
+    int **seqs = calloc((size_t)n_seqs, sizeof(int *));
+    int rc = -1, n_act = 0;
+    if (!len || !last || !act || !seqs) goto oom;
+    for (int s = 0; s < n_seqs; s++) {
+        seqs[s] = malloc(((size_t)lens[s] + (size_t)n_new) * sizeof(int));
+        if (!seqs[s]) goto oom;
+        memcpy(seqs[s], prompts[s], (size_t)lens[s] * sizeof(int));
+        len[s] = lens[s];
+        n_out[s] = 0;
+        if (cap[s] > 0) act[n_act++] = s;
+    }
+    for (int step = 0; n_act > 0; step++) {
+        for (int k = 0; k < n_act; k++) last[act[k]] = len[act[k]] - 1;
+        int n = fill_rows(inf, seqs, len, last, act, n_act, step == 0 || !incremental);
+        if (forward_rows(inf, n, n_act, err) < 0) goto done;
+        int kept = 0;
+        for (int k = 0; k < n_act; k++) {
+            int s = act[k], best = logits_argmax(inf, k, n_act);
+            if (inf->n_failed && inf->fail_layer[s] >= 0) continue; /* a check failed: done */
+            out[(long)s * n_new + n_out[s]] = best;
+            if (best == stop) continue; /* done; the stop token is not kept */
+            seqs[s][len[s]++] = best;
+            if (++n_out[s] < cap[s]) act[kept++] = s;
+        }
+        n_act = kept;
+    }
+    rc = report_failures(inf, n_seqs, err);
+    goto done;
+oom:
+    tf_error_set(err, "out of memory");
+done:
+    if (seqs)
+        for (int s = 0; s < n_seqs; s++) free(seqs[s]);
+    free(seqs);
+    free(len);
+    free(last);
+    free(act);
+    return rc;
+}
+
+/* Checks that this is a generating (next-token) model. */
+static int check_generating(const TfModel *m, TfError *err) {
+    if (m->output_kind == TF_OUTPUT_CLASSIFY) {
+        tf_error_set(err, "this model classifies; it does not generate tokens");
+        return -1;
+    }
+    if (m->every_position) {
+        tf_error_set(err, "this model is read at every position; it does not generate tokens");
+        return -1;
+    }
+    return 0;
+}
+
+int infer_generate(TfInfer *inf, const int *const *prompts, const int *lens, int n_seqs, int n_new,
+                   int *out, TfError *err) {
+    if (check_generating(inf->m, err) < 0 ||
+        check_prompts(inf, prompts, lens, n_seqs, n_new, err) < 0)
+        return -1;
+    if (n_new == 0 || n_seqs == 0) return 0;
+    int *cap = malloc((size_t)n_seqs * sizeof(int)), *n_out = malloc((size_t)n_seqs * sizeof(int));
+    int rc = -1;
+    if (!cap || !n_out)
+        tf_error_set(err, "out of memory");
+    else {
+        for (int s = 0; s < n_seqs; s++) cap[s] = n_new;
+        rc = generate(inf, prompts, lens, n_seqs, n_new, cap, -1, out, n_out, err);
+    }
+    free(cap);
+    free(n_out);
+    return rc;
+}
+
+int infer_generate_until(TfInfer *inf, const int *const *prompts, const int *lens, int n_seqs,
+                         int max_new, int stop, int *out, int *n_out, TfError *err) {
+    const TfModel *m = inf->m;
+    if (check_generating(m, err) < 0 || check_prompts(inf, prompts, lens, n_seqs, 1, err) < 0)
+        return -1;
+    if (max_new < 0) {
+        tf_error_set(err, "cannot generate a negative number of tokens (%d)", max_new);
+        return -1;
+    }
+    if (stop < -1 || stop >= m->n_vocab) {
+        tf_error_set(err, "stop token %d is outside the vocabulary", stop);
+        return -1;
+    }
+    for (int s = 0; s < n_seqs; s++) n_out[s] = 0;
+    if (max_new == 0 || n_seqs == 0) return 0;
+    int *cap = malloc((size_t)n_seqs * sizeof(int));
+    if (!cap) {
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    // The last token generated is never fed back: positions up to max_len - 1
+    // produce up to max_len - len + 1 tokens.
+    for (int s = 0; s < n_seqs; s++) {
+        int room = m->max_len - lens[s] + 1;
+        cap[s] = max_new < room ? max_new : room;
+    }
+    int rc = generate(inf, prompts, lens, n_seqs, max_new, cap, stop, out, n_out, err);
+    free(cap);
+    return rc;
+}
+
+/* One pass over each whole sequence; the token (toks) or the output
+ * register's value (vals) at every position. */
+static int every_position(TfInfer *inf, const int *const *seqs, const int *lens, int n_seqs,
+                          int *const *toks, float *const *vals, TfError *err) {
+    const TfModel *m = inf->m;
+    if (m->output_kind == TF_OUTPUT_CLASSIFY) {
+        tf_error_set(err, "this model classifies; it has no output at every position");
+        return -1;
+    }
+    if (inf->plan->numeric != (vals != NULL)) {
+        tf_error_set(err, inf->plan->numeric ? "this model prints a number at every position"
+                                             : "this model's output is a token, not a number");
+        return -1;
+    }
+    if (check_prompts(inf, seqs, lens, n_seqs, 0, err) < 0) return -1;
+    reset_failures(inf);
+    if (n_seqs == 0) return 0;
+    int *at = calloc((size_t)n_seqs, sizeof(int)), *act = malloc((size_t)n_seqs * sizeof(int));
+    if (!at || !act) {
+        free(at);
+        free(act);
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    for (int s = 0; s < n_seqs; s++) act[s] = s;
+    // Every row is an output row: nothing is skipped, one pass.
+    int n = fill_rows(inf, (int *const *)seqs, lens, at, act, n_seqs, 1);
+    free(at);
+    free(act);
+    if (forward_rows(inf, n, n, err) < 0) return -1;
+    if (vals) {
+        const float *col = inf->x + (size_t)m->regs[m->output_reg].offset * n;
+        for (int r = 0; r < n; r++) vals[inf->row_seq[r]][inf->row_pos[r]] = col[r];
+    } else {
+        for (int r = 0; r < n; r++)
+            toks[inf->row_seq[r]][inf->row_pos[r]] = logits_argmax(inf, r, n);
+    }
+    return report_failures(inf, n_seqs, err);
+}
+
+int infer_every_position(TfInfer *inf, const int *const *seqs, const int *lens, int n_seqs,
+                         int *const *out, TfError *err) {
+    return every_position(inf, seqs, lens, n_seqs, out, NULL, err);
+}
+
+int infer_every_position_values(TfInfer *inf, const int *const *seqs, const int *lens, int n_seqs,
+                                float *const *out, TfError *err) {
+    return every_position(inf, seqs, lens, n_seqs, NULL, out, err);
+}
+
+int infer_classify(TfInfer *inf, const int *const *seqs, const int *lens, int n_seqs, float *probs,
+                   TfError *err) {
+    const TfModel *m = inf->m;
+    if (m->output_kind != TF_OUTPUT_CLASSIFY) {
+        tf_error_set(err, "this model predicts tokens; it does not classify");
+        return -1;
+    }
+    if (check_prompts(inf, seqs, lens, n_seqs, 0, err) < 0) return -1;
+    int *at = calloc((size_t)n_seqs + 1, sizeof(int));
+    if (!at) {
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    int *act = calloc((size_t)n_seqs + 1, sizeof(int));
+    if (!act) {
+        free(at);
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    for (int s = 0; s < n_seqs; s++) {
+        at[s] = m->classify_at_last ? lens[s] - 1 : 0;
+        act[s] = s;
+    }
+    int n = fill_rows(inf, (int *const *)seqs, lens, at, act, n_seqs, 1);
+    free(at);
+    free(act);
+    reset_failures(inf);
+    if (forward_rows(inf, n, n_seqs, err) < 0) return -1;
+    int C = m->n_classes;
+    for (int s = 0; s < n_seqs; s++) {
+        float maxv = -INFINITY, sum = 0.0f, *p = probs + (size_t)s * C;
+        for (int c = 0; c < C; c++) {
+            p[c] = inf->logits[(size_t)c * n_seqs + s];
+            if (p[c] > maxv) maxv = p[c];
+        }
+        for (int c = 0; c < C; c++) sum += p[c] = expf(p[c] - maxv);
+        for (int c = 0; c < C; c++) p[c] /= sum;
+    }
+    return report_failures(inf, n_seqs, err);
+}
+
+int infer_tokenize(const TfModel *m, const char *text, int len, int *ids, TfError *err) {
+    int map[256];
+    for (int i = 0; i < 256; i++) map[i] = -1;
+    for (int i = 0; i < m->n_vocab; i++) map[(unsigned char)m->vocab[i]] = i;
+    for (int i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (map[c] < 0) {
+            char shown[8];
+            if (c >= 0x20 && c < 0x7f && c != '\\' && c != '\'')
+                snprintf(shown, sizeof shown, "%c", c);
+            else if (c == '\n')
+                snprintf(shown, sizeof shown, "\\n");
+            else if (c == '\t')
+                snprintf(shown, sizeof shown, "\\t");
+            else
+                snprintf(shown, sizeof shown, "\\x%02x", c);
+            tf_error_set(err, "character '%s' at index %d is not in the vocabulary", shown, i);
+            return -1;
+        }
+        ids[i] = map[c];
+    }
+    return 0;
+}
+

@@ -1,0 +1,825 @@
+/* inspect.c: captures, register decoding, traces. See inspect.h.
+ *
+ * Dimension legend: P positions of the captured sequence, d d_model, H heads
+ * of an attention layer, V outputs of the unembedding (n_vocab, or n_classes
+ * for a classifier).
+ */
+#include "inspect.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checks.h"
+#include "infer.h"
+#include "report.h"
+
+#define INSPECT_PI 3.14159265358979323846
+
+/* --- decoding ------------------------------------------------------------ */
+
+/* The label of column i of a one-hot register: a token's text, or a
+ * categorical value's label. */
+static void onehot_label(const TfModel *m, const TfRegister *reg, int i, char *buf, size_t n) {
+    if (reg->kind == TF_REG_CATEGORICAL) {
+        snprintf(buf, n, "%s", reg->values && i >= 0 && i < reg->size ? reg->values[i] : "?");
+    } else {
+        char t[8];
+        model_token_text(m, i >= 0 && i < m->n_vocab ? i : 0, t);
+        snprintf(buf, n, "%s", t);
+    }
+}
+
+/* Token and categorical registers: one-hot over their columns. */
+static void decode_token(const TfModel *m, const TfRegister *reg, const float *v, TfDecoded *o) {
+    int best = 0, second = -1;
+    for (int i = 1; i < reg->size; i++) {
+        if (v[i] > v[best]) {
+            second = best;
+            best = i;
+        } else if (second < 0 || v[i] > v[second]) {
+            second = i;
+        }
+    }
+    float maxabs = 0;
+    int n_hot = 0; /* values that are not near 0 */
+    for (int i = 0; i < reg->size; i++) {
+        if (fabsf(v[i]) > maxabs || isnan(v[i])) maxabs = isnan(v[i]) ? INFINITY : fabsf(v[i]);
+        if (!(fabsf(v[i]) <= TF_DECODE_TOL)) n_hot++;
+    }
+    o->index = best;
+    o->runner_up = second;
+    o->value = v[best];
+    o->margin = second >= 0 ? v[best] - v[second] : v[best];
+    if (maxabs < TF_DECODE_ZERO) {
+        o->status = TF_DECODE_EMPTY;
+        return;
+    }
+    char a[16], b[16];
+    onehot_label(m, reg, best, a, sizeof a);
+    if (n_hot > 1) { /* a mix of values (NaN counts as away from 0) */
+        o->status = TF_DECODE_FLAGGED;
+        onehot_label(m, reg, second >= 0 ? second : best, b, sizeof b);
+        snprintf(o->why, sizeof o->why, "not one-hot: %d values away from 0; '%.8s' %.3g, '%.8s' %.3g",
+                 n_hot, a, (double)v[best], b, second >= 0 ? (double)v[second] : 0.0);
+    } else if (!(fabsf(v[best] - 1.0f) <= TF_DECODE_TOL)) { /* one token, but not at 1 */
+        o->status = TF_DECODE_FLAGGED;
+        snprintf(o->why, sizeof o->why, "not one-hot: '%.8s' is %.3g, not 1", a, (double)v[best]);
+    } else {
+        o->status = TF_DECODE_CLEAN;
+    }
+}
+
+static void decode_position(const TfModel *m, const float *v, TfDecoded *o) {
+    double s = v[0], c = v[1];
+    double r = sqrt(s * s + c * c);
+    double period = m->period > 0 ? m->period : 1;
+    double p = atan2(s, c) * period / (2 * INSPECT_PI);
+    if (p < 0) p += period;
+    if (p >= period) p -= period;
+    long k = lround(p);
+    double off = fabs(p - (double)k);
+    if (k >= (long)period) k -= (long)period;
+    o->index = (int)k;
+    o->runner_up = -1;
+    o->value = (float)p;
+    o->margin = (float)r;
+    if (isnan(r)) {
+        o->status = TF_DECODE_FLAGGED;
+        o->index = -1;
+        snprintf(o->why, sizeof o->why, "not a number (sin %g, cos %g)", s, c);
+    } else if (r < TF_DECODE_ZERO) {
+        o->status = TF_DECODE_EMPTY;
+    } else if (fabs(r - 1) > TF_DECODE_TOL) {
+        o->status = TF_DECODE_FLAGGED;
+        snprintf(o->why, sizeof o->why, "length %.3g, not 1 (a mix of positions?); angle says %.2f",
+                 r, p);
+    } else if (off > TF_DECODE_POS_TOL) {
+        long lo = (long)floor(p), hi = (lo + 1) % (long)period;
+        o->status = TF_DECODE_FLAGGED;
+        snprintf(o->why, sizeof o->why, "between %ld and %ld (%.2f)", lo, hi, p);
+    } else {
+        o->status = TF_DECODE_CLEAN;
+    }
+}
+
+void inspect_decode(const TfModel *m, const TfRegister *reg, const float *row, TfDecoded *out) {
+    memset(out, 0, sizeof *out);
+    const float *v = row + reg->offset;
+    switch (reg->kind) {
+    case TF_REG_TOKEN:
+    case TF_REG_CATEGORICAL: decode_token(m, reg, v, out); break;
+    case TF_REG_POSITION: decode_position(m, v, out); break;
+    default:
+        out->index = out->runner_up = -1;
+        out->value = v[0];
+        if (isfinite(v[0])) {
+            out->status = TF_DECODE_CLEAN;
+        } else {
+            out->status = TF_DECODE_FLAGGED;
+            snprintf(out->why, sizeof out->why, "not a finite number");
+        }
+        break;
+    }
+}
+
+/* --- capture ------------------------------------------------------------- */
+
+const float *capture_row(const TfCapture *c, int block, int pos) {
+    return c->resid + ((size_t)block * (size_t)c->n_pos + (size_t)pos) * (size_t)c->m->d_model;
+}
+
+float capture_att(const TfCapture *c, int layer, int h, int q, int k) {
+    size_t P = (size_t)c->n_pos;
+    return c->att[layer][((size_t)h * P + (size_t)q) * P + (size_t)k];
+}
+
+void capture_free(TfCapture *c) {
+    if (!c) return;
+    if (c->att)
+        for (int l = 0; l < c->m->n_layers; l++) free(c->att[l]);
+    free(c->att);
+    free(c->outputs);
+    free(c->values);
+    free(c->resid);
+    free(c->tokens);
+    free(c);
+}
+
+/* infer's layer hook: the rows just computed go to their block. */
+static void capture_layer_hook(void *user, int layer, const float *x, int n_rows,
+                               const int *row_seq, const int *row_pos) {
+    TfCapture *c = user;
+    int d = c->m->d_model;
+    for (int r = 0; r < n_rows; r++) {
+        if (row_seq[r] != 0 || row_pos[r] < 0 || row_pos[r] >= c->n_pos) continue;
+        memcpy((float *)capture_row(c, layer + 1, row_pos[r]), x + (size_t)r * (size_t)d,
+               (size_t)d * sizeof(float));
+    }
+}
+
+/* infer's attention hook: one head's weights for one query row. */
+static void capture_att_hook(void *user, int layer, int head, int seq, int pos, const float *att,
+                             int T) {
+    TfCapture *c = user;
+    if (seq != 0 || pos < 0 || pos >= c->n_pos || !c->att[layer]) return;
+    if (head < 0 || head >= c->m->layers[layer].n_heads) return;
+    if (T > c->n_pos) T = c->n_pos;
+    size_t P = (size_t)c->n_pos;
+    float *dst = c->att[layer] + ((size_t)head * P + (size_t)pos) * P;
+    memset(dst, 0, P * sizeof(float));
+    memcpy(dst, att, (size_t)T * sizeof(float));
+}
+
+TfCapture *inspect_capture(const TfModel *m, const int *tokens, int n_pos, TfError *err) {
+    if (n_pos < 1) {
+        tf_error_set(err, "nothing to inspect: the sequence is empty");
+        return NULL;
+    }
+    TfCapture *c = calloc(1, sizeof *c);
+    if (!c) goto oom;
+    c->m = m;
+    c->n_pos = n_pos;
+    c->n_blocks = m->n_layers + 1;
+    c->tokens = malloc((size_t)n_pos * sizeof(int));
+    c->resid = calloc((size_t)c->n_blocks * (size_t)n_pos * (size_t)m->d_model, sizeof(float));
+    c->att = calloc((size_t)m->n_layers + 1, sizeof(float *));
+    if (!c->tokens || !c->resid || !c->att) goto oom;
+    memcpy(c->tokens, tokens, (size_t)n_pos * sizeof(int));
+    for (int l = 0; l < m->n_layers; l++) {
+        const TfLayer *ly = &m->layers[l];
+        if (ly->kind != TF_LAYER_ATTENTION || ly->n_heads < 1) continue;
+        c->att[l] = calloc((size_t)ly->n_heads * (size_t)n_pos * (size_t)n_pos, sizeof(float));
+        if (!c->att[l]) goto oom;
+    }
+
+    TfInfer *inf = infer_new(m, 1, err);
+    if (!inf) {
+        capture_free(c);
+        return NULL;
+    }
+    infer_set_hook(inf, capture_layer_hook, c);
+    infer_set_attention_hook(inf, capture_att_hook, c);
+    int rc;
+    if (m->output_kind == TF_OUTPUT_CLASSIFY) {
+        // A classifier: one pass, the likeliest class is the "next" output.
+        float *probs = malloc(((size_t)m->n_classes + 1) * sizeof(float));
+        rc = probs ? infer_classify(inf, &tokens, &n_pos, 1, probs, err) : -1;
+        if (!probs) tf_error_set(err, "out of memory");
+        for (int k = 1; rc == 0 && k < m->n_classes; k++)
+            if (probs[k] > probs[c->next]) c->next = k;
+        free(probs);
+    } else if (model_numeric_output(m)) {
+        // One pass; no token: the output register's value at each position.
+        c->next = -1;
+        c->values = malloc((size_t)n_pos * sizeof(float));
+        rc = c->values ? infer_every_position_values(inf, &tokens, &n_pos, 1, &c->values, err) : -1;
+        if (!c->values) tf_error_set(err, "out of memory");
+    } else if (m->every_position) {
+        // One pass; "next" is the token at the last position.
+        c->outputs = malloc((size_t)n_pos * sizeof(int));
+        rc = c->outputs ? infer_every_position(inf, &tokens, &n_pos, 1, &c->outputs, err) : -1;
+        if (!c->outputs) tf_error_set(err, "out of memory");
+        if (rc == 0) c->next = c->outputs[n_pos - 1];
+    } else {
+        rc = infer_generate(inf, &tokens, &n_pos, 1, 1, &c->next, err);
+    }
+    if (rc < 0 && infer_n_failed(inf) > 0) { /* a run-time check: keep the capture */
+        c->failed = 1;
+        tf_error_set(&c->failure, "%s", infer_failure(inf, 0));
+        rc = 0;
+    }
+    infer_free(inf);
+    if (rc < 0) {
+        capture_free(c);
+        return NULL;
+    }
+    return c;
+oom:
+    capture_free(c);
+    tf_error_set(err, "out of memory capturing %d positions", n_pos);
+    return NULL;
+}
+
+int inspect_layer_wrote(const TfCapture *c, int layer, const TfRegister *reg) {
+    if (layer >= 0 && c->m->layers[layer].kind == TF_LAYER_NORM) return 1;
+    for (int p = 0; p < c->n_pos; p++) {
+        const float *after = capture_row(c, layer + 1, p) + reg->offset;
+        const float *before = layer >= 0 ? capture_row(c, layer, p) + reg->offset : NULL;
+        for (int i = 0; i < reg->size; i++) {
+            float b = before ? before[i] : 0.0f;
+            float diff = fabsf(after[i] - b);
+            if (!(diff <= 1e-6f * fmaxf(1.0f, fabsf(b)))) return 1;
+        }
+    }
+    return 0;
+}
+
+/* --- logit lens ---------------------------------------------------------- */
+
+static const float *tensor_data(const TfModel *m, int idx) {
+    return idx >= 0 && idx < m->n_tensors ? m->tensors[idx].data : NULL;
+}
+
+/* Number of outputs of the unembedding. */
+static int n_outputs(const TfModel *m) { return (int)m->tensors[m->unembed].shape[0]; }
+
+void inspect_logit_lens(const TfCapture *c, int block, int pos, int k, int *ids, float *probs) {
+    const TfModel *m = c->m;
+    int d = m->d_model, V = n_outputs(m);
+    const float *x = capture_row(c, block, pos);
+    float *tmp = malloc((size_t)d * sizeof(float));
+    double *logit = malloc((size_t)V * sizeof(double));
+    if (!tmp || !logit) {
+        free(tmp);
+        free(logit);
+        for (int i = 0; i < k; i++) ids[i] = -1, probs[i] = 0;
+        return;
+    }
+    memcpy(tmp, x, (size_t)d * sizeof(float));
+    // A final norm (the last layer) is what the unembedding expects to see.
+    const TfLayer *last = m->n_layers > 0 ? &m->layers[m->n_layers - 1] : NULL;
+    if (last && last->kind == TF_LAYER_NORM && block < c->n_blocks - 1) {
+        double mean = 0, var = 0;
+        for (int i = 0; i < d; i++) mean += tmp[i];
+        mean /= d;
+        for (int i = 0; i < d; i++) var += (tmp[i] - mean) * (tmp[i] - mean);
+        var /= d;
+        double inv = 1 / sqrt(var + (double)last->norm_eps);
+        const float *w = tensor_data(m, last->norm_weight), *b = tensor_data(m, last->norm_bias);
+        for (int i = 0; i < d; i++)
+            tmp[i] = (float)((tmp[i] - mean) * inv * (w ? w[i] : 1) + (b ? b[i] : 0));
+    }
+    const float *U = m->tensors[m->unembed].data, *ub = tensor_data(m, m->unembed_bias);
+    double mx = -INFINITY;
+    for (int v = 0; v < V; v++) {
+        double s = ub ? ub[v] : 0;
+        for (int i = 0; i < d; i++) s += (double)U[(size_t)v * d + i] * tmp[i];
+        logit[v] = s;
+        if (s > mx) mx = s;
+    }
+    double z = 0;
+    for (int v = 0; v < V; v++) z += exp(logit[v] - mx);
+    for (int i = 0; i < k; i++) {
+        int best = -1;
+        for (int v = 0; v < V; v++) {
+            int taken = 0;
+            for (int j = 0; j < i; j++) taken |= ids[j] == v;
+            if (!taken && (best < 0 || logit[v] > logit[best])) best = v;
+        }
+        ids[i] = best;
+        probs[i] = best >= 0 ? (float)(exp(logit[best] - mx) / z) : 0.0f;
+    }
+    free(tmp);
+    free(logit);
+}
+
+void inspect_token_text(const TfModel *m, int id, char *buf, size_t bufsz) {
+    if (id >= 0 && id < m->n_vocab && bufsz >= 8) {
+        char t[8];
+        model_token_text(m, id, t);
+        snprintf(buf, bufsz, "%s", strcmp(t, " ") == 0 ? "' '" : t);
+    } else {
+        snprintf(buf, bufsz, "#%d", id);
+    }
+}
+
+void inspect_value_text(const TfRegister *reg, int i, char *buf, size_t bufsz) {
+    if (reg->kind == TF_REG_CATEGORICAL && reg->values && i >= 0 && i < reg->size)
+        snprintf(buf, bufsz, "%s", reg->values[i]);
+    else
+        snprintf(buf, bufsz, "#%d", i);
+}
+
+void inspect_output_text(const TfModel *m, int id, char *buf, size_t bufsz) {
+    if (m->output_kind == TF_OUTPUT_CLASSIFY && m->class_names && id >= 0 && id < m->n_classes) {
+        snprintf(buf, bufsz, "%s", m->class_names[id]);
+    } else if (m->output_kind != TF_OUTPUT_CLASSIFY && id >= 0 && id < m->n_vocab && bufsz >= 8) {
+        char t[8];
+        model_token_text(m, id, t);
+        snprintf(buf, bufsz, "%s", strcmp(t, " ") == 0 ? "' '" : t);
+    } else {
+        snprintf(buf, bufsz, "#%d", id);
+    }
+}
+
+int inspect_read_position(const TfCapture *c) {
+    return c->m->output_kind == TF_OUTPUT_CLASSIFY && !c->m->classify_at_last ? 0 : c->n_pos - 1;
+}
+
+int inspect_output_read(const TfCapture *c, int pos, TfDecoded *d) {
+    const TfModel *m = c->m;
+    const TfRegister *reg = &m->regs[m->output_reg];
+    inspect_decode(m, reg, capture_row(c, c->n_blocks - 1, pos), d);
+    if (d->status == TF_DECODE_EMPTY || d->index < 0 || m->output_kind == TF_OUTPUT_CLASSIFY)
+        return -1;
+    // The unembedding's column of the hot residual column: its largest
+    // weight names the token (a compiled unembedding is 0/1).
+    const float *U = m->tensors[m->unembed].data;
+    size_t dm = (size_t)m->d_model, col = (size_t)(reg->offset + d->index);
+    int best = -1;
+    float top = 0;
+    for (int v = 0; v < n_outputs(m); v++)
+        if (U[(size_t)v * dm + col] > top) top = U[(size_t)v * dm + col], best = v;
+    return best;
+}
+
+/* --- the text trace ------------------------------------------------------ */
+
+#define CELL 6                 /* characters per position column (plus a space) */
+#define MAX_NOTES 4            /* flagged cells described per register and layer */
+#define ATT_CELL 4             /* characters per key column of an attention matrix */
+#define TF_MARGIN_SHOWN 0.995f /* a token row gets a margin row when some margin is below */
+
+typedef struct Printer {
+    const TfCapture *c;
+    FILE *out;
+    int label_w; /* width of the row labels */
+    int cell_w;  /* characters per position column: CELL, or wider for full precision */
+} Printer;
+
+/* A number as the shortest text that reads back as the same float32, as
+ * tfrun prints a numeric output (infer_value_text): the trace shows every
+ * scalar register at full precision. */
+static void fmt_num(char *buf, size_t n, double v) {
+    char text[TF_VALUE_TEXT_MAX];
+    infer_value_text(v == 0 ? 0.0f : (float)v, text); /* no "-0" */
+    snprintf(buf, n, "%s", text);
+}
+
+/* The widest scalar cell (and its '!') sets the column width. */
+static void set_width(Printer *pr) {
+    const TfCapture *c = pr->c;
+    const TfModel *m = c->m;
+    pr->cell_w = CELL;
+    for (int r = 0; r < m->n_regs; r++) {
+        if (m->regs[r].kind != TF_REG_SCALAR) continue;
+        for (int b = 0; b < c->n_blocks; b++)
+            for (int p = 0; p < c->n_pos; p++) {
+                char buf[32];
+                fmt_num(buf, sizeof buf, capture_row(c, b, p)[m->regs[r].offset]);
+                int w = (int)strlen(buf) + 1; /* room for a '!' */
+                if (w > pr->cell_w) pr->cell_w = w;
+            }
+    }
+    if (c->values) /* a numeric output's row */
+        for (int p = 0; p < c->n_pos; p++) {
+            char buf[32];
+            fmt_num(buf, sizeof buf, c->values[p]);
+            int w = (int)strlen(buf) + 1;
+            if (w > pr->cell_w) pr->cell_w = w;
+        }
+}
+
+static void row_label(const Printer *pr, const char *label) {
+    fprintf(pr->out, "    %-*s", pr->label_w, label);
+}
+
+static void print_cells(const Printer *pr, const char *label, char (*cells)[32]) {
+    row_label(pr, label);
+    for (int p = 0; p < pr->c->n_pos; p++) fprintf(pr->out, " %*s", pr->cell_w, cells[p]);
+    fputc('\n', pr->out);
+}
+
+/* The rows of one register after `block`, and its flagged cells as notes. */
+static void print_register(const Printer *pr, int block, const TfRegister *reg, char (*cells)[32]) {
+    const TfCapture *c = pr->c;
+    const TfModel *m = c->m;
+    TfDecoded *dec = malloc((size_t)c->n_pos * sizeof *dec);
+    if (!dec) return;
+    int n_flagged = 0;
+    for (int p = 0; p < c->n_pos; p++) {
+        inspect_decode(m, reg, capture_row(c, block, p), &dec[p]);
+        const TfDecoded *d = &dec[p];
+        char *cell = cells[p];
+        if (d->status == TF_DECODE_FLAGGED) n_flagged++;
+        if (d->status == TF_DECODE_EMPTY) {
+            snprintf(cell, 32, ".");
+        } else if (reg->kind == TF_REG_TOKEN) {
+            inspect_token_text(m, d->index, cell, 31);
+        } else if (reg->kind == TF_REG_CATEGORICAL) {
+            inspect_value_text(reg, d->index, cell, CELL + 1);
+        } else if (reg->kind == TF_REG_POSITION) {
+            if (d->status == TF_DECODE_FLAGGED && d->index >= 0 &&
+                fabsf(d->margin - 1) <= TF_DECODE_TOL)
+                snprintf(cell, 32, "%.1f", (double)d->value);
+            else if (d->index >= 0)
+                snprintf(cell, 32, "%d", d->index);
+            else
+                snprintf(cell, 32, "nan");
+        } else {
+            fmt_num(cell, 32, d->value);
+        }
+        if (d->status == TF_DECODE_FLAGGED) strcat(cell, "!");
+    }
+    print_cells(pr, reg->name, cells);
+    // Margins only where they say something: some one-hot is not clear-cut.
+    int unsure = 0;
+    for (int p = 0; p < c->n_pos; p++)
+        unsure |= dec[p].status != TF_DECODE_EMPTY && !(dec[p].margin >= TF_MARGIN_SHOWN);
+    if ((reg->kind == TF_REG_TOKEN || reg->kind == TF_REG_CATEGORICAL) && unsure) {
+        for (int p = 0; p < c->n_pos; p++) {
+            if (dec[p].status == TF_DECODE_EMPTY)
+                snprintf(cells[p], 32, ".");
+            else
+                snprintf(cells[p], 32, "%.2f", (double)dec[p].margin);
+        }
+        print_cells(pr, "  margin", cells);
+    }
+    // One line of notes per register: "! left_pos at 1: between 0 and 1 (0.50); at 3: ...".
+    if (n_flagged) {
+        fprintf(pr->out, "    ! %s", reg->name);
+        int shown = 0;
+        for (int p = 0; p < c->n_pos && shown < MAX_NOTES; p++) {
+            if (dec[p].status != TF_DECODE_FLAGGED) continue;
+            fprintf(pr->out, "%s at %d: %s", shown ? ";" : "", p, dec[p].why);
+            shown++;
+        }
+        if (n_flagged > shown) fprintf(pr->out, "; %d more", n_flagged - shown);
+        fputc('\n', pr->out);
+    }
+    free(dec);
+}
+
+/* Compiled models: per head, the key position each query attends to most;
+ * "~" when that weight is under 0.9 (the attention is spread). */
+static void print_attends(const Printer *pr, int layer, char (*cells)[32]) {
+    const TfCapture *c = pr->c;
+    for (int h = 0; h < c->m->layers[layer].n_heads; h++) {
+        for (int q = 0; q < c->n_pos; q++) {
+            int best = 0;
+            for (int k = 1; k <= q || (k < c->n_pos && !c->m->layers[layer].causal); k++)
+                if (k < c->n_pos &&
+                    capture_att(c, layer, h, q, k) > capture_att(c, layer, h, q, best))
+                    best = k;
+            snprintf(cells[q], 32, "%d%s", best,
+                     capture_att(c, layer, h, q, best) < 0.9f ? "~" : "");
+        }
+        char label[32];
+        snprintf(label, sizeof label, "attends h%d", h);
+        print_cells(pr, label, cells);
+    }
+}
+
+/* Learned models: the full matrix of each head, weights in percent. */
+static void print_att_matrix(const Printer *pr, int layer) {
+    const TfCapture *c = pr->c;
+    for (int h = 0; h < c->m->layers[layer].n_heads; h++) {
+        fprintf(pr->out, "    head %d (%% of query row's attention; rows query, columns key)\n", h);
+        fprintf(pr->out, "      %*s", 9, "");
+        for (int k = 0; k < c->n_pos; k++) fprintf(pr->out, "%*d", ATT_CELL, k);
+        fputc('\n', pr->out);
+        for (int q = 0; q < c->n_pos; q++) {
+            char tok[32];
+            inspect_token_text(c->m, c->tokens[q], tok, sizeof tok);
+            fprintf(pr->out, "      %3d %-5.5s", q, tok);
+            for (int k = 0; k < c->n_pos; k++) {
+                float w = capture_att(c, layer, h, q, k);
+                if (w < 0.005f)
+                    fprintf(pr->out, "%*s", ATT_CELL, ".");
+                else
+                    fprintf(pr->out, "%*d", ATT_CELL, (int)lroundf(w * 100));
+            }
+            fputc('\n', pr->out);
+        }
+    }
+}
+
+/* Learned models: the two likeliest outputs after `block`, with p. */
+static void print_lens(const Printer *pr, int block, char (*cells)[32]) {
+    const TfCapture *c = pr->c;
+    int V = n_outputs(c->m), k = V < 2 ? V : 2;
+    int *ids = malloc((size_t)c->n_pos * 2 * sizeof(int));
+    float *probs = malloc((size_t)c->n_pos * 2 * sizeof(float));
+    if (!ids || !probs) {
+        free(ids);
+        free(probs);
+        return;
+    }
+    for (int p = 0; p < c->n_pos; p++)
+        inspect_logit_lens(c, block, p, k, ids + 2 * p, probs + 2 * p);
+    for (int j = 0; j < k; j++) {
+        char label[32];
+        for (int p = 0; p < c->n_pos; p++) inspect_output_text(c->m, ids[2 * p + j], cells[p], 31);
+        snprintf(label, sizeof label, "lens top%d", j + 1);
+        print_cells(pr, label, cells);
+        for (int p = 0; p < c->n_pos; p++) snprintf(cells[p], 32, "%.2f", (double)probs[2 * p + j]);
+        print_cells(pr, "  p", cells);
+    }
+    free(ids);
+    free(probs);
+}
+
+/* Columns outside every register that `layer` changed (compiled models). */
+static void note_unassigned(const Printer *pr, int layer) {
+    const TfCapture *c = pr->c;
+    const TfModel *m = c->m;
+    int d = m->d_model, first = -1, count = 0;
+    for (int col = 0; col < d; col++) {
+        int owned = 0;
+        for (int r = 0; r < m->n_regs; r++)
+            owned |= col >= m->regs[r].offset && col < m->regs[r].offset + m->regs[r].size;
+        if (owned) continue;
+        TfRegister one = {.name = "", .kind = TF_REG_SCALAR, .offset = col, .size = 1};
+        if (inspect_layer_wrote(c, layer, &one)) {
+            if (first < 0) first = col;
+            count++;
+        }
+    }
+    if (count)
+        fprintf(pr->out, "    ! %d column%s outside every register changed (first: %d)\n", count,
+                count == 1 ? "" : "s", first);
+}
+
+/* The positions where a run-time check of `layer` fails (checks.h). */
+static void note_checks(const Printer *pr, int layer) {
+    const TfCapture *c = pr->c;
+    const TfModel *m = c->m;
+    for (int k = 0; k < m->n_checks; k++) {
+        const TfCheck *ck = &m->checks[k];
+        if (ck->layer != layer) continue;
+        const TfRegister *reg = &m->regs[ck->reg];
+        int shown = 0, n_bad = 0;
+        for (int p = check_first_position(m); p < c->n_pos; p++) {
+            const float *v = capture_row(c, layer + 1, p) + reg->offset;
+            if (check_holds_one(v, reg->size, 1)) continue;
+            if (shown++ < MAX_NOTES) {
+                TfError e;
+                check_describe(m, ck, p, v, 1, &e);
+                fprintf(pr->out, "    ! check of %s fails: %s\n", reg->name, e.msg);
+            }
+            n_bad++;
+        }
+        if (n_bad > MAX_NOTES)
+            fprintf(pr->out, "    ! check of %s fails at %d more positions\n", reg->name,
+                    n_bad - MAX_NOTES);
+    }
+}
+
+/* What the unembedding reads at the last position (compiled models). */
+static void note_output(const Printer *pr, char (*cells)[32]) {
+    const TfCapture *c = pr->c;
+    const TfModel *m = c->m;
+    if (c->values) {
+        // A number at every position: the output register's values.
+        for (int p = 0; p < c->n_pos; p++) fmt_num(cells[p], 32, c->values[p]);
+        if (m->bos >= 0 && c->tokens[0] == m->bos) snprintf(cells[0], 32, "-");
+        print_cells(pr, "output", cells);
+        return;
+    }
+    if (c->outputs) {
+        // Every position: what the unembedding makes of each row.
+        for (int p = 0; p < c->n_pos; p++) inspect_token_text(m, c->outputs[p], cells[p], 31);
+        if (m->bos >= 0 && c->tokens[0] == m->bos) snprintf(cells[0], 32, "-");
+        print_cells(pr, "output", cells);
+    }
+    if (m->output_reg < 0 || m->output_kind != TF_OUTPUT_NEXT_TOKEN || c->outputs) return;
+    const TfRegister *reg = &m->regs[m->output_reg];
+    TfDecoded d;
+    char tok[32], val[32];
+    int pos = c->n_pos - 1, t = inspect_output_read(c, pos, &d);
+    inspect_token_text(m, t, tok, sizeof tok);
+    if (d.status == TF_DECODE_EMPTY) {
+        fprintf(pr->out,
+                "  ! output: %s is empty at position %d: the next token is the argmax of "
+                "near-zero logits\n",
+                reg->name, pos);
+    } else if (d.status == TF_DECODE_FLAGGED) {
+        fprintf(pr->out, "  ! output: %s at position %d: %s\n", reg->name, pos, d.why);
+    } else if (t < 0) {
+        inspect_value_text(reg, d.index, val, sizeof val);
+        fprintf(pr->out,
+                "  ! output: %s at position %d holds %s, which the unembedding maps to no token\n",
+                reg->name, pos, val);
+    } else if (reg->kind == TF_REG_CATEGORICAL) {
+        inspect_value_text(reg, d.index, val, sizeof val);
+        fprintf(pr->out, "  output: %s at position %d reads %s (value %s)\n", reg->name, pos, tok,
+                val);
+    } else {
+        fprintf(pr->out, "  output: %s at position %d reads %s\n", reg->name, pos, tok);
+    }
+}
+
+/* Models without registers: the model's own prediction, with p. */
+static void note_prediction(const Printer *pr) {
+    const TfCapture *c = pr->c;
+    int pos = inspect_read_position(c), id;
+    float p;
+    char out[32];
+    inspect_logit_lens(c, c->n_blocks - 1, pos, 1, &id, &p);
+    inspect_output_text(c->m, id, out, sizeof out);
+    fprintf(pr->out, "  output: %s %s at position %d (p %.4f)\n",
+            c->m->output_kind == TF_OUTPUT_CLASSIFY ? "class" : "next", out, pos, (double)p);
+}
+
+void inspect_print_trace(const TfCapture *c, FILE *out) {
+    const TfModel *m = c->m;
+    Printer pr = {c, out, 12, CELL};
+    set_width(&pr);
+    for (int r = 0; r < m->n_regs; r++) {
+        int n = (int)strlen(m->regs[r].name);
+        if (n > pr.label_w) pr.label_w = n;
+    }
+    char(*cells)[32] = malloc((size_t)c->n_pos * sizeof *cells);
+    if (!cells) return;
+
+    char next[32];
+    inspect_output_text(m, c->next, next, sizeof next);
+    fprintf(out, "step %d: %d positions \"", c->step, c->n_pos);
+    for (int p = 0; p < c->n_pos; p++) {
+        char t[8];
+        model_token_text(m, c->tokens[p], t);
+        fputs(t, out);
+    }
+    if (c->values) {
+        fprintf(out, "\" -> every position");
+        for (int p = 0; p < c->n_pos; p++) {
+            char v[TF_VALUE_TEXT_MAX];
+            model_value_text(c->values[p], v);
+            fprintf(out, " %s", v);
+        }
+        fputc('\n', out);
+    } else if (c->outputs) {
+        fprintf(out, "\" -> every position \"");
+        for (int p = 0; p < c->n_pos; p++) {
+            char t[8];
+            model_token_text(m, c->outputs[p], t);
+            fputs(t, out);
+        }
+        fprintf(out, "\"\n");
+    } else {
+        fprintf(out, "\" -> %s %s\n", m->output_kind == TF_OUTPUT_CLASSIFY ? "class" : "next",
+                next);
+    }
+    if (m->n_regs == 0)
+        fprintf(out, "(no registers: logit lens and attention per layer)\n");
+    else
+        fprintf(out, "(after each layer, the registers it wrote, decoded; '.' empty, '!' flagged; "
+                     "margin rows when some one-hot is not clear-cut)\n");
+    for (int p = 0; p < c->n_pos; p++) snprintf(cells[p], 32, "%d", p);
+    print_cells(&pr, "position", cells);
+    for (int p = 0; p < c->n_pos; p++) inspect_token_text(m, c->tokens[p], cells[p], 31);
+    print_cells(&pr, "token", cells);
+
+    for (int block = 0; block < c->n_blocks; block++) {
+        int layer = block - 1;
+        if (layer < 0) {
+            fprintf(out, "  embedding\n");
+        } else {
+            const TfLayer *ly = &m->layers[layer];
+            fprintf(out, "  layer %d %s  (%s", layer, ly->name, tf_layer_kind_names[ly->kind]);
+            if (ly->op) fprintf(out, ", %s", ly->op);
+            if (ly->line > 0) fprintf(out, ", line %d", ly->line);
+            fprintf(out, ")\n");
+        }
+        if (m->n_regs > 0) {
+            int wrote = 0;
+            for (int r = 0; r < m->n_regs; r++) {
+                if (!inspect_layer_wrote(c, layer, &m->regs[r])) continue;
+                print_register(&pr, block, &m->regs[r], cells);
+                wrote++;
+            }
+            if (layer >= 0 && m->layers[layer].kind == TF_LAYER_ATTENTION && c->att[layer])
+                print_attends(&pr, layer, cells);
+            if (layer >= 0) note_unassigned(&pr, layer);
+            if (layer >= 0 && m->n_checks) note_checks(&pr, layer);
+            if (!wrote) fprintf(out, "    (no register changed)\n");
+            if (block == c->n_blocks - 1) note_output(&pr, cells);
+        } else {
+            print_lens(&pr, block, cells);
+            if (layer >= 0 && m->layers[layer].kind == TF_LAYER_ATTENTION && c->att[layer])
+                print_att_matrix(&pr, layer);
+            if (block == c->n_blocks - 1 && !c->outputs) note_prediction(&pr);
+        }
+    }
+    free(cells);
+}
+
+/* --- tfrun's entry point ---------------------------------------------------- */
+
+int inspect_generate(const TfModel *m, const int *prompt, int len, int n_new,
+                     const TfInspectOptions *opt, FILE *trace_out, int *out, TfError *err) {
+    int n_out;
+    return inspect_run(m, prompt, len, n_new, opt, trace_out, out, NULL, &n_out, err);
+}
+
+int inspect_run(const TfModel *m, const int *prompt, int len, int n_new,
+                const TfInspectOptions *opt, FILE *trace_out, int *out, float *values, int *n_out,
+                TfError *err) {
+    *n_out = 0;
+    int one_pass = m->output_kind == TF_OUTPUT_CLASSIFY || m->every_position;
+    int stops = !one_pass && m->stop_token >= 0;
+    if (one_pass) n_new = 0; /* one pass, nothing generated */
+    // With a stop token, n_new is the most; the position encoding caps it.
+    if (stops && len >= 1 && len <= m->max_len && n_new > m->max_len - len + 1)
+        n_new = m->max_len - len + 1;
+    int steps = n_new > 0 ? n_new : 1;
+    if (opt->step < 0 || opt->step >= steps) {
+        tf_error_set(err, "--step %d: the steps run are 0 to %d", opt->step, steps - 1);
+        return -1;
+    }
+    // The capture of step s runs len + s positions (the token it predicts is
+    // never fed back, as in tfrun): the last runs len + steps - 1.
+    if (len < 1 || (long)len + steps - 1 > m->max_len) {
+        tf_error_set(err, "%d prompt tokens and %d step%s do not fit the %d positions", len, steps,
+                     steps == 1 ? "" : "s", m->max_len);
+        return -1;
+    }
+    int *seq = malloc(((size_t)len + (size_t)steps) * sizeof(int));
+    if (!seq) {
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    memcpy(seq, prompt, (size_t)len * sizeof(int));
+    int rc = 0, stopped = 0, ran = 0;
+    for (int step = 0; step < steps && rc == 0 && !stopped; step++) {
+        int wanted = step == opt->step || (opt->trace && opt->trace_all);
+        TfCapture *c = inspect_capture(m, seq, len + step, err);
+        if (!c) {
+            rc = -1;
+            break;
+        }
+        c->step = step;
+        ran = step + 1;
+        if (c->failed) {
+            stopped = 1; /* traced below, then reported */
+        } else if (c->values) {
+            if (values) memcpy(values, c->values, (size_t)len * sizeof(float));
+            *n_out = len;
+        } else if (c->outputs) {
+            memcpy(out, c->outputs, (size_t)len * sizeof(int));
+            *n_out = len;
+        } else if (step < n_new) {
+            if (stops && c->next == m->stop_token) {
+                stopped = 1;
+            } else {
+                out[step] = c->next;
+                seq[len + step] = c->next;
+                *n_out = step + 1;
+            }
+        }
+        if (wanted && opt->trace) {
+            if (step > 0 && opt->trace_all) fputc('\n', trace_out);
+            inspect_print_trace(c, trace_out);
+        }
+        if (step == opt->step && opt->report_path &&
+            report_write_html(c, opt->report_path, err) < 0)
+            rc = -1;
+        if (rc == 0 && step == opt->step && opt->svg_dir &&
+            report_write_svgs(c, opt->svg_dir, err) < 0)
+            rc = -1;
+        if (rc == 0 && c->failed) {
+            tf_error_set(err, "%s", c->failure.msg);
+            rc = -1;
+        }
+        capture_free(c);
+    }
+    if (rc == 0 && opt->step >= ran) {
+        tf_error_set(err, "--step %d: generation stopped; the steps run are 0 to %d", opt->step,
+                     ran - 1);
+        rc = -1;
+    }
+    free(seq);
+    return rc;
+}

@@ -1,0 +1,176 @@
+/* inspect.h: looking inside a running model: captured residual streams and
+ * attention patterns, registers decoded, traces printed.
+ *
+ * A capture is one forward pass of one sequence (one generation step) with
+ * everything kept:
+ *
+ *   block 0          the residual stream after the embedding
+ *   block l + 1      the residual stream after layer l
+ *   att[l]           for an attention layer l, every head's softmax weights,
+ *                    [n_heads, n_pos, n_pos] (row = query, column = key;
+ *                    keys a causal row cannot see hold 0); NULL otherwise
+ *
+ * Decoding reads a register the way its kind says (docs/weight-format.md):
+ *
+ *   token     a one-hot over the vocabulary: the argmax token, and its margin
+ *             over the runner-up; flagged unless it is one value near 1 and
+ *             the rest near 0
+ *   position  (sin, cos) of 2*pi*p/period: the p it points to; flagged when
+ *             the angle lies between two positions or the vector is not of
+ *             length 1
+ *   categorical  the same as token, over its columns: the label of the hot
+ *             column (e.g. "16", "'a'"), its margin over the runner-up, the
+ *             same flags
+ *   scalar    its value
+ *
+ * An all-zero token or position register decodes as empty (nothing stored
+ * yet, or cleared): that is a normal state, not a flag.
+ *
+ * A trace prints, after each layer, the registers the layer wrote (those
+ * whose columns changed at some position) decoded at every position, and
+ * the positions where one of the layer's run-time checks fails. A model
+ * that prints a number shows its scalar registers at full precision
+ * ("%.9g", the columns as wide as needed); other traces keep 3 digits. For a
+ * model without registers (a learned model) it prints the logit lens (the
+ * unembedding applied to the residual stream) and every head's attention.
+ *
+ * Memory: inspect_capture returns a TfCapture the caller frees with
+ * capture_free; it borrows the model, which must outlive it.
+ */
+#ifndef TF_INSPECT_H
+#define TF_INSPECT_H
+
+#include <stdio.h>
+
+#include "model.h"
+
+/* Thresholds of clean decoding. A token register is clean when its largest
+ * value is within TF_DECODE_TOL of 1 and every other within TF_DECODE_TOL of
+ * 0; a position register when its length is within TF_DECODE_TOL of 1 and
+ * its angle within TF_DECODE_POS_TOL positions of a whole position. Below
+ * TF_DECODE_ZERO (largest absolute value, or length) a register is empty. */
+#define TF_DECODE_TOL 0.1f
+#define TF_DECODE_POS_TOL 0.1f
+#define TF_DECODE_ZERO 0.01f
+
+typedef enum TfDecodeStatus {
+    TF_DECODE_CLEAN,   /* reads as one token / one position / a number */
+    TF_DECODE_EMPTY,   /* all (near) zero */
+    TF_DECODE_FLAGGED, /* does not decode cleanly; `why` says how */
+    TF_DECODE_STATUS_COUNT
+} TfDecodeStatus;
+
+typedef struct TfDecoded {
+    TfDecodeStatus status;
+    /* token: the argmax token id; position: the nearest whole position in
+     * 0..period-1; scalar: -1 */
+    int index;
+    int runner_up; /* token: the second largest token id (-1 with one token) */
+    /* token: the largest value; position: the exact (fractional) position
+     * in [0, period); scalar: the value */
+    float value;
+    /* token: largest minus second largest; position: the vector's length;
+     * scalar: 0 */
+    float margin;
+    char why[96]; /* when flagged: what is wrong, e.g. "between 3 and 4 (3.47)" */
+} TfDecoded;
+
+/* Decodes one register from one residual row (d_model floats). */
+void inspect_decode(const TfModel *m, const TfRegister *reg, const float *row, TfDecoded *out);
+
+typedef struct TfCapture {
+    const TfModel *m; /* borrowed */
+    int n_pos;        /* positions of the sequence */
+    int n_blocks;     /* n_layers + 1 */
+    int *tokens;      /* [n_pos] the sequence */
+    float *resid;     /* [n_blocks, n_pos, d_model] */
+    float **att;      /* [n_layers]: [n_heads, n_pos, n_pos] or NULL */
+    int next;         /* the token (or class) the pass predicts */
+    int *outputs;     /* every-position models: [n_pos] the argmax token at
+                         each position; NULL otherwise */
+    float *values;    /* models that print a number: [n_pos] the output
+                         register's value at each position; NULL otherwise */
+    int step;         /* generation step: n_pos minus the prompt length */
+    int failed;       /* 1: a run-time check failed (model.h's TfCheck); the
+                         capture still holds every layer */
+    TfError failure;  /* what failed, when failed */
+} TfCapture;
+
+/* The residual row of `pos` after block `block` (0: embedding). */
+const float *capture_row(const TfCapture *c, int block, int pos);
+/* Attention weight of head h of layer l, query row q, key column k. */
+float capture_att(const TfCapture *c, int layer, int h, int q, int k);
+
+/* Runs one forward pass of tokens[0..n_pos-1] with hooks on, recording
+ * everything. NULL with err set (bad tokens, too long, out of memory). A
+ * failed run-time check is not an error here: see `failed`. */
+TfCapture *inspect_capture(const TfModel *m, const int *tokens, int n_pos, TfError *err);
+void capture_free(TfCapture *c);
+
+/* Whether layer `layer` changed register `reg` at some position: any column
+ * moved by more than 1e-6 (relative to max(1, |before|)). Norm layers write
+ * everything. */
+int inspect_layer_wrote(const TfCapture *c, int layer, const TfRegister *reg);
+
+/* Logit lens at block `block`, position `pos`: the k most likely outputs
+ * (ids into the vocabulary, or classes) and their softmax probabilities,
+ * best first. When the model ends in a norm layer, that norm is applied
+ * first (as the model itself does before unembedding). k <= n outputs. */
+void inspect_logit_lens(const TfCapture *c, int block, int pos, int k, int *ids, float *probs);
+
+/* Token `id` as model_token_text writes it, a space as ' ' ("#id" when
+ * outside the vocabulary). buf holds at least 8 bytes. */
+void inspect_token_text(const TfModel *m, int id, char *buf, size_t bufsz);
+/* Column i of a categorical register as its value label ("#i" otherwise),
+ * cut to bufsz - 1 characters. */
+void inspect_value_text(const TfRegister *reg, int i, char *buf, size_t bufsz);
+/* Output `id` of the unembedding: a token as above, or for a classifier
+ * the class name. */
+void inspect_output_text(const TfModel *m, int id, char *buf, size_t bufsz);
+
+/* The position whose logits give the prediction: the last, or for a
+ * classifier reading its first position, 0. */
+int inspect_read_position(const TfCapture *c);
+
+/* What the unembedding reads at `pos` after the last layer, for a compiled
+ * model (output_reg >= 0): the output register decoded into *d, and the
+ * vocabulary token its largest column maps to through the unembedding (for
+ * a categorical register, the token of the value: its column index is not a
+ * token id). -1 when the register is empty there or its column maps to no
+ * token. */
+int inspect_output_read(const TfCapture *c, int pos, TfDecoded *d);
+
+/* Prints the trace of one captured step to out (see the top of this file). */
+void inspect_print_trace(const TfCapture *c, FILE *out);
+
+/* What tfrun's --trace, --trace-all, --step, --report and --svg ask for. */
+typedef struct TfInspectOptions {
+    int trace;               /* print a trace */
+    int trace_all;           /* ... of every generation step */
+    int step;                /* the step traced, reported and drawn (0: the prompt) */
+    const char *report_path; /* write an HTML report there, or NULL */
+    const char *svg_dir;     /* write SVG pictures into this directory, or NULL */
+} TfInspectOptions;
+
+/* Generates n_new tokens after prompt[0..len-1] into out[0..n_new-1] (one
+ * full forward pass per step) and does what opt asks, traces going to
+ * trace_out. With n_new 0 the prompt still runs once and is inspected.
+ * 0, or -1 with err set (a step beyond those generated, an unwritable
+ * report, out of memory, ...). */
+int inspect_generate(const TfModel *m, const int *prompt, int len, int n_new,
+                     const TfInspectOptions *opt, FILE *trace_out, int *out, TfError *err);
+
+/* inspect_generate for every kind of model, saying how many outputs it
+ * wrote to out (*n_out): a model with a stop token stops when it generates
+ * it (not counted; at most n_new tokens, and as many as max_len allows); a
+ * model read at every position runs one pass (step 0) and writes the token
+ * at each of its len positions (out holds at least len entries then), or,
+ * when it prints a number, the value at each into `values` (len floats;
+ * may be NULL otherwise); a classifier writes nothing. A step that fails a
+ * run-time check is traced (and reported, drawn) and ends the run: -1, err
+ * the failure. */
+int inspect_run(const TfModel *m, const int *prompt, int len, int n_new,
+                const TfInspectOptions *opt, FILE *trace_out, int *out, float *values, int *n_out,
+                TfError *err);
+
+#endif

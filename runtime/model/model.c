@@ -1,0 +1,733 @@
+/* model.c: building, validating and freeing a TfModel. */
+#include "model.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const tf_reg_kind_names[TF_REG_KIND_COUNT] = {"token", "position", "scalar",
+                                                                "categorical"};
+const char *const tf_layer_kind_names[TF_LAYER_KIND_COUNT] = {"attention", "mlp", "norm"};
+const char *const tf_activation_names[TF_ACT_COUNT] = {"gelu", "relu"};
+static_assert(sizeof tf_reg_kind_names / sizeof *tf_reg_kind_names == TF_REG_KIND_COUNT, "names");
+static_assert(sizeof tf_layer_kind_names / sizeof *tf_layer_kind_names == TF_LAYER_KIND_COUNT,
+              "names");
+static_assert(sizeof tf_activation_names / sizeof *tf_activation_names == TF_ACT_COUNT, "names");
+
+static char *dup_str(const char *s) {
+    if (!s) return NULL;
+    size_t n = strlen(s) + 1;
+    char *p = malloc(n);
+    if (p) memcpy(p, s, n);
+    return p;
+}
+
+TfModel *model_new(void) {
+    TfModel *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    m->output_reg = -1;
+    m->tok_embed = m->pos_embed = m->unembed = m->unembed_bias = -1;
+    m->output_kind = TF_OUTPUT_NEXT_TOKEN;
+    m->every_position = 0;
+    m->bos = m->stop_token = -1;
+    return m;
+}
+
+void model_free(TfModel *m) {
+    if (!m) return;
+    for (int i = 0; i < m->n_regs; i++) {
+        free(m->regs[i].name);
+        for (int v = 0; m->regs[i].values && v < m->regs[i].size; v++) free(m->regs[i].values[v]);
+        free(m->regs[i].values);
+    }
+    for (int i = 0; i < m->n_layers; i++) {
+        free(m->layers[i].name);
+        free(m->layers[i].op);
+    }
+    for (int i = 0; i < m->n_tensors; i++) {
+        free(m->tensors[i].name);
+        free(m->tensors[i].data);
+    }
+    for (int i = 0; i < m->n_classes && m->class_names; i++) free(m->class_names[i]);
+    free(m->class_names);
+    for (int i = 0; i < m->n_checks; i++) free(m->checks[i].op);
+    free(m->checks);
+    free(m->regs);
+    free(m->layers);
+    free(m->tensors);
+    free(m->vocab);
+    free(m->source);
+    free(m->source_name);
+    free(m->made_by);
+    free(m->learned);
+    free(m);
+}
+
+/* Room for element n of an array of n: the capacity is the smallest power of
+ * two >= n, so it doubles when n is one (n appends cost O(n) copying, with any
+ * allocator). NULL when out of memory (arr is kept). */
+static void *grow(void *arr, int n, size_t elem) {
+    if (n > 0 && (n & (n - 1)) != 0) return arr;
+    return realloc(arr, (n > 0 ? 2 * (size_t)n : 1) * elem);
+}
+
+int model_find_tensor(const TfModel *m, const char *name) {
+    for (int i = 0; i < m->n_tensors; i++)
+        if (strcmp(m->tensors[i].name, name) == 0) return i;
+    return -1;
+}
+
+int model_find_register(const TfModel *m, const char *name) {
+    for (int i = 0; i < m->n_regs; i++)
+        if (strcmp(m->regs[i].name, name) == 0) return i;
+    return -1;
+}
+
+int model_add_tensor(TfModel *m, const char *name, int ndim, const int64_t *shape, TfError *err) {
+    if (name && model_find_tensor(m, name) >= 0) {
+        tf_error_set(err, "tensor '%s' exists already", name);
+        return -1;
+    }
+    return model_add_new_tensor(m, name, ndim, shape, err);
+}
+
+int model_add_new_tensor(TfModel *m, const char *name, int ndim, const int64_t *shape,
+                         TfError *err) {
+    if (!name || !*name) {
+        tf_error_set(err, "a tensor needs a name");
+        return -1;
+    }
+    if (ndim < 1 || ndim > TF_MAX_NDIM) {
+        tf_error_set(err, "tensor '%s': rank %d is not between 1 and %d", name, ndim, TF_MAX_NDIM);
+        return -1;
+    }
+    size_t n = 1;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] < 1 || (uint64_t)shape[d] > SIZE_MAX / sizeof(float) / n) {
+            tf_error_set(err, "tensor '%s': dimension %d of size %lld is not allowed", name, d,
+                         (long long)shape[d]);
+            return -1;
+        }
+        n *= (size_t)shape[d];
+    }
+    TfTensor *ts = grow(m->tensors, m->n_tensors, sizeof *ts);
+    if (!ts) goto oom;
+    m->tensors = ts;
+    TfTensor *t = &ts[m->n_tensors];
+    memset(t, 0, sizeof *t);
+    t->name = dup_str(name);
+    t->data = calloc(n, sizeof(float));
+    if (!t->name || !t->data) {
+        free(t->name);
+        free(t->data);
+        goto oom;
+    }
+    t->ndim = ndim;
+    for (int d = 0; d < ndim; d++) t->shape[d] = shape[d];
+    t->nelem = n;
+    return m->n_tensors++;
+oom:
+    tf_error_set(err, "out of memory for tensor '%s'", name);
+    return -1;
+}
+
+int model_add_layer(TfModel *m, const TfLayer *layer, TfError *err) {
+    TfLayer *ls = grow(m->layers, m->n_layers, sizeof *ls);
+    if (!ls) goto oom;
+    m->layers = ls;
+    TfLayer *l = &ls[m->n_layers];
+    *l = *layer;
+    l->name = dup_str(layer->name ? layer->name : tf_layer_kind_names[layer->kind]);
+    l->op = dup_str(layer->op);
+    if (!l->name || (layer->op && !l->op)) {
+        free(l->name);
+        free(l->op);
+        goto oom;
+    }
+    return m->n_layers++;
+oom:
+    tf_error_set(err, "out of memory for a layer");
+    return -1;
+}
+
+int model_add_register(TfModel *m, const char *name, TfRegKind kind, int offset, int size,
+                       TfError *err) {
+    TfRegister *rs = grow(m->regs, m->n_regs, sizeof *rs);
+    if (!rs) goto oom;
+    m->regs = rs;
+    TfRegister *r = &rs[m->n_regs];
+    r->name = dup_str(name);
+    if (!r->name) goto oom;
+    r->kind = kind;
+    r->offset = offset;
+    r->size = size;
+    r->values = NULL;
+    return m->n_regs++;
+oom:
+    tf_error_set(err, "out of memory for a register");
+    return -1;
+}
+
+int model_add_categorical(TfModel *m, const char *name, int offset, int size,
+                          const char *const *labels, TfError *err) {
+    if (size < 1 || !labels) {
+        tf_error_set(err, "categorical register '%s' needs at least one value label",
+                     name ? name : "");
+        return -1;
+    }
+    for (int i = 0; i < size; i++) {
+        if (!labels[i] || !*labels[i]) {
+            tf_error_set(err, "categorical register '%s': value %d has no label", name ? name : "",
+                         i);
+            return -1;
+        }
+    }
+    char **values = calloc((size_t)size, sizeof *values);
+    if (!values) goto oom;
+    for (int i = 0; i < size; i++) {
+        if (!(values[i] = dup_str(labels[i]))) {
+            for (int j = 0; j < i; j++) free(values[j]);
+            free(values);
+            goto oom;
+        }
+    }
+    int r = model_add_register(m, name, TF_REG_CATEGORICAL, offset, size, err);
+    if (r < 0) {
+        for (int i = 0; i < size; i++) free(values[i]);
+        free(values);
+        return -1;
+    }
+    m->regs[r].values = values;
+    return r;
+oom:
+    tf_error_set(err, "out of memory for a register");
+    return -1;
+}
+
+/* The tensor fields of a layer and the role each gives its tensor. */
+typedef struct Role {
+    size_t field;
+    const char *attn, *mlp, *norm; /* role in a layer of each kind; NULL: none */
+} Role;
+
+#define ROLE(f, a, m, n) {offsetof(TfLayer, f), a, m, n}
+static const Role roles[] = {
+    ROLE(norm_weight, "attn.norm.weight", "mlp.norm.weight", "norm.weight"),
+    ROLE(norm_bias, "attn.norm.bias", "mlp.norm.bias", "norm.bias"),
+    ROLE(query, "attn.query.weight", NULL, NULL),
+    ROLE(query_bias, "attn.query.bias", NULL, NULL),
+    ROLE(key, "attn.key.weight", NULL, NULL),
+    ROLE(key_bias, "attn.key.bias", NULL, NULL),
+    ROLE(value, "attn.value.weight", NULL, NULL),
+    ROLE(value_bias, "attn.value.bias", NULL, NULL),
+    ROLE(output, "attn.output.weight", NULL, NULL),
+    ROLE(output_bias, "attn.output.bias", NULL, NULL),
+    ROLE(fc1_weight, NULL, "mlp.fc1.weight", NULL),
+    ROLE(fc1_bias, NULL, "mlp.fc1.bias", NULL),
+    ROLE(fc2_weight, NULL, "mlp.fc2.weight", NULL),
+    ROLE(fc2_bias, NULL, "mlp.fc2.bias", NULL),
+};
+#undef ROLE
+
+static_assert(sizeof roles / sizeof *roles == TF_LAYER_MAX_TENSORS, "roles");
+
+int model_layer_tensors(const TfLayer *ly, int *tensors, const char **role_names) {
+    int n = 0;
+    for (size_t r = 0; r < sizeof roles / sizeof *roles; r++) {
+        const char *what = ly->kind == TF_LAYER_ATTENTION ? roles[r].attn
+                           : ly->kind == TF_LAYER_MLP     ? roles[r].mlp
+                                                          : roles[r].norm;
+        int t = *(const int *)((const char *)ly + roles[r].field);
+        if (!what || t < 0) continue;
+        tensors[n] = t;
+        role_names[n++] = what;
+    }
+    return n;
+}
+
+int model_name_tensors(TfModel *m, TfError *err) {
+    size_t n = (size_t)(m->n_tensors > 0 ? m->n_tensors : 1);
+    int *first = malloc(n * sizeof *first), *users = calloc(n, sizeof *users);
+    const char **role = calloc(n, sizeof *role);
+    char **names = calloc(n, sizeof *names);
+    int rc = -1;
+    if (!first || !users || !role || !names) goto done;
+    for (int t = 0; t < m->n_tensors; t++) first[t] = -1;
+    // Who uses each tensor: its first layer and role, and how many layers.
+    for (int l = 0; l < m->n_layers; l++) {
+        const TfLayer *ly = &m->layers[l];
+        for (size_t r = 0; r < sizeof roles / sizeof *roles; r++) {
+            const char *what = ly->kind == TF_LAYER_ATTENTION ? roles[r].attn
+                               : ly->kind == TF_LAYER_MLP     ? roles[r].mlp
+                                                              : roles[r].norm;
+            int t = *(const int *)((const char *)ly + roles[r].field);
+            if (!what || t < 0 || t >= m->n_tensors) continue;
+            if (first[t] < 0) {
+                first[t] = l;
+                role[t] = what;
+                users[t] = 1;
+            } else if (first[t] != l && users[t] < 2) {
+                users[t] = 2;
+            }
+        }
+    }
+    int shared = 0;
+    // Shared tensors are numbered in order of first use: by layer, then role.
+    for (int l = 0; l < m->n_layers; l++)
+        for (size_t r = 0; r < sizeof roles / sizeof *roles; r++) {
+            int t = *(const int *)((const char *)&m->layers[l] + roles[r].field);
+            if (t < 0 || t >= m->n_tensors || first[t] != l || names[t] ||
+                t == m->tok_embed || t == m->pos_embed || t == m->unembed || t == m->unembed_bias)
+                continue;
+            char buf[64];
+            if (users[t] > 1) snprintf(buf, sizeof buf, "shared.%d.%s", shared++, role[t]);
+            else snprintf(buf, sizeof buf, "layers.%d.%s", l, role[t]);
+            if (!(names[t] = dup_str(buf))) goto done;
+        }
+    for (int t = 0; t < m->n_tensors; t++)
+        if (names[t]) {
+            free(m->tensors[t].name);
+            m->tensors[t].name = names[t];
+            names[t] = NULL;
+        }
+    rc = 0;
+done:
+    if (rc < 0) tf_error_set(err, "out of memory");
+    for (size_t t = 0; names && t < n; t++) free(names[t]);
+    free(first), free(users), free(role), free(names);
+    return rc;
+}
+
+int model_add_check(TfModel *m, int reg, int layer, int line, const char *op, TfError *err) {
+    if (!op || !*op) {
+        tf_error_set(err, "a run-time check needs the text of its op");
+        return -1;
+    }
+    TfCheck *cs = realloc(m->checks, ((size_t)m->n_checks + 1) * sizeof *cs);
+    if (!cs) goto oom;
+    m->checks = cs;
+    TfCheck *c = &cs[m->n_checks];
+    if (!(c->op = dup_str(op))) goto oom;
+    c->reg = reg;
+    c->layer = layer;
+    c->line = line;
+    return m->n_checks++;
+oom:
+    tf_error_set(err, "out of memory for a run-time check");
+    return -1;
+}
+
+int model_numeric_output(const TfModel *m) {
+    return m->every_position && m->output_kind == TF_OUTPUT_NEXT_TOKEN && m->output_reg >= 0 &&
+           m->output_reg < m->n_regs && m->regs[m->output_reg].kind == TF_REG_SCALAR;
+}
+
+int model_tensor_uses(const TfModel *m, int idx) {
+    int n = (idx == m->tok_embed) + (idx == m->pos_embed) + (idx == m->unembed) +
+            (idx == m->unembed_bias);
+    for (int l = 0; l < m->n_layers; l++) {
+        const TfLayer *ly = &m->layers[l];
+        const int fields[] = {ly->query,       ly->key,      ly->value,      ly->output,
+                              ly->query_bias,  ly->key_bias, ly->value_bias, ly->output_bias,
+                              ly->fc1_weight,  ly->fc1_bias, ly->fc2_weight, ly->fc2_bias,
+                              ly->norm_weight, ly->norm_bias};
+        for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) n += fields[i] == idx;
+    }
+    return n;
+}
+
+size_t model_param_count(const TfModel *m) {
+    size_t n = 0;
+    for (int i = 0; i < m->n_tensors; i++)
+        if (model_tensor_uses(m, i) > 0) n += m->tensors[i].nelem;
+    return n;
+}
+
+/* Checks tensor `idx` (named by `role` in messages) has the given 1-D or
+ * 2-D shape (cols < 0 for 1-D). */
+static int check_shape(const TfModel *m, int li, const char *role, int idx, int64_t rows,
+                       int64_t cols, TfError *err) {
+    char where[160];
+    if (li >= 0)
+        snprintf(where, sizeof where, "layer %d '%s': %s", li, m->layers[li].name, role);
+    else
+        snprintf(where, sizeof where, "%s", role);
+    if (idx < 0 || idx >= m->n_tensors) {
+        tf_error_set(err, "%s: no such tensor", where);
+        return -1;
+    }
+    const TfTensor *t = &m->tensors[idx];
+    int want_ndim = cols < 0 ? 1 : 2;
+    if (t->ndim != want_ndim || t->shape[0] != rows || (cols >= 0 && t->shape[1] != cols)) {
+        char have[96] = "[", want[64];
+        for (int d = 0; d < t->ndim; d++) {
+            size_t len = strlen(have);
+            snprintf(have + len, sizeof have - len, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+        }
+        strcat(have, "]");
+        if (cols < 0)
+            snprintf(want, sizeof want, "[%lld]", (long long)rows);
+        else
+            snprintf(want, sizeof want, "[%lld, %lld]", (long long)rows, (long long)cols);
+        tf_error_set(err, "%s: tensor '%s' has shape %s, expected %s", where, t->name, have, want);
+        return -1;
+    }
+    return 0;
+}
+
+TfLayer model_layer_init(TfLayerKind kind) {
+    TfLayer l;
+    memset(&l, 0, sizeof l);
+    l.kind = kind;
+    l.norm_weight = l.norm_bias = -1;
+    l.norm_eps = 1e-5f;
+    l.query = l.key = l.value = l.output = -1;
+    l.query_bias = l.key_bias = l.value_bias = l.output_bias = -1;
+    l.fc1_weight = l.fc1_bias = l.fc2_weight = l.fc2_bias = -1;
+    return l;
+}
+
+/* An optional bias: absent (-1) or a vector of n. */
+static int check_bias(const TfModel *m, int li, const char *role, int idx, int64_t n,
+                      TfError *err) {
+    return idx < 0 ? 0 : check_shape(m, li, role, idx, n, -1, err);
+}
+
+static int validate_layer(const TfModel *m, int li, TfError *err) {
+    const TfLayer *l = &m->layers[li];
+    int64_t d = m->d_model;
+    if ((l->norm_weight >= 0) != (l->norm_bias >= 0) ||
+        (l->kind == TF_LAYER_NORM && l->norm_weight < 0)) {
+        tf_error_set(err, "layer %d '%s': a LayerNorm needs both norm_weight and norm_bias", li,
+                     l->name);
+        return -1;
+    }
+    if (l->norm_weight >= 0) {
+        if (!(l->norm_eps > 0) || !isfinite(l->norm_eps)) {
+            tf_error_set(err, "layer %d '%s': LayerNorm eps must be positive", li, l->name);
+            return -1;
+        }
+        if (check_shape(m, li, "norm_weight", l->norm_weight, d, -1, err) < 0 ||
+            check_shape(m, li, "norm_bias", l->norm_bias, d, -1, err) < 0)
+            return -1;
+    }
+    if (l->kind == TF_LAYER_NORM) return 0;
+    if (l->kind == TF_LAYER_ATTENTION) {
+        if (l->n_heads < 1 || l->d_head < 1 || l->d_vhead < 1) {
+            tf_error_set(err, "layer %d '%s': heads %d, d_head %d, d_vhead %d must be positive", li,
+                         l->name, l->n_heads, l->d_head, l->d_vhead);
+            return -1;
+        }
+        if (!isfinite(l->scale)) {
+            tf_error_set(err, "layer %d '%s': attention scale is not finite", li, l->name);
+            return -1;
+        }
+        int64_t hd = (int64_t)l->n_heads * l->d_head, hv = (int64_t)l->n_heads * l->d_vhead;
+        if (check_shape(m, li, "query", l->query, hd, d, err) < 0 ||
+            check_shape(m, li, "key", l->key, hd, d, err) < 0 ||
+            check_shape(m, li, "value", l->value, hv, d, err) < 0 ||
+            check_bias(m, li, "query_bias", l->query_bias, hd, err) < 0 ||
+            check_bias(m, li, "key_bias", l->key_bias, hd, err) < 0 ||
+            check_bias(m, li, "value_bias", l->value_bias, hv, err) < 0 ||
+            check_bias(m, li, "output_bias", l->output_bias, d, err) < 0)
+            return -1;
+        if (l->output >= 0) return check_shape(m, li, "output", l->output, d, hv, err);
+        if (hv != d) {
+            tf_error_set(err,
+                         "layer %d '%s': without an output tensor, heads x d_vhead (%lld) must "
+                         "equal d_model (%lld)",
+                         li, l->name, (long long)hv, (long long)d);
+            return -1;
+        }
+        return 0;
+    }
+    if (l->kind == TF_LAYER_MLP) {
+        if (l->d_hidden < 1) {
+            tf_error_set(err, "layer %d '%s': d_hidden %d must be positive", li, l->name,
+                         l->d_hidden);
+            return -1;
+        }
+        if ((unsigned)l->act >= TF_ACT_COUNT) {
+            tf_error_set(err, "layer %d '%s': unknown activation %d", li, l->name, (int)l->act);
+            return -1;
+        }
+        if (check_shape(m, li, "fc1_weight", l->fc1_weight, l->d_hidden, d, err) < 0 ||
+            check_bias(m, li, "fc1_bias", l->fc1_bias, l->d_hidden, err) < 0 ||
+            check_shape(m, li, "fc2_weight", l->fc2_weight, d, l->d_hidden, err) < 0 ||
+            check_bias(m, li, "fc2_bias", l->fc2_bias, d, err) < 0)
+            return -1;
+        return 0;
+    }
+    tf_error_set(err, "layer %d '%s': unknown layer kind %d", li, l->name, (int)l->kind);
+    return -1;
+}
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A categorical register: size >= 1 non-empty, distinct labels. */
+static int validate_labels(const TfRegister *r, TfError *err) {
+    if (r->size < 1 || !r->values) {
+        tf_error_set(err, "register '%s': a categorical register needs a label for each column",
+                     r->name);
+        return -1;
+    }
+    for (int i = 0; i < r->size; i++) {
+        if (!r->values[i] || !*r->values[i]) {
+            tf_error_set(err, "register '%s': value %d has no label", r->name, i);
+            return -1;
+        }
+    }
+    /* sorted, repeated labels are neighbours (a register may have a million) */
+    const char **sorted = malloc((size_t)r->size * sizeof *sorted);
+    if (!sorted) {
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    memcpy(sorted, r->values, (size_t)r->size * sizeof *sorted);
+    qsort(sorted, (size_t)r->size, sizeof *sorted, cmp_str);
+    int rc = 0;
+    for (int i = 1; i < r->size && rc == 0; i++) {
+        if (strcmp(sorted[i - 1], sorted[i]) == 0) {
+            tf_error_set(err, "register '%s': value label '%.40s' appears twice", r->name,
+                         sorted[i]);
+            rc = -1;
+        }
+    }
+    free(sorted);
+    return rc;
+}
+
+static int cmp_reg_name(const void *a, const void *b) {
+    const TfRegister *x = *(const TfRegister *const *)a, *y = *(const TfRegister *const *)b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x > y) - (x < y);
+}
+
+static int cmp_reg_offset(const void *a, const void *b) {
+    const TfRegister *x = *(const TfRegister *const *)a, *y = *(const TfRegister *const *)b;
+    if (x->offset != y->offset) return x->offset < y->offset ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
+/* No two registers share a name or a column: sorted, in O(n log n) (a file
+ * may declare a million registers). A pair is named in declaration order. */
+static int registers_distinct(const TfModel *m, TfError *err) {
+    if (m->n_regs < 2) return 0;
+    const TfRegister **s = malloc((size_t)m->n_regs * sizeof *s);
+    if (!s) {
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < m->n_regs; i++) s[i] = &m->regs[i];
+    int rc = 0;
+    qsort(s, (size_t)m->n_regs, sizeof *s, cmp_reg_name);
+    for (int i = 1; i < m->n_regs && rc == 0; i++) {
+        if (strcmp(s[i - 1]->name, s[i]->name) == 0) {
+            tf_error_set(err, "register '%s' appears twice", s[i]->name);
+            rc = -1;
+        }
+    }
+    qsort(s, (size_t)m->n_regs, sizeof *s, cmp_reg_offset);
+    const TfRegister *reach = s[0]; /* of those so far, the one ending last */
+    for (int i = 1; i < m->n_regs && rc == 0; i++) {
+        if (s[i]->offset < reach->offset + reach->size) {
+            const TfRegister *a = reach < s[i] ? reach : s[i], *b = reach < s[i] ? s[i] : reach;
+            tf_error_set(err, "registers '%s' and '%s' overlap", a->name, b->name);
+            rc = -1;
+        } else if (s[i]->offset + s[i]->size > reach->offset + reach->size) {
+            reach = s[i];
+        }
+    }
+    free(s);
+    return rc;
+}
+
+static int validate_registers(const TfModel *m, TfError *err) {
+    for (int i = 0; i < m->n_regs; i++) {
+        const TfRegister *r = &m->regs[i];
+        if (!r->name || !*r->name) {
+            tf_error_set(err, "register %d has no name", i);
+            return -1;
+        }
+        if ((unsigned)r->kind >= TF_REG_KIND_COUNT) {
+            tf_error_set(err, "register '%s': unknown kind %d", r->name, (int)r->kind);
+            return -1;
+        }
+        if (r->kind == TF_REG_CATEGORICAL) {
+            if (validate_labels(r, err) < 0) return -1;
+        } else if (r->values) {
+            tf_error_set(err, "register '%s': only categorical registers have value labels",
+                         r->name);
+            return -1;
+        }
+        int want = r->kind == TF_REG_TOKEN      ? m->n_vocab
+                   : r->kind == TF_REG_POSITION ? 2
+                   : r->kind == TF_REG_SCALAR   ? 1
+                                                : r->size;
+        if (r->size != want) {
+            tf_error_set(err, "register '%s': a %s register has %d columns, not %d", r->name,
+                         tf_reg_kind_names[r->kind], want, r->size);
+            return -1;
+        }
+        if (r->offset < 0 || r->offset > m->d_model - r->size) {
+            tf_error_set(err, "register '%s': columns %d..%d lie outside d_model %d", r->name,
+                         r->offset, r->offset + r->size - 1, m->d_model);
+            return -1;
+        }
+    }
+    if (registers_distinct(m, err) < 0) return -1;
+    if (m->output_reg != -1) {
+        if (m->output_reg < 0 || m->output_reg >= m->n_regs) {
+            tf_error_set(err, "output register %d does not exist", m->output_reg);
+            return -1;
+        }
+        TfRegKind k = m->regs[m->output_reg].kind;
+        if (k == TF_REG_SCALAR && !model_numeric_output(m)) {
+            tf_error_set(err, "output register '%s' is a scalar: only a model read at every "
+                              "position prints a number",
+                         m->regs[m->output_reg].name);
+            return -1;
+        }
+        if (k != TF_REG_TOKEN && k != TF_REG_CATEGORICAL && k != TF_REG_SCALAR) {
+            tf_error_set(err, "output register '%s' is not a token, categorical or scalar register",
+                         m->regs[m->output_reg].name);
+            return -1;
+        }
+    }
+    if (!(m->output_error_bound >= 0) || !isfinite(m->output_error_bound)) {
+        tf_error_set(err, "the output error bound %g is not a non-negative number",
+                     m->output_error_bound);
+        return -1;
+    }
+    return 0;
+}
+
+/* Each check names a categorical register, a layer, a line and its op. */
+static int validate_checks(const TfModel *m, TfError *err) {
+    for (int i = 0; i < m->n_checks; i++) {
+        const TfCheck *c = &m->checks[i];
+        if (c->reg < 0 || c->reg >= m->n_regs || m->regs[c->reg].kind != TF_REG_CATEGORICAL) {
+            tf_error_set(err, "check %d: register %d is not a categorical register", i, c->reg);
+            return -1;
+        }
+        if (c->layer < 0 || c->layer >= m->n_layers) {
+            tf_error_set(err, "check %d: layer %d does not exist (the model has %d)", i, c->layer,
+                         m->n_layers);
+            return -1;
+        }
+        if (c->line < 0 || !c->op || !*c->op) {
+            tf_error_set(err, "check %d: needs a source line (0 or more) and the op's text", i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* every_position, bos and stop_token. */
+static int validate_output_mode(const TfModel *m, TfError *err) {
+    if (m->every_position != 0 && m->every_position != 1) {
+        tf_error_set(err, "every_position is %d, not 0 or 1", m->every_position);
+        return -1;
+    }
+    if (m->bos < -1 || m->bos >= m->n_vocab) {
+        tf_error_set(err, "the beginning-of-sequence token %d is outside the vocabulary", m->bos);
+        return -1;
+    }
+    if (m->stop_token < -1 || m->stop_token >= m->n_vocab) {
+        tf_error_set(err, "the stop token %d is outside the vocabulary", m->stop_token);
+        return -1;
+    }
+    if (m->output_kind == TF_OUTPUT_CLASSIFY && (m->every_position || m->stop_token >= 0)) {
+        tf_error_set(err, "a classifier has no every-position output and no stop token");
+        return -1;
+    }
+    if (m->every_position && m->stop_token >= 0) {
+        tf_error_set(err, "a model read at every position generates nothing: it has no stop token");
+        return -1;
+    }
+    return 0;
+}
+
+int model_validate(const TfModel *m, TfError *err) {
+    if (m->d_model < 1 || m->n_vocab < 1) {
+        tf_error_set(err, "d_model (%d) and the vocabulary size (%d) must be positive", m->d_model,
+                     m->n_vocab);
+        return -1;
+    }
+    if (!m->vocab) {
+        tf_error_set(err, "the model has no vocabulary");
+        return -1;
+    }
+    for (int i = 0; i < m->n_vocab; i++)
+        for (int j = 0; j < i; j++)
+            if (m->vocab[i] == m->vocab[j]) {
+                tf_error_set(err, "vocabulary entries %d and %d are the same character", j, i);
+                return -1;
+            }
+    if (m->period < 1 || m->max_len < 1 || m->generate < 0) {
+        tf_error_set(err, "period (%d), max_len (%d) and generate (%d) are out of range",
+                     m->period, m->max_len, m->generate);
+        return -1;
+    }
+    if (m->output_kind == TF_OUTPUT_CLASSIFY) {
+        if (m->n_classes < 1 || !m->class_names) {
+            tf_error_set(err, "a classifier needs at least one named class");
+            return -1;
+        }
+        for (int i = 0; i < m->n_classes; i++)
+            if (!m->class_names[i] || !*m->class_names[i]) {
+                tf_error_set(err, "class %d has no name", i);
+                return -1;
+            }
+    } else if (m->output_kind != TF_OUTPUT_NEXT_TOKEN) {
+        tf_error_set(err, "unknown output kind %d", (int)m->output_kind);
+        return -1;
+    }
+    if (validate_output_mode(m, err) < 0) return -1;
+    int n_out = m->output_kind == TF_OUTPUT_CLASSIFY ? m->n_classes : m->n_vocab;
+    // A model that prints a number reads its output register, not logits:
+    // its unembedding is optional (and unused).
+    int need_unembed = m->unembed >= 0 || !model_numeric_output(m);
+    if (check_shape(m, -1, TF_TENSOR_TOKEN_EMBED, m->tok_embed, m->n_vocab, m->d_model, err) < 0 ||
+        check_shape(m, -1, TF_TENSOR_POS_EMBED, m->pos_embed, m->max_len, m->d_model, err) < 0 ||
+        (need_unembed &&
+         check_shape(m, -1, TF_TENSOR_UNEMBED, m->unembed, n_out, m->d_model, err) < 0) ||
+        check_bias(m, -1, TF_TENSOR_UNEMBED_BIAS, m->unembed_bias, n_out, err) < 0)
+        return -1;
+    for (int li = 0; li < m->n_layers; li++)
+        if (validate_layer(m, li, err) < 0) return -1;
+    if (validate_registers(m, err) < 0) return -1;
+    return validate_checks(m, err);
+}
+
+int model_value_text(float v, char *buf) {
+    int k = 0;
+    if (!buf) return 0;
+    if (isnan(v)) return snprintf(buf, TF_VALUE_TEXT_MAX, "nan"); /* never "-nan" */
+    for (int prec = 1; prec <= 9; prec++) {
+        k = snprintf(buf, TF_VALUE_TEXT_MAX, "%.*g", prec, (double)v);
+        if (strtof(buf, NULL) == v) break;
+    }
+    return k;
+}
+
+int model_token_text(const TfModel *m, int tok, char *buf) {
+    unsigned char c = (unsigned char)m->vocab[tok];
+    switch (c) {
+    case '\n': return sprintf(buf, "\\n");
+    case '\t': return sprintf(buf, "\\t");
+    case '\r': return sprintf(buf, "\\r");
+    case '\\': return sprintf(buf, "\\\\");
+    default:
+        if (c < 0x20 || c >= 0x7f) return sprintf(buf, "\\x%02x", c);
+        buf[0] = (char)c;
+        buf[1] = '\0';
+        return 1;
+    }
+}

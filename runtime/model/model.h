@@ -1,0 +1,262 @@
+/* model.h: a transformer held in memory, as a weight file describes it.
+ *
+ * A TfModel is what `tfc` builds and writes, and what `tfrun` reads and runs.
+ * It is a plain decoder-only transformer without LayerNorm:
+ *
+ *   x[i]   = embed.token.weight[t_i] + embed.position.weight[i]     (d_model)
+ *   layers : x += Attention(x)   or   x += MLP(x), in order
+ *   logits = unembed.weight @ x[last]                                 (n_vocab)
+ *
+ * Registers are named slices of the residual stream. The runtime never needs
+ * them to compute; they are there so that people and tools can decode the
+ * stream. Every tensor is float32, row-major, linear weights in PyTorch's
+ * [out, in] order (y = x W^T + b).
+ *
+ * Memory: a TfModel owns every string, array and tensor it points to;
+ * model_free releases all of it. Layers refer to tensors by index, so several
+ * layers may share one tensor (a `repeat` body compiles to shared weights).
+ */
+#ifndef TF_MODEL_H
+#define TF_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+#define TF_FORMAT_NAME "tfw"
+#define TF_FORMAT_VERSION 1
+#define TF_MAX_NDIM 4
+
+/* Fixed tensor names every weight file has. */
+#define TF_TENSOR_TOKEN_EMBED "embed.token.weight"       /* [n_vocab, d_model] */
+#define TF_TENSOR_POS_EMBED "embed.position.weight"      /* [max_len, d_model] */
+#define TF_TENSOR_UNEMBED "unembed.weight"               /* [n_vocab, d_model]; optional
+                                                            when the output is a number */
+#define TF_TENSOR_UNEMBED_BIAS "unembed.bias"            /* [n_vocab], optional */
+
+typedef enum TfRegKind {
+    TF_REG_TOKEN,    /* one-hot over the vocabulary, n_vocab columns */
+    TF_REG_POSITION, /* sin, cos of 2*pi*p/period, 2 columns */
+    TF_REG_SCALAR,   /* one column */
+    TF_REG_CATEGORICAL, /* one-hot over `size` values, column i labelled values[i] */
+    TF_REG_KIND_COUNT
+} TfRegKind;
+
+typedef struct TfRegister {
+    char *name;
+    TfRegKind kind;
+    int offset; /* first residual column */
+    int size;   /* number of columns */
+    /* Categorical registers: the label of each column's value ("0", "16",
+     * "'a'", "T"), size non-empty strings, owned. NULL for other kinds. */
+    char **values;
+} TfRegister;
+
+typedef struct TfTensor {
+    char *name;
+    int ndim;
+    int64_t shape[TF_MAX_NDIM];
+    size_t nelem;
+    float *data; /* owned, nelem floats */
+} TfTensor;
+
+/* TF_LAYER_NORM replaces x by LayerNorm(x) (post-norm models, and the final
+ * norm of pre-norm models); it is not a residual update. */
+typedef enum TfLayerKind {
+    TF_LAYER_ATTENTION,
+    TF_LAYER_MLP,
+    TF_LAYER_NORM,
+    TF_LAYER_KIND_COUNT
+} TfLayerKind;
+
+typedef enum TfActivation { TF_ACT_GELU, TF_ACT_RELU, TF_ACT_COUNT } TfActivation;
+
+typedef struct TfLayer {
+    TfLayerKind kind;
+    char *name; /* e.g. "find_plus"; never NULL */
+    char *op;   /* source op, e.g. "FindAndStore"; NULL when not compiled */
+    int line;   /* source line of the op, 0 when none */
+
+    /* Pre-norm (attention and MLP; -1 when absent): the layer reads
+     * LayerNorm(x) * norm_weight + norm_bias instead of x, and still adds
+     * its output to x. TF_LAYER_NORM layers use these two tensors too. */
+    int norm_weight, norm_bias; /* [d_model] each */
+    float norm_eps;             /* 1e-5 unless the file says otherwise */
+
+    /* Attention: q = x Wq^T [n_heads*d_head], k = x Wk^T, v = x Wv^T
+     * [n_heads*d_vhead]; per head softmax(q k^T * scale + causal mask) v;
+     * the heads concatenated, then times Wo^T when there is an output
+     * tensor (else n_heads*d_vhead must equal d_model). */
+    int n_heads, d_head, d_vhead;
+    float scale;
+    int causal; /* 1: position i sees 0..i; 0: sees every position */
+    int query, key, value, output; /* tensor indices; output is -1 when absent */
+    int query_bias, key_bias, value_bias, output_bias; /* -1 when absent */
+
+    /* MLP: x W1^T + b1 -> activation -> W2^T + b2 */
+    int d_hidden;
+    TfActivation act;
+    int fc1_weight, fc1_bias, fc2_weight, fc2_bias; /* biases are -1 when absent */
+} TfLayer;
+
+typedef enum TfOutputKind { TF_OUTPUT_NEXT_TOKEN, TF_OUTPUT_CLASSIFY } TfOutputKind;
+
+/* A run-time check of a categorical value the compiler could not prove
+ * single-valued: after layer `layer` runs, register `reg` must hold one value
+ * at every position of the input after the BOS (runtime/engine/checks.h says what
+ * that means).
+ * `line` and `op` name the source op ("Aggregate -> place") in the error. */
+typedef struct TfCheck {
+    int reg;   /* index into regs: a categorical register */
+    int layer; /* index into layers: the last layer that writes it */
+    int line;  /* source line of the op, 0 when unknown */
+    char *op;  /* short op text, owned; never NULL */
+} TfCheck;
+
+typedef struct TfModel {
+    int d_model;
+    int n_vocab;
+    char *vocab;   /* n_vocab bytes: token i is the character vocab[i] */
+    int period;    /* of the sin/cos position encoding */
+    int max_len;   /* rows of embed.position.weight: the longest sequence */
+
+    TfRegister *regs;
+    int n_regs;
+    int output_reg; /* index into regs, -1 when the model has no registers */
+    int generate;   /* default number of tokens to generate */
+
+    /* What the unembedding produces. TF_OUTPUT_NEXT_TOKEN: unembed.weight is
+     * [n_vocab, d_model], logits over the vocabulary at the last position,
+     * generation. TF_OUTPUT_CLASSIFY: unembed.weight is [n_classes, d_model],
+     * one forward pass, class logits read at position 0 (a CLS token) or at
+     * the last position; class_names[i] names class i. */
+    TfOutputKind output_kind;
+    int n_classes;
+    char **class_names;   /* n_classes strings, owned; NULL for next-token */
+    int classify_at_last; /* 0: read at position 0, 1: at the last position */
+    int unembed_bias;     /* tensor index of unembed.bias, -1 when absent */
+
+    /* Next-token models only. every_position 0: generation, the logits read
+     * at the last position. 1: one forward pass over the whole input, the
+     * argmax token read at every position (at 1..n-1 when there is a bos).
+     * bos: the token every input starts with (-1: none). stop_token:
+     * generation ends when this token is generated, which is not part of
+     * the completion; `generate` is then the most tokens generated (-1:
+     * none, always `generate` tokens). */
+    int every_position;
+    int bos;
+    int stop_token;
+
+    /* A model read at every position whose output register is a scalar
+     * prints that register's value at every position (model_numeric_output);
+     * it needs no unembed.weight (unembed may be -1). output_error_bound is
+     * the absolute float32 error the compiler proved for those values (0
+     * when none was given): --check accepts a value within it. */
+    double output_error_bound;
+
+    /* Run-time checks (model_add_check), in any order; n_checks 0: none. */
+    TfCheck *checks;
+    int n_checks;
+
+    TfLayer *layers;
+    int n_layers;
+
+    TfTensor *tensors;
+    int n_tensors;
+    int tok_embed, pos_embed, unembed; /* tensor indices */
+
+    char *source;      /* program text, may be NULL */
+    char *source_name; /* file name of the program, may be NULL */
+
+    /* How the file was made (docs/weight-format.md), JSON object text or
+     * NULL: made_by names the tool, its version and options (for tftrain the
+     * optimizer, schedule, data and steps, and what it started from);
+     * learned holds a learned model's `model { ... }` settings. */
+    char *made_by;
+    char *learned;
+} TfModel;
+
+extern const char *const tf_reg_kind_names[TF_REG_KIND_COUNT];     /* "token", ..., "categorical" */
+extern const char *const tf_layer_kind_names[TF_LAYER_KIND_COUNT]; /* "attention", "mlp", "norm" */
+extern const char *const tf_activation_names[TF_ACT_COUNT];        /* "gelu", "relu" */
+
+/* An empty model (no tensors, no layers); fields set by the caller. */
+TfModel *model_new(void);
+void model_free(TfModel *m);
+
+/* Adds a zero-filled float32 tensor, returns its index, or -1 with err set
+ * (duplicate name, bad shape, out of memory). */
+int model_add_tensor(TfModel *m, const char *name, int ndim, const int64_t *shape, TfError *err);
+/* The same for a caller that knows no tensor has this name yet (no search:
+ * adding n tensors costs O(n), not O(n^2)). */
+int model_add_new_tensor(TfModel *m, const char *name, int ndim, const int64_t *shape,
+                         TfError *err);
+int model_find_tensor(const TfModel *m, const char *name);
+int model_find_register(const TfModel *m, const char *name);
+
+/* A layer of the given kind with every optional tensor absent (-1). */
+TfLayer model_layer_init(TfLayerKind kind);
+
+/* Appends a layer (copied; strings duplicated), returns its index or -1. */
+int model_add_layer(TfModel *m, const TfLayer *layer, TfError *err);
+int model_add_register(TfModel *m, const char *name, TfRegKind kind, int offset, int size,
+                       TfError *err);
+/* Appends a categorical register of `size` columns whose column i holds
+ * the value labelled labels[i] (copied; non-empty, distinct). Returns its
+ * index or -1 with err set. */
+int model_add_categorical(TfModel *m, const char *name, int offset, int size,
+                          const char *const *labels, TfError *err);
+
+/* Appends a run-time check (op copied). Returns its index, or -1 with err
+ * set (out of memory, no op text); model_validate checks the rest. */
+int model_add_check(TfModel *m, int reg, int layer, int line, const char *op, TfError *err);
+
+/* 1 when the model prints a number at every position: read at every
+ * position, its output register a scalar. */
+int model_numeric_output(const TfModel *m);
+
+/* Checks that the model is a consistent transformer: embeddings, unembedding
+ * and every layer's tensors exist with the shapes the dimensions imply,
+ * registers tile within d_model (categorical ones with a label per column),
+ * the output mode, bos and stop token are consistent, every check names a
+ * categorical register and a layer. Returns 0, or -1 with err naming the problem. */
+int model_validate(const TfModel *m, TfError *err);
+
+/* Names every tensor a layer uses by the layer index (docs/weight-format.md,
+ * "Tensor names"): a tensor used by one layer only is
+ * "layers.<i>.<role>" (role "attn.query.weight", "mlp.fc1.bias",
+ * "attn.norm.weight", "norm.weight", ...); one that several layers use (the
+ * compiler stores identical matrices once) is "shared.<k>.<role>", k
+ * counting the shared tensors in order of first use, role its role there.
+ * The fixed tensors keep their names. 0, or -1 with err set (out of memory). */
+int model_name_tensors(TfModel *m, TfError *err);
+
+
+/* The tensors layer `ly` reads and the role each has there
+ * ("attn.query.weight", "mlp.fc2.bias", "norm.weight", as in tensor names):
+ * writes up to TF_LAYER_MAX_TENSORS of each, returns how many. */
+#define TF_LAYER_MAX_TENSORS 14
+int model_layer_tensors(const TfLayer *ly, int *tensors, const char **roles);
+
+/* How many of the model's tensor fields (embeddings, unembedding, every
+ * layer's) name tensor idx: 0 for a tensor the model does not read, such
+ * as a checkpoint's optimizer state. */
+int model_tensor_uses(const TfModel *m, int idx);
+
+/* The model's parameters: the floats of the tensors it reads (tensors
+ * shared by several layers counted once; optimizer state not at all). */
+size_t model_param_count(const TfModel *m);
+
+/* Writes v as the shortest "%.{1..9}g" text that reads back (strtof) as the
+ * same float32 ("nan" for any NaN), into buf (TF_VALUE_TEXT_MAX bytes).
+ * Returns its length. */
+#define TF_VALUE_TEXT_MAX 32
+int model_value_text(float v, char *buf);
+
+/* Writes token `tok` as printable text into buf (at least 5 bytes):
+ * printable ASCII as itself, \n \t \r \\ escaped, other bytes as \xHH.
+ * Returns the number of bytes written (no NUL counted; buf is terminated). */
+int model_token_text(const TfModel *m, int tok, char *buf);
+
+#endif

@@ -1,0 +1,41 @@
+/* outfile.h: writing an output file safely (the tools' -o).
+ *
+ * The target of a path is the path itself or, when it is a symbolic link,
+ * the file the link points to (followed to the end; the link is kept). A
+ * target that exists must be a regular file the user may write: a
+ * directory, a device, a FIFO or a socket is refused, and so is a read-only
+ * file (like `cp` without -f, nothing is replaced that its owner protected).
+ *
+ * outfile_write writes to a temporary file beside the target
+ * (TARGET.tmp.XXXXXX) and renames it over the target, so a reader sees the
+ * old file or the new one, never half of one, and a failure leaves no
+ * temporary file behind. While that file exists its name is held where
+ * outfile_remove_pending, which is async-signal-safe, can remove it: a
+ * tool's SIGINT/SIGTERM/SIGHUP/SIGXFSZ handler calls it (runtime/tools/cli.h)
+ * before dying. Those signals wait while the file is created and
+ * registered.
+ *
+ * Memory: nothing is kept after a call returns; the caller owns buf.
+ */
+#ifndef TF_OUTFILE_H
+#define TF_OUTFILE_H
+
+#include <stddef.h>
+
+#include "error.h"
+
+/* Everything outfile_write does but the writing: the target is resolved and
+ * checked, and a temporary file is created beside it and removed again. 0,
+ * or -1 with err naming the path and the problem. */
+int outfile_check(const char *path, TfError *err);
+
+/* Replaces the target of path with the len bytes of buf. A new file gets
+ * mode 0666 less the umask, a replaced one keeps its mode. 0, or -1 with err
+ * set (nothing changed at path). */
+int outfile_write(const char *path, const void *buf, size_t len, TfError *err);
+
+/* Removes the temporary file of a write in progress, if any. Only calls
+ * unlink: safe in a signal handler. */
+void outfile_remove_pending(void);
+
+#endif

@@ -1,0 +1,1084 @@
+/* train.c: forward pass with saved activations, backward pass, optimizers
+ * and checkpoints for a TfModel (train.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "train.h"
+
+#include <assert.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "parallel.h"
+#include "rng.h"
+#include "tfw.h"
+
+#define LN_BLOCK 64 /* rows per partial sum of LayerNorm's parameter gradients */
+
+const char *const tf_optimizer_names[TF_OPT_COUNT] = {"sgd", "adam", "adamw"};
+static_assert(sizeof tf_optimizer_names / sizeof *tf_optimizer_names == TF_OPT_COUNT, "names");
+
+#define OPTIM_PREFIX "optim."
+
+/* What a layer's forward pass keeps for its backward pass (NULL: unused). */
+typedef struct LayerActs {
+    float *lnout, *ln_mean, *ln_rstd; /* [N,C], [N], [N]: pre-norm or norm layer */
+    float *q, *k, *v, *attout;        /* [N,H*D] x2, [N,H*DV] x2 */
+    float *preatt, *att;              /* sum over sequences of H*T*T */
+    float *hpre, *hact;               /* [N,F] */
+    float *y;                         /* [N,C] sublayer output, after dropout */
+    float *mask;                      /* [N,C] dropout multipliers */
+} LayerActs;
+
+struct TfTrainer {
+    TfModel *m;
+    TfTrainOptions o;
+    int max_rows, max_seqs;
+    int n_tensors;      /* the model's tensors that are parameters (not optim.*) */
+    size_t n_params;
+    size_t *offset;     /* per tensor */
+    int *trainable;     /* per tensor */
+    float *params, *grads, *mom, *vel;
+    float *own_grads;   /* grads points here unless trainer_set_grads */
+    int shared;         /* a worker: params belong to the master */
+    long step;
+
+    float *resid;       /* (n_layers + 1) x [max_rows, C] */
+    LayerActs *acts;
+    int *attn_index;    /* per layer: which attention layer it is, or -1 */
+    int *pos;           /* [max_rows] position of each row */
+    long *att_off;      /* per sequence: sum of T*T over the sequences before it; a
+                           layer of H heads keeps a sequence's scores at H*att_off */
+    int max_heads;
+
+    int n_out;          /* rows the loss reads */
+    int *out_rows, *out_targets;
+    float *outx, *logits, *probs, *dlogits, *doutx; /* [max_rows, C or V] */
+    int n_outputs;      /* V or classes */
+
+    float *dres, *dres2, *dy, *dain, *dq, *dk, *dv, *dattout, *dh, *dhpre, *scratch, *dpreatt;
+    int threads;  /* attention's per-sequence work is split over this many */
+    int scratch_threads; /* scratch has room for this many */
+    float *ln_part; /* LayerNorm's parameter gradients per block of rows */
+    size_t scratch_per; /* floats of scratch per thread (the attention kernels') */
+    int batch_has_dropout;
+
+    /* Only the rows the loss reads need the layers after the last attention
+     * layer, and only their queries in it: when `compact` is set (per batch),
+     * that layer computes keys and values for every row but everything else
+     * for the out_rows alone, and the layers after it work on those M rows. */
+    int last_attn;       /* index of the last attention layer, -1 when none */
+    /* The backward pass stops below the lowest layer that reads a trained
+     * tensor, unless an embedding trains (frozen layers: --freeze). */
+    int first_trained, embed_trained;
+    int compact, no_compact;
+    int *out_pos;        /* [max_rows] position of each out row in its sequence */
+    int *seq_out_start;  /* [max_seqs + 1] each sequence's first out row */
+    float *qin;          /* [max_rows, C] the out rows' (normalised) input */
+};
+
+static void *xcalloc(size_t n, size_t size, int *failed) {
+    void *p = calloc(n ? n : 1, size);
+    if (!p) *failed = 1;
+    return p;
+}
+
+#define P(t, i) ((t)->params + (t)->offset[i])
+#define G(t, i) ((t)->grads + (t)->offset[i])
+#define OPTP(t, i) ((i) >= 0 ? P(t, i) : NULL)
+#define OPTG(t, i) ((i) >= 0 ? G(t, i) : NULL)
+
+void trainer_free(TfTrainer *t) {
+    if (!t) return;
+    if (t->acts) {
+        for (int l = 0; l < t->m->n_layers; l++) {
+            LayerActs *a = &t->acts[l];
+            float *bufs[] = {a->lnout, a->ln_mean, a->ln_rstd, a->q, a->k, a->v, a->attout,
+                             a->preatt, a->att, a->hpre, a->hact, a->y, a->mask};
+            for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
+        }
+    }
+    free(t->acts);
+    if (t->shared) t->params = NULL;
+    float *bufs[] = {t->params, t->own_grads, t->mom, t->vel, t->resid, t->outx, t->logits,
+                     t->probs, t->dlogits, t->doutx, t->dres, t->dres2, t->dy, t->dain,
+                     t->dq, t->dk, t->dv, t->dattout, t->dh, t->dhpre, t->scratch, t->dpreatt, t->ln_part};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
+    free(t->offset);
+    free(t->trainable);
+    free(t->attn_index);
+    free(t->pos);
+    free(t->att_off);
+    free(t->out_rows);
+    free(t->out_targets);
+    free(t->out_pos);
+    free(t->seq_out_start);
+    free(t->qin);
+    free(t);
+}
+
+/* The trainer of trainer_new, or with master set a worker sharing its
+ * parameters (trainer_new_worker). */
+static TfTrainer *trainer_alloc(TfModel *m, const TfTrainOptions *opts, int max_rows,
+                                int max_seqs, TfTrainer *master, TfError *err) {
+    if (model_validate(m, err) < 0) return NULL;
+    if (max_rows < 1 || max_seqs < 1 || max_seqs > max_rows) {
+        tf_error_set(err, "a batch needs room for at least one row and sequence");
+        return NULL;
+    }
+    if ((unsigned)opts->optimizer >= TF_OPT_COUNT || !(opts->dropout >= 0 && opts->dropout < 1) ||
+        !(opts->clip >= 0) || !(opts->weight_decay >= 0) || !(opts->momentum >= 0) ||
+        !(opts->beta1 >= 0 && opts->beta1 < 1) || !(opts->beta2 >= 0 && opts->beta2 < 1) ||
+        !(opts->eps > 0)) {
+        tf_error_set(err, "training options out of range");
+        return NULL;
+    }
+    int failed = 0;
+    TfTrainer *t = xcalloc(1, sizeof *t, &failed);
+    if (!t) {
+        tf_error_set(err, "out of memory");
+        return NULL;
+    }
+    t->m = m;
+    t->o = *opts;
+    t->max_rows = max_rows;
+    t->max_seqs = max_seqs;
+    // Parameters: every tensor but saved optimizer state, which a checkpoint
+    // appends after them.
+    t->n_tensors = m->n_tensors;
+    for (int i = 0; i < m->n_tensors; i++)
+        if (strncmp(m->tensors[i].name, OPTIM_PREFIX, strlen(OPTIM_PREFIX)) == 0) {
+            t->n_tensors = i;
+            break;
+        }
+    for (int i = t->n_tensors; i < m->n_tensors; i++)
+        if (strncmp(m->tensors[i].name, OPTIM_PREFIX, strlen(OPTIM_PREFIX)) != 0) {
+            tf_error_set(err, "tensor '%s' comes after the optimizer state", m->tensors[i].name);
+            free(t);
+            return NULL;
+        }
+    t->offset = xcalloc((size_t)m->n_tensors, sizeof *t->offset, &failed);
+    t->trainable = xcalloc((size_t)m->n_tensors, sizeof *t->trainable, &failed);
+    if (failed) goto oom;
+    for (int i = 0; i < t->n_tensors; i++) {
+        t->offset[i] = t->n_params;
+        t->n_params += m->tensors[i].nelem;
+        t->trainable[i] = opts->trainable ? opts->trainable[i] != 0
+                                          : i != m->pos_embed || opts->train_positions;
+    }
+    t->own_grads = t->grads = xcalloc(t->n_params, sizeof(float), &failed);
+    if (master) {
+        t->shared = 1;
+        t->params = master->params;
+    } else {
+        t->params = xcalloc(t->n_params, sizeof(float), &failed);
+        t->mom = xcalloc(t->n_params, sizeof(float), &failed);
+        if (opts->optimizer != TF_OPT_SGD) t->vel = xcalloc(t->n_params, sizeof(float), &failed);
+    }
+    if (failed) goto oom;
+    for (int i = 0; !master && i < t->n_tensors; i++)
+        memcpy(P(t, i), m->tensors[i].data, m->tensors[i].nelem * sizeof(float));
+
+    const size_t R = (size_t)max_rows, C = (size_t)m->d_model;
+    size_t maxT = (size_t)(m->max_len < max_rows ? m->max_len : max_rows);
+    size_t wide = C; /* widest per-row buffer of any layer */
+    t->resid = xcalloc(((size_t)m->n_layers + 1) * R * C, sizeof(float), &failed);
+    t->acts = xcalloc((size_t)m->n_layers, sizeof *t->acts, &failed);
+    t->attn_index = xcalloc((size_t)m->n_layers, sizeof(int), &failed);
+    if (failed) goto oom;
+    int n_attn = 0;
+    size_t max_att = 0;
+    for (int l = 0; l < m->n_layers; l++) {
+        const TfLayer *ly = &m->layers[l];
+        LayerActs *a = &t->acts[l];
+        t->attn_index[l] = ly->kind == TF_LAYER_ATTENTION ? n_attn++ : -1;
+        if (ly->norm_weight >= 0) {
+            if (ly->kind != TF_LAYER_NORM) a->lnout = xcalloc(R * C, sizeof(float), &failed);
+            a->ln_mean = xcalloc(R, sizeof(float), &failed);
+            a->ln_rstd = xcalloc(R, sizeof(float), &failed);
+        }
+        if (ly->kind == TF_LAYER_NORM) continue;
+        a->y = xcalloc(R * C, sizeof(float), &failed);
+        if (opts->dropout > 0) a->mask = xcalloc(R * C, sizeof(float), &failed);
+        if (ly->kind == TF_LAYER_ATTENTION) {
+            size_t hd = (size_t)ly->n_heads * ly->d_head, hv = (size_t)ly->n_heads * ly->d_vhead;
+            a->q = xcalloc(R * hd, sizeof(float), &failed);
+            a->k = xcalloc(R * hd, sizeof(float), &failed);
+            a->v = xcalloc(R * hv, sizeof(float), &failed);
+            a->attout = xcalloc(R * hv, sizeof(float), &failed);
+            size_t natt = (size_t)ly->n_heads * maxT * R;
+            a->preatt = xcalloc(natt, sizeof(float), &failed);
+            a->att = xcalloc(natt, sizeof(float), &failed);
+            if (hd > wide) wide = hd;
+            if (hv > wide) wide = hv;
+            if ((size_t)ly->n_heads * maxT * maxT > max_att) max_att = (size_t)ly->n_heads * maxT * maxT;
+            if (ly->n_heads > t->max_heads) t->max_heads = ly->n_heads;
+        } else {
+            a->hpre = xcalloc(R * (size_t)ly->d_hidden, sizeof(float), &failed);
+            a->hact = xcalloc(R * (size_t)ly->d_hidden, sizeof(float), &failed);
+            if ((size_t)ly->d_hidden > wide) wide = (size_t)ly->d_hidden;
+        }
+    }
+    t->n_outputs = m->output_kind == TF_OUTPUT_CLASSIFY ? m->n_classes : m->n_vocab;
+    const size_t V = (size_t)t->n_outputs;
+    t->pos = xcalloc(R, sizeof(int), &failed);
+    t->att_off = xcalloc((size_t)max_seqs + 1, sizeof(long), &failed);
+    t->out_rows = xcalloc(R, sizeof(int), &failed);
+    t->out_targets = xcalloc(R, sizeof(int), &failed);
+    t->out_pos = xcalloc(R, sizeof(int), &failed);
+    t->seq_out_start = xcalloc((size_t)max_seqs + 1, sizeof(int), &failed);
+    t->qin = xcalloc(R * C, sizeof(float), &failed);
+    t->last_attn = -1;
+    t->embed_trained = t->trainable[m->tok_embed] || t->trainable[m->pos_embed];
+    t->first_trained = m->n_layers;
+    for (int l = m->n_layers - 1; l >= 0; l--) {
+        int ts[TF_LAYER_MAX_TENSORS];
+        const char *roles[TF_LAYER_MAX_TENSORS];
+        int k = model_layer_tensors(&m->layers[l], ts, roles);
+        for (int j = 0; j < k; j++)
+            if (t->trainable[ts[j]]) t->first_trained = l;
+    }
+    if (t->embed_trained) t->first_trained = 0;
+    for (int l = 0; l < m->n_layers; l++)
+        if (m->layers[l].kind == TF_LAYER_ATTENTION) t->last_attn = l;
+    t->outx = xcalloc(R * C, sizeof(float), &failed);
+    t->doutx = xcalloc(R * C, sizeof(float), &failed);
+    t->logits = xcalloc(R * V, sizeof(float), &failed);
+    t->probs = xcalloc(R * V, sizeof(float), &failed);
+    t->dlogits = xcalloc(R * V, sizeof(float), &failed);
+    t->dres = xcalloc(R * C, sizeof(float), &failed);
+    t->dres2 = xcalloc(R * C, sizeof(float), &failed);
+    t->dy = xcalloc(R * C, sizeof(float), &failed);
+    t->dain = xcalloc(R * C, sizeof(float), &failed);
+    t->dq = xcalloc(R * wide, sizeof(float), &failed);
+    t->dk = xcalloc(R * wide, sizeof(float), &failed);
+    t->dv = xcalloc(R * wide, sizeof(float), &failed);
+    t->dattout = xcalloc(R * wide, sizeof(float), &failed);
+    t->dh = xcalloc(R * wide, sizeof(float), &failed);
+    t->dhpre = xcalloc(R * wide, sizeof(float), &failed);
+    t->threads = opts->threads < 1 ? 1 : opts->threads > TF_PARALLEL_MAX ? TF_PARALLEL_MAX : opts->threads;
+    t->scratch_threads = t->threads;
+    for (int l = 0; l < m->n_layers; l++) {
+        const TfLayer *ly = &m->layers[l];
+        size_t need = ly->kind == TF_LAYER_ATTENTION
+                          ? attention_scratch_floats((int)maxT, ly->d_head, ly->d_vhead) : 0;
+        if (need > t->scratch_per) t->scratch_per = need;
+    }
+    t->scratch = xcalloc(t->scratch_per * (size_t)t->threads, sizeof(float), &failed);
+    t->ln_part = xcalloc(((size_t)max_rows / LN_BLOCK + 1) * 2 * (size_t)m->d_model, sizeof(float),
+                         &failed);
+    t->dpreatt = xcalloc(max_att, sizeof(float), &failed);
+    if (failed) goto oom;
+    return t;
+oom:
+    trainer_free(t);
+    tf_error_set(err, "out of memory for the trainer");
+    return NULL;
+}
+
+TfTrainer *trainer_new(TfModel *m, const TfTrainOptions *opts, int max_rows, int max_seqs,
+                       TfError *err) {
+    return trainer_alloc(m, opts, max_rows, max_seqs, NULL, err);
+}
+
+TfTrainer *trainer_new_worker(TfTrainer *master, int max_rows, int max_seqs, TfError *err) {
+    return trainer_alloc(master->m, &master->o, max_rows, max_seqs, master, err);
+}
+
+void trainer_set_grads(TfTrainer *t, float *g) { t->grads = g ? g : t->own_grads; }
+
+void trainer_set_threads(TfTrainer *t, int threads) {
+    // scratch has room for scratch_threads threads: never more.
+    t->threads = threads < 1 ? 1 : threads > t->scratch_threads ? t->scratch_threads : threads;
+}
+
+long trainer_steps_done(const TfTrainer *t) { return t->step; }
+const TfModel *trainer_model(const TfTrainer *t) { return t->m; }
+float *trainer_params(TfTrainer *t, size_t *n) {
+    *n = t->n_params;
+    return t->params;
+}
+float *trainer_grads(TfTrainer *t, size_t *n) {
+    *n = t->n_params;
+    return t->grads;
+}
+size_t trainer_tensor_offset(const TfTrainer *t, int i) { return t->offset[i]; }
+
+int trainer_check_batch(const TfTrainer *t, const TfBatch *b, TfError *err) {
+    const TfModel *m = t->m;
+    if (b->n_seqs < 1 || b->n_seqs > t->max_seqs) {
+        tf_error_set(err, "a batch of %d sequences (1 to %d allowed)", b->n_seqs, t->max_seqs);
+        return -1;
+    }
+    if (b->seq_start[0] != 0) {
+        tf_error_set(err, "the first sequence does not start at row 0");
+        return -1;
+    }
+    for (int s = 0; s < b->n_seqs; s++) {
+        int len = b->seq_start[s + 1] - b->seq_start[s];
+        if (len < 1 || len > m->max_len) {
+            tf_error_set(err, "sequence %d has %d tokens (1 to %d allowed)", s, len, m->max_len);
+            return -1;
+        }
+    }
+    int N = b->seq_start[b->n_seqs];
+    if (N > t->max_rows) {
+        tf_error_set(err, "a batch of %d rows (at most %d)", N, t->max_rows);
+        return -1;
+    }
+    for (int n = 0; n < N; n++) {
+        if (b->tokens[n] < 0 || b->tokens[n] >= m->n_vocab) {
+            tf_error_set(err, "row %d: token %d is outside the vocabulary", n, b->tokens[n]);
+            return -1;
+        }
+    }
+    if (m->output_kind == TF_OUTPUT_CLASSIFY) {
+        for (int s = 0; s < b->n_seqs; s++)
+            if (!b->labels || b->labels[s] < 0 || b->labels[s] >= m->n_classes) {
+                tf_error_set(err, "sequence %d has no valid class label", s);
+                return -1;
+            }
+    } else {
+        int any = 0;
+        for (int n = 0; b->targets && n < N; n++) {
+            if (b->targets[n] < -1 || b->targets[n] >= m->n_vocab) {
+                tf_error_set(err, "row %d: target %d is outside the vocabulary", n, b->targets[n]);
+                return -1;
+            }
+            any |= b->targets[n] >= 0;
+        }
+        if (!any) {
+            tf_error_set(err, "the batch has no target tokens");
+            return -1;
+        }
+    }
+    int n_attn = 0;
+    for (int l = 0; l < m->n_layers; l++) n_attn += m->layers[l].kind == TF_LAYER_ATTENTION;
+    for (int i = 0; i < b->n_attn; i++) {
+        const TfAttnTarget *a = &b->attn[i];
+        if (a->seq < 0 || a->seq >= b->n_seqs || a->layer < 0 || a->layer >= n_attn ||
+            a->head < 0 || !a->target) {
+            tf_error_set(err, "attention target %d names no sequence, layer or head", i);
+            return -1;
+        }
+        for (int l = 0; l < m->n_layers; l++)
+            if (t->attn_index[l] == a->layer && a->head >= m->layers[l].n_heads) {
+                tf_error_set(err, "attention target %d: layer %d has %d heads", i, a->layer,
+                             m->layers[l].n_heads);
+                return -1;
+            }
+    }
+    return 0;
+}
+
+/* ---- forward ---------------------------------------------------------------- */
+
+static void make_mask(float *mask, long n, float p, TfRng *rng) {
+    float keep = 1.0f / (1.0f - p);
+    for (long i = 0; i < n; i++) mask[i] = rng_float(rng) < p ? 0.0f : keep;
+}
+
+/* The rows the loss reads (out_rows, their targets and positions), and
+ * where each sequence's start among them. */
+static void find_out_rows(TfTrainer *t, const TfBatch *b) {
+    const TfModel *m = t->m;
+    int M = 0;
+    for (int s = 0; s < b->n_seqs; s++) {
+        t->seq_out_start[s] = M;
+        if (m->output_kind == TF_OUTPUT_CLASSIFY) {
+            t->out_rows[M] = m->classify_at_last ? b->seq_start[s + 1] - 1 : b->seq_start[s];
+            t->out_targets[M++] = b->labels ? b->labels[s] : 0;
+            continue;
+        }
+        for (int n = b->seq_start[s]; n < b->seq_start[s + 1]; n++)
+            if (b->targets && b->targets[n] >= 0) {
+                t->out_rows[M] = n;
+                t->out_targets[M++] = b->targets[n];
+            }
+    }
+    t->seq_out_start[b->n_seqs] = M;
+    for (int i = 0; i < M; i++) t->out_pos[i] = t->pos[t->out_rows[i]];
+    t->n_out = M;
+}
+
+/* One attention layer's per-sequence work, split over threads by
+ * parallel_ranges: each sequence reads and writes only its own rows, so the
+ * result is the same for any number of threads. */
+static void zero(float *p, size_t n);
+static double attn_loss(const TfTrainer *t, const TfBatch *b, int l, int s, float *dpre);
+
+/* LayerNorm over many rows, split over threads. Forward: rows are
+ * independent. Backward: the input gradient is per row too, and the
+ * parameter gradients are summed per block of LN_BLOCK rows, then the blocks
+ * in order, so the result depends on the number of rows, never on the
+ * number of threads. Small batches take the plain kernels. */
+#define LN_MIN_ROWS 512
+
+typedef struct LnJob {
+    float *out, *mean, *rstd, *dinp, *part;
+    const float *inp, *weight, *bias, *dout, *cmean, *crstd;
+    int N, C;
+    float eps;
+} LnJob;
+
+static void ln_forward_range(void *ctx, int lo, int hi, int worker) {
+    const LnJob *j = ctx;
+    (void)worker;
+    long r0 = (long)lo * LN_BLOCK, r1 = (long)hi * LN_BLOCK < j->N ? (long)hi * LN_BLOCK : j->N;
+    layernorm_forward(j->out + r0 * j->C, j->mean + r0, j->rstd + r0, j->inp + r0 * j->C,
+                      j->weight, j->bias, (int)(r1 - r0), j->C, j->eps);
+}
+
+static void ln_backward_range(void *ctx, int lo, int hi, int worker) {
+    const LnJob *j = ctx;
+    (void)worker;
+    for (int b = lo; b < hi; b++) {
+        long r0 = (long)b * LN_BLOCK, r1 = r0 + LN_BLOCK < j->N ? r0 + LN_BLOCK : j->N;
+        float *pw = j->part + (size_t)b * 2 * j->C, *pb = pw + j->C;
+        memset(pw, 0, 2 * (size_t)j->C * sizeof *pw);
+        layernorm_backward(j->dinp + r0 * j->C, pw, pb, j->dout + r0 * j->C, j->inp + r0 * j->C,
+                           j->weight, j->cmean + r0, j->crstd + r0, (int)(r1 - r0), j->C);
+    }
+}
+
+static void ln_forward(const TfTrainer *t, float *out, float *mean, float *rstd, const float *inp,
+                       const float *weight, const float *bias, int N, int C, float eps) {
+    if (N < LN_MIN_ROWS) {
+        layernorm_forward(out, mean, rstd, inp, weight, bias, N, C, eps);
+        return;
+    }
+    LnJob j = {out, mean, rstd, NULL, NULL, inp, weight, bias, NULL, NULL, NULL, N, C, eps};
+    parallel_ranges((N + LN_BLOCK - 1) / LN_BLOCK, NULL, t->threads, ln_forward_range, &j);
+}
+
+static void ln_backward(const TfTrainer *t, float *dinp, float *dweight, float *dbias,
+                        const float *dout, const float *inp, const float *weight,
+                        const float *mean, const float *rstd, int N, int C) {
+    if (N < LN_MIN_ROWS) {
+        layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+        return;
+    }
+    int blocks = (N + LN_BLOCK - 1) / LN_BLOCK;
+    LnJob j = {NULL, NULL, NULL, dinp, t->ln_part, inp, weight, NULL, dout, mean, rstd, N, C, 0};
+    parallel_ranges(blocks, NULL, t->threads, ln_backward_range, &j);
+    for (int b = 0; b < blocks; b++) {
+        const float *pw = t->ln_part + (size_t)b * 2 * C, *pb = pw + C;
+        for (int c = 0; c < C; c++) {
+            dweight[c] += pw[c];
+            dbias[c] += pb[c];
+        }
+    }
+}
+
+/* Threads for one attention layer's per-sequence work: one when the batch is
+ * too small for a second thread to pay (the work is about H x sum T^2 x d). */
+static int attn_threads(const TfTrainer *t, const TfBatch *b, const TfLayer *ly) {
+    long work = (long)ly->n_heads * t->att_off[b->n_seqs] * (ly->d_head + ly->d_vhead);
+    return work < 200000 ? 1 : t->threads;
+}
+
+typedef struct AttnJob {
+    TfTrainer *t;
+    const TfBatch *b;
+    const TfLayer *ly;
+    LayerActs *a;
+    const float *dattout;
+    int l;
+} AttnJob;
+
+/* Full attention (every row a query): activations at H x att_off[s]. */
+static void full_forward_range(void *ctx, int lo, int hi, int worker) {
+    const AttnJob *j = ctx;
+    const TfLayer *ly = j->ly;
+    const int H = ly->n_heads, HD = H * ly->d_head, HV = H * ly->d_vhead;
+    (void)worker;
+    for (int s = lo; s < hi; s++) {
+        int r0 = j->b->seq_start[s], T = j->b->seq_start[s + 1] - r0;
+        long off = (long)H * j->t->att_off[s];
+        attention_forward(j->a->attout + (long)r0 * HV, j->a->preatt + off, j->a->att + off,
+                          j->a->q + (long)r0 * HD, j->a->k + (long)r0 * HD,
+                          j->a->v + (long)r0 * HV, T, H, ly->d_head, ly->d_vhead, ly->scale,
+                          ly->causal);
+    }
+}
+
+static void full_backward_range(void *ctx, int lo, int hi, int worker) {
+    const AttnJob *j = ctx;
+    TfTrainer *t = j->t;
+    const TfBatch *b = j->b;
+    const TfLayer *ly = j->ly;
+    const int H = ly->n_heads, HD = H * ly->d_head, HV = H * ly->d_vhead;
+    float *scratch = t->scratch + (size_t)worker * t->scratch_per;
+    for (int s = lo; s < hi; s++) {
+        int r0 = b->seq_start[s], T = b->seq_start[s + 1] - r0;
+        const float *extra = NULL;
+        int has = 0;
+        for (int i = 0; i < b->n_attn; i++)
+            has |= b->attn[i].seq == s && b->attn[i].layer == t->attn_index[j->l];
+        if (has) {
+            zero(t->dpreatt, (size_t)H * T * T);
+            attn_loss(t, b, j->l, s, t->dpreatt);
+            extra = t->dpreatt;
+        }
+        attention_backward(t->dq + (long)r0 * HD, t->dk + (long)r0 * HD, t->dv + (long)r0 * HV,
+                           scratch, j->dattout + (long)r0 * HV, extra, j->a->q + (long)r0 * HD,
+                           j->a->k + (long)r0 * HD, j->a->v + (long)r0 * HV,
+                           j->a->att + (long)H * t->att_off[s], T, H, ly->d_head, ly->d_vhead,
+                           ly->scale, ly->causal);
+    }
+}
+
+/* Compact attention (out rows only): sequence s's activations start at
+ * H x (rows of the sequences before it) x their lengths, R x H x T each. */
+static long rows_offset(const TfTrainer *t, const TfBatch *b, int s, int H) {
+    long off = 0;
+    for (int i = 0; i < s; i++)
+        off += (long)(t->seq_out_start[i + 1] - t->seq_out_start[i]) * H *
+               (b->seq_start[i + 1] - b->seq_start[i]);
+    return off;
+}
+
+static void rows_forward_range(void *ctx, int lo, int hi, int worker) {
+    const AttnJob *j = ctx;
+    const TfTrainer *t = j->t;
+    const TfBatch *b = j->b;
+    const TfLayer *ly = j->ly;
+    const int H = ly->n_heads, HD = H * ly->d_head, HV = H * ly->d_vhead;
+    long off = rows_offset(t, b, lo, H);
+    float *scratch = t->scratch + (size_t)worker * t->scratch_per;
+    for (int s = lo; s < hi; s++) {
+        int r0 = b->seq_start[s], T = b->seq_start[s + 1] - r0;
+        int o0 = t->seq_out_start[s], R = t->seq_out_start[s + 1] - o0;
+        attention_rows_forward(j->a->attout + (long)o0 * HV, j->a->preatt + off, j->a->att + off,
+                               scratch, j->a->q + (long)o0 * HD, j->a->k + (long)r0 * HD,
+                               j->a->v + (long)r0 * HV, t->out_pos + o0, R, T, H, ly->d_head,
+                               ly->d_vhead, ly->scale, ly->causal);
+        off += (long)R * H * T;
+    }
+}
+
+static void rows_backward_range(void *ctx, int lo, int hi, int worker) {
+    const AttnJob *j = ctx;
+    TfTrainer *t = j->t;
+    const TfBatch *b = j->b;
+    const TfLayer *ly = j->ly;
+    const int H = ly->n_heads, HD = H * ly->d_head, HV = H * ly->d_vhead;
+    float *scratch = t->scratch + (size_t)worker * t->scratch_per;
+    long off = rows_offset(t, b, lo, H);
+    for (int s = lo; s < hi; s++) {
+        int r0 = b->seq_start[s], T = b->seq_start[s + 1] - r0;
+        int o0 = t->seq_out_start[s], R = t->seq_out_start[s + 1] - o0;
+        attention_rows_backward(t->dq + (long)o0 * HD, t->dk + (long)r0 * HD,
+                                t->dv + (long)r0 * HV, scratch, j->dattout + (long)o0 * HV,
+                                j->a->q + (long)o0 * HD, j->a->k + (long)r0 * HD,
+                                j->a->v + (long)r0 * HV, j->a->att + off, t->out_pos + o0, R, T,
+                                H, ly->d_head, ly->d_vhead, ly->scale, ly->causal);
+        off += (long)R * H * T;
+    }
+}
+
+/* The last attention layer on the out rows only (see `compact`): keys and
+ * values of every row, queries and the rest for the M out rows; out [M, C]. */
+static void forward_compact_attention(TfTrainer *t, const TfBatch *b, const TfLayer *ly,
+                                      LayerActs *a, const float *ain) {
+    const int C = t->m->d_model, N = b->seq_start[b->n_seqs], M = t->n_out;
+    const int H = ly->n_heads, HD = H * ly->d_head, HV = H * ly->d_vhead;
+    for (int i = 0; i < M; i++)
+        memcpy(t->qin + (long)i * C, ain + (long)t->out_rows[i] * C, (size_t)C * sizeof(float));
+    matmul_forward(a->q, t->qin, P(t, ly->query), OPTP(t, ly->query_bias), M, C, HD, 0);
+    matmul_forward(a->k, ain, P(t, ly->key), OPTP(t, ly->key_bias), N, C, HD, 0);
+    matmul_forward(a->v, ain, P(t, ly->value), OPTP(t, ly->value_bias), N, C, HV, 0);
+    AttnJob job = {t, b, ly, a, NULL, 0};
+    parallel_ranges(b->n_seqs, t->att_off, attn_threads(t, b, ly), rows_forward_range, &job);
+    if (ly->output >= 0) {
+        matmul_forward(a->y, a->attout, P(t, ly->output), OPTP(t, ly->output_bias), M, HV, C, 0);
+    } else {
+        memcpy(a->y, a->attout, (size_t)M * C * sizeof(float));
+        if (ly->output_bias >= 0)
+            for (int i = 0; i < M; i++)
+                for (int c = 0; c < C; c++) a->y[(long)i * C + c] += P(t, ly->output_bias)[c];
+    }
+}
+
+/* Runs the model on the batch; fills the output rows and returns the summed
+ * cross-entropy (not averaged). */
+static double forward(TfTrainer *t, const TfBatch *b, int train, long step) {
+    const TfModel *m = t->m;
+    const int C = m->d_model, N = b->seq_start[b->n_seqs];
+    const size_t RC = (size_t)t->max_rows * C;
+    for (int s = 0; s < b->n_seqs; s++)
+        for (int n = b->seq_start[s]; n < b->seq_start[s + 1]; n++) t->pos[n] = n - b->seq_start[s];
+    find_out_rows(t, b);
+    t->att_off[0] = 0;
+    for (int s = 0; s < b->n_seqs; s++) {
+        long T = b->seq_start[s + 1] - b->seq_start[s];
+        t->att_off[s + 1] = t->att_off[s] + T * T;
+    }
+    t->compact = t->last_attn >= 0 && t->n_out < N && b->n_attn == 0 && !t->no_compact;
+    embedding_forward(t->resid, b->tokens, t->pos, P(t, m->tok_embed), P(t, m->pos_embed), N, C);
+    int dropout = train && t->o.dropout > 0;
+    t->batch_has_dropout = dropout;
+    TfRng rng;
+    // Masks per step and, in a chunk of a larger batch, per chunk.
+    rng_seed(&rng, t->o.seed * 1000003u + (uint64_t)step +
+                       (uint64_t)b->chunk * 0x632BE59BD9B4E019ull);
+    int rows = N; /* rows of the residual stream now: N, or M after compaction */
+    for (int l = 0; l < m->n_layers; l++) {
+        const TfLayer *ly = &m->layers[l];
+        LayerActs *a = &t->acts[l];
+        float *in = t->resid + (size_t)l * RC, *out = t->resid + (size_t)(l + 1) * RC;
+        if (ly->kind == TF_LAYER_NORM) {
+            ln_forward(t, out, a->ln_mean, a->ln_rstd, in, P(t, ly->norm_weight),
+                              P(t, ly->norm_bias), rows, C, ly->norm_eps);
+            continue;
+        }
+        const float *ain = in;
+        if (ly->norm_weight >= 0) {
+            ln_forward(t, a->lnout, a->ln_mean, a->ln_rstd, in, P(t, ly->norm_weight),
+                              P(t, ly->norm_bias), rows, C, ly->norm_eps);
+            ain = a->lnout;
+        }
+        int rows_in = rows;
+        if (ly->kind == TF_LAYER_ATTENTION && t->compact && l == t->last_attn) {
+            forward_compact_attention(t, b, ly, a, ain);
+            rows = t->n_out;
+        } else if (ly->kind == TF_LAYER_ATTENTION) {
+            const int H = ly->n_heads, HD = H * ly->d_head, HV = H * ly->d_vhead;
+            matmul_forward(a->q, ain, P(t, ly->query), OPTP(t, ly->query_bias), N, C, HD, 0);
+            matmul_forward(a->k, ain, P(t, ly->key), OPTP(t, ly->key_bias), N, C, HD, 0);
+            matmul_forward(a->v, ain, P(t, ly->value), OPTP(t, ly->value_bias), N, C, HV, 0);
+            AttnJob job = {t, b, ly, a, NULL, l};
+            parallel_ranges(b->n_seqs, t->att_off, attn_threads(t, b, ly), full_forward_range, &job);
+            if (ly->output >= 0) {
+                matmul_forward(a->y, a->attout, P(t, ly->output), OPTP(t, ly->output_bias), N, HV,
+                               C, 0);
+            } else {
+                memcpy(a->y, a->attout, (size_t)N * C * sizeof(float));
+                if (ly->output_bias >= 0)
+                    for (int n = 0; n < N; n++)
+                        for (int c = 0; c < C; c++) a->y[(long)n * C + c] += P(t, ly->output_bias)[c];
+            }
+        } else {
+            const int F = ly->d_hidden;
+            matmul_forward(a->hpre, ain, P(t, ly->fc1_weight), OPTP(t, ly->fc1_bias), rows, C, F, 0);
+            memcpy(a->hact, a->hpre, (size_t)rows * F * sizeof(float));
+            if (ly->act == TF_ACT_GELU) gelu_forward(a->hact, (long)rows * F);
+            else relu_forward(a->hact, (long)rows * F);
+            matmul_forward(a->y, a->hact, P(t, ly->fc2_weight), OPTP(t, ly->fc2_bias), rows, F, C, 0);
+        }
+        if (dropout) {
+            make_mask(a->mask, (long)rows * C, t->o.dropout, &rng);
+            for (long i = 0; i < (long)rows * C; i++) a->y[i] *= a->mask[i];
+        }
+        if (rows == rows_in) {
+            for (long i = 0; i < (long)rows * C; i++) out[i] = in[i] + a->y[i];
+        } else { /* compacted: the out rows' residual plus the layer's output */
+            for (int i = 0; i < rows; i++) {
+                const float *x = in + (long)t->out_rows[i] * C, *y = a->y + (long)i * C;
+                float *o = out + (long)i * C;
+                for (int c = 0; c < C; c++) o[c] = x[c] + y[c];
+            }
+        }
+    }
+    // The rows the loss reads, gathered (compacted: rows 0..M-1 already).
+    const float *x = t->resid + (size_t)m->n_layers * RC;
+    const int M = t->n_out;
+    for (int i = 0; i < M; i++)
+        memcpy(t->outx + (long)i * C, x + (long)(t->compact ? i : t->out_rows[i]) * C,
+               (size_t)C * sizeof(float));
+    if (M == 0) return 0.0;
+    matmul_forward(t->logits, t->outx, P(t, m->unembed), OPTP(t, m->unembed_bias), M, C,
+                   t->n_outputs, 0);
+    return crossentropy_forward(t->probs, t->logits, t->out_targets, M, t->n_outputs);
+}
+
+/* The attention-score loss of the batch (after forward); with grad set,
+ * also its gradient for attention layer `layer`, sequence s, into dpre. */
+static double attn_loss(const TfTrainer *t, const TfBatch *b, int l, int s, float *dpre) {
+    double loss = 0.0;
+    const TfModel *m = t->m;
+    int n_seqs = 0; /* sequences with targets */
+    for (int i = 0; i < b->n_attn; i++) {
+        int first = 1;
+        for (int j = 0; j < i; j++) first &= b->attn[j].seq != b->attn[i].seq;
+        n_seqs += first;
+    }
+    if (b->loss_attn_seqs > 0) n_seqs = b->loss_attn_seqs; /* a chunk: the whole batch's */
+    for (int i = 0; i < b->n_attn; i++) {
+        const TfAttnTarget *a = &b->attn[i];
+        int ll = -1;
+        for (int j = 0; j < m->n_layers; j++)
+            if (t->attn_index[j] == a->layer) ll = j;
+        if (l >= 0 && (ll != l || a->seq != s)) continue;
+        int T = b->seq_start[a->seq + 1] - b->seq_start[a->seq];
+        const float *pre = t->acts[ll].preatt + (long)m->layers[ll].n_heads * t->att_off[a->seq] +
+                           (long)a->head * T * T;
+        float *d = dpre ? dpre + (long)a->head * T * T : NULL;
+        double w = (double)a->weight / ((double)T * T * n_seqs);
+        for (int k = 0; k < T * T; k++) {
+            double diff = (double)pre[k] - (double)a->target[k];
+            loss += w * diff * diff;
+            if (d) d[k] += (float)(2.0 * w * diff);
+        }
+    }
+    return loss;
+}
+
+/* ---- backward --------------------------------------------------------------- */
+
+static void zero(float *p, size_t n) { memset(p, 0, n * sizeof *p); }
+
+/* The backward pass of forward_compact_attention: dy [M, C] is the gradient
+ * of its output; writes the gradient of its input `in` (all N rows) to dres. */
+static void backward_compact_attention(TfTrainer *t, const TfBatch *b, const TfLayer *ly,
+                                       LayerActs *a, const float *in, const float *ain,
+                                       const float *dy, const float *dres_m, float *dres) {
+    const int C = t->m->d_model, N = b->seq_start[b->n_seqs], M = t->n_out;
+    const int H = ly->n_heads, HD = H * ly->d_head, HV = H * ly->d_vhead;
+    const float *dattout = dy;
+    if (ly->output >= 0) {
+        zero(t->dattout, (size_t)M * HV);
+        matmul_backward(t->dattout, G(t, ly->output), OPTG(t, ly->output_bias), dy, a->attout,
+                        P(t, ly->output), M, HV, C);
+        dattout = t->dattout;
+    } else if (ly->output_bias >= 0) {
+        matmul_backward(NULL, NULL, G(t, ly->output_bias), dy, NULL, NULL, M, 0, C);
+    }
+    zero(t->dq, (size_t)M * HD);
+    zero(t->dk, (size_t)N * HD);
+    zero(t->dv, (size_t)N * HV);
+    AttnJob job = {t, b, ly, a, dattout, 0};
+    parallel_ranges(b->n_seqs, t->att_off, attn_threads(t, b, ly), rows_backward_range, &job);
+    // Queries came from the out rows' inputs: their gradient goes back there.
+    zero(t->doutx, (size_t)M * C);
+    matmul_backward(t->doutx, G(t, ly->query), OPTG(t, ly->query_bias), t->dq, t->qin,
+                    P(t, ly->query), M, C, HD);
+    zero(t->dain, (size_t)N * C);
+    for (int i = 0; i < M; i++) {
+        float *d = t->dain + (long)t->out_rows[i] * C;
+        const float *g = t->doutx + (long)i * C;
+        for (int c = 0; c < C; c++) d[c] += g[c];
+    }
+    matmul_backward(t->dain, G(t, ly->key), OPTG(t, ly->key_bias), t->dk, ain, P(t, ly->key), N,
+                    C, HD);
+    matmul_backward(t->dain, G(t, ly->value), OPTG(t, ly->value_bias), t->dv, ain,
+                    P(t, ly->value), N, C, HV);
+    // The residual path: the out rows' gradient passes to their input rows.
+    zero(dres, (size_t)N * C);
+    for (int i = 0; i < M; i++) {
+        float *d = dres + (long)t->out_rows[i] * C;
+        const float *g = dres_m + (long)i * C;
+        for (int c = 0; c < C; c++) d[c] += g[c];
+    }
+    if (ly->norm_weight >= 0)
+        ln_backward(t, dres, G(t, ly->norm_weight), G(t, ly->norm_bias), t->dain, in,
+                           P(t, ly->norm_weight), a->ln_mean, a->ln_rstd, N, C);
+    else
+        for (long i = 0; i < (long)N * C; i++) dres[i] += t->dain[i];
+}
+
+static void backward(TfTrainer *t, const TfBatch *b) {
+    const TfModel *m = t->m;
+    const int C = m->d_model, N = b->seq_start[b->n_seqs], M = t->n_out, V = t->n_outputs;
+    const size_t RC = (size_t)t->max_rows * C;
+    int rows = t->compact ? M : N; /* rows of the residual stream at the top */
+    zero(t->grads, t->n_params);
+    zero(t->dres, (size_t)rows * C);
+    if (M > 0) {
+        zero(t->dlogits, (size_t)M * V);
+        int rows_all = b->loss_rows > 0 ? b->loss_rows : M; /* a chunk: the whole batch's */
+        crossentropy_backward(t->dlogits, t->probs, t->out_targets, M, V, 1.0f / (float)rows_all);
+        zero(t->doutx, (size_t)M * C);
+        matmul_backward(t->doutx, G(t, m->unembed), OPTG(t, m->unembed_bias), t->dlogits, t->outx,
+                        P(t, m->unembed), M, C, V);
+        for (int i = 0; i < M; i++) {
+            float *d = t->dres + (long)(t->compact ? i : t->out_rows[i]) * C;
+            const float *g = t->doutx + (long)i * C;
+            for (int c = 0; c < C; c++) d[c] += g[c];
+        }
+    }
+    for (int l = m->n_layers - 1; l >= t->first_trained; l--) {
+        const TfLayer *ly = &m->layers[l];
+        LayerActs *a = &t->acts[l];
+        const float *in = t->resid + (size_t)l * RC;
+        if (ly->kind == TF_LAYER_NORM) {
+            zero(t->dres2, (size_t)rows * C);
+            ln_backward(t, t->dres2, G(t, ly->norm_weight), G(t, ly->norm_bias), t->dres, in,
+                               P(t, ly->norm_weight), a->ln_mean, a->ln_rstd, rows, C);
+            float *tmp = t->dres;
+            t->dres = t->dres2;
+            t->dres2 = tmp;
+            continue;
+        }
+        const float *ain = ly->norm_weight >= 0 ? a->lnout : in;
+        const float *dy = t->dres;
+        if (t->batch_has_dropout) {
+            for (long i = 0; i < (long)rows * C; i++) t->dy[i] = t->dres[i] * a->mask[i];
+            dy = t->dy;
+        }
+        if (ly->kind == TF_LAYER_ATTENTION && t->compact && l == t->last_attn) {
+            backward_compact_attention(t, b, ly, a, in, ain, dy, t->dres, t->dres2);
+            float *tmp = t->dres;
+            t->dres = t->dres2;
+            t->dres2 = tmp;
+            rows = N;
+            continue;
+        }
+        zero(t->dain, (size_t)rows * C);
+        if (ly->kind == TF_LAYER_ATTENTION) {
+            const int H = ly->n_heads, HD = H * ly->d_head, HV = H * ly->d_vhead;
+            const float *dattout = dy;
+            if (ly->output >= 0) {
+                zero(t->dattout, (size_t)N * HV);
+                matmul_backward(t->dattout, G(t, ly->output), OPTG(t, ly->output_bias), dy,
+                                a->attout, P(t, ly->output), N, HV, C);
+                dattout = t->dattout;
+            } else if (ly->output_bias >= 0) {
+                matmul_backward(NULL, NULL, G(t, ly->output_bias), dy, NULL, NULL, N, 0, C);
+            }
+            zero(t->dq, (size_t)N * HD);
+            zero(t->dk, (size_t)N * HD);
+            zero(t->dv, (size_t)N * HV);
+            AttnJob job = {t, b, ly, a, dattout, l};
+            // Attention-score targets share one gradient buffer: one thread then.
+            parallel_ranges(b->n_seqs, t->att_off, b->n_attn ? 1 : attn_threads(t, b, ly),
+                            full_backward_range, &job);
+            matmul_backward(t->dain, G(t, ly->query), OPTG(t, ly->query_bias), t->dq, ain,
+                            P(t, ly->query), N, C, HD);
+            matmul_backward(t->dain, G(t, ly->key), OPTG(t, ly->key_bias), t->dk, ain,
+                            P(t, ly->key), N, C, HD);
+            matmul_backward(t->dain, G(t, ly->value), OPTG(t, ly->value_bias), t->dv, ain,
+                            P(t, ly->value), N, C, HV);
+        } else {
+            const int F = ly->d_hidden;
+            zero(t->dh, (size_t)rows * F);
+            zero(t->dhpre, (size_t)rows * F);
+            matmul_backward(t->dh, G(t, ly->fc2_weight), OPTG(t, ly->fc2_bias), dy, a->hact,
+                            P(t, ly->fc2_weight), rows, F, C);
+            if (ly->act == TF_ACT_GELU) gelu_backward(t->dhpre, a->hpre, t->dh, (long)rows * F);
+            else relu_backward(t->dhpre, a->hpre, t->dh, (long)rows * F);
+            matmul_backward(t->dain, G(t, ly->fc1_weight), OPTG(t, ly->fc1_bias), t->dhpre, ain,
+                            P(t, ly->fc1_weight), rows, C, F);
+        }
+        // The residual path passes dres through; the sublayer's input adds to it.
+        if (ly->norm_weight >= 0)
+            ln_backward(t, t->dres, G(t, ly->norm_weight), G(t, ly->norm_bias), t->dain, in,
+                               P(t, ly->norm_weight), a->ln_mean, a->ln_rstd, rows, C);
+        else
+            for (long i = 0; i < (long)rows * C; i++) t->dres[i] += t->dain[i];
+    }
+    if (t->embed_trained)
+        embedding_backward(G(t, m->tok_embed),
+                           t->trainable[m->pos_embed] ? G(t, m->pos_embed) : NULL, t->dres,
+                           b->tokens, t->pos, N, C);
+}
+
+double trainer_forward_backward(TfTrainer *t, const TfBatch *b, long step, double *ce_out) {
+    double ce = forward(t, b, 1, step);
+    int rows = b->loss_rows > 0 ? b->loss_rows : t->n_out;
+    double mean_ce = rows > 0 ? ce / rows : 0.0;
+    if (ce_out) *ce_out = mean_ce;
+    double loss = mean_ce + attn_loss(t, b, -1, -1, NULL);
+    backward(t, b);
+    return loss;
+}
+
+/* Whether output row i's argmax is its target. */
+static int row_correct(const TfTrainer *t, int i) {
+    return argmax(t->logits + (long)i * t->n_outputs, t->n_outputs) == t->out_targets[i];
+}
+
+void trainer_predict(TfTrainer *t, const TfBatch *b, int *pred, float *prob) {
+    t->no_compact = 1; /* every row, so that the attention scores are all there */
+    forward(t, b, 0, 0);
+    t->no_compact = 0;
+    if (t->m->output_kind == TF_OUTPUT_CLASSIFY) {
+        for (int s = 0; s < b->n_seqs; s++) {
+            pred[s] = argmax(t->logits + (long)s * t->n_outputs, t->n_outputs);
+            if (prob) prob[s] = t->probs[(long)s * t->n_outputs + pred[s]];
+        }
+        return;
+    }
+    for (int s = 0; s < b->n_seqs; s++) pred[s] = 1;
+    int s = 0;
+    for (int i = 0; i < t->n_out; i++) {
+        while (t->out_rows[i] >= b->seq_start[s + 1]) s++;
+        if (!row_correct(t, i)) pred[s] = 0;
+    }
+}
+
+double trainer_evaluate(TfTrainer *t, const TfBatch *b, int *n_correct) {
+    double ce = forward(t, b, 0, 0);
+    double loss = (t->n_out > 0 ? ce / t->n_out : 0.0) + attn_loss(t, b, -1, -1, NULL);
+    int correct = 0;
+    if (t->m->output_kind == TF_OUTPUT_CLASSIFY) {
+        for (int i = 0; i < t->n_out; i++) correct += row_correct(t, i);
+    } else {
+        int s = 0, ok = 1, seen = 0;
+        for (int i = 0; i < t->n_out; i++) {
+            int si = s;
+            while (t->out_rows[i] >= b->seq_start[si + 1]) si++;
+            if (si != s) {
+                correct += seen && ok;
+                s = si;
+                ok = 1;
+            }
+            seen = 1;
+            ok &= row_correct(t, i);
+        }
+        correct += seen && ok;
+    }
+    *n_correct = correct;
+    return loss;
+}
+
+const float *trainer_attention_scores(const TfTrainer *t, int seq, int layer, int head, int *T) {
+    // After trainer_predict (which keeps every row), scores of every layer
+    // are laid out H x T x T per sequence.
+    for (int l = 0; l < t->m->n_layers; l++)
+        if (t->attn_index[l] == layer && head >= 0 && head < t->m->layers[l].n_heads && seq >= 0 &&
+            seq < t->max_seqs) {
+            int H = t->m->layers[l].n_heads;
+            *T = (int)(sqrt((double)(t->att_off[seq + 1] - t->att_off[seq])) + 0.5);
+            return t->acts[l].preatt + (long)H * t->att_off[seq] + (long)head * *T * *T;
+        }
+    return NULL;
+}
+
+/* ---- optimizer -------------------------------------------------------------- */
+
+double trainer_step(TfTrainer *t, float lr) {
+    double sq = 0.0;
+    for (int i = 0; i < t->n_tensors; i++) {
+        if (!t->trainable[i]) continue;
+        const float *g = G(t, i);
+        for (size_t j = 0; j < t->m->tensors[i].nelem; j++) sq += (double)g[j] * g[j];
+    }
+    double norm = sqrt(sq);
+    float gscale = 1.0f;
+    if (t->o.clip > 0 && norm > t->o.clip) gscale = (float)(t->o.clip / (norm + 1e-6));
+    t->step++;
+    const float b1 = t->o.beta1, b2 = t->o.beta2, eps = t->o.eps, wd = t->o.weight_decay;
+    const double bc1 = 1.0 - pow(b1, (double)t->step), bc2 = 1.0 - pow(b2, (double)t->step);
+    const float step_size = (float)(lr / bc1), bc2_sqrt = (float)sqrt(bc2);
+    int overflow = !isfinite(norm); /* a gradient or moment beyond float32 */
+    for (int i = 0; i < t->n_tensors; i++) {
+        if (!t->trainable[i]) continue;
+        size_t n = t->m->tensors[i].nelem;
+        float *p = P(t, i), *g = G(t, i), *mo = t->mom + t->offset[i];
+        float *ve = t->vel ? t->vel + t->offset[i] : NULL;
+        switch (t->o.optimizer) {
+        case TF_OPT_SGD:
+            for (size_t j = 0; j < n; j++) {
+                float gj = g[j] * gscale + wd * p[j];
+                if (t->o.momentum > 0) {
+                    mo[j] = t->o.momentum * mo[j] + gj;
+                    gj = mo[j];
+                }
+                p[j] -= lr * gj;
+            }
+            break;
+        case TF_OPT_ADAM:
+        case TF_OPT_ADAMW:
+            for (size_t j = 0; j < n; j++) {
+                float gj = g[j] * gscale;
+                if (t->o.optimizer == TF_OPT_ADAMW) p[j] *= 1.0f - lr * wd;
+                else gj += wd * p[j];
+                mo[j] = b1 * mo[j] + (1.0f - b1) * gj;
+                ve[j] = b2 * ve[j] + (1.0f - b2) * gj * gj;
+                float denom = sqrtf(ve[j]) / bc2_sqrt + eps;
+                p[j] -= step_size * mo[j] / denom;
+                overflow |= !(ve[j] <= FLT_MAX) || !(fabsf(mo[j]) <= FLT_MAX);
+            }
+            break;
+        default: break;
+        }
+    }
+    return overflow ? INFINITY : norm;
+}
+
+float train_lr_at(long step, long total, float lr, long warmup, int cosine, float min_lr) {
+    if (warmup > 0 && step < warmup) return lr * (float)(step + 1) / (float)warmup;
+    if (!cosine) return lr;
+    long span = total - warmup;
+    double progress = span > 0 ? (double)(step - warmup) / (double)span : 1.0;
+    if (progress > 1.0) progress = 1.0;
+    return (float)(min_lr + 0.5 * (lr - min_lr) * (1.0 + cos(3.14159265358979323846 * progress)));
+}
+
+/* ---- checkpoints ------------------------------------------------------------ */
+
+void trainer_sync_model(TfTrainer *t) {
+    for (int i = 0; i < t->n_tensors; i++)
+        memcpy(t->m->tensors[i].data, P(t, i), t->m->tensors[i].nelem * sizeof(float));
+}
+
+/* The tensor "optim.<kind>.<name of tensor i>", created when missing. */
+static float *state_tensor(TfTrainer *t, const char *kind, int i, int create, TfError *err) {
+    char name[512];
+    snprintf(name, sizeof name, OPTIM_PREFIX "%s.%s", kind, t->m->tensors[i].name);
+    int k = model_find_tensor(t->m, name);
+    if (k < 0 && create) {
+        int64_t shape[TF_MAX_NDIM];
+        for (int d = 0; d < t->m->tensors[i].ndim; d++) shape[d] = t->m->tensors[i].shape[d];
+        k = model_add_tensor(t->m, name, t->m->tensors[i].ndim, shape, err);
+    }
+    if (k < 0) return NULL;
+    if (t->m->tensors[k].nelem != t->m->tensors[i].nelem) {
+        tf_error_set(err, "tensor '%s' does not have the shape of '%s'", name,
+                     t->m->tensors[i].name);
+        return NULL;
+    }
+    return t->m->tensors[k].data;
+}
+
+int trainer_save(TfTrainer *t, const char *path, TfError *err) {
+    trainer_sync_model(t);
+    return tfw_write_tensors(t->m, t->n_tensors, path, err);
+}
+
+int trainer_save_checkpoint(TfTrainer *t, const char *path, TfError *err) {
+    trainer_sync_model(t);
+    for (int i = 0; i < t->n_tensors; i++) {
+        if (!t->trainable[i]) continue;
+        float *mo = state_tensor(t, "m", i, 1, err);
+        float *ve = t->vel ? state_tensor(t, "v", i, 1, err) : NULL;
+        if (!mo || (t->vel && !ve)) return -1;
+        memcpy(mo, t->mom + t->offset[i], t->m->tensors[i].nelem * sizeof(float));
+        if (ve) memcpy(ve, t->vel + t->offset[i], t->m->tensors[i].nelem * sizeof(float));
+    }
+    int k = model_find_tensor(t->m, OPTIM_PREFIX "step");
+    if (k < 0) {
+        int64_t one = 1;
+        k = model_add_tensor(t->m, OPTIM_PREFIX "step", 1, &one, err);
+        if (k < 0) return -1;
+    }
+    t->m->tensors[k].data[0] = (float)t->step;
+    return tfw_write(t->m, path, err);
+}
+
+int trainer_load_state(TfTrainer *t, TfError *err) {
+    int k = model_find_tensor(t->m, OPTIM_PREFIX "step");
+    if (k < 0) return 0;
+    float step = t->m->tensors[k].data[0];
+    if (t->m->tensors[k].nelem != 1 || !(step >= 0 && step < 16777216.0f) || floorf(step) != step) {
+        tf_error_set(err, "tensor 'optim.step' is not a step count");
+        return -1;
+    }
+    for (int i = 0; i < t->n_tensors; i++) {
+        if (!t->trainable[i]) continue;
+        const float *mo = state_tensor(t, "m", i, 0, err);
+        const float *ve = t->vel ? state_tensor(t, "v", i, 0, err) : NULL;
+        if (!mo || (t->vel && !ve)) {
+            tf_error_set(err, "the checkpoint has no %s optimizer state for '%s' (another optimizer?)",
+                         tf_optimizer_names[t->o.optimizer], t->m->tensors[i].name);
+            return -1;
+        }
+        memcpy(t->mom + t->offset[i], mo, t->m->tensors[i].nelem * sizeof(float));
+        if (ve) memcpy(t->vel + t->offset[i], ve, t->m->tensors[i].nelem * sizeof(float));
+    }
+    t->step = (long)step;
+    return 1;
+}

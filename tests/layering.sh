@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# tests/layering.sh BUILD_DIR: the runtime's libraries depend one way only
+# (docs/architecture.md). Every symbol of ours that a library uses but does
+# not define must come from a library below it; one of a library above it, or
+# of the compiler, fails the test. The system's (libc, BLAS, cJSON, MPI) are
+# not ours and are not looked at.
+set -u
+. "$(dirname "$0")/lib.sh"
+build=$1
+declare -A deps=( # library: the libraries it may use
+  [tf_model]=""
+  [tf_engine]="tf_model"
+  [tf_inspect]="tf_engine tf_model"
+  [tf_train]="tf_engine tf_model"
+  [tf_dist]="tf_train tf_engine tf_model"
+  [tf_cli]="tf_model"
+  [tf_grammar]=""
+  [tf_compiler]="tf_grammar tf_model"
+)
+for l in "${!deps[@]}"; do
+  nm -g --defined-only "$build/lib$l.a" | awk 'NF==3 {print $3}' | sort -u >"$tmp/$l.def"
+  nm -g --undefined-only "$build/lib$l.a" | awk '{print $NF}' | sort -u >"$tmp/$l.use"
+done
+cat "$tmp"/*.def | sort -u >"$tmp/ours"
+for l in "${!deps[@]}"; do
+  allowed=("$tmp/$l.def")
+  for d in ${deps[$l]}; do allowed+=("$tmp/$d.def"); done
+  sort -u "${allowed[@]}" >"$tmp/allowed"
+  comm -12 "$tmp/$l.use" "$tmp/ours" | comm -23 - "$tmp/allowed" >"$tmp/bad"
+  while read -r s; do
+    echo "$l uses $s of $(grep -lx "$s" "$tmp"/*.def | xargs -n1 basename | sed 's/\.def$//' | tr '\n' ' ')"
+  done <"$tmp/bad"
+  check "$l uses only: ${deps[$l]:-nothing of ours}" "$([ -s "$tmp/bad" ] && echo 1 || echo 0)"
+  [ -s "$tmp/$l.def" ]; check "$l defines symbols (it was built)" $?
+done
+# The tools link what they need and no more (the link lines CMake wrote).
+links() { cat "$build/CMakeFiles/$1.dir/link.txt"; }
+for tool in tftrain tfinfo tfrun; do
+  ! links "$tool" | grep -q 'libtf_compiler'; check "$tool does not link the compiler" $?
+done
+! links tfinfo | grep -q 'libtf_engine'; check "tfinfo does not link the engine" $?
+finish
