@@ -380,11 +380,11 @@ typedef struct Printer {
 } Printer;
 
 /* A number as the shortest text that reads back as the same float32, as
- * tfrun prints a numeric output (infer_value_text): the trace shows every
+ * tfrun prints a numeric output (model_value_text): the trace shows every
  * scalar register at full precision. */
 static void fmt_num(char *buf, size_t n, double v) {
     char text[TF_VALUE_TEXT_MAX];
-    infer_value_text(v == 0 ? 0.0f : (float)v, text); /* no "-0" */
+    model_value_text(v == 0 ? 0.0f : (float)v, text); /* no "-0" */
     snprintf(buf, n, "%s", text);
 }
 
