@@ -24,16 +24,20 @@ static int val_close(TfVal a, TfVal b, double tol) {
     return fabs(a.x - b.x) <= tol * fmax(1.0, fmax(fabs(a.x), fabs(b.x)));
 }
 
-int val_unique(TfVal *v, int n, double tol) {
+int val_unique(TfVal *v, int n, double tol, double *moved) {
     qsort(v, (size_t)n, sizeof *v, val_cmp_qsort);
     int m = 0;
+    double lo = 0, spread = 0; // the smallest number of the current value; the widest value
     for (int i = 0; i < n; i++) {
         if (m > 0 && val_close(v[m - 1], v[i], tol)) {
             if (v[i].kind == TF_VAL_INT) v[m - 1] = v[i]; // an integer names the value best
+            spread = fmax(spread, v[i].x - lo);
             continue;
         }
+        lo = v[i].x;
         v[m++] = v[i];
     }
+    if (moved) *moved = spread;
     return m;
 }
 

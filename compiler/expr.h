@@ -33,9 +33,12 @@ TfVal val_num(double x, int integer);
 /* Tokens after numbers; numbers by value. */
 int val_cmp(TfVal a, TfVal b);
 /* Sorts and removes duplicates; returns the new count. Numbers closer than
- * `tol` (relative to their size, at least absolute tol) are one value: the
- * same number reached two ways. tol 0: exact. */
-int val_unique(TfVal *v, int n, double tol);
+ * `tol` (relative to their size, at least absolute tol) to the first of
+ * their run are one value: the same number reached two ways. tol 0: exact.
+ * *moved (when not NULL) gets how far apart the numbers made one value lie
+ * at most (0 when none were): the kept one is that close to each of them,
+ * which the caller adds to the register's error bound. */
+int val_unique(TfVal *v, int n, double tol, double *moved);
 /* The label of a value: 3, 'a', 0.5 (buf of n bytes). */
 void val_label(TfVal v, char *buf, size_t n);
 

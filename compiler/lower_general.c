@@ -270,20 +270,6 @@ static void lower_gated(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
 
 /* One unit ReLU(BOS indicator) into dest's first column: the BOS holds a
  * value, everywhere else this layer adds nothing. */
-static void lower_bos_fill(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
-    const TfIr *ir = L->ir;
-    int d = ir->d_model;
-    Mat w1 = lower_mat(L, 1, d), b1 = lower_mat(L, 1, 1), w2 = lower_mat(L, d, 1),
-        b2 = lower_mat(L, 1, d);
-    if (L->failed) {
-        free(w1.w), free(b1.w), free(w2.w), free(b2.w);
-        return;
-    }
-    AT(w1, 0, ir->regs[TF_IR_REG_TOKENS].offset + ir->bos) = 1.0f;
-    AT(w2, ir->regs[p->dest].offset, 0) = 1.0f;
-    add_mlp(L, op, w1, b1, w2, b2);
-}
-
 void lower_general(Lowerer *L, const TfIrOp *op) {
     const TfGenOp *p = op->gen;
     switch (p->form) {
@@ -293,6 +279,5 @@ void lower_general(Lowerer *L, const TfIrOp *op) {
     case TF_GEN_GATED: lower_gated(L, op, p); break;
     case TF_GEN_ATTEND:
     case TF_GEN_COUNT: lower_attend(L, op, p); break;
-    case TF_GEN_BOS_FILL: lower_bos_fill(L, op, p); break;
     }
 }

@@ -176,11 +176,12 @@ static void analyze_gated(Gen *G, TfIrOp *op, const TfExpr *e, const ExprReads *
         free(vals);
         return;
     }
-    int m = val_unique(vals, n_vals, SAME_VALUE);
+    double moved;
+    int m = val_unique(vals, n_vals, SAME_VALUE, &moved);
     va_set_values(G, op->dest, vals, m);
     free(vals);
     va_greg(G, op->dest)->err =
-        (slope_max ? slope_max * gx->err : 0) + cat_err * p->c0 + p->c0 * 4 * EPS32;
+        (slope_max ? slope_max * gx->err : 0) + cat_err * p->c0 + p->c0 * 4 * EPS32 + moved;
     p->dest = op->dest;
     op->gen = p;
 }
@@ -275,14 +276,22 @@ void map_analyze(Gen *G, TfIrOp *op, int index) {
         p->n_in = R.n;
         memcpy(p->in, R.regs, sizeof R.regs);
         // Value set: every combination, when the inputs' sets are known and small.
+        // Up to MAX_COMBOS combinations, of which at most MAX_NUM_VALUES
+        // different numbers (pair_balance's opens - closes: 32,761
+        // combinations at maxlen 25, 12,531 numbers).
         long total = 1;
         int known = 1;
+        double moved = 0;
         for (int i = 0; i < R.n; i++) {
             const TfGenReg *g = va_greg(G, R.regs[i]);
             if (!g->known) known = 0;
-            else total *= g->n_vals;
+            else if (total <= MAX_COMBOS) total *= g->n_vals;
         }
-        if (known && total <= MAX_NUM_VALUES) {
+        if (known && total > MAX_COMBOS) {
+            va_greg(G, dest)->why_stmt = s;
+            va_greg(G, dest)->why = "this Map's inputs have more than 2^20 combinations of values";
+        }
+        if (known && total <= MAX_COMBOS) {
             TfVal *vals = malloc((size_t)total * sizeof *vals);
             if (!vals) { (void)(G->failed = 1); return; }
             int idx[TF_GEN_MAX_INPUTS] = {0};
@@ -292,11 +301,17 @@ void map_analyze(Gen *G, TfIrOp *op, int index) {
                 vals[c] = val_num(x, 0);
                 for (int i = 0; i < R.n && ++idx[i] == va_greg(G, R.regs[i])->n_vals; i++) idx[i] = 0;
             }
-            int m = val_unique(vals, (int)total, SAME_VALUE);
-            va_set_values(G, dest, vals, m);
+            int m = val_unique(vals, (int)total, SAME_VALUE, &moved);
+            if (m <= MAX_NUM_VALUES) {
+                va_set_values(G, dest, vals, m);
+            } else {
+                moved = 0;
+                va_greg(G, dest)->why_stmt = s;
+                va_greg(G, dest)->why = "this Map's results are more than 20000 different numbers";
+            }
             free(vals);
         }
-        va_greg(G, dest)->err = errsum + bound * 4 * EPS32;
+        va_greg(G, dest)->err = errsum + bound * 4 * EPS32 + moved;
     } else if (all_cat) {
         TfVal *res;
         int *defined;
@@ -341,9 +356,10 @@ void map_analyze(Gen *G, TfIrOp *op, int index) {
                 }
                 p->combo_num[c] = res[c].x;
             }
-            int m = val_unique(res, n, SAME_VALUE);
+            double moved;
+            int m = val_unique(res, n, SAME_VALUE, &moved);
             va_set_values(G, dest, res, m);
-            va_greg(G, dest)->err = va_max_abs(res, m) * ROUND_ONE;
+            va_greg(G, dest)->err = va_max_abs(res, m) * ROUND_ONE + moved;
         }
         free(res);
         free(defined);
@@ -369,6 +385,7 @@ void map_analyze(Gen *G, TfIrOp *op, int index) {
                        "Map: the values of '%s' are not known, so a non-linear function of it "
                        "cannot be built",
                        va_reg_name(G, r));
+            va_note_why(G, g);
             return;
         }
         TfVal *res;
@@ -416,9 +433,10 @@ void map_analyze(Gen *G, TfIrOp *op, int index) {
             p->x_num = va_alloc(G, (size_t)n * sizeof *p->x_num);
             if (!p->x_num) { (void)(free(res), free(defined), G->failed = 1); return; }
             for (int i = 0; i < n; i++) p->x_num[i] = res[i].x;
-            int m = val_unique(res, n, SAME_VALUE);
+            double moved;
+            int m = val_unique(res, n, SAME_VALUE, &moved);
             va_set_values(G, dest, res, m);
-            va_greg(G, dest)->err = va_max_abs(res, m) * ROUND_ONE * (n_steps + 1);
+            va_greg(G, dest)->err = va_max_abs(res, m) * ROUND_ONE * (n_steps + 1) + moved;
         }
         free(res);
         free(defined);

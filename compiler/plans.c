@@ -31,7 +31,6 @@ static size_t general_params(const TfIr *ir, const TfGenOp *p, TfLayerKind *kind
     }
     case TF_GEN_STAIRCASE: return mlp(1 + 2 * (size_t)plans_staircase_steps(ir, p), d);
     case TF_GEN_LINEAR: return mlp(2, d);
-    case TF_GEN_BOS_FILL: return mlp(1, d);
     case TF_GEN_GATED: return mlp(2 * (size_t)p->n_combo, d);
     case TF_GEN_ATTEND:
     case TF_GEN_COUNT: {

@@ -254,10 +254,11 @@ static int push_count(Gen *G, TfIrOp *op, int index, TfGenOp *p, int dest, doubl
     TfVal *fr = malloc((size_t)n_c * sizeof *fr);
     if (!fr) { (void)(G->failed = 1); return -1; }
     for (int c = 0; c < n_c; c++) fr[c] = val_num(1.0 / (c + 1), 0);
-    int m = val_unique(fr, n_c, SAME_VALUE);
+    double moved;
+    int m = val_unique(fr, n_c, SAME_VALUE, &moved);
     va_set_values(G, h, fr, m);
     free(fr);
-    va_greg(G, h)->err = leak + soft;
+    va_greg(G, h)->err = leak + soft + moved;
     p->dest = h;
     p->vreg = -1;
     op->gen = p;
@@ -394,8 +395,8 @@ void select_analyze(Gen *G, TfIrOp *op, int index) {
         int r = i < R.nk ? R.kregs[i] : vreg;
         if (!va_greg(G, r)->bos_value) continue;
         diag_error(G->diag, i < R.nk ? a0->loc : s->args[1].loc,
-                   "'%s' holds a value at the BOS position (for its run-time check), so an "
-                   "attention cannot read it at the keys",
+                   "'%s' holds its default at the BOS position, so an attention cannot read "
+                   "it at the keys",
                    va_reg_name(G, r));
         diag_hint(G->diag, "Map it to a new register first: Map(%s) -> copy", va_reg_name(G, r));
         ok = 0;
@@ -498,32 +499,17 @@ void select_analyze(Gen *G, TfIrOp *op, int index) {
         if (!vals) { (void)(G->failed = 1); return; }
         memcpy(vals, gv->vals, (size_t)gv->n_vals * sizeof *vals);
         if (has_default) vals[gv->n_vals] = dflt;
-        int m = val_unique(vals, n, 0);
+        int m = val_unique(vals, n, 0, NULL);
         va_set_values(G, dest, vals, m);
         free(vals);
         p->default_col = has_default ? values_column(G->ir, dest, dflt) : -1;
         p->value_numeric = 0;
         va_greg(G, dest)->err = gv->err + leak + soft + ROUND_ONE;
-        if (p->check) {
-            // The run-time check holds at the BOS position too: the BOS
-            // reads its own value there, the default; without one, a
-            // one-unit MLP after the attention puts the first value there.
-            va_greg(G, dest)->bos_value = 1;
-            if (!has_default) {
-                op->gen = p;
-                p->check = 0;
-                va_record_write(G, dest, index);
-                va_push_op(G, op);
-                TfGenOp *f = va_new_plan(G, TF_GEN_BOS_FILL, op, ".bos");
-                if (!f) return;
-                f->dest = dest;
-                f->check = 1;
-                TfIrOp fop = *op;
-                fop.gen = f;
-                va_push_op(G, &fop);
-                return;
-            }
-        }
+        // The BOS query reads the BOS's own value, the default: unlike
+        // every other op's result, this one is not zero at the BOS, so no
+        // attention may read it at its keys (the BOS key would match it).
+        // The run-time check (p->check) skips the BOS position.
+        if (has_default) va_greg(G, dest)->bos_value = 1;
     } else {
         if (dest_cat) {
             diag_error(G->diag, s->dest.loc,
@@ -559,6 +545,7 @@ void select_analyze(Gen *G, TfIrOp *op, int index) {
             p->dest = mean_reg;
         }
         va_greg(G, mean_reg)->err = gv->err + 2 * leak * vmax + soft * vmax;
+        double sums_moved = 0, totals_moved = 0; // numbers made one value (val_unique)
         // The means of up to L values from the set (with the default).
         if (gv->known) {
             int cap = MAX_NUM_VALUES;
@@ -586,7 +573,9 @@ void select_analyze(Gen *G, TfIrOp *op, int index) {
                     break;
                 }
                 for (int i = 0; i < n_next; i++) tmp[i] = val_num(next[i], 0);
-                n_sums = val_unique(tmp, n_next, SAME_VALUE);
+                double moved;
+                n_sums = val_unique(tmp, n_next, SAME_VALUE, &moved);
+                sums_moved += moved;
                 for (int i = 0; i < n_sums; i++) sums[i] = tmp[i].x;
                 free(tmp);
                 for (int i = 0; i < n_sums && known; i++) {
@@ -597,9 +586,14 @@ void select_analyze(Gen *G, TfIrOp *op, int index) {
                     means[n_means++] = val_num(sums[i] / k, 0);
                     totals[n_totals++] = val_num(sums[i], 0);
                 }
-                n_means = val_unique(means, n_means, SAME_VALUE);
-                n_totals = val_unique(totals, n_totals, SAME_VALUE);
+                n_means = val_unique(means, n_means, SAME_VALUE, &moved);
+                va_greg(G, mean_reg)->err += moved;
+                n_totals = val_unique(totals, n_totals, SAME_VALUE, &moved);
+                totals_moved += moved;
             }
+            // A sum kept for several drifts by at most sums_moved; its mean by less.
+            va_greg(G, mean_reg)->err += sums_moved;
+            totals_moved += sums_moved;
             if (known) va_set_values(G, mean_reg, means, n_means);
             if (known && p->sum) va_set_values(G, dest, totals, n_totals);
             free(sums), free(next), free(means), free(totals);
@@ -649,7 +643,8 @@ void select_analyze(Gen *G, TfIrOp *op, int index) {
                 return;
             }
             pg->dest = dest;
-            va_greg(G, dest)->err = L * gm->err + gc->err * pg->c0 + pg->c0 * 4 * EPS32;
+            va_greg(G, dest)->err =
+                L * gm->err + gc->err * pg->c0 + pg->c0 * 4 * EPS32 + totals_moved;
             TfIrOp gop = *op;
             gop.gen = pg;
             va_record_write(G, dest, index);

@@ -149,7 +149,7 @@ static void set_unknown(Gen *G, int r, const TfStmt *s, const char *why) {
     g->why = why;
 }
 
-static void note_why(Gen *G, const TfGenReg *g) {
+void va_note_why(Gen *G, const TfGenReg *g) {
     if (g->why_stmt)
         diag_note(G->diag, g->why_stmt->loc, "%s", g->why);
 }
@@ -185,7 +185,7 @@ int va_check_readable(Gen *G, const TfIrOp *op, int r, TfLoc loc, int need_categ
     }
     if (!g->known && (va_is_categorical(G->ir, r) || need_categorical)) {
         diag_error(G->diag, loc, "the values of '%s' are not known to the compiler", R->name);
-        note_why(G, g);
+        va_note_why(G, g);
         return -1;
     }
     return 0;
@@ -240,7 +240,7 @@ int va_set_categorical_results(Gen *G, int dest, const TfVal *res, const int *de
     int m = 0;
     for (int i = 0; i < n; i++)
         if (defined[i]) vals[m++] = res[i];
-    m = val_unique(vals, m, 0);
+    m = val_unique(vals, m, 0, NULL);
     va_set_values(G, dest, vals, m);
     free(vals);
     for (int i = 0; i < n; i++) col[i] = defined[i] ? values_column(G->ir, dest, res[i]) : -1;
@@ -273,11 +273,11 @@ static void seed_is_zero(Gen *G, const TfIrOp *op, int z) {
         double x = g->vals[i].x;
         v[i] = val_num(x + 0.1 * gelu(10 - 100 * x) - gelu(x + 10) + 10, 0);
     }
-    double err = 13.5 * g->err + 2e-5;
-    int n = val_unique(v, g->n_vals, SAME_VALUE);
+    double err = 13.5 * g->err + 2e-5, moved;
+    int n = val_unique(v, g->n_vals, SAME_VALUE, &moved);
     va_set_values(G, z, v, n);
     free(v);
-    g->err = err;
+    g->err = err + moved;
 }
 
 /* Clear(r): at -O, x - ReLU(x) on every column, exactly: a categorical
@@ -303,11 +303,11 @@ static void seed_clear(Gen *G, const TfIrOp *op, int r) {
         return;
     }
     for (int i = 0; i < g->n_vals; i++) v[i] = val_num(fmin(g->vals[i].x, 0), g->vals[i].kind == TF_VAL_INT);
-    double err = g->err;
-    int n = val_unique(v, g->n_vals, SAME_VALUE);
+    double err = g->err, moved;
+    int n = val_unique(v, g->n_vals, SAME_VALUE, &moved);
     va_set_values(G, r, v, n);
     free(v);
-    g->err = err;
+    g->err = err + moved;
 }
 
 /* CopyOnMatch(m, src) -> dst: unit i is 0.1 act(100 m + 100 src_i - 190),
@@ -383,7 +383,7 @@ static void builtin_values(Gen *G) {
                 v[n].kind = TF_VAL_TOKEN;
                 v[n++].x = (unsigned char)ir->vocab[t];
             }
-            n = val_unique(v, n, 0);
+            n = val_unique(v, n, 0, NULL);
             va_set_values(G, r, v, n);
         } else if (r == ir->indices_reg) {
             // Columns are positions 0..maxlen-1; the enumeration leaves out
@@ -448,7 +448,7 @@ static void check_output(Gen *G) {
                        "the output '%s' has no useful error bound (%.3g): its values are not "
                        "known to the compiler",
                        name, g->err);
-            note_why(G, g);
+            va_note_why(G, g);
         }
         ir->output_error_bound = g->err;
         return;
@@ -463,7 +463,7 @@ static void check_output(Gen *G) {
     if (!g->known) {
         diag_error(G->diag, ir->output_loc,
                    "the values of the output '%s' are not known to the compiler", name);
-        note_why(G, g);
+        va_note_why(G, g);
         return;
     }
     for (int i = 0; i < g->n_vals; i++) {

@@ -18,7 +18,9 @@
  *
  * Every general op writes zeros at the BOS position (position 0): that is
  * what lets an attention give the BOS a fixed score, so that it is selected
- * exactly when nothing else is, and supplies the default.
+ * exactly when nothing else is, and supplies the default. The one exception
+ * is that default itself: an Aggregate with one holds it at the BOS
+ * (TfGenReg.bos_value), and no attention reads such a register at its keys.
  *
  * Memory: everything values_analyze allocates hangs off the TfIr and is
  * released by values_free (called by check_free).
@@ -42,7 +44,8 @@ struct TfGenReg {
     const char *why;        /* and how: "leaves it holding no value" */
     int bos_dirty;          /* may be non-zero at the BOS position (a seed op wrote it) */
     const TfStmt *bos_stmt; /* that seed op */
-    int bos_value;          /* holds a value at the BOS (a checked copy): no attention reads it */
+    int bos_value;          /* holds a value at the BOS (an Aggregate's default): no attention
+                               reads it at the keys */
 };
 
 typedef enum TfGenForm {
@@ -52,8 +55,7 @@ typedef enum TfGenForm {
     TF_GEN_GATED,     /* MLP: per combination of categorical inputs, a + b x of one
                          numeric input x, gated by the combination's one-hot */
     TF_GEN_ATTEND,    /* attention: select and aggregate (mean or copy) */
-    TF_GEN_COUNT,     /* attention: 1 / (count + 1) into a hidden numeric register */
-    TF_GEN_BOS_FILL   /* MLP: dest's first value at the BOS only (a checked copy's) */
+    TF_GEN_COUNT      /* attention: 1 / (count + 1) into a hidden numeric register */
 } TfGenForm;
 
 #define TF_GEN_MAX_INPUTS TF_EXPR_MAX_INPUTS

@@ -45,6 +45,8 @@ void va_set_values(Gen *G, int r, const TfVal *v, int n);
 /* Checks that op can read register r: written before, of a usable kind,
  * its values known; 0, or -1 after reporting. */
 int va_check_readable(Gen *G, const TfIrOp *op, int r, TfLoc loc, int need_categorical);
+/* A note at the op that made g's values unknown, saying how (none when no op did). */
+void va_note_why(Gen *G, const TfGenReg *g);
 /* "a = 1, b = 'x'": a combination of input values, for messages. */
 void va_combo_text(Gen *G, const int *regs, const TfVal *vals, int n, char *buf, size_t len);
 TfGenOp *va_new_plan(Gen *G, TfGenForm form, const TfIrOp *op, const char *suffix);

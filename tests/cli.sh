@@ -287,8 +287,8 @@ expect "number: --check names a value that is not a number" 1 "~1 passed, 0 fail
 expect "number: --check refuses a fraction over 0" 1 "~1 passed" \
     "tfrun: $G/frac_bad.tsv:2: expected value 3 '1/0' is not a number or a fraction p/q" \
     -- "$TFRUN" "$F" --check "$G/frac_bad.tsv"
-expect "number: --trace shows the scalar at full precision" 0 \
-    "~    frac                    0            0            0  0.333333343          0.5  0.400000006" "" \
+expect "number: --trace shows the scalar as the output does (shortest float32 text)" 0 \
+    "~    frac                   0           0           0  0.33333334         0.5         0.4" "" \
     -- "$TFRUN" "$F" --trace "^hello"
 expect "number: --trace's result line" 0 \
     "~step 0: 6 positions \"^hello\" -> every position 0 0 0 0.33333334 0.5 0.4" "" \
@@ -316,6 +316,12 @@ expect "general: a num output prints its values" 0 "$(printf '^hello\t0 0 0.3333
 printf '^hello\t0 0 1/3 1/2 2/5\n' >"$tmp/frac_l.tsv"
 expect "general: --check compares numbers within the bound" 0 "~1 passed, 0 failed" "" \
     -- "$TFRUN" "$tmp/frac_l.tfw" --check "$tmp/frac_l.tsv"
+# --trace shows every scalar at full precision, in a model whose output is a
+# token too (frac_prevs_mean: a numeric mean, then a staircase to a digit).
+"$TFC" "$SRC/programs/frac_prevs_mean.tfp" -o "$tmp/frac_mean.tfw"
+expect "trace: a scalar register at full precision in a token model" 0 \
+    "~    frac                   0           1         0.5  0.33333334        0.25" "" \
+    -- "$TFRUN" "$tmp/frac_mean.tfw" --trace "^abcc"
 # The layer limit applies outside `repeat` too (issue 13: 250,000 top-level ops).
 { printf 'vocab "ab"; token t; output t;\n'; for i in $(seq 1 100001); do echo 'Clear(t);'; done; } >"$tmp/many_ops.tfp"
 expect "tfc: more than 100000 top-level ops" 1 "" "error: the program has more than 100000 ops" \

@@ -97,6 +97,15 @@ def balance(s):
     return "".join(out)
 
 
+def pair_balance(s):
+    # Sign of (fraction of '(' so far) - (fraction of ')' so far): -, 0 or +.
+    out, b = [], 0
+    for c in s:
+        b += 1 if c == "(" else -1 if c == ")" else 0
+        out.append("-" if b < 0 else "+" if b > 0 else "0")
+    return "".join(out)
+
+
 def dyck_ptf(s, pairs):
     # Per prefix: F once a closer has no matching opener (wrong type or none), T when the
     # prefix is balanced, P when it is a proper prefix of a balanced string.
@@ -174,17 +183,17 @@ def strings(alphabet, max_len):
             yield "".join(t)
 
 
-def random_strings(rng, alphabet, count=RANDOM_CASES):
+def random_strings(rng, alphabet, count=RANDOM_CASES, maxn=MAXN):
     for i in range(count):
-        n = 1 + i % MAXN  # every length 1..16 equally often
+        n = 1 + i % maxn  # every length 1..maxn (16) equally often
         yield "".join(rng.choice(alphabet) for _ in range(n))
 
 
-def bracket_walks(rng, pairs, count):
+def bracket_walks(rng, pairs, count, maxn=MAXN):
     """Strings that mostly stay valid: open or close the innermost pair, now and then a
     wrong closer or an unmatched one."""
     for i in range(count):
-        n = 1 + i % MAXN
+        n = 1 + i % maxn
         stack, s = [], []
         for _ in range(n):
             r = rng.random()
@@ -199,15 +208,16 @@ def bracket_walks(rng, pairs, count):
         yield "".join(s)
 
 
-def seq_cases(ref, alphabet, exhaustive_len, walks=None):
+def seq_cases(ref, alphabet, exhaustive_len, walks=None, maxn=MAXN):
     def gen(rng):
         seen = set()
         for s in strings(alphabet, exhaustive_len):
             seen.add(s)
             yield s
-        rand = list(random_strings(rng, alphabet, RANDOM_CASES // 2 if walks else RANDOM_CASES))
+        rand = list(random_strings(rng, alphabet, RANDOM_CASES // 2 if walks else RANDOM_CASES,
+                                   maxn))
         if walks:
-            rand += list(bracket_walks(rng, walks, RANDOM_CASES - len(rand)))
+            rand += list(bracket_walks(rng, walks, RANDOM_CASES - len(rand), maxn))
         for s in rand:
             yield s
 
@@ -216,7 +226,7 @@ def seq_cases(ref, alphabet, exhaustive_len, walks=None):
             yield "^" + s, ref(s)
 
     how = (f"exhaustive: every string over '{alphabet}' of length 0..{exhaustive_len}; "
-           f"random: {RANDOM_CASES} of length 1..16 (each length equally often)"
+           f"random: {RANDOM_CASES} of length 1..{maxn} (each length equally often)"
            + (", half of them near-valid bracket walks" if walks else ""))
     return cases, how, lambda prompt: ref(prompt[1:])
 
@@ -327,6 +337,7 @@ program("shift", seq_cases(shift, "abc", 8))
 program("prefix_sum", seq_cases(prefix_sum, "0123456789", 4))
 program("pattern", seq_cases(pattern, "abc", 8))
 program("balance", seq_cases(balance, "()", 13, walks=[("(", ")")]))
+program("pair_balance", seq_cases(pair_balance, "()", 10, walks=[("(", ")")], maxn=10))
 program("dyck1", seq_cases(lambda s: dyck_ptf(s, [("(", ")")]), "()", 13, walks=[("(", ")")]))
 program("dyck2", seq_cases(lambda s: dyck_ptf(s, [("(", ")"), ("{", "}")]), "(){}", 6,
                            walks=[("(", ")"), ("{", "}")]))

@@ -54,7 +54,7 @@ for name in $names; do
         fail "$name: tfc printed something (a warning?)"
         cat "$tmp/tfc.out"
     fi
-    # "FILE: tfw format 1, d_model 199, 7 layers, 151334 parameters"
+    # "FILE: tfw format 1, d_model 199, 6 layers, 151134 parameters"
     size=$("$TFINFO" "$w" | head -1 | sed -n 's/.*d_model \([0-9]*\), \([0-9]*\) layers, \([0-9]*\) parameters.*/\2 \1 \3/p')
     [ -n "$size" ] || size="? ? ?"
 

@@ -139,13 +139,15 @@ END_TEST
 START_TEST(test_values_equal_within_the_bound_are_one) {
     TfVal v[5] = {val_num(0.1 + 0.2, 0), val_num(0.3, 0), val_num(1, 1), val_num(1 + 1e-6, 0),
                   {TF_VAL_TOKEN, 'a'}};
-    ck_assert_int_eq(val_unique(v, 5, 1e-9), 4); // 0.1 + 0.2 and 0.3 are one value
+    double moved;
+    ck_assert_int_eq(val_unique(v, 5, 1e-9, &moved), 4); // 0.1 + 0.2 and 0.3 are one value
+    ck_assert_double_eq(moved, (0.1 + 0.2) - 0.3);      // the bound widens by their distance
     ck_assert_double_eq_tol(v[0].x, 0.3, 1e-15);
     ck_assert_double_eq(v[1].x, 1);
     ck_assert_double_eq(v[2].x, 1 + 1e-6); // a millionth apart: two values
     ck_assert_int_eq(v[3].kind, TF_VAL_TOKEN);
     TfVal w[2] = {val_num(0.1 + 0.2, 0), val_num(0.3, 0)};
-    ck_assert_int_eq(val_unique(w, 2, 0), 2); // exact
+    ck_assert_int_eq(val_unique(w, 2, 0, &moved), 2); // exact
 }
 END_TEST
 
@@ -186,6 +188,41 @@ START_TEST(test_error_bounds) {
     ck_assert_double_eq_tol(z->vals[1].x, 1, 1e-6);
     ck_assert(z->err < 1e-4);
     ck_assert_int_eq(z->bos_dirty, 1);
+    prog_close(&P);
+}
+END_TEST
+
+/* Two routes to the same rational are one value: pair_balance's opens -
+ * closes reaches 1/6 as 1/2 - 1/3 and as 2/3 - 1/2 (in double, 2.8e-17
+ * apart), and every difference the analysis lists is a different rational,
+ * so the Map that reads it can put its steps between them. The bound widens
+ * by how far apart the merged numbers lay (here less than 1e-15). */
+START_TEST(test_same_rational_one_value) {
+    Prog P;
+    prog_open(&P,
+              "vocab \"^()+-0\"; bos '^'; maxlen 7; num o, c, fo, fc, b; cat out;\n"
+              "o: Map(tokens == '(') -> o;\n"
+              "c: Map(tokens == ')') -> c;\n"
+              "fo: Aggregate(k.indices <= q.indices, o, causal) -> fo;\n"
+              "fc: Aggregate(k.indices <= q.indices, c, causal) -> fc;\n"
+              "b: Map(fo - fc) -> b;\n"
+              "out: Map(b < 0 ? '-' : b > 0 ? '+' : '0') -> out;\n"
+              "output out at every position;",
+              1);
+    ck_assert_msg(P.diag.n_errors == 0, "%s", P.out);
+    const TfGenReg *g = P.ir->gen_regs, *b = &g[reg(&P, "b")];
+    ck_assert(1.0 / 2 - 1.0 / 3 != 2.0 / 3 - 1.0 / 2); // two routes, two doubles
+    int sixth = 0;
+    for (int i = 0; i < b->n_vals; i++) {
+        if (fabs(b->vals[i].x - 1.0 / 6) < 1e-12) sixth++;
+        // every pair of listed values is two different rationals (denominators <= 36)
+        if (i > 0) ck_assert(b->vals[i].x - b->vals[i - 1].x > 1.0 / (36 * 36) - 1e-12);
+    }
+    ck_assert_int_eq(sixth, 1);
+    // The differences of two fractions a/i - b/j with i, j <= 6 (13 fractions): 59 numbers.
+    ck_assert_int_eq(b->n_vals, 59);
+    double merged = fabs((2.0 / 3 - 1.0 / 2) - (1.0 / 2 - 1.0 / 3));
+    ck_assert(b->err >= g[reg(&P, "fo")].err + g[reg(&P, "fc")].err + merged);
     prog_close(&P);
 }
 END_TEST
@@ -389,12 +426,12 @@ START_TEST(test_unproven_copy_gets_a_check) {
     ck_assert_ptr_nonnull(strstr(out, "t.tfp:2:4: warning: Aggregate"));
     ck_assert_int_eq(m->n_checks, 1);
     ck_assert_str_eq(m->regs[m->checks[0].reg].name, "b");
-    // After the attention (layer 0), a one-unit MLP gives the BOS a value:
-    // the check holds at every position, the BOS included.
-    ck_assert_int_eq(m->n_layers, 2);
-    ck_assert_int_eq(m->checks[0].layer, 1);
-    ck_assert_int_eq(m->layers[1].kind, TF_LAYER_MLP);
-    ck_assert_str_eq(m->layers[1].op, "Aggregate");
+    // The check reads the attention's result (layer 0) at every position
+    // after the BOS: no layer of its own (the runtime skips the BOS).
+    ck_assert_int_eq(m->n_layers, 1);
+    ck_assert_int_eq(m->checks[0].layer, 0);
+    ck_assert_int_eq(m->layers[0].kind, TF_LAYER_ATTENTION);
+    ck_assert_str_eq(m->layers[0].op, "Aggregate");
     ck_assert_int_eq(m->checks[0].line, 2);
     ck_assert_str_eq(m->checks[0].op, "Aggregate -> b");
     model_free(m);
@@ -419,6 +456,7 @@ int main(void) {
     tcase_add_test(tc, test_failures_say_why);
     tcase_add_test(tc, test_values_equal_within_the_bound_are_one);
     tcase_add_test(tc, test_error_bounds);
+    tcase_add_test(tc, test_same_rational_one_value);
     tcase_add_test(tc, test_numeric_output_bound);
     tcase_add_test(tc, test_plans_bound_the_models);
     tcase_add_test(tc, test_max_params_refuses);

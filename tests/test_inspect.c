@@ -190,6 +190,22 @@ static void expect_in(const char *t, const char *want) {
     ck_assert_msg(strstr(t, want) != NULL, "the trace lacks \"%.200s\"", want);
 }
 
+/* The trace's row starting with `label` (after its 4-space indent), its
+ * cells separated by single spaces (the column width follows the widest
+ * scalar): "left_pos 0 0 4". */
+static void expect_row(const char *t, const char *want) {
+    char label[64];
+    snprintf(label, sizeof label, "\n    %.*s ", (int)strcspn(want, " "), want);
+    const char *r = strstr(t, label);
+    ck_assert_msg(r != NULL, "the trace has no row \"%s\"", label + 1);
+    char got[512];
+    size_t n = 0;
+    for (r += 5; *r && *r != '\n' && n + 1 < sizeof got; r++)
+        if (*r != ' ' || (n && got[n - 1] != ' ')) got[n++] = *r;
+    got[n] = 0;
+    ck_assert_str_eq(got, want);
+}
+
 static char *trace_text(const TfCapture *c) {
     FILE *f = tmpfile();
     ck_assert_ptr_nonnull(f);
@@ -249,10 +265,7 @@ START_TEST(test_capture_adder) {
     // The trace names layers with op and line, decodes, and reads the output.
     char *t = trace_text(c);
     expect_in(t, "layer 0 find_plus  (attention, FindAndStore, line 39)");
-    ck_assert_msg(strstr(t,
-                         "    left_pos          0      0      0      0      4      4      4      4"
-                         "      4      4\n"),
-                  "%s", t);
+    expect_row(t, "left_pos 0 0 0 0 4 4 4 4 4 4");
     expect_in(t, "  output: final at position 9 reads 0\n");
     ck_assert_ptr_null(strstr(t, "\n    ! ")); /* the good adder decodes cleanly */
     ck_assert_ptr_null(strstr(t, "\n  ! "));

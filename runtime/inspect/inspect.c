@@ -434,38 +434,39 @@ typedef struct Printer {
     FILE *out;
     int label_w; /* width of the row labels */
     int cell_w;  /* characters per position column: CELL, or wider for full precision */
-    int exact;   /* scalars at full precision ("%.9g") */
 } Printer;
 
-/* A number in at most CELL characters, or at full precision. */
-static void fmt_num(const Printer *pr, char *buf, size_t n, double v) {
-    if (v == 0) v = 0; /* no "-0" */
-    if (pr->exact) {
-        snprintf(buf, n, "%.9g", v);
-        return;
-    }
-    snprintf(buf, n, "%.3g", v);
-    if (strlen(buf) > CELL) snprintf(buf, n, "%.0e", v);
+/* A number as the shortest text that reads back as the same float32, as
+ * tfrun prints a numeric output (model_value_text): the trace shows every
+ * scalar register at full precision. */
+static void fmt_num(char *buf, size_t n, double v) {
+    char text[TF_VALUE_TEXT_MAX];
+    model_value_text(v == 0 ? 0.0f : (float)v, text); /* no "-0" */
+    snprintf(buf, n, "%s", text);
 }
 
-/* A model that prints numbers shows scalars at full precision: the widest
- * such cell sets the column width. */
-static void set_precision(Printer *pr) {
+/* The widest scalar cell (and its '!') sets the column width. */
+static void set_width(Printer *pr) {
     const TfCapture *c = pr->c;
     const TfModel *m = c->m;
     pr->cell_w = CELL;
-    pr->exact = model_numeric_output(m);
-    if (!pr->exact) return;
     for (int r = 0; r < m->n_regs; r++) {
         if (m->regs[r].kind != TF_REG_SCALAR) continue;
         for (int b = 0; b < c->n_blocks; b++)
             for (int p = 0; p < c->n_pos; p++) {
                 char buf[32];
-                fmt_num(pr, buf, sizeof buf, capture_row(c, b, p)[m->regs[r].offset]);
+                fmt_num(buf, sizeof buf, capture_row(c, b, p)[m->regs[r].offset]);
                 int w = (int)strlen(buf) + 1; /* room for a '!' */
                 if (w > pr->cell_w) pr->cell_w = w;
             }
     }
+    if (c->values) /* a numeric output's row */
+        for (int p = 0; p < c->n_pos; p++) {
+            char buf[32];
+            fmt_num(buf, sizeof buf, c->values[p]);
+            int w = (int)strlen(buf) + 1;
+            if (w > pr->cell_w) pr->cell_w = w;
+        }
 }
 
 static void row_label(const Printer *pr, const char *label) {
@@ -505,7 +506,7 @@ static void print_register(const Printer *pr, int block, const TfRegister *reg, 
             else
                 snprintf(cell, 32, "nan");
         } else {
-            fmt_num(pr, cell, 32, d->value);
+            fmt_num(cell, 32, d->value);
         }
         if (d->status == TF_DECODE_FLAGGED) strcat(cell, "!");
     }
@@ -659,7 +660,7 @@ static void note_output(const Printer *pr, char (*cells)[32]) {
     const TfModel *m = c->m;
     if (c->values) {
         // A number at every position: the output register's values.
-        for (int p = 0; p < c->n_pos; p++) fmt_num(pr, cells[p], 32, c->values[p]);
+        for (int p = 0; p < c->n_pos; p++) fmt_num(cells[p], 32, c->values[p]);
         if (m->bos >= 0 && c->tokens[0] == m->bos) snprintf(cells[0], 32, "-");
         print_cells(pr, "output", cells);
         return;
@@ -711,8 +712,8 @@ static void note_prediction(const Printer *pr) {
 
 void inspect_print_trace(const TfCapture *c, FILE *out) {
     const TfModel *m = c->m;
-    Printer pr = {c, out, 12, CELL, 0};
-    set_precision(&pr);
+    Printer pr = {c, out, 12, CELL};
+    set_width(&pr);
     for (int r = 0; r < m->n_regs; r++) {
         int n = (int)strlen(m->regs[r].name);
         if (n > pr.label_w) pr.label_w = n;
