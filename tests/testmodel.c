@@ -67,3 +67,32 @@ int tf_compare_floats(const float *got, const float *want, size_t n, double rtol
         snprintf(msg, msgsz, "all %zu values agree", n);
     return bad;
 }
+
+int tf_check_gradients(TfTrainer *t, const TfBatch *b, const TfModel *m, const float *g,
+                       size_t stride, size_t skip_lo, size_t skip_hi, const char *what,
+                       int *nonzero) {
+    size_t n;
+    float *p = trainer_params(t, &n);
+    int checked = 0;
+    if (nonzero) *nonzero = 0;
+    for (size_t i = 0; i < n; i += stride) {
+        if (i >= skip_lo && i < skip_hi) continue;
+        float keep = p[i];
+        const float eps = 1e-3f;
+        p[i] = keep + eps;
+        double lp = trainer_forward_backward(t, b, 0, NULL);
+        p[i] = keep - eps;
+        double lm = trainer_forward_backward(t, b, 0, NULL);
+        p[i] = keep;
+        double fd = (lp - lm) / (2 * eps);
+        double tol = 2e-2 * fmax(fabs(fd), fabs(g[i])) + 2e-3;
+        int ti = 0;
+        while (ti + 1 < m->n_tensors && trainer_tensor_offset(t, ti + 1) <= i) ti++;
+        ck_assert_msg(fabs(fd - g[i]) <= tol,
+                      "%s, parameter %zu (%s): analytic %.6g, finite difference %.6g", what, i,
+                      m->tensors[ti].name, g[i], fd);
+        checked++;
+        if (nonzero) *nonzero += fabs(g[i]) > 1e-3;
+    }
+    return checked;
+}

@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "model.h"
+#include "train.h"
 
 /* Compiles a program of the source tree ($TF_SOURCE_DIR/relpath), with
  * seed 001's constructions (-O0). */
@@ -23,5 +24,15 @@ TfModel *tf_compile_text(const char *source);
  * describes the worst of them (index, both values) in msg. */
 int tf_compare_floats(const float *got, const float *want, size_t n, double rtol, double atol,
                       char *msg, size_t msgsz);
+
+/* The finite-difference gradient check every backward pass has: at every
+ * stride-th parameter outside [skip_lo, skip_hi), the central difference of
+ * trainer t's loss on b (eps 1e-3) against g, the gradient its backward pass
+ * gave (a copy: the check runs forward-backward again). Fails the running
+ * test naming `what`, the parameter and its tensor of m. Returns how many
+ * were checked; *nonzero (may be NULL) counts those with |g| > 1e-3. */
+int tf_check_gradients(TfTrainer *t, const TfBatch *b, const TfModel *m, const float *g,
+                       size_t stride, size_t skip_lo, size_t skip_hi, const char *what,
+                       int *nonzero);
 
 #endif
