@@ -233,11 +233,6 @@ static const char *const compare_css =
 /* The script: hover shows a cell's exact value, click pins it; a
  * self-check hovers the matrix's first cell and marks the page. */
 static const char *const compare_js =
-    "'use strict';\n"
-    "var D=JSON.parse(document.getElementById('tf-data').textContent);\n"
-    "var tip=document.getElementById('tip'),pinned=document.getElementById('pinned');\n"
-    "function tok(p){return '\\''+D.tokens[p]+'\\'';}\n"
-    "function fmt(v){return v===null?'not finite':String(v);}\n"
     "function describe(svg,x,y){var s=svg.dataset,col=Math.floor((x-s.x0)/s.cw),"
     "row=Math.floor((y-s.y0)/s.ch);if(col<0||row<0||row>=+s.rows||col>=+s.cols)return null;\n"
     "if(s.kind==='sim')return 'A '+D.heads[0][row]+' vs B '+D.heads[1][col]+': similarity '+"
@@ -245,17 +240,7 @@ static const char *const compare_js =
     "var m=svg.closest('[data-model]').dataset.model==='a'?0:1,a=D.att[m][s.layer+'/'+s.head];"
     "return (m?'B':'A')+' layer '+s.layer+' head '+s.head+': query '+row+' '+tok(row)+' -> key '+"
     "col+' '+tok(col)+' = '+fmt(a[row*D.P+col]);}\n"
-    "function where(svg,ev){var pt=svg.createSVGPoint();pt.x=ev.clientX;pt.y=ev.clientY;"
-    "return pt.matrixTransform(svg.getScreenCTM().inverse());}\n"
-    "document.querySelectorAll('svg.hm').forEach(function(svg){\n"
-    " svg.addEventListener('mousemove',function(ev){var p=where(svg,ev),t=describe(svg,p.x,p.y);"
-    "if(!t){tip.style.display='none';return;}tip.textContent=t;tip.style.display='block';"
-    "tip.style.left=(ev.clientX+14)+'px';tip.style.top=(ev.clientY+14)+'px';});\n"
-    " svg.addEventListener('mouseleave',function(){tip.style.display='none';});\n"
-    " svg.addEventListener('click',function(ev){var p=where(svg,ev),t=describe(svg,p.x,p.y);"
-    "if(t){var d=document.createElement('div');d.textContent=t;pinned.insertBefore(d,"
-    "pinned.firstChild);}});\n"
-    "});\n"
+    "draw_hover(document.querySelectorAll('svg.hm'),describe);\n"
     "(function(){var svg=document.querySelector('svg.hm[data-kind=sim]');"
     "if(!svg)throw new Error('no similarity matrix');var s=svg.dataset,pt=svg.createSVGPoint();"
     "pt.x=+s.x0+0.5*s.cw;pt.y=+s.y0+0.5*s.ch;pt=pt.matrixTransform(svg.getScreenCTM());\n"
@@ -481,8 +466,8 @@ int compare_write_html(const TfCompare *cmp, const char *path, TfError *err) {
           "<div id=\"pinned\"></div>\n<script type=\"application/json\" id=\"tf-data\">",
           f);
     write_json_data(cmp, f);
-    fprintf(f, "</script>\n<script>\n%s</script>\n<script>\n%s</script>\n</body></html>\n",
-            draw_js_guard, compare_js);
+    fprintf(f, "</script>\n<script>\n%s</script>\n<script>\n%s%s</script>\n</body></html>\n",
+            draw_js_guard, draw_js_common, compare_js);
     return draw_close(f, path, err);
 }
 

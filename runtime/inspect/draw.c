@@ -220,3 +220,20 @@ const char *const draw_js_guard =
     "window.addEventListener('error',function(e){mark('report-error','script error: '+e.message+"
     "' (line '+e.lineno+')');});\n";
 
+const char *const draw_js_common =
+    "'use strict';\n"
+    "var D=JSON.parse(document.getElementById('tf-data').textContent);\n"
+    "var tip=document.getElementById('tip'),pinned=document.getElementById('pinned');\n"
+    "function tok(p){return '\\''+D.tokens[p]+'\\'';}\n"
+    "function fmt(v){return v===null?'not finite':String(v);}\n"
+    "function where(svg,ev){var pt=svg.createSVGPoint();pt.x=ev.clientX;pt.y=ev.clientY;"
+    "return pt.matrixTransform(svg.getScreenCTM().inverse());}\n"
+    "function draw_hover(svgs,describe){svgs.forEach(function(svg){\n"
+    " svg.addEventListener('mousemove',function(ev){var p=where(svg,ev),t=describe(svg,p.x,p.y);"
+    "if(!t){tip.style.display='none';return;}tip.textContent=t;tip.style.display='block';"
+    "tip.style.left=(ev.clientX+14)+'px';tip.style.top=(ev.clientY+14)+'px';});\n"
+    " svg.addEventListener('mouseleave',function(){tip.style.display='none';});\n"
+    " svg.addEventListener('click',function(ev){var p=where(svg,ev),t=describe(svg,p.x,p.y);"
+    "if(t){var d=document.createElement('div');d.textContent=t;pinned.insertBefore(d,"
+    "pinned.firstChild);}});\n"
+    "});}\n";

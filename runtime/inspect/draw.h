@@ -51,4 +51,10 @@ int draw_close(FILE *f, const char *path, TfError *err);
 extern const char *const draw_css;
 extern const char *const draw_js_guard;
 
+/* What both pages' main script starts with: D (the page's JSON data), tip
+ * and pinned, tok(p), fmt(v), where(svg, ev), and draw_hover(svgs,
+ * describe): hovering a heatmap cell shows describe(svg, x, y) in the tip,
+ * clicking pins it. */
+extern const char *const draw_js_common;
+
 #endif

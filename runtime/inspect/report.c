@@ -458,11 +458,6 @@ static const char *source_line(const TfModel *m, int line, size_t *len) {
  * the collapsed section they point into; a self-check at the end marks the
  * page (#report-ok, or #report-error on any error). */
 static const char *const report_js =
-    "'use strict';\n"
-    "var D=JSON.parse(document.getElementById('tf-data').textContent);\n"
-    "var tip=document.getElementById('tip'),pinned=document.getElementById('pinned');\n"
-    "function tok(p){return '\\''+D.tokens[p]+'\\'';}\n"
-    "function fmt(v){return v===null?'not finite':String(v);}\n"
     "function colName(c){for(var i=0;i<D.regs.length;i++){var r=D.regs[i];"
     "if(c>=r[2]&&c<r[2]+r[3]){var j=c-r[2],sub=r[1]==='token'?' \\''+D.vocab[j]+'\\'':"
     "r[1]==='position'?(j===0?' sin':' cos'):r[4]?' = '+r[4][j]:'';return r[0]+'['+j+sub+']';}}"
@@ -474,18 +469,8 @@ static const char *const report_js =
     "'+fmt(v);}\n"
     "var a=D.att[s.layer+'/'+s.head];return 'layer '+s.layer+' head '+s.head+': query '+row+' '+"
     "tok(row)+' -> key '+col+' '+tok(col)+' = '+fmt(a[row*D.P+col]);}\n"
-    "function where(svg,ev){var pt=svg.createSVGPoint();pt.x=ev.clientX;pt.y=ev.clientY;"
-    "return pt.matrixTransform(svg.getScreenCTM().inverse());}\n"
     "var figs=document.querySelectorAll('svg.hm');\n"
-    "figs.forEach(function(svg){\n"
-    " svg.addEventListener('mousemove',function(ev){var p=where(svg,ev),t=describe(svg,p.x,p.y);"
-    "if(!t){tip.style.display='none';return;}tip.textContent=t;tip.style.display='block';"
-    "tip.style.left=(ev.clientX+14)+'px';tip.style.top=(ev.clientY+14)+'px';});\n"
-    " svg.addEventListener('mouseleave',function(){tip.style.display='none';});\n"
-    " svg.addEventListener('click',function(ev){var p=where(svg,ev),t=describe(svg,p.x,p.y);"
-    "if(t){var d=document.createElement('div');d.textContent=t;pinned.insertBefore(d,"
-    "pinned.firstChild);}});\n"
-    "});\n"
+    "draw_hover(figs,describe);\n"
     "// Navigation: a link into a collapsed section opens it (and its parents).\n"
     "function openAt(id){var e=id&&document.getElementById(id);for(;e;e=e.parentElement)"
     "if(e.tagName==='DETAILS')e.open=true;}\n"
@@ -1070,7 +1055,7 @@ int report_write_html(const TfCapture *c, const char *path, TfError *err) {
         f);
     fputs("<script type=\"application/json\" id=\"tf-data\">", f);
     write_json_data(c, f);
-    fprintf(f, "</script>\n<script>\n%s</script>\n<script>\n%s</script>\n</body></html>\n",
-            draw_js_guard, report_js);
+    fprintf(f, "</script>\n<script>\n%s</script>\n<script>\n%s%s</script>\n</body></html>\n",
+            draw_js_guard, draw_js_common, report_js);
     return draw_close(f, path, err);
 }
