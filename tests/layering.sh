@@ -33,6 +33,12 @@ for l in "${!deps[@]}"; do
   check "$l uses only: ${deps[$l]:-nothing of ours}" "$([ -s "$tmp/bad" ] && echo 1 || echo 0)"
   [ -s "$tmp/$l.def" ]; check "$l defines symbols (it was built)" $?
 done
+# Inside tf_inspect: report.c draws what inspect.c captured; inspect.c
+# never calls the report (session.c runs both).
+nm --undefined-only "$build/libtf_inspect.a" 2>/dev/null |
+    awk '/^inspect\.c\.o:/ {in_=1; next} /^[^ ].*:$/ {in_=0} in_ {print $NF}' >"$tmp/inspect.use"
+[ -s "$tmp/inspect.use" ] && ! grep -q '^report_' "$tmp/inspect.use"
+check "inspect.c uses nothing of report.c" $?
 # The tools link what they need and no more (the link lines CMake wrote).
 links() { cat "$build/CMakeFiles/$1.dir/link.txt"; }
 for tool in tftrain tfinfo tfrun; do

@@ -16,6 +16,7 @@
 #include "compare.h"
 #include "infer.h"
 #include "inspect.h"
+#include "session.h"
 #include "model.h"
 #include "report.h"
 #include "testmodel.h"

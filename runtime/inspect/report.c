@@ -23,7 +23,6 @@
 #include <sys/stat.h>
 
 #include "draw.h"
-#include "infer.h"
 
 /* --- labels (the small writers and the colours are in draw.c) -------------- */
 

@@ -41,6 +41,7 @@
 #include "dump.h"
 #include "infer.h"
 #include "inspect.h"
+#include "session.h"
 #ifdef TF_HAVE_OPENBLAS
 #include <cblas.h>
 #endif
