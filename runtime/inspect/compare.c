@@ -128,6 +128,19 @@ static const char *base_name(const char *path) {
 
 #define SIM_LABEL 20 /* head labels longer than this are cut */
 
+
+/* A head's label in a matrix axis, cut to SIM_LABEL characters (the whole
+ * label as its tooltip), and the end of its <text>. */
+static void short_label(FILE *f, const char *label) {
+    if (strlen(label) > SIM_LABEL) {
+        fputs("<title>", f);
+        draw_text(f, label);
+        fputs("</title>", f);
+    }
+    draw_short(f, label, SIM_LABEL);
+    fputs("</text>\n", f);
+}
+
 static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 void compare_svg_matrix(const TfCompare *cmp, int standalone, FILE *f) {
@@ -161,25 +174,13 @@ void compare_svg_matrix(const TfCompare *cmp, int standalone, FILE *f) {
         head_label(cmp, 0, i, label, sizeof label);
         fprintf(f, "<text class=\"row\" x=\"%d\" y=\"%d\" text-anchor=\"end\" font-size=\"%d\">",
                 left - 4, top + i * cell + cell / 2 + fs / 2 - 1, fs);
-        if (strlen(label) > SIM_LABEL) {
-            fputs("<title>", f);
-            draw_text(f, label);
-            fputs("</title>", f);
-        }
-        draw_short(f, label, SIM_LABEL);
-        fputs("</text>\n", f);
+        short_label(f, label);
     }
     for (int j = 0; j < nb; j += every) {
         head_label(cmp, 1, j, label, sizeof label);
         fprintf(f, "<text class=\"col\" transform=\"translate(%d,%d) rotate(-90)\" font-size=\"%d\">",
                 left + j * cell + cell / 2 + fs / 2 - 1, top - 4, fs);
-        if (strlen(label) > SIM_LABEL) {
-            fputs("<title>", f);
-            draw_text(f, label);
-            fputs("</title>", f);
-        }
-        draw_short(f, label, SIM_LABEL);
-        fputs("</text>\n", f);
+        short_label(f, label);
     }
     fprintf(f,
             "<g class=\"cells\" transform=\"translate(%d,%d) scale(%d,%d)\" "
