@@ -37,6 +37,14 @@ TfModel *model_new(void) {
     return m;
 }
 
+static void layer_parts_free(TfLayerPart *parts, int n) {
+    for (int i = 0; i < n; i++) {
+        free(parts[i].name);
+        free(parts[i].op);
+    }
+    free(parts);
+}
+
 void model_free(TfModel *m) {
     if (!m) return;
     for (int i = 0; i < m->n_regs; i++) {
@@ -47,6 +55,7 @@ void model_free(TfModel *m) {
     for (int i = 0; i < m->n_layers; i++) {
         free(m->layers[i].name);
         free(m->layers[i].op);
+        layer_parts_free(m->layers[i].parts, m->layers[i].n_parts);
     }
     for (int i = 0; i < m->n_tensors; i++) {
         free(m->tensors[i].name);
@@ -143,9 +152,26 @@ int model_add_layer(TfModel *m, const TfLayer *layer, TfError *err) {
     *l = *layer;
     l->name = dup_str(layer->name ? layer->name : tf_layer_kind_names[layer->kind]);
     l->op = dup_str(layer->op);
-    if (!l->name || (layer->op && !l->op)) {
+    l->parts = NULL;
+    l->n_parts = 0;
+    int parts_ok = 1;
+    if (layer->n_parts > 0) {
+        l->parts = calloc((size_t)layer->n_parts, sizeof *l->parts);
+        parts_ok = l->parts != NULL;
+        for (int i = 0; parts_ok && i < layer->n_parts; i++) {
+            const TfLayerPart *from = &layer->parts[i];
+            TfLayerPart *to = &l->parts[i];
+            *to = *from;
+            to->name = dup_str(from->name ? from->name : "");
+            to->op = dup_str(from->op);
+            l->n_parts = i + 1;
+            parts_ok = to->name && (!from->op || to->op);
+        }
+    }
+    if (!l->name || (layer->op && !l->op) || !parts_ok) {
         free(l->name);
         free(l->op);
+        layer_parts_free(l->parts, l->n_parts);
         goto oom;
     }
     return m->n_layers++;

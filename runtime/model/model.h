@@ -72,11 +72,27 @@ typedef enum TfLayerKind {
 
 typedef enum TfActivation { TF_ACT_GELU, TF_ACT_RELU, TF_ACT_COUNT } TfActivation;
 
+/* One op's share of a layer that compiler/schedule.c built from several ops:
+ * heads [first, first + count) of an attention layer, or hidden units
+ * [first, first + count) of an MLP (its fc1 rows and fc2 columns). */
+typedef struct TfLayerPart {
+    char *name; /* the op's layer name ("hist"), owned, never NULL */
+    char *op;   /* its source op ("Count"), owned, NULL when unknown */
+    int line;   /* its source line, 0 when none */
+    int first, count;
+} TfLayerPart;
+
 typedef struct TfLayer {
     TfLayerKind kind;
     char *name; /* e.g. "find_plus"; never NULL */
     char *op;   /* source op, e.g. "FindAndStore"; NULL when not compiled */
     int line;   /* source line of the op, 0 when none */
+    /* The ops the layer holds side by side, in head / hidden-unit order;
+     * n_parts 0 (parts NULL): the layer is one op, named above. When there
+     * are parts, name, op and line are the first part's (name joins them all
+     * with '+'), and the parts cover every head / hidden unit, in order. */
+    TfLayerPart *parts;
+    int n_parts;
 
     /* Pre-norm (attention and MLP; -1 when absent): the layer reads
      * LayerNorm(x) * norm_weight + norm_bias instead of x, and still adds
