@@ -16,6 +16,7 @@
 
 #include "checker.h"
 #include "diag.h"
+#include "fuse.h"
 #include "learned.h"
 #include "lower.h"
 #include "parse.h"
@@ -114,12 +115,18 @@ TfModel *compile_source_opts(const char *filename, const char *source, size_t le
         // 3. One value analysis over every op.
         values_analyze(ir, opts->opt_level, &diag);
         if (diag.n_errors) goto done;
+        // 3b. MLP fusion: consecutive tables composed (a scheduled program).
+        int scheduled = opts->opt_level > 0 && !opts->no_schedule && general_only(ir);
+        if (scheduled && fuse_ops(ir) < 0) {
+            tf_error_set(err, "out of memory");
+            goto done;
+        }
         // 4. Layer plans: what each op becomes, its size, the limits.
         if (plans_make(ir, opts->opt_level, max_params, &diag, &plans) < 0) goto done;
         // 5. Lowering: the weights.
         m = lower_program(ir, opts->opt_level, err);
         // 6. Scheduling: ops side by side, dead columns out.
-        if (m && opts->opt_level > 0 && !opts->no_schedule && general_only(ir))
+        if (m && scheduled)
             m = schedule(m, max_params, &diag, err);
     }
     if (m && attach_source(m, filename, source, len, opts->opt_level) < 0) {

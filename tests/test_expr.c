@@ -315,7 +315,8 @@ START_TEST(test_max_params_refuses) {
     FILE *f = fmemopen(out, sizeof out - 1, "w");
     int n_errors;
     TfError err;
-    TfCompileOptions opts = {1, 10000000, 0};
+    // Unscheduled: fusion would compose w with the three tables (one table over indices).
+    TfCompileOptions opts = {1, 10000000, 1};
     TfModel *m = compile_source_opts("t.tfp", src, strlen(src), &opts, f, &n_errors, &err);
     fclose(f);
     ck_assert_ptr_null(m);
