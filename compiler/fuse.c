@@ -100,8 +100,11 @@ static TfGenOp *fuse_staircase(Gen *G, const TfGenOp *pi, const TfGenOp *pj) {
     if (!p) return NULL;
     *p = *pj;
     p->form = TF_GEN_STAIRCASE;
-    p->n_in = 1;
-    p->in[0] = pi->in[0];
+    p->n_in = pi->n_in; // one number, or a LINEAR Map's inputs (x_linear)
+    memcpy(p->in, pi->in, sizeof p->in);
+    p->x_linear = pi->x_linear;
+    memcpy(p->coef, pi->coef, sizeof p->coef);
+    p->c0 = pi->c0;
     p->n_combo = 0;
     p->combo_col = NULL;
     p->combo_num = NULL;
@@ -118,8 +121,23 @@ static TfGenOp *fuse_staircase(Gen *G, const TfGenOp *pi, const TfGenOp *pj) {
     return p;
 }
 
+/* i (a LINEAR Map writing number r) feeds staircase j over r: a staircase
+ * over the linear combination itself. */
+static TfGenOp *fuse_linear(Gen *G, const TfGenOp *pi, const TfGenOp *pj) {
+    TfGenOp *p = va_alloc(G, sizeof *p);
+    if (!p) return NULL;
+    *p = *pj;
+    p->n_in = pi->n_in;
+    memcpy(p->in, pi->in, sizeof p->in);
+    memcpy(p->coef, pi->coef, sizeof p->coef);
+    p->c0 = pi->c0;
+    p->x_linear = 1;
+    return p;
+}
+
 /* The op before j that wrote r, when r is written once, by a table or a
- * staircase into a categorical register, without a run-time check. */
+ * staircase into a categorical register, or by a LINEAR Map into a number,
+ * without a run-time check. */
 static int table_writer(const TfIr *ir, int j, int r) {
     int w = -1;
     for (int i = 0; i < j; i++)
@@ -129,9 +147,9 @@ static int table_writer(const TfIr *ir, int j, int r) {
         }
     if (w < 0) return -1;
     const TfGenOp *p = ir->ops[w].gen;
-    if (p->check || ir->regs[r].kind != TF_REG_CATEGORICAL) return -1;
-    if (p->form == TF_GEN_TABLE) return w;
-    if (p->form == TF_GEN_STAIRCASE && ir->regs[p->dest].kind == TF_REG_CATEGORICAL) return w;
+    if (p->check) return -1;
+    if (ir->regs[r].kind != TF_REG_CATEGORICAL) return p->form == TF_GEN_LINEAR ? w : -1;
+    if (p->form == TF_GEN_TABLE || p->form == TF_GEN_STAIRCASE) return w;
     return -1;
 }
 
@@ -151,6 +169,15 @@ int fuse_ops(TfIr *ir) {
     int fused = 0;
     for (int j = 0; j < ir->n_ops; j++) {
         TfGenOp *pj = ir->ops[j].gen;
+        if (pj && pj->form == TF_GEN_STAIRCASE && !pj->x_linear) {
+            int i = table_writer(ir, j, pj->in[0]);
+            if (i >= 0 && ir->ops[i].gen->form == TF_GEN_LINEAR && !inputs_rewritten(ir, i, j)) {
+                TfGenOp *p = fuse_linear(&G, ir->ops[i].gen, pj);
+                if (!p) return -1;
+                ir->ops[j].gen = pj = p;
+                fused++;
+            }
+        }
         if (!pj || pj->form != TF_GEN_TABLE) continue;
         // Compose with the writer of each input in turn, as long as it pays.
         for (int changed = 1; changed;) {
@@ -161,7 +188,8 @@ int fuse_ops(TfIr *ir) {
                 const TfGenOp *pi = ir->ops[i].gen;
                 TfGenOp *p = NULL;
                 if (pi->form == TF_GEN_TABLE) p = fuse_tables(&G, pi, pj, r);
-                else if (pj->n_in == 1) p = fuse_staircase(&G, pi, pj);
+                else if (pi->form == TF_GEN_STAIRCASE && pj->n_in == 1)
+                    p = fuse_staircase(&G, pi, pj);
                 if (G.failed) return -1;
                 if (!p || plan_units(ir, p) > plan_units(ir, pi) + plan_units(ir, pj)) continue;
                 ir->ops[j].gen = pj = p;

@@ -3,10 +3,12 @@
  * After the value analysis (compiler/values.c), under -O, a Map compiled to
  * a table (TF_GEN_TABLE) whose input r was written by an earlier table, or
  * by a staircase over a number (Count's steps), is composed with it when
- * the composed plan has no more hidden units than the two together:
+ * the composed plan has no more hidden units than the two together; a
+ * staircase over a LINEAR Map's result is a staircase over its sum:
  *
  *   table(X) -> r, table(r, Y) -> dest     becomes  table(X, Y) -> dest
  *   staircase(x) -> r, table(r) -> dest    becomes  staircase(x) -> dest
+ *   linear(X) -> r, staircase(r) -> dest   becomes  staircase(sum c_i x_i) -> dest
  *
  * The composition reads what the first read, so the Map no longer waits for
  * the first op's MLP: Count and the Map that prints it are one attention

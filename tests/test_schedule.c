@@ -145,6 +145,27 @@ START_TEST(test_maps_compose) {
 }
 END_TEST
 
+/* A staircase over a LINEAR Map's result is a staircase over its sum
+ * (pair_balance): the two Maps after the Aggregates are one MLP. */
+START_TEST(test_linear_then_staircase) {
+    const char *src = "vocab \"^()+-0\"; bos '^'; maxlen 7;\n"
+                      "num is_open, is_close, opens, closes, bal;\ncat out;\n"
+                      "is_open:  Map(tokens == '(') -> is_open;\n"
+                      "is_close: Map(tokens == ')') -> is_close;\n"
+                      "opens:    Aggregate(k.indices <= q.indices, is_open, causal) -> opens;\n"
+                      "closes:   Aggregate(k.indices <= q.indices, is_close, causal) -> closes;\n"
+                      "bal:      Map(opens - closes) -> bal;\n"
+                      "out:      Map(bal < 0 ? '-' : bal > 0 ? '+' : '0') -> out;\n"
+                      "output out at every position;\n";
+    TfModel *s = compile_text(src, 0), *u = compile_text(src, 1);
+    ck_assert_int_eq(u->n_layers, 6);
+    ck_assert_int_eq(s->n_layers, 3);
+    ck_assert_int_eq(model_find_register(s, "bal"), -1);
+    ck_assert_int_eq(same_outputs(s, u, "()", 6), 126);
+    model_free(s), model_free(u);
+}
+END_TEST
+
 /* MLPs that are ready together share a layer (block-diagonal, parts over
  * the hidden units); an op whose result nothing reads is dropped. */
 START_TEST(test_mlp_parts_and_dead_ops) {
@@ -218,6 +239,7 @@ int main(void) {
     tcase_add_test(tc, test_independent_counts_are_heads);
     tcase_add_test(tc, test_count_fuses_with_its_map);
     tcase_add_test(tc, test_maps_compose);
+    tcase_add_test(tc, test_linear_then_staircase);
     tcase_add_test(tc, test_mlp_parts_and_dead_ops);
     tcase_add_test(tc, test_checks_follow_their_op);
     suite_add_tcase(s, tc);
