@@ -1,8 +1,12 @@
 /* compile.c: the compiler's stages, in order; the source goes into the model.
  *
  *   text --parse--> TfProgram --names and kinds--> TfIr --values--> TfIr with
- *   value sets, error bounds and general ops' plans --plans--> each layer's
- *   kind and size, the limits --lower--> TfModel
+ *   value sets, error bounds and general ops' plans (--fuse--> tables
+ *   composed) --plans--> each layer's kind and size, the limits --lower-->
+ *   TfModel (--schedule--> fewer, wider layers)
+ *
+ * The stages in parentheses run at -O for a program of general ops only
+ * (compiler/fuse.h, compiler/schedule.h).
  *
  * Each stage reports what it refuses to the TfDiag; the next runs only when
  * none did. A learned model (`model { ... }`) leaves after names and kinds
