@@ -1,6 +1,8 @@
 /* fuse.c: consecutive table MLPs composed into one (fuse.h). */
 #include "fuse.h"
 
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "values_internal.h"
@@ -162,6 +164,167 @@ static int inputs_rewritten(const TfIr *ir, int i, int j) {
     return 0;
 }
 
+/* Two staircases over numbers x1, x2 (Counts' steps) feed a table j of
+ * their two results: when j's result is a function of x1 - x2 (or of
+ * x1 + x2) over every pair of their values, with steps wide enough for the
+ * errors (compiler/map.c's margin), a staircase over that sum. */
+typedef struct Pt {
+    double x;
+    int col;
+    double num;
+} Pt;
+
+static int pt_cmp(const void *a, const void *b) {
+    double x = ((const Pt *)a)->x, y = ((const Pt *)b)->x;
+    return x < y ? -1 : x > y;
+}
+
+static TfGenOp *fuse_two_staircases(Gen *G, const TfGenOp *p1, const TfGenOp *p2,
+                                    const TfGenOp *pj) {
+    const TfIr *ir = G->ir;
+    if (pj->n_in != 2 || p1->x_linear || p2->x_linear || p1->n_in != 1 || p2->n_in != 1 ||
+        p1->in[0] == p2->in[0])
+        return NULL;
+    int dest_cat = ir->regs[pj->dest].kind == TF_REG_CATEGORICAL;
+    int n1 = p1->n_x, n2 = p2->n_x, n = n1 * n2, n_a = ir->gen_regs[pj->in[0]].n_vals;
+    Pt *pts = malloc((size_t)n * sizeof *pts);
+    if (!pts) return NULL;
+    double e = ir->gen_regs[p1->in[0]].err + ir->gen_regs[p2->in[0]].err;
+    static const double signs[2] = {-1.0, 1.0};
+    for (int si = 0; si < 2; si++) {
+        double b = signs[si], xmax = 0, gap = INFINITY;
+        for (int a = 0; a < n1; a++)
+            for (int c = 0; c < n2; c++) {
+                Pt *t = &pts[a * n2 + c];
+                t->x = p1->xs[a] + b * p2->xs[c];
+                int ca = p1->x_col[a], cb = p2->x_col[c];
+                int cj = ca < 0 || cb < 0 ? -1 : ca + cb * n_a;
+                t->col = cj < 0 || !dest_cat ? -1 : pj->combo_col[cj];
+                t->num = cj < 0 || dest_cat ? 0 : pj->combo_num[cj];
+                xmax = fmax(xmax, fabs(t->x));
+            }
+        qsort(pts, (size_t)n, sizeof *pts, pt_cmp);
+        int ok = 1, m = 0;
+        for (int k = 0; k < n && ok; k++) {
+            int same_x = m > 0 && pts[k].x - pts[m - 1].x <= 1e-9 * fmax(1.0, fabs(pts[k].x));
+            int same_r = m > 0 && pts[k].col == pts[m - 1].col && pts[k].num == pts[m - 1].num;
+            if (same_x) {
+                ok = same_r; // one sum, two results: not a function of the sum
+                continue;
+            }
+            if (m > 0 && !same_r) gap = fmin(gap, pts[k].x - pts[m - 1].x);
+            pts[m++] = pts[k];
+        }
+        double rounding = gap < INFINITY ? 2 * xmax * 4 * EPS32 : 0;
+        if (!ok || (gap < INFINITY && gap / 4 - e - rounding - xmax * 4 * EPS32 <= 0)) continue;
+        TfGenOp *p = va_alloc(G, sizeof *p);
+        double *xs = va_alloc(G, (size_t)m * sizeof *xs);
+        int *cols = dest_cat ? va_alloc(G, (size_t)m * sizeof *cols) : NULL;
+        double *nums = dest_cat ? NULL : va_alloc(G, (size_t)m * sizeof *nums);
+        if (!p || !xs || (dest_cat ? !cols : !nums)) break;
+        *p = *pj;
+        p->form = TF_GEN_STAIRCASE;
+        p->n_in = 2;
+        p->in[0] = p1->in[0];
+        p->in[1] = p2->in[0];
+        p->x_linear = 1;
+        memset(p->coef, 0, sizeof p->coef);
+        p->coef[0] = 1.0;
+        p->coef[1] = b;
+        p->c0 = 0;
+        p->n_combo = 0;
+        p->combo_col = NULL;
+        p->combo_num = NULL;
+        p->n_x = m;
+        p->xs = xs;
+        p->x_col = cols;
+        p->x_num = nums;
+        for (int k = 0; k < m; k++) {
+            xs[k] = pts[k].x;
+            if (dest_cat) cols[k] = pts[k].col;
+            else nums[k] = pts[k].num;
+        }
+        free(pts);
+        return p;
+    }
+    free(pts);
+    return NULL;
+}
+
+/* The single-input table that wrote a selection side's register r (before
+ * op j), when it can stand in the selection: its input holds nothing at the
+ * BOS. -1 otherwise. */
+static int side_table(const TfIr *ir, int j, int r) {
+    if (r < 0) return -1;
+    int i = table_writer(ir, j, r);
+    if (i < 0) return -1;
+    const TfGenOp *p = ir->ops[i].gen;
+    if (p->form != TF_GEN_TABLE || p->n_in != 1 || inputs_rewritten(ir, i, j)) return -1;
+    const TfGenReg *g = &ir->gen_regs[p->in[0]];
+    if (g->bos_dirty || g->bos_value || !g->known) return -1;
+    return i;
+}
+
+/* A selection reads a Map of one register: the selection reads that
+ * register, its truth table through the Map's (a value the Map gives no
+ * result for selects nothing, as before). */
+static int fuse_selection_sides(Gen *G, TfGenOp *ps, int j) {
+    const TfIr *ir = G->ir;
+    int n = 0;
+    for (int t = 0; t < ps->n_terms; t++) {
+        struct TfGenTerm *T = &ps->terms[t];
+        for (int side = 0; side < 2; side++) {
+            int r = side == 0 ? T->qreg : T->kreg, i = side_table(ir, j, r);
+            if (i < 0) continue;
+            const TfGenOp *pm = ir->ops[i].gen;
+            int a = pm->in[0], na = ir->gen_regs[a].n_vals;
+            int nq = side == 0 ? na : T->nq, nk = side == 0 ? T->nk : na;
+            unsigned char *P = va_alloc(G, (size_t)nq * (size_t)nk);
+            if (!P) return -1;
+            for (int qi = 0; qi < nq; qi++)
+                for (int ki = 0; ki < nk; ki++) {
+                    int oq = side == 0 ? pm->combo_col[qi] : qi;
+                    int ok = side == 0 ? ki : pm->combo_col[ki];
+                    P[(size_t)qi * (size_t)nk + (size_t)ki] =
+                        oq < 0 || ok < 0 ? 0 : T->P[(size_t)oq * (size_t)T->nk + (size_t)ok];
+                }
+            T->P = P;
+            if (side == 0) T->qreg = a, T->nq = na;
+            else T->kreg = a, T->nk = na;
+            n++;
+        }
+    }
+    return n;
+}
+
+/* Under a causal mask, a term comparing the positions that every visible
+ * key satisfies (k.indices <= q.indices) selects every key: the term
+ * becomes `true`, and the selection no longer reads the positions. */
+static int drop_causal_order(Gen *G, TfGenOp *ps) {
+    const TfIr *ir = G->ir;
+    int n = 0, r = ir->indices_reg;
+    if (!ps->causal || r < 0) return 0;
+    const TfGenReg *g = &ir->gen_regs[r];
+    for (int t = 0; t < ps->n_terms; t++) {
+        struct TfGenTerm *T = &ps->terms[t];
+        if (T->qreg != r || T->kreg != r) continue;
+        int all = 1;
+        for (int qi = 0; qi < T->nq && all; qi++)
+            for (int ki = 0; ki < T->nk && all; ki++)
+                if (g->vals[ki].x >= 1 && g->vals[ki].x <= g->vals[qi].x)
+                    all = T->P[(size_t)qi * (size_t)T->nk + (size_t)ki];
+        if (!all) continue;
+        unsigned char *P = va_alloc(G, 1);
+        if (!P) return -1;
+        P[0] = 1;
+        T->qreg = T->kreg = -1;
+        T->nq = T->nk = 1;
+        T->P = P;
+        n++;
+    }
+    return n;
+}
+
 int fuse_ops(TfIr *ir) {
     Gen G = {0};
     G.ir = ir;
@@ -176,6 +339,27 @@ int fuse_ops(TfIr *ir) {
                 if (!p) return -1;
                 ir->ops[j].gen = pj = p;
                 fused++;
+            }
+        }
+        if (pj && (pj->form == TF_GEN_ATTEND || pj->form == TF_GEN_COUNT)) {
+            int a = drop_causal_order(&G, pj), b = a < 0 ? -1 : fuse_selection_sides(&G, pj, j);
+            if (a < 0 || b < 0) return -1;
+            fused += a + b;
+            continue;
+        }
+        if (pj && pj->form == TF_GEN_TABLE && pj->n_in == 2) {
+            int i1 = table_writer(ir, j, pj->in[0]), i2 = table_writer(ir, j, pj->in[1]);
+            if (i1 >= 0 && i2 >= 0 && ir->ops[i1].gen->form == TF_GEN_STAIRCASE &&
+                ir->ops[i2].gen->form == TF_GEN_STAIRCASE && !inputs_rewritten(ir, i1, j) &&
+                !inputs_rewritten(ir, i2, j)) {
+                TfGenOp *p = fuse_two_staircases(&G, ir->ops[i1].gen, ir->ops[i2].gen, pj);
+                if (G.failed) return -1;
+                if (p && plan_units(ir, p) <= plan_units(ir, pj) + plan_units(ir, ir->ops[i1].gen) +
+                                                  plan_units(ir, ir->ops[i2].gen)) {
+                    ir->ops[j].gen = pj = p;
+                    fused++;
+                    continue;
+                }
             }
         }
         if (!pj || pj->form != TF_GEN_TABLE) continue;

@@ -10,6 +10,18 @@
  *   staircase(x) -> r, table(r) -> dest    becomes  staircase(x) -> dest
  *   linear(X) -> r, staircase(r) -> dest   becomes  staircase(sum c_i x_i) -> dest
  *
+ *
+ * Selections and Counts' pairs:
+ *
+ *   a selection side reading a table of one register r reads r itself, its
+ *   truth table composed with the table's (detect_pattern's q.p1, p1 = indices - 1);
+ *   under a causal mask, a term every visible key satisfies (k.indices <=
+ *   q.indices) becomes `true`, so the selection no longer reads positions;
+ *   a table of two Counts' results that is a function of the difference (or
+ *   sum) of their fractions becomes a staircase over it (shuffle_dyck's
+ *   balance: o > c exactly when o's fraction is below c's), when its steps
+ *   keep compiler/map.c's margin.
+ *
  * The composition reads what the first read, so the Map no longer waits for
  * the first op's MLP: Count and the Map that prints it are one attention
  * layer and one MLP. The first op stays in the program; when nothing else

@@ -161,18 +161,57 @@ START_TEST(test_linear_then_staircase) {
     ck_assert_int_eq(u->n_layers, 6);
     ck_assert_int_eq(s->n_layers, 3);
     ck_assert_int_eq(model_find_register(s, "bal"), -1);
+    // Under the causal mask k.indices <= q.indices holds for every key: the
+    // selections no longer read the positions, so they are gone.
+    ck_assert_int_eq(model_find_register(s, "indices"), -1);
+    ck_assert_int_ge(model_find_register(u, "indices"), 0);
     ck_assert_int_eq(same_outputs(s, u, "()", 6), 126);
     model_free(s), model_free(u);
 }
 END_TEST
 
+/* A selection reads through a Map of one register (detect_pattern's
+ * p1 = indices - 1), and a Map of two Counts that depends on the
+ * difference of their fractions is one staircase over it (shuffle_dyck's
+ * balance): neither p1 nor the counts need columns. */
+START_TEST(test_selection_sides_and_count_pairs) {
+    const char *src = "vocab \"^abc01\"; bos '^'; maxlen 7;\n"
+                      "cat p1, t1, out;\n"
+                      "p1:  Map(indices - 1) -> p1;\n"
+                      "t1:  Aggregate(k.indices == q.p1, tokens, default: '0') -> t1;\n"
+                      "out: Map(t1 == 'a' and tokens == 'b') -> out;\n"
+                      "output out at every position;\n";
+    TfModel *s = compile_text(src, 0), *u = compile_text(src, 1);
+    ck_assert_int_eq(model_find_register(s, "p1"), -1);
+    ck_assert_int_eq(n_kind(s, TF_LAYER_ATTENTION), 1);
+    ck_assert_int_eq(s->layers[0].kind, TF_LAYER_ATTENTION);
+    ck_assert_int_gt(same_outputs(s, u, "abc", 6), 1000);
+    model_free(s), model_free(u);
+
+    const char *dyck = "vocab \"^()PNZ\"; bos '^'; maxlen 9;\n"
+                       "cat o, c, out;\n"
+                       "o:   Count(k.tokens == '(', causal) -> o;\n"
+                       "c:   Count(k.tokens == ')', causal) -> c;\n"
+                       "out: Map(o > c ? 'P' : (o == c ? 'Z' : 'N')) -> out;\n"
+                       "output out at every position;\n";
+    s = compile_text(dyck, 0), u = compile_text(dyck, 1);
+    ck_assert_int_eq(model_find_register(s, "o"), -1);
+    ck_assert_int_eq(model_find_register(s, "c"), -1);
+    ck_assert_int_eq(s->n_layers, 2);
+    ck_assert_int_eq(s->layers[0].n_heads, 2);
+    ck_assert_int_eq(same_outputs(s, u, "()", 8), 510);
+    model_free(s), model_free(u);
+}
+END_TEST
+
 /* MLPs that are ready together share a layer (block-diagonal, parts over
- * the hidden units); an op whose result nothing reads is dropped. */
+ * the hidden units); an op whose result nothing reads is dropped. (p and q
+ * read two registers each, so the Counts cannot read through them.) */
 START_TEST(test_mlp_parts_and_dead_ops) {
     const char *src = "vocab \"^abxy\"; bos '^'; maxlen 6;\n"
                       "cat p, q, o, cp, cq, dead;\n"
-                      "p: Map(tokens == 'a' ? 1 : 2) -> p;\n"
-                      "q: Map(tokens == 'b' ? 1 : 2) -> q;\n"
+                      "p: Map(tokens == 'a' and indices > 1 ? 1 : 2) -> p;\n"
+                      "q: Map(tokens == 'b' and indices > 2 ? 1 : 2) -> q;\n"
                       "cp: Count(k.p == 1) -> cp;\n"
                       "cq: Count(k.q == 1) -> cq;\n"
                       "dead: Count(k.tokens == 'x') -> dead;\n"
@@ -240,6 +279,7 @@ int main(void) {
     tcase_add_test(tc, test_count_fuses_with_its_map);
     tcase_add_test(tc, test_maps_compose);
     tcase_add_test(tc, test_linear_then_staircase);
+    tcase_add_test(tc, test_selection_sides_and_count_pairs);
     tcase_add_test(tc, test_mlp_parts_and_dead_ops);
     tcase_add_test(tc, test_checks_follow_their_op);
     suite_add_tcase(s, tc);
