@@ -325,11 +325,92 @@ static int drop_causal_order(Gen *G, TfGenOp *ps) {
     return n;
 }
 
+/* Position 0 is the BOS, where every general op writes zeros: a table's
+ * combinations with indices = 0 never occur, so they write nothing (and a
+ * value only they gave loses its column, compiler/schedule.c). */
+static void drop_bos_combos(TfIr *ir) {
+    int r = ir->indices_reg;
+    if (ir->bos < 0 || r < 0) return;
+    for (int j = 0; j < ir->n_ops; j++) {
+        TfGenOp *p = ir->ops[j].gen;
+        if (!p || p->form != TF_GEN_TABLE) continue;
+        int at = -1, radix = 1;
+        for (int q = 0; q < p->n_in; q++) {
+            if (p->in[q] == r) {
+                at = q;
+                break;
+            }
+            radix *= ir->gen_regs[p->in[q]].n_vals;
+        }
+        if (at < 0) continue;
+        const TfGenReg *g = &ir->gen_regs[r];
+        int zero = -1;
+        for (int v = 0; v < g->n_vals; v++)
+            if (g->vals[v].x == 0) zero = v;
+        if (zero < 0) continue;
+        for (int c = 0; c < p->n_combo; c++) {
+            if ((c / radix) % g->n_vals != zero) continue;
+            if (p->combo_col) p->combo_col[c] = -1;
+            if (p->combo_num) p->combo_num[c] = 0;
+        }
+    }
+}
+
+/* Replaces every read of register from by register to in the ops after j. */
+static void rename_reads(TfIr *ir, int j, int from, int to) {
+    for (int k = j + 1; k < ir->n_ops; k++) {
+        TfGenOp *p = ir->ops[k].gen;
+        if (!p) continue;
+        for (int q = 0; q < p->n_in; q++)
+            if (p->in[q] == from) p->in[q] = to;
+        for (int t = 0; t < p->n_terms; t++) {
+            if (p->terms[t].qreg == from) p->terms[t].qreg = to;
+            if (p->terms[t].kreg == from) p->terms[t].kreg = to;
+        }
+        if (p->vreg == from) p->vreg = to;
+    }
+}
+
+static int same_table(const TfIr *ir, const TfGenOp *a, const TfGenOp *b) {
+    if (a->form != TF_GEN_TABLE || b->form != TF_GEN_TABLE || a->n_in != b->n_in ||
+        a->n_combo != b->n_combo || !a->combo_col || !b->combo_col || a->check || b->check)
+        return 0;
+    if (memcmp(a->in, b->in, (size_t)a->n_in * sizeof *a->in) != 0 ||
+        memcmp(a->combo_col, b->combo_col, (size_t)a->n_combo * sizeof *a->combo_col) != 0)
+        return 0;
+    const TfGenReg *ga = &ir->gen_regs[a->dest], *gb = &ir->gen_regs[b->dest];
+    if (ga->n_vals != gb->n_vals) return 0;
+    for (int v = 0; v < ga->n_vals; v++)
+        if (ga->vals[v].x != gb->vals[v].x || ga->vals[v].kind != gb->vals[v].kind) return 0;
+    return 1;
+}
+
+/* Two tables of the same inputs with the same results (a selection's
+ * query and key sides over the same registers): later ops read the first's
+ * register; the second is left to compiler/schedule.c as dead. */
+static int merge_same_tables(TfIr *ir) {
+    int n = 0;
+    for (int j = 0; j < ir->n_ops; j++) {
+        const TfGenOp *pj = ir->ops[j].gen;
+        if (!pj || pj->form != TF_GEN_TABLE || pj->dest == ir->output_reg) continue;
+        for (int i = 0; i < j; i++) {
+            const TfGenOp *pi = ir->ops[i].gen;
+            if (pi && same_table(ir, pi, pj) && !inputs_rewritten(ir, i, j)) {
+                rename_reads(ir, j, pj->dest, pi->dest);
+                n++;
+                break;
+            }
+        }
+    }
+    return n;
+}
+
 int fuse_ops(TfIr *ir) {
     Gen G = {0};
     G.ir = ir;
     G.st = ir->gen_store;
-    int fused = 0;
+    drop_bos_combos(ir);
+    int fused = merge_same_tables(ir);
     for (int j = 0; j < ir->n_ops; j++) {
         TfGenOp *pj = ir->ops[j].gen;
         if (pj && pj->form == TF_GEN_STAIRCASE && !pj->x_linear) {

@@ -104,6 +104,30 @@ static int find_dead(Sched *S) {
     return changed;
 }
 
+/* A categorical register's column that neither the embeddings nor any
+ * live layer writes is always 0: reading it adds nothing, so it goes (a
+ * value only the BOS position could hold, a joint value with position 0). */
+static void drop_unwritten_values(Sched *S) {
+    const TfModel *m = S->m;
+    unsigned char *w = calloc((size_t)S->d, 1);
+    if (!w) return; // keeping the columns is always right
+    mark_read(S, m->tok_embed, w);
+    mark_read(S, m->pos_embed, w);
+    for (int i = 0; i < S->n; i++)
+        if (S->live[i])
+            for (int c = 0; c < S->d; c++) w[c] |= S->W[(size_t)i * (size_t)S->d + (size_t)c];
+    for (int r = 0; r < m->n_regs; r++) {
+        const TfRegister *g = &m->regs[r];
+        if (g->kind != TF_REG_CATEGORICAL || !S->col[g->offset]) continue;
+        int kept = 0;
+        for (int c = 0; c < g->size; c++) kept += w[g->offset + c] != 0;
+        if (kept == 0) continue; // never written at all: leave it whole
+        for (int c = 0; c < g->size; c++)
+            if (!w[g->offset + c]) S->col[g->offset + c] = 0;
+    }
+    free(w);
+}
+
 /* ---- 2. slots --------------------------------------------------------------------- */
 
 static int compatible(const TfLayer *a, const TfLayer *b) {
@@ -424,17 +448,28 @@ static int start_model(Sched *S, int *new_reg) {
     if (m->source_name) {
         if (!(o->source_name = dup_or_null(m->source_name))) return -1;
     }
+    const char **labels = malloc((size_t)(S->d > 0 ? S->d : 1) * sizeof *labels);
+    if (!labels) return -1;
     for (int r = 0; r < m->n_regs; r++) {
         const TfRegister *g = &m->regs[r];
         new_reg[r] = -1;
-        if (!S->col[g->offset]) continue;
-        int off = S->newcol[g->offset];
+        int off = -1, size = 0;
+        for (int c = 0; c < g->size; c++) {
+            if (S->newcol[g->offset + c] < 0) continue;
+            if (off < 0) off = S->newcol[g->offset + c];
+            if (g->values) labels[size] = g->values[c];
+            size++;
+        }
+        if (size == 0) continue;
         new_reg[r] = g->kind == TF_REG_CATEGORICAL
-                         ? model_add_categorical(o, g->name, off, g->size,
-                                                 (const char *const *)g->values, S->err)
-                         : model_add_register(o, g->name, g->kind, off, g->size, S->err);
-        if (new_reg[r] < 0) return -1;
+                         ? model_add_categorical(o, g->name, off, size, labels, S->err)
+                         : model_add_register(o, g->name, g->kind, off, size, S->err);
+        if (new_reg[r] < 0) {
+            free(labels);
+            return -1;
+        }
     }
+    free(labels);
     o->output_reg = m->output_reg >= 0 ? new_reg[m->output_reg] : -1;
     o->tok_embed = emit_columns(S, m->tok_embed);
     o->pos_embed = emit_columns(S, m->pos_embed);
@@ -507,6 +542,7 @@ TfModel *schedule_model(const TfModel *m, TfScheduleStats *stats, TfError *err) 
         for (int c = 0; c < m->regs[r].size; c++) S.reg_of[m->regs[r].offset + c] = r;
     for (int i = 0; i < S.n; i++) layer_sets(&S, i);
     while (find_dead(&S)) {}
+    drop_unwritten_values(&S);
     for (int c = 0; c < S.d; c++) S.newcol[c] = S.col[c] ? S.d2++ : -1;
     int n_slots = place(&S);
     if (n_slots < 0) goto oom;
