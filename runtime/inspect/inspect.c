@@ -406,12 +406,14 @@ static void append(char *buf, size_t n, size_t *at, const char *fmt, ...) {
     *at = k < 0 ? n : *at + (size_t)k;
 }
 
-void inspect_part_text(const TfLayer *ly, int i, char *buf, size_t n) {
+void inspect_part_text(const TfLayer *ly, int i, int with_units, char *buf, size_t n) {
     const TfLayerPart *p = &ly->parts[i];
     const char *unit = ly->kind == TF_LAYER_ATTENTION ? "head" : "unit";
     size_t at = 0;
     buf[0] = '\0';
-    if (p->count == 1)
+    if (!with_units)
+        append(buf, n, &at, "%s", p->name);
+    else if (p->count == 1)
         append(buf, n, &at, "%s %d: %s", unit, p->first, p->name);
     else
         append(buf, n, &at, "%ss %d-%d: %s", unit, p->first, p->first + p->count - 1, p->name);
@@ -435,7 +437,7 @@ void inspect_layer_text(const TfLayer *ly, int with_kind, char *buf, size_t n) {
     }
     for (int i = 0; i < ly->n_parts; i++) {
         char part[160];
-        inspect_part_text(ly, i, part, sizeof part);
+        inspect_part_text(ly, i, 1, part, sizeof part);
         append(buf, n, &at, "%s%s", at ? "; " : "", part);
     }
     if (at >= n && n > 4) memcpy(buf + n - 4, "...", 4); /* cut: say so */
