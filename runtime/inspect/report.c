@@ -46,7 +46,7 @@ static void block_title(const TfCapture *c, int block, char *buf, size_t n) {
     const TfLayer *ly = &c->m->layers[block - 1];
     char what[160];
     inspect_layer_text(ly, 0, what, sizeof what);
-    snprintf(buf, n, "after layer %d %.48s (%s)", block - 1, ly->name, what);
+    snprintf(buf, n, "after layer %d %s (%s)", block - 1, ly->name, what);
 }
 
 /* "head 3", or in a layer of several ops the op the head belongs to: "head
