@@ -16,10 +16,12 @@
 
 #include "checker.h"
 #include "diag.h"
+#include "fuse.h"
 #include "learned.h"
 #include "lower.h"
 #include "parse.h"
 #include "plans.h"
+#include "schedule.h"
 #include "values.h"
 
 static char *dup_text(const char *s, size_t len) {
@@ -56,6 +58,36 @@ static int attach_source(TfModel *m, const char *filename, const char *source, s
     return m->source && m->source_name && m->made_by ? 0 : -1;
 }
 
+static int general_only(const TfIr *ir) {
+    for (int i = 0; i < ir->n_ops; i++)
+        if (!ir->ops[i].gen) return 0;
+    return 1;
+}
+
+static size_t count_params(const TfModel *m) {
+    size_t n = 0;
+    for (int t = 0; t < m->n_tensors; t++) n += m->tensors[t].nelem;
+    return n;
+}
+
+/* Seed ops keep seed 001's layer order (its trace is the reference); a
+ * program of general ops only is scheduled (compiler/schedule.h). Padding
+ * heads to one width can make the model larger than its plan: the limit is
+ * checked again. */
+static TfModel *schedule(TfModel *m, size_t max_params, TfDiag *diag, TfError *err) {
+    TfModel *s = schedule_model(m, NULL, err);
+    model_free(m);
+    if (s && count_params(s) > max_params) {
+        diag_file_error(diag,
+                   "the scheduled model has %zu parameters, more than the limit of %zu "
+                   "(--max-params=N raises it, --no-schedule keeps one layer per op)",
+                   count_params(s), max_params);
+        model_free(s);
+        return NULL;
+    }
+    return s;
+}
+
 TfModel *compile_source_opts(const char *filename, const char *source, size_t len,
                              const TfCompileOptions *opts, FILE *diag_out, int *n_errors,
                              TfError *err) {
@@ -83,10 +115,19 @@ TfModel *compile_source_opts(const char *filename, const char *source, size_t le
         // 3. One value analysis over every op.
         values_analyze(ir, opts->opt_level, &diag);
         if (diag.n_errors) goto done;
+        // 3b. MLP fusion: consecutive tables composed (a scheduled program).
+        int scheduled = opts->opt_level > 0 && !opts->no_schedule && general_only(ir);
+        if (scheduled && fuse_ops(ir) < 0) {
+            tf_error_set(err, "out of memory");
+            goto done;
+        }
         // 4. Layer plans: what each op becomes, its size, the limits.
         if (plans_make(ir, opts->opt_level, max_params, &diag, &plans) < 0) goto done;
         // 5. Lowering: the weights.
         m = lower_program(ir, opts->opt_level, err);
+        // 6. Scheduling: ops side by side, dead columns out.
+        if (m && scheduled)
+            m = schedule(m, max_params, &diag, err);
     }
     if (m && attach_source(m, filename, source, len, opts->opt_level) < 0) {
         tf_error_set(err, "out of memory");
@@ -108,6 +149,6 @@ done:
 
 TfModel *compile_source(const char *filename, const char *source, size_t len, int opt_level,
                         FILE *diag_out, int *n_errors, TfError *err) {
-    TfCompileOptions opts = {opt_level, 0};
+    TfCompileOptions opts = {opt_level, 0, 0};
     return compile_source_opts(filename, source, len, &opts, diag_out, n_errors, err);
 }

@@ -18,6 +18,8 @@
 typedef struct TfCompileOptions {
     int opt_level;     /* 0: seed 001's constructions, to the float; 1: -O (lower.h) */
     size_t max_params; /* refuse a larger model; 0: the default, 2^26 */
+    int no_schedule;   /* 1: keep one layer per op, in program order, even at -O
+                          (compiler/schedule.h) */
 } TfCompileOptions;
 
 /* opt_level 0: seed 001's constructions, to the float; 1 (tfc -O, the

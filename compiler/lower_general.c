@@ -95,14 +95,24 @@ static void lower_staircase(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
         if (dest_cat ? p->x_col[i] == p->x_col[i + 1] : p->x_num[i] == p->x_num[i + 1])
             continue; // no step between neighbours with the same result
         double m = (p->xs[i] + p->xs[i + 1]) / 2, K = 2.0 / (p->xs[i + 1] - p->xs[i]);
-        AT(w1, h, xc) = (float)K;
-        AT(w1, h + 1, xc) = (float)K;
+        double c0 = 0; // x's constant (a composed LINEAR Map's), off at the BOS
+        if (p->x_linear) {
+            for (int k = 0; k < p->n_in; k++) {
+                int c = ir->regs[p->in[k]].offset;
+                AT(w1, h, c) += (float)(K * p->coef[k]);
+                AT(w1, h + 1, c) += (float)(K * p->coef[k]);
+            }
+            c0 = p->c0;
+        } else {
+            AT(w1, h, xc) = (float)K;
+            AT(w1, h + 1, xc) = (float)K;
+        }
         if (bos_col >= 0) {
-            float off = (float)(-(K * (xmax + fabs(m)) + 2.0));
+            float off = (float)(-(K * (xmax + fabs(m)) + 2.0) - K * c0);
             AT(w1, h, bos_col) = off;
             AT(w1, h + 1, bos_col) = off;
         }
-        step_pair(b1, h, -K * m);
+        step_pair(b1, h, -K * m + K * c0);
         if (dest_cat) {
             // Crossing into value i+1: its column on, value i's off.
             if (p->x_col[i + 1] >= 0) {

@@ -155,7 +155,7 @@ int main(int argc, char **argv) {
     }
 
     int n_errors = 0;
-    TfCompileOptions opts = {opt_level, max_params};
+    TfCompileOptions opts = {opt_level, max_params, 0};
     TfModel *m = compile_source_opts(src_path, source, len, &opts, stderr, &n_errors, &err);
     int status = 0;
     if (!m && n_errors > 0) {

@@ -77,11 +77,14 @@ struct TfGenOp {
 
     /* STAIRCASE: the input's values xs[0..n_x) ascending, and per value its
      * destination column or number; no step between neighbours with the
-     * same result. */
+     * same result. x_linear: the staircase is over x = sum coef[i] * in[i]
+     * + c0 (c0 off at the BOS), a LINEAR Map it was composed with
+     * (compiler/fuse.c), instead of in[0]. */
     int n_x;
     double *xs;
     int *x_col;
     double *x_num;
+    int x_linear;
 
     /* GATED: in[0] numeric, in[1..n_in) categorical; per combination of the
      * categorical ones (as TABLE) dest = combo_num[c] + combo_slope[c] x; c0 is

@@ -277,7 +277,9 @@ static void plan_bounds_model(const char *relpath, int opt) {
     ck_assert_int_eq(plans_make(P.ir, opt, TF_DEFAULT_MAX_PARAMS, &P.diag, &plans), 0);
     int n_errors;
     TfError err;
-    TfModel *m = compile_source(relpath, src, len, opt, P.f, &n_errors, &err);
+    // The plans are per op: the model before scheduling (compiler/schedule.h).
+    TfCompileOptions opts = {opt, 0, 1};
+    TfModel *m = compile_source_opts(relpath, src, len, &opts, P.f, &n_errors, &err);
     ck_assert_ptr_nonnull(m);
     ck_assert_int_eq(m->n_layers, plans.n_layers);
     size_t got = layer_params(m);
@@ -313,7 +315,8 @@ START_TEST(test_max_params_refuses) {
     FILE *f = fmemopen(out, sizeof out - 1, "w");
     int n_errors;
     TfError err;
-    TfCompileOptions opts = {1, 10000000};
+    // Unscheduled: fusion would compose w with the three tables (one table over indices).
+    TfCompileOptions opts = {1, 10000000, 1};
     TfModel *m = compile_source_opts("t.tfp", src, strlen(src), &opts, f, &n_errors, &err);
     fclose(f);
     ck_assert_ptr_null(m);

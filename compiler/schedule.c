@@ -1,0 +1,525 @@
+/* schedule.c: ops side by side in fewer, wider layers; dead columns out
+ * (schedule.h says what and why). */
+#include "schedule.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct Sched {
+    const TfModel *m;
+    int d, n;             /* d_model, layers */
+    unsigned char *R, *W; /* [n][d]: the columns each layer reads, writes */
+    unsigned char *live;  /* [n]: the layer is not dead */
+    unsigned char *col;   /* [d]: the column stays */
+    int *reg_of;          /* [d]: the register holding each column, -1 */
+    int *slot;            /* [n] */
+    int *newcol;          /* [d]: the column's index in the new model, -1 */
+    int d2;
+    TfModel *out;
+    TfError *err;
+    int failed;
+    uint64_t *hashes; /* per tensor of out, to store identical tensors once */
+} Sched;
+
+/* ---- what each layer reads and writes -------------------------------------------- */
+
+static const float *tensor_data(const TfModel *m, int t) { return t >= 0 ? m->tensors[t].data : NULL; }
+
+/* Columns a [rows, d] weight reads: those with a non-zero entry. */
+static void mark_read(const Sched *S, int t, unsigned char *set) {
+    const float *w = tensor_data(S->m, t);
+    if (!w) return;
+    size_t rows = S->m->tensors[t].nelem / (size_t)S->d;
+    for (size_t r = 0; r < rows; r++)
+        for (int c = 0; c < S->d; c++)
+            if (w[r * (size_t)S->d + (size_t)c] != 0.0f) set[c] = 1;
+}
+
+/* Rows of a [d, cols] weight (or a [d] bias) that are written: non-zero. */
+static void mark_written(const Sched *S, int t, unsigned char *set) {
+    const float *w = tensor_data(S->m, t);
+    if (!w) return;
+    size_t cols = S->m->tensors[t].nelem / (size_t)S->d;
+    for (int r = 0; r < S->d; r++)
+        for (size_t c = 0; c < cols; c++)
+            if (w[(size_t)r * cols + c] != 0.0f) {
+                set[r] = 1;
+                break;
+            }
+}
+
+static void layer_sets(Sched *S, int i) {
+    const TfLayer *l = &S->m->layers[i];
+    unsigned char *R = S->R + (size_t)i * (size_t)S->d, *W = S->W + (size_t)i * (size_t)S->d;
+    if (l->kind == TF_LAYER_ATTENTION) {
+        mark_read(S, l->query, R);
+        mark_read(S, l->key, R);
+        mark_read(S, l->value, R);
+        mark_written(S, l->output, W);
+        mark_written(S, l->output_bias, W);
+    } else {
+        mark_read(S, l->fc1_weight, R);
+        mark_written(S, l->fc2_weight, W);
+        mark_written(S, l->fc2_bias, W);
+    }
+}
+
+/* A layer the scheduler can take: attention with an output projection, or an MLP. */
+static int schedulable(const TfLayer *l) {
+    if (l->norm_weight >= 0) return 0;
+    return (l->kind == TF_LAYER_ATTENTION && l->output >= 0) || l->kind == TF_LAYER_MLP;
+}
+
+/* ---- 1. dead ops, dead columns ---------------------------------------------------- */
+
+static void mark_register(const Sched *S, int r, unsigned char *cols) {
+    const TfRegister *g = &S->m->regs[r];
+    for (int c = 0; c < g->size; c++) cols[g->offset + c] = 1;
+}
+
+/* Columns something reads: the unembedding, the output register, the
+ * checked registers and every live layer; a register keeps all its columns
+ * when one is read. Returns 1 when a layer turned out dead. */
+static int find_dead(Sched *S) {
+    const TfModel *m = S->m;
+    memset(S->col, 0, (size_t)S->d);
+    if (m->unembed >= 0) mark_read(S, m->unembed, S->col);
+    if (m->output_reg >= 0) mark_register(S, m->output_reg, S->col);
+    for (int k = 0; k < m->n_checks; k++) mark_register(S, m->checks[k].reg, S->col);
+    for (int i = 0; i < S->n; i++)
+        if (S->live[i])
+            for (int c = 0; c < S->d; c++) S->col[c] |= S->R[(size_t)i * (size_t)S->d + (size_t)c];
+    for (int c = 0; c < S->d; c++)
+        if (S->col[c] && S->reg_of[c] >= 0) mark_register(S, S->reg_of[c], S->col);
+    int changed = 0;
+    for (int i = 0; i < S->n; i++) {
+        if (!S->live[i]) continue;
+        int writes = 0;
+        for (int c = 0; c < S->d && !writes; c++)
+            writes = S->W[(size_t)i * (size_t)S->d + (size_t)c] && S->col[c];
+        if (!writes) S->live[i] = 0, changed = 1;
+    }
+    return changed;
+}
+
+/* ---- 2. slots --------------------------------------------------------------------- */
+
+static int compatible(const TfLayer *a, const TfLayer *b) {
+    if (a->kind != b->kind) return 0;
+    return a->kind == TF_LAYER_ATTENTION ? a->causal == b->causal : a->act == b->act;
+}
+
+/* Longest-path placement: after the last writer of what the layer reads or
+ * writes, not before the last reader of what it writes; even slots hold
+ * attention, odd ones MLPs. Returns the number of slots. */
+static int place(Sched *S) {
+    int d = S->d, n_slots = 0;
+    int *wslot = malloc((size_t)d * sizeof *wslot), *rslot = malloc((size_t)d * sizeof *rslot);
+    int *first = NULL; // per slot: its first layer, whose kind every other must match
+    if (!wslot || !rslot) goto oom;
+    for (int c = 0; c < d; c++) wslot[c] = rslot[c] = -1;
+    first = malloc((size_t)(2 * S->n + 2) * sizeof *first);
+    if (!first) goto oom;
+    for (int s = 0; s < 2 * S->n + 2; s++) first[s] = -1;
+    for (int i = 0; i < S->n; i++) {
+        if (!S->live[i]) continue;
+        const unsigned char *R = S->R + (size_t)i * (size_t)d, *W = S->W + (size_t)i * (size_t)d;
+        int lo = 0;
+        for (int c = 0; c < d; c++) {
+            if (R[c] && wslot[c] + 1 > lo) lo = wslot[c] + 1;
+            if (W[c] && wslot[c] + 1 > lo) lo = wslot[c] + 1;
+            if (W[c] && rslot[c] > lo) lo = rslot[c];
+        }
+        const TfLayer *l = &S->m->layers[i];
+        int s = lo + ((lo & 1) != (l->kind == TF_LAYER_MLP));
+        while (first[s] >= 0 && !compatible(&S->m->layers[first[s]], l)) s += 2;
+        if (first[s] < 0) first[s] = i;
+        S->slot[i] = s;
+        if (s + 1 > n_slots) n_slots = s + 1;
+        for (int c = 0; c < d; c++) {
+            if (R[c] && s > rslot[c]) rslot[c] = s;
+            if (W[c] && s > wslot[c]) wslot[c] = s;
+        }
+    }
+    free(wslot), free(rslot), free(first);
+    return n_slots;
+oom:
+    free(wslot), free(rslot), free(first);
+    return -1;
+}
+
+/* ---- 3. the new model's tensors and layers ---------------------------------------- */
+
+static uint64_t hash_floats(const float *w, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    const unsigned char *p = (const unsigned char *)w;
+    for (size_t i = 0; i < n * sizeof(float); i++) h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+/* Stores w (rows x cols; a vector when rows is 0) once: an identical tensor
+ * already stored is used again. Frees w; returns the index or -1. */
+static int emit(Sched *S, const char *name, int rows, int cols, float *w) {
+    if (S->failed || !w) {
+        free(w);
+        S->failed = 1;
+        return -1;
+    }
+    int ndim = rows > 0 ? 2 : 1;
+    int64_t shape[2] = {rows > 0 ? rows : cols, cols};
+    size_t n = (size_t)(rows > 0 ? rows : 1) * (size_t)cols;
+    uint64_t h = hash_floats(w, n);
+    int fixed = strncmp(name, "embed.", 6) == 0 || strncmp(name, "unembed.", 8) == 0;
+    for (int t = 0; !fixed && t < S->out->n_tensors; t++) {
+        const TfTensor *T = &S->out->tensors[t];
+        if (S->hashes[t] == h && T->ndim == ndim && T->nelem == n && T->shape[0] == shape[0] &&
+            strncmp(T->name, "embed.", 6) != 0 && strncmp(T->name, "unembed.", 8) != 0 &&
+            memcmp(T->data, w, n * sizeof(float)) == 0) {
+            free(w);
+            return t;
+        }
+    }
+    char tmp[48];
+    if (!fixed) snprintf(tmp, sizeof tmp, "scheduled.%d", S->out->n_tensors);
+    int t = model_add_new_tensor(S->out, fixed ? name : tmp, ndim, shape, S->err);
+    uint64_t *hs = t >= 0 ? realloc(S->hashes, ((size_t)t + 1) * sizeof *hs) : NULL;
+    if (!hs) {
+        if (t >= 0) tf_error_set(S->err, "out of memory");
+        free(w);
+        S->failed = 1;
+        return -1;
+    }
+    S->hashes = hs;
+    hs[t] = h;
+    memcpy(S->out->tensors[t].data, w, n * sizeof(float));
+    free(w);
+    return t;
+}
+
+static float *zeros(Sched *S, size_t n) {
+    float *w = calloc(n > 0 ? n : 1, sizeof *w);
+    if (!w) {
+        tf_error_set(S->err, "out of memory");
+        S->failed = 1;
+    }
+    return w;
+}
+
+/* Rows [from, from + n) of an old [*, d] weight into rows [to, to + n) of a
+ * new [*, d2] one, scaled by f, the dead columns left out. */
+static void copy_rows_in(const Sched *S, const float *src, int from, float *dst, int to, int n,
+                         float f) {
+    for (int r = 0; r < n; r++)
+        for (int c = 0; c < S->d; c++)
+            if (S->newcol[c] >= 0)
+                dst[(size_t)(to + r) * (size_t)S->d2 + (size_t)S->newcol[c]] =
+                    src[(size_t)(from + r) * (size_t)S->d + (size_t)c] * f;
+}
+
+/* Columns [from, from + n) of an old [d, cols] weight into columns
+ * [to, to + n) of a new [d2, cols2] one, the dead rows left out. */
+static void copy_cols_out(const Sched *S, const float *src, int cols, int from, float *dst,
+                          int cols2, int to, int n) {
+    for (int r = 0; r < S->d; r++)
+        if (S->newcol[r] >= 0)
+            for (int c = 0; c < n; c++)
+                dst[(size_t)S->newcol[r] * (size_t)cols2 + (size_t)(to + c)] =
+                    src[(size_t)r * (size_t)cols + (size_t)(from + c)];
+}
+
+static void add_bias_out(const Sched *S, const float *src, float *dst) {
+    if (!src) return;
+    for (int r = 0; r < S->d; r++)
+        if (S->newcol[r] >= 0) dst[S->newcol[r]] += src[r];
+}
+
+static void copy_vec(const float *src, int from, float *dst, int to, int n, float f) {
+    if (!src) return;
+    for (int i = 0; i < n; i++) dst[to + i] = src[from + i] * f;
+}
+
+/* The layer's name: its ops' names joined with '+'. */
+static char *joined_name(const TfModel *m, const int *members, int k) {
+    size_t len = 1;
+    for (int j = 0; j < k; j++) len += strlen(m->layers[members[j]].name) + 1;
+    char *s = malloc(len);
+    if (!s) return NULL;
+    s[0] = '\0';
+    for (int j = 0; j < k; j++) {
+        if (j) strcat(s, "+");
+        strcat(s, m->layers[members[j]].name);
+    }
+    return s;
+}
+
+static void merge_attention(Sched *S, const int *members, int k, TfLayer *ly, TfLayerPart *parts) {
+    const TfModel *m = S->m;
+    int H = 0, D = 0, Dv = 0, any_qb = 0, any_kb = 0, any_vb = 0, any_ob = 0;
+    float scale = 0.0f;
+    for (int j = 0; j < k; j++) {
+        const TfLayer *l = &m->layers[members[j]];
+        parts[j].first = H;
+        parts[j].count = l->n_heads;
+        H += l->n_heads;
+        if (l->d_head > D) D = l->d_head;
+        if (l->d_vhead > Dv) Dv = l->d_vhead;
+        if (l->scale > scale) scale = l->scale;
+        any_qb |= l->query_bias >= 0, any_kb |= l->key_bias >= 0;
+        any_vb |= l->value_bias >= 0, any_ob |= l->output_bias >= 0;
+    }
+    size_t d2 = (size_t)S->d2;
+    float *q = zeros(S, (size_t)H * D * d2), *kk = zeros(S, (size_t)H * D * d2),
+          *v = zeros(S, (size_t)H * Dv * d2), *o = zeros(S, d2 * (size_t)H * Dv);
+    float *qb = any_qb ? zeros(S, (size_t)H * D) : NULL, *kb = any_kb ? zeros(S, (size_t)H * D) : NULL;
+    float *vb = any_vb ? zeros(S, (size_t)H * Dv) : NULL, *ob = any_ob ? zeros(S, d2) : NULL;
+    if (!S->failed) {
+        int h0 = 0;
+        for (int j = 0; j < k; j++) {
+            const TfLayer *l = &m->layers[members[j]];
+            // The layer's scale is the largest; a head of a smaller one
+            // carries the ratio in its query (exact for the compiler's scales,
+            // whose query entries are 0 and 1).
+            float f = l->scale == scale ? 1.0f : l->scale / scale;
+            int dh = l->d_head, dv = l->d_vhead;
+            for (int h = 0; h < l->n_heads; h++) {
+                copy_rows_in(S, tensor_data(m, l->query), h * dh, q, (h0 + h) * D, dh, f);
+                copy_rows_in(S, tensor_data(m, l->key), h * dh, kk, (h0 + h) * D, dh, 1.0f);
+                copy_rows_in(S, tensor_data(m, l->value), h * dv, v, (h0 + h) * Dv, dv, 1.0f);
+                if (qb) copy_vec(tensor_data(m, l->query_bias), h * dh, qb, (h0 + h) * D, dh, f);
+                if (kb) copy_vec(tensor_data(m, l->key_bias), h * dh, kb, (h0 + h) * D, dh, 1.0f);
+                if (vb) copy_vec(tensor_data(m, l->value_bias), h * dv, vb, (h0 + h) * Dv, dv, 1.0f);
+                copy_cols_out(S, tensor_data(m, l->output), l->n_heads * dv, h * dv, o, H * Dv,
+                              (h0 + h) * Dv, dv);
+            }
+            if (ob) add_bias_out(S, tensor_data(m, l->output_bias), ob);
+            h0 += l->n_heads;
+        }
+    }
+    ly->n_heads = H;
+    ly->d_head = D;
+    ly->d_vhead = Dv;
+    ly->scale = scale;
+    ly->causal = m->layers[members[0]].causal;
+    ly->query = emit(S, "q", H * D, S->d2, q);
+    ly->key = emit(S, "k", H * D, S->d2, kk);
+    ly->value = emit(S, "v", H * Dv, S->d2, v);
+    ly->output = emit(S, "o", S->d2, H * Dv, o);
+    if (qb) ly->query_bias = emit(S, "qb", 0, H * D, qb);
+    if (kb) ly->key_bias = emit(S, "kb", 0, H * D, kb);
+    if (vb) ly->value_bias = emit(S, "vb", 0, H * Dv, vb);
+    if (ob) ly->output_bias = emit(S, "ob", 0, S->d2, ob);
+}
+
+static void merge_mlp(Sched *S, const int *members, int k, TfLayer *ly, TfLayerPart *parts) {
+    const TfModel *m = S->m;
+    int Hd = 0, any_b1 = 0, any_b2 = 0;
+    for (int j = 0; j < k; j++) {
+        const TfLayer *l = &m->layers[members[j]];
+        parts[j].first = Hd;
+        parts[j].count = l->d_hidden;
+        Hd += l->d_hidden;
+        any_b1 |= l->fc1_bias >= 0, any_b2 |= l->fc2_bias >= 0;
+    }
+    size_t d2 = (size_t)S->d2;
+    float *w1 = zeros(S, (size_t)Hd * d2), *w2 = zeros(S, d2 * (size_t)Hd);
+    float *b1 = any_b1 ? zeros(S, (size_t)Hd) : NULL, *b2 = any_b2 ? zeros(S, d2) : NULL;
+    if (!S->failed) {
+        for (int j = 0; j < k; j++) {
+            const TfLayer *l = &m->layers[members[j]];
+            int at = parts[j].first, h = l->d_hidden;
+            copy_rows_in(S, tensor_data(m, l->fc1_weight), 0, w1, at, h, 1.0f);
+            if (b1) copy_vec(tensor_data(m, l->fc1_bias), 0, b1, at, h, 1.0f);
+            copy_cols_out(S, tensor_data(m, l->fc2_weight), h, 0, w2, Hd, at, h);
+            if (b2) add_bias_out(S, tensor_data(m, l->fc2_bias), b2);
+        }
+    }
+    ly->d_hidden = Hd;
+    ly->act = m->layers[members[0]].act;
+    ly->fc1_weight = emit(S, "w1", Hd, S->d2, w1);
+    ly->fc2_weight = emit(S, "w2", S->d2, Hd, w2);
+    if (b1) ly->fc1_bias = emit(S, "b1", 0, Hd, b1);
+    if (b2) ly->fc2_bias = emit(S, "b2", 0, S->d2, b2);
+}
+
+/* One new layer from the layers of a slot; returns its index or -1. */
+static int merge_slot(Sched *S, const int *members, int k) {
+    const TfModel *m = S->m;
+    const TfLayer *first = &m->layers[members[0]];
+    TfLayer ly = model_layer_init(first->kind);
+    TfLayerPart *parts = calloc((size_t)k, sizeof *parts);
+    char *name = joined_name(m, members, k);
+    if (!parts || !name) {
+        free(parts), free(name);
+        tf_error_set(S->err, "out of memory");
+        S->failed = 1;
+        return -1;
+    }
+    for (int j = 0; j < k; j++) {
+        const TfLayer *l = &m->layers[members[j]];
+        parts[j].name = l->name;
+        parts[j].op = l->op;
+        parts[j].line = l->line;
+    }
+    if (first->kind == TF_LAYER_ATTENTION) merge_attention(S, members, k, &ly, parts);
+    else merge_mlp(S, members, k, &ly, parts);
+    ly.name = name;
+    ly.op = first->op;
+    ly.line = first->line;
+    if (k > 1) {
+        ly.parts = parts;
+        ly.n_parts = k;
+    }
+    int li = S->failed ? -1 : model_add_layer(S->out, &ly, S->err);
+    if (li < 0) S->failed = 1;
+    free(parts), free(name);
+    return li;
+}
+
+/* An embedding-like [rows, d] tensor with the dead columns left out. */
+static int emit_columns(Sched *S, int t) {
+    if (t < 0) return -1;
+    const TfTensor *T = &S->m->tensors[t];
+    int rows = (int)T->shape[0];
+    float *w = zeros(S, (size_t)rows * (size_t)S->d2);
+    if (w) copy_rows_in(S, T->data, 0, w, 0, rows, 1.0f);
+    return emit(S, T->name, rows, S->d2, w);
+}
+
+static int copy_tensor(Sched *S, int t) {
+    if (t < 0) return -1;
+    const TfTensor *T = &S->m->tensors[t];
+    float *w = zeros(S, T->nelem);
+    if (w) memcpy(w, T->data, T->nelem * sizeof *w);
+    return emit(S, T->name, T->ndim == 2 ? (int)T->shape[0] : 0,
+                (int)T->shape[T->ndim == 2 ? 1 : 0], w);
+}
+
+static char *dup_or_null(const char *s) {
+    if (!s) return NULL;
+    char *p = malloc(strlen(s) + 1);
+    if (p) strcpy(p, s);
+    return p;
+}
+
+/* The new model's header: m's settings, the live registers moved down. */
+static int start_model(Sched *S, int *new_reg) {
+    const TfModel *m = S->m;
+    TfModel *o = model_new();
+    if (!o) return -1;
+    S->out = o;
+    *o = *m; // every setting; the owned arrays are replaced below
+    o->vocab = NULL, o->regs = NULL, o->n_regs = 0, o->checks = NULL, o->n_checks = 0;
+    o->layers = NULL, o->n_layers = 0, o->tensors = NULL, o->n_tensors = 0;
+    o->class_names = NULL, o->n_classes = 0;
+    o->source = o->source_name = o->made_by = o->learned = NULL;
+    o->d_model = S->d2;
+    o->vocab = malloc((size_t)m->n_vocab);
+    if (!o->vocab) return -1;
+    memcpy(o->vocab, m->vocab, (size_t)m->n_vocab);
+    if (m->source) {
+        if (!(o->source = dup_or_null(m->source))) return -1;
+    }
+    if (m->source_name) {
+        if (!(o->source_name = dup_or_null(m->source_name))) return -1;
+    }
+    for (int r = 0; r < m->n_regs; r++) {
+        const TfRegister *g = &m->regs[r];
+        new_reg[r] = -1;
+        if (!S->col[g->offset]) continue;
+        int off = S->newcol[g->offset];
+        new_reg[r] = g->kind == TF_REG_CATEGORICAL
+                         ? model_add_categorical(o, g->name, off, g->size,
+                                                 (const char *const *)g->values, S->err)
+                         : model_add_register(o, g->name, g->kind, off, g->size, S->err);
+        if (new_reg[r] < 0) return -1;
+    }
+    o->output_reg = m->output_reg >= 0 ? new_reg[m->output_reg] : -1;
+    o->tok_embed = emit_columns(S, m->tok_embed);
+    o->pos_embed = emit_columns(S, m->pos_embed);
+    o->unembed = emit_columns(S, m->unembed);
+    o->unembed_bias = copy_tensor(S, m->unembed_bias);
+    return S->failed ? -1 : 0;
+}
+
+static int build(Sched *S, int n_slots, TfScheduleStats *stats) {
+    const TfModel *m = S->m;
+    int *new_reg = malloc((size_t)(m->n_regs > 0 ? m->n_regs : 1) * sizeof *new_reg);
+    int *new_layer = malloc((size_t)(S->n > 0 ? S->n : 1) * sizeof *new_layer);
+    int *members = malloc((size_t)(S->n > 0 ? S->n : 1) * sizeof *members);
+    int rc = -1;
+    if (!new_reg || !new_layer || !members || start_model(S, new_reg) < 0) goto done;
+    for (int s = 0; s < n_slots; s++) {
+        int k = 0;
+        for (int i = 0; i < S->n; i++)
+            if (S->live[i] && S->slot[i] == s) members[k++] = i;
+        if (k == 0) continue;
+        int li = merge_slot(S, members, k);
+        if (li < 0) goto done;
+        for (int j = 0; j < k; j++) new_layer[members[j]] = li;
+    }
+    for (int c = 0; c < m->n_checks; c++) {
+        const TfCheck *ck = &m->checks[c];
+        if (model_add_check(S->out, new_reg[ck->reg], new_layer[ck->layer], ck->line, ck->op,
+                            S->err) < 0)
+            goto done;
+    }
+    if (stats) {
+        stats->layers_before = m->n_layers;
+        stats->layers_after = S->out->n_layers;
+        stats->d_before = m->d_model;
+        stats->d_after = S->d2;
+        stats->dead_layers = 0;
+        for (int i = 0; i < S->n; i++) stats->dead_layers += !S->live[i];
+    }
+    rc = 0;
+done:
+    if (rc < 0 && !S->failed) tf_error_set(S->err, "out of memory");
+    free(new_reg), free(new_layer), free(members);
+    return rc;
+}
+
+TfModel *schedule_model(const TfModel *m, TfScheduleStats *stats, TfError *err) {
+    Sched S = {0};
+    S.m = m;
+    S.d = m->d_model;
+    S.n = m->n_layers;
+    S.err = err;
+    for (int i = 0; i < S.n; i++)
+        if (!schedulable(&m->layers[i])) {
+            tf_error_set(err, "layer %d '%s' cannot be scheduled", i, m->layers[i].name);
+            return NULL;
+        }
+    size_t nd = (size_t)(S.n > 0 ? S.n : 1) * (size_t)S.d;
+    S.R = calloc(nd, 1);
+    S.W = calloc(nd, 1);
+    S.live = malloc((size_t)S.n + 1);
+    S.col = calloc((size_t)S.d, 1);
+    S.reg_of = malloc((size_t)S.d * sizeof *S.reg_of);
+    S.slot = calloc((size_t)S.n + 1, sizeof *S.slot);
+    S.newcol = malloc((size_t)S.d * sizeof *S.newcol);
+    TfModel *out = NULL;
+    if (!S.R || !S.W || !S.live || !S.col || !S.reg_of || !S.slot || !S.newcol) goto oom;
+    memset(S.live, 1, (size_t)S.n + 1);
+    for (int c = 0; c < S.d; c++) S.reg_of[c] = -1;
+    for (int r = 0; r < m->n_regs; r++)
+        for (int c = 0; c < m->regs[r].size; c++) S.reg_of[m->regs[r].offset + c] = r;
+    for (int i = 0; i < S.n; i++) layer_sets(&S, i);
+    while (find_dead(&S)) {}
+    for (int c = 0; c < S.d; c++) S.newcol[c] = S.col[c] ? S.d2++ : -1;
+    int n_slots = place(&S);
+    if (n_slots < 0) goto oom;
+    if (build(&S, n_slots, stats) == 0 && model_name_tensors(S.out, err) == 0 &&
+        model_validate(S.out, err) == 0)
+        out = S.out;
+    else
+        model_free(S.out);
+    goto done;
+oom:
+    tf_error_set(err, "out of memory");
+done:
+    free(S.R), free(S.W), free(S.live), free(S.col), free(S.reg_of), free(S.slot), free(S.newcol);
+    free(S.hashes);
+    return out;
+}

@@ -1,0 +1,43 @@
+/* schedule.h: ops side by side, and a residual stream without dead columns.
+ *
+ * compiler/lower.c builds one layer per op, in program order. Under -O a
+ * program made of general ops only is then rescheduled:
+ *
+ *   1. Dead ops go: a layer whose writes no live layer, check or the
+ *      unembedding reads (repeatedly, so that whole chains go).
+ *   2. Each layer reads the residual columns its query, key, value or fc1
+ *      weights touch and writes those its output or fc2 weights (and biases)
+ *      touch. A layer goes into the earliest slot after every layer whose
+ *      writes it reads or whose columns it also writes, and not before a
+ *      layer that reads what it writes; slots alternate attention, MLP, as
+ *      tracr's blocks do (longest-path placement).
+ *   3. The layers of a slot become one layer: attention layers the heads of
+ *      one multi-head layer (d_head the widest, narrower heads padded with
+ *      zeros, each head's own scale folded into its query when they
+ *      differ), MLPs one block-diagonal MLP. TfLayer.parts says which op is
+ *      which head or hidden units. Attention layers of different masks
+ *      (causal or not) and MLPs of different activations never share a slot.
+ *   4. Registers no layer, check or the unembedding reads lose their columns
+ *      (d_model shrinks); the others move down to stay contiguous.
+ *
+ * Each step keeps every computation the same: a layer reads only columns no
+ * layer of its slot writes, so running the slot's layers side by side adds
+ * the same updates as running them in order. Programs with seed ops keep
+ * seed 001's layer order (the seed adder's trace is the reference).
+ */
+#ifndef TF_SCHEDULE_H
+#define TF_SCHEDULE_H
+
+#include "model.h"
+
+typedef struct TfScheduleStats {
+    int layers_before, layers_after; /* layers in, layers out */
+    int dead_layers;                 /* op layers dropped as dead */
+    int d_before, d_after;           /* d_model in, out */
+} TfScheduleStats;
+
+/* A new model holding m's computation in fewer, wider layers (see above);
+ * m is left as it was. NULL with err set (out of memory). stats may be NULL. */
+TfModel *schedule_model(const TfModel *m, TfScheduleStats *stats, TfError *err);
+
+#endif

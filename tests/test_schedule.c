@@ -1,0 +1,247 @@
+/* test_schedule.c: ops side by side (compiler/schedule.c) and MLP fusion
+ * (compiler/fuse.c).
+ *
+ * Each program is compiled twice, scheduled (-O) and with one layer per op
+ * (TfCompileOptions.no_schedule), and both must give the same output at
+ * every position of every input up to a length; the scheduled model's
+ * layers, heads, parts, registers and checks are checked as well.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile.h"
+#include "infer.h"
+#include "model.h"
+#include "testutil.h"
+
+static TfModel *compile_text(const char *src, int no_schedule) {
+    char out[8192] = "";
+    FILE *f = fmemopen(out, sizeof out - 1, "w");
+    int n_errors;
+    TfError err = {""};
+    TfCompileOptions opts = {1, 0, no_schedule};
+    TfModel *m = compile_source_opts("t.tfp", src, strlen(src), &opts, f, &n_errors, &err);
+    fclose(f);
+    ck_assert_msg(m != NULL, "%s%s", out, err.msg);
+    return m;
+}
+
+/* Every input "^" + up to max_n tokens of `alphabet`: the outputs of a and
+ * b at every position agree. Returns how many inputs were compared. */
+static int same_outputs(const TfModel *a, const TfModel *b, const char *alphabet, int max_n) {
+    TfError err = {""};
+    TfInfer *ia = infer_new(a, 1, &err), *ib = infer_new(b, 1, &err);
+    ck_assert_msg(ia && ib, "%s", err.msg);
+    int k = (int)strlen(alphabet), n_inputs = 0;
+    int ids[32], oa[32], ob[32];
+    for (int n = 1; n <= max_n; n++) {
+        long total = 1;
+        for (int i = 0; i < n; i++) total *= k;
+        for (long c = 0; c < total; c++) {
+            char text[33] = "^";
+            long x = c;
+            for (int i = 0; i < n; i++, x /= k) text[1 + i] = alphabet[x % k];
+            text[n + 1] = '\0';
+            int len = n + 1;
+            ck_assert_int_eq(infer_tokenize(a, text, len, ids, &err), 0);
+            const int *seq = ids;
+            int *pa = oa, *pb = ob;
+            ck_assert_msg(infer_every_position(ia, &seq, &len, 1, &pa, &err) == 0, "%s", err.msg);
+            ck_assert_msg(infer_every_position(ib, &seq, &len, 1, &pb, &err) == 0, "%s", err.msg);
+            for (int p = 1; p < len; p++)
+                ck_assert_msg(oa[p] == ob[p], "%s at %d: %c, unscheduled %c", text, p,
+                              a->vocab[oa[p]], b->vocab[ob[p]]);
+            n_inputs++;
+        }
+    }
+    infer_free(ia), infer_free(ib);
+    return n_inputs;
+}
+
+static int n_kind(const TfModel *m, TfLayerKind kind) {
+    int n = 0;
+    for (int l = 0; l < m->n_layers; l++) n += m->layers[l].kind == kind;
+    return n;
+}
+
+/* Four Counts that read only the tokens: one attention layer of four
+ * heads, each head named after its op; the Map that combines them reads
+ * the Counts' fractions directly (fused with their steps). */
+START_TEST(test_independent_counts_are_heads) {
+    const char *src = "vocab \"^abcd01234\"; bos '^'; maxlen 5;\n"
+                      "cat na, nb, nc, nd, out;\n"
+                      "na: Count(k.tokens == 'a') -> na;\n"
+                      "nb: Count(k.tokens == 'b') -> nb;\n"
+                      "nc: Count(k.tokens == 'c') -> nc;\n"
+                      "nd: Count(k.tokens == 'd') -> nd;\n"
+                      "out: Map(na > nb ? (nc > nd ? '1' : '2') : (nc > nd ? '3' : '4')) -> out;\n"
+                      "output out at every position;\n";
+    TfModel *s = compile_text(src, 0), *u = compile_text(src, 1);
+    ck_assert_int_eq(n_kind(u, TF_LAYER_ATTENTION), 4);
+    ck_assert_int_eq(n_kind(s, TF_LAYER_ATTENTION), 1);
+    ck_assert_int_eq(s->layers[0].kind, TF_LAYER_ATTENTION);
+    ck_assert_int_eq(s->layers[0].n_heads, 4);
+    ck_assert_int_eq(s->layers[0].n_parts, 4);
+    const char *names[] = {"na.attn", "nb.attn", "nc.attn", "nd.attn"};
+    for (int h = 0; h < 4; h++) {
+        ck_assert_str_eq(s->layers[0].parts[h].name, names[h]);
+        ck_assert_str_eq(s->layers[0].parts[h].op, "Count");
+        ck_assert_int_eq(s->layers[0].parts[h].first, h);
+        ck_assert_int_eq(s->layers[0].parts[h].count, 1);
+        ck_assert_int_eq(s->layers[0].parts[h].line, 3 + h);
+    }
+    ck_assert_int_le(s->n_layers, 3);
+    ck_assert_int_lt(s->d_model, u->d_model);
+    ck_assert_int_eq(same_outputs(s, u, "abcd", 4), 4 + 16 + 64 + 256);
+    model_free(s), model_free(u);
+}
+END_TEST
+
+/* histogram: Count then a Map of its result: one attention layer and one
+ * MLP; the count's own register is gone (nothing reads it), the output stays. */
+START_TEST(test_count_fuses_with_its_map) {
+    const char *src = "vocab \"^abcd0123456789\"; bos '^'; maxlen 8;\n"
+                      "cat hist, out;\n"
+                      "hist: Count(k.tokens == q.tokens) -> hist;\n"
+                      "out:  Map(chr(ord('0') + hist)) -> out;\n"
+                      "output out at every position;\n";
+    TfModel *s = compile_text(src, 0), *u = compile_text(src, 1);
+    ck_assert_int_eq(u->n_layers, 3);
+    ck_assert_int_eq(s->n_layers, 2);
+    ck_assert_int_eq(s->layers[0].kind, TF_LAYER_ATTENTION);
+    ck_assert_int_eq(s->layers[1].kind, TF_LAYER_MLP);
+    ck_assert_int_eq(model_find_register(s, "hist"), -1);
+    ck_assert_int_ge(model_find_register(u, "hist"), 0);
+    ck_assert_int_ge(s->output_reg, 0);
+    ck_assert_str_eq(s->regs[s->output_reg].name, "out");
+    // Registers stay contiguous from column 0 and fill d_model.
+    int end = 0;
+    for (int r = 0; r < s->n_regs; r++) {
+        ck_assert_int_eq(s->regs[r].offset, end);
+        end += s->regs[r].size;
+    }
+    ck_assert_int_eq(end, s->d_model);
+    ck_assert_int_gt(same_outputs(s, u, "abcd", 5), 1000);
+    model_free(s), model_free(u);
+}
+END_TEST
+
+/* A Map of a Map of the tokens: one table, so one MLP. */
+START_TEST(test_maps_compose) {
+    const char *src = "vocab \"^abcdxy\"; bos '^'; maxlen 6;\n"
+                      "cat v, w;\n"
+                      "v: Map(tokens == 'a' ? 1 : (tokens == 'b' ? 2 : 3)) -> v;\n"
+                      "w: Map(v == 1 ? 'x' : 'y') -> w;\n"
+                      "output w at every position;\n";
+    TfModel *s = compile_text(src, 0), *u = compile_text(src, 1);
+    ck_assert_int_eq(u->n_layers, 2);
+    ck_assert_int_eq(s->n_layers, 1);
+    ck_assert_int_eq(s->layers[0].kind, TF_LAYER_MLP);
+    ck_assert_int_gt(same_outputs(s, u, "abcd", 5), 1000);
+    model_free(s), model_free(u);
+}
+END_TEST
+
+/* A staircase over a LINEAR Map's result is a staircase over its sum
+ * (pair_balance): the two Maps after the Aggregates are one MLP. */
+START_TEST(test_linear_then_staircase) {
+    const char *src = "vocab \"^()+-0\"; bos '^'; maxlen 7;\n"
+                      "num is_open, is_close, opens, closes, bal;\ncat out;\n"
+                      "is_open:  Map(tokens == '(') -> is_open;\n"
+                      "is_close: Map(tokens == ')') -> is_close;\n"
+                      "opens:    Aggregate(k.indices <= q.indices, is_open, causal) -> opens;\n"
+                      "closes:   Aggregate(k.indices <= q.indices, is_close, causal) -> closes;\n"
+                      "bal:      Map(opens - closes) -> bal;\n"
+                      "out:      Map(bal < 0 ? '-' : bal > 0 ? '+' : '0') -> out;\n"
+                      "output out at every position;\n";
+    TfModel *s = compile_text(src, 0), *u = compile_text(src, 1);
+    ck_assert_int_eq(u->n_layers, 6);
+    ck_assert_int_eq(s->n_layers, 3);
+    ck_assert_int_eq(model_find_register(s, "bal"), -1);
+    ck_assert_int_eq(same_outputs(s, u, "()", 6), 126);
+    model_free(s), model_free(u);
+}
+END_TEST
+
+/* MLPs that are ready together share a layer (block-diagonal, parts over
+ * the hidden units); an op whose result nothing reads is dropped. */
+START_TEST(test_mlp_parts_and_dead_ops) {
+    const char *src = "vocab \"^abxy\"; bos '^'; maxlen 6;\n"
+                      "cat p, q, o, cp, cq, dead;\n"
+                      "p: Map(tokens == 'a' ? 1 : 2) -> p;\n"
+                      "q: Map(tokens == 'b' ? 1 : 2) -> q;\n"
+                      "cp: Count(k.p == 1) -> cp;\n"
+                      "cq: Count(k.q == 1) -> cq;\n"
+                      "dead: Count(k.tokens == 'x') -> dead;\n"
+                      "o: Map(cp == cq ? 'x' : 'y') -> o;\n"
+                      "output o at every position;\n";
+    TfModel *s = compile_text(src, 0), *u = compile_text(src, 1);
+    // p and q are ready at once: one MLP whose parts cover its hidden units.
+    const TfLayer *l0 = &s->layers[0];
+    ck_assert_int_eq(l0->kind, TF_LAYER_MLP);
+    ck_assert_int_eq(l0->n_parts, 2);
+    ck_assert_str_eq(l0->parts[0].name, "p");
+    ck_assert_str_eq(l0->parts[1].name, "q");
+    ck_assert_str_eq(l0->name, "p+q");
+    int units = 0;
+    for (int i = 0; i < l0->n_parts; i++) {
+        ck_assert_int_eq(l0->parts[i].first, units);
+        ck_assert_int_gt(l0->parts[i].count, 0);
+        units += l0->parts[i].count;
+    }
+    ck_assert_int_eq(units, l0->d_hidden);
+    // cp and cq: two heads of one layer.
+    ck_assert_int_eq(s->layers[1].kind, TF_LAYER_ATTENTION);
+    ck_assert_int_eq(s->layers[1].n_heads, 2);
+    ck_assert_int_eq(model_find_register(s, "dead"), -1);
+    for (int l = 0; l < s->n_layers; l++) ck_assert_ptr_null(strstr(s->layers[l].name, "dead"));
+    ck_assert_int_ge(model_find_register(u, "dead"), 0);
+    ck_assert_int_gt(same_outputs(s, u, "abx", 5), 300);
+    model_free(s), model_free(u);
+}
+END_TEST
+
+/* A checked Aggregate (sort): the check names the layer that holds its op. */
+START_TEST(test_checks_follow_their_op) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/programs/sort.tfp", tf_env_path("TF_SOURCE_DIR"));
+    size_t len;
+    char *src = tf_read_file(path, &len);
+    ck_assert_ptr_nonnull(src);
+    char out[8192] = "";
+    FILE *f = fmemopen(out, sizeof out - 1, "w");
+    int n_errors;
+    TfError err = {""};
+    TfCompileOptions opts = {1, 0, 0};
+    TfModel *m = compile_source_opts("sort.tfp", src, len, &opts, f, &n_errors, &err);
+    fclose(f);
+    ck_assert_msg(m != NULL, "%s%s", out, err.msg);
+    ck_assert_int_ge(m->n_checks, 1);
+    for (int c = 0; c < m->n_checks; c++) {
+        const TfLayer *l = &m->layers[m->checks[c].layer];
+        const char *reg = m->regs[m->checks[c].reg].name;
+        int found = strcmp(l->name, reg) == 0;
+        for (int i = 0; i < l->n_parts; i++) found |= strcmp(l->parts[i].name, reg) == 0;
+        ck_assert_msg(found, "check of %s at layer %s", reg, l->name);
+    }
+    model_free(m);
+    free(src);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("schedule");
+    TCase *tc = tcase_create("schedule");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_independent_counts_are_heads);
+    tcase_add_test(tc, test_count_fuses_with_its_map);
+    tcase_add_test(tc, test_maps_compose);
+    tcase_add_test(tc, test_linear_then_staircase);
+    tcase_add_test(tc, test_mlp_parts_and_dead_ops);
+    tcase_add_test(tc, test_checks_follow_their_op);
+    suite_add_tcase(s, tc);
+    return tf_run_suite(s);
+}
