@@ -376,6 +376,24 @@ expect "parts: --trace names each op of a merged attention layer" 0 \
 expect "parts: --trace names each op of a merged MLP" 0 \
     "~  layer 1 out+x  (mlp; units 0-3: out (Map, line 12); units 4-5: x (line 13))" "" \
     -- "$TFRUN" "$P" --trace "abc"
+# A compiled program whose ops tfc runs side by side (pattern.tfp: p1 and p2
+# one MLP, t1 and t2 the two heads of one attention layer): tfc -v names the
+# ops of each such layer, the same ones, in the same order, as tfinfo lists.
+"$TFC" -v "$SRC/programs/pattern.tfp" -o "$tmp/pattern.tfw" >"$tmp/pattern-v.txt"
+expect "parts: tfc -v names the heads' ops" 0 "~  layer 1: attention, 2 heads: t1 (line 13), t2 (line 14)" "" \
+    -- cat "$tmp/pattern-v.txt"
+want_merged=$("$TFINFO" "$tmp/pattern.tfw" | awk '
+    $1 ~ /^[0-9]+$/ && $3 ~ /^(attention|mlp|norm)$/ {l = $1; merged = $5 == "ops"}
+    merged && $1 ~ /^(heads?|units?)$/ && $2 ~ /:$/ {names[l] = names[l] (names[l] == "" ? "" : ",") $3}
+    END {for (i = 0; i < 1000; i++) if (i in names) printf "%d:%s ", i, names[i]}')
+got_merged=$(sed -n 's/^  layer \([0-9]*\): [^:]*: \(.*\)$/\1:\2/p' "$tmp/pattern-v.txt" |
+    sed 's/ (line [0-9]*)//g; s/, /,/g' | tr '\n' ' ')
+if [ -n "$want_merged" ] && [ "$got_merged" = "$want_merged" ]; then
+    passed=$((passed + 1))
+else
+    echo "FAIL: tfc -v and tfinfo name the same merged layers: tfc -v '$got_merged', tfinfo '$want_merged'"
+    failed=$((failed + 1))
+fi
 # A part that leaves head 2 uncovered: both readers refuse it, naming the field.
 "$PY" - "$P" "$tmp/parts_gap.tfw" <<'PYEOF'
 import json, struct, sys

@@ -3,7 +3,7 @@
 exactly the same files.
 
 From a few valid files (the adder at -O and -O0, sort's categorical
-registers, a learned classifier with norms and biases, tests/mkgeneral.c's
+registers, pattern's layers of several ops, a learned classifier with norms and biases, tests/mkgeneral.c's
 every-position, stop-token, run-time-checked and number-printing models,
 tests/mkparts.py's layers of several ops), which both must accept, N
 mutated files (default 3000, a fixed seed): bytes flipped, inserted or cut in
@@ -197,7 +197,7 @@ def main():
     failures = 0
     with tempfile.TemporaryDirectory() as tmp:
         seeds = []
-        for name, opts in (("adder", []), ("adder", ["-O0"]), ("sort", []), ("xor", [])):
+        for name, opts in (("adder", []), ("adder", ["-O0"]), ("sort", []), ("xor", []), ("pattern", [])):
             out = os.path.join(tmp, "%s%s.tfw" % (name, "".join(opts)))
             subprocess.run([tfc, *opts, os.path.join(src, "programs", name + ".tfp"), "-o", out], check=True)
             seeds.append(out)

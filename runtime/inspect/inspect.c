@@ -406,23 +406,24 @@ static void append(char *buf, size_t n, size_t *at, const char *fmt, ...) {
     *at = k < 0 ? n : *at + (size_t)k;
 }
 
-void inspect_part_text(const TfLayer *ly, int i, int with_units, char *buf, size_t n) {
+void inspect_part_text(const TfLayer *ly, int i, int flags, char *buf, size_t n) {
     const TfLayerPart *p = &ly->parts[i];
     const char *unit = ly->kind == TF_LAYER_ATTENTION ? "head" : "unit";
+    int line = flags & INSPECT_PART_LINE ? p->line : 0;
     size_t at = 0;
     buf[0] = '\0';
-    if (!with_units)
+    if (!(flags & INSPECT_PART_UNITS))
         append(buf, n, &at, "%s", p->name);
     else if (p->count == 1)
         append(buf, n, &at, "%s %d: %s", unit, p->first, p->name);
     else
         append(buf, n, &at, "%ss %d-%d: %s", unit, p->first, p->first + p->count - 1, p->name);
-    if (p->op && p->line > 0)
-        append(buf, n, &at, " (%s, line %d)", p->op, p->line);
+    if (p->op && line > 0)
+        append(buf, n, &at, " (%s, line %d)", p->op, line);
     else if (p->op)
         append(buf, n, &at, " (%s)", p->op);
-    else if (p->line > 0)
-        append(buf, n, &at, " (line %d)", p->line);
+    else if (line > 0)
+        append(buf, n, &at, " (line %d)", line);
 }
 
 void inspect_layer_text(const TfLayer *ly, int with_kind, char *buf, size_t n) {
@@ -437,7 +438,7 @@ void inspect_layer_text(const TfLayer *ly, int with_kind, char *buf, size_t n) {
     }
     for (int i = 0; i < ly->n_parts; i++) {
         char part[160];
-        inspect_part_text(ly, i, 1, part, sizeof part);
+        inspect_part_text(ly, i, INSPECT_PART_UNITS | INSPECT_PART_LINE, part, sizeof part);
         append(buf, n, &at, "%s%s", at ? "; " : "", part);
     }
     if (at >= n && n > 4) memcpy(buf + n - 4, "...", 4); /* cut: say so */

@@ -148,9 +148,12 @@ void inspect_output_text(const TfModel *m, int id, char *buf, size_t bufsz);
  * (an MLP: hidden unit) `unit`, or -1 (no parts, or outside them). */
 int inspect_part_of(const TfLayer *ly, int unit);
 /* Part i of a layer as text: "head 0: n (Count, line 10)", "heads 1-2: hist
- * (Aggregate, line 11)", "units 0-3: out (Map, line 12)", "unit 4: x"; without
- * its heads or units, "hist (Aggregate, line 11)". */
-void inspect_part_text(const TfLayer *ly, int i, int with_units, char *buf, size_t n);
+ * (Aggregate, line 11)", "units 0-3: out (Map, line 12)", "unit 4: x" with
+ * both of these flags; without INSPECT_PART_UNITS, "hist (Aggregate, line
+ * 11)"; without INSPECT_PART_LINE, "heads 1-2: hist (Aggregate)". */
+#define INSPECT_PART_UNITS 1 /* its heads or hidden units */
+#define INSPECT_PART_LINE 2  /* its source line */
+void inspect_part_text(const TfLayer *ly, int i, int flags, char *buf, size_t n);
 /* What a layer is, for its label: "attention, FindAndStore, line 39" (with
  * its kind) or "FindAndStore, line 39" (without; the kind when there is no
  * op); a layer of several ops names each part, "; " between them

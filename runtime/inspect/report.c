@@ -54,7 +54,7 @@ static void block_title(const TfCapture *c, int block, char *buf, size_t n) {
 static void head_text(const TfLayer *ly, int head, char *buf, size_t n) {
     int i = inspect_part_of(ly, head);
     char part[128];
-    if (i >= 0) inspect_part_text(ly, i, 0, part, sizeof part);
+    if (i >= 0) inspect_part_text(ly, i, INSPECT_PART_LINE, part, sizeof part);
     snprintf(buf, n, "head %d%s%s", head, i >= 0 ? ": " : "", i >= 0 ? part : "");
 }
 
@@ -972,7 +972,7 @@ static void write_line_links(const TfCapture *c, const int *flags, int l, int li
         const TfLayerPart *p = &ly->parts[i];
         if (p->line != line) continue;
         char pt[160];
-        inspect_part_text(ly, i, 1, pt, sizeof pt);
+        inspect_part_text(ly, i, INSPECT_PART_UNITS | INSPECT_PART_LINE, pt, sizeof pt);
         fprintf(f, "<a class=\"un\" href=\"#layer-%d\" title=\"layer %d, ", l, l);
         draw_text(f, pt);
         if (p->count == 1)
@@ -1041,7 +1041,7 @@ static void write_layer_table(const TfCapture *c, const int *flags, FILE *f) {
             char pt[160];
             if (i) fputs("<br>", f);
             if (ly->n_parts > 0) {
-                inspect_part_text(ly, i, 1, pt, sizeof pt);
+                inspect_part_text(ly, i, INSPECT_PART_UNITS, pt, sizeof pt);
                 draw_text(f, pt);
             } else if (ly->op) {
                 draw_text(f, ly->op);
