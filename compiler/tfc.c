@@ -2,6 +2,10 @@
  *
  *   tfc [-O | -O0] [-v] [-o OUT.tfw] [--max-params=N] [--] PROGRAM.tfp
  *
+ * -v prints what was written: the layers, heads, hidden units, tensors and
+ * parameters, then one line for each layer that holds several ops (tfc's
+ * scheduler merges ops whose inputs are ready into one layer) naming them.
+ *
  * Exit status: 0 compiled; 1 the program has errors (reported as
  * file:line:col diagnostics on stderr), or the file is not a program; 2
  * usage, I/O or internal error (130 and the like: killed by a signal; the
@@ -32,7 +36,8 @@ static void usage(FILE *f) {
                "  -O               optimized constructions: heads of their true rank, only the\n"
                "                   registers each layer needs, exact ReLU steps (the default)\n"
                "  -O0              seed 001's constructions, dense, to the float\n"
-               "  -v, --verbose    print a summary of what was written\n"
+               "  -v, --verbose    print a summary of what was written (and the ops each\n"
+               "                   layer of several ops holds)\n"
                "  --max-params=N   refuse a model of more than N parameters before building\n"
                "                   it (default 2^26 = 67108864)\n"
                "  -h, --help       this help;  --version  the version\n"
@@ -49,6 +54,25 @@ static char *default_output(const char *src) {
     if (n > 4 && strcmp(src + n - 4, ".tfp") == 0) out[n - 4] = '\0';
     strcat(out, ".tfw");
     return out;
+}
+
+/* tfc -v: one line per layer that holds several ops, naming them:
+ * "  layer 0: attention, 3 heads: n (line 10), hist (line 11)". */
+static void print_merged_layers(const TfModel *m) {
+    for (int l = 0; l < m->n_layers; l++) {
+        const TfLayer *ly = &m->layers[l];
+        if (ly->n_parts == 0) continue;
+        if (ly->kind == TF_LAYER_ATTENTION)
+            printf("  layer %d: attention, %d head%s:", l, ly->n_heads, ly->n_heads == 1 ? "" : "s");
+        else
+            printf("  layer %d: %s, %d hidden unit%s:", l, tf_layer_kind_names[ly->kind],
+                   ly->d_hidden, ly->d_hidden == 1 ? "" : "s");
+        for (int i = 0; i < ly->n_parts; i++) {
+            printf("%s %s", i ? "," : "", ly->parts[i].name);
+            if (ly->parts[i].line > 0) printf(" (line %d)", ly->parts[i].line);
+        }
+        fputc('\n', stdout);
+    }
 }
 
 int main(int argc, char **argv) {
@@ -158,6 +182,7 @@ int main(int argc, char **argv) {
                "all), d_model %d, %d tensors, %zu parameters\n",
                out_path, m->n_layers, attn, heads, m->n_layers - attn, widest, hidden, m->d_model,
                m->n_tensors, model_param_count(m));
+        print_merged_layers(m);
     }
     model_free(m);
     free(source);

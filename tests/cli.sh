@@ -344,6 +344,75 @@ expect "tfinfo: the stop token" 0 \
     "~generation: until the stop token '\$' (not printed), at most 10 tokens, greedy; unembedding reads next" "" \
     -- "$TFINFO" "$S"
 
+# Layers that hold several ops side by side (a layer's `parts`), on a model
+# tests/mkparts.py writes by hand: each op's heads or hidden units in
+# tfinfo, the trace's layer headers, both readers running it alike.
+PY=${PYTHON:-python3}
+P=$tmp/parts.tfw
+expect "mkparts writes its model" 0 "" "" -- "$PY" "$SRC/tests/mkparts.py" "$P"
+expect "parts: tfinfo reads the model" 0 "~layers: 2" "" -- "$TFINFO" "$P"
+"$TFINFO" "$P" >"$tmp/parts-info.txt"
+want_parts=$(printf '%s\n' \
+    '    0 n+hist         attention 2 ops' \
+    '      3 heads, d_head 2, d_vhead 1, scale 1, causal' \
+    '      head 0: n (Count, line 10)' \
+    '      heads 1-2: hist (Aggregate, line 11)' \
+    '    1 out+x          mlp       2 ops' \
+    '      d_hidden 6, relu' \
+    '      units 0-3: out (Map, line 12)' \
+    '      units 4-5: x (line 13)')
+if [ "$(grep -E '^    [01] |^      ([0-9]+ heads|d_hidden|heads? |units? )' "$tmp/parts-info.txt")" = "$want_parts" ]; then
+    passed=$((passed + 1))
+else
+    echo "FAIL: tfinfo lists each op's heads and hidden units under its layer:"
+    sed -n '/^layers/,/^tensors/p' "$tmp/parts-info.txt"
+    failed=$((failed + 1))
+fi
+expect "parts: tfrun runs the merged layers" 0 "abcaaa" "" -- "$TFRUN" "$P" "abc"
+expect "parts: tools/tfw_torch.py runs them alike" 0 "abcaaa" "" -- "$PY" "$SRC/tools/tfw_torch.py" "$P" "abc"
+expect "parts: --trace names each op of a merged attention layer" 0 \
+    "~  layer 0 n+hist  (attention; head 0: n (Count, line 10); heads 1-2: hist (Aggregate, line 11))" "" \
+    -- "$TFRUN" "$P" --trace "abc"
+expect "parts: --trace names each op of a merged MLP" 0 \
+    "~  layer 1 out+x  (mlp; units 0-3: out (Map, line 12); units 4-5: x (line 13))" "" \
+    -- "$TFRUN" "$P" --trace "abc"
+# A compiled program whose ops tfc runs side by side (pattern.tfp: p1 and p2
+# one MLP, t1 and t2 the two heads of one attention layer): tfc -v names the
+# ops of each such layer, the same ones, in the same order, as tfinfo lists.
+"$TFC" -v "$SRC/programs/pattern.tfp" -o "$tmp/pattern.tfw" >"$tmp/pattern-v.txt"
+expect "parts: tfc -v names the heads' ops" 0 "~  layer 1: attention, 2 heads: t1 (line 13), t2 (line 14)" "" \
+    -- cat "$tmp/pattern-v.txt"
+want_merged=$("$TFINFO" "$tmp/pattern.tfw" | awk '
+    $1 ~ /^[0-9]+$/ && $3 ~ /^(attention|mlp|norm)$/ {l = $1; merged = $5 == "ops"}
+    merged && $1 ~ /^(heads?|units?)$/ && $2 ~ /:$/ {names[l] = names[l] (names[l] == "" ? "" : ",") $3}
+    END {for (i = 0; i < 1000; i++) if (i in names) printf "%d:%s ", i, names[i]}')
+got_merged=$(sed -n 's/^  layer \([0-9]*\): [^:]*: \(.*\)$/\1:\2/p' "$tmp/pattern-v.txt" |
+    sed 's/ (line [0-9]*)//g; s/, /,/g' | tr '\n' ' ')
+if [ -n "$want_merged" ] && [ "$got_merged" = "$want_merged" ]; then
+    passed=$((passed + 1))
+else
+    echo "FAIL: tfc -v and tfinfo name the same merged layers: tfc -v '$got_merged', tfinfo '$want_merged'"
+    failed=$((failed + 1))
+fi
+# A part that leaves head 2 uncovered: both readers refuse it, naming the field.
+"$PY" - "$P" "$tmp/parts_gap.tfw" <<'PYEOF'
+import json, struct, sys
+buf = open(sys.argv[1], "rb").read()
+(n,) = struct.unpack("<Q", buf[:8])
+h = json.loads(buf[8:8 + n])
+layers = json.loads(h["__metadata__"]["layers"])
+layers[0]["parts"][1]["heads"] = [1, 1]
+h["__metadata__"]["layers"] = json.dumps(layers)
+t = json.dumps(h).encode()
+t += b" " * ((8 - (8 + len(t)) % 8) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(t)) + t + buf[8 + n:])
+PYEOF
+gap_msg="__metadata__.layers[0].parts cover heads 0 to 1 of the layer's 3"
+expect "parts: tfinfo refuses parts that leave a head out" 1 "" "tfinfo: $tmp/parts_gap.tfw: $gap_msg" \
+    -- "$TFINFO" "$tmp/parts_gap.tfw"
+expect "parts: tools/tfw_torch.py refuses them too" 1 "" "$gap_msg" \
+    -- "$PY" "$SRC/tools/tfw_torch.py" "$tmp/parts_gap.tfw" "abc"
+
 # General ops: two unlabelled Counts each keep their own hidden fraction
 # register (they once shared one and added up).
 cat >"$tmp/two_counts.tfp" <<'EOF2'

@@ -12,8 +12,10 @@
 # must be in the rendered DOM, and tests/report_layout.js, appended to a copy
 # of each page, checks the layout from the boxes the browser laid out (no
 # overlapping labels, a model view thumbnail per head, every link with a
-# target, the program view leading to the layers of each line). A
-# screenshot goes to $TF_BUILD_DIR/report-adder.png.
+# target, the program view leading to the layers of each line), also on
+# tests/mkparts.py's model, whose layers hold several ops (their labels, head
+# captions and program-view links name each op). A screenshot goes to
+# $TF_BUILD_DIR/report-adder.png.
 #
 # tfrun --compare: the adder against itself (similarity 1 on the diagonal)
 # and against the adder compiled with -O0 (every score recomputed in Python
@@ -262,6 +264,52 @@ sed "s/\bopp\b/the_position_this_token_lands_on_when_reversed/g; s/\breversed\b/
 "$TFC" "$tmp/long.tfp" -o "$tmp/long.tfw" && "$TFRUN" "$tmp/long.tfw" --report "$tmp/long.html" "^ab" >/dev/null
 check "--report on a program with long names" $?
 
+# Layers that hold several ops side by side (tests/mkparts.py's model): every
+# label of a merged layer names its ops; each head's thumbnail says its op and
+# line; the program view links each op's line to its layer and to its own
+# heads (attention) or hidden units (an MLP).
+"${PYTHON:-python3}" "$SRC/tests/mkparts.py" "$tmp/parts.tfw"
+check "mkparts writes its model" $?
+"$TFRUN" "$tmp/parts.tfw" --report "$tmp/parts.html" --svg "$tmp/parts-svg" "abc" >/dev/null
+check "--report --svg on a model with parts" $?
+PH=$tmp/parts.html
+contains "parts: the section names each op" "$PH" \
+    '>after layer 0 n+hist (head 0: n (Count, line 10); heads 1-2: hist (Aggregate, line 11)) &#8212;'
+contains "parts: a merged MLP's section too" "$PH" \
+    '>after layer 1 out+x (units 0-3: out (Map, line 12); units 4-5: x (line 13)) &#8212;'
+contains "parts: a head's picture names its op" "$tmp/parts-svg/att_00_n_hist_h2.svg" \
+    'layer 0 n+hist, head 2: hist (Aggregate, line 11)</text>'
+contains "parts: the hover knows a head's op" "$tmp/parts-svg/att_00_n_hist_h1.svg" 'data-part="hist"'
+[ "$(grep -o '<span class="mv-cap">[^/]*</span>' "$PH" | tr '\n' ' ')" = \
+    '<span class="mv-cap">n<br>line 10</span> <span class="mv-cap">hist<br>line 11</span> <span class="mv-cap">hist<br>line 11</span> ' ]
+check "parts: each head's thumbnail under its op's name and line" $? \
+    "$(grep -o '<span class="mv-cap">[^/]*</span>' "$PH")"
+# row LINE [PAGE]: the program view's links after line LINE; links: their texts.
+row() { grep -o "<tr id=\"line-$1\".*</tr>" "${2:-$PH}" | sed 's/.*<td class="to">//'; }
+links() { row "$1" "${2:-$PH}" | grep -o '>[Lhu][0-9-]*</a>' | tr -d '<>/a' | tr '\n' ' '; }
+[ "$(links 10)" = "L0 h0 " ] && [ "$(links 11)" = "L0 h1 h2 " ] && [ "$(links 12)" = "L1 u0-3 " ] &&
+    [ "$(links 13)" = "L1 u4-5 " ]
+check "parts: each op's line links to its layer and its own heads or hidden units" $? \
+    "10: $(links 10); 11: $(links 11); 12: $(links 12); 13: $(links 13)"
+row 11 | grep -qF 'href="#layer-0-h1" title="layer 0, head 1: hist (Aggregate, line 11)">h1</a>' &&
+    row 12 | grep -qF 'href="#layer-1" title="layer 1, units 0-3: out (Map, line 12)">u0-3</a>'
+check "parts: the program view's links say which op" $? "$(row 11) $(row 12)"
+contains "parts: a merged layer's section knows every op's line" "$PH" 'data-line="10" data-lines="10 11"'
+# A compiled program whose ops tfc ran side by side: pattern.tfp's t1 (line
+# 13) and t2 (line 14) are the two heads of one layer, L the index tfinfo gives.
+"$TFC" "$SRC/programs/pattern.tfp" -o "$tmp/pattern.tfw" &&
+    "$TFRUN" "$tmp/pattern.tfw" --report "$tmp/pattern.html" "^abcabc" >/dev/null
+check "--report on pattern.tfp" $?
+"$TFINFO" "$tmp/pattern.tfw" >"$tmp/pattern-info.txt"
+L=$(sed -n 's/^ *\([0-9]*\) t1+t2 *attention *2 ops$/\1/p' "$tmp/pattern-info.txt")
+[ -n "$L" ] && grep -qx '      head 0: t1 (Aggregate, line 13)' "$tmp/pattern-info.txt" &&
+    grep -qx '      head 1: t2 (Aggregate, line 14)' "$tmp/pattern-info.txt"
+check "pattern.tfp: tfinfo lists t1 and t2 as the heads of one layer" $? "$(sed -n '/^layers/,/^tensors/p' "$tmp/pattern-info.txt" | head -30)"
+[ "$(links 13 "$tmp/pattern.html")" = "L$L h0 " ] && [ "$(links 14 "$tmp/pattern.html")" = "L$L h1 " ]
+check "pattern.tfp: lines 13 and 14 link to their own head of layer $L" $? \
+    "13: $(links 13 "$tmp/pattern.html"); 14: $(links 14 "$tmp/pattern.html")"
+contains "pattern.tfp: t2's thumbnail says its op" "$tmp/pattern.html" '<span class="mv-cap">t2<br>line 14</span>'
+
 # --- tfrun --compare ------------------------------------------------------------
 # The same adder compiled with -O0: the same 11 heads, which the -O build's
 # FindAndStore makes average where there is nothing to find yet.
@@ -440,6 +488,10 @@ if [ "$learned" = 1 ]; then
 fi
 
 layout "$tmp/rev.html"
+layout "$tmp/parts.html"
+layout "$tmp/pattern.html"
+[ "$(sed -n 's/^heads //p' "$tmp/parts-layout.txt")" = "0:3,1:0" ]
+check "parts.html: three head thumbnails in the merged attention layer" $? "$(sed -n 's/^heads //p' "$tmp/parts-layout.txt")"
 contains "the general report labels its registers" "$tmp/rev-dom.html" '>reversed</text>'
 layout "$tmp/long.html"
 contains "long register names are cut" "$tmp/long.html" "<title>$long</title>the_token_f&#8230;</text>"

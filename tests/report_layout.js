@@ -17,11 +17,15 @@
 //   lies inside the picture;
 // - the model view has one thumbnail per head of every attention layer (the
 //   shell compares the counts with tfinfo), a layer's thumbnails on one row,
-//   no two thumbnails or layer cards overlapping, each linking to its layer;
+//   no two thumbnails or layer cards overlapping, each linking to its layer,
+//   each with a caption (its op's name and line) under it, inside its card,
+//   no two captions overlapping;
 // - every in-page link (table of contents, model view, program view, layer
 //   table) has a target; the program view's layer links land on sections of
-//   layers compiled from that line, its head links on those layers' heads,
-//   and every layer with a line is linked from it;
+//   layers compiled from that line (a layer of several ops lists every op's
+//   line in data-lines), its head links on heads compiled from that line,
+//   its hidden-unit links on layers of that line, and every layer is linked
+//   from each line it holds an op of;
 // - the table of contents lists every layer section;
 // - a --compare page (body data-page="compare") has no model view but a
 //   summary, the similarity matrix, the best-match tables and both models'
@@ -40,6 +44,8 @@
     function text(e) { return JSON.stringify(e.textContent.slice(0, 40)); }
     function target(a) { return document.getElementById(decodeURIComponent(a.getAttribute('href').slice(1))); }
     var sections = document.querySelectorAll('details.layer');
+    // The source lines a layer section (or a head's figure) computes.
+    function lines(e) { return (e.dataset.lines || e.dataset.line || '').split(' '); }
 
     // The page as it opens; then every section open, so that every picture is laid out.
     out.push('height ' + document.documentElement.scrollHeight);
@@ -106,7 +112,7 @@
     } else if (!mv) {
         fail('no model view');
     } else {
-        var cards = Array.prototype.slice.call(mv.querySelectorAll('.mv-layer')), heads = [];
+        var cards = Array.prototype.slice.call(mv.querySelectorAll('.mv-layer')), heads = [], caps = [];
         var all = Array.prototype.slice.call(mv.querySelectorAll('svg.thumb'));
         cards.forEach(function (card, i) {
             var l = card.dataset.layer, thumbs = card.querySelectorAll('svg.thumb'), cb = box(card);
@@ -121,6 +127,16 @@
                 if (+t.dataset.layer !== +l || +t.dataset.head !== h) fail('model view: layer ' + l + ' holds a thumbnail of ' + t.dataset.layer + '/' + t.dataset.head);
                 var a = t.closest('a');
                 if (!a || a.getAttribute('href') !== '#layer-' + l || !target(a)) fail('model view: layer ' + l + ' head ' + h + ' does not link to its layer');
+                var cap = a && a.querySelector('.mv-cap');
+                if (!cap || !cap.textContent) {
+                    fail('model view: layer ' + l + ' head ' + h + ' has no caption');
+                } else {
+                    var pb = box(cap);
+                    if (!(pb.height > 0) || pb.top < tb.bottom - 0.5 || pb.left < cb.left - 0.5 || pb.right > cb.right + 0.5 || pb.bottom > cb.bottom + 0.5)
+                        fail('model view: layer ' + l + ' head ' + h + "'s caption is not under it inside its card");
+                    caps.forEach(function (o) { if (overlap(pb, o.b)) fail('model view: the captions of ' + o.id + ' and ' + l + '/' + h + ' overlap'); });
+                    caps.push({id: l + '/' + h, b: pb});
+                }
             });
         });
         for (var i = 0; i < all.length; i++)
@@ -141,20 +157,28 @@
     var prog = document.getElementById('program'), linked = {};
     if (prog) {
         prog.querySelectorAll('tr').forEach(function (tr) {
+            var line = tr.dataset.line;
             tr.querySelectorAll('a.ly').forEach(function (a) {
                 var t = target(a);
-                if (!t || t.tagName !== 'DETAILS' || t.dataset.line !== tr.dataset.line)
-                    fail('program line ' + tr.dataset.line + ': ' + a.getAttribute('href') + ' is not a layer of that line');
+                if (!t || t.tagName !== 'DETAILS' || lines(t).indexOf(line) < 0)
+                    fail('program line ' + line + ': ' + a.getAttribute('href') + ' is not a layer of that line');
                 else
-                    linked[t.dataset.layer] = 1;
+                    linked[t.dataset.layer + '/' + line] = 1;
             });
             tr.querySelectorAll('a.hd').forEach(function (a) {
                 var t = target(a), sec = t && t.closest('details.layer');
-                if (!sec || sec.dataset.line !== tr.dataset.line) fail('program line ' + tr.dataset.line + ': ' + a.getAttribute('href') + ' is not a head of that line');
+                if (!sec || lines(sec).indexOf(line) < 0 || t.dataset.line !== line) fail('program line ' + line + ': ' + a.getAttribute('href') + ' is not a head of that line');
+            });
+            tr.querySelectorAll('a.un').forEach(function (a) {
+                var t = target(a);
+                if (!t || t.tagName !== 'DETAILS' || !t.dataset.lines || lines(t).indexOf(line) < 0)
+                    fail('program line ' + line + ': ' + a.getAttribute('href') + ' is not an MLP holding an op of that line');
             });
         });
         sections.forEach(function (d) {
-            if (+d.dataset.line > 0 && !linked[d.dataset.layer]) fail('layer ' + d.dataset.layer + ' (line ' + d.dataset.line + ') is not linked from the program view');
+            lines(d).forEach(function (line) {
+                if (+line > 0 && !linked[d.dataset.layer + '/' + line]) fail('layer ' + d.dataset.layer + ' (line ' + line + ') is not linked from the program view');
+            });
         });
     }
 

@@ -43,6 +43,57 @@ static TfDecoded decode(const TfModel *m, TfRegKind kind, int size, const float 
     return d;
 }
 
+/* The labels of a layer that holds several ops (model.h's TfLayerPart). */
+START_TEST(test_part_labels) {
+    TfLayerPart ap[] = {{"n", "Count", 10, 0, 1}, {"hist", "Aggregate", 11, 1, 2}};
+    TfLayerPart fp[] = {{"out", "Map", 12, 0, 4}, {"x", NULL, 13, 4, 1}, {"y", NULL, 0, 5, 1}};
+    TfLayer a = model_layer_init(TF_LAYER_ATTENTION), f = model_layer_init(TF_LAYER_MLP);
+    a.name = "n+hist", a.op = "Count", a.line = 10, a.n_heads = 3, a.parts = ap, a.n_parts = 2;
+    f.name = "out+x+y", f.op = "Map", f.line = 12, f.d_hidden = 6, f.parts = fp, f.n_parts = 3;
+    ck_assert_int_eq(inspect_part_of(&a, 0), 0);
+    ck_assert_int_eq(inspect_part_of(&a, 1), 1);
+    ck_assert_int_eq(inspect_part_of(&a, 2), 1);
+    ck_assert_int_eq(inspect_part_of(&a, 3), -1);
+    ck_assert_int_eq(inspect_part_of(&f, 5), 2);
+    char buf[256];
+    const int UL = INSPECT_PART_UNITS | INSPECT_PART_LINE;
+    inspect_part_text(&a, 0, UL, buf, sizeof buf);
+    ck_assert_str_eq(buf, "head 0: n (Count, line 10)");
+    inspect_part_text(&a, 1, UL, buf, sizeof buf);
+    ck_assert_str_eq(buf, "heads 1-2: hist (Aggregate, line 11)");
+    inspect_part_text(&a, 1, INSPECT_PART_LINE, buf, sizeof buf);
+    ck_assert_str_eq(buf, "hist (Aggregate, line 11)");
+    inspect_part_text(&a, 1, INSPECT_PART_UNITS, buf, sizeof buf);
+    ck_assert_str_eq(buf, "heads 1-2: hist (Aggregate)");
+    inspect_part_text(&f, 1, INSPECT_PART_UNITS, buf, sizeof buf);
+    ck_assert_str_eq(buf, "unit 4: x");
+    inspect_part_text(&f, 0, UL, buf, sizeof buf);
+    ck_assert_str_eq(buf, "units 0-3: out (Map, line 12)");
+    inspect_part_text(&f, 1, UL, buf, sizeof buf);
+    ck_assert_str_eq(buf, "unit 4: x (line 13)");
+    inspect_part_text(&f, 2, UL, buf, sizeof buf);
+    ck_assert_str_eq(buf, "unit 5: y");
+    inspect_layer_text(&a, 1, buf, sizeof buf);
+    ck_assert_str_eq(buf, "attention; head 0: n (Count, line 10); heads 1-2: hist (Aggregate, line 11)");
+    inspect_layer_text(&f, 0, buf, sizeof buf);
+    ck_assert_str_eq(buf, "units 0-3: out (Map, line 12); unit 4: x (line 13); unit 5: y");
+    // Cut to the buffer, and saying so.
+    char small[24];
+    inspect_layer_text(&a, 1, small, sizeof small);
+    ck_assert_str_eq(small, "attention; head 0: n...");
+    // A layer of one op: its own op and line.
+    a.n_parts = 0;
+    inspect_layer_text(&a, 1, buf, sizeof buf);
+    ck_assert_str_eq(buf, "attention, Count, line 10");
+    inspect_layer_text(&a, 0, buf, sizeof buf);
+    ck_assert_str_eq(buf, "Count, line 10");
+    a.op = NULL;
+    inspect_layer_text(&a, 0, buf, sizeof buf);
+    ck_assert_str_eq(buf, "attention, line 10");
+    ck_assert_int_eq(inspect_part_of(&a, 0), -1);
+}
+END_TEST
+
 START_TEST(test_decode_token) {
     TfModel *m = tiny_model();
     float hot[] = {0, 1, 0};
@@ -629,6 +680,7 @@ END_TEST
 int main(void) {
     Suite *s = suite_create("inspect");
     TCase *tc = tcase_create("decode");
+    tcase_add_test(tc, test_part_labels);
     tcase_add_test(tc, test_decode_token);
     tcase_add_test(tc, test_decode_categorical);
     tcase_add_test(tc, test_decode_position);

@@ -1151,6 +1151,219 @@ START_TEST(test_rejects_bad_checks_and_numbers) {
 }
 END_TEST
 
+/* ---- parts: the ops a scheduled layer holds ------------------------------- */
+
+/* small_model with its layers merged as compiler/schedule.c merges them:
+ * the attention layer's 3 heads hold two ops (head 0: n, heads 1-2: hist),
+ * the MLP's 4 hidden units two (units 0-2: out, unit 3: x, which has no op
+ * or line); a final norm layer, which holds no parts. */
+static TfModel *parts_model(void) {
+    TfModel *m = small_model();
+    TfError err = {""};
+    TfLayer *a = &m->layers[0], *f = &m->layers[1];
+    a->n_heads = 3;
+    a->d_head = a->d_vhead = 2;
+    TfLayerPart ap[] = {{"n", "Count", 10, 0, 1}, {"hist", "Aggregate", 11, 1, 2}};
+    TfLayerPart fp[] = {{"out", "Map", 12, 0, 3}, {"x", NULL, 0, 3, 1}};
+    TfLayer la = *a, lf = *f;
+    la.name = "n+hist", la.op = "Count", la.line = 10, la.parts = ap, la.n_parts = 2;
+    lf.name = "out+x", lf.op = "Map", lf.line = 12, lf.parts = fp, lf.n_parts = 2;
+    // Re-add both layers with their parts (model_add_layer copies them).
+    for (int l = 0; l < m->n_layers; l++) free(m->layers[l].name), free(m->layers[l].op);
+    m->n_layers = 0;
+    ck_assert_int_eq(model_add_layer(m, &la, &err), 0);
+    ck_assert_int_eq(model_add_layer(m, &lf, &err), 1);
+    int64_t d[1] = {6};
+    TfLayer nl = model_layer_init(TF_LAYER_NORM);
+    nl.name = "final_norm";
+    nl.norm_weight = model_add_tensor(m, "norm.weight", 1, d, &err);
+    nl.norm_bias = model_add_tensor(m, "norm.bias", 1, d, &err);
+    nl.norm_eps = 1e-5f;
+    ck_assert_int_eq(model_add_layer(m, &nl, &err), 2);
+    ck_assert_msg(model_validate(m, &err) == 0, "%s", err.msg);
+    return m;
+}
+
+/* Whether the n bytes at buf hold the text s. */
+static int has_text(const unsigned char *buf, size_t n, const char *s) {
+    size_t k = strlen(s);
+    for (size_t i = 0; i + k <= n; i++)
+        if (memcmp(buf + i, s, k) == 0) return 1;
+    return 0;
+}
+
+static void assert_part(const TfLayerPart *p, const char *name, const char *op, int line,
+                        int first, int count) {
+    ck_assert_str_eq(p->name, name);
+    if (op)
+        ck_assert_str_eq(p->op, op);
+    else
+        ck_assert_ptr_null(p->op);
+    ck_assert_int_eq(p->line, line);
+    ck_assert_int_eq(p->first, first);
+    ck_assert_int_eq(p->count, count);
+}
+
+START_TEST(test_round_trip_parts) {
+    TfModel *m = parts_model();
+    unsigned char *buf;
+    size_t len;
+    TfError err = {""};
+    ck_assert_msg(tfw_write_buffer(m, &buf, &len, &err) == 0, "%s", err.msg);
+    // The header holds them as docs/weight-format.md shows.
+    ck_assert(has_text(buf, len, "\\\"parts\\\":[{\\\"name\\\":\\\"n\\\",\\\"op\\\":"
+                                 "\\\"Count\\\",\\\"line\\\":10,\\\"heads\\\":[0,1]}"));
+    ck_assert(has_text(buf, len, "{\\\"name\\\":\\\"x\\\",\\\"units\\\":[3,1]}"));
+    TfModel *b = tfw_read_buffer(buf, len, &err);
+    ck_assert_msg(b != NULL, "%s", err.msg);
+    free(buf);
+    ck_assert_int_eq(b->n_layers, 3);
+    const TfLayer *a = &b->layers[0], *f = &b->layers[1];
+    ck_assert_str_eq(a->name, "n+hist");
+    ck_assert_int_eq(a->n_heads, 3);
+    ck_assert_int_eq(a->n_parts, 2);
+    assert_part(&a->parts[0], "n", "Count", 10, 0, 1);
+    assert_part(&a->parts[1], "hist", "Aggregate", 11, 1, 2);
+    ck_assert_int_eq(f->n_parts, 2);
+    assert_part(&f->parts[0], "out", "Map", 12, 0, 3);
+    assert_part(&f->parts[1], "x", NULL, 0, 3, 1);
+    ck_assert_int_eq(b->layers[2].n_parts, 0);
+    ck_assert_ptr_null(b->layers[2].parts);
+    model_free(b);
+    model_free(m);
+
+    // A layer of one op has no parts key, and reads back without parts.
+    m = small_model();
+    ck_assert_int_eq(tfw_write_buffer(m, &buf, &len, &err), 0);
+    ck_assert(!has_text(buf, len, "parts"));
+    b = tfw_read_buffer(buf, len, &err);
+    ck_assert_int_eq(b->layers[0].n_parts, 0);
+    ck_assert_ptr_null(b->layers[0].parts);
+    model_free(b);
+    free(buf);
+    model_free(m);
+
+    // The writer refuses parts the reader would refuse.
+    m = parts_model();
+    m->layers[0].parts[1].count = 1; /* head 2 belongs to no part */
+    ck_assert_int_eq(tfw_write_buffer(m, &buf, &len, &err), -1);
+    ck_assert_str_eq(err.msg, "the file would be refused by the reader: __metadata__.layers[0].parts "
+                              "cover heads 0 to 1 of the layer's 3");
+    model_free(m);
+}
+END_TEST
+
+/* parts_model's file with layer l's parts replaced by raw JSON (NULL:
+ * deleted) is rejected with exactly `want`. */
+static void expect_parts_rejected(int l, const char *parts, const char *want) {
+    TfModel *m = parts_model();
+    unsigned char *buf;
+    size_t len;
+    TfError err = {""};
+    ck_assert_int_eq(tfw_write_buffer(m, &buf, &len, &err), 0);
+    model_free(m);
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | buf[i];
+    cJSON *root = cJSON_ParseWithLength((const char *)buf + 8, (size_t)hlen);
+    cJSON *layers = cJSON_Parse(cJSON_GetObjectItemCaseSensitive(meta(root), "layers")->valuestring);
+    cJSON *layer = cJSON_GetArrayItem(layers, l);
+    cJSON_DeleteItemFromObjectCaseSensitive(layer, "parts");
+    if (parts) {
+        cJSON *j = cJSON_Parse(parts);
+        ck_assert_msg(j != NULL, "test JSON %s", parts);
+        cJSON_AddItemToObject(layer, "parts", j);
+    }
+    char *s = cJSON_PrintUnformatted(layers);
+    set_meta(root, "layers", s);
+    cJSON_free(s);
+    cJSON_Delete(layers);
+    char *json = cJSON_PrintUnformatted(root);
+    size_t out_len;
+    unsigned char *out = assemble(json, buf + 8 + hlen, len - 8 - (size_t)hlen, &out_len);
+    TfModel *back = tfw_read_buffer(out, out_len, &err);
+    if (back) model_free(back);
+    ck_assert_msg(back == NULL, "accepted parts %s", parts);
+    ck_assert_str_eq(err.msg, want);
+    free(out);
+    cJSON_free(json);
+    cJSON_Delete(root);
+    free(buf);
+}
+
+#define H0 "{\"name\":\"n\",\"op\":\"Count\",\"line\":10,\"heads\":[0,1]}"
+#define U0 "{\"name\":\"out\",\"units\":[0,3]}"
+
+START_TEST(test_rejects_bad_parts) {
+    expect_parts_rejected(0, "{\"name\":\"n\"}", "__metadata__.layers[0].parts is not a non-empty array");
+    expect_parts_rejected(0, "[]", "__metadata__.layers[0].parts is not a non-empty array");
+    expect_parts_rejected(0, "\"n\"", "__metadata__.layers[0].parts is not a non-empty array");
+    // Each part: a name, an op that is text, a line, the right key for the layer's kind.
+    expect_parts_rejected(0, "[" H0 ",{\"heads\":[1,2]}]", "__metadata__.layers[0].parts[1] needs a name");
+    expect_parts_rejected(0, "[" H0 ",{\"name\":\"\",\"heads\":[1,2]}]",
+                          "__metadata__.layers[0].parts[1] needs a name");
+    expect_parts_rejected(0, "[" H0 ",{\"name\":7,\"heads\":[1,2]}]",
+                          "__metadata__.layers[0].parts[1] needs a name");
+    expect_parts_rejected(0, "[" H0 ",3]", "__metadata__.layers[0].parts[1] needs a name");
+    expect_parts_rejected(0, "[" H0 ",{\"name\":\"h\",\"op\":1,\"heads\":[1,2]}]",
+                          "__metadata__.layers[0].parts[1].op is not a string");
+    expect_parts_rejected(0, "[" H0 ",{\"name\":\"h\",\"line\":-1,\"heads\":[1,2]}]",
+                          "__metadata__.layers[0].parts[1].line is not a line number");
+    expect_parts_rejected(0, "[" H0 ",{\"name\":\"h\",\"line\":2147483648,\"heads\":[1,2]}]",
+                          "__metadata__.layers[0].parts[1].line is not a line number");
+    expect_parts_rejected(0, "[" H0 ",{\"name\":\"h\",\"line\":1.5,\"heads\":[1,2]}]",
+                          "__metadata__.layers[0].parts[1].line is not a line number");
+    expect_parts_rejected(0, "[" H0 ",{\"name\":\"h\",\"units\":[1,2]}]",
+                          "__metadata__.layers[0].parts[1] has units, but a part of an attention "
+                          "layer has heads");
+    expect_parts_rejected(0, "[" H0 ",{\"name\":\"h\",\"heads\":[1,2],\"units\":[1,2]}]",
+                          "__metadata__.layers[0].parts[1] has units, but a part of an attention "
+                          "layer has heads");
+    expect_parts_rejected(1, "[{\"name\":\"out\",\"heads\":[0,4]}]",
+                          "__metadata__.layers[1].parts[0] has heads, but a part of an mlp layer "
+                          "has units");
+    expect_parts_rejected(0, "[" H0 ",{\"name\":\"h\"}]",
+                          "__metadata__.layers[0].parts[1].heads is not two non-negative integers "
+                          "[first, count]");
+    expect_parts_rejected(0, "[" H0 ",{\"name\":\"h\",\"heads\":[1,2,0]}]",
+                          "__metadata__.layers[0].parts[1].heads is not two non-negative integers "
+                          "[first, count]");
+    expect_parts_rejected(0, "[" H0 ",{\"name\":\"h\",\"heads\":[1,-2]}]",
+                          "__metadata__.layers[0].parts[1].heads is not two non-negative integers "
+                          "[first, count]");
+    expect_parts_rejected(1, "[" U0 ",{\"name\":\"x\",\"units\":\"3,1\"}]",
+                          "__metadata__.layers[1].parts[1].units is not two non-negative integers "
+                          "[first, count]");
+    // count < 1
+    expect_parts_rejected(0, "[" H0 ",{\"name\":\"e\",\"heads\":[1,0]},{\"name\":\"h\",\"heads\":[1,2]}]",
+                          "__metadata__.layers[0].parts[1].heads: a part holds at least one head");
+    expect_parts_rejected(1, "[" U0 ",{\"name\":\"x\",\"units\":[3,0]}]",
+                          "__metadata__.layers[1].parts[1].units: a part holds at least one hidden "
+                          "unit");
+    // Heads 0..2 (units 0..3) exactly, in order: no gap, no overlap, nothing past the end.
+    expect_parts_rejected(0, "[{\"name\":\"n\",\"heads\":[1,2]},{\"name\":\"h\",\"heads\":[0,1]}]",
+                          "__metadata__.layers[0].parts[0].heads starts at head 1, not 0 (the parts "
+                          "cover the layer's heads in order, no gap, no overlap)");
+    expect_parts_rejected(0, "[" H0 ",{\"name\":\"h\",\"heads\":[2,1]}]",
+                          "__metadata__.layers[0].parts[1].heads starts at head 2, not 1 (the parts "
+                          "cover the layer's heads in order, no gap, no overlap)");
+    expect_parts_rejected(0, "[{\"name\":\"n\",\"heads\":[0,2]},{\"name\":\"h\",\"heads\":[1,2]}]",
+                          "__metadata__.layers[0].parts[1].heads starts at head 1, not 2 (the parts "
+                          "cover the layer's heads in order, no gap, no overlap)");
+    expect_parts_rejected(0, "[" H0 ",{\"name\":\"h\",\"heads\":[1,3]}]",
+                          "__metadata__.layers[0].parts[1].heads [1, 3] runs past the layer's 3 "
+                          "heads");
+    expect_parts_rejected(0, "[" H0 ",{\"name\":\"h\",\"heads\":[1,2147483647]}]",
+                          "__metadata__.layers[0].parts[1].heads [1, 2147483647] runs past the "
+                          "layer's 3 heads");
+    expect_parts_rejected(0, "[" H0 "]", "__metadata__.layers[0].parts cover heads 0 to 0 of the "
+                                         "layer's 3");
+    expect_parts_rejected(1, "[" U0 "]", "__metadata__.layers[1].parts cover hidden units 0 to 2 "
+                                         "of the layer's 4");
+    expect_parts_rejected(2, "[{\"name\":\"z\",\"units\":[0,6]}]",
+                          "__metadata__.layers[2].parts: a norm layer has no parts");
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("tfw");
     TCase *tc = tcase_create("tfw");
@@ -1178,6 +1391,8 @@ int main(void) {
     tcase_add_test(tc, test_round_trip_checks_and_numbers);
     tcase_add_test(tc, test_validate_checks_and_numbers);
     tcase_add_test(tc, test_rejects_bad_checks_and_numbers);
+    tcase_add_test(tc, test_round_trip_parts);
+    tcase_add_test(tc, test_rejects_bad_parts);
     suite_add_tcase(s, tc);
     return tf_run_suite(s);
 }

@@ -3,11 +3,12 @@
 exactly the same files.
 
 From a few valid files (the adder at -O and -O0, sort's categorical
-registers, a learned classifier with norms and biases, tests/mkgeneral.c's
-every-position, stop-token, run-time-checked and number-printing models), N
+registers, pattern's layers of several ops, a learned classifier with norms and biases, tests/mkgeneral.c's
+every-position, stop-token, run-time-checked and number-printing models,
+tests/mkparts.py's layers of several ops), which both must accept, N
 mutated files (default 3000, a fixed seed): bytes flipped, inserted or cut in
-the header and in the data, the header length changed, and JSON-level edits (a key deleted, doubled or given
-another value, nested JSON in metadata strings edited the same way, escapes
+the header and in the data, the header length changed, and JSON-level edits (a key deleted, doubled,
+renamed or given another value, nested JSON in metadata strings edited the same way, escapes
 and invalid UTF-8 inserted). Each goes through runtime/model/tfw.c (`tfinfo FILE`:
 exit 0 accepts, 1 refuses) and tools/tfw_torch.py's check(); any file one
 accepts and the other refuses, and any exception other than TfwError from
@@ -28,7 +29,10 @@ VALUES = [0, 1, -1, 2, 3, 4, 6, 7, 8, 16, 1.5, 2.0, -0.0, 1e400, -1e400, 2**31, 
           2**64, 10**30, "", "x", "a", "F32", "F16", "tfw", "1", "0", "-1", " 1", "+1", "01", "1_0",
           "\u0661", "attention", "mlp", "norm", "gelu", "relu", "token", "position", "scalar",
           "categorical", "classify", "next_token", "every_position", "first", "last", "é", True,
-          False, None, [], {}, [1], [0, 4], [1, 1, 1, 1, 1], "[]", "{}", "[\"a\"]", 1e-50, 1e300]
+          False, None, [], {}, [1], [0, 4], [1, 1, 1, 1, 1], "[]", "{}", "[\"a\"]", 1e-50, 1e300,
+          [0, 1], [1, 2], [0, 0], [2, 1], [1, -1], [0, 2**31], "heads", "units"]
+# Keys a renamed key becomes: a part's range under the other layer kind's name, ...
+KEYS = ["heads", "units", "name", "op", "line", "parts", "kind", "zz"]
 RAW = ["\\u0000", "\\ud800", "\\udc00x", "\\ud83d\\ude00", "\xff", "\xc0\xaf", "\xed\xa0\x80",
        "\t", "\x01", "NaN", "Infinity", "-Infinity", "01", "1.", ".5", "+1", "1e", "-", "\\x",
        "\\u12", " ", "\n", "\ufeff", ",", "]", "}", "\"", "\\\\", "[" * 40, "1" * 41, "é"]
@@ -101,6 +105,12 @@ def json_mutation(rng, header):
     elif r < 0.8:
         val = rng.choice(VALUES)
         new = edit(tree, path, lambda v: val)
+    elif r < 0.88 and isinstance(path[-1], str) and path[-1] != "json":
+        key = rng.choice(KEYS)
+
+        def rename(obj):
+            return {(key if k == path[-1] else k): v for k, v in obj.items()}
+        new = edit(tree, path[:-1], rename)
     else:
         def bump(v):
             if isinstance(v, bool) or not isinstance(v, (int, float)):
@@ -187,12 +197,23 @@ def main():
     failures = 0
     with tempfile.TemporaryDirectory() as tmp:
         seeds = []
-        for name, opts in (("adder", []), ("adder", ["-O0"]), ("sort", []), ("xor", [])):
+        for name, opts in (("adder", []), ("adder", ["-O0"]), ("sort", []), ("xor", []), ("pattern", [])):
             out = os.path.join(tmp, "%s%s.tfw" % (name, "".join(opts)))
             subprocess.run([tfc, *opts, os.path.join(src, "programs", name + ".tfp"), "-o", out], check=True)
             seeds.append(out)
         subprocess.run([mkgeneral, tmp], check=True)
         seeds += [os.path.join(tmp, n) for n in ("every.tfw", "stop.tfw", "tie.tfw", "frac.tfw")]
+        parts = os.path.join(tmp, "parts.tfw")
+        subprocess.run([sys.executable, os.path.join(src, "tests", "mkparts.py"), parts], check=True)
+        seeds.append(parts)
+        for p in seeds:  # the valid files themselves
+            c = subprocess.run([tfinfo, p], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            py_ok, py_msg = python_accepts(open(p, "rb").read())
+            if c.returncode != 0 or not py_ok:
+                print("FAIL: seed %s: tfinfo %s, tfw_torch.py %s" % (
+                    os.path.basename(p), c.stderr.decode(errors="replace").strip() or "accepts",
+                    py_msg or "accepts"))
+                failures += 1
         seeds = [open(p, "rb").read() for p in seeds]
         counts = {True: 0, False: 0}
         path = os.path.join(tmp, "m.tfw")

@@ -247,6 +247,47 @@ def _check_checks(meta, regs, n_layers):
             raise TfwError("__metadata__.checks[%d]: layer %d does not exist" % (i, c["layer"]))
 
 
+def _check_parts(l, i, kind, n):
+    """read_layer_parts in runtime/model/tfw.c: a scheduled layer's optional
+    parts, [{"name", "op", "line", "heads": [first, count]}] ("units" in an
+    MLP), cover heads (hidden units) 0..n-1 in order, no gap, no overlap."""
+    if "parts" not in l:
+        return
+    where = "__metadata__.layers[%d].parts" % i
+    if kind == "norm":
+        raise TfwError(where + ": a norm layer has no parts")
+    parts = l["parts"]
+    if not isinstance(parts, list) or not parts:
+        raise TfwError(where + " is not a non-empty array")
+    key, other, what = ("heads", "units", "head") if kind == "attention" else ("units", "heads", "hidden unit")
+    covered = 0
+    for j, p in enumerate(parts):
+        w = "%s[%d]" % (where, j)
+        if not isinstance(p, dict) or not isinstance(p.get("name"), str) or not p["name"]:
+            raise TfwError(w + " needs a name")
+        if "op" in p and not isinstance(p["op"], str):
+            raise TfwError(w + ".op is not a string")
+        if "line" in p and _int(p["line"], 0, INT32_MAX) is None:
+            raise TfwError(w + ".line is not a line number")
+        if other in p:
+            raise TfwError("%s has %s, but a part of an %s layer has %s" % (w, other, kind, key))
+        r = p.get(key)
+        if not isinstance(r, list) or len(r) != 2 or \
+                _int(r[0], 0, INT32_MAX) is None or _int(r[1], 0, INT32_MAX) is None:
+            raise TfwError("%s.%s is not two non-negative integers [first, count]" % (w, key))
+        first, count = _int(r[0], 0, INT32_MAX), _int(r[1], 0, INT32_MAX)
+        if count < 1:
+            raise TfwError("%s.%s: a part holds at least one %s" % (w, key, what))
+        if first != covered:
+            raise TfwError("%s.%s starts at %s %d, not %d (the parts cover the layer's %ss in order, "
+                           "no gap, no overlap)" % (w, key, what, first, covered, what))
+        if count > n - first:
+            raise TfwError("%s.%s [%d, %d] runs past the layer's %d %ss" % (w, key, first, count, n, what))
+        covered = first + count
+    if covered != n:
+        raise TfwError("%s cover %ss 0 to %d of the layer's %d" % (where, what, covered - 1, n))
+
+
 def _check_layers(layers, shapes, d):
     def tensor(l, i, key, optional):
         if key not in l and optional:
@@ -297,6 +338,7 @@ def _check_layers(layers, shapes, d):
             eps = _double(l["norm_eps"])
             if eps is None or not math.isfinite(eps) or not eps > 0:
                 raise TfwError("__metadata__.layers[%d].norm_eps is not a positive number" % i)
+        _check_parts(l, i, kind, heads if kind == "attention" else hidden if kind == "mlp" else 0)
         # model_validate (runtime/model/model.c)
         if (nw is None) != (nb is None):
             raise TfwError("layer %d: a LayerNorm needs both norm_weight and norm_bias" % i)

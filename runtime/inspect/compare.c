@@ -112,10 +112,13 @@ static double sim_at(const TfCompare *cmp, int i, int j) {
     return cmp->sim[(size_t)i * (size_t)cmp->n_heads[1] + (size_t)j];
 }
 
-/* "L6 h0 read_left": head i of side s. */
+/* "L6 h0 read_left": head i of side s; in a layer of several ops, the name
+ * of the op the head belongs to ("L0 h1 hist", not "L0 h1 n+hist"). */
 static void head_label(const TfCompare *cmp, int s, int i, char *buf, size_t n) {
     const TfCompareHead *h = &cmp->heads[s][i];
-    snprintf(buf, n, "L%d h%d %s", h->layer, h->head, cmp->cap[s]->m->layers[h->layer].name);
+    const TfLayer *ly = &cmp->cap[s]->m->layers[h->layer];
+    int part = inspect_part_of(ly, h->head);
+    snprintf(buf, n, "L%d h%d %s", h->layer, h->head, part >= 0 ? ly->parts[part].name : ly->name);
 }
 
 /* The file name without its folders. */

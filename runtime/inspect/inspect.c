@@ -7,6 +7,7 @@
 #include "inspect.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -388,6 +389,61 @@ void inspect_value_text(const TfRegister *reg, int i, char *buf, size_t bufsz) {
         snprintf(buf, bufsz, "#%d", i);
 }
 
+int inspect_part_of(const TfLayer *ly, int unit) {
+    for (int i = 0; i < ly->n_parts; i++)
+        if (unit >= ly->parts[i].first && unit < ly->parts[i].first + ly->parts[i].count) return i;
+    return -1;
+}
+
+/* Appends printf text at buf[*at] (n bytes in all), keeping *at within the
+ * buffer when the text is cut. */
+static void append(char *buf, size_t n, size_t *at, const char *fmt, ...) {
+    if (*at >= n) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(buf + *at, n - *at, fmt, ap);
+    va_end(ap);
+    *at = k < 0 ? n : *at + (size_t)k;
+}
+
+void inspect_part_text(const TfLayer *ly, int i, int flags, char *buf, size_t n) {
+    const TfLayerPart *p = &ly->parts[i];
+    const char *unit = ly->kind == TF_LAYER_ATTENTION ? "head" : "unit";
+    int line = flags & INSPECT_PART_LINE ? p->line : 0;
+    size_t at = 0;
+    buf[0] = '\0';
+    if (!(flags & INSPECT_PART_UNITS))
+        append(buf, n, &at, "%s", p->name);
+    else if (p->count == 1)
+        append(buf, n, &at, "%s %d: %s", unit, p->first, p->name);
+    else
+        append(buf, n, &at, "%ss %d-%d: %s", unit, p->first, p->first + p->count - 1, p->name);
+    if (p->op && line > 0)
+        append(buf, n, &at, " (%s, line %d)", p->op, line);
+    else if (p->op)
+        append(buf, n, &at, " (%s)", p->op);
+    else if (line > 0)
+        append(buf, n, &at, " (line %d)", line);
+}
+
+void inspect_layer_text(const TfLayer *ly, int with_kind, char *buf, size_t n) {
+    size_t at = 0;
+    buf[0] = '\0';
+    if (with_kind) append(buf, n, &at, "%s", tf_layer_kind_names[ly->kind]);
+    if (ly->n_parts == 0) {
+        if (ly->op) append(buf, n, &at, "%s%s", at ? ", " : "", ly->op);
+        if (!with_kind && !ly->op) append(buf, n, &at, "%s", tf_layer_kind_names[ly->kind]);
+        if (ly->line > 0) append(buf, n, &at, ", line %d", ly->line);
+        return;
+    }
+    for (int i = 0; i < ly->n_parts; i++) {
+        char part[160];
+        inspect_part_text(ly, i, INSPECT_PART_UNITS | INSPECT_PART_LINE, part, sizeof part);
+        append(buf, n, &at, "%s%s", at ? "; " : "", part);
+    }
+    if (at >= n && n > 4) memcpy(buf + n - 4, "...", 4); /* cut: say so */
+}
+
 void inspect_output_text(const TfModel *m, int id, char *buf, size_t bufsz) {
     if (m->output_kind == TF_OUTPUT_CLASSIFY && m->class_names && id >= 0 && id < m->n_classes) {
         snprintf(buf, bufsz, "%s", m->class_names[id]);
@@ -764,10 +820,9 @@ void inspect_print_trace(const TfCapture *c, FILE *out) {
             fprintf(out, "  embedding\n");
         } else {
             const TfLayer *ly = &m->layers[layer];
-            fprintf(out, "  layer %d %s  (%s", layer, ly->name, tf_layer_kind_names[ly->kind]);
-            if (ly->op) fprintf(out, ", %s", ly->op);
-            if (ly->line > 0) fprintf(out, ", line %d", ly->line);
-            fprintf(out, ")\n");
+            char what[512];
+            inspect_layer_text(ly, 1, what, sizeof what);
+            fprintf(out, "  layer %d %s  (%s)\n", layer, ly->name, what);
         }
         if (m->n_regs > 0) {
             int wrote = 0;

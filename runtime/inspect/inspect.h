@@ -35,7 +35,9 @@
  * An all-zero token or position register decodes as empty (nothing stored
  * yet, or cleared): that is a normal state, not a flag.
  *
- * A trace prints, after each layer, the registers the layer wrote (those
+ * A trace prints, after each layer (its header names the layer's op and
+ * line, or each op of a layer that holds several, inspect_layer_text), the
+ * registers the layer wrote (those
  * whose columns changed at some position) decoded at every position, and
  * the positions where one of the layer's run-time checks fails. A model
  * that prints a number shows its scalar registers at full precision
@@ -141,6 +143,23 @@ void inspect_value_text(const TfRegister *reg, int i, char *buf, size_t bufsz);
 /* Output `id` of the unembedding: a token as above, or for a classifier
  * the class name. */
 void inspect_output_text(const TfModel *m, int id, char *buf, size_t bufsz);
+
+/* A layer of several ops (model.h's TfLayerPart): the part that holds head
+ * (an MLP: hidden unit) `unit`, or -1 (no parts, or outside them). */
+int inspect_part_of(const TfLayer *ly, int unit);
+/* Part i of a layer as text: "head 0: n (Count, line 10)", "heads 1-2: hist
+ * (Aggregate, line 11)", "units 0-3: out (Map, line 12)", "unit 4: x" with
+ * both of these flags; without INSPECT_PART_UNITS, "hist (Aggregate, line
+ * 11)"; without INSPECT_PART_LINE, "heads 1-2: hist (Aggregate)". */
+#define INSPECT_PART_UNITS 1 /* its heads or hidden units */
+#define INSPECT_PART_LINE 2  /* its source line */
+void inspect_part_text(const TfLayer *ly, int i, int flags, char *buf, size_t n);
+/* What a layer is, for its label: "attention, FindAndStore, line 39" (with
+ * its kind) or "FindAndStore, line 39" (without; the kind when there is no
+ * op); a layer of several ops names each part, "; " between them
+ * ("attention; head 0: n (Count, line 10); heads 1-2: hist (Aggregate, line
+ * 11)"), ending in "..." when cut to n bytes. */
+void inspect_layer_text(const TfLayer *ly, int with_kind, char *buf, size_t n);
 
 /* The position whose logits give the prediction: the last, or for a
  * classifier reading its first position, 0. */

@@ -35,20 +35,27 @@ static void pos_label(const TfCapture *c, int p, char *buf, size_t n) {
 
 static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 
-/* "after layer 3 step_out (StepPosition, line 42)" */
+/* "after layer 3 step_out (StepPosition, line 42)"; a layer of several ops
+ * names each, "after layer 0 n+hist (head 0: n (Count, line 10); heads 1-2:
+ * hist (Aggregate, line 11))". */
 static void block_title(const TfCapture *c, int block, char *buf, size_t n) {
     if (block == 0) {
         snprintf(buf, n, "after the embedding");
         return;
     }
     const TfLayer *ly = &c->m->layers[block - 1];
-    int k = snprintf(buf, n, "after layer %d %s (%s", block - 1, ly->name,
-                     ly->op ? ly->op : tf_layer_kind_names[ly->kind]);
-    if (k < 0 || (size_t)k >= n) return;
-    if (ly->line > 0)
-        snprintf(buf + k, n - (size_t)k, ", line %d)", ly->line);
-    else
-        snprintf(buf + k, n - (size_t)k, ")");
+    char what[160];
+    inspect_layer_text(ly, 0, what, sizeof what);
+    snprintf(buf, n, "after layer %d %s (%s)", block - 1, ly->name, what);
+}
+
+/* "head 3", or in a layer of several ops the op the head belongs to: "head
+ * 1: hist (Aggregate, line 11)". */
+static void head_text(const TfLayer *ly, int head, char *buf, size_t n) {
+    int i = inspect_part_of(ly, head);
+    char part[128];
+    if (i >= 0) inspect_part_text(ly, i, INSPECT_PART_LINE, part, sizeof part);
+    snprintf(buf, n, "head %d%s%s", head, i >= 0 ? ": " : "", i >= 0 ? part : "");
 }
 
 /* --- residual heatmap ------------------------------------------------------ */
@@ -236,11 +243,14 @@ void report_svg_residual(const TfCapture *c, int block, int standalone, FILE *f)
 
 /* --- attention matrix -------------------------------------------------------- */
 
-static Geo att_geo(const TfCapture *c, int layer) {
+static Geo att_geo(const TfCapture *c, int layer, int head) {
     Geo g;
     const TfLayer *ly = &c->m->layers[layer];
-    // "layer 12 NAME, head 3 (bidirectional)", the name cut to 32.
-    size_t name = strlen(ly->name) < 32 ? strlen(ly->name) : 32;
+    // "layer 12 NAME, head 3 (bidirectional)", the name cut to 32; the head
+    // named by its op in a layer of several.
+    char ht[160];
+    head_text(ly, head, ht, sizeof ht);
+    size_t name = (strlen(ly->name) < 32 ? strlen(ly->name) : 32) + strlen(ht) - strlen("head 3");
     g.cw = g.ch = clampi(480 / c->n_pos, 6, 36);
     g.left = 76;
     g.top = 84;
@@ -285,21 +295,31 @@ static void att_cells(const TfCapture *c, int layer, int head, FILE *f) {
 
 void report_svg_attention(const TfCapture *c, int layer, int head, int standalone, FILE *f) {
     const TfLayer *ly = &c->m->layers[layer];
-    Geo g = att_geo(c, layer);
+    Geo g = att_geo(c, layer, head);
     int P = c->n_pos;
-    char label[64];
+    char label[64], ht[160];
+    head_text(ly, head, ht, sizeof ht);
+    int part = inspect_part_of(ly, head);
     draw_svg_open(f, standalone, g.width, g.height);
     fprintf(f,
             " class=\"hm\" data-kind=\"att\" data-layer=\"%d\" data-head=\"%d\" data-x0=\"%d\" "
-            "data-y0=\"%d\" data-cw=\"%d\" data-ch=\"%d\" data-rows=\"%d\" data-cols=\"%d\">\n",
+            "data-y0=\"%d\" data-cw=\"%d\" data-ch=\"%d\" data-rows=\"%d\" data-cols=\"%d\"",
             layer, head, g.left, g.top, g.cw, g.ch, P, P);
-    fprintf(f, "<title>attention, layer %d ", layer);
+    if (part >= 0) { /* the op this head belongs to, for the hover text */
+        fputs(" data-part=\"", f);
+        draw_text(f, ly->parts[part].name);
+        fputc('"', f);
+    }
+    fprintf(f, ">\n<title>attention, layer %d ", layer);
     draw_text(f, ly->name);
-    fprintf(f, ", head %d</title>\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
-            head);
+    fputs(", ", f);
+    draw_text(f, ht);
+    fputs("</title>\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n", f);
     fprintf(f, "<text x=\"4\" y=\"13\" font-size=\"12\" font-weight=\"bold\">layer %d ", layer);
     draw_short(f, ly->name, 32);
-    fprintf(f, ", head %d%s</text>\n", head, ly->causal ? "" : " (bidirectional)");
+    fputs(", ", f);
+    draw_text(f, ht);
+    fprintf(f, "%s</text>\n", ly->causal ? "" : " (bidirectional)");
     fprintf(f, "<text x=\"%d\" y=\"28\" fill=\"#4b5563\">key &#8594;</text>\n", g.left);
     fprintf(f, "<text x=\"4\" y=\"%d\" fill=\"#4b5563\">query &#8595;</text>\n", g.top - 4);
     // Labels as large as the cells allow (a 10 px label's box is 11.6 px
@@ -466,7 +486,8 @@ static const char *const report_js =
     "if(s.kind==='resid'){var v=D.blocks[+s.block][row*D.d+col];return D.names[+s.block]+': "
     "position '+row+' '+tok(row)+', column '+col+(colName(col)?' '+colName(col):'')+' = "
     "'+fmt(v);}\n"
-    "var a=D.att[s.layer+'/'+s.head];return 'layer '+s.layer+' head '+s.head+': query '+row+' '+"
+    "var a=D.att[s.layer+'/'+s.head];return 'layer '+s.layer+' head '+s.head+"
+    "(s.part?' ('+s.part+')':'')+': query '+row+' '+"
     "tok(row)+' -> key '+col+' '+tok(col)+' = '+fmt(a[row*D.P+col]);}\n"
     "var figs=document.querySelectorAll('svg.hm');\n"
     "draw_hover(figs,describe);\n"
@@ -693,18 +714,32 @@ static void write_tokens(const TfModel *m, const int *ids, int from, int to, FIL
     }
 }
 
-/* "layer 6 read_left (attention, GetRelativeToken, line 47)" as an attribute value. */
+/* "layer 6 read_left (attention, GetRelativeToken, line 47)" as an attribute
+ * value; a layer of several ops names each (inspect_layer_text). */
 static void put_layer_title(const TfModel *m, int l, FILE *f) {
     const TfLayer *ly = &m->layers[l];
+    char what[512];
+    inspect_layer_text(ly, 1, what, sizeof what);
     fprintf(f, "layer %d ", l);
     draw_text(f, ly->name);
-    fprintf(f, " (%s", tf_layer_kind_names[ly->kind]);
-    if (ly->op) {
-        fputs(", ", f);
-        draw_text(f, ly->op);
-    }
-    if (ly->line > 0) fprintf(f, ", line %d", ly->line);
+    fputs(" (", f);
+    draw_text(f, what);
     fputc(')', f);
+}
+
+/* The source line of head (hidden unit) `unit` of layer ly: its op's. */
+static int unit_line(const TfLayer *ly, int unit) {
+    int i = inspect_part_of(ly, unit);
+    return i >= 0 ? ly->parts[i].line : ly->line;
+}
+
+/* Whether layer ly holds an op of source line `line` (its own, or one of
+ * its parts'). */
+static int layer_has_line(const TfLayer *ly, int line) {
+    if (ly->n_parts == 0) return ly->line == line;
+    for (int i = 0; i < ly->n_parts; i++)
+        if (ly->parts[i].line == line) return 1;
+    return 0;
 }
 
 /* What the unembedding reads, for compiled models: the output register at
@@ -843,6 +878,23 @@ static void write_toc(const TfCapture *c, const int *flags, FILE *f) {
           f);
 }
 
+/* Under a head's thumbnail, the op it computes: its name and source line
+ * (the part's in a layer of several ops, else the layer's); "head H" for a
+ * head no op names (a learned model's). */
+static void write_thumb_caption(const TfLayer *ly, int h, FILE *f) {
+    int i = inspect_part_of(ly, h);
+    const char *name = i >= 0 ? ly->parts[i].name : ly->name;
+    int line = unit_line(ly, h);
+    fputs("<span class=\"mv-cap\">", f);
+    if (i < 0 && !ly->op && line <= 0) {
+        fprintf(f, "head %d</span>", h);
+        return;
+    }
+    draw_text(f, name);
+    if (line > 0) fprintf(f, "<br>line %d", line);
+    fputs("</span>", f);
+}
+
 /* Every layer in order, as bertviz's and CircuitsVis's model views draw
  * them: an attention layer's heads as small attention matrices, another
  * layer as what it wrote; each links to its layer's section. */
@@ -855,9 +907,10 @@ static void write_model_view(const TfCapture *c, const int *flags, FILE *f) {
     if (w < 116) w = 116;
     fputs("<section id=\"model-view\"><h2>Model view</h2>\n<p>Every layer in order: an attention "
           "layer's heads as their attention matrices (queries down, keys across, white to purple "
-          "as in the full pictures), an MLP as what it added to the residual stream (positions "
-          "down, columns across; red positive, blue negative, scaled to its largest change). "
-          "Click one to open its layer.</p>\n",
+          "as in the full pictures), each under the name and source line of the op it computes (a "
+          "layer may hold several ops side by side), an MLP as what it added to the residual "
+          "stream (positions down, columns across; red positive, blue negative, scaled to its "
+          "largest change). Click one to open its layer.</p>\n",
           f);
     fprintf(f, "<div class=\"mv\" style=\"grid-template-columns:repeat(auto-fill,%dpx)\">\n", w);
     for (int l = 0; l < m->n_layers; l++) {
@@ -872,10 +925,15 @@ static void write_model_view(const TfCapture *c, const int *flags, FILE *f) {
         fputs("</a><div class=\"mv-heads\">", f);
         if (c->att[l]) {
             for (int h = 0; h < ly->n_heads; h++) {
-                fprintf(f, "<a href=\"#layer-%d\" title=\"layer %d ", l, l);
+                char ht[160];
+                head_text(ly, h, ht, sizeof ht);
+                fprintf(f, "<a class=\"mv-head\" href=\"#layer-%d\" title=\"layer %d ", l, l);
                 draw_text(f, ly->name);
-                fprintf(f, ", head %d\">", h);
+                fputs(", ", f);
+                draw_text(f, ht);
+                fputs("\">", f);
                 svg_att_thumb(c, l, h, f);
+                write_thumb_caption(ly, h, f);
                 fputs("</a>", f);
             }
         } else {
@@ -887,22 +945,58 @@ static void write_model_view(const TfCapture *c, const int *flags, FILE *f) {
         }
         fprintf(f, "</div><div class=\"mv-kind\">%s", tf_layer_kind_names[ly->kind]);
         if (c->att[l]) fprintf(f, ", %d head%s", ly->n_heads, ly->n_heads == 1 ? "" : "s");
+        if (ly->n_parts > 0) fprintf(f, ", %d ops", ly->n_parts);
         fputs("</div></div>\n", f);
     }
     fputs("</div></section>\n", f);
 }
 
+/* After an op's line in the program view, where layer l computes it: "L3"
+ * (the layer), then the heads "h1 h2" of an attention layer, or in an MLP of
+ * several ops the hidden units "u0-3" it owns. */
+static void write_line_links(const TfCapture *c, const int *flags, int l, int line, FILE *f) {
+    const TfLayer *ly = &c->m->layers[l];
+    fprintf(f, "<a class=\"ly%s\" href=\"#layer-%d\" title=\"", flags[l + 1] ? " flagged" : "",
+            l);
+    put_layer_title(c->m, l, f);
+    fprintf(f, "\">L%d%s</a>", l, flags[l + 1] ? "&#9888;" : "");
+    for (int h = 0; c->att[l] && h < ly->n_heads; h++) {
+        if (unit_line(ly, h) != line) continue;
+        char ht[160];
+        head_text(ly, h, ht, sizeof ht);
+        fprintf(f, "<a class=\"hd\" href=\"#layer-%d-h%d\" title=\"layer %d, ", l, h, l);
+        draw_text(f, ht);
+        fprintf(f, "\">h%d</a>", h);
+    }
+    for (int i = 0; ly->kind == TF_LAYER_MLP && i < ly->n_parts; i++) {
+        const TfLayerPart *p = &ly->parts[i];
+        if (p->line != line) continue;
+        char pt[160];
+        inspect_part_text(ly, i, INSPECT_PART_UNITS | INSPECT_PART_LINE, pt, sizeof pt);
+        fprintf(f, "<a class=\"un\" href=\"#layer-%d\" title=\"layer %d, ", l, l);
+        draw_text(f, pt);
+        if (p->count == 1)
+            fprintf(f, "\">u%d</a>", p->first);
+        else
+            fprintf(f, "\">u%d-%d</a>", p->first, p->first + p->count - 1);
+    }
+}
+
 /* The source with line numbers; each op's line links to the layers (L)
- * and heads (h) it became. */
+ * and heads (h) or hidden units (u) it became. */
 static void write_program(const TfCapture *c, const int *flags, FILE *f) {
     const TfModel *m = c->m;
     if (!m->source) return;
     int any = 0;
-    for (int l = 0; l < m->n_layers; l++) any |= m->layers[l].line > 0;
+    for (int l = 0; l < m->n_layers; l++) {
+        any |= m->layers[l].line > 0;
+        for (int i = 0; i < m->layers[l].n_parts; i++) any |= m->layers[l].parts[i].line > 0;
+    }
     fputs("<section id=\"program\"><h2>Program</h2>\n<p><code>", f);
     draw_text(f, m->source_name ? m->source_name : "the source");
     fputs(
-        any ? "</code>: each op's line links to the layers (L) and heads (h) it became.</p>\n"
+        any ? "</code>: each op's line links to the layers (L) and heads (h) it became (in a "
+              "layer of several ops, its own heads, or its hidden units (u) in an MLP).</p>\n"
             : "</code>: the layers of this model come from no line of it (learned weights).</p>\n",
         f);
     fputs("<div class=\"scroll\"><table class=\"prog\">\n", f);
@@ -911,23 +1005,14 @@ static void write_program(const TfCapture *c, const int *flags, FILE *f) {
         const char *e = strchr(s, '\n');
         size_t n = e ? (size_t)(e - s) : strlen(s);
         int ops = 0;
-        for (int l = 0; l < m->n_layers; l++) ops += m->layers[l].line == line;
+        for (int l = 0; l < m->n_layers; l++) ops += layer_has_line(&m->layers[l], line);
         fprintf(f,
                 "<tr id=\"line-%d\" data-line=\"%d\"%s><td class=\"ln\">%d</td><td class=\"src\">",
                 line, line, ops ? " class=\"op\"" : "", line);
         draw_escaped(f, s, n);
         fputs("</td><td class=\"to\">", f);
-        for (int l = 0; l < m->n_layers; l++) {
-            if (m->layers[l].line != line) continue;
-            fprintf(f, "<a class=\"ly%s\" href=\"#layer-%d\" title=\"",
-                    flags[l + 1] ? " flagged" : "", l);
-            put_layer_title(m, l, f);
-            fprintf(f, "\">L%d%s</a>", l, flags[l + 1] ? "&#9888;" : "");
-            for (int h = 0; c->att[l] && h < m->layers[l].n_heads; h++)
-                fprintf(
-                    f, "<a class=\"hd\" href=\"#layer-%d-h%d\" title=\"layer %d, head %d\">h%d</a>",
-                    l, h, l, h, h);
-        }
+        for (int l = 0; l < m->n_layers; l++)
+            if (layer_has_line(&m->layers[l], line)) write_line_links(c, flags, l, line, f);
         fputs("</td></tr>\n", f);
         s += n + (e ? 1 : 0);
     }
@@ -948,23 +1033,64 @@ static void write_layer_table(const TfCapture *c, const int *flags, FILE *f) {
         fprintf(f, "</td><td>%s", tf_layer_kind_names[ly->kind]);
         if (ly->kind == TF_LAYER_ATTENTION)
             fprintf(f, ", %d head%s", ly->n_heads, ly->n_heads == 1 ? "" : "s");
+        if (ly->n_parts > 0) fprintf(f, ", %d ops", ly->n_parts);
         fputs("</td><td>", f);
-        if (ly->op) draw_text(f, ly->op);
+        // A layer of several ops: one line in each cell per op.
+        int n_ops = ly->n_parts > 0 ? ly->n_parts : 1;
+        for (int i = 0; i < n_ops; i++) {
+            char pt[160];
+            if (i) fputs("<br>", f);
+            if (ly->n_parts > 0) {
+                inspect_part_text(ly, i, INSPECT_PART_UNITS, pt, sizeof pt);
+                draw_text(f, pt);
+            } else if (ly->op) {
+                draw_text(f, ly->op);
+            }
+        }
         fputs("</td><td>", f);
-        size_t n = 0;
-        const char *src = source_line(m, ly->line, &n);
-        if (src)
-            fprintf(f, "<a href=\"#line-%d\">%d</a>", ly->line, ly->line);
-        else if (ly->line > 0)
-            fprintf(f, "%d", ly->line);
+        for (int i = 0; i < n_ops; i++) {
+            int line = ly->n_parts > 0 ? ly->parts[i].line : ly->line;
+            size_t n = 0;
+            if (i) fputs("<br>", f);
+            if (source_line(m, line, &n))
+                fprintf(f, "<a href=\"#line-%d\">%d</a>", line, line);
+            else if (line > 0)
+                fprintf(f, "%d", line);
+        }
         fputs("</td><td class=\"m\">", f);
-        if (src) draw_escaped(f, src, n);
+        for (int i = 0; i < n_ops; i++) {
+            size_t n = 0;
+            const char *src = source_line(m, ly->n_parts > 0 ? ly->parts[i].line : ly->line, &n);
+            if (i) fputs("<br>", f);
+            if (src) draw_escaped(f, src, n);
+        }
         fputs("</td><td>", f);
         write_wrote(c, l + 1, f);
         fprintf(f, "</td><td%s>%s</td></tr>\n", flags[l + 1] ? " class=\"flagged\"" : "",
                 flags[l + 1] ? "&#9888;" : "");
     }
     fputs("</table></section>\n", f);
+}
+
+/* The source lines of a layer's ops, each linked to the program view:
+ * "  47 | read_left: ...", one line per op of a layer of several. */
+static void write_source_lines(const TfModel *m, const TfLayer *ly, FILE *f) {
+    int n_ops = ly->n_parts > 0 ? ly->n_parts : 1, open = 0;
+    for (int i = 0; i < n_ops; i++) {
+        int line = ly->n_parts > 0 ? ly->parts[i].line : ly->line;
+        size_t n = 0;
+        const char *src = source_line(m, line, &n);
+        if (!src) continue;
+        int seen = 0; /* two ops of one line show it once */
+        for (int j = 0; j < i; j++) seen |= ly->parts[j].line == line;
+        if (seen) continue;
+        char num[16]; /* right-aligned in 4, the link on the digits only */
+        int w = snprintf(num, sizeof num, "%d", line);
+        fprintf(f, "%s%*s<a href=\"#line-%s\">%s</a> | ", open++ ? "\n" : "<pre>",
+                w < 4 ? 4 - w : 0, "", num, num);
+        draw_escaped(f, src, n);
+    }
+    if (open) fputs("</pre>\n", f);
 }
 
 /* One collapsible section per block: decoded registers, residual heatmap,
@@ -980,10 +1106,15 @@ static void write_blocks(const TfCapture *c, const int *flags, FILE *f) {
             fprintf(f, "<details class=\"layer\" id=\"embedding\"%s><summary>",
                     open ? " open" : "");
         else
-            fprintf(f,
-                    "<details class=\"layer\" id=\"layer-%d\" data-layer=\"%d\" data-line=\"%d\"%s>"
-                    "<summary>",
-                    l, l, m->layers[l].line, open ? " open" : "");
+            fprintf(f, "<details class=\"layer\" id=\"layer-%d\" data-layer=\"%d\" data-line=\"%d\"",
+                    l, l, m->layers[l].line);
+        if (l >= 0 && m->layers[l].n_parts > 0) { /* every op's line, for the program view */
+            fputs(" data-lines=\"", f);
+            for (int i = 0; i < m->layers[l].n_parts; i++)
+                fprintf(f, "%s%d", i ? " " : "", m->layers[l].parts[i].line);
+            fputc('"', f);
+        }
+        if (l >= 0) fprintf(f, "%s><summary>", open ? " open" : "");
         draw_text(f, title);
         if (b > 0) {
             fputs(" &#8212; changed ", f);
@@ -993,23 +1124,13 @@ static void write_blocks(const TfCapture *c, const int *flags, FILE *f) {
             fprintf(f, " <span class=\"flagged\">&#9888; %d cell%s flagged</span>", flags[b],
                     flags[b] == 1 ? "" : "s");
         fputs("</summary>\n", f);
-        if (l >= 0 && m->layers[l].line > 0) {
-            size_t n = 0;
-            const char *src = source_line(m, m->layers[l].line, &n);
-            if (src) {
-                char num[16]; /* right-aligned in 4, the link on the digits only */
-                int w = snprintf(num, sizeof num, "%d", m->layers[l].line);
-                fprintf(f, "<pre>%*s<a href=\"#line-%s\">%s</a> | ", w < 4 ? 4 - w : 0, "", num,
-                        num);
-                draw_escaped(f, src, n);
-                fputs("</pre>\n", f);
-            }
-        }
+        if (l >= 0) write_source_lines(m, &m->layers[l], f);
         write_decoded(c, b, f);
         fputs("<div class=\"figs\">\n", f);
         report_svg_residual(c, b, 0, f);
         for (int h = 0; l >= 0 && c->att[l] && h < m->layers[l].n_heads; h++) {
-            fprintf(f, "<div class=\"fig\" id=\"layer-%d-h%d\">", l, h);
+            fprintf(f, "<div class=\"fig\" id=\"layer-%d-h%d\" data-line=\"%d\">", l, h,
+                    unit_line(&m->layers[l], h));
             report_svg_attention(c, l, h, 0, f);
             fputs("</div>\n", f);
         }

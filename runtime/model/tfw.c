@@ -433,6 +433,103 @@ static int read_layer_norm(const Reader *r, const cJSON *l, int li, int required
     return 0;
 }
 
+/* parts (optional; attention and MLP layers only): the ops a scheduled
+ * layer holds side by side, [{"name", "op", "line", "heads": [first,
+ * count]}, ...] ("units" for an MLP's hidden units), which must cover every
+ * head (unit) 0..n-1 in order, no gap, no overlap. On success *parts is a
+ * calloc'd array whose strings point into l (model_add_layer copies them),
+ * *n its length; no parts: NULL, 0. */
+static int read_layer_parts(const cJSON *l, int li, TfLayerKind kind, int n_units,
+                            TfLayerPart **parts, int *n, TfError *err) {
+    *parts = NULL;
+    *n = 0;
+    const cJSON *ps = cJSON_GetObjectItemCaseSensitive(l, "parts");
+    if (!ps) return 0;
+    if (kind == TF_LAYER_NORM) {
+        tf_error_set(err, "__metadata__.layers[%d].parts: a norm layer has no parts", li);
+        return -1;
+    }
+    int count = cJSON_GetArraySize(ps);
+    if (!cJSON_IsArray(ps) || count < 1) {
+        tf_error_set(err, "__metadata__.layers[%d].parts is not a non-empty array", li);
+        return -1;
+    }
+    const char *key = kind == TF_LAYER_ATTENTION ? "heads" : "units";
+    const char *other = kind == TF_LAYER_ATTENTION ? "units" : "heads";
+    const char *what = kind == TF_LAYER_ATTENTION ? "head" : "hidden unit";
+    TfLayerPart *out = calloc((size_t)count, sizeof *out);
+    if (!out) {
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    int i = 0, next = 0; /* the first head (unit) no part has covered yet */
+    const cJSON *p;
+    cJSON_ArrayForEach(p, ps) {
+        const char *name = obj_str(p, "name");
+        const cJSON *op = cJSON_GetObjectItemCaseSensitive(p, "op");
+        const cJSON *range = cJSON_GetObjectItemCaseSensitive(p, key);
+        int64_t line, first, cnt;
+        if (!cJSON_IsObject(p) || !name || !*name) {
+            tf_error_set(err, "__metadata__.layers[%d].parts[%d] needs a name", li, i);
+            goto fail;
+        }
+        if (op && !cJSON_IsString(op)) {
+            tf_error_set(err, "__metadata__.layers[%d].parts[%d].op is not a string", li, i);
+            goto fail;
+        }
+        if (obj_int(p, "line", 0, INT32_MAX, 1, 0, &line) < 0) {
+            tf_error_set(err, "__metadata__.layers[%d].parts[%d].line is not a line number", li, i);
+            goto fail;
+        }
+        if (cJSON_GetObjectItemCaseSensitive(p, other)) {
+            tf_error_set(err, "__metadata__.layers[%d].parts[%d] has %s, but a part of an %s "
+                              "layer has %s",
+                         li, i, other, tf_layer_kind_names[kind], key);
+            goto fail;
+        }
+        if (!cJSON_IsArray(range) || cJSON_GetArraySize(range) != 2 ||
+            json_int(cJSON_GetArrayItem(range, 0), 0, INT32_MAX, &first) < 0 ||
+            json_int(cJSON_GetArrayItem(range, 1), 0, INT32_MAX, &cnt) < 0) {
+            tf_error_set(err, "__metadata__.layers[%d].parts[%d].%s is not two non-negative "
+                              "integers [first, count]",
+                         li, i, key);
+            goto fail;
+        }
+        if (cnt < 1) {
+            tf_error_set(err, "__metadata__.layers[%d].parts[%d].%s: a part holds at least one %s",
+                         li, i, key, what);
+            goto fail;
+        }
+        if (first != next) {
+            tf_error_set(err, "__metadata__.layers[%d].parts[%d].%s starts at %s %lld, not %d "
+                              "(the parts cover the layer's %ss in order, no gap, no overlap)",
+                         li, i, key, what, (long long)first, next, what);
+            goto fail;
+        }
+        if (cnt > n_units - first) {
+            tf_error_set(err, "__metadata__.layers[%d].parts[%d].%s [%lld, %lld] runs past the "
+                              "layer's %d %ss",
+                         li, i, key, (long long)first, (long long)cnt, n_units, what);
+            goto fail;
+        }
+        out[i] = (TfLayerPart){(char *)name, op ? op->valuestring : NULL, (int)line, (int)first,
+                               (int)cnt};
+        next = (int)(first + cnt);
+        i++;
+    }
+    if (next != n_units) {
+        tf_error_set(err, "__metadata__.layers[%d].parts cover %ss 0 to %d of the layer's %d", li,
+                     what, next - 1, n_units);
+        goto fail;
+    }
+    *parts = out;
+    *n = count;
+    return 0;
+fail:
+    free(out);
+    return -1;
+}
+
 static int read_layer(const Reader *r, const cJSON *l, int li, TfError *err) {
     TfLayer ly = model_layer_init(TF_LAYER_ATTENTION);
     const char *kind = obj_str(l, "kind");
@@ -513,7 +610,12 @@ static int read_layer(const Reader *r, const cJSON *l, int li, TfError *err) {
         tf_error_set(err, "__metadata__.layers[%d]: unknown kind '%s'", li, kind);
         return -1;
     }
-    return model_add_layer(r->m, &ly, err) < 0 ? -1 : 0;
+    if (read_layer_parts(l, li, ly.kind, ly.kind == TF_LAYER_ATTENTION ? ly.n_heads : ly.d_hidden,
+                         &ly.parts, &ly.n_parts, err) < 0)
+        return -1;
+    int rc = model_add_layer(r->m, &ly, err);
+    free(ly.parts); /* the strings were l's; model_add_layer copied them */
+    return rc < 0 ? -1 : 0;
 }
 
 /* output_kind ("next_token", the default, or "classify"); for a classifier
@@ -864,6 +966,35 @@ TfModel *tfw_read(const char *path, TfError *err) {
 
 /* ---- writing ------------------------------------------------------------- */
 
+/* A layer's parts as the reader wants them (read_layer_parts); NULL when
+ * out of memory. */
+static cJSON *parts_json(const TfLayer *l) {
+    const char *key = l->kind == TF_LAYER_ATTENTION ? "heads" : "units";
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < l->n_parts; i++) {
+        const TfLayerPart *p = &l->parts[i];
+        cJSON *o = cJSON_CreateObject();
+        if (o && !cJSON_AddItemToArray(a, o)) {
+            cJSON_Delete(o);
+            o = NULL;
+        }
+        // Once in the array, o is deleted with it.
+        int ok = o && cJSON_AddStringToObject(o, "name", p->name) &&
+                 (!p->op || cJSON_AddStringToObject(o, "op", p->op)) &&
+                 (p->line <= 0 || cJSON_AddNumberToObject(o, "line", p->line));
+        cJSON *range = ok ? cJSON_CreateArray() : NULL;
+        ok = range && cJSON_AddItemToObject(o, key, range);
+        if (!ok) cJSON_Delete(range);
+        ok = ok && cJSON_AddItemToArray(range, cJSON_CreateNumber(p->first)) &&
+             cJSON_AddItemToArray(range, cJSON_CreateNumber(p->count));
+        if (!ok) {
+            cJSON_Delete(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
 static cJSON *layer_json(const TfModel *m, const TfLayer *l) {
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;
@@ -872,6 +1003,14 @@ static cJSON *layer_json(const TfModel *m, const TfLayer *l) {
     cJSON_AddStringToObject(o, "name", l->name);
     if (l->op) cJSON_AddStringToObject(o, "op", l->op);
     if (l->line > 0) cJSON_AddNumberToObject(o, "line", l->line);
+    if (l->n_parts > 0) {
+        cJSON *parts = parts_json(l);
+        if (!parts || !cJSON_AddItemToObject(o, "parts", parts)) {
+            cJSON_Delete(parts);
+            cJSON_Delete(o);
+            return NULL;
+        }
+    }
     if (l->norm_weight >= 0) {
         cJSON_AddStringToObject(o, "norm_weight", t[l->norm_weight].name);
         cJSON_AddStringToObject(o, "norm_bias", t[l->norm_bias].name);

@@ -3,8 +3,9 @@
  *   tfinfo [--] WEIGHTS.tfw
  *
  * Prints the vocabulary, the position encoding, the register layout, every
- * layer (kind, the op and source line it came from, its tensors' shapes and
- * parameter count), every tensor, the generation settings and the embedded
+ * layer (kind, the op and source line it came from, or for a layer that
+ * holds several ops each op's heads or hidden units, name, op and line; its
+ * tensors' shapes and parameter count), every tensor, the generation settings and the embedded
  * source. Exit status: 0 success; 1 a bad weight file; 2 usage error.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -111,19 +112,45 @@ static void print_registers(const TfModel *m) {
     }
 }
 
+/* The ops a scheduled layer holds, one a line:
+ * "      heads 1-2: hist (Aggregate, line 11)", "      unit 5: x". */
+static void print_layer_parts(const TfLayer *ly) {
+    const char *unit = ly->kind == TF_LAYER_ATTENTION ? "head" : "unit";
+    for (int i = 0; i < ly->n_parts; i++) {
+        const TfLayerPart *p = &ly->parts[i];
+        if (p->count == 1)
+            printf("      %s %d: %s", unit, p->first, p->name);
+        else
+            printf("      %ss %d-%d: %s", unit, p->first, p->first + p->count - 1, p->name);
+        if (p->op && p->line > 0)
+            printf(" (%s, line %d)", p->op, p->line);
+        else if (p->op)
+            printf(" (%s)", p->op);
+        else if (p->line > 0)
+            printf(" (line %d)", p->line);
+        fputc('\n', stdout);
+    }
+}
+
 static void print_layers(const TfModel *m) {
     printf("\nlayers: %d (a layer's parameters count its shared tensors too)\n", m->n_layers);
     for (int l = 0; l < m->n_layers; l++) {
         const TfLayer *ly = &m->layers[l];
         printf("  %3d %-14s %s", l, ly->name, tf_layer_kind_names[ly->kind]);
-        if (ly->op) printf("%*s %-18s", 9 - (int)strlen(tf_layer_kind_names[ly->kind]), "", ly->op);
-        if (ly->line > 0) printf(" line %d", ly->line);
+        // A layer of several ops: its op and line are the first part's; the
+        // parts below say each one's.
+        if (ly->n_parts > 0)
+            printf("%*s %d ops", 9 - (int)strlen(tf_layer_kind_names[ly->kind]), "", ly->n_parts);
+        else if (ly->op)
+            printf("%*s %-18s", 9 - (int)strlen(tf_layer_kind_names[ly->kind]), "", ly->op);
+        if (ly->line > 0 && ly->n_parts == 0) printf(" line %d", ly->line);
         fputc('\n', stdout);
         size_t n = 0;
         if (ly->kind == TF_LAYER_ATTENTION) {
             printf("      %d head%s, d_head %d, d_vhead %d, scale %g, %s\n", ly->n_heads,
                    ly->n_heads == 1 ? "" : "s", ly->d_head, ly->d_vhead, (double)ly->scale,
                    ly->causal ? "causal" : "bidirectional");
+            print_layer_parts(ly);
             n += print_layer_tensor(m, "query", ly->query);
             n += print_layer_tensor(m, "key", ly->key);
             n += print_layer_tensor(m, "value", ly->value);
@@ -134,6 +161,7 @@ static void print_layers(const TfModel *m) {
             n += print_layer_tensor(m, "output_bias", ly->output_bias);
         } else if (ly->kind == TF_LAYER_MLP) {
             printf("      d_hidden %d, %s\n", ly->d_hidden, tf_activation_names[ly->act]);
+            print_layer_parts(ly);
             n += print_layer_tensor(m, "fc1_weight", ly->fc1_weight);
             n += print_layer_tensor(m, "fc1_bias", ly->fc1_bias);
             n += print_layer_tensor(m, "fc2_weight", ly->fc2_weight);
