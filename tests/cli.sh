@@ -376,11 +376,12 @@ expect "parts: --trace names each op of a merged attention layer" 0 \
 expect "parts: --trace names each op of a merged MLP" 0 \
     "~  layer 1 out+x  (mlp; units 0-3: out (Map, line 12); units 4-5: x (line 13))" "" \
     -- "$TFRUN" "$P" --trace "abc"
-# A compiled program whose ops tfc runs side by side (pattern.tfp: p1 and p2
-# one MLP, t1 and t2 the two heads of one attention layer): tfc -v names the
+# A compiled program whose ops tfc runs side by side (pattern.tfp: t1 and t2
+# the two heads of its first layer, reading the positions through p1 and
+# p2, compiler/fuse.c): tfc -v names the
 # ops of each such layer, the same ones, in the same order, as tfinfo lists.
 "$TFC" -v "$SRC/programs/pattern.tfp" -o "$tmp/pattern.tfw" >"$tmp/pattern-v.txt"
-expect "parts: tfc -v names the heads' ops" 0 "~  layer 1: attention, 2 heads: t1 (line 13), t2 (line 14)" "" \
+expect "parts: tfc -v names the heads' ops" 0 "~  layer 0: attention, 2 heads: t1 (line 13), t2 (line 14)" "" \
     -- cat "$tmp/pattern-v.txt"
 want_merged=$("$TFINFO" "$tmp/pattern.tfw" | awk '
     $1 ~ /^[0-9]+$/ && $3 ~ /^(attention|mlp|norm)$/ {l = $1; merged = $5 == "ops"}
