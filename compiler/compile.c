@@ -50,14 +50,15 @@ static TfModel *learned_model(const TfIr *ir, TfDiag *diag, TfError *err) {
 
 /* The source, its file name and what made the model (`made_by`). */
 static int attach_source(TfModel *m, const char *filename, const char *source, size_t len,
-                         int opt_level) {
+                         int opt_level, int no_schedule) {
     const char *base = strrchr(filename, '/');
     base = base ? base + 1 : filename;
     m->source = dup_text(source, len);
     m->source_name = dup_text(base, strlen(base));
-    char made_by[96];
-    snprintf(made_by, sizeof made_by, "{\"tool\":\"tfc\",\"version\":\"%s\",\"options\":{\"O\":%d}}",
-             TF_VERSION, opt_level);
+    char made_by[128];
+    snprintf(made_by, sizeof made_by,
+             "{\"tool\":\"tfc\",\"version\":\"%s\",\"options\":{\"O\":%d%s}}", TF_VERSION,
+             opt_level, no_schedule ? ",\"schedule\":false" : "");
     m->made_by = dup_text(made_by, strlen(made_by));
     return m->source && m->source_name && m->made_by ? 0 : -1;
 }
@@ -133,7 +134,7 @@ TfModel *compile_source_opts(const char *filename, const char *source, size_t le
         if (m && scheduled)
             m = schedule(m, max_params, &diag, err);
     }
-    if (m && attach_source(m, filename, source, len, opts->opt_level) < 0) {
+    if (m && attach_source(m, filename, source, len, opts->opt_level, opts->no_schedule) < 0) {
         tf_error_set(err, "out of memory");
         model_free(m);
         m = NULL;

@@ -1,6 +1,6 @@
 /* tfc: compile a .tfp program into a .tfw weight file.
  *
- *   tfc [-O | -O0] [-v] [-o OUT.tfw] [--max-params=N] [--] PROGRAM.tfp
+ *   tfc [-O | -O0] [--no-schedule] [-v] [-o OUT.tfw] [--max-params=N] [--] PROGRAM.tfp
  *
  * -v prints what was written: the layers, heads, hidden units, tensors and
  * parameters, then one line for each layer that holds several ops (tfc's
@@ -36,6 +36,8 @@ static void usage(FILE *f) {
                "  -O               optimized constructions: heads of their true rank, only the\n"
                "                   registers each layer needs, exact ReLU steps (the default)\n"
                "  -O0              seed 001's constructions, dense, to the float\n"
+               "  --no-schedule    at -O, keep one layer per op in program order (no MLP\n"
+               "                   fusion, no ops side by side, no dead columns dropped)\n"
                "  -v, --verbose    print a summary of what was written (and the ops each\n"
                "                   layer of several ops holds)\n"
                "  --max-params=N   refuse a model of more than N parameters before building\n"
@@ -78,12 +80,14 @@ static void print_merged_layers(const TfModel *m) {
 int main(int argc, char **argv) {
     const char *src_path = NULL, *out_path = NULL;
     int verbose = 0, opt_level = 1;
-    enum { OPT_VERSION = 256, OPT_MAX_PARAMS };
+    enum { OPT_VERSION = 256, OPT_MAX_PARAMS, OPT_NO_SCHEDULE };
+    int no_schedule = 0;
     size_t max_params = 0;
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'}, {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, OPT_VERSION},
         {"max-params", required_argument, NULL, OPT_MAX_PARAMS},
+        {"no-schedule", no_argument, NULL, OPT_NO_SCHEDULE},
         {NULL, 0, NULL, 0}};
     int c;
     opterr = 0;
@@ -101,6 +105,7 @@ int main(int argc, char **argv) {
                 return TFC_EXIT_USAGE;
             }
             break;
+        case OPT_NO_SCHEDULE: no_schedule = 1; break;
         case 'h': usage(stdout); return cli_flush_stdout("tfc") < 0 ? TFC_EXIT_USAGE : 0;
         case OPT_VERSION: cli_version("tfc"); return cli_flush_stdout("tfc") < 0 ? TFC_EXIT_USAGE : 0;
         case OPT_MAX_PARAMS: {
@@ -155,7 +160,7 @@ int main(int argc, char **argv) {
     }
 
     int n_errors = 0;
-    TfCompileOptions opts = {opt_level, max_params, 0};
+    TfCompileOptions opts = {opt_level, max_params, no_schedule};
     TfModel *m = compile_source_opts(src_path, source, len, &opts, stderr, &n_errors, &err);
     int status = 0;
     if (!m && n_errors > 0) {

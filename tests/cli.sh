@@ -447,6 +447,13 @@ expect "general: where the positions agree it runs" 0 "$(printf '^aaaa\taaaa')" 
 printf 'vocab "ab"; output tokens;\n' >"$tmp/echo.tfp"
 expect "tfc: output tokens over the whole vocabulary compiles" 0 "" "" -- "$TFC" "$tmp/echo.tfp" -o "$tmp/echo.tfw"
 expect "tfrun runs it (it has unembed.weight)" 0 "~ab" "" -- "$TFRUN" "$tmp/echo.tfw" "ab"
+# --no-schedule: one layer per op (histogram: Count's two layers and the Map),
+# recorded in made_by; the default composes Count's steps with the Map.
+"$TFC" --no-schedule "$SRC/programs/histogram.tfp" -o "$tmp/hist-ns.tfw"
+expect "tfc --no-schedule keeps one layer per op" 0 "~, 3 layers," "" -- "$TFINFO" "$tmp/hist-ns.tfw"
+expect "tfc --no-schedule is in made_by" 0 '~"schedule":false' "" -- "$TFINFO" "$tmp/hist-ns.tfw"
+"$TFC" "$SRC/programs/histogram.tfp" -o "$tmp/hist-s.tfw"
+expect "tfc schedules by default" 0 "~, 2 layers," "" -- "$TFINFO" "$tmp/hist-s.tfw"
 # --max-params: the limit, and its usage errors.
 expect "tfc --max-params refuses a larger model" 1 "" \
     "error: this Aggregate becomes a layer of" -- "$TFC" --max-params 2000 "$tmp/tie.tfp" -o "$tmp/tie2.tfw"
