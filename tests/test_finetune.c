@@ -119,7 +119,7 @@ static void mask_of(const TfModel *m, const char *const *specs, int n, int first
 }
 
 START_TEST(test_rules) {
-    TfModel *m = tf_compile_program_opt("tests/data/segments_bug.tfp", 1);
+    TfModel *m = tf_compile_program_opts("tests/data/segments_bug.tfp", 1, 1);
     char got[2048];
     static const struct {
         const char *specs[3];
@@ -177,8 +177,8 @@ END_TEST
  * bytes, every trained one moves; the checkpoint has optimizer state for
  * the trained tensors alone. */
 START_TEST(test_frozen_tensors_keep_their_bytes) {
-    TfModel *m = tf_compile_program_opt("tests/data/segments_bug.tfp", 1);
-    TfModel *before = tf_compile_program_opt("tests/data/segments_bug.tfp", 1);
+    TfModel *m = tf_compile_program_opts("tests/data/segments_bug.tfp", 1, 1);
+    TfModel *before = tf_compile_program_opts("tests/data/segments_bug.tfp", 1, 1);
     TfFinetuneRules rules = {0};
     finetune_rule_add(&rules, 0, "all");
     finetune_rule_add(&rules, 1, "seg,layers.2.attn.value");

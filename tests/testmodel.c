@@ -11,14 +11,16 @@
 #include "compile.h"
 #include "testutil.h"
 
-static TfModel *compile_or_fail(const char *name, const char *src, size_t len, int opt_level) {
+static TfModel *compile_or_fail(const char *name, const char *src, size_t len, int opt_level,
+                                int no_schedule) {
     char *diags = NULL;
     size_t diags_len = 0;
     FILE *out = open_memstream(&diags, &diags_len);
     ck_assert_ptr_nonnull(out);
     int n_errors = 0;
     TfError err = {""};
-    TfModel *m = compile_source(name, src, len, opt_level, out, &n_errors, &err);
+    TfCompileOptions opts = {opt_level, 0, no_schedule};
+    TfModel *m = compile_source_opts(name, src, len, &opts, out, &n_errors, &err);
     fclose(out);
     if (!m) ck_abort_msg("%s does not compile (%d errors): %s%s", name, n_errors, err.msg, diags);
     free(diags);
@@ -28,18 +30,22 @@ static TfModel *compile_or_fail(const char *name, const char *src, size_t len, i
 TfModel *tf_compile_program(const char *relpath) { return tf_compile_program_opt(relpath, 0); }
 
 TfModel *tf_compile_program_opt(const char *relpath, int opt_level) {
+    return tf_compile_program_opts(relpath, opt_level, 0);
+}
+
+TfModel *tf_compile_program_opts(const char *relpath, int opt_level, int no_schedule) {
     char path[2048];
     snprintf(path, sizeof path, "%s/%s", tf_env_path("TF_SOURCE_DIR"), relpath);
     size_t len = 0;
     char *src = tf_read_file(path, &len);
     ck_assert_msg(src != NULL, "cannot read %s", path);
-    TfModel *m = compile_or_fail(relpath, src, len, opt_level);
+    TfModel *m = compile_or_fail(relpath, src, len, opt_level, no_schedule);
     free(src);
     return m;
 }
 
 TfModel *tf_compile_text(const char *source) {
-    return compile_or_fail("<test>", source, strlen(source), 0);
+    return compile_or_fail("<test>", source, strlen(source), 0, 0);
 }
 
 int tf_compare_floats(const float *got, const float *want, size_t n, double rtol, double atol,

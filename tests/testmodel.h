@@ -17,6 +17,8 @@
 TfModel *tf_compile_program(const char *relpath);
 /* The same at a given optimization level (0: -O0, 1: -O). */
 TfModel *tf_compile_program_opt(const char *relpath, int opt_level);
+/* The same, one layer per op when no_schedule (tfc --no-schedule). */
+TfModel *tf_compile_program_opts(const char *relpath, int opt_level, int no_schedule);
 /* Compiles program text given inline (-O0). */
 TfModel *tf_compile_text(const char *source);
 
