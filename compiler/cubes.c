@@ -1,16 +1,17 @@
 /* cubes.c: a table's combinations grouped into cubes of one result (cubes.h).
  *
  * For a set S of fixed inputs, an assignment a of values to S names a box:
- * the combinations that agree with a. The box is a leaf of every tree that
- * reaches it when the result is the same over it (and its free inputs may be
- * free). N(S) counts the assignments to S whose box is such a leaf with a
- * result. A tree that fixes the inputs in the order s_1, s_2, ... reaches
- * S_j = {s_1..s_j} at every assignment whose parent box (on S_{j-1}) is not
- * a leaf; the leaves with a result among them are N(S_j) less the children
- * of leaves above, N(S_{j-1}) times the size of s_j (a leaf's children are
- * leaves with its result). So a tree's count is a sum along its path of
- * sets from {} to all inputs, and the best order is a shortest path over the
- * 2^n sets (n <= TF_GEN_MAX_INPUTS), each N(S) one pass over the table.
+ * the combinations that agree with a. A box is a leaf when the result is the
+ * same over it (and the inputs it leaves free may be free), or when no
+ * combination in it has a result. Otherwise the tree splits it on one of the
+ * inputs still free, into one box per value, and the best tree for the box
+ * splits on the input whose boxes need the fewest leaves with a result in
+ * all (then the fewest columns read). Every box of every set is solved once,
+ * the sets with more inputs first: prod (1 + size) boxes in all, each split
+ * costing its size per input. An input of one value is never worth fixing
+ * (it splits nothing): it is free when it may be, fixed otherwise, and left
+ * out of the sets. A table whose boxes would be more than MAX_BOXES keeps one
+ * cube per combination with a result, as before.
  */
 #include "cubes.h"
 
@@ -18,56 +19,36 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EMPTY (-1) /* every combination of the box is without a result */
+#define EMPTY (-1) /* no combination of the box has a result */
 #define MIXED (-2) /* not a leaf: results differ, or a free input may hold no value */
-#define UNSET (-3)
+#define MAX_BOXES (1L << 22)
 
-typedef struct Table {
-    const int *size;
-    int n;
-    long n_combo;
-    const int *result;
-    unsigned may_free;
-} Table;
+typedef struct Boxes {
+    int n;                           /* inputs of more than one value */
+    int in[TF_GEN_MAX_INPUTS];       /* their indices in the table */
+    int size[TF_GEN_MAX_INPUTS];
+    unsigned may_free;               /* bit j: in[j] may be free */
+    long off[1 << TF_GEN_MAX_INPUTS]; /* where set S's boxes start */
+    long count[1 << TF_GEN_MAX_INPUTS];
+    int *val;     /* per box: its one result, EMPTY or MIXED */
+    int *leaves;  /* leaves with a result of its best tree */
+    int *reads;   /* and the columns they read in all */
+    signed char *split; /* the input it splits on, -1: a leaf */
+} Boxes;
 
-/* The boxes of the inputs in S: box[t] for the assignment t (mixed radix over
- * S's inputs, first fastest) is its one result, EMPTY or MIXED. Returns how
- * many are leaves with a result. */
-static long boxes(const Table *T, unsigned S, int *box) {
-    long stride[TF_GEN_MAX_INPUTS], m = 1;
-    for (int i = 0; i < T->n; i++) {
-        stride[i] = S >> i & 1 ? m : 0;
-        if (S >> i & 1) m *= T->size[i];
-    }
-    for (long t = 0; t < m; t++) box[t] = UNSET;
-    int idx[TF_GEN_MAX_INPUTS] = {0};
-    long t = 0;
-    for (long c = 0; c < T->n_combo; c++) {
-        int r = T->result[c];
-        if (box[t] == UNSET) box[t] = r;
-        else if (box[t] != r) box[t] = MIXED;
-        for (int i = 0; i < T->n; i++) { // the next combination, first input fastest
-            if (++idx[i] < T->size[i]) {
-                t += stride[i];
-                break;
-            }
-            t -= stride[i] * (T->size[i] - 1);
-            idx[i] = 0;
-        }
-    }
-    unsigned all = (1u << T->n) - 1;
-    int may_leaf = (all & ~S & ~T->may_free) == 0;
-    long n = 0;
-    for (t = 0; t < m; t++) {
-        if (box[t] >= 0 && !may_leaf) box[t] = MIXED;
-        n += box[t] >= 0;
-    }
-    return n;
+/* The stride of input j among S's (mixed radix over S's inputs, first fastest). */
+static long stride_in(const Boxes *B, unsigned S, int j) {
+    long st = 1;
+    for (int i = 0; i < j; i++)
+        if (S >> i & 1) st *= B->size[i];
+    return st;
 }
 
-typedef struct Cost {
-    long leaves, reads; /* leaves with a result; columns they read in all */
-} Cost;
+/* Box a of S, split on j (not in S): its child for value x, in S | j's boxes. */
+static long child(const Boxes *B, unsigned S, int j, long a, int x) {
+    long st = stride_in(B, S, j);
+    return a % st + st * (x + (long)B->size[j] * (a / st));
+}
 
 static int n_set(unsigned S) {
     int k = 0;
@@ -75,8 +56,77 @@ static int n_set(unsigned S) {
     return k;
 }
 
-static int cheaper(Cost a, Cost b) {
-    return a.leaves != b.leaves ? a.leaves < b.leaves : a.reads < b.reads;
+/* Solves every box of S from the boxes of its supersets. */
+static void solve_set(Boxes *B, unsigned S, const int *result) {
+    unsigned all = (1u << B->n) - 1;
+    long m = B->count[S], o = B->off[S];
+    int *val = B->val + o, *lv = B->leaves + o, *rd = B->reads + o;
+    signed char *sp = B->split + o;
+    if (S == all) {
+        memcpy(val, result, (size_t)m * sizeof *val);
+    } else {
+        // The result over the box, from the boxes one input larger.
+        int j = 0;
+        while (S >> j & 1) j++;
+        unsigned T = S | 1u << j;
+        const int *tv = B->val + B->off[T];
+        for (long a = 0; a < m; a++) {
+            int v = tv[child(B, S, j, a, 0)];
+            for (int x = 1; x < B->size[j] && v != MIXED; x++)
+                if (tv[child(B, S, j, a, x)] != v) v = MIXED;
+            if (v >= 0 && !(B->may_free >> j & 1)) v = MIXED;
+            val[a] = v;
+        }
+    }
+    int k = n_set(S);
+    for (long a = 0; a < m; a++) {
+        lv[a] = val[a] >= 0;
+        rd[a] = val[a] >= 0 ? k : 0;
+        sp[a] = -1;
+    }
+    for (int j = 0; j < B->n; j++) {
+        if (S >> j & 1) continue;
+        unsigned T = S | 1u << j;
+        const int *tl = B->leaves + B->off[T], *tr = B->reads + B->off[T];
+        for (long a = 0; a < m; a++) {
+            if (val[a] != MIXED) continue;
+            long l = 0, r = 0;
+            for (int x = 0; x < B->size[j]; x++) {
+                long c = child(B, S, j, a, x);
+                l += tl[c];
+                r += tr[c];
+            }
+            if (sp[a] < 0 || l < lv[a] || (l == lv[a] && r < rd[a])) {
+                lv[a] = (int)l;
+                rd[a] = (int)r;
+                sp[a] = (signed char)j;
+            }
+        }
+    }
+}
+
+/* Appends the leaves with a result of box a of S to out. */
+static void emit(const Boxes *B, unsigned S, long a, int *fix, const long *combo_stride,
+                 const int *fixed_one, int n_in, TfCubes *out) {
+    long o = B->off[S];
+    if (B->val[o + a] == EMPTY) return;
+    int j = B->split[o + a];
+    if (j >= 0) {
+        for (int x = 0; x < B->size[j]; x++) {
+            fix[j] = x;
+            emit(B, S | 1u << j, child(B, S, j, a, x), fix, combo_stride, fixed_one, n_in, out);
+        }
+        fix[j] = -1;
+        return;
+    }
+    TfCube *cb = &out->cube[out->n++];
+    cb->combo = 0;
+    for (int i = 0; i < TF_GEN_MAX_INPUTS; i++) cb->val[i] = i < n_in && fixed_one[i] ? 0 : -1;
+    for (int q = 0; q < B->n; q++) {
+        if (!(S >> q & 1)) continue;
+        cb->val[B->in[q]] = fix[q];
+        cb->combo += (int)(fix[q] * combo_stride[B->in[q]]);
+    }
 }
 
 static int by_combo(const void *a, const void *b) {
@@ -84,93 +134,70 @@ static int by_combo(const void *a, const void *b) {
     return (x->combo > y->combo) - (x->combo < y->combo);
 }
 
-/* The best order (see the top of the file) into order[0..n). */
-static void best_order(const Table *T, int *box, int *order) {
-    int n = T->n;
-    unsigned all = (1u << n) - 1;
-    long N[1u << TF_GEN_MAX_INPUTS];
-    Cost best[1u << TF_GEN_MAX_INPUTS];
-    int last[1u << TF_GEN_MAX_INPUTS];
-    for (unsigned S = 0; S <= all; S++)
-        // A box that leaves free an input which may hold no value is no leaf
-        // with a result: no pass needed.
-        N[S] = (all & ~S & ~T->may_free) ? 0 : boxes(T, S, box);
-    best[0] = (Cost){N[0], 0};
-    for (unsigned S = 1; S <= all; S++) {
-        int k = n_set(S);
-        best[S] = (Cost){LONG_MAX, LONG_MAX};
-        for (int i = 0; i < n; i++) {
-            if (!(S >> i & 1)) continue;
-            unsigned P = S & ~(1u << i);
-            long add = N[S] - N[P] * T->size[i];
-            Cost c = {best[P].leaves + add, best[P].reads + k * add};
-            if (cheaper(c, best[S])) {
-                best[S] = c;
-                last[S] = i;
-            }
-        }
-    }
-    for (unsigned S = all; S; S &= ~(1u << last[S])) order[n_set(S) - 1] = last[S];
-}
-
 int cubes_partition(const int *size, int n_in, const int *result, unsigned may_free,
                     TfCubes *out) {
     *out = (TfCubes){0};
-    Table T = {size, n_in, 1, result, may_free};
-    for (int i = 0; i < n_in; i++) T.n_combo *= size[i];
-    if (T.n_combo <= 0) return 0;
-    int *box = malloc((size_t)T.n_combo * sizeof *box);
-    int *prev = malloc((size_t)T.n_combo * sizeof *prev);
-    long cap = 0;
-    for (long c = 0; c < T.n_combo; c++) cap += result[c] >= 0;
-    out->cube = malloc((size_t)(cap > 0 ? cap : 1) * sizeof *out->cube);
-    if (!box || !prev || !out->cube) {
-        free(box), free(prev), cubes_free(out);
+    long n_combo = 1, n_result = 0, combo_stride[TF_GEN_MAX_INPUTS];
+    for (int i = 0; i < n_in; i++) combo_stride[i] = n_combo, n_combo *= size[i];
+    if (n_combo <= 0) return 0;
+    for (long c = 0; c < n_combo; c++) n_result += result[c] >= 0;
+    out->cube = malloc((size_t)(n_result > 0 ? n_result : 1) * sizeof *out->cube);
+    Boxes *B = calloc(1, sizeof *B);
+    if (!out->cube || !B) {
+        free(B);
+        cubes_free(out);
         return -1;
     }
-    int order[TF_GEN_MAX_INPUTS];
-    best_order(&T, box, order);
-
-    long combo_stride[TF_GEN_MAX_INPUTS], m = 1;
-    for (int i = 0; i < n_in; i++) combo_stride[i] = m, m *= size[i];
-    // Walk the tree level by level: at S_j, the leaves with a result whose
-    // parent box (on S_{j-1}) is not a leaf.
-    unsigned S = 0;
-    long n_prev = 0; /* leaves with a result on S_{j-1} */
-    for (int j = 0; j <= n_in; j++) {
-        int s = j ? order[j - 1] : -1;
-        S |= j ? 1u << s : 0;
-        long n_here = boxes(&T, S, box);
-        long st = 1; /* s's stride in S_j's boxes */
-        for (int i = 0; i < s; i++) st *= S >> i & 1 ? size[i] : 1;
-        long n_box = 1;
-        for (int i = 0; i < n_in; i++) n_box *= S >> i & 1 ? size[i] : 1;
-        for (long t = 0; t < n_box && n_here; t++) {
-            if (box[t] < 0) continue;
-            if (j && n_prev) {
-                long parent = t % st + st * (t / (st * size[s]));
-                if (prev[parent] >= 0) continue;
-            }
-            TfCube *cb = &out->cube[out->n++];
-            cb->combo = 0;
-            long rest = t;
-            for (int i = 0; i < TF_GEN_MAX_INPUTS; i++) {
-                cb->val[i] = -1;
-                if (i >= n_in || !(S >> i & 1)) continue;
-                cb->val[i] = (int)(rest % size[i]);
-                rest /= size[i];
-                cb->combo += (int)(cb->val[i] * combo_stride[i]);
-            }
+    // Inputs of one value stay out of the sets (their digit is always 0, so
+    // the combination numbers are the same over the others).
+    int fixed_one[TF_GEN_MAX_INPUTS] = {0};
+    for (int i = 0; i < n_in; i++) {
+        if (size[i] > 1) {
+            B->in[B->n] = i;
+            B->size[B->n] = size[i];
+            if (may_free >> i & 1) B->may_free |= 1u << B->n;
+            B->n++;
+        } else {
+            fixed_one[i] = !(may_free >> i & 1);
         }
-        int *tmp = prev;
-        prev = box;
-        box = tmp;
-        n_prev = n_here;
     }
-    free(box);
-    free(prev);
-    qsort(out->cube, (size_t)out->n, sizeof *out->cube, by_combo);
-    return 0;
+    long total = 0;
+    for (unsigned S = 0; S < 1u << B->n && total <= MAX_BOXES; S++) {
+        B->off[S] = total;
+        B->count[S] = 1;
+        for (int j = 0; j < B->n; j++)
+            if (S >> j & 1) B->count[S] *= B->size[j];
+        total += B->count[S];
+    }
+    if (total <= MAX_BOXES) {
+        B->val = malloc((size_t)total * sizeof *B->val);
+        B->leaves = malloc((size_t)total * sizeof *B->leaves);
+        B->reads = malloc((size_t)total * sizeof *B->reads);
+        B->split = malloc((size_t)total);
+    }
+    int rc = 0;
+    if (B->val && B->leaves && B->reads && B->split) {
+        for (unsigned S = 1u << B->n; S-- > 0;) solve_set(B, S, result);
+        int fix[TF_GEN_MAX_INPUTS];
+        for (int j = 0; j < TF_GEN_MAX_INPUTS; j++) fix[j] = -1;
+        emit(B, 0, 0, fix, combo_stride, fixed_one, n_in, out);
+        qsort(out->cube, (size_t)out->n, sizeof *out->cube, by_combo);
+    } else if (total > MAX_BOXES) {
+        // Too many boxes: one cube per combination with a result.
+        for (long c = 0; c < n_combo; c++) {
+            if (result[c] < 0) continue;
+            TfCube *cb = &out->cube[out->n++];
+            cb->combo = (int)c;
+            for (int i = 0; i < TF_GEN_MAX_INPUTS; i++)
+                cb->val[i] = i < n_in ? (int)(c / combo_stride[i] % size[i]) : -1;
+        }
+    } else {
+        cubes_free(out);
+        rc = -1;
+    }
+    free(B->val), free(B->leaves), free(B->reads), free(B->split);
+    free(B);
+    return rc;
 }
 
 typedef struct Numbered {
