@@ -30,9 +30,9 @@ static void step_pair(Mat b1, int h, double bias) {
 }
 
 /* One step pair per cube of the table with a result (compiler/cubes.h),
- * reading the k inputs the cube fixes: u = 2 (sum of their columns) - 2k + 1
- * is 1 when each holds the cube's value and -1 or less when one does not
- * (k = 0: a constant 1). The BOS column, weighted -2(k + 1), turns every
+ * reading the k inputs the cube restricts, each the columns of its set of
+ * values: u = 2 (sum of those columns) - 2k + 1 is 1 when each holds one of
+ * its set's values and -1 or less when one does not (k = 0: a constant 1). The BOS column, weighted -2(k + 1), turns every
  * unit off at the BOS, where `indices` or a default may hold a value. */
 static void lower_table(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
     const TfIr *ir = L->ir;
@@ -56,10 +56,14 @@ static void lower_table(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
         const TfCube *cb = &cubes.cube[u];
         int h = 2 * u, k = 0;
         for (int i = 0; i < p->n_in; i++) {
-            if (cb->val[i] < 0) continue; // free: the cube reads no column of it
-            int cc = col(ir, p->in[i], ir->gen_regs[p->in[i]].vals[cb->val[i]]);
-            AT(w1, h, cc) += 2.0f;
-            AT(w1, h + 1, cc) += 2.0f;
+            if (cb->set[i] < 0) continue; // free: the cube reads no column of it
+            int n;
+            const int *v = cubes_set(&cubes, cb->set[i], &n);
+            for (int q = 0; q < n; q++) { // 1 when it holds one of the set's values
+                int cc = col(ir, p->in[i], ir->gen_regs[p->in[i]].vals[v[q]]);
+                AT(w1, h, cc) += 2.0f;
+                AT(w1, h + 1, cc) += 2.0f;
+            }
             k++;
         }
         if (bos_col >= 0) {
