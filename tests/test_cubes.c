@@ -8,7 +8,8 @@
  * ignores an input in a branch must get fewer units than one per
  * combination, and at every position of every input up to a length its
  * result must be the table's entry for the values its inputs hold, none
- * where an input that may hold none holds none.
+ * where an input that may hold none holds none. programs/sort_case.tfp's
+ * Map must get its 992 pairs, and its plan count the layers as built.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
@@ -17,9 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checker.h"
 #include "compile.h"
 #include "cubes.h"
 #include "infer.h"
+#include "parse.h"
+#include "plans.h"
 #include "testutil.h"
 #include "values.h"
 
@@ -395,6 +399,47 @@ START_TEST(test_map_ignoring_an_input) {
 }
 END_TEST
 
+/* programs/sort_case.tfp, the one-key sort of 32 letters: its Map is 992
+ * pairs of units, not one per combination (30,752), and the plan (which
+ * the --max-params limit compares) counts the layers as built. */
+START_TEST(test_sort_case_plan_is_the_model) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/programs/sort_case.tfp", tf_env_path("TF_SOURCE_DIR"));
+    size_t len;
+    char *src = tf_read_file(path, &len);
+    ck_assert_ptr_nonnull(src);
+    char out[4096] = "";
+    FILE *f = fmemopen(out, sizeof out - 1, "w");
+    TfDiag diag;
+    diag_init(&diag, "sort_case.tfp", src, len, f);
+    TfProgram *prog = tf_parse(src, len, &diag);
+    TfIr *ir = check_program(prog, &diag);
+    ck_assert_ptr_nonnull(ir);
+    values_analyze(ir, 1, &diag);
+    TfPlans plans;
+    ck_assert_int_eq(plans_make(ir, 1, TF_DEFAULT_MAX_PARAMS, &diag, &plans), 0);
+    int n_errors;
+    TfError err = {""};
+    TfModel *m = compile_source("sort_case.tfp", src, len, 1, f, &n_errors, &err);
+    fclose(f);
+    ck_assert_msg(m != NULL, "%s%s", out, err.msg);
+    ck_assert_int_eq(units_of(m, "place"), 2 * 992);
+    ck_assert_int_eq(m->n_layers, plans.n_layers);
+    for (int l = 0; l < m->n_layers; l++) {
+        const TfLayer *ly = &m->layers[l];
+        if (ly->kind != TF_LAYER_MLP) continue;
+        // An MLP's plan is exact: fc1 and fc2 with their biases.
+        size_t d = (size_t)m->d_model, h = (size_t)ly->d_hidden;
+        ck_assert_int_eq(plans.layers[l].n_params, 2 * h * d + h + d);
+    }
+    model_free(m);
+    plans_free(&plans);
+    check_free(ir);
+    ast_free_program(prog);
+    free(src);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("cubes");
     TCase *tc = tcase_create("cubes");
@@ -403,6 +448,7 @@ int main(void) {
     tcase_add_test(tc, test_cubes_no_free_input_is_the_full_table);
     tcase_add_test(tc, test_cubes_share_the_values_of_a_case);
     tcase_add_test(tc, test_map_ignoring_an_input);
+    tcase_add_test(tc, test_sort_case_plan_is_the_model);
     suite_add_tcase(s, tc);
     return tf_run_suite(s);
 }
