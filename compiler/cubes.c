@@ -76,7 +76,8 @@ static void set_ids(Boxes *B, unsigned S, int j) {
     mask--;
     for (long a = 0; a < m; a++) {
         unsigned long h = 1469598103934665603ul;
-        for (int x = 0; x < sj; x++) h = (h ^ (unsigned long)cid[child(a, st, sj, x)]) * 1099511628211ul;
+        for (int x = 0; x < sj; x++)
+            h = (h ^ (unsigned long)cid[child(a, st, sj, x)]) * 1099511628211ul;
         for (h &= (unsigned long)mask;; h = (h + 1) & (unsigned long)mask) {
             long b = B->slot[h];
             if (b < 0) {

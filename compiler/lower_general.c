@@ -32,8 +32,9 @@ static void step_pair(Mat b1, int h, double bias) {
 /* One step pair per cube of the table with a result (compiler/cubes.h),
  * reading the k inputs the cube restricts, each the columns of its set of
  * values: u = 2 (sum of those columns) - 2k + 1 is 1 when each holds one of
- * its set's values and -1 or less when one does not (k = 0: a constant 1). The BOS column, weighted -2(k + 1), turns every
- * unit off at the BOS, where `indices` or a default may hold a value. */
+ * its set's values and -1 or less when one does not (k = 0: a constant 1).
+ * The BOS column, weighted -2(k + 1), turns every unit off at the BOS,
+ * where `indices` or a default may hold a value. */
 static void lower_table(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
     const TfIr *ir = L->ir;
     int d = ir->d_model, dest_cat = ir->regs[p->dest].kind == TF_REG_CATEGORICAL;

@@ -137,7 +137,8 @@ static void check_partition(const Tab *T, const TfCubes *C) {
         for (long c = 0; c < T->n_combo; c++) {
             if (!in_cube(T, C, cb, c)) continue;
             members++;
-            if (c < cb->combo) ck_abort_msg("cube %d's first combination is %d, not %ld", u, cb->combo, c);
+            if (c < cb->combo)
+                ck_abort_msg("cube %d's first combination is %d, not %ld", u, cb->combo, c);
             ck_assert_int_eq(T->result[c], T->result[cb->combo]);
             covered[c]++;
         }
