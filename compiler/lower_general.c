@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cubes.h"
 #include "lower_internal.h"
 #include "plans.h"
 #include "values.h"
@@ -28,47 +29,60 @@ static void step_pair(Mat b1, int h, double bias) {
     AT(b1, 0, h + 1) = (float)(bias - 0.5);
 }
 
+/* One step pair per cube of the table with a result (compiler/cubes.h),
+ * reading the k inputs the cube restricts, each the columns of its set of
+ * values: u = 2 (sum of those columns) - 2k + 1 is 1 when each holds one of
+ * its set's values and -1 or less when one does not (k = 0: a constant 1).
+ * The BOS column, weighted -2(k + 1), turns every unit off at the BOS,
+ * where `indices` or a default may hold a value. */
 static void lower_table(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
     const TfIr *ir = L->ir;
     int d = ir->d_model, dest_cat = ir->regs[p->dest].kind == TF_REG_CATEGORICAL;
-    int n_units = 0;
-    for (int c = 0; c < p->n_combo; c++)
-        if (dest_cat ? p->combo_col[c] >= 0 : p->combo_num[c] != 0) n_units++;
-    int H = 2 * (n_units > 0 ? n_units : 1);
+    TfCubes cubes;
+    if (cubes_of_table(ir, p, &cubes) < 0) {
+        if (!L->failed) tf_error_set(L->err, "out of memory for the cubes of a table");
+        L->failed = 1;
+        return;
+    }
+    int H = 2 * (cubes.n > 0 ? cubes.n : 1);
     Mat w1 = lower_mat(L, H, d), b1 = lower_mat(L, 1, H), w2 = lower_mat(L, d, H),
         b2 = lower_mat(L, 1, d);
-    if (L->failed) { (void)(free(w1.w), free(b1.w), free(w2.w), free(b2.w)); return; }
+    if (L->failed) {
+        (void)(free(w1.w), free(b1.w), free(w2.w), free(b2.w));
+        cubes_free(&cubes);
+        return;
+    }
     int bos_col = ir->bos >= 0 ? ir->regs[TF_IR_REG_TOKENS].offset + ir->bos : -1;
-    int idx[TF_GEN_MAX_INPUTS] = {0}, h = 0;
-    int n = p->n_in;
-    for (int c = 0; c < p->n_combo; c++) {
-        int used = dest_cat ? p->combo_col[c] >= 0 : p->combo_num[c] != 0;
-        if (used) {
-            // u = 2 (sum of the combination's columns) - 2n + 1: 1 when all
-            // inputs hold it, -1 or less when one does not; the BOS turns it off.
-            for (int i = 0; i < n; i++) {
-                int cc = col(ir, p->in[i], ir->gen_regs[p->in[i]].vals[idx[i]]);
+    for (int u = 0; u < cubes.n; u++) {
+        const TfCube *cb = &cubes.cube[u];
+        int h = 2 * u, k = 0;
+        for (int i = 0; i < p->n_in; i++) {
+            if (cb->set[i] < 0) continue; // free: the cube reads no column of it
+            int n;
+            const int *v = cubes_set(&cubes, cb->set[i], &n);
+            for (int q = 0; q < n; q++) { // 1 when it holds one of the set's values
+                int cc = col(ir, p->in[i], ir->gen_regs[p->in[i]].vals[v[q]]);
                 AT(w1, h, cc) += 2.0f;
                 AT(w1, h + 1, cc) += 2.0f;
             }
-            if (bos_col >= 0) {
-                AT(w1, h, bos_col) = (float)(-2.0 * (n + 1));
-                AT(w1, h + 1, bos_col) = (float)(-2.0 * (n + 1));
-            }
-            step_pair(b1, h, -2.0 * n + 1.0);
-            if (dest_cat) {
-                int oc = ir->regs[p->dest].offset + p->combo_col[c];
-                AT(w2, oc, h) = 1.0f;
-                AT(w2, oc, h + 1) = -1.0f;
-            } else {
-                int oc = ir->regs[p->dest].offset;
-                AT(w2, oc, h) = (float)p->combo_num[c];
-                AT(w2, oc, h + 1) = (float)-p->combo_num[c];
-            }
-            h += 2;
+            k++;
         }
-        for (int i = 0; i < n && ++idx[i] == ir->gen_regs[p->in[i]].n_vals; i++) idx[i] = 0;
+        if (bos_col >= 0) {
+            AT(w1, h, bos_col) = (float)(-2.0 * (k + 1));
+            AT(w1, h + 1, bos_col) = (float)(-2.0 * (k + 1));
+        }
+        step_pair(b1, h, -2.0 * k + 1.0);
+        if (dest_cat) {
+            int oc = ir->regs[p->dest].offset + p->combo_col[cb->combo];
+            AT(w2, oc, h) = 1.0f;
+            AT(w2, oc, h + 1) = -1.0f;
+        } else {
+            int oc = ir->regs[p->dest].offset;
+            AT(w2, oc, h) = (float)p->combo_num[cb->combo];
+            AT(w2, oc, h + 1) = (float)-p->combo_num[cb->combo];
+        }
     }
+    cubes_free(&cubes);
     add_mlp(L, op, w1, b1, w2, b2);
 }
 

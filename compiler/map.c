@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cubes.h"
 #include "values_internal.h"
 
 /* Enumerates the combinations of the inputs' values (first input fastest),
@@ -186,6 +187,23 @@ static void analyze_gated(Gen *G, TfIrOp *op, const TfExpr *e, const ExprReads *
     op->gen = p;
 }
 
+/* A table of more than WARN_COMBOS step pairs (one per cube of one result,
+ * compiler/cubes.h) is worth a warning. */
+static void warn_large_table(Gen *G, const TfIrOp *op, const TfGenOp *p) {
+    if (p->n_combo <= WARN_COMBOS) return;
+    TfCubes cubes;
+    if (cubes_of_table(G->ir, p, &cubes) < 0) {
+        G->failed = 1;
+        return;
+    }
+    if (cubes.n > WARN_COMBOS)
+        diag_warning(G->diag, op->stmt->op.loc,
+                     "this Map's MLP has %d hidden units: a pair per group of its inputs' "
+                     "combinations with one result (%d groups of %d combinations)",
+                     2 * cubes.n, cubes.n, p->n_combo);
+    cubes_free(&cubes);
+}
+
 void map_analyze(Gen *G, TfIrOp *op, int index) {
     const TfStmt *s = op->stmt;
     if (s->n_args != 1 || (s->args[0].kind == TF_ARG_STEP || s->args[0].kind == TF_ARG_NAMED)) {
@@ -325,11 +343,7 @@ void map_analyze(Gen *G, TfIrOp *op, int index) {
         p->n_in = R.n;
         memcpy(p->in, R.regs, sizeof R.regs);
         p->n_combo = n;
-        if (n > WARN_COMBOS)
-            diag_warning(G->diag, s->op.loc,
-                         "this Map's MLP has %d hidden units: one pair per combination of its "
-                         "inputs' values (%d)",
-                         2 * n, n);
+        p->dest = dest;
         if (in_err >= 0.25) {
             diag_error(G->diag, s->op.loc,
                        "Map: its inputs may be off by %.3g in all, but its steps need less than "
@@ -363,6 +377,7 @@ void map_analyze(Gen *G, TfIrOp *op, int index) {
         }
         free(res);
         free(defined);
+        warn_large_table(G, op, p);
     } else if (!dest_cat && R.n > 1) {
         int n_num = 0;
         for (int i = 0; i < R.n; i++) n_num += !va_is_categorical(G->ir, R.regs[i]);

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cubes.h"
+
 /* An MLP of h hidden units over d columns: fc1 [h, d] + [h], fc2 [d, h] + [d]. */
 static size_t mlp(size_t h, size_t d) { return 2 * h * d + h + d; }
 
@@ -18,17 +20,26 @@ int plans_staircase_steps(const TfIr *ir, const TfGenOp *p) {
     return n;
 }
 
+/* The step pairs of a table: one per cube with a result (compiler/cubes.h). */
+static int table_units(const TfIr *ir, const TfGenOp *p) {
+    TfCubes cubes;
+    int n = 0;
+    if (cubes_of_table(ir, p, &cubes) == 0) {
+        n = cubes.n;
+        cubes_free(&cubes);
+    } else { // out of memory: one unit per combination with a result bounds them
+        int dest_cat = ir->regs[p->dest].kind == TF_REG_CATEGORICAL;
+        for (int c = 0; c < p->n_combo; c++)
+            n += dest_cat ? p->combo_col[c] >= 0 : p->combo_num[c] != 0;
+    }
+    return n > 0 ? n : 1;
+}
+
 static size_t general_params(const TfIr *ir, const TfGenOp *p, TfLayerKind *kind) {
     size_t d = (size_t)ir->d_model;
     *kind = TF_LAYER_MLP;
     switch (p->form) {
-    case TF_GEN_TABLE: {
-        int dest_cat = ir->regs[p->dest].kind == TF_REG_CATEGORICAL;
-        size_t units = 0;
-        for (int c = 0; c < p->n_combo; c++)
-            units += dest_cat ? p->combo_col[c] >= 0 : p->combo_num[c] != 0;
-        return mlp(2 * (units > 0 ? units : 1), d);
-    }
+    case TF_GEN_TABLE: return mlp(2 * (size_t)table_units(ir, p), d);
     case TF_GEN_STAIRCASE: return mlp(1 + 2 * (size_t)plans_staircase_steps(ir, p), d);
     case TF_GEN_LINEAR: return mlp(2, d);
     case TF_GEN_GATED: return mlp(2 * (size_t)p->n_combo, d);

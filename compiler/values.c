@@ -90,7 +90,41 @@ TfGenReg *va_greg(Gen *G, int r) { return &G->ir->gen_regs[r]; }
 
 const char *va_reg_name(Gen *G, int r) { return G->ir->regs[r].name; }
 
+/* TfGenReg.one_value of what op writes. A table has a result wherever its
+ * inputs each hold one value and their combination has one; a staircase
+ * (Count's steps too) wherever its value has one; a copy wherever the BOS's
+ * default or the copied register's one value is what it reads (or its
+ * run-time check stops the run). A seed op's registers may hold anything. */
+static void note_one_value(Gen *G, const TfIrOp *op) {
+    const TfGenOp *p = op->gen;
+    if (!p) {
+        const TfOpInfo *info = &tf_ops[op->op];
+        for (int i = 0; i < op->n_args && info->n_params > 0; i++) {
+            const TfParam *pa = &info->params[i < info->n_params ? i : info->n_params - 1];
+            if ((pa->access & TF_ACCESS_WRITE) && op->args[i].reg >= 0)
+                va_greg(G, op->args[i].reg)->one_value = 0;
+        }
+        if (op->dest >= 0) va_greg(G, op->dest)->one_value = 0;
+        return;
+    }
+    int one = 0;
+    if (!va_is_categorical(G->ir, p->dest)) {
+        // numbers: no columns to hold
+    } else if (p->form == TF_GEN_TABLE) {
+        one = 1;
+        for (int i = 0; i < p->n_in; i++) one &= va_greg(G, p->in[i])->one_value;
+        for (int c = 0; c < p->n_combo && one; c++) one = p->combo_col[c] >= 0;
+    } else if (p->form == TF_GEN_STAIRCASE) {
+        one = 1;
+        for (int i = 0; i < p->n_x && one; i++) one = p->x_col[i] >= 0;
+    } else if (p->form == TF_GEN_ATTEND) {
+        one = p->check || (p->default_col >= 0 && va_greg(G, p->vreg)->one_value);
+    }
+    va_greg(G, p->dest)->one_value = one;
+}
+
 int va_push_op(Gen *G, const TfIrOp *op) {
+    note_one_value(G, op);
     if (G->n_out == G->cap_out) {
         int cap = G->cap_out ? 2 * G->cap_out : 32;
         TfIrOp *v = realloc(G->out, (size_t)cap * sizeof *v);
@@ -385,6 +419,7 @@ static void builtin_values(Gen *G) {
             }
             n = val_unique(v, n, 0, NULL);
             va_set_values(G, r, v, n);
+            g->one_value = r == TF_IR_REG_TOKENS;
         } else if (r == ir->indices_reg) {
             // Columns are positions 0..maxlen-1; the enumeration leaves out
             // the BOS's 0 (values_column maps value i to column i).
@@ -396,6 +431,7 @@ static void builtin_values(Gen *G) {
             for (int i = 0; i < ir->maxlen; i++) v[i] = val_num(i, 1);
             va_set_values(G, r, v, ir->maxlen);
             free(v);
+            g->one_value = 1;
         }
     }
 }

@@ -46,6 +46,11 @@ struct TfGenReg {
     const TfStmt *bos_stmt; /* that seed op */
     int bos_value;          /* holds a value at the BOS (an Aggregate's default): no attention
                                reads it at the keys */
+    int one_value;          /* holds exactly one of its values at every position after the
+                               BOS (or the run stops at its run-time check): `tokens`,
+                               `indices`, and what a general op writes from inputs that do,
+                               with a result for every combination (or a default); a seed
+                               op that writes it later clears it (compiler/cubes.h) */
 };
 
 typedef enum TfGenForm {

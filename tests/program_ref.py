@@ -58,6 +58,10 @@ def sort(s):
     return "".join(sorted(s))  # Python's sort is stable; equal tokens are equal anyway
 
 
+def sort_case(s):
+    return "".join(sorted(s, key=str.islower))  # stable: upper case first, each in input order
+
+
 def sort_freq(s):
     # Tokens by decreasing frequency; equally frequent ones keep their input order.
     count = {c: s.count(c) for c in set(s)}
@@ -329,6 +333,7 @@ program("histogram", seq_cases(histogram, "abcd", 6))
 program("double_histogram", seq_cases(double_histogram, "abcd", 6))
 program("sort", seq_cases(sort, "abcd", 6))
 program("sort_freq", seq_cases(sort_freq, "abcd", 6))
+program("sort_case", seq_cases(sort_case, "ABCDEFGHIJKLMNOPabcdefghijklmnop", 2, maxn=30))
 program("most_freq", seq_cases(most_freq, "abcd", 6))
 program("frac_prevs", seq_cases(frac_prevs, "abc", 8))
 program("frac_prevs_mean", seq_cases(frac_prevs, "abc", 8))
