@@ -5,17 +5,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cubes.h"
 #include "values_internal.h"
 
 #define MAX_FUSED_COMBOS (1 << 16)
 
-/* Hidden units of a table or staircase plan, as compiler/plans.c counts them. */
+/* Hidden units of a table (its cubes, compiler/cubes.h) or staircase plan,
+ * as compiler/plans.c counts them. */
 static long plan_units(const TfIr *ir, const TfGenOp *p) {
     int dest_cat = ir->regs[p->dest].kind == TF_REG_CATEGORICAL;
     long n = 0;
     if (p->form == TF_GEN_TABLE) {
-        for (int c = 0; c < p->n_combo; c++)
-            n += dest_cat ? p->combo_col[c] >= 0 : p->combo_num[c] != 0;
+        TfCubes cubes;
+        if (cubes_of_table(ir, p, &cubes) == 0) {
+            n = cubes.n;
+            cubes_free(&cubes);
+        } else { // out of memory: one pair per combination with a result
+            for (int c = 0; c < p->n_combo; c++)
+                n += dest_cat ? p->combo_col[c] >= 0 : p->combo_num[c] != 0;
+        }
         return 2 * (n > 0 ? n : 1);
     }
     for (int i = 0; i + 1 < p->n_x; i++)
@@ -326,8 +334,10 @@ static int drop_causal_order(Gen *G, TfGenOp *ps) {
 }
 
 /* Position 0 is the BOS, where every general op writes zeros: a table's
- * combinations with indices = 0 never occur, so they write nothing (and a
- * value only they gave loses its column, compiler/schedule.c). */
+ * combinations with indices = 0 never occur. One whose result no other
+ * combination gives writes nothing, so that its value loses its column
+ * (compiler/schedule.c; a joint register's (x, 0) values); the others keep
+ * their result, which leaves the cubes free to ignore the position. */
 static void drop_bos_combos(TfIr *ir) {
     int r = ir->indices_reg;
     if (ir->bos < 0 || r < 0) return;
@@ -348,11 +358,18 @@ static void drop_bos_combos(TfIr *ir) {
         for (int v = 0; v < g->n_vals; v++)
             if (g->vals[v].x == 0) zero = v;
         if (zero < 0) continue;
-        for (int c = 0; c < p->n_combo; c++) {
-            if ((c / radix) % g->n_vals != zero) continue;
-            if (p->combo_col) p->combo_col[c] = -1;
-            if (p->combo_num) p->combo_num[c] = 0;
-        }
+        if (!p->combo_col) continue;
+        int n_cols = ir->gen_regs[p->dest].n_vals;
+        unsigned char *elsewhere = calloc((size_t)(n_cols > 0 ? n_cols : 1), 1);
+        if (!elsewhere) continue; // keeping every result is always right
+        for (int c = 0; c < p->n_combo; c++)
+            if ((c / radix) % g->n_vals != zero && p->combo_col[c] >= 0)
+                elsewhere[p->combo_col[c]] = 1;
+        for (int c = 0; c < p->n_combo; c++)
+            if ((c / radix) % g->n_vals == zero && p->combo_col[c] >= 0 &&
+                !elsewhere[p->combo_col[c]])
+                p->combo_col[c] = -1;
+        free(elsewhere);
     }
 }
 

@@ -1,7 +1,8 @@
 /* lower_general.c: the weights of the general ops' plans (compiler/values.h,
  * TfGenOp): tables, staircases, linear and gated MLPs, select-and-aggregate
  * heads. Every layer writes zeros at the BOS position. The matrices are
- * described in docs/language.md, "What the general ops become". */
+ * described in docs/language.md (Map, Aggregate, Count, and "Layers: ops
+ * side by side"). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

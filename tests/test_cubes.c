@@ -363,7 +363,10 @@ START_TEST(test_map_ignoring_an_input) {
     FILE *f = fmemopen(out, sizeof out - 1, "w");
     int n_errors;
     TfError err = {""};
-    TfModel *m = compile_source("t.tfp", ignoring_src, strlen(ignoring_src), 1, f, &n_errors, &err);
+    // One layer per op (no fusion), so that the Map's own units can be counted.
+    TfCompileOptions opts = {1, 0, 1};
+    TfModel *m = compile_source_opts("t.tfp", ignoring_src, strlen(ignoring_src), &opts, f,
+                                     &n_errors, &err);
     fclose(f);
     ck_assert_msg(m != NULL, "%s%s", out, err.msg);
     // The full table: 3 tokens x 7 counts x 7 indices = 147 pairs; the
@@ -449,7 +452,9 @@ START_TEST(test_sort_case_plan_is_the_model) {
     ck_assert_int_eq(plans_make(ir, 1, TF_DEFAULT_MAX_PARAMS, &diag, &plans), 0);
     int n_errors;
     TfError err = {""};
-    TfModel *m = compile_source("sort_case.tfp", src, len, 1, f, &n_errors, &err);
+    // The plans are per op: the model before scheduling (compiler/schedule.h).
+    TfCompileOptions opts = {1, 0, 1};
+    TfModel *m = compile_source_opts("sort_case.tfp", src, len, &opts, f, &n_errors, &err);
     fclose(f);
     ck_assert_msg(m != NULL, "%s%s", out, err.msg);
     ck_assert_int_eq(units_of(m, "place"), 2 * 992);
