@@ -162,8 +162,8 @@ for name in $names; do
     okold=1 oknew=1
     "$old/tfc" "$src" -o "$wo" >/dev/null 2>&1 || okold=0
     "$new/tfc" "$src" -o "$wn" >/dev/null 2>&1 || oknew=0
-    if [ $okold -eq 1 ]; then read -r a1 m1 h1 x1 b1 d1 p1 v1 < <(describe "$old/tfinfo" "$wo")
-    else a1=fails m1=fails h1=fails x1=fails b1=fails d1=fails p1=fails v1=fails; fi
+    if [ $okold -eq 1 ]; then read -r a1 m1 h1 _ b1 d1 p1 _ < <(describe "$old/tfinfo" "$wo")
+    else a1=fails m1=fails h1=fails b1=fails d1=fails p1=fails; fi
     if [ $oknew -eq 1 ]; then read -r a2 m2 h2 x2 b2 d2 p2 v2 < <(describe "$new/tfinfo" "$wn")
     else a2=fails m2=fails h2=fails x2=fails b2=fails d2=fails p2=fails v2=fails; fi
     after_blocks[$name]=$b2 after_dmodel[$name]=$d2 after_vocab[$name]=$v2 after_maxheads[$name]=$x2
