@@ -2,6 +2,7 @@
 """Reference implementations of the program library (programs/*.tfp) and their test cases.
 
     tests/program_ref.py --list                 the programs, one name a line
+    tests/program_ref.py --list-tracr           bench/tracr's programs (Tracr's settings)
     tests/program_ref.py NAME [--max N]         NAME's cases: prompt<TAB>expected, one a line
     tests/program_ref.py NAME --describe        what NAME's cases cover
     tests/program_ref.py NAME --examples TFP    the examples in TFP's header, checked here
@@ -27,6 +28,7 @@ import re
 import random
 import sys
 import zlib
+from fractions import Fraction
 
 MAXN = 16  # input tokens after the BOS (maxlen 17)
 HEX = "0123456789ABCDEFG"  # counts 0..16 as one token
@@ -380,6 +382,99 @@ program("mul_digit", (mul_digit_cases,
                       solve_mul))
 
 
+
+# ---- bench/tracr: Tracr's programs at Tracr's settings -------------------------------------
+# Each of the nine programs of issue 12's table twice (bench/tracr/NAME_lib.tfp, the
+# library's program; NAME_plain.tfp, one op per RASP op), checked by tests/tracr_bench.sh.
+# Tracr's lengths are short: every input up to max_seq_len is a case where that is at most
+# 60,000 strings; pair_balance (10 tokens of 5) is exhaustive to 6, then random inputs and
+# bracket walks.
+TRACR = {}
+
+
+def frac_tenths(s, tok):
+    # frac_prevs of tok in tenths rounded down, T when every token so far is tok.
+    out = []
+    for i in range(1, len(s) + 1):
+        c = s[:i].count(tok)
+        out.append("T" if c == i else str(10 * c // i))
+    return "".join(out)
+
+
+def numbers(values):
+    # Numeric outputs as tfrun --check reads them: exact fractions, space-separated.
+    return " ".join(str(v) for v in values)
+
+
+def frac_prevs_number(s, tok="l"):
+    return numbers(Fraction(s[:i].count(tok), i) for i in range(1, len(s) + 1))
+
+
+def pair_balance_number(s):
+    # Tracr's make_pair_balance: fraction of '(' so far minus fraction of ')' so far.
+    return numbers(Fraction(s[:i].count("(") - s[:i].count(")"), i)
+                   for i in range(1, len(s) + 1))
+
+
+def shuffle_dyck_whole(s, pairs):
+    # Tracr's make_shuffle_dyck: at every position, 1 when the whole input is balanced pair
+    # by pair with no prefix going below zero, else 0.
+    ok = s and shuffle_dyck_ptf(s, pairs)[-1] == "T"
+    return ("1" if ok else "0") * len(s)
+
+
+def domain_cases(ref, alphabet, maxn, exhaustive_len=None, walks=None):
+    """Every string up to exhaustive_len (default maxn); when that is short of maxn,
+    RANDOM_CASES more of length 1..maxn (half of them bracket walks with `walks`)."""
+    exhaustive_len = maxn if exhaustive_len is None else exhaustive_len
+    if exhaustive_len >= maxn:
+        def cases(rng):
+            for s in strings(alphabet, maxn):
+                yield "^" + s, ref(s)
+        how = f"exhaustive: every string over '{alphabet}' of length 0..{maxn}"
+        return cases, how, lambda prompt: ref(prompt[1:])
+    return seq_cases(ref, alphabet, exhaustive_len, walks=walks, maxn=maxn)
+
+
+def unique_cases(ref, alphabet):
+    """Every string of distinct tokens (sort_unique: Tracr supports unique keys only)."""
+    def cases(rng):
+        for n in range(len(alphabet) + 1):
+            for t in itertools.permutations(alphabet, n):
+                s = "".join(t)
+                yield "^" + s, ref(s)
+    how = f"exhaustive: every string of distinct tokens of '{alphabet}'"
+    return cases, how, lambda prompt: ref(prompt[1:])
+
+
+def tracr_program(name, cases_and_how):
+    TRACR[name + "_lib"] = cases_and_how
+    TRACR[name + "_plain"] = cases_and_how
+
+
+def tracr_pair(name, lib, plain):
+    TRACR[name + "_lib"] = lib
+    TRACR[name + "_plain"] = plain
+
+
+DYCK2 = [("(", ")"), ("{", "}")]
+DYCK3 = [("(", ")"), ("{", "}"), ("[", "]")]
+tracr_program("length", domain_cases(length, "abcd", 5))
+tracr_program("hist", domain_cases(histogram, "abcd", 5))
+tracr_program("sort", domain_cases(sort, "1234", 5))
+tracr_program("sort_unique", unique_cases(sort, "1234"))
+tracr_pair("frac_prevs", domain_cases(lambda s: frac_tenths(s, "l"), "helo", 5),
+           domain_cases(frac_prevs_number, "helo", 5))
+tracr_pair("pair_balance",
+           domain_cases(pair_balance, "abc()", 10, exhaustive_len=6, walks=[("(", ")")]),
+           domain_cases(pair_balance_number, "abc()", 10, exhaustive_len=6,
+                        walks=[("(", ")")]))
+tracr_pair("shuffle_dyck2", domain_cases(lambda s: shuffle_dyck_ptf(s, DYCK2), "(){}", 5),
+           domain_cases(lambda s: shuffle_dyck_whole(s, DYCK2), "(){}", 5))
+tracr_pair("shuffle_dyck3", domain_cases(lambda s: shuffle_dyck_ptf(s, DYCK3), "()[]{}", 6),
+           domain_cases(lambda s: shuffle_dyck_whole(s, DYCK3), "()[]{}", 6))
+tracr_program("detect_pattern", domain_cases(pattern, "abc", 6))
+
 def header_examples(path):
     """The examples in a program's header comment: "PROMPT" -> "EXPECTED"."""
     out = []
@@ -394,6 +489,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("name", nargs="?")
     ap.add_argument("--list", action="store_true", help="print the program names")
+    ap.add_argument("--list-tracr", action="store_true",
+                    help="print the names of bench/tracr's programs (NAME_lib, NAME_plain)")
     ap.add_argument("--max", type=int, default=0, help="keep at most N cases, evenly spread")
     ap.add_argument("--describe", action="store_true", help="what the cases cover")
     ap.add_argument("--examples", metavar="TFP",
@@ -403,9 +500,12 @@ def main():
     if a.list:
         print("\n".join(PROGRAMS))
         return 0
-    if a.name not in PROGRAMS:
-        ap.error(f"unknown program {a.name!r}; --list shows them")
-    cases_fn, how, solve = PROGRAMS[a.name]
+    if a.list_tracr:
+        print("\n".join(TRACR))
+        return 0
+    if a.name not in PROGRAMS and a.name not in TRACR:
+        ap.error(f"unknown program {a.name!r}; --list and --list-tracr show them")
+    cases_fn, how, solve = PROGRAMS[a.name] if a.name in PROGRAMS else TRACR[a.name]
     if a.describe:
         print(how)
         return 0
