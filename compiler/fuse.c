@@ -2,6 +2,7 @@
 #include "fuse.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -145,16 +146,29 @@ static TfGenOp *fuse_linear(Gen *G, const TfGenOp *pi, const TfGenOp *pj) {
     return p;
 }
 
-/* The op before j that wrote r, when r is written once, by a table or a
- * staircase into a categorical register, or by a LINEAR Map into a number,
- * without a run-time check. */
-static int table_writer(const TfIr *ir, int j, int r) {
-    int w = -1;
-    for (int i = 0; i < j; i++)
-        if (ir->ops[i].gen && ir->ops[i].gen->dest == r) {
-            if (w >= 0) return -1;
-            w = i;
-        }
+/* The op that wrote r (general ops write a register once), -1 when none
+ * before op j. */
+/* The program, and per register the op that writes it (general ops write
+ * a register once). */
+typedef struct Fz {
+    TfIr *ir;
+    const int *writers;
+} Fz;
+
+static int writer_of(const Fz *F, int j, int r) {
+    const TfIr *ir = F->ir;
+    if (r < 0) return -1;
+    int w = F->writers[r];
+    if (w < 0 || w >= j || !ir->ops[w].gen || ir->ops[w].gen->dest != r) return -1;
+    return w;
+}
+
+/* The op before j that wrote r, when it is a table or a staircase into a
+ * categorical register, or a LINEAR Map into a number, without a run-time
+ * check. */
+static int table_writer(const Fz *F, int j, int r) {
+    const TfIr *ir = F->ir;
+    int w = writer_of(F, j, r);
     if (w < 0) return -1;
     const TfGenOp *p = ir->ops[w].gen;
     if (p->check) return -1;
@@ -163,12 +177,14 @@ static int table_writer(const TfIr *ir, int j, int r) {
     return -1;
 }
 
-/* Whether any op between i and j (exclusive) writes one of i's inputs. */
-static int inputs_rewritten(const TfIr *ir, int i, int j) {
-    const TfGenOp *pi = ir->ops[i].gen;
-    for (int k = i + 1; k < j; k++)
-        for (int q = 0; q < pi->n_in; q++)
-            if (ir->ops[k].gen && ir->ops[k].gen->dest == pi->in[q]) return 1;
+/* Whether one of op i's inputs is written again after i, before j (never,
+ * as general ops write a register once; kept as the condition fusion needs). */
+static int inputs_rewritten(const Fz *F, int i, int j) {
+    const TfGenOp *pi = F->ir->ops[i].gen;
+    for (int q = 0; q < pi->n_in; q++) {
+        int w = F->writers[pi->in[q]];
+        if (w > i && w < j) return 1;
+    }
     return 0;
 }
 
@@ -262,12 +278,13 @@ static TfGenOp *fuse_two_staircases(Gen *G, const TfGenOp *p1, const TfGenOp *p2
 /* The single-input table that wrote a selection side's register r (before
  * op j), when it can stand in the selection: its input holds nothing at the
  * BOS. -1 otherwise. */
-static int side_table(const TfIr *ir, int j, int r) {
+static int side_table(const Fz *F, int j, int r) {
+    const TfIr *ir = F->ir;
     if (r < 0) return -1;
-    int i = table_writer(ir, j, r);
+    int i = table_writer(F, j, r);
     if (i < 0) return -1;
     const TfGenOp *p = ir->ops[i].gen;
-    if (p->form != TF_GEN_TABLE || p->n_in != 1 || inputs_rewritten(ir, i, j)) return -1;
+    if (p->form != TF_GEN_TABLE || p->n_in != 1 || inputs_rewritten(F, i, j)) return -1;
     const TfGenReg *g = &ir->gen_regs[p->in[0]];
     if (g->bos_dirty || g->bos_value || !g->known) return -1;
     return i;
@@ -276,13 +293,13 @@ static int side_table(const TfIr *ir, int j, int r) {
 /* A selection reads a Map of one register: the selection reads that
  * register, its truth table through the Map's (a value the Map gives no
  * result for selects nothing, as before). */
-static int fuse_selection_sides(Gen *G, TfGenOp *ps, int j) {
+static int fuse_selection_sides(const Fz *F, Gen *G, TfGenOp *ps, int j) {
     const TfIr *ir = G->ir;
     int n = 0;
     for (int t = 0; t < ps->n_terms; t++) {
         struct TfGenTerm *T = &ps->terms[t];
         for (int side = 0; side < 2; side++) {
-            int r = side == 0 ? T->qreg : T->kreg, i = side_table(ir, j, r);
+            int r = side == 0 ? T->qreg : T->kreg, i = side_table(F, j, r);
             if (i < 0) continue;
             const TfGenOp *pm = ir->ops[i].gen;
             int a = pm->in[0], na = ir->gen_regs[a].n_vals;
@@ -373,19 +390,17 @@ static void drop_bos_combos(TfIr *ir) {
     }
 }
 
-/* Replaces every read of register from by register to in the ops after j. */
-static void rename_reads(TfIr *ir, int j, int from, int to) {
-    for (int k = j + 1; k < ir->n_ops; k++) {
-        TfGenOp *p = ir->ops[k].gen;
-        if (!p) continue;
-        for (int q = 0; q < p->n_in; q++)
-            if (p->in[q] == from) p->in[q] = to;
-        for (int t = 0; t < p->n_terms; t++) {
-            if (p->terms[t].qreg == from) p->terms[t].qreg = to;
-            if (p->terms[t].kreg == from) p->terms[t].kreg = to;
-        }
-        if (p->vreg == from) p->vreg = to;
+/* Op j reads alias[r] wherever it read r (alias[r] < 0: r itself). */
+static void rename_reads(TfGenOp *p, const int *alias) {
+    for (int q = 0; q < p->n_in; q++)
+        if (alias[p->in[q]] >= 0) p->in[q] = alias[p->in[q]];
+    for (int t = 0; t < p->n_terms; t++) {
+        if (p->terms[t].qreg >= 0 && alias[p->terms[t].qreg] >= 0)
+            p->terms[t].qreg = alias[p->terms[t].qreg];
+        if (p->terms[t].kreg >= 0 && alias[p->terms[t].kreg] >= 0)
+            p->terms[t].kreg = alias[p->terms[t].kreg];
     }
+    if (p->vreg >= 0 && alias[p->vreg] >= 0) p->vreg = alias[p->vreg];
 }
 
 static int same_table(const TfIr *ir, const TfGenOp *a, const TfGenOp *b) {
@@ -402,37 +417,89 @@ static int same_table(const TfIr *ir, const TfGenOp *a, const TfGenOp *b) {
     return 1;
 }
 
+static uint64_t table_hash(const TfGenOp *p) {
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)p->n_in;
+    for (int q = 0; q < p->n_in; q++) h = (h ^ (uint64_t)p->in[q]) * 1099511628211ull;
+    for (int c = 0; c < p->n_combo; c++) h = (h ^ (uint64_t)(uint32_t)p->combo_col[c]) * 1099511628211ull;
+    return h;
+}
+
 /* Two tables of the same inputs with the same results (a selection's
  * query and key sides over the same registers): later ops read the first's
- * register; the second is left to compiler/schedule.c as dead. */
-static int merge_same_tables(TfIr *ir) {
-    int n = 0;
+ * register; the second is left to compiler/schedule.c as dead. A hash of
+ * the tables finds the candidates. */
+static int merge_same_tables(const Fz *F) {
+    TfIr *ir = F->ir;
+    int cap = 16, n = 0;
+    while (cap < 2 * ir->n_ops) cap *= 2;
+    int *slot = malloc((size_t)cap * sizeof *slot);
+    uint64_t *hash = malloc((size_t)cap * sizeof *hash);
+    if (!slot || !hash) {
+        free(slot), free(hash);
+        return 0; // leaving the tables apart is always right
+    }
+    int *alias = malloc((size_t)(ir->n_regs > 0 ? ir->n_regs : 1) * sizeof *alias);
+    if (!alias) {
+        free(slot), free(hash);
+        return 0;
+    }
+    for (int r = 0; r < ir->n_regs; r++) alias[r] = -1;
+    for (int k = 0; k < cap; k++) slot[k] = -1;
     for (int j = 0; j < ir->n_ops; j++) {
-        const TfGenOp *pj = ir->ops[j].gen;
-        if (!pj || pj->form != TF_GEN_TABLE || pj->dest == ir->output_reg) continue;
-        for (int i = 0; i < j; i++) {
-            const TfGenOp *pi = ir->ops[i].gen;
-            if (pi && same_table(ir, pi, pj) && !inputs_rewritten(ir, i, j)) {
-                rename_reads(ir, j, pj->dest, pi->dest);
+        TfGenOp *pj = ir->ops[j].gen;
+        if (!pj) continue;
+        rename_reads(pj, alias); // earlier merges: every alias is of an earlier op's register
+        if (pj->form != TF_GEN_TABLE || !pj->combo_col || pj->check) continue;
+        uint64_t h = table_hash(pj);
+        size_t k = (size_t)(h & (uint64_t)(cap - 1));
+        int merged = 0;
+        for (; slot[k] >= 0; k = (k + 1) & (size_t)(cap - 1)) {
+            const TfGenOp *pi = ir->ops[slot[k]].gen;
+            if (hash[k] == h && same_table(ir, pi, pj) && pj->dest != ir->output_reg &&
+                !inputs_rewritten(F, slot[k], j)) {
+                alias[pj->dest] = pi->dest;
                 n++;
+                merged = 1;
                 break;
             }
         }
+        if (!merged && slot[k] < 0) {
+            slot[k] = j;
+            hash[k] = h;
+        }
     }
+    free(slot), free(hash), free(alias);
     return n;
 }
+
+static int fuse_all(const Fz *F, Gen *Gp);
 
 int fuse_ops(TfIr *ir) {
     Gen G = {0};
     G.ir = ir;
     G.st = ir->gen_store;
+    // Who writes each register: general ops write a register once.
+    int *w = malloc((size_t)(ir->n_regs > 0 ? ir->n_regs : 1) * sizeof *w);
+    if (!w) return -1;
+    for (int r = 0; r < ir->n_regs; r++) w[r] = -1;
+    for (int j = 0; j < ir->n_ops; j++)
+        if (ir->ops[j].gen && ir->ops[j].gen->dest >= 0) w[ir->ops[j].gen->dest] = j;
+    Fz F = {ir, w};
+    int fused = fuse_all(&F, &G);
+    free(w);
+    return fused;
+}
+
+static int fuse_all(const Fz *F, Gen *Gp) {
+    TfIr *ir = F->ir;
+    Gen G = *Gp;
     drop_bos_combos(ir);
-    int fused = merge_same_tables(ir);
+    int fused = merge_same_tables(F);
     for (int j = 0; j < ir->n_ops; j++) {
         TfGenOp *pj = ir->ops[j].gen;
         if (pj && pj->form == TF_GEN_STAIRCASE && !pj->x_linear) {
-            int i = table_writer(ir, j, pj->in[0]);
-            if (i >= 0 && ir->ops[i].gen->form == TF_GEN_LINEAR && !inputs_rewritten(ir, i, j)) {
+            int i = table_writer(F, j, pj->in[0]);
+            if (i >= 0 && ir->ops[i].gen->form == TF_GEN_LINEAR && !inputs_rewritten(F, i, j)) {
                 TfGenOp *p = fuse_linear(&G, ir->ops[i].gen, pj);
                 if (!p) return -1;
                 ir->ops[j].gen = pj = p;
@@ -440,16 +507,16 @@ int fuse_ops(TfIr *ir) {
             }
         }
         if (pj && (pj->form == TF_GEN_ATTEND || pj->form == TF_GEN_COUNT)) {
-            int a = drop_causal_order(&G, pj), b = a < 0 ? -1 : fuse_selection_sides(&G, pj, j);
+            int a = drop_causal_order(&G, pj), b = a < 0 ? -1 : fuse_selection_sides(F, &G, pj, j);
             if (a < 0 || b < 0) return -1;
             fused += a + b;
             continue;
         }
         if (pj && pj->form == TF_GEN_TABLE && pj->n_in == 2) {
-            int i1 = table_writer(ir, j, pj->in[0]), i2 = table_writer(ir, j, pj->in[1]);
+            int i1 = table_writer(F, j, pj->in[0]), i2 = table_writer(F, j, pj->in[1]);
             if (i1 >= 0 && i2 >= 0 && ir->ops[i1].gen->form == TF_GEN_STAIRCASE &&
-                ir->ops[i2].gen->form == TF_GEN_STAIRCASE && !inputs_rewritten(ir, i1, j) &&
-                !inputs_rewritten(ir, i2, j)) {
+                ir->ops[i2].gen->form == TF_GEN_STAIRCASE && !inputs_rewritten(F, i1, j) &&
+                !inputs_rewritten(F, i2, j)) {
                 TfGenOp *p = fuse_two_staircases(&G, ir->ops[i1].gen, ir->ops[i2].gen, pj);
                 if (G.failed) return -1;
                 if (p && plan_units(ir, p) <= plan_units(ir, pj) + plan_units(ir, ir->ops[i1].gen) +
@@ -465,8 +532,8 @@ int fuse_ops(TfIr *ir) {
         for (int changed = 1; changed;) {
             changed = 0;
             for (int q = 0; q < pj->n_in && !changed; q++) {
-                int r = pj->in[q], i = table_writer(ir, j, r);
-                if (i < 0 || inputs_rewritten(ir, i, j)) continue;
+                int r = pj->in[q], i = table_writer(F, j, r);
+                if (i < 0 || inputs_rewritten(F, i, j)) continue;
                 const TfGenOp *pi = ir->ops[i].gen;
                 TfGenOp *p = NULL;
                 if (pi->form == TF_GEN_TABLE) p = fuse_tables(&G, pi, pj, r);

@@ -483,16 +483,23 @@ static int build(Sched *S, int n_slots, TfScheduleStats *stats) {
     int *new_reg = malloc((size_t)(m->n_regs > 0 ? m->n_regs : 1) * sizeof *new_reg);
     int *new_layer = malloc((size_t)(S->n > 0 ? S->n : 1) * sizeof *new_layer);
     int *members = malloc((size_t)(S->n > 0 ? S->n : 1) * sizeof *members);
+    int *start = calloc((size_t)n_slots + 1, sizeof *start);
+    int *fill = calloc((size_t)n_slots + 1, sizeof *fill);
     int rc = -1;
-    if (!new_reg || !new_layer || !members || start_model(S, new_reg) < 0) goto done;
+    if (!new_reg || !new_layer || !members || !start || !fill || start_model(S, new_reg) < 0)
+        goto done;
+    // The live layers by slot, in program order within a slot (a counting sort).
+    for (int i = 0; i < S->n; i++)
+        if (S->live[i]) start[S->slot[i] + 1]++;
+    for (int s = 0; s < n_slots; s++) start[s + 1] += start[s];
+    for (int i = 0; i < S->n; i++)
+        if (S->live[i]) members[start[S->slot[i]] + fill[S->slot[i]]++] = i;
     for (int s = 0; s < n_slots; s++) {
-        int k = 0;
-        for (int i = 0; i < S->n; i++)
-            if (S->live[i] && S->slot[i] == s) members[k++] = i;
+        int k = start[s + 1] - start[s];
         if (k == 0) continue;
-        int li = merge_slot(S, members, k);
+        int li = merge_slot(S, members + start[s], k);
         if (li < 0) goto done;
-        for (int j = 0; j < k; j++) new_layer[members[j]] = li;
+        for (int j = 0; j < k; j++) new_layer[members[start[s] + j]] = li;
     }
     for (int c = 0; c < m->n_checks; c++) {
         const TfCheck *ck = &m->checks[c];
@@ -511,7 +518,7 @@ static int build(Sched *S, int n_slots, TfScheduleStats *stats) {
     rc = 0;
 done:
     if (rc < 0 && !S->failed) tf_error_set(S->err, "out of memory");
-    free(new_reg), free(new_layer), free(members);
+    free(new_reg), free(new_layer), free(members), free(start), free(fill);
     return rc;
 }
 
