@@ -1,4 +1,5 @@
-/* fuse.c: consecutive table MLPs composed into one (fuse.h). */
+/* fuse.c: consecutive MLPs composed into one, selections that read through
+ * Maps, repeated tables merged (fuse.h). */
 #include "fuse.h"
 
 #include <math.h>
@@ -146,8 +147,6 @@ static TfGenOp *fuse_linear(Gen *G, const TfGenOp *pi, const TfGenOp *pj) {
     return p;
 }
 
-/* The op that wrote r (general ops write a register once), -1 when none
- * before op j. */
 /* The program, and per register the op that writes it (general ops write
  * a register once). */
 typedef struct Fz {
@@ -155,6 +154,7 @@ typedef struct Fz {
     const int *writers;
 } Fz;
 
+/* The op that wrote r, -1 when none before op j. */
 static int writer_of(const Fz *F, int j, int r) {
     const TfIr *ir = F->ir;
     if (r < 0) return -1;
@@ -472,24 +472,7 @@ static int merge_same_tables(const Fz *F) {
     return n;
 }
 
-static int fuse_all(const Fz *F, Gen *Gp);
-
-int fuse_ops(TfIr *ir) {
-    Gen G = {0};
-    G.ir = ir;
-    G.st = ir->gen_store;
-    // Who writes each register: general ops write a register once.
-    int *w = malloc((size_t)(ir->n_regs > 0 ? ir->n_regs : 1) * sizeof *w);
-    if (!w) return -1;
-    for (int r = 0; r < ir->n_regs; r++) w[r] = -1;
-    for (int j = 0; j < ir->n_ops; j++)
-        if (ir->ops[j].gen && ir->ops[j].gen->dest >= 0) w[ir->ops[j].gen->dest] = j;
-    Fz F = {ir, w};
-    int fused = fuse_all(&F, &G);
-    free(w);
-    return fused;
-}
-
+/* Every composition, op by op in program order (so that chains compose). */
 static int fuse_all(const Fz *F, Gen *Gp) {
     TfIr *ir = F->ir;
     Gen G = *Gp;
@@ -548,5 +531,21 @@ static int fuse_all(const Fz *F, Gen *Gp) {
             if (pj->form != TF_GEN_TABLE) break;
         }
     }
+    return fused;
+}
+
+int fuse_ops(TfIr *ir) {
+    Gen G = {0};
+    G.ir = ir;
+    G.st = ir->gen_store;
+    // Who writes each register: general ops write a register once.
+    int *w = malloc((size_t)(ir->n_regs > 0 ? ir->n_regs : 1) * sizeof *w);
+    if (!w) return -1;
+    for (int r = 0; r < ir->n_regs; r++) w[r] = -1;
+    for (int j = 0; j < ir->n_ops; j++)
+        if (ir->ops[j].gen && ir->ops[j].gen->dest >= 0) w[ir->ops[j].gen->dest] = j;
+    Fz F = {ir, w};
+    int fused = fuse_all(&F, &G);
+    free(w);
     return fused;
 }
