@@ -98,6 +98,19 @@ static void lower_staircase(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
     int xc = ir->regs[p->in[0]].offset, oc = ir->regs[p->dest].offset;
     double xmax = 0;
     for (int i = 0; i < n; i++) xmax = fmax(xmax, fabs(p->xs[i]));
+    if (p->x_linear) {
+        // x at the BOS is the sum of what its inputs hold there (a Count's
+        // fraction is 1, an Aggregate's default): bound it too, so that the
+        // steps stay off at the BOS whatever x is there.
+        double at_bos = 0;
+        for (int k = 0; k < p->n_in; k++) {
+            const TfGenReg *g = &ir->gen_regs[p->in[k]];
+            double big = 1.0;
+            for (int v = 0; v < g->n_vals; v++) big = fmax(big, fabs(g->vals[v].x));
+            at_bos += fabs(p->coef[k]) * big;
+        }
+        xmax = fmax(xmax, at_bos + fabs(p->c0));
+    }
     // Unit 0: 1 everywhere but at the BOS (the value at the lowest x).
     AT(b1, 0, 0) = 1.0f;
     if (bos_col >= 0) AT(w1, 0, bos_col) = -1.0f;

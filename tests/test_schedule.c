@@ -188,6 +188,19 @@ START_TEST(test_selection_sides_and_count_pairs) {
     ck_assert_int_gt(same_outputs(s, u, "abc", 6), 1000);
     model_free(s), model_free(u);
 
+    // The key side through a Map of the tokens: the BOS key must still
+    // score nothing from the term (the tokens after the BOS exclude '^').
+    const char *keys = "vocab \"^abc0123456789\"; bos '^'; maxlen 9;\n"
+                       "cat p, c;\n"
+                       "p: Map(tokens == 'a' ? 1 : 2) -> p;\n"
+                       "c: Count(k.p == 1) -> c;\n"
+                       "output c at every position;\n";
+    s = compile_text(keys, 0), u = compile_text(keys, 1);
+    ck_assert_int_eq(model_find_register(s, "p"), -1);
+    ck_assert_int_eq(s->n_layers, 2);
+    ck_assert_int_gt(same_outputs(s, u, "abc", 7), 3000);
+    model_free(s), model_free(u);
+
     const char *dyck = "vocab \"^()PNZ\"; bos '^'; maxlen 9;\n"
                        "cat o, c, out;\n"
                        "o:   Count(k.tokens == '(', causal) -> o;\n"
