@@ -7,31 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cubes.h"
+#include "plans.h"
 #include "values_internal.h"
 
 #define MAX_FUSED_COMBOS (1 << 16)
 
-/* Hidden units of a table (its cubes, compiler/cubes.h) or staircase plan,
- * as compiler/plans.c counts them. */
-static long plan_units(const TfIr *ir, const TfGenOp *p) {
-    int dest_cat = ir->regs[p->dest].kind == TF_REG_CATEGORICAL;
-    long n = 0;
-    if (p->form == TF_GEN_TABLE) {
-        TfCubes cubes;
-        if (cubes_of_table(ir, p, &cubes) == 0) {
-            n = cubes.n;
-            cubes_free(&cubes);
-        } else { // out of memory: one pair per combination with a result
-            for (int c = 0; c < p->n_combo; c++)
-                n += dest_cat ? p->combo_col[c] >= 0 : p->combo_num[c] != 0;
-        }
-        return 2 * (n > 0 ? n : 1);
-    }
-    for (int i = 0; i + 1 < p->n_x; i++)
-        n += dest_cat ? p->x_col[i] != p->x_col[i + 1] : p->x_num[i] != p->x_num[i + 1];
-    return 1 + 2 * n;
-}
+static long plan_units(const TfIr *ir, const TfGenOp *p) { return plans_mlp_units(ir, p); }
 
 /* The combination index (mixed radix, first fastest) of a table over regs,
  * each register's value index taken from zidx (its place in zregs), or
@@ -275,6 +256,58 @@ static TfGenOp *fuse_two_staircases(Gen *G, const TfGenOp *p1, const TfGenOp *p2
     return NULL;
 }
 
+/* A staircase i over a number x writing categorical r feeds a table j of r
+ * and one other categorical register A (frac_prevs: the count and the
+ * position): per value of A, a staircase over x (TF_GEN_SPLIT), when each
+ * step keeps its margin with x's and A's errors and the gate's size. */
+static TfGenOp *fuse_split(Gen *G, const TfGenOp *pi, const TfGenOp *pj, int r) {
+    const TfIr *ir = G->ir;
+    if (pj->n_in != 2 || pi->x_linear || pi->n_in != 1) return NULL;
+    int qr = pj->in[0] == r ? 0 : 1, A = pj->in[1 - qr];
+    if (pj->in[qr] != r || A == pi->in[0] || ir->regs[A].kind != TF_REG_CATEGORICAL) return NULL;
+    const TfGenReg *ga = &ir->gen_regs[A], *gx = &ir->gen_regs[pi->in[0]];
+    int na = ga->n_vals, nx = pi->n_x, n0 = ir->gen_regs[pj->in[0]].n_vals;
+    int dest_cat = ir->regs[pj->dest].kind == TF_REG_CATEGORICAL;
+    double xmax = 1.0; // what x can hold at the BOS, as compiler/lower_general.c bounds it
+    for (int v = 0; v < gx->n_vals; v++) xmax = fmax(xmax, fabs(gx->vals[v].x));
+    for (int k = 0; k < nx; k++) xmax = fmax(xmax, fabs(pi->xs[k]));
+    TfGenOp *p = va_alloc(G, sizeof *p);
+    int *cols = dest_cat ? va_alloc(G, (size_t)na * (size_t)nx * sizeof *cols) : NULL;
+    double *nums = dest_cat ? NULL : va_alloc(G, (size_t)na * (size_t)nx * sizeof *nums);
+    if (!p || (dest_cat ? !cols : !nums)) return NULL;
+    for (int a = 0; a < na; a++)
+        for (int k = 0; k < nx; k++) {
+            int cr = pi->x_col[k], c = -1;
+            if (cr >= 0) c = qr == 0 ? cr + a * n0 : a + cr * n0;
+            size_t at = (size_t)a * (size_t)nx + (size_t)k;
+            if (dest_cat) cols[at] = c < 0 ? -1 : pj->combo_col[c];
+            else nums[at] = c < 0 ? 0 : pj->combo_num[c];
+            if (k == 0) continue;
+            int differ = dest_cat ? cols[at] != cols[at - 1] : nums[at] != nums[at - 1];
+            if (!differ) continue;
+            // The step K (x - m) + G (a's column - 1) must stay within a
+            // quarter of its half-unit margin of the exact value.
+            double m = (pi->xs[k - 1] + pi->xs[k]) / 2, K = 2.0 / (pi->xs[k] - pi->xs[k - 1]);
+            double Gs = K * (xmax + fabs(m)) + 2.0;
+            if (K * (gx->err + 4 * EPS32 * (xmax + fabs(m))) + Gs * (ga->err + 4 * EPS32) > 0.25)
+                return NULL;
+        }
+    *p = *pj;
+    p->form = TF_GEN_SPLIT;
+    p->n_in = 2;
+    p->in[0] = pi->in[0];
+    p->in[1] = A;
+    p->n_combo = na;
+    p->combo_col = NULL;
+    p->combo_num = NULL;
+    p->n_x = nx;
+    p->xs = pi->xs;
+    p->x_col = cols;
+    p->x_num = nums;
+    p->x_linear = 0;
+    return p;
+}
+
 /* The single-input table that wrote a selection side's register r (before
  * op j), when it can stand in the selection: its input holds nothing at the
  * BOS. -1 otherwise. */
@@ -512,7 +545,8 @@ static int fuse_all(const Fz *F, Gen *Gp) {
         }
         if (!pj || pj->form != TF_GEN_TABLE) continue;
         // Compose with the writer of each input in turn, as long as it pays.
-        for (int changed = 1; changed;) {
+        // (a composition into a staircase ends it: pj is no longer a table).
+        for (int changed = 1; changed && pj->form == TF_GEN_TABLE;) {
             changed = 0;
             for (int q = 0; q < pj->n_in && !changed; q++) {
                 int r = pj->in[q], i = table_writer(F, j, r);
@@ -522,13 +556,14 @@ static int fuse_all(const Fz *F, Gen *Gp) {
                 if (pi->form == TF_GEN_TABLE) p = fuse_tables(&G, pi, pj, r);
                 else if (pi->form == TF_GEN_STAIRCASE && pj->n_in == 1)
                     p = fuse_staircase(&G, pi, pj);
+                else if (pi->form == TF_GEN_STAIRCASE && pj->n_in == 2)
+                    p = fuse_split(&G, pi, pj, r);
                 if (G.failed) return -1;
                 if (!p || plan_units(ir, p) > plan_units(ir, pi) + plan_units(ir, pj)) continue;
                 ir->ops[j].gen = pj = p;
                 fused++;
-                changed = p->form == TF_GEN_TABLE;
+                changed = 1;
             }
-            if (pj->form != TF_GEN_TABLE) break;
         }
     }
     return fused;

@@ -36,6 +36,15 @@ static void step_pair(Mat b1, int h, double bias) {
  * its set's values and -1 or less when one does not (k = 0: a constant 1).
  * The BOS column, weighted -2(k + 1), turns every unit off at the BOS,
  * where `indices` or a default may hold a value. */
+/* |x| at the BOS for a staircase over register r: what r holds there (a
+ * Count's fraction is 1) is at most the larger of 1 and its values. */
+static double bos_bound(const TfIr *ir, int r) {
+    const TfGenReg *g = &ir->gen_regs[r];
+    double big = 1.0;
+    for (int v = 0; v < g->n_vals; v++) big = fmax(big, fabs(g->vals[v].x));
+    return big;
+}
+
 static void lower_table(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
     const TfIr *ir = L->ir;
     int d = ir->d_model, dest_cat = ir->regs[p->dest].kind == TF_REG_CATEGORICAL;
@@ -103,12 +112,7 @@ static void lower_staircase(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
         // fraction is 1, an Aggregate's default): bound it too, so that the
         // steps stay off at the BOS whatever x is there.
         double at_bos = 0;
-        for (int k = 0; k < p->n_in; k++) {
-            const TfGenReg *g = &ir->gen_regs[p->in[k]];
-            double big = 1.0;
-            for (int v = 0; v < g->n_vals; v++) big = fmax(big, fabs(g->vals[v].x));
-            at_bos += fabs(p->coef[k]) * big;
-        }
+        for (int k = 0; k < p->n_in; k++) at_bos += fabs(p->coef[k]) * bos_bound(ir, p->in[k]);
         xmax = fmax(xmax, at_bos + fabs(p->c0));
     }
     // Unit 0: 1 everywhere but at the BOS (the value at the lowest x).
@@ -157,6 +161,68 @@ static void lower_staircase(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
             AT(w2, oc, h + 1) = (float)-delta;
         }
         h += 2;
+    }
+    add_mlp(L, op, w1, b1, w2, b2);
+}
+
+/* SPLIT: per value a of the categorical in[1] (its column ca), a staircase
+ * over x = in[0]: a base pair 2 ca - 1 that gives a's result at the lowest
+ * x, and a pair per step K (x - m) + G (ca - 1), G so large that the step
+ * is off unless a is the value. The BOS turns every pair off. */
+static void lower_split(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
+    const TfIr *ir = L->ir;
+    int d = ir->d_model, n = p->n_x, dest_cat = ir->regs[p->dest].kind == TF_REG_CATEGORICAL;
+    int H = plans_mlp_units(ir, p);
+    Mat w1 = lower_mat(L, H, d), b1 = lower_mat(L, 1, H), w2 = lower_mat(L, d, H),
+        b2 = lower_mat(L, 1, d);
+    if (L->failed) { (void)(free(w1.w), free(b1.w), free(w2.w), free(b2.w)); return; }
+    int bos_col = ir->bos >= 0 ? ir->regs[TF_IR_REG_TOKENS].offset + ir->bos : -1;
+    int xc = ir->regs[p->in[0]].offset, oc = ir->regs[p->dest].offset;
+    double xmax = bos_bound(ir, p->in[0]);
+    for (int i = 0; i < n; i++) xmax = fmax(xmax, fabs(p->xs[i]));
+    int h = 0;
+    for (int a = 0; a < p->n_combo; a++) {
+        int ca = col(ir, p->in[1], ir->gen_regs[p->in[1]].vals[a]);
+        const int *xcol = dest_cat ? p->x_col + (size_t)a * (size_t)n : NULL;
+        const double *xnum = dest_cat ? NULL : p->x_num + (size_t)a * (size_t)n;
+        if (dest_cat ? xcol[0] >= 0 : xnum[0] != 0) {
+            AT(w1, h, ca) = 2.0f;
+            AT(w1, h + 1, ca) = 2.0f;
+            if (bos_col >= 0) AT(w1, h, bos_col) = AT(w1, h + 1, bos_col) = -4.0f;
+            step_pair(b1, h, -1.0);
+            if (dest_cat) {
+                AT(w2, oc + xcol[0], h) = 1.0f;
+                AT(w2, oc + xcol[0], h + 1) = -1.0f;
+            } else {
+                AT(w2, oc, h) = (float)xnum[0];
+                AT(w2, oc, h + 1) = (float)-xnum[0];
+            }
+            h += 2;
+        }
+        for (int i = 0; i + 1 < n; i++) {
+            if (dest_cat ? xcol[i] == xcol[i + 1] : xnum[i] == xnum[i + 1]) continue;
+            double m = (p->xs[i] + p->xs[i + 1]) / 2, K = 2.0 / (p->xs[i + 1] - p->xs[i]);
+            double G = K * (xmax + fabs(m)) + 2.0;
+            AT(w1, h, xc) = AT(w1, h + 1, xc) = (float)K;
+            AT(w1, h, ca) = AT(w1, h + 1, ca) = (float)G;
+            if (bos_col >= 0) AT(w1, h, bos_col) = AT(w1, h + 1, bos_col) = (float)-G;
+            step_pair(b1, h, -K * m - G);
+            if (dest_cat) {
+                if (xcol[i + 1] >= 0) {
+                    AT(w2, oc + xcol[i + 1], h) += 1.0f;
+                    AT(w2, oc + xcol[i + 1], h + 1) -= 1.0f;
+                }
+                if (xcol[i] >= 0) {
+                    AT(w2, oc + xcol[i], h) -= 1.0f;
+                    AT(w2, oc + xcol[i], h + 1) += 1.0f;
+                }
+            } else {
+                double delta = xnum[i + 1] - xnum[i];
+                AT(w2, oc, h) = (float)delta;
+                AT(w2, oc, h + 1) = (float)-delta;
+            }
+            h += 2;
+        }
     }
     add_mlp(L, op, w1, b1, w2, b2);
 }
@@ -315,6 +381,7 @@ void lower_general(Lowerer *L, const TfIrOp *op) {
     case TF_GEN_STAIRCASE: lower_staircase(L, op, p); break;
     case TF_GEN_LINEAR: lower_linear(L, op, p); break;
     case TF_GEN_GATED: lower_gated(L, op, p); break;
+    case TF_GEN_SPLIT: lower_split(L, op, p); break;
     case TF_GEN_ATTEND:
     case TF_GEN_COUNT: lower_attend(L, op, p); break;
     }

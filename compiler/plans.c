@@ -35,14 +35,42 @@ static int table_units(const TfIr *ir, const TfGenOp *p) {
     return n > 0 ? n : 1;
 }
 
+int plans_split_steps(const TfIr *ir, const TfGenOp *p, int a, int *base) {
+    int dest_cat = ir->regs[p->dest].kind == TF_REG_CATEGORICAL, n = 0;
+    const int *col = dest_cat ? p->x_col + (size_t)a * (size_t)p->n_x : NULL;
+    const double *num = dest_cat ? NULL : p->x_num + (size_t)a * (size_t)p->n_x;
+    *base = dest_cat ? col[0] >= 0 : num[0] != 0;
+    for (int i = 0; i + 1 < p->n_x; i++) n += dest_cat ? col[i] != col[i + 1] : num[i] != num[i + 1];
+    return n;
+}
+
+int plans_mlp_units(const TfIr *ir, const TfGenOp *p) {
+    switch (p->form) {
+    case TF_GEN_TABLE: return 2 * table_units(ir, p);
+    case TF_GEN_STAIRCASE: return 1 + 2 * plans_staircase_steps(ir, p);
+    case TF_GEN_LINEAR: return 2;
+    case TF_GEN_GATED: return 2 * p->n_combo;
+    case TF_GEN_SPLIT: {
+        int n = 0;
+        for (int a = 0; a < p->n_combo; a++) {
+            int base, steps = plans_split_steps(ir, p, a, &base);
+            n += 2 * (base + steps);
+        }
+        return n > 0 ? n : 1;
+    }
+    default: return 0;
+    }
+}
+
 static size_t general_params(const TfIr *ir, const TfGenOp *p, TfLayerKind *kind) {
     size_t d = (size_t)ir->d_model;
     *kind = TF_LAYER_MLP;
     switch (p->form) {
-    case TF_GEN_TABLE: return mlp(2 * (size_t)table_units(ir, p), d);
-    case TF_GEN_STAIRCASE: return mlp(1 + 2 * (size_t)plans_staircase_steps(ir, p), d);
-    case TF_GEN_LINEAR: return mlp(2, d);
-    case TF_GEN_GATED: return mlp(2 * (size_t)p->n_combo, d);
+    case TF_GEN_TABLE:
+    case TF_GEN_STAIRCASE:
+    case TF_GEN_LINEAR:
+    case TF_GEN_GATED:
+    case TF_GEN_SPLIT: return mlp((size_t)plans_mlp_units(ir, p), d);
     case TF_GEN_ATTEND:
     case TF_GEN_COUNT: {
         size_t D = 2;

@@ -39,5 +39,10 @@ void plans_free(TfPlans *p);
 
 /* The steps of a staircase: neighbouring values whose results differ. */
 int plans_staircase_steps(const TfIr *ir, const TfGenOp *p);
+/* The steps of a SPLIT plan's staircase for in[1]'s value a, and whether it
+ * has a result at its lowest x (its base pair). */
+int plans_split_steps(const TfIr *ir, const TfGenOp *p, int a, int *base);
+/* The hidden units of an MLP plan (table, staircase, linear, gated, split). */
+int plans_mlp_units(const TfIr *ir, const TfGenOp *p);
 
 #endif

@@ -59,6 +59,8 @@ typedef enum TfGenForm {
     TF_GEN_LINEAR,    /* MLP: ReLU(z) - ReLU(-z) of a linear combination */
     TF_GEN_GATED,     /* MLP: per combination of categorical inputs, a + b x of one
                          numeric input x, gated by the combination's one-hot */
+    TF_GEN_SPLIT,     /* MLP: per value of a categorical input in[1], a staircase over the
+                         numeric in[0] (compiler/fuse.c: a Map of a Count and a position) */
     TF_GEN_ATTEND,    /* attention: select and aggregate (mean or copy) */
     TF_GEN_COUNT      /* attention: 1 / (count + 1) into a hidden numeric register */
 } TfGenForm;
@@ -90,6 +92,9 @@ struct TfGenOp {
     int *x_col;
     double *x_num;
     int x_linear;
+    /* SPLIT: xs as STAIRCASE; x_col / x_num hold n_combo * n_x results, the
+     * staircase of in[1]'s value a at [a * n_x, (a + 1) * n_x); n_combo is
+     * in[1]'s number of values. */
 
     /* GATED: in[0] numeric, in[1..n_in) categorical; per combination of the
      * categorical ones (as TABLE) dest = combo_num[c] + combo_slope[c] x; c0 is

@@ -217,6 +217,23 @@ START_TEST(test_selection_sides_and_count_pairs) {
 }
 END_TEST
 
+/* A Map of a Count and the position (frac_prevs, printed in tenths): one
+ * staircase over the Count's fraction per position, so the count needs no
+ * columns and the model is one attention layer and one MLP. */
+START_TEST(test_staircase_per_position) {
+    const char *src = "vocab \"^abc0123456789T\"; bos '^'; maxlen 7;\n"
+                      "cat as, out;\n"
+                      "as:  Count(k.tokens == 'a', causal) -> as;\n"
+                      "out: Map(as >= indices ? 'T' : 10 * as / indices) -> out;\n"
+                      "output out at every position;\n";
+    TfModel *s = compile_text(src, 0), *u = compile_text(src, 1);
+    ck_assert_int_eq(model_find_register(s, "as"), -1);
+    ck_assert_int_eq(s->n_layers, 2);
+    ck_assert_int_eq(same_outputs(s, u, "abc", 6), 1092);
+    model_free(s), model_free(u);
+}
+END_TEST
+
 /* MLPs that are ready together share a layer (block-diagonal, parts over
  * the hidden units); an op whose result nothing reads is dropped. (p and q
  * read two registers each, so the Counts cannot read through them.) */
@@ -293,6 +310,7 @@ int main(void) {
     tcase_add_test(tc, test_maps_compose);
     tcase_add_test(tc, test_linear_then_staircase);
     tcase_add_test(tc, test_selection_sides_and_count_pairs);
+    tcase_add_test(tc, test_staircase_per_position);
     tcase_add_test(tc, test_mlp_parts_and_dead_ops);
     tcase_add_test(tc, test_checks_follow_their_op);
     suite_add_tcase(s, tc);
