@@ -505,6 +505,17 @@ static int merge_same_tables(const Fz *F) {
     return n;
 }
 
+/* Whether an op after j that is a table reads register r. */
+static int read_by_table(const Fz *F, int j, int r) {
+    for (int k = j + 1; k < F->ir->n_ops; k++) {
+        const TfGenOp *p = F->ir->ops[k].gen;
+        if (!p || p->form != TF_GEN_TABLE) continue;
+        for (int q = 0; q < p->n_in; q++)
+            if (p->in[q] == r) return 1;
+    }
+    return 0;
+}
+
 /* Every composition, op by op in program order (so that chains compose). */
 static int fuse_all(const Fz *F, Gen *Gp) {
     TfIr *ir = F->ir;
@@ -556,7 +567,8 @@ static int fuse_all(const Fz *F, Gen *Gp) {
                 if (pi->form == TF_GEN_TABLE) p = fuse_tables(&G, pi, pj, r);
                 else if (pi->form == TF_GEN_STAIRCASE && pj->n_in == 1)
                     p = fuse_staircase(&G, pi, pj);
-                else if (pi->form == TF_GEN_STAIRCASE && pj->n_in == 2)
+                else if (pi->form == TF_GEN_STAIRCASE && pj->n_in == 2 &&
+                         !read_by_table(F, j, pj->dest)) // a table after j composes with it instead
                     p = fuse_split(&G, pi, pj, r);
                 if (G.failed) return -1;
                 if (!p || plan_units(ir, p) > plan_units(ir, pi) + plan_units(ir, pj)) continue;
