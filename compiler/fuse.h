@@ -20,7 +20,12 @@
  *   a table of two Counts' results that is a function of the difference (or
  *   sum) of their fractions becomes a staircase over it (shuffle_dyck's
  *   balance: o > c exactly when o's fraction is below c's), when its steps
- *   keep compiler/map.c's margin.
+ *   keep compiler/map.c's margin; a table of a Count's result and one other
+ *   categorical register becomes a staircase over the fraction per value of
+ *   that register (TF_GEN_SPLIT: frac_prevs's count and position), unless a
+ *   later table reads its result (that table composes with it instead);
+ *   the query and key joint tables of a selection over the same registers
+ *   are one register.
  *
  * The composition reads what the first read, so the Map no longer waits for
  * the first op's MLP: Count and the Map that prints it are one attention
