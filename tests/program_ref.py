@@ -385,7 +385,7 @@ program("mul_digit", (mul_digit_cases,
 
 # ---- bench/tracr: Tracr's programs at Tracr's settings -------------------------------------
 # Each of the nine programs of issue 12's table twice (bench/tracr/NAME_lib.tfp, the
-# library's program; NAME_plain.tfp, one op per RASP op), checked by tests/tracr_bench.sh.
+# library's program; NAME_plain.tfp, one op per RASP op), checked by tests/programs.sh --tracr.
 # Tracr's lengths are short: every input up to max_seq_len is a case where that is at most
 # 60,000 strings; pair_balance (10 tokens of 5) is exhaustive to 6, then random inputs and
 # bracket walks.

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# tests/programs.sh TFC TFRUN [TFINFO]: the program library (programs/*.tfp,
-# written with the general ops) against its Python references
-# (tests/program_ref.py).
+# tests/programs.sh [--tracr] TFC TFRUN [TFINFO]: the program library
+# (programs/*.tfp, written with the general ops) against its Python references
+# (tests/program_ref.py); with --tracr, bench/tracr's programs instead (Tracr's
+# nine programs of issue 12 at Tracr's vocabularies and lengths, each as
+# NAME_lib.tfp and NAME_plain.tfp; tests/program_ref.py --list-tracr), every
+# one of which must have a reference, and every reference a program.
 #
 # For every program that tests/program_ref.py lists: compile it (tfc must not
 # warn, except that a categorical Aggregate it cannot prove single-valued is
 # checked at run time: the warning and its hint), check its header comment's examples and then all its cases with
-# `tfrun --check` (every case must pass), and print its size (layers, d_model,
+# `tfrun --check` (every case must pass, and there must be some), and print its size (layers, d_model,
 # parameters, from TFINFO, by default tfinfo next to TFRUN) and its case count.
 # $TF_PROGRAM_CASES caps the cases per program, spread evenly over the list
 # (the sanitizer build runs 1,000); unset, every case runs.
@@ -16,6 +19,11 @@
 # every-position programs, 20 for generating ones, which it runs without a
 # cache) it must print exactly what tfrun --batch prints.
 set -uo pipefail
+tracr=0
+if [ "${1:-}" = --tracr ]; then
+    tracr=1
+    shift
+fi
 TFC=$1
 TFRUN=$2
 TFINFO=${3:-$(dirname "$TFRUN")/tfinfo}
@@ -26,21 +34,33 @@ MAX=${TF_PROGRAM_CASES:-0}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failed=0
+checked=0
 fail() {
     echo "FAIL: $*"
     failed=$((failed + 1))
 }
 
-names=$("$PY" "$REF" --list) || { echo "FAIL: $REF --list"; exit 1; }
+if [ $tracr -eq 1 ]; then
+    DIR=$ROOT/bench/tracr
+    names=$("$PY" "$REF" --list-tracr) || { echo "FAIL: $REF --list-tracr"; exit 1; }
+    [ -n "$names" ] || { echo "FAIL: $REF --list-tracr lists nothing"; exit 1; }
+    for src in "$DIR"/*.tfp; do
+        grep -qx "$(basename "$src" .tfp)" <<<"$names" || fail "$src has no reference in $REF"
+    done
+else
+    DIR=$ROOT/programs
+    names=$("$PY" "$REF" --list) || { echo "FAIL: $REF --list"; exit 1; }
+fi
 torch=1
 if ! "$PY" -c 'import torch' 2>/dev/null; then
     echo "note: $PY cannot import torch: the PyTorch peer is skipped (tests/torch.sh fails on it)"
     torch=0
 fi
-printf '%-18s %7s %7s %10s %12s %8s  %s\n' program layers d_model parameters "FLOP/case" cases result
+printf '%-22s %7s %7s %10s %12s %8s  %s\n' program layers d_model parameters "FLOP/case" cases result
 for name in $names; do
-    src=$ROOT/programs/$name.tfp
+    src=$DIR/$name.tfp
     w=$tmp/$name.tfw
+    [ -f "$src" ] || { fail "$name: no $src"; continue; }
     if ! "$TFC" "$src" -o "$w" >"$tmp/tfc.out" 2>&1; then
         fail "$name: tfc $src"
         cat "$tmp/tfc.out"
@@ -76,12 +96,13 @@ for name in $names; do
     out=$("$TFRUN" "$w" --check "$tmp/cases.tsv")
     status=$?
     flop=$(sed -n 's/^engine: \([0-9]*\) FLOP per case.*/\1/p' <<<"$out")
-    if [ $status -ne 0 ] || ! grep -q "^$n passed, 0 failed (" <<<"$out"; then
+    if [ "$n" -eq 0 ] || [ $status -ne 0 ] || ! grep -q "^$n passed, 0 failed (" <<<"$out"; then
         result="FAILED"
         fail "$name: want $n passed, 0 failed, exit 0 (got exit $status)"
         echo "$out" | head -12
     else
         result="$n passed"
+        checked=$((checked + n))
     fi
 
     if [ $torch -eq 1 ]; then
@@ -99,14 +120,29 @@ for name in $names; do
         fi
     fi
     # shellcheck disable=SC2086
-    printf '%-18s %7s %7s %10s %12s %8s  %s\n' "$name" $size "${flop:-?}" "$n" "$result"
+    printf '%-22s %7s %7s %10s %12s %8s  %s\n' "$name" $size "${flop:-?}" "$n" "$result"
 done
 
-# The check is not vacuous: one wrong expectation fails.
-"$TFC" "$ROOT/programs/reverse.tfp" -o "$tmp/reverse.tfw" >/dev/null 2>&1
-printf '^abc\tcba\n^abc\tabc\n' >"$tmp/wrong.tsv"
-if "$TFRUN" "$tmp/reverse.tfw" --check "$tmp/wrong.tsv" >/dev/null; then
-    fail "a wrong expected output passed"
+# The checks are not vacuous: one wrong expectation fails; at Tracr's
+# settings a wrong count fails, and so does a number off by 1/72 (far above
+# the error bound tfc proves for it).
+if [ $tracr -eq 0 ]; then
+    "$TFC" "$ROOT/programs/reverse.tfp" -o "$tmp/reverse.tfw" >/dev/null 2>&1
+    printf '^abc\tcba\n^abc\tabc\n' >"$tmp/wrong.tsv"
+    if "$TFRUN" "$tmp/reverse.tfw" --check "$tmp/wrong.tsv" >/dev/null; then
+        fail "a wrong expected output passed"
+    fi
+else
+    "$TFC" "$DIR/hist_plain.tfp" -o "$tmp/hist.tfw" >/dev/null 2>&1
+    printf '^abac\t2121\n^abac\t2111\n' >"$tmp/wrong.tsv"
+    out=$("$TFRUN" "$tmp/hist.tfw" --check "$tmp/wrong.tsv") # exits 1: a case failed
+    grep -q '^1 passed, 1 failed' <<<"$out" ||
+        fail "want the right count to pass and the wrong one to fail"
+    "$TFC" "$DIR/pair_balance_plain.tfp" -o "$tmp/pb.tfw" >/dev/null 2>&1
+    printf '^a()b(c))\t0 1/2 0 0 1/5 1/6 0 -1/8\n^a()b(c))\t0 1/2 0 0 1/5 1/6 0 -1/9\n' >"$tmp/wrong.tsv"
+    out=$("$TFRUN" "$tmp/pb.tfw" --check "$tmp/wrong.tsv")
+    grep -q '^1 passed, 1 failed' <<<"$out" ||
+        fail "want the right numbers to pass and the wrong one to fail"
 fi
-echo "$failed failed"
+echo "$checked cases checked, $failed failed"
 [ "$failed" -eq 0 ]
