@@ -80,7 +80,7 @@ static size_t count_params(const TfModel *m) {
  * heads to one width can make the model larger than its plan: the limit is
  * checked again. */
 static TfModel *schedule(TfModel *m, size_t max_params, TfDiag *diag, TfError *err) {
-    TfModel *s = schedule_model(m, NULL, err);
+    TfModel *s = schedule_model(m, err);
     model_free(m);
     if (s && count_params(s) > max_params) {
         diag_file_error(diag,

@@ -12,8 +12,6 @@
 
 #define MAX_FUSED_COMBOS (1 << 16)
 
-static long plan_units(const TfIr *ir, const TfGenOp *p) { return plans_mlp_units(ir, p); }
-
 /* The combination index (mixed radix, first fastest) of a table over regs,
  * each register's value index taken from zidx (its place in zregs), or
  * r_idx for r_fixed. */
@@ -546,8 +544,8 @@ static int fuse_all(const Fz *F, Gen *Gp) {
                 !inputs_rewritten(F, i2, j)) {
                 TfGenOp *p = fuse_two_staircases(&G, ir->ops[i1].gen, ir->ops[i2].gen, pj);
                 if (G.failed) return -1;
-                if (p && plan_units(ir, p) <= plan_units(ir, pj) + plan_units(ir, ir->ops[i1].gen) +
-                                                  plan_units(ir, ir->ops[i2].gen)) {
+                if (p && plans_mlp_units(ir, p) <= plans_mlp_units(ir, pj) + plans_mlp_units(ir, ir->ops[i1].gen) +
+                                                  plans_mlp_units(ir, ir->ops[i2].gen)) {
                     ir->ops[j].gen = pj = p;
                     fused++;
                     continue;
@@ -571,7 +569,7 @@ static int fuse_all(const Fz *F, Gen *Gp) {
                          !read_by_table(F, j, pj->dest)) // a table after j composes with it instead
                     p = fuse_split(&G, pi, pj, r);
                 if (G.failed) return -1;
-                if (!p || plan_units(ir, p) > plan_units(ir, pi) + plan_units(ir, pj)) continue;
+                if (!p || plans_mlp_units(ir, p) > plans_mlp_units(ir, pi) + plans_mlp_units(ir, pj)) continue;
                 ir->ops[j].gen = pj = p;
                 fused++;
                 changed = 1;

@@ -478,7 +478,7 @@ static int start_model(Sched *S, int *new_reg) {
     return S->failed ? -1 : 0;
 }
 
-static int build(Sched *S, int n_slots, TfScheduleStats *stats) {
+static int build(Sched *S, int n_slots) {
     const TfModel *m = S->m;
     int *new_reg = malloc((size_t)(m->n_regs > 0 ? m->n_regs : 1) * sizeof *new_reg);
     int *new_layer = malloc((size_t)(S->n > 0 ? S->n : 1) * sizeof *new_layer);
@@ -507,14 +507,6 @@ static int build(Sched *S, int n_slots, TfScheduleStats *stats) {
                             S->err) < 0)
             goto done;
     }
-    if (stats) {
-        stats->layers_before = m->n_layers;
-        stats->layers_after = S->out->n_layers;
-        stats->d_before = m->d_model;
-        stats->d_after = S->d2;
-        stats->dead_layers = 0;
-        for (int i = 0; i < S->n; i++) stats->dead_layers += !S->live[i];
-    }
     rc = 0;
 done:
     if (rc < 0 && !S->failed) tf_error_set(S->err, "out of memory");
@@ -522,7 +514,7 @@ done:
     return rc;
 }
 
-TfModel *schedule_model(const TfModel *m, TfScheduleStats *stats, TfError *err) {
+TfModel *schedule_model(const TfModel *m, TfError *err) {
     Sched S = {0};
     S.m = m;
     S.d = m->d_model;
@@ -553,7 +545,7 @@ TfModel *schedule_model(const TfModel *m, TfScheduleStats *stats, TfError *err) 
     for (int c = 0; c < S.d; c++) S.newcol[c] = S.col[c] ? S.d2++ : -1;
     int n_slots = place(&S);
     if (n_slots < 0) goto oom;
-    if (build(&S, n_slots, stats) == 0 && model_name_tensors(S.out, err) == 0 &&
+    if (build(&S, n_slots) == 0 && model_name_tensors(S.out, err) == 0 &&
         model_validate(S.out, err) == 0)
         out = S.out;
     else

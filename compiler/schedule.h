@@ -30,14 +30,9 @@
 
 #include "model.h"
 
-typedef struct TfScheduleStats {
-    int layers_before, layers_after; /* layers in, layers out */
-    int dead_layers;                 /* op layers dropped as dead */
-    int d_before, d_after;           /* d_model in, out */
-} TfScheduleStats;
-
 /* A new model holding m's computation in fewer, wider layers (see above);
- * m is left as it was. NULL with err set (out of memory). stats may be NULL. */
-TfModel *schedule_model(const TfModel *m, TfScheduleStats *stats, TfError *err);
+ * m is left as it was. NULL with err set: out of memory, or a layer it
+ * cannot take (a norm, or attention without an output projection). */
+TfModel *schedule_model(const TfModel *m, TfError *err);
 
 #endif
