@@ -454,6 +454,26 @@ expect "tfc --no-schedule keeps one layer per op" 0 "~, 3 layers," "" -- "$TFINF
 expect "tfc --no-schedule is in made_by" 0 '~"schedule":false' "" -- "$TFINFO" "$tmp/hist-ns.tfw"
 "$TFC" "$SRC/programs/histogram.tfp" -o "$tmp/hist-s.tfw"
 expect "tfc schedules by default" 0 "~, 2 layers," "" -- "$TFINFO" "$tmp/hist-s.tfw"
+# Padding heads to the widest can make the scheduled model larger than its
+# plan: six selections of 3 query rows and one over 60 positions (62 rows)
+# become seven heads of 62 rows. The limit is checked again after scheduling, and --no-schedule
+# stays within it.
+{
+    printf 'vocab "^abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"; bos %s; maxlen 60;\n' "'^'"
+    printf 'num one, a0, a1, a2, a3, a4, a5, x, s;\none: Map(1) -> one;\n'
+    for i in 0 1 2 3 4 5; do
+        printf "a$i: Aggregate(k.tokens == '%s', one, default: 0) -> a$i;\n" "$(printf 'abcdef' | cut -c$((i + 1)))"
+    done
+    printf 'x: Aggregate(k.indices == q.indices, one, default: 0) -> x;\n'
+    printf 's: Map(a0 + a1 + a2 + a3 + a4 + a5 + x) -> s;\noutput s at every position;\n'
+} >"$tmp/pad.tfp"
+expect "tfc --max-params counts the scheduled model" 1 "" \
+    "error: the scheduled model has 122926 parameters, more than the limit of 60000" \
+    -- "$TFC" --max-params 60000 "$tmp/pad.tfp" -o "$tmp/pad.tfw"
+expect "tfc --max-params: nothing written when the scheduled model is too large" 1 "" "" \
+    -- test -e "$tmp/pad.tfw"
+expect "tfc --no-schedule --max-params: one layer per op fits" 0 "" "" \
+    -- "$TFC" --no-schedule --max-params 60000 "$tmp/pad.tfp" -o "$tmp/pad.tfw"
 # --max-params: the limit, and its usage errors.
 expect "tfc --max-params refuses a larger model" 1 "" \
     "error: this Aggregate becomes a layer of" -- "$TFC" --max-params 2000 "$tmp/tie.tfp" -o "$tmp/tie2.tfw"
