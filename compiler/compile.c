@@ -69,12 +69,6 @@ static int general_only(const TfIr *ir) {
     return 1;
 }
 
-static size_t count_params(const TfModel *m) {
-    size_t n = 0;
-    for (int t = 0; t < m->n_tensors; t++) n += m->tensors[t].nelem;
-    return n;
-}
-
 /* Seed ops keep seed 001's layer order (its trace is the reference); a
  * program of general ops only is scheduled (compiler/schedule.h). Padding
  * heads to one width can make the model larger than its plan: the limit is
@@ -82,11 +76,11 @@ static size_t count_params(const TfModel *m) {
 static TfModel *schedule(TfModel *m, size_t max_params, TfDiag *diag, TfError *err) {
     TfModel *s = schedule_model(m, err);
     model_free(m);
-    if (s && count_params(s) > max_params) {
+    if (s && model_param_count(s) > max_params) {
         diag_file_error(diag,
-                   "the scheduled model has %zu parameters, more than the limit of %zu "
-                   "(--max-params=N raises it, --no-schedule keeps one layer per op)",
-                   count_params(s), max_params);
+                        "the scheduled model has %zu parameters, more than the limit of %zu "
+                        "(--max-params=N raises it, --no-schedule keeps one layer per op)",
+                        model_param_count(s), max_params);
         model_free(s);
         return NULL;
     }
