@@ -30,12 +30,6 @@ static void step_pair(Mat b1, int h, double bias) {
     AT(b1, 0, h + 1) = (float)(bias - 0.5);
 }
 
-/* One step pair per cube of the table with a result (compiler/cubes.h),
- * reading the k inputs the cube restricts, each the columns of its set of
- * values: u = 2 (sum of those columns) - 2k + 1 is 1 when each holds one of
- * its set's values and -1 or less when one does not (k = 0: a constant 1).
- * The BOS column, weighted -2(k + 1), turns every unit off at the BOS,
- * where `indices` or a default may hold a value. */
 /* |x| at the BOS for a staircase over register r: what r holds there (a
  * Count's fraction is 1) is at most the larger of 1 and its values. */
 static double bos_bound(const TfIr *ir, int r) {
@@ -45,6 +39,12 @@ static double bos_bound(const TfIr *ir, int r) {
     return big;
 }
 
+/* One step pair per cube of the table with a result (compiler/cubes.h),
+ * reading the k inputs the cube restricts, each the columns of its set of
+ * values: u = 2 (sum of those columns) - 2k + 1 is 1 when each holds one of
+ * its set's values and -1 or less when one does not (k = 0: a constant 1).
+ * The BOS column, weighted -2(k + 1), turns every unit off at the BOS,
+ * where `indices` or a default may hold a value. */
 static void lower_table(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
     const TfIr *ir = L->ir;
     int d = ir->d_model, dest_cat = ir->regs[p->dest].kind == TF_REG_CATEGORICAL;
