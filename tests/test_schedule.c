@@ -234,6 +234,31 @@ START_TEST(test_staircase_per_position) {
 }
 END_TEST
 
+/* sort's tie-broken rank (k.tokens < q.tokens or equal tokens at an earlier
+ * position): the query and key sides' joint tables over (tokens, indices)
+ * are one register, and its values at position 0, which only the BOS could
+ * hold, have no columns: 4 tokens x 5 positions, not 2 x 4 x 6. */
+START_TEST(test_joint_sides_shared_without_bos_values) {
+    const char *src = "vocab \"^1234\"; bos '^'; maxlen 6;\n"
+                      "cat rank, place, sorted;\n"
+                      "rank: Count(k.tokens < q.tokens or (k.tokens == q.tokens and "
+                      "k.indices < q.indices)) -> rank;\n"
+                      "place: Map(rank + 1) -> place;\n"
+                      "sorted: Aggregate(k.place == q.indices, tokens) -> sorted;\n"
+                      "output sorted at every position;\n";
+    TfModel *s = compile_text(src, 0), *u = compile_text(src, 1);
+    int q = model_find_register(s, "rank.q0");
+    ck_assert_int_ge(q, 0);
+    ck_assert_int_eq(s->regs[q].size, 20);
+    ck_assert_str_eq(s->regs[q].values[0], "('1',1)");
+    ck_assert_int_eq(model_find_register(s, "rank.k0"), -1);
+    ck_assert_int_eq(u->regs[model_find_register(u, "rank.q0")].size, 24);
+    ck_assert_int_ge(model_find_register(u, "rank.k0"), 0);
+    ck_assert_int_eq(same_outputs(s, u, "1234", 5), 1364);
+    model_free(s), model_free(u);
+}
+END_TEST
+
 /* MLPs that are ready together share a layer (block-diagonal, parts over
  * the hidden units); an op whose result nothing reads is dropped. (p and q
  * read two registers each, so the Counts cannot read through them.) */
@@ -311,6 +336,7 @@ int main(void) {
     tcase_add_test(tc, test_linear_then_staircase);
     tcase_add_test(tc, test_selection_sides_and_count_pairs);
     tcase_add_test(tc, test_staircase_per_position);
+    tcase_add_test(tc, test_joint_sides_shared_without_bos_values);
     tcase_add_test(tc, test_mlp_parts_and_dead_ops);
     tcase_add_test(tc, test_checks_follow_their_op);
     suite_add_tcase(s, tc);
