@@ -68,10 +68,10 @@ static int map_enumerate(Gen *G, const TfIrOp *op, const TfExpr *e, const int *i
     return (int)total;
 }
 
-/* One numeric input x among categorical ones, into a numeric register: per
+/* Map(e) -> num dest with one numeric input x among categorical ones: per
  * combination of the categorical values the expression must be a + b x on
- * x's values (sum = mean x count is one). */
-static void analyze_gated(Gen *G, TfIrOp *op, const TfExpr *e, const ExprReads *R) {
+ * x's values (sum = mean x count is one), gated by the combination. */
+static void map_gated(Gen *G, TfIrOp *op, const TfExpr *e, const ExprReads *R) {
     const TfStmt *s = op->stmt;
     int x = -1, cats[TF_GEN_MAX_INPUTS], n_cat = 0;
     for (int i = 0; i < R->n; i++) {
@@ -204,183 +204,283 @@ static void warn_large_table(Gen *G, const TfIrOp *op, const TfGenOp *p) {
     cubes_free(&cubes);
 }
 
-void map_analyze(Gen *G, TfIrOp *op, int index) {
+/* Map(e) -> dest with e a + b x + ...: exact, whatever the values; the
+ * destination's values are every combination's sum when they are known and
+ * few. */
+static TfGenOp *map_linear(Gen *G, TfIrOp *op, const TfExpr *e, const ExprReads *R) {
+    const TfStmt *s = op->stmt;
+    int dest = op->dest;
+    TfGenOp *p = va_new_plan(G, TF_GEN_LINEAR, op, "");
+    if (!p) return NULL;
+    TfVal *cur = calloc((size_t)G->ir->n_regs, sizeof *cur);
+    if (!cur) { (void)(G->failed = 1); return NULL; }
+    for (int i = 0; i < R->n; i++) cur[R->regs[i]] = val_num(0, 0); // what e reads
+    ExprEnv E = {.ir = G->ir, .cur = cur, .true_division = G->ir->regs[op->dest].kind == TF_REG_SCALAR};
+    TfVal base, one;
+    if (expr_eval(&E, e, &base) < 0) {
+        diag_error(G->diag, E.where, "this expression %s", E.msg);
+        free(cur);
+        return NULL;
+    }
+    p->c0 = base.x;
+    double errsum = 0, bound = fabs(base.x);
+    for (int i = 0; i < R->n; i++) {
+        cur[R->regs[i]] = val_num(1, 0);
+        if (expr_eval(&E, e, &one) < 0) {
+            diag_error(G->diag, E.where, "this expression %s", E.msg);
+            free(cur);
+            return NULL;
+        }
+        cur[R->regs[i]] = val_num(0, 0);
+        p->coef[i] = one.x - base.x;
+        const TfGenReg *g = va_greg(G, R->regs[i]);
+        if (p->coef[i] != 0) errsum += fabs(p->coef[i]) * g->err;
+        bound += fabs(p->coef[i]) * (g->known ? va_max_abs(g->vals, g->n_vals) : 1e6);
+    }
+    free(cur);
+    p->n_in = R->n;
+    memcpy(p->in, R->regs, sizeof R->regs);
+    // Value set: every combination, when the inputs' sets are known and small.
+    // Up to MAX_COMBOS combinations, of which at most MAX_NUM_VALUES
+    // different numbers (pair_balance's opens - closes: 32,761
+    // combinations at maxlen 25, 12,531 numbers).
+    long total = 1;
+    int known = 1;
+    double moved = 0;
+    for (int i = 0; i < R->n; i++) {
+        const TfGenReg *g = va_greg(G, R->regs[i]);
+        if (!g->known) known = 0;
+        else if (total <= MAX_COMBOS) total *= g->n_vals;
+    }
+    if (known && total > MAX_COMBOS) {
+        va_greg(G, dest)->why_stmt = s;
+        va_greg(G, dest)->why = "this Map's inputs have more than 2^20 combinations of values";
+    }
+    if (known && total <= MAX_COMBOS) {
+        TfVal *vals = malloc((size_t)total * sizeof *vals);
+        if (!vals) { (void)(G->failed = 1); return NULL; }
+        int idx[TF_GEN_MAX_INPUTS] = {0};
+        for (long c = 0; c < total; c++) {
+            double x = p->c0;
+            for (int i = 0; i < R->n; i++) x += p->coef[i] * va_greg(G, R->regs[i])->vals[idx[i]].x;
+            vals[c] = val_num(x, 0);
+            for (int i = 0; i < R->n && ++idx[i] == va_greg(G, R->regs[i])->n_vals; i++) idx[i] = 0;
+        }
+        int m = val_unique(vals, (int)total, SAME_VALUE, &moved);
+        if (m <= MAX_NUM_VALUES) {
+            va_set_values(G, dest, vals, m);
+        } else {
+            moved = 0;
+            va_greg(G, dest)->why_stmt = s;
+            va_greg(G, dest)->why = "this Map's results are more than 20000 different numbers";
+        }
+        free(vals);
+    }
+    va_greg(G, dest)->err = errsum + bound * 4 * EPS32 + moved;
+    return p;
+}
+
+/* Map(e) -> dest with categorical inputs only: a step pair per combination
+ * of their values (compiler/cubes.h groups them), exact while the inputs'
+ * errors add up to less than 0.25. */
+static TfGenOp *map_table(Gen *G, TfIrOp *op, const TfExpr *e, const ExprReads *R) {
+    const TfStmt *s = op->stmt;
+    int dest = op->dest, dest_cat = G->ir->regs[dest].kind == TF_REG_CATEGORICAL;
+    double in_err = 0;
+    for (int i = 0; i < R->n; i++) in_err += va_greg(G, R->regs[i])->err;
+    TfVal *res;
+    int *defined;
+    int n = map_enumerate(G, op, e, R->regs, R->n, &res, &defined);
+    if (n < 0) return NULL;
+    TfGenOp *p = va_new_plan(G, TF_GEN_TABLE, op, "");
+    if (!p) {
+        free(res), free(defined);
+        return NULL;
+    }
+    p->n_in = R->n;
+    memcpy(p->in, R->regs, sizeof R->regs);
+    p->n_combo = n;
+    p->dest = dest;
+    if (in_err >= 0.25) {
+        diag_error(G->diag, s->op.loc,
+                   "Map: its inputs may be off by %.3g in all, but its steps need less than "
+                   "0.25 (margin %.3g)",
+                   in_err, 0.25 - in_err);
+        free(res), free(defined);
+        return NULL;
+    }
+    if (dest_cat) {
+        p->combo_col = va_alloc(G, (size_t)n * sizeof *p->combo_col);
+        if (!p->combo_col) { (void)(free(res), free(defined), G->failed = 1); return NULL; }
+        va_set_categorical_results(G, dest, res, defined, n, p->combo_col);
+        va_greg(G, dest)->err = ROUND_ONE;
+    } else {
+        p->combo_num = va_alloc(G, (size_t)n * sizeof *p->combo_num);
+        if (!p->combo_num) { (void)(free(res), free(defined), G->failed = 1); return NULL; }
+        for (int c = 0; c < n; c++) {
+            if (!val_is_num(res[c])) {
+                diag_error(G->diag, s->args[0].loc,
+                           "this Map gives a token, but '%s' is a numeric register",
+                           va_reg_name(G, dest));
+                free(res), free(defined);
+                return NULL;
+            }
+            p->combo_num[c] = res[c].x;
+        }
+        double moved;
+        int m = val_unique(res, n, SAME_VALUE, &moved);
+        va_set_values(G, dest, res, m);
+        va_greg(G, dest)->err = va_max_abs(res, m) * ROUND_ONE + moved;
+    }
+    free(res);
+    free(defined);
+    warn_large_table(G, op, p);
+    return p;
+}
+
+/* Map(e) -> dest with one numeric input x: a staircase over x's values, a
+ * step between neighbours whose results differ, its ramps a quarter of the
+ * narrowest such gap wide. */
+static TfGenOp *map_staircase(Gen *G, TfIrOp *op, const TfExpr *e, const ExprReads *R) {
+    const TfStmt *s = op->stmt;
+    int dest = op->dest, dest_cat = G->ir->regs[dest].kind == TF_REG_CATEGORICAL;
+    int r = R->regs[0];
+    const TfGenReg *g = va_greg(G, r);
+    if (!g->known) {
+        diag_error(G->diag, s->args[0].loc,
+                   "Map: the values of '%s' are not known, so a non-linear function of it "
+                   "cannot be built",
+                   va_reg_name(G, r));
+        va_note_why(G, g);
+        return NULL;
+    }
+    TfVal *res;
+    int *defined;
+    int n = map_enumerate(G, op, e, R->regs, 1, &res, &defined);
+    if (n < 0) return NULL;
+    TfGenOp *p = va_new_plan(G, TF_GEN_STAIRCASE, op, "");
+    if (!p) { (void)(free(res), free(defined)); return NULL; }
+    p->n_in = 1;
+    p->in[0] = r;
+    p->n_x = n;
+    p->xs = va_alloc(G, (size_t)n * sizeof *p->xs);
+    if (!p->xs) { (void)(free(res), free(defined), G->failed = 1); return NULL; }
+    // A step only between neighbouring values whose results differ.
+    double gap = INFINITY, xmax = 0;
+    int n_steps = 0;
+    for (int i = 0; i < n; i++) {
+        p->xs[i] = g->vals[i].x;
+        if (i && val_cmp(res[i], res[i - 1]) != 0) {
+            gap = fmin(gap, p->xs[i] - p->xs[i - 1]);
+            n_steps++;
+        }
+        xmax = fmax(xmax, fabs(p->xs[i]));
+    }
+    // The ramps are a quarter of the gap wide on each side of the midpoint;
+    // computing K (x - m) in float32 costs about 4 roundings of its terms.
+    double rounding = n_steps ? (2.0 / gap) * 2 * xmax * 4 * EPS32 * (gap / 2) : 0;
+    double margin = n_steps ? gap / 4 - g->err - rounding - xmax * 4 * EPS32 : 1;
+    if (margin <= 0) {
+        char gl[48];
+        snprintf(gl, sizeof gl, "%.3g", gap);
+        diag_error(G->diag, s->op.loc,
+                   "Map: the values of '%s' are as close as %s, and it may be off by %.3g: "
+                   "its steps cannot tell the values apart in float32 (margin %.3g)",
+                   va_reg_name(G, r), gl, g->err, margin);
+        free(res), free(defined);
+        return NULL;
+    }
+    if (dest_cat) {
+        p->x_col = va_alloc(G, (size_t)n * sizeof *p->x_col);
+        if (!p->x_col) { (void)(free(res), free(defined), G->failed = 1); return NULL; }
+        va_set_categorical_results(G, dest, res, defined, n, p->x_col);
+        va_greg(G, dest)->err = ROUND_ONE * (n_steps + 1);
+    } else {
+        p->x_num = va_alloc(G, (size_t)n * sizeof *p->x_num);
+        if (!p->x_num) { (void)(free(res), free(defined), G->failed = 1); return NULL; }
+        for (int i = 0; i < n; i++) p->x_num[i] = res[i].x;
+        double moved;
+        int m = val_unique(res, n, SAME_VALUE, &moved);
+        va_set_values(G, dest, res, m);
+        va_greg(G, dest)->err = va_max_abs(res, m) * ROUND_ONE * (n_steps + 1) + moved;
+    }
+    free(res);
+    free(defined);
+    return p;
+}
+
+/* Map's one argument as an expression: the parser simplified names,
+ * literals and `reg + n` to arguments of their own, rebuilt here in the
+ * caller's *tmp (three nodes); NULL after reporting a misuse. */
+static const TfExpr *map_argument(Gen *G, const TfIrOp *op, TfExpr tmp[3]) {
     const TfStmt *s = op->stmt;
     if (s->n_args != 1 || (s->args[0].kind == TF_ARG_STEP || s->args[0].kind == TF_ARG_NAMED)) {
         diag_error(G->diag, s->n_args > 1 ? s->args[1].loc : s->args[0].loc,
                    "Map takes one expression: Map((a + b) %% 10) -> r");
-        return;
+        return NULL;
     }
-    // Rebuild the argument as an expression (the parser simplified names,
-    // literals and `reg + n`).
     const TfArg *a = &s->args[0];
-    TfExpr tmp_lit, tmp_name, tmp_bin, tmp_int;
-    const TfExpr *e = a->expr;
-    memset(&tmp_lit, 0, sizeof tmp_lit);
-    if (a->kind == TF_ARG_NAME) {
-        memset(&tmp_name, 0, sizeof tmp_name);
-        tmp_name.kind = TF_EXPR_NAME;
-        tmp_name.name = a->name;
-        tmp_name.loc = a->loc;
-        e = &tmp_name;
-    } else if (a->kind == TF_ARG_CHAR || a->kind == TF_ARG_INT) {
-        tmp_lit.kind = a->kind == TF_ARG_CHAR ? TF_EXPR_CHAR : TF_EXPR_INT;
-        tmp_lit.ch = a->ch;
-        tmp_lit.ival = a->value;
-        tmp_lit.loc = a->loc;
-        e = &tmp_lit;
-    } else if (a->kind == TF_ARG_OFFSET) {
-        memset(&tmp_name, 0, sizeof tmp_name);
-        memset(&tmp_bin, 0, sizeof tmp_bin);
-        memset(&tmp_int, 0, sizeof tmp_int);
-        tmp_name.kind = TF_EXPR_NAME;
-        tmp_name.name = a->name;
-        tmp_name.loc = a->name.loc;
-        tmp_int.kind = TF_EXPR_INT;
-        tmp_int.ival = a->value;
-        tmp_int.loc = a->value_loc;
-        tmp_bin.kind = TF_EXPR_BINARY;
-        tmp_bin.op = '+';
-        tmp_bin.a = &tmp_name;
-        tmp_bin.b = &tmp_int;
-        tmp_bin.loc = a->loc;
-        e = &tmp_bin;
+    memset(tmp, 0, 3 * sizeof *tmp);
+    TfExpr *name = &tmp[0], *num = &tmp[1], *sum = &tmp[2];
+    switch (a->kind) {
+    case TF_ARG_NAME:
+        name->kind = TF_EXPR_NAME;
+        name->name = a->name;
+        name->loc = a->loc;
+        return name;
+    case TF_ARG_CHAR:
+    case TF_ARG_INT:
+        num->kind = a->kind == TF_ARG_CHAR ? TF_EXPR_CHAR : TF_EXPR_INT;
+        num->ch = a->ch;
+        num->ival = a->value;
+        num->loc = a->loc;
+        return num;
+    case TF_ARG_OFFSET:
+        name->kind = TF_EXPR_NAME;
+        name->name = a->name;
+        name->loc = a->name.loc;
+        num->kind = TF_EXPR_INT;
+        num->ival = a->value;
+        num->loc = a->value_loc;
+        sum->kind = TF_EXPR_BINARY;
+        sum->op = '+';
+        sum->a = name;
+        sum->b = num;
+        sum->loc = a->loc;
+        return sum;
+    default: return a->expr;
     }
+}
+
+/* Map(e) -> dest: the decision table of its form.
+ *   numeric dest, a numeric input, e linear   -> linear
+ *   categorical inputs only                   -> table
+ *   numeric dest, one numeric among several   -> gated
+ *   one numeric input                         -> staircase */
+void map_analyze(Gen *G, TfIrOp *op, int index) {
+    const TfStmt *s = op->stmt;
+    TfExpr tmp[3];
+    const TfExpr *e = map_argument(G, op, tmp);
+    if (!e) return;
     ExprReads R = {0};
     if (expr_reads(G->ir, G->diag, e, 0, &R) < 0) return;
     int ok = 1;
     for (int i = 0; i < R.n; i++)
-        if (va_check_readable(G, op, R.regs[i], a->loc, 0) < 0) ok = 0;
+        if (va_check_readable(G, op, R.regs[i], s->args[0].loc, 0) < 0) ok = 0;
     if (!ok || va_check_fresh(G, op) < 0) return;
 
     int dest = op->dest, dest_cat = G->ir->regs[dest].kind == TF_REG_CATEGORICAL;
-    int all_cat = 1;
-    for (int i = 0; i < R.n; i++)
+    int all_cat = 1, n_num = 0;
+    for (int i = 0; i < R.n; i++) {
         if (!va_is_categorical(G->ir, R.regs[i])) all_cat = 0;
+        n_num += !va_is_categorical(G->ir, R.regs[i]);
+    }
     TfGenOp *p = NULL;
-    double in_err = 0;
-    for (int i = 0; i < R.n; i++) in_err += va_greg(G, R.regs[i])->err;
-
     if (!dest_cat && !all_cat && expr_linear(e)) {
-        // Linear: exact, whatever the values.
-        p = va_new_plan(G, TF_GEN_LINEAR, op, "");
-        if (!p) return;
-        TfVal *cur = calloc((size_t)G->ir->n_regs, sizeof *cur);
-        if (!cur) { (void)(G->failed = 1); return; }
-        for (int i = 0; i < R.n; i++) cur[R.regs[i]] = val_num(0, 0); // what e reads
-        ExprEnv E = {.ir = G->ir, .cur = cur, .true_division = G->ir->regs[op->dest].kind == TF_REG_SCALAR};
-        TfVal base, one;
-        if (expr_eval(&E, e, &base) < 0) {
-            diag_error(G->diag, E.where, "this expression %s", E.msg);
-            free(cur);
-            return;
-        }
-        p->c0 = base.x;
-        double errsum = 0, bound = fabs(base.x);
-        for (int i = 0; i < R.n; i++) {
-            cur[R.regs[i]] = val_num(1, 0);
-            if (expr_eval(&E, e, &one) < 0) {
-                diag_error(G->diag, E.where, "this expression %s", E.msg);
-                free(cur);
-                return;
-            }
-            cur[R.regs[i]] = val_num(0, 0);
-            p->coef[i] = one.x - base.x;
-            const TfGenReg *g = va_greg(G, R.regs[i]);
-            if (p->coef[i] != 0) errsum += fabs(p->coef[i]) * g->err;
-            bound += fabs(p->coef[i]) * (g->known ? va_max_abs(g->vals, g->n_vals) : 1e6);
-        }
-        free(cur);
-        p->n_in = R.n;
-        memcpy(p->in, R.regs, sizeof R.regs);
-        // Value set: every combination, when the inputs' sets are known and small.
-        // Up to MAX_COMBOS combinations, of which at most MAX_NUM_VALUES
-        // different numbers (pair_balance's opens - closes: 32,761
-        // combinations at maxlen 25, 12,531 numbers).
-        long total = 1;
-        int known = 1;
-        double moved = 0;
-        for (int i = 0; i < R.n; i++) {
-            const TfGenReg *g = va_greg(G, R.regs[i]);
-            if (!g->known) known = 0;
-            else if (total <= MAX_COMBOS) total *= g->n_vals;
-        }
-        if (known && total > MAX_COMBOS) {
-            va_greg(G, dest)->why_stmt = s;
-            va_greg(G, dest)->why = "this Map's inputs have more than 2^20 combinations of values";
-        }
-        if (known && total <= MAX_COMBOS) {
-            TfVal *vals = malloc((size_t)total * sizeof *vals);
-            if (!vals) { (void)(G->failed = 1); return; }
-            int idx[TF_GEN_MAX_INPUTS] = {0};
-            for (long c = 0; c < total; c++) {
-                double x = p->c0;
-                for (int i = 0; i < R.n; i++) x += p->coef[i] * va_greg(G, R.regs[i])->vals[idx[i]].x;
-                vals[c] = val_num(x, 0);
-                for (int i = 0; i < R.n && ++idx[i] == va_greg(G, R.regs[i])->n_vals; i++) idx[i] = 0;
-            }
-            int m = val_unique(vals, (int)total, SAME_VALUE, &moved);
-            if (m <= MAX_NUM_VALUES) {
-                va_set_values(G, dest, vals, m);
-            } else {
-                moved = 0;
-                va_greg(G, dest)->why_stmt = s;
-                va_greg(G, dest)->why = "this Map's results are more than 20000 different numbers";
-            }
-            free(vals);
-        }
-        va_greg(G, dest)->err = errsum + bound * 4 * EPS32 + moved;
+        p = map_linear(G, op, e, &R);
     } else if (all_cat) {
-        TfVal *res;
-        int *defined;
-        int n = map_enumerate(G, op, e, R.regs, R.n, &res, &defined);
-        if (n < 0) return;
-        p = va_new_plan(G, TF_GEN_TABLE, op, "");
-        if (!p) {
-            free(res), free(defined);
-            return;
-        }
-        p->n_in = R.n;
-        memcpy(p->in, R.regs, sizeof R.regs);
-        p->n_combo = n;
-        p->dest = dest;
-        if (in_err >= 0.25) {
-            diag_error(G->diag, s->op.loc,
-                       "Map: its inputs may be off by %.3g in all, but its steps need less than "
-                       "0.25 (margin %.3g)",
-                       in_err, 0.25 - in_err);
-            free(res), free(defined);
-            return;
-        }
-        if (dest_cat) {
-            p->combo_col = va_alloc(G, (size_t)n * sizeof *p->combo_col);
-            if (!p->combo_col) { (void)(free(res), free(defined), G->failed = 1); return; }
-            va_set_categorical_results(G, dest, res, defined, n, p->combo_col);
-            va_greg(G, dest)->err = ROUND_ONE;
-        } else {
-            p->combo_num = va_alloc(G, (size_t)n * sizeof *p->combo_num);
-            if (!p->combo_num) { (void)(free(res), free(defined), G->failed = 1); return; }
-            for (int c = 0; c < n; c++) {
-                if (!val_is_num(res[c])) {
-                    diag_error(G->diag, s->args[0].loc,
-                               "this Map gives a token, but '%s' is a numeric register",
-                               va_reg_name(G, dest));
-                    free(res), free(defined);
-                    return;
-                }
-                p->combo_num[c] = res[c].x;
-            }
-            double moved;
-            int m = val_unique(res, n, SAME_VALUE, &moved);
-            va_set_values(G, dest, res, m);
-            va_greg(G, dest)->err = va_max_abs(res, m) * ROUND_ONE + moved;
-        }
-        free(res);
-        free(defined);
-        warn_large_table(G, op, p);
+        p = map_table(G, op, e, &R);
     } else if (!dest_cat && R.n > 1) {
-        int n_num = 0;
-        for (int i = 0; i < R.n; i++) n_num += !va_is_categorical(G->ir, R.regs[i]);
         if (n_num != 1) {
             diag_error(G->diag, s->args[0].loc,
                        "Map: with categorical inputs, a Map takes one numeric input; this one reads "
@@ -388,73 +488,10 @@ void map_analyze(Gen *G, TfIrOp *op, int index) {
                        n_num);
             return;
         }
-        analyze_gated(G, op, e, &R);
-        if (!op->gen) return;
+        map_gated(G, op, e, &R);
         p = op->gen;
     } else if (R.n == 1) {
-        // One numeric input: a staircase over its values.
-        int r = R.regs[0];
-        const TfGenReg *g = va_greg(G, r);
-        if (!g->known) {
-            diag_error(G->diag, s->args[0].loc,
-                       "Map: the values of '%s' are not known, so a non-linear function of it "
-                       "cannot be built",
-                       va_reg_name(G, r));
-            va_note_why(G, g);
-            return;
-        }
-        TfVal *res;
-        int *defined;
-        int n = map_enumerate(G, op, e, R.regs, 1, &res, &defined);
-        if (n < 0) return;
-        p = va_new_plan(G, TF_GEN_STAIRCASE, op, "");
-        if (!p) { (void)(free(res), free(defined)); return; }
-        p->n_in = 1;
-        p->in[0] = r;
-        p->n_x = n;
-        p->xs = va_alloc(G, (size_t)n * sizeof *p->xs);
-        if (!p->xs) { (void)(free(res), free(defined), G->failed = 1); return; }
-        // A step only between neighbouring values whose results differ.
-        double gap = INFINITY, xmax = 0;
-        int n_steps = 0;
-        for (int i = 0; i < n; i++) {
-            p->xs[i] = g->vals[i].x;
-            if (i && val_cmp(res[i], res[i - 1]) != 0) {
-                gap = fmin(gap, p->xs[i] - p->xs[i - 1]);
-                n_steps++;
-            }
-            xmax = fmax(xmax, fabs(p->xs[i]));
-        }
-        // The ramps are a quarter of the gap wide on each side of the midpoint;
-        // computing K (x - m) in float32 costs about 4 roundings of its terms.
-        double rounding = n_steps ? (2.0 / gap) * 2 * xmax * 4 * EPS32 * (gap / 2) : 0;
-        double margin = n_steps ? gap / 4 - g->err - rounding - xmax * 4 * EPS32 : 1;
-        if (margin <= 0) {
-            char gl[48];
-            snprintf(gl, sizeof gl, "%.3g", gap);
-            diag_error(G->diag, s->op.loc,
-                       "Map: the values of '%s' are as close as %s, and it may be off by %.3g: "
-                       "its steps cannot tell the values apart in float32 (margin %.3g)",
-                       va_reg_name(G, r), gl, g->err, margin);
-            free(res), free(defined);
-            return;
-        }
-        if (dest_cat) {
-            p->x_col = va_alloc(G, (size_t)n * sizeof *p->x_col);
-            if (!p->x_col) { (void)(free(res), free(defined), G->failed = 1); return; }
-            va_set_categorical_results(G, dest, res, defined, n, p->x_col);
-            va_greg(G, dest)->err = ROUND_ONE * (n_steps + 1);
-        } else {
-            p->x_num = va_alloc(G, (size_t)n * sizeof *p->x_num);
-            if (!p->x_num) { (void)(free(res), free(defined), G->failed = 1); return; }
-            for (int i = 0; i < n; i++) p->x_num[i] = res[i].x;
-            double moved;
-            int m = val_unique(res, n, SAME_VALUE, &moved);
-            va_set_values(G, dest, res, m);
-            va_greg(G, dest)->err = va_max_abs(res, m) * ROUND_ONE * (n_steps + 1) + moved;
-        }
-        free(res);
-        free(defined);
+        p = map_staircase(G, op, e, &R);
     } else {
         diag_error(G->diag, s->args[0].loc,
                    "Map: a non-linear function of numeric registers takes one input; this one "
@@ -462,9 +499,9 @@ void map_analyze(Gen *G, TfIrOp *op, int index) {
                    R.n);
         return;
     }
+    if (!p) return;
     p->dest = dest;
     op->gen = p;
     va_record_write(G, dest, index);
     va_push_op(G, op);
 }
-

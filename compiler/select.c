@@ -348,7 +348,21 @@ static int copies_one_value(Gen *G, const TfGenOp *p, int vreg) {
     return 0;
 }
 
-void select_analyze(Gen *G, TfIrOp *op, int index) {
+/* What the parts of one selection's analysis share: its plan, the value
+ * register (-1 for Count), the default, the score error before beta and the
+ * softmax's leak and rounding. */
+typedef struct Selection {
+    TfGenOp *p;
+    int vreg;
+    int has_default;
+    TfVal dflt;
+    double delta, leak, soft;
+} Selection;
+
+/* Aggregate(selection, value, ...) | Count(selection, ...): the arguments'
+ * registers readable, the value register found, no key reading a BOS
+ * default. 0 with *R and S->vreg, or -1 after reporting. */
+static int select_arguments(Gen *G, TfIrOp *op, ExprReads *R, Selection *S) {
     const TfStmt *s = op->stmt;
     int is_count = op->op == TF_OP_COUNT_MATCHES;
     if (G->ir->bos < 0) {
@@ -356,64 +370,62 @@ void select_analyze(Gen *G, TfIrOp *op, int index) {
                    "%s needs a BOS token (declare `bos '^';` and start every input with it): "
                    "the attention falls back on it when nothing is selected",
                    tf_ops[op->op].name);
-        return;
+        return -1;
     }
     if (is_count && G->ir->maxlen <= 0) {
         diag_error(G->diag, s->op.loc, "Count needs `maxlen N;`: its result counts 0..N-1");
-        return;
+        return -1;
     }
     const TfArg *a0 = &s->args[0];
     if (a0->kind != TF_ARG_EXPR) {
         diag_error(G->diag, a0->loc,
                    "%s's first argument is a selection such as k.tokens == q.tokens, or true",
                    tf_ops[op->op].name);
-        return;
+        return -1;
     }
-    ExprReads R = {0};
-    if (expr_reads(G->ir, G->diag, a0->expr, 1, &R) < 0) return;
+    if (expr_reads(G->ir, G->diag, a0->expr, 1, R) < 0) return -1;
     int ok = 1;
-    for (int i = 0; i < R.nk; i++)
-        if (va_check_readable(G, op, R.kregs[i], a0->loc, 1) < 0) ok = 0;
-    for (int i = 0; i < R.nq; i++)
-        if (va_check_readable(G, op, R.qregs[i], a0->loc, 1) < 0) ok = 0;
+    for (int i = 0; i < R->nk; i++)
+        if (va_check_readable(G, op, R->kregs[i], a0->loc, 1) < 0) ok = 0;
+    for (int i = 0; i < R->nq; i++)
+        if (va_check_readable(G, op, R->qregs[i], a0->loc, 1) < 0) ok = 0;
     int vreg = -1;
     if (!is_count) {
         if (s->n_args < 2 || s->args[1].kind != TF_ARG_NAME) {
             diag_error(G->diag, s->n_args < 2 ? s->loc : s->args[1].loc,
                        "Aggregate's second argument is the register whose values it reads");
-            return;
+            return -1;
         }
         vreg = check_find_reg(G->ir, s->args[1].name.text);
         if (vreg < 0) {
             diag_error(G->diag, s->args[1].loc, "unknown register '%s'", s->args[1].name.text);
             check_hint_reg(G->diag, G->ir, s->args[1].name.text);
-            return;
+            return -1;
         }
         if (va_check_readable(G, op, vreg, s->args[1].loc, 0) < 0) ok = 0;
     }
-    for (int i = 0; ok && i < R.nk + (vreg >= 0); i++) {
-        int r = i < R.nk ? R.kregs[i] : vreg;
+    for (int i = 0; ok && i < R->nk + (vreg >= 0); i++) {
+        int r = i < R->nk ? R->kregs[i] : vreg;
         if (!va_greg(G, r)->bos_value) continue;
-        diag_error(G->diag, i < R.nk ? a0->loc : s->args[1].loc,
+        diag_error(G->diag, i < R->nk ? a0->loc : s->args[1].loc,
                    "'%s' holds its default at the BOS position, so an attention cannot read "
                    "it at the keys",
                    va_reg_name(G, r));
         diag_hint(G->diag, "Map it to a new register first: Map(%s) -> copy", va_reg_name(G, r));
         ok = 0;
     }
-    if (!ok || va_check_fresh(G, op) < 0) return;
+    S->vreg = vreg;
+    return ok ? 0 : -1;
+}
 
-    TfGenOp *p = va_new_plan(G, is_count ? TF_GEN_COUNT : TF_GEN_ATTEND, op, is_count ? ".attn" : "");
-    if (!p) return;
-    int has_default = 0;
-    TfVal dflt = val_num(0, 1);
-    if (selection_options(G, op, is_count ? 1 : 2, p, &has_default, &dflt) < 0) return;
-
-    // A conjunction whose parts each read one register a side becomes a sum
-    // of terms (no joint one-hots); otherwise one term whose sides are one
-    // register each (joint ones written by inserted Maps).
+/* selection := term ('and' term)* with one register a side per term -> a sum
+ * of terms; any other selection -> one term over joint sides. Sets the
+ * plan's terms and S->delta; 0, or -1 after reporting. */
+static int select_terms(Gen *G, TfIrOp *op, int index, const ExprReads *R, Selection *S) {
+    const TfExpr *sel = op->stmt->args[0].expr;
+    TfGenOp *p = S->p;
     const TfExpr *conj[TF_GEN_MAX_INPUTS];
-    int n_conj = 0, additive = split_conjuncts(a0->expr, conj, &n_conj) == 0 && n_conj > 1;
+    int n_conj = 0, additive = split_conjuncts(sel, conj, &n_conj) == 0 && n_conj > 1;
     ExprReads CR[TF_GEN_MAX_INPUTS];
     for (int i = 0; additive && i < n_conj; i++) {
         memset(&CR[i], 0, sizeof CR[i]);
@@ -421,240 +433,299 @@ void select_analyze(Gen *G, TfIrOp *op, int index) {
     }
     if (!additive) {
         n_conj = 1;
-        conj[0] = a0->expr;
-        CR[0] = R;
+        conj[0] = sel;
+        CR[0] = *R;
     }
     double delta = 0;
     for (int t = 0; t < n_conj; t++) {
         struct TfGenTerm *T = &p->terms[t];
         T->qreg = selection_side(G, op, index, CR[t].qregs, CR[t].nq, 'q', &T->nq);
-        if (CR[t].nq && T->qreg < 0) return;
+        if (CR[t].nq && T->qreg < 0) return -1;
         T->kreg = selection_side(G, op, index, CR[t].kregs, CR[t].nk, 'k', &T->nk);
-        if (CR[t].nk && T->kreg < 0) return;
-        if (selection_matrix(G, conj[t], &CR[t], T->nq, T->nk, &T->P) < 0) return;
+        if (CR[t].nk && T->kreg < 0) return -1;
+        if (selection_matrix(G, conj[t], &CR[t], T->nq, T->nk, &T->P) < 0) return -1;
         // How far scores can move (before beta): the inputs' errors.
         double eq = T->qreg >= 0 ? va_greg(G, T->qreg)->err : 0;
         double ek = T->kreg >= 0 ? va_greg(G, T->kreg)->err : 0;
         delta += (double)T->nq * eq + (double)T->nk * ek + 2 * EPS32;
     }
     p->n_terms = n_conj;
+    S->delta = delta;
+    return 0;
+}
 
-    // Error bounds: what the softmax leaks, how float32 rounds it.
+/* The attention's error bounds: what the softmax leaks to keys it does not
+ * select (below 25%), how float32 rounds it. 0, or -1 after reporting. */
+static int select_bounds(Gen *G, const TfIrOp *op, Selection *S) {
     double L = (double)G->n_real;
-    double half = is_count ? 1.0 : 0.5;
-    double leak = (L + 1) * exp(-p->beta * (half - 2 * delta));
-    double soft = (2 * L + 4) * EPS32;
-    if (leak >= 0.25) {
-        diag_error(G->diag, s->op.loc,
+    double half = op->op == TF_OP_COUNT_MATCHES ? 1.0 : 0.5;
+    S->leak = (L + 1) * exp(-S->p->beta * (half - 2 * S->delta));
+    S->soft = (2 * L + 4) * EPS32;
+    if (S->leak >= 0.25) {
+        diag_error(G->diag, op->stmt->op.loc,
                    "%s: with scale %.3g over up to %.0f positions the attention may give %.3g%% "
                    "of its weight to positions it does not select; it must stay below 25%% "
                    "(margin %.3g)",
-                   tf_ops[op->op].name, p->beta, L, fmin(leak, 1.0) * 100, 0.25 - leak);
+                   tf_ops[op->op].name, S->p->beta, L, fmin(S->leak, 1.0) * 100, 0.25 - S->leak);
         diag_hint(G->diag, "leave out `scale:` to let the compiler choose one");
-        return;
+        return -1;
     }
-    int dest = op->dest;
-    if (is_count) {
-        push_count(G, op, index, p, dest, leak, soft);
-        return;
-    }
+    return 0;
+}
 
-    // Aggregate: copy a categorical value, or average a numeric one.
+/* Aggregate(selection, cat value) -> cat dest: a copy of one value (checked
+ * at run time unless copies_one_value proves it). 0, or -1 after reporting. */
+static int select_copy(Gen *G, TfIrOp *op, Selection *S) {
+    const TfStmt *s = op->stmt;
+    TfGenOp *p = S->p;
+    int vreg = S->vreg, dest = op->dest;
     const TfGenReg *gv = va_greg(G, vreg);
-    p->vreg = vreg;
-    p->dest = dest;
-    int dest_cat = G->ir->regs[dest].kind == TF_REG_CATEGORICAL;
-    if (va_is_categorical(G->ir, vreg)) {
-        if (!dest_cat) {
-            diag_error(G->diag, s->dest.loc,
-                       "Aggregate of the categorical '%s' copies a value: its result is a `cat` "
-                       "register, and '%s' is numeric",
-                       va_reg_name(G, vreg), va_reg_name(G, dest));
-            return;
-        }
-        if (p->sum) {
-            const TfArg *a = sum_arg(s);
-            diag_error(G->diag, a ? a->loc : s->op.loc,
-                       "`sum` adds numbers, but '%s' is categorical: an Aggregate of it copies "
-                       "one value",
-                       va_reg_name(G, vreg));
-            diag_hint(G->diag, "Map '%s' to a `num` register and sum that, or Count the "
-                               "positions that hold a value",
-                      va_reg_name(G, vreg));
-            return;
-        }
-        if (!copies_one_value(G, p, vreg)) {
-            diag_warning(G->diag, s->op.loc,
-                         "Aggregate: the positions this selection picks may hold different "
-                         "values of '%s', and the result is only right where they agree; the "
-                         "compiler cannot prove that, so '%s' is checked at run time",
-                         va_reg_name(G, vreg), va_reg_name(G, dest));
-            diag_hint(G->diag, "a selection that picks one position (k.indices == q.X) or one "
-                               "value (k.%s == q.X) needs no check",
-                      va_reg_name(G, vreg));
-            p->check = 1;
-        }
-        int n = gv->n_vals + has_default;
-        TfVal *vals = malloc((size_t)n * sizeof *vals);
-        if (!vals) { (void)(G->failed = 1); return; }
-        memcpy(vals, gv->vals, (size_t)gv->n_vals * sizeof *vals);
-        if (has_default) vals[gv->n_vals] = dflt;
-        int m = val_unique(vals, n, 0, NULL);
-        va_set_values(G, dest, vals, m);
-        free(vals);
-        p->default_col = has_default ? values_column(G->ir, dest, dflt) : -1;
-        p->value_numeric = 0;
-        va_greg(G, dest)->err = gv->err + leak + soft + ROUND_ONE;
-        // The BOS query reads the BOS's own value, the default: unlike
-        // every other op's result, this one is not zero at the BOS, so no
-        // attention may read it at its keys (the BOS key would match it).
-        // The run-time check (p->check) skips the BOS position.
-        if (has_default) va_greg(G, dest)->bos_value = 1;
-    } else {
-        if (dest_cat) {
-            diag_error(G->diag, s->dest.loc,
-                       "Aggregate of the numeric '%s' averages it: its result is a `num` "
-                       "register, and '%s' is categorical",
-                       va_reg_name(G, vreg), va_reg_name(G, dest));
-            return;
-        }
-        if (has_default && !val_is_num(dflt)) {
-            diag_error(G->diag, s->loc, "the default of a numeric Aggregate is a number");
-            return;
-        }
-        p->value_numeric = 1;
-        p->default_num = has_default ? dflt.x : 0;
-        double vmax = gv->known ? fmax(va_max_abs(gv->vals, gv->n_vals), fabs(p->default_num)) : 1e6;
-        int mean_reg = dest; /* with `sum`, the mean goes to a hidden register first */
-        if (p->sum) {
-            if (has_default) {
-                diag_error(G->diag, s->loc, "a sum over nothing is 0: `sum` takes no default");
-                return;
+    if (G->ir->regs[dest].kind != TF_REG_CATEGORICAL) {
+        diag_error(G->diag, s->dest.loc,
+                   "Aggregate of the categorical '%s' copies a value: its result is a `cat` "
+                   "register, and '%s' is numeric",
+                   va_reg_name(G, vreg), va_reg_name(G, dest));
+        return -1;
+    }
+    if (p->sum) {
+        const TfArg *a = sum_arg(s);
+        diag_error(G->diag, a ? a->loc : s->op.loc,
+                   "`sum` adds numbers, but '%s' is categorical: an Aggregate of it copies "
+                   "one value",
+                   va_reg_name(G, vreg));
+        diag_hint(G->diag, "Map '%s' to a `num` register and sum that, or Count the "
+                           "positions that hold a value",
+                  va_reg_name(G, vreg));
+        return -1;
+    }
+    if (!copies_one_value(G, p, vreg)) {
+        diag_warning(G->diag, s->op.loc,
+                     "Aggregate: the positions this selection picks may hold different "
+                     "values of '%s', and the result is only right where they agree; the "
+                     "compiler cannot prove that, so '%s' is checked at run time",
+                     va_reg_name(G, vreg), va_reg_name(G, dest));
+        diag_hint(G->diag, "a selection that picks one position (k.indices == q.X) or one "
+                           "value (k.%s == q.X) needs no check",
+                  va_reg_name(G, vreg));
+        p->check = 1;
+    }
+    int n = gv->n_vals + S->has_default;
+    TfVal *vals = malloc((size_t)n * sizeof *vals);
+    if (!vals) { (void)(G->failed = 1); return -1; }
+    memcpy(vals, gv->vals, (size_t)gv->n_vals * sizeof *vals);
+    if (S->has_default) vals[gv->n_vals] = S->dflt;
+    int m = val_unique(vals, n, 0, NULL);
+    va_set_values(G, dest, vals, m);
+    free(vals);
+    p->default_col = S->has_default ? values_column(G->ir, dest, S->dflt) : -1;
+    p->value_numeric = 0;
+    va_greg(G, dest)->err = gv->err + S->leak + S->soft + ROUND_ONE;
+    // The BOS query reads the BOS's own value, the default: unlike
+    // every other op's result, this one is not zero at the BOS, so no
+    // attention may read it at its keys (the BOS key would match it).
+    // The run-time check (p->check) skips the BOS position.
+    if (S->has_default) va_greg(G, dest)->bos_value = 1;
+    return 0;
+}
+
+/* The means of up to n_real values of vreg (and the default) into mean_reg's
+ * value set, and with `sum` their sums into dest's; *totals_moved gets how
+ * far numbers made one value drift. 0, or -1 after reporting. */
+static int select_mean_values(Gen *G, const TfIrOp *op, const Selection *S, int mean_reg,
+                              double *totals_moved) {
+    const TfGenOp *p = S->p;
+    const TfGenReg *gv = va_greg(G, S->vreg);
+    double sums_moved = 0; // numbers made one value (val_unique)
+    *totals_moved = 0;
+    int cap = MAX_NUM_VALUES;
+    double *sums = malloc((size_t)cap * sizeof *sums), *next = malloc((size_t)cap * sizeof *next);
+    TfVal *means = malloc((size_t)cap * sizeof *means);
+    TfVal *totals = malloc((size_t)cap * sizeof *totals);
+    int n_sums = 1, n_means = 0, n_totals = 0, known = sums && next && means && totals;
+    if (known) {
+        sums[0] = 0;
+        means[n_means++] = val_num(p->default_num, 0);
+        totals[n_totals++] = val_num(0, 0);
+    }
+    for (int k = 1; known && k <= G->n_real; k++) {
+        int n_next = 0;
+        for (int i = 0; i < n_sums && known; i++)
+            for (int j = 0; j < gv->n_vals && known; j++) {
+                if (n_next == cap) known = 0;
+                else next[n_next++] = sums[i] + gv->vals[j].x;
             }
-            if (G->ir->maxlen <= 0 || !gv->known) {
-                diag_error(G->diag, s->op.loc,
-                           "`sum` needs `maxlen` and a value register whose values are known "
-                           "(it multiplies the mean by the count)");
-                return;
-            }
-            char name[128];
-            snprintf(name, sizeof name, "%s%d.mean", p->name, index);
-            mean_reg = va_add_hidden_reg(G, name, TF_REG_SCALAR);
-            if (mean_reg < 0) return;
-            gv = va_greg(G, vreg); // adding a register moves the array
-            p->dest = mean_reg;
+        if (!known) break;
+        // unique
+        TfVal *tmp = malloc((size_t)n_next * sizeof *tmp);
+        if (!tmp) {
+            known = 0;
+            break;
         }
-        va_greg(G, mean_reg)->err = gv->err + 2 * leak * vmax + soft * vmax;
-        double sums_moved = 0, totals_moved = 0; // numbers made one value (val_unique)
-        // The means of up to L values from the set (with the default).
-        if (gv->known) {
-            int cap = MAX_NUM_VALUES;
-            double *sums = malloc((size_t)cap * sizeof *sums), *next = malloc((size_t)cap * sizeof *next);
-            TfVal *means = malloc((size_t)cap * sizeof *means);
-            TfVal *totals = malloc((size_t)cap * sizeof *totals);
-            int n_sums = 1, n_means = 0, n_totals = 0, known = sums && next && means && totals;
-            if (known) {
-                sums[0] = 0;
-                means[n_means++] = val_num(p->default_num, 0);
-                totals[n_totals++] = val_num(0, 0);
+        for (int i = 0; i < n_next; i++) tmp[i] = val_num(next[i], 0);
+        double moved;
+        n_sums = val_unique(tmp, n_next, SAME_VALUE, &moved);
+        sums_moved += moved;
+        for (int i = 0; i < n_sums; i++) sums[i] = tmp[i].x;
+        free(tmp);
+        for (int i = 0; i < n_sums && known; i++) {
+            if (n_means == cap || n_totals == cap) {
+                known = 0;
+                break;
             }
-            for (int k = 1; known && k <= G->n_real; k++) {
-                int n_next = 0;
-                for (int i = 0; i < n_sums && known; i++)
-                    for (int j = 0; j < gv->n_vals && known; j++) {
-                        if (n_next == cap) known = 0;
-                        else next[n_next++] = sums[i] + gv->vals[j].x;
-                    }
-                if (!known) break;
-                // unique
-                TfVal *tmp = malloc((size_t)n_next * sizeof *tmp);
-                if (!tmp) {
-                    known = 0;
-                    break;
-                }
-                for (int i = 0; i < n_next; i++) tmp[i] = val_num(next[i], 0);
-                double moved;
-                n_sums = val_unique(tmp, n_next, SAME_VALUE, &moved);
-                sums_moved += moved;
-                for (int i = 0; i < n_sums; i++) sums[i] = tmp[i].x;
-                free(tmp);
-                for (int i = 0; i < n_sums && known; i++) {
-                    if (n_means == cap || n_totals == cap) {
-                        known = 0;
-                        break;
-                    }
-                    means[n_means++] = val_num(sums[i] / k, 0);
-                    totals[n_totals++] = val_num(sums[i], 0);
-                }
-                n_means = val_unique(means, n_means, SAME_VALUE, &moved);
-                va_greg(G, mean_reg)->err += moved;
-                n_totals = val_unique(totals, n_totals, SAME_VALUE, &moved);
-                totals_moved += moved;
-            }
-            // A sum kept for several drifts by at most sums_moved; its mean by less.
-            va_greg(G, mean_reg)->err += sums_moved;
-            totals_moved += sums_moved;
-            if (known) va_set_values(G, mean_reg, means, n_means);
-            if (known && p->sum) va_set_values(G, dest, totals, n_totals);
-            free(sums), free(next), free(means), free(totals);
-            if (!known && p->sum) {
-                diag_error(G->diag, s->op.loc,
-                           "`sum`: the sums of up to %d values of '%s' are more than %d numbers",
-                           G->n_real, va_reg_name(G, vreg), MAX_NUM_VALUES);
-                return;
-            }
+            means[n_means++] = val_num(sums[i] / k, 0);
+            totals[n_totals++] = val_num(sums[i], 0);
         }
-        if (p->sum) {
-            // The mean (this attention), the count (a Count of the same
-            // selection, into a hidden `cat`), their product (a gated Map).
-            op->gen = p;
-            va_record_write(G, mean_reg, G->n_out);
-            va_push_op(G, op);
-            TfGenOp *pc = va_new_plan(G, TF_GEN_COUNT, op, ".count");
-            char name[128];
-            snprintf(name, sizeof name, "%s%d.n", p->name, index);
-            int count_reg = va_add_hidden_reg(G, name, TF_REG_CATEGORICAL);
-            if (!pc || count_reg < 0) return;
-            pc->n_terms = p->n_terms;
-            memcpy(pc->terms, p->terms, sizeof pc->terms);
-            pc->beta = p->beta;
-            pc->causal = p->causal;
-            double leak_c = (L + 1) * exp(-p->beta * (1.0 - 2 * delta));
-            TfIrOp cop = *op;
-            if (push_count(G, &cop, G->n_out, pc, count_reg, leak_c, soft) < 0) return;
-            TfGenOp *pg = va_new_plan(G, TF_GEN_GATED, op, ".sum");
-            const TfGenReg *gc = va_greg(G, count_reg), *gm = va_greg(G, mean_reg);
-            if (!pg) return;
-            pg->n_in = 2;
-            pg->in[0] = mean_reg;
-            pg->in[1] = count_reg;
-            pg->n_combo = gc->n_vals;
-            pg->combo_num = va_alloc(G, (size_t)gc->n_vals * sizeof *pg->combo_num);
-            pg->combo_slope = va_alloc(G, (size_t)gc->n_vals * sizeof *pg->combo_slope);
-            if (!pg->combo_num || !pg->combo_slope) { (void)(G->failed = 1); return; }
-            for (int c = 0; c < gc->n_vals; c++) pg->combo_slope[c] = gc->vals[c].x;
-            double mmax = va_max_abs(gm->vals, gm->n_vals);
-            pg->c0 = mmax * L + 1.0;
-            if (gc->err * pg->c0 >= 0.5) {
-                diag_error(G->diag, s->op.loc,
-                           "`sum`: the count may be off by %.3g, which the product's gate (%.3g) "
-                           "turns into %.3g (margin %.3g)",
-                           gc->err, pg->c0, gc->err * pg->c0, 0.5 - gc->err * pg->c0);
-                return;
-            }
-            pg->dest = dest;
-            va_greg(G, dest)->err =
-                L * gm->err + gc->err * pg->c0 + pg->c0 * 4 * EPS32 + totals_moved;
-            TfIrOp gop = *op;
-            gop.gen = pg;
-            va_record_write(G, dest, index);
-            va_push_op(G, &gop);
-            return;
+        n_means = val_unique(means, n_means, SAME_VALUE, &moved);
+        va_greg(G, mean_reg)->err += moved;
+        n_totals = val_unique(totals, n_totals, SAME_VALUE, &moved);
+        *totals_moved += moved;
+    }
+    // A sum kept for several drifts by at most sums_moved; its mean by less.
+    va_greg(G, mean_reg)->err += sums_moved;
+    *totals_moved += sums_moved;
+    if (known) va_set_values(G, mean_reg, means, n_means);
+    if (known && p->sum) va_set_values(G, op->dest, totals, n_totals);
+    free(sums), free(next), free(means), free(totals);
+    if (!known && p->sum) {
+        diag_error(G->diag, op->stmt->op.loc,
+                   "`sum`: the sums of up to %d values of '%s' are more than %d numbers",
+                   G->n_real, va_reg_name(G, S->vreg), MAX_NUM_VALUES);
+        return -1;
+    }
+    return 0;
+}
+
+/* Aggregate(selection, num value, sum) -> dest: three ops, the mean (this
+ * attention, already pushed into mean_reg), the count (a Count of the same
+ * selection into a hidden `cat`), their product (a gated Map into dest). */
+static void select_sum(Gen *G, TfIrOp *op, int index, const Selection *S, int mean_reg,
+                       double totals_moved) {
+    const TfStmt *s = op->stmt;
+    const TfGenOp *p = S->p;
+    int dest = op->dest;
+    double L = (double)G->n_real;
+    TfGenOp *pc = va_new_plan(G, TF_GEN_COUNT, op, ".count");
+    char name[128];
+    snprintf(name, sizeof name, "%s%d.n", p->name, index);
+    int count_reg = va_add_hidden_reg(G, name, TF_REG_CATEGORICAL);
+    if (!pc || count_reg < 0) return;
+    pc->n_terms = p->n_terms;
+    memcpy(pc->terms, p->terms, sizeof pc->terms);
+    pc->beta = p->beta;
+    pc->causal = p->causal;
+    double leak_c = (L + 1) * exp(-p->beta * (1.0 - 2 * S->delta));
+    TfIrOp cop = *op;
+    if (push_count(G, &cop, G->n_out, pc, count_reg, leak_c, S->soft) < 0) return;
+    TfGenOp *pg = va_new_plan(G, TF_GEN_GATED, op, ".sum");
+    const TfGenReg *gc = va_greg(G, count_reg), *gm = va_greg(G, mean_reg);
+    if (!pg) return;
+    pg->n_in = 2;
+    pg->in[0] = mean_reg;
+    pg->in[1] = count_reg;
+    pg->n_combo = gc->n_vals;
+    pg->combo_num = va_alloc(G, (size_t)gc->n_vals * sizeof *pg->combo_num);
+    pg->combo_slope = va_alloc(G, (size_t)gc->n_vals * sizeof *pg->combo_slope);
+    if (!pg->combo_num || !pg->combo_slope) { (void)(G->failed = 1); return; }
+    for (int c = 0; c < gc->n_vals; c++) pg->combo_slope[c] = gc->vals[c].x;
+    double mmax = va_max_abs(gm->vals, gm->n_vals);
+    pg->c0 = mmax * L + 1.0;
+    if (gc->err * pg->c0 >= 0.5) {
+        diag_error(G->diag, s->op.loc,
+                   "`sum`: the count may be off by %.3g, which the product's gate (%.3g) "
+                   "turns into %.3g (margin %.3g)",
+                   gc->err, pg->c0, gc->err * pg->c0, 0.5 - gc->err * pg->c0);
+        return;
+    }
+    pg->dest = dest;
+    va_greg(G, dest)->err = L * gm->err + gc->err * pg->c0 + pg->c0 * 4 * EPS32 + totals_moved;
+    TfIrOp gop = *op;
+    gop.gen = pg;
+    va_record_write(G, dest, index);
+    va_push_op(G, &gop);
+}
+
+/* Aggregate(selection, num value[, sum]) -> num dest: the mean of the
+ * selected values (with `sum`, times their count: select_sum). Returns 1
+ * when the op is pushed already (sum), 0 when the caller pushes it, -1
+ * after reporting. */
+static int select_mean(Gen *G, TfIrOp *op, int index, Selection *S) {
+    const TfStmt *s = op->stmt;
+    TfGenOp *p = S->p;
+    int vreg = S->vreg, dest = op->dest;
+    const TfGenReg *gv = va_greg(G, vreg);
+    if (G->ir->regs[dest].kind == TF_REG_CATEGORICAL) {
+        diag_error(G->diag, s->dest.loc,
+                   "Aggregate of the numeric '%s' averages it: its result is a `num` "
+                   "register, and '%s' is categorical",
+                   va_reg_name(G, vreg), va_reg_name(G, dest));
+        return -1;
+    }
+    if (S->has_default && !val_is_num(S->dflt)) {
+        diag_error(G->diag, s->loc, "the default of a numeric Aggregate is a number");
+        return -1;
+    }
+    p->value_numeric = 1;
+    p->default_num = S->has_default ? S->dflt.x : 0;
+    double vmax = gv->known ? fmax(va_max_abs(gv->vals, gv->n_vals), fabs(p->default_num)) : 1e6;
+    int mean_reg = dest; /* with `sum`, the mean goes to a hidden register first */
+    if (p->sum) {
+        if (S->has_default) {
+            diag_error(G->diag, s->loc, "a sum over nothing is 0: `sum` takes no default");
+            return -1;
         }
+        if (G->ir->maxlen <= 0 || !gv->known) {
+            diag_error(G->diag, s->op.loc,
+                       "`sum` needs `maxlen` and a value register whose values are known "
+                       "(it multiplies the mean by the count)");
+            return -1;
+        }
+        char name[128];
+        snprintf(name, sizeof name, "%s%d.mean", p->name, index);
+        mean_reg = va_add_hidden_reg(G, name, TF_REG_SCALAR);
+        if (mean_reg < 0) return -1;
+        gv = va_greg(G, vreg); // adding a register moves the array
+        p->dest = mean_reg;
+    }
+    va_greg(G, mean_reg)->err = gv->err + 2 * S->leak * vmax + S->soft * vmax;
+    double totals_moved = 0;
+    if (gv->known && select_mean_values(G, op, S, mean_reg, &totals_moved) < 0) return -1;
+    if (!p->sum) {
         va_greg(G, dest)->err = va_greg(G, mean_reg)->err;
+        return 0;
     }
     op->gen = p;
+    va_record_write(G, mean_reg, G->n_out);
+    va_push_op(G, op);
+    select_sum(G, op, index, S, mean_reg, totals_moved);
+    return 1;
+}
+
+/* Aggregate | Count: the decision table.
+ *   arguments -> terms -> bounds, then
+ *   Count                      -> attention 1/(c+1), staircase to c (push_count)
+ *   Aggregate of a cat value   -> copy
+ *   Aggregate of a num value   -> mean (with `sum`: mean, count, product) */
+void select_analyze(Gen *G, TfIrOp *op, int index) {
+    int is_count = op->op == TF_OP_COUNT_MATCHES;
+    ExprReads R = {0};
+    Selection S = {0};
+    if (select_arguments(G, op, &R, &S) < 0 || va_check_fresh(G, op) < 0) return;
+    S.p = va_new_plan(G, is_count ? TF_GEN_COUNT : TF_GEN_ATTEND, op, is_count ? ".attn" : "");
+    if (!S.p) return;
+    S.dflt = val_num(0, 1);
+    if (selection_options(G, op, is_count ? 1 : 2, S.p, &S.has_default, &S.dflt) < 0) return;
+    if (select_terms(G, op, index, &R, &S) < 0 || select_bounds(G, op, &S) < 0) return;
+    int dest = op->dest;
+    if (is_count) {
+        push_count(G, op, index, S.p, dest, S.leak, S.soft);
+        return;
+    }
+    S.p->vreg = S.vreg;
+    S.p->dest = dest;
+    int pushed = va_is_categorical(G->ir, S.vreg) ? select_copy(G, op, &S)
+                                                   : select_mean(G, op, index, &S);
+    if (pushed != 0) return;
+    op->gen = S.p;
     va_record_write(G, dest, index);
     va_push_op(G, op);
 }
-
