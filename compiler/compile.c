@@ -20,6 +20,7 @@
 
 #include "checker.h"
 #include "diag.h"
+#include "dump.h"
 #include "fuse.h"
 #include "learned.h"
 #include "lower.h"
@@ -87,6 +88,33 @@ static TfModel *schedule(TfModel *m, size_t max_params, TfDiag *diag, TfError *e
     return s;
 }
 
+/* tfc --dump=STAGE: prints what the stage made when it is the one asked
+ * for; 1 when it printed (the pipeline stops). */
+static int dump_at(const TfCompileOptions *opts, int stage, const TfProgram *prog,
+                   const TfIr *ir, const TfPlans *plans, const TfModel *m) {
+    if (opts->dump != stage) return 0;
+    FILE *f = opts->dump_out ? opts->dump_out : stdout;
+    switch (stage) {
+    case TF_DUMP_AST: ast_print(f, prog); break;
+    case TF_DUMP_IR: dump_ir(f, ir); break;
+    case TF_DUMP_PLANS: dump_plans(f, ir, plans); break;
+    case TF_DUMP_LAYERS: dump_layers(f, m); break;
+    }
+    return 1;
+}
+
+/* A learned model (`model { ... }`) has no ops to analyse or plan: its
+ * --dump=ir and --dump=plans print its registers (dump_ir), --dump=layers
+ * the model. */
+static TfModel *learned_stages(const TfIr *ir, const TfCompileOptions *opts, TfDiag *diag,
+                               TfError *err) {
+    if (opts->dump == TF_DUMP_IR || opts->dump == TF_DUMP_PLANS) {
+        dump_at(opts, TF_DUMP_IR, NULL, ir, NULL, NULL);
+        return NULL;
+    }
+    return learned_model(ir, diag, err);
+}
+
 TfModel *compile_source_opts(const char *filename, const char *source, size_t len,
                              const TfCompileOptions *opts, FILE *diag_out, int *n_errors,
                              TfError *err) {
@@ -94,6 +122,7 @@ TfModel *compile_source_opts(const char *filename, const char *source, size_t le
     TfDiag diag;
     diag_init(&diag, filename, source, len, diag_out);
     *n_errors = 0;
+    tf_error_set(err, "%s", "");
     TfModel *m = NULL;
     TfIr *ir = NULL;
     TfPlans plans = {0};
@@ -105,11 +134,12 @@ TfModel *compile_source_opts(const char *filename, const char *source, size_t le
         tf_error_set(err, "out of memory while parsing");
         return NULL;
     }
+    if (diag.n_errors || dump_at(opts, TF_DUMP_AST, prog, NULL, NULL, NULL)) goto done;
     // 2. Names and kinds: declarations, layout, op signatures, `repeat`.
-    if (diag.n_errors == 0) ir = check_program(prog, &diag);
+    ir = check_program(prog, &diag);
     if (!ir || diag.n_errors) goto done;
     if (ir->model) {
-        m = learned_model(ir, &diag, err);
+        m = learned_stages(ir, opts, &diag, err);
     } else {
         // 3. One value analysis over every op.
         values_analyze(ir, opts->opt_level, &diag);
@@ -120,13 +150,20 @@ TfModel *compile_source_opts(const char *filename, const char *source, size_t le
             tf_error_set(err, "out of memory");
             goto done;
         }
+        if (dump_at(opts, TF_DUMP_IR, prog, ir, NULL, NULL)) goto done;
         // 4. Layer plans: what each op becomes, its size, the limits.
         if (plans_make(ir, opts->opt_level, max_params, &diag, &plans) < 0) goto done;
+        if (dump_at(opts, TF_DUMP_PLANS, prog, ir, &plans, NULL)) goto done;
         // 5. Lowering: the weights.
         m = lower_program(ir, opts->opt_level, err);
         // 6. Scheduling: ops side by side, dead columns out.
         if (m && scheduled)
             m = schedule(m, max_params, &diag, err);
+    }
+    if (m && diag.n_errors == 0 && dump_at(opts, TF_DUMP_LAYERS, prog, ir, NULL, m)) {
+        model_free(m);
+        m = NULL;
+        goto done;
     }
     if (m && attach_source(m, filename, source, len, opts->opt_level, opts->no_schedule) < 0) {
         tf_error_set(err, "out of memory");
@@ -148,6 +185,6 @@ done:
 
 TfModel *compile_source(const char *filename, const char *source, size_t len, int opt_level,
                         FILE *diag_out, int *n_errors, TfError *err) {
-    TfCompileOptions opts = {opt_level, 0, 0};
+    TfCompileOptions opts = {opt_level, 0, 0, TF_DUMP_NONE, NULL};
     return compile_source_opts(filename, source, len, &opts, diag_out, n_errors, err);
 }

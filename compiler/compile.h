@@ -20,6 +20,9 @@ typedef struct TfCompileOptions {
     size_t max_params; /* refuse a larger model; 0: the default, 2^26 */
     int no_schedule;   /* 1: keep one layer per op, in program order, even at -O
                           (compiler/schedule.h) */
+    int dump;          /* a TfDumpStage (compiler/dump.h): print the program after that
+                          stage to dump_out and stop (no model); 0: none */
+    FILE *dump_out;
 } TfCompileOptions;
 
 /* opt_level 0: seed 001's constructions, to the float; 1 (tfc -O, the
@@ -28,7 +31,9 @@ typedef struct TfCompileOptions {
 TfModel *compile_source(const char *filename, const char *source, size_t len, int opt_level,
                         FILE *diag_out, int *n_errors, TfError *err);
 
-/* The same with every option. */
+/* The same with every option. With opts->dump, the program is printed after
+ * that stage and NULL returned: *n_errors 0 and err->msg "" when it was
+ * printed (a stage that reports errors stops before printing). */
 TfModel *compile_source_opts(const char *filename, const char *source, size_t len,
                              const TfCompileOptions *opts, FILE *diag_out, int *n_errors,
                              TfError *err);

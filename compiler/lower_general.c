@@ -372,8 +372,7 @@ static void lower_gated(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
     add_mlp(L, op, w1, b1, w2, b2);
 }
 
-/* One unit ReLU(BOS indicator) into dest's first column: the BOS holds a
- * value, everywhere else this layer adds nothing. */
+/* The layer of one general op: its plan's form says which construction. */
 void lower_general(Lowerer *L, const TfIrOp *op) {
     const TfGenOp *p = op->gen;
     switch (p->form) {
@@ -384,5 +383,6 @@ void lower_general(Lowerer *L, const TfIrOp *op) {
     case TF_GEN_SPLIT: lower_split(L, op, p); break;
     case TF_GEN_ATTEND:
     case TF_GEN_COUNT: lower_attend(L, op, p); break;
+    case TF_GEN_FORM_COUNT: break;
     }
 }

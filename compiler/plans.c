@@ -81,6 +81,7 @@ static size_t general_params(const TfIr *ir, const TfGenOp *p, TfLayerKind *kind
         *kind = TF_LAYER_ATTENTION;
         return 2 * D * d + 2 * D + 2 * dv * d; // query, key (+ biases), value, output
     }
+    case TF_GEN_FORM_COUNT: break;
     }
     return 0;
 }

@@ -1,10 +1,13 @@
 /* tfc: compile a .tfp program into a .tfw weight file.
  *
  *   tfc [-O | -O0] [--no-schedule] [-v] [-o OUT.tfw] [--max-params=N] [--] PROGRAM.tfp
+ *   tfc --dump=ast|ir|plans|layers [-O | -O0] [--no-schedule] [--] PROGRAM.tfp
  *
  * -v prints what was written: the layers, heads, hidden units, tensors and
  * parameters, then one line for each layer that holds several ops (tfc's
  * scheduler merges ops whose inputs are ready into one layer) naming them.
+ * --dump=STAGE prints the program after that stage on stdout and stops,
+ * writing no weights (compiler/dump.h).
  *
  * Exit status: 0 compiled; 1 the program has errors (reported as
  * file:line:col diagnostics on stderr), or the file is not a program; 2
@@ -21,12 +24,14 @@
 
 #include "cli.h"
 #include "compile.h"
+#include "dump.h"
 #include "file.h"
 #include "outfile.h"
 #include "tfw.h"
 
 #define TFC_EXIT_PROGRAM 1
 #define TFC_EXIT_USAGE 2
+#define TFC_EXIT_DONE (-1) /* parse_options: --help or --version printed */
 
 static void usage(FILE *f) {
     fprintf(f, "usage: tfc [options] [--] PROGRAM.tfp\n"
@@ -42,6 +47,11 @@ static void usage(FILE *f) {
                "                   layer of several ops holds)\n"
                "  --max-params=N   refuse a model of more than N parameters before building\n"
                "                   it (default 2^26 = 67108864)\n"
+               "  --dump=STAGE     print the program after STAGE on stdout and stop (no\n"
+               "                   weights written): ast (the syntax tree), ir (each\n"
+               "                   register's columns, value set, error bound and writer;\n"
+               "                   each op's form and inputs), plans (each op's plan and\n"
+               "                   layer size), layers (each layer's kind, size and parts)\n"
                "  -h, --help       this help;  --version  the version\n"
                "exit status: 0 compiled; 1 the program has errors (file:line:col on stderr)\n"
                "or is not a program; 2 usage or I/O error\n");
@@ -77,37 +87,74 @@ static void print_merged_layers(const TfModel *m) {
     }
 }
 
-int main(int argc, char **argv) {
-    const char *src_path = NULL, *out_path = NULL;
-    int verbose = 0, opt_level = 1;
-    enum { OPT_VERSION = 256, OPT_MAX_PARAMS, OPT_NO_SCHEDULE };
-    int no_schedule = 0;
-    size_t max_params = 0;
+/* tfc -v: "OUT: 5 layers (2 attention with 3 heads, 3 MLP: ...), ..." and
+ * the layers that hold several ops. */
+static void print_summary(const TfModel *m, const char *out_path) {
+    int attn = 0, heads = 0, widest = 0, hidden = 0;
+    for (int l = 0; l < m->n_layers; l++) {
+        const TfLayer *ly = &m->layers[l];
+        if (ly->kind == TF_LAYER_ATTENTION) {
+            attn++;
+            heads += ly->n_heads;
+        } else if (ly->kind == TF_LAYER_MLP) {
+            hidden += ly->d_hidden;
+            if (ly->d_hidden > widest) widest = ly->d_hidden;
+        }
+    }
+    printf("%s: %d layers (%d attention with %d heads, %d MLP: widest %d, %d hidden units in "
+           "all), d_model %d, %d tensors, %zu parameters\n",
+           out_path, m->n_layers, attn, heads, m->n_layers - attn, widest, hidden, m->d_model,
+           m->n_tensors, model_param_count(m));
+    print_merged_layers(m);
+}
+
+/* What the command line asks for. */
+typedef struct TfcArgs {
+    const char *src_path, *out_path;
+    int verbose;
+    TfCompileOptions opts;
+} TfcArgs;
+
+/* Reads the options into *A: 0, or the exit status to leave with at once
+ * (after --help, --version, or a usage error reported). */
+static int parse_options(int argc, char **argv, TfcArgs *A) {
+    enum { OPT_VERSION = 256, OPT_MAX_PARAMS, OPT_NO_SCHEDULE, OPT_DUMP };
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'}, {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, OPT_VERSION},
         {"max-params", required_argument, NULL, OPT_MAX_PARAMS},
         {"no-schedule", no_argument, NULL, OPT_NO_SCHEDULE},
+        {"dump", required_argument, NULL, OPT_DUMP},
         {NULL, 0, NULL, 0}};
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":o:O::vh", longopts, NULL)) != -1) {
         switch (c) {
-        case 'o': out_path = optarg; break;
-        case 'v': verbose = 1; break;
+        case 'o': A->out_path = optarg; break;
+        case 'v': A->verbose = 1; break;
         case 'O':
             if (!optarg || strcmp(optarg, "1") == 0) {
-                opt_level = 1;
+                A->opts.opt_level = 1;
             } else if (strcmp(optarg, "0") == 0) {
-                opt_level = 0;
+                A->opts.opt_level = 0;
             } else {
                 fprintf(stderr, "tfc: unknown optimization level '-O%s' (-O0 or -O)\n", optarg);
                 return TFC_EXIT_USAGE;
             }
             break;
-        case OPT_NO_SCHEDULE: no_schedule = 1; break;
-        case 'h': usage(stdout); return cli_flush_stdout("tfc") < 0 ? TFC_EXIT_USAGE : 0;
-        case OPT_VERSION: cli_version("tfc"); return cli_flush_stdout("tfc") < 0 ? TFC_EXIT_USAGE : 0;
+        case OPT_NO_SCHEDULE: A->opts.no_schedule = 1; break;
+        case OPT_DUMP:
+            A->opts.dump = dump_stage_find(optarg);
+            if (A->opts.dump < 0) {
+                fprintf(stderr, "tfc: unknown stage '--dump=%s' (ast, ir, plans or layers)\n",
+                        optarg);
+                return TFC_EXIT_USAGE;
+            }
+            break;
+        case 'h': usage(stdout); return cli_flush_stdout("tfc") < 0 ? TFC_EXIT_USAGE : TFC_EXIT_DONE;
+        case OPT_VERSION:
+            cli_version("tfc");
+            return cli_flush_stdout("tfc") < 0 ? TFC_EXIT_USAGE : TFC_EXIT_DONE;
         case OPT_MAX_PARAMS: {
             char *end = NULL;
             errno = 0;
@@ -118,23 +165,31 @@ int main(int argc, char **argv) {
                         optarg);
                 return TFC_EXIT_USAGE;
             }
-            max_params = (size_t)n;
+            A->opts.max_params = (size_t)n;
             break;
         }
         default: cli_option_error("tfc", c, argv, longopts); return TFC_EXIT_USAGE;
         }
     }
-    if (optind < argc) src_path = argv[optind++];
+    if (optind < argc) A->src_path = argv[optind++];
     if (optind < argc) {
-        fprintf(stderr, "tfc: more than one program given ('%s' and '%s')\n", src_path,
+        fprintf(stderr, "tfc: more than one program given ('%s' and '%s')\n", A->src_path,
                 argv[optind]);
         return TFC_EXIT_USAGE;
     }
-    if (!src_path) {
+    if (!A->src_path) {
         fprintf(stderr, "tfc: no program given\n");
         usage(stderr);
         return TFC_EXIT_USAGE;
     }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    TfcArgs A = {NULL, NULL, 0, {1, 0, 0, TF_DUMP_NONE, stdout}};
+    int quit = parse_options(argc, argv, &A);
+    if (quit) return quit == TFC_EXIT_DONE ? 0 : quit;
+    const char *src_path = A.src_path, *out_path = A.out_path;
     cli_remove_output_on_signals();
 
     size_t len = 0;
@@ -147,47 +202,32 @@ int main(int argc, char **argv) {
         free(source);
         return TFC_EXIT_PROGRAM;
     }
-    char *default_out = out_path ? NULL : default_output(src_path);
+    int dumping = A.opts.dump != TF_DUMP_NONE;
+    char *default_out = out_path || dumping ? NULL : default_output(src_path);
     if (!out_path) out_path = default_out;
     TfError err = {""};
     // A bad output path is found before a long compile, not after.
-    int bad_out = !out_path || outfile_check(out_path, &err) < 0;
+    int bad_out = !dumping && (!out_path || outfile_check(out_path, &err) < 0);
     if (bad_out) fprintf(stderr, "tfc: %s\n", out_path ? err.msg : "out of memory");
-    if (bad_out || cli_refuse_same_file("tfc", out_path, src_path) < 0) {
+    if (bad_out || (!dumping && cli_refuse_same_file("tfc", out_path, src_path) < 0)) {
         free(source);
         free(default_out);
         return TFC_EXIT_USAGE;
     }
 
     int n_errors = 0;
-    TfCompileOptions opts = {opt_level, max_params, no_schedule};
-    TfModel *m = compile_source_opts(src_path, source, len, &opts, stderr, &n_errors, &err);
+    TfModel *m = compile_source_opts(src_path, source, len, &A.opts, stderr, &n_errors, &err);
     int status = 0;
     if (!m && n_errors > 0) {
         status = TFC_EXIT_PROGRAM;
-    } else if (!m) {
+    } else if (!m && !(dumping && err.msg[0] == '\0')) {
         fprintf(stderr, "tfc: %s: %s\n", src_path, err.msg);
         status = TFC_EXIT_USAGE;
-    } else if (tfw_write(m, out_path, &err) < 0) {
+    } else if (m && tfw_write(m, out_path, &err) < 0) {
         fprintf(stderr, "tfc: %s\n", err.msg);
         status = TFC_EXIT_USAGE;
-    } else if (verbose) {
-        int attn = 0, heads = 0, widest = 0, hidden = 0;
-        for (int l = 0; l < m->n_layers; l++) {
-            const TfLayer *ly = &m->layers[l];
-            if (ly->kind == TF_LAYER_ATTENTION) {
-                attn++;
-                heads += ly->n_heads;
-            } else if (ly->kind == TF_LAYER_MLP) {
-                hidden += ly->d_hidden;
-                if (ly->d_hidden > widest) widest = ly->d_hidden;
-            }
-        }
-        printf("%s: %d layers (%d attention with %d heads, %d MLP: widest %d, %d hidden units in "
-               "all), d_model %d, %d tensors, %zu parameters\n",
-               out_path, m->n_layers, attn, heads, m->n_layers - attn, widest, hidden, m->d_model,
-               m->n_tensors, model_param_count(m));
-        print_merged_layers(m);
+    } else if (m && A.verbose) {
+        print_summary(m, out_path);
     }
     model_free(m);
     free(source);

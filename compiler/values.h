@@ -62,7 +62,8 @@ typedef enum TfGenForm {
     TF_GEN_SPLIT,     /* MLP: per value of a categorical input in[1], a staircase over the
                          numeric in[0] (compiler/fuse.c: a Map of a Count and a position) */
     TF_GEN_ATTEND,    /* attention: select and aggregate (mean or copy) */
-    TF_GEN_COUNT      /* attention: 1 / (count + 1) into a hidden numeric register */
+    TF_GEN_COUNT,     /* attention: 1 / (count + 1) into a hidden numeric register */
+    TF_GEN_FORM_COUNT
 } TfGenForm;
 
 #define TF_GEN_MAX_INPUTS TF_EXPR_MAX_INPUTS

@@ -180,7 +180,7 @@ void ast_print_expr(FILE *f, const TfExpr *e) {
     }
 }
 
-static void dump_arg(FILE *f, const TfArg *a) {
+void ast_print_arg(FILE *f, const TfArg *a) {
     switch (a->kind) {
     case TF_ARG_NAME: fputs(a->name.text, f); break;
     case TF_ARG_CHAR:
@@ -242,7 +242,7 @@ static void dump_stmts(FILE *f, const TfStmt *s, int depth) {
             fprintf(f, "%s(", s->op.text);
             for (int i = 0; i < s->n_args; i++) {
                 if (i) fputs(", ", f);
-                dump_arg(f, &s->args[i]);
+                ast_print_arg(f, &s->args[i]);
             }
             fputc(')', f);
             if (s->dest.text) fprintf(f, " -> %s", s->dest.text);
@@ -279,11 +279,13 @@ static void dump_stmts(FILE *f, const TfStmt *s, int depth) {
     }
 }
 
+void ast_print(FILE *f, const TfProgram *p) { dump_stmts(f, p->stmts, 0); }
+
 void ast_dump(const TfProgram *p, char **out, size_t *len) {
     *out = NULL;
     *len = 0;
     FILE *f = open_memstream(out, len);
     if (!f) return;
-    dump_stmts(f, p->stmts, 0);
+    ast_print(f, p);
     fclose(f);
 }

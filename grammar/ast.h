@@ -198,8 +198,12 @@ void ast_free_stmts(TfStmt *s);
 void ast_free_setting(TfSetting *st); /* its strings and values, not st itself */
 void ast_free_program(TfProgram *p);
 
-/* Readable dump of a tree (one statement per line), for tests and debugging. */
+/* Readable dump of a tree (one statement per line): to f (tfc --dump=ast),
+ * or into a new string *out (malloc'd, the caller frees it). */
+void ast_print(FILE *f, const TfProgram *p);
 void ast_dump(const TfProgram *p, char **out, size_t *len);
+/* Writes one op argument as source text. */
+void ast_print_arg(FILE *f, const TfArg *a);
 
 extern const char *const tf_stmt_kind_names[TF_STMT_KIND_COUNT];
 extern const char *const tf_arg_kind_names[TF_ARG_KIND_COUNT];

@@ -364,7 +364,7 @@ START_TEST(test_map_ignoring_an_input) {
     int n_errors;
     TfError err = {""};
     // One layer per op (no fusion), so that the Map's own units can be counted.
-    TfCompileOptions opts = {1, 0, 1};
+    TfCompileOptions opts = {.opt_level = 1, .max_params = 0, .no_schedule = 1};
     TfModel *m = compile_source_opts("t.tfp", ignoring_src, strlen(ignoring_src), &opts, f,
                                      &n_errors, &err);
     fclose(f);
@@ -453,7 +453,7 @@ START_TEST(test_sort_case_plan_is_the_model) {
     int n_errors;
     TfError err = {""};
     // The plans are per op: the model before scheduling (compiler/schedule.h).
-    TfCompileOptions opts = {1, 0, 1};
+    TfCompileOptions opts = {.opt_level = 1, .max_params = 0, .no_schedule = 1};
     TfModel *m = compile_source_opts("sort_case.tfp", src, len, &opts, f, &n_errors, &err);
     fclose(f);
     ck_assert_msg(m != NULL, "%s%s", out, err.msg);

@@ -278,7 +278,7 @@ static void plan_bounds_model(const char *relpath, int opt) {
     int n_errors;
     TfError err;
     // The plans are per op: the model before scheduling (compiler/schedule.h).
-    TfCompileOptions opts = {opt, 0, 1};
+    TfCompileOptions opts = {.opt_level = opt, .max_params = 0, .no_schedule = 1};
     TfModel *m = compile_source_opts(relpath, src, len, &opts, P.f, &n_errors, &err);
     ck_assert_ptr_nonnull(m);
     ck_assert_int_eq(m->n_layers, plans.n_layers);
@@ -316,7 +316,7 @@ START_TEST(test_max_params_refuses) {
     int n_errors;
     TfError err;
     // Unscheduled: fusion would compose w with the three tables (one table over indices).
-    TfCompileOptions opts = {1, 10000000, 1};
+    TfCompileOptions opts = {.opt_level = 1, .max_params = 10000000, .no_schedule = 1};
     TfModel *m = compile_source_opts("t.tfp", src, strlen(src), &opts, f, &n_errors, &err);
     fclose(f);
     ck_assert_ptr_null(m);

@@ -22,7 +22,7 @@ static TfModel *compile_text(const char *src, int no_schedule) {
     FILE *f = fmemopen(out, sizeof out - 1, "w");
     int n_errors;
     TfError err = {""};
-    TfCompileOptions opts = {1, 0, no_schedule};
+    TfCompileOptions opts = {.opt_level = 1, .max_params = 0, .no_schedule = no_schedule};
     TfModel *m = compile_source_opts("t.tfp", src, strlen(src), &opts, f, &n_errors, &err);
     fclose(f);
     ck_assert_msg(m != NULL, "%s%s", out, err.msg);
@@ -309,7 +309,7 @@ START_TEST(test_checks_follow_their_op) {
     FILE *f = fmemopen(out, sizeof out - 1, "w");
     int n_errors;
     TfError err = {""};
-    TfCompileOptions opts = {1, 0, 0};
+    TfCompileOptions opts = {.opt_level = 1, .max_params = 0, .no_schedule = 0};
     TfModel *m = compile_source_opts("sort.tfp", src, len, &opts, f, &n_errors, &err);
     fclose(f);
     ck_assert_msg(m != NULL, "%s%s", out, err.msg);

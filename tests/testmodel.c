@@ -19,7 +19,7 @@ static TfModel *compile_or_fail(const char *name, const char *src, size_t len, i
     ck_assert_ptr_nonnull(out);
     int n_errors = 0;
     TfError err = {""};
-    TfCompileOptions opts = {opt_level, 0, no_schedule};
+    TfCompileOptions opts = {.opt_level = opt_level, .max_params = 0, .no_schedule = no_schedule};
     TfModel *m = compile_source_opts(name, src, len, &opts, out, &n_errors, &err);
     fclose(out);
     if (!m) ck_abort_msg("%s does not compile (%d errors): %s%s", name, n_errors, err.msg, diags);
