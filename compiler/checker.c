@@ -6,6 +6,7 @@
  * checked ops, so an error in a repeated body is reported once.
  */
 #include "checker.h"
+#include "hash.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -82,14 +83,7 @@ static const char *arg_kind_text(TfArgKind k) {
     }
 }
 
-static uint64_t name_hash(const char *s) {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
-    }
-    return h;
-}
+static uint64_t name_hash(const char *s) { return hash_bytes(HASH_INIT, s, strlen(s)); }
 
 int check_find_reg(const TfIr *ir, const char *name) {
     if (!ir->reg_hash) return -1;

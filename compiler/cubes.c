@@ -19,6 +19,7 @@
  * keeps one cube per combination with a result, as before.
  */
 #include "cubes.h"
+#include "hash.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -75,10 +76,9 @@ static void set_ids(Boxes *B, unsigned S, int j) {
     for (long h = 0; h < mask; h++) B->slot[h] = -1;
     mask--;
     for (long a = 0; a < m; a++) {
-        unsigned long h = 1469598103934665603ul;
-        for (int x = 0; x < sj; x++)
-            h = (h ^ (unsigned long)cid[child(a, st, sj, x)]) * 1099511628211ul;
-        for (h &= (unsigned long)mask;; h = (h + 1) & (unsigned long)mask) {
+        uint64_t h = HASH_INIT;
+        for (int x = 0; x < sj; x++) h = hash_word(h, (uint64_t)(unsigned long)cid[child(a, st, sj, x)]);
+        for (h &= (uint64_t)mask;; h = (h + 1) & (uint64_t)mask) {
             long b = B->slot[h];
             if (b < 0) {
                 B->slot[h] = (int)a;

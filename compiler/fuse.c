@@ -1,6 +1,7 @@
 /* fuse.c: consecutive MLPs composed into one, selections that read through
  * Maps, repeated tables merged (fuse.h). */
 #include "fuse.h"
+#include "hash.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -449,9 +450,9 @@ static int same_table(const TfIr *ir, const TfGenOp *a, const TfGenOp *b) {
 }
 
 static uint64_t table_hash(const TfGenOp *p) {
-    uint64_t h = 1469598103934665603ull ^ (uint64_t)p->n_in;
-    for (int q = 0; q < p->n_in; q++) h = (h ^ (uint64_t)p->in[q]) * 1099511628211ull;
-    for (int c = 0; c < p->n_combo; c++) h = (h ^ (uint64_t)(uint32_t)p->combo_col[c]) * 1099511628211ull;
+    uint64_t h = HASH_INIT ^ (uint64_t)p->n_in;
+    for (int q = 0; q < p->n_in; q++) h = hash_word(h, (uint64_t)p->in[q]);
+    for (int c = 0; c < p->n_combo; c++) h = hash_word(h, (uint64_t)(uint32_t)p->combo_col[c]);
     return h;
 }
 

@@ -17,6 +17,7 @@
  * rounded once to float, as the seed's Python does.
  */
 #include "lower.h"
+#include "hash.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -44,13 +45,7 @@ static void mat_fill(Mat M, float value) {
 }
 
 static uint64_t hash_floats(const float *w, size_t n, int rows, int cols) {
-    uint64_t h = 1469598103934665603ull ^ ((uint64_t)rows << 32) ^ (uint64_t)cols;
-    const unsigned char *p = (const unsigned char *)w;
-    for (size_t i = 0; i < n * sizeof(float); i++) {
-        h ^= p[i];
-        h *= 1099511628211ull;
-    }
-    return h;
+    return hash_bytes(HASH_INIT ^ ((uint64_t)rows << 32) ^ (uint64_t)cols, w, n * sizeof(float));
 }
 
 /* Stores M under `name` unless an identical tensor exists; returns the

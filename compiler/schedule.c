@@ -1,6 +1,7 @@
 /* schedule.c: ops side by side in fewer, wider layers; dead columns out
  * (schedule.h says what and why). */
 #include "schedule.h"
+#include "hash.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -177,10 +178,7 @@ oom:
 /* ---- 3. the new model's tensors and layers ---------------------------------------- */
 
 static uint64_t hash_floats(const float *w, size_t n) {
-    uint64_t h = 1469598103934665603ull;
-    const unsigned char *p = (const unsigned char *)w;
-    for (size_t i = 0; i < n * sizeof(float); i++) h = (h ^ p[i]) * 1099511628211ull;
-    return h;
+    return hash_bytes(HASH_INIT, w, n * sizeof(float));
 }
 
 /* Stores w (rows x cols; a vector when rows is 0) once: an identical tensor
