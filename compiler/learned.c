@@ -25,8 +25,8 @@
 #include "rng.h"
 #include "tfw.h"
 
-const char *const tf_norm_place_names[TF_NORM_PLACE_COUNT] = {"none", "pre", "post"};
-const char *const tf_positions_names[TF_POS_KIND_COUNT] = {"learned", "sinusoidal", "none"};
+const char *const tf_norm_place_names[] = {"none", "pre", "post"};
+const char *const tf_positions_names[] = {"learned", "sinusoidal", "none"};
 static_assert(sizeof tf_norm_place_names / sizeof *tf_norm_place_names == TF_NORM_PLACE_COUNT,
               "names");
 static_assert(sizeof tf_positions_names / sizeof *tf_positions_names == TF_POS_KIND_COUNT,

@@ -62,7 +62,7 @@ void learned_spec_free(TfLearnedSpec *spec);
 int learned_spec_from_source(const char *name, const char *src, size_t len, FILE *diag_out,
                              TfLearnedSpec *spec, TfError *err);
 
-extern const char *const tf_norm_place_names[TF_NORM_PLACE_COUNT];
-extern const char *const tf_positions_names[TF_POS_KIND_COUNT];
+extern const char *const tf_norm_place_names[];
+extern const char *const tf_positions_names[];
 
 #endif

@@ -9,7 +9,7 @@
 #define W TF_ACCESS_WRITE
 #define REG(kinds, role, access) {TF_PARAM_REG, (kinds), (role), (access)}
 
-const TfOpInfo tf_ops[TF_OP_COUNT] = {
+const TfOpInfo tf_ops[] = {
     [TF_OP_FIND_AND_STORE] = {"FindAndStore", "find_and_store", TF_LAYER_ATTENTION, 1,
                               {{TF_PARAM_TOKEN_LITERAL, 0, "the token to find", 0}}, 0,
                               TF_KINDS_POSITION, "FindAndStore('c') -> position", 0},

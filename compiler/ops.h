@@ -5,8 +5,9 @@
  * compiler/checker.c checks calls against the table; compiler/values.c
  * follows what each op writes; compiler/lower.c turns each seed op into
  * weights, compiler/lower_general.c each general op's plan. Adding a seed op
- * means one enum entry, one table row, its effect on values (values.c) and
- * one lower_* function.
+ * means one enum entry, one table row here, its effect on values (values.c),
+ * its size (plans.c's seed_params) and its lowering: a lower_* function for
+ * each opt level, in lower.c's lower_fns and lower_fns_opt.
  */
 #ifndef TF_OPS_H
 #define TF_OPS_H
@@ -35,7 +36,7 @@ typedef enum TfParamKind {
     TF_PARAM_REG,           /* a register name */
     TF_PARAM_REG_OFFSET,    /* reg or reg + n or reg - n */
     TF_PARAM_REG_STEP,      /* reg: n */
-    TF_PARAM_EXPR,          /* an expression (general ops: compiler/general.c) */
+    TF_PARAM_EXPR,          /* an expression (general ops: compiler/map.c, compiler/select.c) */
 } TfParamKind;
 
 /* Register kinds as a bit set, for parameters that accept several. */
@@ -68,10 +69,11 @@ typedef struct TfOpInfo {
     unsigned dest_kinds;    /* 0: no `-> dest`; else the kinds it accepts (written: the
                                op adds into it) */
     const char *synopsis;   /* "FindAndStore('c') -> position" */
-    int general;            /* arguments checked by compiler/general.c */
+    int general;            /* arguments checked by the value analysis (compiler/map.c,
+                               compiler/select.c), lowered from its plan */
 } TfOpInfo;
 
-extern const TfOpInfo tf_ops[TF_OP_COUNT];
+extern const TfOpInfo tf_ops[];
 
 /* The op of that source name, or -1. */
 int ops_find(const char *name);

@@ -421,8 +421,9 @@ static void builtin_values(Gen *G) {
             va_set_values(G, r, v, n);
             g->one_value = r == TF_IR_REG_TOKENS;
         } else if (r == ir->indices_reg) {
-            // Columns are positions 0..maxlen-1; the enumeration leaves out
-            // the BOS's 0 (values_column maps value i to column i).
+            // Values 0..maxlen-1, one column each (values_column maps
+            // value i to column i); 0, the BOS's position, is kept so that
+            // values and columns line up (tfc --dump=plans shows its rows).
             TfVal *v = malloc((size_t)ir->maxlen * sizeof *v);
             if (!v) {
                 G->failed = 1;

@@ -6,11 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-const char *const tf_stmt_kind_names[TF_STMT_KIND_COUNT] = {
+const char *const tf_stmt_kind_names[] = {
     "vocab", "period", "decl", "op", "repeat", "output", "generate", "model", "bos", "maxlen"};
 static_assert(sizeof tf_stmt_kind_names / sizeof *tf_stmt_kind_names == TF_STMT_KIND_COUNT,
               "one name per statement kind");
-const char *const tf_arg_kind_names[TF_ARG_KIND_COUNT] = {"name",   "char", "int",  "offset",
+const char *const tf_arg_kind_names[] = {"name",   "char", "int",  "offset",
                                                           "step",   "expr", "named"};
 static_assert(sizeof tf_arg_kind_names / sizeof *tf_arg_kind_names == TF_ARG_KIND_COUNT,
               "one name per argument kind");
@@ -203,8 +203,10 @@ void ast_print_arg(FILE *f, const TfArg *a) {
     }
 }
 
+static const char *const decl_names[] = {"position", "token", "scalar", "cat", "num"};
+static_assert(sizeof decl_names / sizeof *decl_names == TF_DECL_KIND_COUNT, "one name per kind");
+
 static void dump_stmts(FILE *f, const TfStmt *s, int depth) {
-    static const char *const decl_names[] = {"position", "token", "scalar", "cat", "num"};
     for (; s; s = s->next) {
         fprintf(f, "%*s", 2 * depth, "");
         switch (s->kind) {

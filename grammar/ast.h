@@ -115,7 +115,8 @@ typedef enum TfStmtKind {
 } TfStmtKind;
 
 typedef enum TfDeclKind {
-    TF_DECL_POSITION, TF_DECL_TOKEN, TF_DECL_SCALAR, TF_DECL_CAT, TF_DECL_NUM
+    TF_DECL_POSITION, TF_DECL_TOKEN, TF_DECL_SCALAR, TF_DECL_CAT, TF_DECL_NUM,
+    TF_DECL_KIND_COUNT
 } TfDeclKind;
 
 /* A value of a model setting: `relu`, `32`, `0.1`, `"accept"`. */
@@ -205,7 +206,7 @@ void ast_dump(const TfProgram *p, char **out, size_t *len);
 /* Writes one op argument as source text. */
 void ast_print_arg(FILE *f, const TfArg *a);
 
-extern const char *const tf_stmt_kind_names[TF_STMT_KIND_COUNT];
-extern const char *const tf_arg_kind_names[TF_ARG_KIND_COUNT];
+extern const char *const tf_stmt_kind_names[];
+extern const char *const tf_arg_kind_names[];
 
 #endif

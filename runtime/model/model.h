@@ -193,9 +193,9 @@ typedef struct TfModel {
     char *learned;
 } TfModel;
 
-extern const char *const tf_reg_kind_names[TF_REG_KIND_COUNT];     /* "token", ..., "categorical" */
-extern const char *const tf_layer_kind_names[TF_LAYER_KIND_COUNT]; /* "attention", "mlp", "norm" */
-extern const char *const tf_activation_names[TF_ACT_COUNT];        /* "gelu", "relu" */
+extern const char *const tf_reg_kind_names[];     /* "token", ..., "categorical" */
+extern const char *const tf_layer_kind_names[]; /* "attention", "mlp", "norm" */
+extern const char *const tf_activation_names[];        /* "gelu", "relu" */
 
 /* An empty model (no tensors, no layers); fields set by the caller. */
 TfModel *model_new(void);

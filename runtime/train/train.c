@@ -17,7 +17,7 @@
 
 #define LN_BLOCK 64 /* rows per partial sum of LayerNorm's parameter gradients */
 
-const char *const tf_optimizer_names[TF_OPT_COUNT] = {"sgd", "adam", "adamw"};
+const char *const tf_optimizer_names[] = {"sgd", "adam", "adamw"};
 static_assert(sizeof tf_optimizer_names / sizeof *tf_optimizer_names == TF_OPT_COUNT, "names");
 
 #define OPTIM_PREFIX "optim."

@@ -33,7 +33,7 @@
 #include "model.h"
 
 typedef enum TfOptimizer { TF_OPT_SGD, TF_OPT_ADAM, TF_OPT_ADAMW, TF_OPT_COUNT } TfOptimizer;
-extern const char *const tf_optimizer_names[TF_OPT_COUNT]; /* "sgd", "adam", "adamw" */
+extern const char *const tf_optimizer_names[]; /* "sgd", "adam", "adamw" */
 
 typedef struct TfTrainOptions {
     TfOptimizer optimizer;
