@@ -20,18 +20,8 @@ typedef struct Checker {
     const TfStmt *vocab_stmt, *period_stmt, *output_stmt, *generate_stmt, *model_stmt;
     const TfStmt *bos_stmt, *maxlen_stmt;
     int have_vocab;
-    /* checked op templates' argument arrays, owned here until check_free */
-    TfIrArg **arg_blocks;
-    int n_arg_blocks, cap_arg_blocks;
     int too_many_layers;
 } Checker;
-
-/* The TfIr is allocated with room for the checker's bookkeeping after it. */
-typedef struct IrBox {
-    TfIr ir;
-    TfIrArg **arg_blocks;
-    int n_arg_blocks;
-} IrBox;
 
 const char *check_show_char(int c, char *buf) {
     switch (c) {
@@ -409,16 +399,7 @@ static int oplist_push(OpList *l, const TfIrOp *op) {
 }
 
 static TfIrArg *new_args(Checker *ck, int n) {
-    if (ck->n_arg_blocks == ck->cap_arg_blocks) {
-        int cap = ck->cap_arg_blocks ? 2 * ck->cap_arg_blocks : 16;
-        TfIrArg **b = realloc(ck->arg_blocks, (size_t)cap * sizeof *b);
-        if (!b) return NULL;
-        ck->arg_blocks = b;
-        ck->cap_arg_blocks = cap;
-    }
-    TfIrArg *a = calloc((size_t)(n > 0 ? n : 1), sizeof *a);
-    if (a) ck->arg_blocks[ck->n_arg_blocks++] = a;
-    return a;
+    return arena_alloc(&ck->ir->arena, (size_t)(n > 0 ? n : 1) * sizeof(TfIrArg));
 }
 
 /* Checks one argument against its parameter; 0 or -1 after reporting. */
@@ -601,20 +582,17 @@ static void check_block(Checker *ck, const TfStmt *list, OpList *out) {
 
 void check_free(TfIr *ir) {
     if (!ir) return;
-    IrBox *box = (IrBox *)ir;
     values_free(ir);
     free(ir->reg_hash);
-    for (int i = 0; i < box->n_arg_blocks; i++) free(box->arg_blocks[i]);
-    free(box->arg_blocks);
+    arena_free(&ir->arena);
     free(ir->regs);
     free(ir->ops);
-    free(box);
+    free(ir);
 }
 
 TfIr *check_program(const TfProgram *prog, TfDiag *diag) {
-    IrBox *box = calloc(1, sizeof *box);
-    if (!box) return NULL;
-    TfIr *ir = &box->ir;
+    TfIr *ir = calloc(1, sizeof *ir);
+    if (!ir) return NULL;
     ir->period = TF_DEFAULT_PERIOD;
     ir->generate = TF_DEFAULT_GENERATE;
     ir->output_reg = -1;
@@ -642,8 +620,6 @@ TfIr *check_program(const TfProgram *prog, TfDiag *diag) {
     ir->ops = ops.ops;
     ir->n_ops = ops.n;
     check_output_and_generate(&ck);
-    box->arg_blocks = ck.arg_blocks;
-    box->n_arg_blocks = ck.n_arg_blocks;
     if (diag->n_errors > errors_before) {
         check_free(ir);
         return NULL;

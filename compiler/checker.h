@@ -8,12 +8,16 @@
  * at column 0, the built-in position register `pos`, then the declared
  * registers in declaration order.
  *
- * Memory: a TfIr owns its arrays; it borrows the TfProgram (labels, source
- * locations), which must outlive it. check_free releases it.
+ * Memory: a TfIr owns everything reachable from it: its growable arrays
+ * (regs, ops, gen_regs, reg_hash) and, in its arena (compiler/arena.h),
+ * everything else every stage adds (op arguments, plans, value sets, labels,
+ * hidden registers' names). check_free releases it all. It borrows the
+ * TfProgram (names, source locations), which must outlive it.
  */
 #ifndef TF_CHECKER_H
 #define TF_CHECKER_H
 
+#include "arena.h"
 #include "ast.h"
 #include "diag.h"
 #include "model.h"
@@ -78,7 +82,7 @@ typedef struct TfIr {
     int every_position; /* `output R at every position` */
     int indices_reg;    /* the built-in `indices`, -1 without maxlen */
     TfGenReg *gen_regs; /* per register: values and error bound (compiler/values.c) */
-    void *gen_store;    /* values.c's allocations */
+    TfArena arena;      /* owns every piece reachable from here but the arrays */
 
     int regs_cap;       /* room in regs */
     int *reg_hash;      /* open addressing over regs by name (check_find_reg) */

@@ -36,8 +36,7 @@ static int combo_of(const TfIr *ir, const int *regs, int n, const int *zregs, in
 /* i (a table over categorical inputs, writing categorical r) feeds table j:
  * one table over i's inputs and j's others. NULL when it cannot be built or
  * is larger than the two. */
-static TfGenOp *fuse_tables(Gen *G, const TfGenOp *pi, const TfGenOp *pj, int r) {
-    const TfIr *ir = G->ir;
+static TfGenOp *fuse_tables(TfIr *ir, const TfGenOp *pi, const TfGenOp *pj, int r) {
     int z[TF_GEN_MAX_INPUTS], nz = 0;
     for (int q = 0; q < pi->n_in; q++) z[nz++] = pi->in[q];
     for (int q = 0; q < pj->n_in; q++) {
@@ -57,14 +56,14 @@ static TfGenOp *fuse_tables(Gen *G, const TfGenOp *pi, const TfGenOp *pj, int r)
     }
     if (err >= 0.25) return NULL; // the steps' margin (compiler/map.c)
     int dest_cat = ir->regs[pj->dest].kind == TF_REG_CATEGORICAL;
-    TfGenOp *p = va_alloc(G, sizeof *p);
+    TfGenOp *p = arena_alloc(&ir->arena, sizeof *p);
     if (!p) return NULL;
     *p = *pj;
     p->n_in = nz;
     memcpy(p->in, z, sizeof z);
     p->n_combo = (int)total;
-    p->combo_col = dest_cat ? va_alloc(G, (size_t)total * sizeof *p->combo_col) : NULL;
-    p->combo_num = dest_cat ? NULL : va_alloc(G, (size_t)total * sizeof *p->combo_num);
+    p->combo_col = dest_cat ? arena_alloc(&ir->arena, (size_t)total * sizeof *p->combo_col) : NULL;
+    p->combo_num = dest_cat ? NULL : arena_alloc(&ir->arena, (size_t)total * sizeof *p->combo_num);
     if (dest_cat ? !p->combo_col : !p->combo_num) return NULL;
     int idx[TF_GEN_MAX_INPUTS] = {0};
     for (long c = 0; c < total; c++) {
@@ -85,10 +84,9 @@ static TfGenOp *fuse_tables(Gen *G, const TfGenOp *pi, const TfGenOp *pj, int r)
 
 /* i (a staircase over a number, writing categorical r) feeds a table j of
  * r alone: a staircase over that number. */
-static TfGenOp *fuse_staircase(Gen *G, const TfGenOp *pi, const TfGenOp *pj) {
-    const TfIr *ir = G->ir;
+static TfGenOp *fuse_staircase(TfIr *ir, const TfGenOp *pi, const TfGenOp *pj) {
     int dest_cat = ir->regs[pj->dest].kind == TF_REG_CATEGORICAL;
-    TfGenOp *p = va_alloc(G, sizeof *p);
+    TfGenOp *p = arena_alloc(&ir->arena, sizeof *p);
     if (!p) return NULL;
     *p = *pj;
     p->form = TF_GEN_STAIRCASE;
@@ -102,8 +100,8 @@ static TfGenOp *fuse_staircase(Gen *G, const TfGenOp *pi, const TfGenOp *pj) {
     p->combo_num = NULL;
     p->n_x = pi->n_x;
     p->xs = pi->xs;
-    p->x_col = dest_cat ? va_alloc(G, (size_t)pi->n_x * sizeof *p->x_col) : NULL;
-    p->x_num = dest_cat ? NULL : va_alloc(G, (size_t)pi->n_x * sizeof *p->x_num);
+    p->x_col = dest_cat ? arena_alloc(&ir->arena, (size_t)pi->n_x * sizeof *p->x_col) : NULL;
+    p->x_num = dest_cat ? NULL : arena_alloc(&ir->arena, (size_t)pi->n_x * sizeof *p->x_num);
     if (dest_cat ? !p->x_col : !p->x_num) return NULL;
     for (int k = 0; k < pi->n_x; k++) {
         int col = pi->x_col[k];
@@ -115,8 +113,8 @@ static TfGenOp *fuse_staircase(Gen *G, const TfGenOp *pi, const TfGenOp *pj) {
 
 /* i (a LINEAR Map writing number r) feeds staircase j over r: a staircase
  * over the linear combination itself. */
-static TfGenOp *fuse_linear(Gen *G, const TfGenOp *pi, const TfGenOp *pj) {
-    TfGenOp *p = va_alloc(G, sizeof *p);
+static TfGenOp *fuse_linear(TfIr *ir, const TfGenOp *pi, const TfGenOp *pj) {
+    TfGenOp *p = arena_alloc(&ir->arena, sizeof *p);
     if (!p) return NULL;
     *p = *pj;
     p->n_in = pi->n_in;
@@ -183,9 +181,8 @@ static int pt_cmp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static TfGenOp *fuse_two_staircases(Gen *G, const TfGenOp *p1, const TfGenOp *p2,
+static TfGenOp *fuse_two_staircases(TfIr *ir, const TfGenOp *p1, const TfGenOp *p2,
                                     const TfGenOp *pj) {
-    const TfIr *ir = G->ir;
     if (pj->n_in != 2 || p1->x_linear || p2->x_linear || p1->n_in != 1 || p2->n_in != 1 ||
         p1->in[0] == p2->in[0])
         return NULL;
@@ -221,10 +218,10 @@ static TfGenOp *fuse_two_staircases(Gen *G, const TfGenOp *p1, const TfGenOp *p2
         }
         double rounding = gap < INFINITY ? 2 * xmax * 4 * EPS32 : 0;
         if (!ok || (gap < INFINITY && gap / 4 - e - rounding - xmax * 4 * EPS32 <= 0)) continue;
-        TfGenOp *p = va_alloc(G, sizeof *p);
-        double *xs = va_alloc(G, (size_t)m * sizeof *xs);
-        int *cols = dest_cat ? va_alloc(G, (size_t)m * sizeof *cols) : NULL;
-        double *nums = dest_cat ? NULL : va_alloc(G, (size_t)m * sizeof *nums);
+        TfGenOp *p = arena_alloc(&ir->arena, sizeof *p);
+        double *xs = arena_alloc(&ir->arena, (size_t)m * sizeof *xs);
+        int *cols = dest_cat ? arena_alloc(&ir->arena, (size_t)m * sizeof *cols) : NULL;
+        double *nums = dest_cat ? NULL : arena_alloc(&ir->arena, (size_t)m * sizeof *nums);
         if (!p || !xs || (dest_cat ? !cols : !nums)) break;
         *p = *pj;
         p->form = TF_GEN_STAIRCASE;
@@ -259,8 +256,7 @@ static TfGenOp *fuse_two_staircases(Gen *G, const TfGenOp *p1, const TfGenOp *p2
  * and one other categorical register A (frac_prevs: the count and the
  * position): per value of A, a staircase over x (TF_GEN_SPLIT), when each
  * step keeps its margin with x's and A's errors and the gate's size. */
-static TfGenOp *fuse_split(Gen *G, const TfGenOp *pi, const TfGenOp *pj, int r) {
-    const TfIr *ir = G->ir;
+static TfGenOp *fuse_split(TfIr *ir, const TfGenOp *pi, const TfGenOp *pj, int r) {
     if (pj->n_in != 2 || pi->x_linear || pi->n_in != 1) return NULL;
     int qr = pj->in[0] == r ? 0 : 1, A = pj->in[1 - qr];
     if (pj->in[qr] != r || A == pi->in[0] || ir->regs[A].kind != TF_REG_CATEGORICAL) return NULL;
@@ -270,9 +266,9 @@ static TfGenOp *fuse_split(Gen *G, const TfGenOp *pi, const TfGenOp *pj, int r) 
     double xmax = 1.0; // what x can hold at the BOS, as compiler/lower_general.c bounds it
     for (int v = 0; v < gx->n_vals; v++) xmax = fmax(xmax, fabs(gx->vals[v].x));
     for (int k = 0; k < nx; k++) xmax = fmax(xmax, fabs(pi->xs[k]));
-    TfGenOp *p = va_alloc(G, sizeof *p);
-    int *cols = dest_cat ? va_alloc(G, (size_t)na * (size_t)nx * sizeof *cols) : NULL;
-    double *nums = dest_cat ? NULL : va_alloc(G, (size_t)na * (size_t)nx * sizeof *nums);
+    TfGenOp *p = arena_alloc(&ir->arena, sizeof *p);
+    int *cols = dest_cat ? arena_alloc(&ir->arena, (size_t)na * (size_t)nx * sizeof *cols) : NULL;
+    double *nums = dest_cat ? NULL : arena_alloc(&ir->arena, (size_t)na * (size_t)nx * sizeof *nums);
     if (!p || (dest_cat ? !cols : !nums)) return NULL;
     for (int a = 0; a < na; a++)
         for (int k = 0; k < nx; k++) {
@@ -325,8 +321,7 @@ static int side_table(const Fz *F, int j, int r) {
 /* A selection reads a Map of one register: the selection reads that
  * register, its truth table through the Map's (a value the Map gives no
  * result for selects nothing, as before). */
-static int fuse_selection_sides(const Fz *F, Gen *G, TfGenOp *ps, int j) {
-    const TfIr *ir = G->ir;
+static int fuse_selection_sides(const Fz *F, TfIr *ir, TfGenOp *ps, int j) {
     int n = 0;
     for (int t = 0; t < ps->n_terms; t++) {
         struct TfGenTerm *T = &ps->terms[t];
@@ -336,7 +331,7 @@ static int fuse_selection_sides(const Fz *F, Gen *G, TfGenOp *ps, int j) {
             const TfGenOp *pm = ir->ops[i].gen;
             int a = pm->in[0], na = ir->gen_regs[a].n_vals;
             int nq = side == 0 ? na : T->nq, nk = side == 0 ? T->nk : na;
-            unsigned char *P = va_alloc(G, (size_t)nq * (size_t)nk);
+            unsigned char *P = arena_alloc(&ir->arena, (size_t)nq * (size_t)nk);
             if (!P) return -1;
             for (int qi = 0; qi < nq; qi++)
                 for (int ki = 0; ki < nk; ki++) {
@@ -357,8 +352,7 @@ static int fuse_selection_sides(const Fz *F, Gen *G, TfGenOp *ps, int j) {
 /* Under a causal mask, a term comparing the positions that every visible
  * key satisfies (k.indices <= q.indices) selects every key: the term
  * becomes `true`, and the selection no longer reads the positions. */
-static int drop_causal_order(Gen *G, TfGenOp *ps) {
-    const TfIr *ir = G->ir;
+static int drop_causal_order(TfIr *ir, TfGenOp *ps) {
     int n = 0, r = ir->indices_reg;
     if (!ps->causal || r < 0) return 0;
     const TfGenReg *g = &ir->gen_regs[r];
@@ -371,7 +365,7 @@ static int drop_causal_order(Gen *G, TfGenOp *ps) {
                 if (g->vals[ki].x >= 1 && g->vals[ki].x <= g->vals[qi].x)
                     all = T->P[(size_t)qi * (size_t)T->nk + (size_t)ki];
         if (!all) continue;
-        unsigned char *P = va_alloc(G, 1);
+        unsigned char *P = arena_alloc(&ir->arena, 1);
         if (!P) return -1;
         P[0] = 1;
         T->qreg = T->kreg = -1;
@@ -516,9 +510,8 @@ static int read_by_table(const Fz *F, int j, int r) {
 }
 
 /* Every composition, op by op in program order (so that chains compose). */
-static int fuse_all(const Fz *F, Gen *Gp) {
+static int fuse_all(const Fz *F) {
     TfIr *ir = F->ir;
-    Gen G = *Gp;
     drop_bos_combos(ir);
     int fused = merge_same_tables(F);
     for (int j = 0; j < ir->n_ops; j++) {
@@ -526,14 +519,14 @@ static int fuse_all(const Fz *F, Gen *Gp) {
         if (pj && pj->form == TF_GEN_STAIRCASE && !pj->x_linear) {
             int i = table_writer(F, j, pj->in[0]);
             if (i >= 0 && ir->ops[i].gen->form == TF_GEN_LINEAR && !inputs_rewritten(F, i, j)) {
-                TfGenOp *p = fuse_linear(&G, ir->ops[i].gen, pj);
+                TfGenOp *p = fuse_linear(ir, ir->ops[i].gen, pj);
                 if (!p) return -1;
                 ir->ops[j].gen = pj = p;
                 fused++;
             }
         }
         if (pj && (pj->form == TF_GEN_ATTEND || pj->form == TF_GEN_COUNT)) {
-            int a = drop_causal_order(&G, pj), b = a < 0 ? -1 : fuse_selection_sides(F, &G, pj, j);
+            int a = drop_causal_order(ir, pj), b = a < 0 ? -1 : fuse_selection_sides(F, ir, pj, j);
             if (a < 0 || b < 0) return -1;
             fused += a + b;
             continue;
@@ -543,8 +536,8 @@ static int fuse_all(const Fz *F, Gen *Gp) {
             if (i1 >= 0 && i2 >= 0 && ir->ops[i1].gen->form == TF_GEN_STAIRCASE &&
                 ir->ops[i2].gen->form == TF_GEN_STAIRCASE && !inputs_rewritten(F, i1, j) &&
                 !inputs_rewritten(F, i2, j)) {
-                TfGenOp *p = fuse_two_staircases(&G, ir->ops[i1].gen, ir->ops[i2].gen, pj);
-                if (G.failed) return -1;
+                TfGenOp *p = fuse_two_staircases(ir, ir->ops[i1].gen, ir->ops[i2].gen, pj);
+                if (ir->arena.failed) return -1;
                 if (p && plans_mlp_units(ir, p) <= plans_mlp_units(ir, pj) + plans_mlp_units(ir, ir->ops[i1].gen) +
                                                   plans_mlp_units(ir, ir->ops[i2].gen)) {
                     ir->ops[j].gen = pj = p;
@@ -563,13 +556,13 @@ static int fuse_all(const Fz *F, Gen *Gp) {
                 if (i < 0 || inputs_rewritten(F, i, j)) continue;
                 const TfGenOp *pi = ir->ops[i].gen;
                 TfGenOp *p = NULL;
-                if (pi->form == TF_GEN_TABLE) p = fuse_tables(&G, pi, pj, r);
+                if (pi->form == TF_GEN_TABLE) p = fuse_tables(ir, pi, pj, r);
                 else if (pi->form == TF_GEN_STAIRCASE && pj->n_in == 1)
-                    p = fuse_staircase(&G, pi, pj);
+                    p = fuse_staircase(ir, pi, pj);
                 else if (pi->form == TF_GEN_STAIRCASE && pj->n_in == 2 &&
                          !read_by_table(F, j, pj->dest)) // a table after j composes with it instead
-                    p = fuse_split(&G, pi, pj, r);
-                if (G.failed) return -1;
+                    p = fuse_split(ir, pi, pj, r);
+                if (ir->arena.failed) return -1;
                 if (!p || plans_mlp_units(ir, p) > plans_mlp_units(ir, pi) + plans_mlp_units(ir, pj)) continue;
                 ir->ops[j].gen = pj = p;
                 fused++;
@@ -581,9 +574,6 @@ static int fuse_all(const Fz *F, Gen *Gp) {
 }
 
 int fuse_ops(TfIr *ir) {
-    Gen G = {0};
-    G.ir = ir;
-    G.st = ir->gen_store;
     // Who writes each register: general ops write a register once.
     int *w = malloc((size_t)(ir->n_regs > 0 ? ir->n_regs : 1) * sizeof *w);
     if (!w) return -1;
@@ -591,7 +581,7 @@ int fuse_ops(TfIr *ir) {
     for (int j = 0; j < ir->n_ops; j++)
         if (ir->ops[j].gen && ir->ops[j].gen->dest >= 0) w[ir->ops[j].gen->dest] = j;
     Fz F = {ir, w};
-    int fused = fuse_all(&F, &G);
+    int fused = fuse_all(&F);
     free(w);
     return fused;
 }

@@ -83,13 +83,11 @@ static int selection_side(Gen *G, const TfIrOp *op, int index, const int *regs, 
             snprintf(lab + l, sizeof lab - l, "%s%s", i ? "," : "", one);
         }
         strncat(lab, ")", sizeof lab - strlen(lab) - 1);
-        labels[c] = va_keep(G, malloc(strlen(lab) + 1));
+        labels[c] = va_strdup(G, lab);
         if (!labels[c]) {
             free(vals);
-            G->failed = 1;
             return -1;
         }
-        strcpy(labels[c], lab);
         for (int i = 0; i < n_regs && ++idx[i] == va_greg(G, regs[i])->n_vals; i++) idx[i] = 0;
     }
     va_set_values(G, r, vals, (int)total);

@@ -18,38 +18,20 @@
 
 /* ---- storage ------------------------------------------------------------- */
 
-void *va_keep(Gen *G, void *p) {
-    VaStore *st = G->st;
-    if (!p) {
-        G->failed = 1;
-        return NULL;
-    }
-    if (st->n == st->cap) {
-        int cap = st->cap ? 2 * st->cap : 64;
-        void **v = realloc(st->ptrs, (size_t)cap * sizeof *v);
-        if (!v) {
-            free(p);
-            G->failed = 1;
-            return NULL;
-        }
-        st->ptrs = v;
-        st->cap = cap;
-    }
-    st->ptrs[st->n++] = p;
+void *va_alloc(Gen *G, size_t n) {
+    void *p = arena_alloc(&G->ir->arena, n);
+    if (!p) G->failed = 1;
     return p;
 }
 
-void *va_alloc(Gen *G, size_t n) { return va_keep(G, calloc(1, n ? n : 1)); }
+char *va_strdup(Gen *G, const char *s) {
+    char *p = arena_strdup(&G->ir->arena, s);
+    if (!p) G->failed = 1;
+    return p;
+}
 
 void values_free(TfIr *ir) {
-    VaStore *st = ir->gen_store;
-    if (st) {
-        for (int i = 0; i < st->n; i++) free(st->ptrs[i]);
-        free(st->ptrs);
-        free(st);
-    }
     free(ir->gen_regs);
-    ir->gen_store = NULL;
     ir->gen_regs = NULL;
 }
 
@@ -141,14 +123,13 @@ int va_push_op(Gen *G, const TfIrOp *op) {
 
 int va_add_hidden_reg(Gen *G, const char *name, TfRegKind kind) {
     TfIr *ir = G->ir;
-    char *copy = va_keep(G, malloc(strlen(name) + 1));
+    char *copy = va_strdup(G, name);
     TfGenReg *gr = realloc(ir->gen_regs, ((size_t)ir->n_regs + 1) * sizeof *gr);
     if (gr) ir->gen_regs = gr;
     if (!copy || !gr) {
         G->failed = 1;
         return -1;
     }
-    strcpy(copy, name);
     TfLoc none = {0, 0, 0, 0};
     memset(&gr[ir->n_regs], 0, sizeof gr[0]);
     gr[ir->n_regs].writer = -1;
@@ -448,9 +429,8 @@ static void make_labels(Gen *G) {
         for (int i = 0; i < g->n_vals; i++) {
             char buf[64];
             val_label(g->vals[i], buf, sizeof buf);
-            g->labels[i] = va_keep(G, malloc(strlen(buf) + 1));
+            g->labels[i] = va_strdup(G, buf);
             if (!g->labels[i]) return;
-            strcpy(g->labels[i], buf);
         }
     }
 }
@@ -522,16 +502,13 @@ static void check_output(Gen *G) {
 }
 
 void values_analyze(TfIr *ir, int opt_level, TfDiag *diag) {
-    VaStore *st = calloc(1, sizeof *st);
     ir->gen_regs = calloc((size_t)ir->n_regs, sizeof *ir->gen_regs);
-    if (!st || !ir->gen_regs) {
-        free(st);
+    if (!ir->gen_regs) {
         diag_file_error(diag, "out of memory");
         return;
     }
-    ir->gen_store = st;
     int max_len = ir->maxlen > 0 ? ir->maxlen : ir->period;
-    Gen G = {ir, diag, st, opt_level > 0, ir->bos >= 0 ? max_len - 1 : max_len, NULL, 0, 0, 0};
+    Gen G = {ir, diag, opt_level > 0, ir->bos >= 0 ? max_len - 1 : max_len, NULL, 0, 0, 0};
     builtin_values(&G);
     int errors = diag->n_errors;
     for (int i = 0; i < ir->n_ops && !G.failed; i++) {

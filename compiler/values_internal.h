@@ -14,16 +14,9 @@
 #define EPS32 (1.0 / (1 << 24))
 #define SAME_VALUE 1e-9             /* numbers this close (relative) are one value */
 
-/* Allocations that live as long as the TfIr (values_free releases them). */
-typedef struct VaStore {
-    void **ptrs;
-    int n, cap;
-} VaStore;
-
 typedef struct Gen {
     TfIr *ir;
     TfDiag *diag;
-    VaStore *st;
     int opt;        /* the lowering's opt_level */
     int n_real;     /* positions after the BOS: maxlen - 1 (or max_len) */
     TfIrOp *out;    /* the new op list */
@@ -31,8 +24,8 @@ typedef struct Gen {
     int failed;     /* out of memory */
 } Gen;
 
-void *va_keep(Gen *G, void *p);         /* p kept until values_free; NULL: failed */
-void *va_alloc(Gen *G, size_t n);       /* zeroed, kept */
+void *va_alloc(Gen *G, size_t n);       /* zeroed, in the TfIr's arena; NULL: failed */
+char *va_strdup(Gen *G, const char *s); /* the same for a copy of s */
 TfGenReg *va_greg(Gen *G, int r);
 const char *va_reg_name(Gen *G, int r);
 int va_is_categorical(const TfIr *ir, int r);
