@@ -59,6 +59,24 @@ static void print_value_set(FILE *f, const TfGenReg *g) {
     if (g->n_vals > SHOW_VALUES) fprintf(f, " (%d values)", g->n_vals);
 }
 
+/* "written by op 3", "written by ops 6, 14, 22 and 30", "built in", "changed
+ * in place by seed ops" or "never written": the ops whose destination r is. */
+static void print_writers(FILE *f, const TfIr *ir, int r) {
+    int n = 0, last = -1;
+    for (int i = 0; i < ir->n_ops; i++) {
+        const TfIrOp *op = &ir->ops[i];
+        if ((op->gen ? op->gen->dest : op->dest) != r) continue;
+        if (n == 1) fprintf(f, "written by ops %d", last);
+        else if (n > 1) fprintf(f, ", %d", last);
+        n++;
+        last = i;
+    }
+    if (n == 1) fprintf(f, "written by op %d\n", last);
+    else if (n > 1) fprintf(f, " and %d\n", last);
+    else if (!ir->regs[r].loc.line) fputs("built in\n", f);
+    else fputs(greg(ir, r)->why_stmt ? "changed in place by seed ops\n" : "never written\n", f);
+}
+
 /* One register: "r5 rank  cat  cols 27..43  err 1.1e-05  written by op 1",
  * then its values (or why they are unknown) and what else is known. */
 static void dump_reg(FILE *f, const TfIr *ir, int r) {
@@ -72,10 +90,11 @@ static void dump_reg(FILE *f, const TfIr *ir, int r) {
         fputc('\n', f);
         return;
     }
-    fprintf(f, "  err %.3g  ", g->err);
-    if (g->writer >= 0) fprintf(f, "written by op %d\n", g->writer);
-    else if (!R->loc.line) fputs("built in\n", f);
-    else fputs(g->why_stmt ? "changed in place by seed ops\n" : "never written\n", f);
+    // A seed op's result has no bound: the analysis does not model seed 001's
+    // arithmetic (docs/language.md, "What is proven").
+    if (g->bos_dirty) fputs("  no error bound  ", f);
+    else fprintf(f, "  err %.3g  ", g->err);
+    print_writers(f, ir, r);
     fputs("       values ", f);
     if (g->known) {
         print_value_set(f, g);
@@ -147,7 +166,7 @@ static void print_plan_signature(FILE *f, const TfIr *ir, const TfGenOp *p) {
 
 void dump_ir(FILE *f, const TfIr *ir) {
     fprintf(f, "ir: %d registers, d_model %d, %d ops\n", ir->n_regs, ir->d_model, ir->n_ops);
-    fputs("registers (kind, columns, error bound, writer; values after the BOS):\n", f);
+    fputs("registers (kind, columns, error bound, writers; the values the analysis found):\n", f);
     for (int r = 0; r < ir->n_regs; r++) dump_reg(f, ir, r);
     fputs("ops (source; the form and registers of its plan):\n", f);
     for (int i = 0; i < ir->n_ops; i++) {

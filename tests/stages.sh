@@ -41,6 +41,20 @@ for golden in tests/stages/*; do
         passed=$((passed + 1))
     fi
 done
+# docs/language.md's excerpt of `tfc --dump=ir programs/sort.tfp`: every line
+# of it must be a line of the golden dump.
+awk '/^\$ tfc --dump=ir programs\/sort.tfp$/ {on = 1; next} on && /^```/ {exit} on' \
+    docs/language.md >"$tmp/excerpt"
+if [ ! -s "$tmp/excerpt" ]; then
+    echo "FAIL: docs/language.md has no excerpt of tfc --dump=ir programs/sort.tfp"
+    failed=$((failed + 1))
+elif ! grep -vxF -f tests/stages/sort.ir "$tmp/excerpt" >"$tmp/stale"; then
+    passed=$((passed + 1))
+else
+    echo "FAIL: docs/language.md's dump of sort.tfp has lines tfc does not print:"
+    cat "$tmp/stale"
+    failed=$((failed + 1))
+fi
 # A stage that is not one is a usage error.
 if "$TFC" --dump=lower programs/sort.tfp >/dev/null 2>"$tmp/err" || ! grep -q "unknown stage" "$tmp/err"; then
     echo "FAIL: tfc --dump=lower: want exit 2 and 'unknown stage'"
