@@ -173,7 +173,7 @@ static double angle(const Lowerer *L, double steps) {
 
 /* FindAndStore('c') -> dst: every query row is -1e10 except +1e10 at the
  * token's column, keys are the residual itself, values copy pos into dst. */
-static void lower_find_and_store(Lowerer *L, int li, const TfIrOp *op) {
+void lower_find_and_store(Lowerer *L, int li, const TfIrOp *op) {
     int d = L->ir->d_model, tok = op->args[0].tok;
     const TfIrReg *pos = reg(L, TF_IR_REG_POS), *dst = reg(L, op->dest);
     int tokcol = reg(L, TF_IR_REG_TOKENS)->offset + tok;
@@ -192,7 +192,7 @@ fail:
 
 /* GetRelativeToken(p + n) -> dst: the query is p rotated by n steps, the
  * key pos scaled by 1e10, the value copies the token one-hot into dst. */
-static void lower_get_relative_token(Lowerer *L, int li, const TfIrOp *op) {
+void lower_get_relative_token(Lowerer *L, int li, const TfIrOp *op) {
     int d = L->ir->d_model;
     const TfIrReg *p = reg(L, op->args[0].reg), *pos = reg(L, TF_IR_REG_POS);
     const TfIrReg *toks = reg(L, TF_IR_REG_TOKENS), *dst = reg(L, op->dest);
@@ -217,7 +217,7 @@ fail:
  * firing without carry (500 a_i + 500 b_j - 1000 carry - 900), one with
  * (333 each - 900); each writes the digit (i + j [+ 1]) mod 10 and the carry
  * change. 200 hidden units. */
-static void lower_multiply(Lowerer *L, int li, const TfIrOp *op) {
+void lower_multiply(Lowerer *L, int li, const TfIrOp *op) {
     int d = L->ir->d_model, width = 10 * 10 * 2;
     const TfIrReg *a = reg(L, op->args[0].reg), *b = reg(L, op->args[1].reg);
     const TfIrReg *carry = reg(L, op->args[2].reg), *out = reg(L, op->dest);
@@ -256,7 +256,7 @@ fail:
 
 /* Clear(r, ...): a hidden unit per column, 100 x in, -0.01 x out: subtracts
  * every positive value (negative ones stay). */
-static void lower_clear(Lowerer *L, int li, const TfIrOp *op) {
+void lower_clear(Lowerer *L, int li, const TfIrOp *op) {
     int d = L->ir->d_model;
     Mat w1 = lower_mat(L, d, d), b1 = lower_mat(L, 1, d), w2 = lower_mat(L, d, d), b2 = lower_mat(L, 1, d);
     if (L->failed) goto fail;
@@ -275,7 +275,7 @@ fail:
 
 /* StepPosition(p: n, ...): GELU(x R + 1000) - 1000 ~ x R, where R is the
  * rotation by n steps minus the identity, on each named register. */
-static void lower_step_position(Lowerer *L, int li, const TfIrOp *op) {
+void lower_step_position(Lowerer *L, int li, const TfIrOp *op) {
     int d = L->ir->d_model;
     Mat w1 = lower_mat(L, d, d), b1 = lower_mat(L, 1, d), w2 = lower_mat(L, d, d), b2 = lower_mat(L, 1, d);
     if (L->failed) goto fail;
@@ -299,7 +299,7 @@ fail:
 
 /* DiffPos(a, b) -> dist: |100 (a.sin - b.sin) + 1000 (a.cos - b.cos)| as
  * GELU(z) + GELU(-z), added to dist. */
-static void lower_diff_pos(Lowerer *L, int li, const TfIrOp *op) {
+void lower_diff_pos(Lowerer *L, int li, const TfIrOp *op) {
     int d = L->ir->d_model;
     const TfIrReg *a = reg(L, op->args[0].reg), *b = reg(L, op->args[1].reg);
     const TfIrReg *dist = reg(L, op->dest);
@@ -321,7 +321,7 @@ fail:
 
 /* IsZero(z): z becomes ~1 where it was 0 and ~0 where it was large:
  * 0.1 GELU(10 - 100 z) - GELU(z + 10) + 10 added to z. */
-static void lower_is_zero(Lowerer *L, int li, const TfIrOp *op) {
+void lower_is_zero(Lowerer *L, int li, const TfIrOp *op) {
     int d = L->ir->d_model;
     const TfIrReg *z = reg(L, op->args[0].reg);
     Mat w1 = lower_mat(L, 2, d), b1 = lower_mat(L, 1, 2), w2 = lower_mat(L, d, 2), b2 = lower_mat(L, 1, d);
@@ -340,7 +340,7 @@ fail:
 
 /* CopyOnMatch(m, src) -> dst: unit i fires (0.1 GELU(100 m + 100 src_i -
  * 190) ~ 1) only when both the flag and src's column i are ~1. */
-static void lower_copy_on_match(Lowerer *L, int li, const TfIrOp *op) {
+void lower_copy_on_match(Lowerer *L, int li, const TfIrOp *op) {
     int d = L->ir->d_model;
     const TfIrReg *match = reg(L, op->args[0].reg), *src = reg(L, op->args[1].reg);
     const TfIrReg *dst = reg(L, op->dest);
@@ -367,7 +367,7 @@ fail:
  * exp(-1e4) = 0. The value reads pos, the output writes it into dst. Unlike
  * the seed's construction it works at any position (the seed's fails past
  * position 33: docs/language.md). */
-static void lower_find_and_store_opt(Lowerer *L, int li, const TfIrOp *op) {
+void lower_find_and_store_opt(Lowerer *L, int li, const TfIrOp *op) {
     int d = L->ir->d_model, tok = op->args[0].tok;
     const TfIrReg *pos = reg(L, TF_IR_REG_POS), *dst = reg(L, op->dest);
     const TfIrReg *toks = reg(L, TF_IR_REG_TOKENS);
@@ -389,7 +389,7 @@ fail:
 /* GetRelativeToken(p + n) -> dst at -O: the seed's rank-2 query-key product
  * (p rotated by n steps against 1e10 pos, the seed's scale) as a head of
  * width 2; the value reads the token one-hot, the output writes dst. */
-static void lower_get_relative_token_opt(Lowerer *L, int li, const TfIrOp *op) {
+void lower_get_relative_token_opt(Lowerer *L, int li, const TfIrOp *op) {
     int d = L->ir->d_model;
     const TfIrReg *p = reg(L, op->args[0].reg), *pos = reg(L, TF_IR_REG_POS);
     const TfIrReg *toks = reg(L, TF_IR_REG_TOKENS), *dst = reg(L, op->dest);
@@ -416,7 +416,7 @@ fail:
 
 /* StepPosition(p: n, ...) at -O: z = x (R - I) exactly, as ReLU(z) -
  * ReLU(-z): four units per register, no rounding through 1000. */
-static void lower_step_position_opt(Lowerer *L, int li, const TfIrOp *op) {
+void lower_step_position_opt(Lowerer *L, int li, const TfIrOp *op) {
     int d = L->ir->d_model, F = 4 * op->n_args;
     Mat w1 = lower_mat(L, F, d), b1 = lower_mat(L, 1, F), w2 = lower_mat(L, d, F), b2 = lower_mat(L, 1, d);
     if (L->failed) goto fail;
@@ -441,7 +441,7 @@ fail:
 }
 
 /* Clear(r, ...) at -O: x -= ReLU(x) on the registers' columns, exactly. */
-static void lower_clear_opt(Lowerer *L, int li, const TfIrOp *op) {
+void lower_clear_opt(Lowerer *L, int li, const TfIrOp *op) {
     int d = L->ir->d_model, F = 0;
     for (int n = 0; n < op->n_args; n++) F += reg(L, op->args[n].reg)->size;
     Mat w1 = lower_mat(L, F, d), b1 = lower_mat(L, 1, F), w2 = lower_mat(L, d, F), b2 = lower_mat(L, 1, d);
@@ -466,7 +466,7 @@ fail:
  * for integer s; out gets the one-hot of s mod 10, carry becomes [s >= 10]
  * = t_9 - t_10 (two more units read the old carry to subtract it). 24
  * units instead of the seed's 200. */
-static void lower_multiply_opt(Lowerer *L, int li, const TfIrOp *op) {
+void lower_multiply_opt(Lowerer *L, int li, const TfIrOp *op) {
     int d = L->ir->d_model, n_ramps = 22, F = n_ramps + 2;
     const TfIrReg *a = reg(L, op->args[0].reg), *b = reg(L, op->args[1].reg);
     const TfIrReg *carry = reg(L, op->args[2].reg), *out = reg(L, op->dest);
@@ -504,7 +504,7 @@ fail:
 
 /* CopyOnMatch(m, src) -> dst at -O: the seed's units 0.1 act(100 m + 100
  * src_i - 190) with ReLU, which is exact (1.0) where m and src_i are 1. */
-static void lower_copy_on_match_opt(Lowerer *L, int li, const TfIrOp *op) {
+void lower_copy_on_match_opt(Lowerer *L, int li, const TfIrOp *op) {
     int d = L->ir->d_model;
     const TfIrReg *match = reg(L, op->args[0].reg), *src = reg(L, op->args[1].reg);
     const TfIrReg *dst = reg(L, op->dest);
@@ -522,30 +522,6 @@ static void lower_copy_on_match_opt(Lowerer *L, int li, const TfIrOp *op) {
 fail:
     free(w1.w), free(b1.w), free(w2.w), free(b2.w);
 }
-
-typedef void (*LowerFn)(Lowerer *L, int li, const TfIrOp *op);
-static const LowerFn lower_fns[TF_OP_COUNT] = {
-    [TF_OP_FIND_AND_STORE] = lower_find_and_store,
-    [TF_OP_GET_RELATIVE_TOKEN] = lower_get_relative_token,
-    [TF_OP_MULTIPLY] = lower_multiply,
-    [TF_OP_CLEAR] = lower_clear,
-    [TF_OP_STEP_POSITION] = lower_step_position,
-    [TF_OP_DIFF_POS] = lower_diff_pos,
-    [TF_OP_IS_ZERO] = lower_is_zero,
-    [TF_OP_COPY_ON_MATCH] = lower_copy_on_match,
-};
-
-/* -O: DiffPos and IsZero keep the seed's two-unit MLPs. */
-static const LowerFn lower_fns_opt[TF_OP_COUNT] = {
-    [TF_OP_FIND_AND_STORE] = lower_find_and_store_opt,
-    [TF_OP_GET_RELATIVE_TOKEN] = lower_get_relative_token_opt,
-    [TF_OP_MULTIPLY] = lower_multiply_opt,
-    [TF_OP_CLEAR] = lower_clear_opt,
-    [TF_OP_STEP_POSITION] = lower_step_position_opt,
-    [TF_OP_DIFF_POS] = lower_diff_pos,
-    [TF_OP_IS_ZERO] = lower_is_zero,
-    [TF_OP_COPY_ON_MATCH] = lower_copy_on_match_opt,
-};
 
 /* Token one-hot into `tokens`, sin/cos of 2 pi p / period into `pos`, the
  * position one-hot into `indices` (with maxlen), and the output register
@@ -602,6 +578,12 @@ static void add_check(Lowerer *L, const TfIrOp *op) {
         L->failed = 1;
 }
 
+void lower_general_op(Lowerer *L, int li, const TfIrOp *op) {
+    (void)li;
+    lower_general(L, op);
+    if (op->gen->check && !L->failed) add_check(L, op);
+}
+
 TfModel *lower_program(const TfIr *ir, int opt_level, TfError *err) {
     Lowerer L = {ir, opt_level > 0, model_new(), err, NULL, 0, 1};
     if (!L.m) {
@@ -637,15 +619,11 @@ TfModel *lower_program(const TfIr *ir, int opt_level, TfError *err) {
     }
     // The embeddings first, so that the file opens with them.
     lower_embeddings(&L);
-    const LowerFn *fns = L.opt ? lower_fns_opt : lower_fns;
+    // Each op by its row of the op table (compiler/ops.c): the seed op's
+    // construction at this opt level, or the general op's plan.
     for (int i = 0; i < ir->n_ops && !L.failed; i++) {
         const TfIrOp *op = &ir->ops[i];
-        if (op->gen) {
-            lower_general(&L, op);
-            if (op->gen->check && !L.failed) add_check(&L, op);
-        } else {
-            fns[op->op](&L, i, op);
-        }
+        tf_ops[op->op].lower[L.opt](&L, i, op);
     }
     free(L.hashes);
     if (L.failed || model_name_tensors(m, err) < 0 || model_validate(m, err) < 0) {

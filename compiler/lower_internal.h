@@ -43,4 +43,23 @@ void lower_add_mlp(Lowerer *L, const TfIrOp *op, TfActivation act, Mat w1, Mat b
 /* compiler/lower_general.c: the layer of one general op's plan. */
 void lower_general(Lowerer *L, const TfIrOp *op);
 
+/* The op table's lowering functions (compiler/ops.c), each appending op's
+ * layer: seed 001's construction (-O0) and the optimized one (-O) of each
+ * seed op, and a general op's plan with its run-time check. */
+void lower_find_and_store(Lowerer *L, int li, const TfIrOp *op);
+void lower_find_and_store_opt(Lowerer *L, int li, const TfIrOp *op);
+void lower_get_relative_token(Lowerer *L, int li, const TfIrOp *op);
+void lower_get_relative_token_opt(Lowerer *L, int li, const TfIrOp *op);
+void lower_multiply(Lowerer *L, int li, const TfIrOp *op);
+void lower_multiply_opt(Lowerer *L, int li, const TfIrOp *op);
+void lower_clear(Lowerer *L, int li, const TfIrOp *op);
+void lower_clear_opt(Lowerer *L, int li, const TfIrOp *op);
+void lower_step_position(Lowerer *L, int li, const TfIrOp *op);
+void lower_step_position_opt(Lowerer *L, int li, const TfIrOp *op);
+void lower_diff_pos(Lowerer *L, int li, const TfIrOp *op);
+void lower_is_zero(Lowerer *L, int li, const TfIrOp *op);
+void lower_copy_on_match(Lowerer *L, int li, const TfIrOp *op);
+void lower_copy_on_match_opt(Lowerer *L, int li, const TfIrOp *op);
+void lower_general_op(Lowerer *L, int li, const TfIrOp *op);
+
 #endif

@@ -5,9 +5,9 @@
  * compiler/checker.c checks calls against the table; compiler/values.c
  * follows what each op writes; compiler/lower.c turns each seed op into
  * weights, compiler/lower_general.c each general op's plan. Adding a seed op
- * means one enum entry, one table row here, its effect on values (values.c),
- * its size (plans.c's seed_params) and its lowering: a lower_* function for
- * each opt level, in lower.c's lower_fns and lower_fns_opt.
+ * means one enum entry, one table row here naming its lowering functions
+ * (one per opt level, in compiler/lower.c), its effect on values (values.c)
+ * and its size (plans.c's seed_params).
  */
 #ifndef TF_OPS_H
 #define TF_OPS_H
@@ -59,6 +59,12 @@ typedef struct TfParam {
     unsigned access;    /* TF_ACCESS_*: read, written, or both */
 } TfParam;
 
+/* How an op becomes weights: appends its layer to the model being built
+ * (compiler/lower_internal.h; li is the op's index in the TfIr). */
+struct Lowerer;
+struct TfIrOp;
+typedef void (*TfLowerFn)(struct Lowerer *L, int li, const struct TfIrOp *op);
+
 typedef struct TfOpInfo {
     const char *name;       /* as written in source: "FindAndStore" */
     const char *layer_name; /* default layer name: "find_and_store" */
@@ -71,6 +77,8 @@ typedef struct TfOpInfo {
     const char *synopsis;   /* "FindAndStore('c') -> position" */
     int general;            /* arguments checked by the value analysis (compiler/map.c,
                                compiler/select.c), lowered from its plan */
+    TfLowerFn lower[2];     /* [0] at -O0, [1] at -O: compiler/lower.c's constructions, or
+                               lower_general_op (the plan's form) for a general op */
 } TfOpInfo;
 
 extern const TfOpInfo tf_ops[];
