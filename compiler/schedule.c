@@ -428,14 +428,9 @@ static char *dup_or_null(const char *s) {
 /* The new model's header: m's settings, the live registers moved down. */
 static int start_model(Sched *S, int *new_reg) {
     const TfModel *m = S->m;
-    TfModel *o = model_new();
+    TfModel *o = model_new_like(m); // every setting; the owned arrays are made below
     if (!o) return -1;
     S->out = o;
-    *o = *m; // every setting; the owned arrays are replaced below
-    o->vocab = NULL, o->regs = NULL, o->n_regs = 0, o->checks = NULL, o->n_checks = 0;
-    o->layers = NULL, o->n_layers = 0, o->tensors = NULL, o->n_tensors = 0;
-    o->class_names = NULL, o->n_classes = 0;
-    o->source = o->source_name = o->made_by = o->learned = NULL;
     o->d_model = S->d2;
     o->vocab = malloc((size_t)m->n_vocab);
     if (!o->vocab) return -1;

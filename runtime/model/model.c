@@ -76,6 +76,20 @@ void model_free(TfModel *m) {
     free(m);
 }
 
+/* Keep in step with model_free: what it releases is what is left empty here. */
+TfModel *model_new_like(const TfModel *src) {
+    TfModel *m = model_new();
+    if (!m) return NULL;
+    *m = *src;
+    m->regs = NULL, m->n_regs = 0;
+    m->layers = NULL, m->n_layers = 0;
+    m->tensors = NULL, m->n_tensors = 0;
+    m->class_names = NULL, m->n_classes = 0;
+    m->checks = NULL, m->n_checks = 0;
+    m->vocab = m->source = m->source_name = m->made_by = m->learned = NULL;
+    return m;
+}
+
 /* Room for element n of an array of n: the capacity is the smallest power of
  * two >= n, so it doubles when n is one (n appends cost O(n) copying, with any
  * allocator). NULL when out of memory (arr is kept). */

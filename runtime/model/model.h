@@ -200,6 +200,11 @@ extern const char *const tf_activation_names[];        /* "gelu", "relu" */
 /* An empty model (no tensors, no layers); fields set by the caller. */
 TfModel *model_new(void);
 void model_free(TfModel *m);
+/* An empty model with src's settings: every field of src but the arrays and
+ * strings a model owns (registers, layers, tensors, class names, checks,
+ * vocabulary, source, made_by, learned), which are left empty. Tensor
+ * indices (tok_embed, ...) are copied as they are. NULL: out of memory. */
+TfModel *model_new_like(const TfModel *src);
 
 /* Adds a zero-filled float32 tensor, returns its index, or -1 with err set
  * (duplicate name, bad shape, out of memory). */
