@@ -421,6 +421,33 @@ static cJSON *json_float(float f) {
     return cJSON_CreateRaw(buf);
 }
 
+/* Keeps made_by flat however often training resumes: detaches from prev
+ * (the made_by training starts from) its `history` and its chain of `from`s
+ * (older files nested them) and returns them as one array, oldest first,
+ * each entry without `from` or `history`; NULL when there are none (or out
+ * of memory: the history is then dropped, the run still recorded). */
+static cJSON *made_by_history(cJSON *prev) {
+    cJSON *hist = cJSON_DetachItemFromObject(prev, "history");
+    if (hist && !cJSON_IsArray(hist)) {
+        cJSON_Delete(hist);
+        hist = NULL;
+    }
+    cJSON *chain = NULL; /* the `from`s, oldest first */
+    for (cJSON *cur = cJSON_DetachItemFromObject(prev, "from"); cur;) {
+        cJSON *older = cJSON_IsObject(cur) ? cJSON_DetachItemFromObject(cur, "from") : NULL;
+        cJSON_Delete(cJSON_DetachItemFromObject(cur, "history"));
+        if (!chain) chain = cJSON_CreateArray();
+        if (chain) cJSON_InsertItemInArray(chain, 0, cur);
+        else cJSON_Delete(cur);
+        cur = older;
+    }
+    if (!chain) return hist;
+    if (!hist) return chain;
+    while (cJSON_GetArraySize(chain) > 0) cJSON_AddItemToArray(hist, cJSON_DetachItemFromArray(chain, 0));
+    cJSON_Delete(chain);
+    return hist;
+}
+
 /* __metadata__.made_by of the trained files (docs/weight-format.md): the
  * tool, what training started from (the made_by of that file), and every
  * setting the result depends on. NULL when out of memory. */
@@ -436,7 +463,11 @@ static char *made_by_json(const Args *a, const TfTrainOptions *o, const char *fr
     }
     cJSON_AddStringToObject(j, "tool", "tftrain");
     cJSON_AddStringToObject(j, "version", TF_VERSION);
-    if (prev) cJSON_AddItemToObject(j, "from", prev);
+    if (prev) {
+        cJSON *hist = made_by_history(prev);
+        cJSON_AddItemToObject(j, "from", prev);
+        if (hist) cJSON_AddItemToObject(j, "history", hist);
+    }
     if (a->init) cJSON_AddStringToObject(j, "init", a->init);
     if (a->rules.n) {
         char *rules = finetune_rules_text(&a->rules);
