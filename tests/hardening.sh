@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# hardening.sh TFC TFRUN TFINFO: the command-line reproducers of issue 13,
+# hardening.sh TFC TFRUN TFINFO TFTRAIN: the command-line reproducers of issues 13 and 24,
 # each a specific one-line error and exit 1 or 2, in bounded time and memory
 # (no timing is asserted: the inputs are sized so that the old quadratic or
 # unbounded paths would not end in any sane time).
@@ -7,6 +7,7 @@ set -u
 TFC=$1
 TFRUN=$2
 TFINFO=$3
+TFTRAIN=$4
 SRC=${TF_SOURCE_DIR:?TF_SOURCE_DIR must point at the source tree}
 PY=${PYTHON:-python3}
 tmp=$(mktemp -d)
@@ -116,6 +117,49 @@ done
 check "tfrun names the NaN" $?
 "$TFRUN" "$tmp/dup.tfw" "0999+0111=" 2>&1 >/dev/null | grep -q "the key 'generate' appears twice"
 check "tfrun names the repeated key" $?
+
+# ---- issue 24 ----
+
+# Finite weights whose products overflow float32: the engine stops with the
+# layer and position (the NaN reached exp_vec, undefined behaviour, and the
+# run printed tokens). scale.py IN OUT TENSOR FACTOR multiplies a tensor.
+cat >"$tmp/scale.py" <<'PYEOF'
+import json, struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+(n,) = struct.unpack("<Q", b[:8])
+s, e = json.loads(b[8:8 + n])[sys.argv[3]]["data_offsets"]
+k = (e - s) // 4
+v = [x * float(sys.argv[4]) for x in struct.unpack("<%df" % k, b[8 + n + s:8 + n + e])]
+b[8 + n + s:8 + n + e] = struct.pack("<%df" % k, *v)
+open(sys.argv[2], "wb").write(b)
+PYEOF
+"$PY" "$tmp/scale.py" "$tmp/adder.tfw" "$tmp/huge.tfw" embed.token.weight 1e20
+"$PY" "$tmp/scale.py" "$tmp/adder.tfw" "$tmp/hugeqk.tfw" shared.2.attn.key.weight 1e30
+"$PY" "$tmp/scale.py" "$tmp/hugeqk.tfw" "$tmp/hugeqk.tfw" shared.0.attn.query.weight 1e30
+printf '0999+0111=\t0111\n' >"$tmp/one.tsv"
+for f in huge hugeqk; do
+    for how in "" "--trace" "--check $tmp/one.tsv" "--report $tmp/r.html" "--dump $tmp/d.st"; do
+        prompt=0999+0111=
+        [[ "$how" == --check* ]] && prompt=
+        # shellcheck disable=SC2086
+        "$TFRUN" "$tmp/$f.tfw" $how $prompt >"$tmp/out" 2>"$tmp/err"
+        check "tfrun $f.tfw $how exits 1" $(($? != 1))
+        says "... naming the overflow" "$tmp/err" "overflows float32 at position 9: a value is infinite or NaN"
+    done
+done
+says "an infinite score is named at its layer" "$tmp/err" "layer 1 (find_equal) overflows"
+[ ! -e "$tmp/r.html" ] && [ ! -e "$tmp/d.st" ]
+check "nothing written from an overflowed run" $?
+# The adder trained whole with SGD (docs/training.md): the gradient overflows
+# at step 3 and tftrain stops with a clear error, writing nothing.
+"$TFRUN" "$tmp/adder.tfw" --batch - <<<$'0001+0002=\n0500+0499=\n0123+0456=\n9999+0001=' |
+    sed 's/=/=\t/' >"$tmp/add.tsv"
+"$TFTRAIN" --init "$tmp/adder.tfw" --data "$tmp/add.tsv" --heldout "$tmp/add.tsv" --steps 20 \
+    --batch-size 4 --lr 1e-5 --optimizer sgd --quiet -o "$tmp/sgd.tfw" >"$tmp/out" 2>"$tmp/err"
+check "tftrain --init adder.tfw --optimizer sgd exits 1" $(($? != 1))
+says "... naming the overflow" "$tmp/err" "overflows float32 at step"
+[ ! -e "$tmp/sgd.tfw" ]
+check "... and writes nothing" $?
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
