@@ -161,5 +161,43 @@ says "... naming the overflow" "$tmp/err" "overflows float32 at step"
 [ ! -e "$tmp/sgd.tfw" ]
 check "... and writes nothing" $?
 
+# A line longer than any prompt and answer is consumed, not stored: under
+# ulimit -v 600000 a 300 MB line was taken as the end of the input ("1
+# passed", exit 0), and a 1 GB line took 1 GB before "prompt too long".
+{
+    printf '0999+0111=\t0111\n'
+    head -c 300000000 /dev/zero | tr '\0' 1
+    printf '\t0\n0001+0002=\t3000\n'
+} >"$tmp/long.tsv"
+(ulimit -v 600000 && exec "$TFRUN" "$tmp/adder.tfw" --check "$tmp/long.tsv") >"$tmp/out" 2>"$tmp/err"
+check "tfrun --check with a 300 MB line exits 1" $(($? != 1))
+says "... naming the line and the limit" "$tmp/err" "long.tsv:2: line of 300000003 bytes, over the limit of 10496 for this model (100 positions)"
+says "... and running the lines after it" "$tmp/out" "2 passed, 0 failed, 1 bad lines"
+(ulimit -v 600000 && exec "$TFTRAIN" --init "$tmp/adder.tfw" --data "$tmp/long.tsv" --heldout "$tmp/one.tsv" \
+    --steps 1 -o "$tmp/long.tfw") >"$tmp/out" 2>"$tmp/err"
+check "tftrain --data with a 300 MB line exits 1" $(($? != 1))
+says "... naming the line and the limit" "$tmp/err" "long.tsv:2: line of 300000003 bytes, over the limit of 10496"
+rm -f "$tmp/long.tsv"
+"$TFTRAIN" --init "$tmp/adder.tfw" --data "$tmp" --heldout "$tmp/one.tsv" --steps 1 -o "$tmp/dir.tfw" \
+    >"$tmp/out" 2>"$tmp/err"
+check "tftrain --data DIR exits 1" $(($? != 1))
+says "... saying it is a directory (was: no examples)" "$tmp/err" "cannot read (line 1): Is a directory"
+
+# A 50 MB string literal took 952 MB to reject (a location per byte): a
+# literal over 64 KiB is refused before its bytes are decoded.
+"$PY" - "$tmp/str50.tfp" <<'PYEOF'
+import sys
+open(sys.argv[1], "w").write('vocab "%s";\ntoken t;\noutput t;\n' % ("x" * (50 << 20)))
+PYEOF
+(ulimit -v 600000 && exec "$TFC" "$tmp/str50.tfp" -o "$tmp/str50.tfw") >/dev/null 2>"$tmp/err"
+check "tfc with a 50 MB vocabulary string exits 1 under ulimit -v 600000" $(($? != 1))
+says "... naming the limit" "$tmp/err" "str50.tfp:1:7: error: string literal of 52428802 bytes, over the limit of 65536"
+# A program over the parser's 64 MiB is refused before it is read.
+truncate -s 70000000 "$tmp/str50.tfp"
+(ulimit -v 200000 && exec "$TFC" "$tmp/str50.tfp" -o "$tmp/str50.tfw") >/dev/null 2>"$tmp/err"
+check "tfc with a 70 MB program exits 2" $(($? != 2))
+says "... before reading it" "$tmp/err" "str50.tfp: 70000000 bytes, over the limit of 67108864 bytes"
+rm -f "$tmp/str50.tfp"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

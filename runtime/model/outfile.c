@@ -75,7 +75,10 @@ static int check_target(const char *path, const char *target, mode_t *mode, TfEr
     else if (!S_ISREG(st.st_mode))
         how = "is not a regular file (a device, FIFO or socket); refusing to replace it";
     else if (!(st.st_mode & 0222) || access(target, W_OK) != 0)
-        how = "is read-only; refusing to replace it (remove it or make it writable first)";
+        // A read-only mount is not a file its owner protected: say which.
+        how = st.st_mode & 0222 && errno == EROFS
+                  ? "is on a read-only file system"
+                  : "is read-only; refusing to replace it (remove it or make it writable first)";
     if (how) {
         if (strcmp(path, target) != 0)
             tf_error_set(err, "%s: its target %s %s", path, target, how);

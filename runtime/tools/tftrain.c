@@ -734,10 +734,7 @@ static int load_teacher(const Args *a, const TfModel *m, TfDistillOptions *o, Tf
         tf_error_set(err, "%s: the teacher must be a weight file (tfc's output)", a->teacher);
         return -1;
     }
-    if (!(*teacher = tfw_read(a->teacher, err))) {
-        tf_error_prefix(err, a->teacher);
-        return -1;
-    }
+    if (!(*teacher = tfw_read(a->teacher, err))) return -1; /* err names the path */
     if (distill_check(*teacher, m, o, err) < 0) {
         tf_error_prefix(err, a->teacher);
         return -1;
@@ -824,11 +821,8 @@ int main(int argc, char **argv) {
         finetune_drop_state(m); /* a checkpoint's optimizer state: a fresh optimizer */
     } else {
         size_t len = 0;
-        char *text = tf_file_read(a.program, &len);
-        if (!text) {
-            tf_error_set(&err, "%s: cannot open: %s", a.program, strerror(errno));
-            goto fail;
-        }
+        char *text = tf_file_read_max(a.program, TF_FILE_MAX, &len, &err);
+        if (!text) goto fail;
         if (cli_file_kind(text, len < 64 ? len : 64) == CLI_FILE_WEIGHTS) {
             m = tfw_read_buffer((const unsigned char *)text, len, &err);
             if (!m) tf_error_prefix(&err, a.program);
