@@ -199,5 +199,28 @@ check "tfc with a 70 MB program exits 2" $(($? != 2))
 says "... before reading it" "$tmp/err" "str50.tfp: 70000000 bytes, over the limit of 67108864 bytes"
 rm -f "$tmp/str50.tfp"
 
+# Messages that misled. tfinfo on a --dump file blamed an "infinite element"
+# (its masked attention scores).
+"$TFRUN" "$tmp/adder.tfw" --dump "$tmp/acts.st" "0999+0111=" >/dev/null &&
+    "$TFINFO" "$tmp/acts.st" >/dev/null 2>"$tmp/err"
+check "tfinfo on an activations file exits 1" $(($? != 1))
+says "... saying what the file is" "$tmp/err" "acts.st: an activations file (tfrun --dump), not a weight file"
+# --teacher errors printed the path twice.
+"$TFTRAIN" "$SRC/programs/histogram_student.tfp" --teacher "$tmp/none.tfw" -o "$tmp/st.tfw" 2>"$tmp/err"
+check "tftrain --teacher MISSING exits 1" $(($? != 1))
+[ "$(grep -o "none.tfw" "$tmp/err" | wc -l)" -eq 1 ]
+check "... naming the path once" $? "($(cat "$tmp/err"))"
+# A read-only mount was "read-only; remove it or make it writable" (a file
+# its owner protected). Only where a user namespace can mount.
+mkdir -p "$tmp/ro" && cp "$tmp/adder.tfw" "$tmp/ro/x.tfw"
+if unshare -rm true 2>/dev/null; then
+    unshare -rm sh -c 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && exec "$2" "$3" -o "$1/x.tfw"' \
+        sh "$tmp/ro" "$TFC" "$SRC/programs/adder.tfp" >/dev/null 2>"$tmp/err"
+    check "tfc -o on a read-only mount exits 2" $(($? != 2))
+    says "... naming the file system" "$tmp/err" "x.tfw is on a read-only file system"
+else
+    echo "skipped: the read-only mount (no user namespaces here)"
+fi
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

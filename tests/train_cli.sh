@@ -172,6 +172,14 @@ check "20 steps + 20 resumed steps == 40 steps, bit for bit" $?
 "$TFTRAIN" --resume "$tmp/half.ckpt.tfw" "${common[@]}" --steps 40 -o "$tmp/resumed2.tfw" >/dev/null &&
     cmp -s "$tmp/resumed.tfw" "$tmp/resumed2.tfw"
 check "--resume reads the checkpoint given itself or beside the model" $?
+# --steps is the total: resuming 20 steps with --steps 18 printed "-2 steps"
+# and exited 0; fewer or as many steps as done are an error, nothing written.
+for n in 18 20; do
+    "$TFTRAIN" --resume "$tmp/half.tfw" "${common[@]}" --steps $n -o "$tmp/back.tfw" >/dev/null 2>"$tmp/err"
+    [ $? -eq 1 ] && [ ! -e "$tmp/back.tfw" ] &&
+        grep -q "half.tfw has had 20 steps already; --steps asks for $n in all, .*(give more than 20 to train on)" "$tmp/err"
+    check "--resume with --steps $n after 20 steps: $(cat "$tmp/err")" $?
+done
 
 # -o writes the model alone; the optimizer state goes to the checkpoint beside it.
 names=$(meta "$tmp/r1.tfw")

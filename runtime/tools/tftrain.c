@@ -923,6 +923,14 @@ int main(int argc, char **argv) {
     order.seed = o.seed;
     long total = a.epochs ? (a.epochs * (long)train.n + a.batch - 1) / a.batch : a.steps;
     long start = trainer_steps_done(t);
+    if (total <= start) {
+        // --steps is the run's total, not the steps to add.
+        tf_error_set(&err, "%s has had %ld steps already; %s %ld %s (give more than %ld to "
+                           "train on)", src, start,
+                     a.epochs ? "--epochs makes" : "--steps asks for", total,
+                     total < start ? "in all, fewer" : "in all, no more", start);
+        goto fail;
+    }
     saver.a = &a;
     saver.o = &o;
     saver.from = from;
