@@ -222,5 +222,37 @@ else
     echo "skipped: the read-only mount (no user namespaces here)"
 fi
 
+# --report, --svg, --compare pages and --write-data were written in place
+# with fopen: a read-only file was overwritten, a FIFO hung. They go through
+# the safe-output path now (runtime/model/outfile.h), checked before the run.
+mkfifo "$tmp/fifo"
+printf 'old' >"$tmp/ro.html" && chmod 444 "$tmp/ro.html"
+mkdir -p "$tmp/svgs/a" && printf 'old' >"$tmp/svgs/resid_embedding.svg" && chmod 444 "$tmp/svgs/resid_embedding.svg"
+printf 'old' >"$tmp/svgs/a/resid_embedding.svg" && chmod 444 "$tmp/svgs/a/resid_embedding.svg"
+for how in "--report $tmp/ro.html" "--report $tmp/fifo" "--svg $tmp/svgs" "--compare $tmp/adder.tfw --report $tmp/fifo" \
+    "--compare $tmp/adder.tfw --svg $tmp/svgs" "--dump $tmp/fifo" "--report $tmp/adder.tfw"; do
+    # shellcheck disable=SC2086
+    timeout 20 "$TFRUN" "$tmp/adder.tfw" $how "0999+0111=" >/dev/null 2>"$tmp/err"
+    check "tfrun $how exits 1" $(($? != 1)) "($(cat "$tmp/err"))"
+    grep -qE "is read-only; refusing|is not a regular file|is .*adder.tfw itself" "$tmp/err"
+    check "... naming the target" $? "($(cat "$tmp/err"))"
+done
+[ "$(cat "$tmp/ro.html" "$tmp/svgs/resid_embedding.svg" "$tmp/svgs/a/resid_embedding.svg")" = oldoldold ]
+check "the read-only files are untouched" $?
+timeout 20 "$TFTRAIN" "$SRC/programs/xor.tfp" --task xor --steps 1 --quiet --write-data "$tmp/fifo" \
+    -o "$tmp/x.tfw" >/dev/null 2>"$tmp/err"
+check "tftrain --write-data FIFO exits 1" $(($? != 1))
+says "... naming it" "$tmp/err" "cannot create directory '$tmp/fifo': Not a directory"
+mkdir -p "$tmp/data" && printf 'old' >"$tmp/data/train.txt" && chmod 444 "$tmp/data/train.txt"
+timeout 20 "$TFTRAIN" "$SRC/programs/xor.tfp" --task xor --steps 1 --quiet --write-data "$tmp/data" \
+    -o "$tmp/x.tfw" >/dev/null 2>"$tmp/err"
+check "tftrain --write-data over a read-only file exits 1" $(($? != 1))
+says "... naming it" "$tmp/err" "train.txt is read-only; refusing to replace it"
+"$TFRUN" "$tmp/adder.tfw" --report "$tmp/ok.html" "0999+0111=" >/dev/null && chmod 600 "$tmp/ok.html" &&
+    "$TFRUN" "$tmp/adder.tfw" --report "$tmp/ok.html" "0001+0002=" >/dev/null &&
+    [ "$(stat -c %a "$tmp/ok.html")" = 600 ] && grep -q "0001+0002=" "$tmp/ok.html" &&
+    [ -z "$(ls "$tmp" | grep '\.tmp\.')" ]
+check "a report replaces the old one, keeps its mode, leaves no temporary file" $?
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

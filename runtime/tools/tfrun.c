@@ -43,6 +43,7 @@
 #include "inspect.h"
 #include "session.h"
 #include "lines.h"
+#include "outfile.h"
 #ifdef TF_HAVE_OPENBLAS
 #include <cblas.h>
 #endif
@@ -654,6 +655,17 @@ int main(int argc, char **argv) {
 #endif
     if (cli_expect_weights("tfrun", weights) < 0) return TFRUN_EXIT_ERROR;
     TfError err = {""};
+    // An output that cannot be written is found now, not after the run.
+    const char *outs[2] = {io.report_path, dump_path};
+    for (int i = 0; i < 2; i++) {
+        if (outs[i] && (cli_refuse_same_file("tfrun", outs[i], weights) < 0 ||
+                        cli_refuse_same_file("tfrun", outs[i], compare_path) < 0))
+            return TFRUN_EXIT_ERROR;
+        if (outs[i] && outfile_check(outs[i], &err) < 0) {
+            fprintf(stderr, "tfrun: %s\n", err.msg);
+            return TFRUN_EXIT_ERROR;
+        }
+    }
     TfModel *m = tfw_read(weights, &err);
     if (!m) {
         fprintf(stderr, "tfrun: %s\n", err.msg);

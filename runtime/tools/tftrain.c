@@ -588,20 +588,22 @@ static void batch_indices(Order *o, long step, int B, int *idx) {
 }
 
 static int write_data(const char *dir, const TfDataset *tr, const TfDataset *ho, const TfModel *m) {
-    mkdir(dir, 0755);
+    struct stat st;
+    if (mkdir(dir, 0777) != 0 && (errno != EEXIST || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))) {
+        fprintf(stderr, "tftrain: cannot create directory '%s': %s\n", dir,
+                strerror(errno == EEXIST ? ENOTDIR : errno));
+        return -1;
+    }
     const char *names[2] = {"train.txt", "heldout.txt"};
     const TfDataset *ds[2] = {tr, ho};
     for (int i = 0; i < 2; i++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        FILE *f = fopen(path, "w");
-        if (!f) {
-            fprintf(stderr, "tftrain: %s: cannot write: %s\n", path, strerror(errno));
-            return -1;
-        }
-        int rc = dataset_write_text(ds[i], m, f);
-        if (fclose(f) != 0 || rc < 0) {
-            fprintf(stderr, "tftrain: %s: cannot write\n", path);
+        TfError err;
+        FILE *f = outfile_open(path, &err); /* written whole, or not at all */
+        if (f) dataset_write_text(ds[i], m, f); /* a failed write shows in ferror(f) */
+        if (!f || outfile_close(f, &err) < 0) {
+            fprintf(stderr, "tftrain: %s\n", err.msg);
             return -1;
         }
     }
