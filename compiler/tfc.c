@@ -27,6 +27,7 @@
 #include "dump.h"
 #include "file.h"
 #include "outfile.h"
+#include "parse.h"
 #include "tfw.h"
 
 #define TFC_EXIT_PROGRAM 1
@@ -193,9 +194,10 @@ int main(int argc, char **argv) {
     cli_remove_output_on_signals();
 
     size_t len = 0;
-    char *source = tf_file_read(src_path, &len);
+    TfError rerr;
+    char *source = tf_file_read_max(src_path, TF_MAX_SOURCE, &len, &rerr);
     if (!source) {
-        fprintf(stderr, "tfc: cannot read '%s': %s\n", src_path, strerror(errno));
+        fprintf(stderr, "tfc: %s\n", rerr.msg);
         return TFC_EXIT_USAGE;
     }
     if (cli_expect_program("tfc", src_path, source, len) < 0) {

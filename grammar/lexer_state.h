@@ -8,9 +8,9 @@
 
 #include "ast.h"
 #include "diag.h"
+#include "parse.h"
 
 #define TF_MAX_INT_LITERAL 1000000000L
-#define TF_MAX_SOURCE (64 * 1024 * 1024)
 
 /* The scanner's extra data: where it is, and where to report. */
 typedef struct TfLexState {

@@ -14,6 +14,12 @@
 #include "ast.h"
 #include "diag.h"
 
+/* The largest program tf_parse reads (bytes): readers refuse a larger file
+ * before reading it. A string literal holds at most TF_MAX_STRING bytes of
+ * source text (the vocabulary, 256 tokens escaped, is far below). */
+#define TF_MAX_SOURCE (64 * 1024 * 1024)
+#define TF_MAX_STRING 65536
+
 /* Parses a whole program. Syntax errors are reported to diag (several per
  * run: the parser recovers at ';' and '}'); the return value is the tree of
  * everything that parsed, never NULL except when out of memory. The caller

@@ -82,7 +82,9 @@ expect "made_by records tfc -O0" 0 '{"tool":"tfc","version":"0.1.0","options":{"
 expect "tfc without arguments" 2 "" "tfc: no program given" -- "$TFC"
 expect "tfc unknown option" 2 "" "tfc: unknown option '--frobnicate'" -- "$TFC" --frobnicate x.tfp
 expect "tfc -o without a name" 2 "" "tfc: -o needs a value" -- "$TFC" "$SRC/programs/adder.tfp" -o
-expect "tfc missing file" 2 "" "tfc: cannot read '$tmp/nope.tfp': No such file or directory" -- "$TFC" "$tmp/nope.tfp"
+expect "tfc missing file" 2 "" "tfc: $tmp/nope.tfp: cannot open: No such file or directory" -- "$TFC" "$tmp/nope.tfp"
+# A directory was "No such device" (issue 24).
+expect "tfc a directory" 2 "" "tfc: $tmp: not a regular file (a directory)" -- "$TFC" "$tmp"
 expect "tfc unwritable output" 2 "" "tfc: " -- "$TFC" "$SRC/programs/adder.tfp" -o "$tmp/no/such/dir/x.tfw"
 expect "tfc --help" 0 "$("$TFC" --help)" "" -- "$TFC" --help
 

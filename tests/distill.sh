@@ -105,6 +105,11 @@ printf 'not a model\0\1\2' >"$tmp/junk.tfw"
 err_case "the teacher is not a weight file" 1 "junk.tfw" "$S" --teacher "$tmp/junk.tfw"
 err_case "bad head pairs" 2 "bad head pairs '0.0'" "$S" --teacher "$tmp/hist.tfw" --match-heads 0.0
 err_case "bad head pairs (trailing comma)" 2 "bad head pairs" "$S" --teacher "$tmp/hist.tfw" --match-heads 0.0=0.0,
+# sscanf's %d took these (4294967296 wrapped to layer 0, spaces and signs
+# skipped): each is refused.
+for spec in 4294967296.0=0.0 "0. 0=0.0" 0.-0=0.0 +0.0=0.0 " 0.0=0.0" 0.0=0.0x 0.0==0.0 0x0.0=0.0; do
+    err_case "bad head pairs ($spec)" 2 "bad head pairs '$spec'" "$S" --teacher "$tmp/hist.tfw" --match-heads "$spec"
+done
 err_case "five head pairs" 2 "at most 4" "$S" --teacher "$tmp/hist.tfw" \
     --match-heads 0.0=0.0,0.0=0.0,0.0=0.0,0.0=0.0,0.0=0.0
 err_case "no such student layer" 1 "the student has no attention layer 3 (it has 1" \

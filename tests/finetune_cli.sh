@@ -128,7 +128,7 @@ rc=$?
 check "--train layers.0.mlp: the layer's four tensors changed, shared bias included ($(changed "$tmp/half.tfw" "$tmp/again.tfw"))" $rc
 
 # A trained model as the start: its learned settings kept (learned positions
-# train), the frozen tensors' bytes kept, its made_by nested under from.
+# train), the frozen tensors' bytes kept, its made_by under from, tfc's in history.
 "$TFC" "$P/xor.tfp" -o "$tmp/xor0.tfw" &&
     "$TFTRAIN" "$tmp/xor0.tfw" --task xor --train-size 200 --heldout-size 50 --steps 5 --quiet \
         -o "$tmp/xor1.tfw" >/dev/null &&
@@ -138,8 +138,8 @@ check "--init a trained model" $?
 ch=$(changed "$tmp/xor1.tfw" "$tmp/xor2.tfw")
 [[ " $ch " == *" embed.position.weight "* && " $ch " != *" embed.token.weight "* && " $ch " != *" layers.0."* && " $ch " == *" unembed.weight "* ]]
 check "... its learned positions train, the frozen tensors keep their bytes (changed: $ch)" $?
-"$TFINFO" "$tmp/xor2.tfw" | grep -q 'made by: {"tool":"tftrain",.*"from":{"tool":"tftrain",.*"from":{"tool":"tfc"'
-check "... made_by nests the trained file's" $?
+"$TFINFO" "$tmp/xor2.tfw" | grep -q 'made by: {"tool":"tftrain",.*"from":{"tool":"tftrain",.*"history":\[{"tool":"tfc"'
+check "... made_by records the trained file's, and its history" $?
 
 # --freeze SPEC forms on the compiled adder (38 tensors).
 "$TFC" "$P/adder.tfp" -o "$tmp/adder.tfw"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# hardening.sh TFC TFRUN TFINFO: the command-line reproducers of issue 13,
+# hardening.sh TFC TFRUN TFINFO TFTRAIN: the command-line reproducers of issues 13 and 24,
 # each a specific one-line error and exit 1 or 2, in bounded time and memory
 # (no timing is asserted: the inputs are sized so that the old quadratic or
 # unbounded paths would not end in any sane time).
@@ -7,6 +7,7 @@ set -u
 TFC=$1
 TFRUN=$2
 TFINFO=$3
+TFTRAIN=$4
 SRC=${TF_SOURCE_DIR:?TF_SOURCE_DIR must point at the source tree}
 PY=${PYTHON:-python3}
 tmp=$(mktemp -d)
@@ -116,6 +117,142 @@ done
 check "tfrun names the NaN" $?
 "$TFRUN" "$tmp/dup.tfw" "0999+0111=" 2>&1 >/dev/null | grep -q "the key 'generate' appears twice"
 check "tfrun names the repeated key" $?
+
+# ---- issue 24 ----
+
+# Finite weights whose products overflow float32: the engine stops with the
+# layer and position (the NaN reached exp_vec, undefined behaviour, and the
+# run printed tokens). scale.py IN OUT TENSOR FACTOR multiplies a tensor.
+cat >"$tmp/scale.py" <<'PYEOF'
+import json, struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+(n,) = struct.unpack("<Q", b[:8])
+s, e = json.loads(b[8:8 + n])[sys.argv[3]]["data_offsets"]
+k = (e - s) // 4
+v = [x * float(sys.argv[4]) for x in struct.unpack("<%df" % k, b[8 + n + s:8 + n + e])]
+b[8 + n + s:8 + n + e] = struct.pack("<%df" % k, *v)
+open(sys.argv[2], "wb").write(b)
+PYEOF
+"$PY" "$tmp/scale.py" "$tmp/adder.tfw" "$tmp/huge.tfw" embed.token.weight 1e20
+"$PY" "$tmp/scale.py" "$tmp/adder.tfw" "$tmp/hugeqk.tfw" shared.2.attn.key.weight 1e30
+"$PY" "$tmp/scale.py" "$tmp/hugeqk.tfw" "$tmp/hugeqk.tfw" shared.0.attn.query.weight 1e30
+printf '0999+0111=\t0111\n' >"$tmp/one.tsv"
+for f in huge hugeqk; do
+    for how in "" "--trace" "--check $tmp/one.tsv" "--report $tmp/r.html" "--dump $tmp/d.st"; do
+        prompt=0999+0111=
+        [[ "$how" == --check* ]] && prompt=
+        # shellcheck disable=SC2086
+        "$TFRUN" "$tmp/$f.tfw" $how $prompt >"$tmp/out" 2>"$tmp/err"
+        check "tfrun $f.tfw $how exits 1" $(($? != 1))
+        says "... naming the overflow" "$tmp/err" "overflows float32 at position 9: a value is infinite or NaN"
+    done
+done
+says "an infinite score is named at its layer" "$tmp/err" "layer 1 (find_equal) overflows"
+[ ! -e "$tmp/r.html" ] && [ ! -e "$tmp/d.st" ]
+check "nothing written from an overflowed run" $?
+# The adder trained whole with SGD (docs/training.md): the gradient overflows
+# at step 3 and tftrain stops with a clear error, writing nothing.
+"$TFRUN" "$tmp/adder.tfw" --batch - <<<$'0001+0002=\n0500+0499=\n0123+0456=\n9999+0001=' |
+    sed 's/=/=\t/' >"$tmp/add.tsv"
+"$TFTRAIN" --init "$tmp/adder.tfw" --data "$tmp/add.tsv" --heldout "$tmp/add.tsv" --steps 20 \
+    --batch-size 4 --lr 1e-5 --optimizer sgd --quiet -o "$tmp/sgd.tfw" >"$tmp/out" 2>"$tmp/err"
+check "tftrain --init adder.tfw --optimizer sgd exits 1" $(($? != 1))
+says "... naming the overflow" "$tmp/err" "overflows float32 at step"
+[ ! -e "$tmp/sgd.tfw" ]
+check "... and writes nothing" $?
+
+# A line longer than any prompt and answer is consumed, not stored: under
+# ulimit -v 600000 a 300 MB line was taken as the end of the input ("1
+# passed", exit 0), and a 1 GB line took 1 GB before "prompt too long".
+{
+    printf '0999+0111=\t0111\n'
+    head -c 300000000 /dev/zero | tr '\0' 1
+    printf '\t0\n0001+0002=\t3000\n'
+} >"$tmp/long.tsv"
+(ulimit -v 600000 && exec "$TFRUN" "$tmp/adder.tfw" --check "$tmp/long.tsv") >"$tmp/out" 2>"$tmp/err"
+check "tfrun --check with a 300 MB line exits 1" $(($? != 1))
+says "... naming the line and the limit" "$tmp/err" "long.tsv:2: line of 300000003 bytes, over the limit of 10496 for this model (100 positions)"
+says "... and running the lines after it" "$tmp/out" "2 passed, 0 failed, 1 bad lines"
+(ulimit -v 600000 && exec "$TFTRAIN" --init "$tmp/adder.tfw" --data "$tmp/long.tsv" --heldout "$tmp/one.tsv" \
+    --steps 1 -o "$tmp/long.tfw") >"$tmp/out" 2>"$tmp/err"
+check "tftrain --data with a 300 MB line exits 1" $(($? != 1))
+says "... naming the line and the limit" "$tmp/err" "long.tsv:2: line of 300000003 bytes, over the limit of 10496"
+rm -f "$tmp/long.tsv"
+"$TFTRAIN" --init "$tmp/adder.tfw" --data "$tmp" --heldout "$tmp/one.tsv" --steps 1 -o "$tmp/dir.tfw" \
+    >"$tmp/out" 2>"$tmp/err"
+check "tftrain --data DIR exits 1" $(($? != 1))
+says "... saying it is a directory (was: no examples)" "$tmp/err" "cannot read (line 1): Is a directory"
+
+# A 50 MB string literal took 952 MB to reject (a location per byte): a
+# literal over 64 KiB is refused before its bytes are decoded.
+"$PY" - "$tmp/str50.tfp" <<'PYEOF'
+import sys
+open(sys.argv[1], "w").write('vocab "%s";\ntoken t;\noutput t;\n' % ("x" * (50 << 20)))
+PYEOF
+(ulimit -v 600000 && exec "$TFC" "$tmp/str50.tfp" -o "$tmp/str50.tfw") >/dev/null 2>"$tmp/err"
+check "tfc with a 50 MB vocabulary string exits 1 under ulimit -v 600000" $(($? != 1))
+says "... naming the limit" "$tmp/err" "str50.tfp:1:7: error: string literal of 52428802 bytes, over the limit of 65536"
+# A program over the parser's 64 MiB is refused before it is read.
+truncate -s 70000000 "$tmp/str50.tfp"
+(ulimit -v 200000 && exec "$TFC" "$tmp/str50.tfp" -o "$tmp/str50.tfw") >/dev/null 2>"$tmp/err"
+check "tfc with a 70 MB program exits 2" $(($? != 2))
+says "... before reading it" "$tmp/err" "str50.tfp: 70000000 bytes, over the limit of 67108864 bytes"
+rm -f "$tmp/str50.tfp"
+
+# Messages that misled. tfinfo on a --dump file blamed an "infinite element"
+# (its masked attention scores).
+"$TFRUN" "$tmp/adder.tfw" --dump "$tmp/acts.st" "0999+0111=" >/dev/null &&
+    "$TFINFO" "$tmp/acts.st" >/dev/null 2>"$tmp/err"
+check "tfinfo on an activations file exits 1" $(($? != 1))
+says "... saying what the file is" "$tmp/err" "acts.st: an activations file (tfrun --dump), not a weight file"
+# --teacher errors printed the path twice.
+"$TFTRAIN" "$SRC/programs/histogram_student.tfp" --teacher "$tmp/none.tfw" -o "$tmp/st.tfw" 2>"$tmp/err"
+check "tftrain --teacher MISSING exits 1" $(($? != 1))
+[ "$(grep -o "none.tfw" "$tmp/err" | wc -l)" -eq 1 ]
+check "... naming the path once" $? "($(cat "$tmp/err"))"
+# A read-only mount was "read-only; remove it or make it writable" (a file
+# its owner protected). Only where a user namespace can mount.
+mkdir -p "$tmp/ro" && cp "$tmp/adder.tfw" "$tmp/ro/x.tfw"
+if unshare -rm true 2>/dev/null; then
+    unshare -rm sh -c 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && exec "$2" "$3" -o "$1/x.tfw"' \
+        sh "$tmp/ro" "$TFC" "$SRC/programs/adder.tfp" >/dev/null 2>"$tmp/err"
+    check "tfc -o on a read-only mount exits 2" $(($? != 2))
+    says "... naming the file system" "$tmp/err" "x.tfw is on a read-only file system"
+else
+    echo "skipped: the read-only mount (no user namespaces here)"
+fi
+
+# --report, --svg, --compare pages and --write-data were written in place
+# with fopen: a read-only file was overwritten, a FIFO hung. They go through
+# the safe-output path now (runtime/model/outfile.h), checked before the run.
+mkfifo "$tmp/fifo"
+printf 'old' >"$tmp/ro.html" && chmod 444 "$tmp/ro.html"
+mkdir -p "$tmp/svgs/a" && printf 'old' >"$tmp/svgs/resid_embedding.svg" && chmod 444 "$tmp/svgs/resid_embedding.svg"
+printf 'old' >"$tmp/svgs/a/resid_embedding.svg" && chmod 444 "$tmp/svgs/a/resid_embedding.svg"
+for how in "--report $tmp/ro.html" "--report $tmp/fifo" "--svg $tmp/svgs" "--compare $tmp/adder.tfw --report $tmp/fifo" \
+    "--compare $tmp/adder.tfw --svg $tmp/svgs" "--dump $tmp/fifo" "--report $tmp/adder.tfw"; do
+    # shellcheck disable=SC2086
+    timeout 20 "$TFRUN" "$tmp/adder.tfw" $how "0999+0111=" >/dev/null 2>"$tmp/err"
+    check "tfrun $how exits 1" $(($? != 1)) "($(cat "$tmp/err"))"
+    grep -qE "is read-only; refusing|is not a regular file|is .*adder.tfw itself" "$tmp/err"
+    check "... naming the target" $? "($(cat "$tmp/err"))"
+done
+[ "$(cat "$tmp/ro.html" "$tmp/svgs/resid_embedding.svg" "$tmp/svgs/a/resid_embedding.svg")" = oldoldold ]
+check "the read-only files are untouched" $?
+timeout 20 "$TFTRAIN" "$SRC/programs/xor.tfp" --task xor --steps 1 --quiet --write-data "$tmp/fifo" \
+    -o "$tmp/x.tfw" >/dev/null 2>"$tmp/err"
+check "tftrain --write-data FIFO exits 1" $(($? != 1))
+says "... naming it" "$tmp/err" "cannot create directory '$tmp/fifo': Not a directory"
+mkdir -p "$tmp/data" && printf 'old' >"$tmp/data/train.txt" && chmod 444 "$tmp/data/train.txt"
+timeout 20 "$TFTRAIN" "$SRC/programs/xor.tfp" --task xor --steps 1 --quiet --write-data "$tmp/data" \
+    -o "$tmp/x.tfw" >/dev/null 2>"$tmp/err"
+check "tftrain --write-data over a read-only file exits 1" $(($? != 1))
+says "... naming it" "$tmp/err" "train.txt is read-only; refusing to replace it"
+"$TFRUN" "$tmp/adder.tfw" --report "$tmp/ok.html" "0999+0111=" >/dev/null && chmod 600 "$tmp/ok.html" &&
+    "$TFRUN" "$tmp/adder.tfw" --report "$tmp/ok.html" "0001+0002=" >/dev/null &&
+    [ "$(stat -c %a "$tmp/ok.html")" = 600 ] && grep -q "0001+0002=" "$tmp/ok.html" &&
+    [ -z "$(ls "$tmp" | grep '\.tmp\.')" ]
+check "a report replaces the old one, keeps its mode, leaves no temporary file" $?
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

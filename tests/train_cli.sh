@@ -172,6 +172,14 @@ check "20 steps + 20 resumed steps == 40 steps, bit for bit" $?
 "$TFTRAIN" --resume "$tmp/half.ckpt.tfw" "${common[@]}" --steps 40 -o "$tmp/resumed2.tfw" >/dev/null &&
     cmp -s "$tmp/resumed.tfw" "$tmp/resumed2.tfw"
 check "--resume reads the checkpoint given itself or beside the model" $?
+# --steps is the total: resuming 20 steps with --steps 18 printed "-2 steps"
+# and exited 0; fewer or as many steps as done are an error, nothing written.
+for n in 18 20; do
+    "$TFTRAIN" --resume "$tmp/half.tfw" "${common[@]}" --steps $n -o "$tmp/back.tfw" >/dev/null 2>"$tmp/err"
+    [ $? -eq 1 ] && [ ! -e "$tmp/back.tfw" ] &&
+        grep -q "half.tfw has had 20 steps already; --steps asks for $n in all, .*(give more than 20 to train on)" "$tmp/err"
+    check "--resume with --steps $n after 20 steps: $(cat "$tmp/err")" $?
+done
 
 # -o writes the model alone; the optimizer state goes to the checkpoint beside it.
 names=$(meta "$tmp/r1.tfw")
@@ -194,6 +202,20 @@ mb=$(meta "$tmp/resumed.tfw" made_by)
     [[ "$mb" == *'"optimizer":{"name":"adamw","lr":0.001,"beta1":0.9,"beta2":0.999,"eps":1e-08,"weight_decay":0.01,"clip":0}'* ]] &&
     [[ "$mb" == *'"data":{"task":"binary-add:3","seed":1,"train_size":48,"heldout_size":16},"batch_size":64,"steps":40,'* ]]
 check "made_by records the optimizer, data, steps and where training started (got $mb)" $?
+# made_by stays flat however often training resumes (each resume nested it
+# one level deeper, and the readers refused the 30th): `from` is the run
+# resumed, `history` the runs before it, oldest first.
+cp "$tmp/resumed.tfw" "$tmp/chain.tfw" && cp "$tmp/resumed.ckpt.tfw" "$tmp/chain.ckpt.tfw"
+rc=0
+for s in $(seq 41 75); do
+    "$TFTRAIN" --resume "$tmp/chain.tfw" "${common[@]}" --steps "$s" -o "$tmp/chain.tfw" >/dev/null || { rc=1; break; }
+done
+check "35 resumes in a row, each read back (stopped at step ${s})" $rc
+mb=$(meta "$tmp/chain.tfw" made_by)
+[[ "$mb" == '{"tool":"tftrain","version":"0.1.0","from":{"tool":"tftrain",'*'"steps":74,'*'"history":[{"tool":"tfc",'* ]] &&
+    [ "$(grep -o '"tool":"tftrain"' <<<"$mb" | wc -l)" -eq 37 ] && [ "$(grep -o '"from"' <<<"$mb" | wc -l)" -eq 1 ] &&
+    [[ "$mb" == *'"history":[{"tool":"tfc","version":"0.1.0","options":{"O":1}},{"tool":"tftrain","version":"0.1.0","optimizer":'*'"steps":20,'* ]]
+check "made_by after 35 resumes: one from, the history flat, oldest first (got ${mb:0:300})" $?
 [ "$(meta "$tmp/r1.tfw" learned)" = '{"d_model":32,"layers":2,"heads":4,"d_ff":64,"activation":"relu","norm":"pre","dropout":0,"positions":"learned","max_len":32,"attention":"causal","predict":"next_token","seed":1}' ]
 rc=$?
 check "learned records the model block ($(meta "$tmp/r1.tfw" learned))" $rc

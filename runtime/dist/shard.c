@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "distributed.h"
+#include "lines.h"
 
 #define BLOCK_LINES 32768 /* lines per block */
 #define PIECE (16 << 20)  /* bytes per message of a rank's buffered output */
@@ -63,19 +64,20 @@ static double now_seconds(void) {
 }
 
 /* Reads whole lines into b (emptied first) while the stream is before `end`
- * (-1: no end), at most BLOCK_LINES; *pos follows the stream. Returns the
- * lines read, or -1 on a read error. */
-static long read_block(FILE *f, off_t end, off_t *pos, Buf *b, char **line, size_t *lcap) {
+ * (-1: no end), at most BLOCK_LINES; *pos follows the stream. A line over
+ * max bytes goes in cut to max bytes and a '\n', which the runner refuses as
+ * too long. Returns the lines read, or -1 on a read error or out of memory. */
+static long read_block(FILE *f, off_t end, off_t *pos, Buf *b, TfLine *ln, size_t max) {
     b->len = 0;
     long n = 0;
-    ssize_t got;
-    while (n < BLOCK_LINES && (end < 0 || *pos < end) && (got = getline(line, lcap, f)) >= 0) {
-        *pos += got;
+    TfLineStatus ls = TF_LINE_OK;
+    while (n < BLOCK_LINES && (end < 0 || *pos < end) && (ls = tf_line_read(f, max, ln)) > 0) {
+        *pos += (off_t)ln->bytes;
         n++;
-        if (buf_add(b, *line, (size_t)got) < 0) return -1;
-        if ((*line)[got - 1] != '\n' && buf_add(b, "\n", 1) < 0) return -1;
+        if (buf_add(b, ln->buf, ln->len) < 0) return -1;
+        if ((ln->len == 0 || ln->buf[ln->len - 1] != '\n') && buf_add(b, "\n", 1) < 0) return -1;
     }
-    return ferror(f) ? -1 : n;
+    return ls == TF_LINE_ERROR ? -1 : n;
 }
 
 /* Runs one block; the failures still to print are o->show_failures less
@@ -159,12 +161,14 @@ static int pipe_leader(const TfModel *m, FILE *in, const char *in_name, FILE *ou
                        const TfRunnerOptions *o, Result *mine, TfError *err) {
     int n = dist_size(), rc = 0, eof = 0;
     Buf own = {0}, block = {0}, msg = {0};
-    char *line = NULL, *reply = NULL;
-    size_t lcap = 0, rcap = 0;
+    TfLine line = {0};
+    size_t max = TF_LINE_MAX(m->max_len);
+    char *reply = NULL;
+    size_t rcap = 0;
     long next_line = 1, failed = 0;
     off_t pos = 0;
     while (!eof && rc == 0) {
-        long first = next_line, got = read_block(in, -1, &pos, &own, &line, &lcap);
+        long first = next_line, got = read_block(in, -1, &pos, &own, &line, max);
         if (got < 0) {
             tf_error_set(err, "error reading '%s': %s", in_name, strerror(errno));
             rc = -1;
@@ -175,7 +179,7 @@ static int pipe_leader(const TfModel *m, FILE *in, const char *in_name, FILE *ou
         int sent = 1; /* ranks given a block this round */
         for (; sent < n && !eof; sent++) {
             long head[2] = {next_line, failed};
-            got = read_block(in, -1, &pos, &block, &line, &lcap);
+            got = read_block(in, -1, &pos, &block, &line, max);
             if (got <= 0) {
                 eof = 1;
                 if (got < 0) rc = -1;
@@ -211,7 +215,7 @@ static int pipe_leader(const TfModel *m, FILE *in, const char *in_name, FILE *ou
     free(own.p);
     free(block.p);
     free(msg.p);
-    free(line);
+    tf_line_free(&line);
     free(reply);
     return rc;
 }
@@ -257,14 +261,14 @@ static int run_own(const TfModel *m, FILE *in, const char *in_name, off_t end, l
     int rank = dist_rank(), n = dist_size(), rc = 0;
     FILE *dst = rank == 0 ? out : tmpfile();
     Buf block = {0};
-    char *line = NULL;
-    size_t lcap = 0;
+    TfLine line = {0};
+    size_t max = TF_LINE_MAX(m->max_len);
     long got;
     if (!dst) {
         tf_error_set(err, "cannot make a temporary file: %s", strerror(errno));
         rc = -1;
     }
-    while (rc == 0 && (got = read_block(in, end, &pos, &block, &line, &lcap)) != 0) {
+    while (rc == 0 && (got = read_block(in, end, &pos, &block, &line, max)) != 0) {
         if (got < 0) {
             tf_error_set(err, "error reading '%s': %s", in_name, strerror(errno));
             rc = -1;
@@ -275,7 +279,7 @@ static int run_own(const TfModel *m, FILE *in, const char *in_name, off_t end, l
         first_line += got;
     }
     free(block.p);
-    free(line);
+    tf_line_free(&line);
     // Rank 0 prints the others' output in rank order: pieces, then an empty one.
     long printed = mine->failed < o->show_failures ? mine->failed : o->show_failures;
     if (rank == 0) {

@@ -26,6 +26,7 @@
  */
 #include "infer.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,6 +109,11 @@ struct TfInfer {
     TfError *fail_err;
 
     double flops;   /* floating-point operations done so far (2 per multiply-add) */
+
+    /* Float32 overflow: set by the layer whose attention scores or output
+     * became infinite or NaN (weights finite but too large), at output
+     * row bad_row of the step; forward_rows then fails. */
+    int bad, bad_row;
 
     TfLayerHook hook;
     void *hook_user;
@@ -620,13 +626,41 @@ static void layernorm_fm(float *y, const float *x, int d, int n, int n_run, cons
             y[(size_t)c * n + r] = (x[(size_t)c * n + r] - mean[r]) * rstd[r] * w[c] + b[c];
 }
 
-/* Adds packed rows delta[k] (ld nd) to the residual columns rows[k]. */
-static void add_rows(float *x, int n, const float *delta, int nd, const int *rows, int n_rows,
-                     int n_run) {
+/* Whether v is infinite or NaN (a compare that vectorizes). */
+static inline int nonfinite(float v) { return !(fabsf(v) <= FLT_MAX); }
+
+/* The first of rows 0..n_run-1 where one of the columns cols[k] (NULL: k
+ * itself, k < n_cols) of x (feature-major, ld n) is infinite or NaN; -1
+ * when none is. */
+static int first_nonfinite_row(const float *x, int n, const int *cols, int n_cols, int n_run) {
+    int first = -1;
+    for (int k = 0; k < n_cols; k++) {
+        const float *xr = x + (size_t)(cols ? cols[k] : k) * n;
+        int bad = 0;
+        for (int r = 0; r < n_run; r++) bad |= nonfinite(xr[r]);
+        if (!bad) continue;
+        for (int r = 0; r < n_run && (first < 0 || r < first); r++)
+            if (nonfinite(xr[r])) first = r;
+    }
+    return first;
+}
+
+/* Adds packed rows delta[k] (ld nd) to the residual columns rows[k]; on an
+ * infinite or NaN sum, marks the layer bad. */
+static void add_rows(TfInfer *inf, float *x, int n, const float *delta, int nd, const int *rows,
+                     int n_rows, int n_run) {
+    int bad = 0;
     for (int k = 0; k < n_rows; k++) {
         float *xr = x + (size_t)rows[k] * n;
         const float *dr = delta + (size_t)k * nd;
-        for (int r = 0; r < n_run; r++) xr[r] += dr[r];
+        for (int r = 0; r < n_run; r++) {
+            xr[r] += dr[r];
+            bad |= nonfinite(xr[r]);
+        }
+    }
+    if (bad && !inf->bad) {
+        inf->bad = 1;
+        inf->bad_row = first_nonfinite_row(x, n, rows, n_rows, n_run);
     }
 }
 
@@ -715,6 +749,11 @@ static void attention_layer(TfInfer *inf, int l, const float *in, int n, int n_r
                 att[t] = z < -104.0f ? 0.0f : expf(z);
                 sum += att[t];
             }
+            if (isnan(sum) && !inf->bad) {
+                // An infinite or NaN score (the products overflowed).
+                inf->bad = 1;
+                inf->bad_row = r;
+            }
             float inv = 1.0f / sum;
             for (int t = 0; t < T; t++) att[t] *= inv;
             inf->flops += 2.0 * T * np;
@@ -741,12 +780,12 @@ static void attention_layer(TfInfer *inf, int l, const float *in, int n, int n_r
         if (inf->act_hook)
             call_act_hook(inf, l, TF_HOOK_OUT, inf->delta, n_run, NULL, lp->o.rows, lp->o.n_rows,
                           n_run);
-        add_rows(inf->x, n, inf->delta, n_run, lp->o.rows, lp->o.n_rows, n_run);
+        add_rows(inf, inf->x, n, inf->delta, n_run, lp->o.rows, lp->o.n_rows, n_run);
     } else {
         // Head channel c is residual column c.
         if (inf->act_hook)
             call_act_hook(inf, l, TF_HOOK_OUT, inf->heads, n_run, NULL, lp->v.rows, nv, n_run);
-        add_rows(inf->x, n, inf->heads, n_run, lp->v.rows, nv, n_run);
+        add_rows(inf, inf->x, n, inf->heads, n_run, lp->v.rows, nv, n_run);
     }
 }
 
@@ -770,7 +809,7 @@ static void mlp_layer(TfInfer *inf, int l, const float *in, int n, int n_run) {
     if (inf->act_hook)
         call_act_hook(inf, l, TF_HOOK_OUT, inf->delta, n_run, NULL, lp->fc2.rows, lp->fc2.n_rows,
                       n_run);
-    add_rows(inf->x, n, inf->delta, n_run, lp->fc2.rows, lp->fc2.n_rows, n_run);
+    add_rows(inf, inf->x, n, inf->delta, n_run, lp->fc2.rows, lp->fc2.n_rows, n_run);
 }
 
 /* Layer l's checks at the n_run rows it computed, but the BOS position of a
@@ -804,9 +843,26 @@ static void call_hook(TfInfer *inf, int layer, int n) {
     inf->hook(inf->hook_user, layer, inf->rowmajor, n, inf->row_seq, inf->row_pos);
 }
 
+/* The error of a step whose activations overflowed float32 at layer l
+ * (-1: the embedding, n_layers: the logits), row inf->bad_row: -1. */
+static int overflow_error(const TfInfer *inf, int l, TfError *err) {
+    const TfModel *m = inf->m;
+    char where[160];
+    if (l < 0)
+        snprintf(where, sizeof where, "the embedding");
+    else if (l >= m->n_layers)
+        snprintf(where, sizeof where, "the logits");
+    else
+        snprintf(where, sizeof where, "layer %d (%.100s)", l, m->layers[l].name);
+    tf_error_set(err, "%s overflows float32 at position %d: a value is infinite or NaN (weights too "
+                      "large for float32 arithmetic)", where, inf->row_pos[inf->bad_row]);
+    return -1;
+}
+
 /* Runs the n rows of the step (row_seq, row_pos, row_tok filled, the nf
  * output rows first) through the model, then the unembedding of the output
- * rows into logits [n_out, nf]. Returns -1 only when out of memory. */
+ * rows into logits [n_out, nf]. Returns -1 when out of memory or when a
+ * value overflows float32 (overflow_error). */
 static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
     const TfModel *m = inf->m;
     int d = m->d_model;
@@ -842,6 +898,9 @@ static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
         int s = inf->row_seq[r];
         if (inf->row_pos[r] + 1 > inf->seq_len[s]) inf->seq_len[s] = inf->row_pos[r] + 1;
     }
+    inf->bad = 0;
+    if ((inf->bad_row = first_nonfinite_row(inf->x, n, plan->emb_cols, plan->n_emb_cols, n)) >= 0)
+        return overflow_error(inf, -1, err);
     if (inf->hook) call_hook(inf, -1, n);
     for (int l = 0; l < m->n_layers; l++) {
         const LayerPlan *lp = &inf->plan->layers[l];
@@ -855,6 +914,8 @@ static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
             if (lp->kind == TF_LAYER_NORM) {
                 for (int c = 0; c < d; c++)
                     memcpy(inf->x + (size_t)c * n, dst + (size_t)c * n, (size_t)n_norm * sizeof(float));
+                if ((inf->bad_row = first_nonfinite_row(inf->x, n, NULL, d, n_norm)) >= 0)
+                    inf->bad = 1;
             }
             in = inf->xn;
             if (inf->act_hook && lp->kind != TF_LAYER_NORM)
@@ -864,6 +925,7 @@ static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
             attention_layer(inf, l, in, n, n_run);
         else if (lp->kind == TF_LAYER_MLP)
             mlp_layer(inf, l, in, n, n_run);
+        if (inf->bad) return overflow_error(inf, l, err);
         if (lp->n_checks) run_checks(inf, l, n, n_run);
         if (inf->hook) call_hook(inf, l, n);
     }
@@ -875,6 +937,8 @@ static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
     linear(inf, U, inf->delta, nf, inf->x, n, nf);
     for (int k = 0; k < U->n_rows; k++)
         memcpy(lg + (size_t)U->rows[k] * nf, inf->delta + (size_t)k * nf, (size_t)nf * sizeof(float));
+    if ((inf->bad_row = first_nonfinite_row(inf->delta, nf, NULL, U->n_rows, nf)) >= 0)
+        return overflow_error(inf, m->n_layers, err);
     return 0;
 }
 

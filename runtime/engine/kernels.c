@@ -39,9 +39,13 @@ void matmul_forward_naive(float *out, const float *inp, const float *weight, con
 /* e^x without a library call, so that loops over it vectorize: x = k ln 2 + r
  * with |r| <= ln 2 / 2, e^r by its degree-7 Taylor-like minimax polynomial
  * (Cephes' expf), times 2^k built in the exponent bits. Within 2 ulp of
- * expf for x in [-87, 88]; 0 below. */
+ * expf for x in [-87, 88]; 0 below, NaN for NaN (the clamp keeps the
+ * conversion to int defined: a NaN score or GELU input is the callers' to
+ * report). */
 static inline float exp_vec(float x) {
-    x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
+    int nan = x != x;
+    x = x > -87.0f ? x : -87.0f; /* NaN too: the int conversion below must see a number */
+    x = x < 88.0f ? x : 88.0f;
     // k = round(x / ln 2), by the 1.5 * 2^23 trick (floorf is a call unless
     // traps are off).
     float k = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
@@ -57,7 +61,7 @@ static inline float exp_vec(float x) {
         int32_t i;
         float f;
     } two_k = {.i = ((int32_t)k + 127) << 23};
-    return x <= -87.0f ? 0.0f : p * two_k.f;
+    return nan ? NAN : x <= -87.0f ? 0.0f : p * two_k.f;
 }
 
 /* erfc(z) for z >= 0, with relative error below 1.2e-7 in exact arithmetic

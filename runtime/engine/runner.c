@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "infer.h"
+#include "lines.h"
 
 int runner_default_threads(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -571,23 +572,33 @@ int runner_run(const TfModel *m, FILE *in, const char *in_name, FILE *out, FILE 
         if (pthread_create(&R.tids[t], NULL, worker_main, &R.workers[t]) != 0) break;
         R.n_started = t;
     }
-    char *line = NULL;
-    size_t lcap = 0;
-    ssize_t got;
+    TfLine ln = {0};
+    TfLineStatus ls;
+    size_t max = TF_LINE_MAX(m->max_len);
     int n = 0;
-    while ((got = getline(&line, &lcap, in)) >= 0) {
+    while ((ls = tf_line_read(in, max, &ln)) > 0) {
         st->lines++;
-        st->bytes += got;
+        st->bytes += (long long)ln.bytes;
+        char *line = ln.buf;
+        size_t got = ln.len;
         if (got > 0 && line[got - 1] == '\n') line[--got] = '\0';
         if (got > 0 && line[got - 1] == '\r') line[--got] = '\0';
         long lineno = st->lines + (o->first_line > 1 ? o->first_line - 1 : 0);
-        if (take_line(&R, &R.slots[n], line, (size_t)got, lineno, in_name) < 0) {
+        if (ls == TF_LINE_LONG) {
+            // Read no further than the cap: a prompt and its answer fit.
+            notify_output(&R);
+            fprintf(R.errs, "tfrun: %s:%ld: line of %zu bytes, over the limit of %zu for this model "
+                            "(%d positions)\n", in_name, lineno, ln.bytes, max, m->max_len);
+            st->bad++;
+            continue;
+        }
+        if (take_line(&R, &R.slots[n], line, got, lineno, in_name) < 0) {
             st->bad++;
             continue;
         }
         if (++n == R.cap) {
             if (run_chunk(&R, n, err) < 0) {
-                free(line);
+                tf_line_free(&ln);
                 goto done;
             }
             n = 0;
@@ -597,9 +608,11 @@ int runner_run(const TfModel *m, FILE *in, const char *in_name, FILE *out, FILE 
             }
         }
     }
-    free(line);
-    if (ferror(in)) {
-        tf_error_set(err, "error reading '%s': %s", in_name, strerror(errno));
+    tf_line_free(&ln);
+    if (ls == TF_LINE_ERROR) {
+        // Out of memory is an error too, not the end of the input.
+        tf_error_set(err, "error reading '%s' (line %ld): %s", in_name,
+                     st->lines + (o->first_line > 1 ? o->first_line : 1), strerror(errno));
         goto done;
     }
     if (run_chunk(&R, n, err) < 0) goto done;

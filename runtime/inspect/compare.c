@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "draw.h"
+#include "outfile.h"
 #include "report.h"
 
 static const char side_name[2] = {'A', 'B'};
@@ -435,7 +436,7 @@ static void write_model(const TfCompare *cmp, int s, FILE *f) {
 }
 
 int compare_write_html(const TfCompare *cmp, const char *path, TfError *err) {
-    FILE *f = draw_open(path, err);
+    FILE *f = outfile_open(path, err);
     if (!f) return -1;
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>tfrun "
           "--compare: ",
@@ -472,7 +473,7 @@ int compare_write_html(const TfCompare *cmp, const char *path, TfError *err) {
     write_json_data(cmp, f);
     fprintf(f, "</script>\n<script>\n%s</script>\n<script>\n%s%s</script>\n</body></html>\n",
             draw_js_guard, draw_js_common, compare_js);
-    return draw_close(f, path, err);
+    return outfile_close(f, err);
 }
 
 int compare_write_svgs(const TfCompare *cmp, const char *dir, TfError *err) {
@@ -487,11 +488,11 @@ int compare_write_svgs(const TfCompare *cmp, const char *dir, TfError *err) {
         return -1;
     }
     snprintf(path, plen, "%s/similarity.svg", dir);
-    FILE *f = draw_open(path, err);
+    FILE *f = outfile_open(path, err);
     int rc = -1;
     if (f) {
         compare_svg_matrix(cmp, 1, f);
-        rc = draw_close(f, path, err);
+        rc = outfile_close(f, err);
     }
     for (int s = 0; s < 2 && rc == 0; s++) {
         snprintf(path, plen, "%s/%c", dir, side_id[s]);

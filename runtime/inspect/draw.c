@@ -151,23 +151,6 @@ void draw_svg_open(FILE *f, int standalone, int width, int height) {
  * character), with the margins. */
 int draw_title_width(size_t n) { return (int)(n * 73 / 10) + 12; }
 
-/* --- files -------------------------------------------------------------------- */
-
-FILE *draw_open(const char *path, TfError *err) {
-    FILE *f = fopen(path, "w");
-    if (!f) tf_error_set(err, "cannot write '%s': %s", path, strerror(errno));
-    return f;
-}
-
-int draw_close(FILE *f, const char *path, TfError *err) {
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) {
-        tf_error_set(err, "error writing '%s'", path);
-        return -1;
-    }
-    return 0;
-}
-
 /* --- the pages' style and first script ------------------------------------------ */
 
 const char *const draw_css =

@@ -41,10 +41,6 @@ void draw_svg_open(FILE *f, int standalone, int width, int height);
 /* Pixels a picture's title of n characters needs (12 px bold monospace). */
 int draw_title_width(size_t n);
 
-/* The output file: NULL, or -1 on a write error, with err naming it. */
-FILE *draw_open(const char *path, TfError *err);
-int draw_close(FILE *f, const char *path, TfError *err);
-
 /* The pages' style sheet, and their first script: on its own, so that it
  * catches even a syntax error in the next; it defines mark(id, text) (a
  * paragraph in #status) and marks any error with #report-error. */

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 
 #include "draw.h"
+#include "outfile.h"
 
 /* --- labels (the small writers and the colours are in draw.c) -------------- */
 
@@ -435,22 +436,22 @@ int report_write_svgs(const TfCapture *c, const char *dir, TfError *err) {
             safe_name(c->m->layers[l].name, name, sizeof name);
             snprintf(path, plen, "%s/resid_%02d_%s.svg", dir, l, name);
         }
-        FILE *f = draw_open(path, err);
+        FILE *f = outfile_open(path, err);
         if (!f) {
             rc = -1;
             break;
         }
         report_svg_residual(c, b, 1, f);
-        rc = draw_close(f, path, err);
+        rc = outfile_close(f, err);
         if (l < 0 || !c->att[l]) continue;
         for (int h = 0; h < c->m->layers[l].n_heads && rc == 0; h++) {
             snprintf(path, plen, "%s/att_%02d_%s_h%d.svg", dir, l, name, h);
-            if (!(f = draw_open(path, err))) {
+            if (!(f = outfile_open(path, err))) {
                 rc = -1;
                 break;
             }
             report_svg_attention(c, l, h, 1, f);
-            rc = draw_close(f, path, err);
+            rc = outfile_close(f, err);
         }
     }
     free(path);
@@ -1146,7 +1147,7 @@ int report_write_html(const TfCapture *c, const char *path, TfError *err) {
         tf_error_set(err, "out of memory");
         return -1;
     }
-    FILE *f = draw_open(path, err);
+    FILE *f = outfile_open(path, err);
     if (!f) {
         free(flags);
         return -1;
@@ -1177,5 +1178,5 @@ int report_write_html(const TfCapture *c, const char *path, TfError *err) {
     write_json_data(c, f);
     fprintf(f, "</script>\n<script>\n%s</script>\n<script>\n%s%s</script>\n</body></html>\n",
             draw_js_guard, draw_js_common, report_js);
-    return draw_close(f, path, err);
+    return outfile_close(f, err);
 }

@@ -75,7 +75,10 @@ static int check_target(const char *path, const char *target, mode_t *mode, TfEr
     else if (!S_ISREG(st.st_mode))
         how = "is not a regular file (a device, FIFO or socket); refusing to replace it";
     else if (!(st.st_mode & 0222) || access(target, W_OK) != 0)
-        how = "is read-only; refusing to replace it (remove it or make it writable first)";
+        // A read-only mount is not a file its owner protected: say which.
+        how = st.st_mode & 0222 && errno == EROFS
+                  ? "is on a read-only file system"
+                  : "is read-only; refusing to replace it (remove it or make it writable first)";
     if (how) {
         if (strcmp(path, target) != 0)
             tf_error_set(err, "%s: its target %s %s", path, target, how);
@@ -166,4 +169,59 @@ int outfile_write(const char *path, const void *buf, size_t len, TfError *err) {
     pending = 0;
     free(target);
     return 0;
+}
+
+/* The streams outfile_open gave out, and what each collects into. */
+#define OUTFILE_STREAMS 16
+static struct {
+    FILE *f;
+    char *buf, *path;
+    size_t len;
+} streams[OUTFILE_STREAMS];
+static pthread_mutex_t streams_mu = PTHREAD_MUTEX_INITIALIZER;
+
+FILE *outfile_open(const char *path, TfError *err) {
+    if (outfile_check(path, err) < 0) return NULL;
+    pthread_mutex_lock(&streams_mu);
+    int i = 0;
+    while (i < OUTFILE_STREAMS && streams[i].f) i++;
+    FILE *f = NULL;
+    if (i < OUTFILE_STREAMS && (streams[i].path = malloc(strlen(path) + 1))) {
+        strcpy(streams[i].path, path);
+        streams[i].buf = NULL;
+        streams[i].len = 0;
+        f = streams[i].f = open_memstream(&streams[i].buf, &streams[i].len);
+        if (!f) {
+            free(streams[i].path);
+            streams[i].path = NULL;
+        }
+    }
+    pthread_mutex_unlock(&streams_mu);
+    if (!f) tf_error_set(err, "%s: cannot write: %s", path,
+                         i < OUTFILE_STREAMS ? "out of memory" : "too many files open");
+    return f;
+}
+
+int outfile_close(FILE *f, TfError *err) {
+    pthread_mutex_lock(&streams_mu);
+    int i = 0;
+    while (i < OUTFILE_STREAMS && streams[i].f != f) i++;
+    pthread_mutex_unlock(&streams_mu);
+    if (i == OUTFILE_STREAMS) {
+        tf_error_set(err, "outfile_close: not a stream from outfile_open");
+        return -1;
+    }
+    int bad = ferror(f);
+    int rc = fclose(f) != 0 || bad ? -1 : 0; /* fclose sets buf and len */
+    if (rc < 0)
+        tf_error_set(err, "%s: cannot write: %s", streams[i].path, "out of memory");
+    else
+        rc = outfile_write(streams[i].path, streams[i].buf, streams[i].len, err);
+    pthread_mutex_lock(&streams_mu);
+    free(streams[i].buf);
+    free(streams[i].path);
+    streams[i].buf = streams[i].path = NULL;
+    streams[i].f = NULL;
+    pthread_mutex_unlock(&streams_mu);
+    return rc;
 }

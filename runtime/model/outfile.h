@@ -15,12 +15,21 @@
  * before dying. Those signals wait while the file is created and
  * registered.
  *
- * Memory: nothing is kept after a call returns; the caller owns buf.
+ * A temporary file is removed on failure and on those signals, but a tool
+ * killed with SIGKILL (or by the kernel's out-of-memory killer) cannot run
+ * anything: its TARGET.tmp.XXXXXX stays. They are not cleaned up by the
+ * next write, because nothing tells a dead writer's file from one a
+ * writer on another host or in another PID namespace is still filling;
+ * the name says what it is, and README.md says it may be removed.
+ *
+ * Memory: nothing is kept after a call returns; the caller owns buf. A
+ * stream from outfile_open owns its buffer until outfile_close.
  */
 #ifndef TF_OUTFILE_H
 #define TF_OUTFILE_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "error.h"
 
@@ -33,6 +42,15 @@ int outfile_check(const char *path, TfError *err);
  * mode 0666 less the umask, a replaced one keeps its mode. 0, or -1 with err
  * set (nothing changed at path). */
 int outfile_write(const char *path, const void *buf, size_t len, TfError *err);
+
+/* For output written piece by piece (pages, pictures, data files): a
+ * stream that collects the bytes in memory after outfile_check has found
+ * the target writable; outfile_close writes them with outfile_write. NULL
+ * with err set. At most 16 are open at once. */
+FILE *outfile_open(const char *path, TfError *err);
+/* Closes f (from outfile_open) and writes what it holds to its path; a
+ * write error on the stream writes nothing. 0, or -1 with err set. */
+int outfile_close(FILE *f, TfError *err);
 
 /* Removes the temporary file of a write in progress, if any. Only calls
  * unlink: safe in a signal handler. */

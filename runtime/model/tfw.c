@@ -900,6 +900,14 @@ TfModel *tfw_read_buffer(const unsigned char *buf, size_t len, TfError *err) {
         tf_error_set(err, "not a tfw file: no __metadata__ object");
         goto fail;
     }
+    // tfrun --dump's activations hold -inf scores: name the file's kind
+    // before its tensors are blamed.
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(meta, "format");
+    if (cJSON_IsString(fmt) && strcmp(fmt->valuestring, "tfw-activations") == 0) {
+        tf_error_set(err, "an activations file (tfrun --dump), not a weight file: read it as "
+                          "safetensors (docs/python.md)");
+        goto fail;
+    }
     int n = 0;
     const cJSON *j;
     cJSON_ArrayForEach(j, root) n += strcmp(j->string, META) != 0;

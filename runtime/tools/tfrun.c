@@ -42,6 +42,8 @@
 #include "infer.h"
 #include "inspect.h"
 #include "session.h"
+#include "lines.h"
+#include "outfile.h"
 #ifdef TF_HAVE_OPENBLAS
 #include <cblas.h>
 #endif
@@ -351,19 +353,36 @@ static int run_classify(const TfModel *m, const char *prompt, const char *path, 
     TfRunnerStats st = {0};
     double t0 = cli_now();
     int status = 0;
-    char *line = NULL;
-    size_t cap = 0;
+    TfLine ln = {0};
+    size_t max = TF_LINE_MAX(m->max_len);
     long lineno = 0;
     for (;;) {
         const char *text = prompt, *want = NULL;
         if (f) {
-            ssize_t n = getline(&line, &cap, f);
-            if (n < 0) break;
-            st.bytes += n;
+            TfLineStatus ls = tf_line_read(f, max, &ln);
+            if (ls == TF_LINE_END) break;
+            if (ls == TF_LINE_ERROR) {
+                cli_progress_clear(&sp.bar);
+                fprintf(stderr, "tfrun: error reading '%s' (line %ld): %s\n", path, lineno + 1,
+                        strerror(errno));
+                status = TFRUN_EXIT_ERROR;
+                break;
+            }
+            st.bytes += (long long)ln.bytes;
+            char *line = ln.buf;
+            size_t n = ln.len;
             if (n > 0 && line[n - 1] == '\n') line[--n] = '\0';
             if (n > 0 && line[n - 1] == '\r') line[--n] = '\0';
             text = line;
             lineno++;
+            if (ls == TF_LINE_LONG) {
+                cli_progress_clear(&sp.bar);
+                fprintf(stderr, "tfrun: line %ld: line of %zu bytes, over the limit of %zu for this "
+                                "model (%d positions)\n", lineno, ln.bytes, max, m->max_len);
+                st.bad++;
+                status = TFRUN_EXIT_ERROR;
+                continue;
+            }
             if (check) {
                 char *tab = strrchr(line, '\t');
                 if (!tab) {
@@ -415,7 +434,7 @@ static int run_classify(const TfModel *m, const char *prompt, const char *path, 
                st.seconds > 0 ? (double)st.run / st.seconds : 0.0);
         if (st.failed || st.bad || (st.run == 0 && lineno == 0)) status = TFRUN_EXIT_ERROR;
     }
-    free(line);
+    tf_line_free(&ln);
     if (f && f != stdin) fclose(f);
     free(probs);
     infer_free(inf);
@@ -636,6 +655,17 @@ int main(int argc, char **argv) {
 #endif
     if (cli_expect_weights("tfrun", weights) < 0) return TFRUN_EXIT_ERROR;
     TfError err = {""};
+    // An output that cannot be written is found now, not after the run.
+    const char *outs[2] = {io.report_path, dump_path};
+    for (int i = 0; i < 2; i++) {
+        if (outs[i] && (cli_refuse_same_file("tfrun", outs[i], weights) < 0 ||
+                        cli_refuse_same_file("tfrun", outs[i], compare_path) < 0))
+            return TFRUN_EXIT_ERROR;
+        if (outs[i] && outfile_check(outs[i], &err) < 0) {
+            fprintf(stderr, "tfrun: %s\n", err.msg);
+            return TFRUN_EXIT_ERROR;
+        }
+    }
     TfModel *m = tfw_read(weights, &err);
     if (!m) {
         fprintf(stderr, "tfrun: %s\n", err.msg);

@@ -421,6 +421,33 @@ static cJSON *json_float(float f) {
     return cJSON_CreateRaw(buf);
 }
 
+/* Keeps made_by flat however often training resumes: detaches from prev
+ * (the made_by training starts from) its `history` and its chain of `from`s
+ * (older files nested them) and returns them as one array, oldest first,
+ * each entry without `from` or `history`; NULL when there are none (or out
+ * of memory: the history is then dropped, the run still recorded). */
+static cJSON *made_by_history(cJSON *prev) {
+    cJSON *hist = cJSON_DetachItemFromObject(prev, "history");
+    if (hist && !cJSON_IsArray(hist)) {
+        cJSON_Delete(hist);
+        hist = NULL;
+    }
+    cJSON *chain = NULL; /* the `from`s, oldest first */
+    for (cJSON *cur = cJSON_DetachItemFromObject(prev, "from"); cur;) {
+        cJSON *older = cJSON_IsObject(cur) ? cJSON_DetachItemFromObject(cur, "from") : NULL;
+        cJSON_Delete(cJSON_DetachItemFromObject(cur, "history"));
+        if (!chain) chain = cJSON_CreateArray();
+        if (chain) cJSON_InsertItemInArray(chain, 0, cur);
+        else cJSON_Delete(cur);
+        cur = older;
+    }
+    if (!chain) return hist;
+    if (!hist) return chain;
+    while (cJSON_GetArraySize(chain) > 0) cJSON_AddItemToArray(hist, cJSON_DetachItemFromArray(chain, 0));
+    cJSON_Delete(chain);
+    return hist;
+}
+
 /* __metadata__.made_by of the trained files (docs/weight-format.md): the
  * tool, what training started from (the made_by of that file), and every
  * setting the result depends on. NULL when out of memory. */
@@ -436,7 +463,11 @@ static char *made_by_json(const Args *a, const TfTrainOptions *o, const char *fr
     }
     cJSON_AddStringToObject(j, "tool", "tftrain");
     cJSON_AddStringToObject(j, "version", TF_VERSION);
-    if (prev) cJSON_AddItemToObject(j, "from", prev);
+    if (prev) {
+        cJSON *hist = made_by_history(prev);
+        cJSON_AddItemToObject(j, "from", prev);
+        if (hist) cJSON_AddItemToObject(j, "history", hist);
+    }
     if (a->init) cJSON_AddStringToObject(j, "init", a->init);
     if (a->rules.n) {
         char *rules = finetune_rules_text(&a->rules);
@@ -557,20 +588,22 @@ static void batch_indices(Order *o, long step, int B, int *idx) {
 }
 
 static int write_data(const char *dir, const TfDataset *tr, const TfDataset *ho, const TfModel *m) {
-    mkdir(dir, 0755);
+    struct stat st;
+    if (mkdir(dir, 0777) != 0 && (errno != EEXIST || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))) {
+        fprintf(stderr, "tftrain: cannot create directory '%s': %s\n", dir,
+                strerror(errno == EEXIST ? ENOTDIR : errno));
+        return -1;
+    }
     const char *names[2] = {"train.txt", "heldout.txt"};
     const TfDataset *ds[2] = {tr, ho};
     for (int i = 0; i < 2; i++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        FILE *f = fopen(path, "w");
-        if (!f) {
-            fprintf(stderr, "tftrain: %s: cannot write: %s\n", path, strerror(errno));
-            return -1;
-        }
-        int rc = dataset_write_text(ds[i], m, f);
-        if (fclose(f) != 0 || rc < 0) {
-            fprintf(stderr, "tftrain: %s: cannot write\n", path);
+        TfError err;
+        FILE *f = outfile_open(path, &err); /* written whole, or not at all */
+        if (f) dataset_write_text(ds[i], m, f); /* a failed write shows in ferror(f) */
+        if (!f || outfile_close(f, &err) < 0) {
+            fprintf(stderr, "tftrain: %s\n", err.msg);
             return -1;
         }
     }
@@ -703,10 +736,7 @@ static int load_teacher(const Args *a, const TfModel *m, TfDistillOptions *o, Tf
         tf_error_set(err, "%s: the teacher must be a weight file (tfc's output)", a->teacher);
         return -1;
     }
-    if (!(*teacher = tfw_read(a->teacher, err))) {
-        tf_error_prefix(err, a->teacher);
-        return -1;
-    }
+    if (!(*teacher = tfw_read(a->teacher, err))) return -1; /* err names the path */
     if (distill_check(*teacher, m, o, err) < 0) {
         tf_error_prefix(err, a->teacher);
         return -1;
@@ -793,11 +823,8 @@ int main(int argc, char **argv) {
         finetune_drop_state(m); /* a checkpoint's optimizer state: a fresh optimizer */
     } else {
         size_t len = 0;
-        char *text = tf_file_read(a.program, &len);
-        if (!text) {
-            tf_error_set(&err, "%s: cannot open: %s", a.program, strerror(errno));
-            goto fail;
-        }
+        char *text = tf_file_read_max(a.program, TF_FILE_MAX, &len, &err);
+        if (!text) goto fail;
         if (cli_file_kind(text, len < 64 ? len : 64) == CLI_FILE_WEIGHTS) {
             m = tfw_read_buffer((const unsigned char *)text, len, &err);
             if (!m) tf_error_prefix(&err, a.program);
@@ -898,6 +925,14 @@ int main(int argc, char **argv) {
     order.seed = o.seed;
     long total = a.epochs ? (a.epochs * (long)train.n + a.batch - 1) / a.batch : a.steps;
     long start = trainer_steps_done(t);
+    if (total <= start) {
+        // --steps is the run's total, not the steps to add.
+        tf_error_set(&err, "%s has had %ld steps already; %s %ld %s (give more than %ld to "
+                           "train on)", src, start,
+                     a.epochs ? "--epochs makes" : "--steps asks for", total,
+                     total < start ? "in all, fewer" : "in all, no more", start);
+        goto fail;
+    }
     saver.a = &a;
     saver.o = &o;
     saver.from = from;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lines.h"
 #include "rng.h"
 
 void dataset_free(TfDataset *d) {
@@ -163,13 +164,21 @@ int dataset_load_text(TfDataset *d, const TfModel *m, const char *path, TfError 
         tf_error_set(err, "%s: cannot open: %s", path, strerror(errno));
         return -1;
     }
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n;
+    TfLine ln = {0};
+    TfLineStatus ls;
+    size_t max = TF_LINE_MAX(m->max_len);
     long lineno = 0;
     int rc = 0, classify = m->output_kind == TF_OUTPUT_CLASSIFY;
-    while ((n = getline(&line, &cap, f)) >= 0) {
+    while ((ls = tf_line_read(f, max, &ln)) > 0) {
         lineno++;
+        if (ls == TF_LINE_LONG) {
+            tf_error_set(err, "%s:%ld: line of %zu bytes, over the limit of %zu for this model (%d "
+                              "positions)", path, lineno, ln.bytes, max, m->max_len);
+            rc = -1;
+            break;
+        }
+        char *line = ln.buf;
+        ssize_t n = (ssize_t)ln.len;
         if (n > 0 && line[n - 1] == '\n') line[--n] = '\0';
         if (n > 0 && line[n - 1] == '\r') line[--n] = '\0';
         if (n == 0) continue;
@@ -195,7 +204,12 @@ int dataset_load_text(TfDataset *d, const TfModel *m, const char *path, TfError 
             break;
         }
     }
-    free(line);
+    if (ls == TF_LINE_ERROR) {
+        // A failed read or allocation is an error, not the end of the data.
+        tf_error_set(err, "%s: cannot read (line %ld): %s", path, lineno + 1, strerror(errno));
+        rc = -1;
+    }
+    tf_line_free(&ln);
     if (f != stdin) fclose(f);
     if (rc == 0 && d->n == 0) {
         tf_error_set(err, "%s: no examples", path);

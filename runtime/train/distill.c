@@ -41,15 +41,30 @@ static const char *output_kind(const TfModel *m) {
                                                 : "a generating (next-token) model";
 }
 
+/* A layer or head index at *p: decimal digits only (no sign, no space), at
+ * most 9 of them; advances *p. 0, or -1. */
+static int parse_index(const char **p, int *out) {
+    long v = 0;
+    int n = 0;
+    for (; **p >= '0' && **p <= '9'; (*p)++, n++) {
+        if (n == 9) return -1;
+        v = v * 10 + (**p - '0');
+    }
+    *out = (int)v;
+    return n > 0 ? 0 : -1;
+}
+
 int distill_parse_heads(const char *spec, TfDistillOptions *o, TfError *err) {
     o->n_heads = 0;
     const char *p = spec;
     for (;;) {
-        int v[4], used = 0;
-        if (sscanf(p, "%d.%d=%d.%d%n", &v[0], &v[1], &v[2], &v[3], &used) != 4 || v[0] < 0 ||
-            v[1] < 0 || v[2] < 0 || v[3] < 0 || (p[used] != ',' && p[used] != '\0') ||
-            p[0] < '0' || p[0] > '9') {
-            tf_error_set(err, "bad head pairs '%s' (expected S_LAYER.S_HEAD=T_LAYER.T_HEAD,..., "
+        int v[4];
+        // S_LAYER.S_HEAD=T_LAYER.T_HEAD, strictly: what sscanf's %d took
+        // (signs, spaces, wrapping) names heads the user did not write.
+        if (parse_index(&p, &v[0]) < 0 || *p++ != '.' || parse_index(&p, &v[1]) < 0 ||
+            *p++ != '=' || parse_index(&p, &v[2]) < 0 || *p++ != '.' ||
+            parse_index(&p, &v[3]) < 0 || (*p != ',' && *p != '\0')) {
+            tf_error_set(err, "bad head pairs '%.200s' (expected S_LAYER.S_HEAD=T_LAYER.T_HEAD,..., "
                               "e.g. 0.0=0.0: student head = teacher head, attention layers "
                               "counted from 0)", spec);
             return -1;
@@ -59,7 +74,6 @@ int distill_parse_heads(const char *spec, TfDistillOptions *o, TfError *err) {
             return -1;
         }
         o->heads[o->n_heads++] = (TfDistillHead){v[0], v[1], v[2], v[3]};
-        p += used;
         if (*p == '\0') return 0;
         p++;
     }
