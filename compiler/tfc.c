@@ -107,7 +107,7 @@ int main(int argc, char **argv) {
             break;
         case OPT_NO_SCHEDULE: no_schedule = 1; break;
         case 'h': usage(stdout); return cli_flush_stdout("tfc") < 0 ? TFC_EXIT_USAGE : 0;
-        case OPT_VERSION: cli_version("tfc"); return cli_flush_stdout("tfc") < 0 ? TFC_EXIT_USAGE : 0;
+        case OPT_VERSION: cli_version("tfc", NULL, NULL, 0, NULL); return cli_flush_stdout("tfc") < 0 ? TFC_EXIT_USAGE : 0;
         case OPT_MAX_PARAMS: {
             char *end = NULL;
             errno = 0;
