@@ -154,7 +154,7 @@ static int parse_options(int argc, char **argv, TfcArgs *A) {
             break;
         case 'h': usage(stdout); return cli_flush_stdout("tfc") < 0 ? TFC_EXIT_USAGE : TFC_EXIT_DONE;
         case OPT_VERSION:
-            cli_version("tfc");
+            cli_version("tfc", NULL, NULL, 0, NULL);
             return cli_flush_stdout("tfc") < 0 ? TFC_EXIT_USAGE : TFC_EXIT_DONE;
         case OPT_MAX_PARAMS: {
             char *end = NULL;

@@ -511,9 +511,11 @@ ok() { # ok STATUS NAME (the status first: expanding NAME may change $?)
 TFINFO=$TF_BUILD_DIR/tfinfo
 for tool in "$TFC" "$TFRUN" "$TFINFO"; do
     name=$(basename "$tool")
-    v=$("$tool" --version)
+    v=$("$tool" --version | head -1)
     [[ "$v" =~ ^$name\ \(tfc\)\ [0-9]+\.[0-9]+\.[0-9]+$ ]]
     ok $? "$name --version prints '$name (tfc) X.Y.Z' (got '$v')"
+    "$tool" --version | sed -n 2p | grep -q '^BLAS: '
+    ok $? "$name --version names the BLAS (tests/blas_core.sh: the kernels)"
     "$tool" --help | grep -q "^exit status: 0 "
     ok $? "$name --help lists the exit codes"
     expect "$name: an unknown option" 2 "" "$name: unknown option '--bogus' (see '$name --help')" -- "$tool" --bogus=1 x

@@ -13,10 +13,19 @@ if command -v clang >/dev/null; then
 else
     echo "warning: clang not found (apt-get install clang): the clang build is skipped" >&2
 fi
+# One progress line per build and per stage: which build, the time since the
+# suite started (the whole of it stays within 20 minutes on 2 cores).
+start=$SECONDS
+elapsed() { printf '%dm%02ds' $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60)); }
+n=${#variants[@]} i=0
 for variant in "${variants[@]}"; do
     IFS=: read -r dir cc sanitize <<<"$variant"
-    echo "== $dir ($cc, TF_SANITIZE=$sanitize)"
+    i=$((i + 1))
+    echo "== [$i/$n] $dir ($cc, TF_SANITIZE=$sanitize): configuring and building, $(elapsed) elapsed"
     CC=$cc cmake -S . -B "$dir" -DTF_WERROR=ON -DTF_SANITIZE="$sanitize" >/dev/null
     cmake --build "$dir" -j"$jobs"
+    echo "== [$i/$n] $dir: built, running the tests, $(elapsed) elapsed"
     ctest --test-dir "$dir" --output-on-failure -j"$jobs"
+    echo "== [$i/$n] $dir: passed, $(elapsed) elapsed"
 done
+echo "== all $n builds passed in $(elapsed)"

@@ -22,7 +22,41 @@
 #define CLI_PROGRESS_DELAY 1.0     /* seconds before a terminal sees a line */
 #define CLI_PROGRESS_INTERVAL 0.25 /* seconds between updates */
 
-void cli_version(const char *prog) { printf("%s (tfc) %s\n", prog, TF_VERSION); }
+void cli_version(const char *prog, const char *library, const char *core, int fallback,
+                 const char *best) {
+    printf("%s (tfc) %s\n", prog, TF_VERSION);
+    if (!library) {
+        printf("BLAS: none (%s multiplies no matrices)\n", prog);
+        return;
+    }
+    printf("BLAS: %s\n", library);
+    if (!core) return;
+    const char *env = getenv("OPENBLAS_CORETYPE"), *was = getenv("TF_BLAS_FALLBACK");
+    if (env && *env && was && *was)
+        printf("kernels: %s (OPENBLAS_CORETYPE=%s, set by %s: OpenBLAS alone chose %s, its "
+               "generic fallback, for this CPU)\n", core, env, prog, was);
+    else if (env && *env)
+        printf("kernels: %s (OPENBLAS_CORETYPE=%s)\n", core, env);
+    else
+        printf("kernels: %s (chosen by OpenBLAS for this CPU)\n", core);
+    if (fallback && best)
+        fprintf(stderr, "%s: warning: %s is OpenBLAS's generic fallback, but this CPU can run %s's "
+                        "kernels: matrix products run slower, and trained weights differ in their "
+                        "last bits from those trained on %s (OPENBLAS_CORETYPE=%s chooses it; "
+                        "with the variable unset, %s chooses it itself)\n",
+                prog, core, best, best, best, prog);
+}
+
+void cli_blas_prefer_core(char **argv, const char *fallback, const char *best) {
+    const char *env = getenv("OPENBLAS_CORETYPE");
+    if (!fallback || !best || (env && *env)) return;
+    if (setenv("OPENBLAS_CORETYPE", best, 1) != 0 || setenv("TF_BLAS_FALLBACK", fallback, 1) != 0)
+        return;
+    execv("/proc/self/exe", argv);
+    // No /proc, or the binary is gone: run on the fallback, as OpenBLAS chose.
+    unsetenv("OPENBLAS_CORETYPE");
+    unsetenv("TF_BLAS_FALLBACK");
+}
 
 /* ---- options ------------------------------------------------------------- */
 

@@ -16,8 +16,25 @@
 
 #define CLI_EXIT_INTERRUPTED 130 /* 128 + SIGINT, as shells report it */
 
-/* Prints "PROG (tfc) VERSION" (the CMake project's version) on stdout. */
-void cli_version(const char *prog);
+/* Prints "PROG (tfc) VERSION" (the CMake project's version) on stdout, then
+ * the BLAS the tool's matrix products run on: for a tool without any (tfc,
+ * tfinfo: library NULL) "BLAS: none (PROG multiplies no matrices)"; else
+ * "BLAS: LIBRARY" and "kernels: CORE (how it was chosen)". When core is a
+ * generic fallback on a CPU with better vectors (fallback nonzero, best the
+ * better core), a warning on stderr says so and how to choose best. */
+void cli_version(const char *prog, const char *library, const char *core, int fallback,
+                 const char *best);
+
+/* OpenBLAS reads OPENBLAS_CORETYPE when it loads, before main. When it chose
+ * a generic fallback core (fallback: its name; NULL when it did not) on a
+ * CPU with a better one (best) and OPENBLAS_CORETYPE is unset or empty, sets
+ * OPENBLAS_CORETYPE=BEST and TF_BLAS_FALLBACK=FALLBACK (for --version) and
+ * re-executes the tool (/proc/self/exe, the same arguments). Call it first in
+ * main, before anything is read, started or initialised (MPI). Returns only
+ * when it did not re-execute (nothing to do, OPENBLAS_CORETYPE set by the
+ * user, or exec failed: the tool then runs on the fallback). The re-executed
+ * tool finds OPENBLAS_CORETYPE set, so it never loops. */
+void cli_blas_prefer_core(char **argv, const char *fallback, const char *best);
 
 /* Reports getopt_long's '?' or ':' (the option string must start with ':')
  * about the option just read: "PROG: unknown option '--bogus' (see 'PROG

@@ -225,7 +225,7 @@ int main(int argc, char **argv) {
         switch (c) {
         case 'h': usage(stdout); return cli_flush_stdout("tfinfo") < 0 ? TFINFO_EXIT_ERROR : 0;
         case OPT_VERSION:
-            cli_version("tfinfo");
+            cli_version("tfinfo", NULL, NULL, 0, NULL);
             return cli_flush_stdout("tfinfo") < 0 ? TFINFO_EXIT_ERROR : 0;
         default: cli_option_error("tfinfo", c, argv, longopts); return TFINFO_EXIT_USAGE;
         }

@@ -35,6 +35,7 @@
 #include <sys/stat.h>
 
 #include "runner.h"
+#include "blas.h"
 #include "cli.h"
 #include "compare.h"
 #include "distributed.h"
@@ -525,6 +526,10 @@ done:
 }
 
 int main(int argc, char **argv) {
+    // OpenBLAS's generic fallback on a CPU with AVX2 or AVX-512: run again on
+    // the CPU's own kernels, before anything else (runtime/engine/blas.h).
+    const char *core = blas_core();
+    cli_blas_prefer_core(argv, blas_core_is_fallback(core) ? core : NULL, blas_best_core());
     // Under mpirun or srun: one of several ranks, which share --batch and
     // --check input; rank 0 alone prints (runtime/dist/shard.h).
     TfError dist_err = {""};
@@ -615,7 +620,8 @@ int main(int argc, char **argv) {
         case OPT_COMPARE: compare_path = v; break;
         case 'h': usage(stdout); return cli_flush_stdout("tfrun") < 0 ? TFRUN_EXIT_ERROR : 0;
         case OPT_VERSION:
-            cli_version("tfrun");
+            cli_version("tfrun", blas_library(), blas_core(), blas_core_is_fallback(blas_core()),
+                        blas_best_core());
             return cli_flush_stdout("tfrun") < 0 ? TFRUN_EXIT_ERROR : 0;
         default: cli_option_error("tfrun", c, argv, longopts); return TFRUN_EXIT_USAGE;
         }

@@ -43,6 +43,7 @@
 #endif
 
 #include "runner.h"
+#include "blas.h"
 #include "cli.h"
 #include "dataparallel.h"
 #include "dataset.h"
@@ -213,7 +214,8 @@ static int parse_args(int argc, char **argv, Args *a) {
     case id: bad = cli_parse_float(v, lo, hi, &dst) < 0; break;
         switch (c) {
         case 'h': usage(stdout); return 1;
-        case O_VERSION: cli_version("tftrain"); return 1;
+        case O_VERSION: cli_version("tftrain", blas_library(), blas_core(),
+                        blas_core_is_fallback(blas_core()), blas_best_core()); return 1;
         case O_COSINE: a->cosine = 1; break;
         case O_QUIET: a->quiet = 1; break;
         case O_PROGRESS: a->progress = 1; break;
@@ -770,6 +772,10 @@ static void report_heads(TfTrainer *t, TfBatchBuf *bb, const TfDataset *held,
 }
 
 int main(int argc, char **argv) {
+    // OpenBLAS's generic fallback on a CPU with AVX2 or AVX-512: run again on
+    // the CPU's own kernels, before anything else (runtime/engine/blas.h).
+    const char *core = blas_core();
+    cli_blas_prefer_core(argv, blas_core_is_fallback(core) ? core : NULL, blas_best_core());
     Args a;
     TfError err = {""};
     // Under mpirun or srun: one of several ranks, which train together
