@@ -53,7 +53,7 @@ JSON_MAX_NUMBER = 40
 INT32_MAX = 2**31 - 1
 U64 = 2**64 - 1
 REG_KINDS = ("token", "position", "scalar", "categorical")
-ACTIVATIONS = ("gelu", "relu")
+ACTIVATIONS = ("gelu", "relu", "gelu_tanh")
 
 
 def _no_pairs_twice(pairs):
@@ -326,7 +326,7 @@ def _check_layers(layers, shapes, d):
                             "output_bias")}
         elif kind == "mlp":
             if l.get("activation") not in ACTIVATIONS:
-                raise TfwError("__metadata__.layers[%d].activation is not one of gelu, relu" % i)
+                raise TfwError("__metadata__.layers[%d].activation is not one of gelu, relu, gelu_tanh" % i)
             hidden = _int(l.get("d_hidden"), 1, INT32_MAX)
             if hidden is None:
                 raise TfwError("__metadata__.layers[%d].d_hidden is not a positive integer" % i)
@@ -626,7 +626,9 @@ class Transformer:
     def mlp(self, x, l, hook=None):
         h = self.linear(x, l, "fc1_weight", "fc1_bias")
         record(hook, "hook_pre", h)
-        h = torch.nn.functional.gelu(h) if l["activation"] == "gelu" else torch.relu(h)
+        act = l["activation"]
+        h = (torch.nn.functional.gelu(h) if act == "gelu" else
+             torch.nn.functional.gelu(h, approximate="tanh") if act == "gelu_tanh" else torch.relu(h))
         record(hook, "hook_post", h)
         return self.linear(h, l, "fc2_weight", "fc2_bias")
 

@@ -760,6 +760,8 @@ static void mlp_layer(TfInfer *inf, int l, const float *in, int n, int n_run) {
         call_act_hook(inf, l, TF_HOOK_MLP_PRE, inf->hidden, n_run, NULL, units, nu, n_run);
     if (lp->act == TF_ACT_GELU)
         gelu_forward(inf->hidden, nh);
+    else if (lp->act == TF_ACT_GELU_TANH)
+        gelu_tanh_forward(inf->hidden, nh);
     else
         relu_forward(inf->hidden, nh);
     if (inf->act_hook)

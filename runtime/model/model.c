@@ -12,7 +12,7 @@
 const char *const tf_reg_kind_names[TF_REG_KIND_COUNT] = {"token", "position", "scalar",
                                                                 "categorical"};
 const char *const tf_layer_kind_names[TF_LAYER_KIND_COUNT] = {"attention", "mlp", "norm"};
-const char *const tf_activation_names[TF_ACT_COUNT] = {"gelu", "relu"};
+const char *const tf_activation_names[TF_ACT_COUNT] = {"gelu", "relu", "gelu_tanh"};
 static_assert(sizeof tf_reg_kind_names / sizeof *tf_reg_kind_names == TF_REG_KIND_COUNT, "names");
 static_assert(sizeof tf_layer_kind_names / sizeof *tf_layer_kind_names == TF_LAYER_KIND_COUNT,
               "names");

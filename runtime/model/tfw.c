@@ -587,8 +587,10 @@ static int read_layer(const Reader *r, const cJSON *l, int li, TfError *err) {
         for (int j = 0; act && j < TF_ACT_COUNT; j++)
             if (strcmp(act, tf_activation_names[j]) == 0) a = j;
         if (a < 0) {
-            tf_error_set(err, "__metadata__.layers[%d].activation '%s' is not one of gelu, relu", li,
-                         act ? act : "(missing)");
+            tf_error_set(err,
+                         "__metadata__.layers[%d].activation '%s' is not one of gelu, relu, "
+                         "gelu_tanh",
+                         li, act ? act : "(missing)");
             return -1;
         }
         if (obj_int(l, "d_hidden", 1, INT32_MAX, 0, 0, &v1) < 0) {
