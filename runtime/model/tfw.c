@@ -864,7 +864,12 @@ static int read_metadata(TfModel *m, const cJSON *meta, TfError *err) {
     return 0;
 }
 
-TfModel *tfw_read_buffer(const unsigned char *buf, size_t len, TfError *err) {
+/* The tensors of a safetensors buffer (F32 only), every check of the
+ * header and the data made, into a new model holding nothing else; *root
+ * receives the parsed header (the caller deletes it). NULL with err set. */
+static TfModel *read_tensors(const unsigned char *buf, size_t len, cJSON **root_out,
+                             TfError *err) {
+    *root_out = NULL;
     if (!host_is_little_endian()) {
         tf_error_set(err, "this build reads weight files on little-endian machines only");
         return NULL;
@@ -897,11 +902,6 @@ TfModel *tfw_read_buffer(const unsigned char *buf, size_t len, TfError *err) {
         tf_error_set(err, "header is not a JSON object");
         goto fail;
     }
-    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, META);
-    if (!cJSON_IsObject(meta)) {
-        tf_error_set(err, "not a tfw file: no __metadata__ object");
-        goto fail;
-    }
     int n = 0;
     const cJSON *j;
     cJSON_ArrayForEach(j, root) n += strcmp(j->string, META) != 0;
@@ -930,6 +930,37 @@ TfModel *tfw_read_buffer(const unsigned char *buf, size_t len, TfError *err) {
         memcpy(m->tensors[t].data, data + es[i].begin, es[i].nelem * sizeof(float));
         if (check_finite(&m->tensors[t], err) < 0) goto fail;
     }
+    free(es);
+    *root_out = root;
+    return m;
+fail:
+    free(es);
+    model_free(m);
+    cJSON_Delete(root);
+    return NULL;
+}
+
+TfModel *tfw_read_tensors(const char *path, TfError *err) {
+    size_t len = 0;
+    char *buf = tf_file_read_max(path, TFW_MAX_FILE, &len, err);
+    if (!buf) return NULL;
+    cJSON *root = NULL;
+    TfModel *m = read_tensors((const unsigned char *)buf, len, &root, err);
+    free(buf);
+    cJSON_Delete(root);
+    if (!m) tf_error_prefix(err, path);
+    return m;
+}
+
+TfModel *tfw_read_buffer(const unsigned char *buf, size_t len, TfError *err) {
+    cJSON *root = NULL;
+    TfModel *m = read_tensors(buf, len, &root, err);
+    if (!m) return NULL;
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, META);
+    if (!cJSON_IsObject(meta)) {
+        tf_error_set(err, "not a tfw file: no __metadata__ object");
+        goto fail;
+    }
     if (read_metadata(m, meta, err) < 0) goto fail;
     m->tok_embed = model_find_tensor(m, TF_TENSOR_TOKEN_EMBED);
     m->pos_embed = model_find_tensor(m, TF_TENSOR_POS_EMBED);
@@ -946,11 +977,9 @@ TfModel *tfw_read_buffer(const unsigned char *buf, size_t len, TfError *err) {
     m->unembed_bias = model_find_tensor(m, TF_TENSOR_UNEMBED_BIAS);
     m->max_len = (int)m->tensors[m->pos_embed].shape[0];
     if (model_validate(m, err) < 0) goto fail;
-    free(es);
     cJSON_Delete(root);
     return m;
 fail:
-    free(es);
     model_free(m);
     cJSON_Delete(root);
     return NULL;
