@@ -13,6 +13,7 @@ declare -A deps=( # library: the libraries it may use
   [tf_inspect]="tf_engine tf_model"
   [tf_train]="tf_engine tf_model"
   [tf_dist]="tf_train tf_engine tf_model"
+  [tf_convert]="tf_model"
   [tf_cli]="tf_model"
   [tf_grammar]=""
   [tf_compiler]="tf_grammar tf_model"
@@ -41,8 +42,9 @@ nm --undefined-only "$build/libtf_inspect.a" 2>/dev/null |
 check "inspect.c uses nothing of report.c" $?
 # The tools link what they need and no more (the link lines CMake wrote).
 links() { cat "$build/CMakeFiles/$1.dir/link.txt"; }
-for tool in tftrain tfinfo tfrun; do
+for tool in tftrain tfinfo tfrun tfconvert; do
   ! links "$tool" | grep -q 'libtf_compiler'; check "$tool does not link the compiler" $?
 done
 ! links tfinfo | grep -q 'libtf_engine'; check "tfinfo does not link the engine" $?
+! links tfconvert | grep -q 'libtf_engine'; check "tfconvert does not link the engine" $?
 finish

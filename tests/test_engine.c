@@ -142,6 +142,7 @@ static int add_ones(TfModel *m, const char *name, int n, unsigned *seed) {
 /* A random model with every kind of layer. causal_all 0 puts one
  * bidirectional attention layer in. */
 static TfModel *random_model(const Spec *sp, int causal_all, unsigned seed) {
+    const unsigned seed0 = seed; /* odd seeds: the tanh GELU */
     TfModel *m = model_new();
     TfError err = {""};
     int d = sp->d;
@@ -217,7 +218,8 @@ static TfModel *random_model(const Spec *sp, int causal_all, unsigned seed) {
         TfLayer f = model_layer_init(TF_LAYER_MLP);
         f.name = "mlp";
         f.d_hidden = 10;
-        f.act = b ? TF_ACT_RELU : TF_ACT_GELU;
+        // Block 0: exact GELU (even seeds) or tanh GELU (odd); block 1: ReLU.
+        f.act = b ? TF_ACT_RELU : seed0 % 2 ? TF_ACT_GELU_TANH : TF_ACT_GELU;
         snprintf(name, sizeof name, "l%d.w1", b);
         f.fc1_weight = add_random(m, name, 10, d, 1.0f, &seed);
         snprintf(name, sizeof name, "l%d.b1", b);
@@ -362,7 +364,11 @@ static void reference_forward(const TfModel *m, const int *ids, int n, int at, f
             ref_record(rec, l, TF_HOOK_MLP_PRE, hid, n, F);
             for (int i = 0; i < n * F; i++)
                 hid[i] = ly->act == TF_ACT_RELU ? (hid[i] > 0 ? hid[i] : 0)
-                                                : (float)(0.5 * hid[i] * (1 + erf(hid[i] / sqrt(2.0))));
+                         : ly->act == TF_ACT_GELU_TANH
+                             ? (float)(0.5 * hid[i] *
+                                       (1 + tanh(0.7978845608028654 *
+                                                 (hid[i] + 0.044715 * (double)hid[i] * hid[i] * hid[i]))))
+                             : (float)(0.5 * hid[i] * (1 + erf(hid[i] / sqrt(2.0))));
             ref_record(rec, l, TF_HOOK_MLP_POST, hid, n, F);
             ref_linear(y, hid, T(m, ly->fc2_weight), T(m, ly->fc2_bias), n, F, d);
         }

@@ -539,7 +539,7 @@ START_TEST(test_generate_steps) {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    TfInspectOptions all = {1, 1, 0, NULL, NULL};
+    TfInspectOptions all = {1, 1, 0, NULL, NULL, NULL};
     ck_assert_int_eq(inspect_generate(m, ids, 10, 4, &all, f, out, &err), 0);
     fclose(f);
     char got[5] = {m->vocab[out[0]], m->vocab[out[1]], m->vocab[out[2]], m->vocab[out[3]], 0};
@@ -548,7 +548,7 @@ START_TEST(test_generate_steps) {
     ck_assert_ptr_nonnull(strstr(buf, "step 3: 13 positions \"0999+0111=011\" -> next 1\n"));
     free(buf);
 
-    TfInspectOptions far = {1, 0, 4, NULL, NULL};
+    TfInspectOptions far = {1, 0, 4, NULL, NULL, NULL};
     ck_assert_int_eq(inspect_generate(m, ids, 10, 4, &far, stdout, out, &err), -1);
     ck_assert_str_eq(err.msg, "--step 4: the steps run are 0 to 3");
     model_free(m);

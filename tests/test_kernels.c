@@ -92,6 +92,38 @@ START_TEST(test_gelu_sweep) {
 }
 END_TEST
 
+START_TEST(test_gelu_tanh_values) {
+    // PyTorch's gelu(x, approximate='tanh') in double (GPT-2's gelu_new)
+    float x[] = {1.0f, -1.0f, 0.0f, 3.0f, 1000.0f, -10.0f, 0.5f};
+    const double want[] = {0.8411919906082768, -0.15880800939172324, 0.0, 2.996362607918227,
+                           1000.0, 0.0, 0.34571400982514394};
+    float y[7];
+    memcpy(y, x, sizeof x);
+    gelu_tanh_forward(y, 7);
+    gelu_tanh_forward_naive(x, 7);
+    for (int i = 0; i < 7; i++) {
+        ck_assert_msg(fabs(y[i] - want[i]) <= 1e-6 * fmax(1.0, fabs(want[i])),
+                      "gelu_tanh #%d = %.9g, want %.9g", i, y[i], want[i]);
+        ck_assert_msg(fabs(x[i] - want[i]) <= 1e-7 * fmax(1.0, fabs(want[i])),
+                      "gelu_tanh_naive #%d = %.9g, want %.9g", i, x[i], want[i]);
+    }
+}
+END_TEST
+
+/* The fast tanh GELU against its double twin over the whole range. */
+START_TEST(test_gelu_tanh_sweep) {
+    enum { N = 40001 };
+    static float x[N], y[N];
+    for (int i = 0; i < N; i++) x[i] = (float)(-20.0 + 1e-3 * i);
+    memcpy(y, x, sizeof x);
+    gelu_tanh_forward(y, N);
+    gelu_tanh_forward_naive(x, N);
+    for (int i = 0; i < N; i++)
+        ck_assert_msg(fabs(y[i] - x[i]) <= 3e-7 * fmax(1.0, fabs(x[i])),
+                      "gelu_tanh(%g) = %.9g, naive %.9g", -20.0 + 1e-3 * i, y[i], x[i]);
+}
+END_TEST
+
 START_TEST(test_relu) {
     float x[] = {-2, 0, 3};
     relu_forward(x, 3);
@@ -154,6 +186,8 @@ int main(void) {
     tcase_add_test(tc, test_matmul_known_values);
     tcase_add_test(tc, test_gelu_exact_values);
     tcase_add_test(tc, test_gelu_sweep);
+    tcase_add_test(tc, test_gelu_tanh_values);
+    tcase_add_test(tc, test_gelu_tanh_sweep);
     tcase_add_test(tc, test_relu);
     tcase_add_test(tc, test_attention_matches_naive);
     tcase_add_test(tc, test_attention_huge_scores_select_one);

@@ -326,7 +326,7 @@ START_TEST(test_rejects_bad_headers) {
         {vocab_long_token, "__metadata__.vocab[1] is not a one-character string"},
         {layer_kind, "__metadata__.layers[0]: unknown kind 'conv'"},
         {layer_tensor, "__metadata__.layers[0].query names tensor 'nope.weight', which is not in the file"},
-        {layer_act, "__metadata__.layers[1].activation 'tanh' is not one of gelu, relu"},
+        {layer_act, "__metadata__.layers[1].activation 'tanh' is not one of gelu, relu, gelu_tanh"},
         {layer_causal, "__metadata__.layers[0].causal is not true or false"},
         {layer_heads, "needs positive integers heads, d_head, d_vhead"},
         {layer_shape, "layer 0 'attn0': query: tensor 'shared.square' has shape [6, 6], expected [9, 6]"},

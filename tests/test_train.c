@@ -120,16 +120,18 @@ END_TEST
 /* activations */
 enum { AN = 16 };
 static float act_w[AN], act_out[AN];
-static int act_gelu;
+static int act_gelu; /* 1: exact GELU, 2: tanh GELU, 0: ReLU */
 
 static double act_loss(Case *c) {
     memcpy(act_out, c->in[0], sizeof act_out);
-    if (act_gelu) gelu_forward(act_out, AN);
+    if (act_gelu == 1) gelu_forward(act_out, AN);
+    else if (act_gelu == 2) gelu_tanh_forward(act_out, AN);
     else relu_forward(act_out, AN);
     return dot(act_out, act_w, AN);
 }
 static void act_grad(Case *c) {
-    if (act_gelu) gelu_backward(c->gin[0], c->in[0], act_w, AN);
+    if (act_gelu == 1) gelu_backward(c->gin[0], c->in[0], act_w, AN);
+    else if (act_gelu == 2) gelu_tanh_backward(c->gin[0], c->in[0], act_w, AN);
     else relu_backward(c->gin[0], c->in[0], act_w, AN);
 }
 
@@ -144,6 +146,8 @@ START_TEST(test_activation_backward) {
     Case c = {act_loss, act_grad, {x}, {gx}, {AN}, 1, 0};
     act_gelu = 1;
     check_case(&c, "gelu_backward");
+    act_gelu = 2;
+    check_case(&c, "gelu_tanh_backward");
     act_gelu = 0;
     check_case(&c, "relu_backward");
 }

@@ -47,7 +47,8 @@ def tl_forward(cfg, sd, tokens, cache):
     the activations into cache under TransformerLens's hook names."""
     P = tokens.shape[1]
     ln = cfg["normalization_type"] == "LN"
-    act = torch.nn.functional.gelu if cfg["act_fn"] == "gelu" else torch.relu
+    act = {"gelu": torch.nn.functional.gelu, "relu": torch.relu,
+           "gelu_new": lambda h: torch.nn.functional.gelu(h, approximate="tanh")}[cfg["act_fn"]]
     x = sd["embed.W_E"][tokens] + sd["pos_embed.W_pos"][:P][None]
     resid = []
     for b in range(cfg["n_layers"]):

@@ -28,8 +28,9 @@ every block); a .tfw's layers are not. The mapping (docs/python.md):
 - normalization "LN" when every attention and MLP layer has a pre-norm and
   the last layer is a norm layer (ln_final); None when no layer has norms.
 
-Refused, with a message: activations other than one of gelu (TransformerLens
-"gelu", the exact erf form) and relu across the MLP layers; causal and
+Refused, with a message: more than one activation across the MLP layers
+(gelu is TransformerLens's "gelu", the exact erf form; gelu_tanh its
+"gelu_new"); causal and
 bidirectional attention in one model; some layers pre-normed and others not,
 norm layers anywhere but last (post-norm), or different LayerNorm eps.
 Classifiers convert (d_vocab_out is the number of classes) but
@@ -106,6 +107,8 @@ def convert(model):
     if len(dirs) > 1:
         raise ConvertError("causal and bidirectional attention layers: TransformerLens has one "
                            "attention_dir")
+    act = acts.pop() if acts else "relu"
+    act_fn = {"gelu_tanh": "gelu_new"}.get(act, act)  # TransformerLens's name of the tanh GELU
     norm = check_norms(layers)
     blocks = plan_blocks(layers)
     n_heads = max([l["heads"] for l in attn] + [1])
@@ -118,7 +121,8 @@ def convert(model):
         "n_layers": len(blocks), "d_model": d, "n_ctx": model.cfg["n_ctx"],
         "d_head": d_head, "n_heads": n_heads, "d_mlp": d_mlp if mlps else None,
         "d_vocab": model.cfg["d_vocab"], "d_vocab_out": model.cfg["d_vocab_out"],
-        "act_fn": acts.pop() if acts else "relu", "normalization_type": norm,
+        "act_fn": act_fn,
+        "normalization_type": norm,
         "attention_dir": "bidirectional" if dirs == {False} else "causal",
         "attn_only": not mlps, "eps": eps, "use_attn_scale": True,
         "positional_embedding_type": "standard", "default_prepend_bos": False,

@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "checks.h"
+#include "intervene.h"
 #include "kernels.h"
 #include "linear.h"
 
@@ -121,6 +122,7 @@ struct TfInfer {
     void *att_hook_user;
     TfActivationHook act_hook;
     void *act_hook_user;
+    const TfIntervention *iv; /* edits applied while running (intervene.h), or NULL */
 };
 
 static const float *tensor(const TfModel *m, int idx) {
@@ -588,6 +590,75 @@ void infer_set_activation_hook(TfInfer *inf, TfActivationHook hook, void *user) 
     inf->act_hook_user = user;
 }
 
+int infer_set_intervention(TfInfer *inf, const TfIntervention *iv, TfError *err) {
+    if (!iv) {
+        inf->iv = NULL;
+        return 0;
+    }
+    const TfPlan *p = inf->plan;
+    for (int i = 0; i < iv->n; i++) {
+        const TfEdit *e = &iv->edits[i];
+        if (iv->m != inf->m || e->layer < -1 || e->layer >= inf->m->n_layers) {
+            tf_error_set(err, "--ablate: '%s' is not an edit of this model", e->label);
+            return -1;
+        }
+        if (e->mode != TF_EDIT_ZERO && !e->values) {
+            tf_error_set(err, "--ablate: '%s': no %s values recorded", e->label,
+                         tf_edit_mode_names[e->mode]);
+            return -1;
+        }
+        if (e->site != TF_SITE_RESID) continue;
+        // Keys and values that a later layer shares with an earlier one are
+        // computed once, from columns no layer writes: editing those
+        // columns in between would not reach them.
+        for (int l = e->layer + 1; l < inf->m->n_layers; l++) {
+            const LayerPlan *lp = &p->layers[l];
+            if (lp->kind != TF_LAYER_ATTENTION) continue;
+            for (int kv = 0; kv < 2; kv++) {
+                int from = kv ? lp->v_from : lp->k_from;
+                const TfLinear *lin = kv ? &lp->v : &lp->k;
+                if (from < 0 || from > e->layer) continue;
+                for (int j = 0; j < lin->n_cols; j++)
+                    if (lin->cols[j] >= e->lo && lin->cols[j] < e->hi) {
+                        tf_error_set(err, "--ablate: '%s': layer %d shares its %s with layer %d, "
+                                          "computed before the edit from these columns; edit "
+                                          "them at the embedding (@embed) instead",
+                                     e->label, l, kv ? "values" : "keys", from);
+                        return -1;
+                    }
+            }
+        }
+    }
+    inf->iv = iv;
+    return 0;
+}
+
+/* The value edit e puts at column c of a row at position pos (old: the
+ * value there). */
+static float edit_value(const TfEdit *e, int c, int pos, float old) {
+    if (e->mode == TF_EDIT_ZERO) return 0.0f;
+    if (e->mode == TF_EDIT_MEAN) return e->values[c];
+    return pos < e->n_pos ? e->values[(size_t)pos * e->width + c] : old;
+}
+
+/* The edits of layer l at `site` on the first n rows of a feature-major
+ * block: packed feature k of row r is buf[k * ld + r], its column cols[k]
+ * (NULL: k). Columns the engine packed away are 0 in every run. */
+static void apply_edits(TfInfer *inf, int l, TfEditSite site, float *buf, int ld, const int *cols,
+                        int n_packed, int n) {
+    const TfIntervention *iv = inf->iv;
+    for (int i = 0; i < iv->n; i++) {
+        const TfEdit *e = &iv->edits[i];
+        if (e->layer != l || e->site != site) continue;
+        for (int k = 0; k < n_packed; k++) {
+            int c = cols ? cols[k] : k;
+            if (c < e->lo || c >= e->hi) continue;
+            float *f = buf + (size_t)k * ld;
+            for (int r = 0; r < n; r++) f[r] = edit_value(e, c, inf->row_pos[r], f[r]);
+        }
+    }
+}
+
 int infer_hook_width(const TfModel *m, const TfLayer *ly, TfHookPoint point) {
     int attn = ly->kind == TF_LAYER_ATTENTION, mlp = ly->kind == TF_LAYER_MLP;
     switch (point) {
@@ -773,16 +844,20 @@ static void attention_layer(TfInfer *inf, int l, const float *in, int n, int n_r
             for (int j = j0; j < j1; j++) inf->heads[(size_t)j * n_run + r] = acc[j];
         }
     }
+    if (inf->iv) apply_edits(inf, l, TF_SITE_HEADS, inf->heads, n_run, lp->v.rows, nv, n_run);
     if (inf->act_hook)
         call_act_hook(inf, l, TF_HOOK_Z, inf->heads, n_run, NULL, lp->v.rows, nv, n_run);
     if (lp->has_o) {
         linear(inf, &lp->o, inf->delta, n_run, inf->heads, n_run, n_run);
+        if (inf->iv)
+            apply_edits(inf, l, TF_SITE_OUTPUT, inf->delta, n_run, lp->o.rows, lp->o.n_rows, n_run);
         if (inf->act_hook)
             call_act_hook(inf, l, TF_HOOK_OUT, inf->delta, n_run, NULL, lp->o.rows, lp->o.n_rows,
                           n_run);
         add_rows(inf, inf->x, n, inf->delta, n_run, lp->o.rows, lp->o.n_rows, n_run);
     } else {
         // Head channel c is residual column c.
+        if (inf->iv) apply_edits(inf, l, TF_SITE_OUTPUT, inf->heads, n_run, lp->v.rows, nv, n_run);
         if (inf->act_hook)
             call_act_hook(inf, l, TF_HOOK_OUT, inf->heads, n_run, NULL, lp->v.rows, nv, n_run);
         add_rows(inf, inf->x, n, inf->heads, n_run, lp->v.rows, nv, n_run);
@@ -799,13 +874,18 @@ static void mlp_layer(TfInfer *inf, int l, const float *in, int n, int n_run) {
         call_act_hook(inf, l, TF_HOOK_MLP_PRE, inf->hidden, n_run, NULL, units, nu, n_run);
     if (lp->act == TF_ACT_GELU)
         gelu_forward(inf->hidden, nh);
+    else if (lp->act == TF_ACT_GELU_TANH)
+        gelu_tanh_forward(inf->hidden, nh);
     else
         relu_forward(inf->hidden, nh);
+    if (inf->iv) apply_edits(inf, l, TF_SITE_UNITS, inf->hidden, n_run, units, nu, n_run);
     if (inf->act_hook)
         call_act_hook(inf, l, TF_HOOK_MLP_POST, inf->hidden, n_run, NULL, units, nu, n_run);
     // The layer's output, bias included, is formed before it is added: the
     // seed's StepPosition relies on (h W2 + b2) being exact before x + (...).
     linear(inf, &lp->fc2, inf->delta, n_run, inf->hidden, n_run, n_run);
+    if (inf->iv)
+        apply_edits(inf, l, TF_SITE_OUTPUT, inf->delta, n_run, lp->fc2.rows, lp->fc2.n_rows, n_run);
     if (inf->act_hook)
         call_act_hook(inf, l, TF_HOOK_OUT, inf->delta, n_run, NULL, lp->fc2.rows, lp->fc2.n_rows,
                       n_run);
@@ -866,7 +946,7 @@ static int overflow_error(const TfInfer *inf, int l, TfError *err) {
 static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
     const TfModel *m = inf->m;
     int d = m->d_model;
-    int everything = inf->hook || inf->att_hook || inf->act_hook;
+    int everything = inf->hook || inf->att_hook || inf->act_hook || inf->iv;
     if (inf->hook && !inf->rowmajor) {
         inf->rowmajor = alloc_floats((size_t)inf->max_rows * d);
         if (!inf->rowmajor) {
@@ -901,6 +981,7 @@ static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
     inf->bad = 0;
     if ((inf->bad_row = first_nonfinite_row(inf->x, n, plan->emb_cols, plan->n_emb_cols, n)) >= 0)
         return overflow_error(inf, -1, err);
+    if (inf->iv) apply_edits(inf, -1, TF_SITE_RESID, inf->x, n, NULL, d, n);
     if (inf->hook) call_hook(inf, -1, n);
     for (int l = 0; l < m->n_layers; l++) {
         const LayerPlan *lp = &inf->plan->layers[l];
@@ -926,6 +1007,7 @@ static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
         else if (lp->kind == TF_LAYER_MLP)
             mlp_layer(inf, l, in, n, n_run);
         if (inf->bad) return overflow_error(inf, l, err);
+        if (inf->iv) apply_edits(inf, l, TF_SITE_RESID, inf->x, n, NULL, d, n);
         if (lp->n_checks) run_checks(inf, l, n, n_run);
         if (inf->hook) call_hook(inf, l, n);
     }

@@ -83,6 +83,15 @@ void infer_set_hook(TfInfer *inf, TfLayerHook hook, void *user);
 void infer_set_attention_hook(TfInfer *inf, TfAttentionHook hook, void *user);
 void infer_set_activation_hook(TfInfer *inf, TfActivationHook hook, void *user);
 
+/* Edits every run of this engine (intervene.h: --ablate, --patch-from);
+ * NULL removes them. While set, nothing is skipped (as with a hook). 0, or
+ * -1 with err set: an edit whose mean or patch values were not recorded,
+ * or a register edit after a layer whose columns feed keys or values a
+ * later layer shares with an earlier one. The intervention must outlive
+ * the engine's runs. */
+typedef struct TfIntervention TfIntervention;
+int infer_set_intervention(TfInfer *inf, const TfIntervention *iv, TfError *err);
+
 /* use_cache 0: every step recomputes every position (no KV cache), for
  * checking that the cache changes nothing. Default 1. */
 void infer_set_cache(TfInfer *inf, int use_cache);

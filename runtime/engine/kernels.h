@@ -26,6 +26,10 @@ void matmul_forward_naive(float *out, const float *inp, const float *weight, con
 /* In place, n values: exact GELU 0.5 x (1 + erf(x / sqrt 2)), and ReLU. */
 void gelu_forward(float *x, long n);
 void relu_forward(float *x, long n);
+/* In place: the tanh GELU 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
+ * GPT-2's "gelu_new"; the naive twin computes it in double. */
+void gelu_tanh_forward(float *x, long n);
+void gelu_tanh_forward_naive(float *x, long n);
 
 /* One query row against T keys and values (one head):
  *   out[DV] = softmax(q . k[t] * scale for t < T) @ v[t]
@@ -67,6 +71,7 @@ void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *
 /* dinp[n] += dout[n] * act'(inp[n]), inp being the pre-activation values. */
 void gelu_backward(float *dinp, const float *inp, const float *dout, long n);
 void relu_backward(float *dinp, const float *inp, const float *dout, long n);
+void gelu_tanh_backward(float *dinp, const float *inp, const float *dout, long n);
 
 /* Multi-head attention over one sequence of T rows. q, k [T, H*D] and
  * v [T, H*DV] hold the heads side by side; out [T, H*DV]. For head h and row i:

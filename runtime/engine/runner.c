@@ -563,6 +563,7 @@ int runner_run(const TfModel *m, FILE *in, const char *in_name, FILE *out, FILE 
         R.engines[t] = infer_new_with_plan(plan, o->batch_size, err);
         if (!R.engines[t]) goto done;
         infer_set_cache(R.engines[t], o->use_cache);
+        if (infer_set_intervention(R.engines[t], o->intervention, err) < 0) goto done;
         R.work[t].inf = R.engines[t];
     }
     // A thread that cannot start leaves its share to the caller.

@@ -18,6 +18,7 @@
 
 #include <stdio.h>
 
+#include "infer.h"
 #include "model.h"
 
 typedef struct TfRunnerStats TfRunnerStats;
@@ -30,6 +31,9 @@ typedef struct TfRunnerOptions {
     int check;        /* lines are prompt<TAB>expected; print failures, not completions */
     int show_failures; /* check mode: how many failures to print in full */
     long first_line;  /* the number of the input's first line in messages (0: 1) */
+    /* Edits of every run (intervene.h; zero edits only: mean and patch
+     * values belong to one prompt), or NULL. */
+    const TfIntervention *intervention;
     /* Optional: called after each chunk with the counts so far, and with st
      * NULL just before anything is written to out or errs (so a progress
      * line on a terminal can be cleared first). */

@@ -77,8 +77,8 @@ static int add_inner(TfTensor *ts, int *n, const TfCapture *c, int l, const char
 }
 
 int dump_activations(const TfModel *m, const char *prompt, const int *tokens, int n_pos,
-                     const char *path, TfError *err) {
-    TfCapture *c = inspect_capture_inner(m, tokens, n_pos, err);
+                     const TfIntervention *iv, const char *path, TfError *err) {
+    TfCapture *c = inspect_capture_with(m, tokens, n_pos, 1, iv, err);
     if (!c) return -1;
     /* at most 2 residual streams, 1 pattern and scores, and every hook point per layer */
     int d = m->d_model, cap = (4 + TF_HOOK_POINT_COUNT) * m->n_layers + 3, n = 0, failed = 0;

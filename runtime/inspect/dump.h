@@ -34,11 +34,13 @@
 #ifndef TF_DUMP_H
 #define TF_DUMP_H
 
+#include "infer.h"
 #include "model.h"
 
-/* Runs tokens[0..n_pos-1] (the prompt's token ids; `prompt` its text) and
- * writes the activations to path. 0, or -1 with err set. */
+/* Runs tokens[0..n_pos-1] (the prompt's token ids; `prompt` its text),
+ * with the edits of iv (NULL: none; intervene.h), and writes the
+ * activations to path. 0, or -1 with err set. */
 int dump_activations(const TfModel *m, const char *prompt, const int *tokens, int n_pos,
-                     const char *path, TfError *err);
+                     const TfIntervention *iv, const char *path, TfError *err);
 
 #endif

@@ -218,8 +218,8 @@ static int capture_alloc_inner(TfCapture *c) {
     return 0;
 }
 
-static TfCapture *capture(const TfModel *m, const int *tokens, int n_pos, int inner,
-                          TfError *err) {
+TfCapture *inspect_capture_with(const TfModel *m, const int *tokens, int n_pos, int inner,
+                                const TfIntervention *iv, TfError *err) {
     if (n_pos < 1) {
         tf_error_set(err, "nothing to inspect: the sequence is empty");
         return NULL;
@@ -244,6 +244,11 @@ static TfCapture *capture(const TfModel *m, const int *tokens, int n_pos, int in
 
     TfInfer *inf = infer_new(m, 1, err);
     if (!inf) {
+        capture_free(c);
+        return NULL;
+    }
+    if (infer_set_intervention(inf, iv, err) < 0) {
+        infer_free(inf);
         capture_free(c);
         return NULL;
     }
@@ -292,11 +297,11 @@ oom:
 }
 
 TfCapture *inspect_capture(const TfModel *m, const int *tokens, int n_pos, TfError *err) {
-    return capture(m, tokens, n_pos, 0, err);
+    return inspect_capture_with(m, tokens, n_pos, 0, NULL, err);
 }
 
 TfCapture *inspect_capture_inner(const TfModel *m, const int *tokens, int n_pos, TfError *err) {
-    return capture(m, tokens, n_pos, 1, err);
+    return inspect_capture_with(m, tokens, n_pos, 1, NULL, err);
 }
 
 int inspect_layer_wrote(const TfCapture *c, int layer, const TfRegister *reg) {

@@ -121,6 +121,10 @@ float capture_att(const TfCapture *c, int layer, int h, int q, int k);
 TfCapture *inspect_capture(const TfModel *m, const int *tokens, int n_pos, TfError *err);
 /* inspect_capture, recording inner and scores as well. */
 TfCapture *inspect_capture_inner(const TfModel *m, const int *tokens, int n_pos, TfError *err);
+/* Either of them (inner 1: the second) with the edits of iv applied to the
+ * run (intervene.h; NULL: none). */
+TfCapture *inspect_capture_with(const TfModel *m, const int *tokens, int n_pos, int inner,
+                                const TfIntervention *iv, TfError *err);
 void capture_free(TfCapture *c);
 
 /* Whether layer `layer` changed register `reg` at some position: any column

@@ -47,7 +47,7 @@ int inspect_run(const TfModel *m, const int *prompt, int len, int n_new,
     int rc = 0, stopped = 0, ran = 0;
     for (int step = 0; step < steps && rc == 0 && !stopped; step++) {
         int wanted = step == opt->step || (opt->trace && opt->trace_all);
-        TfCapture *c = inspect_capture(m, seq, len + step, err);
+        TfCapture *c = inspect_capture_with(m, seq, len + step, 0, opt->intervention, err);
         if (!c) {
             rc = -1;
             break;

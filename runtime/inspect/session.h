@@ -9,6 +9,7 @@
 
 #include <stdio.h>
 
+#include "infer.h"
 #include "model.h"
 
 /* What tfrun's --trace, --trace-all, --step, --report and --svg ask for. */
@@ -18,6 +19,7 @@ typedef struct TfInspectOptions {
     int step;                /* the step traced, reported and drawn (0: the prompt) */
     const char *report_path; /* write an HTML report there, or NULL */
     const char *svg_dir;     /* write SVG pictures into this directory, or NULL */
+    const TfIntervention *intervention; /* edits of every pass (intervene.h), or NULL */
 } TfInspectOptions;
 
 /* Generates n_new tokens after prompt[0..len-1] into out[0..n_new-1] (one

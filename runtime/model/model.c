@@ -12,7 +12,7 @@
 const char *const tf_reg_kind_names[] = {"token", "position", "scalar",
                                                                 "categorical"};
 const char *const tf_layer_kind_names[] = {"attention", "mlp", "norm"};
-const char *const tf_activation_names[] = {"gelu", "relu"};
+const char *const tf_activation_names[] = {"gelu", "relu", "gelu_tanh"};
 static_assert(sizeof tf_reg_kind_names / sizeof *tf_reg_kind_names == TF_REG_KIND_COUNT, "names");
 static_assert(sizeof tf_layer_kind_names / sizeof *tf_layer_kind_names == TF_LAYER_KIND_COUNT,
               "names");

@@ -70,7 +70,9 @@ typedef enum TfLayerKind {
     TF_LAYER_KIND_COUNT
 } TfLayerKind;
 
-typedef enum TfActivation { TF_ACT_GELU, TF_ACT_RELU, TF_ACT_COUNT } TfActivation;
+/* TF_ACT_GELU is the exact erf GELU; TF_ACT_GELU_TANH its tanh approximation
+ * (GPT-2's "gelu_new", models converted by tfconvert). */
+typedef enum TfActivation { TF_ACT_GELU, TF_ACT_RELU, TF_ACT_GELU_TANH, TF_ACT_COUNT } TfActivation;
 
 /* One op's share of a layer that compiler/schedule.c built from several ops:
  * heads [first, first + count) of an attention layer, or hidden units
@@ -195,7 +197,7 @@ typedef struct TfModel {
 
 extern const char *const tf_reg_kind_names[];     /* "token", ..., "categorical" */
 extern const char *const tf_layer_kind_names[]; /* "attention", "mlp", "norm" */
-extern const char *const tf_activation_names[];        /* "gelu", "relu" */
+extern const char *const tf_activation_names[];        /* "gelu", "relu", "gelu_tanh" */
 
 /* An empty model (no tensors, no layers); fields set by the caller. */
 TfModel *model_new(void);

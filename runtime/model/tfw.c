@@ -587,8 +587,10 @@ static int read_layer(const Reader *r, const cJSON *l, int li, TfError *err) {
         for (int j = 0; act && j < TF_ACT_COUNT; j++)
             if (strcmp(act, tf_activation_names[j]) == 0) a = j;
         if (a < 0) {
-            tf_error_set(err, "__metadata__.layers[%d].activation '%s' is not one of gelu, relu", li,
-                         act ? act : "(missing)");
+            tf_error_set(err,
+                         "__metadata__.layers[%d].activation '%s' is not one of gelu, relu, "
+                         "gelu_tanh",
+                         li, act ? act : "(missing)");
             return -1;
         }
         if (obj_int(l, "d_hidden", 1, INT32_MAX, 0, 0, &v1) < 0) {
@@ -862,7 +864,12 @@ static int read_metadata(TfModel *m, const cJSON *meta, TfError *err) {
     return 0;
 }
 
-TfModel *tfw_read_buffer(const unsigned char *buf, size_t len, TfError *err) {
+/* The tensors of a safetensors buffer (F32 only), every check of the
+ * header and the data made, into a new model holding nothing else; *root
+ * receives the parsed header (the caller deletes it). NULL with err set. */
+static TfModel *read_tensors(const unsigned char *buf, size_t len, cJSON **root_out,
+                             TfError *err) {
+    *root_out = NULL;
     if (!host_is_little_endian()) {
         tf_error_set(err, "this build reads weight files on little-endian machines only");
         return NULL;
@@ -895,14 +902,10 @@ TfModel *tfw_read_buffer(const unsigned char *buf, size_t len, TfError *err) {
         tf_error_set(err, "header is not a JSON object");
         goto fail;
     }
-    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, META);
-    if (!cJSON_IsObject(meta)) {
-        tf_error_set(err, "not a tfw file: no __metadata__ object");
-        goto fail;
-    }
     // tfrun --dump's activations hold -inf scores: name the file's kind
     // before its tensors are blamed.
-    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(meta, "format");
+    const cJSON *meta0 = cJSON_GetObjectItemCaseSensitive(root, META);
+    const cJSON *fmt = cJSON_IsObject(meta0) ? cJSON_GetObjectItemCaseSensitive(meta0, "format") : NULL;
     if (cJSON_IsString(fmt) && strcmp(fmt->valuestring, "tfw-activations") == 0) {
         tf_error_set(err, "an activations file (tfrun --dump), not a weight file: read it as "
                           "safetensors (docs/python.md)");
@@ -936,6 +939,37 @@ TfModel *tfw_read_buffer(const unsigned char *buf, size_t len, TfError *err) {
         memcpy(m->tensors[t].data, data + es[i].begin, es[i].nelem * sizeof(float));
         if (check_finite(&m->tensors[t], err) < 0) goto fail;
     }
+    free(es);
+    *root_out = root;
+    return m;
+fail:
+    free(es);
+    model_free(m);
+    cJSON_Delete(root);
+    return NULL;
+}
+
+TfModel *tfw_read_tensors(const char *path, TfError *err) {
+    size_t len = 0;
+    char *buf = tf_file_read_max(path, TFW_MAX_FILE, &len, err);
+    if (!buf) return NULL;
+    cJSON *root = NULL;
+    TfModel *m = read_tensors((const unsigned char *)buf, len, &root, err);
+    free(buf);
+    cJSON_Delete(root);
+    if (!m) tf_error_prefix(err, path);
+    return m;
+}
+
+TfModel *tfw_read_buffer(const unsigned char *buf, size_t len, TfError *err) {
+    cJSON *root = NULL;
+    TfModel *m = read_tensors(buf, len, &root, err);
+    if (!m) return NULL;
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, META);
+    if (!cJSON_IsObject(meta)) {
+        tf_error_set(err, "not a tfw file: no __metadata__ object");
+        goto fail;
+    }
     if (read_metadata(m, meta, err) < 0) goto fail;
     m->tok_embed = model_find_tensor(m, TF_TENSOR_TOKEN_EMBED);
     m->pos_embed = model_find_tensor(m, TF_TENSOR_POS_EMBED);
@@ -952,11 +986,9 @@ TfModel *tfw_read_buffer(const unsigned char *buf, size_t len, TfError *err) {
     m->unembed_bias = model_find_tensor(m, TF_TENSOR_UNEMBED_BIAS);
     m->max_len = (int)m->tensors[m->pos_embed].shape[0];
     if (model_validate(m, err) < 0) goto fail;
-    free(es);
     cJSON_Delete(root);
     return m;
 fail:
-    free(es);
     model_free(m);
     cJSON_Delete(root);
     return NULL;

@@ -32,6 +32,13 @@
 TfModel *tfw_read(const char *path, TfError *err);
 TfModel *tfw_read_buffer(const unsigned char *buf, size_t len, TfError *err);
 
+/* The tensors of any safetensors file of float32 tensors (a Hugging Face
+ * model.safetensors), checked as tfw_read checks them, in a model that holds
+ * nothing else (no layers, no metadata: not a valid model). NULL with err
+ * set ("PATH: tensor 'h.0.attn.c_attn.weight': dtype 'F16' is not
+ * supported (only F32)"). */
+TfModel *tfw_read_tensors(const char *path, TfError *err);
+
 /* Writes m (which must pass model_validate). 0, or -1 with err set. The file
  * is written to a temporary name and renamed (outfile_write: through a
  * symbolic link, never over a non-regular or read-only file), so a failure

@@ -8,6 +8,9 @@
  *   tfrun WEIGHTS.tfw --dump FILE.safetensors PROMPT   (activations: runtime/inspect/dump.h)
  *   tfrun [-n N] A.tfw --compare B.tfw [--report FILE.html] [--svg DIR] PROMPT
  *                                             (side by side: runtime/inspect/compare.h)
+ *   tfrun WEIGHTS.tfw --ablate SPEC [--patch-from PROMPT2] [any of the above] PROMPT
+ *                                             (interventions: runtime/engine/intervene.h;
+ *                                              with --compare, on A only)
  *
  * Options may come before or after the file names; a prompt that starts
  * with '-' follows "--". Prints each prompt followed by its generated
@@ -42,6 +45,7 @@
 #include "dump.h"
 #include "infer.h"
 #include "inspect.h"
+#include "intervene.h"
 #include "session.h"
 #include "lines.h"
 #include "outfile.h"
@@ -57,6 +61,7 @@
 #define TFRUN_MAX_BATCH 4096
 #define TFRUN_MAX_THREADS 64
 #define TFRUN_SHOW_FAILURES 10
+#define TFRUN_MAX_ABLATE 64
 
 static void usage(FILE *f) {
     fprintf(f, "usage: tfrun [options] WEIGHTS.tfw [--] PROMPT\n"
@@ -87,6 +92,12 @@ static void usage(FILE *f) {
                "                   safetensors file\n"
                "  --compare B.tfw  with --report and/or --svg: this model and B on the prompt,\n"
                "                   side by side, every head against every head of B\n"
+               "  --ablate SPEC    edit activations while running: [zero:|mean:|patch:]TARGET,\n"
+               "                   comma-separated; TARGET layers.N, a layer or op name,\n"
+               "                   layers.N.head.H, REG@layers.N, REG@LAYER, REG@embed\n"
+               "                   (repeatable; with --compare, on this model only)\n"
+               "  --patch-from P   patch the --ablate targets with their values in prompt\n"
+               "                   P's run (P as long as the prompt)\n"
                "  -h, --help       this help;  --version  the version\n"
                "Options and files come in any order; --opt=V is --opt V; \"--\" ends the\n"
                "options (for a prompt that starts with '-'). Input lines end in LF or CRLF.\n"
@@ -216,16 +227,17 @@ static void print_result(FILE *f, const TfModel *m, const char *prompt, size_t l
 }
 
 static int run_classify(const TfModel *m, const char *prompt, const char *path, int check,
-                        int force_progress);
+                        int force_progress, const TfIntervention *iv);
 
 /* --dump: one pass over the prompt, its activations to path (dump.h). */
-static int run_dump(const TfModel *m, const char *prompt, const char *path) {
+static int run_dump(const TfModel *m, const char *prompt, const char *path,
+                    const TfIntervention *iv) {
     size_t len = strlen(prompt);
     if (len > INT_MAX / 2) len = INT_MAX / 2;
     int *ids = prepare_prompt(m, prompt, (int)len, 0, "prompt");
     if (!ids) return TFRUN_EXIT_ERROR;
     TfError err = {""};
-    int rc = dump_activations(m, prompt, ids, (int)len, path, &err);
+    int rc = dump_activations(m, prompt, ids, (int)len, iv, path, &err);
     if (rc < 0) fprintf(stderr, "tfrun: %s\n", err.msg);
     free(ids);
     return rc < 0 ? TFRUN_EXIT_ERROR : 0;
@@ -247,7 +259,7 @@ static int run_inspect(const TfModel *m, const char *prompt, int n_new, const Tf
         if (ids) fprintf(stderr, "tfrun: %s\n", out && vals ? err.msg : "out of memory");
         status = TFRUN_EXIT_ERROR;
     } else if (m->output_kind == TF_OUTPUT_CLASSIFY) {
-        status = run_classify(m, prompt, NULL, 0, 0);
+        status = run_classify(m, prompt, NULL, 0, 0, io->intervention);
     } else {
         print_result(stdout, m, prompt, len, out, vals, n_out);
     }
@@ -257,7 +269,8 @@ static int run_inspect(const TfModel *m, const char *prompt, int n_new, const Tf
     return status;
 }
 
-static int run_one(const TfModel *m, const char *prompt, int n_new, int use_cache) {
+static int run_one(const TfModel *m, const char *prompt, int n_new, int use_cache,
+                   const TfIntervention *iv) {
     size_t len = strlen(prompt);
     if (len > INT_MAX / 2) len = INT_MAX / 2;
     int *ids = prepare_prompt(m, prompt, (int)len, n_new, "prompt");
@@ -265,6 +278,10 @@ static int run_one(const TfModel *m, const char *prompt, int n_new, int use_cach
     TfError err = {""};
     TfInfer *inf = infer_new(m, 1, &err);
     if (inf) infer_set_cache(inf, use_cache);
+    if (inf && infer_set_intervention(inf, iv, &err) < 0) {
+        infer_free(inf);
+        inf = NULL;
+    }
     size_t cap = (size_t)(n_new > (int)len ? n_new : (int)len) + 1;
     int *out = malloc(cap * sizeof(int));
     float *vals = malloc(cap * sizeof(float));
@@ -333,9 +350,13 @@ static int classify_one(TfInfer *inf, const TfModel *m, const char *text, float 
  * and a 'passed, failed' line, as for other models. 0, or 1 after any bad
  * input or failed case. */
 static int run_classify(const TfModel *m, const char *prompt, const char *path, int check,
-                        int force_progress) {
+                        int force_progress, const TfIntervention *iv) {
     TfError err = {""};
     TfInfer *inf = infer_new(m, 1, &err);
+    if (inf && infer_set_intervention(inf, iv, &err) < 0) {
+        infer_free(inf);
+        inf = NULL;
+    }
     float *probs = malloc((size_t)m->n_classes * sizeof *probs);
     FILE *f = !path ? NULL : strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
     if (!inf || !probs || (path && !f)) {
@@ -446,15 +467,19 @@ static int run_classify(const TfModel *m, const char *prompt, const char *path, 
  * newline, into *text (the caller frees it): the generation inspect_run
  * does (one full pass per step), or a classifier's class. */
 static int result_text(const TfModel *m, const char *prompt, const int *ids, int len, int n_new,
-                       char **text, TfError *err) {
+                       const TfIntervention *iv, char **text, TfError *err) {
     size_t cap = (size_t)(n_new > len ? n_new : len) + 1, size = 0;
     int *out = malloc(cap * sizeof(int));
     float *vals = malloc(cap * sizeof(float));
     TfInfer *inf = m->output_kind == TF_OUTPUT_CLASSIFY ? infer_new(m, 1, err) : NULL;
     float *probs = inf ? malloc((size_t)m->n_classes * sizeof *probs) : NULL;
-    TfInspectOptions none = {0, 0, 0, NULL, NULL};
+    TfInspectOptions none = {0, 0, 0, NULL, NULL, iv};
     FILE *f = open_memstream(text, &size);
     int n_out = 0, rc = -1;
+    if (inf && infer_set_intervention(inf, iv, err) < 0) {
+        infer_free(inf);
+        inf = NULL;
+    }
     if (m->output_kind == TF_OUTPUT_CLASSIFY && !inf)
         ; /* err says why */
     else if (!out || !vals || !f || (inf && !probs))
@@ -482,6 +507,7 @@ static int result_text(const TfModel *m, const char *prompt, const int *ids, int
  * as tfrun prints it, A's first. */
 static int run_compare(TfModel *const m[2], const char *const path[2], const char *prompt,
                        const int n_new[2], const TfInspectOptions *io) {
+    const TfIntervention *iv[2] = {io->intervention, NULL}; /* A's edits only */
     size_t len = strlen(prompt);
     if (len > INT_MAX / 2) len = INT_MAX / 2;
     int *ids[2] = {NULL, NULL}, status = TFRUN_EXIT_ERROR, s = 0;
@@ -498,8 +524,8 @@ static int run_compare(TfModel *const m[2], const char *const path[2], const cha
         if (!ids[s]) goto done;
     }
     for (s = 0; s < 2; s++) {
-        if (result_text(m[s], prompt, ids[s], (int)len, n_new[s], &text[s], &err) < 0 ||
-            !(cap[s] = inspect_capture(m[s], ids[s], (int)len, &err))) {
+        if (result_text(m[s], prompt, ids[s], (int)len, n_new[s], iv[s], &text[s], &err) < 0 ||
+            !(cap[s] = inspect_capture_with(m[s], ids[s], (int)len, 0, iv[s], &err))) {
             fprintf(stderr, "tfrun: %s: %s\n", path[s], err.msg);
             goto done;
         }
@@ -525,6 +551,55 @@ done:
     return status;
 }
 
+/* --ablate and --patch-from: the edits, their means (the prompt's own
+ * run) and patches (patch_from's run) recorded, into *out. 0, or an exit
+ * status after a one-line message. */
+static int make_intervention(const TfModel *m, const char *const *specs, int n_specs,
+                             const char *patch_from, const char *prompt, int batch, int n_new,
+                             TfIntervention **out) {
+    TfError err = {""};
+    *out = NULL;
+    if (n_specs == 0) {
+        if (!patch_from) return 0;
+        fprintf(stderr, "tfrun: --patch-from wants --ablate SPEC: what to patch\n");
+        return TFRUN_EXIT_USAGE;
+    }
+    TfIntervention *iv = intervention_parse(m, specs, n_specs, patch_from != NULL, &err);
+    if (!iv) {
+        fprintf(stderr, "tfrun: %s\n", err.msg);
+        return TFRUN_EXIT_USAGE;
+    }
+    int per_prompt = intervention_has(iv, TF_EDIT_MEAN) || intervention_has(iv, TF_EDIT_PATCH);
+    if (batch && (per_prompt || patch_from)) {
+        fprintf(stderr, "tfrun: --ablate mean: and --patch-from take one prompt, not a file "
+                        "(zero: edits take --batch and --check)\n");
+        intervention_free(iv);
+        return TFRUN_EXIT_USAGE;
+    }
+    int status = 0, len = prompt ? (int)strnlen(prompt, INT_MAX / 2) : 0;
+    int *ids = per_prompt ? prepare_prompt(m, prompt, len, n_new, "prompt") : NULL;
+    int *src = ids && patch_from ? prepare_prompt(m, patch_from, (int)strnlen(patch_from, INT_MAX / 2),
+                                                  n_new, "--patch-from")
+                                 : NULL;
+    if (per_prompt && (!ids || (patch_from && !src))) {
+        status = TFRUN_EXIT_ERROR;
+    } else if (src && (int)strlen(patch_from) != len) {
+        fprintf(stderr, "tfrun: --patch-from: '%s' has %d tokens, the prompt %d: patching pairs "
+                        "positions, give prompts of one length\n", patch_from, (int)strlen(patch_from), len);
+        status = TFRUN_EXIT_USAGE;
+    } else if ((intervention_has(iv, TF_EDIT_MEAN) &&
+                intervention_prepare(iv, TF_EDIT_MEAN, ids, len, n_new, &err) < 0) ||
+               (src && intervention_prepare(iv, TF_EDIT_PATCH, src, len, n_new, &err) < 0)) {
+        fprintf(stderr, "tfrun: %s\n", err.msg);
+        status = TFRUN_EXIT_ERROR;
+    }
+    free(ids);
+    free(src);
+    if (status) intervention_free(iv);
+    else *out = iv;
+    return status;
+}
+
 int main(int argc, char **argv) {
     // OpenBLAS's generic fallback on a CPU with AVX2 or AVX-512: run again on
     // the CPU's own kernels, before anything else (runtime/engine/blas.h).
@@ -540,15 +615,18 @@ int main(int argc, char **argv) {
     if (dist_rank() > 0 && !freopen("/dev/null", "w", stdout)) return TFRUN_EXIT_ERROR;
     int shard_input = 0;
     const char *weights = NULL, *prompt = NULL, *batch_path = NULL, *dump_path = NULL;
-    const char *compare_path = NULL;
+    const char *compare_path = NULL, *patch_from = NULL;
+    const char *ablate[TFRUN_MAX_ABLATE];
+    int n_ablate = 0;
     int step_given = 0;
     int n_new = -1, batch = TFRUN_DEFAULT_BATCH, threads = runner_default_threads(), check = 0;
     int use_cache = 1, progress = 0;
-    TfInspectOptions io = {0, 0, 0, NULL, NULL};
+    TfInspectOptions io = {0, 0, 0, NULL, NULL, NULL};
     enum {
         OPT_BATCH = 256, OPT_CHECK, OPT_BATCH_SIZE, OPT_THREADS, OPT_NO_CACHE, OPT_PROGRESS,
         OPT_SHARD_INPUT,
-        OPT_TRACE, OPT_TRACE_ALL, OPT_STEP, OPT_REPORT, OPT_SVG, OPT_DUMP, OPT_COMPARE, OPT_VERSION
+        OPT_TRACE, OPT_TRACE_ALL, OPT_STEP, OPT_REPORT, OPT_SVG, OPT_DUMP, OPT_COMPARE, OPT_VERSION,
+        OPT_ABLATE, OPT_PATCH_FROM
     };
     static const struct option longopts[] = {
         {"batch", required_argument, NULL, OPT_BATCH},
@@ -565,6 +643,8 @@ int main(int argc, char **argv) {
         {"svg", required_argument, NULL, OPT_SVG},
         {"dump", required_argument, NULL, OPT_DUMP},
         {"compare", required_argument, NULL, OPT_COMPARE},
+        {"ablate", required_argument, NULL, OPT_ABLATE},
+        {"patch-from", required_argument, NULL, OPT_PATCH_FROM},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0}};
@@ -618,6 +698,15 @@ int main(int argc, char **argv) {
         case OPT_SVG: io.svg_dir = v; break;
         case OPT_DUMP: dump_path = v; break;
         case OPT_COMPARE: compare_path = v; break;
+        case OPT_ABLATE:
+            if (n_ablate == TFRUN_MAX_ABLATE) {
+                fprintf(stderr, "tfrun: more than %d --ablate options (join them with commas)\n",
+                        TFRUN_MAX_ABLATE);
+                return TFRUN_EXIT_USAGE;
+            }
+            ablate[n_ablate++] = v;
+            break;
+        case OPT_PATCH_FROM: patch_from = v; break;
         case 'h': usage(stdout); return cli_flush_stdout("tfrun") < 0 ? TFRUN_EXIT_ERROR : 0;
         case OPT_VERSION:
             cli_version("tfrun", blas_library(), blas_core(), blas_core_is_fallback(blas_core()),
@@ -685,6 +774,14 @@ int main(int argc, char **argv) {
         model_free(m);
         return TFRUN_EXIT_USAGE;
     }
+    TfIntervention *iv = NULL;
+    int iv_status = make_intervention(m, ablate, n_ablate, patch_from, prompt, batch_path != NULL,
+                                      n_new, &iv);
+    if (iv_status) {
+        model_free(m);
+        return iv_status;
+    }
+    io.intervention = iv;
     if (compare_path) { /* the second model, its own -n limit */
         TfModel *b = cli_expect_weights("tfrun", compare_path) < 0 ? NULL
                                                                    : tfw_read(compare_path, &err);
@@ -701,18 +798,20 @@ int main(int argc, char **argv) {
             fprintf(stderr, "tfrun: %s\n", err.msg);
         }
         model_free(b);
+        intervention_free(iv);
         model_free(m);
         if (cli_flush_stdout("tfrun") < 0) status = TFRUN_EXIT_ERROR;
         return status;
     }
     TfRunnerOptions bo = {.n_new = n_new, .batch_size = batch, .n_threads = threads,
                          .use_cache = use_cache, .check = check,
-                         .show_failures = TFRUN_SHOW_FAILURES};
-    int status = dump_path && run_dump(m, prompt, dump_path) != 0 ? TFRUN_EXIT_ERROR
+                         .show_failures = TFRUN_SHOW_FAILURES, .intervention = iv};
+    int status = dump_path && run_dump(m, prompt, dump_path, iv) != 0 ? TFRUN_EXIT_ERROR
                  : inspect      ? run_inspect(m, prompt, n_new, &io)
-                 : m->output_kind == TF_OUTPUT_CLASSIFY ? run_classify(m, prompt, batch_path, check, progress)
+                 : m->output_kind == TF_OUTPUT_CLASSIFY ? run_classify(m, prompt, batch_path, check, progress, iv)
                  : batch_path ? run_stream(m, batch_path, &bo, progress, shard_input)
-                              : run_one(m, prompt, n_new, use_cache);
+                              : run_one(m, prompt, n_new, use_cache, iv);
+    intervention_free(iv);
     model_free(m);
     if (cli_flush_stdout("tfrun") < 0) status = TFRUN_EXIT_ERROR;
     return status;

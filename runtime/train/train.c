@@ -665,6 +665,7 @@ static double forward(TfTrainer *t, const TfBatch *b, int train, long step) {
             matmul_forward(a->hpre, ain, P(t, ly->fc1_weight), OPTP(t, ly->fc1_bias), rows, C, F, 0);
             memcpy(a->hact, a->hpre, (size_t)rows * F * sizeof(float));
             if (ly->act == TF_ACT_GELU) gelu_forward(a->hact, (long)rows * F);
+            else if (ly->act == TF_ACT_GELU_TANH) gelu_tanh_forward(a->hact, (long)rows * F);
             else relu_forward(a->hact, (long)rows * F);
             matmul_forward(a->y, a->hact, P(t, ly->fc2_weight), OPTP(t, ly->fc2_bias), rows, F, C, 0);
         }
@@ -874,6 +875,8 @@ static void backward(TfTrainer *t, const TfBatch *b) {
             matmul_backward(t->dh, G(t, ly->fc2_weight), OPTG(t, ly->fc2_bias), dy, a->hact,
                             P(t, ly->fc2_weight), rows, F, C);
             if (ly->act == TF_ACT_GELU) gelu_backward(t->dhpre, a->hpre, t->dh, (long)rows * F);
+            else if (ly->act == TF_ACT_GELU_TANH)
+                gelu_tanh_backward(t->dhpre, a->hpre, t->dh, (long)rows * F);
             else relu_backward(t->dhpre, a->hpre, t->dh, (long)rows * F);
             matmul_backward(t->dain, G(t, ly->fc1_weight), OPTG(t, ly->fc1_bias), t->dhpre, ain,
                             P(t, ly->fc1_weight), rows, C, F);

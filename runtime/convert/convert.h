@@ -1,0 +1,33 @@
+/* convert.h: other people's models in, standard models out (tfconvert,
+ * docs/convert.md).
+ *
+ *   TfModel *m = convert_from_gpt2("folder", &opt, &err);   Hugging Face GPT-2 -> model
+ *   tfw_write(m, "model.tfw", &err);
+ *
+ * A GPT-2-style folder holds config.json (the Hugging Face GPT2Config keys),
+ * model.safetensors (float32 tensors, with or without the "transformer."
+ * prefix; Conv1D weights stored [in, out]) and, unless a vocabulary is
+ * given, vocab.json. The model it becomes is the same function: pre-norm
+ * attention and MLP layers, a final norm layer, learned positions, the
+ * unembedding tied or not. What the .tfw format cannot hold is an error
+ * naming the key or tensor.
+ *
+ * Memory: the returned model belongs to the caller (model_free).
+ */
+#ifndef TF_CONVERT_H
+#define TF_CONVERT_H
+
+#include "model.h"
+
+typedef struct TfConvertOptions {
+    /* The vocabulary, one byte per token (a character model), in place of
+     * vocab.json; NULL: read vocab.json. */
+    const char *vocab;
+    int vocab_len;
+    int generate; /* the default number of tokens to generate; < 1: 1 */
+    const char *source; /* how made_by names the folder (the path as given) */
+} TfConvertOptions;
+
+TfModel *convert_from_gpt2(const char *dir, const TfConvertOptions *opt, TfError *err);
+
+#endif

@@ -1,0 +1,119 @@
+/* tfconvert: other people's models in, standard models out (docs/convert.md).
+ *
+ *   tfconvert [--vocab CHARS] [--generate N] FOLDER -o OUT.tfw
+ *        a Hugging Face GPT-2-style folder (config.json, model.safetensors,
+ *        vocab.json) to a weight file (runtime/convert/convert.h)
+ *
+ * What it converts is decided by what IN is: a directory is a GPT-2-style
+ * folder. Exit status: 0 converted; 1 an input that cannot be read or
+ * represented (a one-line message naming the key, the tensor or the
+ * file), or an output that cannot be written; 2 usage error.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "convert.h"
+#include "model.h"
+#include "tfw.h"
+
+#define TFCONVERT_EXIT_ERROR 1
+#define TFCONVERT_EXIT_USAGE 2
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: tfconvert [options] FOLDER -o OUT.tfw\n"
+               "  FOLDER           a GPT-2-style folder: config.json, model.safetensors\n"
+               "                   (float32; with or without the transformer. prefix) and\n"
+               "                   vocab.json (tokens of one character)\n"
+               "  -o FILE          the weight file to write\n"
+               "  --vocab CHARS    the vocabulary of a character model, token i the i-th\n"
+               "                   character (in place of vocab.json)\n"
+               "  --generate N     the tokens tfrun generates by default (default 1)\n"
+               "  -h, --help       this help;  --version  the version\n"
+               "exit status: 0 converted; 1 an input that cannot be read or represented, or\n"
+               "an output that cannot be written; 2 usage error\n");
+}
+
+/* FOLDER to OUT.tfw. */
+static int from_gpt2(const char *in, const char *out, const TfConvertOptions *opt) {
+    TfError err = {""};
+    TfModel *m = convert_from_gpt2(in, opt, &err);
+    if (!m) {
+        // Messages about a file of the folder name it ("config.json: ..."),
+        // or give its path already.
+        if (strncmp(err.msg, in, strlen(in)) != 0) tf_error_prefix(&err, in);
+        fprintf(stderr, "tfconvert: %s\n", err.msg);
+        return TFCONVERT_EXIT_ERROR;
+    }
+    int rc = tfw_write(m, out, &err);
+    model_free(m);
+    if (rc < 0) {
+        fprintf(stderr, "tfconvert: %s\n", err.msg);
+        return TFCONVERT_EXIT_ERROR;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    const char *out = NULL, *in = NULL;
+    TfConvertOptions opt = {NULL, 0, 1, NULL};
+    enum { OPT_VOCAB = 256, OPT_GENERATE, OPT_VERSION };
+    static const struct option longopts[] = {
+        {"vocab", required_argument, NULL, OPT_VOCAB},
+        {"generate", required_argument, NULL, OPT_GENERATE},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, OPT_VERSION},
+        {NULL, 0, NULL, 0}};
+    int c;
+    long v;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o': out = optarg; break;
+        case OPT_VOCAB:
+            opt.vocab = optarg;
+            opt.vocab_len = (int)strnlen(optarg, 257);
+            break;
+        case OPT_GENERATE:
+            if (cli_parse_long(optarg, 1, INT_MAX, &v) < 0) {
+                fprintf(stderr, "tfconvert: --generate wants a positive number, not '%s'\n",
+                        optarg);
+                return TFCONVERT_EXIT_USAGE;
+            }
+            opt.generate = (int)v;
+            break;
+        case 'h': usage(stdout); return cli_flush_stdout("tfconvert") < 0 ? TFCONVERT_EXIT_ERROR : 0;
+        case OPT_VERSION:
+            cli_version("tfconvert");
+            return cli_flush_stdout("tfconvert") < 0 ? TFCONVERT_EXIT_ERROR : 0;
+        default: cli_option_error("tfconvert", c, argv, longopts); return TFCONVERT_EXIT_USAGE;
+        }
+    }
+    if (optind < argc) in = argv[optind++];
+    if (optind < argc || !in || !out) {
+        fprintf(stderr, "tfconvert: %s\n", optind < argc ? "more than one input given"
+                                           : !in         ? "no input given"
+                                                         : "no output given (-o FILE)");
+        usage(stderr);
+        return TFCONVERT_EXIT_USAGE;
+    }
+    if (opt.vocab && opt.vocab_len > 256) {
+        fprintf(stderr, "tfconvert: --vocab has more than 256 characters\n");
+        return TFCONVERT_EXIT_USAGE;
+    }
+    opt.source = in;
+    cli_remove_output_on_signals();
+    struct stat st;
+    if (stat(in, &st) == 0 && S_ISDIR(st.st_mode)) return from_gpt2(in, out, &opt);
+    if (stat(in, &st) != 0) {
+        fprintf(stderr, "tfconvert: %s: cannot open: no such file or directory\n", in);
+        return TFCONVERT_EXIT_ERROR;
+    }
+    fprintf(stderr, "tfconvert: %s: not a folder (a GPT-2-style folder converts to a .tfw)\n", in);
+    return TFCONVERT_EXIT_ERROR;
+}
