@@ -75,10 +75,10 @@ static void set_ids(Boxes *B, unsigned S, int j) {
     for (long h = 0; h < mask; h++) B->slot[h] = -1;
     mask--;
     for (long a = 0; a < m; a++) {
-        unsigned long h = 1469598103934665603ul;
+        unsigned long long h = 1469598103934665603ull; /* FNV-1a, 64 bits everywhere */
         for (int x = 0; x < sj; x++)
-            h = (h ^ (unsigned long)cid[child(a, st, sj, x)]) * 1099511628211ul;
-        for (h &= (unsigned long)mask;; h = (h + 1) & (unsigned long)mask) {
+            h = (h ^ (unsigned long long)cid[child(a, st, sj, x)]) * 1099511628211ull;
+        for (h &= (unsigned long long)mask;; h = (h + 1) & (unsigned long long)mask) {
             long b = B->slot[h];
             if (b < 0) {
                 B->slot[h] = (int)a;
