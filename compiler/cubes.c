@@ -77,7 +77,7 @@ static void set_ids(Boxes *B, unsigned S, int j) {
     mask--;
     for (long a = 0; a < m; a++) {
         uint64_t h = HASH_INIT;
-        for (int x = 0; x < sj; x++) h = hash_word(h, (uint64_t)(unsigned long)cid[child(a, st, sj, x)]);
+        for (int x = 0; x < sj; x++) h = hash_word(h, (uint64_t)cid[child(a, st, sj, x)]);
         for (h &= (uint64_t)mask;; h = (h + 1) & (uint64_t)mask) {
             long b = B->slot[h];
             if (b < 0) {
