@@ -89,7 +89,7 @@ int main(int argc, char **argv) {
             break;
         case 'h': usage(stdout); return cli_flush_stdout("tfconvert") < 0 ? TFCONVERT_EXIT_ERROR : 0;
         case OPT_VERSION:
-            cli_version("tfconvert");
+            cli_version("tfconvert", NULL, NULL, 0, NULL);
             return cli_flush_stdout("tfconvert") < 0 ? TFCONVERT_EXIT_ERROR : 0;
         default: cli_option_error("tfconvert", c, argv, longopts); return TFCONVERT_EXIT_USAGE;
         }
