@@ -94,7 +94,7 @@ enum { TF_IR_REG_TOKENS = 0, TF_IR_REG_POS = 1, TF_IR_REG_INDICES = 2 /* with ma
 
 /* Checks a parsed program: names, kinds, signatures, unrolling. Returns the
  * checked program, or NULL when any error was reported (diag->n_errors > 0)
- * or memory ran out. The values are compiler/values.c's stage. */
+ * or memory ran out (nothing reported). The values are compiler/values.c's stage. */
 TfIr *check_program(const TfProgram *prog, TfDiag *diag);
 
 /* The register of that name, or -1 (a hash lookup). */

@@ -134,10 +134,7 @@ int plans_make(const TfIr *ir, int opt_level, size_t max_params, TfDiag *diag, T
         return -1;
     }
     out->layers = calloc((size_t)(ir->n_ops > 0 ? ir->n_ops : 1), sizeof *out->layers);
-    if (!out->layers) {
-        diag_file_error(diag, "out of memory");
-        return -1;
-    }
+    if (!out->layers) return -1;
     out->n_layers = ir->n_ops;
     for (int i = 0; i < ir->n_ops; i++) {
         const TfIrOp *op = &ir->ops[i];

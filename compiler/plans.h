@@ -33,7 +33,8 @@ typedef struct TfPlans {
     size_t n_params;     /* the whole model */
 } TfPlans;
 
-/* 0, or -1 after reporting to diag (too large, out of memory). */
+/* 0, or -1 after reporting to diag (too large), or -1 with nothing
+ * reported when memory ran out. */
 int plans_make(const TfIr *ir, int opt_level, size_t max_params, TfDiag *diag, TfPlans *out);
 void plans_free(TfPlans *p);
 

@@ -501,12 +501,9 @@ static void check_output(Gen *G) {
                    name, g->err, 0.5 - g->err);
 }
 
-void values_analyze(TfIr *ir, int opt_level, TfDiag *diag) {
+int values_analyze(TfIr *ir, int opt_level, TfDiag *diag) {
     ir->gen_regs = calloc((size_t)ir->n_regs, sizeof *ir->gen_regs);
-    if (!ir->gen_regs) {
-        diag_file_error(diag, "out of memory");
-        return;
-    }
+    if (!ir->gen_regs) return -1;
     int max_len = ir->maxlen > 0 ? ir->maxlen : ir->period;
     Gen G = {ir, diag, opt_level > 0, ir->bos >= 0 ? max_len - 1 : max_len, NULL, 0, 0, 0};
     builtin_values(&G);
@@ -531,7 +528,10 @@ void values_analyze(TfIr *ir, int opt_level, TfDiag *diag) {
             if (va_greg(&G, op.dest)->writer < 0) va_greg(&G, op.dest)->writer = G.n_out;
         }
     }
-    if (G.failed) diag_file_error(diag, "out of memory");
+    if (G.failed) {
+        free(G.out);
+        return -1;
+    }
     for (int r = 0; r < ir->n_regs && diag->n_errors == errors; r++) {
         if (ir->regs[r].kind == TF_REG_CATEGORICAL && va_greg(&G, r)->n_vals == 0 &&
             va_greg(&G, r)->writer < 0 && r != ir->indices_reg) {
@@ -545,4 +545,5 @@ void values_analyze(TfIr *ir, int opt_level, TfDiag *diag) {
     ir->ops = G.out;
     ir->n_ops = G.n_out;
     layout(ir);
+    return G.failed ? -1 : 0; // make_labels ran out of memory
 }

@@ -129,8 +129,9 @@ struct TfGenOp {
 /* Runs the analysis (see above) with the lowering's opt_level (the seed
  * ops' constructions differ); reports to diag. The op list may grow: joint
  * registers and Count's steps become ops of their own (of the op's kind,
- * with their own plan). */
-void values_analyze(TfIr *ir, int opt_level, TfDiag *diag);
+ * with their own plan). Returns 0, or -1 when memory ran out (which is not
+ * reported to diag: it is no fault of the program). */
+int values_analyze(TfIr *ir, int opt_level, TfDiag *diag);
 void values_free(TfIr *ir);
 
 /* Column of value v in categorical register r (tokens, indices or a declared
