@@ -23,23 +23,6 @@ typedef struct Checker {
     int too_many_layers;
 } Checker;
 
-const char *check_show_char(int c, char *buf) {
-    switch (c) {
-    case '\n': return "\\n";
-    case '\t': return "\\t";
-    case '\r': return "\\r";
-    case '\0': return "\\0";
-    case '\\': return "\\\\";
-    case '\'': return "\\'";
-    default:
-        if (c < 0x20 || c >= 0x7f)
-            snprintf(buf, 8, "\\x%02x", c & 0xff);
-        else
-            snprintf(buf, 8, "%c", c);
-        return buf;
-    }
-}
-
 static const char *kind_name(TfRegKind k) { return tf_reg_kind_names[k]; }
 
 /* "a token register", "a position or scalar register" */
@@ -205,7 +188,7 @@ static void check_vocab(Checker *ck, const TfStmt *s) {
         if (seen[c] >= 0) {
             char buf[8];
             diag_error(ck->diag, s->vocab_locs[i], "token '%s' appears twice in the vocabulary",
-                       check_show_char(c, buf));
+                       ast_char_text(c, '\'', buf));
             diag_note(ck->diag, s->vocab_locs[seen[c]], "first listed here");
             ok = 0;
             continue;
@@ -266,7 +249,7 @@ static void collect_declarations(Checker *ck, const TfProgram *prog) {
                 if (ck->ir->bos < 0) {
                     char buf[8];
                     diag_error(ck->diag, s->ch_loc, "token '%s' is not in the vocabulary",
-                               check_show_char(s->ch, buf));
+                               ast_char_text(s->ch, '\'', buf));
                 }
             }
             break;
@@ -373,7 +356,7 @@ static void check_output_and_generate(Checker *ck) {
             if (ir->stop_token < 0) {
                 char buf[8];
                 diag_error(ck->diag, g->ch_loc, "token '%s' is not in the vocabulary",
-                           check_show_char(g->ch, buf));
+                           ast_char_text(g->ch, '\'', buf));
             }
         }
     }
@@ -420,7 +403,7 @@ static int check_arg(Checker *ck, const TfOpInfo *info, const TfParam *p, const 
         if (out->tok < 0) {
             char buf[8];
             diag_error(ck->diag, a->loc, "token '%s' is not in the vocabulary",
-                       check_show_char(a->ch, buf));
+                       ast_char_text(a->ch, '\'', buf));
             return -1;
         }
         return 0;

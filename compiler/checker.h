@@ -105,8 +105,6 @@ int check_add_reg(TfIr *ir, const char *name, TfRegKind kind, TfLoc loc);
 /* After an "unknown register" error: "did you mean 'x'?" when one is close. */
 void check_hint_reg(TfDiag *diag, const TfIr *ir, const char *name);
 
-/* A character as written in a literal: a, \n, \' (buf holds 8 bytes). */
-const char *check_show_char(int c, char *buf);
 void check_free(TfIr *ir);
 
 #endif

@@ -119,7 +119,7 @@ static void print_seed_args(FILE *f, const TfIr *ir, const TfIrOp *op) {
         if (i) fputs(", ", f);
         if (a->tok >= 0) {
             char buf[8];
-            fprintf(f, "'%s'", check_show_char((unsigned char)ir->vocab[a->tok], buf));
+            fprintf(f, "'%s'", ast_char_text((unsigned char)ir->vocab[a->tok], '\'', buf));
         } else if (p->kind == TF_PARAM_REG_OFFSET) {
             fprintf(f, "%s %c %ld", reg_name(ir, a->reg), a->value < 0 ? '-' : '+', labs(a->value));
         } else if (p->kind == TF_PARAM_REG_STEP) {
