@@ -94,7 +94,7 @@ int check_add_reg(TfIr *ir, const char *name, TfRegKind kind, TfLoc loc) {
         ir->reg_hash_cap = cap;
         for (int r = 0; r < ir->n_regs; r++) hash_insert(ir, r);
     }
-    regs[ir->n_regs] = (TfIrReg){name, kind, 0, 0, loc};
+    regs[ir->n_regs] = (TfIrReg){.name = name, .kind = kind, .loc = loc};
     hash_insert(ir, ir->n_regs);
     return ir->n_regs++;
 }
@@ -565,7 +565,6 @@ static void check_block(Checker *ck, const TfStmt *list, OpList *out) {
 
 void check_free(TfIr *ir) {
     if (!ir) return;
-    values_free(ir);
     free(ir->reg_hash);
     arena_free(&ir->arena);
     free(ir->regs);

@@ -9,7 +9,7 @@
  * registers in declaration order.
  *
  * Memory: a TfIr owns everything reachable from it: its growable arrays
- * (regs, ops, gen_regs, reg_hash) and, in its arena (compiler/arena.h),
+ * (regs, ops, reg_hash) and, in its arena (compiler/arena.h),
  * everything else every stage adds (op arguments, plans, value sets, labels,
  * hidden registers' names). check_free releases it all. It borrows the
  * TfProgram (names, source locations), which must outlive it.
@@ -29,11 +29,44 @@
 #define TF_MAX_LAYERS 100000
 #define TF_DEFAULT_GENERATE 1
 
+/* A value: an integer, a token (its character code) or a real number
+ * (compiler/expr.h evaluates expressions over them). */
+typedef enum TfValKind { TF_VAL_INT, TF_VAL_TOKEN, TF_VAL_REAL } TfValKind;
+
+typedef struct TfVal {
+    TfValKind kind;
+    double x;
+} TfVal;
+
+/* What the value analysis (compiler/values.c) proves of a register: its
+ * values, its error bound and who wrote it. Zero until the analysis runs. */
+typedef struct TfRegFacts {
+    int known;     /* the value set is known */
+    TfVal *vals;   /* categorical: one per column, in column order; numeric: sorted */
+    int n_vals;
+    char **labels; /* categorical registers written by general ops: column labels */
+    double err;    /* bound on |column - exact value| at every position */
+    int writer;    /* index of the op that wrote it, -1 */
+    int poisoned;  /* its op failed: later reads fail quietly (no follow-on errors) */
+    const TfStmt *why_stmt; /* the op that made the values unknown, or NULL */
+    const char *why;        /* and how: "leaves it holding no value" */
+    int bos_dirty;          /* may be non-zero at the BOS position (a seed op wrote it) */
+    const TfStmt *bos_stmt; /* that seed op */
+    int bos_value;          /* holds a value at the BOS (an Aggregate's default): no attention
+                               reads it at the keys */
+    int one_value;          /* holds exactly one of its values at every position after the
+                               BOS (or the run stops at its run-time check): `tokens`,
+                               `indices`, and what a general op writes from inputs that do,
+                               with a result for every combination (or a default); a seed
+                               op that writes it later clears it (compiler/cubes.h) */
+} TfRegFacts;
+
 typedef struct TfIrReg {
     const char *name; /* borrowed from the tree, or a literal for built-ins */
     TfRegKind kind;
     int offset, size;
-    TfLoc loc; /* declaration; line 0 for built-ins */
+    TfLoc loc;        /* declaration; line 0 for built-ins */
+    TfRegFacts facts; /* the value analysis's (zero before it) */
 } TfIrReg;
 
 /* One checked argument: a register (reg >= 0) with an optional integer
@@ -48,7 +81,6 @@ typedef struct TfIrArg {
  * selection sides, Count's steps), each of the kind of the op it serves and
  * with its own plan; compiler/plans.c says what layer each becomes. */
 typedef struct TfGenOp TfGenOp; /* compiler/values.h */
-typedef struct TfGenReg TfGenReg;
 
 typedef struct TfIrOp {
     TfOpKind op;
@@ -81,7 +113,6 @@ typedef struct TfIr {
     int stop_token;     /* token index of `generate until`, -1 when none */
     int every_position; /* `output R at every position` */
     int indices_reg;    /* the built-in `indices`, -1 without maxlen */
-    TfGenReg *gen_regs; /* per register: values and error bound (compiler/values.c) */
     TfArena arena;      /* owns every piece reachable from here but the arrays */
 
     int regs_cap;       /* room in regs */

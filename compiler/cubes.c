@@ -381,7 +381,7 @@ int cubes_of_table(const TfIr *ir, const TfGenOp *p, TfCubes *out) {
     unsigned may_free = 0;
     double worst = 0; /* the margin's use if every one-value input shared all its values */
     for (int i = 0; i < p->n_in; i++) {
-        const TfGenReg *g = &ir->gen_regs[p->in[i]];
+        const TfRegFacts *g = &ir->regs[p->in[i]].facts;
         size[i] = g->n_vals;
         if (g->one_value) may_free |= 1u << i;
         worst += (g->one_value ? g->n_vals : 1) * g->err;

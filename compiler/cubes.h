@@ -20,7 +20,7 @@
  * order.
  *
  * A leaf leaves an input free only when that input holds exactly one value
- * at every position after the BOS (TfGenReg.one_value). Where an input holds
+ * at every position after the BOS (TfRegFacts.one_value). Where an input holds
  * none (a Map's undefined combination, an Aggregate without a default that
  * selects nothing), the full table's unit that reads it stays off; a cube
  * that did not read it would fire. A leaf without a result needs no unit,

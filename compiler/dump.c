@@ -36,7 +36,8 @@ static int show_row(FILE *f, int i, int n, const char *indent) {
     return 0;
 }
 
-static const TfGenReg *greg(const TfIr *ir, int r) { return ir->gen_regs ? &ir->gen_regs[r] : NULL; }
+/* A register's facts, NULL for a learned model (no value analysis). */
+static const TfRegFacts *greg(const TfIr *ir, int r) { return ir->model ? NULL : &ir->regs[r].facts; }
 
 static void print_value(FILE *f, TfVal v) {
     char buf[64];
@@ -45,7 +46,7 @@ static void print_value(FILE *f, TfVal v) {
 }
 
 /* "{a, b, c}" or "{0, 1, ..., 16} (17 values)" */
-static void print_value_set(FILE *f, const TfGenReg *g) {
+static void print_value_set(FILE *f, const TfRegFacts *g) {
     fputc('{', f);
     for (int i = 0; i < g->n_vals; i++) {
         if (g->n_vals > SHOW_VALUES && i >= 8 && i < g->n_vals - 2) {
@@ -85,7 +86,7 @@ static void dump_reg(FILE *f, const TfIr *ir, int r) {
     if (R->size == 1) fprintf(f, "col %d", R->offset);
     else if (R->size > 1) fprintf(f, "cols %d..%d", R->offset, R->offset + R->size - 1);
     else fputs("no columns", f);
-    const TfGenReg *g = greg(ir, r);
+    const TfRegFacts *g = greg(ir, r);
     if (!g) {
         fputc('\n', f);
         return;
@@ -194,7 +195,7 @@ void dump_ir(FILE *f, const TfIr *ir) {
 /* A categorical destination's column label, or the number it gets. */
 static void print_result(FILE *f, const TfIr *ir, int dest, const int *cols, const double *nums,
                          int i) {
-    const TfGenReg *g = greg(ir, dest);
+    const TfRegFacts *g = greg(ir, dest);
     if (!cols) fprintf(f, "%.6g", nums[i]);
     else if (cols[i] < 0) fputs("(no value)", f);
     else if (g && g->labels && cols[i] < g->n_vals) fputs(g->labels[cols[i]], f);
@@ -204,7 +205,7 @@ static void print_result(FILE *f, const TfIr *ir, int dest, const int *cols, con
 /* "a=1 b='x'": combination c of the inputs in[first..n) (first fastest). */
 static void print_combo(FILE *f, const TfIr *ir, const TfGenOp *p, int first, long c) {
     for (int i = first; i < p->n_in; i++) {
-        const TfGenReg *g = greg(ir, p->in[i]);
+        const TfRegFacts *g = greg(ir, p->in[i]);
         int n = g->n_vals > 0 ? g->n_vals : 1;
         fprintf(f, "%s%s=", i > first ? " " : "", reg_name(ir, p->in[i]));
         if (g->n_vals > 0) print_value(f, g->vals[c % n]);

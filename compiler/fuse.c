@@ -28,7 +28,7 @@ static int combo_of(const TfIr *ir, const int *regs, int n, const int *zregs, in
                 if (zregs[z] == regs[q]) v = zidx[z];
         }
         c += v * radix;
-        radix *= ir->gen_regs[regs[q]].n_vals;
+        radix *= ir->regs[regs[q]].facts.n_vals;
     }
     return c;
 }
@@ -50,8 +50,8 @@ static TfGenOp *fuse_tables(TfIr *ir, const TfGenOp *pi, const TfGenOp *pj, int 
     long total = 1;
     double err = 0;
     for (int k = 0; k < nz; k++) {
-        total *= ir->gen_regs[z[k]].n_vals;
-        err += ir->gen_regs[z[k]].err;
+        total *= ir->regs[z[k]].facts.n_vals;
+        err += ir->regs[z[k]].facts.err;
         if (total > MAX_FUSED_COMBOS) return NULL;
     }
     if (err >= 0.25) return NULL; // the steps' margin (compiler/map.c)
@@ -77,7 +77,7 @@ static TfGenOp *fuse_tables(TfIr *ir, const TfGenOp *pi, const TfGenOp *pj, int 
             if (dest_cat) p->combo_col[c] = pj->combo_col[cj];
             else p->combo_num[c] = pj->combo_num[cj];
         }
-        for (int k = 0; k < nz && ++idx[k] == ir->gen_regs[z[k]].n_vals; k++) idx[k] = 0;
+        for (int k = 0; k < nz && ++idx[k] == ir->regs[z[k]].facts.n_vals; k++) idx[k] = 0;
     }
     return p;
 }
@@ -187,10 +187,10 @@ static TfGenOp *fuse_two_staircases(TfIr *ir, const TfGenOp *p1, const TfGenOp *
         p1->in[0] == p2->in[0])
         return NULL;
     int dest_cat = ir->regs[pj->dest].kind == TF_REG_CATEGORICAL;
-    int n1 = p1->n_x, n2 = p2->n_x, n = n1 * n2, n_a = ir->gen_regs[pj->in[0]].n_vals;
+    int n1 = p1->n_x, n2 = p2->n_x, n = n1 * n2, n_a = ir->regs[pj->in[0]].facts.n_vals;
     Pt *pts = malloc((size_t)n * sizeof *pts);
     if (!pts) return NULL;
-    double e = ir->gen_regs[p1->in[0]].err + ir->gen_regs[p2->in[0]].err;
+    double e = ir->regs[p1->in[0]].facts.err + ir->regs[p2->in[0]].facts.err;
     static const double signs[2] = {-1.0, 1.0};
     for (int si = 0; si < 2; si++) {
         double b = signs[si], xmax = 0, gap = INFINITY;
@@ -260,8 +260,8 @@ static TfGenOp *fuse_split(TfIr *ir, const TfGenOp *pi, const TfGenOp *pj, int r
     if (pj->n_in != 2 || pi->x_linear || pi->n_in != 1) return NULL;
     int qr = pj->in[0] == r ? 0 : 1, A = pj->in[1 - qr];
     if (pj->in[qr] != r || A == pi->in[0] || ir->regs[A].kind != TF_REG_CATEGORICAL) return NULL;
-    const TfGenReg *ga = &ir->gen_regs[A], *gx = &ir->gen_regs[pi->in[0]];
-    int na = ga->n_vals, nx = pi->n_x, n0 = ir->gen_regs[pj->in[0]].n_vals;
+    const TfRegFacts *ga = &ir->regs[A].facts, *gx = &ir->regs[pi->in[0]].facts;
+    int na = ga->n_vals, nx = pi->n_x, n0 = ir->regs[pj->in[0]].facts.n_vals;
     int dest_cat = ir->regs[pj->dest].kind == TF_REG_CATEGORICAL;
     double xmax = 1.0; // what x can hold at the BOS, as compiler/lower_general.c bounds it
     for (int v = 0; v < gx->n_vals; v++) xmax = fmax(xmax, fabs(gx->vals[v].x));
@@ -313,7 +313,7 @@ static int side_table(const Fz *F, int j, int r) {
     if (i < 0) return -1;
     const TfGenOp *p = ir->ops[i].gen;
     if (p->form != TF_GEN_TABLE || p->n_in != 1 || inputs_rewritten(F, i, j)) return -1;
-    const TfGenReg *g = &ir->gen_regs[p->in[0]];
+    const TfRegFacts *g = &ir->regs[p->in[0]].facts;
     if (g->bos_dirty || g->bos_value || !g->known) return -1;
     return i;
 }
@@ -329,7 +329,7 @@ static int fuse_selection_sides(const Fz *F, TfIr *ir, TfGenOp *ps, int j) {
             int r = side == 0 ? T->qreg : T->kreg, i = side_table(F, j, r);
             if (i < 0) continue;
             const TfGenOp *pm = ir->ops[i].gen;
-            int a = pm->in[0], na = ir->gen_regs[a].n_vals;
+            int a = pm->in[0], na = ir->regs[a].facts.n_vals;
             int nq = side == 0 ? na : T->nq, nk = side == 0 ? T->nk : na;
             unsigned char *P = arena_alloc(&ir->arena, (size_t)nq * (size_t)nk);
             if (!P) return -1;
@@ -355,7 +355,7 @@ static int fuse_selection_sides(const Fz *F, TfIr *ir, TfGenOp *ps, int j) {
 static int drop_causal_order(TfIr *ir, TfGenOp *ps) {
     int n = 0, r = ir->indices_reg;
     if (!ps->causal || r < 0) return 0;
-    const TfGenReg *g = &ir->gen_regs[r];
+    const TfRegFacts *g = &ir->regs[r].facts;
     for (int t = 0; t < ps->n_terms; t++) {
         struct TfGenTerm *T = &ps->terms[t];
         if (T->qreg != r || T->kreg != r) continue;
@@ -393,16 +393,16 @@ static void drop_bos_combos(TfIr *ir) {
                 at = q;
                 break;
             }
-            radix *= ir->gen_regs[p->in[q]].n_vals;
+            radix *= ir->regs[p->in[q]].facts.n_vals;
         }
         if (at < 0) continue;
-        const TfGenReg *g = &ir->gen_regs[r];
+        const TfRegFacts *g = &ir->regs[r].facts;
         int zero = -1;
         for (int v = 0; v < g->n_vals; v++)
             if (g->vals[v].x == 0) zero = v;
         if (zero < 0) continue;
         if (!p->combo_col) continue;
-        int n_cols = ir->gen_regs[p->dest].n_vals;
+        int n_cols = ir->regs[p->dest].facts.n_vals;
         unsigned char *elsewhere = calloc((size_t)(n_cols > 0 ? n_cols : 1), 1);
         if (!elsewhere) continue; // keeping every result is always right
         for (int c = 0; c < p->n_combo; c++)
@@ -436,7 +436,7 @@ static int same_table(const TfIr *ir, const TfGenOp *a, const TfGenOp *b) {
     if (memcmp(a->in, b->in, (size_t)a->n_in * sizeof *a->in) != 0 ||
         memcmp(a->combo_col, b->combo_col, (size_t)a->n_combo * sizeof *a->combo_col) != 0)
         return 0;
-    const TfGenReg *ga = &ir->gen_regs[a->dest], *gb = &ir->gen_regs[b->dest];
+    const TfRegFacts *ga = &ir->regs[a->dest].facts, *gb = &ir->regs[b->dest].facts;
     if (ga->n_vals != gb->n_vals) return 0;
     for (int v = 0; v < ga->n_vals; v++)
         if (ga->vals[v].x != gb->vals[v].x || ga->vals[v].kind != gb->vals[v].kind) return 0;

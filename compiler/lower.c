@@ -545,7 +545,7 @@ static void lower_embeddings(Lowerer *L) {
         if (ir->indices_reg >= 0) AT(pe, p, reg(L, ir->indices_reg)->offset + p) = 1.0f;
     }
     if (out->kind == TF_REG_CATEGORICAL) {
-        const TfGenReg *g = &ir->gen_regs[ir->output_reg];
+        const TfRegFacts *g = &ir->regs[ir->output_reg].facts;
         for (int c = 0; c < g->n_vals; c++) {
             int t = values_token_of(ir, g->vals[c]);
             if (t >= 0) AT(un, t, out->offset + c) = 1.0f;
@@ -611,7 +611,7 @@ TfModel *lower_program(const TfIr *ir, int opt_level, TfError *err) {
         const TfIrReg *x = &ir->regs[r];
         if (x->kind == TF_REG_CATEGORICAL) {
             if (model_add_categorical(m, x->name, x->offset, x->size,
-                                      (const char *const *)ir->gen_regs[r].labels, err) < 0)
+                                      (const char *const *)ir->regs[r].facts.labels, err) < 0)
                 L.failed = 1;
         } else if (model_add_register(m, x->name, x->kind, x->offset, x->size, err) < 0) {
             L.failed = 1;

@@ -33,7 +33,7 @@ static void step_pair(Mat b1, int h, double bias) {
 /* |x| at the BOS for a staircase over register r: what r holds there (a
  * Count's fraction is 1) is at most the larger of 1 and its values. */
 static double bos_bound(const TfIr *ir, int r) {
-    const TfGenReg *g = &ir->gen_regs[r];
+    const TfRegFacts *g = &ir->regs[r].facts;
     double big = 1.0;
     for (int v = 0; v < g->n_vals; v++) big = fmax(big, fabs(g->vals[v].x));
     return big;
@@ -71,7 +71,7 @@ static void lower_table(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
             int n;
             const int *v = cubes_set(&cubes, cb->set[i], &n);
             for (int q = 0; q < n; q++) { // 1 when it holds one of the set's values
-                int cc = col(ir, p->in[i], ir->gen_regs[p->in[i]].vals[v[q]]);
+                int cc = col(ir, p->in[i], ir->regs[p->in[i]].facts.vals[v[q]]);
                 AT(w1, h, cc) += 2.0f;
                 AT(w1, h + 1, cc) += 2.0f;
             }
@@ -182,7 +182,7 @@ static void lower_split(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
     for (int i = 0; i < n; i++) xmax = fmax(xmax, fabs(p->xs[i]));
     int h = 0;
     for (int a = 0; a < p->n_combo; a++) {
-        int ca = col(ir, p->in[1], ir->gen_regs[p->in[1]].vals[a]);
+        int ca = col(ir, p->in[1], ir->regs[p->in[1]].facts.vals[a]);
         const int *xcol = dest_cat ? p->x_col + (size_t)a * (size_t)n : NULL;
         const double *xnum = dest_cat ? NULL : p->x_num + (size_t)a * (size_t)n;
         if (dest_cat ? xcol[0] >= 0 : xnum[0] != 0) {
@@ -273,13 +273,13 @@ static void lower_attend(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
         const struct TfGenTerm *T = &p->terms[t];
         for (int qi = 0; qi < T->nq; qi++, row++) {
             if (T->qreg >= 0)
-                AT(q, row, col(ir, T->qreg, ir->gen_regs[T->qreg].vals[qi])) = 1.0f;
+                AT(q, row, col(ir, T->qreg, ir->regs[T->qreg].facts.vals[qi])) = 1.0f;
             else
                 AT(qb, 0, row) = 1.0f;
             for (int ki = 0; ki < T->nk; ki++) {
                 if (!T->P[(size_t)qi * (size_t)T->nk + (size_t)ki]) continue;
                 if (T->kreg >= 0) {
-                    const TfVal kv = ir->gen_regs[T->kreg].vals[ki];
+                    const TfVal kv = ir->regs[T->kreg].facts.vals[ki];
                     if (T->kreg == ir->indices_reg && kv.x == 0) continue; // the BOS's position
                     AT(k, row, col(ir, T->kreg, kv)) = 1.0f;
                 } else { // every key but the BOS
@@ -304,7 +304,7 @@ static void lower_attend(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
         AT(v, 0, ir->regs[p->vreg].offset) = 1.0f;
         if (p->default_num != 0) AT(v, 0, bos_col) = (float)p->default_num;
     } else {
-        const TfGenReg *gv = &ir->gen_regs[p->vreg];
+        const TfRegFacts *gv = &ir->regs[p->vreg].facts;
         for (int i = 0; i < gv->n_vals; i++) {
             if (p->vreg == ir->indices_reg && gv->vals[i].x == 0) continue;
             int c = values_column(ir, p->dest, gv->vals[i]);
@@ -353,7 +353,7 @@ static void lower_gated(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
         // h = ReLU(+-(a + b x) - B (n - sum of the combination's columns)).
         for (int i = 0; i < n_cat; i++) {
             int r = p->in[1 + i];
-            int cc = col(ir, r, ir->gen_regs[r].vals[idx[i]]);
+            int cc = col(ir, r, ir->regs[r].facts.vals[idx[i]]);
             AT(w1, h, cc) += (float)B;
             AT(w1, h + 1, cc) += (float)B;
         }
@@ -367,7 +367,7 @@ static void lower_gated(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
         }
         AT(w2, oc, h) = 1.0f;
         AT(w2, oc, h + 1) = -1.0f;
-        for (int i = 0; i < n_cat && ++idx[i] == ir->gen_regs[p->in[1 + i]].n_vals; i++) idx[i] = 0;
+        for (int i = 0; i < n_cat && ++idx[i] == ir->regs[p->in[1 + i]].facts.n_vals; i++) idx[i] = 0;
     }
     add_mlp(L, op, w1, b1, w2, b2);
 }

@@ -78,7 +78,7 @@ static void map_gated(Gen *G, TfIrOp *op, const TfExpr *e, const ExprReads *R) {
         if (va_is_categorical(G->ir, R->regs[i])) cats[n_cat++] = R->regs[i];
         else x = R->regs[i];
     }
-    const TfGenReg *gx = va_greg(G, x);
+    const TfRegFacts *gx = va_greg(G, x);
     if (!gx->known) {
         diag_error(G->diag, s->args[0].loc,
                    "Map: the values of '%s' are not known, so the size of its gate cannot be set",
@@ -233,7 +233,7 @@ static TfGenOp *map_linear(Gen *G, TfIrOp *op, const TfExpr *e, const ExprReads 
         }
         cur[R->regs[i]] = val_num(0, 0);
         p->coef[i] = one.x - base.x;
-        const TfGenReg *g = va_greg(G, R->regs[i]);
+        const TfRegFacts *g = va_greg(G, R->regs[i]);
         if (p->coef[i] != 0) errsum += fabs(p->coef[i]) * g->err;
         bound += fabs(p->coef[i]) * (g->known ? va_max_abs(g->vals, g->n_vals) : 1e6);
     }
@@ -248,7 +248,7 @@ static TfGenOp *map_linear(Gen *G, TfIrOp *op, const TfExpr *e, const ExprReads 
     int known = 1;
     double moved = 0;
     for (int i = 0; i < R->n; i++) {
-        const TfGenReg *g = va_greg(G, R->regs[i]);
+        const TfRegFacts *g = va_greg(G, R->regs[i]);
         if (!g->known) known = 0;
         else if (total <= MAX_COMBOS) total *= g->n_vals;
     }
@@ -345,7 +345,7 @@ static TfGenOp *map_staircase(Gen *G, TfIrOp *op, const TfExpr *e, const ExprRea
     const TfStmt *s = op->stmt;
     int dest = op->dest, dest_cat = G->ir->regs[dest].kind == TF_REG_CATEGORICAL;
     int r = R->regs[0];
-    const TfGenReg *g = va_greg(G, r);
+    const TfRegFacts *g = va_greg(G, r);
     if (!g->known) {
         diag_error(G->diag, s->args[0].loc,
                    "Map: the values of '%s' are not known, so a non-linear function of it "

@@ -148,14 +148,14 @@ static int selection_matrix(Gen *G, const TfExpr *pred, const ExprReads *R, int 
         // Decode a joint index into its registers' values (first fastest).
         int rest = qi;
         for (int i = 0; i < R->nq; i++) {
-            const TfGenReg *g = va_greg(G, R->qregs[i]);
+            const TfRegFacts *g = va_greg(G, R->qregs[i]);
             qcur[R->qregs[i]] = g->vals[rest % g->n_vals];
             rest /= g->n_vals;
         }
         for (int ki = 0; ki < nk; ki++) {
             rest = ki;
             for (int i = 0; i < R->nk; i++) {
-                const TfGenReg *g = va_greg(G, R->kregs[i]);
+                const TfRegFacts *g = va_greg(G, R->kregs[i]);
                 kcur[R->kregs[i]] = g->vals[rest % g->n_vals];
                 rest /= g->n_vals;
             }
@@ -268,7 +268,7 @@ static int push_count(Gen *G, TfIrOp *op, int index, TfGenOp *p, int dest, doubl
     // (its sum of up to L + 1 terms, then a division) is relative to the
     // value 1/(c+1) it gives, and so is the steps' own: check each step
     // between neighbouring counts against the error at its values.
-    const TfGenReg *g = va_greg(G, h);
+    const TfRegFacts *g = va_greg(G, h);
     double worst = INFINITY, wgap = 0, werr = 0;
     int wc = 0;
     for (int i = 1; i < g->n_vals; i++) {
@@ -331,7 +331,7 @@ static int copies_one_value(Gen *G, const TfGenOp *p, int vreg) {
     for (int t = 0; t < p->n_terms; t++) {
         const struct TfGenTerm *T = &p->terms[t];
         if (T->kreg < 0 || (T->kreg != G->ir->indices_reg && T->kreg != vreg)) continue;
-        const TfGenReg *gk = va_greg(G, T->kreg);
+        const TfRegFacts *gk = va_greg(G, T->kreg);
         int ok = 1;
         for (int qi = 0; qi < T->nq && ok; qi++) {
             int n = 0;
@@ -477,7 +477,7 @@ static int select_copy(Gen *G, TfIrOp *op, Selection *S) {
     const TfStmt *s = op->stmt;
     TfGenOp *p = S->p;
     int vreg = S->vreg, dest = op->dest;
-    const TfGenReg *gv = va_greg(G, vreg);
+    const TfRegFacts *gv = va_greg(G, vreg);
     if (G->ir->regs[dest].kind != TF_REG_CATEGORICAL) {
         diag_error(G->diag, s->dest.loc,
                    "Aggregate of the categorical '%s' copies a value: its result is a `cat` "
@@ -532,7 +532,7 @@ static int select_copy(Gen *G, TfIrOp *op, Selection *S) {
 static int select_mean_values(Gen *G, const TfIrOp *op, const Selection *S, int mean_reg,
                               double *totals_moved) {
     const TfGenOp *p = S->p;
-    const TfGenReg *gv = va_greg(G, S->vreg);
+    const TfRegFacts *gv = va_greg(G, S->vreg);
     double sums_moved = 0; // numbers made one value (val_unique)
     *totals_moved = 0;
     int cap = MAX_NUM_VALUES;
@@ -615,7 +615,7 @@ static void select_sum(Gen *G, TfIrOp *op, int index, const Selection *S, int me
     TfIrOp cop = *op;
     if (push_count(G, &cop, G->n_out, pc, count_reg, leak_c, S->soft) < 0) return;
     TfGenOp *pg = va_new_plan(G, TF_GEN_GATED, op, ".sum");
-    const TfGenReg *gc = va_greg(G, count_reg), *gm = va_greg(G, mean_reg);
+    const TfRegFacts *gc = va_greg(G, count_reg), *gm = va_greg(G, mean_reg);
     if (!pg) return;
     pg->n_in = 2;
     pg->in[0] = mean_reg;
@@ -650,7 +650,7 @@ static int select_mean(Gen *G, TfIrOp *op, int index, Selection *S) {
     const TfStmt *s = op->stmt;
     TfGenOp *p = S->p;
     int vreg = S->vreg, dest = op->dest;
-    const TfGenReg *gv = va_greg(G, vreg);
+    const TfRegFacts *gv = va_greg(G, vreg);
     if (G->ir->regs[dest].kind == TF_REG_CATEGORICAL) {
         diag_error(G->diag, s->dest.loc,
                    "Aggregate of the numeric '%s' averages it: its result is a `num` "

@@ -30,10 +30,6 @@ char *va_strdup(Gen *G, const char *s) {
     return p;
 }
 
-void values_free(TfIr *ir) {
-    free(ir->gen_regs);
-    ir->gen_regs = NULL;
-}
 
 /* ---- registers and their values --------------------------------------------- */
 
@@ -56,8 +52,8 @@ int va_is_categorical(const TfIr *ir, int r) {
 int values_column(const TfIr *ir, int r, TfVal v) {
     const TfIrReg *R = &ir->regs[r];
     if (R->kind == TF_REG_TOKEN) return v.kind == TF_VAL_TOKEN ? find_tok(ir, (int)v.x) : -1;
-    if (R->kind != TF_REG_CATEGORICAL || !ir->gen_regs) return -1;
-    const TfGenReg *g = &ir->gen_regs[r];
+    if (R->kind != TF_REG_CATEGORICAL) return -1;
+    const TfRegFacts *g = &ir->regs[r].facts;
     int lo = 0, hi = g->n_vals - 1;
     while (lo <= hi) { // values are sorted
         int mid = (lo + hi) / 2, c = val_cmp(g->vals[mid], v);
@@ -68,11 +64,11 @@ int values_column(const TfIr *ir, int r, TfVal v) {
     return -1;
 }
 
-TfGenReg *va_greg(Gen *G, int r) { return &G->ir->gen_regs[r]; }
+TfRegFacts *va_greg(Gen *G, int r) { return &G->ir->regs[r].facts; }
 
 const char *va_reg_name(Gen *G, int r) { return G->ir->regs[r].name; }
 
-/* TfGenReg.one_value of what op writes. A table has a result wherever its
+/* TfRegFacts.one_value of what op writes. A table has a result wherever its
  * inputs each hold one value and their combination has one; a staircase
  * (Count's steps too) wherever its value has one; a copy wherever the BOS's
  * default or the copied register's one value is what it reads (or its
@@ -124,29 +120,23 @@ int va_push_op(Gen *G, const TfIrOp *op) {
 int va_add_hidden_reg(Gen *G, const char *name, TfRegKind kind) {
     TfIr *ir = G->ir;
     char *copy = va_strdup(G, name);
-    TfGenReg *gr = realloc(ir->gen_regs, ((size_t)ir->n_regs + 1) * sizeof *gr);
-    if (gr) ir->gen_regs = gr;
-    if (!copy || !gr) {
-        G->failed = 1;
-        return -1;
-    }
+    if (!copy) return -1;
     TfLoc none = {0, 0, 0, 0};
-    memset(&gr[ir->n_regs], 0, sizeof gr[0]);
-    gr[ir->n_regs].writer = -1;
     int r = check_add_reg(ir, copy, kind, none);
     if (r < 0) G->failed = 1;
+    else ir->regs[r].facts.writer = -1;
     return r;
 }
 
 int va_domain(Gen *G, int r, const TfVal **vals) {
-    const TfGenReg *g = va_greg(G, r);
+    const TfRegFacts *g = va_greg(G, r);
     *vals = g->vals;
     if (!g->known) return -1;
     return g->n_vals;
 }
 
 void va_set_values(Gen *G, int r, const TfVal *v, int n) {
-    TfGenReg *g = va_greg(G, r);
+    TfRegFacts *g = va_greg(G, r);
     g->vals = va_alloc(G, (size_t)n * sizeof *v);
     if (!g->vals) return;
     memcpy(g->vals, v, (size_t)n * sizeof *v);
@@ -158,20 +148,20 @@ void va_set_values(Gen *G, int r, const TfVal *v, int n) {
 
 /* Marks r's values unknown: written by `s`, which `why`. */
 static void set_unknown(Gen *G, int r, const TfStmt *s, const char *why) {
-    TfGenReg *g = va_greg(G, r);
+    TfRegFacts *g = va_greg(G, r);
     g->known = 0;
     g->why_stmt = s;
     g->why = why;
 }
 
-void va_note_why(Gen *G, const TfGenReg *g) {
+void va_note_why(Gen *G, const TfRegFacts *g) {
     if (g->why_stmt)
         diag_note(G->diag, g->why_stmt->loc, "%s", g->why);
 }
 
 int va_check_readable(Gen *G, const TfIrOp *op, int r, TfLoc loc, int need_categorical) {
     const TfIrReg *R = &G->ir->regs[r];
-    const TfGenReg *g = va_greg(G, r);
+    const TfRegFacts *g = va_greg(G, r);
     if (g->poisoned) return -1;
     if (R->kind == TF_REG_POSITION) {
         diag_error(G->diag, loc,
@@ -230,7 +220,7 @@ TfGenOp *va_new_plan(Gen *G, TfGenForm form, const TfIrOp *op, const char *suffi
 void va_record_write(Gen *G, int r, int op_index) { va_greg(G, r)->writer = op_index; }
 
 int va_check_fresh(Gen *G, const TfIrOp *op) {
-    const TfGenReg *g = va_greg(G, op->dest);
+    const TfRegFacts *g = va_greg(G, op->dest);
     if (g->writer >= 0) {
         diag_error(G->diag, op->stmt->dest.loc,
                    "'%s' is written a second time; the general ops write each register once",
@@ -272,7 +262,7 @@ static double gelu(double x) { return 0.5 * x * erfc(-x / sqrt(2.0)); }
  * 1 + 10 * 1.13 + 1.13 (GELU's slope is below 1.13), and the float32 sums of
  * terms near 10 and the runtime's GELU (within 1.5e-7) add 2e-5. */
 static void seed_is_zero(Gen *G, const TfIrOp *op, int z) {
-    TfGenReg *g = va_greg(G, z);
+    TfRegFacts *g = va_greg(G, z);
     g->bos_dirty = 1; // 0 at the BOS becomes 1
     g->bos_stmt = op->stmt;
     if (!g->known) {
@@ -299,7 +289,7 @@ static void seed_is_zero(Gen *G, const TfIrOp *op, int z) {
  * register holds no value afterwards; a number v becomes min(v, 0) within
  * the same bound. At -O0 the seed's GELU approximation is not analysed. */
 static void seed_clear(Gen *G, const TfIrOp *op, int r) {
-    TfGenReg *g = va_greg(G, r);
+    TfRegFacts *g = va_greg(G, r);
     if (va_is_categorical(G->ir, r)) {
         set_unknown(G, r, op->stmt, "Clear here leaves it holding no value");
         return;
@@ -332,8 +322,8 @@ static void seed_clear(Gen *G, const TfIrOp *op, int r) {
  * value. */
 static void seed_copy_on_match(Gen *G, const TfIrOp *op) {
     int m = op->args[0].reg, src = op->args[1].reg, dst = op->dest;
-    const TfGenReg *gm = va_greg(G, m), *gs = va_greg(G, src);
-    TfGenReg *gd = va_greg(G, dst);
+    const TfRegFacts *gm = va_greg(G, m), *gs = va_greg(G, src);
+    TfRegFacts *gd = va_greg(G, dst);
     gd->bos_dirty = gm->bos_dirty || gd->bos_dirty;
     if (gd->bos_dirty) gd->bos_stmt = gm->bos_dirty ? gm->bos_stmt : gd->bos_stmt;
     int fresh = gd->writer < 0;
@@ -388,7 +378,7 @@ static void seed_op(Gen *G, const TfIrOp *op) {
 static void builtin_values(Gen *G) {
     TfIr *ir = G->ir;
     for (int r = 0; r < ir->n_regs; r++) {
-        TfGenReg *g = va_greg(G, r);
+        TfRegFacts *g = va_greg(G, r);
         g->writer = -1;
         if (r == TF_IR_REG_TOKENS || ir->regs[r].kind == TF_REG_TOKEN) {
             TfVal v[256];
@@ -422,7 +412,7 @@ static void builtin_values(Gen *G) {
 static void make_labels(Gen *G) {
     TfIr *ir = G->ir;
     for (int r = 0; r < ir->n_regs; r++) {
-        TfGenReg *g = va_greg(G, r);
+        TfRegFacts *g = va_greg(G, r);
         if (ir->regs[r].kind != TF_REG_CATEGORICAL || g->labels) continue;
         g->labels = va_alloc(G, (size_t)(g->n_vals ? g->n_vals : 1) * sizeof *g->labels);
         if (!g->labels) return;
@@ -439,7 +429,7 @@ static void layout(TfIr *ir) {
     int offset = 0;
     for (int i = 0; i < ir->n_regs; i++) {
         TfIrReg *r = &ir->regs[i];
-        if (r->kind == TF_REG_CATEGORICAL) r->size = ir->gen_regs[i].n_vals;
+        if (r->kind == TF_REG_CATEGORICAL) r->size = ir->regs[i].facts.n_vals;
         if (r->kind == TF_REG_SCALAR) r->size = 1;
         r->offset = offset;
         offset += r->size;
@@ -452,7 +442,7 @@ static void layout(TfIr *ir) {
 static void check_output(Gen *G) {
     TfIr *ir = G->ir;
     int r = ir->output_reg;
-    const TfGenReg *g = va_greg(G, r);
+    const TfRegFacts *g = va_greg(G, r);
     const char *name = ir->regs[r].name;
     if (g->poisoned) return;
     if (ir->regs[r].kind == TF_REG_SCALAR) {
@@ -502,8 +492,6 @@ static void check_output(Gen *G) {
 }
 
 int values_analyze(TfIr *ir, int opt_level, TfDiag *diag) {
-    ir->gen_regs = calloc((size_t)ir->n_regs, sizeof *ir->gen_regs);
-    if (!ir->gen_regs) return -1;
     int max_len = ir->maxlen > 0 ? ir->maxlen : ir->period;
     Gen G = {ir, diag, opt_level > 0, ir->bos >= 0 ? max_len - 1 : max_len, NULL, 0, 0, 0};
     builtin_values(&G);

@@ -20,10 +20,11 @@
  * what lets an attention give the BOS a fixed score, so that it is selected
  * exactly when nothing else is, and supplies the default. The one exception
  * is that default itself: an Aggregate with one holds it at the BOS
- * (TfGenReg.bos_value), and no attention reads such a register at its keys.
+ * (TfRegFacts.bos_value), and no attention reads such a register at its keys.
  *
- * Memory: everything values_analyze allocates hangs off the TfIr and is
- * released by values_free (called by check_free).
+ * Memory: what values_analyze learns of a register is written on it
+ * (TfIrReg.facts); everything it allocates is in the TfIr's arena, released
+ * by check_free.
  */
 #ifndef TF_VALUES_H
 #define TF_VALUES_H
@@ -32,26 +33,6 @@
 #include "diag.h"
 #include "expr.h"
 
-struct TfGenReg {
-    int known;     /* the value set is known */
-    TfVal *vals;   /* categorical: one per column, in column order; numeric: sorted */
-    int n_vals;
-    char **labels; /* categorical registers written by general ops: column labels */
-    double err;    /* bound on |column - exact value| at every position */
-    int writer;    /* index of the op that wrote it, -1 */
-    int poisoned;  /* its op failed: later reads fail quietly (no follow-on errors) */
-    const TfStmt *why_stmt; /* the op that made the values unknown, or NULL */
-    const char *why;        /* and how: "leaves it holding no value" */
-    int bos_dirty;          /* may be non-zero at the BOS position (a seed op wrote it) */
-    const TfStmt *bos_stmt; /* that seed op */
-    int bos_value;          /* holds a value at the BOS (an Aggregate's default): no attention
-                               reads it at the keys */
-    int one_value;          /* holds exactly one of its values at every position after the
-                               BOS (or the run stops at its run-time check): `tokens`,
-                               `indices`, and what a general op writes from inputs that do,
-                               with a result for every combination (or a default); a seed
-                               op that writes it later clears it (compiler/cubes.h) */
-};
 
 typedef enum TfGenForm {
     TF_GEN_TABLE,     /* MLP: a step per combination of categorical inputs */
@@ -132,7 +113,6 @@ struct TfGenOp {
  * with their own plan). Returns 0, or -1 when memory ran out (which is not
  * reported to diag: it is no fault of the program). */
 int values_analyze(TfIr *ir, int opt_level, TfDiag *diag);
-void values_free(TfIr *ir);
 
 /* Column of value v in categorical register r (tokens, indices or a declared
  * one), -1 when it has none. */

@@ -26,7 +26,7 @@ typedef struct Gen {
 
 void *va_alloc(Gen *G, size_t n);       /* zeroed, in the TfIr's arena; NULL: failed */
 char *va_strdup(Gen *G, const char *s); /* the same for a copy of s */
-TfGenReg *va_greg(Gen *G, int r);
+TfRegFacts *va_greg(Gen *G, int r);
 const char *va_reg_name(Gen *G, int r);
 int va_is_categorical(const TfIr *ir, int r);
 int va_push_op(Gen *G, const TfIrOp *op);
@@ -39,7 +39,7 @@ void va_set_values(Gen *G, int r, const TfVal *v, int n);
  * its values known; 0, or -1 after reporting. */
 int va_check_readable(Gen *G, const TfIrOp *op, int r, TfLoc loc, int need_categorical);
 /* A note at the op that made g's values unknown, saying how (none when no op did). */
-void va_note_why(Gen *G, const TfGenReg *g);
+void va_note_why(Gen *G, const TfRegFacts *g);
 /* "a = 1, b = 'x'": a combination of input values, for messages. */
 void va_combo_text(Gen *G, const int *regs, const TfVal *vals, int n, char *buf, size_t len);
 TfGenOp *va_new_plan(Gen *G, TfGenForm form, const TfIrOp *op, const char *suffix);
