@@ -17,7 +17,6 @@
  * rounded once to float, as the seed's Python does.
  */
 #include "lower.h"
-#include "hash.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -44,10 +43,6 @@ static void mat_fill(Mat M, float value) {
     for (size_t i = 0; i < (size_t)M.rows * (size_t)M.cols; i++) M.w[i] = value;
 }
 
-static uint64_t hash_floats(const float *w, size_t n, int rows, int cols) {
-    return hash_bytes(HASH_INIT ^ ((uint64_t)rows << 32) ^ (uint64_t)cols, w, n * sizeof(float));
-}
-
 /* Stores M under `name` unless an identical tensor exists; returns the
  * tensor index either way and frees M. A vector (rows == 1) is 1-D. */
 int lower_emit(Lowerer *L, const char *name, Mat M) {
@@ -55,36 +50,12 @@ int lower_emit(Lowerer *L, const char *name, Mat M) {
         free(M.w);
         return -1;
     }
-    size_t n = (size_t)M.rows * (size_t)M.cols;
-    uint64_t h = hash_floats(M.w, n, M.rows, M.cols);
     int ndim = M.rows == 1 && !M.two_d ? 1 : 2;
     int64_t shape[2] = {M.rows, M.cols};
     if (ndim == 1) shape[0] = M.cols;
-    for (int t = 0; L->share && t < L->m->n_tensors; t++) {
-        const TfTensor *T = &L->m->tensors[t];
-        if (L->hashes[t] == h && T->ndim == ndim && T->nelem == n &&
-            T->shape[0] == shape[0] && (ndim == 1 || T->shape[1] == shape[1]) &&
-            memcmp(T->data, M.w, n * sizeof(float)) == 0) {
-            free(M.w);
-            return t;
-        }
-    }
-    int t = model_add_tensor(L->m, name, ndim, shape, L->err);
-    if (t < 0) {
-        L->failed = 1;
-        free(M.w);
-        return -1;
-    }
-    uint64_t *hs = realloc(L->hashes, ((size_t)t + 1) * sizeof *hs);
-    if (!hs) {
-        tf_error_set(L->err, "out of memory");
-        L->failed = 1;
-        free(M.w);
-        return -1;
-    }
-    L->hashes = hs;
-    hs[t] = h;
-    memcpy(L->m->tensors[t].data, M.w, n * sizeof(float));
+    unsigned flags = L->share ? TENSORS_FIND | TENSORS_FINDABLE : TENSORS_FINDABLE;
+    int t = tensors_store(&L->tensors, name, ndim, shape, M.w, flags, L->err);
+    if (t < 0) L->failed = 1;
     free(M.w);
     return t;
 }
@@ -585,12 +556,13 @@ void lower_general_op(Lowerer *L, int li, const TfIrOp *op) {
 }
 
 TfModel *lower_program(const TfIr *ir, int opt_level, TfError *err) {
-    Lowerer L = {ir, opt_level > 0, model_new(), err, NULL, 0, 1};
+    Lowerer L = {ir, opt_level > 0, model_new(), err, {0}, 0, 1};
     if (!L.m) {
         tf_error_set(err, "out of memory");
         return NULL;
     }
     TfModel *m = L.m;
+    L.tensors.m = m;
     m->d_model = ir->d_model;
     m->n_vocab = ir->n_vocab;
     m->vocab = malloc((size_t)ir->n_vocab);
@@ -625,7 +597,7 @@ TfModel *lower_program(const TfIr *ir, int opt_level, TfError *err) {
         const TfIrOp *op = &ir->ops[i];
         tf_ops[op->op].lower[L.opt](&L, i, op);
     }
-    free(L.hashes);
+    tensors_free(&L.tensors);
     if (L.failed || model_name_tensors(m, err) < 0 || model_validate(m, err) < 0) {
         model_free(m);
         return NULL;
