@@ -80,7 +80,7 @@ typedef struct TfIrArg {
 /* One op application, after unrolling. compiler/values.c may add ops (joint
  * selection sides, Count's steps), each of the kind of the op it serves and
  * with its own plan; compiler/plans.c says what layer each becomes. */
-typedef struct TfGenOp TfGenOp; /* compiler/values.h */
+typedef struct TfOpPlan TfOpPlan; /* compiler/values.h */
 
 typedef struct TfIrOp {
     TfOpKind op;
@@ -88,7 +88,7 @@ typedef struct TfIrOp {
     int n_args;
     TfIrArg *args;
     int dest; /* register index, or -1 */
-    TfGenOp *gen; /* general ops: what compiler/values.c planned; else NULL */
+    TfOpPlan *plan; /* general ops: what compiler/values.c planned; else NULL */
 } TfIrOp;
 
 typedef struct TfIr {

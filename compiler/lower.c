@@ -71,7 +71,7 @@ int lower_emit_layer(Lowerer *L, const char *what, Mat M) {
 TfLayer lower_layer_header(const Lowerer *L, const TfIrOp *op, TfLayerKind kind) {
     TfLayer ly = model_layer_init(kind);
     ly.name = op->stmt->label.text ? op->stmt->label.text : (char *)tf_ops[op->op].layer_name;
-    if (op->gen && op->gen->name[0]) ly.name = (char *)op->gen->name;
+    if (op->plan && op->plan->name[0]) ly.name = (char *)op->plan->name;
     ly.op = (char *)tf_ops[op->op].name;
     ly.line = op->stmt->loc.line;
     (void)L;
@@ -543,8 +543,8 @@ static void lower_embeddings(Lowerer *L) {
 static void add_check(Lowerer *L, const TfIrOp *op) {
     char text[160];
     const TfIr *ir = L->ir;
-    snprintf(text, sizeof text, "%s -> %s", tf_ops[op->op].name, ir->regs[op->gen->dest].name);
-    if (model_add_check(L->m, op->gen->dest, L->m->n_layers - 1, op->stmt->loc.line, text,
+    snprintf(text, sizeof text, "%s -> %s", tf_ops[op->op].name, ir->regs[op->plan->dest].name);
+    if (model_add_check(L->m, op->plan->dest, L->m->n_layers - 1, op->stmt->loc.line, text,
                         L->err) < 0)
         L->failed = 1;
 }
@@ -552,7 +552,7 @@ static void add_check(Lowerer *L, const TfIrOp *op) {
 void lower_general_op(Lowerer *L, int li, const TfIrOp *op) {
     (void)li;
     lower_general(L, op);
-    if (op->gen->check && !L->failed) add_check(L, op);
+    if (op->plan->check && !L->failed) add_check(L, op);
 }
 
 TfModel *lower_program(const TfIr *ir, int opt_level, TfError *err) {

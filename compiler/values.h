@@ -12,9 +12,9 @@
  * step and attention score gap gives the exact answer, or it is refused with
  * its location and the margin; where the exactness needs a fact about the
  * input (a selection that may pick positions holding different values) it
- * is accepted with a warning and a run-time check (TfGenCheck). The analysis
+ * is accepted with a warning and a run-time check (TfOpPlan.check). The analysis
  * sizes the categorical registers (one column per value), lays out the
- * residual stream again, and plans each general op's weights (TfGenOp).
+ * residual stream again, and plans each general op's weights (TfOpPlan).
  *
  * Every general op writes zeros at the BOS position (position 0): that is
  * what lets an attention give the BOS a fixed score, so that it is selected
@@ -34,26 +34,26 @@
 #include "expr.h"
 
 
-typedef enum TfGenForm {
-    TF_GEN_TABLE,     /* MLP: a step per combination of categorical inputs */
-    TF_GEN_STAIRCASE, /* MLP: steps between the values of one numeric input */
-    TF_GEN_LINEAR,    /* MLP: ReLU(z) - ReLU(-z) of a linear combination */
-    TF_GEN_GATED,     /* MLP: per combination of categorical inputs, a + b x of one
+typedef enum TfPlanForm {
+    TF_PLAN_TABLE,     /* MLP: a step per combination of categorical inputs */
+    TF_PLAN_STAIRCASE, /* MLP: steps between the values of one numeric input */
+    TF_PLAN_LINEAR,    /* MLP: ReLU(z) - ReLU(-z) of a linear combination */
+    TF_PLAN_GATED,     /* MLP: per combination of categorical inputs, a + b x of one
                          numeric input x, gated by the combination's one-hot */
-    TF_GEN_SPLIT,     /* MLP: per value of a categorical input in[1], a staircase over the
+    TF_PLAN_SPLIT,     /* MLP: per value of a categorical input in[1], a staircase over the
                          numeric in[0] (compiler/fuse.c: a Map of a Count and a position) */
-    TF_GEN_ATTEND,    /* attention: select and aggregate (mean or copy) */
-    TF_GEN_COUNT,     /* attention: 1 / (count + 1) into a hidden numeric register */
-    TF_GEN_FORM_COUNT
-} TfGenForm;
+    TF_PLAN_ATTEND,    /* attention: select and aggregate (mean or copy) */
+    TF_PLAN_COUNT,     /* attention: 1 / (count + 1) into a hidden numeric register */
+    TF_PLAN_FORM_COUNT
+} TfPlanForm;
 
-#define TF_GEN_MAX_INPUTS TF_EXPR_MAX_INPUTS
+#define TF_PLAN_MAX_INPUTS TF_EXPR_MAX_INPUTS
 
-struct TfGenOp {
-    TfGenForm form;
+struct TfOpPlan {
+    TfPlanForm form;
     char name[96]; /* layer name */
     int n_in;
-    int in[TF_GEN_MAX_INPUTS]; /* input registers */
+    int in[TF_PLAN_MAX_INPUTS]; /* input registers */
     int dest;
     int check; /* a run-time check of dest after this layer (compiler/plans.c) */
 
@@ -84,7 +84,7 @@ struct TfGenOp {
     double *combo_slope;
 
     /* LINEAR: dest = sum coef[i] * in[i] + c0 (zero at the BOS). */
-    double coef[TF_GEN_MAX_INPUTS], c0;
+    double coef[TF_PLAN_MAX_INPUTS], c0;
 
     /* ATTEND / COUNT: the selection as a sum of terms, each with one query
      * register and one key register (joint ones when a term reads several;
@@ -94,10 +94,10 @@ struct TfGenOp {
      * when its score reaches n_terms. Then the value register (ATTEND), the
      * default, the inverse temperature, the mask. */
     int n_terms;
-    struct TfGenTerm {
+    struct TfPlanTerm {
         int qreg, kreg, nq, nk;
         unsigned char *P;
-    } terms[TF_GEN_MAX_INPUTS];
+    } terms[TF_PLAN_MAX_INPUTS];
     int vreg;
     int value_numeric;
     double default_num; /* numeric value at the BOS (the default) */

@@ -363,11 +363,11 @@ START_TEST(test_value_sets_do_not_explode) {
     ck_assert_msg(P.diag.n_errors == 0, "%s", P.out);
     const TfIrOp *half = NULL;
     for (int i = 0; i < P.ir->n_ops; i++)
-        if (P.ir->ops[i].gen && P.ir->ops[i].dest == reg(&P, "half")) half = &P.ir->ops[i];
+        if (P.ir->ops[i].plan && P.ir->ops[i].dest == reg(&P, "half")) half = &P.ir->ops[i];
     ck_assert_ptr_nonnull(half);
-    ck_assert_int_eq(half->gen->form, TF_GEN_STAIRCASE);
-    ck_assert_int_gt(half->gen->n_x, 1000);
-    ck_assert_int_eq(plans_staircase_steps(P.ir, half->gen), 1);
+    ck_assert_int_eq(half->plan->form, TF_PLAN_STAIRCASE);
+    ck_assert_int_gt(half->plan->n_x, 1000);
+    ck_assert_int_eq(plans_staircase_steps(P.ir, half->plan), 1);
     prog_close(&P);
     // fo - fc: 1/3 - 1/6 and 1/6 are one value, whichever way they were reached.
     prog_open(&P,
