@@ -1,4 +1,4 @@
-/* checker.c: names, kinds, layout and op signatures; `repeat` unrolling.
+/* checker.c: names, kinds and op signatures; `repeat` unrolling.
  *
  * Two passes over the tree. The first collects the program's declarations
  * (vocab, period, registers, output, generate) wherever they stand; the
@@ -275,20 +275,6 @@ static void collect_declarations(Checker *ck, const TfProgram *prog) {
     }
     if (!ck->vocab_stmt)
         diag_file_error(ck->diag, "the program declares no vocabulary (add `vocab \"...\";`)");
-
-    // Layout: tokens, pos, then declarations in order.
-    TfIr *ir = ck->ir;
-    int offset = 0;
-    for (int i = 0; i < ir->n_regs; i++) {
-        TfIrReg *r = &ir->regs[i];
-        r->size = r->kind == TF_REG_TOKEN         ? ir->n_vocab
-                  : r->kind == TF_REG_POSITION    ? 2
-                  : r->kind == TF_REG_CATEGORICAL ? (i == ir->indices_reg ? ir->maxlen : 0)
-                                                  : 1;
-        r->offset = offset;
-        offset += r->size;
-    }
-    ir->d_model = offset;
 }
 
 /* A learned model (a `model { ... }` block, compiler/learned.c checks its

@@ -1,12 +1,14 @@
 /* checker.h: semantic checks, from syntax tree to a checked program (TfIr).
  *
- * The checker resolves names, lays out the residual stream, checks every op
- * call against its signature (compiler/ops.h), unrolls `repeat` blocks and
- * reports every problem it finds to the TfDiag, continuing where it can.
+ * The checker resolves names, checks every op call against its signature
+ * (compiler/ops.h), unrolls `repeat` blocks and reports every problem it
+ * finds to the TfDiag, continuing where it can.
  *
- * Residual layout: the built-in token register `tokens` (the input one-hot)
- * at column 0, the built-in position register `pos`, then the declared
- * registers in declaration order.
+ * Registers, in order: the built-in token register `tokens` (the input
+ * one-hot), the built-in position register `pos`, `indices` (with maxlen),
+ * then the declared registers in declaration order. Their columns are laid
+ * out once, after the value analysis (compiler/values.c): until then every
+ * register's offset and size, and d_model, are 0.
  *
  * Memory: a TfIr owns everything reachable from it: its growable arrays
  * (regs, ops, reg_hash) and, in its arena (compiler/arena.h),

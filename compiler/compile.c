@@ -135,7 +135,7 @@ TfModel *compile_source_opts(const char *filename, const char *source, size_t le
         return NULL;
     }
     if (diag.n_errors || dump_at(opts, TF_DUMP_AST, prog, NULL, NULL, NULL)) goto done;
-    // 2. Names and kinds: declarations, layout, op signatures, `repeat`.
+    // 2. Names and kinds: declarations, op signatures, `repeat`.
     ir = check_program(prog, &diag);
     if (!ir && diag.n_errors == 0) tf_error_set(err, "out of memory");
     if (!ir || diag.n_errors) goto done;

@@ -425,12 +425,18 @@ static void make_labels(Va *G) {
     }
 }
 
+/* The residual stream's one layout, made once the values are known: the
+ * registers in order (tokens, pos, indices, the declared ones, the hidden
+ * ones the analysis added), a token register a column per vocabulary entry,
+ * a position two, a number one, a categorical register one per value. */
 static void layout(TfIr *ir) {
     int offset = 0;
     for (int i = 0; i < ir->n_regs; i++) {
         TfIrReg *r = &ir->regs[i];
-        if (r->kind == TF_REG_CATEGORICAL) r->size = ir->regs[i].facts.n_vals;
-        if (r->kind == TF_REG_SCALAR) r->size = 1;
+        r->size = r->kind == TF_REG_TOKEN         ? ir->n_vocab
+                  : r->kind == TF_REG_POSITION    ? 2
+                  : r->kind == TF_REG_CATEGORICAL ? r->facts.n_vals
+                                                  : 1;
         r->offset = offset;
         offset += r->size;
     }

@@ -14,7 +14,8 @@
  * input (a selection that may pick positions holding different values) it
  * is accepted with a warning and a run-time check (TfOpPlan.check). The analysis
  * sizes the categorical registers (one column per value), lays out the
- * residual stream again, and plans each general op's weights (TfOpPlan).
+ * residual stream (the one layout), and plans each general op's weights
+ * (TfOpPlan).
  *
  * Every general op writes zeros at the BOS position (position 0): that is
  * what lets an attention give the BOS a fixed score, so that it is selected
