@@ -109,7 +109,7 @@ static int dump_at(const TfCompileOptions *opts, int stage, const TfProgram *pro
 static TfModel *learned_stages(const TfIr *ir, const TfCompileOptions *opts, TfDiag *diag,
                                TfError *err) {
     if (opts->dump == TF_DUMP_IR || opts->dump == TF_DUMP_PLANS) {
-        dump_at(opts, TF_DUMP_IR, NULL, ir, NULL, NULL);
+        dump_ir(opts->dump_out ? opts->dump_out : stdout, ir);
         return NULL;
     }
     return learned_model(ir, diag, err);

@@ -166,6 +166,12 @@ static void print_plan_signature(FILE *f, const TfIr *ir, const TfOpPlan *p) {
 }
 
 void dump_ir(FILE *f, const TfIr *ir) {
+    if (ir->model) {
+        fprintf(f, "ir: a learned model (`model { ... }`, line %d): no registers or ops are "
+                   "compiled; --dump=layers shows its layers\n",
+                ir->model->loc.line);
+        return;
+    }
     fprintf(f, "ir: %d registers, d_model %d, %d ops\n", ir->n_regs, ir->d_model, ir->n_ops);
     fputs("registers (kind, columns, error bound, writers; the values the analysis found):\n", f);
     for (int r = 0; r < ir->n_regs; r++) dump_reg(f, ir, r);
