@@ -1,4 +1,4 @@
-/* checker.c: names, kinds, layout and op signatures; `repeat` unrolling.
+/* checker.c: names, kinds and op signatures; `repeat` unrolling.
  *
  * Two passes over the tree. The first collects the program's declarations
  * (vocab, period, registers, output, generate) wherever they stand; the
@@ -22,23 +22,6 @@ typedef struct Checker {
     int have_vocab;
     int too_many_layers;
 } Checker;
-
-const char *check_show_char(int c, char *buf) {
-    switch (c) {
-    case '\n': return "\\n";
-    case '\t': return "\\t";
-    case '\r': return "\\r";
-    case '\0': return "\\0";
-    case '\\': return "\\\\";
-    case '\'': return "\\'";
-    default:
-        if (c < 0x20 || c >= 0x7f)
-            snprintf(buf, 8, "\\x%02x", c & 0xff);
-        else
-            snprintf(buf, 8, "%c", c);
-        return buf;
-    }
-}
 
 static const char *kind_name(TfRegKind k) { return tf_reg_kind_names[k]; }
 
@@ -111,7 +94,7 @@ int check_add_reg(TfIr *ir, const char *name, TfRegKind kind, TfLoc loc) {
         ir->reg_hash_cap = cap;
         for (int r = 0; r < ir->n_regs; r++) hash_insert(ir, r);
     }
-    regs[ir->n_regs] = (TfIrReg){name, kind, 0, 0, loc};
+    regs[ir->n_regs] = (TfIrReg){.name = name, .kind = kind, .loc = loc};
     hash_insert(ir, ir->n_regs);
     return ir->n_regs++;
 }
@@ -205,7 +188,7 @@ static void check_vocab(Checker *ck, const TfStmt *s) {
         if (seen[c] >= 0) {
             char buf[8];
             diag_error(ck->diag, s->vocab_locs[i], "token '%s' appears twice in the vocabulary",
-                       check_show_char(c, buf));
+                       ast_char_text(c, '\'', buf));
             diag_note(ck->diag, s->vocab_locs[seen[c]], "first listed here");
             ok = 0;
             continue;
@@ -266,7 +249,7 @@ static void collect_declarations(Checker *ck, const TfProgram *prog) {
                 if (ck->ir->bos < 0) {
                     char buf[8];
                     diag_error(ck->diag, s->ch_loc, "token '%s' is not in the vocabulary",
-                               check_show_char(s->ch, buf));
+                               ast_char_text(s->ch, '\'', buf));
                 }
             }
             break;
@@ -292,20 +275,6 @@ static void collect_declarations(Checker *ck, const TfProgram *prog) {
     }
     if (!ck->vocab_stmt)
         diag_file_error(ck->diag, "the program declares no vocabulary (add `vocab \"...\";`)");
-
-    // Layout: tokens, pos, then declarations in order.
-    TfIr *ir = ck->ir;
-    int offset = 0;
-    for (int i = 0; i < ir->n_regs; i++) {
-        TfIrReg *r = &ir->regs[i];
-        r->size = r->kind == TF_REG_TOKEN         ? ir->n_vocab
-                  : r->kind == TF_REG_POSITION    ? 2
-                  : r->kind == TF_REG_CATEGORICAL ? (i == ir->indices_reg ? ir->maxlen : 0)
-                                                  : 1;
-        r->offset = offset;
-        offset += r->size;
-    }
-    ir->d_model = offset;
 }
 
 /* A learned model (a `model { ... }` block, compiler/learned.c checks its
@@ -373,7 +342,7 @@ static void check_output_and_generate(Checker *ck) {
             if (ir->stop_token < 0) {
                 char buf[8];
                 diag_error(ck->diag, g->ch_loc, "token '%s' is not in the vocabulary",
-                           check_show_char(g->ch, buf));
+                           ast_char_text(g->ch, '\'', buf));
             }
         }
     }
@@ -420,7 +389,7 @@ static int check_arg(Checker *ck, const TfOpInfo *info, const TfParam *p, const 
         if (out->tok < 0) {
             char buf[8];
             diag_error(ck->diag, a->loc, "token '%s' is not in the vocabulary",
-                       check_show_char(a->ch, buf));
+                       ast_char_text(a->ch, '\'', buf));
             return -1;
         }
         return 0;
@@ -582,7 +551,6 @@ static void check_block(Checker *ck, const TfStmt *list, OpList *out) {
 
 void check_free(TfIr *ir) {
     if (!ir) return;
-    values_free(ir);
     free(ir->reg_hash);
     arena_free(&ir->arena);
     free(ir->regs);

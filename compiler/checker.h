@@ -1,15 +1,17 @@
 /* checker.h: semantic checks, from syntax tree to a checked program (TfIr).
  *
- * The checker resolves names, lays out the residual stream, checks every op
- * call against its signature (compiler/ops.h), unrolls `repeat` blocks and
- * reports every problem it finds to the TfDiag, continuing where it can.
+ * The checker resolves names, checks every op call against its signature
+ * (compiler/ops.h), unrolls `repeat` blocks and reports every problem it
+ * finds to the TfDiag, continuing where it can.
  *
- * Residual layout: the built-in token register `tokens` (the input one-hot)
- * at column 0, the built-in position register `pos`, then the declared
- * registers in declaration order.
+ * Registers, in order: the built-in token register `tokens` (the input
+ * one-hot), the built-in position register `pos`, `indices` (with maxlen),
+ * then the declared registers in declaration order. Their columns are laid
+ * out once, after the value analysis (compiler/values.c): until then every
+ * register's offset and size, and d_model, are 0.
  *
  * Memory: a TfIr owns everything reachable from it: its growable arrays
- * (regs, ops, gen_regs, reg_hash) and, in its arena (compiler/arena.h),
+ * (regs, ops, reg_hash) and, in its arena (compiler/arena.h),
  * everything else every stage adds (op arguments, plans, value sets, labels,
  * hidden registers' names). check_free releases it all. It borrows the
  * TfProgram (names, source locations), which must outlive it.
@@ -29,11 +31,44 @@
 #define TF_MAX_LAYERS 100000
 #define TF_DEFAULT_GENERATE 1
 
+/* A value: an integer, a token (its character code) or a real number
+ * (compiler/expr.h evaluates expressions over them). */
+typedef enum TfValKind { TF_VAL_INT, TF_VAL_TOKEN, TF_VAL_REAL } TfValKind;
+
+typedef struct TfVal {
+    TfValKind kind;
+    double x;
+} TfVal;
+
+/* What the value analysis (compiler/values.c) proves of a register: its
+ * values, its error bound and who wrote it. Zero until the analysis runs. */
+typedef struct TfRegFacts {
+    int known;     /* the value set is known */
+    TfVal *vals;   /* categorical: one per column, in column order; numeric: sorted */
+    int n_vals;
+    char **labels; /* categorical registers written by general ops: column labels */
+    double err;    /* bound on |column - exact value| at every position */
+    int writer;    /* index of the op that wrote it, -1 */
+    int poisoned;  /* its op failed: later reads fail quietly (no follow-on errors) */
+    const TfStmt *why_stmt; /* the op that made the values unknown, or NULL */
+    const char *why;        /* and how: "leaves it holding no value" */
+    int bos_dirty;          /* may be non-zero at the BOS position (a seed op wrote it) */
+    const TfStmt *bos_stmt; /* that seed op */
+    int bos_value;          /* holds a value at the BOS (an Aggregate's default): no attention
+                               reads it at the keys */
+    int one_value;          /* holds exactly one of its values at every position after the
+                               BOS (or the run stops at its run-time check): `tokens`,
+                               `indices`, and what a general op writes from inputs that do,
+                               with a result for every combination (or a default); a seed
+                               op that writes it later clears it (compiler/cubes.h) */
+} TfRegFacts;
+
 typedef struct TfIrReg {
     const char *name; /* borrowed from the tree, or a literal for built-ins */
     TfRegKind kind;
     int offset, size;
-    TfLoc loc; /* declaration; line 0 for built-ins */
+    TfLoc loc;        /* declaration; line 0 for built-ins */
+    TfRegFacts facts; /* the value analysis's (zero before it) */
 } TfIrReg;
 
 /* One checked argument: a register (reg >= 0) with an optional integer
@@ -47,8 +82,7 @@ typedef struct TfIrArg {
 /* One op application, after unrolling. compiler/values.c may add ops (joint
  * selection sides, Count's steps), each of the kind of the op it serves and
  * with its own plan; compiler/plans.c says what layer each becomes. */
-typedef struct TfGenOp TfGenOp; /* compiler/values.h */
-typedef struct TfGenReg TfGenReg;
+typedef struct TfOpPlan TfOpPlan; /* compiler/values.h */
 
 typedef struct TfIrOp {
     TfOpKind op;
@@ -56,7 +90,7 @@ typedef struct TfIrOp {
     int n_args;
     TfIrArg *args;
     int dest; /* register index, or -1 */
-    TfGenOp *gen; /* general ops: what compiler/values.c planned; else NULL */
+    TfOpPlan *plan; /* general ops: what compiler/values.c planned; else NULL */
 } TfIrOp;
 
 typedef struct TfIr {
@@ -81,7 +115,6 @@ typedef struct TfIr {
     int stop_token;     /* token index of `generate until`, -1 when none */
     int every_position; /* `output R at every position` */
     int indices_reg;    /* the built-in `indices`, -1 without maxlen */
-    TfGenReg *gen_regs; /* per register: values and error bound (compiler/values.c) */
     TfArena arena;      /* owns every piece reachable from here but the arrays */
 
     int regs_cap;       /* room in regs */
@@ -94,7 +127,7 @@ enum { TF_IR_REG_TOKENS = 0, TF_IR_REG_POS = 1, TF_IR_REG_INDICES = 2 /* with ma
 
 /* Checks a parsed program: names, kinds, signatures, unrolling. Returns the
  * checked program, or NULL when any error was reported (diag->n_errors > 0)
- * or memory ran out. The values are compiler/values.c's stage. */
+ * or memory ran out (nothing reported). The values are compiler/values.c's stage. */
 TfIr *check_program(const TfProgram *prog, TfDiag *diag);
 
 /* The register of that name, or -1 (a hash lookup). */
@@ -105,8 +138,6 @@ int check_add_reg(TfIr *ir, const char *name, TfRegKind kind, TfLoc loc);
 /* After an "unknown register" error: "did you mean 'x'?" when one is close. */
 void check_hint_reg(TfDiag *diag, const TfIr *ir, const char *name);
 
-/* A character as written in a literal: a, \n, \' (buf holds 8 bytes). */
-const char *check_show_char(int c, char *buf);
 void check_free(TfIr *ir);
 
 #endif

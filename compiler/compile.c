@@ -66,7 +66,7 @@ static int attach_source(TfModel *m, const char *filename, const char *source, s
 
 static int general_only(const TfIr *ir) {
     for (int i = 0; i < ir->n_ops; i++)
-        if (!ir->ops[i].gen) return 0;
+        if (!ir->ops[i].plan) return 0;
     return 1;
 }
 
@@ -109,7 +109,7 @@ static int dump_at(const TfCompileOptions *opts, int stage, const TfProgram *pro
 static TfModel *learned_stages(const TfIr *ir, const TfCompileOptions *opts, TfDiag *diag,
                                TfError *err) {
     if (opts->dump == TF_DUMP_IR || opts->dump == TF_DUMP_PLANS) {
-        dump_at(opts, TF_DUMP_IR, NULL, ir, NULL, NULL);
+        dump_ir(opts->dump_out ? opts->dump_out : stdout, ir);
         return NULL;
     }
     return learned_model(ir, diag, err);
@@ -135,14 +135,18 @@ TfModel *compile_source_opts(const char *filename, const char *source, size_t le
         return NULL;
     }
     if (diag.n_errors || dump_at(opts, TF_DUMP_AST, prog, NULL, NULL, NULL)) goto done;
-    // 2. Names and kinds: declarations, layout, op signatures, `repeat`.
+    // 2. Names and kinds: declarations, op signatures, `repeat`.
     ir = check_program(prog, &diag);
+    if (!ir && diag.n_errors == 0) tf_error_set(err, "out of memory");
     if (!ir || diag.n_errors) goto done;
     if (ir->model) {
         m = learned_stages(ir, opts, &diag, err);
     } else {
         // 3. One value analysis over every op.
-        values_analyze(ir, opts->opt_level, &diag);
+        if (values_analyze(ir, opts->opt_level, &diag) < 0) {
+            tf_error_set(err, "out of memory");
+            goto done;
+        }
         if (diag.n_errors) goto done;
         // 3b. MLP fusion: consecutive tables composed (a scheduled program).
         int scheduled = opts->opt_level > 0 && !opts->no_schedule && general_only(ir);
@@ -152,7 +156,10 @@ TfModel *compile_source_opts(const char *filename, const char *source, size_t le
         }
         if (dump_at(opts, TF_DUMP_IR, prog, ir, NULL, NULL)) goto done;
         // 4. Layer plans: what each op becomes, its size, the limits.
-        if (plans_make(ir, opts->opt_level, max_params, &diag, &plans) < 0) goto done;
+        if (plans_make(ir, opts->opt_level, max_params, &diag, &plans) < 0) {
+            if (diag.n_errors == 0) tf_error_set(err, "out of memory");
+            goto done;
+        }
         if (dump_at(opts, TF_DUMP_PLANS, prog, ir, &plans, NULL)) goto done;
         // 5. Lowering: the weights.
         m = lower_program(ir, opts->opt_level, err);

@@ -30,11 +30,11 @@
 
 typedef struct Boxes {
     int n;                            /* inputs of more than one value */
-    int in[TF_GEN_MAX_INPUTS];        /* their indices in the table */
-    int size[TF_GEN_MAX_INPUTS];
+    int in[TF_PLAN_MAX_INPUTS];        /* their indices in the table */
+    int size[TF_PLAN_MAX_INPUTS];
     unsigned may_free, may_share;     /* bit j: in[j] may be free / share sets */
-    long off[1 << TF_GEN_MAX_INPUTS]; /* where set S's boxes start */
-    long count[1 << TF_GEN_MAX_INPUTS];
+    long off[1 << TF_PLAN_MAX_INPUTS]; /* where set S's boxes start */
+    long count[1 << TF_PLAN_MAX_INPUTS];
     int *val;           /* per box: its one result, EMPTY or MIXED */
     int *id;            /* the first box of its set with the same table */
     int *leaves;        /* leaves with a result of its best tree */
@@ -193,8 +193,8 @@ const int *cubes_set(const TfCubes *c, int s, int *n) {
 typedef struct Emit {
     const Boxes *B;
     TfCubes *out;
-    int set[TF_GEN_MAX_INPUTS];  /* per input of the sets on the path: its set */
-    int base[TF_GEN_MAX_INPUTS]; /* per table input of one value: its set, -1: free */
+    int set[TF_PLAN_MAX_INPUTS];  /* per input of the sets on the path: its set */
+    int base[TF_PLAN_MAX_INPUTS]; /* per table input of one value: its set, -1: free */
     const long *combo_stride;
     int n_in, max_size;
     int *vals;   /* scratch: a set's values */
@@ -212,7 +212,7 @@ static int emit(Emit *E, unsigned S, long a) {
     if (j < 0) {
         TfCube *cb = &E->out->cube[E->out->n++];
         cb->combo = 0;
-        for (int i = 0; i < TF_GEN_MAX_INPUTS; i++) cb->set[i] = i < E->n_in ? E->base[i] : -1;
+        for (int i = 0; i < TF_PLAN_MAX_INPUTS; i++) cb->set[i] = i < E->n_in ? E->base[i] : -1;
         for (int q = 0; q < B->n; q++) {
             if (!(S >> q & 1)) continue;
             int n;
@@ -258,7 +258,7 @@ static int by_combo(const void *a, const void *b) {
  * fixed to its value. */
 static int one_per_combination(const int *size, int n_in, const int *result, long n_combo,
                                const long *combo_stride, TfCubes *out) {
-    int first[TF_GEN_MAX_INPUTS];
+    int first[TF_PLAN_MAX_INPUTS];
     for (int i = 0; i < n_in; i++)
         for (int v = 0; v < size[i]; v++) {
             int s = new_set(out, &v, 1);
@@ -269,7 +269,7 @@ static int one_per_combination(const int *size, int n_in, const int *result, lon
         if (result[c] < 0) continue;
         TfCube *cb = &out->cube[out->n++];
         cb->combo = (int)c;
-        for (int i = 0; i < TF_GEN_MAX_INPUTS; i++)
+        for (int i = 0; i < TF_PLAN_MAX_INPUTS; i++)
             cb->set[i] = i < n_in ? first[i] + (int)(c / combo_stride[i] % size[i]) : -1;
     }
     return 0;
@@ -284,7 +284,7 @@ static void free_boxes(Boxes *B) {
 int cubes_partition(const int *size, int n_in, const int *result, unsigned may_free,
                     unsigned may_share, TfCubes *out) {
     *out = (TfCubes){0};
-    long n_combo = 1, n_result = 0, combo_stride[TF_GEN_MAX_INPUTS];
+    long n_combo = 1, n_result = 0, combo_stride[TF_PLAN_MAX_INPUTS];
     for (int i = 0; i < n_in; i++) combo_stride[i] = n_combo, n_combo *= size[i];
     if (n_combo <= 0) return 0;
     int max_result = 0;
@@ -375,13 +375,13 @@ static int by_number(const void *a, const void *b) {
     return (x->x > y->x) - (x->x < y->x);
 }
 
-int cubes_of_table(const TfIr *ir, const TfGenOp *p, TfCubes *out) {
+int cubes_of_table(const TfIr *ir, const TfOpPlan *p, TfCubes *out) {
     *out = (TfCubes){0};
-    int size[TF_GEN_MAX_INPUTS];
+    int size[TF_PLAN_MAX_INPUTS];
     unsigned may_free = 0;
     double worst = 0; /* the margin's use if every one-value input shared all its values */
     for (int i = 0; i < p->n_in; i++) {
-        const TfGenReg *g = &ir->gen_regs[p->in[i]];
+        const TfRegFacts *g = &ir->regs[p->in[i]].facts;
         size[i] = g->n_vals;
         if (g->one_value) may_free |= 1u << i;
         worst += (g->one_value ? g->n_vals : 1) * g->err;

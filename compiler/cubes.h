@@ -20,7 +20,7 @@
  * order.
  *
  * A leaf leaves an input free only when that input holds exactly one value
- * at every position after the BOS (TfGenReg.one_value). Where an input holds
+ * at every position after the BOS (TfRegFacts.one_value). Where an input holds
  * none (a Map's undefined combination, an Aggregate without a default that
  * selects nothing), the full table's unit that reads it stays off; a cube
  * that did not read it would fire. A leaf without a result needs no unit,
@@ -40,7 +40,7 @@ typedef struct TfCube {
     int combo;                  /* the cube's first combination (each input at the first
                                    value of its set, free ones at their first): its result
                                    is the cube's */
-    int set[TF_GEN_MAX_INPUTS]; /* per input: the set of values it is restricted to, -1: free */
+    int set[TF_PLAN_MAX_INPUTS]; /* per input: the set of values it is restricted to, -1: free */
 } TfCube;
 
 typedef struct TfCubes {
@@ -62,7 +62,7 @@ int cubes_partition(const int *size, int n_in, const int *result, unsigned may_f
 /* The cubes of TABLE plan p (its result: a column, or a non-zero number),
  * with the inputs' one_value and errors deciding what may be free and what
  * may share a set (above). */
-int cubes_of_table(const TfIr *ir, const TfGenOp *p, TfCubes *out);
+int cubes_of_table(const TfIr *ir, const TfOpPlan *p, TfCubes *out);
 
 /* The values of set s: *n of them. */
 const int *cubes_set(const TfCubes *c, int s, int *n);

@@ -16,11 +16,11 @@ static_assert(sizeof tf_dump_stage_names / sizeof tf_dump_stage_names[0] == TF_D
               "one name per stage");
 
 static const char *const form_names[] = {
-    [TF_GEN_TABLE] = "table",   [TF_GEN_STAIRCASE] = "staircase", [TF_GEN_LINEAR] = "linear",
-    [TF_GEN_GATED] = "gated",   [TF_GEN_SPLIT] = "split",         [TF_GEN_ATTEND] = "attend",
-    [TF_GEN_COUNT] = "count",
+    [TF_PLAN_TABLE] = "table",   [TF_PLAN_STAIRCASE] = "staircase", [TF_PLAN_LINEAR] = "linear",
+    [TF_PLAN_GATED] = "gated",   [TF_PLAN_SPLIT] = "split",         [TF_PLAN_ATTEND] = "attend",
+    [TF_PLAN_COUNT] = "count",
 };
-static_assert(sizeof form_names / sizeof form_names[0] == TF_GEN_FORM_COUNT, "one name per form");
+static_assert(sizeof form_names / sizeof form_names[0] == TF_PLAN_FORM_COUNT, "one name per form");
 
 int dump_stage_find(const char *name) {
     for (int i = 1; i < TF_DUMP_STAGE_COUNT; i++)
@@ -36,7 +36,8 @@ static int show_row(FILE *f, int i, int n, const char *indent) {
     return 0;
 }
 
-static const TfGenReg *greg(const TfIr *ir, int r) { return ir->gen_regs ? &ir->gen_regs[r] : NULL; }
+/* A register's facts, NULL for a learned model (no value analysis). */
+static const TfRegFacts *greg(const TfIr *ir, int r) { return ir->model ? NULL : &ir->regs[r].facts; }
 
 static void print_value(FILE *f, TfVal v) {
     char buf[64];
@@ -45,7 +46,7 @@ static void print_value(FILE *f, TfVal v) {
 }
 
 /* "{a, b, c}" or "{0, 1, ..., 16} (17 values)" */
-static void print_value_set(FILE *f, const TfGenReg *g) {
+static void print_value_set(FILE *f, const TfRegFacts *g) {
     fputc('{', f);
     for (int i = 0; i < g->n_vals; i++) {
         if (g->n_vals > SHOW_VALUES && i >= 8 && i < g->n_vals - 2) {
@@ -65,7 +66,7 @@ static void print_writers(FILE *f, const TfIr *ir, int r) {
     int n = 0, last = -1;
     for (int i = 0; i < ir->n_ops; i++) {
         const TfIrOp *op = &ir->ops[i];
-        if ((op->gen ? op->gen->dest : op->dest) != r) continue;
+        if ((op->plan ? op->plan->dest : op->dest) != r) continue;
         if (n == 1) fprintf(f, "written by ops %d", last);
         else if (n > 1) fprintf(f, ", %d", last);
         n++;
@@ -85,7 +86,7 @@ static void dump_reg(FILE *f, const TfIr *ir, int r) {
     if (R->size == 1) fprintf(f, "col %d", R->offset);
     else if (R->size > 1) fprintf(f, "cols %d..%d", R->offset, R->offset + R->size - 1);
     else fputs("no columns", f);
-    const TfGenReg *g = greg(ir, r);
+    const TfRegFacts *g = greg(ir, r);
     if (!g) {
         fputc('\n', f);
         return;
@@ -119,7 +120,7 @@ static void print_seed_args(FILE *f, const TfIr *ir, const TfIrOp *op) {
         if (i) fputs(", ", f);
         if (a->tok >= 0) {
             char buf[8];
-            fprintf(f, "'%s'", check_show_char((unsigned char)ir->vocab[a->tok], buf));
+            fprintf(f, "'%s'", ast_char_text((unsigned char)ir->vocab[a->tok], '\'', buf));
         } else if (p->kind == TF_PARAM_REG_OFFSET) {
             fprintf(f, "%s %c %ld", reg_name(ir, a->reg), a->value < 0 ? '-' : '+', labs(a->value));
         } else if (p->kind == TF_PARAM_REG_STEP) {
@@ -137,7 +138,7 @@ static void print_op_head(FILE *f, const TfIr *ir, int i) {
     fprintf(f, "  op%-3d line %-4d ", i, s->loc.line);
     if (s->label.text) fprintf(f, "%s: ", s->label.text);
     fprintf(f, "%s(", tf_ops[op->op].name);
-    if (op->gen) {
+    if (op->plan) {
         for (int a = 0; a < s->n_args; a++) {
             if (a) fputs(", ", f);
             ast_print_arg(f, &s->args[a]);
@@ -151,9 +152,9 @@ static void print_op_head(FILE *f, const TfIr *ir, int i) {
 }
 
 /* What an op's plan reads and writes: "table(rank) -> place". */
-static void print_plan_signature(FILE *f, const TfIr *ir, const TfGenOp *p) {
+static void print_plan_signature(FILE *f, const TfIr *ir, const TfOpPlan *p) {
     fprintf(f, "%s(", form_names[p->form]);
-    if (p->form == TF_GEN_ATTEND || p->form == TF_GEN_COUNT) {
+    if (p->form == TF_PLAN_ATTEND || p->form == TF_PLAN_COUNT) {
         for (int t = 0; t < p->n_terms; t++)
             fprintf(f, "%sq.%s k.%s", t ? "; " : "", reg_name(ir, p->terms[t].qreg),
                     reg_name(ir, p->terms[t].kreg));
@@ -165,6 +166,12 @@ static void print_plan_signature(FILE *f, const TfIr *ir, const TfGenOp *p) {
 }
 
 void dump_ir(FILE *f, const TfIr *ir) {
+    if (ir->model) {
+        fprintf(f, "ir: a learned model (`model { ... }`, line %d): no registers or ops are "
+                   "compiled; --dump=layers shows its layers\n",
+                ir->model->loc.line);
+        return;
+    }
     fprintf(f, "ir: %d registers, d_model %d, %d ops\n", ir->n_regs, ir->d_model, ir->n_ops);
     fputs("registers (kind, columns, error bound, writers; the values the analysis found):\n", f);
     for (int r = 0; r < ir->n_regs; r++) dump_reg(f, ir, r);
@@ -173,10 +180,10 @@ void dump_ir(FILE *f, const TfIr *ir) {
         const TfIrOp *op = &ir->ops[i];
         print_op_head(f, ir, i);
         fputs("         ", f);
-        if (op->gen) {
-            fprintf(f, "%s: ", op->gen->name);
-            print_plan_signature(f, ir, op->gen);
-            if (op->gen->check) fputs(", checked at run time", f);
+        if (op->plan) {
+            fprintf(f, "%s: ", op->plan->name);
+            print_plan_signature(f, ir, op->plan);
+            if (op->plan->check) fputs(", checked at run time", f);
         } else {
             fprintf(f, "seed op (%s)", tf_layer_kind_names[tf_ops[op->op].layer]);
         }
@@ -194,7 +201,7 @@ void dump_ir(FILE *f, const TfIr *ir) {
 /* A categorical destination's column label, or the number it gets. */
 static void print_result(FILE *f, const TfIr *ir, int dest, const int *cols, const double *nums,
                          int i) {
-    const TfGenReg *g = greg(ir, dest);
+    const TfRegFacts *g = greg(ir, dest);
     if (!cols) fprintf(f, "%.6g", nums[i]);
     else if (cols[i] < 0) fputs("(no value)", f);
     else if (g && g->labels && cols[i] < g->n_vals) fputs(g->labels[cols[i]], f);
@@ -202,9 +209,9 @@ static void print_result(FILE *f, const TfIr *ir, int dest, const int *cols, con
 }
 
 /* "a=1 b='x'": combination c of the inputs in[first..n) (first fastest). */
-static void print_combo(FILE *f, const TfIr *ir, const TfGenOp *p, int first, long c) {
+static void print_combo(FILE *f, const TfIr *ir, const TfOpPlan *p, int first, long c) {
     for (int i = first; i < p->n_in; i++) {
-        const TfGenReg *g = greg(ir, p->in[i]);
+        const TfRegFacts *g = greg(ir, p->in[i]);
         int n = g->n_vals > 0 ? g->n_vals : 1;
         fprintf(f, "%s%s=", i > first ? " " : "", reg_name(ir, p->in[i]));
         if (g->n_vals > 0) print_value(f, g->vals[c % n]);
@@ -212,7 +219,7 @@ static void print_combo(FILE *f, const TfIr *ir, const TfGenOp *p, int first, lo
     }
 }
 
-static void dump_table(FILE *f, const TfIr *ir, const TfGenOp *p) {
+static void dump_table(FILE *f, const TfIr *ir, const TfOpPlan *p) {
     fprintf(f, "      %d combinations:\n", p->n_combo);
     for (int c = 0; c < p->n_combo; c++) {
         if (!show_row(f, c, p->n_combo, "        ")) continue;
@@ -224,14 +231,14 @@ static void dump_table(FILE *f, const TfIr *ir, const TfGenOp *p) {
     }
 }
 
-static void print_linear(FILE *f, const TfIr *ir, const TfGenOp *p) {
+static void print_linear(FILE *f, const TfIr *ir, const TfOpPlan *p) {
     fprintf(f, "%.6g", p->c0);
     for (int i = 0; i < p->n_in; i++)
         if (p->coef[i] != 0) fprintf(f, " %+.6g %s", p->coef[i], reg_name(ir, p->in[i]));
 }
 
 /* The staircase's values and results, from xs[0] (first of n) on. */
-static void dump_steps(FILE *f, const TfIr *ir, const TfGenOp *p, int first, int n) {
+static void dump_steps(FILE *f, const TfIr *ir, const TfOpPlan *p, int first, int n) {
     for (int i = 0; i < n; i++) {
         if (!show_row(f, i, n, "        ")) continue;
         fprintf(f, "        x=%.6g -> ", p->xs[i]);
@@ -240,7 +247,7 @@ static void dump_steps(FILE *f, const TfIr *ir, const TfGenOp *p, int first, int
     }
 }
 
-static void dump_staircase(FILE *f, const TfIr *ir, const TfGenOp *p) {
+static void dump_staircase(FILE *f, const TfIr *ir, const TfOpPlan *p) {
     fputs("      x = ", f);
     if (p->x_linear) print_linear(f, ir, p);
     else fputs(reg_name(ir, p->in[0]), f);
@@ -248,7 +255,7 @@ static void dump_staircase(FILE *f, const TfIr *ir, const TfGenOp *p) {
     dump_steps(f, ir, p, 0, p->n_x);
 }
 
-static void dump_split(FILE *f, const TfIr *ir, const TfGenOp *p) {
+static void dump_split(FILE *f, const TfIr *ir, const TfOpPlan *p) {
     for (int a = 0; a < p->n_combo; a++) {
         int base;
         fputs("      ", f);
@@ -259,7 +266,7 @@ static void dump_split(FILE *f, const TfIr *ir, const TfGenOp *p) {
     }
 }
 
-static void dump_gated(FILE *f, const TfIr *ir, const TfGenOp *p) {
+static void dump_gated(FILE *f, const TfIr *ir, const TfOpPlan *p) {
     fprintf(f, "      gate %.6g; per combination, a + b %s:\n", p->c0, reg_name(ir, p->in[0]));
     for (int c = 0; c < p->n_combo; c++) {
         if (!show_row(f, c, p->n_combo, "        ")) continue;
@@ -271,9 +278,9 @@ static void dump_gated(FILE *f, const TfIr *ir, const TfGenOp *p) {
 
 /* A selection: per term, the query and key values and how many pairs it
  * selects; the temperature, the mask, the value and the default. */
-static void dump_attend(FILE *f, const TfIr *ir, const TfGenOp *p) {
+static void dump_attend(FILE *f, const TfIr *ir, const TfOpPlan *p) {
     for (int t = 0; t < p->n_terms; t++) {
-        const struct TfGenTerm *T = &p->terms[t];
+        const struct TfPlanTerm *T = &p->terms[t];
         long n = 0;
         for (long i = 0; i < (long)T->nq * T->nk; i++) n += T->P[i];
         if (T->qreg < 0 && T->kreg < 0) {
@@ -285,7 +292,7 @@ static void dump_attend(FILE *f, const TfIr *ir, const TfGenOp *p) {
                 (long)T->nq * T->nk);
     }
     fprintf(f, "      scale %.6g, %s", p->beta, p->causal ? "causal" : "bidirectional");
-    if (p->form == TF_GEN_ATTEND) {
+    if (p->form == TF_PLAN_ATTEND) {
         fprintf(f, ", %s of %s", p->value_numeric ? (p->sum ? "mean (then sum)" : "mean") : "copy",
                 reg_name(ir, p->vreg));
         if (p->value_numeric) fprintf(f, ", default %.6g", p->default_num);
@@ -302,11 +309,11 @@ void dump_plans(FILE *f, const TfIr *ir, const TfPlans *plans) {
             plans->n_layers, plans->n_params, plans->n_embed);
     for (int i = 0; i < ir->n_ops; i++) {
         const TfIrOp *op = &ir->ops[i];
-        const TfLayerPlan *lp = &plans->layers[i];
+        const TfLayerSize *lp = &plans->layers[i];
         print_op_head(f, ir, i);
         fprintf(f, "      layer %d: %s, at most %zu parameters", i, tf_layer_kind_names[lp->kind],
                 lp->n_params);
-        const TfGenOp *p = op->gen;
+        const TfOpPlan *p = op->plan;
         if (!p) {
             fputs("; seed 001's construction\n", f);
             continue;
@@ -316,18 +323,18 @@ void dump_plans(FILE *f, const TfIr *ir, const TfPlans *plans) {
         print_plan_signature(f, ir, p);
         fputs(p->check ? ", checked at run time\n" : "\n", f);
         switch (p->form) {
-        case TF_GEN_TABLE: dump_table(f, ir, p); break;
-        case TF_GEN_STAIRCASE: dump_staircase(f, ir, p); break;
-        case TF_GEN_SPLIT: dump_split(f, ir, p); break;
-        case TF_GEN_GATED: dump_gated(f, ir, p); break;
-        case TF_GEN_LINEAR:
+        case TF_PLAN_TABLE: dump_table(f, ir, p); break;
+        case TF_PLAN_STAIRCASE: dump_staircase(f, ir, p); break;
+        case TF_PLAN_SPLIT: dump_split(f, ir, p); break;
+        case TF_PLAN_GATED: dump_gated(f, ir, p); break;
+        case TF_PLAN_LINEAR:
             fprintf(f, "      %s = ", reg_name(ir, p->dest));
             print_linear(f, ir, p);
             fputc('\n', f);
             break;
-        case TF_GEN_ATTEND:
-        case TF_GEN_COUNT: dump_attend(f, ir, p); break;
-        case TF_GEN_FORM_COUNT: break;
+        case TF_PLAN_ATTEND:
+        case TF_PLAN_COUNT: dump_attend(f, ir, p); break;
+        case TF_PLAN_FORM_COUNT: break;
         }
     }
 }

@@ -19,13 +19,6 @@
 #include "checker.h"
 #include "diag.h"
 
-typedef enum TfValKind { TF_VAL_INT, TF_VAL_TOKEN, TF_VAL_REAL } TfValKind;
-
-typedef struct TfVal {
-    TfValKind kind;
-    double x;
-} TfVal;
-
 #define TF_EXPR_MAX_INPUTS 8 /* registers one expression (or one side) reads */
 
 int val_is_num(TfVal v);

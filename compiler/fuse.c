@@ -28,7 +28,7 @@ static int combo_of(const TfIr *ir, const int *regs, int n, const int *zregs, in
                 if (zregs[z] == regs[q]) v = zidx[z];
         }
         c += v * radix;
-        radix *= ir->gen_regs[regs[q]].n_vals;
+        radix *= ir->regs[regs[q]].facts.n_vals;
     }
     return c;
 }
@@ -36,27 +36,27 @@ static int combo_of(const TfIr *ir, const int *regs, int n, const int *zregs, in
 /* i (a table over categorical inputs, writing categorical r) feeds table j:
  * one table over i's inputs and j's others. NULL when it cannot be built or
  * is larger than the two. */
-static TfGenOp *fuse_tables(TfIr *ir, const TfGenOp *pi, const TfGenOp *pj, int r) {
-    int z[TF_GEN_MAX_INPUTS], nz = 0;
+static TfOpPlan *fuse_tables(TfIr *ir, const TfOpPlan *pi, const TfOpPlan *pj, int r) {
+    int z[TF_PLAN_MAX_INPUTS], nz = 0;
     for (int q = 0; q < pi->n_in; q++) z[nz++] = pi->in[q];
     for (int q = 0; q < pj->n_in; q++) {
         if (pj->in[q] == r) continue;
         int seen = 0;
         for (int k = 0; k < nz; k++) seen |= z[k] == pj->in[q];
         if (seen) continue;
-        if (nz == TF_GEN_MAX_INPUTS) return NULL;
+        if (nz == TF_PLAN_MAX_INPUTS) return NULL;
         z[nz++] = pj->in[q];
     }
     long total = 1;
     double err = 0;
     for (int k = 0; k < nz; k++) {
-        total *= ir->gen_regs[z[k]].n_vals;
-        err += ir->gen_regs[z[k]].err;
+        total *= ir->regs[z[k]].facts.n_vals;
+        err += ir->regs[z[k]].facts.err;
         if (total > MAX_FUSED_COMBOS) return NULL;
     }
     if (err >= 0.25) return NULL; // the steps' margin (compiler/map.c)
     int dest_cat = ir->regs[pj->dest].kind == TF_REG_CATEGORICAL;
-    TfGenOp *p = arena_alloc(&ir->arena, sizeof *p);
+    TfOpPlan *p = arena_alloc(&ir->arena, sizeof *p);
     if (!p) return NULL;
     *p = *pj;
     p->n_in = nz;
@@ -65,7 +65,7 @@ static TfGenOp *fuse_tables(TfIr *ir, const TfGenOp *pi, const TfGenOp *pj, int 
     p->combo_col = dest_cat ? arena_alloc(&ir->arena, (size_t)total * sizeof *p->combo_col) : NULL;
     p->combo_num = dest_cat ? NULL : arena_alloc(&ir->arena, (size_t)total * sizeof *p->combo_num);
     if (dest_cat ? !p->combo_col : !p->combo_num) return NULL;
-    int idx[TF_GEN_MAX_INPUTS] = {0};
+    int idx[TF_PLAN_MAX_INPUTS] = {0};
     for (long c = 0; c < total; c++) {
         int ci = combo_of(ir, pi->in, pi->n_in, z, nz, idx, -1, 0);
         int col = pi->combo_col[ci]; // r's column, its value index; -1: none
@@ -77,19 +77,19 @@ static TfGenOp *fuse_tables(TfIr *ir, const TfGenOp *pi, const TfGenOp *pj, int 
             if (dest_cat) p->combo_col[c] = pj->combo_col[cj];
             else p->combo_num[c] = pj->combo_num[cj];
         }
-        for (int k = 0; k < nz && ++idx[k] == ir->gen_regs[z[k]].n_vals; k++) idx[k] = 0;
+        for (int k = 0; k < nz && ++idx[k] == ir->regs[z[k]].facts.n_vals; k++) idx[k] = 0;
     }
     return p;
 }
 
 /* i (a staircase over a number, writing categorical r) feeds a table j of
  * r alone: a staircase over that number. */
-static TfGenOp *fuse_staircase(TfIr *ir, const TfGenOp *pi, const TfGenOp *pj) {
+static TfOpPlan *fuse_staircase(TfIr *ir, const TfOpPlan *pi, const TfOpPlan *pj) {
     int dest_cat = ir->regs[pj->dest].kind == TF_REG_CATEGORICAL;
-    TfGenOp *p = arena_alloc(&ir->arena, sizeof *p);
+    TfOpPlan *p = arena_alloc(&ir->arena, sizeof *p);
     if (!p) return NULL;
     *p = *pj;
-    p->form = TF_GEN_STAIRCASE;
+    p->form = TF_PLAN_STAIRCASE;
     p->n_in = pi->n_in; // one number, or a LINEAR Map's inputs (x_linear)
     memcpy(p->in, pi->in, sizeof p->in);
     p->x_linear = pi->x_linear;
@@ -113,8 +113,8 @@ static TfGenOp *fuse_staircase(TfIr *ir, const TfGenOp *pi, const TfGenOp *pj) {
 
 /* i (a LINEAR Map writing number r) feeds staircase j over r: a staircase
  * over the linear combination itself. */
-static TfGenOp *fuse_linear(TfIr *ir, const TfGenOp *pi, const TfGenOp *pj) {
-    TfGenOp *p = arena_alloc(&ir->arena, sizeof *p);
+static TfOpPlan *fuse_linear(TfIr *ir, const TfOpPlan *pi, const TfOpPlan *pj) {
+    TfOpPlan *p = arena_alloc(&ir->arena, sizeof *p);
     if (!p) return NULL;
     *p = *pj;
     p->n_in = pi->n_in;
@@ -137,7 +137,7 @@ static int writer_of(const Fz *F, int j, int r) {
     const TfIr *ir = F->ir;
     if (r < 0) return -1;
     int w = F->writers[r];
-    if (w < 0 || w >= j || !ir->ops[w].gen || ir->ops[w].gen->dest != r) return -1;
+    if (w < 0 || w >= j || !ir->ops[w].plan || ir->ops[w].plan->dest != r) return -1;
     return w;
 }
 
@@ -148,17 +148,17 @@ static int table_writer(const Fz *F, int j, int r) {
     const TfIr *ir = F->ir;
     int w = writer_of(F, j, r);
     if (w < 0) return -1;
-    const TfGenOp *p = ir->ops[w].gen;
+    const TfOpPlan *p = ir->ops[w].plan;
     if (p->check) return -1;
-    if (ir->regs[r].kind != TF_REG_CATEGORICAL) return p->form == TF_GEN_LINEAR ? w : -1;
-    if (p->form == TF_GEN_TABLE || p->form == TF_GEN_STAIRCASE) return w;
+    if (ir->regs[r].kind != TF_REG_CATEGORICAL) return p->form == TF_PLAN_LINEAR ? w : -1;
+    if (p->form == TF_PLAN_TABLE || p->form == TF_PLAN_STAIRCASE) return w;
     return -1;
 }
 
 /* Whether one of op i's inputs is written again after i, before j (never,
  * as general ops write a register once; kept as the condition fusion needs). */
 static int inputs_rewritten(const Fz *F, int i, int j) {
-    const TfGenOp *pi = F->ir->ops[i].gen;
+    const TfOpPlan *pi = F->ir->ops[i].plan;
     for (int q = 0; q < pi->n_in; q++) {
         int w = F->writers[pi->in[q]];
         if (w > i && w < j) return 1;
@@ -181,16 +181,16 @@ static int pt_cmp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static TfGenOp *fuse_two_staircases(TfIr *ir, const TfGenOp *p1, const TfGenOp *p2,
-                                    const TfGenOp *pj) {
+static TfOpPlan *fuse_two_staircases(TfIr *ir, const TfOpPlan *p1, const TfOpPlan *p2,
+                                    const TfOpPlan *pj) {
     if (pj->n_in != 2 || p1->x_linear || p2->x_linear || p1->n_in != 1 || p2->n_in != 1 ||
         p1->in[0] == p2->in[0])
         return NULL;
     int dest_cat = ir->regs[pj->dest].kind == TF_REG_CATEGORICAL;
-    int n1 = p1->n_x, n2 = p2->n_x, n = n1 * n2, n_a = ir->gen_regs[pj->in[0]].n_vals;
+    int n1 = p1->n_x, n2 = p2->n_x, n = n1 * n2, n_a = ir->regs[pj->in[0]].facts.n_vals;
     Pt *pts = malloc((size_t)n * sizeof *pts);
     if (!pts) return NULL;
-    double e = ir->gen_regs[p1->in[0]].err + ir->gen_regs[p2->in[0]].err;
+    double e = ir->regs[p1->in[0]].facts.err + ir->regs[p2->in[0]].facts.err;
     static const double signs[2] = {-1.0, 1.0};
     for (int si = 0; si < 2; si++) {
         double b = signs[si], xmax = 0, gap = INFINITY;
@@ -218,13 +218,13 @@ static TfGenOp *fuse_two_staircases(TfIr *ir, const TfGenOp *p1, const TfGenOp *
         }
         double rounding = gap < INFINITY ? 2 * xmax * 4 * EPS32 : 0;
         if (!ok || (gap < INFINITY && gap / 4 - e - rounding - xmax * 4 * EPS32 <= 0)) continue;
-        TfGenOp *p = arena_alloc(&ir->arena, sizeof *p);
+        TfOpPlan *p = arena_alloc(&ir->arena, sizeof *p);
         double *xs = arena_alloc(&ir->arena, (size_t)m * sizeof *xs);
         int *cols = dest_cat ? arena_alloc(&ir->arena, (size_t)m * sizeof *cols) : NULL;
         double *nums = dest_cat ? NULL : arena_alloc(&ir->arena, (size_t)m * sizeof *nums);
         if (!p || !xs || (dest_cat ? !cols : !nums)) break;
         *p = *pj;
-        p->form = TF_GEN_STAIRCASE;
+        p->form = TF_PLAN_STAIRCASE;
         p->n_in = 2;
         p->in[0] = p1->in[0];
         p->in[1] = p2->in[0];
@@ -254,19 +254,19 @@ static TfGenOp *fuse_two_staircases(TfIr *ir, const TfGenOp *p1, const TfGenOp *
 
 /* A staircase i over a number x writing categorical r feeds a table j of r
  * and one other categorical register A (frac_prevs: the count and the
- * position): per value of A, a staircase over x (TF_GEN_SPLIT), when each
+ * position): per value of A, a staircase over x (TF_PLAN_SPLIT), when each
  * step keeps its margin with x's and A's errors and the gate's size. */
-static TfGenOp *fuse_split(TfIr *ir, const TfGenOp *pi, const TfGenOp *pj, int r) {
+static TfOpPlan *fuse_split(TfIr *ir, const TfOpPlan *pi, const TfOpPlan *pj, int r) {
     if (pj->n_in != 2 || pi->x_linear || pi->n_in != 1) return NULL;
     int qr = pj->in[0] == r ? 0 : 1, A = pj->in[1 - qr];
     if (pj->in[qr] != r || A == pi->in[0] || ir->regs[A].kind != TF_REG_CATEGORICAL) return NULL;
-    const TfGenReg *ga = &ir->gen_regs[A], *gx = &ir->gen_regs[pi->in[0]];
-    int na = ga->n_vals, nx = pi->n_x, n0 = ir->gen_regs[pj->in[0]].n_vals;
+    const TfRegFacts *ga = &ir->regs[A].facts, *gx = &ir->regs[pi->in[0]].facts;
+    int na = ga->n_vals, nx = pi->n_x, n0 = ir->regs[pj->in[0]].facts.n_vals;
     int dest_cat = ir->regs[pj->dest].kind == TF_REG_CATEGORICAL;
     double xmax = 1.0; // what x can hold at the BOS, as compiler/lower_general.c bounds it
     for (int v = 0; v < gx->n_vals; v++) xmax = fmax(xmax, fabs(gx->vals[v].x));
     for (int k = 0; k < nx; k++) xmax = fmax(xmax, fabs(pi->xs[k]));
-    TfGenOp *p = arena_alloc(&ir->arena, sizeof *p);
+    TfOpPlan *p = arena_alloc(&ir->arena, sizeof *p);
     int *cols = dest_cat ? arena_alloc(&ir->arena, (size_t)na * (size_t)nx * sizeof *cols) : NULL;
     double *nums = dest_cat ? NULL : arena_alloc(&ir->arena, (size_t)na * (size_t)nx * sizeof *nums);
     if (!p || (dest_cat ? !cols : !nums)) return NULL;
@@ -288,7 +288,7 @@ static TfGenOp *fuse_split(TfIr *ir, const TfGenOp *pi, const TfGenOp *pj, int r
                 return NULL;
         }
     *p = *pj;
-    p->form = TF_GEN_SPLIT;
+    p->form = TF_PLAN_SPLIT;
     p->n_in = 2;
     p->in[0] = pi->in[0];
     p->in[1] = A;
@@ -311,9 +311,9 @@ static int side_table(const Fz *F, int j, int r) {
     if (r < 0) return -1;
     int i = table_writer(F, j, r);
     if (i < 0) return -1;
-    const TfGenOp *p = ir->ops[i].gen;
-    if (p->form != TF_GEN_TABLE || p->n_in != 1 || inputs_rewritten(F, i, j)) return -1;
-    const TfGenReg *g = &ir->gen_regs[p->in[0]];
+    const TfOpPlan *p = ir->ops[i].plan;
+    if (p->form != TF_PLAN_TABLE || p->n_in != 1 || inputs_rewritten(F, i, j)) return -1;
+    const TfRegFacts *g = &ir->regs[p->in[0]].facts;
     if (g->bos_dirty || g->bos_value || !g->known) return -1;
     return i;
 }
@@ -321,15 +321,15 @@ static int side_table(const Fz *F, int j, int r) {
 /* A selection reads a Map of one register: the selection reads that
  * register, its truth table through the Map's (a value the Map gives no
  * result for selects nothing, as before). */
-static int fuse_selection_sides(const Fz *F, TfIr *ir, TfGenOp *ps, int j) {
+static int fuse_selection_sides(const Fz *F, TfIr *ir, TfOpPlan *ps, int j) {
     int n = 0;
     for (int t = 0; t < ps->n_terms; t++) {
-        struct TfGenTerm *T = &ps->terms[t];
+        struct TfPlanTerm *T = &ps->terms[t];
         for (int side = 0; side < 2; side++) {
             int r = side == 0 ? T->qreg : T->kreg, i = side_table(F, j, r);
             if (i < 0) continue;
-            const TfGenOp *pm = ir->ops[i].gen;
-            int a = pm->in[0], na = ir->gen_regs[a].n_vals;
+            const TfOpPlan *pm = ir->ops[i].plan;
+            int a = pm->in[0], na = ir->regs[a].facts.n_vals;
             int nq = side == 0 ? na : T->nq, nk = side == 0 ? T->nk : na;
             unsigned char *P = arena_alloc(&ir->arena, (size_t)nq * (size_t)nk);
             if (!P) return -1;
@@ -352,12 +352,12 @@ static int fuse_selection_sides(const Fz *F, TfIr *ir, TfGenOp *ps, int j) {
 /* Under a causal mask, a term comparing the positions that every visible
  * key satisfies (k.indices <= q.indices) selects every key: the term
  * becomes `true`, and the selection no longer reads the positions. */
-static int drop_causal_order(TfIr *ir, TfGenOp *ps) {
+static int drop_causal_order(TfIr *ir, TfOpPlan *ps) {
     int n = 0, r = ir->indices_reg;
     if (!ps->causal || r < 0) return 0;
-    const TfGenReg *g = &ir->gen_regs[r];
+    const TfRegFacts *g = &ir->regs[r].facts;
     for (int t = 0; t < ps->n_terms; t++) {
-        struct TfGenTerm *T = &ps->terms[t];
+        struct TfPlanTerm *T = &ps->terms[t];
         if (T->qreg != r || T->kreg != r) continue;
         int all = 1;
         for (int qi = 0; qi < T->nq && all; qi++)
@@ -385,24 +385,24 @@ static void drop_bos_combos(TfIr *ir) {
     int r = ir->indices_reg;
     if (ir->bos < 0 || r < 0) return;
     for (int j = 0; j < ir->n_ops; j++) {
-        TfGenOp *p = ir->ops[j].gen;
-        if (!p || p->form != TF_GEN_TABLE) continue;
+        TfOpPlan *p = ir->ops[j].plan;
+        if (!p || p->form != TF_PLAN_TABLE) continue;
         int at = -1, radix = 1;
         for (int q = 0; q < p->n_in; q++) {
             if (p->in[q] == r) {
                 at = q;
                 break;
             }
-            radix *= ir->gen_regs[p->in[q]].n_vals;
+            radix *= ir->regs[p->in[q]].facts.n_vals;
         }
         if (at < 0) continue;
-        const TfGenReg *g = &ir->gen_regs[r];
+        const TfRegFacts *g = &ir->regs[r].facts;
         int zero = -1;
         for (int v = 0; v < g->n_vals; v++)
             if (g->vals[v].x == 0) zero = v;
         if (zero < 0) continue;
         if (!p->combo_col) continue;
-        int n_cols = ir->gen_regs[p->dest].n_vals;
+        int n_cols = ir->regs[p->dest].facts.n_vals;
         unsigned char *elsewhere = calloc((size_t)(n_cols > 0 ? n_cols : 1), 1);
         if (!elsewhere) continue; // keeping every result is always right
         for (int c = 0; c < p->n_combo; c++)
@@ -417,7 +417,7 @@ static void drop_bos_combos(TfIr *ir) {
 }
 
 /* Op j reads alias[r] wherever it read r (alias[r] < 0: r itself). */
-static void rename_reads(TfGenOp *p, const int *alias) {
+static void rename_reads(TfOpPlan *p, const int *alias) {
     for (int q = 0; q < p->n_in; q++)
         if (alias[p->in[q]] >= 0) p->in[q] = alias[p->in[q]];
     for (int t = 0; t < p->n_terms; t++) {
@@ -429,21 +429,21 @@ static void rename_reads(TfGenOp *p, const int *alias) {
     if (p->vreg >= 0 && alias[p->vreg] >= 0) p->vreg = alias[p->vreg];
 }
 
-static int same_table(const TfIr *ir, const TfGenOp *a, const TfGenOp *b) {
-    if (a->form != TF_GEN_TABLE || b->form != TF_GEN_TABLE || a->n_in != b->n_in ||
+static int same_table(const TfIr *ir, const TfOpPlan *a, const TfOpPlan *b) {
+    if (a->form != TF_PLAN_TABLE || b->form != TF_PLAN_TABLE || a->n_in != b->n_in ||
         a->n_combo != b->n_combo || !a->combo_col || !b->combo_col || a->check || b->check)
         return 0;
     if (memcmp(a->in, b->in, (size_t)a->n_in * sizeof *a->in) != 0 ||
         memcmp(a->combo_col, b->combo_col, (size_t)a->n_combo * sizeof *a->combo_col) != 0)
         return 0;
-    const TfGenReg *ga = &ir->gen_regs[a->dest], *gb = &ir->gen_regs[b->dest];
+    const TfRegFacts *ga = &ir->regs[a->dest].facts, *gb = &ir->regs[b->dest].facts;
     if (ga->n_vals != gb->n_vals) return 0;
     for (int v = 0; v < ga->n_vals; v++)
         if (ga->vals[v].x != gb->vals[v].x || ga->vals[v].kind != gb->vals[v].kind) return 0;
     return 1;
 }
 
-static uint64_t table_hash(const TfGenOp *p) {
+static uint64_t table_hash(const TfOpPlan *p) {
     uint64_t h = HASH_INIT ^ (uint64_t)p->n_in;
     for (int q = 0; q < p->n_in; q++) h = hash_word(h, (uint64_t)p->in[q]);
     for (int c = 0; c < p->n_combo; c++) h = hash_word(h, (uint64_t)(uint32_t)p->combo_col[c]);
@@ -472,15 +472,15 @@ static int merge_same_tables(const Fz *F) {
     for (int r = 0; r < ir->n_regs; r++) alias[r] = -1;
     for (int k = 0; k < cap; k++) slot[k] = -1;
     for (int j = 0; j < ir->n_ops; j++) {
-        TfGenOp *pj = ir->ops[j].gen;
+        TfOpPlan *pj = ir->ops[j].plan;
         if (!pj) continue;
         rename_reads(pj, alias); // earlier merges: every alias is of an earlier op's register
-        if (pj->form != TF_GEN_TABLE || !pj->combo_col || pj->check) continue;
+        if (pj->form != TF_PLAN_TABLE || !pj->combo_col || pj->check) continue;
         uint64_t h = table_hash(pj);
         size_t k = (size_t)(h & (uint64_t)(cap - 1));
         int merged = 0;
         for (; slot[k] >= 0; k = (k + 1) & (size_t)(cap - 1)) {
-            const TfGenOp *pi = ir->ops[slot[k]].gen;
+            const TfOpPlan *pi = ir->ops[slot[k]].plan;
             if (hash[k] == h && same_table(ir, pi, pj) && pj->dest != ir->output_reg &&
                 !inputs_rewritten(F, slot[k], j)) {
                 alias[pj->dest] = pi->dest;
@@ -501,8 +501,8 @@ static int merge_same_tables(const Fz *F) {
 /* Whether an op after j that is a table reads register r. */
 static int read_by_table(const Fz *F, int j, int r) {
     for (int k = j + 1; k < F->ir->n_ops; k++) {
-        const TfGenOp *p = F->ir->ops[k].gen;
-        if (!p || p->form != TF_GEN_TABLE) continue;
+        const TfOpPlan *p = F->ir->ops[k].plan;
+        if (!p || p->form != TF_PLAN_TABLE) continue;
         for (int q = 0; q < p->n_in; q++)
             if (p->in[q] == r) return 1;
     }
@@ -515,56 +515,56 @@ static int fuse_all(const Fz *F) {
     drop_bos_combos(ir);
     int fused = merge_same_tables(F);
     for (int j = 0; j < ir->n_ops; j++) {
-        TfGenOp *pj = ir->ops[j].gen;
-        if (pj && pj->form == TF_GEN_STAIRCASE && !pj->x_linear) {
+        TfOpPlan *pj = ir->ops[j].plan;
+        if (pj && pj->form == TF_PLAN_STAIRCASE && !pj->x_linear) {
             int i = table_writer(F, j, pj->in[0]);
-            if (i >= 0 && ir->ops[i].gen->form == TF_GEN_LINEAR && !inputs_rewritten(F, i, j)) {
-                TfGenOp *p = fuse_linear(ir, ir->ops[i].gen, pj);
+            if (i >= 0 && ir->ops[i].plan->form == TF_PLAN_LINEAR && !inputs_rewritten(F, i, j)) {
+                TfOpPlan *p = fuse_linear(ir, ir->ops[i].plan, pj);
                 if (!p) return -1;
-                ir->ops[j].gen = pj = p;
+                ir->ops[j].plan = pj = p;
                 fused++;
             }
         }
-        if (pj && (pj->form == TF_GEN_ATTEND || pj->form == TF_GEN_COUNT)) {
+        if (pj && (pj->form == TF_PLAN_ATTEND || pj->form == TF_PLAN_COUNT)) {
             int a = drop_causal_order(ir, pj), b = a < 0 ? -1 : fuse_selection_sides(F, ir, pj, j);
             if (a < 0 || b < 0) return -1;
             fused += a + b;
             continue;
         }
-        if (pj && pj->form == TF_GEN_TABLE && pj->n_in == 2) {
+        if (pj && pj->form == TF_PLAN_TABLE && pj->n_in == 2) {
             int i1 = table_writer(F, j, pj->in[0]), i2 = table_writer(F, j, pj->in[1]);
-            if (i1 >= 0 && i2 >= 0 && ir->ops[i1].gen->form == TF_GEN_STAIRCASE &&
-                ir->ops[i2].gen->form == TF_GEN_STAIRCASE && !inputs_rewritten(F, i1, j) &&
+            if (i1 >= 0 && i2 >= 0 && ir->ops[i1].plan->form == TF_PLAN_STAIRCASE &&
+                ir->ops[i2].plan->form == TF_PLAN_STAIRCASE && !inputs_rewritten(F, i1, j) &&
                 !inputs_rewritten(F, i2, j)) {
-                TfGenOp *p = fuse_two_staircases(ir, ir->ops[i1].gen, ir->ops[i2].gen, pj);
+                TfOpPlan *p = fuse_two_staircases(ir, ir->ops[i1].plan, ir->ops[i2].plan, pj);
                 if (ir->arena.failed) return -1;
-                if (p && plans_mlp_units(ir, p) <= plans_mlp_units(ir, pj) + plans_mlp_units(ir, ir->ops[i1].gen) +
-                                                  plans_mlp_units(ir, ir->ops[i2].gen)) {
-                    ir->ops[j].gen = pj = p;
+                if (p && plans_mlp_units(ir, p) <= plans_mlp_units(ir, pj) + plans_mlp_units(ir, ir->ops[i1].plan) +
+                                                  plans_mlp_units(ir, ir->ops[i2].plan)) {
+                    ir->ops[j].plan = pj = p;
                     fused++;
                     continue;
                 }
             }
         }
-        if (!pj || pj->form != TF_GEN_TABLE) continue;
+        if (!pj || pj->form != TF_PLAN_TABLE) continue;
         // Compose with the writer of each input in turn, as long as it pays.
         // (a composition into a staircase ends it: pj is no longer a table).
-        for (int changed = 1; changed && pj->form == TF_GEN_TABLE;) {
+        for (int changed = 1; changed && pj->form == TF_PLAN_TABLE;) {
             changed = 0;
             for (int q = 0; q < pj->n_in && !changed; q++) {
                 int r = pj->in[q], i = table_writer(F, j, r);
                 if (i < 0 || inputs_rewritten(F, i, j)) continue;
-                const TfGenOp *pi = ir->ops[i].gen;
-                TfGenOp *p = NULL;
-                if (pi->form == TF_GEN_TABLE) p = fuse_tables(ir, pi, pj, r);
-                else if (pi->form == TF_GEN_STAIRCASE && pj->n_in == 1)
+                const TfOpPlan *pi = ir->ops[i].plan;
+                TfOpPlan *p = NULL;
+                if (pi->form == TF_PLAN_TABLE) p = fuse_tables(ir, pi, pj, r);
+                else if (pi->form == TF_PLAN_STAIRCASE && pj->n_in == 1)
                     p = fuse_staircase(ir, pi, pj);
-                else if (pi->form == TF_GEN_STAIRCASE && pj->n_in == 2 &&
+                else if (pi->form == TF_PLAN_STAIRCASE && pj->n_in == 2 &&
                          !read_by_table(F, j, pj->dest)) // a table after j composes with it instead
                     p = fuse_split(ir, pi, pj, r);
                 if (ir->arena.failed) return -1;
                 if (!p || plans_mlp_units(ir, p) > plans_mlp_units(ir, pi) + plans_mlp_units(ir, pj)) continue;
-                ir->ops[j].gen = pj = p;
+                ir->ops[j].plan = pj = p;
                 fused++;
                 changed = 1;
             }
@@ -579,7 +579,7 @@ int fuse_ops(TfIr *ir) {
     if (!w) return -1;
     for (int r = 0; r < ir->n_regs; r++) w[r] = -1;
     for (int j = 0; j < ir->n_ops; j++)
-        if (ir->ops[j].gen && ir->ops[j].gen->dest >= 0) w[ir->ops[j].gen->dest] = j;
+        if (ir->ops[j].plan && ir->ops[j].plan->dest >= 0) w[ir->ops[j].plan->dest] = j;
     Fz F = {ir, w};
     int fused = fuse_all(&F);
     free(w);

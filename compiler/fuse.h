@@ -1,7 +1,7 @@
 /* fuse.h: MLP fusion, consecutive tables compiled as one.
  *
  * After the value analysis (compiler/values.c), under -O, a Map compiled to
- * a table (TF_GEN_TABLE) whose input r was written by an earlier table, or
+ * a table (TF_PLAN_TABLE) whose input r was written by an earlier table, or
  * by a staircase over a number (Count's steps), is composed with it when
  * the composed plan has no more hidden units than the two together; a
  * staircase over a LINEAR Map's result is a staircase over its sum:
@@ -22,7 +22,7 @@
  *   balance: o > c exactly when o's fraction is below c's), when its steps
  *   keep compiler/map.c's margin; a table of a Count's result and one other
  *   categorical register becomes a staircase over the fraction per value of
- *   that register (TF_GEN_SPLIT: frac_prevs's count and position), unless a
+ *   that register (TF_PLAN_SPLIT: frac_prevs's count and position), unless a
  *   later table reads its result (that table composes with it instead);
  *   the query and key joint tables of a selection over the same registers
  *   are one register.

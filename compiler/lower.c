@@ -17,7 +17,6 @@
  * rounded once to float, as the seed's Python does.
  */
 #include "lower.h"
-#include "hash.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -44,10 +43,6 @@ static void mat_fill(Mat M, float value) {
     for (size_t i = 0; i < (size_t)M.rows * (size_t)M.cols; i++) M.w[i] = value;
 }
 
-static uint64_t hash_floats(const float *w, size_t n, int rows, int cols) {
-    return hash_bytes(HASH_INIT ^ ((uint64_t)rows << 32) ^ (uint64_t)cols, w, n * sizeof(float));
-}
-
 /* Stores M under `name` unless an identical tensor exists; returns the
  * tensor index either way and frees M. A vector (rows == 1) is 1-D. */
 int lower_emit(Lowerer *L, const char *name, Mat M) {
@@ -55,36 +50,12 @@ int lower_emit(Lowerer *L, const char *name, Mat M) {
         free(M.w);
         return -1;
     }
-    size_t n = (size_t)M.rows * (size_t)M.cols;
-    uint64_t h = hash_floats(M.w, n, M.rows, M.cols);
     int ndim = M.rows == 1 && !M.two_d ? 1 : 2;
     int64_t shape[2] = {M.rows, M.cols};
     if (ndim == 1) shape[0] = M.cols;
-    for (int t = 0; L->share && t < L->m->n_tensors; t++) {
-        const TfTensor *T = &L->m->tensors[t];
-        if (L->hashes[t] == h && T->ndim == ndim && T->nelem == n &&
-            T->shape[0] == shape[0] && (ndim == 1 || T->shape[1] == shape[1]) &&
-            memcmp(T->data, M.w, n * sizeof(float)) == 0) {
-            free(M.w);
-            return t;
-        }
-    }
-    int t = model_add_tensor(L->m, name, ndim, shape, L->err);
-    if (t < 0) {
-        L->failed = 1;
-        free(M.w);
-        return -1;
-    }
-    uint64_t *hs = realloc(L->hashes, ((size_t)t + 1) * sizeof *hs);
-    if (!hs) {
-        tf_error_set(L->err, "out of memory");
-        L->failed = 1;
-        free(M.w);
-        return -1;
-    }
-    L->hashes = hs;
-    hs[t] = h;
-    memcpy(L->m->tensors[t].data, M.w, n * sizeof(float));
+    unsigned flags = L->share ? TENSORS_FIND | TENSORS_FINDABLE : TENSORS_FINDABLE;
+    int t = tensors_store(&L->tensors, name, ndim, shape, M.w, flags, L->err);
+    if (t < 0) L->failed = 1;
     free(M.w);
     return t;
 }
@@ -100,7 +71,7 @@ int lower_emit_layer(Lowerer *L, const char *what, Mat M) {
 TfLayer lower_layer_header(const Lowerer *L, const TfIrOp *op, TfLayerKind kind) {
     TfLayer ly = model_layer_init(kind);
     ly.name = op->stmt->label.text ? op->stmt->label.text : (char *)tf_ops[op->op].layer_name;
-    if (op->gen && op->gen->name[0]) ly.name = (char *)op->gen->name;
+    if (op->plan && op->plan->name[0]) ly.name = (char *)op->plan->name;
     ly.op = (char *)tf_ops[op->op].name;
     ly.line = op->stmt->loc.line;
     (void)L;
@@ -545,7 +516,7 @@ static void lower_embeddings(Lowerer *L) {
         if (ir->indices_reg >= 0) AT(pe, p, reg(L, ir->indices_reg)->offset + p) = 1.0f;
     }
     if (out->kind == TF_REG_CATEGORICAL) {
-        const TfGenReg *g = &ir->gen_regs[ir->output_reg];
+        const TfRegFacts *g = &ir->regs[ir->output_reg].facts;
         for (int c = 0; c < g->n_vals; c++) {
             int t = values_token_of(ir, g->vals[c]);
             if (t >= 0) AT(un, t, out->offset + c) = 1.0f;
@@ -572,8 +543,8 @@ static void lower_embeddings(Lowerer *L) {
 static void add_check(Lowerer *L, const TfIrOp *op) {
     char text[160];
     const TfIr *ir = L->ir;
-    snprintf(text, sizeof text, "%s -> %s", tf_ops[op->op].name, ir->regs[op->gen->dest].name);
-    if (model_add_check(L->m, op->gen->dest, L->m->n_layers - 1, op->stmt->loc.line, text,
+    snprintf(text, sizeof text, "%s -> %s", tf_ops[op->op].name, ir->regs[op->plan->dest].name);
+    if (model_add_check(L->m, op->plan->dest, L->m->n_layers - 1, op->stmt->loc.line, text,
                         L->err) < 0)
         L->failed = 1;
 }
@@ -581,16 +552,17 @@ static void add_check(Lowerer *L, const TfIrOp *op) {
 void lower_general_op(Lowerer *L, int li, const TfIrOp *op) {
     (void)li;
     lower_general(L, op);
-    if (op->gen->check && !L->failed) add_check(L, op);
+    if (op->plan->check && !L->failed) add_check(L, op);
 }
 
 TfModel *lower_program(const TfIr *ir, int opt_level, TfError *err) {
-    Lowerer L = {ir, opt_level > 0, model_new(), err, NULL, 0, 1};
+    Lowerer L = {ir, opt_level > 0, model_new(), err, {0}, 0, 1};
     if (!L.m) {
         tf_error_set(err, "out of memory");
         return NULL;
     }
     TfModel *m = L.m;
+    L.tensors.m = m;
     m->d_model = ir->d_model;
     m->n_vocab = ir->n_vocab;
     m->vocab = malloc((size_t)ir->n_vocab);
@@ -611,7 +583,7 @@ TfModel *lower_program(const TfIr *ir, int opt_level, TfError *err) {
         const TfIrReg *x = &ir->regs[r];
         if (x->kind == TF_REG_CATEGORICAL) {
             if (model_add_categorical(m, x->name, x->offset, x->size,
-                                      (const char *const *)ir->gen_regs[r].labels, err) < 0)
+                                      (const char *const *)ir->regs[r].facts.labels, err) < 0)
                 L.failed = 1;
         } else if (model_add_register(m, x->name, x->kind, x->offset, x->size, err) < 0) {
             L.failed = 1;
@@ -625,7 +597,7 @@ TfModel *lower_program(const TfIr *ir, int opt_level, TfError *err) {
         const TfIrOp *op = &ir->ops[i];
         tf_ops[op->op].lower[L.opt](&L, i, op);
     }
-    free(L.hashes);
+    tensors_free(&L.tensors);
     if (L.failed || model_name_tensors(m, err) < 0 || model_validate(m, err) < 0) {
         model_free(m);
         return NULL;

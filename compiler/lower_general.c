@@ -1,5 +1,5 @@
 /* lower_general.c: the weights of the general ops' plans (compiler/values.h,
- * TfGenOp): tables, staircases, linear and gated MLPs, select-and-aggregate
+ * TfOpPlan): tables, staircases, linear and gated MLPs, select-and-aggregate
  * heads. Every layer writes zeros at the BOS position. The matrices are
  * described in docs/language.md (Map, Aggregate, Count, and "Layers: ops
  * side by side"). */
@@ -33,7 +33,7 @@ static void step_pair(Mat b1, int h, double bias) {
 /* |x| at the BOS for a staircase over register r: what r holds there (a
  * Count's fraction is 1) is at most the larger of 1 and its values. */
 static double bos_bound(const TfIr *ir, int r) {
-    const TfGenReg *g = &ir->gen_regs[r];
+    const TfRegFacts *g = &ir->regs[r].facts;
     double big = 1.0;
     for (int v = 0; v < g->n_vals; v++) big = fmax(big, fabs(g->vals[v].x));
     return big;
@@ -45,7 +45,7 @@ static double bos_bound(const TfIr *ir, int r) {
  * its set's values and -1 or less when one does not (k = 0: a constant 1).
  * The BOS column, weighted -2(k + 1), turns every unit off at the BOS,
  * where `indices` or a default may hold a value. */
-static void lower_table(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
+static void lower_table(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
     const TfIr *ir = L->ir;
     int d = ir->d_model, dest_cat = ir->regs[p->dest].kind == TF_REG_CATEGORICAL;
     TfCubes cubes;
@@ -71,7 +71,7 @@ static void lower_table(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
             int n;
             const int *v = cubes_set(&cubes, cb->set[i], &n);
             for (int q = 0; q < n; q++) { // 1 when it holds one of the set's values
-                int cc = col(ir, p->in[i], ir->gen_regs[p->in[i]].vals[v[q]]);
+                int cc = col(ir, p->in[i], ir->regs[p->in[i]].facts.vals[v[q]]);
                 AT(w1, h, cc) += 2.0f;
                 AT(w1, h + 1, cc) += 2.0f;
             }
@@ -96,7 +96,7 @@ static void lower_table(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
     add_mlp(L, op, w1, b1, w2, b2);
 }
 
-static void lower_staircase(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
+static void lower_staircase(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
     const TfIr *ir = L->ir;
     int d = ir->d_model, n = p->n_x, dest_cat = ir->regs[p->dest].kind == TF_REG_CATEGORICAL;
     int H = 1 + 2 * plans_staircase_steps(ir, p);
@@ -169,7 +169,7 @@ static void lower_staircase(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
  * over x = in[0]: a base pair 2 ca - 1 that gives a's result at the lowest
  * x, and a pair per step K (x - m) + G (ca - 1), G so large that the step
  * is off unless a is the value. The BOS turns every pair off. */
-static void lower_split(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
+static void lower_split(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
     const TfIr *ir = L->ir;
     int d = ir->d_model, n = p->n_x, dest_cat = ir->regs[p->dest].kind == TF_REG_CATEGORICAL;
     int H = plans_mlp_units(ir, p);
@@ -182,7 +182,7 @@ static void lower_split(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
     for (int i = 0; i < n; i++) xmax = fmax(xmax, fabs(p->xs[i]));
     int h = 0;
     for (int a = 0; a < p->n_combo; a++) {
-        int ca = col(ir, p->in[1], ir->gen_regs[p->in[1]].vals[a]);
+        int ca = col(ir, p->in[1], ir->regs[p->in[1]].facts.vals[a]);
         const int *xcol = dest_cat ? p->x_col + (size_t)a * (size_t)n : NULL;
         const double *xnum = dest_cat ? NULL : p->x_num + (size_t)a * (size_t)n;
         if (dest_cat ? xcol[0] >= 0 : xnum[0] != 0) {
@@ -227,7 +227,7 @@ static void lower_split(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
     add_mlp(L, op, w1, b1, w2, b2);
 }
 
-static void lower_linear(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
+static void lower_linear(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
     const TfIr *ir = L->ir;
     int d = ir->d_model;
     Mat w1 = lower_mat(L, 2, d), b1 = lower_mat(L, 1, 2), w2 = lower_mat(L, d, 2),
@@ -254,12 +254,12 @@ static void lower_linear(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
 /* Query: the query register's one-hot, a constant 1 (the BOS's default
  * score) and the BOS indicator (a BOS query reads only the BOS). Key: per
  * query value, the predicate row applied to the key register's one-hot. */
-static void lower_attend(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
+static void lower_attend(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
     const TfIr *ir = L->ir;
     int d = ir->d_model, D = 2;
     for (int t = 0; t < p->n_terms; t++) D += p->terms[t].nq;
     int bos_col = ir->regs[TF_IR_REG_TOKENS].offset + ir->bos;
-    int is_count = p->form == TF_GEN_COUNT;
+    int is_count = p->form == TF_PLAN_COUNT;
     int dest_cat = !is_count && !p->value_numeric;
     int dv = dest_cat ? ir->regs[p->dest].size : 1;
     Mat q = lower_mat(L, D, d), qb = lower_mat(L, 1, D), k = lower_mat(L, D, d),
@@ -270,16 +270,16 @@ static void lower_attend(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
     }
     int kb_used = 0, row = 0;
     for (int t = 0; t < p->n_terms; t++) {
-        const struct TfGenTerm *T = &p->terms[t];
+        const struct TfPlanTerm *T = &p->terms[t];
         for (int qi = 0; qi < T->nq; qi++, row++) {
             if (T->qreg >= 0)
-                AT(q, row, col(ir, T->qreg, ir->gen_regs[T->qreg].vals[qi])) = 1.0f;
+                AT(q, row, col(ir, T->qreg, ir->regs[T->qreg].facts.vals[qi])) = 1.0f;
             else
                 AT(qb, 0, row) = 1.0f;
             for (int ki = 0; ki < T->nk; ki++) {
                 if (!T->P[(size_t)qi * (size_t)T->nk + (size_t)ki]) continue;
                 if (T->kreg >= 0) {
-                    const TfVal kv = ir->gen_regs[T->kreg].vals[ki];
+                    const TfVal kv = ir->regs[T->kreg].facts.vals[ki];
                     if (T->kreg == ir->indices_reg && kv.x == 0) continue; // the BOS's position
                     AT(k, row, col(ir, T->kreg, kv)) = 1.0f;
                 } else { // every key but the BOS
@@ -304,7 +304,7 @@ static void lower_attend(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
         AT(v, 0, ir->regs[p->vreg].offset) = 1.0f;
         if (p->default_num != 0) AT(v, 0, bos_col) = (float)p->default_num;
     } else {
-        const TfGenReg *gv = &ir->gen_regs[p->vreg];
+        const TfRegFacts *gv = &ir->regs[p->vreg].facts;
         for (int i = 0; i < gv->n_vals; i++) {
             if (p->vreg == ir->indices_reg && gv->vals[i].x == 0) continue;
             int c = values_column(ir, p->dest, gv->vals[i]);
@@ -334,7 +334,7 @@ static void lower_attend(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
     if (!L->failed && model_add_layer(L->m, &ly, L->err) < 0) L->failed = 1;
 }
 
-static void lower_gated(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
+static void lower_gated(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
     const TfIr *ir = L->ir;
     int d = ir->d_model, n_cat = p->n_in - 1;
     int H = 2 * p->n_combo;
@@ -347,13 +347,13 @@ static void lower_gated(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
     int bos_col = ir->bos >= 0 ? ir->regs[TF_IR_REG_TOKENS].offset + ir->bos : -1;
     int xc = ir->regs[p->in[0]].offset, oc = ir->regs[p->dest].offset;
     double B = p->c0;
-    int idx[TF_GEN_MAX_INPUTS] = {0};
+    int idx[TF_PLAN_MAX_INPUTS] = {0};
     for (int c = 0; c < p->n_combo; c++) {
         int h = 2 * c;
         // h = ReLU(+-(a + b x) - B (n - sum of the combination's columns)).
         for (int i = 0; i < n_cat; i++) {
             int r = p->in[1 + i];
-            int cc = col(ir, r, ir->gen_regs[r].vals[idx[i]]);
+            int cc = col(ir, r, ir->regs[r].facts.vals[idx[i]]);
             AT(w1, h, cc) += (float)B;
             AT(w1, h + 1, cc) += (float)B;
         }
@@ -367,22 +367,22 @@ static void lower_gated(Lowerer *L, const TfIrOp *op, const TfGenOp *p) {
         }
         AT(w2, oc, h) = 1.0f;
         AT(w2, oc, h + 1) = -1.0f;
-        for (int i = 0; i < n_cat && ++idx[i] == ir->gen_regs[p->in[1 + i]].n_vals; i++) idx[i] = 0;
+        for (int i = 0; i < n_cat && ++idx[i] == ir->regs[p->in[1 + i]].facts.n_vals; i++) idx[i] = 0;
     }
     add_mlp(L, op, w1, b1, w2, b2);
 }
 
 /* The layer of one general op: its plan's form says which construction. */
 void lower_general(Lowerer *L, const TfIrOp *op) {
-    const TfGenOp *p = op->gen;
+    const TfOpPlan *p = op->plan;
     switch (p->form) {
-    case TF_GEN_TABLE: lower_table(L, op, p); break;
-    case TF_GEN_STAIRCASE: lower_staircase(L, op, p); break;
-    case TF_GEN_LINEAR: lower_linear(L, op, p); break;
-    case TF_GEN_GATED: lower_gated(L, op, p); break;
-    case TF_GEN_SPLIT: lower_split(L, op, p); break;
-    case TF_GEN_ATTEND:
-    case TF_GEN_COUNT: lower_attend(L, op, p); break;
-    case TF_GEN_FORM_COUNT: break;
+    case TF_PLAN_TABLE: lower_table(L, op, p); break;
+    case TF_PLAN_STAIRCASE: lower_staircase(L, op, p); break;
+    case TF_PLAN_LINEAR: lower_linear(L, op, p); break;
+    case TF_PLAN_GATED: lower_gated(L, op, p); break;
+    case TF_PLAN_SPLIT: lower_split(L, op, p); break;
+    case TF_PLAN_ATTEND:
+    case TF_PLAN_COUNT: lower_attend(L, op, p); break;
+    case TF_PLAN_FORM_COUNT: break;
     }
 }

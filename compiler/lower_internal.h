@@ -6,6 +6,7 @@
 
 #include "checker.h"
 #include "model.h"
+#include "tensors.h"
 #include "values.h"
 
 typedef struct Mat {
@@ -21,7 +22,7 @@ typedef struct Lowerer {
     int opt;          /* 0: seed constructions; 1: optimized */
     TfModel *m;
     TfError *err;
-    uint64_t *hashes; /* per tensor of m, for sharing identical tensors */
+    TfTensorSet tensors; /* m's tensors, each stored once (compiler/tensors.h) */
     int failed;
     int share;        /* 1: store a tensor identical to an earlier one once */
 } Lowerer;

@@ -22,10 +22,10 @@
 /* Enumerates the combinations of the inputs' values (first input fastest),
  * evaluating the expression on each. Returns the number of combinations or
  * -1 after reporting. */
-static int map_enumerate(Gen *G, const TfIrOp *op, const TfExpr *e, const int *in, int n_in,
+static int map_enumerate(Va *G, const TfIrOp *op, const TfExpr *e, const int *in, int n_in,
                          TfVal **res_out, int **defined_out) {
-    const TfVal *dom[TF_GEN_MAX_INPUTS];
-    int size[TF_GEN_MAX_INPUTS];
+    const TfVal *dom[TF_PLAN_MAX_INPUTS];
+    int size[TF_PLAN_MAX_INPUTS];
     long total = 1;
     for (int i = 0; i < n_in; i++) {
         size[i] = va_domain(G, in[i], &dom[i]);
@@ -46,12 +46,12 @@ static int map_enumerate(Gen *G, const TfIrOp *op, const TfExpr *e, const int *i
         return -1;
     }
     ExprEnv E = {.ir = G->ir, .cur = cur, .true_division = G->ir->regs[op->dest].kind == TF_REG_SCALAR};
-    int idx[TF_GEN_MAX_INPUTS] = {0};
+    int idx[TF_PLAN_MAX_INPUTS] = {0};
     for (long c = 0; c < total; c++) {
         for (int i = 0; i < n_in; i++) cur[in[i]] = dom[i][idx[i]];
         defined[c] = 1;
         if (expr_eval(&E, e, &res[c]) < 0) {
-            TfVal vals[TF_GEN_MAX_INPUTS] = {{TF_VAL_INT, 0}};
+            TfVal vals[TF_PLAN_MAX_INPUTS] = {{TF_VAL_INT, 0}};
             for (int i = 0; i < n_in; i++) vals[i] = dom[i][idx[i]];
             char where[256];
             va_combo_text(G, in, vals, n_in, where, sizeof where);
@@ -71,22 +71,22 @@ static int map_enumerate(Gen *G, const TfIrOp *op, const TfExpr *e, const int *i
 /* Map(e) -> num dest with one numeric input x among categorical ones: per
  * combination of the categorical values the expression must be a + b x on
  * x's values (sum = mean x count is one), gated by the combination. */
-static void map_gated(Gen *G, TfIrOp *op, const TfExpr *e, const ExprReads *R) {
+static void map_gated(Va *G, TfIrOp *op, const TfExpr *e, const ExprReads *R) {
     const TfStmt *s = op->stmt;
-    int x = -1, cats[TF_GEN_MAX_INPUTS], n_cat = 0;
+    int x = -1, cats[TF_PLAN_MAX_INPUTS], n_cat = 0;
     for (int i = 0; i < R->n; i++) {
         if (va_is_categorical(G->ir, R->regs[i])) cats[n_cat++] = R->regs[i];
         else x = R->regs[i];
     }
-    const TfGenReg *gx = va_greg(G, x);
+    const TfRegFacts *gx = va_facts(G, x);
     if (!gx->known) {
         diag_error(G->diag, s->args[0].loc,
                    "Map: the values of '%s' are not known, so the size of its gate cannot be set",
                    va_reg_name(G, x));
         return;
     }
-    const TfVal *dom[TF_GEN_MAX_INPUTS];
-    int size[TF_GEN_MAX_INPUTS];
+    const TfVal *dom[TF_PLAN_MAX_INPUTS];
+    int size[TF_PLAN_MAX_INPUTS];
     long total = 1;
     for (int i = 0; i < n_cat; i++) {
         size[i] = va_domain(G, cats[i], &dom[i]);
@@ -96,7 +96,7 @@ static void map_gated(Gen *G, TfIrOp *op, const TfExpr *e, const ExprReads *R) {
         diag_error(G->diag, s->op.loc, "Map: more than %d combinations of input values", MAX_COMBOS);
         return;
     }
-    TfGenOp *p = va_new_plan(G, TF_GEN_GATED, op, "");
+    TfOpPlan *p = va_new_plan(G, TF_PLAN_GATED, op, "");
     TfVal *cur = calloc((size_t)G->ir->n_regs, sizeof *cur);
     if (!p || !cur) {
         free(cur);
@@ -116,7 +116,7 @@ static void map_gated(Gen *G, TfIrOp *op, const TfExpr *e, const ExprReads *R) {
         return;
     }
     ExprEnv E = {.ir = G->ir, .cur = cur, .true_division = G->ir->regs[op->dest].kind == TF_REG_SCALAR};
-    int idx[TF_GEN_MAX_INPUTS] = {0}, n_vals = 0;
+    int idx[TF_PLAN_MAX_INPUTS] = {0}, n_vals = 0;
     double vmax = 0, slope_max = 0;
     for (long c = 0; c < total; c++) {
         for (int i = 0; i < n_cat; i++) cur[cats[i]] = dom[i][idx[i]];
@@ -125,8 +125,8 @@ static void map_gated(Gen *G, TfIrOp *op, const TfExpr *e, const ExprReads *R) {
             TfVal v;
             cur[x] = gx->vals[k];
             if (expr_eval(&E, e, &v) < 0 || !val_is_num(v)) {
-                TfVal where[TF_GEN_MAX_INPUTS + 1];
-                int regs[TF_GEN_MAX_INPUTS + 1];
+                TfVal where[TF_PLAN_MAX_INPUTS + 1];
+                int regs[TF_PLAN_MAX_INPUTS + 1];
                 for (int i = 0; i < n_cat; i++) where[i] = dom[i][idx[i]], regs[i] = cats[i];
                 where[n_cat] = gx->vals[k];
                 regs[n_cat] = x;
@@ -146,7 +146,7 @@ static void map_gated(Gen *G, TfIrOp *op, const TfExpr *e, const ExprReads *R) {
             if (k >= 1 && fabs(a + b * gx->vals[k].x - v.x) > 1e-9 * (1 + fabs(v.x))) {
                 char lab[48], txt[200];
                 val_label(gx->vals[k], lab, sizeof lab);
-                TfVal where[TF_GEN_MAX_INPUTS];
+                TfVal where[TF_PLAN_MAX_INPUTS];
                 for (int i = 0; i < n_cat; i++) where[i] = dom[i][idx[i]];
                 va_combo_text(G, cats, where, n_cat, txt, sizeof txt);
                 diag_error(G->diag, s->args[0].loc,
@@ -168,7 +168,7 @@ static void map_gated(Gen *G, TfIrOp *op, const TfExpr *e, const ExprReads *R) {
     // The gate: a combination that does not hold pushes both units below zero.
     p->c0 = vmax + 1.0;
     double cat_err = 0;
-    for (int i = 0; i < n_cat; i++) cat_err += va_greg(G, cats[i])->err;
+    for (int i = 0; i < n_cat; i++) cat_err += va_facts(G, cats[i])->err;
     if (cat_err * p->c0 >= 0.5) {
         diag_error(G->diag, s->op.loc,
                    "Map: its categorical inputs may be off by %.3g, which its gate (%.3g) turns "
@@ -181,15 +181,15 @@ static void map_gated(Gen *G, TfIrOp *op, const TfExpr *e, const ExprReads *R) {
     int m = val_unique(vals, n_vals, SAME_VALUE, &moved);
     va_set_values(G, op->dest, vals, m);
     free(vals);
-    va_greg(G, op->dest)->err =
+    va_facts(G, op->dest)->err =
         (slope_max ? slope_max * gx->err : 0) + cat_err * p->c0 + p->c0 * 4 * EPS32 + moved;
     p->dest = op->dest;
-    op->gen = p;
+    op->plan = p;
 }
 
 /* A table of more than WARN_COMBOS step pairs (one per cube of one result,
  * compiler/cubes.h) is worth a warning. */
-static void warn_large_table(Gen *G, const TfIrOp *op, const TfGenOp *p) {
+static void warn_large_table(Va *G, const TfIrOp *op, const TfOpPlan *p) {
     if (p->n_combo <= WARN_COMBOS) return;
     TfCubes cubes;
     if (cubes_of_table(G->ir, p, &cubes) < 0) {
@@ -207,10 +207,10 @@ static void warn_large_table(Gen *G, const TfIrOp *op, const TfGenOp *p) {
 /* Map(e) -> dest with e a + b x + ...: exact, whatever the values; the
  * destination's values are every combination's sum when they are known and
  * few. */
-static TfGenOp *map_linear(Gen *G, TfIrOp *op, const TfExpr *e, const ExprReads *R) {
+static TfOpPlan *map_linear(Va *G, TfIrOp *op, const TfExpr *e, const ExprReads *R) {
     const TfStmt *s = op->stmt;
     int dest = op->dest;
-    TfGenOp *p = va_new_plan(G, TF_GEN_LINEAR, op, "");
+    TfOpPlan *p = va_new_plan(G, TF_PLAN_LINEAR, op, "");
     if (!p) return NULL;
     TfVal *cur = calloc((size_t)G->ir->n_regs, sizeof *cur);
     if (!cur) { (void)(G->failed = 1); return NULL; }
@@ -233,7 +233,7 @@ static TfGenOp *map_linear(Gen *G, TfIrOp *op, const TfExpr *e, const ExprReads 
         }
         cur[R->regs[i]] = val_num(0, 0);
         p->coef[i] = one.x - base.x;
-        const TfGenReg *g = va_greg(G, R->regs[i]);
+        const TfRegFacts *g = va_facts(G, R->regs[i]);
         if (p->coef[i] != 0) errsum += fabs(p->coef[i]) * g->err;
         bound += fabs(p->coef[i]) * (g->known ? va_max_abs(g->vals, g->n_vals) : 1e6);
     }
@@ -248,51 +248,51 @@ static TfGenOp *map_linear(Gen *G, TfIrOp *op, const TfExpr *e, const ExprReads 
     int known = 1;
     double moved = 0;
     for (int i = 0; i < R->n; i++) {
-        const TfGenReg *g = va_greg(G, R->regs[i]);
+        const TfRegFacts *g = va_facts(G, R->regs[i]);
         if (!g->known) known = 0;
         else if (total <= MAX_COMBOS) total *= g->n_vals;
     }
     if (known && total > MAX_COMBOS) {
-        va_greg(G, dest)->why_stmt = s;
-        va_greg(G, dest)->why = "this Map's inputs have more than 2^20 combinations of values";
+        va_facts(G, dest)->why_stmt = s;
+        va_facts(G, dest)->why = "this Map's inputs have more than 2^20 combinations of values";
     }
     if (known && total <= MAX_COMBOS) {
         TfVal *vals = malloc((size_t)total * sizeof *vals);
         if (!vals) { (void)(G->failed = 1); return NULL; }
-        int idx[TF_GEN_MAX_INPUTS] = {0};
+        int idx[TF_PLAN_MAX_INPUTS] = {0};
         for (long c = 0; c < total; c++) {
             double x = p->c0;
-            for (int i = 0; i < R->n; i++) x += p->coef[i] * va_greg(G, R->regs[i])->vals[idx[i]].x;
+            for (int i = 0; i < R->n; i++) x += p->coef[i] * va_facts(G, R->regs[i])->vals[idx[i]].x;
             vals[c] = val_num(x, 0);
-            for (int i = 0; i < R->n && ++idx[i] == va_greg(G, R->regs[i])->n_vals; i++) idx[i] = 0;
+            for (int i = 0; i < R->n && ++idx[i] == va_facts(G, R->regs[i])->n_vals; i++) idx[i] = 0;
         }
         int m = val_unique(vals, (int)total, SAME_VALUE, &moved);
         if (m <= MAX_NUM_VALUES) {
             va_set_values(G, dest, vals, m);
         } else {
             moved = 0;
-            va_greg(G, dest)->why_stmt = s;
-            va_greg(G, dest)->why = "this Map's results are more than 20000 different numbers";
+            va_facts(G, dest)->why_stmt = s;
+            va_facts(G, dest)->why = "this Map's results are more than 20000 different numbers";
         }
         free(vals);
     }
-    va_greg(G, dest)->err = errsum + bound * 4 * EPS32 + moved;
+    va_facts(G, dest)->err = errsum + bound * 4 * EPS32 + moved;
     return p;
 }
 
 /* Map(e) -> dest with categorical inputs only: a step pair per combination
  * of their values (compiler/cubes.h groups them), exact while the inputs'
  * errors add up to less than 0.25. */
-static TfGenOp *map_table(Gen *G, TfIrOp *op, const TfExpr *e, const ExprReads *R) {
+static TfOpPlan *map_table(Va *G, TfIrOp *op, const TfExpr *e, const ExprReads *R) {
     const TfStmt *s = op->stmt;
     int dest = op->dest, dest_cat = G->ir->regs[dest].kind == TF_REG_CATEGORICAL;
     double in_err = 0;
-    for (int i = 0; i < R->n; i++) in_err += va_greg(G, R->regs[i])->err;
+    for (int i = 0; i < R->n; i++) in_err += va_facts(G, R->regs[i])->err;
     TfVal *res;
     int *defined;
     int n = map_enumerate(G, op, e, R->regs, R->n, &res, &defined);
     if (n < 0) return NULL;
-    TfGenOp *p = va_new_plan(G, TF_GEN_TABLE, op, "");
+    TfOpPlan *p = va_new_plan(G, TF_PLAN_TABLE, op, "");
     if (!p) {
         free(res), free(defined);
         return NULL;
@@ -313,7 +313,7 @@ static TfGenOp *map_table(Gen *G, TfIrOp *op, const TfExpr *e, const ExprReads *
         p->combo_col = va_alloc(G, (size_t)n * sizeof *p->combo_col);
         if (!p->combo_col) { (void)(free(res), free(defined), G->failed = 1); return NULL; }
         va_set_categorical_results(G, dest, res, defined, n, p->combo_col);
-        va_greg(G, dest)->err = ROUND_ONE;
+        va_facts(G, dest)->err = ROUND_ONE;
     } else {
         p->combo_num = va_alloc(G, (size_t)n * sizeof *p->combo_num);
         if (!p->combo_num) { (void)(free(res), free(defined), G->failed = 1); return NULL; }
@@ -330,7 +330,7 @@ static TfGenOp *map_table(Gen *G, TfIrOp *op, const TfExpr *e, const ExprReads *
         double moved;
         int m = val_unique(res, n, SAME_VALUE, &moved);
         va_set_values(G, dest, res, m);
-        va_greg(G, dest)->err = va_max_abs(res, m) * ROUND_ONE + moved;
+        va_facts(G, dest)->err = va_max_abs(res, m) * ROUND_ONE + moved;
     }
     free(res);
     free(defined);
@@ -341,11 +341,11 @@ static TfGenOp *map_table(Gen *G, TfIrOp *op, const TfExpr *e, const ExprReads *
 /* Map(e) -> dest with one numeric input x: a staircase over x's values, a
  * step between neighbours whose results differ, its ramps a quarter of the
  * narrowest such gap wide. */
-static TfGenOp *map_staircase(Gen *G, TfIrOp *op, const TfExpr *e, const ExprReads *R) {
+static TfOpPlan *map_staircase(Va *G, TfIrOp *op, const TfExpr *e, const ExprReads *R) {
     const TfStmt *s = op->stmt;
     int dest = op->dest, dest_cat = G->ir->regs[dest].kind == TF_REG_CATEGORICAL;
     int r = R->regs[0];
-    const TfGenReg *g = va_greg(G, r);
+    const TfRegFacts *g = va_facts(G, r);
     if (!g->known) {
         diag_error(G->diag, s->args[0].loc,
                    "Map: the values of '%s' are not known, so a non-linear function of it "
@@ -358,7 +358,7 @@ static TfGenOp *map_staircase(Gen *G, TfIrOp *op, const TfExpr *e, const ExprRea
     int *defined;
     int n = map_enumerate(G, op, e, R->regs, 1, &res, &defined);
     if (n < 0) return NULL;
-    TfGenOp *p = va_new_plan(G, TF_GEN_STAIRCASE, op, "");
+    TfOpPlan *p = va_new_plan(G, TF_PLAN_STAIRCASE, op, "");
     if (!p) { (void)(free(res), free(defined)); return NULL; }
     p->n_in = 1;
     p->in[0] = r;
@@ -394,7 +394,7 @@ static TfGenOp *map_staircase(Gen *G, TfIrOp *op, const TfExpr *e, const ExprRea
         p->x_col = va_alloc(G, (size_t)n * sizeof *p->x_col);
         if (!p->x_col) { (void)(free(res), free(defined), G->failed = 1); return NULL; }
         va_set_categorical_results(G, dest, res, defined, n, p->x_col);
-        va_greg(G, dest)->err = ROUND_ONE * (n_steps + 1);
+        va_facts(G, dest)->err = ROUND_ONE * (n_steps + 1);
     } else {
         p->x_num = va_alloc(G, (size_t)n * sizeof *p->x_num);
         if (!p->x_num) { (void)(free(res), free(defined), G->failed = 1); return NULL; }
@@ -402,7 +402,7 @@ static TfGenOp *map_staircase(Gen *G, TfIrOp *op, const TfExpr *e, const ExprRea
         double moved;
         int m = val_unique(res, n, SAME_VALUE, &moved);
         va_set_values(G, dest, res, m);
-        va_greg(G, dest)->err = va_max_abs(res, m) * ROUND_ONE * (n_steps + 1) + moved;
+        va_facts(G, dest)->err = va_max_abs(res, m) * ROUND_ONE * (n_steps + 1) + moved;
     }
     free(res);
     free(defined);
@@ -412,7 +412,7 @@ static TfGenOp *map_staircase(Gen *G, TfIrOp *op, const TfExpr *e, const ExprRea
 /* Map's one argument as an expression: the parser simplified names,
  * literals and `reg + n` to arguments of their own, rebuilt here in the
  * caller's *tmp (three nodes); NULL after reporting a misuse. */
-static const TfExpr *map_argument(Gen *G, const TfIrOp *op, TfExpr tmp[3]) {
+static const TfExpr *map_argument(Va *G, const TfIrOp *op, TfExpr tmp[3]) {
     const TfStmt *s = op->stmt;
     if (s->n_args != 1 || (s->args[0].kind == TF_ARG_STEP || s->args[0].kind == TF_ARG_NAMED)) {
         diag_error(G->diag, s->n_args > 1 ? s->args[1].loc : s->args[0].loc,
@@ -457,7 +457,7 @@ static const TfExpr *map_argument(Gen *G, const TfIrOp *op, TfExpr tmp[3]) {
  *   categorical inputs only                   -> table
  *   numeric dest, one numeric among several   -> gated
  *   one numeric input                         -> staircase */
-void map_analyze(Gen *G, TfIrOp *op, int index) {
+void map_analyze(Va *G, TfIrOp *op, int index) {
     const TfStmt *s = op->stmt;
     TfExpr tmp[3];
     const TfExpr *e = map_argument(G, op, tmp);
@@ -475,7 +475,7 @@ void map_analyze(Gen *G, TfIrOp *op, int index) {
         if (!va_is_categorical(G->ir, R.regs[i])) all_cat = 0;
         n_num += !va_is_categorical(G->ir, R.regs[i]);
     }
-    TfGenOp *p = NULL;
+    TfOpPlan *p = NULL;
     if (!dest_cat && !all_cat && expr_linear(e)) {
         p = map_linear(G, op, e, &R);
     } else if (all_cat) {
@@ -489,7 +489,7 @@ void map_analyze(Gen *G, TfIrOp *op, int index) {
             return;
         }
         map_gated(G, op, e, &R);
-        p = op->gen;
+        p = op->plan;
     } else if (R.n == 1) {
         p = map_staircase(G, op, e, &R);
     } else {
@@ -501,7 +501,7 @@ void map_analyze(Gen *G, TfIrOp *op, int index) {
     }
     if (!p) return;
     p->dest = dest;
-    op->gen = p;
+    op->plan = p;
     va_record_write(G, dest, index);
     va_push_op(G, op);
 }

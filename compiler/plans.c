@@ -13,7 +13,7 @@
 /* An MLP of h hidden units over d columns: fc1 [h, d] + [h], fc2 [d, h] + [d]. */
 static size_t mlp(size_t h, size_t d) { return 2 * h * d + h + d; }
 
-int plans_staircase_steps(const TfIr *ir, const TfGenOp *p) {
+int plans_staircase_steps(const TfIr *ir, const TfOpPlan *p) {
     int dest_cat = ir->regs[p->dest].kind == TF_REG_CATEGORICAL, n = 0;
     for (int i = 0; i + 1 < p->n_x; i++)
         n += dest_cat ? p->x_col[i] != p->x_col[i + 1] : p->x_num[i] != p->x_num[i + 1];
@@ -21,7 +21,7 @@ int plans_staircase_steps(const TfIr *ir, const TfGenOp *p) {
 }
 
 /* The step pairs of a table: one per cube with a result (compiler/cubes.h). */
-static int table_units(const TfIr *ir, const TfGenOp *p) {
+static int table_units(const TfIr *ir, const TfOpPlan *p) {
     TfCubes cubes;
     int n = 0;
     if (cubes_of_table(ir, p, &cubes) == 0) {
@@ -35,7 +35,7 @@ static int table_units(const TfIr *ir, const TfGenOp *p) {
     return n > 0 ? n : 1;
 }
 
-int plans_split_steps(const TfIr *ir, const TfGenOp *p, int a, int *base) {
+int plans_split_steps(const TfIr *ir, const TfOpPlan *p, int a, int *base) {
     int dest_cat = ir->regs[p->dest].kind == TF_REG_CATEGORICAL, n = 0;
     const int *col = dest_cat ? p->x_col + (size_t)a * (size_t)p->n_x : NULL;
     const double *num = dest_cat ? NULL : p->x_num + (size_t)a * (size_t)p->n_x;
@@ -44,13 +44,13 @@ int plans_split_steps(const TfIr *ir, const TfGenOp *p, int a, int *base) {
     return n;
 }
 
-int plans_mlp_units(const TfIr *ir, const TfGenOp *p) {
+int plans_mlp_units(const TfIr *ir, const TfOpPlan *p) {
     switch (p->form) {
-    case TF_GEN_TABLE: return 2 * table_units(ir, p);
-    case TF_GEN_STAIRCASE: return 1 + 2 * plans_staircase_steps(ir, p);
-    case TF_GEN_LINEAR: return 2;
-    case TF_GEN_GATED: return 2 * p->n_combo;
-    case TF_GEN_SPLIT: {
+    case TF_PLAN_TABLE: return 2 * table_units(ir, p);
+    case TF_PLAN_STAIRCASE: return 1 + 2 * plans_staircase_steps(ir, p);
+    case TF_PLAN_LINEAR: return 2;
+    case TF_PLAN_GATED: return 2 * p->n_combo;
+    case TF_PLAN_SPLIT: {
         int n = 0;
         for (int a = 0; a < p->n_combo; a++) {
             int base, steps = plans_split_steps(ir, p, a, &base);
@@ -62,26 +62,26 @@ int plans_mlp_units(const TfIr *ir, const TfGenOp *p) {
     }
 }
 
-static size_t general_params(const TfIr *ir, const TfGenOp *p, TfLayerKind *kind) {
+static size_t general_params(const TfIr *ir, const TfOpPlan *p, TfLayerKind *kind) {
     size_t d = (size_t)ir->d_model;
     *kind = TF_LAYER_MLP;
     switch (p->form) {
-    case TF_GEN_TABLE:
-    case TF_GEN_STAIRCASE:
-    case TF_GEN_LINEAR:
-    case TF_GEN_GATED:
-    case TF_GEN_SPLIT: return mlp((size_t)plans_mlp_units(ir, p), d);
-    case TF_GEN_ATTEND:
-    case TF_GEN_COUNT: {
+    case TF_PLAN_TABLE:
+    case TF_PLAN_STAIRCASE:
+    case TF_PLAN_LINEAR:
+    case TF_PLAN_GATED:
+    case TF_PLAN_SPLIT: return mlp((size_t)plans_mlp_units(ir, p), d);
+    case TF_PLAN_ATTEND:
+    case TF_PLAN_COUNT: {
         size_t D = 2;
         for (int t = 0; t < p->n_terms; t++) D += (size_t)p->terms[t].nq;
-        size_t dv = p->form == TF_GEN_ATTEND && !p->value_numeric
+        size_t dv = p->form == TF_PLAN_ATTEND && !p->value_numeric
                         ? (size_t)ir->regs[p->dest].size
                         : 1;
         *kind = TF_LAYER_ATTENTION;
         return 2 * D * d + 2 * D + 2 * dv * d; // query, key (+ biases), value, output
     }
-    case TF_GEN_FORM_COUNT: break;
+    case TF_PLAN_FORM_COUNT: break;
     }
     return 0;
 }
@@ -134,15 +134,12 @@ int plans_make(const TfIr *ir, int opt_level, size_t max_params, TfDiag *diag, T
         return -1;
     }
     out->layers = calloc((size_t)(ir->n_ops > 0 ? ir->n_ops : 1), sizeof *out->layers);
-    if (!out->layers) {
-        diag_file_error(diag, "out of memory");
-        return -1;
-    }
+    if (!out->layers) return -1;
     out->n_layers = ir->n_ops;
     for (int i = 0; i < ir->n_ops; i++) {
         const TfIrOp *op = &ir->ops[i];
-        TfLayerPlan *lp = &out->layers[i];
-        lp->n_params = op->gen ? general_params(ir, op->gen, &lp->kind)
+        TfLayerSize *lp = &out->layers[i];
+        lp->n_params = op->plan ? general_params(ir, op->plan, &lp->kind)
                                : seed_params(ir, op, opt_level > 0, &lp->kind);
         if (lp->n_params > max_params - out->n_params) {
             diag_error(diag, op->stmt->op.loc,

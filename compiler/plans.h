@@ -21,28 +21,29 @@
 
 #define TF_DEFAULT_MAX_PARAMS ((size_t)1 << 26)
 
-typedef struct TfLayerPlan {
+typedef struct TfLayerSize {
     TfLayerKind kind;
     size_t n_params; /* at most this many (shared tensors are counted again) */
-} TfLayerPlan;
+} TfLayerSize;
 
 typedef struct TfPlans {
-    TfLayerPlan *layers; /* one per op of the TfIr, in order */
+    TfLayerSize *layers; /* one per op of the TfIr, in order */
     int n_layers;
     size_t n_embed;      /* the embeddings and the unembedding */
     size_t n_params;     /* the whole model */
 } TfPlans;
 
-/* 0, or -1 after reporting to diag (too large, out of memory). */
+/* 0, or -1 after reporting to diag (too large), or -1 with nothing
+ * reported when memory ran out. */
 int plans_make(const TfIr *ir, int opt_level, size_t max_params, TfDiag *diag, TfPlans *out);
 void plans_free(TfPlans *p);
 
 /* The steps of a staircase: neighbouring values whose results differ. */
-int plans_staircase_steps(const TfIr *ir, const TfGenOp *p);
+int plans_staircase_steps(const TfIr *ir, const TfOpPlan *p);
 /* The steps of a SPLIT plan's staircase for in[1]'s value a, and whether it
  * has a result at its lowest x (its base pair). */
-int plans_split_steps(const TfIr *ir, const TfGenOp *p, int a, int *base);
+int plans_split_steps(const TfIr *ir, const TfOpPlan *p, int a, int *base);
 /* The hidden units of an MLP plan (table, staircase, linear, gated, split). */
-int plans_mlp_units(const TfIr *ir, const TfGenOp *p);
+int plans_mlp_units(const TfIr *ir, const TfOpPlan *p);
 
 #endif

@@ -1,12 +1,13 @@
 /* schedule.c: ops side by side in fewer, wider layers; dead columns out
  * (schedule.h says what and why). */
 #include "schedule.h"
-#include "hash.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "tensors.h"
 
 typedef struct Sched {
     const TfModel *m;
@@ -21,7 +22,7 @@ typedef struct Sched {
     TfModel *out;
     TfError *err;
     int failed;
-    uint64_t *hashes; /* per tensor of out, to store identical tensors once */
+    TfTensorSet tensors; /* out's tensors, each stored once (compiler/tensors.h) */
 } Sched;
 
 /* ---- what each layer reads and writes -------------------------------------------- */
@@ -177,10 +178,6 @@ oom:
 
 /* ---- 3. the new model's tensors and layers ---------------------------------------- */
 
-static uint64_t hash_floats(const float *w, size_t n) {
-    return hash_bytes(HASH_INIT, w, n * sizeof(float));
-}
-
 /* Stores w (rows x cols; a vector when rows is 0) once: an identical tensor
  * already stored is used again. Frees w; returns the index or -1. */
 static int emit(Sched *S, const char *name, int rows, int cols, float *w) {
@@ -191,31 +188,14 @@ static int emit(Sched *S, const char *name, int rows, int cols, float *w) {
     }
     int ndim = rows > 0 ? 2 : 1;
     int64_t shape[2] = {rows > 0 ? rows : cols, cols};
-    size_t n = (size_t)(rows > 0 ? rows : 1) * (size_t)cols;
-    uint64_t h = hash_floats(w, n);
+    // The embeddings and the unembedding keep their names and are never
+    // shared; the rest are named by their place.
     int fixed = strncmp(name, "embed.", 6) == 0 || strncmp(name, "unembed.", 8) == 0;
-    for (int t = 0; !fixed && t < S->out->n_tensors; t++) {
-        const TfTensor *T = &S->out->tensors[t];
-        if (S->hashes[t] == h && T->ndim == ndim && T->nelem == n && T->shape[0] == shape[0] &&
-            strncmp(T->name, "embed.", 6) != 0 && strncmp(T->name, "unembed.", 8) != 0 &&
-            memcmp(T->data, w, n * sizeof(float)) == 0) {
-            free(w);
-            return t;
-        }
-    }
     char tmp[48];
     if (!fixed) snprintf(tmp, sizeof tmp, "scheduled.%d", S->out->n_tensors);
-    int t = model_add_new_tensor(S->out, fixed ? name : tmp, ndim, shape, S->err);
-    uint64_t *hs = t >= 0 ? realloc(S->hashes, ((size_t)t + 1) * sizeof *hs) : NULL;
-    if (!hs) {
-        if (t >= 0) tf_error_set(S->err, "out of memory");
-        free(w);
-        S->failed = 1;
-        return -1;
-    }
-    S->hashes = hs;
-    hs[t] = h;
-    memcpy(S->out->tensors[t].data, w, n * sizeof(float));
+    int t = tensors_store(&S->tensors, fixed ? name : tmp, ndim, shape, w,
+                          fixed ? 0 : TENSORS_FIND | TENSORS_FINDABLE, S->err);
+    if (t < 0) S->failed = 1;
     free(w);
     return t;
 }
@@ -431,6 +411,7 @@ static int start_model(Sched *S, int *new_reg) {
     TfModel *o = model_new_like(m); // every setting; the owned arrays are made below
     if (!o) return -1;
     S->out = o;
+    S->tensors.m = o;
     o->d_model = S->d2;
     o->vocab = malloc((size_t)m->n_vocab);
     if (!o->vocab) return -1;
@@ -548,6 +529,6 @@ oom:
     tf_error_set(err, "out of memory");
 done:
     free(S.R), free(S.W), free(S.live), free(S.col), free(S.reg_of), free(S.slot), free(S.newcol);
-    free(S.hashes);
+    tensors_free(&S.tensors);
     return out;
 }

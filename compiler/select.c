@@ -27,18 +27,18 @@
 /* One side of a selection as one register: itself, or a joint register
  * written by an inserted table Map (one column per combination). Returns
  * the register, -1 after reporting; *n gets its number of values. */
-static int selection_side(Gen *G, const TfIrOp *op, int index, const int *regs, int n_regs,
+static int selection_side(Va *G, const TfIrOp *op, int index, const int *regs, int n_regs,
                           char side, int *n) {
     if (n_regs == 0) {
         *n = 1;
         return -1;
     }
     if (n_regs == 1) {
-        *n = va_greg(G, regs[0])->n_vals;
+        *n = va_facts(G, regs[0])->n_vals;
         return regs[0];
     }
     long total = 1;
-    for (int i = 0; i < n_regs; i++) total *= va_greg(G, regs[i])->n_vals;
+    for (int i = 0; i < n_regs; i++) total *= va_facts(G, regs[i])->n_vals;
     if (total > MAX_COMBOS) {
         diag_error(G->diag, op->stmt->args[0].loc,
                    "the %s side of this selection has %ld combinations of values",
@@ -55,30 +55,30 @@ static int selection_side(Gen *G, const TfIrOp *op, int index, const int *regs, 
     snprintf(name, sizeof name, "%s.%c%d", base, side, index);
     int r = check_find_reg(G->ir, name);
     if (r >= 0) { // a repeat body: the same selection again
-        *n = va_greg(G, r)->n_vals;
+        *n = va_facts(G, r)->n_vals;
         return r;
     }
     r = va_add_hidden_reg(G, name, TF_REG_CATEGORICAL);
     if (r < 0) return -1;
     TfVal *vals = malloc((size_t)total * sizeof *vals);
     char **labels = va_alloc(G, (size_t)total * sizeof *labels);
-    TfGenOp *p = va_new_plan(G, TF_GEN_TABLE, op, side == 'k' ? ".keys" : ".queries");
+    TfOpPlan *p = va_new_plan(G, TF_PLAN_TABLE, op, side == 'k' ? ".keys" : ".queries");
     int *cols = p ? va_alloc(G, (size_t)total * sizeof *cols) : NULL;
     if (!vals || !labels || !p || !cols) {
         free(vals);
         G->failed = 1;
         return -1;
     }
-    int idx[TF_GEN_MAX_INPUTS] = {0};
+    int idx[TF_PLAN_MAX_INPUTS] = {0};
     double err = 0;
-    for (int i = 0; i < n_regs; i++) err += va_greg(G, regs[i])->err;
+    for (int i = 0; i < n_regs; i++) err += va_facts(G, regs[i])->err;
     for (long c = 0; c < total; c++) {
         vals[c] = val_num((double)c, 1);
         cols[c] = (int)c;
         char lab[256] = "(";
         for (int i = 0; i < n_regs; i++) {
             char one[48];
-            val_label(va_greg(G, regs[i])->vals[idx[i]], one, sizeof one);
+            val_label(va_facts(G, regs[i])->vals[idx[i]], one, sizeof one);
             size_t l = strlen(lab);
             snprintf(lab + l, sizeof lab - l, "%s%s", i ? "," : "", one);
         }
@@ -88,12 +88,12 @@ static int selection_side(Gen *G, const TfIrOp *op, int index, const int *regs, 
             free(vals);
             return -1;
         }
-        for (int i = 0; i < n_regs && ++idx[i] == va_greg(G, regs[i])->n_vals; i++) idx[i] = 0;
+        for (int i = 0; i < n_regs && ++idx[i] == va_facts(G, regs[i])->n_vals; i++) idx[i] = 0;
     }
     va_set_values(G, r, vals, (int)total);
     free(vals);
-    va_greg(G, r)->labels = labels;
-    va_greg(G, r)->err = ROUND_ONE;
+    va_facts(G, r)->labels = labels;
+    va_facts(G, r)->err = ROUND_ONE;
     if (err >= 0.25) {
         diag_error(G->diag, op->stmt->args[0].loc,
                    "this selection's registers may be off by %.3g in all; its joint one-hot "
@@ -107,7 +107,7 @@ static int selection_side(Gen *G, const TfIrOp *op, int index, const int *regs, 
     p->combo_col = cols;
     p->dest = r;
     TfIrOp joint = *op;
-    joint.gen = p;
+    joint.plan = p;
     joint.dest = r;
     va_record_write(G, r, G->n_out);
     va_push_op(G, &joint);
@@ -120,12 +120,12 @@ static int selection_side(Gen *G, const TfIrOp *op, int index, const int *regs, 
 static int split_conjuncts(const TfExpr *e, const TfExpr **out, int *n) {
     if (e->kind == TF_EXPR_BINARY && e->op == TF_EX_AND)
         return split_conjuncts(e->a, out, n) < 0 ? -1 : split_conjuncts(e->b, out, n);
-    if (*n == TF_GEN_MAX_INPUTS) return -1;
+    if (*n == TF_PLAN_MAX_INPUTS) return -1;
     out[(*n)++] = e;
     return 0;
 }
 
-static int selection_matrix(Gen *G, const TfExpr *pred, const ExprReads *R, int nq, int nk,
+static int selection_matrix(Va *G, const TfExpr *pred, const ExprReads *R, int nq, int nk,
                             unsigned char **P_out) {
     if ((size_t)nq * (size_t)nk > (size_t)MAX_COMBOS * 16) {
         diag_error(G->diag, pred->loc,
@@ -148,14 +148,14 @@ static int selection_matrix(Gen *G, const TfExpr *pred, const ExprReads *R, int 
         // Decode a joint index into its registers' values (first fastest).
         int rest = qi;
         for (int i = 0; i < R->nq; i++) {
-            const TfGenReg *g = va_greg(G, R->qregs[i]);
+            const TfRegFacts *g = va_facts(G, R->qregs[i]);
             qcur[R->qregs[i]] = g->vals[rest % g->n_vals];
             rest /= g->n_vals;
         }
         for (int ki = 0; ki < nk; ki++) {
             rest = ki;
             for (int i = 0; i < R->nk; i++) {
-                const TfGenReg *g = va_greg(G, R->kregs[i]);
+                const TfRegFacts *g = va_facts(G, R->kregs[i]);
                 kcur[R->kregs[i]] = g->vals[rest % g->n_vals];
                 rest /= g->n_vals;
             }
@@ -176,7 +176,7 @@ static int selection_matrix(Gen *G, const TfExpr *pred, const ExprReads *R, int 
 }
 
 /* The selection's mask and scale options; value args start at `first`. */
-static int selection_options(Gen *G, const TfIrOp *op, int first, TfGenOp *p, int *has_default,
+static int selection_options(Va *G, const TfIrOp *op, int first, TfOpPlan *p, int *has_default,
                              TfVal *dflt) {
     const TfStmt *s = op->stmt;
     p->causal = !G->ir->every_position;
@@ -235,7 +235,7 @@ static int selection_options(Gen *G, const TfIrOp *op, int first, TfGenOp *p, in
  * position, reading the BOS indicator) gives 1/(c+1) in a hidden numeric
  * register, and a staircase turns it into c in the categorical `dest`.
  * Returns 0, or -1 after reporting. */
-static int push_count(Gen *G, TfIrOp *op, int index, TfGenOp *p, int dest, double leak,
+static int push_count(Va *G, TfIrOp *op, int index, TfOpPlan *p, int dest, double leak,
                       double soft) {
     const TfStmt *s = op->stmt;
     // 1 / (c + 1) into a hidden numeric register, then steps to c.
@@ -256,10 +256,10 @@ static int push_count(Gen *G, TfIrOp *op, int index, TfGenOp *p, int dest, doubl
     int m = val_unique(fr, n_c, SAME_VALUE, &moved);
     va_set_values(G, h, fr, m);
     free(fr);
-    va_greg(G, h)->err = leak + soft + moved;
+    va_facts(G, h)->err = leak + soft + moved;
     p->dest = h;
     p->vreg = -1;
-    op->gen = p;
+    op->plan = p;
     TfIrOp attn = *op;
     attn.dest = h;
     va_record_write(G, h, G->n_out);
@@ -268,7 +268,7 @@ static int push_count(Gen *G, TfIrOp *op, int index, TfGenOp *p, int dest, doubl
     // (its sum of up to L + 1 terms, then a division) is relative to the
     // value 1/(c+1) it gives, and so is the steps' own: check each step
     // between neighbouring counts against the error at its values.
-    const TfGenReg *g = va_greg(G, h);
+    const TfRegFacts *g = va_facts(G, h);
     double worst = INFINITY, wgap = 0, werr = 0;
     int wc = 0;
     for (int i = 1; i < g->n_vals; i++) {
@@ -290,7 +290,7 @@ static int push_count(Gen *G, TfIrOp *op, int index, TfGenOp *p, int dest, doubl
         diag_hint(G->diag, "a smaller maxlen makes the gaps wider");
         return -1;
     }
-    TfGenOp *st = va_new_plan(G, TF_GEN_STAIRCASE, op, ".steps");
+    TfOpPlan *st = va_new_plan(G, TF_PLAN_STAIRCASE, op, ".steps");
     if (!st) return -1;
     st->n_in = 1;
     st->in[0] = h;
@@ -308,9 +308,9 @@ static int push_count(Gen *G, TfIrOp *op, int index, TfGenOp *p, int dest, doubl
         st->x_col[i] = values_column(G->ir, dest, val_num(c, 1));
     }
     st->dest = dest;
-    va_greg(G, dest)->err = ROUND_ONE * n_c;
+    va_facts(G, dest)->err = ROUND_ONE * n_c;
     TfIrOp steps = *op;
-    steps.gen = st;
+    steps.plan = st;
     va_record_write(G, dest, index);
     va_push_op(G, &steps);
     return 0;
@@ -327,11 +327,11 @@ static const TfArg *sum_arg(const TfStmt *s) {
 /* 1 when every position the selection picks holds the same value of vreg:
  * some term's key side is `indices` (one position per value) or vreg
  * itself, and it selects at most one key value for every query value. */
-static int copies_one_value(Gen *G, const TfGenOp *p, int vreg) {
+static int copies_one_value(Va *G, const TfOpPlan *p, int vreg) {
     for (int t = 0; t < p->n_terms; t++) {
-        const struct TfGenTerm *T = &p->terms[t];
+        const struct TfPlanTerm *T = &p->terms[t];
         if (T->kreg < 0 || (T->kreg != G->ir->indices_reg && T->kreg != vreg)) continue;
-        const TfGenReg *gk = va_greg(G, T->kreg);
+        const TfRegFacts *gk = va_facts(G, T->kreg);
         int ok = 1;
         for (int qi = 0; qi < T->nq && ok; qi++) {
             int n = 0;
@@ -350,7 +350,7 @@ static int copies_one_value(Gen *G, const TfGenOp *p, int vreg) {
  * register (-1 for Count), the default, the score error before beta and the
  * softmax's leak and rounding. */
 typedef struct Selection {
-    TfGenOp *p;
+    TfOpPlan *p;
     int vreg;
     int has_default;
     TfVal dflt;
@@ -360,7 +360,7 @@ typedef struct Selection {
 /* Aggregate(selection, value, ...) | Count(selection, ...): the arguments'
  * registers readable, the value register found, no key reading a BOS
  * default. 0 with *R and S->vreg, or -1 after reporting. */
-static int select_arguments(Gen *G, TfIrOp *op, ExprReads *R, Selection *S) {
+static int select_arguments(Va *G, TfIrOp *op, ExprReads *R, Selection *S) {
     const TfStmt *s = op->stmt;
     int is_count = op->op == TF_OP_COUNT_MATCHES;
     if (G->ir->bos < 0) {
@@ -404,7 +404,7 @@ static int select_arguments(Gen *G, TfIrOp *op, ExprReads *R, Selection *S) {
     }
     for (int i = 0; ok && i < R->nk + (vreg >= 0); i++) {
         int r = i < R->nk ? R->kregs[i] : vreg;
-        if (!va_greg(G, r)->bos_value) continue;
+        if (!va_facts(G, r)->bos_value) continue;
         diag_error(G->diag, i < R->nk ? a0->loc : s->args[1].loc,
                    "'%s' holds its default at the BOS position, so an attention cannot read "
                    "it at the keys",
@@ -419,12 +419,12 @@ static int select_arguments(Gen *G, TfIrOp *op, ExprReads *R, Selection *S) {
 /* selection := term ('and' term)* with one register a side per term -> a sum
  * of terms; any other selection -> one term over joint sides. Sets the
  * plan's terms and S->delta; 0, or -1 after reporting. */
-static int select_terms(Gen *G, TfIrOp *op, int index, const ExprReads *R, Selection *S) {
+static int select_terms(Va *G, TfIrOp *op, int index, const ExprReads *R, Selection *S) {
     const TfExpr *sel = op->stmt->args[0].expr;
-    TfGenOp *p = S->p;
-    const TfExpr *conj[TF_GEN_MAX_INPUTS];
+    TfOpPlan *p = S->p;
+    const TfExpr *conj[TF_PLAN_MAX_INPUTS];
     int n_conj = 0, additive = split_conjuncts(sel, conj, &n_conj) == 0 && n_conj > 1;
-    ExprReads CR[TF_GEN_MAX_INPUTS];
+    ExprReads CR[TF_PLAN_MAX_INPUTS];
     for (int i = 0; additive && i < n_conj; i++) {
         memset(&CR[i], 0, sizeof CR[i]);
         if (expr_reads(G->ir, G->diag, conj[i], 1, &CR[i]) < 0 || CR[i].nk > 1 || CR[i].nq > 1) additive = 0;
@@ -436,15 +436,15 @@ static int select_terms(Gen *G, TfIrOp *op, int index, const ExprReads *R, Selec
     }
     double delta = 0;
     for (int t = 0; t < n_conj; t++) {
-        struct TfGenTerm *T = &p->terms[t];
+        struct TfPlanTerm *T = &p->terms[t];
         T->qreg = selection_side(G, op, index, CR[t].qregs, CR[t].nq, 'q', &T->nq);
         if (CR[t].nq && T->qreg < 0) return -1;
         T->kreg = selection_side(G, op, index, CR[t].kregs, CR[t].nk, 'k', &T->nk);
         if (CR[t].nk && T->kreg < 0) return -1;
         if (selection_matrix(G, conj[t], &CR[t], T->nq, T->nk, &T->P) < 0) return -1;
         // How far scores can move (before beta): the inputs' errors.
-        double eq = T->qreg >= 0 ? va_greg(G, T->qreg)->err : 0;
-        double ek = T->kreg >= 0 ? va_greg(G, T->kreg)->err : 0;
+        double eq = T->qreg >= 0 ? va_facts(G, T->qreg)->err : 0;
+        double ek = T->kreg >= 0 ? va_facts(G, T->kreg)->err : 0;
         delta += (double)T->nq * eq + (double)T->nk * ek + 2 * EPS32;
     }
     p->n_terms = n_conj;
@@ -454,7 +454,7 @@ static int select_terms(Gen *G, TfIrOp *op, int index, const ExprReads *R, Selec
 
 /* The attention's error bounds: what the softmax leaks to keys it does not
  * select (below 25%), how float32 rounds it. 0, or -1 after reporting. */
-static int select_bounds(Gen *G, const TfIrOp *op, Selection *S) {
+static int select_bounds(Va *G, const TfIrOp *op, Selection *S) {
     double L = (double)G->n_real;
     double half = op->op == TF_OP_COUNT_MATCHES ? 1.0 : 0.5;
     S->leak = (L + 1) * exp(-S->p->beta * (half - 2 * S->delta));
@@ -473,11 +473,11 @@ static int select_bounds(Gen *G, const TfIrOp *op, Selection *S) {
 
 /* Aggregate(selection, cat value) -> cat dest: a copy of one value (checked
  * at run time unless copies_one_value proves it). 0, or -1 after reporting. */
-static int select_copy(Gen *G, TfIrOp *op, Selection *S) {
+static int select_copy(Va *G, TfIrOp *op, Selection *S) {
     const TfStmt *s = op->stmt;
-    TfGenOp *p = S->p;
+    TfOpPlan *p = S->p;
     int vreg = S->vreg, dest = op->dest;
-    const TfGenReg *gv = va_greg(G, vreg);
+    const TfRegFacts *gv = va_facts(G, vreg);
     if (G->ir->regs[dest].kind != TF_REG_CATEGORICAL) {
         diag_error(G->diag, s->dest.loc,
                    "Aggregate of the categorical '%s' copies a value: its result is a `cat` "
@@ -517,22 +517,22 @@ static int select_copy(Gen *G, TfIrOp *op, Selection *S) {
     free(vals);
     p->default_col = S->has_default ? values_column(G->ir, dest, S->dflt) : -1;
     p->value_numeric = 0;
-    va_greg(G, dest)->err = gv->err + S->leak + S->soft + ROUND_ONE;
+    va_facts(G, dest)->err = gv->err + S->leak + S->soft + ROUND_ONE;
     // The BOS query reads the BOS's own value, the default: unlike
     // every other op's result, this one is not zero at the BOS, so no
     // attention may read it at its keys (the BOS key would match it).
     // The run-time check (p->check) skips the BOS position.
-    if (S->has_default) va_greg(G, dest)->bos_value = 1;
+    if (S->has_default) va_facts(G, dest)->bos_value = 1;
     return 0;
 }
 
 /* The means of up to n_real values of vreg (and the default) into mean_reg's
  * value set, and with `sum` their sums into dest's; *totals_moved gets how
  * far numbers made one value drift. 0, or -1 after reporting. */
-static int select_mean_values(Gen *G, const TfIrOp *op, const Selection *S, int mean_reg,
+static int select_mean_values(Va *G, const TfIrOp *op, const Selection *S, int mean_reg,
                               double *totals_moved) {
-    const TfGenOp *p = S->p;
-    const TfGenReg *gv = va_greg(G, S->vreg);
+    const TfOpPlan *p = S->p;
+    const TfRegFacts *gv = va_facts(G, S->vreg);
     double sums_moved = 0; // numbers made one value (val_unique)
     *totals_moved = 0;
     int cap = MAX_NUM_VALUES;
@@ -574,12 +574,12 @@ static int select_mean_values(Gen *G, const TfIrOp *op, const Selection *S, int 
             totals[n_totals++] = val_num(sums[i], 0);
         }
         n_means = val_unique(means, n_means, SAME_VALUE, &moved);
-        va_greg(G, mean_reg)->err += moved;
+        va_facts(G, mean_reg)->err += moved;
         n_totals = val_unique(totals, n_totals, SAME_VALUE, &moved);
         *totals_moved += moved;
     }
     // A sum kept for several drifts by at most sums_moved; its mean by less.
-    va_greg(G, mean_reg)->err += sums_moved;
+    va_facts(G, mean_reg)->err += sums_moved;
     *totals_moved += sums_moved;
     if (known) va_set_values(G, mean_reg, means, n_means);
     if (known && p->sum) va_set_values(G, op->dest, totals, n_totals);
@@ -596,13 +596,13 @@ static int select_mean_values(Gen *G, const TfIrOp *op, const Selection *S, int 
 /* Aggregate(selection, num value, sum) -> dest: three ops, the mean (this
  * attention, already pushed into mean_reg), the count (a Count of the same
  * selection into a hidden `cat`), their product (a gated Map into dest). */
-static void select_sum(Gen *G, TfIrOp *op, int index, const Selection *S, int mean_reg,
+static void select_sum(Va *G, TfIrOp *op, int index, const Selection *S, int mean_reg,
                        double totals_moved) {
     const TfStmt *s = op->stmt;
-    const TfGenOp *p = S->p;
+    const TfOpPlan *p = S->p;
     int dest = op->dest;
     double L = (double)G->n_real;
-    TfGenOp *pc = va_new_plan(G, TF_GEN_COUNT, op, ".count");
+    TfOpPlan *pc = va_new_plan(G, TF_PLAN_COUNT, op, ".count");
     char name[128];
     snprintf(name, sizeof name, "%s%d.n", p->name, index);
     int count_reg = va_add_hidden_reg(G, name, TF_REG_CATEGORICAL);
@@ -614,8 +614,8 @@ static void select_sum(Gen *G, TfIrOp *op, int index, const Selection *S, int me
     double leak_c = (L + 1) * exp(-p->beta * (1.0 - 2 * S->delta));
     TfIrOp cop = *op;
     if (push_count(G, &cop, G->n_out, pc, count_reg, leak_c, S->soft) < 0) return;
-    TfGenOp *pg = va_new_plan(G, TF_GEN_GATED, op, ".sum");
-    const TfGenReg *gc = va_greg(G, count_reg), *gm = va_greg(G, mean_reg);
+    TfOpPlan *pg = va_new_plan(G, TF_PLAN_GATED, op, ".sum");
+    const TfRegFacts *gc = va_facts(G, count_reg), *gm = va_facts(G, mean_reg);
     if (!pg) return;
     pg->n_in = 2;
     pg->in[0] = mean_reg;
@@ -635,9 +635,9 @@ static void select_sum(Gen *G, TfIrOp *op, int index, const Selection *S, int me
         return;
     }
     pg->dest = dest;
-    va_greg(G, dest)->err = L * gm->err + gc->err * pg->c0 + pg->c0 * 4 * EPS32 + totals_moved;
+    va_facts(G, dest)->err = L * gm->err + gc->err * pg->c0 + pg->c0 * 4 * EPS32 + totals_moved;
     TfIrOp gop = *op;
-    gop.gen = pg;
+    gop.plan = pg;
     va_record_write(G, dest, index);
     va_push_op(G, &gop);
 }
@@ -646,11 +646,11 @@ static void select_sum(Gen *G, TfIrOp *op, int index, const Selection *S, int me
  * selected values (with `sum`, times their count: select_sum). Returns 1
  * when the op is pushed already (sum), 0 when the caller pushes it, -1
  * after reporting. */
-static int select_mean(Gen *G, TfIrOp *op, int index, Selection *S) {
+static int select_mean(Va *G, TfIrOp *op, int index, Selection *S) {
     const TfStmt *s = op->stmt;
-    TfGenOp *p = S->p;
+    TfOpPlan *p = S->p;
     int vreg = S->vreg, dest = op->dest;
-    const TfGenReg *gv = va_greg(G, vreg);
+    const TfRegFacts *gv = va_facts(G, vreg);
     if (G->ir->regs[dest].kind == TF_REG_CATEGORICAL) {
         diag_error(G->diag, s->dest.loc,
                    "Aggregate of the numeric '%s' averages it: its result is a `num` "
@@ -681,17 +681,17 @@ static int select_mean(Gen *G, TfIrOp *op, int index, Selection *S) {
         snprintf(name, sizeof name, "%s%d.mean", p->name, index);
         mean_reg = va_add_hidden_reg(G, name, TF_REG_SCALAR);
         if (mean_reg < 0) return -1;
-        gv = va_greg(G, vreg); // adding a register moves the array
+        gv = va_facts(G, vreg); // adding a register moves the array
         p->dest = mean_reg;
     }
-    va_greg(G, mean_reg)->err = gv->err + 2 * S->leak * vmax + S->soft * vmax;
+    va_facts(G, mean_reg)->err = gv->err + 2 * S->leak * vmax + S->soft * vmax;
     double totals_moved = 0;
     if (gv->known && select_mean_values(G, op, S, mean_reg, &totals_moved) < 0) return -1;
     if (!p->sum) {
-        va_greg(G, dest)->err = va_greg(G, mean_reg)->err;
+        va_facts(G, dest)->err = va_facts(G, mean_reg)->err;
         return 0;
     }
-    op->gen = p;
+    op->plan = p;
     va_record_write(G, mean_reg, G->n_out);
     va_push_op(G, op);
     select_sum(G, op, index, S, mean_reg, totals_moved);
@@ -703,12 +703,12 @@ static int select_mean(Gen *G, TfIrOp *op, int index, Selection *S) {
  *   Count                      -> attention 1/(c+1), staircase to c (push_count)
  *   Aggregate of a cat value   -> copy
  *   Aggregate of a num value   -> mean (with `sum`: mean, count, product) */
-void select_analyze(Gen *G, TfIrOp *op, int index) {
+void select_analyze(Va *G, TfIrOp *op, int index) {
     int is_count = op->op == TF_OP_COUNT_MATCHES;
     ExprReads R = {0};
     Selection S = {0};
     if (select_arguments(G, op, &R, &S) < 0 || va_check_fresh(G, op) < 0) return;
-    S.p = va_new_plan(G, is_count ? TF_GEN_COUNT : TF_GEN_ATTEND, op, is_count ? ".attn" : "");
+    S.p = va_new_plan(G, is_count ? TF_PLAN_COUNT : TF_PLAN_ATTEND, op, is_count ? ".attn" : "");
     if (!S.p) return;
     S.dflt = val_num(0, 1);
     if (selection_options(G, op, is_count ? 1 : 2, S.p, &S.has_default, &S.dflt) < 0) return;
@@ -723,7 +723,7 @@ void select_analyze(Gen *G, TfIrOp *op, int index) {
     int pushed = va_is_categorical(G->ir, S.vreg) ? select_copy(G, op, &S)
                                                    : select_mean(G, op, index, &S);
     if (pushed != 0) return;
-    op->gen = S.p;
+    op->plan = S.p;
     va_record_write(G, dest, index);
     va_push_op(G, op);
 }

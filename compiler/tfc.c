@@ -11,7 +11,7 @@
  *
  * Exit status: 0 compiled; 1 the program has errors (reported as
  * file:line:col diagnostics on stderr), or the file is not a program; 2
- * usage, I/O or internal error (130 and the like: killed by a signal; the
+ * usage or I/O error, or memory ran out, whichever stage it was in (130 and the like: killed by a signal; the
  * output file is then left as it was).
  */
 #define _POSIX_C_SOURCE 200809L
@@ -55,7 +55,7 @@ static void usage(FILE *f) {
                "                   layer size), layers (each layer's kind, size and parts)\n"
                "  -h, --help       this help;  --version  the version\n"
                "exit status: 0 compiled; 1 the program has errors (file:line:col on stderr)\n"
-               "or is not a program; 2 usage or I/O error\n");
+               "or is not a program; 2 usage or I/O error, or memory ran out (in any stage)\n");
 }
 
 /* PROGRAM.tfp -> PROGRAM.tfw; any other name gets .tfw appended. */

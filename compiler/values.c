@@ -18,22 +18,18 @@
 
 /* ---- storage ------------------------------------------------------------- */
 
-void *va_alloc(Gen *G, size_t n) {
+void *va_alloc(Va *G, size_t n) {
     void *p = arena_alloc(&G->ir->arena, n);
     if (!p) G->failed = 1;
     return p;
 }
 
-char *va_strdup(Gen *G, const char *s) {
+char *va_strdup(Va *G, const char *s) {
     char *p = arena_strdup(&G->ir->arena, s);
     if (!p) G->failed = 1;
     return p;
 }
 
-void values_free(TfIr *ir) {
-    free(ir->gen_regs);
-    ir->gen_regs = NULL;
-}
 
 /* ---- registers and their values --------------------------------------------- */
 
@@ -56,8 +52,8 @@ int va_is_categorical(const TfIr *ir, int r) {
 int values_column(const TfIr *ir, int r, TfVal v) {
     const TfIrReg *R = &ir->regs[r];
     if (R->kind == TF_REG_TOKEN) return v.kind == TF_VAL_TOKEN ? find_tok(ir, (int)v.x) : -1;
-    if (R->kind != TF_REG_CATEGORICAL || !ir->gen_regs) return -1;
-    const TfGenReg *g = &ir->gen_regs[r];
+    if (R->kind != TF_REG_CATEGORICAL) return -1;
+    const TfRegFacts *g = &ir->regs[r].facts;
     int lo = 0, hi = g->n_vals - 1;
     while (lo <= hi) { // values are sorted
         int mid = (lo + hi) / 2, c = val_cmp(g->vals[mid], v);
@@ -68,44 +64,44 @@ int values_column(const TfIr *ir, int r, TfVal v) {
     return -1;
 }
 
-TfGenReg *va_greg(Gen *G, int r) { return &G->ir->gen_regs[r]; }
+TfRegFacts *va_facts(Va *G, int r) { return &G->ir->regs[r].facts; }
 
-const char *va_reg_name(Gen *G, int r) { return G->ir->regs[r].name; }
+const char *va_reg_name(Va *G, int r) { return G->ir->regs[r].name; }
 
-/* TfGenReg.one_value of what op writes. A table has a result wherever its
+/* TfRegFacts.one_value of what op writes. A table has a result wherever its
  * inputs each hold one value and their combination has one; a staircase
  * (Count's steps too) wherever its value has one; a copy wherever the BOS's
  * default or the copied register's one value is what it reads (or its
  * run-time check stops the run). A seed op's registers may hold anything. */
-static void note_one_value(Gen *G, const TfIrOp *op) {
-    const TfGenOp *p = op->gen;
+static void note_one_value(Va *G, const TfIrOp *op) {
+    const TfOpPlan *p = op->plan;
     if (!p) {
         const TfOpInfo *info = &tf_ops[op->op];
         for (int i = 0; i < op->n_args && info->n_params > 0; i++) {
             const TfParam *pa = &info->params[i < info->n_params ? i : info->n_params - 1];
             if ((pa->access & TF_ACCESS_WRITE) && op->args[i].reg >= 0)
-                va_greg(G, op->args[i].reg)->one_value = 0;
+                va_facts(G, op->args[i].reg)->one_value = 0;
         }
-        if (op->dest >= 0) va_greg(G, op->dest)->one_value = 0;
+        if (op->dest >= 0) va_facts(G, op->dest)->one_value = 0;
         return;
     }
     int one = 0;
     if (!va_is_categorical(G->ir, p->dest)) {
         // numbers: no columns to hold
-    } else if (p->form == TF_GEN_TABLE) {
+    } else if (p->form == TF_PLAN_TABLE) {
         one = 1;
-        for (int i = 0; i < p->n_in; i++) one &= va_greg(G, p->in[i])->one_value;
+        for (int i = 0; i < p->n_in; i++) one &= va_facts(G, p->in[i])->one_value;
         for (int c = 0; c < p->n_combo && one; c++) one = p->combo_col[c] >= 0;
-    } else if (p->form == TF_GEN_STAIRCASE) {
+    } else if (p->form == TF_PLAN_STAIRCASE) {
         one = 1;
         for (int i = 0; i < p->n_x && one; i++) one = p->x_col[i] >= 0;
-    } else if (p->form == TF_GEN_ATTEND) {
-        one = p->check || (p->default_col >= 0 && va_greg(G, p->vreg)->one_value);
+    } else if (p->form == TF_PLAN_ATTEND) {
+        one = p->check || (p->default_col >= 0 && va_facts(G, p->vreg)->one_value);
     }
-    va_greg(G, p->dest)->one_value = one;
+    va_facts(G, p->dest)->one_value = one;
 }
 
-int va_push_op(Gen *G, const TfIrOp *op) {
+int va_push_op(Va *G, const TfIrOp *op) {
     note_one_value(G, op);
     if (G->n_out == G->cap_out) {
         int cap = G->cap_out ? 2 * G->cap_out : 32;
@@ -121,32 +117,26 @@ int va_push_op(Gen *G, const TfIrOp *op) {
     return 0;
 }
 
-int va_add_hidden_reg(Gen *G, const char *name, TfRegKind kind) {
+int va_add_hidden_reg(Va *G, const char *name, TfRegKind kind) {
     TfIr *ir = G->ir;
     char *copy = va_strdup(G, name);
-    TfGenReg *gr = realloc(ir->gen_regs, ((size_t)ir->n_regs + 1) * sizeof *gr);
-    if (gr) ir->gen_regs = gr;
-    if (!copy || !gr) {
-        G->failed = 1;
-        return -1;
-    }
+    if (!copy) return -1;
     TfLoc none = {0, 0, 0, 0};
-    memset(&gr[ir->n_regs], 0, sizeof gr[0]);
-    gr[ir->n_regs].writer = -1;
     int r = check_add_reg(ir, copy, kind, none);
     if (r < 0) G->failed = 1;
+    else ir->regs[r].facts.writer = -1;
     return r;
 }
 
-int va_domain(Gen *G, int r, const TfVal **vals) {
-    const TfGenReg *g = va_greg(G, r);
+int va_domain(Va *G, int r, const TfVal **vals) {
+    const TfRegFacts *g = va_facts(G, r);
     *vals = g->vals;
     if (!g->known) return -1;
     return g->n_vals;
 }
 
-void va_set_values(Gen *G, int r, const TfVal *v, int n) {
-    TfGenReg *g = va_greg(G, r);
+void va_set_values(Va *G, int r, const TfVal *v, int n) {
+    TfRegFacts *g = va_facts(G, r);
     g->vals = va_alloc(G, (size_t)n * sizeof *v);
     if (!g->vals) return;
     memcpy(g->vals, v, (size_t)n * sizeof *v);
@@ -157,21 +147,21 @@ void va_set_values(Gen *G, int r, const TfVal *v, int n) {
 }
 
 /* Marks r's values unknown: written by `s`, which `why`. */
-static void set_unknown(Gen *G, int r, const TfStmt *s, const char *why) {
-    TfGenReg *g = va_greg(G, r);
+static void set_unknown(Va *G, int r, const TfStmt *s, const char *why) {
+    TfRegFacts *g = va_facts(G, r);
     g->known = 0;
     g->why_stmt = s;
     g->why = why;
 }
 
-void va_note_why(Gen *G, const TfGenReg *g) {
+void va_note_why(Va *G, const TfRegFacts *g) {
     if (g->why_stmt)
         diag_note(G->diag, g->why_stmt->loc, "%s", g->why);
 }
 
-int va_check_readable(Gen *G, const TfIrOp *op, int r, TfLoc loc, int need_categorical) {
+int va_check_readable(Va *G, const TfIrOp *op, int r, TfLoc loc, int need_categorical) {
     const TfIrReg *R = &G->ir->regs[r];
-    const TfGenReg *g = va_greg(G, r);
+    const TfRegFacts *g = va_facts(G, r);
     if (g->poisoned) return -1;
     if (R->kind == TF_REG_POSITION) {
         diag_error(G->diag, loc,
@@ -206,7 +196,7 @@ int va_check_readable(Gen *G, const TfIrOp *op, int r, TfLoc loc, int need_categ
     return 0;
 }
 
-void va_combo_text(Gen *G, const int *regs, const TfVal *vals, int n, char *buf, size_t len) {
+void va_combo_text(Va *G, const int *regs, const TfVal *vals, int n, char *buf, size_t len) {
     buf[0] = '\0';
     for (int i = 0; i < n; i++) {
         char lab[48];
@@ -216,8 +206,8 @@ void va_combo_text(Gen *G, const int *regs, const TfVal *vals, int n, char *buf,
     }
 }
 
-TfGenOp *va_new_plan(Gen *G, TfGenForm form, const TfIrOp *op, const char *suffix) {
-    TfGenOp *p = va_alloc(G, sizeof *p);
+TfOpPlan *va_new_plan(Va *G, TfPlanForm form, const TfIrOp *op, const char *suffix) {
+    TfOpPlan *p = va_alloc(G, sizeof *p);
     if (!p) return NULL;
     p->form = form;
     p->vreg = -1;
@@ -227,10 +217,10 @@ TfGenOp *va_new_plan(Gen *G, TfGenForm form, const TfIrOp *op, const char *suffi
     return p;
 }
 
-void va_record_write(Gen *G, int r, int op_index) { va_greg(G, r)->writer = op_index; }
+void va_record_write(Va *G, int r, int op_index) { va_facts(G, r)->writer = op_index; }
 
-int va_check_fresh(Gen *G, const TfIrOp *op) {
-    const TfGenReg *g = va_greg(G, op->dest);
+int va_check_fresh(Va *G, const TfIrOp *op) {
+    const TfRegFacts *g = va_facts(G, op->dest);
     if (g->writer >= 0) {
         diag_error(G->diag, op->stmt->dest.loc,
                    "'%s' is written a second time; the general ops write each register once",
@@ -248,7 +238,7 @@ double va_max_abs(const TfVal *v, int n) {
     return m;
 }
 
-int va_set_categorical_results(Gen *G, int dest, const TfVal *res, const int *defined, int n,
+int va_set_categorical_results(Va *G, int dest, const TfVal *res, const int *defined, int n,
                                int *col) {
     TfVal *vals = malloc((size_t)(n > 0 ? n : 1) * sizeof *vals);
     if (!vals) return G->failed = 1, -1;
@@ -271,8 +261,8 @@ static double gelu(double x) { return 0.5 * x * erfc(-x / sqrt(2.0)); }
  * at every opt level: each value maps to its image; the slope is at most
  * 1 + 10 * 1.13 + 1.13 (GELU's slope is below 1.13), and the float32 sums of
  * terms near 10 and the runtime's GELU (within 1.5e-7) add 2e-5. */
-static void seed_is_zero(Gen *G, const TfIrOp *op, int z) {
-    TfGenReg *g = va_greg(G, z);
+static void seed_is_zero(Va *G, const TfIrOp *op, int z) {
+    TfRegFacts *g = va_facts(G, z);
     g->bos_dirty = 1; // 0 at the BOS becomes 1
     g->bos_stmt = op->stmt;
     if (!g->known) {
@@ -298,8 +288,8 @@ static void seed_is_zero(Gen *G, const TfIrOp *op, int z) {
 /* Clear(r): at -O, x - ReLU(x) on every column, exactly: a categorical
  * register holds no value afterwards; a number v becomes min(v, 0) within
  * the same bound. At -O0 the seed's GELU approximation is not analysed. */
-static void seed_clear(Gen *G, const TfIrOp *op, int r) {
-    TfGenReg *g = va_greg(G, r);
+static void seed_clear(Va *G, const TfIrOp *op, int r) {
+    TfRegFacts *g = va_facts(G, r);
     if (va_is_categorical(G->ir, r)) {
         set_unknown(G, r, op->stmt, "Clear here leaves it holding no value");
         return;
@@ -330,10 +320,10 @@ static void seed_clear(Gen *G, const TfIrOp *op, int r) {
  * inputs' errors, 11.3 with -O0's GELU), into a token register nothing wrote
  * before. With m always 1 it copies src; where m may be 0 dst may hold no
  * value. */
-static void seed_copy_on_match(Gen *G, const TfIrOp *op) {
+static void seed_copy_on_match(Va *G, const TfIrOp *op) {
     int m = op->args[0].reg, src = op->args[1].reg, dst = op->dest;
-    const TfGenReg *gm = va_greg(G, m), *gs = va_greg(G, src);
-    TfGenReg *gd = va_greg(G, dst);
+    const TfRegFacts *gm = va_facts(G, m), *gs = va_facts(G, src);
+    TfRegFacts *gd = va_facts(G, dst);
     gd->bos_dirty = gm->bos_dirty || gd->bos_dirty;
     if (gd->bos_dirty) gd->bos_stmt = gm->bos_dirty ? gm->bos_stmt : gd->bos_stmt;
     int fresh = gd->writer < 0;
@@ -354,7 +344,7 @@ static void seed_copy_on_match(Gen *G, const TfIrOp *op) {
 
 /* A seed op: every register it writes (ops.c) gets known values or unknown
  * ones with the reason. */
-static void seed_op(Gen *G, const TfIrOp *op) {
+static void seed_op(Va *G, const TfIrOp *op) {
     const TfOpInfo *info = &tf_ops[op->op];
     for (int i = 0; i < op->n_args; i++) {
         const TfParam *p = &info->params[i < info->n_params ? i : info->n_params - 1];
@@ -365,8 +355,8 @@ static void seed_op(Gen *G, const TfIrOp *op) {
         else {
             set_unknown(G, r, op->stmt, "it is changed here by a seed op, which the value "
                                         "analysis does not model");
-            va_greg(G, r)->bos_dirty = 1;
-            va_greg(G, r)->bos_stmt = op->stmt;
+            va_facts(G, r)->bos_dirty = 1;
+            va_facts(G, r)->bos_stmt = op->stmt;
         }
     }
     if (op->dest >= 0) {
@@ -376,19 +366,19 @@ static void seed_op(Gen *G, const TfIrOp *op) {
             set_unknown(G, op->dest, op->stmt,
                         "it is written here by a seed op, which the value analysis does not "
                         "model");
-            va_greg(G, op->dest)->bos_dirty = 1;
-            va_greg(G, op->dest)->bos_stmt = op->stmt;
+            va_facts(G, op->dest)->bos_dirty = 1;
+            va_facts(G, op->dest)->bos_stmt = op->stmt;
         }
-        va_greg(G, op->dest)->writer = G->n_out;
+        va_facts(G, op->dest)->writer = G->n_out;
     }
 }
 
 /* ---- the pass ------------------------------------------------------------------- */
 
-static void builtin_values(Gen *G) {
+static void builtin_values(Va *G) {
     TfIr *ir = G->ir;
     for (int r = 0; r < ir->n_regs; r++) {
-        TfGenReg *g = va_greg(G, r);
+        TfRegFacts *g = va_facts(G, r);
         g->writer = -1;
         if (r == TF_IR_REG_TOKENS || ir->regs[r].kind == TF_REG_TOKEN) {
             TfVal v[256];
@@ -419,10 +409,10 @@ static void builtin_values(Gen *G) {
 }
 
 /* Categorical registers' column labels from their values. */
-static void make_labels(Gen *G) {
+static void make_labels(Va *G) {
     TfIr *ir = G->ir;
     for (int r = 0; r < ir->n_regs; r++) {
-        TfGenReg *g = va_greg(G, r);
+        TfRegFacts *g = va_facts(G, r);
         if (ir->regs[r].kind != TF_REG_CATEGORICAL || g->labels) continue;
         g->labels = va_alloc(G, (size_t)(g->n_vals ? g->n_vals : 1) * sizeof *g->labels);
         if (!g->labels) return;
@@ -435,12 +425,18 @@ static void make_labels(Gen *G) {
     }
 }
 
+/* The residual stream's one layout, made once the values are known: the
+ * registers in order (tokens, pos, indices, the declared ones, the hidden
+ * ones the analysis added), a token register a column per vocabulary entry,
+ * a position two, a number one, a categorical register one per value. */
 static void layout(TfIr *ir) {
     int offset = 0;
     for (int i = 0; i < ir->n_regs; i++) {
         TfIrReg *r = &ir->regs[i];
-        if (r->kind == TF_REG_CATEGORICAL) r->size = ir->gen_regs[i].n_vals;
-        if (r->kind == TF_REG_SCALAR) r->size = 1;
+        r->size = r->kind == TF_REG_TOKEN         ? ir->n_vocab
+                  : r->kind == TF_REG_POSITION    ? 2
+                  : r->kind == TF_REG_CATEGORICAL ? r->facts.n_vals
+                                                  : 1;
         r->offset = offset;
         offset += r->size;
     }
@@ -449,10 +445,10 @@ static void layout(TfIr *ir) {
 
 /* The output register must print as tokens, exactly (or, a number read at
  * every position, as its value within the bound it carries). */
-static void check_output(Gen *G) {
+static void check_output(Va *G) {
     TfIr *ir = G->ir;
     int r = ir->output_reg;
-    const TfGenReg *g = va_greg(G, r);
+    const TfRegFacts *g = va_facts(G, r);
     const char *name = ir->regs[r].name;
     if (g->poisoned) return;
     if (ir->regs[r].kind == TF_REG_SCALAR) {
@@ -501,19 +497,14 @@ static void check_output(Gen *G) {
                    name, g->err, 0.5 - g->err);
 }
 
-void values_analyze(TfIr *ir, int opt_level, TfDiag *diag) {
-    ir->gen_regs = calloc((size_t)ir->n_regs, sizeof *ir->gen_regs);
-    if (!ir->gen_regs) {
-        diag_file_error(diag, "out of memory");
-        return;
-    }
+int values_analyze(TfIr *ir, int opt_level, TfDiag *diag) {
     int max_len = ir->maxlen > 0 ? ir->maxlen : ir->period;
-    Gen G = {ir, diag, opt_level > 0, ir->bos >= 0 ? max_len - 1 : max_len, NULL, 0, 0, 0};
+    Va G = {ir, diag, opt_level > 0, ir->bos >= 0 ? max_len - 1 : max_len, NULL, 0, 0, 0};
     builtin_values(&G);
     int errors = diag->n_errors;
     for (int i = 0; i < ir->n_ops && !G.failed; i++) {
         TfIrOp op = ir->ops[i];
-        op.gen = NULL;
+        op.plan = NULL;
         int before = diag->n_errors;
         switch (op.op) {
         case TF_OP_MAP: map_analyze(&G, &op, G.n_out); break;
@@ -526,15 +517,18 @@ void values_analyze(TfIr *ir, int opt_level, TfDiag *diag) {
         // A refused op's destination (an error here, or a quiet refusal
         // after an earlier one): later reads fail quietly, whatever wrote
         // it before.
-        if ((diag->n_errors > before || !op.gen) && op.dest >= 0 && tf_ops[op.op].general) {
-            va_greg(&G, op.dest)->poisoned = 1;
-            if (va_greg(&G, op.dest)->writer < 0) va_greg(&G, op.dest)->writer = G.n_out;
+        if ((diag->n_errors > before || !op.plan) && op.dest >= 0 && tf_ops[op.op].general) {
+            va_facts(&G, op.dest)->poisoned = 1;
+            if (va_facts(&G, op.dest)->writer < 0) va_facts(&G, op.dest)->writer = G.n_out;
         }
     }
-    if (G.failed) diag_file_error(diag, "out of memory");
+    if (G.failed) {
+        free(G.out);
+        return -1;
+    }
     for (int r = 0; r < ir->n_regs && diag->n_errors == errors; r++) {
-        if (ir->regs[r].kind == TF_REG_CATEGORICAL && va_greg(&G, r)->n_vals == 0 &&
-            va_greg(&G, r)->writer < 0 && r != ir->indices_reg) {
+        if (ir->regs[r].kind == TF_REG_CATEGORICAL && va_facts(&G, r)->n_vals == 0 &&
+            va_facts(&G, r)->writer < 0 && r != ir->indices_reg) {
             diag_error(diag, ir->regs[r].loc, "categorical register '%s' is never written",
                        ir->regs[r].name);
         }
@@ -545,4 +539,5 @@ void values_analyze(TfIr *ir, int opt_level, TfDiag *diag) {
     ir->ops = G.out;
     ir->n_ops = G.n_out;
     layout(ir);
+    return G.failed ? -1 : 0; // make_labels ran out of memory
 }

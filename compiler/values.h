@@ -12,18 +12,20 @@
  * step and attention score gap gives the exact answer, or it is refused with
  * its location and the margin; where the exactness needs a fact about the
  * input (a selection that may pick positions holding different values) it
- * is accepted with a warning and a run-time check (TfGenCheck). The analysis
+ * is accepted with a warning and a run-time check (TfOpPlan.check). The analysis
  * sizes the categorical registers (one column per value), lays out the
- * residual stream again, and plans each general op's weights (TfGenOp).
+ * residual stream (the one layout), and plans each general op's weights
+ * (TfOpPlan).
  *
  * Every general op writes zeros at the BOS position (position 0): that is
  * what lets an attention give the BOS a fixed score, so that it is selected
  * exactly when nothing else is, and supplies the default. The one exception
  * is that default itself: an Aggregate with one holds it at the BOS
- * (TfGenReg.bos_value), and no attention reads such a register at its keys.
+ * (TfRegFacts.bos_value), and no attention reads such a register at its keys.
  *
- * Memory: everything values_analyze allocates hangs off the TfIr and is
- * released by values_free (called by check_free).
+ * Memory: what values_analyze learns of a register is written on it
+ * (TfIrReg.facts); everything it allocates is in the TfIr's arena, released
+ * by check_free.
  */
 #ifndef TF_VALUES_H
 #define TF_VALUES_H
@@ -32,47 +34,27 @@
 #include "diag.h"
 #include "expr.h"
 
-struct TfGenReg {
-    int known;     /* the value set is known */
-    TfVal *vals;   /* categorical: one per column, in column order; numeric: sorted */
-    int n_vals;
-    char **labels; /* categorical registers written by general ops: column labels */
-    double err;    /* bound on |column - exact value| at every position */
-    int writer;    /* index of the op that wrote it, -1 */
-    int poisoned;  /* its op failed: later reads fail quietly (no follow-on errors) */
-    const TfStmt *why_stmt; /* the op that made the values unknown, or NULL */
-    const char *why;        /* and how: "leaves it holding no value" */
-    int bos_dirty;          /* may be non-zero at the BOS position (a seed op wrote it) */
-    const TfStmt *bos_stmt; /* that seed op */
-    int bos_value;          /* holds a value at the BOS (an Aggregate's default): no attention
-                               reads it at the keys */
-    int one_value;          /* holds exactly one of its values at every position after the
-                               BOS (or the run stops at its run-time check): `tokens`,
-                               `indices`, and what a general op writes from inputs that do,
-                               with a result for every combination (or a default); a seed
-                               op that writes it later clears it (compiler/cubes.h) */
-};
 
-typedef enum TfGenForm {
-    TF_GEN_TABLE,     /* MLP: a step per combination of categorical inputs */
-    TF_GEN_STAIRCASE, /* MLP: steps between the values of one numeric input */
-    TF_GEN_LINEAR,    /* MLP: ReLU(z) - ReLU(-z) of a linear combination */
-    TF_GEN_GATED,     /* MLP: per combination of categorical inputs, a + b x of one
+typedef enum TfPlanForm {
+    TF_PLAN_TABLE,     /* MLP: a step per combination of categorical inputs */
+    TF_PLAN_STAIRCASE, /* MLP: steps between the values of one numeric input */
+    TF_PLAN_LINEAR,    /* MLP: ReLU(z) - ReLU(-z) of a linear combination */
+    TF_PLAN_GATED,     /* MLP: per combination of categorical inputs, a + b x of one
                          numeric input x, gated by the combination's one-hot */
-    TF_GEN_SPLIT,     /* MLP: per value of a categorical input in[1], a staircase over the
+    TF_PLAN_SPLIT,     /* MLP: per value of a categorical input in[1], a staircase over the
                          numeric in[0] (compiler/fuse.c: a Map of a Count and a position) */
-    TF_GEN_ATTEND,    /* attention: select and aggregate (mean or copy) */
-    TF_GEN_COUNT,     /* attention: 1 / (count + 1) into a hidden numeric register */
-    TF_GEN_FORM_COUNT
-} TfGenForm;
+    TF_PLAN_ATTEND,    /* attention: select and aggregate (mean or copy) */
+    TF_PLAN_COUNT,     /* attention: 1 / (count + 1) into a hidden numeric register */
+    TF_PLAN_FORM_COUNT
+} TfPlanForm;
 
-#define TF_GEN_MAX_INPUTS TF_EXPR_MAX_INPUTS
+#define TF_PLAN_MAX_INPUTS TF_EXPR_MAX_INPUTS
 
-struct TfGenOp {
-    TfGenForm form;
+struct TfOpPlan {
+    TfPlanForm form;
     char name[96]; /* layer name */
     int n_in;
-    int in[TF_GEN_MAX_INPUTS]; /* input registers */
+    int in[TF_PLAN_MAX_INPUTS]; /* input registers */
     int dest;
     int check; /* a run-time check of dest after this layer (compiler/plans.c) */
 
@@ -103,7 +85,7 @@ struct TfGenOp {
     double *combo_slope;
 
     /* LINEAR: dest = sum coef[i] * in[i] + c0 (zero at the BOS). */
-    double coef[TF_GEN_MAX_INPUTS], c0;
+    double coef[TF_PLAN_MAX_INPUTS], c0;
 
     /* ATTEND / COUNT: the selection as a sum of terms, each with one query
      * register and one key register (joint ones when a term reads several;
@@ -113,10 +95,10 @@ struct TfGenOp {
      * when its score reaches n_terms. Then the value register (ATTEND), the
      * default, the inverse temperature, the mask. */
     int n_terms;
-    struct TfGenTerm {
+    struct TfPlanTerm {
         int qreg, kreg, nq, nk;
         unsigned char *P;
-    } terms[TF_GEN_MAX_INPUTS];
+    } terms[TF_PLAN_MAX_INPUTS];
     int vreg;
     int value_numeric;
     double default_num; /* numeric value at the BOS (the default) */
@@ -129,9 +111,9 @@ struct TfGenOp {
 /* Runs the analysis (see above) with the lowering's opt_level (the seed
  * ops' constructions differ); reports to diag. The op list may grow: joint
  * registers and Count's steps become ops of their own (of the op's kind,
- * with their own plan). */
-void values_analyze(TfIr *ir, int opt_level, TfDiag *diag);
-void values_free(TfIr *ir);
+ * with their own plan). Returns 0, or -1 when memory ran out (which is not
+ * reported to diag: it is no fault of the program). */
+int values_analyze(TfIr *ir, int opt_level, TfDiag *diag);
 
 /* Column of value v in categorical register r (tokens, indices or a declared
  * one), -1 when it has none. */

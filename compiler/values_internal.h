@@ -14,7 +14,8 @@
 #define EPS32 (1.0 / (1 << 24))
 #define SAME_VALUE 1e-9             /* numbers this close (relative) are one value */
 
-typedef struct Gen {
+/* The value analysis as it walks the ops (values_analyze). */
+typedef struct Va {
     TfIr *ir;
     TfDiag *diag;
     int opt;        /* the lowering's opt_level */
@@ -22,39 +23,39 @@ typedef struct Gen {
     TfIrOp *out;    /* the new op list */
     int n_out, cap_out;
     int failed;     /* out of memory */
-} Gen;
+} Va;
 
-void *va_alloc(Gen *G, size_t n);       /* zeroed, in the TfIr's arena; NULL: failed */
-char *va_strdup(Gen *G, const char *s); /* the same for a copy of s */
-TfGenReg *va_greg(Gen *G, int r);
-const char *va_reg_name(Gen *G, int r);
+void *va_alloc(Va *G, size_t n);       /* zeroed, in the TfIr's arena; NULL: failed */
+char *va_strdup(Va *G, const char *s); /* the same for a copy of s */
+TfRegFacts *va_facts(Va *G, int r);
+const char *va_reg_name(Va *G, int r);
 int va_is_categorical(const TfIr *ir, int r);
-int va_push_op(Gen *G, const TfIrOp *op);
+int va_push_op(Va *G, const TfIrOp *op);
 /* A hidden register (a joint selection side, Count's fraction); -1 on failure. */
-int va_add_hidden_reg(Gen *G, const char *name, TfRegKind kind);
+int va_add_hidden_reg(Va *G, const char *name, TfRegKind kind);
 /* The values a register holds after the BOS; -1 when unknown. */
-int va_domain(Gen *G, int r, const TfVal **vals);
-void va_set_values(Gen *G, int r, const TfVal *v, int n);
+int va_domain(Va *G, int r, const TfVal **vals);
+void va_set_values(Va *G, int r, const TfVal *v, int n);
 /* Checks that op can read register r: written before, of a usable kind,
  * its values known; 0, or -1 after reporting. */
-int va_check_readable(Gen *G, const TfIrOp *op, int r, TfLoc loc, int need_categorical);
+int va_check_readable(Va *G, const TfIrOp *op, int r, TfLoc loc, int need_categorical);
 /* A note at the op that made g's values unknown, saying how (none when no op did). */
-void va_note_why(Gen *G, const TfGenReg *g);
+void va_note_why(Va *G, const TfRegFacts *g);
 /* "a = 1, b = 'x'": a combination of input values, for messages. */
-void va_combo_text(Gen *G, const int *regs, const TfVal *vals, int n, char *buf, size_t len);
-TfGenOp *va_new_plan(Gen *G, TfGenForm form, const TfIrOp *op, const char *suffix);
-void va_record_write(Gen *G, int r, int op_index);
+void va_combo_text(Va *G, const int *regs, const TfVal *vals, int n, char *buf, size_t len);
+TfOpPlan *va_new_plan(Va *G, TfPlanForm form, const TfIrOp *op, const char *suffix);
+void va_record_write(Va *G, int r, int op_index);
 /* Write-once: a general op's destination must be fresh; -1 after reporting. */
-int va_check_fresh(Gen *G, const TfIrOp *op);
+int va_check_fresh(Va *G, const TfIrOp *op);
 double va_max_abs(const TfVal *v, int n);
 /* Sets a categorical destination's values (sorted) and returns, through
  * col, each result's column. */
-int va_set_categorical_results(Gen *G, int dest, const TfVal *res, const int *defined, int n,
+int va_set_categorical_results(Va *G, int dest, const TfVal *res, const int *defined, int n,
                                int *col);
 
 /* compiler/map.c and compiler/select.c: one op each (index: its place in
  * the new op list). */
-void map_analyze(Gen *G, TfIrOp *op, int index);
-void select_analyze(Gen *G, TfIrOp *op, int index);
+void map_analyze(Va *G, TfIrOp *op, int index);
+void select_analyze(Va *G, TfIrOp *op, int index);
 
 #endif

@@ -78,21 +78,27 @@ void ast_free_program(TfProgram *p) {
     free(p);
 }
 
-static void dump_char(FILE *f, int c, char quote) {
+const char *ast_char_text(int c, int quote, char *buf) {
     switch (c) {
-    case '\n': fputs("\\n", f); break;
-    case '\t': fputs("\\t", f); break;
-    case '\r': fputs("\\r", f); break;
-    case '\0': fputs("\\0", f); break;
-    case '\\': fputs("\\\\", f); break;
+    case '\n': return "\\n";
+    case '\t': return "\\t";
+    case '\r': return "\\r";
+    case '\0': return "\\0";
+    case '\\': return "\\\\";
     default:
         if (c == quote)
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20 || c > 0x7e)
-            fprintf(f, "\\x%02x", c & 0xff);
+            snprintf(buf, 8, "\\%c", c);
+        else if (c < 0x20 || c >= 0x7f)
+            snprintf(buf, 8, "\\x%02x", c & 0xff);
         else
-            fputc(c, f);
+            snprintf(buf, 8, "%c", c);
+        return buf;
     }
+}
+
+static void dump_char(FILE *f, int c, char quote) {
+    char buf[8];
+    fputs(ast_char_text(c, quote, buf), f);
 }
 
 static const char *op_text(int op) {

@@ -203,6 +203,10 @@ void ast_free_program(TfProgram *p);
  * or into a new string *out (malloc'd, the caller frees it). */
 void ast_print(FILE *f, const TfProgram *p);
 void ast_dump(const TfProgram *p, char **out, size_t *len);
+/* A character as written in a literal of the language between `quote`s
+ * (' or "): a, \n, \', \x01 (buf holds 8 bytes; the result is buf or a
+ * constant). The one escaper of .tfp text: messages, dumps. */
+const char *ast_char_text(int c, int quote, char *buf);
 /* Writes one op argument as source text. */
 void ast_print_arg(FILE *f, const TfArg *a);
 

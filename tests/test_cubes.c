@@ -30,7 +30,7 @@
 /* ---- the partition ------------------------------------------------------------- */
 
 typedef struct Tab {
-    int n, size[TF_GEN_MAX_INPUTS];
+    int n, size[TF_PLAN_MAX_INPUTS];
     long n_combo;
     int *result;
     unsigned may_free, may_share;
@@ -52,7 +52,7 @@ static long stride_of(const Tab *T, int s) {
 /* In the box that fixes the inputs of `fixed` to fix[], the tables under
  * s = x and s = y are the same. */
 static int same_table(const Tab *T, unsigned fixed, const int *fix, int s, int x, int y) {
-    int v[TF_GEN_MAX_INPUTS];
+    int v[TF_PLAN_MAX_INPUTS];
     long st = stride_of(T, s);
     for (long c = 0; c < T->n_combo; c++) {
         digits(T, c, v);
@@ -68,7 +68,7 @@ static int same_table(const Tab *T, unsigned fixed, const int *fix, int s, int x
  * still free, values with the same table sharing a branch where they may.
  * An independent count, by brute force. */
 static long best_tree(const Tab *T, unsigned fixed, int *fix) {
-    int v[TF_GEN_MAX_INPUTS], first = -3, same = 1, free_ok = 1;
+    int v[TF_PLAN_MAX_INPUTS], first = -3, same = 1, free_ok = 1;
     for (int i = 0; i < T->n; i++)
         if (!(fixed >> i & 1) && !(T->may_free >> i & 1)) free_ok = 0;
     for (long c = 0; c < T->n_combo; c++) {
@@ -100,7 +100,7 @@ static long best_tree(const Tab *T, unsigned fixed, int *fix) {
 
 /* Combination c is in cube cb. */
 static int in_cube(const Tab *T, const TfCubes *C, const TfCube *cb, long c) {
-    int v[TF_GEN_MAX_INPUTS];
+    int v[TF_PLAN_MAX_INPUTS];
     digits(T, c, v);
     for (int i = 0; i < T->n; i++) {
         if (cb->set[i] < 0) continue;
@@ -167,7 +167,7 @@ static void random_table(Tab *T, unsigned *seed) {
     int structured = rand_r(seed) % 2, none_pct = (int)(rand_r(seed) % 3) * 10;
     unsigned reads[4];
     for (int x = 0; x < 4; x++) reads[x] = (unsigned)rand_r(seed);
-    int v[TF_GEN_MAX_INPUTS];
+    int v[TF_PLAN_MAX_INPUTS];
     for (long c = 0; c < T->n_combo; c++) {
         digits(T, c, v);
         if ((int)(rand_r(seed) % 100) < none_pct) {
@@ -192,7 +192,7 @@ START_TEST(test_cubes_partition_random_tables) {
         TfCubes C;
         ck_assert_int_eq(cubes_partition(T.size, T.n, T.result, T.may_free, T.may_share, &C), 0);
         check_partition(&T, &C);
-        int fix[TF_GEN_MAX_INPUTS] = {0};
+        int fix[TF_PLAN_MAX_INPUTS] = {0};
         ck_assert_int_eq(C.n, best_tree(&T, 0, fix));
         long with_result = 0;
         for (long c = 0; c < T.n_combo; c++) with_result += T.result[c] >= 0;

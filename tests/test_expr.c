@@ -168,21 +168,20 @@ START_TEST(test_error_bounds) {
               "output c at every position;",
               1);
     ck_assert_msg(P.diag.n_errors == 0, "%s", P.out);
-    const TfGenReg *g = P.ir->gen_regs;
     double one = 1.0 / (1 << 20);
-    ck_assert_double_eq(g[reg(&P, "c")].err, one);
-    ck_assert_double_eq(g[reg(&P, "n")].err, 3 * one);
+    ck_assert_double_eq(P.ir->regs[reg(&P, "c")].facts.err, one);
+    ck_assert_double_eq(P.ir->regs[reg(&P, "n")].facts.err, 3 * one);
     // 2 n + 1 within 2 (3 2^-20) plus four roundings of |values| up to 2*3 + 1.
-    ck_assert_double_eq_tol(g[reg(&P, "m")].err, 6 * one + 7 * 4.0 / (1 << 24), 1e-15);
-    ck_assert_int_eq(g[reg(&P, "k")].n_vals, 5); // counts 0..4
-    ck_assert(g[reg(&P, "k")].err < 0.25);
+    ck_assert_double_eq_tol(P.ir->regs[reg(&P, "m")].facts.err, 6 * one + 7 * 4.0 / (1 << 24), 1e-15);
+    ck_assert_int_eq(P.ir->regs[reg(&P, "k")].facts.n_vals, 5); // counts 0..4
+    ck_assert(P.ir->regs[reg(&P, "k")].facts.err < 0.25);
     // Clear: 3 -> 0, -2 stays.
-    const TfGenReg *n = &g[reg(&P, "n")];
+    const TfRegFacts *n = &P.ir->regs[reg(&P, "n")].facts;
     ck_assert_int_eq(n->n_vals, 2);
     ck_assert_double_eq(n->vals[0].x, -2);
     ck_assert_double_eq(n->vals[1].x, 0);
     // IsZero: 0 -> 1, 1 -> 0 (within its bound), and 1 at the BOS.
-    const TfGenReg *z = &g[reg(&P, "z")];
+    const TfRegFacts *z = &P.ir->regs[reg(&P, "z")].facts;
     ck_assert_int_eq(z->n_vals, 2);
     ck_assert_double_eq_tol(z->vals[0].x, 0, 1e-6);
     ck_assert_double_eq_tol(z->vals[1].x, 1, 1e-6);
@@ -210,7 +209,7 @@ START_TEST(test_same_rational_one_value) {
               "output out at every position;",
               1);
     ck_assert_msg(P.diag.n_errors == 0, "%s", P.out);
-    const TfGenReg *g = P.ir->gen_regs, *b = &g[reg(&P, "b")];
+    const TfRegFacts *b = &P.ir->regs[reg(&P, "b")].facts;
     ck_assert(1.0 / 2 - 1.0 / 3 != 2.0 / 3 - 1.0 / 2); // two routes, two doubles
     int sixth = 0;
     for (int i = 0; i < b->n_vals; i++) {
@@ -222,7 +221,7 @@ START_TEST(test_same_rational_one_value) {
     // The differences of two fractions a/i - b/j with i, j <= 6 (13 fractions): 59 numbers.
     ck_assert_int_eq(b->n_vals, 59);
     double merged = fabs((2.0 / 3 - 1.0 / 2) - (1.0 / 2 - 1.0 / 3));
-    ck_assert(b->err >= g[reg(&P, "fo")].err + g[reg(&P, "fc")].err + merged);
+    ck_assert(b->err >= P.ir->regs[reg(&P, "fo")].facts.err + P.ir->regs[reg(&P, "fc")].facts.err + merged);
     prog_close(&P);
 }
 END_TEST
@@ -239,7 +238,7 @@ START_TEST(test_numeric_output_bound) {
     ck_assert_msg(P.diag.n_errors == 0, "%s", P.out);
     ck_assert(P.ir->output_error_bound > 0);
     ck_assert(P.ir->output_error_bound < 1e-5);
-    ck_assert_double_eq(P.ir->output_error_bound, P.ir->gen_regs[reg(&P, "f")].err);
+    ck_assert_double_eq(P.ir->output_error_bound, P.ir->regs[reg(&P, "f")].facts.err);
     prog_close(&P);
 }
 END_TEST
@@ -364,11 +363,11 @@ START_TEST(test_value_sets_do_not_explode) {
     ck_assert_msg(P.diag.n_errors == 0, "%s", P.out);
     const TfIrOp *half = NULL;
     for (int i = 0; i < P.ir->n_ops; i++)
-        if (P.ir->ops[i].gen && P.ir->ops[i].dest == reg(&P, "half")) half = &P.ir->ops[i];
+        if (P.ir->ops[i].plan && P.ir->ops[i].dest == reg(&P, "half")) half = &P.ir->ops[i];
     ck_assert_ptr_nonnull(half);
-    ck_assert_int_eq(half->gen->form, TF_GEN_STAIRCASE);
-    ck_assert_int_gt(half->gen->n_x, 1000);
-    ck_assert_int_eq(plans_staircase_steps(P.ir, half->gen), 1);
+    ck_assert_int_eq(half->plan->form, TF_PLAN_STAIRCASE);
+    ck_assert_int_gt(half->plan->n_x, 1000);
+    ck_assert_int_eq(plans_staircase_steps(P.ir, half->plan), 1);
     prog_close(&P);
     // fo - fc: 1/3 - 1/6 and 1/6 are one value, whichever way they were reached.
     prog_open(&P,
@@ -382,7 +381,7 @@ START_TEST(test_value_sets_do_not_explode) {
               "output up at every position;",
               1);
     ck_assert_msg(P.diag.n_errors == 0, "%s", P.out);
-    const TfGenReg *b = &P.ir->gen_regs[reg(&P, "bal")];
+    const TfRegFacts *b = &P.ir->regs[reg(&P, "bal")].facts;
     ck_assert(b->known);
     for (int i = 1; i < b->n_vals; i++)
         ck_assert_msg(b->vals[i].x - b->vals[i - 1].x > 1e-9, "%.17g and %.17g", b->vals[i - 1].x,
@@ -402,7 +401,7 @@ START_TEST(test_division_follows_the_destination) {
               "output q at every position;",
               1);
     ck_assert_msg(P.diag.n_errors == 0 || strstr(P.out, "no token") != NULL, "%s", P.out);
-    const TfGenReg *r = &P.ir->gen_regs[reg(&P, "r")], *q = &P.ir->gen_regs[reg(&P, "q")];
+    const TfRegFacts *r = &P.ir->regs[reg(&P, "r")].facts, *q = &P.ir->regs[reg(&P, "q")].facts;
     ck_assert_int_eq(r->n_vals, 2);
     ck_assert_double_eq(r->vals[0].x, 6);
     ck_assert_double_eq(r->vals[1].x, 10.5);
