@@ -30,4 +30,10 @@ typedef struct TfConvertOptions {
 
 TfModel *convert_from_gpt2(const char *dir, const TfConvertOptions *opt, TfError *err);
 
+/* Writes m as an ONNX model (onnx.c says what the graph computes): input
+ * input_ids int64 [batch, seq]; output logits float [batch, seq, outputs]
+ * (values [batch, seq] for a model that prints a number); the vocabulary,
+ * registers and reading settings in metadata_props. 0, or -1 with err set. */
+int convert_to_onnx(const TfModel *m, const char *path, TfError *err);
+
 #endif
