@@ -129,4 +129,11 @@ check "a missing input" $?
 "$TFCONVERT" "$tmp/l1_tied" 2>/dev/null
 [ $? -eq 2 ]
 check "no -o: usage error" $?
+"$TFCONVERT" "$f" -o "$tmp/x.txt" 2>"$tmp/err.txt"
+[ $? -eq 2 ] && grep -q "a GPT-2-style folder converts to a .tfw, a .tfw to a .onnx file" "$tmp/err.txt" &&
+    [ ! -e "$tmp/x.txt" ]
+check "a .tfw to something that is not .onnx: usage error" $?
+"$TFCONVERT" "$SRC/programs/adder.tfp" -o "$tmp/x.onnx" 2>"$tmp/err.txt"
+[ $? -eq 1 ] && grep -q "is a program source, not a weight file" "$tmp/err.txt"
+check "a program given for a .tfw" $?
 finish

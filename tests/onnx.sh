@@ -66,6 +66,12 @@ train first_token first-token:20
 train xor xor
 train secret_code secret-code
 train decimal_add decimal-add:3
+# A converted GPT-2 (tests/gpt2_ref.py's folder, 2 layers, untied, gelu_new).
+"$PY" "$SRC/tests/gpt2_ref.py" make "$tmp/gpt2" --layers 2 --d 16 --heads 2 --untied --seed 9 &&
+    "$TFCONVERT" "$tmp/gpt2" -o "$tmp/gpt2.tfw" --generate 6
+check "a GPT-2-style folder converted" $?
+printf '12+34=\n0\n999+1= 7\n5+5=\n' >"$tmp/gpt2.txt"
+one "the converted GPT-2" "$tmp/gpt2.tfw" "$tmp/gpt2.txt"
 printf '01+10=\n11+11=\n' >"$tmp/ba.txt"
 one "binary_add (initialized)" "$tmp/binary_add.tfw" "$tmp/ba.txt"
 finish
