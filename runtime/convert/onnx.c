@@ -414,7 +414,7 @@ int convert_to_onnx(const TfModel *m, const char *path, TfError *err) {
     o.plain = calloc((size_t)m->n_tensors + 1, sizeof *o.plain);
     o.trans = calloc((size_t)m->n_tensors + 1, sizeof *o.trans);
     if (!o.plain || !o.trans) o.failed = 1;
-    int d = m->d_model, L = m->max_len, numeric = model_numeric_output(m), causal = 0;
+    int L = m->max_len, numeric = model_numeric_output(m), causal = 0;
     for (int l = 0; l < m->n_layers; l++) causal |= m->layers[l].kind == TF_LAYER_ATTENTION && m->layers[l].causal;
     // The sequence length T as a [1] tensor, and the position rows 0..T-1.
     const char *shape = op1(&o, "Shape", "input_ids");
@@ -475,7 +475,6 @@ int convert_to_onnx(const TfModel *m, const char *path, TfError *err) {
         else
             node(&o, "Identity", 1, (const char *[]){lg}, "logits", &out);
     }
-    (void)d;
 
     Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
     Onnx__ModelProto mp = ONNX__MODEL_PROTO__INIT;
