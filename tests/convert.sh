@@ -79,6 +79,57 @@ rc=$?
 [ $rc -eq 0 ] || cat "$tmp/train.txt"
 check "tftrain --init on the converted file; made_by nests tfconvert" $rc
 
+# Back out: a .tfw that is exactly a GPT-2 to a folder. The converted
+# folders come back tensor for tensor (the mask buffers aside), and their
+# conversion runs as the first did.
+"$TFCONVERT" "$tmp/l1_tied.tfw" -o "$tmp/back1" && "$TFCONVERT" "$tmp/l4_untied.tfw" -o "$tmp/back4"
+check "tfconvert .tfw -o FOLDER" $?
+"$PY" - "$tmp" <<'EOF'
+import json, os, sys
+sys.path.insert(0, os.environ["TF_SOURCE_DIR"] + "/tests")
+import gpt2_ref as g
+t = sys.argv[1]
+for orig, back, prefix in (("l1_tied", "back1", "transformer."), ("l4_untied", "back4", "")):
+    a = g.read_safetensors("%s/%s/model.safetensors" % (t, orig))
+    b = g.read_safetensors("%s/%s/model.safetensors" % (t, back))
+    a = {("transformer." + k if prefix == "" and not k.startswith("lm_head") else k): v
+         for k, v in a.items() if not (k.endswith(".attn.bias") and v.dim() == 4)}
+    assert set(a) == set(b), (orig, set(a) ^ set(b))
+    assert all(bool((a[k] == b[k]).all()) for k in a), orig
+    ca, cb = (json.load(open("%s/%s/config.json" % (t, x))) for x in (orig, back))
+    for k in ("n_embd", "n_layer", "n_head", "n_positions", "vocab_size", "activation_function",
+              "layer_norm_epsilon", "tie_word_embeddings"):
+        assert ca[k] == cb[k], (orig, k, ca[k], cb[k])
+assert json.load(open("%s/back1/vocab.json" % t)) == json.load(open("%s/l1_tied/vocab.json" % t))
+EOF
+check "the folders come back: every tensor bit for bit, config.json, vocab.json" $?
+"$TFCONVERT" "$tmp/back4" -o "$tmp/back4.tfw" &&
+    [ "$("$TFRUN" "$tmp/back4.tfw" -n 8 "12+34=")" = "$("$TFRUN" "$tmp/l4_untied.tfw" -n 8 "12+34=")" ]
+check "the folder converted again generates the same" $?
+# A learned pre-norm model (tfc's initialization of decimal_add.tfp, exact
+# GELU, learned positions) has an unembedding bias, which GPT-2's lm_head
+# has not; without it, the model fits GPT-2: the test's own GPT-2 forward on
+# the folder gives tfrun's final stream and generations on the .tfw.
+"$TFC" "$P/decimal_add.tfp" -o "$tmp/dec_bias.tfw" && "$TFCONVERT" "$tmp/dec_bias.tfw" -o "$tmp/x" 2>"$tmp/err.txt"
+[ $? -eq 1 ] && grep -q "not a GPT-2 exactly: unembed.bias: GPT-2's lm_head has no bias" "$tmp/err.txt" && [ ! -e "$tmp/x" ]
+check "an unembedding bias is refused" $?
+"$PY" -c "
+import sys; sys.path.insert(0, sys.argv[1] + '/tests'); import gpt2_ref as g
+t = g.read_safetensors(sys.argv[2]); del t['unembed.bias']
+g.write_safetensors(sys.argv[3], t, meta=g.read_metadata(sys.argv[2]))" "$SRC" "$tmp/dec_bias.tfw" "$tmp/dec.tfw" &&
+    "$TFCONVERT" "$tmp/dec.tfw" -o "$tmp/dec_gpt2" &&
+    "$PY" "$REF" check "$tmp/dec_gpt2" "$TFRUN" "$tmp/dec.tfw" 4 "123+456=" "9+9=" >"$tmp/dec.out"
+rc=$?
+[ $rc -eq 0 ] || cat "$tmp/dec.out"
+check "a learned model as a GPT-2 folder runs in the test's GPT-2 forward as in tfrun" $rc
+"$TFCONVERT" "$tmp/adder.tfw" -o "$tmp/adder_gpt2" 2>"$tmp/err.txt"
+[ $? -eq 1 ] && grep -q "adder.tfw: not a GPT-2 exactly: 36 layers: GPT-2 is blocks of an attention and an MLP layer, then a norm layer" "$tmp/err.txt"
+check "the compiled adder is refused, saying why" $?
+printf 'vocab "ab";\nmodel { d_model 8; layers 1; heads 2; d_ff 8; norm post; positions learned; max_len 8; }\n' >"$tmp/post.tfp"
+"$TFC" "$tmp/post.tfp" -o "$tmp/post.tfw" 2>/dev/null && "$TFCONVERT" "$tmp/post.tfw" -o "$tmp/post_gpt2" 2>"$tmp/err.txt"
+[ $? -eq 1 ] && grep -q "not a GPT-2 exactly: .*has no pre-norm" "$tmp/err.txt"
+check "a post-norm model is refused, naming the layer ($(cat "$tmp/err.txt"))" $?
+
 # refuse NAME PATTERN FOLDER-EDIT [TFCONVERT ARGS]: exit 1 and one line matching.
 refuse() {
     local name=$1 pattern=$2 edit=$3
@@ -129,4 +180,11 @@ check "a missing input" $?
 "$TFCONVERT" "$tmp/l1_tied" 2>/dev/null
 [ $? -eq 2 ]
 check "no -o: usage error" $?
+"$TFCONVERT" "$f" -o "$tmp/x.tfw" 2>"$tmp/err.txt"
+[ $? -eq 2 ] && grep -q "a GPT-2-style folder converts to a .tfw, a .tfw to a .onnx file or a GPT-2-style folder" "$tmp/err.txt" &&
+    [ ! -e "$tmp/x.tfw" ]
+check "a .tfw to a .tfw: usage error" $?
+"$TFCONVERT" "$SRC/programs/adder.tfp" -o "$tmp/x.onnx" 2>"$tmp/err.txt"
+[ $? -eq 1 ] && grep -q "is a program source, not a weight file" "$tmp/err.txt"
+check "a program given for a .tfw" $?
 finish

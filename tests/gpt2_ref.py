@@ -33,19 +33,26 @@ import torch
 CHARS = "0123456789+= \n"  # the adder's vocabulary: --compare against it
 
 
-def write_safetensors(path, tensors, prefix_meta=True):
+def write_safetensors(path, tensors, prefix_meta=True, meta=None):
     header, blobs, at = {}, [], 0
     for name, t in tensors.items():
         b = t.detach().to(torch.float32).contiguous().numpy().tobytes()
         header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [at, at + len(b)]}
         blobs.append(b)
         at += len(b)
-    if prefix_meta:
+    if meta is not None:
+        header["__metadata__"] = meta
+    elif prefix_meta:
         header["__metadata__"] = {"format": "pt"}
     h = json.dumps(header).encode()
     h += b" " * (-len(h) % 8)
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+def read_metadata(path):
+    data = open(path, "rb").read()
+    return json.loads(data[8:8 + struct.unpack("<Q", data[:8])[0]]).get("__metadata__")
 
 
 def read_safetensors(path):
@@ -166,7 +173,19 @@ class Gpt2:
         return ids
 
 
+def folder_chars(folder):
+    """The folder's vocabulary as characters (vocab.json, byte-level), or CHARS."""
+    path = os.path.join(folder, "vocab.json")
+    if not os.path.exists(path):
+        return CHARS
+    back = {byte_level(chr(b)): chr(b) for b in range(1, 127)}
+    v = json.load(open(path))
+    return "".join(back[t] for t, _ in sorted(v.items(), key=lambda kv: kv[1]))
+
+
 def check(a):
+    global CHARS
+    CHARS = folder_chars(a.folder)
     ref = Gpt2(a.folder)
     fails = 0
     for prompt in a.prompts:

@@ -17,14 +17,18 @@
  */
 #include "convert.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
 #include <cjson/cJSON.h>
 
 #include "file.h"
+#include "outfile.h"
 #include "json.h"
 #include "tfw.h"
 
@@ -526,4 +530,229 @@ fail:
     model_free(st);
     model_free(m);
     return NULL;
+}
+
+/* ---- a model to a GPT-2-style folder -------------------------------------- */
+
+/* Whether m is exactly a GPT-2 (convert.h); 0, or -1 with err naming why not. */
+static int fits_gpt2(const TfModel *m, TfError *err) {
+    if (m->output_kind == TF_OUTPUT_CLASSIFY || model_numeric_output(m) || m->unembed < 0) {
+        tf_error_set(err, "a %s: a GPT-2 folder holds a next-token model",
+                     m->output_kind == TF_OUTPUT_CLASSIFY ? "classifier" : "model that prints a number");
+        return -1;
+    }
+    if (m->unembed_bias >= 0) {
+        tf_error_set(err, "unembed.bias: GPT-2's lm_head has no bias");
+        return -1;
+    }
+    if (m->n_layers < 3 || m->n_layers % 2 == 0) {
+        tf_error_set(err, "%d layers: GPT-2 is blocks of an attention and an MLP layer, then a "
+                          "norm layer", m->n_layers);
+        return -1;
+    }
+    const TfLayer *a0 = &m->layers[0], *f0 = &m->layers[1];
+    for (int l = 0; l < m->n_layers; l++) {
+        const TfLayer *ly = &m->layers[l];
+        TfLayerKind want = l == m->n_layers - 1 ? TF_LAYER_NORM : l % 2 ? TF_LAYER_MLP : TF_LAYER_ATTENTION;
+        const char *why = NULL;
+        if (ly->kind != want) why = want == TF_LAYER_NORM ? "is not the final norm layer"
+                                    : want == TF_LAYER_MLP ? "is not an MLP after an attention layer"
+                                                           : "is not an attention layer";
+        else if (ly->norm_weight < 0)
+            why = "has no pre-norm: GPT-2 normalizes the input of every attention and MLP layer";
+        else if (ly->norm_eps != a0->norm_eps) why = "has another LayerNorm eps than layer 0";
+        else if (want == TF_LAYER_ATTENTION) {
+            if (!ly->causal) why = "is bidirectional: GPT-2's attention is causal";
+            else if (ly->n_heads != a0->n_heads || ly->n_heads * ly->d_head != m->d_model ||
+                     ly->d_vhead != ly->d_head)
+                why = "does not split d_model into the same heads of d_head = d_vhead as layer 0";
+            else if (ly->output < 0) why = "has no output projection (GPT-2's c_proj)";
+            else if (ly->scale != 1.0f / sqrtf((float)ly->d_head))
+                why = "has another scale than 1/sqrt(d_head)";
+        } else if (want == TF_LAYER_MLP) {
+            if (ly->d_hidden != f0->d_hidden || ly->act != f0->act)
+                why = "has another width or activation than layer 1";
+        }
+        if (why) {
+            tf_error_set(err, "layer %d (%s) %s", l, ly->name, why);
+            return -1;
+        }
+    }
+    for (int i = 0; i < m->n_vocab; i++)
+        if (m->vocab[i] < 0) {
+            tf_error_set(err, "token %d is not ASCII", i);
+            return -1;
+        }
+    return 0;
+}
+
+/* A new zero tensor ts[*n] named name, [d0] (d1 0) or [d0, d1]; NULL when
+ * out of memory. */
+static TfTensor *out_tensor(TfTensor *ts, int *n, const char *name, int64_t d0, int64_t d1) {
+    TfTensor *t = &ts[*n];
+    t->ndim = d1 ? 2 : 1;
+    t->shape[0] = d0, t->shape[1] = d1;
+    t->nelem = (size_t)d0 * (size_t)(d1 ? d1 : 1);
+    t->name = malloc(strlen(name) + 1);
+    t->data = calloc(t->nelem, sizeof(float));
+    if (!t->name || !t->data) {
+        free(t->name), free(t->data);
+        t->name = NULL, t->data = NULL;
+        return NULL;
+    }
+    strcpy(t->name, name);
+    (*n)++;
+    return t;
+}
+
+/* Model tensor idx under a new name (idx -1: zeros of `zeros` floats). */
+static int out_copy(TfTensor *ts, int *n, const TfModel *m, const char *name, int idx, int zeros) {
+    const TfTensor *src = idx >= 0 ? &m->tensors[idx] : NULL;
+    TfTensor *t = src ? out_tensor(ts, n, name, src->shape[0], src->ndim > 1 ? src->shape[1] : 0)
+                      : out_tensor(ts, n, name, zeros, 0);
+    if (t && src) memcpy(t->data, src->data, src->nelem * sizeof(float));
+    return t ? 0 : -1;
+}
+
+/* Builds the tensors of the folder's model.safetensors into ts (names and
+ * data owned by ts); their number, or -1 (out of memory). */
+static int gpt2_tensors(const TfModel *m, TfTensor *ts) {
+    int n = 0, d = m->d_model;
+    char name[96];
+    TfTensor *t;
+    if (out_copy(ts, &n, m, "transformer.wte.weight", m->tok_embed, 0) < 0 ||
+        out_copy(ts, &n, m, "transformer.wpe.weight", m->pos_embed, 0) < 0)
+        return -1;
+    for (int b = 0; b < m->n_layers / 2; b++) {
+        const TfLayer *a = &m->layers[2 * b], *f = &m->layers[2 * b + 1];
+        int F = f->d_hidden;
+#define NAME(what) snprintf(name, sizeof name, "transformer.h.%d.%s", b, what)
+        NAME("ln_1.weight");
+        if (out_copy(ts, &n, m, name, a->norm_weight, 0) < 0) return -1;
+        NAME("ln_1.bias");
+        if (out_copy(ts, &n, m, name, a->norm_bias, 0) < 0) return -1;
+        NAME("attn.c_attn.weight");
+        if (!(t = out_tensor(ts, &n, name, d, (int64_t)3 * d))) return -1;
+        const int w[3] = {a->query, a->key, a->value};
+        const int bias[3] = {a->query_bias, a->key_bias, a->value_bias};
+        for (int k = 0; k < 3; k++)
+            for (int o = 0; o < d; o++)
+                for (int i = 0; i < d; i++)
+                    t->data[(size_t)i * 3 * d + (size_t)k * d + o] = m->tensors[w[k]].data[(size_t)o * d + i];
+        NAME("attn.c_attn.bias");
+        if (!(t = out_tensor(ts, &n, name, (int64_t)3 * d, 0))) return -1;
+        for (int k = 0; k < 3; k++)
+            if (bias[k] >= 0)
+                memcpy(t->data + (size_t)k * d, m->tensors[bias[k]].data, (size_t)d * sizeof(float));
+        NAME("attn.c_proj.weight");
+        if (!(t = out_tensor(ts, &n, name, d, d))) return -1;
+        transpose_cols(t->data, m->tensors[a->output].data, d, d, 0, d);
+        NAME("attn.c_proj.bias");
+        if (out_copy(ts, &n, m, name, a->output_bias, d) < 0) return -1;
+        NAME("ln_2.weight");
+        if (out_copy(ts, &n, m, name, f->norm_weight, 0) < 0) return -1;
+        NAME("ln_2.bias");
+        if (out_copy(ts, &n, m, name, f->norm_bias, 0) < 0) return -1;
+        NAME("mlp.c_fc.weight");
+        if (!(t = out_tensor(ts, &n, name, d, F))) return -1;
+        transpose_cols(t->data, m->tensors[f->fc1_weight].data, F, d, 0, d);
+        NAME("mlp.c_fc.bias");
+        if (out_copy(ts, &n, m, name, f->fc1_bias, F) < 0) return -1;
+        NAME("mlp.c_proj.weight");
+        if (!(t = out_tensor(ts, &n, name, F, d))) return -1;
+        transpose_cols(t->data, m->tensors[f->fc2_weight].data, d, F, 0, F);
+        NAME("mlp.c_proj.bias");
+        if (out_copy(ts, &n, m, name, f->fc2_bias, d) < 0) return -1;
+#undef NAME
+    }
+    const TfLayer *ln = &m->layers[m->n_layers - 1];
+    if (out_copy(ts, &n, m, "transformer.ln_f.weight", ln->norm_weight, 0) < 0 ||
+        out_copy(ts, &n, m, "transformer.ln_f.bias", ln->norm_bias, 0) < 0)
+        return -1;
+    const TfTensor *e = &m->tensors[m->tok_embed], *u = &m->tensors[m->unembed];
+    if (memcmp(e->data, u->data, e->nelem * sizeof(float)) != 0 &&
+        out_copy(ts, &n, m, "lm_head.weight", m->unembed, 0) < 0)
+        return -1;
+    return n;
+}
+
+/* The GPT-2 byte-level spelling of byte b (token_byte's inverse), UTF-8 into out[3]. */
+static void byte_level(int b, char out[3]) {
+    int printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
+    int cp = b;
+    if (!printable) {
+        int n = 0;
+        for (int c = 0; c < b; c++)
+            n += !((c >= '!' && c <= '~') || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE));
+        cp = 256 + n;
+    }
+    if (cp < 0x80) out[0] = (char)cp, out[1] = 0;
+    else out[0] = (char)(0xC0 | cp >> 6), out[1] = (char)(0x80 | (cp & 0x3F)), out[2] = 0;
+}
+
+static int write_json(const char *dir, const char *name, cJSON *j, TfError *err) {
+    char path[4096], *text = j ? cJSON_Print(j) : NULL;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int rc = text ? outfile_write(path, text, strlen(text), err) : -1;
+    if (!text) tf_error_set(err, "out of memory");
+    cJSON_free(text);
+    cJSON_Delete(j);
+    return rc;
+}
+
+int convert_to_gpt2(const TfModel *m, const char *dir, TfError *err) {
+    if (fits_gpt2(m, err) < 0) {
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        tf_error_set(err, "not a GPT-2 exactly: %s", why);
+        return -1;
+    }
+    int cap = 16 * m->n_layers + 8;
+    TfTensor *ts = calloc((size_t)cap, sizeof *ts);
+    int n = ts ? gpt2_tensors(m, ts) : -1, rc = -1;
+    const TfLayer *a = &m->layers[0], *f = &m->layers[1];
+    if (n < 0) {
+        tf_error_set(err, "out of memory");
+    } else if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
+        tf_error_set(err, "%s: cannot make the folder: %s", dir, strerror(errno));
+    } else {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        const char *meta[] = {"format", "pt"};
+        cJSON *c = cJSON_CreateObject(), *v = cJSON_CreateObject();
+        cJSON_AddStringToObject(c, "model_type", "gpt2");
+        cJSON *arch = cJSON_AddArrayToObject(c, "architectures");
+        cJSON_AddItemToArray(arch, cJSON_CreateString("GPT2LMHeadModel"));
+        cJSON_AddNumberToObject(c, "n_embd", m->d_model);
+        cJSON_AddNumberToObject(c, "n_layer", m->n_layers / 2);
+        cJSON_AddNumberToObject(c, "n_head", a->n_heads);
+        cJSON_AddNumberToObject(c, "n_positions", m->max_len);
+        cJSON_AddNumberToObject(c, "n_ctx", m->max_len);
+        cJSON_AddNumberToObject(c, "n_inner", f->d_hidden);
+        cJSON_AddNumberToObject(c, "vocab_size", m->n_vocab);
+        cJSON_AddStringToObject(c, "activation_function", f->act == TF_ACT_GELU_TANH ? "gelu_new"
+                                                          : f->act == TF_ACT_GELU    ? "gelu"
+                                                                                     : "relu");
+        char eps[32];
+        tfw_float_text(a->norm_eps, eps); /* 1e-05, not 9.99999974737875e-06 */
+        cJSON_AddItemToObject(c, "layer_norm_epsilon", cJSON_CreateRaw(eps));
+        cJSON_AddBoolToObject(c, "tie_word_embeddings", strcmp(ts[n - 1].name, "lm_head.weight") != 0);
+        cJSON_AddBoolToObject(c, "scale_attn_weights", 1);
+        if (m->bos >= 0) cJSON_AddNumberToObject(c, "bos_token_id", m->bos);
+        if (m->stop_token >= 0) cJSON_AddNumberToObject(c, "eos_token_id", m->stop_token);
+        for (int i = 0; i < m->n_vocab; i++) {
+            char s[3];
+            byte_level((unsigned char)m->vocab[i], s);
+            cJSON_AddNumberToObject(v, s, i);
+        }
+        rc = tfw_write_safetensors(path, ts, n, meta, 1, err);
+        rc = rc == 0 ? write_json(dir, "config.json", c, err) : (cJSON_Delete(c), -1);
+        rc = rc == 0 ? write_json(dir, "vocab.json", v, err) : (cJSON_Delete(v), -1);
+    }
+    for (int i = 0; ts && i < n; i++) {
+        free(ts[i].name);
+        free(ts[i].data);
+    }
+    free(ts);
+    return rc;
 }

@@ -3,9 +3,14 @@
  *   tfconvert [--vocab CHARS] [--generate N] FOLDER -o OUT.tfw
  *        a Hugging Face GPT-2-style folder (config.json, model.safetensors,
  *        vocab.json) to a weight file (runtime/convert/convert.h)
+ *   tfconvert WEIGHTS.tfw -o OUT.onnx
+ *        a weight file to ONNX (runtime/convert/onnx.c)
+ *   tfconvert WEIGHTS.tfw -o FOLDER
+ *        a weight file that is exactly a GPT-2 to a GPT-2-style folder
  *
- * What it converts is decided by what IN is: a directory is a GPT-2-style
- * folder. Exit status: 0 converted; 1 an input that cannot be read or
+ * What it converts is decided by what IN and OUT are: an IN directory is a
+ * GPT-2-style folder; an OUT ending in .onnx an ONNX file, any other OUT
+ * (but a .tfw) a folder. Exit status: 0 converted; 1 an input that cannot be read or
  * represented (a one-line message naming the key, the tensor or the
  * file), or an output that cannot be written; 2 usage error.
  */
@@ -27,6 +32,8 @@
 
 static void usage(FILE *f) {
     fprintf(f, "usage: tfconvert [options] FOLDER -o OUT.tfw\n"
+               "       tfconvert WEIGHTS.tfw -o OUT.onnx\n"
+               "       tfconvert WEIGHTS.tfw -o FOLDER      (a model that is exactly a GPT-2)\n"
                "  FOLDER           a GPT-2-style folder: config.json, model.safetensors\n"
                "                   (float32; with or without the transformer. prefix) and\n"
                "                   vocab.json (tokens of one character)\n"
@@ -57,6 +64,26 @@ static int from_gpt2(const char *in, const char *out, const TfConvertOptions *op
         return TFCONVERT_EXIT_ERROR;
     }
     return 0;
+}
+
+/* WEIGHTS.tfw to OUT.onnx, or (folder 1) to a GPT-2-style folder. */
+static int from_tfw(const char *in, const char *out, int folder) {
+    TfError err = {""};
+    if (cli_expect_weights("tfconvert", in) < 0) return TFCONVERT_EXIT_ERROR;
+    TfModel *m = tfw_read(in, &err);
+    if (m && folder && convert_to_gpt2(m, out, &err) < 0) tf_error_prefix(&err, in);
+    if (!m || (folder ? err.msg[0] != 0 : convert_to_onnx(m, out, &err) < 0)) {
+        fprintf(stderr, "tfconvert: %s\n", err.msg);
+        model_free(m);
+        return TFCONVERT_EXIT_ERROR;
+    }
+    model_free(m);
+    return 0;
+}
+
+static int ends_with(const char *s, const char *tail) {
+    size_t n = strlen(s), k = strlen(tail);
+    return n >= k && strcmp(s + n - k, tail) == 0;
 }
 
 int main(int argc, char **argv) {
@@ -114,6 +141,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "tfconvert: %s: cannot open: no such file or directory\n", in);
         return TFCONVERT_EXIT_ERROR;
     }
-    fprintf(stderr, "tfconvert: %s: not a folder (a GPT-2-style folder converts to a .tfw)\n", in);
-    return TFCONVERT_EXIT_ERROR;
+    if (ends_with(out, ".onnx")) return from_tfw(in, out, 0);
+    if (!ends_with(out, ".tfw")) return from_tfw(in, out, 1);
+    fprintf(stderr, "tfconvert: %s to %s: a GPT-2-style folder converts to a .tfw, a .tfw to a "
+                    ".onnx file or a GPT-2-style folder\n", in, out);
+    return TFCONVERT_EXIT_USAGE;
 }

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# onnx.sh TFC TFRUN TFCONVERT TFTRAIN: tfconvert's ONNX files in ONNX Runtime
+# (tests/onnx_check.py, tests/onnx_run.js). Every program of programs/ (the
+# compiled ones on TF_ONNX_CASES of tests/program_ref.py's cases, default 300,
+# evenly spread; the seed adder at -O and -O0; the learned ones as tfc
+# initializes them) and the seed tasks' trained models (short runs of
+# tftrain): python3-onnx's checker accepts each file, ONNX Runtime prints
+# tfrun's lines on every case, and its logits are within 1e-5.
+#
+# onnxruntime-node comes from npm, installed once into TF_ORT_DIR (default
+# BUILD/onnxruntime-node; its package carries the CPU runtime, so its install
+# script, which fetches GPU libraries, is not run). When npm cannot install it
+# the test fails: it never skips.
+set -u
+. "$(dirname "$0")/lib.sh"
+TFC=$1 TFRUN=$2 TFCONVERT=$3 TFTRAIN=$4
+need_torch
+ORT=${TF_ORT_DIR:-${TF_BUILD_DIR:?}/onnxruntime-node}
+ORT_VERSION=1.30.0
+if [ ! -f "$ORT/node_modules/onnxruntime-node/package.json" ] ||
+    ! grep -q "\"version\": \"$ORT_VERSION\"" "$ORT/node_modules/onnxruntime-node/package.json"; then
+    mkdir -p "$ORT"
+    npm install --prefix "$ORT" --no-audit --no-fund --ignore-scripts "onnxruntime-node@$ORT_VERSION" \
+        >"$tmp/npm.txt" 2>&1
+    rc=$?
+    [ $rc -eq 0 ] || tail -5 "$tmp/npm.txt"
+    check "npm install onnxruntime-node@$ORT_VERSION into $ORT" $rc
+    [ $rc -eq 0 ] || { finish; exit 1; }
+fi
+NODE_PATH=$ORT/node_modules node -e "require('onnxruntime-node')"
+check "node loads onnxruntime-node" $?
+"$PY" -c "import onnx, onnx.checker" 2>"$tmp/err"
+check "python3-onnx ($(cat "$tmp/err"))" $?
+
+# one NAME WEIGHTS PROMPTS: the model through onnx_check.py.
+one() {
+    "$PY" "$SRC/tests/onnx_check.py" "$TFCONVERT" "$TFRUN" "$ORT" "$2" "$3" >"$tmp/one.txt" 2>&1
+    local rc=$?
+    sed 's/^/  /' "$tmp/one.txt" | tail -4
+    check "$1 in ONNX Runtime" $rc
+}
+MAX=${TF_ONNX_CASES:-300}
+for name in $("$PY" "$SRC/tests/program_ref.py" --list); do
+    "$TFC" "$P/$name.tfp" -o "$tmp/$name.tfw" 2>/dev/null || { check "tfc $name" 1; continue; }
+    "$PY" "$SRC/tests/program_ref.py" "$name" --max "$MAX" | cut -f1 >"$tmp/$name.txt"
+    one "$name" "$tmp/$name.tfw" "$tmp/$name.txt"
+done
+# The seed adder, -O and -O0, on every MAX-th of its 1,000,000 cases.
+"$PY" "$SRC/tools/adder_cases.py" | awk -v k=$((1000000 / MAX)) 'NR % k == 1' | cut -f1 >"$tmp/adder.txt"
+"$TFC" "$P/adder.tfp" -o "$tmp/adder.tfw" && one "adder (-O)" "$tmp/adder.tfw" "$tmp/adder.txt"
+"$TFC" -O0 "$P/adder.tfp" -o "$tmp/adder0.tfw" && one "adder (-O0)" "$tmp/adder0.tfw" "$tmp/adder.txt"
+# Learned models: as tfc initializes them, and trained on the seed tasks.
+for name in $(grep -l "model {" "$P"/*.tfp | xargs -n1 basename | sed 's/\.tfp$//'); do
+    "$TFC" "$P/$name.tfp" -o "$tmp/$name.tfw" 2>/dev/null || { check "tfc $name" 1; continue; }
+done
+train() { # NAME TASK [TRAIN HELDOUT]: a short run, its held-out set as the prompts
+    "$TFTRAIN" "$P/$1.tfp" --task "$2" --train-size "${3:-200}" --heldout-size "${4:-$MAX}" --steps 30 --quiet \
+        --write-data "$tmp/$1.data" -o "$tmp/$1.trained.tfw" >/dev/null 2>&1
+    check "tftrain $1 --task $2" $?
+    cut -f1 "$tmp/$1.data/heldout.txt" >"$tmp/$1.prompts"
+    one "$1 (trained, $2)" "$tmp/$1.trained.tfw" "$tmp/$1.prompts"
+}
+train binary_add binary-add:3 48 16   # 64 sums in all
+train binary_add_msb binary-add-msb:5
+train first_token first-token:20
+train xor xor
+train secret_code secret-code
+train decimal_add decimal-add:3
+# A converted GPT-2 (tests/gpt2_ref.py's folder, 2 layers, untied, gelu_new).
+"$PY" "$SRC/tests/gpt2_ref.py" make "$tmp/gpt2" --layers 2 --d 16 --heads 2 --untied --seed 9 &&
+    "$TFCONVERT" "$tmp/gpt2" -o "$tmp/gpt2.tfw" --generate 6
+check "a GPT-2-style folder converted" $?
+printf '12+34=\n0\n999+1= 7\n5+5=\n' >"$tmp/gpt2.txt"
+one "the converted GPT-2" "$tmp/gpt2.tfw" "$tmp/gpt2.txt"
+printf '01+10=\n11+11=\n' >"$tmp/ba.txt"
+one "binary_add (initialized)" "$tmp/binary_add.tfw" "$tmp/ba.txt"
+finish
