@@ -117,7 +117,7 @@ emcc -O3 -msimd128 "${objs[@]}" -o "$out/tfc.js" \
     -sEXPORTED_RUNTIME_METHODS=FS,ccall
 
 # --- the page and the library's programs ------------------------------------
-: # page copied later
+cp "$root"/web/index.html "$root"/web/*.js "$root"/web/*.css "$out/"
 mkdir -p "$out/programs"
 cp "$root"/programs/*.tfp "$out/programs/"
 (cd "$root/programs" && ls *.tfp | sed 's/\.tfp$//') >"$out/programs/index.txt"
