@@ -37,18 +37,22 @@ done
 [ -n "$port" ] || { echo "bench/playground.sh: the web server did not start" >&2; exit 1; }
 
 N=100000
-cat >"$tmp/jobs.json" <<JOBS
-[{"url": "http://127.0.0.1:$port/index.html?example=adder&check=$N", "timeout": 600,
-  "eval": "(async () => { const ds = (id) => document.getElementById(id).dataset;
-    const first = { compile: +ds('compile-time').ms, tfc: +document.getElementById('compile-time').textContent.match(/tfc: ([0-9.]+)/)[1],
-                    check: +ds('check-result').seconds, passed: +ds('check-result').passed,
-                    warm: +document.body.dataset.warmMs };
-    const compiles = [];
-    for (let i = 0; i < 5; i++) { await compile(); compiles.push(+ds('compile-time').ms); }
-    const checks = [first.check];
-    for (let i = 0; i < 2; i++) { await check(casesText()); checks.push(+ds('check-result').seconds); }
-    return { first, compiles, checks, workers: navigator.hardwareConcurrency }; })()"}]
-JOBS
+PORT=$port N=$N python3 - >"$tmp/jobs.json" <<'PY'
+import json, os
+page = """(async () => {
+  const ds = (id) => document.getElementById(id).dataset;
+  const first = { compile: +ds("compile-time").ms,
+    tfc: +document.getElementById("compile-time").textContent.match(/tfc: ([0-9.]+)/)[1],
+    check: +ds("check-result").seconds, passed: +ds("check-result").passed,
+    warm: +document.body.dataset.warmMs };
+  const compiles = [];
+  for (let i = 0; i < 5; i++) { await compile(); compiles.push(+ds("compile-time").ms); }
+  const checks = [first.check];
+  for (let i = 0; i < 2; i++) { await check(casesText()); checks.push(+ds("check-result").seconds); }
+  return { first, compiles, checks, workers: navigator.hardwareConcurrency }; })()"""
+url = f"http://127.0.0.1:{os.environ['PORT']}/index.html?example=adder&check={os.environ['N']}"
+print(json.dumps([{"url": url, "timeout": 600, "eval": page}]))
+PY
 node "$root/tests/playground_driver.js" "$tmp/jobs.json" >"$tmp/page.json"
 
 (cd "$root/programs" && "$build/tfc" adder.tfp -o "$tmp/adder.tfw")

@@ -17,9 +17,12 @@ const params = new URLSearchParams(location.search);
 // ---- workers ---------------------------------------------------------------
 
 // tfc.wasm, compiled once for every worker (worker.js says why).
+// (compileStreaming needs the server to send application/wasm; otherwise the bytes.)
+const compileWasm = () =>
+  fetch("tfc.wasm").then((r) => r.arrayBuffer()).then((b) => WebAssembly.compile(b));
 const wasmModule = WebAssembly.compileStreaming
-  ? WebAssembly.compileStreaming(fetch("tfc.wasm"))
-  : fetch("tfc.wasm").then((r) => r.arrayBuffer()).then((b) => WebAssembly.compile(b));
+  ? WebAssembly.compileStreaming(fetch("tfc.wasm")).catch(compileWasm)
+  : compileWasm();
 
 // A worker and its pending requests: call(msg, onProgress) -> Promise(reply).
 function makeWorker() {
