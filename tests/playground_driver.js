@@ -23,7 +23,7 @@ const browser = process.env.CHROMIUM || "chromium";
 const profile = fs.mkdtempSync(require("os").tmpdir() + "/tfc-playground-");
 const chrome = spawn(browser, ["--headless", "--no-sandbox", "--disable-gpu",
   "--remote-debugging-pipe", "--user-data-dir=" + profile, "--hide-scrollbars",
-  "--no-first-run", ...(process.env.TF_CHROMIUM_FLAGS ? process.env.TF_CHROMIUM_FLAGS.split(" ") : []), "about:blank"], { stdio: ["ignore", "ignore", "pipe", "pipe", "pipe"] });
+  "--no-first-run", "about:blank"], { stdio: ["ignore", "ignore", "pipe", "pipe", "pipe"] });
 chrome.on("error", (e) => {
   console.error(`playground_driver: cannot start ${browser}: ${e.message}`);
   process.exit(2);
