@@ -5,11 +5,13 @@
 //
 //   node tests/playground_driver.js JOBS.json
 //
-// JOBS.json is a list of {url, eval, screenshot?, width?, height?, timeout?}:
-// each url is opened in a fresh page; when document.body.dataset.state is
-// "done" (web/app.js sets it when the URL's work is finished), the
-// expression `eval` is evaluated in the page (awaited if a promise) and, with
-// `screenshot`, a PNG of the viewport is written there. Prints one JSON line
+// JOBS.json is a list of {url, upload?, eval, screenshot?, shot?, width?,
+// height?, timeout?}: each url is opened in a fresh page; when
+// document.body.dataset.state is "done" (web/app.js sets it when the URL's
+// work is finished), the file input upload.selector is given the file
+// upload.path, the expression `eval` is evaluated in the page (awaited if a
+// promise) and, with `screenshot`, a PNG is written there: of the element
+// matching the CSS selector `shot`, else of the viewport. Prints one JSON line
 // per job: {url, value} or {url, error}. Exit status 0 when every job ran,
 // 1 otherwise, 2 when Chromium could not start.
 "use strict";
@@ -21,7 +23,7 @@ const browser = process.env.CHROMIUM || "chromium";
 const profile = fs.mkdtempSync(require("os").tmpdir() + "/tfc-playground-");
 const chrome = spawn(browser, ["--headless", "--no-sandbox", "--disable-gpu",
   "--remote-debugging-pipe", "--user-data-dir=" + profile, "--hide-scrollbars",
-  "--no-first-run", ...(process.env.TF_CHROMIUM_FLAGS ? process.env.TF_CHROMIUM_FLAGS.split(" ") : []), "about:blank"], { stdio: ["ignore", "ignore", "pipe", "pipe", "pipe"] });
+  "--no-first-run", "about:blank"], { stdio: ["ignore", "ignore", "pipe", "pipe", "pipe"] });
 chrome.on("error", (e) => {
   console.error(`playground_driver: cannot start ${browser}: ${e.message}`);
   process.exit(2);
@@ -87,9 +89,23 @@ async function runJob(job) {
       if (Date.now() > deadline) throw new Error("timed out waiting for the page");
       await sleep(50);
     }
+    if (job.upload) {
+      const { root } = await send("DOM.getDocument", {}, sessionId);
+      const { nodeId } = await send("DOM.querySelector",
+        { nodeId: root.nodeId, selector: job.upload.selector }, sessionId);
+      await send("DOM.setFileInputFiles", { nodeId, files: [job.upload.path] }, sessionId);
+    }
     const value = job.eval ? await evaluate(sessionId, job.eval) : null;
     if (job.screenshot) {
-      const shot = await send("Page.captureScreenshot", { format: "png" }, sessionId);
+      const params = { format: "png" };
+      if (job.shot) {
+        const r = await evaluate(sessionId, `(() => { const e = document.querySelector(${
+          JSON.stringify(job.shot)}); e.scrollIntoView(); const r = e.getBoundingClientRect();
+          return { x: r.x + scrollX, y: r.y + scrollY, width: r.width, height: r.height }; })()`);
+        params.clip = Object.assign(r, { scale: 1 });
+        params.captureBeyondViewport = true;
+      }
+      const shot = await send("Page.captureScreenshot", params, sessionId);
       fs.writeFileSync(job.screenshot, Buffer.from(shot.data, "base64"));
     }
     return { url: job.url, value };

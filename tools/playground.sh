@@ -81,7 +81,8 @@ cflags=(-std=c11 -O3 -msimd128 -ffp-contract=off -Wall -Wextra -Wno-unused-comma
 obj="$work/obj"
 mkdir -p "$obj"
 # A generated makefile: the objects compile in parallel and only when their
-# sources or headers changed (-MMD).
+# sources or headers (-MMD) or the makefile itself (its flags) changed; it is
+# replaced only when its text changes. (Paths with spaces are not supported.)
 jobs=$(nproc 2>/dev/null || echo 2)
 objs=()
 {
@@ -92,7 +93,7 @@ objs=()
         local src=$1 o=$2
         shift 2
         objs+=("$o")
-        printf 'OBJS += %s\n%s: %s\n\temcc $(CFLAGS)' "$o" "$o" "$src"
+        printf 'OBJS += %s\n%s: %s %s\n\temcc $(CFLAGS)' "$o" "$o" "$src" "$work/objects.mk"
         printf ' %q' "$@"
         printf ' -MMD -c $< -o $@\n'
     }
@@ -106,18 +107,19 @@ objs=()
     rule "$root/runtime/tools/tfrun.c" "$obj/tfrun.o" -Dmain=tfrun_main
     rule "$root/runtime/tools/tfinfo.c" "$obj/tfinfo.o" -Dmain=tfinfo_main
     printf 'all: $(OBJS)\n-include $(OBJS:.o=.d)\n'
-} >"$work/objects.mk"
+} >"$work/objects.mk.new"
+if cmp -s "$work/objects.mk.new" "$work/objects.mk"; then rm "$work/objects.mk.new"; else mv "$work/objects.mk.new" "$work/objects.mk"; fi
 make -s -j"$jobs" -f "$work/objects.mk" all
 # emcc's JavaScript optimizer needs acorn, which Debian keeps in /usr/share/nodejs.
 export NODE_PATH="${NODE_PATH:+$NODE_PATH:}/usr/share/nodejs"
 emcc -O3 -msimd128 "${objs[@]}" -o "$out/tfc.js" \
-    -sMODULARIZE=1 -sEXPORT_NAME=createTfc -sENVIRONMENT=web,worker,node \
+    -sMODULARIZE=1 -sEXPORT_NAME=createTfc -sENVIRONMENT=web,worker \
     -sALLOW_MEMORY_GROWTH=1 -sFORCE_FILESYSTEM=1 -sEXIT_RUNTIME=0 \
     -sEXPORTED_FUNCTIONS=_web_tool,_web_check,_web_check_stat \
     -sEXPORTED_RUNTIME_METHODS=FS,ccall
 
 # --- the page and the library's programs ------------------------------------
-: # page copied later
+cp "$root"/web/index.html "$root"/web/*.js "$root"/web/*.css "$out/"
 mkdir -p "$out/programs"
 cp "$root"/programs/*.tfp "$out/programs/"
 (cd "$root/programs" && ls *.tfp | sed 's/\.tfp$//') >"$out/programs/index.txt"

@@ -6,6 +6,7 @@
 //   index.html?example=adder&prompt=0999%2B0111%3D   compile programs/adder.tfp, run the prompt
 //   index.html?source=PROGRAM TEXT&prompt=...         the same with the program in the URL
 //   ...&check=N                                       then generate N adder cases and check them
+//   ...&warm=0                                        no warm-up while loading (faster for tests)
 // The result line goes into #output, tfc's diagnostics into #diagnostics,
 // the check's summary into #check-result; <body data-state> ends "done".
 "use strict";
@@ -16,9 +17,12 @@ const params = new URLSearchParams(location.search);
 // ---- workers ---------------------------------------------------------------
 
 // tfc.wasm, compiled once for every worker (worker.js says why).
+// (compileStreaming needs the server to send application/wasm; otherwise the bytes.)
+const compileWasm = () =>
+  fetch("tfc.wasm").then((r) => r.arrayBuffer()).then((b) => WebAssembly.compile(b));
 const wasmModule = WebAssembly.compileStreaming
-  ? WebAssembly.compileStreaming(fetch("tfc.wasm"))
-  : fetch("tfc.wasm").then((r) => r.arrayBuffer()).then((b) => WebAssembly.compile(b));
+  ? WebAssembly.compileStreaming(fetch("tfc.wasm")).catch(compileWasm)
+  : compileWasm();
 
 // A worker and its pending requests: call(msg, onProgress) -> Promise(reply).
 function makeWorker() {
@@ -53,8 +57,14 @@ function makeWorker() {
 }
 
 const main = makeWorker();
-const checkers = Array.from({ length: Math.max(1, Math.min(navigator.hardwareConcurrency || 2, 8)) },
-  () => makeWorker());
+// The checkers: made for the warm-up, or on the first Check.
+let checkers = [];
+function getCheckers() {
+  if (!checkers.length)
+    checkers = Array.from({ length: Math.max(1, Math.min(navigator.hardwareConcurrency || 2, 8)) },
+      () => makeWorker());
+  return checkers;
+}
 
 // ---- state -----------------------------------------------------------------
 
@@ -274,7 +284,7 @@ async function check(casesText) {
   if (!tfw) return "";
   const lines = casesText.split("\n");
   if (lines.length && lines[lines.length - 1] === "") lines.pop();
-  const n = checkers.length, total = lines.length;
+  const n = getCheckers().length, total = lines.length;
   const runs = new Array(n).fill(0);
   $("check-progress").value = 0;
   $("check-result").textContent = "";
@@ -343,10 +353,12 @@ async function start() {
   // measure of a warm-up on itself (bench/playground.sh).
   setStatus("warming up…");
   const t0 = performance.now();
-  const programs = (await Promise.all(WARM_UP.map(loadExample)))
-    .map((source) => ({ source, prompt: examplePrompt(source) }));
-  await Promise.all([main, ...checkers].map((w) =>
-    w.call({ cmd: "warm", programs, cases: WARM_UP_CASES })));
+  if (params.get("warm") !== "0") {
+    const programs = (await Promise.all(WARM_UP.map(loadExample)))
+      .map((source) => ({ source, prompt: examplePrompt(source) }));
+    await Promise.all([main, ...getCheckers()].map((w) =>
+      w.call({ cmd: "warm", programs, cases: WARM_UP_CASES })));
+  }
   document.body.dataset.warmMs = (performance.now() - t0).toFixed(1);
   $("compile").disabled = false;
   setStatus("ready");
