@@ -25,7 +25,11 @@ for variant in "${variants[@]}"; do
     CC=$cc cmake -S . -B "$dir" -DTF_WERROR=ON -DTF_SANITIZE="$sanitize" >/dev/null
     cmake --build "$dir" -j"$jobs"
     echo "== [$i/$n] $dir: built, running the tests, $(elapsed) elapsed"
-    ctest --test-dir "$dir" --output-on-failure -j"$jobs"
+    # The peer-labelled tests (the browser build, ONNX Runtime) run once, in
+    # the first build: their outcome does not depend on the host compiler.
+    skip=()
+    if [ "$i" -gt 1 ]; then skip=(-LE peer); fi
+    ctest --test-dir "$dir" --output-on-failure -j"$jobs" "${skip[@]}"
     echo "== [$i/$n] $dir: passed, $(elapsed) elapsed"
 done
 echo "== all $n builds passed in $(elapsed)"
