@@ -13,7 +13,7 @@ PY=${PYTHON:-python3}
 LIST=$ROOT/tests/data/weights.sha256
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-version=$("$TFC" --version | awk '{print $NF}')
+version=$("$TFC" --version | awk 'NR == 1 {print $NF}')
 failed=0
 cd "$ROOT" || exit 1
 for src in programs/*.tfp bench/tracr/*.tfp; do
