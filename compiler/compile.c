@@ -20,7 +20,7 @@
 
 #include "checker.h"
 #include "diag.h"
-#include "dump.h"
+#include "stage_dump.h"
 #include "fuse.h"
 #include "learned.h"
 #include "lower.h"

@@ -7,7 +7,7 @@
  * parameters, then one line for each layer that holds several ops (tfc's
  * scheduler merges ops whose inputs are ready into one layer) naming them.
  * --dump=STAGE prints the program after that stage on stdout and stops,
- * writing no weights (compiler/dump.h).
+ * writing no weights (compiler/stage_dump.h).
  *
  * Exit status: 0 compiled; 1 the program has errors (reported as
  * file:line:col diagnostics on stderr), or the file is not a program; 2
@@ -24,7 +24,7 @@
 
 #include "cli.h"
 #include "compile.h"
-#include "dump.h"
+#include "stage_dump.h"
 #include "file.h"
 #include "outfile.h"
 #include "parse.h"

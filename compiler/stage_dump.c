@@ -1,6 +1,6 @@
-/* dump.c: tfc --dump=ir|plans|layers, the program after a stage, in text
- * (compiler/dump.h). */
-#include "dump.h"
+/* stage_dump.c: tfc --dump=ir|plans|layers, the program after a stage, in text
+ * (compiler/stage_dump.h). */
+#include "stage_dump.h"
 
 #include <assert.h>
 #include <stdlib.h>

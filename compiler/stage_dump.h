@@ -1,4 +1,4 @@
-/* dump.h: the program as a stage left it, in text (tfc --dump=STAGE).
+/* stage_dump.h: the program as a stage left it, in text (tfc --dump=STAGE).
  *
  *   ast     the syntax tree (grammar/ast.c's ast_print)
  *   ir      after the value analysis (and, when the program is scheduled, the
@@ -13,8 +13,8 @@
  *
  * Memory: nothing here allocates beyond the stack; every argument is borrowed.
  */
-#ifndef TF_DUMP_H
-#define TF_DUMP_H
+#ifndef TF_STAGE_DUMP_H
+#define TF_STAGE_DUMP_H
 
 #include <stdio.h>
 
