@@ -18,8 +18,9 @@ commands print (standard output and standard error together):
                          remark, not compared
   ``` blocks whose first line starts with "$ " (transcripts)
     $ cmd                a command
-    TEXT                 the lines it prints on standard output, all of
-                         them, in order
+    TEXT                 the lines it prints, all of them, in order: its
+                         standard output, else its standard output and then
+                         its standard error
   In TEXT, "..." stands for any text and a line "..." alone for any number of
   lines; <TAB> is a tab.
 
@@ -28,6 +29,7 @@ that is compared). A block the suite cannot run (a hostfile, srun, apt-get,
 a benchmark) is preceded by <!-- docs.sh: skip (reason) -->: it is reported
 as skipped, with its reason. Exit 1 when a block fails or none ran.
 """
+import difflib
 import os
 import re
 import shutil
@@ -118,7 +120,8 @@ def parse_transcript(body):
 
 def line_re(p):
     p = p.replace("<TAB>", "\t").rstrip()
-    return ".*?".join(re.escape(x) for x in p.split("..."))
+    # "..." with the spaces around it: "... held-out" matches "held-out" too.
+    return ".*?".join(re.escape(x) for x in re.split(r" ?\.\.\. ?", p))
 
 
 def matches(want, got, exact):
@@ -138,7 +141,10 @@ def matches(want, got, exact):
 
 
 def scratch(build):
-    d = tempfile.mkdtemp(prefix="docs.")
+    # In the build folder, not /tmp (a machine may clean /tmp under a long run).
+    d = os.path.join(os.path.abspath(build), "docs-scratch")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
     os.symlink(os.path.abspath(build), os.path.join(d, "build"))
     shutil.copytree(os.path.join(SRC, "programs"), os.path.join(d, "programs"))
     for name in ("tools", "tests", "bench"):
@@ -148,7 +154,7 @@ def scratch(build):
 
 def run_block(cmds, cwd, env):
     """[(stdout lines, stderr lines)] and {n: exit status} of each command."""
-    errs = tempfile.mkdtemp(prefix="docs.err.")
+    errs = tempfile.mkdtemp(prefix="docs-stderr.", dir=os.path.dirname(cwd))
     script = []
     for n, (text, _, _) in enumerate(cmds):
         script += ["echo %s%d" % (MARK, n), "{\n%s\n} 2>%s/%d" % (text, errs, n),
@@ -158,6 +164,8 @@ def run_block(cmds, cwd, env):
                            stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, timeout=900,
                            errors="replace")
         out = r.stdout
+    except OSError as e:
+        out = "(docs.sh: could not run the block: %s)\n" % e
     except subprocess.TimeoutExpired as e:
         out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
         out += "\n(docs.sh: the block took over 900 s)\n"
@@ -187,8 +195,12 @@ def run_block(cmds, cwd, env):
 
 def main():
     build = sys.argv[1]
-    files = sys.argv[2:] or (["README.md"] + sorted("docs/" + f for f in os.listdir(os.path.join(SRC, "docs"))
-                                                     if f.endswith(".md")) + ["bench/README.md"])
+    # The pages in a reader's order: the README, the language, training
+    # (inspect.md looks at models it trains), then the rest.
+    first = ["docs/language.md", "docs/training.md", "docs/inspect.md"]
+    rest = sorted("docs/" + f for f in os.listdir(os.path.join(SRC, "docs")) if f.endswith(".md"))
+    files = sys.argv[2:] or (["README.md"] + first + [f for f in rest if f not in first] +
+                             ["bench/README.md"])
     env = dict(os.environ)
     env["PATH"] = os.path.abspath(build) + os.pathsep + env.get("PATH", "")
     # mpirun as root (CI containers) and more ranks than cores (docs/cluster.md).
@@ -217,19 +229,25 @@ def main():
                     out, err = results[n] if n < len(results) else ([], [])
                     # A transcript shows standard output; "# " lines may
                     # show either stream.
-                    got = out if exact else out + err
+                    got = out if exact and matches(want, out, exact) else out + err
                     st = status.get(n)
                     if st is None:
-                        bad.append((text, "did not finish", want, got))
+                        bad.append((text, "did not finish", want, got, out, err))
                     elif want and not matches(want, got, exact):
-                        bad.append((text, "printed something else (exit %d)" % st, want, got))
+                        bad.append((text, "printed something else (exit %d)" % st, want, got, out, err))
                     elif not want and st != 0:
-                        bad.append((text, "exit %d" % st, want, got))
+                        bad.append((text, "exit %d" % st, want, got, out, err))
                 if bad:
                     failed += 1
                     print("FAIL %s" % where)
-                    for text, why, want, got in bad:
+                    for text, why, want, got, out, err in bad:
                         print("  $ %s\n  %s" % (text.replace("\n", "\n    "), why))
+                        if want and exact:  # a diff: the doc's lines (-) against the output (+)
+                            for d in list(difflib.unified_diff([w.rstrip() for w in want],
+                                                               [g.rstrip() for g in got],
+                                                               "doc", "output", n=1, lineterm=""))[2:60]:
+                                print("    " + d)
+                            continue
                         if want:
                             print("  expected:\n" + "\n".join("    | " + w for w in want))
                         shown = out + ["(stderr) " + e for e in err]
