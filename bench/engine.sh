@@ -20,6 +20,10 @@ cd "$(dirname "$0")/.."
 build=${1:-build-native}
 # Benchmarks measure this CPU at its best: BUILD_DIR (default build-native)
 # is configured with -DTF_NATIVE=ON (-march=native) and built here.
+# Progress on stderr (the table goes to stdout): what runs, and since when.
+start=$SECONDS
+progress() { echo "engine.sh: $*, $((SECONDS - start)) s elapsed" >&2; }
+progress "building $build (-DTF_NATIVE=ON)"
 cmake -S . -B "$build" -DTF_NATIVE=ON >/dev/null
 cmake --build "$build" -j"$(nproc)" >/dev/null
 full=${FULL:-0}
@@ -55,6 +59,7 @@ run_tfrun() { # label, weights, cases file, extra tfrun arguments...
     local label=$1 w=$2 cases=$3
     shift 3
     local out mem
+    progress "tfrun $label: $(wc -l <"$cases") cases"
     out=$(/usr/bin/time -f "%M" -o "$tmp/mem" "$build/tfrun" "$w" --check "$cases" "$@")
     mem=$(awk '{ printf "%.0f", $1 / 1024 }' "$tmp/mem")
     local line flop gflops passed n secs rate
@@ -72,6 +77,7 @@ run_torch() { # label, weights, cases file, extra arguments...
     local label=$1 w=$2 cases=$3
     shift 3
     local out mem line passed n secs rate
+    progress "PyTorch $label: $(wc -l <"$cases") cases"
     out=$(/usr/bin/time -f "%M" -o "$tmp/mem" $PY bench/torch_check.py "$w" "$cases" --threads 2 "$@")
     mem=$(awk '{ printf "%.0f", $1 / 1024 }' "$tmp/mem")
     line=$(grep ' passed, ' <<<"$out")
@@ -101,6 +107,8 @@ run_torch "-O0, packed weights, batched, KV cache, 2 threads" "$tmp/O0.tfw" "$(s
 [ "$LAST_RATE" -gt "$torch_o0" ] && torch_o0=$LAST_RATE
 
 echo "Machine: $model, $cores cores at $mhz MHz: at most $peak GFLOP/s float32 ($per_cycle FLOP/cycle/core)."
+# The BLAS and its kernel core: figures from different cores are not comparable.
+echo "tfrun --version: $("$build/tfrun" --version 2>&1 | tail -n +2 | tr '\n' ' ')"
 echo
 echo "| run | cases passed | seconds | cases/s | peak memory (MB) | FLOP per case | GFLOP/s |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"

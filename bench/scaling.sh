@@ -15,6 +15,8 @@ cmake -S . -B "$build" -DTF_NATIVE=ON >/dev/null
 cmake --build "$build" -j"$(nproc)" >/dev/null
 PY=/usr/bin/python3
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# The BLAS and its kernel core: figures from different cores are not comparable.
+echo "tftrain --version: $("$build/tftrain" --version 2>&1 | tail -n +2 | tr '\n' ' ')"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # One rank runs without mpirun; two with mpirun, not bound to one core each

@@ -20,6 +20,8 @@ PY=${PYTHON:-/usr/bin/python3} # one that can import torch
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+# The BLAS and its kernel core: figures from different cores are not comparable.
+echo "tftrain --version: $("$build/tftrain" --version 2>&1 | tail -n +2 | tr '\n' ' ')"
 echo "| task | trainer | held-out accuracy | wall time (s) | examples/s |"
 echo "| --- | --- | ---: | ---: | ---: |"
 for t in "${tasks[@]}"; do

@@ -5,7 +5,10 @@
 # same initial weights (tfc) and the same batch: the loss and every gradient
 # (tftrain --dump-grads) and the parameters after 10 AdamW steps (with
 # warm-up, cosine decay and clipping) must agree with PyTorch's
-# (tools/train_torch.py) to 1e-4 relative.
+# (tools/train_torch.py): the loss and gradients to 1e-4 relative, the
+# parameters to a tolerance per element that follows rounding through Adam's
+# division by the root of the second moment (adam_tolerances), so that the
+# check holds on every OpenBLAS kernel core (OPENBLAS_CORETYPE).
 set -u
 TFTRAIN=$1
 TFC=$2
@@ -33,7 +36,7 @@ cross() {
     echo "== $name"
     "$PY" "$SRC/tools/train_torch.py" check "$d/init.tfw" "$d/train.txt" "$d/grads.tfw" \
         "$d/after.tfw" --loss "$loss" --optimizer adamw "${opts[@]}" ${SECRET:+--secret}
-    check "$name: PyTorch agrees to 1e-4" $?
+    check "$name: PyTorch agrees" $?
 }
 
 # train_torch.py reads the settings the tensors do not say from the file's
@@ -69,6 +72,6 @@ check "secret_code: tftrain 10 AdamW steps" $?
 echo "== secret_code (with the attention-score loss)"
 "$PY" "$SRC/tools/train_torch.py" check "$d/init.tfw" "$d/train.txt" "$d/grads.tfw" "$d/after.tfw" \
     --loss "$loss" --optimizer adamw "${opts[@]}" --secret
-check "secret_code: PyTorch agrees to 1e-4" $?
+check "secret_code: PyTorch agrees" $?
 
 finish
