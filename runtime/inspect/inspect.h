@@ -128,6 +128,18 @@ void capture_free(TfCapture *c);
  * everything. */
 int inspect_layer_wrote(const TfCapture *c, int layer, const TfRegister *reg);
 
+/* Which residual cells the output depends on: live[(block * n_pos + pos) *
+ * d_model + col] is 1 when column col at position pos after block `block`
+ * is read by a later layer on a path to what the unembedding reads (at the
+ * positions it reads), or by a run-time check; attention reads values only
+ * where it attends (weight above 1e-6) and keys wherever the query sees.
+ * malloc'd, the caller frees it; NULL when out of memory. */
+char *inspect_live(const TfCapture *c);
+/* Whether any column of reg at pos after block is live (1 when live is
+ * NULL: nothing known). */
+int inspect_register_live(const TfCapture *c, const char *live, int block, int pos,
+                          const TfRegister *reg);
+
 /* Logit lens at block `block`, position `pos`: the k most likely outputs
  * (ids into the vocabulary, or classes) and their softmax probabilities,
  * best first. When the model ends in a norm layer, that norm is applied
