@@ -36,8 +36,12 @@
 
 #include "model.h"
 
+/* The most values a dump holds (256 MB of floats). */
+#define TF_DUMP_MAX_VALUES ((double)(1 << 26))
+
 /* Runs tokens[0..n_pos-1] (the prompt's token ids; `prompt` its text) and
- * writes the activations to path. 0, or -1 with err set. */
+ * writes the activations to path. 0, or -1 with err set (more than
+ * TF_DUMP_MAX_VALUES values: refused before the run). */
 int dump_activations(const TfModel *m, const char *prompt, const int *tokens, int n_pos,
                      const char *path, TfError *err);
 

@@ -218,12 +218,37 @@ static int capture_alloc_inner(TfCapture *c) {
     return 0;
 }
 
+double inspect_cells(const TfModel *m, int n_pos, int inner) {
+    double P = n_pos, cells = (double)(m->n_layers + 1) * P * m->d_model;
+    for (int l = 0; l < m->n_layers; l++) {
+        const TfLayer *ly = &m->layers[l];
+        if (ly->kind == TF_LAYER_ATTENTION) cells += (inner ? 2.0 : 1.0) * ly->n_heads * P * P;
+        for (int p = 0; inner && p < TF_HOOK_POINT_COUNT; p++)
+            cells += P * infer_hook_width(m, ly, (TfHookPoint)p);
+    }
+    return cells;
+}
+
+int inspect_check_size(const TfModel *m, int n_pos, int inner, double limit, const char *what,
+                       TfError *err) {
+    double cells = inspect_cells(m, n_pos, inner);
+    if (cells <= limit) return 0;
+    tf_error_set(err, "%s would hold %.0f values (%d layers, %d positions, d_model %d), over the "
+                      "limit of %.0f: inspect a shorter prompt, or fewer layers",
+                 what, cells, m->n_layers, n_pos, m->d_model, limit);
+    return -1;
+}
+
 static TfCapture *capture(const TfModel *m, const int *tokens, int n_pos, int inner,
                           TfError *err) {
     if (n_pos < 1) {
         tf_error_set(err, "nothing to inspect: the sequence is empty");
         return NULL;
     }
+    // Refused before anything is allocated: memory and output grow with it.
+    if (inspect_check_size(m, n_pos, inner, TF_CAPTURE_MAX_CELLS,
+                           inner ? "the activations" : "the capture", err) < 0)
+        return NULL;
     TfCapture *c = calloc(1, sizeof *c);
     if (!c) goto oom;
     c->m = m;
@@ -262,12 +287,13 @@ static TfCapture *capture(const TfModel *m, const int *tokens, int n_pos, int in
     } else if (model_numeric_output(m)) {
         // One pass; no token: the output register's value at each position.
         c->next = -1;
-        c->values = malloc((size_t)n_pos * sizeof(float));
+        c->values = calloc((size_t)n_pos, sizeof(float));
         rc = c->values ? infer_every_position_values(inf, &tokens, &n_pos, 1, &c->values, err) : -1;
         if (!c->values) tf_error_set(err, "out of memory");
     } else if (m->every_position) {
         // One pass; "next" is the token at the last position.
-        c->outputs = malloc((size_t)n_pos * sizeof(int));
+        // calloc: a sequence that fails a run-time check leaves them unset.
+        c->outputs = calloc((size_t)n_pos, sizeof(int));
         rc = c->outputs ? infer_every_position(inf, &tokens, &n_pos, 1, &c->outputs, err) : -1;
         if (!c->outputs) tf_error_set(err, "out of memory");
         if (rc == 0) c->next = c->outputs[n_pos - 1];

@@ -115,6 +115,19 @@ const float *capture_row(const TfCapture *c, int block, int pos);
 /* Attention weight of head h of layer l, query row q, key column k. */
 float capture_att(const TfCapture *c, int layer, int h, int q, int k);
 
+/* The values a capture of n_pos positions holds (residual streams,
+ * attention weights; with inner, every activation and the scores too):
+ * what memory, a report and a dump grow with. */
+double inspect_cells(const TfModel *m, int n_pos, int inner);
+/* Limits on them: a capture (TF_CAPTURE_MAX_CELLS, 1 GiB of floats) and a
+ * report or set of pictures (TF_REPORT_MAX_CELLS: about 100 MB of page).
+ * inspect_check_size: 0, or -1 with err saying that `what` would be too
+ * large. */
+#define TF_CAPTURE_MAX_CELLS ((double)(1 << 28))
+#define TF_REPORT_MAX_CELLS ((double)(1 << 22))
+int inspect_check_size(const TfModel *m, int n_pos, int inner, double limit, const char *what,
+                       TfError *err);
+
 /* Runs one forward pass of tokens[0..n_pos-1] with hooks on, recording
  * everything. NULL with err set (bad tokens, too long, out of memory). A
  * failed run-time check is not an error here: see `failed`. */

@@ -496,6 +496,11 @@ static int run_compare(TfModel *const m[2], const char *const path[2], const cha
         free(where);
         if (!ids[s]) goto done;
     }
+    for (s = 0; s < 2; s++) /* refused before either model runs */
+        if (inspect_check_size(m[s], (int)len, 0, TF_REPORT_MAX_CELLS, "the comparison", &err) < 0) {
+            fprintf(stderr, "tfrun: %s: %s\n", path[s], err.msg);
+            goto done;
+        }
     for (s = 0; s < 2; s++) {
         if (result_text(m[s], prompt, ids[s], (int)len, n_new[s], &text[s], &err) < 0 ||
             !(cap[s] = inspect_capture(m[s], ids[s], (int)len, &err))) {

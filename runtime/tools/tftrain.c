@@ -925,8 +925,9 @@ int main(int argc, char **argv) {
     order.seed = o.seed;
     long total = a.epochs ? (a.epochs * (long)train.n + a.batch - 1) / a.batch : a.steps;
     long start = trainer_steps_done(t);
-    if (total <= start) {
-        // --steps is the run's total, not the steps to add.
+    if (start > 0 && total <= start) {
+        // --steps is the run's total, not the steps to add (--steps 0
+        // from step 0 evaluates without training).
         tf_error_set(&err, "%s has had %ld steps already; %s %ld %s (give more than %ld to "
                            "train on)", src, start,
                      a.epochs ? "--epochs makes" : "--steps asks for", total,
