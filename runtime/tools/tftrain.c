@@ -550,13 +550,26 @@ static int save(const Saver *sv, TfTrainer *t, TfModel *m, TfError *err) {
                : 0;
 }
 
-/* Set by the first SIGINT during training: the loop stops after its step
- * and saves a checkpoint. A second SIGINT ends tftrain at once. */
+/* Set by the first SIGINT or SIGUSR1 during training: the loop stops after
+ * its step and saves a checkpoint. A second SIGINT ends tftrain at once.
+ * Under mpirun the ranks agree after each step whether any was
+ * interrupted, so that all stop at the same step (one rank leaving the
+ * loop alone left the others waiting in the next step's collective). Open
+ * MPI's mpirun turns Ctrl-C into SIGTERM (no checkpoint) but forwards
+ * SIGUSR1: docs/cluster.md. */
 static volatile sig_atomic_t interrupted;
 
 static void on_interrupt(int sig) {
-    if (interrupted) cli_die_of_signal(sig);
+    if (interrupted && sig == SIGINT) cli_die_of_signal(sig);
     interrupted = 1;
+}
+
+/* Whether any rank was interrupted (every rank calls it after each step). */
+static int any_interrupted(void) {
+    if (dist_size() <= 1) return interrupted;
+    long v = interrupted;
+    dist_sum_longs(&v, 1);
+    return v > 0;
 }
 
 /* The examples of step `step`: the (step*B)-th onwards of a stream of
@@ -981,7 +994,9 @@ int main(int argc, char **argv) {
     int correct = 0;
     double t0 = cli_now();
     cli_catch_signal(SIGINT, on_interrupt); /* from here Ctrl-C saves a checkpoint */
-    for (long s = start; s < total && !interrupted; s++) {
+    cli_catch_signal(SIGUSR1, on_interrupt);
+    int stopped = 0;
+    for (long s = start; s < total && !stopped; s++) {
         double ts = cli_now();
         batch_indices(&order, s, a.batch, idx);
         double loss = dp_forward_backward(dp, &train, idx, a.batch, s);
@@ -1019,12 +1034,14 @@ int main(int argc, char **argv) {
         }
         if (a.ckpt_every && (s + 1) % a.ckpt_every == 0 && rank0 && save(&saver, t, m, &err) < 0)
             goto fail;
+        stopped = any_interrupted();
     }
     double wall = cli_now() - t0;
-    if (interrupted) {
+    if (stopped) {
         cli_progress_clear(&bar);
         if (rank0 && save(&saver, t, m, &err) < 0) goto fail;
-        fprintf(stderr, "tftrain: interrupted after step %ld of %ld; saved a checkpoint to %s "
+        if (rank0)
+            fprintf(stderr, "tftrain: interrupted after step %ld of %ld; saved a checkpoint to %s "
                         "(to continue: tftrain --resume %s with the same data options)\n",
                 trainer_steps_done(t), total, saver.ckpt, a.out);
         status = CLI_EXIT_INTERRUPTED;
