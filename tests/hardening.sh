@@ -219,6 +219,17 @@ done
 check "... writing nothing" $?
 rm -f "$tmp/deep.tfw"
 
+# Out of memory hung tfrun and tftrain: OpenBLAS retries its 128 MiB work
+# buffer for ever, and its exit handler waits for its own worker thread
+# doing the same. Both refuse first (a hang runs into timeout: status 124).
+(ulimit -v 150000 && exec timeout 60 "$TFRUN" "$tmp/adder.tfw" "0999+0111=") >/dev/null 2>"$tmp/err"
+check "tfrun under ulimit -v 150000 exits 1" $(($? != 1)) "($(cat "$tmp/err"))"
+says "... naming OpenBLAS's buffer" "$tmp/err" "out of memory: OpenBLAS needs a work buffer of 129 MiB"
+(ulimit -v 150000 && exec timeout 60 "$TFTRAIN" --init "$tmp/adder.tfw" --data "$tmp/add.tsv" \
+    --heldout "$tmp/add.tsv" --steps 1 --quiet -o "$tmp/oom.tfw") >/dev/null 2>"$tmp/err"
+check "tftrain under ulimit -v 150000 exits 1" $(($? != 1)) "($(cat "$tmp/err"))"
+says "... naming OpenBLAS's buffer" "$tmp/err" "out of memory: OpenBLAS needs a work buffer of 129 MiB"
+
 # Messages that misled. tfinfo on a --dump file blamed an "infinite element"
 # (its masked attention scores).
 "$TFRUN" "$tmp/adder.tfw" --dump "$tmp/acts.st" "0999+0111=" >/dev/null &&

@@ -40,6 +40,7 @@
 #include "distributed.h"
 #include "dump.h"
 #include "infer.h"
+#include "kernels.h"
 #include "inspect.h"
 #include "session.h"
 #include "lines.h"
@@ -658,8 +659,17 @@ int main(int argc, char **argv) {
     // save (bench/batch.sh). An explicit OPENBLAS_NUM_THREADS still wins.
     if (!getenv("OPENBLAS_NUM_THREADS")) openblas_set_num_threads(1);
 #endif
-    if (cli_expect_weights("tfrun", weights) < 0) return TFRUN_EXIT_ERROR;
     TfError err = {""};
+    // OpenBLAS hangs when its buffer cannot be had (its own worker thread,
+    // started with the library, too): refuse now instead.
+    // _Exit: its exit handler would wait for its own worker thread, which
+    // retries the same allocation for ever.
+    if (blas_reserve(batch_path ? threads : 1, &err) < 0) {
+        fprintf(stderr, "tfrun: %s\n", err.msg);
+        fflush(stdout);
+        _Exit(TFRUN_EXIT_ERROR);
+    }
+    if (cli_expect_weights("tfrun", weights) < 0) return TFRUN_EXIT_ERROR;
     // An output that cannot be written is found now, not after the run.
     const char *outs[2] = {io.report_path, dump_path};
     for (int i = 0; i < 2; i++) {

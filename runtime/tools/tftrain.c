@@ -50,6 +50,7 @@
 #include "distributed.h"
 #include "file.h"
 #include "finetune.h"
+#include "kernels.h"
 #include "outfile.h"
 #include "rng.h"
 #include "tfw.h"
@@ -827,6 +828,14 @@ int main(int argc, char **argv) {
     // The initial model and its learned settings (dropout, positions, seed):
     // a checkpoint, a weight file (tfc's output for a learned model), or a
     // program compiled here.
+    if (blas_reserve(a.threads > 0 ? a.threads : 1, &err) < 0) {
+        // OpenBLAS would hang on its buffer (its own worker thread, started
+        // with the library, too); _Exit, since its exit handler waits for
+        // that thread, which retries for ever.
+        fprintf(stderr, "tftrain: %s\n", err.msg);
+        fflush(stdout);
+        _Exit(EXIT_BAD);
+    }
     if (a.resume) {
         if (cli_expect_weights("tftrain", a.resume) < 0) goto done;
         if (!(m = read_checkpoint(a.resume, &err))) goto fail;
