@@ -199,6 +199,37 @@ check "tfc with a 70 MB program exits 2" $(($? != 2))
 says "... before reading it" "$tmp/err" "str50.tfp: 70000000 bytes, over the limit of 67108864 bytes"
 rm -f "$tmp/str50.tfp"
 
+# A 21 MB file of 72,000 layers: tfinfo took 102 s (quadratic in layers),
+# its report was 1.5 GB at 2.5 GB of memory, its dump 841 MB at 2.7 GB.
+# tfinfo is linear; the report, the pictures, the comparison and the dump
+# are refused before the run (runtime/inspect/inspect.h's limits).
+sed 's/^repeat 4 {/repeat 9000 {/' "$SRC/programs/adder.tfp" >"$tmp/deep.tfp"
+"$TFC" "$tmp/deep.tfp" --max-params 999999999 -o "$tmp/deep.tfw" 2>"$tmp/err"
+check "tfc compiles 72,004 layers" $? "$(cat "$tmp/err")"
+[ "$("$TFINFO" "$tmp/deep.tfw" | grep -c ' copy_out ')" -eq 9000 ]
+check "tfinfo lists them all" $?
+for how in "--report $tmp/deep.html" "--svg $tmp/deep-svg" "--compare $tmp/deep.tfw --report $tmp/deep.html" \
+    "--dump $tmp/deep.st"; do
+    # shellcheck disable=SC2086
+    (ulimit -v 1000000 && exec "$TFRUN" "$tmp/deep.tfw" $how "0999+0111=") >/dev/null 2>"$tmp/err"
+    check "tfrun deep.tfw $how exits 1" $(($? != 1)) "($(cat "$tmp/err"))"
+    says "... naming the limit" "$tmp/err" "values (72004 layers, 10 positions, d_model 80), over the limit of"
+done
+[ ! -e "$tmp/deep.html" ] && [ ! -e "$tmp/deep.st" ]
+check "... writing nothing" $?
+rm -f "$tmp/deep.tfw"
+
+# Out of memory hung tfrun and tftrain: OpenBLAS retries its 128 MiB work
+# buffer for ever, and its exit handler waits for its own worker thread
+# doing the same. Both refuse first (a hang runs into timeout: status 124).
+(ulimit -v 150000 && exec timeout 60 "$TFRUN" "$tmp/adder.tfw" "0999+0111=") >/dev/null 2>"$tmp/err"
+check "tfrun under ulimit -v 150000 exits 1" $(($? != 1)) "($(cat "$tmp/err"))"
+says "... naming OpenBLAS's buffer" "$tmp/err" "out of memory: OpenBLAS needs a work buffer of 129 MiB"
+(ulimit -v 150000 && exec timeout 60 "$TFTRAIN" --init "$tmp/adder.tfw" --data "$tmp/add.tsv" \
+    --heldout "$tmp/add.tsv" --steps 1 --quiet -o "$tmp/oom.tfw") >/dev/null 2>"$tmp/err"
+check "tftrain under ulimit -v 150000 exits 1" $(($? != 1)) "($(cat "$tmp/err"))"
+says "... naming OpenBLAS's buffer" "$tmp/err" "out of memory: OpenBLAS needs a work buffer of 129 MiB"
+
 # Messages that misled. tfinfo on a --dump file blamed an "infinite element"
 # (its masked attention scores).
 "$TFRUN" "$tmp/adder.tfw" --dump "$tmp/acts.st" "0999+0111=" >/dev/null &&

@@ -139,6 +139,42 @@ data() { tail -c +$((9 + $(od -An -tu8 -N8 "$1" | tr -d ' '))) "$1"; }
 cmp -s <(data "$tmp/binary_add.1.tfw") <(data "$tmp/resumed.tfw")
 check "20 steps on 2 ranks + 20 resumed on 3 == 40 steps in one process, bit for bit" $?
 
+# Interrupting training under mpirun (issue 24): SIGINT to rank 0 saved a
+# checkpoint and then deadlocked, the other rank waiting in the next step.
+# The ranks agree after each step whether one was interrupted: all stop
+# together, rank 0 saves, every rank exits 130. Open MPI's mpirun turns
+# Ctrl-C into SIGTERM (no checkpoint) but forwards SIGUSR1, which tftrain
+# takes as SIGINT. The checkpoint resumes, in one process, to the bits of an
+# uninterrupted run. (set -m: a background job that does not ignore SIGINT.)
+interrupt() { # interrupt rank0|mpirun OUT: sets rc and k (the step saved)
+    rm -f "$tmp/pid.0" "$tmp/sig.err"
+    set -m
+    "$MPIEXEC" --oversubscribe -n 2 sh -c 'echo $$ >"$1/pid.$OMPI_COMM_WORLD_RANK"; shift; exec "$@"' sh "$tmp" \
+        "$TFTRAIN" "$P/binary_add.tfp" "${ba[@]}" --steps 100000000 --progress -o "$2" \
+        >/dev/null 2>"$tmp/sig.err" &
+    local pid=$!
+    set +m
+    for _ in $(seq 1 6000); do
+        grep -q "ETA" "$tmp/sig.err" 2>/dev/null && [ -s "$tmp/pid.0" ] && break
+        sleep 0.1
+    done
+    if [ "$1" = rank0 ]; then kill -INT "$(cat "$tmp/pid.0")"; else kill -USR1 "$pid"; fi
+    # A deadlock would hang here: the test's timeout ends it.
+    wait "$pid"
+    rc=$?
+    k=$(tr '\r' '\n' <"$tmp/sig.err" |
+        sed -n 's/^tftrain: interrupted after step \([0-9]*\) of 100000000; saved a checkpoint to .*/\1/p')
+}
+for how in rank0 mpirun; do
+    interrupt $how "$tmp/int_$how.tfw"
+    [ $rc -eq 130 ] && [ -n "$k" ] && [ "$k" -gt 0 ] && [ -e "$tmp/int_$how.ckpt.tfw" ]
+    check "SIGINT to rank 0 / SIGUSR1 to mpirun ($how): exit 130 after step $k, a checkpoint" $?
+    "$TFTRAIN" --resume "$tmp/int_$how.tfw" "${ba[@]}" --steps $((k + 3)) --quiet -o "$tmp/int_r.tfw" >/dev/null &&
+        "$TFTRAIN" "$P/binary_add.tfp" "${ba[@]}" --steps $((k + 3)) --quiet -o "$tmp/int_s.tfw" >/dev/null &&
+        cmp -s <(data "$tmp/int_r.tfw") <(data "$tmp/int_s.tfw")
+    check "... it resumes to the uninterrupted run's bits ($how)" $?
+done
+
 # Run-time checks and numbers (tests/mkgeneral.c's tie.tfw and frac.tfw) on 2
 # ranks: the same lines, the same errors, the same exit status.
 "${TF_BUILD_DIR:?}/mkgeneral" "$tmp"

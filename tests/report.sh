@@ -187,6 +187,28 @@ check "--report exits 0" $?
 check "--report still prints the completion" $?
 ! grep -qE '<script[^>]+src=|<link[^>]+href=|@import' "$R"
 check "the report loads nothing from elsewhere" $?
+# A warning sign means something is wrong (issue 24: 14 of the correct
+# adder's 36 layers had one): the blends of positions before the '+' and '='
+# are in view, which nothing on the way to the output reads, are grey
+# ("idle"), not red. A copy of the adder whose find_plus writes left_pos at
+# 0.6 of its length still computes the sum, but is flagged where it is read.
+idle=$(grep -o 'class="idle"' "$R" | wc -l)
+! grep -q 'class="flag"\|&#9888;' "$R" && [ "$idle" -gt 10 ]
+check "the correct adder's report: no warning sign, $idle harmless cells grey" $? \
+    "$(grep -o '&#9888;[^<]*' "$R" | head -3)"
+"${PYTHON:-python3}" - "$W" "$tmp/weak.tfw" <<'PYEOF'
+import json, struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+(n,) = struct.unpack("<Q", b[:8])
+s, e = json.loads(b[8:8 + n])["layers.0.attn.output.weight"]["data_offsets"]
+v = [x * 0.6 for x in struct.unpack("<%df" % ((e - s) // 4), b[8 + n + s:8 + n + e])]
+b[8 + n + s:8 + n + e] = struct.pack("<%df" % len(v), *v)
+open(sys.argv[2], "wb").write(b)
+PYEOF
+"$TFRUN" "$tmp/weak.tfw" --report "$tmp/weak.html" "0999+0111=" >/dev/null &&
+    grep -q 'class="flag" title="length 0.6, not 1' "$tmp/weak.html" &&
+    grep -q '<a href="#layer-0" class="flagged">' "$tmp/weak.html"
+check "a weakened find_plus is flagged where the output reads it" $?
 
 # --- models without registers ------------------------------------------------------
 # Learned models (a `model { ... }` block; untrained weights are enough here):

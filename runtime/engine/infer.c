@@ -925,8 +925,9 @@ static void call_hook(TfInfer *inf, int layer, int n) {
 
 /* The error of a step whose activations overflowed float32 at layer l
  * (-1: the embedding, n_layers: the logits), row inf->bad_row: -1. */
-static int overflow_error(const TfInfer *inf, int l, TfError *err) {
+static int overflow_error(TfInfer *inf, int l, TfError *err) {
     const TfModel *m = inf->m;
+    inf->bad = 1;
     char where[160];
     if (l < 0)
         snprintf(where, sizeof where, "the embedding");
@@ -1090,6 +1091,7 @@ static int fill_rows(TfInfer *inf, int *const *seqs, const int *len, const int *
 
 /* Forgets the failures of the previous call (of any number of sequences). */
 static void reset_failures(TfInfer *inf) {
+    inf->bad = 0;
     if (!inf->fail_layer) return;
     for (int s = 0; s < inf->max_seqs; s++) inf->fail_layer[s] = -1;
     inf->n_failed = 0;
@@ -1107,6 +1109,8 @@ static int report_failures(const TfInfer *inf, int n_seqs, TfError *err) {
 }
 
 int infer_n_failed(const TfInfer *inf) { return inf->n_failed; }
+
+int infer_overflowed(const TfInfer *inf) { return inf->bad; }
 
 const char *infer_failure(const TfInfer *inf, int s) {
     if (!inf->fail_layer || s < 0 || s >= inf->max_seqs || inf->fail_layer[s] < 0) return NULL;

@@ -147,6 +147,10 @@ int infer_every_position_values(TfInfer *inf, const int *const *seqs, const int 
  * and infer_failure(inf, s) describes sequence s's failure (NULL: none).
  * A model without checks does no work for them. */
 int infer_n_failed(const TfInfer *inf);
+/* 1 when the last call failed because a value overflowed float32: finite
+ * weights whose products are infinite or NaN (err names the layer and
+ * position); like a failed check, a verdict on the model, not a bug. */
+int infer_overflowed(const TfInfer *inf);
 const char *infer_failure(const TfInfer *inf, int s);
 
 /* For classifier models: one forward pass per sequence, probs[s *

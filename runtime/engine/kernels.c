@@ -4,6 +4,7 @@
 #include <cblas.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 void matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int N,
@@ -157,6 +158,24 @@ void attention_row_forward_naive(float *out, float *att, const float *q, const f
         for (int t = 0; t < T; t++) acc += att[t] * v[(long)t * vstride + j];
         out[j] = acc;
     }
+}
+
+int blas_reserve(int n_threads, TfError *err) {
+    if (n_threads < 1) n_threads = 1;
+    void **p = calloc((size_t)n_threads, sizeof *p);
+    int ok = p != NULL;
+    for (int i = 0; ok && i < n_threads; i++) {
+        // Touch nothing: the address space is what runs out (ulimit -v).
+        p[i] = malloc(TF_BLAS_BUFFER);
+        ok = p[i] != NULL;
+    }
+    for (int i = 0; p && i < n_threads; i++) free(p[i]);
+    free(p);
+    if (!ok)
+        tf_error_set(err, "out of memory: OpenBLAS needs a work buffer of %zu MiB for each of %d "
+                          "thread%s (raise the memory limit, or use fewer threads)",
+                     TF_BLAS_BUFFER >> 20, n_threads, n_threads == 1 ? "" : "s");
+    return ok ? 0 : -1;
 }
 
 int argmax(const float *x, int n) {

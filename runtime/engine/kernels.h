@@ -14,6 +14,8 @@
 #ifndef TF_KERNELS_H
 #define TF_KERNELS_H
 
+#include "error.h"
+
 #include <stddef.h>
 
 /* out[N,OC] = inp[N,C] @ weight[OC,C]^T + bias[OC]  (bias may be NULL).
@@ -43,6 +45,14 @@ void attention_row_forward_naive(float *out, float *att, const float *q, const f
 
 /* Index of the largest of n values; the first one on ties. */
 int argmax(const float *x, int n);
+
+/* OpenBLAS takes a work buffer of about 128 MiB per thread at its first
+ * matrix product, and when the allocation fails it retries for ever (out of
+ * memory hung tfrun and tftrain). blas_reserve checks that n_threads such
+ * buffers can be had now (allocated together, then freed), so that a tool
+ * can refuse cleanly before it computes. 0, or -1 with err set. */
+#define TF_BLAS_BUFFER (((size_t)128 << 20) + ((size_t)1 << 20))
+int blas_reserve(int n_threads, TfError *err);
 
 #endif
 

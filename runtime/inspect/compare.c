@@ -49,11 +49,27 @@ static TfCompareHead *list_heads(const TfCapture *c, int *n) {
     return h;
 }
 
+#define COMPARE_MAX_PAIRS (1 << 20)
+
 TfCompare *compare_new(const TfCapture *a, const char *file_a, const TfCapture *b,
                        const char *file_b, TfError *err) {
     if (a->n_pos != b->n_pos) {
         tf_error_set(err, "%s runs %d positions and %s %d: the heads cannot be compared", file_a,
                      a->n_pos, file_b, b->n_pos);
+        return NULL;
+    }
+    // The page draws both models and a head-by-head matrix: bounded.
+    if (inspect_check_size(a->m, a->n_pos, 0, TF_REPORT_MAX_CELLS, "the comparison", err) < 0 ||
+        inspect_check_size(b->m, b->n_pos, 0, TF_REPORT_MAX_CELLS, "the comparison", err) < 0)
+        return NULL;
+    double heads[2] = {0, 0};
+    for (int s = 0; s < 2; s++)
+        for (int l = 0; l < (s ? b : a)->m->n_layers; l++)
+            if ((s ? b : a)->m->layers[l].kind == TF_LAYER_ATTENTION)
+                heads[s] += (s ? b : a)->m->layers[l].n_heads;
+    if (heads[0] * heads[1] > COMPARE_MAX_PAIRS) {
+        tf_error_set(err, "%.0f heads against %.0f: over the limit of %d pairs of heads to compare",
+                     heads[0], heads[1], COMPARE_MAX_PAIRS);
         return NULL;
     }
     TfCompare *cmp = calloc(1, sizeof *cmp);

@@ -170,7 +170,7 @@ const char *const draw_css =
     "table.layers tr:nth-child(even){background:#f3f4f6}\n"
     ".dec td,.dec th{text-align:right;border:1px solid #e5e7eb;min-width:2.2em}\n"
     ".dec th.r{text-align:left}.dec td.flag{background:#fecaca;font-weight:bold}\n"
-    ".dec td.empty{color:#9ca3af}.dec td.sub{color:#6b7280;font-size:0.85em}\n"
+    ".dec td.idle{background:#f3f4f6;color:#6b7280}.dec td.empty{color:#9ca3af}.dec td.sub{color:#6b7280;font-size:0.85em}\n"
     ".mv{display:grid;gap:8px;margin:0.5em 0}\n"
     ".mv-layer{border:1px solid #e5e7eb;border-radius:3px;padding:2px 4px 4px;min-width:0}\n"
     ".mv-layer.flagged{border-color:#fca5a5}\n"

@@ -37,9 +37,13 @@
 #include "infer.h"
 #include "model.h"
 
+/* The most values a dump holds (256 MB of floats). */
+#define TF_DUMP_MAX_VALUES ((double)(1 << 26))
+
 /* Runs tokens[0..n_pos-1] (the prompt's token ids; `prompt` its text),
  * with the edits of iv (NULL: none; intervene.h), and writes the
- * activations to path. 0, or -1 with err set. */
+ * activations to path. 0, or -1 with err set (more than
+ * TF_DUMP_MAX_VALUES values: refused before the run). */
 int dump_activations(const TfModel *m, const char *prompt, const int *tokens, int n_pos,
                      const TfIntervention *iv, const char *path, TfError *err);
 

@@ -218,12 +218,37 @@ static int capture_alloc_inner(TfCapture *c) {
     return 0;
 }
 
+double inspect_cells(const TfModel *m, int n_pos, int inner) {
+    double P = n_pos, cells = (double)(m->n_layers + 1) * P * m->d_model;
+    for (int l = 0; l < m->n_layers; l++) {
+        const TfLayer *ly = &m->layers[l];
+        if (ly->kind == TF_LAYER_ATTENTION) cells += (inner ? 2.0 : 1.0) * ly->n_heads * P * P;
+        for (int p = 0; inner && p < TF_HOOK_POINT_COUNT; p++)
+            cells += P * infer_hook_width(m, ly, (TfHookPoint)p);
+    }
+    return cells;
+}
+
+int inspect_check_size(const TfModel *m, int n_pos, int inner, double limit, const char *what,
+                       TfError *err) {
+    double cells = inspect_cells(m, n_pos, inner);
+    if (cells <= limit) return 0;
+    tf_error_set(err, "%s would hold %.0f values (%d layers, %d positions, d_model %d), over the "
+                      "limit of %.0f: inspect a shorter prompt, or fewer layers",
+                 what, cells, m->n_layers, n_pos, m->d_model, limit);
+    return -1;
+}
+
 TfCapture *inspect_capture_with(const TfModel *m, const int *tokens, int n_pos, int inner,
                                 const TfIntervention *iv, TfError *err) {
     if (n_pos < 1) {
         tf_error_set(err, "nothing to inspect: the sequence is empty");
         return NULL;
     }
+    // Refused before anything is allocated: memory and output grow with it.
+    if (inspect_check_size(m, n_pos, inner, TF_CAPTURE_MAX_CELLS,
+                           inner ? "the activations" : "the capture", err) < 0)
+        return NULL;
     TfCapture *c = calloc(1, sizeof *c);
     if (!c) goto oom;
     c->m = m;
@@ -267,12 +292,13 @@ TfCapture *inspect_capture_with(const TfModel *m, const int *tokens, int n_pos, 
     } else if (model_numeric_output(m)) {
         // One pass; no token: the output register's value at each position.
         c->next = -1;
-        c->values = malloc((size_t)n_pos * sizeof(float));
+        c->values = calloc((size_t)n_pos, sizeof(float));
         rc = c->values ? infer_every_position_values(inf, &tokens, &n_pos, 1, &c->values, err) : -1;
         if (!c->values) tf_error_set(err, "out of memory");
     } else if (m->every_position) {
         // One pass; "next" is the token at the last position.
-        c->outputs = malloc((size_t)n_pos * sizeof(int));
+        // calloc: a sequence that fails a run-time check leaves them unset.
+        c->outputs = calloc((size_t)n_pos, sizeof(int));
         rc = c->outputs ? infer_every_position(inf, &tokens, &n_pos, 1, &c->outputs, err) : -1;
         if (!c->outputs) tf_error_set(err, "out of memory");
         if (rc == 0) c->next = c->outputs[n_pos - 1];
@@ -315,6 +341,128 @@ int inspect_layer_wrote(const TfCapture *c, int layer, const TfRegister *reg) {
             if (!(diff <= 1e-6f * fmaxf(1.0f, fabsf(b)))) return 1;
         }
     }
+    return 0;
+}
+
+/* --- what the output reads ------------------------------------------------ */
+
+/* Marks the columns (of d) matrix t [rows, d] reads: its non-zero columns. */
+static void mark_read(const TfModel *m, int t, char *cols) {
+    if (t < 0) return;
+    const TfTensor *T = &m->tensors[t];
+    int d = m->d_model;
+    size_t rows = T->nelem / (size_t)d;
+    for (size_t r = 0; r < rows; r++)
+        for (int j = 0; j < d; j++) cols[j] |= T->data[r * (size_t)d + (size_t)j] != 0.0f;
+}
+
+/* Marks the rows (of d) matrix or bias t [d, k] writes: its non-zero rows. */
+static void mark_written(const TfModel *m, int t, char *cols) {
+    if (t < 0) return;
+    const TfTensor *T = &m->tensors[t];
+    size_t k = T->nelem / (size_t)m->d_model;
+    for (int i = 0; i < m->d_model; i++)
+        for (size_t j = 0; j < k && !cols[i]; j++) cols[i] = T->data[(size_t)i * k + j] != 0.0f;
+}
+
+/* Columns layer ly reads at the query row (q), at every visible key (k) and
+ * at the keys it attends to (v), and the columns it writes (w). A pre-norm
+ * or norm layer reads everything. */
+static void layer_columns(const TfModel *m, const TfLayer *ly, char *q, char *k, char *v, char *w) {
+    int d = m->d_model;
+    memset(q, 0, (size_t)d), memset(k, 0, (size_t)d), memset(v, 0, (size_t)d), memset(w, 0, (size_t)d);
+    if (ly->kind == TF_LAYER_NORM || ly->norm_weight >= 0) {
+        memset(q, 1, (size_t)d);
+        if (ly->kind == TF_LAYER_ATTENTION) memset(k, 1, (size_t)d), memset(v, 1, (size_t)d);
+        if (ly->kind == TF_LAYER_NORM) memset(w, 1, (size_t)d);
+    } else if (ly->kind == TF_LAYER_ATTENTION) {
+        mark_read(m, ly->query, q);
+        mark_read(m, ly->key, k);
+        mark_read(m, ly->value, v);
+    } else {
+        mark_read(m, ly->fc1_weight, q);
+    }
+    if (ly->kind == TF_LAYER_ATTENTION) {
+        if (ly->output >= 0) {
+            mark_written(m, ly->output, w);
+            mark_written(m, ly->output_bias, w);
+        } else { /* head channel c is residual column c: value row c */
+            const TfTensor *T = &m->tensors[ly->value];
+            for (int c = 0; c < d && (size_t)(c + 1) * (size_t)d <= T->nelem; c++)
+                for (int j = 0; j < d && !w[c]; j++) w[c] = T->data[(size_t)c * d + j] != 0.0f;
+            if (ly->value_bias >= 0 && m->tensors[ly->value_bias].nelem >= (size_t)d)
+                for (int c = 0; c < d; c++) w[c] |= m->tensors[ly->value_bias].data[c] != 0.0f;
+        }
+    } else if (ly->kind == TF_LAYER_MLP) {
+        mark_written(m, ly->fc2_weight, w);
+        mark_written(m, ly->fc2_bias, w);
+    }
+}
+
+char *inspect_live(const TfCapture *c) {
+    const TfModel *m = c->m;
+    int d = m->d_model, P = c->n_pos, L = m->n_layers;
+    size_t plane = (size_t)P * (size_t)d;
+    char *live = calloc((size_t)c->n_blocks * plane, 1);
+    char *q = malloc((size_t)d * 4), *k = q ? q + d : NULL, *v = q ? q + 2 * d : NULL,
+         *w = q ? q + 3 * d : NULL;
+    if (!live || !q) {
+        free(live), free(q);
+        return NULL;
+    }
+    // After the last layer: what the unembedding reads, where it is read.
+    char *out = live + (size_t)L * plane;
+    if (model_numeric_output(m)) {
+        const TfRegister *r = &m->regs[m->output_reg];
+        for (int p = 0; p < P; p++) memset(out + (size_t)p * d + r->offset, 1, (size_t)r->size);
+    } else {
+        memset(q, 0, (size_t)d);
+        mark_read(m, m->unembed, q);
+        for (int p = 0; p < P; p++) {
+            int read = m->every_position ||
+                       (m->output_kind == TF_OUTPUT_CLASSIFY ? p == (m->classify_at_last ? P - 1 : 0)
+                                                             : p == P - 1);
+            if (read) memcpy(out + (size_t)p * d, q, (size_t)d);
+        }
+    }
+    for (int l = L - 1; l >= 0; l--) {
+        const TfLayer *ly = &m->layers[l];
+        char *after = live + (size_t)(l + 1) * plane, *before = live + (size_t)l * plane;
+        // A register checked after this layer is read at every position.
+        for (int j = 0; j < m->n_checks; j++)
+            if (m->checks[j].layer == l)
+                for (int p = 0; p < P; p++)
+                    memset(after + (size_t)p * d + m->regs[m->checks[j].reg].offset, 1,
+                           (size_t)m->regs[m->checks[j].reg].size);
+        memcpy(before, after, plane); /* the residual connection */
+        layer_columns(m, ly, q, k, v, w);
+        for (int p = 0; p < P; p++) {
+            const char *a = after + (size_t)p * d;
+            int needed = 0;
+            for (int j = 0; j < d && !needed; j++) needed = a[j] && w[j];
+            if (!needed) continue;
+            for (int j = 0; j < d; j++) before[(size_t)p * d + j] |= q[j];
+            if (ly->kind != TF_LAYER_ATTENTION) continue;
+            int T = ly->causal ? p + 1 : P;
+            for (int t = 0; t < T; t++) {
+                int attended = 0;
+                for (int h = 0; h < ly->n_heads && !attended; h++)
+                    attended = capture_att(c, l, h, p, t) > 1e-6f;
+                for (int j = 0; j < d; j++)
+                    before[(size_t)t * d + j] |= k[j] | (attended ? v[j] : 0);
+            }
+        }
+    }
+    free(q);
+    return live;
+}
+
+int inspect_register_live(const TfCapture *c, const char *live, int block, int pos,
+                          const TfRegister *reg) {
+    if (!live) return 1;
+    const char *row = live + ((size_t)block * (size_t)c->n_pos + (size_t)pos) * (size_t)c->m->d_model;
+    for (int i = 0; i < reg->size; i++)
+        if (row[reg->offset + i]) return 1;
     return 0;
 }
 

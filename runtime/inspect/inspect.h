@@ -115,6 +115,19 @@ const float *capture_row(const TfCapture *c, int block, int pos);
 /* Attention weight of head h of layer l, query row q, key column k. */
 float capture_att(const TfCapture *c, int layer, int h, int q, int k);
 
+/* The values a capture of n_pos positions holds (residual streams,
+ * attention weights; with inner, every activation and the scores too):
+ * what memory, a report and a dump grow with. */
+double inspect_cells(const TfModel *m, int n_pos, int inner);
+/* Limits on them: a capture (TF_CAPTURE_MAX_CELLS, 1 GiB of floats) and a
+ * report or set of pictures (TF_REPORT_MAX_CELLS: about 100 MB of page).
+ * inspect_check_size: 0, or -1 with err saying that `what` would be too
+ * large. */
+#define TF_CAPTURE_MAX_CELLS ((double)(1 << 28))
+#define TF_REPORT_MAX_CELLS ((double)(1 << 22))
+int inspect_check_size(const TfModel *m, int n_pos, int inner, double limit, const char *what,
+                       TfError *err);
+
 /* Runs one forward pass of tokens[0..n_pos-1] with hooks on, recording
  * everything. NULL with err set (bad tokens, too long, out of memory). A
  * failed run-time check is not an error here: see `failed`. */
@@ -131,6 +144,18 @@ void capture_free(TfCapture *c);
  * moved by more than 1e-6 (relative to max(1, |before|)). Norm layers write
  * everything. */
 int inspect_layer_wrote(const TfCapture *c, int layer, const TfRegister *reg);
+
+/* Which residual cells the output depends on: live[(block * n_pos + pos) *
+ * d_model + col] is 1 when column col at position pos after block `block`
+ * is read by a later layer on a path to what the unembedding reads (at the
+ * positions it reads), or by a run-time check; attention reads values only
+ * where it attends (weight above 1e-6) and keys wherever the query sees.
+ * malloc'd, the caller frees it; NULL when out of memory. */
+char *inspect_live(const TfCapture *c);
+/* Whether any column of reg at pos after block is live (1 when live is
+ * NULL: nothing known). */
+int inspect_register_live(const TfCapture *c, const char *live, int block, int pos,
+                          const TfRegister *reg);
 
 /* Logit lens at block `block`, position `pos`: the k most likely outputs
  * (ids into the vocabulary, or classes) and their softmax probabilities,

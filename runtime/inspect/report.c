@@ -591,9 +591,10 @@ static void write_json_data(const TfCapture *c, FILE *f) {
 }
 
 /* The registers block `block` wrote, decoded: one table row per register,
- * flagged cells red with the reason on hover. Learned models: the logit
- * lens's top output. */
-static void write_decoded(const TfCapture *c, int block, FILE *f) {
+ * flagged cells red with the reason on hover, but those the output does not
+ * depend on (live, inspect_live): grey, "not read". Learned models: the
+ * logit lens's top output. */
+static void write_decoded(const TfCapture *c, const char *live, int block, FILE *f) {
     const TfModel *m = c->m;
     char t[32];
     fputs("<div class=\"scroll\"><table class=\"dec\"><tr><th class=\"r\">position</th>", f);
@@ -636,13 +637,14 @@ static void write_decoded(const TfCapture *c, int block, FILE *f) {
         for (int p = 0; p < c->n_pos; p++) {
             TfDecoded d;
             inspect_decode(m, reg, capture_row(c, block, p), &d);
-            const char *cls = d.status == TF_DECODE_FLAGGED ? " class=\"flag\""
+            int read = d.status != TF_DECODE_FLAGGED || inspect_register_live(c, live, block, p, reg);
+            const char *cls = d.status == TF_DECODE_FLAGGED ? read ? " class=\"flag\"" : " class=\"idle\""
                               : d.status == TF_DECODE_EMPTY ? " class=\"empty\""
                                                             : "";
             fprintf(f, "<td%s title=\"", cls);
             if (d.status == TF_DECODE_FLAGGED) {
                 draw_text(f, d.why);
-                fputs("; ", f);
+                fputs(read ? "; " : " (harmless: nothing on the way to the output reads it here); ", f);
             }
             if (reg->kind == TF_REG_TOKEN || reg->kind == TF_REG_CATEGORICAL)
                 fprintf(f, "max %.6g, margin %.6g", (double)d.value, (double)d.margin);
@@ -674,15 +676,18 @@ static void write_decoded(const TfCapture *c, int block, FILE *f) {
     fputs("</table></div>\n", f);
 }
 
-/* Flagged cells among the registers block `block` wrote. */
-static int count_flags(const TfCapture *c, int block) {
+/* Flagged cells among the registers block `block` wrote, where the output
+ * depends on them (a cell that does not decode but that nothing reads, such
+ * as a FindAndStore before its token is in view, is not a fault). */
+static int count_flags(const TfCapture *c, const char *live, int block) {
     int n = 0;
     for (int r = 0; r < c->m->n_regs; r++) {
         if (!inspect_layer_wrote(c, block - 1, &c->m->regs[r])) continue;
         for (int p = 0; p < c->n_pos; p++) {
             TfDecoded d;
             inspect_decode(c->m, &c->m->regs[r], capture_row(c, block, p), &d);
-            n += d.status == TF_DECODE_FLAGGED;
+            n += d.status == TF_DECODE_FLAGGED &&
+                 inspect_register_live(c, live, block, p, &c->m->regs[r]);
         }
     }
     return n;
@@ -1096,7 +1101,7 @@ static void write_source_lines(const TfModel *m, const TfLayer *ly, FILE *f) {
 
 /* One collapsible section per block: decoded registers, residual heatmap,
  * every head's attention. */
-static void write_blocks(const TfCapture *c, const int *flags, FILE *f) {
+static void write_blocks(const TfCapture *c, const int *flags, const char *live, FILE *f) {
     const TfModel *m = c->m;
     char title[256];
     fputs("<section><h2 id=\"trace\">Layer by layer</h2>\n", f);
@@ -1126,7 +1131,7 @@ static void write_blocks(const TfCapture *c, const int *flags, FILE *f) {
                     flags[b] == 1 ? "" : "s");
         fputs("</summary>\n", f);
         if (l >= 0) write_source_lines(m, &m->layers[l], f);
-        write_decoded(c, b, f);
+        write_decoded(c, live, b, f);
         fputs("<div class=\"figs\">\n", f);
         report_svg_residual(c, b, 0, f);
         for (int h = 0; l >= 0 && c->att[l] && h < m->layers[l].n_heads; h++) {
@@ -1152,7 +1157,8 @@ int report_write_html(const TfCapture *c, const char *path, TfError *err) {
         free(flags);
         return -1;
     }
-    for (int b = 0; b < c->n_blocks; b++) flags[b] = count_flags(c, b);
+    char *live = inspect_live(c); /* NULL: every flag counts */
+    for (int b = 0; b < c->n_blocks; b++) flags[b] = count_flags(c, live, b);
 
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>tfrun report",
           f);
@@ -1169,8 +1175,9 @@ int report_write_html(const TfCapture *c, const char *path, TfError *err) {
     write_model_view(c, flags, f);
     write_program(c, flags, f);
     write_layer_table(c, flags, f);
-    write_blocks(c, flags, f);
+    write_blocks(c, flags, live, f);
     free(flags);
+    free(live);
     fputs(
         "</main></div>\n<div id=\"status\"></div><div id=\"tip\"></div><div id=\"pinned\"></div>\n",
         f);

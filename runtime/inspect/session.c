@@ -38,6 +38,10 @@ int inspect_run(const TfModel *m, const int *prompt, int len, int n_new,
                      steps == 1 ? "" : "s", m->max_len);
         return -1;
     }
+    if ((opt->report_path || opt->svg_dir) &&
+        inspect_check_size(m, len + opt->step, 0, TF_REPORT_MAX_CELLS,
+                           opt->report_path ? "the report" : "the pictures", err) < 0)
+        return -1;
     int *seq = malloc(((size_t)len + (size_t)steps) * sizeof(int));
     if (!seq) {
         tf_error_set(err, "out of memory");

@@ -380,10 +380,29 @@ int model_tensor_uses(const TfModel *m, int idx) {
     return n;
 }
 
+void model_tensor_use_counts(const TfModel *m, int *uses) {
+    for (int i = 0; i < m->n_tensors; i++) uses[i] = 0;
+    const int model_fields[] = {m->tok_embed, m->pos_embed, m->unembed, m->unembed_bias};
+    for (size_t i = 0; i < sizeof model_fields / sizeof *model_fields; i++)
+        if (model_fields[i] >= 0 && model_fields[i] < m->n_tensors) uses[model_fields[i]]++;
+    for (int l = 0; l < m->n_layers; l++) {
+        const TfLayer *ly = &m->layers[l];
+        const int fields[] = {ly->query,       ly->key,      ly->value,      ly->output,
+                              ly->query_bias,  ly->key_bias, ly->value_bias, ly->output_bias,
+                              ly->fc1_weight,  ly->fc1_bias, ly->fc2_weight, ly->fc2_bias,
+                              ly->norm_weight, ly->norm_bias};
+        for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
+            if (fields[i] >= 0 && fields[i] < m->n_tensors) uses[fields[i]]++;
+    }
+}
+
 size_t model_param_count(const TfModel *m) {
     size_t n = 0;
+    int *uses = malloc((size_t)(m->n_tensors > 0 ? m->n_tensors : 1) * sizeof *uses);
+    if (uses) model_tensor_use_counts(m, uses);
     for (int i = 0; i < m->n_tensors; i++)
-        if (model_tensor_uses(m, i) > 0) n += m->tensors[i].nelem;
+        if ((uses ? uses[i] : model_tensor_uses(m, i)) > 0) n += m->tensors[i].nelem;
+    free(uses);
     return n;
 }
 

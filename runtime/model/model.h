@@ -266,6 +266,9 @@ int model_layer_tensors(const TfLayer *ly, int *tensors, const char **roles);
  * layer's) name tensor idx: 0 for a tensor the model does not read, such
  * as a checkpoint's optimizer state. */
 int model_tensor_uses(const TfModel *m, int idx);
+/* The same for every tensor in one pass over the layers (model_tensor_uses
+ * in a loop over tensors is quadratic): uses holds n_tensors ints. */
+void model_tensor_use_counts(const TfModel *m, int *uses);
 
 /* The model's parameters: the floats of the tensors it reads (tensors
  * shared by several layers counted once; optimizer state not at all). */

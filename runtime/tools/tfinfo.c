@@ -11,6 +11,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -38,12 +39,12 @@ static void print_shape(const TfTensor *t) {
 
 /* One tensor of a layer: "    query  layers.0.attn.query.weight [80, 80]",
  * marked "shared" when other layers use it too. */
-static size_t print_layer_tensor(const TfModel *m, const char *role, int idx) {
+static size_t print_layer_tensor(const TfModel *m, const int *uses, const char *role, int idx) {
     if (idx < 0) return 0;
     const TfTensor *t = &m->tensors[idx];
     printf("      %-12s %-34s ", role, t->name);
     print_shape(t);
-    printf("%s\n", model_tensor_uses(m, idx) > 1 ? "  shared" : "");
+    printf("%s\n", uses[idx] > 1 ? "  shared" : "");
     return t->nelem;
 }
 
@@ -132,7 +133,7 @@ static void print_layer_parts(const TfLayer *ly) {
     }
 }
 
-static void print_layers(const TfModel *m) {
+static void print_layers(const TfModel *m, const int *uses) {
     printf("\nlayers: %d (a layer's parameters count its shared tensors too)\n", m->n_layers);
     for (int l = 0; l < m->n_layers; l++) {
         const TfLayer *ly = &m->layers[l];
@@ -151,28 +152,28 @@ static void print_layers(const TfModel *m) {
                    ly->n_heads == 1 ? "" : "s", ly->d_head, ly->d_vhead, (double)ly->scale,
                    ly->causal ? "causal" : "bidirectional");
             print_layer_parts(ly);
-            n += print_layer_tensor(m, "query", ly->query);
-            n += print_layer_tensor(m, "key", ly->key);
-            n += print_layer_tensor(m, "value", ly->value);
-            n += print_layer_tensor(m, "output", ly->output);
-            n += print_layer_tensor(m, "query_bias", ly->query_bias);
-            n += print_layer_tensor(m, "key_bias", ly->key_bias);
-            n += print_layer_tensor(m, "value_bias", ly->value_bias);
-            n += print_layer_tensor(m, "output_bias", ly->output_bias);
+            n += print_layer_tensor(m, uses, "query", ly->query);
+            n += print_layer_tensor(m, uses, "key", ly->key);
+            n += print_layer_tensor(m, uses, "value", ly->value);
+            n += print_layer_tensor(m, uses, "output", ly->output);
+            n += print_layer_tensor(m, uses, "query_bias", ly->query_bias);
+            n += print_layer_tensor(m, uses, "key_bias", ly->key_bias);
+            n += print_layer_tensor(m, uses, "value_bias", ly->value_bias);
+            n += print_layer_tensor(m, uses, "output_bias", ly->output_bias);
         } else if (ly->kind == TF_LAYER_MLP) {
             printf("      d_hidden %d, %s\n", ly->d_hidden, tf_activation_names[ly->act]);
             print_layer_parts(ly);
-            n += print_layer_tensor(m, "fc1_weight", ly->fc1_weight);
-            n += print_layer_tensor(m, "fc1_bias", ly->fc1_bias);
-            n += print_layer_tensor(m, "fc2_weight", ly->fc2_weight);
-            n += print_layer_tensor(m, "fc2_bias", ly->fc2_bias);
+            n += print_layer_tensor(m, uses, "fc1_weight", ly->fc1_weight);
+            n += print_layer_tensor(m, uses, "fc1_bias", ly->fc1_bias);
+            n += print_layer_tensor(m, uses, "fc2_weight", ly->fc2_weight);
+            n += print_layer_tensor(m, uses, "fc2_bias", ly->fc2_bias);
         } else {
             printf("      LayerNorm, eps %g\n", (double)ly->norm_eps);
         }
         if (ly->norm_weight >= 0 || ly->norm_bias >= 0) {
             if (ly->kind != TF_LAYER_NORM) printf("      pre-norm, eps %g\n", (double)ly->norm_eps);
-            n += print_layer_tensor(m, "norm_weight", ly->norm_weight);
-            n += print_layer_tensor(m, "norm_bias", ly->norm_bias);
+            n += print_layer_tensor(m, uses, "norm_weight", ly->norm_weight);
+            n += print_layer_tensor(m, uses, "norm_bias", ly->norm_bias);
         }
         printf("      %zu parameters\n", n);
     }
@@ -180,7 +181,7 @@ static void print_layers(const TfModel *m) {
 
 /* Every tensor, and how many of its floats are parameters: a checkpoint
  * also holds optimizer state (optim.*), which the model does not read. */
-static void print_tensors(const TfModel *m) {
+static void print_tensors(const TfModel *m, const int *uses) {
     size_t total = 0;
     for (int i = 0; i < m->n_tensors; i++) total += m->tensors[i].nelem;
     size_t params = model_param_count(m);
@@ -194,7 +195,7 @@ static void print_tensors(const TfModel *m) {
         printf("  %-36s ", t->name);
         print_shape(t);
         printf(" %zu%s\n", t->nelem,
-               model_tensor_uses(m, i) ? "" : "  unused (e.g. optimizer state)");
+               uses[i] ? "" : "  unused (e.g. optimizer state)");
     }
 }
 
@@ -262,8 +263,17 @@ int main(int argc, char **argv) {
         printf("\nposition encoding: embed.position.weight, max_len %d rows (period %d)\n",
                m->max_len, m->period);
     print_registers(m);
-    print_layers(m);
-    print_tensors(m);
+    // How many fields name each tensor, counted once (per tensor: quadratic).
+    int *uses = malloc((size_t)(m->n_tensors > 0 ? m->n_tensors : 1) * sizeof *uses);
+    if (!uses) {
+        fprintf(stderr, "tfinfo: out of memory\n");
+        model_free(m);
+        return 1;
+    }
+    model_tensor_use_counts(m, uses);
+    print_layers(m, uses);
+    print_tensors(m, uses);
+    free(uses);
 
     printf("\ngeneration: ");
     if (m->output_kind == TF_OUTPUT_CLASSIFY) {

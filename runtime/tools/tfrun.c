@@ -44,6 +44,7 @@
 #include "distributed.h"
 #include "dump.h"
 #include "infer.h"
+#include "kernels.h"
 #include "inspect.h"
 #include "intervene.h"
 #include "session.h"
@@ -523,6 +524,11 @@ static int run_compare(TfModel *const m[2], const char *const path[2], const cha
         free(where);
         if (!ids[s]) goto done;
     }
+    for (s = 0; s < 2; s++) /* refused before either model runs */
+        if (inspect_check_size(m[s], (int)len, 0, TF_REPORT_MAX_CELLS, "the comparison", &err) < 0) {
+            fprintf(stderr, "tfrun: %s: %s\n", path[s], err.msg);
+            goto done;
+        }
     for (s = 0; s < 2; s++) {
         if (result_text(m[s], prompt, ids[s], (int)len, n_new[s], iv[s], &text[s], &err) < 0 ||
             !(cap[s] = inspect_capture_with(m[s], ids[s], (int)len, 0, iv[s], &err))) {
@@ -748,8 +754,17 @@ int main(int argc, char **argv) {
     // save (bench/batch.sh). An explicit OPENBLAS_NUM_THREADS still wins.
     if (!getenv("OPENBLAS_NUM_THREADS")) openblas_set_num_threads(1);
 #endif
-    if (cli_expect_weights("tfrun", weights) < 0) return TFRUN_EXIT_ERROR;
     TfError err = {""};
+    // OpenBLAS hangs when its buffer cannot be had (its own worker thread,
+    // started with the library, too): refuse now instead.
+    // _Exit: its exit handler would wait for its own worker thread, which
+    // retries the same allocation for ever.
+    if (blas_reserve(batch_path ? threads : 1, &err) < 0) {
+        fprintf(stderr, "tfrun: %s\n", err.msg);
+        fflush(stdout);
+        _Exit(TFRUN_EXIT_ERROR);
+    }
+    if (cli_expect_weights("tfrun", weights) < 0) return TFRUN_EXIT_ERROR;
     // An output that cannot be written is found now, not after the run.
     const char *outs[2] = {io.report_path, dump_path};
     for (int i = 0; i < 2; i++) {

@@ -51,6 +51,7 @@
 #include "distributed.h"
 #include "file.h"
 #include "finetune.h"
+#include "kernels.h"
 #include "outfile.h"
 #include "rng.h"
 #include "tfw.h"
@@ -552,13 +553,26 @@ static int save(const Saver *sv, TfTrainer *t, TfModel *m, TfError *err) {
                : 0;
 }
 
-/* Set by the first SIGINT during training: the loop stops after its step
- * and saves a checkpoint. A second SIGINT ends tftrain at once. */
+/* Set by the first SIGINT or SIGUSR1 during training: the loop stops after
+ * its step and saves a checkpoint. A second SIGINT ends tftrain at once.
+ * Under mpirun the ranks agree after each step whether any was
+ * interrupted, so that all stop at the same step (one rank leaving the
+ * loop alone left the others waiting in the next step's collective). Open
+ * MPI's mpirun turns Ctrl-C into SIGTERM (no checkpoint) but forwards
+ * SIGUSR1: docs/cluster.md. */
 static volatile sig_atomic_t interrupted;
 
 static void on_interrupt(int sig) {
-    if (interrupted) cli_die_of_signal(sig);
+    if (interrupted && sig == SIGINT) cli_die_of_signal(sig);
     interrupted = 1;
+}
+
+/* Whether any rank was interrupted (every rank calls it after each step). */
+static int any_interrupted(void) {
+    if (dist_size() <= 1) return interrupted;
+    long v = interrupted;
+    dist_sum_longs(&v, 1);
+    return v > 0;
 }
 
 /* The examples of step `step`: the (step*B)-th onwards of a stream of
@@ -820,6 +834,14 @@ int main(int argc, char **argv) {
     // The initial model and its learned settings (dropout, positions, seed):
     // a checkpoint, a weight file (tfc's output for a learned model), or a
     // program compiled here.
+    if (blas_reserve(a.threads > 0 ? a.threads : 1, &err) < 0) {
+        // OpenBLAS would hang on its buffer (its own worker thread, started
+        // with the library, too); _Exit, since its exit handler waits for
+        // that thread, which retries for ever.
+        fprintf(stderr, "tftrain: %s\n", err.msg);
+        fflush(stdout);
+        _Exit(EXIT_BAD);
+    }
     if (a.resume) {
         if (cli_expect_weights("tftrain", a.resume) < 0) goto done;
         if (!(m = read_checkpoint(a.resume, &err))) goto fail;
@@ -931,8 +953,9 @@ int main(int argc, char **argv) {
     order.seed = o.seed;
     long total = a.epochs ? (a.epochs * (long)train.n + a.batch - 1) / a.batch : a.steps;
     long start = trainer_steps_done(t);
-    if (total <= start) {
-        // --steps is the run's total, not the steps to add.
+    if (start > 0 && total <= start) {
+        // --steps is the run's total, not the steps to add (--steps 0
+        // from step 0 evaluates without training).
         tf_error_set(&err, "%s has had %ld steps already; %s %ld %s (give more than %ld to "
                            "train on)", src, start,
                      a.epochs ? "--epochs makes" : "--steps asks for", total,
@@ -986,7 +1009,9 @@ int main(int argc, char **argv) {
     int correct = 0;
     double t0 = cli_now();
     cli_catch_signal(SIGINT, on_interrupt); /* from here Ctrl-C saves a checkpoint */
-    for (long s = start; s < total && !interrupted; s++) {
+    cli_catch_signal(SIGUSR1, on_interrupt);
+    int stopped = 0;
+    for (long s = start; s < total && !stopped; s++) {
         double ts = cli_now();
         batch_indices(&order, s, a.batch, idx);
         double loss = dp_forward_backward(dp, &train, idx, a.batch, s);
@@ -1024,12 +1049,14 @@ int main(int argc, char **argv) {
         }
         if (a.ckpt_every && (s + 1) % a.ckpt_every == 0 && rank0 && save(&saver, t, m, &err) < 0)
             goto fail;
+        stopped = any_interrupted();
     }
     double wall = cli_now() - t0;
-    if (interrupted) {
+    if (stopped) {
         cli_progress_clear(&bar);
         if (rank0 && save(&saver, t, m, &err) < 0) goto fail;
-        fprintf(stderr, "tftrain: interrupted after step %ld of %ld; saved a checkpoint to %s "
+        if (rank0)
+            fprintf(stderr, "tftrain: interrupted after step %ld of %ld; saved a checkpoint to %s "
                         "(to continue: tftrain --resume %s with the same data options)\n",
                 trainer_steps_done(t), total, saver.ckpt, a.out);
         status = CLI_EXIT_INTERRUPTED;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tests/fuzz/run.sh SECONDS [HARNESS...]: builds the libFuzzer harnesses with
 # clang (CMake option TF_FUZZ=ON, build dir $TF_FUZZ_BUILD, default build-fuzz
-# at the top of the repository) and runs each (compile tfw batch dataset, or
-# those named) for SECONDS, one after the other. Exits non-zero on any
+# at the top of the repository) and runs each (compile tfw batch dataset
+# inspect train, or those named) for SECONDS, one after the other. Exits
+# non-zero on any
 # finding (a crash, a sanitizer report, a leak, an input over -timeout or
 # -rss_limit_mb); the input is kept in $TF_FUZZ_BUILD/fuzz-work/HARNESS/.
 #
@@ -19,14 +20,14 @@ if [ "${1:-}" = --smoke ]; then
     smoke=1
     shift
 elif ! [[ "${1:-}" =~ ^[0-9]+$ ]]; then
-    echo "usage: tests/fuzz/run.sh SECONDS [compile|tfw|batch|dataset...] | --smoke" >&2
+    echo "usage: tests/fuzz/run.sh SECONDS [compile|tfw|batch|dataset|inspect|train...] | --smoke" >&2
     exit 2
 else
     seconds=$1
     shift
 fi
 harnesses=("$@")
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(compile tfw batch dataset)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(compile tfw batch dataset inspect train)
 
 # clang with libFuzzer?
 probe=$(mktemp -d)
@@ -41,7 +42,7 @@ fi
 if [ ! -f "$build/CMakeCache.txt" ]; then
     CC=clang cmake -S "$root" -B "$build" -DTF_FUZZ=ON -DTF_WERROR=ON >/dev/null
 fi
-cmake --build "$build" -j"$(nproc)" --target fuzz_targets tfc mkgeneral >/dev/null
+cmake --build "$build" -j"$(nproc)" --target fuzz_targets tfc tfrun tftrain mkgeneral >/dev/null
 
 work=$build/fuzz-work
 mkdir -p "$work"
@@ -57,12 +58,41 @@ if [ ! -d "$seeds_tfw" ]; then
     mv "$seeds_tfw.tmp" "$seeds_tfw"
 fi
 
+# fuzz_train's seeds: a 4-byte little-endian length, a weight file, training
+# data: two learned models with data of their task, and the compiled adder
+# with its own answers (the --init recipe of docs/training.md).
+seeds_train=$work/seeds-train
+if [ ! -d "$seeds_train" ]; then
+    t=$seeds_train.tmp
+    mkdir -p "$t"
+    for pt in xor:xor secret_code:secret-code; do
+        p=${pt%%:*}
+        "$build/tfc" "$root/programs/$p.tfp" -o "$t/$p.tfw"
+        ASAN_OPTIONS=detect_leaks=0 "$build/tftrain" "$t/$p.tfw" --task "${pt#*:}" --train-size 6 \
+            --heldout-size 2 --steps 1 --quiet --write-data "$t/$p.data" -o "$t/$p.out.tfw" >/dev/null
+        cp "$t/$p.data/train.txt" "$t/$p.txt"
+    done
+    "$build/tfc" "$root/programs/adder.tfp" -o "$t/adder.tfw"
+    printf '0001+0002=\n0999+0111=\n' | ASAN_OPTIONS=detect_leaks=0 "$build/tfrun" "$t/adder.tfw" --batch - |
+        sed 's/=/=\t/' >"$t/adder.txt"
+    for p in xor secret_code adder; do
+        python3 -c 'import struct, sys
+w = open(sys.argv[1], "rb").read()
+sys.stdout.buffer.write(struct.pack("<I", len(w)) + w + open(sys.argv[2], "rb").read())' \
+            "$t/$p.tfw" "$t/$p.txt" >"$t/$p.seed"
+    done
+    mkdir -p "$seeds_train"
+    mv "$t"/*.seed "$seeds_train"/
+    rm -rf "$t"
+fi
+
 status=0
 for h in "${harnesses[@]}"; do
     bin=$build/tests/fuzz/fuzz_$h
     [ -x "$bin" ] || { echo "no harness $h" >&2; exit 2; }
     seeds=$root/tests/fuzz/corpus/$h
-    [ "$h" = tfw ] && seeds=$seeds_tfw
+    [ "$h" = tfw ] || [ "$h" = inspect ] && seeds=$seeds_tfw
+    [ "$h" = train ] && seeds=$seeds_train
     dict=()
     [ -f "$root/tests/fuzz/$h.dict" ] && dict=(-dict="$root/tests/fuzz/$h.dict")
     mkdir -p "$work/$h/corpus" "$work/$h/artifacts"
@@ -75,9 +105,10 @@ for h in "${harnesses[@]}"; do
     fi
     echo "== fuzz_$h ${limits[*]}"
     # -timeout: no input may take 10 s; -rss_limit_mb: nor 2 GB; -max_len:
-    # programs and weight files of up to 64 KiB, lines of up to 4 KiB.
+    # programs and weight files of up to 64 KiB, lines of up to 4 KiB, a
+    # weight file and its training data of up to 256 KiB (the adder's 138 KB).
     maxlen=65536
-    case $h in batch | dataset) maxlen=4096 ;; esac
+    case $h in batch | dataset) maxlen=4096 ;; train) maxlen=262144 ;; esac
     if ! ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
         "$bin" "${limits[@]}" "${dict[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=$maxlen \
         -print_final_stats=1 -artifact_prefix="$work/$h/artifacts/" "$corpus" "$seeds" \
