@@ -41,14 +41,14 @@ for golden in tests/stages/*; do
         passed=$((passed + 1))
     fi
 done
-# docs/language.md's excerpt of `tfc --dump=ir programs/sort.tfp`: every line
+# docs/language.md's excerpt of `tfc --dump=ir programs/sort.tfp`: every line but "..."
 # of it must be a line of the golden dump.
 awk '/^\$ tfc --dump=ir programs\/sort.tfp$/ {on = 1; next} on && /^```/ {exit} on' \
     docs/language.md >"$tmp/excerpt"
 if [ ! -s "$tmp/excerpt" ]; then
     echo "FAIL: docs/language.md has no excerpt of tfc --dump=ir programs/sort.tfp"
     failed=$((failed + 1))
-elif ! grep -vxF -f tests/stages/sort.ir "$tmp/excerpt" >"$tmp/stale"; then
+elif ! grep -vx -e "\.\.\." "$tmp/excerpt" | grep -vxF -f tests/stages/sort.ir >"$tmp/stale"; then
     passed=$((passed + 1))
 else
     echo "FAIL: docs/language.md's dump of sort.tfp has lines tfc does not print:"
