@@ -44,14 +44,16 @@ if [ -z "$cjson" ]; then
     if [ ! -f "$cjson/cJSON.c" ]; then
         apt="$work/apt"
         mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/src"
-        # The machine's own mirror, as a deb-src entry of its Debian suite.
-        codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
-        cat >"$apt/sources.list" <<SRC
-deb-src http://deb.debian.org/debian $codename main
-deb-src http://deb.debian.org/debian-security $codename-security main
-deb-src http://deb.debian.org/debian $codename-updates main
-SRC
-        aptopts=(-o Dir::Etc::SourceList="$apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
+        # The machine's own Debian mirror (its apt sources), as deb-src entries.
+        mkdir -p "$apt/sources.list.d"
+        : >"$apt/sources.list"
+        [ -f /etc/apt/sources.list ] &&
+            sed -n 's/^deb \(.*\/debian[^ ]* .*\)$/deb-src \1/p' /etc/apt/sources.list >"$apt/sources.list"
+        for f in /etc/apt/sources.list.d/*.sources; do
+            [ -f "$f" ] && grep -q '^URIs:.*/debian' "$f" || continue
+            sed 's/^Types:.*/Types: deb-src/' "$f" >"$apt/sources.list.d/$(basename "$f")"
+        done
+        aptopts=(-o Dir::Etc::SourceList="$apt/sources.list" -o Dir::Etc::SourceParts="$apt/sources.list.d"
                  -o Dir::State::Lists="$apt/lists" -o Dir::Cache="$apt/cache" -o Debug::NoLocking=1
                  -o APT::Sandbox::User=root -qq)
         echo "playground.sh: fetching Debian's cjson $version source (apt-get source)" >&2
