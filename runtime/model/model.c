@@ -366,16 +366,23 @@ int model_numeric_output(const TfModel *m) {
            m->output_reg < m->n_regs && m->regs[m->output_reg].kind == TF_REG_SCALAR;
 }
 
+/* The tensor indices a layer names (-1 where it has none). */
+enum { LAYER_TENSOR_FIELDS = 14 };
+static void layer_tensor_fields(const TfLayer *ly, int f[LAYER_TENSOR_FIELDS]) {
+    const int fields[LAYER_TENSOR_FIELDS] = {
+        ly->query,      ly->key,        ly->value,      ly->output,      ly->query_bias,
+        ly->key_bias,   ly->value_bias, ly->output_bias, ly->fc1_weight, ly->fc1_bias,
+        ly->fc2_weight, ly->fc2_bias,   ly->norm_weight, ly->norm_bias};
+    memcpy(f, fields, sizeof fields);
+}
+
 int model_tensor_uses(const TfModel *m, int idx) {
     int n = (idx == m->tok_embed) + (idx == m->pos_embed) + (idx == m->unembed) +
             (idx == m->unembed_bias);
+    int f[LAYER_TENSOR_FIELDS];
     for (int l = 0; l < m->n_layers; l++) {
-        const TfLayer *ly = &m->layers[l];
-        const int fields[] = {ly->query,       ly->key,      ly->value,      ly->output,
-                              ly->query_bias,  ly->key_bias, ly->value_bias, ly->output_bias,
-                              ly->fc1_weight,  ly->fc1_bias, ly->fc2_weight, ly->fc2_bias,
-                              ly->norm_weight, ly->norm_bias};
-        for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) n += fields[i] == idx;
+        layer_tensor_fields(&m->layers[l], f);
+        for (int i = 0; i < LAYER_TENSOR_FIELDS; i++) n += f[i] == idx;
     }
     return n;
 }
@@ -385,14 +392,11 @@ void model_tensor_use_counts(const TfModel *m, int *uses) {
     const int model_fields[] = {m->tok_embed, m->pos_embed, m->unembed, m->unembed_bias};
     for (size_t i = 0; i < sizeof model_fields / sizeof *model_fields; i++)
         if (model_fields[i] >= 0 && model_fields[i] < m->n_tensors) uses[model_fields[i]]++;
+    int f[LAYER_TENSOR_FIELDS];
     for (int l = 0; l < m->n_layers; l++) {
-        const TfLayer *ly = &m->layers[l];
-        const int fields[] = {ly->query,       ly->key,      ly->value,      ly->output,
-                              ly->query_bias,  ly->key_bias, ly->value_bias, ly->output_bias,
-                              ly->fc1_weight,  ly->fc1_bias, ly->fc2_weight, ly->fc2_bias,
-                              ly->norm_weight, ly->norm_bias};
-        for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
-            if (fields[i] >= 0 && fields[i] < m->n_tensors) uses[fields[i]]++;
+        layer_tensor_fields(&m->layers[l], f);
+        for (int i = 0; i < LAYER_TENSOR_FIELDS; i++)
+            if (f[i] >= 0 && f[i] < m->n_tensors) uses[f[i]]++;
     }
 }
 
