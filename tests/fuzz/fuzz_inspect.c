@@ -64,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     // --dump.
     err.msg[0] = '\0';
-    rc = dump_activations(m, text, tokens, len, dump, &err);
+    rc = dump_activations(m, text, tokens, len, NULL, dump, &err);
     refused_with_message("dump_activations", rc, &err);
 
     // --compare with itself, both outputs.
