@@ -15,6 +15,7 @@
 # Headless Chromium on this machine, through tests/playground_driver.js.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/tests/serve.sh"
 build=$(cd "${1:-$root/build}" && pwd)
 cmake --build "$build" -j"$(nproc)" --target tfc tfrun >/dev/null
 tmp=$(mktemp -d)
@@ -26,15 +27,7 @@ export TMPDIR=$tmp
 size=$(du -sb "$tmp/site" | cut -f1)
 wasm=$(stat -c %s "$tmp/site/tfc.wasm")
 
-python3 -u -m http.server 0 --bind 127.0.0.1 --directory "$tmp/site" >"$tmp/server.log" 2>&1 &
-server=$!
-port=""
-for _ in $(seq 100); do
-    port=$(sed -n 's/.* port \([0-9]*\).*/\1/p' "$tmp/server.log" | head -1)
-    [ -n "$port" ] && break
-    sleep 0.1
-done
-[ -n "$port" ] || { echo "bench/playground.sh: the web server did not start" >&2; exit 1; }
+serve_static "$tmp/site" "$tmp/server.log" || { echo "bench/playground.sh: the web server did not start" >&2; exit 1; }
 
 N=100000
 PORT=$port N=$N python3 - >"$tmp/jobs.json" <<'PY'

@@ -24,6 +24,7 @@ shift 3
 shots=""
 [ "${1:-}" = "--screenshots" ] && shots=$(mkdir -p "$2" && cd "$2" && pwd)
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/tests/serve.sh"
 if ! command -v emcc >/dev/null; then
     echo "SKIP: emcc not found (apt-get install emscripten): the playground cannot be built"
     exit 77
@@ -43,15 +44,7 @@ if ! "$root/tools/playground.sh" --work "$(dirname "$TFC")/playground" "$site" >
     exit 1
 fi
 
-python3 -u -m http.server 0 --bind 127.0.0.1 --directory "$site" >"$tmp/server.log" 2>&1 &
-server=$!
-port=""
-for _ in $(seq 100); do
-    port=$(sed -n 's/.* port \([0-9]*\).*/\1/p' "$tmp/server.log" | head -1)
-    [ -n "$port" ] && break
-    sleep 0.1
-done
-[ -n "$port" ] || { echo "FAIL: the web server did not start"; cat "$tmp/server.log"; exit 1; }
+serve_static "$site" "$tmp/server.log" || { echo "FAIL: the web server did not start"; cat "$tmp/server.log"; exit 1; }
 base="http://127.0.0.1:$port/index.html"
 
 # A prompt for each library program.
