@@ -367,13 +367,23 @@ static int oplist_push(OpList *l, const TfIrOp *op) {
     return 0;
 }
 
-static TfIrArg *new_args(Checker *ck, int n) {
-    return arena_alloc(&ck->ir->arena, (size_t)(n > 0 ? n : 1) * sizeof(TfIrArg));
+/* A seed op's plan: its checked arguments, n of them (filled by the caller). */
+static TfOpPlan *seed_plan(Checker *ck, int n, TfSeedArg **args) {
+    TfOpPlan *p = arena_alloc(&ck->ir->arena, sizeof *p);
+    *args = arena_alloc(&ck->ir->arena, (size_t)(n > 0 ? n : 1) * sizeof **args);
+    if (!p || !*args) return NULL;
+    p->form = TF_PLAN_SEED;
+    p->n_args = n;
+    p->args = *args;
+    p->dest = -1;
+    p->vreg = -1;
+    p->default_col = -1;
+    return p;
 }
 
 /* Checks one argument against its parameter; 0 or -1 after reporting. */
 static int check_arg(Checker *ck, const TfOpInfo *info, const TfParam *p, const TfArg *a,
-                     TfIrArg *out) {
+                     TfSeedArg *out) {
     out->reg = -1;
     out->tok = -1;
     out->value = 0;
@@ -479,7 +489,7 @@ static int check_op(Checker *ck, const TfStmt *s, OpList *out) {
         }
         int dest = resolve_reg(ck, &s->dest, info->dest_kinds, info->name, "its result");
         if (dest < 0) return -1;
-        TfIrOp irop = {(TfOpKind)op, s, 0, NULL, dest, NULL};
+        TfIrOp irop = {(TfOpKind)op, s, dest, NULL}; // planned by compiler/values.c
         return oplist_push(out, &irop);
     }
     if (info->variadic ? s->n_args < info->n_params : s->n_args != info->n_params) {
@@ -489,8 +499,9 @@ static int check_op(Checker *ck, const TfStmt *s, OpList *out) {
         diag_hint(ck->diag, "usage: %s", info->synopsis);
         return -1;
     }
-    TfIrArg *args = new_args(ck, s->n_args);
-    if (!args) return -1;
+    TfSeedArg *args;
+    TfOpPlan *plan = seed_plan(ck, s->n_args, &args);
+    if (!plan) return -1;
     int ok = 1;
     for (int i = 0; i < s->n_args; i++) {
         const TfParam *p = &info->params[i < info->n_params ? i : info->n_params - 1];
@@ -512,7 +523,8 @@ static int check_op(Checker *ck, const TfStmt *s, OpList *out) {
     }
     if (op == TF_OP_MULTIPLY && check_multiply_digits(ck, s) < 0) ok = 0;
     if (!ok) return -1;
-    TfIrOp irop = {(TfOpKind)op, s, s->n_args, args, dest, NULL};
+    plan->dest = dest;
+    TfIrOp irop = {(TfOpKind)op, s, dest, plan};
     return oplist_push(out, &irop);
 }
 

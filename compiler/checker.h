@@ -71,26 +71,28 @@ typedef struct TfIrReg {
     TfRegFacts facts; /* the value analysis's (zero before it) */
 } TfIrReg;
 
-/* One checked argument: a register (reg >= 0) with an optional integer
- * (offset or step), or a token (tok >= 0). */
-typedef struct TfIrArg {
+/* One checked argument of a seed op: a register (reg >= 0) with an
+ * optional integer (offset or step), or a token (tok >= 0). A seed op's
+ * plan (TfOpPlan, form TF_PLAN_SEED) holds them. */
+typedef struct TfSeedArg {
     int reg;
     long value;
     int tok;
-} TfIrArg;
+} TfSeedArg;
 
-/* One op application, after unrolling. compiler/values.c may add ops (joint
- * selection sides, Count's steps), each of the kind of the op it serves and
- * with its own plan; compiler/plans.c says what layer each becomes. */
+/* One op application, after unrolling: the op, the statement it came from,
+ * its destination and its plan. The checker gives a seed op its plan (its
+ * checked arguments, shared by the copies `repeat` makes); compiler/values.c
+ * plans each general op, and may add ops (joint selection sides, Count's
+ * steps), each of the kind of the op it serves and with its own plan;
+ * compiler/plans.c says what layer each becomes. */
 typedef struct TfOpPlan TfOpPlan; /* compiler/values.h */
 
 typedef struct TfIrOp {
     TfOpKind op;
-    const TfStmt *stmt; /* label, location */
-    int n_args;
-    TfIrArg *args;
-    int dest; /* register index, or -1 */
-    TfOpPlan *plan; /* general ops: what compiler/values.c planned; else NULL */
+    const TfStmt *stmt; /* label, location, the arguments as written */
+    int dest;           /* register index, or -1 */
+    TfOpPlan *plan;     /* a general op's is NULL until compiler/values.c plans it */
 } TfIrOp;
 
 typedef struct TfIr {
