@@ -1,8 +1,9 @@
 /* checker.h: semantic checks, from syntax tree to a checked program (TfIr).
  *
- * The checker resolves names, checks every op call against its signature
- * (compiler/ops.h), unrolls `repeat` blocks and reports every problem it
- * finds to the TfDiag, continuing where it can.
+ * The checker resolves names, classifies each op argument (the parser keeps
+ * them as expressions), checks every seed op call against its signature
+ * (compiler/ops.h) and gives it its plan, unrolls `repeat` blocks and
+ * reports every problem it finds to the TfDiag, continuing where it can.
  *
  * Registers, in order: the built-in token register `tokens` (the input
  * one-hot), the built-in position register `pos`, `indices` (with maxlen),
@@ -126,6 +127,31 @@ typedef struct TfIr {
 
 /* Index of the built-in registers in TfIr.regs. */
 enum { TF_IR_REG_TOKENS = 0, TF_IR_REG_POS = 1, TF_IR_REG_INDICES = 2 /* with maxlen */ };
+
+/* The shape of an op argument as written (the parser keeps every argument
+ * as an expression): what a seed op's parameters accept, or an expression
+ * (the general ops' arguments, compiler/map.c and compiler/select.c). */
+typedef enum TfArgKind {
+    TF_ARG_NAME,   /* left_pos */
+    TF_ARG_CHAR,   /* '+'  '\n' */
+    TF_ARG_INT,    /* 3  -1  +2 */
+    TF_ARG_OFFSET, /* left_pos + 1, left_pos - 2: name, value (signed) */
+    TF_ARG_STEP,   /* out_pos: -1 (an integer literal after the name): name, value */
+    TF_ARG_EXPR,   /* any other expression: (a + b) % 10, k.x == q.y */
+    TF_ARG_NAMED,  /* any other `name: expression`: default: 0.5, scale: 8.5 */
+    TF_ARG_KIND_COUNT
+} TfArgKind;
+
+typedef struct TfArgShape {
+    TfArgKind kind;
+    const TfName *name; /* NAME, OFFSET, STEP, NAMED: in the tree */
+    int ch;             /* CHAR: the byte value 0..255 */
+    long value;         /* INT, OFFSET, STEP */
+    TfLoc value_loc;    /* INT, STEP: the literal; OFFSET: the sign and the number */
+} TfArgShape;
+
+/* What shape an argument has (see TfArgKind). */
+TfArgShape check_arg_shape(const TfArg *a);
 
 /* Checks a parsed program: names, kinds, signatures, unrolling. Returns the
  * checked program, or NULL when any error was reported (diag->n_errors > 0)
