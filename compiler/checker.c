@@ -56,6 +56,44 @@ static const char *arg_kind_text(TfArgKind k) {
     }
 }
 
+/* A literal integer as written, sign included (`-1`, `+2`, `3`). */
+static int is_int_literal(const TfExpr *e) { return e->kind == TF_EXPR_INT; }
+
+TfArgShape check_arg_shape(const TfArg *a) {
+    TfArgShape sh = {TF_ARG_EXPR, NULL, 0, 0, a->loc};
+    const TfExpr *e = a->expr;
+    if (a->name.text) {
+        sh.name = &a->name;
+        sh.kind = TF_ARG_NAMED;
+        if (is_int_literal(e)) {
+            sh.kind = TF_ARG_STEP;
+            sh.value = e->ival;
+            sh.value_loc = e->loc;
+        }
+    } else if (e->kind == TF_EXPR_NAME) {
+        sh.kind = TF_ARG_NAME;
+        sh.name = &e->name;
+    } else if (e->kind == TF_EXPR_CHAR) {
+        sh.kind = TF_ARG_CHAR;
+        sh.ch = e->ch;
+    } else if (is_int_literal(e)) {
+        sh.kind = TF_ARG_INT;
+        sh.value = e->ival;
+        sh.value_loc = e->loc;
+    } else if (e->kind == TF_EXPR_BINARY && (e->op == '+' || e->op == '-') &&
+               e->a->kind == TF_EXPR_NAME && is_int_literal(e->b) && !e->b->op) {
+        // `reg + n`, `reg - n`: the offset's location starts at its sign
+        sh.kind = TF_ARG_OFFSET;
+        sh.name = &e->a->name;
+        sh.value = e->op == '-' ? -e->b->ival : e->b->ival;
+        sh.value_loc = e->b->loc;
+        if (e->op == '-')
+            sh.value_loc.col =
+                e->a->loc.end_col + 1 + (e->b->loc.col - e->a->loc.end_col - 1 > 1 ? 1 : 0);
+    }
+    return sh;
+}
+
 static uint64_t name_hash(const char *s) { return hash_bytes(HASH_INIT, s, strlen(s)); }
 
 int check_find_reg(const TfIr *ir, const char *name) {
@@ -367,53 +405,64 @@ static int oplist_push(OpList *l, const TfIrOp *op) {
     return 0;
 }
 
-static TfIrArg *new_args(Checker *ck, int n) {
-    return arena_alloc(&ck->ir->arena, (size_t)(n > 0 ? n : 1) * sizeof(TfIrArg));
+/* A seed op's plan: its checked arguments, n of them (filled by the caller). */
+static TfOpPlan *seed_plan(Checker *ck, int n, TfSeedArg **args) {
+    TfOpPlan *p = arena_alloc(&ck->ir->arena, sizeof *p);
+    *args = arena_alloc(&ck->ir->arena, (size_t)(n > 0 ? n : 1) * sizeof **args);
+    if (!p || !*args) return NULL;
+    p->form = TF_PLAN_SEED;
+    p->n_args = n;
+    p->args = *args;
+    p->dest = -1;
+    p->vreg = -1;
+    p->default_col = -1;
+    return p;
 }
 
 /* Checks one argument against its parameter; 0 or -1 after reporting. */
-static int check_arg(Checker *ck, const TfOpInfo *info, const TfParam *p, const TfArg *a,
-                     TfIrArg *out) {
+static int check_arg(Checker *ck, const TfOpInfo *info, const TfParam *p, const TfArg *arg,
+                     TfSeedArg *out) {
+    TfArgShape a = check_arg_shape(arg);
     out->reg = -1;
     out->tok = -1;
     out->value = 0;
     switch (p->kind) {
     case TF_PARAM_TOKEN_LITERAL:
-        if (a->kind != TF_ARG_CHAR) {
-            diag_error(ck->diag, a->loc, "%s needs a token literal such as '+' for %s, not %s",
-                       info->name, p->role, arg_kind_text(a->kind));
+        if (a.kind != TF_ARG_CHAR) {
+            diag_error(ck->diag, arg->loc, "%s needs a token literal such as '+' for %s, not %s",
+                       info->name, p->role, arg_kind_text(a.kind));
             return -1;
         }
         if (!ck->have_vocab) return -1;
-        out->tok = find_tok(ck->ir, a->ch);
+        out->tok = find_tok(ck->ir, a.ch);
         if (out->tok < 0) {
             char buf[8];
-            diag_error(ck->diag, a->loc, "token '%s' is not in the vocabulary",
-                       ast_char_text(a->ch, '\'', buf));
+            diag_error(ck->diag, arg->loc, "token '%s' is not in the vocabulary",
+                       ast_char_text(a.ch, '\'', buf));
             return -1;
         }
         return 0;
     case TF_PARAM_REG:
     case TF_PARAM_REG_OFFSET:
     case TF_PARAM_REG_STEP: {
-        int ok_kind = (a->kind == TF_ARG_NAME && p->kind != TF_PARAM_REG_STEP) ||
-                      (a->kind == TF_ARG_OFFSET && p->kind == TF_PARAM_REG_OFFSET) ||
-                      (a->kind == TF_ARG_STEP && p->kind == TF_PARAM_REG_STEP);
+        int ok_kind = (a.kind == TF_ARG_NAME && p->kind != TF_PARAM_REG_STEP) ||
+                      (a.kind == TF_ARG_OFFSET && p->kind == TF_PARAM_REG_OFFSET) ||
+                      (a.kind == TF_ARG_STEP && p->kind == TF_PARAM_REG_STEP);
         if (!ok_kind) {
             static const char *const want[] = {
                 [TF_PARAM_REG] = "a register name",
                 [TF_PARAM_REG_OFFSET] = "a register, optionally with an offset (`reg + 1`)",
                 [TF_PARAM_REG_STEP] = "a register and a step (`reg: -1`)"};
-            diag_error(ck->diag, a->loc, "%s needs %s for %s, not %s", info->name, want[p->kind],
-                       p->role, arg_kind_text(a->kind));
+            diag_error(ck->diag, arg->loc, "%s needs %s for %s, not %s", info->name,
+                       want[p->kind], p->role, arg_kind_text(a.kind));
             diag_hint(ck->diag, "usage: %s", info->synopsis);
             return -1;
         }
-        out->reg = resolve_reg(ck, &a->name, p->reg_kinds, info->name, p->role);
-        out->value = a->kind == TF_ARG_NAME ? 0 : a->value;
+        out->reg = resolve_reg(ck, a.name, p->reg_kinds, info->name, p->role);
+        out->value = a.kind == TF_ARG_NAME ? 0 : a.value;
         if (out->reg >= 0 && ck->ir->period > 0 &&
             (out->value >= ck->ir->period || out->value <= -ck->ir->period)) {
-            diag_error(ck->diag, a->value_loc,
+            diag_error(ck->diag, a.value_loc,
                        "%ld is a whole turn or more of the position encoding (period %d)",
                        out->value, ck->ir->period);
             return -1;
@@ -479,7 +528,7 @@ static int check_op(Checker *ck, const TfStmt *s, OpList *out) {
         }
         int dest = resolve_reg(ck, &s->dest, info->dest_kinds, info->name, "its result");
         if (dest < 0) return -1;
-        TfIrOp irop = {(TfOpKind)op, s, 0, NULL, dest, NULL};
+        TfIrOp irop = {(TfOpKind)op, s, dest, NULL}; // planned by compiler/values.c
         return oplist_push(out, &irop);
     }
     if (info->variadic ? s->n_args < info->n_params : s->n_args != info->n_params) {
@@ -489,8 +538,9 @@ static int check_op(Checker *ck, const TfStmt *s, OpList *out) {
         diag_hint(ck->diag, "usage: %s", info->synopsis);
         return -1;
     }
-    TfIrArg *args = new_args(ck, s->n_args);
-    if (!args) return -1;
+    TfSeedArg *args;
+    TfOpPlan *plan = seed_plan(ck, s->n_args, &args);
+    if (!plan) return -1;
     int ok = 1;
     for (int i = 0; i < s->n_args; i++) {
         const TfParam *p = &info->params[i < info->n_params ? i : info->n_params - 1];
@@ -512,7 +562,8 @@ static int check_op(Checker *ck, const TfStmt *s, OpList *out) {
     }
     if (op == TF_OP_MULTIPLY && check_multiply_digits(ck, s) < 0) ok = 0;
     if (!ok) return -1;
-    TfIrOp irop = {(TfOpKind)op, s, s->n_args, args, dest, NULL};
+    plan->dest = dest;
+    TfIrOp irop = {(TfOpKind)op, s, dest, plan};
     return oplist_push(out, &irop);
 }
 

@@ -1,8 +1,9 @@
 /* checker.h: semantic checks, from syntax tree to a checked program (TfIr).
  *
- * The checker resolves names, checks every op call against its signature
- * (compiler/ops.h), unrolls `repeat` blocks and reports every problem it
- * finds to the TfDiag, continuing where it can.
+ * The checker resolves names, classifies each op argument (the parser keeps
+ * them as expressions), checks every seed op call against its signature
+ * (compiler/ops.h) and gives it its plan, unrolls `repeat` blocks and
+ * reports every problem it finds to the TfDiag, continuing where it can.
  *
  * Registers, in order: the built-in token register `tokens` (the input
  * one-hot), the built-in position register `pos`, `indices` (with maxlen),
@@ -71,26 +72,28 @@ typedef struct TfIrReg {
     TfRegFacts facts; /* the value analysis's (zero before it) */
 } TfIrReg;
 
-/* One checked argument: a register (reg >= 0) with an optional integer
- * (offset or step), or a token (tok >= 0). */
-typedef struct TfIrArg {
+/* One checked argument of a seed op: a register (reg >= 0) with an
+ * optional integer (offset or step), or a token (tok >= 0). A seed op's
+ * plan (TfOpPlan, form TF_PLAN_SEED) holds them. */
+typedef struct TfSeedArg {
     int reg;
     long value;
     int tok;
-} TfIrArg;
+} TfSeedArg;
 
-/* One op application, after unrolling. compiler/values.c may add ops (joint
- * selection sides, Count's steps), each of the kind of the op it serves and
- * with its own plan; compiler/plans.c says what layer each becomes. */
+/* One op application, after unrolling: the op, the statement it came from,
+ * its destination and its plan. The checker gives a seed op its plan (its
+ * checked arguments, shared by the copies `repeat` makes); compiler/values.c
+ * plans each general op, and may add ops (joint selection sides, Count's
+ * steps), each of the kind of the op it serves and with its own plan;
+ * compiler/plans.c says what layer each becomes. */
 typedef struct TfOpPlan TfOpPlan; /* compiler/values.h */
 
 typedef struct TfIrOp {
     TfOpKind op;
-    const TfStmt *stmt; /* label, location */
-    int n_args;
-    TfIrArg *args;
-    int dest; /* register index, or -1 */
-    TfOpPlan *plan; /* general ops: what compiler/values.c planned; else NULL */
+    const TfStmt *stmt; /* label, location, the arguments as written */
+    int dest;           /* register index, or -1 */
+    TfOpPlan *plan;     /* a general op's is NULL until compiler/values.c plans it */
 } TfIrOp;
 
 typedef struct TfIr {
@@ -124,6 +127,31 @@ typedef struct TfIr {
 
 /* Index of the built-in registers in TfIr.regs. */
 enum { TF_IR_REG_TOKENS = 0, TF_IR_REG_POS = 1, TF_IR_REG_INDICES = 2 /* with maxlen */ };
+
+/* The shape of an op argument as written (the parser keeps every argument
+ * as an expression): what a seed op's parameters accept, or an expression
+ * (the general ops' arguments, compiler/map.c and compiler/select.c). */
+typedef enum TfArgKind {
+    TF_ARG_NAME,   /* left_pos */
+    TF_ARG_CHAR,   /* '+'  '\n' */
+    TF_ARG_INT,    /* 3  -1  +2 */
+    TF_ARG_OFFSET, /* left_pos + 1, left_pos - 2: name, value (signed) */
+    TF_ARG_STEP,   /* out_pos: -1 (an integer literal after the name): name, value */
+    TF_ARG_EXPR,   /* any other expression: (a + b) % 10, k.x == q.y */
+    TF_ARG_NAMED,  /* any other `name: expression`: default: 0.5, scale: 8.5 */
+    TF_ARG_KIND_COUNT
+} TfArgKind;
+
+typedef struct TfArgShape {
+    TfArgKind kind;
+    const TfName *name; /* NAME, OFFSET, STEP, NAMED: in the tree */
+    int ch;             /* CHAR: the byte value 0..255 */
+    long value;         /* INT, OFFSET, STEP */
+    TfLoc value_loc;    /* INT, STEP: the literal; OFFSET: the sign and the number */
+} TfArgShape;
+
+/* What shape an argument has (see TfArgKind). */
+TfArgShape check_arg_shape(const TfArg *a);
 
 /* Checks a parsed program: names, kinds, signatures, unrolling. Returns the
  * checked program, or NULL when any error was reported (diag->n_errors > 0)

@@ -66,7 +66,7 @@ static int attach_source(TfModel *m, const char *filename, const char *source, s
 
 static int general_only(const TfIr *ir) {
     for (int i = 0; i < ir->n_ops; i++)
-        if (!ir->ops[i].plan) return 0;
+        if (ir->ops[i].plan->form == TF_PLAN_SEED) return 0;
     return 1;
 }
 

@@ -41,7 +41,7 @@ typedef enum Key {
     K_MAX_LEN, K_ATTENTION, K_PREDICT, K_CLASSIFY_AT, K_SEED, K_COUNT
 } Key;
 
-static const char *const key_names[K_COUNT] = {
+static const char *const key_names[] = {
     "d_model", "layers", "heads", "d_ff", "activation", "norm", "dropout", "positions",
     "max_len", "attention", "predict", "classify_at", "seed"};
 static_assert(sizeof key_names / sizeof *key_names == K_COUNT, "one name per setting");

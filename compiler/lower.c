@@ -145,7 +145,7 @@ static double angle(const Lowerer *L, double steps) {
 /* FindAndStore('c') -> dst: every query row is -1e10 except +1e10 at the
  * token's column, keys are the residual itself, values copy pos into dst. */
 void lower_find_and_store(Lowerer *L, int li, const TfIrOp *op) {
-    int d = L->ir->d_model, tok = op->args[0].tok;
+    int d = L->ir->d_model, tok = op->plan->args[0].tok;
     const TfIrReg *pos = reg(L, TF_IR_REG_POS), *dst = reg(L, op->dest);
     int tokcol = reg(L, TF_IR_REG_TOKENS)->offset + tok;
     Mat q = lower_mat(L, d, d), k = lower_mat(L, d, d), v = lower_mat(L, d, d);
@@ -165,9 +165,9 @@ fail:
  * key pos scaled by 1e10, the value copies the token one-hot into dst. */
 void lower_get_relative_token(Lowerer *L, int li, const TfIrOp *op) {
     int d = L->ir->d_model;
-    const TfIrReg *p = reg(L, op->args[0].reg), *pos = reg(L, TF_IR_REG_POS);
+    const TfIrReg *p = reg(L, op->plan->args[0].reg), *pos = reg(L, TF_IR_REG_POS);
     const TfIrReg *toks = reg(L, TF_IR_REG_TOKENS), *dst = reg(L, op->dest);
-    double a = angle(L, (double)-op->args[0].value);
+    double a = angle(L, (double)-op->plan->args[0].value);
     float s = (float)sin(a), c = (float)cos(a);
     Mat q = lower_mat(L, d, d), k = lower_mat(L, d, d), v = lower_mat(L, d, d);
     if (L->failed) goto fail;
@@ -190,8 +190,8 @@ fail:
  * change. 200 hidden units. */
 void lower_multiply(Lowerer *L, int li, const TfIrOp *op) {
     int d = L->ir->d_model, width = 10 * 10 * 2;
-    const TfIrReg *a = reg(L, op->args[0].reg), *b = reg(L, op->args[1].reg);
-    const TfIrReg *carry = reg(L, op->args[2].reg), *out = reg(L, op->dest);
+    const TfIrReg *a = reg(L, op->plan->args[0].reg), *b = reg(L, op->plan->args[1].reg);
+    const TfIrReg *carry = reg(L, op->plan->args[2].reg), *out = reg(L, op->dest);
     int digit[10];
     for (int i = 0; i < 10; i++)
         for (int t = 0; t < L->ir->n_vocab; t++)
@@ -231,8 +231,8 @@ void lower_clear(Lowerer *L, int li, const TfIrOp *op) {
     int d = L->ir->d_model;
     Mat w1 = lower_mat(L, d, d), b1 = lower_mat(L, 1, d), w2 = lower_mat(L, d, d), b2 = lower_mat(L, 1, d);
     if (L->failed) goto fail;
-    for (int n = 0; n < op->n_args; n++) {
-        const TfIrReg *r = reg(L, op->args[n].reg);
+    for (int n = 0; n < op->plan->n_args; n++) {
+        const TfIrReg *r = reg(L, op->plan->args[n].reg);
         for (int c = r->offset; c < r->offset + r->size; c++) {
             AT(w1, c, c) = 100.0f;
             AT(w2, c, c) = -0.01f;
@@ -250,9 +250,9 @@ void lower_step_position(Lowerer *L, int li, const TfIrOp *op) {
     int d = L->ir->d_model;
     Mat w1 = lower_mat(L, d, d), b1 = lower_mat(L, 1, d), w2 = lower_mat(L, d, d), b2 = lower_mat(L, 1, d);
     if (L->failed) goto fail;
-    for (int n = 0; n < op->n_args; n++) {
-        const TfIrReg *r = reg(L, op->args[n].reg);
-        double a = angle(L, (double)-op->args[n].value);
+    for (int n = 0; n < op->plan->n_args; n++) {
+        const TfIrReg *r = reg(L, op->plan->args[n].reg);
+        double a = angle(L, (double)-op->plan->args[n].value);
         double s = sin(a), c = cos(a);
         AT(w1, r->offset, r->offset) = (float)(c - 1.0);
         AT(w1, r->offset, r->offset + 1) = (float)-s;
@@ -272,7 +272,7 @@ fail:
  * GELU(z) + GELU(-z), added to dist. */
 void lower_diff_pos(Lowerer *L, int li, const TfIrOp *op) {
     int d = L->ir->d_model;
-    const TfIrReg *a = reg(L, op->args[0].reg), *b = reg(L, op->args[1].reg);
+    const TfIrReg *a = reg(L, op->plan->args[0].reg), *b = reg(L, op->plan->args[1].reg);
     const TfIrReg *dist = reg(L, op->dest);
     Mat w1 = lower_mat(L, 2, d), b1 = lower_mat(L, 1, 2), w2 = lower_mat(L, d, 2), b2 = lower_mat(L, 1, d);
     if (L->failed) goto fail;
@@ -294,7 +294,7 @@ fail:
  * 0.1 GELU(10 - 100 z) - GELU(z + 10) + 10 added to z. */
 void lower_is_zero(Lowerer *L, int li, const TfIrOp *op) {
     int d = L->ir->d_model;
-    const TfIrReg *z = reg(L, op->args[0].reg);
+    const TfIrReg *z = reg(L, op->plan->args[0].reg);
     Mat w1 = lower_mat(L, 2, d), b1 = lower_mat(L, 1, 2), w2 = lower_mat(L, d, 2), b2 = lower_mat(L, 1, d);
     if (L->failed) goto fail;
     AT(w1, 0, z->offset) = -100.0f;
@@ -313,7 +313,7 @@ fail:
  * 190) ~ 1) only when both the flag and src's column i are ~1. */
 void lower_copy_on_match(Lowerer *L, int li, const TfIrOp *op) {
     int d = L->ir->d_model;
-    const TfIrReg *match = reg(L, op->args[0].reg), *src = reg(L, op->args[1].reg);
+    const TfIrReg *match = reg(L, op->plan->args[0].reg), *src = reg(L, op->plan->args[1].reg);
     const TfIrReg *dst = reg(L, op->dest);
     int n = src->size;
     Mat w1 = lower_mat(L, n, d), b1 = lower_mat(L, 1, n), w2 = lower_mat(L, d, n), b2 = lower_mat(L, 1, d);
@@ -339,7 +339,7 @@ fail:
  * the seed's construction it works at any position (the seed's fails past
  * position 33: docs/language.md). */
 void lower_find_and_store_opt(Lowerer *L, int li, const TfIrOp *op) {
-    int d = L->ir->d_model, tok = op->args[0].tok;
+    int d = L->ir->d_model, tok = op->plan->args[0].tok;
     const TfIrReg *pos = reg(L, TF_IR_REG_POS), *dst = reg(L, op->dest);
     const TfIrReg *toks = reg(L, TF_IR_REG_TOKENS);
     Mat q = lower_mat(L, 1, d), k = lower_mat(L, 1, d), v = lower_mat(L, 2, d), o = lower_mat(L, d, 2);
@@ -362,9 +362,9 @@ fail:
  * width 2; the value reads the token one-hot, the output writes dst. */
 void lower_get_relative_token_opt(Lowerer *L, int li, const TfIrOp *op) {
     int d = L->ir->d_model;
-    const TfIrReg *p = reg(L, op->args[0].reg), *pos = reg(L, TF_IR_REG_POS);
+    const TfIrReg *p = reg(L, op->plan->args[0].reg), *pos = reg(L, TF_IR_REG_POS);
     const TfIrReg *toks = reg(L, TF_IR_REG_TOKENS), *dst = reg(L, op->dest);
-    double a = angle(L, (double)-op->args[0].value);
+    double a = angle(L, (double)-op->plan->args[0].value);
     float s = (float)sin(a), c = (float)cos(a);
     int V = toks->size;
     Mat q = lower_mat(L, 2, d), k = lower_mat(L, 2, d), v = lower_mat(L, V, d), o = lower_mat(L, d, V);
@@ -388,12 +388,12 @@ fail:
 /* StepPosition(p: n, ...) at -O: z = x (R - I) exactly, as ReLU(z) -
  * ReLU(-z): four units per register, no rounding through 1000. */
 void lower_step_position_opt(Lowerer *L, int li, const TfIrOp *op) {
-    int d = L->ir->d_model, F = 4 * op->n_args;
+    int d = L->ir->d_model, F = 4 * op->plan->n_args;
     Mat w1 = lower_mat(L, F, d), b1 = lower_mat(L, 1, F), w2 = lower_mat(L, d, F), b2 = lower_mat(L, 1, d);
     if (L->failed) goto fail;
-    for (int n = 0; n < op->n_args; n++) {
-        const TfIrReg *r = reg(L, op->args[n].reg);
-        double a = angle(L, (double)-op->args[n].value);
+    for (int n = 0; n < op->plan->n_args; n++) {
+        const TfIrReg *r = reg(L, op->plan->args[n].reg);
+        double a = angle(L, (double)-op->plan->args[n].value);
         float s = (float)sin(a), c = (float)(cos(a) - 1.0);
         float rot[2][2] = {{c, -s}, {s, c}}; /* (R - I) for the sin and the cos column */
         for (int col = 0; col < 2; col++)
@@ -414,12 +414,12 @@ fail:
 /* Clear(r, ...) at -O: x -= ReLU(x) on the registers' columns, exactly. */
 void lower_clear_opt(Lowerer *L, int li, const TfIrOp *op) {
     int d = L->ir->d_model, F = 0;
-    for (int n = 0; n < op->n_args; n++) F += reg(L, op->args[n].reg)->size;
+    for (int n = 0; n < op->plan->n_args; n++) F += reg(L, op->plan->args[n].reg)->size;
     Mat w1 = lower_mat(L, F, d), b1 = lower_mat(L, 1, F), w2 = lower_mat(L, d, F), b2 = lower_mat(L, 1, d);
     if (L->failed) goto fail;
     int u = 0;
-    for (int n = 0; n < op->n_args; n++) {
-        const TfIrReg *r = reg(L, op->args[n].reg);
+    for (int n = 0; n < op->plan->n_args; n++) {
+        const TfIrReg *r = reg(L, op->plan->args[n].reg);
         for (int c = r->offset; c < r->offset + r->size; c++, u++) {
             AT(w1, u, c) = 1.0f;
             AT(w2, c, u) = -1.0f;
@@ -439,8 +439,8 @@ fail:
  * units instead of the seed's 200. */
 void lower_multiply_opt(Lowerer *L, int li, const TfIrOp *op) {
     int d = L->ir->d_model, n_ramps = 22, F = n_ramps + 2;
-    const TfIrReg *a = reg(L, op->args[0].reg), *b = reg(L, op->args[1].reg);
-    const TfIrReg *carry = reg(L, op->args[2].reg), *out = reg(L, op->dest);
+    const TfIrReg *a = reg(L, op->plan->args[0].reg), *b = reg(L, op->plan->args[1].reg);
+    const TfIrReg *carry = reg(L, op->plan->args[2].reg), *out = reg(L, op->dest);
     int digit[10];
     for (int i = 0; i < 10; i++)
         for (int t = 0; t < L->ir->n_vocab; t++)
@@ -477,7 +477,7 @@ fail:
  * src_i - 190) with ReLU, which is exact (1.0) where m and src_i are 1. */
 void lower_copy_on_match_opt(Lowerer *L, int li, const TfIrOp *op) {
     int d = L->ir->d_model;
-    const TfIrReg *match = reg(L, op->args[0].reg), *src = reg(L, op->args[1].reg);
+    const TfIrReg *match = reg(L, op->plan->args[0].reg), *src = reg(L, op->plan->args[1].reg);
     const TfIrReg *dst = reg(L, op->dest);
     int n = src->size;
     Mat w1 = lower_mat(L, n, d), b1 = lower_mat(L, 1, n), w2 = lower_mat(L, d, n), b2 = lower_mat(L, 1, d);
@@ -549,8 +549,14 @@ static void add_check(Lowerer *L, const TfIrOp *op) {
         L->failed = 1;
 }
 
-void lower_general_op(Lowerer *L, int li, const TfIrOp *op) {
-    (void)li;
+/* One op's layer, by its plan's form: a seed plan is the construction its
+ * row of the op table (compiler/ops.c) names at this opt level; any other
+ * form is compiler/lower_general.c's, with the run-time check it asks for. */
+static void lower_op(Lowerer *L, int li, const TfIrOp *op) {
+    if (op->plan->form == TF_PLAN_SEED) {
+        tf_ops[op->op].lower[L->opt](L, li, op);
+        return;
+    }
     lower_general(L, op);
     if (op->plan->check && !L->failed) add_check(L, op);
 }
@@ -591,12 +597,7 @@ TfModel *lower_program(const TfIr *ir, int opt_level, TfError *err) {
     }
     // The embeddings first, so that the file opens with them.
     lower_embeddings(&L);
-    // Each op by its row of the op table (compiler/ops.c): the seed op's
-    // construction at this opt level, or the general op's plan.
-    for (int i = 0; i < ir->n_ops && !L.failed; i++) {
-        const TfIrOp *op = &ir->ops[i];
-        tf_ops[op->op].lower[L.opt](&L, i, op);
-    }
+    for (int i = 0; i < ir->n_ops && !L.failed; i++) lower_op(&L, i, &ir->ops[i]);
     tensors_free(&L.tensors);
     if (L.failed || model_name_tensors(m, err) < 0 || model_validate(m, err) < 0) {
         model_free(m);

@@ -383,6 +383,7 @@ void lower_general(Lowerer *L, const TfIrOp *op) {
     case TF_PLAN_SPLIT: lower_split(L, op, p); break;
     case TF_PLAN_ATTEND:
     case TF_PLAN_COUNT: lower_attend(L, op, p); break;
+    case TF_PLAN_SEED: // compiler/lower.c's lower_op
     case TF_PLAN_FORM_COUNT: break;
     }
 }

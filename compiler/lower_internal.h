@@ -41,12 +41,13 @@ TfLayer lower_layer_header(const Lowerer *L, const TfIrOp *op, TfLayerKind kind)
 void lower_add_mlp(Lowerer *L, const TfIrOp *op, TfActivation act, Mat w1, Mat b1, Mat w2,
                    Mat b2);
 
-/* compiler/lower_general.c: the layer of one general op's plan. */
+/* compiler/lower_general.c: the layer of a general op's plan (any form but
+ * TF_PLAN_SEED). */
 void lower_general(Lowerer *L, const TfIrOp *op);
 
-/* The op table's lowering functions (compiler/ops.c), each appending op's
- * layer: seed 001's construction (-O0) and the optimized one (-O) of each
- * seed op, and a general op's plan with its run-time check. */
+/* The op table's lowering functions (compiler/ops.c), each appending a seed
+ * op's layer from its plan's arguments: seed 001's construction (-O0) and
+ * the optimized one (-O). */
 void lower_find_and_store(Lowerer *L, int li, const TfIrOp *op);
 void lower_find_and_store_opt(Lowerer *L, int li, const TfIrOp *op);
 void lower_get_relative_token(Lowerer *L, int li, const TfIrOp *op);
@@ -61,6 +62,5 @@ void lower_diff_pos(Lowerer *L, int li, const TfIrOp *op);
 void lower_is_zero(Lowerer *L, int li, const TfIrOp *op);
 void lower_copy_on_match(Lowerer *L, int li, const TfIrOp *op);
 void lower_copy_on_match_opt(Lowerer *L, int li, const TfIrOp *op);
-void lower_general_op(Lowerer *L, int li, const TfIrOp *op);
 
 #endif

@@ -409,47 +409,15 @@ static TfOpPlan *map_staircase(Va *G, TfIrOp *op, const TfExpr *e, const ExprRea
     return p;
 }
 
-/* Map's one argument as an expression: the parser simplified names,
- * literals and `reg + n` to arguments of their own, rebuilt here in the
- * caller's *tmp (three nodes); NULL after reporting a misuse. */
-static const TfExpr *map_argument(Va *G, const TfIrOp *op, TfExpr tmp[3]) {
+/* Map's one argument, an expression; NULL after reporting a misuse. */
+static const TfExpr *map_argument(Va *G, const TfIrOp *op) {
     const TfStmt *s = op->stmt;
-    if (s->n_args != 1 || (s->args[0].kind == TF_ARG_STEP || s->args[0].kind == TF_ARG_NAMED)) {
+    if (s->n_args != 1 || s->args[0].name.text) {
         diag_error(G->diag, s->n_args > 1 ? s->args[1].loc : s->args[0].loc,
                    "Map takes one expression: Map((a + b) %% 10) -> r");
         return NULL;
     }
-    const TfArg *a = &s->args[0];
-    memset(tmp, 0, 3 * sizeof *tmp);
-    TfExpr *name = &tmp[0], *num = &tmp[1], *sum = &tmp[2];
-    switch (a->kind) {
-    case TF_ARG_NAME:
-        name->kind = TF_EXPR_NAME;
-        name->name = a->name;
-        name->loc = a->loc;
-        return name;
-    case TF_ARG_CHAR:
-    case TF_ARG_INT:
-        num->kind = a->kind == TF_ARG_CHAR ? TF_EXPR_CHAR : TF_EXPR_INT;
-        num->ch = a->ch;
-        num->ival = a->value;
-        num->loc = a->loc;
-        return num;
-    case TF_ARG_OFFSET:
-        name->kind = TF_EXPR_NAME;
-        name->name = a->name;
-        name->loc = a->name.loc;
-        num->kind = TF_EXPR_INT;
-        num->ival = a->value;
-        num->loc = a->value_loc;
-        sum->kind = TF_EXPR_BINARY;
-        sum->op = '+';
-        sum->a = name;
-        sum->b = num;
-        sum->loc = a->loc;
-        return sum;
-    default: return a->expr;
-    }
+    return s->args[0].expr;
 }
 
 /* Map(e) -> dest: the decision table of its form.
@@ -459,8 +427,7 @@ static const TfExpr *map_argument(Va *G, const TfIrOp *op, TfExpr tmp[3]) {
  *   one numeric input                         -> staircase */
 void map_analyze(Va *G, TfIrOp *op, int index) {
     const TfStmt *s = op->stmt;
-    TfExpr tmp[3];
-    const TfExpr *e = map_argument(G, op, tmp);
+    const TfExpr *e = map_argument(G, op);
     if (!e) return;
     ExprReads R = {0};
     if (expr_reads(G->ir, G->diag, e, 0, &R) < 0) return;

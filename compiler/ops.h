@@ -5,12 +5,15 @@
  * compiler/checker.c checks calls against the table; compiler/values.c
  * follows what each op writes; compiler/lower.c turns each seed op into
  * weights, compiler/lower_general.c each general op's plan. Adding a seed op
- * means one enum entry, one table row here naming its lowering functions
- * (one per opt level, in compiler/lower.c), its effect on values (values.c)
- * and its size (plans.c's seed_params).
+ * means one enum entry and one table row naming its functions: its lowering
+ * (one per opt level, in compiler/lower.c) and its size (compiler/plans.c);
+ * what it does to the values it writes is compiler/values.c's seed_op.
+ * The checker gives a seed op its plan (TF_PLAN_SEED: the checked arguments).
  */
 #ifndef TF_OPS_H
 #define TF_OPS_H
+
+#include <stddef.h>
 
 #include "model.h"
 
@@ -64,6 +67,11 @@ typedef struct TfParam {
 struct Lowerer;
 struct TfIrOp;
 typedef void (*TfLowerFn)(struct Lowerer *L, int li, const struct TfIrOp *op);
+/* How many parameters an op's layer has at opt (1: -O, 0: -O0), from its
+ * plan (compiler/plans.c). */
+struct TfIr;
+struct TfOpPlan;
+typedef size_t (*TfSizeFn)(const struct TfIr *ir, const struct TfOpPlan *p, int opt);
 
 typedef struct TfOpInfo {
     const char *name;       /* as written in source: "FindAndStore" */
@@ -77,8 +85,10 @@ typedef struct TfOpInfo {
     const char *synopsis;   /* "FindAndStore('c') -> position" */
     int general;            /* arguments checked by the value analysis (compiler/map.c,
                                compiler/select.c), lowered from its plan */
-    TfLowerFn lower[2];     /* [0] at -O0, [1] at -O: compiler/lower.c's constructions, or
-                               lower_general_op (the plan's form) for a general op */
+    TfLowerFn lower[2];     /* a seed op's constructions (compiler/lower.c), [0] at -O0,
+                               [1] at -O; NULL for a general op, which its plan's form
+                               lowers (compiler/lower_general.c) */
+    TfSizeFn size;          /* its layer's parameters (compiler/plans.c) */
 } TfOpInfo;
 
 extern const TfOpInfo tf_ops[];

@@ -62,9 +62,21 @@ int plans_mlp_units(const TfIr *ir, const TfOpPlan *p) {
     }
 }
 
-static size_t general_params(const TfIr *ir, const TfOpPlan *p, TfLayerKind *kind) {
+/* Each plan form's layer kind: attention selects, the rest are MLPs; a
+ * seed op's is its row's (compiler/ops.c). */
+static TfLayerKind layer_kind(const TfIrOp *op) {
+    switch (op->plan->form) {
+    case TF_PLAN_ATTEND:
+    case TF_PLAN_COUNT: return TF_LAYER_ATTENTION;
+    case TF_PLAN_SEED: return tf_ops[op->op].layer;
+    default: return TF_LAYER_MLP;
+    }
+}
+
+/* The general ops' sizes, by plan form. */
+size_t plans_size_general(const TfIr *ir, const TfOpPlan *p, int opt) {
     size_t d = (size_t)ir->d_model;
-    *kind = TF_LAYER_MLP;
+    (void)opt;
     switch (p->form) {
     case TF_PLAN_TABLE:
     case TF_PLAN_STAIRCASE:
@@ -78,32 +90,52 @@ static size_t general_params(const TfIr *ir, const TfOpPlan *p, TfLayerKind *kin
         size_t dv = p->form == TF_PLAN_ATTEND && !p->value_numeric
                         ? (size_t)ir->regs[p->dest].size
                         : 1;
-        *kind = TF_LAYER_ATTENTION;
         return 2 * D * d + 2 * D + 2 * dv * d; // query, key (+ biases), value, output
     }
+    case TF_PLAN_SEED:
     case TF_PLAN_FORM_COUNT: break;
     }
     return 0;
 }
 
-static size_t seed_params(const TfIr *ir, const TfIrOp *op, int opt, TfLayerKind *kind) {
+/* The seed ops' sizes, one function per op (compiler/ops.c's rows), each
+ * following its constructions in compiler/lower.c at -O0 and at -O. */
+size_t plans_size_find_and_store(const TfIr *ir, const TfOpPlan *p, int opt) {
+    size_t d = (size_t)ir->d_model;
+    (void)p;
+    return opt ? 6 * d : 3 * d * d;
+}
+
+size_t plans_size_get_relative_token(const TfIr *ir, const TfOpPlan *p, int opt) {
     size_t d = (size_t)ir->d_model, V = (size_t)ir->n_vocab;
-    *kind = tf_ops[op->op].layer;
-    switch (op->op) {
-    case TF_OP_FIND_AND_STORE: return opt ? 6 * d : 3 * d * d;
-    case TF_OP_GET_RELATIVE_TOKEN: return opt ? 4 * d + 2 * V * d : 3 * d * d;
-    case TF_OP_MULTIPLY: return mlp(opt ? 24 : 200, d);
-    case TF_OP_CLEAR: {
-        size_t cols = 0;
-        for (int i = 0; i < op->n_args; i++) cols += (size_t)ir->regs[op->args[i].reg].size;
-        return mlp(opt ? cols : d, d);
-    }
-    case TF_OP_STEP_POSITION: return mlp(opt ? 4 * (size_t)op->n_args : d, d);
-    case TF_OP_DIFF_POS:
-    case TF_OP_IS_ZERO: return mlp(2, d);
-    case TF_OP_COPY_ON_MATCH: return mlp((size_t)ir->regs[op->args[1].reg].size, d);
-    default: return 0;
-    }
+    (void)p;
+    return opt ? 4 * d + 2 * V * d : 3 * d * d;
+}
+
+size_t plans_size_multiply(const TfIr *ir, const TfOpPlan *p, int opt) {
+    (void)p;
+    return mlp(opt ? 24 : 200, (size_t)ir->d_model);
+}
+
+size_t plans_size_clear(const TfIr *ir, const TfOpPlan *p, int opt) {
+    size_t d = (size_t)ir->d_model, cols = 0;
+    for (int i = 0; i < p->n_args; i++) cols += (size_t)ir->regs[p->args[i].reg].size;
+    return mlp(opt ? cols : d, d);
+}
+
+size_t plans_size_step_position(const TfIr *ir, const TfOpPlan *p, int opt) {
+    size_t d = (size_t)ir->d_model;
+    return mlp(opt ? 4 * (size_t)p->n_args : d, d);
+}
+
+size_t plans_size_two_units(const TfIr *ir, const TfOpPlan *p, int opt) {
+    (void)p, (void)opt;
+    return mlp(2, (size_t)ir->d_model);
+}
+
+size_t plans_size_copy_on_match(const TfIr *ir, const TfOpPlan *p, int opt) {
+    (void)opt;
+    return mlp((size_t)ir->regs[p->args[1].reg].size, (size_t)ir->d_model);
 }
 
 static void size_text(size_t n, char *buf, size_t len) {
@@ -139,8 +171,8 @@ int plans_make(const TfIr *ir, int opt_level, size_t max_params, TfDiag *diag, T
     for (int i = 0; i < ir->n_ops; i++) {
         const TfIrOp *op = &ir->ops[i];
         TfLayerSize *lp = &out->layers[i];
-        lp->n_params = op->plan ? general_params(ir, op->plan, &lp->kind)
-                               : seed_params(ir, op, opt_level > 0, &lp->kind);
+        lp->kind = layer_kind(op);
+        lp->n_params = tf_ops[op->op].size(ir, op->plan, opt_level > 0);
         if (lp->n_params > max_params - out->n_params) {
             diag_error(diag, op->stmt->op.loc,
                        "this %s becomes a layer of %zu parameters, which takes the model past "

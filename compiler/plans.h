@@ -43,6 +43,17 @@ int plans_staircase_steps(const TfIr *ir, const TfOpPlan *p);
 /* The steps of a SPLIT plan's staircase for in[1]'s value a, and whether it
  * has a result at its lowest x (its base pair). */
 int plans_split_steps(const TfIr *ir, const TfOpPlan *p, int a, int *base);
+/* The op table's size functions (compiler/ops.c): the parameters of op's
+ * layer at -O (opt 1) or -O0, from its plan alone. */
+size_t plans_size_general(const TfIr *ir, const TfOpPlan *p, int opt);
+size_t plans_size_find_and_store(const TfIr *ir, const TfOpPlan *p, int opt);
+size_t plans_size_get_relative_token(const TfIr *ir, const TfOpPlan *p, int opt);
+size_t plans_size_multiply(const TfIr *ir, const TfOpPlan *p, int opt);
+size_t plans_size_clear(const TfIr *ir, const TfOpPlan *p, int opt);
+size_t plans_size_step_position(const TfIr *ir, const TfOpPlan *p, int opt);
+size_t plans_size_two_units(const TfIr *ir, const TfOpPlan *p, int opt); /* DiffPos, IsZero */
+size_t plans_size_copy_on_match(const TfIr *ir, const TfOpPlan *p, int opt);
+
 /* The hidden units of an MLP plan (table, staircase, linear, gated, split). */
 int plans_mlp_units(const TfIr *ir, const TfOpPlan *p);
 

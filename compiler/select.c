@@ -184,12 +184,14 @@ static int selection_options(Va *G, const TfIrOp *op, int first, TfOpPlan *p, in
     *has_default = 0;
     for (int i = first; i < s->n_args; i++) {
         const TfArg *a = &s->args[i];
-        if (a->kind == TF_ARG_NAME && strcmp(a->name.text, "causal") == 0) {
+        TfArgShape sh = check_arg_shape(a);
+        const char *word = sh.kind == TF_ARG_NAME ? sh.name->text : NULL;
+        const char *key = a->name.text; // `key: literal`
+        if (word && strcmp(word, "causal") == 0) {
             p->causal = 1;
-        } else if (a->kind == TF_ARG_NAME && strcmp(a->name.text, "sum") == 0 &&
-                   op->op == TF_OP_AGGREGATE) {
+        } else if (word && strcmp(word, "sum") == 0 && op->op == TF_OP_AGGREGATE) {
             p->sum = 1;
-        } else if (a->kind == TF_ARG_NAME && strcmp(a->name.text, "bidirectional") == 0) {
+        } else if (word && strcmp(word, "bidirectional") == 0) {
             if (!G->ir->every_position) {
                 diag_error(G->diag, a->loc,
                            "a generating program's attention is causal: a token generated later "
@@ -197,20 +199,15 @@ static int selection_options(Va *G, const TfIrOp *op, int first, TfOpPlan *p, in
                 return -1;
             }
             p->causal = 0;
-        } else if ((a->kind == TF_ARG_STEP || a->kind == TF_ARG_NAMED) &&
-                   strcmp(a->name.text, "default") == 0) {
+        } else if (key && strcmp(key, "default") == 0) {
             *has_default = 1;
-            if (a->kind == TF_ARG_STEP) {
-                *dflt = val_num((double)a->value, 1);
-            } else if (expr_literal(a->expr, dflt) < 0) {
+            if (expr_literal(a->expr, dflt) < 0) {
                 diag_error(G->diag, a->expr->loc, "a default is a literal: 0, 'a', 0.5");
                 return -1;
             }
-        } else if ((a->kind == TF_ARG_STEP || a->kind == TF_ARG_NAMED) &&
-                   strcmp(a->name.text, "scale") == 0) {
+        } else if (key && strcmp(key, "scale") == 0) {
             TfVal v;
-            if (a->kind == TF_ARG_STEP) v = val_num((double)a->value, 1);
-            else if (expr_literal(a->expr, &v) < 0 || !val_is_num(v)) {
+            if (expr_literal(a->expr, &v) < 0 || !val_is_num(v)) {
                 diag_error(G->diag, a->expr->loc, "a scale is a number");
                 return -1;
             }
@@ -318,9 +315,10 @@ static int push_count(Va *G, TfIrOp *op, int index, TfOpPlan *p, int dest, doubl
 
 /* The argument `sum`, or NULL. */
 static const TfArg *sum_arg(const TfStmt *s) {
-    for (int i = 0; i < s->n_args; i++)
-        if (s->args[i].kind == TF_ARG_NAME && strcmp(s->args[i].name.text, "sum") == 0)
-            return &s->args[i];
+    for (int i = 0; i < s->n_args; i++) {
+        TfArgShape sh = check_arg_shape(&s->args[i]);
+        if (sh.kind == TF_ARG_NAME && strcmp(sh.name->text, "sum") == 0) return &s->args[i];
+    }
     return NULL;
 }
 
@@ -375,7 +373,7 @@ static int select_arguments(Va *G, TfIrOp *op, ExprReads *R, Selection *S) {
         return -1;
     }
     const TfArg *a0 = &s->args[0];
-    if (a0->kind != TF_ARG_EXPR) {
+    if (check_arg_shape(a0).kind != TF_ARG_EXPR) {
         diag_error(G->diag, a0->loc,
                    "%s's first argument is a selection such as k.tokens == q.tokens, or true",
                    tf_ops[op->op].name);
@@ -389,15 +387,16 @@ static int select_arguments(Va *G, TfIrOp *op, ExprReads *R, Selection *S) {
         if (va_check_readable(G, op, R->qregs[i], a0->loc, 1) < 0) ok = 0;
     int vreg = -1;
     if (!is_count) {
-        if (s->n_args < 2 || s->args[1].kind != TF_ARG_NAME) {
+        TfArgShape v = s->n_args < 2 ? (TfArgShape){0} : check_arg_shape(&s->args[1]);
+        if (s->n_args < 2 || v.kind != TF_ARG_NAME) {
             diag_error(G->diag, s->n_args < 2 ? s->loc : s->args[1].loc,
                        "Aggregate's second argument is the register whose values it reads");
             return -1;
         }
-        vreg = check_find_reg(G->ir, s->args[1].name.text);
+        vreg = check_find_reg(G->ir, v.name->text);
         if (vreg < 0) {
-            diag_error(G->diag, s->args[1].loc, "unknown register '%s'", s->args[1].name.text);
-            check_hint_reg(G->diag, G->ir, s->args[1].name.text);
+            diag_error(G->diag, s->args[1].loc, "unknown register '%s'", v.name->text);
+            check_hint_reg(G->diag, G->ir, v.name->text);
             return -1;
         }
         if (va_check_readable(G, op, vreg, s->args[1].loc, 0) < 0) ok = 0;

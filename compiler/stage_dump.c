@@ -18,7 +18,7 @@ static_assert(sizeof tf_dump_stage_names / sizeof tf_dump_stage_names[0] == TF_D
 static const char *const form_names[] = {
     [TF_PLAN_TABLE] = "table",   [TF_PLAN_STAIRCASE] = "staircase", [TF_PLAN_LINEAR] = "linear",
     [TF_PLAN_GATED] = "gated",   [TF_PLAN_SPLIT] = "split",         [TF_PLAN_ATTEND] = "attend",
-    [TF_PLAN_COUNT] = "count",
+    [TF_PLAN_COUNT] = "count",   [TF_PLAN_SEED] = "seed",
 };
 static_assert(sizeof form_names / sizeof form_names[0] == TF_PLAN_FORM_COUNT, "one name per form");
 
@@ -66,7 +66,7 @@ static void print_writers(FILE *f, const TfIr *ir, int r) {
     int n = 0, last = -1;
     for (int i = 0; i < ir->n_ops; i++) {
         const TfIrOp *op = &ir->ops[i];
-        if ((op->plan ? op->plan->dest : op->dest) != r) continue;
+        if (op->plan->dest != r) continue;
         if (n == 1) fprintf(f, "written by ops %d", last);
         else if (n > 1) fprintf(f, ", %d", last);
         n++;
@@ -111,11 +111,11 @@ static void dump_reg(FILE *f, const TfIr *ir, int r) {
 
 static const char *reg_name(const TfIr *ir, int r) { return r >= 0 ? ir->regs[r].name : "-"; }
 
-/* A seed op's checked arguments, as the source wrote them. */
+/* A seed op's checked arguments (its plan), as the source wrote them. */
 static void print_seed_args(FILE *f, const TfIr *ir, const TfIrOp *op) {
     const TfOpInfo *info = &tf_ops[op->op];
-    for (int i = 0; i < op->n_args; i++) {
-        const TfIrArg *a = &op->args[i];
+    for (int i = 0; i < op->plan->n_args; i++) {
+        const TfSeedArg *a = &op->plan->args[i];
         const TfParam *p = &info->params[i < info->n_params ? i : info->n_params - 1];
         if (i) fputs(", ", f);
         if (a->tok >= 0) {
@@ -138,7 +138,7 @@ static void print_op_head(FILE *f, const TfIr *ir, int i) {
     fprintf(f, "  op%-3d line %-4d ", i, s->loc.line);
     if (s->label.text) fprintf(f, "%s: ", s->label.text);
     fprintf(f, "%s(", tf_ops[op->op].name);
-    if (op->plan) {
+    if (op->plan->form != TF_PLAN_SEED) {
         for (int a = 0; a < s->n_args; a++) {
             if (a) fputs(", ", f);
             ast_print_arg(f, &s->args[a]);
@@ -180,7 +180,7 @@ void dump_ir(FILE *f, const TfIr *ir) {
         const TfIrOp *op = &ir->ops[i];
         print_op_head(f, ir, i);
         fputs("         ", f);
-        if (op->plan) {
+        if (op->plan->form != TF_PLAN_SEED) {
             fprintf(f, "%s: ", op->plan->name);
             print_plan_signature(f, ir, op->plan);
             if (op->plan->check) fputs(", checked at run time", f);
@@ -314,7 +314,7 @@ void dump_plans(FILE *f, const TfIr *ir, const TfPlans *plans) {
         fprintf(f, "      layer %d: %s, at most %zu parameters", i, tf_layer_kind_names[lp->kind],
                 lp->n_params);
         const TfOpPlan *p = op->plan;
-        if (!p) {
+        if (p->form == TF_PLAN_SEED) {
             fputs("; seed 001's construction\n", f);
             continue;
         }
@@ -334,6 +334,7 @@ void dump_plans(FILE *f, const TfIr *ir, const TfPlans *plans) {
             break;
         case TF_PLAN_ATTEND:
         case TF_PLAN_COUNT: dump_attend(f, ir, p); break;
+        case TF_PLAN_SEED:
         case TF_PLAN_FORM_COUNT: break;
         }
     }

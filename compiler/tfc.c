@@ -9,10 +9,12 @@
  * --dump=STAGE prints the program after that stage on stdout and stops,
  * writing no weights (compiler/stage_dump.h).
  *
- * Exit status: 0 compiled; 1 the program has errors (reported as
- * file:line:col diagnostics on stderr), or the file is not a program; 2
- * usage or I/O error, or memory ran out, whichever stage it was in (130 and the like: killed by a signal; the
- * output file is then left as it was).
+ * Exit status (the same in every tool, runtime/tools/cli.h): 0 compiled; 1
+ * the program has errors (reported as file:line:col diagnostics on stderr),
+ * or the file cannot be read or is not a program; 2 usage error (an output
+ * path refused included); 3 memory ran out, whichever stage it was in, or
+ * the weights or standard output could not be written (130 and the like:
+ * killed by a signal; the output file is then left as it was).
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -30,8 +32,6 @@
 #include "parse.h"
 #include "tfw.h"
 
-#define TFC_EXIT_PROGRAM 1
-#define TFC_EXIT_USAGE 2
 #define TFC_EXIT_DONE (-1) /* parse_options: --help or --version printed */
 
 static void usage(FILE *f) {
@@ -54,8 +54,7 @@ static void usage(FILE *f) {
                "                   each op's form and inputs), plans (each op's plan and\n"
                "                   layer size), layers (each layer's kind, size and parts)\n"
                "  -h, --help       this help;  --version  the version\n"
-               "exit status: 0 compiled; 1 the program has errors (file:line:col on stderr)\n"
-               "or is not a program; 2 usage or I/O error, or memory ran out (in any stage)\n");
+               "Diagnostics are file:line:col messages on stderr.\n" CLI_EXIT_HELP);
 }
 
 /* PROGRAM.tfp -> PROGRAM.tfw; any other name gets .tfw appended. */
@@ -140,7 +139,7 @@ static int parse_options(int argc, char **argv, TfcArgs *A) {
                 A->opts.opt_level = 0;
             } else {
                 fprintf(stderr, "tfc: unknown optimization level '-O%s' (-O0 or -O)\n", optarg);
-                return TFC_EXIT_USAGE;
+                return CLI_EXIT_USAGE;
             }
             break;
         case OPT_NO_SCHEDULE: A->opts.no_schedule = 1; break;
@@ -149,13 +148,13 @@ static int parse_options(int argc, char **argv, TfcArgs *A) {
             if (A->opts.dump < 0) {
                 fprintf(stderr, "tfc: unknown stage '--dump=%s' (ast, ir, plans or layers)\n",
                         optarg);
-                return TFC_EXIT_USAGE;
+                return CLI_EXIT_USAGE;
             }
             break;
-        case 'h': usage(stdout); return cli_flush_stdout("tfc") < 0 ? TFC_EXIT_USAGE : TFC_EXIT_DONE;
+        case 'h': usage(stdout); return cli_flush_stdout("tfc") < 0 ? CLI_EXIT_SYSTEM : TFC_EXIT_DONE;
         case OPT_VERSION:
             cli_version("tfc", NULL, NULL, 0, NULL);
-            return cli_flush_stdout("tfc") < 0 ? TFC_EXIT_USAGE : TFC_EXIT_DONE;
+            return cli_flush_stdout("tfc") < 0 ? CLI_EXIT_SYSTEM : TFC_EXIT_DONE;
         case OPT_MAX_PARAMS: {
             char *end = NULL;
             errno = 0;
@@ -164,24 +163,24 @@ static int parse_options(int argc, char **argv, TfcArgs *A) {
                 n > (unsigned long long)SIZE_MAX / 4) {
                 fprintf(stderr, "tfc: --max-params needs a positive number of parameters, not '%s'\n",
                         optarg);
-                return TFC_EXIT_USAGE;
+                return CLI_EXIT_USAGE;
             }
             A->opts.max_params = (size_t)n;
             break;
         }
-        default: cli_option_error("tfc", c, argv, longopts); return TFC_EXIT_USAGE;
+        default: cli_option_error("tfc", c, argv, longopts); return CLI_EXIT_USAGE;
         }
     }
     if (optind < argc) A->src_path = argv[optind++];
     if (optind < argc) {
         fprintf(stderr, "tfc: more than one program given ('%s' and '%s')\n", A->src_path,
                 argv[optind]);
-        return TFC_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     }
     if (!A->src_path) {
         fprintf(stderr, "tfc: no program given\n");
         usage(stderr);
-        return TFC_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     }
     return 0;
 }
@@ -198,11 +197,11 @@ int main(int argc, char **argv) {
     char *source = tf_file_read_max(src_path, TF_MAX_SOURCE, &len, &rerr);
     if (!source) {
         fprintf(stderr, "tfc: %s\n", rerr.msg);
-        return TFC_EXIT_USAGE;
+        return cli_error_status(&rerr);
     }
     if (cli_expect_program("tfc", src_path, source, len) < 0) {
         free(source);
-        return TFC_EXIT_PROGRAM;
+        return CLI_EXIT_INPUT;
     }
     int dumping = A.opts.dump != TF_DUMP_NONE;
     char *default_out = out_path || dumping ? NULL : default_output(src_path);
@@ -214,26 +213,26 @@ int main(int argc, char **argv) {
     if (bad_out || (!dumping && cli_refuse_same_file("tfc", out_path, src_path) < 0)) {
         free(source);
         free(default_out);
-        return TFC_EXIT_USAGE;
+        return out_path ? CLI_EXIT_USAGE : CLI_EXIT_SYSTEM;
     }
 
     int n_errors = 0;
     TfModel *m = compile_source_opts(src_path, source, len, &A.opts, stderr, &n_errors, &err);
     int status = 0;
     if (!m && n_errors > 0) {
-        status = TFC_EXIT_PROGRAM;
+        status = CLI_EXIT_INPUT;
     } else if (!m && !(dumping && err.msg[0] == '\0')) {
         fprintf(stderr, "tfc: %s: %s\n", src_path, err.msg);
-        status = TFC_EXIT_USAGE;
+        status = cli_error_status(&err);
     } else if (m && tfw_write(m, out_path, &err) < 0) {
-        fprintf(stderr, "tfc: %s\n", err.msg);
-        status = TFC_EXIT_USAGE;
+        fprintf(stderr, "tfc: %s\n", err.msg); // not representable (1), or not written (3)
+        status = cli_error_status(&err);
     } else if (m && A.verbose) {
         print_summary(m, out_path);
     }
     model_free(m);
     free(source);
     free(default_out);
-    if (cli_flush_stdout("tfc") < 0 && status == 0) status = TFC_EXIT_USAGE;
+    if (cli_flush_stdout("tfc") < 0 && status == 0) status = CLI_EXIT_SYSTEM;
     return status;
 }

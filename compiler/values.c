@@ -75,12 +75,12 @@ const char *va_reg_name(Va *G, int r) { return G->ir->regs[r].name; }
  * run-time check stops the run). A seed op's registers may hold anything. */
 static void note_one_value(Va *G, const TfIrOp *op) {
     const TfOpPlan *p = op->plan;
-    if (!p) {
+    if (p->form == TF_PLAN_SEED) {
         const TfOpInfo *info = &tf_ops[op->op];
-        for (int i = 0; i < op->n_args && info->n_params > 0; i++) {
+        for (int i = 0; i < p->n_args && info->n_params > 0; i++) {
             const TfParam *pa = &info->params[i < info->n_params ? i : info->n_params - 1];
-            if ((pa->access & TF_ACCESS_WRITE) && op->args[i].reg >= 0)
-                va_facts(G, op->args[i].reg)->one_value = 0;
+            if ((pa->access & TF_ACCESS_WRITE) && p->args[i].reg >= 0)
+                va_facts(G, p->args[i].reg)->one_value = 0;
         }
         if (op->dest >= 0) va_facts(G, op->dest)->one_value = 0;
         return;
@@ -321,7 +321,7 @@ static void seed_clear(Va *G, const TfIrOp *op, int r) {
  * before. With m always 1 it copies src; where m may be 0 dst may hold no
  * value. */
 static void seed_copy_on_match(Va *G, const TfIrOp *op) {
-    int m = op->args[0].reg, src = op->args[1].reg, dst = op->dest;
+    int m = op->plan->args[0].reg, src = op->plan->args[1].reg, dst = op->dest;
     const TfRegFacts *gm = va_facts(G, m), *gs = va_facts(G, src);
     TfRegFacts *gd = va_facts(G, dst);
     gd->bos_dirty = gm->bos_dirty || gd->bos_dirty;
@@ -346,9 +346,9 @@ static void seed_copy_on_match(Va *G, const TfIrOp *op) {
  * ones with the reason. */
 static void seed_op(Va *G, const TfIrOp *op) {
     const TfOpInfo *info = &tf_ops[op->op];
-    for (int i = 0; i < op->n_args; i++) {
+    for (int i = 0; i < op->plan->n_args; i++) {
         const TfParam *p = &info->params[i < info->n_params ? i : info->n_params - 1];
-        int r = op->args[i].reg;
+        int r = op->plan->args[i].reg;
         if (!(p->access & TF_ACCESS_WRITE) || r < 0) continue;
         if (op->op == TF_OP_CLEAR) seed_clear(G, op, r);
         else if (op->op == TF_OP_IS_ZERO) seed_is_zero(G, op, r);
@@ -504,7 +504,7 @@ int values_analyze(TfIr *ir, int opt_level, TfDiag *diag) {
     int errors = diag->n_errors;
     for (int i = 0; i < ir->n_ops && !G.failed; i++) {
         TfIrOp op = ir->ops[i];
-        op.plan = NULL;
+        if (tf_ops[op.op].general) op.plan = NULL; // a seed op's is the checker's
         int before = diag->n_errors;
         switch (op.op) {
         case TF_OP_MAP: map_analyze(&G, &op, G.n_out); break;

@@ -45,6 +45,8 @@ typedef enum TfPlanForm {
                          numeric in[0] (compiler/fuse.c: a Map of a Count and a position) */
     TF_PLAN_ATTEND,    /* attention: select and aggregate (mean or copy) */
     TF_PLAN_COUNT,     /* attention: 1 / (count + 1) into a hidden numeric register */
+    TF_PLAN_SEED,      /* a seed op: its construction (compiler/lower.c) over its checked
+                         arguments; the checker makes it */
     TF_PLAN_FORM_COUNT
 } TfPlanForm;
 
@@ -106,6 +108,11 @@ struct TfOpPlan {
     double beta;
     int causal;
     int sum; /* ATTEND: `sum` (the mean times the count) */
+
+    /* SEED: the op's checked arguments in source order (compiler/ops.c's
+     * parameters say which registers it reads and writes); dest is the op's. */
+    int n_args;
+    const TfSeedArg *args;
 };
 
 /* Runs the analysis (see above) with the lowering's opt_level (the seed

@@ -10,11 +10,6 @@ const char *const tf_stmt_kind_names[] = {
     "vocab", "period", "decl", "op", "repeat", "output", "generate", "model", "bos", "maxlen"};
 static_assert(sizeof tf_stmt_kind_names / sizeof *tf_stmt_kind_names == TF_STMT_KIND_COUNT,
               "one name per statement kind");
-const char *const tf_arg_kind_names[] = {"name",   "char", "int",  "offset",
-                                                          "step",   "expr", "named"};
-static_assert(sizeof tf_arg_kind_names / sizeof *tf_arg_kind_names == TF_ARG_KIND_COUNT,
-              "one name per argument kind");
-
 TfStmt *ast_new_stmt(TfStmtKind kind, TfLoc loc) {
     TfStmt *s = calloc(1, sizeof *s);
     if (!s) return NULL;
@@ -128,7 +123,7 @@ void ast_print_expr(FILE *f, const TfExpr *e) {
         return;
     }
     switch (e->kind) {
-    case TF_EXPR_INT: fprintf(f, "%ld", e->ival); break;
+    case TF_EXPR_INT: fprintf(f, e->op == '+' ? "+%ld" : "%ld", e->ival); break; // as signed
     case TF_EXPR_REAL: fprintf(f, "%g", e->real); break;
     case TF_EXPR_CHAR: print_char_literal(f, e->ch); break;
     case TF_EXPR_TRUE: fputs("true", f); break;
@@ -187,25 +182,14 @@ void ast_print_expr(FILE *f, const TfExpr *e) {
 }
 
 void ast_print_arg(FILE *f, const TfArg *a) {
-    switch (a->kind) {
-    case TF_ARG_NAME: fputs(a->name.text, f); break;
-    case TF_ARG_CHAR:
-        fputc('\'', f);
-        dump_char(f, a->ch, '\'');
-        fputc('\'', f);
-        break;
-    case TF_ARG_INT: fprintf(f, "%ld", a->value); break;
-    case TF_ARG_OFFSET:
-        fprintf(f, "%s %c %ld", a->name.text, a->value < 0 ? '-' : '+',
-                a->value < 0 ? -a->value : a->value);
-        break;
-    case TF_ARG_STEP: fprintf(f, "%s: %+ld", a->name.text, a->value); break;
-    case TF_ARG_EXPR: ast_print_expr(f, a->expr); break;
-    case TF_ARG_NAMED:
-        fprintf(f, "%s: ", a->name.text);
-        ast_print_expr(f, a->expr);
-        break;
-    default: fputs("?", f);
+    const TfExpr *e = a->expr;
+    if (a->name.text) fprintf(f, "%s: ", a->name.text);
+    if (e && e->kind == TF_EXPR_BINARY) {
+        ast_print_expr(f, e->a);
+        fprintf(f, " %s ", op_text(e->op));
+        ast_print_expr(f, e->b);
+    } else {
+        ast_print_expr(f, e);
     }
 }
 

@@ -1,7 +1,7 @@
 /* ast.h: the syntax tree of a .tfp program, as the parser builds it.
  *
  * The tree is purely syntactic: op names, register names and argument shapes
- * are checked later (compiler/check.c). Every node carries the source
+ * are checked later (compiler/checker.c). Every node carries the source
  * location it came from, so every later error can point at the text.
  *
  * Memory: a TfProgram owns every node, list and string below it;
@@ -25,17 +25,6 @@ typedef struct TfName {
     char *text;
     TfLoc loc;
 } TfName;
-
-typedef enum TfArgKind {
-    TF_ARG_NAME,   /* left_pos           */
-    TF_ARG_CHAR,   /* '+'  '\n'          */
-    TF_ARG_INT,    /* 3  -1  +2          */
-    TF_ARG_OFFSET, /* left_pos + 1, left_pos - 2: name, value (signed) */
-    TF_ARG_STEP,   /* out_pos: -1        : name, value (signed) */
-    TF_ARG_EXPR,   /* any other expression: (a + b) % 10, k.x == q.y : expr */
-    TF_ARG_NAMED,  /* default: 0, scale: 8.5 (not an integer step): name, expr */
-    TF_ARG_KIND_COUNT
-} TfArgKind;
 
 /* Expressions of the general ops (Map, Aggregate, Count): docs/language.md. */
 typedef enum TfExprKind {
@@ -90,14 +79,14 @@ void ast_free_expr(TfExpr *e);
 /* Writes e as source text (fully parenthesized). */
 void ast_print_expr(FILE *f, const TfExpr *e);
 
+/* One op argument as written: an expression, or `name: expression` (an
+ * option such as `default: 0`, or a seed op's step `out_pos: -1`). The
+ * parser keeps it as it is; the checker says what shape it has
+ * (compiler/checker.h, check_arg_shape). */
 typedef struct TfArg {
-    TfArgKind kind;
-    TfLoc loc;      /* the whole argument */
-    TfName name;    /* NAME, OFFSET, STEP */
-    int ch;         /* CHAR: the byte value 0..255 */
-    long value;     /* INT, OFFSET, STEP */
-    TfLoc value_loc;
-    TfExpr *expr;   /* EXPR, NAMED (owned) */
+    TfLoc loc;    /* the whole argument */
+    TfName name;  /* `name: expression`: the name; text NULL otherwise */
+    TfExpr *expr; /* owned, never NULL */
 } TfArg;
 
 typedef enum TfStmtKind {
@@ -207,10 +196,10 @@ void ast_dump(const TfProgram *p, char **out, size_t *len);
  * (' or "): a, \n, \', \x01 (buf holds 8 bytes; the result is buf or a
  * constant). The one escaper of .tfp text: messages, dumps. */
 const char *ast_char_text(int c, int quote, char *buf);
-/* Writes one op argument as source text. */
+/* Writes one op argument as source text (its expression fully
+ * parenthesized, but for the outermost pair). */
 void ast_print_arg(FILE *f, const TfArg *a);
 
 extern const char *const tf_stmt_kind_names[];
-extern const char *const tf_arg_kind_names[];
 
 #endif

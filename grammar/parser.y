@@ -65,15 +65,13 @@ static void free_values(TfValueList *l);
 static int settings_add(TfSettingList *l, TfSetting st);
 static void free_settings(TfSettingList *l);
 static TfName make_name(char *text, TfLoc loc);
-static TfArg make_arg(TfArgKind kind, TfLoc loc);
+static TfArg make_arg(TfName name, TfExpr *e, TfLoc loc);
 static TfExpr *new_expr(TfExprKind kind, TfLoc loc);
 static TfExpr *binary(int op, TfExpr *a, TfExpr *b, TfLoc loc);
 static int exprs_add(TfExprList *l, TfExpr *e);
 static void free_exprs(TfExprList *l);
 static int entries_add(TfEntryList *l, TfTableEntry e);
 static void free_entries(TfEntryList *l);
-static TfArg arg_from_expr(TfExpr *e, TfLoc loc);
-static TfArg arg_named(TfName name, TfExpr *e, TfLoc loc);
 #define NEW_EXPR(var, kind, loc) \
     do { if (!((var) = new_expr((kind), (loc)))) YYNOMEM; } while (0)
 #define NEW_STMT(var, kind, loc) \
@@ -406,11 +404,12 @@ args
     }
     ;
 
-/* An argument is an expression; the shapes the seed ops take (a name, a
- * token, an integer, `reg + n`, `reg: n`) are recognized in it. */
+/* An argument is an expression, or a name and an expression; the checker
+ * says which shape a seed op's argument has (a name, a token, `reg + n`,
+ * `reg: n`). */
 arg
-    : expr                          { $$ = arg_from_expr($1, @$); }
-    | IDENT ':' expr                { $$ = arg_named(make_name($1, @1), $3, @$); }
+    : expr                          { $$ = make_arg((TfName){NULL, @1}, $1, @$); }
+    | IDENT ':' expr                { $$ = make_arg(make_name($1, @1), $3, @$); }
     ;
 
 expr
@@ -685,14 +684,6 @@ static TfName make_name(char *text, TfLoc loc) {
     return n;
 }
 
-static TfArg make_arg(TfArgKind kind, TfLoc loc) {
-    TfArg a;
-    memset(&a, 0, sizeof a);
-    a.kind = kind;
-    a.loc = loc;
-    return a;
-}
-
 static TfExpr *new_expr(TfExprKind kind, TfLoc loc) {
     TfExpr *e = calloc(1, sizeof *e);
     if (e) {
@@ -757,55 +748,14 @@ static void free_entries(TfEntryList *l) {
     l->n = 0;
 }
 
-/* A literal integer as written, sign included (`-1`, `+2`, `3`). */
-static int is_int_literal(const TfExpr *e) { return e->kind == TF_EXPR_INT; }
-
-/* The seed ops' argument shapes, recognized in an expression; anything else
- * stays an expression (TF_ARG_EXPR). Takes ownership of e. */
-static TfArg arg_from_expr(TfExpr *e, TfLoc loc) {
-    TfArg a = make_arg(TF_ARG_EXPR, loc);
-    if (e->kind == TF_EXPR_NAME) {
-        a.kind = TF_ARG_NAME;
-        a.name = e->name;
-        e->name.text = NULL;
-        ast_free_expr(e);
-    } else if (e->kind == TF_EXPR_CHAR) {
-        a.kind = TF_ARG_CHAR;
-        a.ch = e->ch;
-        ast_free_expr(e);
-    } else if (is_int_literal(e)) {
-        a.kind = TF_ARG_INT;
-        a.value = e->ival;
-        a.value_loc = e->loc;
-        ast_free_expr(e);
-    } else if (e->kind == TF_EXPR_BINARY && (e->op == '+' || e->op == '-') &&
-               e->a->kind == TF_EXPR_NAME && is_int_literal(e->b) && !e->b->op) {
-        a.kind = TF_ARG_OFFSET;
-        a.name = e->a->name;
-        e->a->name.text = NULL;
-        a.value = e->op == '-' ? -e->b->ival : e->b->ival;
-        a.value_loc = e->b->loc;
-        if (e->op == '-') a.value_loc.col = e->a->loc.end_col + 1 + (e->b->loc.col - e->a->loc.end_col - 1 > 1 ? 1 : 0);
-        ast_free_expr(e);
-    } else {
-        a.expr = e;
-    }
-    return a;
-}
-
-/* `name: expr`: a step (`out_pos: -1`) when expr is an integer literal,
- * else a named expression. Takes ownership of e. */
-static TfArg arg_named(TfName name, TfExpr *e, TfLoc loc) {
-    TfArg a = make_arg(TF_ARG_NAMED, loc);
+/* An argument as written: `expr`, or `name: expr` (name.text NULL when
+ * absent). Takes ownership of both. */
+static TfArg make_arg(TfName name, TfExpr *e, TfLoc loc) {
+    TfArg a;
+    memset(&a, 0, sizeof a);
+    a.loc = loc;
     a.name = name;
-    if (is_int_literal(e)) {
-        a.kind = TF_ARG_STEP;
-        a.value = e->ival;
-        a.value_loc = e->loc;
-        ast_free_expr(e);
-    } else {
-        a.expr = e;
-    }
+    a.expr = e;
     return a;
 }
 

@@ -82,9 +82,9 @@ expect "made_by records tfc -O0" 0 '{"tool":"tfc","version":"0.1.0","options":{"
 expect "tfc without arguments" 2 "" "tfc: no program given" -- "$TFC"
 expect "tfc unknown option" 2 "" "tfc: unknown option '--frobnicate'" -- "$TFC" --frobnicate x.tfp
 expect "tfc -o without a name" 2 "" "tfc: -o needs a value" -- "$TFC" "$SRC/programs/adder.tfp" -o
-expect "tfc missing file" 2 "" "tfc: $tmp/nope.tfp: cannot open: No such file or directory" -- "$TFC" "$tmp/nope.tfp"
+expect "tfc missing file" 1 "" "tfc: $tmp/nope.tfp: cannot open: No such file or directory" -- "$TFC" "$tmp/nope.tfp"
 # A directory was "No such device" (issue 24).
-expect "tfc a directory" 2 "" "tfc: $tmp: not a regular file (a directory)" -- "$TFC" "$tmp"
+expect "tfc a directory" 1 "" "tfc: $tmp: not a regular file (a directory)" -- "$TFC" "$tmp"
 expect "tfc unwritable output" 2 "" "tfc: " -- "$TFC" "$SRC/programs/adder.tfp" -o "$tmp/no/such/dir/x.tfw"
 expect "tfc --help" 0 "$("$TFC" --help)" "" -- "$TFC" --help
 
@@ -652,18 +652,18 @@ ok $? "a replaced file keeps its mode"
 [ $? -gt 128 ] && [ -z "$(ls "$tmp/paths" | grep big)" ]
 ok $? "killed while writing: no temporary file left ($(ls "$tmp/paths" | grep big))"
 (ulimit -f 1; trap '' XFSZ; exec "$TFC" "$SRC/programs/adder.tfp" -o "$tmp/paths/big.tfw") 2>"$tmp/err"
-[ $? -eq 2 ] && grep -q "tfc: $tmp/paths/big.tfw: cannot write: File too large" "$tmp/err" && [ -z "$(ls "$tmp/paths" | grep big)" ]
+[ $? -eq 3 ] && grep -q "tfc: $tmp/paths/big.tfw: cannot write: File too large" "$tmp/err" && [ -z "$(ls "$tmp/paths" | grep big)" ]
 ok $? "a failed write: one line, no temporary file left ($(cat "$tmp/err"))"
 [ -z "$(ls "$tmp" "$tmp/paths" | grep '\.tmp\.')" ]
 ok $? "no temporary files anywhere"
 
 # Errors writing standard output.
 if [ -w /dev/full ]; then
-    expect "tfc -v to a full disk" 2 "" "tfc: error writing standard output: No space left on device" \
+    expect "tfc -v to a full disk" 3 "" "tfc: error writing standard output: No space left on device" \
         -- bash -c "\"$TFC\" -v \"$SRC/programs/adder.tfp\" -o \"$tmp/full.tfw\" >/dev/full"
-    expect "tfinfo to a full disk" 1 "" "tfinfo: error writing standard output" \
+    expect "tfinfo to a full disk" 3 "" "tfinfo: error writing standard output" \
         -- bash -c "\"$TFINFO\" \"$W\" >/dev/full"
-    expect "tfrun to a full disk" 1 "" "tfrun: error writing standard output" \
+    expect "tfrun to a full disk" 3 "" "tfrun: error writing standard output" \
         -- bash -c "\"$TFRUN\" \"$W\" --batch \"$tmp/prompts.txt\" >/dev/full"
 fi
 

@@ -215,7 +215,7 @@ errors "a model whose output is a number" 1 "num.tfw: the model prints a number 
 cp "$tmp/bug.tfw" "$tmp/same.tfw"
 "$TFTRAIN" --init "$tmp/same.tfw" --data "$tmp/train.tsv" --heldout "$tmp/all.tsv" -o "$tmp/same.tfw" \
     >/dev/null 2>"$tmp/err"
-expect "-o the --init file" 1 $?
+expect "-o the --init file" 2 $?
 grep -q "same.tfw" "$tmp/err" && cmp -s "$tmp/bug.tfw" "$tmp/same.tfw"
 rc=$?
 check "-o the --init file: refused, the file untouched ($(cat "$tmp/err"))" $rc

@@ -47,7 +47,7 @@ open(sys.argv[1], "w").write('vocab "0123456789+= \\n";\nposition p;\ntoken out,
                              "output out;\n" % n)
 PYEOF
 "$TFC" "$tmp/big.tfp" -o "$tmp/big.tfw" 2>"$tmp/err"
-check "tfc with a 40 MB identifier exits 2" $(($? != 2))
+check "tfc with a 40 MB identifier exits 1" $(($? != 1))
 says "tfc names the header limit" "$tmp/err" "over the readers' limit of 67108864 bytes"
 [ ! -e "$tmp/big.tfw" ]
 check "tfc wrote no file over the reader's limit" $?
@@ -69,7 +69,7 @@ fi
 # in JSON, which the readers refuse.
 { cat "$SRC/programs/xor.tfp"; printf '# caf\xe9\n'; } >"$tmp/latin1.tfp"
 "$TFC" "$tmp/latin1.tfp" -o "$tmp/latin1.tfw" 2>"$tmp/err"
-check "tfc on a Latin-1 program exits 2" $(($? != 2))
+check "tfc on a Latin-1 program exits 1" $(($? != 1))
 says "tfc says the program is not UTF-8" "$tmp/err" "the program is not valid UTF-8 text"
 
 # A 30 MB string literal wrote gigabytes to stderr: messages and source
@@ -202,7 +202,7 @@ says "... naming the limit" "$tmp/err" "str50.tfp:1:7: error: string literal of 
 # A program over the parser's 64 MiB is refused before it is read.
 truncate -s 70000000 "$tmp/str50.tfp"
 (vlimit 200000 && exec "$TFC" "$tmp/str50.tfp" -o "$tmp/str50.tfw") >/dev/null 2>"$tmp/err"
-check "tfc with a 70 MB program exits 2" $(($? != 2))
+check "tfc with a 70 MB program exits 1" $(($? != 1))
 says "... before reading it" "$tmp/err" "str50.tfp: 70000000 bytes, over the limit of 67108864 bytes"
 rm -f "$tmp/str50.tfp"
 
@@ -231,11 +231,11 @@ rm -f "$tmp/deep.tfw"
 # doing the same. Both refuse first (a hang runs into timeout: status 124).
 if [ "$asan" = 0 ]; then
     (vlimit 150000 && exec timeout 60 "$TFRUN" "$tmp/adder.tfw" "0999+0111=") >/dev/null 2>"$tmp/err"
-    check "tfrun under ulimit -v 150000 exits 1" $(($? != 1)) "($(cat "$tmp/err"))"
+    check "tfrun under ulimit -v 150000 exits 3" $(($? != 3)) "($(cat "$tmp/err"))"
     says "... naming OpenBLAS's buffer" "$tmp/err" "out of memory: OpenBLAS needs a work buffer of 129 MiB"
     (vlimit 150000 && exec timeout 60 "$TFTRAIN" --init "$tmp/adder.tfw" --data "$tmp/add.tsv" \
         --heldout "$tmp/add.tsv" --steps 1 --quiet -o "$tmp/oom.tfw") >/dev/null 2>"$tmp/err"
-    check "tftrain under ulimit -v 150000 exits 1" $(($? != 1)) "($(cat "$tmp/err"))"
+    check "tftrain under ulimit -v 150000 exits 3" $(($? != 3)) "($(cat "$tmp/err"))"
     says "... naming OpenBLAS's buffer" "$tmp/err" "out of memory: OpenBLAS needs a work buffer of 129 MiB"
 else
     echo "skip: the out-of-memory checks (ulimit -v) under AddressSanitizer"
@@ -275,7 +275,7 @@ for how in "--report $tmp/ro.html" "--report $tmp/fifo" "--svg $tmp/svgs" "--com
     "--compare $tmp/adder.tfw --svg $tmp/svgs" "--dump $tmp/fifo" "--report $tmp/adder.tfw"; do
     # shellcheck disable=SC2086
     timeout 20 "$TFRUN" "$tmp/adder.tfw" $how "0999+0111=" >/dev/null 2>"$tmp/err"
-    check "tfrun $how exits 1" $(($? != 1)) "($(cat "$tmp/err"))"
+    check "tfrun $how exits 2" $(($? != 2)) "($(cat "$tmp/err"))"
     grep -qE "is read-only; refusing|is not a regular file|is .*adder.tfw itself" "$tmp/err"
     check "... naming the target" $? "($(cat "$tmp/err"))"
 done
@@ -283,12 +283,12 @@ done
 check "the read-only files are untouched" $?
 timeout 20 "$TFTRAIN" "$SRC/programs/xor.tfp" --task xor --steps 1 --quiet --write-data "$tmp/fifo" \
     -o "$tmp/x.tfw" >/dev/null 2>"$tmp/err"
-check "tftrain --write-data FIFO exits 1" $(($? != 1))
+check "tftrain --write-data FIFO exits 2" $(($? != 2))
 says "... naming it" "$tmp/err" "cannot create directory '$tmp/fifo': Not a directory"
 mkdir -p "$tmp/data" && printf 'old' >"$tmp/data/train.txt" && chmod 444 "$tmp/data/train.txt"
 timeout 20 "$TFTRAIN" "$SRC/programs/xor.tfp" --task xor --steps 1 --quiet --write-data "$tmp/data" \
     -o "$tmp/x.tfw" >/dev/null 2>"$tmp/err"
-check "tftrain --write-data over a read-only file exits 1" $(($? != 1))
+check "tftrain --write-data over a read-only file exits 2" $(($? != 2))
 says "... naming it" "$tmp/err" "train.txt is read-only; refusing to replace it"
 "$TFRUN" "$tmp/adder.tfw" --report "$tmp/ok.html" "0999+0111=" >/dev/null && chmod 600 "$tmp/ok.html" &&
     "$TFRUN" "$tmp/adder.tfw" --report "$tmp/ok.html" "0001+0002=" >/dev/null &&

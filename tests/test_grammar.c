@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ast.h"
+#include "checker.h"
 #include "diag.h"
 #include "parse.h"
 #include "testutil.h"
@@ -87,23 +88,29 @@ START_TEST(test_every_argument_kind) {
     const TfStmt *s = p.prog->stmts;
     ck_assert_int_eq(s->kind, TF_STMT_OP);
     ck_assert_int_eq(s->n_args, 12);
+    // The parser keeps each argument as an expression; the checker says its shape.
     const TfArgKind kinds[] = {TF_ARG_NAME,   TF_ARG_CHAR,   TF_ARG_INT,  TF_ARG_INT,
                                TF_ARG_INT,    TF_ARG_OFFSET, TF_ARG_OFFSET, TF_ARG_STEP,
                                TF_ARG_STEP,   TF_ARG_STEP,   TF_ARG_CHAR, TF_ARG_CHAR};
     const long values[] = {0, 0, 3, -4, 5, 6, -7, 8, -9, 10, 0, 0};
+    TfArgShape sh[12];
     for (int i = 0; i < 12; i++) {
-        ck_assert_int_eq(s->args[i].kind, kinds[i]);
+        ck_assert_ptr_nonnull(s->args[i].expr);
+        sh[i] = check_arg_shape(&s->args[i]);
+        ck_assert_int_eq(sh[i].kind, kinds[i]);
         if (kinds[i] != TF_ARG_NAME && kinds[i] != TF_ARG_CHAR)
-            ck_assert_int_eq(s->args[i].value, values[i]);
+            ck_assert_int_eq(sh[i].value, values[i]);
     }
-    ck_assert_int_eq(s->args[1].ch, 'x');
-    ck_assert_int_eq(s->args[10].ch, '\n');
-    ck_assert_int_eq(s->args[11].ch, '\'');
-    ck_assert_str_eq(s->args[6].name.text, "c");
+    ck_assert_int_eq(sh[1].ch, 'x');
+    ck_assert_int_eq(sh[10].ch, '\n');
+    ck_assert_int_eq(sh[11].ch, '\'');
+    ck_assert_str_eq(sh[6].name->text, "c");
+    ck_assert_str_eq(sh[7].name->text, "d");
+    ck_assert_int_eq(s->args[5].expr->kind, TF_EXPR_BINARY);
     ck_assert_ptr_null(s->dest.text);
     ck_assert_ptr_null(s->label.text);
     char *d = dump(p.prog);
-    ck_assert_str_eq(d, "op Op(a, 'x', 3, -4, 5, b + 6, c - 7, d: +8, e: -9, f: +10, '\\n', '\\'')\n");
+    ck_assert_str_eq(d, "op Op(a, 'x', 3, -4, +5, b + 6, c - 7, d: 8, e: -9, f: +10, '\\n', '\\'')\n");
     free(d);
     parsed_free(&p);
 }
@@ -140,7 +147,7 @@ START_TEST(test_locations) {
     ck_assert_int_eq(s->op.loc.col, 8);
     ck_assert_int_eq(s->args[0].loc.col, 11);
     ck_assert_int_eq(s->args[0].loc.end_col, 23);
-    ck_assert_int_eq(s->args[0].value_loc.col, 22);
+    ck_assert_int_eq(check_arg_shape(&s->args[0]).value_loc.col, 22);
     ck_assert_int_eq(s->dest.loc.col, 29);
     ck_assert_int_eq(s->dest.loc.end_col, 31);
     const TfStmt *r = s->next;

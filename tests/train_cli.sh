@@ -334,22 +334,22 @@ check "CRLF data files train the same model as LF ones" $?
 "$TFTRAIN" "$P/binary_add.tfp" --task binary-add:3 --train-size 48 --heldout-size 16 --steps 100000 \
     -o "$tmp/none/x.tfw" >"$tmp/out" 2>"$tmp/err"
 rc=$?
-[ $rc -eq 1 ] && [ ! -s "$tmp/out" ] && grep -q "^tftrain: $tmp/none/x.tfw: cannot create: No such file or directory$" "$tmp/err"
+[ $rc -eq 2 ] && [ ! -s "$tmp/out" ] && grep -q "^tftrain: $tmp/none/x.tfw: cannot create: No such file or directory$" "$tmp/err"
 rc=$?
 check "an output in a missing directory is refused before training ($(cat "$tmp/err"))" $rc
 cp "$tmp/r1.tfw" "$tmp/ro.tfw"
 chmod 444 "$tmp/ro.tfw"
-run_err "a read-only output is refused before training" 1 "tftrain: $tmp/ro.tfw is read-only; refusing to replace it" \
+run_err "a read-only output is refused before training" 2 "tftrain: $tmp/ro.tfw is read-only; refusing to replace it" \
     "$TFTRAIN" "$P/binary_add.tfp" "${common[@]}" --steps 100000 -o "$tmp/ro.tfw"
 cmp -s "$tmp/r1.tfw" "$tmp/ro.tfw"
 check "the read-only output is unchanged" $?
-run_err "-o the training data itself" 1 "tftrain: $tmp/ba/train_crlf.txt is $tmp/ba/train_crlf.txt itself; refusing" \
+run_err "-o the training data itself" 2 "tftrain: $tmp/ba/train_crlf.txt is $tmp/ba/train_crlf.txt itself; refusing" \
     "$TFTRAIN" "$P/binary_add.tfp" --data "$tmp/ba/train_crlf.txt" --heldout "$tmp/ba/heldout.txt" -o "$tmp/ba/train_crlf.txt"
 if [ -w /dev/full ]; then
     "$TFTRAIN" "$P/binary_add.tfp" "${common[@]}" --steps 5 -o "$tmp/full.tfw" >/dev/full 2>"$tmp/err"
     rc=$?
-    [ $rc -eq 1 ] && grep -q "tftrain: error writing standard output: No space left on device" "$tmp/err"
-    check "tftrain to a full disk: exit 1 and a message" $?
+    [ $rc -eq 3 ] && grep -q "tftrain: error writing standard output: No space left on device" "$tmp/err"
+    check "tftrain to a full disk: exit 3 and a message" $?
 fi
 
 # --progress: a "\r"-updated line on stderr with the elapsed time, ending in a newline.

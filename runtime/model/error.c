@@ -14,6 +14,10 @@ void tf_error_set(TfError *err, const char *fmt, ...) {
     va_end(ap);
 }
 
+int tf_error_is_memory(const TfError *err) {
+    return err && strstr(err->msg, "out of memory") != NULL;
+}
+
 void tf_error_prefix(TfError *err, const char *prefix) {
     if (!err) return;
     char old[sizeof err->msg];

@@ -19,6 +19,11 @@ __attribute__((format(printf, 2, 3)))
 #endif
 void tf_error_set(TfError *err, const char *fmt, ...);
 
+/* Whether the failure was memory running out: every allocation failure is
+ * reported with a message that says "out of memory" (the tools exit with
+ * a status of their own for it: runtime/tools/cli.h). */
+int tf_error_is_memory(const TfError *err);
+
 /* Prefixes err->msg with "<prefix>: ". */
 void tf_error_prefix(TfError *err, const char *prefix);
 

@@ -284,3 +284,11 @@ void cli_progress_end(CliProgress *p, const char *fmt, ...) {
     fputc('\n', stderr);
     p->width = 0;
 }
+
+int cli_error_status(const TfError *err) {
+    // runtime/model/outfile.c says "PATH: cannot write: REASON" when the
+    // bytes could not be written (a full disk, a file size limit), and
+    // "...; refusing to replace it" of a path it will not write to
+    if (tf_error_is_memory(err) || strstr(err->msg, ": cannot write: ")) return CLI_EXIT_SYSTEM;
+    return strstr(err->msg, "; refusing to replace it") ? CLI_EXIT_USAGE : CLI_EXIT_INPUT;
+}

@@ -14,7 +14,34 @@
 #include <getopt.h>
 #include <stddef.h>
 
+#include "error.h"
+
+/* Exit status, one per kind of failure, the same in every tool (each one's
+ * --help and the README's "Exit codes" say it; tests/exit_codes.sh checks it):
+ *   0   success
+ *   1   the input is wrong: a program with errors, a file that cannot be read
+ *       or is not what it should be, a bad prompt, data or setting, a
+ *       run-time check or --check that failed
+ *   2   the command line is wrong: an unknown option, a bad or missing
+ *       argument, an output path that is refused before any work
+ *   3   the machine failed the tool: memory ran out, or an output (a file
+ *       or standard output) could not be written
+ *   130 interrupted (128 + SIGINT; other signals as the shell reports them) */
+#define CLI_EXIT_INPUT 1
+#define CLI_EXIT_USAGE 2
+#define CLI_EXIT_SYSTEM 3
 #define CLI_EXIT_INTERRUPTED 130 /* 128 + SIGINT, as shells report it */
+/* The lines each tool's --help ends with. */
+#define CLI_EXIT_HELP                                                                          \
+    "exit status: 0 success; 1 bad input (a program with errors, a file that cannot be\n"      \
+    "read or is not what it should be, a bad prompt, data or setting, a failed check);\n"     \
+    "2 usage error (the command line); 3 out of memory, or an output that could not be\n"    \
+    "written (standard output included); 130 interrupted\n"
+
+/* The status of a failure reported in err: CLI_EXIT_SYSTEM when memory ran
+ * out or an output's bytes could not be written, CLI_EXIT_USAGE when an
+ * output path was refused (a read-only file, a device), else CLI_EXIT_INPUT. */
+int cli_error_status(const TfError *err);
 
 /* Prints "PROG (tfc) VERSION" (the CMake project's version) on stdout, then
  * the BLAS the tool's matrix products run on: for a tool without any (tfc,

@@ -10,9 +10,11 @@
  *
  * What it converts is decided by what IN and OUT are: an IN directory is a
  * GPT-2-style folder; an OUT ending in .onnx an ONNX file, any other OUT
- * (but a .tfw) a folder. Exit status: 0 converted; 1 an input that cannot be read or
- * represented (a one-line message naming the key, the tensor or the
- * file), or an output that cannot be written; 2 usage error.
+ * (but a .tfw) a folder. Exit status (runtime/tools/cli.h): 0 converted; 1 an
+ * input that cannot be read or represented (a one-line message naming the
+ * key, the tensor or the file), or an output it cannot make; 2 usage error
+ * (an output .tfw path refused included); 3 out of memory, or the .tfw
+ * could not be written.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -25,10 +27,8 @@
 #include "cli.h"
 #include "convert.h"
 #include "model.h"
+#include "outfile.h"
 #include "tfw.h"
-
-#define TFCONVERT_EXIT_ERROR 1
-#define TFCONVERT_EXIT_USAGE 2
 
 static void usage(FILE *f) {
     fprintf(f, "usage: tfconvert [options] FOLDER -o OUT.tfw\n"
@@ -42,8 +42,7 @@ static void usage(FILE *f) {
                "                   character (in place of vocab.json)\n"
                "  --generate N     the tokens tfrun generates by default (default 1)\n"
                "  -h, --help       this help;  --version  the version\n"
-               "exit status: 0 converted; 1 an input that cannot be read or represented, or\n"
-               "an output that cannot be written; 2 usage error\n");
+               CLI_EXIT_HELP);
 }
 
 /* FOLDER to OUT.tfw. */
@@ -55,13 +54,13 @@ static int from_gpt2(const char *in, const char *out, const TfConvertOptions *op
         // or give its path already.
         if (strncmp(err.msg, in, strlen(in)) != 0) tf_error_prefix(&err, in);
         fprintf(stderr, "tfconvert: %s\n", err.msg);
-        return TFCONVERT_EXIT_ERROR;
+        return cli_error_status(&err);
     }
     int rc = tfw_write(m, out, &err);
     model_free(m);
     if (rc < 0) {
         fprintf(stderr, "tfconvert: %s\n", err.msg);
-        return TFCONVERT_EXIT_ERROR;
+        return cli_error_status(&err);
     }
     return 0;
 }
@@ -69,13 +68,13 @@ static int from_gpt2(const char *in, const char *out, const TfConvertOptions *op
 /* WEIGHTS.tfw to OUT.onnx, or (folder 1) to a GPT-2-style folder. */
 static int from_tfw(const char *in, const char *out, int folder) {
     TfError err = {""};
-    if (cli_expect_weights("tfconvert", in) < 0) return TFCONVERT_EXIT_ERROR;
+    if (cli_expect_weights("tfconvert", in) < 0) return CLI_EXIT_INPUT;
     TfModel *m = tfw_read(in, &err);
     if (m && folder && convert_to_gpt2(m, out, &err) < 0) tf_error_prefix(&err, in);
     if (!m || (folder ? err.msg[0] != 0 : convert_to_onnx(m, out, &err) < 0)) {
         fprintf(stderr, "tfconvert: %s\n", err.msg);
         model_free(m);
-        return TFCONVERT_EXIT_ERROR;
+        return cli_error_status(&err);
     }
     model_free(m);
     return 0;
@@ -110,15 +109,15 @@ int main(int argc, char **argv) {
             if (cli_parse_long(optarg, 1, INT_MAX, &v) < 0) {
                 fprintf(stderr, "tfconvert: --generate wants a positive number, not '%s'\n",
                         optarg);
-                return TFCONVERT_EXIT_USAGE;
+                return CLI_EXIT_USAGE;
             }
             opt.generate = (int)v;
             break;
-        case 'h': usage(stdout); return cli_flush_stdout("tfconvert") < 0 ? TFCONVERT_EXIT_ERROR : 0;
+        case 'h': usage(stdout); return cli_flush_stdout("tfconvert") < 0 ? CLI_EXIT_SYSTEM : 0;
         case OPT_VERSION:
             cli_version("tfconvert", NULL, NULL, 0, NULL);
-            return cli_flush_stdout("tfconvert") < 0 ? TFCONVERT_EXIT_ERROR : 0;
-        default: cli_option_error("tfconvert", c, argv, longopts); return TFCONVERT_EXIT_USAGE;
+            return cli_flush_stdout("tfconvert") < 0 ? CLI_EXIT_SYSTEM : 0;
+        default: cli_option_error("tfconvert", c, argv, longopts); return CLI_EXIT_USAGE;
         }
     }
     if (optind < argc) in = argv[optind++];
@@ -127,23 +126,30 @@ int main(int argc, char **argv) {
                                            : !in         ? "no input given"
                                                          : "no output given (-o FILE)");
         usage(stderr);
-        return TFCONVERT_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     }
     if (opt.vocab && opt.vocab_len > 256) {
         fprintf(stderr, "tfconvert: --vocab has more than 256 characters\n");
-        return TFCONVERT_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     }
     opt.source = in;
     cli_remove_output_on_signals();
     struct stat st;
-    if (stat(in, &st) == 0 && S_ISDIR(st.st_mode)) return from_gpt2(in, out, &opt);
+    if (stat(in, &st) == 0 && S_ISDIR(st.st_mode)) {
+        TfError err = {""};
+        if (outfile_check(out, &err) < 0) { // refused before the work
+            fprintf(stderr, "tfconvert: %s\n", err.msg);
+            return tf_error_is_memory(&err) ? CLI_EXIT_SYSTEM : CLI_EXIT_USAGE;
+        }
+        return from_gpt2(in, out, &opt);
+    }
     if (stat(in, &st) != 0) {
         fprintf(stderr, "tfconvert: %s: cannot open: no such file or directory\n", in);
-        return TFCONVERT_EXIT_ERROR;
+        return CLI_EXIT_INPUT;
     }
     if (ends_with(out, ".onnx")) return from_tfw(in, out, 0);
     if (!ends_with(out, ".tfw")) return from_tfw(in, out, 1);
     fprintf(stderr, "tfconvert: %s to %s: a GPT-2-style folder converts to a .tfw, a .tfw to a "
                     ".onnx file or a GPT-2-style folder\n", in, out);
-    return TFCONVERT_EXIT_USAGE;
+    return CLI_EXIT_USAGE;
 }

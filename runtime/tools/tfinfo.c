@@ -6,7 +6,8 @@
  * layer (kind, the op and source line it came from, or for a layer that
  * holds several ops each op's heads or hidden units, name, op and line; its
  * tensors' shapes and parameter count), every tensor, the generation settings and the embedded
- * source. Exit status: 0 success; 1 a bad weight file; 2 usage error.
+ * source. Exit status (runtime/tools/cli.h): 0 success; 1 a bad weight file; 2
+ * usage error; 3 out of memory or an error writing standard output.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -18,16 +19,12 @@
 #include "model.h"
 #include "tfw.h"
 
-#define TFINFO_EXIT_ERROR 1
-#define TFINFO_EXIT_USAGE 2
-
 static void usage(FILE *f) {
     fprintf(f, "usage: tfinfo [--] WEIGHTS.tfw\n"
                "  prints the vocabulary, position encoding, registers, layers, tensors,\n"
                "  generation settings and embedded source of a weight file\n"
                "  -h, --help   this help;  --version  the version\n"
-               "exit status: 0 printed; 1 a bad weight file (or an error writing the output);\n"
-               "2 usage error\n");
+               CLI_EXIT_HELP);
 }
 
 /* "[80, 80]" */
@@ -224,29 +221,29 @@ int main(int argc, char **argv) {
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
-        case 'h': usage(stdout); return cli_flush_stdout("tfinfo") < 0 ? TFINFO_EXIT_ERROR : 0;
+        case 'h': usage(stdout); return cli_flush_stdout("tfinfo") < 0 ? CLI_EXIT_SYSTEM : 0;
         case OPT_VERSION:
             cli_version("tfinfo", NULL, NULL, 0, NULL);
-            return cli_flush_stdout("tfinfo") < 0 ? TFINFO_EXIT_ERROR : 0;
-        default: cli_option_error("tfinfo", c, argv, longopts); return TFINFO_EXIT_USAGE;
+            return cli_flush_stdout("tfinfo") < 0 ? CLI_EXIT_SYSTEM : 0;
+        default: cli_option_error("tfinfo", c, argv, longopts); return CLI_EXIT_USAGE;
         }
     }
     if (optind < argc) weights = argv[optind++];
     if (optind < argc) {
         fprintf(stderr, "tfinfo: more than one weight file given\n");
-        return TFINFO_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     }
     if (!weights) {
         fprintf(stderr, "tfinfo: no weight file given\n");
         usage(stderr);
-        return TFINFO_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     }
-    if (cli_expect_weights("tfinfo", weights) < 0) return TFINFO_EXIT_ERROR;
+    if (cli_expect_weights("tfinfo", weights) < 0) return CLI_EXIT_INPUT;
     TfError err = {""};
     TfModel *m = tfw_read(weights, &err);
     if (!m) {
         fprintf(stderr, "tfinfo: %s\n", err.msg);
-        return TFINFO_EXIT_ERROR;
+        return cli_error_status(&err);
     }
 
     printf("%s: tfw format %d, d_model %d, %d layer%s, %zu parameters\n", weights,
@@ -268,7 +265,7 @@ int main(int argc, char **argv) {
     if (!uses) {
         fprintf(stderr, "tfinfo: out of memory\n");
         model_free(m);
-        return 1;
+        return CLI_EXIT_SYSTEM;
     }
     model_tensor_use_counts(m, uses);
     print_layers(m, uses);
@@ -318,5 +315,5 @@ int main(int argc, char **argv) {
     }
     print_source(m);
     model_free(m);
-    return cli_flush_stdout("tfinfo") < 0 ? TFINFO_EXIT_ERROR : 0;
+    return cli_flush_stdout("tfinfo") < 0 ? CLI_EXIT_SYSTEM : 0;
 }

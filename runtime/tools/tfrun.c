@@ -24,9 +24,11 @@
  * input through several engines at once (runtime/engine/runner.h), with a progress
  * line on stderr when it is a terminal (or with --progress); under mpirun or
  * srun the ranks share them (runtime/dist/shard.h, docs/cluster.md).
- * Exit status: 0 success; 1 a bad weight file or prompt, or a failed check
- * (one-line message on stderr; the other lines still run); 2 usage error
- * (-n beyond the model's positions included).
+ * Exit status (the same in every tool, runtime/tools/cli.h): 0 success; 1 a
+ * bad weight file or prompt, or a failed check (one-line message on stderr;
+ * the other lines still run); 2 usage error (-n beyond the model's positions
+ * and a refused output path included); 3 out of memory, or an output that
+ * could not be written.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -56,8 +58,6 @@
 #include "shard.h"
 #include "tfw.h"
 
-#define TFRUN_EXIT_ERROR 1
-#define TFRUN_EXIT_USAGE 2
 #define TFRUN_DEFAULT_BATCH 256 /* per thread; the fastest in bench/engine.sh */
 #define TFRUN_MAX_BATCH 4096
 #define TFRUN_MAX_THREADS 64
@@ -102,9 +102,7 @@ static void usage(FILE *f) {
                "  -h, --help       this help;  --version  the version\n"
                "Options and files come in any order; --opt=V is --opt V; \"--\" ends the\n"
                "options (for a prompt that starts with '-'). Input lines end in LF or CRLF.\n"
-               "exit status: 0 success; 1 a bad weight file or prompt, an input that fails\n"
-               "a run-time check, or a failed --check;\n"
-               "2 usage error (-n beyond the model's positions included)\n",
+               "-n beyond the model's positions is a usage error (2).\n" CLI_EXIT_HELP,
             TFRUN_MAX_BATCH, TFRUN_DEFAULT_BATCH);
 }
 
@@ -168,7 +166,7 @@ static int run_stream(const TfModel *m, const char *path, const TfRunnerOptions 
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
     if (!f) {
         fprintf(stderr, "tfrun: cannot open '%s': %s\n", path, strerror(errno));
-        return TFRUN_EXIT_ERROR;
+        return CLI_EXIT_INPUT;
     }
     StreamProgress sp = {.check = opts->check};
     cli_progress_init(&sp.bar, force_progress);
@@ -196,7 +194,7 @@ static int run_stream(const TfModel *m, const char *path, const TfRunnerOptions 
 
     if (rc < 0) {
         fprintf(stderr, "tfrun: %s\n", err.msg);
-        return TFRUN_EXIT_ERROR;
+        return cli_error_status(&err);
     }
     if (o->check) {
         if (st.failed > o->show_failures)
@@ -212,7 +210,7 @@ static int run_stream(const TfModel *m, const char *path, const TfRunnerOptions 
             printf("engine: %.0f FLOP per case, %.2f GFLOP/s\n", st.flops / (double)st.run,
                    st.seconds > 0 ? st.flops / st.seconds * 1e-9 : 0.0);
     }
-    return st.bad || st.failed || st.errors ? TFRUN_EXIT_ERROR : 0;
+    return st.bad || st.failed || st.errors ? CLI_EXIT_INPUT : 0;
 }
 
 /* Prints one prompt's result: prompt + completion, or for a model read at
@@ -236,12 +234,12 @@ static int run_dump(const TfModel *m, const char *prompt, const char *path,
     size_t len = strlen(prompt);
     if (len > INT_MAX / 2) len = INT_MAX / 2;
     int *ids = prepare_prompt(m, prompt, (int)len, 0, "prompt");
-    if (!ids) return TFRUN_EXIT_ERROR;
+    if (!ids) return CLI_EXIT_INPUT;
     TfError err = {""};
     int rc = dump_activations(m, prompt, ids, (int)len, iv, path, &err);
     if (rc < 0) fprintf(stderr, "tfrun: %s\n", err.msg);
     free(ids);
-    return rc < 0 ? TFRUN_EXIT_ERROR : 0;
+    return rc < 0 ? cli_error_status(&err) : 0;
 }
 
 /* --trace, --report, --svg: one prompt, one full pass per step (inspect.h),
@@ -258,7 +256,7 @@ static int run_inspect(const TfModel *m, const char *prompt, int n_new, const Tf
     if (!ids || !out || !vals ||
         inspect_run(m, ids, (int)len, n_new, io, stdout, out, vals, &n_out, &err) < 0) {
         if (ids) fprintf(stderr, "tfrun: %s\n", out && vals ? err.msg : "out of memory");
-        status = TFRUN_EXIT_ERROR;
+        status = !ids ? CLI_EXIT_INPUT : !(out && vals) ? CLI_EXIT_SYSTEM : cli_error_status(&err);
     } else if (m->output_kind == TF_OUTPUT_CLASSIFY) {
         status = run_classify(m, prompt, NULL, 0, 0, io->intervention);
     } else {
@@ -275,7 +273,7 @@ static int run_one(const TfModel *m, const char *prompt, int n_new, int use_cach
     size_t len = strlen(prompt);
     if (len > INT_MAX / 2) len = INT_MAX / 2;
     int *ids = prepare_prompt(m, prompt, (int)len, n_new, "prompt");
-    if (!ids) return TFRUN_EXIT_ERROR;
+    if (!ids) return CLI_EXIT_INPUT;
     TfError err = {""};
     TfInfer *inf = infer_new(m, 1, &err);
     if (inf) infer_set_cache(inf, use_cache);
@@ -304,7 +302,7 @@ static int run_one(const TfModel *m, const char *prompt, int n_new, int use_cach
     }
     if (rc < 0) {
         fprintf(stderr, "tfrun: %s\n", out && vals ? err.msg : "out of memory");
-        status = TFRUN_EXIT_ERROR;
+        status = out && vals ? cli_error_status(&err) : CLI_EXIT_SYSTEM;
     } else {
         print_result(stdout, m, prompt, len, out, vals, n_out);
     }
@@ -363,9 +361,10 @@ static int run_classify(const TfModel *m, const char *prompt, const char *path, 
     if (!inf || !probs || (path && !f)) {
         if (path && !f) fprintf(stderr, "tfrun: cannot open '%s': %s\n", path, strerror(errno));
         else fprintf(stderr, "tfrun: %s\n", !inf ? err.msg : "out of memory");
+        int bad_input = (path && !f) || (!inf && !tf_error_is_memory(&err));
         infer_free(inf);
         free(probs);
-        return TFRUN_EXIT_ERROR;
+        return bad_input ? CLI_EXIT_INPUT : CLI_EXIT_SYSTEM;
     }
     StreamProgress sp = {.check = check};
     cli_progress_init(&sp.bar, force_progress && f);
@@ -388,7 +387,7 @@ static int run_classify(const TfModel *m, const char *prompt, const char *path, 
                 cli_progress_clear(&sp.bar);
                 fprintf(stderr, "tfrun: error reading '%s' (line %ld): %s\n", path, lineno + 1,
                         strerror(errno));
-                status = TFRUN_EXIT_ERROR;
+                status = CLI_EXIT_INPUT;
                 break;
             }
             st.bytes += (long long)ln.bytes;
@@ -403,7 +402,7 @@ static int run_classify(const TfModel *m, const char *prompt, const char *path, 
                 fprintf(stderr, "tfrun: line %ld: line of %zu bytes, over the limit of %zu for this "
                                 "model (%d positions)\n", lineno, ln.bytes, max, m->max_len);
                 st.bad++;
-                status = TFRUN_EXIT_ERROR;
+                status = CLI_EXIT_INPUT;
                 continue;
             }
             if (check) {
@@ -425,7 +424,7 @@ static int run_classify(const TfModel *m, const char *prompt, const char *path, 
             if (f) fprintf(stderr, "tfrun: line %ld: %s\n", lineno, err.msg);
             else fprintf(stderr, "tfrun: %s\n", err.msg);
             if (check) st.bad++;
-            status = TFRUN_EXIT_ERROR;
+            if (status != CLI_EXIT_SYSTEM) status = cli_error_status(&err);
         } else if (check && strcmp(m->class_names[best], want) == 0) {
             st.passed++;
         } else if (check && st.failed++ < TFRUN_SHOW_FAILURES) {
@@ -455,7 +454,7 @@ static int run_classify(const TfModel *m, const char *prompt, const char *path, 
         if (st.bad) printf(", %ld bad lines", st.bad);
         printf(" (%ld cases in %.2f s: %.0f cases/s, 1 thread)\n", st.run, st.seconds,
                st.seconds > 0 ? (double)st.run / st.seconds : 0.0);
-        if (st.failed || st.bad || (st.run == 0 && lineno == 0)) status = TFRUN_EXIT_ERROR;
+        if (st.failed || st.bad || (st.run == 0 && lineno == 0)) status = CLI_EXIT_INPUT;
     }
     tf_line_free(&ln);
     if (f && f != stdin) fclose(f);
@@ -511,7 +510,7 @@ static int run_compare(TfModel *const m[2], const char *const path[2], const cha
     const TfIntervention *iv[2] = {io->intervention, NULL}; /* A's edits only */
     size_t len = strlen(prompt);
     if (len > INT_MAX / 2) len = INT_MAX / 2;
-    int *ids[2] = {NULL, NULL}, status = TFRUN_EXIT_ERROR, s = 0;
+    int *ids[2] = {NULL, NULL}, status = CLI_EXIT_INPUT, s = 0;
     char *text[2] = {NULL, NULL};
     TfCapture *cap[2] = {NULL, NULL};
     TfCompare *cmp = NULL;
@@ -548,6 +547,7 @@ static int run_compare(TfModel *const m[2], const char *const path[2], const cha
     printf("%s\n%s\n", text[0], text[1]);
     status = 0;
 done:
+    if (status && err.msg[0]) status = cli_error_status(&err);
     compare_free(cmp);
     for (s = 0; s < 2; s++) {
         capture_free(cap[s]);
@@ -568,19 +568,19 @@ static int make_intervention(const TfModel *m, const char *const *specs, int n_s
     if (n_specs == 0) {
         if (!patch_from) return 0;
         fprintf(stderr, "tfrun: --patch-from wants --ablate SPEC: what to patch\n");
-        return TFRUN_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     }
     TfIntervention *iv = intervention_parse(m, specs, n_specs, patch_from != NULL, &err);
     if (!iv) {
         fprintf(stderr, "tfrun: %s\n", err.msg);
-        return TFRUN_EXIT_USAGE;
+        return tf_error_is_memory(&err) ? CLI_EXIT_SYSTEM : CLI_EXIT_USAGE;
     }
     int per_prompt = intervention_has(iv, TF_EDIT_MEAN) || intervention_has(iv, TF_EDIT_PATCH);
     if (batch && (per_prompt || patch_from)) {
         fprintf(stderr, "tfrun: --ablate mean: and --patch-from take one prompt, not a file "
                         "(zero: edits take --batch and --check)\n");
         intervention_free(iv);
-        return TFRUN_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     }
     int status = 0, len = prompt ? (int)strnlen(prompt, INT_MAX / 2) : 0;
     int *ids = per_prompt ? prepare_prompt(m, prompt, len, n_new, "prompt") : NULL;
@@ -588,16 +588,16 @@ static int make_intervention(const TfModel *m, const char *const *specs, int n_s
                                                   n_new, "--patch-from")
                                  : NULL;
     if (per_prompt && (!ids || (patch_from && !src))) {
-        status = TFRUN_EXIT_ERROR;
+        status = CLI_EXIT_INPUT;
     } else if (src && (int)strlen(patch_from) != len) {
         fprintf(stderr, "tfrun: --patch-from: '%s' has %d tokens, the prompt %d: patching pairs "
                         "positions, give prompts of one length\n", patch_from, (int)strlen(patch_from), len);
-        status = TFRUN_EXIT_USAGE;
+        status = CLI_EXIT_USAGE;
     } else if ((intervention_has(iv, TF_EDIT_MEAN) &&
                 intervention_prepare(iv, TF_EDIT_MEAN, ids, len, n_new, &err) < 0) ||
                (src && intervention_prepare(iv, TF_EDIT_PATCH, src, len, n_new, &err) < 0)) {
         fprintf(stderr, "tfrun: %s\n", err.msg);
-        status = TFRUN_EXIT_ERROR;
+        status = cli_error_status(&err);
     }
     free(ids);
     free(src);
@@ -616,9 +616,9 @@ int main(int argc, char **argv) {
     TfError dist_err = {""};
     if (dist_init(&argc, &argv, &dist_err) < 0) {
         fprintf(stderr, "tfrun: %s\n", dist_err.msg);
-        return TFRUN_EXIT_ERROR;
+        return CLI_EXIT_SYSTEM;
     }
-    if (dist_rank() > 0 && !freopen("/dev/null", "w", stdout)) return TFRUN_EXIT_ERROR;
+    if (dist_rank() > 0 && !freopen("/dev/null", "w", stdout)) return CLI_EXIT_SYSTEM;
     int shard_input = 0;
     const char *weights = NULL, *prompt = NULL, *batch_path = NULL, *dump_path = NULL;
     const char *compare_path = NULL, *patch_from = NULL;
@@ -662,14 +662,14 @@ int main(int argc, char **argv) {
         case 'n':
             if (parse_count(v, &n_new) < 0) {
                 fprintf(stderr, "tfrun: -n wants a non-negative number, not '%s'\n", v);
-                return TFRUN_EXIT_USAGE;
+                return CLI_EXIT_USAGE;
             }
             break;
         case OPT_BATCH:
         case OPT_CHECK:
             if (batch_path) {
                 fprintf(stderr, "tfrun: give one --batch or --check file\n");
-                return TFRUN_EXIT_USAGE;
+                return CLI_EXIT_USAGE;
             }
             batch_path = v;
             check = c == OPT_CHECK;
@@ -678,14 +678,14 @@ int main(int argc, char **argv) {
             if (parse_count(v, &batch) < 0 || batch < 1 || batch > TFRUN_MAX_BATCH) {
                 fprintf(stderr, "tfrun: --batch-size wants a number from 1 to %d, not '%s'\n",
                         TFRUN_MAX_BATCH, v);
-                return TFRUN_EXIT_USAGE;
+                return CLI_EXIT_USAGE;
             }
             break;
         case OPT_THREADS:
             if (parse_count(v, &threads) < 0 || threads < 1 || threads > TFRUN_MAX_THREADS) {
                 fprintf(stderr, "tfrun: --threads wants a number from 1 to %d, not '%s'\n",
                         TFRUN_MAX_THREADS, v);
-                return TFRUN_EXIT_USAGE;
+                return CLI_EXIT_USAGE;
             }
             break;
         case OPT_NO_CACHE: use_cache = 0; break;
@@ -696,7 +696,7 @@ int main(int argc, char **argv) {
         case OPT_STEP:
             if (parse_count(v, &io.step) < 0) {
                 fprintf(stderr, "tfrun: --step wants a non-negative number, not '%s'\n", v);
-                return TFRUN_EXIT_USAGE;
+                return CLI_EXIT_USAGE;
             }
             step_given = 1;
             break;
@@ -708,24 +708,24 @@ int main(int argc, char **argv) {
             if (n_ablate == TFRUN_MAX_ABLATE) {
                 fprintf(stderr, "tfrun: more than %d --ablate options (join them with commas)\n",
                         TFRUN_MAX_ABLATE);
-                return TFRUN_EXIT_USAGE;
+                return CLI_EXIT_USAGE;
             }
             ablate[n_ablate++] = v;
             break;
         case OPT_PATCH_FROM: patch_from = v; break;
-        case 'h': usage(stdout); return cli_flush_stdout("tfrun") < 0 ? TFRUN_EXIT_ERROR : 0;
+        case 'h': usage(stdout); return cli_flush_stdout("tfrun") < 0 ? CLI_EXIT_SYSTEM : 0;
         case OPT_VERSION:
             cli_version("tfrun", blas_library(), blas_core(), blas_core_is_fallback(blas_core()),
                         blas_best_core());
-            return cli_flush_stdout("tfrun") < 0 ? TFRUN_EXIT_ERROR : 0;
-        default: cli_option_error("tfrun", c, argv, longopts); return TFRUN_EXIT_USAGE;
+            return cli_flush_stdout("tfrun") < 0 ? CLI_EXIT_SYSTEM : 0;
+        default: cli_option_error("tfrun", c, argv, longopts); return CLI_EXIT_USAGE;
         }
     }
     if (optind < argc) weights = argv[optind++];
     if (optind < argc) prompt = argv[optind++];
     if (optind < argc) {
         fprintf(stderr, "tfrun: more than one prompt given (quote the prompt)\n");
-        return TFRUN_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     }
     if (!weights || (!prompt && !batch_path) || (prompt && batch_path)) {
         fprintf(stderr, "tfrun: %s\n",
@@ -733,20 +733,20 @@ int main(int argc, char **argv) {
                          : prompt ? "give either a prompt or --batch/--check, not both"
                                   : "no prompt given");
         usage(stderr);
-        return TFRUN_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     }
     int inspect = io.trace || io.report_path || io.svg_dir;
     if ((inspect || dump_path || compare_path) && batch_path) {
         fprintf(stderr, "tfrun: --trace, --report, --svg, --dump and --compare take one prompt, "
                         "not a file\n");
-        return TFRUN_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     }
     if (compare_path && (!(io.report_path || io.svg_dir) || io.trace || step_given || dump_path)) {
         fprintf(stderr, "tfrun: --compare %s\n",
                 !(io.report_path || io.svg_dir)
                     ? "wants --report FILE or --svg DIR (what to write the comparison to)"
                     : "compares the prompt's pass: not with --trace, --step or --dump");
-        return TFRUN_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     }
 
 #ifdef TF_HAVE_OPENBLAS
@@ -762,24 +762,24 @@ int main(int argc, char **argv) {
     if (blas_reserve(batch_path ? threads : 1, &err) < 0) {
         fprintf(stderr, "tfrun: %s\n", err.msg);
         fflush(stdout);
-        _Exit(TFRUN_EXIT_ERROR);
+        _Exit(CLI_EXIT_SYSTEM);
     }
-    if (cli_expect_weights("tfrun", weights) < 0) return TFRUN_EXIT_ERROR;
+    if (cli_expect_weights("tfrun", weights) < 0) return CLI_EXIT_INPUT;
     // An output that cannot be written is found now, not after the run.
     const char *outs[2] = {io.report_path, dump_path};
     for (int i = 0; i < 2; i++) {
         if (outs[i] && (cli_refuse_same_file("tfrun", outs[i], weights) < 0 ||
                         cli_refuse_same_file("tfrun", outs[i], compare_path) < 0))
-            return TFRUN_EXIT_ERROR;
+            return CLI_EXIT_USAGE;
         if (outs[i] && outfile_check(outs[i], &err) < 0) {
             fprintf(stderr, "tfrun: %s\n", err.msg);
-            return TFRUN_EXIT_ERROR;
+            return tf_error_is_memory(&err) ? CLI_EXIT_SYSTEM : CLI_EXIT_USAGE;
         }
     }
     TfModel *m = tfw_read(weights, &err);
     if (!m) {
         fprintf(stderr, "tfrun: %s\n", err.msg);
-        return TFRUN_EXIT_ERROR;
+        return cli_error_status(&err);
     }
     // -n beyond the positions is refused before anything is sized by it.
     int n_given = n_new;
@@ -787,7 +787,7 @@ int main(int argc, char **argv) {
     if (runner_limit_new_tokens(m, n_new, &n_new, &err) < 0) {
         fprintf(stderr, "tfrun: -n %s\n", err.msg);
         model_free(m);
-        return TFRUN_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     }
     TfIntervention *iv = NULL;
     int iv_status = make_intervention(m, ablate, n_ablate, patch_from, prompt, batch_path != NULL,
@@ -800,10 +800,10 @@ int main(int argc, char **argv) {
     if (compare_path) { /* the second model, its own -n limit */
         TfModel *b = cli_expect_weights("tfrun", compare_path) < 0 ? NULL
                                                                    : tfw_read(compare_path, &err);
-        int n_b = n_given < 0 && b ? b->generate : n_given, status = TFRUN_EXIT_ERROR;
+        int n_b = n_given < 0 && b ? b->generate : n_given, status = CLI_EXIT_INPUT;
         if (b && runner_limit_new_tokens(b, n_b, &n_b, &err) < 0) {
             fprintf(stderr, "tfrun: -n %s (%s)\n", err.msg, compare_path);
-            status = TFRUN_EXIT_USAGE;
+            status = CLI_EXIT_USAGE;
         } else if (b) {
             TfModel *const ms[2] = {m, b};
             const char *const paths[2] = {weights, compare_path};
@@ -811,23 +811,25 @@ int main(int argc, char **argv) {
             status = run_compare(ms, paths, prompt, ns, &io);
         } else if (err.msg[0]) {
             fprintf(stderr, "tfrun: %s\n", err.msg);
+            status = cli_error_status(&err);
         }
         model_free(b);
         intervention_free(iv);
         model_free(m);
-        if (cli_flush_stdout("tfrun") < 0) status = TFRUN_EXIT_ERROR;
+        if (cli_flush_stdout("tfrun") < 0) status = CLI_EXIT_SYSTEM;
         return status;
     }
     TfRunnerOptions bo = {.n_new = n_new, .batch_size = batch, .n_threads = threads,
                          .use_cache = use_cache, .check = check,
                          .show_failures = TFRUN_SHOW_FAILURES, .intervention = iv};
-    int status = dump_path && run_dump(m, prompt, dump_path, iv) != 0 ? TFRUN_EXIT_ERROR
+    int dumped = dump_path ? run_dump(m, prompt, dump_path, iv) : 0;
+    int status = dumped         ? dumped
                  : inspect      ? run_inspect(m, prompt, n_new, &io)
                  : m->output_kind == TF_OUTPUT_CLASSIFY ? run_classify(m, prompt, batch_path, check, progress, iv)
                  : batch_path ? run_stream(m, batch_path, &bo, progress, shard_input)
                               : run_one(m, prompt, n_new, use_cache, iv);
     intervention_free(iv);
     model_free(m);
-    if (cli_flush_stdout("tfrun") < 0) status = TFRUN_EXIT_ERROR;
+    if (cli_flush_stdout("tfrun") < 0) status = CLI_EXIT_SYSTEM;
     return status;
 }

@@ -19,8 +19,10 @@
  * trains, --freeze and --train). Both outputs
  * are checked before training; the first SIGINT during training saves them
  * after the current step and exits 130 (a second one ends tftrain at once).
- * Exit status: 0 trained; 1 bad program, data or weight file, or an output
- * that cannot be written; 2 usage error; 130 interrupted.
+ * Exit status (the same in every tool, runtime/tools/cli.h): 0 trained; 1 a
+ * bad program, data or weight file; 2 usage error (a refused output path
+ * included); 3 out of memory, or an output that could not be written; 130
+ * interrupted.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -57,8 +59,6 @@
 #include "tfw.h"
 #include "train.h"
 
-#define EXIT_BAD 1
-#define EXIT_USAGE 2
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -118,8 +118,7 @@ static void usage(FILE *f) {
             "-o is checked before training; a symbolic link is written through, a\n"
             "directory, device or read-only file refused. Ctrl-C (SIGINT) during training\n"
             "saves both files and exits 130 (--resume continues it).\n"
-            "exit status: 0 trained; 1 a bad program, data or weight file, or an output\n"
-            "that cannot be written; 2 usage error; 130 interrupted (checkpoint saved)\n");
+            "An interrupted run (130) has saved its checkpoint.\n" CLI_EXIT_HELP);
 }
 
 /* ---- arguments ---------------------------------------------------------- */
@@ -796,17 +795,17 @@ int main(int argc, char **argv) {
     // (runtime/train/dataparallel.h); rank 0 alone prints and writes files.
     if (dist_init(&argc, &argv, &err) < 0) {
         fprintf(stderr, "tftrain: %s\n", err.msg);
-        return EXIT_BAD;
+        return CLI_EXIT_SYSTEM;
     }
     int rank0 = dist_rank() == 0;
-    if (!rank0 && !freopen("/dev/null", "w", stdout)) return EXIT_BAD;
+    if (!rank0 && !freopen("/dev/null", "w", stdout)) return CLI_EXIT_SYSTEM;
     if (argc == 1) {
         usage(stderr);
-        return EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     }
     int parsed = parse_args(argc, argv, &a);
     if (parsed != 0) finetune_rules_free(&a.rules);
-    if (parsed != 0) return parsed < 0 ? EXIT_USAGE : cli_flush_stdout("tftrain") < 0 ? EXIT_BAD : 0;
+    if (parsed != 0) return parsed < 0 ? CLI_EXIT_USAGE : cli_flush_stdout("tftrain") < 0 ? CLI_EXIT_SYSTEM : 0;
     cli_remove_output_on_signals();
 #ifdef TF_HAVE_OPENBLAS
     // The chunks of a batch run on a.threads workers (dataparallel.h), each
@@ -816,7 +815,7 @@ int main(int argc, char **argv) {
     openblas_set_num_threads(1);
 #endif
     TfModel *m = NULL;
-    int status = EXIT_BAD;
+    int status = CLI_EXIT_INPUT;
     TfTrainer *t = NULL;
     TfDataParallel *dp = NULL; /* the training steps and evaluations, on threads and ranks */
     TfDataset train = {0}, held = {0};
@@ -840,7 +839,7 @@ int main(int argc, char **argv) {
         // that thread, which retries for ever.
         fprintf(stderr, "tftrain: %s\n", err.msg);
         fflush(stdout);
-        _Exit(EXIT_BAD);
+        _Exit(CLI_EXIT_SYSTEM);
     }
     if (a.resume) {
         if (cli_expect_weights("tftrain", a.resume) < 0) goto done;
@@ -882,7 +881,7 @@ int main(int argc, char **argv) {
         goto oom;
     if (finetune_mask(m, &a.rules, !set.learned_positions, trainable, &err) < 0) {
         fprintf(stderr, "tftrain: %s\n", err.msg); /* a usage error */
-        status = EXIT_USAGE;
+        status = CLI_EXIT_USAGE;
         goto done;
     }
     if (a.resume && finetune_check_state(m, trainable, &err) < 0) goto fail;
@@ -901,6 +900,7 @@ int main(int argc, char **argv) {
     }
     // An output that cannot be written is found now, not after training.
     if (!(saver.ckpt = checkpoint_path(a.out))) goto oom;
+    status = CLI_EXIT_USAGE; // a refused output path
     if (outfile_check(a.out, &err) < 0 || outfile_check(saver.ckpt, &err) < 0 ||
         (a.dump_grads && outfile_check(a.dump_grads, &err) < 0))
         goto fail;
@@ -910,6 +910,7 @@ int main(int argc, char **argv) {
         cli_refuse_same_file("tftrain", a.out, a.heldout) < 0 ||
         cli_refuse_same_file("tftrain", a.out, a.teacher) < 0)
         goto done;
+    status = CLI_EXIT_INPUT;
 
     // Data.
     if (a.teacher) {
@@ -931,7 +932,10 @@ int main(int argc, char **argv) {
         tf_error_prefix(&err, a.task ? a.task : a.heldout);
         goto fail;
     }
-    if (a.write_data && rank0 && write_data(a.write_data, &train, &held, m) < 0) goto done;
+    if (a.write_data && rank0 && write_data(a.write_data, &train, &held, m) < 0) {
+        status = CLI_EXIT_USAGE; // a refused path; it said why
+        goto done;
+    }
 
     // Trainer.
     TfTrainOptions o = {a.opt, a.momentum, a.beta1, a.beta2, a.eps, a.wd, a.clip,
@@ -988,7 +992,7 @@ int main(int argc, char **argv) {
         batchbuf_fill(&bb, &train, idx, a.batch);
         double ce;
         double loss = trainer_forward_backward(t, &bb.batch, start, &ce);
-        if (rank0 && dump_grads(t, m, a.dump_grads, &err) < 0) goto fail;
+        if (rank0 && dump_grads(t, m, a.dump_grads, &err) < 0) goto write_failed;
         printf("loss %.9g\n", loss);
         status = 0;
         goto done;
@@ -1048,13 +1052,13 @@ int main(int argc, char **argv) {
             loss_n = 0;
         }
         if (a.ckpt_every && (s + 1) % a.ckpt_every == 0 && rank0 && save(&saver, t, m, &err) < 0)
-            goto fail;
+            goto write_failed;
         stopped = any_interrupted();
     }
     double wall = cli_now() - t0;
     if (stopped) {
         cli_progress_clear(&bar);
-        if (rank0 && save(&saver, t, m, &err) < 0) goto fail;
+        if (rank0 && save(&saver, t, m, &err) < 0) goto write_failed;
         if (rank0)
             fprintf(stderr, "tftrain: interrupted after step %ld of %ld; saved a checkpoint to %s "
                         "(to continue: tftrain --resume %s with the same data options)\n",
@@ -1064,7 +1068,7 @@ int main(int argc, char **argv) {
     }
     cli_progress_end(&bar, "%ld steps, %.0f examples/s", total - start, rate);
     double hloss = dp_evaluate(dp, &held, &correct);
-    if (rank0 && save(&saver, t, m, &err) < 0) goto fail;
+    if (rank0 && save(&saver, t, m, &err) < 0) goto write_failed;
     printf("held-out accuracy %.2f%% (%d/%d), loss %.4f; %ld steps in %.2f s, %.0f examples/s; "
            "wrote %s\n",
            100.0 * correct / held.n, correct, held.n, hloss, total - start, wall,
@@ -1073,12 +1077,16 @@ int main(int argc, char **argv) {
     if (a.teacher) report_heads(t, &bb, &held, &dopt);
     status = 0;
     goto done;
+write_failed: // an output could not be written (3), or its path was taken away (1)
+    status = cli_error_status(&err);
+    goto fail;
 oom:
     tf_error_set(&err, "out of memory");
 fail:
     fprintf(stderr, "tftrain: %s\n", err.msg);
+    if (tf_error_is_memory(&err)) status = CLI_EXIT_SYSTEM;
 done:
-    if (cli_flush_stdout("tftrain") < 0 && status == 0) status = EXIT_BAD;
+    if (cli_flush_stdout("tftrain") < 0 && status == 0) status = CLI_EXIT_SYSTEM;
     dp_free(dp);
     trainer_free(t);
     batchbuf_free(&bb);
