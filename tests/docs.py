@@ -3,8 +3,10 @@
 
 Every command block of README.md, docs/*.md and bench/README.md runs, in
 order, in a scratch folder per file that holds the source tree's programs/
-(a copy), tools/, tests/, bench/ (links) and build/ (a link to BUILD_DIR, also
-first on PATH). What a block shows as output is compared with what the
+(a copy), tools/ (links to its files, but a copy of tools/python, which
+`pip install tools/python` builds in), tests/, bench/ (links) and build/ (a
+link to BUILD_DIR, also first on PATH); the run must leave tools/python in
+the source tree as it found it. What a block shows as output is compared with what the
 commands print (standard output and standard error together):
 
   ```sh blocks
@@ -147,8 +149,16 @@ def scratch(build):
     os.makedirs(d)
     os.symlink(os.path.abspath(build), os.path.join(d, "build"))
     shutil.copytree(os.path.join(SRC, "programs"), os.path.join(d, "programs"))
-    for name in ("tools", "tests", "bench"):
+    for name in ("tests", "bench"):
         os.symlink(os.path.join(SRC, name), os.path.join(d, name))
+    # pip builds a package in its folder (build/, *.egg-info): a copy of it.
+    os.makedirs(os.path.join(d, "tools"))
+    for name in os.listdir(os.path.join(SRC, "tools")):
+        src = os.path.join(SRC, "tools", name)
+        if name == "python":
+            shutil.copytree(src, os.path.join(d, "tools", name))
+        else:
+            os.symlink(src, os.path.join(d, "tools", name))
     return d
 
 
@@ -210,6 +220,7 @@ def main():
     # One scratch folder, the files in order: a page uses what the README
     # made (adder.tfw, cases.tsv), as a reader who followed it would.
     d = scratch(build)
+    package = sorted(os.listdir(os.path.join(SRC, "tools", "python")))
     try:
         for f in files:
             bl = blocks(os.path.join(SRC, f))
@@ -243,10 +254,10 @@ def main():
                     for text, why, want, got, out, err in bad:
                         print("  $ %s\n  %s" % (text.replace("\n", "\n    "), why))
                         if want and exact:  # a diff: the doc's lines (-) against the output (+)
-                            for d in list(difflib.unified_diff([w.rstrip() for w in want],
-                                                               [g.rstrip() for g in got],
-                                                               "doc", "output", n=1, lineterm=""))[2:60]:
-                                print("    " + d)
+                            for dl in list(difflib.unified_diff([w.rstrip() for w in want],
+                                                                [g.rstrip() for g in got],
+                                                                "doc", "output", n=1, lineterm=""))[2:60]:
+                                print("    " + dl)
                             continue
                         if want:
                             print("  expected:\n" + "\n".join("    | " + w for w in want))
@@ -257,6 +268,10 @@ def main():
                     print("ok   %s (%d commands)" % (where, len(cmds)))
     finally:
         shutil.rmtree(d, ignore_errors=True)
+    left = sorted(set(os.listdir(os.path.join(SRC, "tools", "python"))) - set(package))
+    if left:
+        print("FAIL the commands left %s in %s" % (", ".join(left), os.path.join(SRC, "tools", "python")))
+        failed += 1
     print("%d blocks ran, %d failed, %d skipped" % (ran, failed, skipped))
     return 1 if failed or not ran else 0
 

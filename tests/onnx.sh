@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# onnx.sh TFC TFRUN TFCONVERT TFTRAIN: tfconvert's ONNX files in ONNX Runtime
-# (tests/onnx_check.py, tests/onnx_run.js). Every program of programs/ (the
-# compiled ones on TF_ONNX_CASES of tests/program_ref.py's cases, default 300,
-# evenly spread; the seed adder at -O and -O0; the learned ones as tfc
-# initializes them) and the seed tasks' trained models (short runs of
-# tftrain): python3-onnx's checker accepts each file, ONNX Runtime prints
-# tfrun's lines on every case, and its logits are within 1e-5.
+# onnx.sh TFC TFRUN TFCONVERT TFTRAIN ENGINE_LOGITS: tfconvert's ONNX files in
+# ONNX Runtime (tests/onnx_check.py, tests/onnx_run.js, tests/engine_logits.c).
+# Every program of programs/ (the compiled ones on every case of
+# tests/program_ref.py; the seed adder at -O on every one of its 1,000,000
+# cases, at -O0 on every 10th, as tests/adder_check.sh runs it; the learned
+# ones as tfc initializes them) and the seed tasks' trained models (short runs
+# of tftrain) on every case of their held-out sets (1,000 prompts, where the
+# task has as many): python3-onnx's checker accepts each file, ONNX Runtime
+# gives tfrun's output on every case, and its logits at every position are
+# within 1e-5 of the engine's. TF_ONNX_CASES=N caps the cases per model at N,
+# evenly spread (the sanitizer build).
 #
 # onnxruntime-node comes from npm, installed once into TF_ORT_DIR (default
 # BUILD/onnxruntime-node; its package carries the CPU runtime, so its install
@@ -13,7 +17,7 @@
 # the test fails: it never skips.
 set -u
 . "$(dirname "$0")/lib.sh"
-TFC=$1 TFRUN=$2 TFCONVERT=$3 TFTRAIN=$4
+TFC=$1 TFRUN=$2 TFCONVERT=$3 TFTRAIN=$4 ENGINE=$5
 need_torch
 ORT=${TF_ORT_DIR:-${TF_BUILD_DIR:?}/onnxruntime-node}
 ORT_VERSION=1.30.0
@@ -34,44 +38,63 @@ check "python3-onnx ($(cat "$tmp/err"))" $?
 
 # one NAME WEIGHTS PROMPTS: the model through onnx_check.py.
 one() {
-    "$PY" "$SRC/tests/onnx_check.py" "$TFCONVERT" "$TFRUN" "$ORT" "$2" "$3" >"$tmp/one.txt" 2>&1
+    "$PY" "$SRC/tests/onnx_check.py" "$TFCONVERT" "$TFRUN" "$ENGINE" "$ORT" "$2" "$3" >"$tmp/one.txt" 2>&1
     local rc=$?
     sed 's/^/  /' "$tmp/one.txt" | tail -4
     check "$1 in ONNX Runtime" $rc
+    basename "$2" .tfw | sed 's/\.trained$//; s/0$//' >>"$tmp/ran.txt"
 }
-MAX=${TF_ONNX_CASES:-300}
+MAX=${TF_ONNX_CASES:-0}
 for name in $("$PY" "$SRC/tests/program_ref.py" --list); do
     "$TFC" "$P/$name.tfp" -o "$tmp/$name.tfw" 2>/dev/null || { check "tfc $name" 1; continue; }
     "$PY" "$SRC/tests/program_ref.py" "$name" --max "$MAX" | cut -f1 >"$tmp/$name.txt"
     one "$name" "$tmp/$name.tfw" "$tmp/$name.txt"
 done
-# The seed adder, -O and -O0, on every MAX-th of its 1,000,000 cases.
-"$PY" "$SRC/tools/adder_cases.py" | awk -v k=$((1000000 / MAX)) 'NR % k == 1' | cut -f1 >"$tmp/adder.txt"
+# The seed adder: -O on every case, -O0 on every 10th (or every MAX-th).
+"$PY" "$SRC/tools/adder_cases.py" | cut -f1 >"$tmp/adder.txt"
+if [ "$MAX" -gt 0 ]; then
+    awk -v k=$((1000000 / MAX)) 'NR % k == 1' "$tmp/adder.txt" >"$tmp/adder0.txt"
+    cp "$tmp/adder0.txt" "$tmp/adder.txt"
+else
+    awk 'NR % 10 == 1' "$tmp/adder.txt" >"$tmp/adder0.txt"
+fi
 "$TFC" "$P/adder.tfp" -o "$tmp/adder.tfw" && one "adder (-O)" "$tmp/adder.tfw" "$tmp/adder.txt"
-"$TFC" -O0 "$P/adder.tfp" -o "$tmp/adder0.tfw" && one "adder (-O0)" "$tmp/adder0.tfw" "$tmp/adder.txt"
+"$TFC" -O0 "$P/adder.tfp" -o "$tmp/adder0.tfw" && one "adder (-O0)" "$tmp/adder0.tfw" "$tmp/adder0.txt"
 # Learned models: as tfc initializes them, and trained on the seed tasks.
 for name in $(grep -l "model {" "$P"/*.tfp | xargs -n1 basename | sed 's/\.tfp$//'); do
     "$TFC" "$P/$name.tfp" -o "$tmp/$name.tfw" 2>/dev/null || { check "tfc $name" 1; continue; }
 done
+HELDOUT=1000
+[ "$MAX" -gt 0 ] && HELDOUT=$MAX
 train() { # NAME TASK [TRAIN HELDOUT]: a short run, its held-out set as the prompts
-    "$TFTRAIN" "$P/$1.tfp" --task "$2" --train-size "${3:-200}" --heldout-size "${4:-$MAX}" --steps 30 --quiet \
+    "$TFTRAIN" "$P/$1.tfp" --task "$2" --train-size "${3:-200}" --heldout-size "${4:-$HELDOUT}" --steps 30 --quiet \
         --write-data "$tmp/$1.data" -o "$tmp/$1.trained.tfw" >/dev/null 2>&1
     check "tftrain $1 --task $2" $?
     cut -f1 "$tmp/$1.data/heldout.txt" >"$tmp/$1.prompts"
     one "$1 (trained, $2)" "$tmp/$1.trained.tfw" "$tmp/$1.prompts"
+    one "$1 (as tfc initializes it)" "$tmp/$1.tfw" "$tmp/$1.prompts"
 }
 train binary_add binary-add:3 48 16   # 64 sums in all
-train binary_add_msb binary-add-msb:5
+train binary_add_msb binary-add-msb:5 200 800  # 1,024 sums in all
 train first_token first-token:20
 train xor xor
 train secret_code secret-code
 train decimal_add decimal-add:3
+# The distillation students (docs/training.md) as tfc initializes them, on
+# their teachers' cases.
+for name in histogram sort; do
+    "$TFC" "$P/${name}_student.tfp" -o "$tmp/${name}_student.tfw" 2>/dev/null &&
+        one "${name}_student (as tfc initializes it)" "$tmp/${name}_student.tfw" "$tmp/$name.txt"
+done
+# Every program of programs/ ran.
+for f in "$P"/*.tfp; do
+    grep -qx "$(basename "$f" .tfp)" "$tmp/ran.txt"
+    check "$(basename "$f") in ONNX Runtime" $?
+done
 # A converted GPT-2 (tests/gpt2_ref.py's folder, 2 layers, untied, gelu_new).
 "$PY" "$SRC/tests/gpt2_ref.py" make "$tmp/gpt2" --layers 2 --d 16 --heads 2 --untied --seed 9 &&
     "$TFCONVERT" "$tmp/gpt2" -o "$tmp/gpt2.tfw" --generate 6
 check "a GPT-2-style folder converted" $?
 printf '12+34=\n0\n999+1= 7\n5+5=\n' >"$tmp/gpt2.txt"
 one "the converted GPT-2" "$tmp/gpt2.tfw" "$tmp/gpt2.txt"
-printf '01+10=\n11+11=\n' >"$tmp/ba.txt"
-one "binary_add (initialized)" "$tmp/binary_add.tfw" "$tmp/ba.txt"
 finish

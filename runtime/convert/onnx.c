@@ -179,7 +179,7 @@ static const char *init(Onnx *o, const char *name, int32_t type, const int64_t *
     char *nm = name ? ar_printf(o, "%s", name) : tmp_name(o);
     if (!t || !d || !nm) return "";
     onnx__tensor_proto__init(t);
-    memcpy(d, dims, (size_t)ndim * sizeof *d);
+    if (ndim) memcpy(d, dims, (size_t)ndim * sizeof *d); /* a scalar: dims may be NULL */
     t->n_dims = (size_t)ndim, t->dims = d;
     t->has_data_type = 1, t->data_type = type;
     t->name = nm;

@@ -11,7 +11,8 @@
 # runs; exits 77 (skipped) when clang cannot link libFuzzer. CTest runs it.
 #
 # Seeds: tests/fuzz/corpus/HARNESS (committed), and for the weight-file
-# reader .tfw files compiled here (weights are never committed).
+# reader .tfw files compiled here, for the GPT-2 folder reader folders made
+# here by tests/gpt2_ref.py (weights are never committed).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${TF_FUZZ_BUILD:-$root/build-fuzz}
@@ -20,14 +21,14 @@ if [ "${1:-}" = --smoke ]; then
     smoke=1
     shift
 elif ! [[ "${1:-}" =~ ^[0-9]+$ ]]; then
-    echo "usage: tests/fuzz/run.sh SECONDS [compile|tfw|batch|dataset|inspect|train...] | --smoke" >&2
+    echo "usage: tests/fuzz/run.sh SECONDS [compile|tfw|batch|dataset|inspect|train|gpt2...] | --smoke" >&2
     exit 2
 else
     seconds=$1
     shift
 fi
 harnesses=("$@")
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(compile tfw batch dataset inspect train)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(compile tfw batch dataset inspect train gpt2)
 
 # clang with libFuzzer?
 probe=$(mktemp -d)
@@ -86,6 +87,38 @@ sys.stdout.buffer.write(struct.pack("<I", len(w)) + w + open(sys.argv[2], "rb").
     rm -rf "$t"
 fi
 
+# fuzz_gpt2's seeds: small GPT-2-style folders of tests/gpt2_ref.py (PyTorch,
+# /usr/bin/python3), packed as fuzz_gpt2.c reads them (a flags byte, config.json
+# and the vocabulary with 4-byte little-endian lengths, model.safetensors):
+# tied with vocab.json and the transformer. prefix; untied, exact GELU, no
+# prefix, a character vocabulary.
+seeds_gpt2=$work/seeds-gpt2
+if [ ! -d "$seeds_gpt2" ]; then
+    t=$seeds_gpt2.tmp
+    rm -rf "$t"
+    mkdir -p "$t"
+    ref=$root/tests/gpt2_ref.py
+    /usr/bin/python3 "$ref" make "$t/tied" --layers 1 --d 8 --heads 2 --positions 8 --seed 1 &&
+        /usr/bin/python3 "$ref" make "$t/chars" --layers 1 --d 8 --heads 1 --positions 6 --untied \
+            --no-prefix --act gelu --vocab-mode chars --seed 2 || {
+        echo "tests/gpt2_ref.py (/usr/bin/python3 with torch) could not make fuzz_gpt2's seeds" >&2
+        exit 1
+    }
+    printf '0123456789+= \n' >"$t/chars/vocab.txt"
+    for f in tied:0:vocab.json chars:1:vocab.txt; do
+        IFS=: read -r name flags vocab <<<"$f"
+        python3 -c 'import struct, sys
+d, flags, vocab = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+part = lambda b: struct.pack("<I", len(b)) + b
+read = lambda n: open(d + "/" + n, "rb").read()
+sys.stdout.buffer.write(bytes([flags]) + part(read("config.json")) + part(read(vocab)) +
+                        read("model.safetensors"))' "$t/$name" "$flags" "$vocab" >"$t/$name.seed"
+    done
+    mkdir -p "$seeds_gpt2"
+    mv "$t"/*.seed "$seeds_gpt2"/
+    rm -rf "$t"
+fi
+
 status=0
 for h in "${harnesses[@]}"; do
     bin=$build/tests/fuzz/fuzz_$h
@@ -93,6 +126,8 @@ for h in "${harnesses[@]}"; do
     seeds=$root/tests/fuzz/corpus/$h
     [ "$h" = tfw ] || [ "$h" = inspect ] && seeds=$seeds_tfw
     [ "$h" = train ] && seeds=$seeds_train
+    more=()
+    [ "$h" = gpt2 ] && seeds=$seeds_gpt2 more=("$root/tests/fuzz/corpus/gpt2")
     dict=()
     [ -f "$root/tests/fuzz/$h.dict" ] && dict=(-dict="$root/tests/fuzz/$h.dict")
     mkdir -p "$work/$h/corpus" "$work/$h/artifacts"
@@ -111,7 +146,7 @@ for h in "${harnesses[@]}"; do
     case $h in batch | dataset) maxlen=4096 ;; train) maxlen=262144 ;; esac
     if ! ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
         "$bin" "${limits[@]}" "${dict[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=$maxlen \
-        -print_final_stats=1 -artifact_prefix="$work/$h/artifacts/" "$corpus" "$seeds" \
+        -print_final_stats=1 -artifact_prefix="$work/$h/artifacts/" "$corpus" "$seeds" "${more[@]}" \
         >"$work/$h/log" 2>&1; then
         echo "FINDING in fuzz_$h: see $work/$h/log and $work/$h/artifacts/"
         grep -E 'ERROR|FINDING|SUMMARY|Test unit written' "$work/$h/log" | head -10
