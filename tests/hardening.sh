@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# hardening.sh TFC TFRUN TFINFO TFTRAIN: the command-line reproducers of issues 13 and 24,
+# hardening.sh TFC TFRUN TFINFO TFTRAIN KILL_MID_WRITE_SO: the command-line reproducers of issues 13 and 24,
 # each a specific one-line error and exit 1 or 2, in bounded time and memory
 # (no timing is asserted: the inputs are sized so that the old quadratic or
 # unbounded paths would not end in any sane time).
@@ -8,6 +8,7 @@ TFC=$1
 TFRUN=$2
 TFINFO=$3
 TFTRAIN=$4
+KILL_SO=$5
 SRC=${TF_SOURCE_DIR:?TF_SOURCE_DIR must point at the source tree}
 PY=${PYTHON:-python3}
 tmp=$(mktemp -d)
@@ -295,6 +296,19 @@ says "... naming it" "$tmp/err" "train.txt is read-only; refusing to replace it"
     [ "$(stat -c %a "$tmp/ok.html")" = 600 ] && grep -q "0001+0002=" "$tmp/ok.html" &&
     [ -z "$(ls "$tmp" | grep '\.tmp\.')" ]
 check "a report replaces the old one, keeps its mode, leaves no temporary file" $?
+
+# Temporary files of a tfc -o killed with SIGKILL stayed (TARGET.tmp.XXXXXX).
+# The file is unnamed while it is written (O_TMPFILE): a writer killed
+# half-way through (tests/kill_mid_write.c) leaves the old file and nothing
+# else, or nothing where there was no file.
+mkdir -p "$tmp/killed" && cp "$tmp/adder.tfw" "$tmp/killed/old.tfw"
+for target in old new; do
+    (LD_PRELOAD=$KILL_SO ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+        exec "$TFC" "$SRC/programs/adder.tfp" -o "$tmp/killed/$target.tfw") >/dev/null 2>&1
+    check "tfc -o $target.tfw is killed mid-write (SIGKILL: status 137)" $(($? != 137))
+done
+[ "$(ls -A "$tmp/killed")" = old.tfw ] && cmp -s "$tmp/adder.tfw" "$tmp/killed/old.tfw"
+check "... leaving the old file whole and no temporary file" $? "($(ls -A "$tmp/killed" | tr '\n' ' '))"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
