@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# hardening.sh TFC TFRUN TFINFO TFTRAIN: the command-line reproducers of issues 13 and 24,
+# hardening.sh TFC TFRUN TFINFO TFTRAIN KILL_MID_WRITE_SO: the command-line reproducers of issues 13 and 24,
 # each a specific one-line error and exit 1 or 2, in bounded time and memory
 # (no timing is asserted: the inputs are sized so that the old quadratic or
 # unbounded paths would not end in any sane time).
@@ -8,6 +8,7 @@ TFC=$1
 TFRUN=$2
 TFINFO=$3
 TFTRAIN=$4
+KILL_SO=$5
 SRC=${TF_SOURCE_DIR:?TF_SOURCE_DIR must point at the source tree}
 PY=${PYTHON:-python3}
 tmp=$(mktemp -d)
@@ -206,25 +207,53 @@ check "tfc with a 70 MB program exits 1" $(($? != 1))
 says "... before reading it" "$tmp/err" "str50.tfp: 70000000 bytes, over the limit of 67108864 bytes"
 rm -f "$tmp/str50.tfp"
 
-# A 21 MB file of 72,000 layers: tfinfo took 102 s (quadratic in layers),
+# Many layers (tests/mkdeep.sh: the adder with its carry block repeated).
+# A 21 MB file of 72,004 layers: tfinfo took 102 s (quadratic in layers),
 # its report was 1.5 GB at 2.5 GB of memory, its dump 841 MB at 2.7 GB.
 # tfinfo is linear; the report, the pictures, the comparison and the dump
-# are refused before the run (runtime/inspect/inspect.h's limits).
-sed 's/^repeat 4 {/repeat 9000 {/' "$SRC/programs/adder.tfp" >"$tmp/deep.tfp"
-"$TFC" "$tmp/deep.tfp" --max-params 999999999 -o "$tmp/deep.tfw" 2>"$tmp/err"
-check "tfc compiles 72,004 layers" $? "$(cat "$tmp/err")"
-[ "$("$TFINFO" "$tmp/deep.tfw" | grep -c ' copy_out ')" -eq 9000 ]
+# are refused before the run (runtime/inspect/inspect.h's limits). Each
+# under 4 GiB (timeout: only a guard against a hang, status 124).
+bash "$SRC/tests/mkdeep.sh" "$TFC" 9000 "$tmp/deep.tfw" 2>"$tmp/err"
+check "mkdeep.sh compiles 72,004 layers" $? "$(cat "$tmp/err")"
+(vlimit 4194304 && exec timeout 60 "$TFINFO" "$tmp/deep.tfw") >"$tmp/out" 2>"$tmp/err"
+check "tfinfo deep.tfw exits 0" $? "($(cat "$tmp/err"))"
+[ "$(grep -c ' copy_out ' "$tmp/out")" -eq 9000 ]
 check "tfinfo lists them all" $?
 for how in "--report $tmp/deep.html" "--svg $tmp/deep-svg" "--compare $tmp/deep.tfw --report $tmp/deep.html" \
     "--dump $tmp/deep.st"; do
     # shellcheck disable=SC2086
-    (vlimit 1000000 && exec "$TFRUN" "$tmp/deep.tfw" $how "0999+0111=") >/dev/null 2>"$tmp/err"
+    (vlimit 4194304 && exec timeout 60 "$TFRUN" "$tmp/deep.tfw" $how "0999+0111=") >/dev/null 2>"$tmp/err"
     check "tfrun deep.tfw $how exits 1" $(($? != 1)) "($(cat "$tmp/err"))"
     says "... naming the limit" "$tmp/err" "values (72004 layers, 10 positions, d_model 80), over the limit of"
 done
 [ ! -e "$tmp/deep.html" ] && [ ! -e "$tmp/deep.st" ]
 check "... writing nothing" $?
 rm -f "$tmp/deep.tfw"
+# tftrain --init of a 2.2 MB file of 7,204 layers took 4 GB (activations
+# for 256 sequences whatever the batch, zeroed buffer by buffer). The
+# activations are one block, sized first: within 4 GiB a small batch on one
+# thread trains, and a batch that cannot fit is refused at once, naming
+# what it needs. Not under AddressSanitizer (no ulimit -v there: the block
+# would be had).
+if [ "$asan" = 0 ]; then
+    bash "$SRC/tests/mkdeep.sh" "$TFC" 900 "$tmp/deep.tfw" 2>"$tmp/err"
+    check "mkdeep.sh compiles 7,204 layers" $? "$(cat "$tmp/err")"
+    (vlimit 4194304 && exec timeout 60 "$TFTRAIN" --init "$tmp/deep.tfw" --data "$tmp/add.tsv" \
+        --heldout "$tmp/add.tsv" --steps 1 --batch-size 4 --threads 1 --quiet -o "$tmp/deep1.tfw") \
+        >"$tmp/out" 2>"$tmp/err"
+    check "tftrain --init deep.tfw --batch-size 4 --threads 1 within 4 GiB exits 0" $? "($(cat "$tmp/err"))"
+    [ -s "$tmp/deep1.tfw" ]
+    check "... and writes the model" $?
+    (vlimit 4194304 && exec timeout 60 "$TFTRAIN" --init "$tmp/deep.tfw" --data "$tmp/add.tsv" \
+        --heldout "$tmp/add.tsv" --steps 1 --batch-size 64 --threads 8 --quiet -o "$tmp/deep8.tfw") \
+        >"$tmp/out" 2>"$tmp/err"
+    check "tftrain --init deep.tfw --threads 8 within 4 GiB exits 1" $(($? != 1)) "($(cat "$tmp/err"))"
+    grep -qE "out of memory for the trainer: 7204 layers' activations for [0-9]+ rows \(d_model 80\) need [0-9.]+ GiB" "$tmp/err"
+    check "... naming the layers, rows and GiB" $? "($(cat "$tmp/err"))"
+    [ ! -e "$tmp/deep8.tfw" ]
+    check "... writing nothing" $?
+    rm -f "$tmp/deep.tfw" "$tmp/deep1.tfw"
+fi
 
 # Out of memory hung tfrun and tftrain: OpenBLAS retries its 128 MiB work
 # buffer for ever, and its exit handler waits for its own worker thread
@@ -295,6 +324,19 @@ says "... naming it" "$tmp/err" "train.txt is read-only; refusing to replace it"
     [ "$(stat -c %a "$tmp/ok.html")" = 600 ] && grep -q "0001+0002=" "$tmp/ok.html" &&
     [ -z "$(ls "$tmp" | grep '\.tmp\.')" ]
 check "a report replaces the old one, keeps its mode, leaves no temporary file" $?
+
+# Temporary files of a tfc -o killed with SIGKILL stayed (TARGET.tmp.XXXXXX).
+# The file is unnamed while it is written (O_TMPFILE): a writer killed
+# half-way through (tests/kill_mid_write.c) leaves the old file and nothing
+# else, or nothing where there was no file.
+mkdir -p "$tmp/killed" && cp "$tmp/adder.tfw" "$tmp/killed/old.tfw"
+for target in old new; do
+    (LD_PRELOAD=$KILL_SO ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+        exec "$TFC" "$SRC/programs/adder.tfp" -o "$tmp/killed/$target.tfw") >/dev/null 2>&1
+    check "tfc -o $target.tfw is killed mid-write (SIGKILL: status 137)" $(($? != 137))
+done
+[ "$(ls -A "$tmp/killed")" = old.tfw ] && cmp -s "$tmp/adder.tfw" "$tmp/killed/old.tfw"
+check "... leaving the old file whole and no temporary file" $? "($(ls -A "$tmp/killed" | tr '\n' ' '))"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

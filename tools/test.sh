@@ -2,14 +2,17 @@
 # The whole test suite, each time built with warnings as errors and run with
 # CTest: the default compiler (gcc); the same with AddressSanitizer + UndefinedBehaviorSanitizer; clang
 # (without sanitizers: a second compiler's warnings and code generation; its
-# build also runs the fuzzing harnesses' short smoke, tests/fuzz/).
+# build also runs the fuzzing harnesses' short smoke, tests/fuzz/). The
+# exhaustive checks (the adder's million sums, the program library's cases,
+# every ablation) run in full in the gcc build and on a sample in the other
+# two (TF_SAMPLE_CHECKS: the same code paths, compiled otherwise).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
 
-variants=(build:cc:OFF build-asan:cc:ON)
+variants=(build:cc:OFF:OFF build-asan:cc:ON:ON)
 if command -v clang >/dev/null; then
-    variants+=(build-clang:clang:OFF)
+    variants+=(build-clang:clang:OFF:ON)
 else
     echo "warning: clang not found (apt-get install clang): the clang build is skipped" >&2
 fi
@@ -19,10 +22,10 @@ start=$SECONDS
 elapsed() { printf '%dm%02ds' $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60)); }
 n=${#variants[@]} i=0
 for variant in "${variants[@]}"; do
-    IFS=: read -r dir cc sanitize <<<"$variant"
+    IFS=: read -r dir cc sanitize sample <<<"$variant"
     i=$((i + 1))
     echo "== [$i/$n] $dir ($cc, TF_SANITIZE=$sanitize): configuring and building, $(elapsed) elapsed"
-    CC=$cc cmake -S . -B "$dir" -DTF_WERROR=ON -DTF_SANITIZE="$sanitize" >/dev/null
+    CC=$cc cmake -S . -B "$dir" -DTF_WERROR=ON -DTF_SANITIZE="$sanitize" -DTF_SAMPLE_CHECKS="$sample" >/dev/null
     cmake --build "$dir" -j"$jobs"
     echo "== [$i/$n] $dir: built, running the tests, $(elapsed) elapsed"
     # The peer-labelled tests (the browser build, ONNX Runtime) run once, in

@@ -1,5 +1,5 @@
 /* outfile.c: see outfile.h. */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* O_TMPFILE, linkat's AT_SYMLINK_FOLLOW */
 #include "outfile.h"
 
 #include <errno.h>
@@ -15,9 +15,11 @@
 #define OUTFILE_MAX_LINKS 40 /* as the kernel's ELOOP limit */
 #define OUTFILE_NAME_MAX 4096
 
-/* The temporary file of the write in progress (one at a time). */
+/* The temporary file of the write in progress (one at a time): named while
+ * pending is set; anonymous (O_TMPFILE, no name yet) while anonymous is. */
 static char pending_name[OUTFILE_NAME_MAX];
 static volatile sig_atomic_t pending;
+static int anonymous;
 
 void outfile_remove_pending(void) {
     if (pending) unlink(pending_name);
@@ -90,8 +92,56 @@ static int check_target(const char *path, const char *target, mode_t *mode, TfEr
     return 0;
 }
 
-/* Resolves and checks path, creates TARGET.tmp.XXXXXX and registers it as
- * pending. The open descriptor, or -1 with err set; *target is malloc'd. */
+/* Blocks the signals whose handler removes the pending file (they wait
+ * while a name is created and registered); *old gets the mask to restore. */
+static void block_signals(sigset_t *old) {
+    sigset_t block;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    sigaddset(&block, SIGXFSZ);
+    pthread_sigmask(SIG_BLOCK, &block, old);
+}
+
+/* An unnamed file in target's directory (Linux's O_TMPFILE): a writer
+ * killed before it is linked leaves nothing. -1 where the kernel, the file
+ * system or a missing /proc (which linkat needs to name it) says no. */
+static int open_anonymous(const char *target, mode_t mode) {
+#ifdef O_TMPFILE
+    char dir[OUTFILE_NAME_MAX];
+    const char *slash = strrchr(target, '/');
+    size_t n = slash ? (size_t)(slash - target) : 0;
+    if (n + 2 > sizeof dir) return -1;
+    if (!slash)
+        strcpy(dir, ".");
+    else if (n == 0)
+        strcpy(dir, "/");
+    else {
+        memcpy(dir, target, n);
+        dir[n] = '\0';
+    }
+    int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+    if (fd < 0) return -1;
+    char self[64];
+    struct stat st;
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    if (stat(self, &st) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+#else
+    (void)target;
+    (void)mode;
+    return -1;
+#endif
+}
+
+/* Resolves and checks path and opens the temporary file: an unnamed one
+ * where the system allows (open_anonymous), else TARGET.tmp.XXXXXX,
+ * registered as pending. The open descriptor, or -1 with err set; *target
+ * is malloc'd. */
 static int open_temp(const char *path, char **target, TfError *err) {
     mode_t mode = 0644;
     *target = resolve(path, err);
@@ -102,32 +152,61 @@ static int open_temp(const char *path, char **target, TfError *err) {
         tf_error_set(err, "%s: cannot create: %s", path, strerror(ENAMETOOLONG));
         return -1;
     }
-    // The signals that remove the file wait until it is registered.
-    sigset_t block, old;
-    sigemptyset(&block);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGHUP);
-    sigaddset(&block, SIGXFSZ);
-    pthread_sigmask(SIG_BLOCK, &block, &old);
     memcpy(pending_name, *target, n);
     memcpy(pending_name + n, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
-    int fd = mkstemp(pending_name);
-    int saved = errno;
-    if (fd >= 0) pending = 1;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (fd < 0) {
-        tf_error_set(err, "%s: cannot create: %s", path, strerror(saved));
-        return -1;
+    int fd = open_anonymous(*target, mode);
+    if (fd >= 0) {
+        anonymous = 1;
+    } else {
+        sigset_t old;
+        block_signals(&old);
+        fd = mkstemp(pending_name);
+        int saved = errno;
+        if (fd >= 0) pending = 1;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (fd < 0) {
+            tf_error_set(err, "%s: cannot create: %s", path, strerror(saved));
+            return -1;
+        }
     }
-    fchmod(fd, mode); /* mkstemp makes 0600 */
+    fchmod(fd, mode); /* mkstemp makes 0600, O_TMPFILE applies the umask */
     return fd;
+}
+
+/* Gives the anonymous file fd a name, TARGET.tmp.XXXXXX in pending_name
+ * (its template), registered as pending: it exists only between here and
+ * the rename. 0, or -1 with errno set. */
+static int name_anonymous(int fd) {
+    char self[64];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    size_t x = strlen(pending_name) - 6;
+    static const char digits[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+    unsigned long long r = (unsigned long long)getpid() * 2654435761u ^ (unsigned long long)(size_t)&fd;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        unsigned long long v = r >> 16;
+        for (int i = 0; i < 6; i++, v /= 36) pending_name[x + i] = digits[v % 36];
+        sigset_t old;
+        block_signals(&old);
+        int rc = linkat(AT_FDCWD, self, AT_FDCWD, pending_name, AT_SYMLINK_FOLLOW);
+        int saved = errno;
+        if (rc == 0) pending = 1;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (rc == 0) return 0;
+        if (saved != EEXIST) {
+            errno = saved;
+            return -1;
+        }
+    }
+    errno = EEXIST;
+    return -1;
 }
 
 static void drop_temp(int fd) {
     close(fd);
-    unlink(pending_name);
+    if (pending) unlink(pending_name);
     pending = 0;
+    anonymous = 0;
 }
 
 int outfile_check(const char *path, TfError *err) {
@@ -158,15 +237,18 @@ int outfile_write(const char *path, const void *buf, size_t len, TfError *err) {
         p += k;
         left -= (size_t)k;
     }
+    if (ok && anonymous && name_anonymous(fd) != 0) ok = 0;
     if (!ok || close(fd) != 0 || rename(pending_name, target) != 0) {
         tf_error_set(err, "%s: cannot write: %s", path, strerror(errno ? errno : EIO));
         if (!ok) close(fd);
-        unlink(pending_name);
+        if (pending) unlink(pending_name);
         pending = 0;
+        anonymous = 0;
         free(target);
         return -1;
     }
     pending = 0;
+    anonymous = 0;
     free(target);
     return 0;
 }

@@ -6,21 +6,21 @@
  * directory, a device, a FIFO or a socket is refused, and so is a read-only
  * file (like `cp` without -f, nothing is replaced that its owner protected).
  *
- * outfile_write writes to a temporary file beside the target
- * (TARGET.tmp.XXXXXX) and renames it over the target, so a reader sees the
- * old file or the new one, never half of one, and a failure leaves no
- * temporary file behind. While that file exists its name is held where
- * outfile_remove_pending, which is async-signal-safe, can remove it: a
- * tool's SIGINT/SIGTERM/SIGHUP/SIGXFSZ handler calls it (runtime/tools/cli.h)
- * before dying. Those signals wait while the file is created and
+ * outfile_write writes to a temporary file beside the target and renames
+ * it over the target, so a reader sees the old file or the new one, never
+ * half of one, and a failure leaves no temporary file behind. On Linux the
+ * temporary file has no name while it is written (O_TMPFILE): it is linked
+ * as TARGET.tmp.XXXXXX just before the rename, so a tool killed with
+ * SIGKILL (or by the kernel's out-of-memory killer) mid-write leaves
+ * nothing. Where the file system cannot make unnamed files, it is
+ * TARGET.tmp.XXXXXX from the start, and SIGKILL leaves it (not cleaned up
+ * by the next write: nothing tells a dead writer's file from one a writer
+ * on another host is still filling; README.md says it may be removed).
+ * While a named file exists its name is held where outfile_remove_pending,
+ * which is async-signal-safe, can remove it: a tool's
+ * SIGINT/SIGTERM/SIGHUP/SIGXFSZ handler calls it (runtime/tools/cli.h)
+ * before dying. Those signals wait while the name is created and
  * registered.
- *
- * A temporary file is removed on failure and on those signals, but a tool
- * killed with SIGKILL (or by the kernel's out-of-memory killer) cannot run
- * anything: its TARGET.tmp.XXXXXX stays. They are not cleaned up by the
- * next write, because nothing tells a dead writer's file from one a
- * writer on another host or in another PID namespace is still filling;
- * the name says what it is, and README.md says it may be removed.
  *
  * Memory: nothing is kept after a call returns; the caller owns buf. A
  * stream from outfile_open owns its buffer until outfile_close.

@@ -941,7 +941,12 @@ int main(int argc, char **argv) {
     TfTrainOptions o = {a.opt, a.momentum, a.beta1, a.beta2, a.eps, a.wd, a.clip,
                         a.have_dropout ? a.dropout : set.dropout, set.learned_positions,
                         a.have_seed ? (uint64_t)a.seed : set.seed, a.threads, trainable};
-    int chunk = a.batch > 256 ? a.batch : 256;
+    // The trainer here runs only --dump-grads' batch and the secret code's
+    // checks (37 sequences, 64 at a time); the workers of dp_new train and
+    // evaluate. Room for 256 sequences took gigabytes of activations in a
+    // model of thousands of layers (issue 24).
+    int chunk = a.dump_grads ? a.batch : DP_CHUNK;
+    if (a.task && strcmp(a.task, "secret-code") == 0 && chunk < 64) chunk = 64;
     int max_len = train.max_len > held.max_len ? train.max_len : held.max_len;
     if (max_len < 6) max_len = 6; /* the secret code's checks: "#" and up to 5 digits */
     t = trainer_new(m, &o, chunk * max_len, chunk, &err);
@@ -949,7 +954,7 @@ int main(int argc, char **argv) {
     if (a.resume && trainer_load_state(t, &err) < 0) goto fail;
     if (!(dp = dp_new(t, a.threads, a.batch, max_len, dist_comm(), &err))) goto fail;
     if (batchbuf_init(&bb, chunk, max_len) < 0) goto oom;
-    idx = malloc((size_t)chunk * sizeof *idx);
+    idx = malloc((size_t)(chunk > a.batch ? chunk : a.batch) * sizeof *idx);
     order.perm = malloc((size_t)train.n * sizeof *order.perm);
     if (!idx || !order.perm) goto oom;
     order.n = train.n;

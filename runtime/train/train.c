@@ -6,6 +6,7 @@
 #include <assert.h>
 #include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,7 @@ struct TfTrainer {
     int shared;         /* a worker: params belong to the master */
     long step;
 
+    float *act_block;   /* one allocation holding resid and every acts[] buffer */
     float *resid;       /* (n_layers + 1) x [max_rows, C] */
     LayerActs *acts;
     int *attn_index;    /* per layer: which attention layer it is, or -1 */
@@ -92,17 +94,9 @@ static void *xcalloc(size_t n, size_t size, int *failed) {
 
 void trainer_free(TfTrainer *t) {
     if (!t) return;
-    if (t->acts) {
-        for (int l = 0; l < t->m->n_layers; l++) {
-            LayerActs *a = &t->acts[l];
-            float *bufs[] = {a->lnout, a->ln_mean, a->ln_rstd, a->q, a->k, a->v, a->attout,
-                             a->preatt, a->att, a->hpre, a->hact, a->y, a->mask};
-            for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
-        }
-    }
     free(t->acts);
     if (t->shared) t->params = NULL;
-    float *bufs[] = {t->params, t->own_grads, t->mom, t->vel, t->resid, t->outx, t->logits,
+    float *bufs[] = {t->params, t->own_grads, t->mom, t->vel, t->act_block, t->outx, t->logits,
                      t->probs, t->dlogits, t->doutx, t->dres, t->dres2, t->dy, t->dain,
                      t->dq, t->dk, t->dv, t->dattout, t->dh, t->dhpre, t->scratch, t->dpreatt, t->ln_part};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
@@ -117,6 +111,49 @@ void trainer_free(TfTrainer *t) {
     free(t->seq_out_start);
     free(t->qin);
     free(t);
+}
+
+/* The activations (resid and each layer's LayerActs) are carved from one
+ * block: a first pass counts the floats (base NULL), one calloc, a second
+ * pass places the pointers. A model too deep for the memory is refused at
+ * once, and the block's pages are not zeroed one buffer at a time. */
+typedef struct Carve {
+    float *base; /* NULL while counting */
+    size_t n;    /* floats taken so far */
+    int overflow;
+} Carve;
+
+static float *carve(Carve *c, size_t n) {
+    float *p = c->base ? c->base + c->n : NULL;
+    if (n > SIZE_MAX / sizeof(float) - c->n) c->overflow = 1;
+    else c->n += n;
+    return p;
+}
+
+/* Places layer ly's buffers for R rows of width C (maxT: the longest
+ * sequence). */
+static void carve_layer(Carve *c, LayerActs *a, const TfLayer *ly, size_t R, size_t C, size_t maxT,
+                        int dropout) {
+    if (ly->norm_weight >= 0) {
+        if (ly->kind != TF_LAYER_NORM) a->lnout = carve(c, R * C);
+        a->ln_mean = carve(c, R);
+        a->ln_rstd = carve(c, R);
+    }
+    if (ly->kind == TF_LAYER_NORM) return;
+    a->y = carve(c, R * C);
+    if (dropout) a->mask = carve(c, R * C);
+    if (ly->kind == TF_LAYER_ATTENTION) {
+        size_t hd = (size_t)ly->n_heads * ly->d_head, hv = (size_t)ly->n_heads * ly->d_vhead;
+        a->q = carve(c, R * hd);
+        a->k = carve(c, R * hd);
+        a->v = carve(c, R * hv);
+        a->attout = carve(c, R * hv);
+        a->preatt = carve(c, (size_t)ly->n_heads * maxT * R);
+        a->att = carve(c, (size_t)ly->n_heads * maxT * R);
+    } else {
+        a->hpre = carve(c, R * (size_t)ly->d_hidden);
+        a->hact = carve(c, R * (size_t)ly->d_hidden);
+    }
 }
 
 /* The trainer of trainer_new, or with master set a worker sharing its
@@ -184,41 +221,37 @@ static TfTrainer *trainer_alloc(TfModel *m, const TfTrainOptions *opts, int max_
     const size_t R = (size_t)max_rows, C = (size_t)m->d_model;
     size_t maxT = (size_t)(m->max_len < max_rows ? m->max_len : max_rows);
     size_t wide = C; /* widest per-row buffer of any layer */
-    t->resid = xcalloc(((size_t)m->n_layers + 1) * R * C, sizeof(float), &failed);
     t->acts = xcalloc((size_t)m->n_layers, sizeof *t->acts, &failed);
     t->attn_index = xcalloc((size_t)m->n_layers, sizeof(int), &failed);
     if (failed) goto oom;
+    Carve c = {NULL, 0, 0};
+    for (int pass = 0; pass < 2; pass++) {
+        c.n = 0;
+        t->resid = carve(&c, ((size_t)m->n_layers + 1) * R * C);
+        for (int l = 0; l < m->n_layers; l++)
+            carve_layer(&c, &t->acts[l], &m->layers[l], R, C, maxT, opts->dropout > 0);
+        if (pass == 0 && (c.overflow || !(c.base = t->act_block = calloc(c.n, sizeof(float))))) {
+            trainer_free(t);
+            tf_error_set(err, "out of memory for the trainer: %d layers' activations for %d rows "
+                              "(d_model %d) need %.1f GiB",
+                         m->n_layers, max_rows, m->d_model,
+                         c.overflow ? INFINITY : (double)c.n * sizeof(float) / (1 << 30));
+            return NULL;
+        }
+    }
     int n_attn = 0;
     size_t max_att = 0;
     for (int l = 0; l < m->n_layers; l++) {
         const TfLayer *ly = &m->layers[l];
-        LayerActs *a = &t->acts[l];
         t->attn_index[l] = ly->kind == TF_LAYER_ATTENTION ? n_attn++ : -1;
-        if (ly->norm_weight >= 0) {
-            if (ly->kind != TF_LAYER_NORM) a->lnout = xcalloc(R * C, sizeof(float), &failed);
-            a->ln_mean = xcalloc(R, sizeof(float), &failed);
-            a->ln_rstd = xcalloc(R, sizeof(float), &failed);
-        }
-        if (ly->kind == TF_LAYER_NORM) continue;
-        a->y = xcalloc(R * C, sizeof(float), &failed);
-        if (opts->dropout > 0) a->mask = xcalloc(R * C, sizeof(float), &failed);
         if (ly->kind == TF_LAYER_ATTENTION) {
             size_t hd = (size_t)ly->n_heads * ly->d_head, hv = (size_t)ly->n_heads * ly->d_vhead;
-            a->q = xcalloc(R * hd, sizeof(float), &failed);
-            a->k = xcalloc(R * hd, sizeof(float), &failed);
-            a->v = xcalloc(R * hv, sizeof(float), &failed);
-            a->attout = xcalloc(R * hv, sizeof(float), &failed);
-            size_t natt = (size_t)ly->n_heads * maxT * R;
-            a->preatt = xcalloc(natt, sizeof(float), &failed);
-            a->att = xcalloc(natt, sizeof(float), &failed);
             if (hd > wide) wide = hd;
             if (hv > wide) wide = hv;
             if ((size_t)ly->n_heads * maxT * maxT > max_att) max_att = (size_t)ly->n_heads * maxT * maxT;
             if (ly->n_heads > t->max_heads) t->max_heads = ly->n_heads;
-        } else {
-            a->hpre = xcalloc(R * (size_t)ly->d_hidden, sizeof(float), &failed);
-            a->hact = xcalloc(R * (size_t)ly->d_hidden, sizeof(float), &failed);
-            if ((size_t)ly->d_hidden > wide) wide = (size_t)ly->d_hidden;
+        } else if (ly->kind != TF_LAYER_NORM && (size_t)ly->d_hidden > wide) {
+            wide = (size_t)ly->d_hidden;
         }
     }
     t->n_outputs = m->output_kind == TF_OUTPUT_CLASSIFY ? m->n_classes : m->n_vocab;
