@@ -125,8 +125,10 @@ typedef struct Carve {
 
 static float *carve(Carve *c, size_t n) {
     float *p = c->base ? c->base + c->n : NULL;
-    if (n > SIZE_MAX / sizeof(float) - c->n) c->overflow = 1;
-    else c->n += n;
+    // Each buffer starts 64 bytes after the last (calloc's block is 16-byte
+    // aligned, as the separate buffers were).
+    if (n > SIZE_MAX / sizeof(float) - 16 - c->n) c->overflow = 1;
+    else c->n += (n + 15) / 16 * 16;
     return p;
 }
 
