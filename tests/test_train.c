@@ -739,6 +739,36 @@ END_TEST
 /* The fast attention kernels (one head's keys and values as columns) against
  * their naive twins, on sizes like the seed models' (uneven on purpose),
  * causal and not, with and without a loss on the scores. */
+/* nn_softmax (blocks of 16, the last padded) against the naive twin, for
+ * every length from 1 to 40 (whole blocks, a tail, both), with scores of
+ * every scale and -inf entries (weight 0 exactly). */
+START_TEST(test_softmax_fast_matches_naive) {
+    TfRng r;
+    rng_seed(&r, 11);
+    int checked = 0;
+    for (int n = 1; n <= 40; n++)
+        for (int scale = 0; scale < 3; scale++) {
+            float x[40], y[40];
+            fill(x, n, &r, -3.0f, 3.0f);
+            for (int i = 0; i < n; i++) x[i] *= scale == 0 ? 1.0f : scale == 1 ? 30.0f : 1e-3f;
+            if (n > 2) x[n / 2] = -INFINITY;
+            memcpy(y, x, sizeof x);
+            nn_softmax(x, n);
+            nn_softmax_naive(y, n);
+            double sum = 0;
+            for (int i = 0; i < n; i++) {
+                ck_assert_msg(fabsf(x[i] - y[i]) <= 1e-6f + 1e-6f * y[i],
+                              "n %d, scale %d, i %d: %g against %g", n, scale, i, x[i], y[i]);
+                sum += x[i];
+            }
+            if (n > 2) ck_assert_float_eq(x[n / 2], 0.0f);
+            ck_assert_double_eq_tol(sum, 1.0, 1e-5);
+            checked++;
+        }
+    ck_assert_int_eq(checked, 120);
+}
+END_TEST
+
 START_TEST(test_attention_fast_matches_naive) {
     enum { T = 13, H = 3, D = 5, DV = 4, R = 4 };
     static float q[T * H * D], k[T * H * D], v[T * H * DV], dout[T * H * DV], dpre[H * T * T];
@@ -798,6 +828,7 @@ int main(void) {
     tcase_add_test(tc, test_attention_backward);
     tcase_add_test(tc, test_attention_rows_backward);
     tcase_add_test(tc, test_attention_fast_matches_naive);
+    tcase_add_test(tc, test_softmax_fast_matches_naive);
     tcase_add_test(tc, test_embedding_and_crossentropy_backward);
     tcase_add_loop_test(tc, test_model_gradient, 0, 4);
     tcase_add_test(tc, test_optimizers_learn_and_are_deterministic);

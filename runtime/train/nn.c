@@ -82,22 +82,56 @@ void nn_softmax_naive(float *att, int T) {
     for (int t = 0; t < T; t++) att[t] *= inv;
 }
 
-/* Softmax in place over att[n] with exp_vec (vectorized; within 2 ulp of
- * nn_softmax_naive's expf): the training kernels' softmax. */
-void nn_softmax(float *att, int n) {
-    float m[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
-                  -INFINITY, -INFINITY, -INFINITY, -INFINITY}; /* eight running maxima */
-    int t = 0;
-    for (; t + 8 <= n; t += 8)
-        for (int k = 0; k < 8; k++) m[k] = att[t + k] > m[k] ? att[t + k] : m[k];
-    for (; t < n; t++) m[0] = att[t] > m[0] ? att[t] : m[0];
-    float maxv = m[0];
-    for (int k = 1; k < 8; k++) maxv = m[k] > maxv ? m[k] : maxv;
-    for (t = 0; t < n; t++) att[t] = exp_vec(att[t] - maxv);
-    float inv = 1.0f / sum8(att, n);
-    for (t = 0; t < n; t++) att[t] *= inv;
+/* The softmax's work in blocks of SV values, the last one padded with -inf
+ * (whose exp_vec is 0), so that every loop is whole vectors (a row of 27
+ * scores would otherwise run 11 of them one at a time); partial maxima and
+ * sums per lane, combined in a fixed order. */
+#define SV 16
+
+static float reduce_max(const float *m) {
+    float r = m[0];
+    for (int k = 1; k < SV; k++) r = m[k] > r ? m[k] : r;
+    return r;
 }
 
+static float reduce_sum(const float *s) {
+    float h[SV / 2];
+    for (int k = 0; k < SV / 2; k++) h[k] = s[k] + s[k + SV / 2];
+    return ((h[0] + h[4]) + (h[1] + h[5])) + ((h[2] + h[6]) + (h[3] + h[7]));
+}
+
+/* x[i] = exp(x[i] - max x) in place; returns their sum, *maxv the max. */
+static float exp_shifted(float *restrict x, int n, float *maxv) {
+    const int full = n / SV * SV, r = n - full;
+    float m[SV], tail[SV], s[SV];
+    for (int k = 0; k < SV; k++) m[k] = -INFINITY;
+    for (int i = 0; i < full; i += SV)
+        for (int k = 0; k < SV; k++) m[k] = x[i + k] > m[k] ? x[i + k] : m[k];
+    for (int k = 0; k < SV; k++) tail[k] = k < r ? x[full + k] : -INFINITY;
+    for (int k = 0; k < SV; k++) m[k] = tail[k] > m[k] ? tail[k] : m[k];
+    const float mx = reduce_max(m);
+    for (int k = 0; k < SV; k++) s[k] = 0.0f;
+    for (int i = 0; i < full; i += SV)
+        for (int k = 0; k < SV; k++) {
+            x[i + k] = exp_vec(x[i + k] - mx);
+            s[k] += x[i + k];
+        }
+    for (int k = 0; k < SV; k++) {
+        tail[k] = exp_vec(tail[k] - mx);
+        s[k] += tail[k];
+    }
+    for (int k = 0; k < r; k++) x[full + k] = tail[k];
+    *maxv = mx;
+    return reduce_sum(s);
+}
+
+/* Softmax in place over x[n] with exp_vec (within 2 ulp of expf): the
+ * trainer's one softmax (attention weights and the loss's probabilities). */
+void nn_softmax(float *x, int n) {
+    float mx;
+    const float inv = 1.0f / exp_shifted(x, n, &mx);
+    for (int i = 0; i < n; i++) x[i] *= inv;
+}
 
 /* ---- LayerNorm -------------------------------------------------------------- */
 
@@ -123,19 +157,22 @@ void nn_layernorm_backward(float *dinp, float *dweight, float *dbias, const floa
         const float *x = inp + (long)n * C, *dy = dout + (long)n * C;
         float m = mean[n], s = rstd[n];
         // dnorm = dy * weight; dx = s * (dnorm - mean(dnorm) - xhat * mean(dnorm * xhat))
-        float dmean = 0.0f, dmean_x = 0.0f;
-        {
-            float an[8] = {0}, ax[8] = {0};
-            for (int c = 0; c < C; c++) {
-                float xhat = (x[c] - m) * s, dn = dy[c] * weight[c];
-                an[c & 7] += dn;
-                ax[c & 7] += dn * xhat;
+        // Partial sums per lane (SV of them, the last block's lanes padded
+        // with 0), combined in a fixed order.
+        float an[SV] = {0}, ax[SV] = {0};
+        int c0 = 0;
+        for (; c0 + SV <= C; c0 += SV)
+            for (int k = 0; k < SV; k++) {
+                float xhat = (x[c0 + k] - m) * s, dn = dy[c0 + k] * weight[c0 + k];
+                an[k] += dn;
+                ax[k] += dn * xhat;
             }
-            for (int k = 0; k < 8; k++) {
-                dmean += an[k];
-                dmean_x += ax[k];
-            }
+        for (int k = 0; c0 + k < C; k++) {
+            float xhat = (x[c0 + k] - m) * s, dn = dy[c0 + k] * weight[c0 + k];
+            an[k] += dn;
+            ax[k] += dn * xhat;
         }
+        float dmean = reduce_sum(an), dmean_x = reduce_sum(ax);
         dmean /= (float)C;
         dmean_x /= (float)C;
         if (dbias) axpy(dbias, 1.0f, dy, C);
@@ -152,18 +189,13 @@ void nn_layernorm_backward(float *dinp, float *dweight, float *dbias, const floa
 double nn_crossentropy_forward(float *probs, const float *logits, const int *targets, int M, int V) {
     double loss = 0.0;
     for (int m = 0; m < M; m++) {
-        float *p = probs + (long)m * V;
+        float *p = probs + (long)m * V, maxv;
         const float *x = logits + (long)m * V;
-        float maxv = -INFINITY;
-        for (int v = 0; v < V; v++) maxv = x[v] > maxv ? x[v] : maxv;
-        double sum = 0.0;
-        for (int v = 0; v < V; v++) {
-            p[v] = expf(x[v] - maxv);
-            sum += p[v];
-        }
-        float inv = (float)(1.0 / sum);
+        memcpy(p, x, (size_t)V * sizeof *p);
+        float sum = exp_shifted(p, V, &maxv);
+        const float inv = 1.0f / sum;
         for (int v = 0; v < V; v++) p[v] *= inv;
-        loss += log(sum) - (double)(x[targets[m]] - maxv); /* -log_softmax, stable */
+        loss += log((double)sum) - (double)(x[targets[m]] - maxv); /* -log_softmax, stable */
     }
     return loss;
 }

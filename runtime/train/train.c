@@ -225,18 +225,19 @@ static void layout_activations(TfTrainer *t, Layout *L) {
     TAKE(L, t->dpreatt, max_att);
 }
 
-/* One zeroed, aligned allocation for a layout; NULL when out of memory. */
+/* One zeroed allocation for a layout (calloc: pages untouched until used),
+ * its buffers on cache lines; returns the block to free, NULL when out of
+ * memory. */
 static void *layout_alloc(TfTrainer *t, void (*layout)(TfTrainer *, Layout *)) {
     Layout L = {0};
     layout(t, &L);
-    if (L.overflow) return NULL;
-    size_t bytes = (L.size + LAYOUT_ALIGN - 1) / LAYOUT_ALIGN * LAYOUT_ALIGN;
-    L.base = aligned_alloc(LAYOUT_ALIGN, bytes ? bytes : LAYOUT_ALIGN);
-    if (!L.base) return NULL;
-    memset(L.base, 0, bytes);
+    if (L.overflow || L.size > SIZE_MAX - LAYOUT_ALIGN) return NULL;
+    char *block = calloc(L.size + LAYOUT_ALIGN, 1);
+    if (!block) return NULL;
+    L.base = block + (LAYOUT_ALIGN - (uintptr_t)block % LAYOUT_ALIGN) % LAYOUT_ALIGN;
     L.size = 0;
     layout(t, &L);
-    return L.base;
+    return block;
 }
 
 void trainer_free(TfTrainer *t) {
