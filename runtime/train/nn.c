@@ -176,10 +176,14 @@ void nn_layernorm_backward(float *dinp, float *dweight, float *dbias, const floa
         dmean /= (float)C;
         dmean_x /= (float)C;
         if (dbias) axpy(dbias, 1.0f, dy, C);
-        for (int c = 0; c < C; c++) {
-            float xhat = (x[c] - m) * s, dn = dy[c] * weight[c];
-            if (dweight) dweight[c] += dy[c] * xhat;
-            if (dinp) dinp[(long)n * C + c] += s * (dn - dmean - xhat * dmean_x);
+        if (dweight) {
+            float *restrict dw = dweight;
+            for (int c = 0; c < C; c++) dw[c] += dy[c] * ((x[c] - m) * s);
+        }
+        if (dinp) {
+            float *restrict di = dinp + (long)n * C;
+            for (int c = 0; c < C; c++)
+                di[c] += s * (dy[c] * weight[c] - dmean - ((x[c] - m) * s) * dmean_x);
         }
     }
 }
