@@ -12,6 +12,7 @@
 #include "dataparallel.h"
 #include "dataset.h"
 #include "kernels.h"
+#include "nn.h"
 #include "rng.h"
 #include "testmodel.h"
 #include "testutil.h"
@@ -91,12 +92,12 @@ enum { LN = 3, LC = 6 };
 static float ln_out[LN * LC], ln_w[LN * LC], ln_mean[LN], ln_rstd[LN];
 
 static double layernorm_loss(Case *c) {
-    layernorm_forward(ln_out, ln_mean, ln_rstd, c->in[0], c->in[1], c->in[2], LN, LC, 1e-5f);
+    nn_layernorm_forward(ln_out, ln_mean, ln_rstd, c->in[0], c->in[1], c->in[2], LN, LC, 1e-5f);
     return dot(ln_out, ln_w, LN * LC);
 }
 static void layernorm_grad(Case *c) {
-    layernorm_forward(ln_out, ln_mean, ln_rstd, c->in[0], c->in[1], c->in[2], LN, LC, 1e-5f);
-    layernorm_backward(c->gin[0], c->gin[1], c->gin[2], ln_w, c->in[0], c->in[1], ln_mean,
+    nn_layernorm_forward(ln_out, ln_mean, ln_rstd, c->in[0], c->in[1], c->in[2], LN, LC, 1e-5f);
+    nn_layernorm_backward(c->gin[0], c->gin[1], c->gin[2], ln_w, c->in[0], c->in[1], ln_mean,
                        ln_rstd, LN, LC);
 }
 
@@ -107,10 +108,10 @@ START_TEST(test_layernorm_backward) {
     fill(x, LN * LC, &r, -2, 2), fill(w, LC, &r, 0.5f, 1.5f), fill(b, LC, &r, -1, 1);
     fill(ln_w, LN * LC, &r, -1, 1);
     Case c = {layernorm_loss, layernorm_grad, {x, w, b}, {gx, gw, gb}, {LN * LC, LC, LC}, 3, 0};
-    check_case(&c, "layernorm_backward");
+    check_case(&c, "nn_layernorm_backward");
     // Known values: a row normalised to mean 0, variance 1.
     float row[4] = {1, 2, 3, 4}, one[4] = {1, 1, 1, 1}, zero4[4] = {0}, out[4], mean, rstd;
-    layernorm_forward(out, &mean, &rstd, row, one, zero4, 1, 4, 0.0f);
+    nn_layernorm_forward(out, &mean, &rstd, row, one, zero4, 1, 4, 0.0f);
     ck_assert_float_eq_tol(mean, 2.5f, 1e-6f);
     ck_assert_float_eq_tol(out[0], -1.3416408f, 1e-5f);
     ck_assert_float_eq_tol(out[3], 1.3416408f, 1e-5f);
@@ -156,18 +157,18 @@ END_TEST
 /* attention, with an extra loss on the scores */
 enum { AT = 4, AH = 2, AD = 3, ADV = 2 };
 static float at_out[AT * AH * ADV], at_pre[AH * AT * AT], at_att[AH * AT * AT];
-static float at_w[AT * AH * ADV], at_wpre[AH * AT * AT], at_scratch[256]; /* >= attention_scratch_floats */
+static float at_w[AT * AH * ADV], at_wpre[AH * AT * AT], at_scratch[256]; /* >= nn_attention_scratch_floats */
 static int at_causal;
 
 static double attention_loss(Case *c) {
-    attention_forward(at_out, at_pre, at_att, c->in[0], c->in[1], c->in[2], AT, AH, AD, ADV,
+    nn_attention_forward(at_out, at_pre, at_att, c->in[0], c->in[1], c->in[2], AT, AH, AD, ADV,
                       0.7f, at_causal);
     return dot(at_out, at_w, AT * AH * ADV) + dot(at_pre, at_wpre, AH * AT * AT);
 }
 static void attention_grad(Case *c) {
-    attention_forward(at_out, at_pre, at_att, c->in[0], c->in[1], c->in[2], AT, AH, AD, ADV,
+    nn_attention_forward(at_out, at_pre, at_att, c->in[0], c->in[1], c->in[2], AT, AH, AD, ADV,
                       0.7f, at_causal);
-    attention_backward(c->gin[0], c->gin[1], c->gin[2], at_scratch, at_w, at_wpre, c->in[0],
+    nn_attention_backward(c->gin[0], c->gin[1], c->gin[2], at_scratch, at_w, at_wpre, c->in[0],
                        c->in[1], c->in[2], at_att, AT, AH, AD, ADV, 0.7f, at_causal);
 }
 
@@ -182,11 +183,11 @@ START_TEST(test_attention_backward) {
     Case c = {attention_loss, attention_grad, {q, k, v}, {gq, gk, gv},
               {AT * AH * AD, AT * AH * AD, AT * AH * ADV}, 3, 0};
     for (at_causal = 0; at_causal < 2; at_causal++) {
-        check_case(&c, at_causal ? "attention_backward (causal)" : "attention_backward");
+        check_case(&c, at_causal ? "nn_attention_backward (causal)" : "nn_attention_backward");
         // The fast forward against its naive twin.
         attention_loss(&c);
         float out2[AT * AH * ADV], pre2[AH * AT * AT], att2[AH * AT * AT];
-        attention_forward_naive(out2, pre2, att2, q, k, v, AT, AH, AD, ADV, 0.7f, at_causal);
+        nn_attention_forward_naive(out2, pre2, att2, q, k, v, AT, AH, AD, ADV, 0.7f, at_causal);
         char msg[256];
         ck_assert_msg(tf_compare_floats(at_out, out2, AT * AH * ADV, 1e-5, 1e-6, msg, sizeof msg) == 0, "%s", msg);
         ck_assert_msg(tf_compare_floats(at_att, att2, AH * AT * AT, 1e-5, 1e-6, msg, sizeof msg) == 0, "%s", msg);
@@ -200,13 +201,13 @@ static const int ar_pos[2] = {1, 3};
 static float ar_out[2 * AH * ADV], ar_pre[2 * AH * AT], ar_att[2 * AH * AT], ar_w[2 * AH * ADV];
 
 static double attention_rows_loss(Case *c) {
-    attention_rows_forward(ar_out, ar_pre, ar_att, at_scratch, c->in[0], c->in[1], c->in[2], ar_pos, 2, AT, AH,
+    nn_attention_rows_forward(ar_out, ar_pre, ar_att, at_scratch, c->in[0], c->in[1], c->in[2], ar_pos, 2, AT, AH,
                            AD, ADV, 0.7f, at_causal);
     return dot(ar_out, ar_w, 2 * AH * ADV);
 }
 static void attention_rows_grad(Case *c) {
     attention_rows_loss(c);
-    attention_rows_backward(c->gin[0], c->gin[1], c->gin[2], at_scratch, ar_w, c->in[0], c->in[1],
+    nn_attention_rows_backward(c->gin[0], c->gin[1], c->gin[2], at_scratch, ar_w, c->in[0], c->in[1],
                             c->in[2], ar_att, ar_pos, 2, AT, AH, AD, ADV, 0.7f, at_causal);
 }
 
@@ -221,10 +222,10 @@ START_TEST(test_attention_rows_backward) {
     Case c = {attention_rows_loss, attention_rows_grad, {qr, k, v}, {gq, gk, gv},
               {2 * AH * AD, AT * AH * AD, AT * AH * ADV}, 3, 0};
     for (at_causal = 0; at_causal < 2; at_causal++) {
-        check_case(&c, at_causal ? "attention_rows_backward (causal)" : "attention_rows_backward");
+        check_case(&c, at_causal ? "nn_attention_rows_backward (causal)" : "nn_attention_rows_backward");
         // The selected rows equal those rows of the whole sequence's attention.
         attention_rows_loss(&c);
-        attention_forward_naive(at_out, at_pre, at_att, q, k, v, AT, AH, AD, ADV, 0.7f, at_causal);
+        nn_attention_forward_naive(at_out, at_pre, at_att, q, k, v, AT, AH, AD, ADV, 0.7f, at_causal);
         for (int i = 0; i < 2; i++)
             for (int h = 0; h < AH; h++) {
                 char msg[256];
@@ -252,10 +253,10 @@ static double embed_loss(Case *c) {
 static void embed_grad(Case *c) {
     embedding_backward(c->gin[0], c->gin[1], e_w, e_tok, e_pos, EN, EC);
 }
-static double ce_loss(Case *c) { return crossentropy_forward(ce_probs, c->in[0], ce_tgt, EN, EV); }
+static double ce_loss(Case *c) { return nn_crossentropy_forward(ce_probs, c->in[0], ce_tgt, EN, EV); }
 static void ce_grad(Case *c) {
-    crossentropy_forward(ce_probs, c->in[0], ce_tgt, EN, EV);
-    crossentropy_backward(c->gin[0], ce_probs, ce_tgt, EN, EV, 1.0f);
+    nn_crossentropy_forward(ce_probs, c->in[0], ce_tgt, EN, EV);
+    nn_crossentropy_backward(c->gin[0], ce_probs, ce_tgt, EN, EV, 1.0f);
 }
 
 START_TEST(test_embedding_and_crossentropy_backward) {
@@ -268,15 +269,15 @@ START_TEST(test_embedding_and_crossentropy_backward) {
     float logits[EN * EV], gl[EN * EV];
     fill(logits, EN * EV, &r, -2, 2);
     Case d = {ce_loss, ce_grad, {logits}, {gl}, {EN * EV}, 1, 0};
-    check_case(&d, "crossentropy_backward");
+    check_case(&d, "nn_crossentropy_backward");
     // Uniform logits: the loss is log V per row.
     float flat[EV] = {0};
     int t0 = 2;
-    ck_assert_double_eq_tol(crossentropy_forward(ce_probs, flat, &t0, 1, EV), log(EV), 1e-6);
+    ck_assert_double_eq_tol(nn_crossentropy_forward(ce_probs, flat, &t0, 1, EV), log(EV), 1e-6);
     // Huge logits stay finite (log-sum-exp).
     float big[2] = {1000.0f, -1000.0f};
     int t1 = 1;
-    ck_assert_double_eq_tol(crossentropy_forward(ce_probs, big, &t1, 1, 2), 2000.0, 1e-3);
+    ck_assert_double_eq_tol(nn_crossentropy_forward(ce_probs, big, &t1, 1, 2), 2000.0, 1e-3);
 }
 END_TEST
 
@@ -738,6 +739,36 @@ END_TEST
 /* The fast attention kernels (one head's keys and values as columns) against
  * their naive twins, on sizes like the seed models' (uneven on purpose),
  * causal and not, with and without a loss on the scores. */
+/* nn_softmax (blocks of 16, the last padded) against the naive twin, for
+ * every length from 1 to 40 (whole blocks, a tail, both), with scores of
+ * every scale and -inf entries (weight 0 exactly). */
+START_TEST(test_softmax_fast_matches_naive) {
+    TfRng r;
+    rng_seed(&r, 11);
+    int checked = 0;
+    for (int n = 1; n <= 40; n++)
+        for (int scale = 0; scale < 3; scale++) {
+            float x[40], y[40];
+            fill(x, n, &r, -3.0f, 3.0f);
+            for (int i = 0; i < n; i++) x[i] *= scale == 0 ? 1.0f : scale == 1 ? 30.0f : 1e-3f;
+            if (n > 2) x[n / 2] = -INFINITY;
+            memcpy(y, x, sizeof x);
+            nn_softmax(x, n);
+            nn_softmax_naive(y, n);
+            double sum = 0;
+            for (int i = 0; i < n; i++) {
+                ck_assert_msg(fabsf(x[i] - y[i]) <= 1e-6f + 1e-6f * y[i],
+                              "n %d, scale %d, i %d: %g against %g", n, scale, i, x[i], y[i]);
+                sum += x[i];
+            }
+            if (n > 2) ck_assert_float_eq(x[n / 2], 0.0f);
+            ck_assert_double_eq_tol(sum, 1.0, 1e-5);
+            checked++;
+        }
+    ck_assert_int_eq(checked, 120);
+}
+END_TEST
+
 START_TEST(test_attention_fast_matches_naive) {
     enum { T = 13, H = 3, D = 5, DV = 4, R = 4 };
     static float q[T * H * D], k[T * H * D], v[T * H * DV], dout[T * H * DV], dpre[H * T * T];
@@ -746,7 +777,7 @@ START_TEST(test_attention_fast_matches_naive) {
     static float o1[R * H * DV], o2[R * H * DV], p1[R * H * T], p2[R * H * T], a1[R * H * T],
         a2[R * H * T];
     const int pos[R] = {2, 5, 11, 12};
-    ck_assert(attention_scratch_floats(T, D, DV) <= sizeof scratch / sizeof *scratch);
+    ck_assert(nn_attention_scratch_floats(T, D, DV) <= sizeof scratch / sizeof *scratch);
     TfRng r;
     rng_seed(&r, 9);
     fill(q, T * H * D, &r, -1, 1), fill(k, T * H * D, &r, -1, 1), fill(v, T * H * DV, &r, -1, 1);
@@ -754,36 +785,36 @@ START_TEST(test_attention_fast_matches_naive) {
     char msg[256];
     for (int causal = 0; causal < 2; causal++)
         for (int extra = 0; extra < 2; extra++) {
-            attention_forward(out, pre, att, q, k, v, T, H, D, DV, 0.35f, causal);
+            nn_attention_forward(out, pre, att, q, k, v, T, H, D, DV, 0.35f, causal);
             memset(g1, 0, sizeof g1), memset(g2, 0, sizeof g2);
-            attention_backward(g1[0], g1[1], g1[2], scratch, dout, extra ? dpre : NULL, q, k, v,
+            nn_attention_backward(g1[0], g1[1], g1[2], scratch, dout, extra ? dpre : NULL, q, k, v,
                                att, T, H, D, DV, 0.35f, causal);
-            attention_backward_naive(g2[0], g2[1], g2[2], scratch, dout, extra ? dpre : NULL, q,
+            nn_attention_backward_naive(g2[0], g2[1], g2[2], scratch, dout, extra ? dpre : NULL, q,
                                      k, v, att, T, H, D, DV, 0.35f, causal);
             for (int i = 0; i < 3; i++)
                 ck_assert_msg(tf_compare_floats(g1[i], g2[i], i == 2 ? T * H * DV : T * H * D,
                                                 1e-5, 1e-5, msg, sizeof msg) == 0,
-                              "attention_backward, causal %d, extra %d, gradient %d: %s", causal,
+                              "nn_attention_backward, causal %d, extra %d, gradient %d: %s", causal,
                               extra, i, msg);
         }
     for (int causal = 0; causal < 2; causal++) {
         // Query rows at pos: q holds them first ([R, H*D]); keys and values are the sequence's.
-        attention_rows_forward(o1, p1, a1, scratch, q, k, v, pos, R, T, H, D, DV, 0.35f, causal);
-        attention_rows_forward_naive(o2, p2, a2, q, k, v, pos, R, T, H, D, DV, 0.35f, causal);
+        nn_attention_rows_forward(o1, p1, a1, scratch, q, k, v, pos, R, T, H, D, DV, 0.35f, causal);
+        nn_attention_rows_forward_naive(o2, p2, a2, q, k, v, pos, R, T, H, D, DV, 0.35f, causal);
         ck_assert_msg(tf_compare_floats(o1, o2, R * H * DV, 1e-5, 1e-6, msg, sizeof msg) == 0,
-                      "attention_rows_forward: %s", msg);
+                      "nn_attention_rows_forward: %s", msg);
         ck_assert_msg(tf_compare_floats(a1, a2, R * H * T, 1e-5, 1e-6, msg, sizeof msg) == 0,
-                      "attention_rows_forward weights: %s", msg);
+                      "nn_attention_rows_forward weights: %s", msg);
         memset(g1, 0, sizeof g1), memset(g2, 0, sizeof g2);
-        attention_rows_backward(g1[0], g1[1], g1[2], scratch, dout, q, k, v, a1, pos, R, T, H, D,
+        nn_attention_rows_backward(g1[0], g1[1], g1[2], scratch, dout, q, k, v, a1, pos, R, T, H, D,
                                 DV, 0.35f, causal);
-        attention_rows_backward_naive(g2[0], g2[1], g2[2], scratch, dout, q, k, v, a1, pos, R, T,
+        nn_attention_rows_backward_naive(g2[0], g2[1], g2[2], scratch, dout, q, k, v, a1, pos, R, T,
                                       H, D, DV, 0.35f, causal);
         for (int i = 0; i < 3; i++)
             ck_assert_msg(tf_compare_floats(g1[i], g2[i], i == 0 ? R * H * D : i == 1 ? T * H * D
                                                                                        : T * H * DV,
                                             1e-5, 1e-5, msg, sizeof msg) == 0,
-                          "attention_rows_backward, causal %d, gradient %d: %s", causal, i, msg);
+                          "nn_attention_rows_backward, causal %d, gradient %d: %s", causal, i, msg);
     }
 }
 END_TEST
@@ -797,6 +828,7 @@ int main(void) {
     tcase_add_test(tc, test_attention_backward);
     tcase_add_test(tc, test_attention_rows_backward);
     tcase_add_test(tc, test_attention_fast_matches_naive);
+    tcase_add_test(tc, test_softmax_fast_matches_naive);
     tcase_add_test(tc, test_embedding_and_crossentropy_backward);
     tcase_add_loop_test(tc, test_model_gradient, 0, 4);
     tcase_add_test(tc, test_optimizers_learn_and_are_deterministic);

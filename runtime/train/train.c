@@ -1,5 +1,25 @@
 /* train.c: forward pass with saved activations, backward pass, optimizers
- * and checkpoints for a TfModel (train.h). */
+ * and checkpoints for a TfModel (train.h), in llm.c's shape (train_gpt2.c):
+ *
+ *   memory   one allocation per kind, each laid out from one size table:
+ *            parameters, gradients, optimizer state (m, v), activations
+ *            (layout_activations: every float buffer of the passes) and
+ *            indices (layout_indices: the per-tensor layout, per-row and
+ *            per-sequence bookkeeping);
+ *   forward  embedding, then per layer norm_layer_forward,
+ *            attention_layer_forward or mlp_layer_forward (with its pre-norm,
+ *            dropout and residual add), then the loss;
+ *   backward the mirror, from the loss down, each layer's `_backward`.
+ *
+ * The numerical kernels are runtime/train/nn.h's (softmax, LayerNorm,
+ * attention, cross-entropy) and runtime/engine/kernels.h's (matrix
+ * products, activations, embeddings); the per-sequence attention work and
+ * large LayerNorms are split over the threads of runtime/train/parallel.h.
+ *
+ * Dimension legend: N rows of the batch, M rows the loss reads, C d_model,
+ * V vocabulary (or classes), F feed-forward width, H heads, D and DV head
+ * widths (HD = H*D, HV = H*DV), T sequence length, R max_rows.
+ */
 #define _POSIX_C_SOURCE 200809L
 #include "train.h"
 
@@ -12,6 +32,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "nn.h"
 #include "parallel.h"
 #include "rng.h"
 #include "tfw.h"
@@ -25,12 +46,12 @@ static_assert(sizeof tf_optimizer_names / sizeof *tf_optimizer_names == TF_OPT_C
 
 /* What a layer's forward pass keeps for its backward pass (NULL: unused). */
 typedef struct LayerActs {
-    float *lnout, *ln_mean, *ln_rstd; /* [N,C], [N], [N]: pre-norm or norm layer */
-    float *q, *k, *v, *attout;        /* [N,H*D] x2, [N,H*DV] x2 */
+    float *lnout, *ln_mean, *ln_rstd; /* [R,C], [R], [R]: pre-norm or norm layer */
+    float *q, *k, *v, *attout;        /* [R,HD] x2, [R,HV] x2 */
     float *preatt, *att;              /* sum over sequences of H*T*T */
-    float *hpre, *hact;               /* [N,F] */
-    float *y;                         /* [N,C] sublayer output, after dropout */
-    float *mask;                      /* [N,C] dropout multipliers */
+    float *hpre, *hact;               /* [R,F] */
+    float *y;                         /* [R,C] sublayer output, after dropout */
+    float *mask;                      /* [R,C] dropout multipliers */
 } LayerActs;
 
 struct TfTrainer {
@@ -39,32 +60,48 @@ struct TfTrainer {
     int max_rows, max_seqs;
     int n_tensors;      /* the model's tensors that are parameters (not optim.*) */
     size_t n_params;
-    size_t *offset;     /* per tensor */
-    int *trainable;     /* per tensor */
-    float *params, *grads, *mom, *vel;
-    float *own_grads;   /* grads points here unless trainer_set_grads */
     int shared;         /* a worker: params belong to the master */
     long step;
 
-    float *act_block;   /* one allocation holding resid and every acts[] buffer */
-    float *resid;       /* (n_layers + 1) x [max_rows, C] */
-    LayerActs *acts;
-    int *attn_index;    /* per layer: which attention layer it is, or -1 */
-    int *pos;           /* [max_rows] position of each row */
-    long *att_off;      /* per sequence: sum of T*T over the sequences before it; a
+    /* The five allocations (params is the master's in a worker). */
+    float *params;      /* [n_params] every tensor, in model order */
+    float *own_grads;   /* [n_params] */
+    float *optim;       /* [n_params] m, then [n_params] v (Adam) */
+    float *act_mem;     /* layout_activations */
+    void *idx_mem;      /* layout_indices */
+
+    float *grads;       /* own_grads unless trainer_set_grads */
+    float *mom, *vel;   /* into optim */
+
+    /* ---- indices (idx_mem) ---- */
+    size_t *offset;     /* [n_tensors] flat offset of each tensor */
+    int *trainable;     /* [n_tensors] */
+    LayerActs *acts;    /* [n_layers] */
+    int *attn_index;    /* [n_layers] which attention layer it is, or -1 */
+    int *pos;           /* [R] position of each row */
+    long *att_off;      /* [max_seqs + 1] sum of T*T over the sequences before each; a
                            layer of H heads keeps a sequence's scores at H*att_off */
-    int max_heads;
+    int *out_rows, *out_targets; /* [R] the rows the loss reads, their targets */
+    int *out_pos;       /* [R] position of each out row in its sequence */
+    int *seq_out_start; /* [max_seqs + 1] each sequence's first out row */
+
+    /* ---- activations (act_mem) ---- */
+    float *resid;       /* (n_layers + 1) x [R, C] */
+    float *qin;         /* [R, C] the out rows' (normalised) input (compact) */
+    float *outx, *doutx;         /* [R, C] the rows the loss reads */
+    float *logits, *probs, *dlogits; /* [R, V] */
+    float *dres, *dres2, *dy, *dain; /* [R, C] */
+    float *dq, *dk, *dv, *dattout, *dh, *dhpre; /* [R, wide] */
+    float *scratch;     /* [threads, scratch_per] the attention kernels' */
+    float *ln_part;     /* [R / LN_BLOCK + 1, 2C] LayerNorm's parameter gradients per block */
+    float *dpreatt;     /* [max H*T*T] the attention-score loss's gradient */
 
     int n_out;          /* rows the loss reads */
-    int *out_rows, *out_targets;
-    float *outx, *logits, *probs, *dlogits, *doutx; /* [max_rows, C or V] */
     int n_outputs;      /* V or classes */
-
-    float *dres, *dres2, *dy, *dain, *dq, *dk, *dv, *dattout, *dh, *dhpre, *scratch, *dpreatt;
-    int threads;  /* attention's per-sequence work is split over this many */
+    int max_heads;
+    int threads;         /* attention's per-sequence work is split over this many */
     int scratch_threads; /* scratch has room for this many */
-    float *ln_part; /* LayerNorm's parameter gradients per block of rows */
-    size_t scratch_per; /* floats of scratch per thread (the attention kernels') */
+    size_t scratch_per;  /* floats of scratch per thread */
     int batch_has_dropout;
 
     /* Only the rows the loss reads need the layers after the last attention
@@ -76,86 +113,142 @@ struct TfTrainer {
      * tensor, unless an embedding trains (frozen layers: --freeze). */
     int first_trained, embed_trained;
     int compact, no_compact;
-    int *out_pos;        /* [max_rows] position of each out row in its sequence */
-    int *seq_out_start;  /* [max_seqs + 1] each sequence's first out row */
-    float *qin;          /* [max_rows, C] the out rows' (normalised) input */
 };
-
-static void *xcalloc(size_t n, size_t size, int *failed) {
-    void *p = calloc(n ? n : 1, size);
-    if (!p) *failed = 1;
-    return p;
-}
 
 #define P(t, i) ((t)->params + (t)->offset[i])
 #define G(t, i) ((t)->grads + (t)->offset[i])
 #define OPTP(t, i) ((i) >= 0 ? P(t, i) : NULL)
 #define OPTG(t, i) ((i) >= 0 ? G(t, i) : NULL)
 
+/* ---- memory: size tables ------------------------------------------------------
+ * A layout function lists every buffer of one allocation with its size;
+ * run once on a Layout with no base it only adds the sizes up, run again on
+ * the allocated block it points each buffer into place (llm.c's
+ * fill_in_activation_sizes and malloc_and_point_activations, in one). */
+
+#define LAYOUT_ALIGN 64 /* bytes: every buffer starts on a cache line */
+
+typedef struct Layout {
+    char *base;  /* NULL: count only */
+    size_t size; /* bytes so far */
+    int overflow;
+} Layout;
+
+static void *layout_take(Layout *L, size_t n, size_t size) {
+    size_t off = (L->size + LAYOUT_ALIGN - 1) / LAYOUT_ALIGN * LAYOUT_ALIGN;
+    if (size && n > (SIZE_MAX - off) / size) {
+        L->overflow = 1;
+        return NULL;
+    }
+    L->size = off + n * size;
+    return L->base ? L->base + off : NULL;
+}
+
+/* ptr = n elements of *ptr's type (NULL while counting). */
+#define TAKE(L, ptr, n) ((ptr) = layout_take((L), (size_t)(n), sizeof *(ptr)))
+
+/* The sizes the layouts depend on. */
+static size_t max_seq_len(const TfTrainer *t) {
+    return (size_t)(t->m->max_len < t->max_rows ? t->m->max_len : t->max_rows);
+}
+
+/* Every index buffer (idx_mem). */
+static void layout_indices(TfTrainer *t, Layout *L) {
+    const TfModel *m = t->m;
+    const size_t R = (size_t)t->max_rows, S = (size_t)t->max_seqs + 1;
+    TAKE(L, t->offset, m->n_tensors);
+    TAKE(L, t->trainable, m->n_tensors);
+    TAKE(L, t->acts, m->n_layers);
+    TAKE(L, t->attn_index, m->n_layers);
+    TAKE(L, t->pos, R);
+    TAKE(L, t->att_off, S);
+    TAKE(L, t->out_rows, R);
+    TAKE(L, t->out_targets, R);
+    TAKE(L, t->out_pos, R);
+    TAKE(L, t->seq_out_start, S);
+}
+
+/* Every float buffer of the forward and backward passes (act_mem): the size
+ * table of the activations. Needs t->acts, the model and the thread count. */
+static void layout_activations(TfTrainer *t, Layout *L) {
+    const TfModel *m = t->m;
+    const size_t R = (size_t)t->max_rows, C = (size_t)m->d_model, V = (size_t)t->n_outputs;
+    const size_t maxT = max_seq_len(t);
+    size_t wide = C, max_att = 0; /* widest per-row buffer of any layer; largest H*T*T */
+    TAKE(L, t->resid, ((size_t)m->n_layers + 1) * R * C);
+    for (int l = 0; l < m->n_layers; l++) {
+        const TfLayer *ly = &m->layers[l];
+        LayerActs *a = &t->acts[l];
+        if (ly->norm_weight >= 0) {
+            if (ly->kind != TF_LAYER_NORM) TAKE(L, a->lnout, R * C);
+            TAKE(L, a->ln_mean, R);
+            TAKE(L, a->ln_rstd, R);
+        }
+        if (ly->kind == TF_LAYER_NORM) continue;
+        TAKE(L, a->y, R * C);
+        if (t->o.dropout > 0) TAKE(L, a->mask, R * C);
+        if (ly->kind == TF_LAYER_ATTENTION) {
+            size_t hd = (size_t)ly->n_heads * ly->d_head, hv = (size_t)ly->n_heads * ly->d_vhead;
+            TAKE(L, a->q, R * hd);
+            TAKE(L, a->k, R * hd);
+            TAKE(L, a->v, R * hv);
+            TAKE(L, a->attout, R * hv);
+            TAKE(L, a->preatt, (size_t)ly->n_heads * maxT * R);
+            TAKE(L, a->att, (size_t)ly->n_heads * maxT * R);
+            if (hd > wide) wide = hd;
+            if (hv > wide) wide = hv;
+            if ((size_t)ly->n_heads * maxT * maxT > max_att) max_att = (size_t)ly->n_heads * maxT * maxT;
+        } else {
+            TAKE(L, a->hpre, R * (size_t)ly->d_hidden);
+            TAKE(L, a->hact, R * (size_t)ly->d_hidden);
+            if ((size_t)ly->d_hidden > wide) wide = (size_t)ly->d_hidden;
+        }
+    }
+    TAKE(L, t->qin, R * C);
+    TAKE(L, t->outx, R * C);
+    TAKE(L, t->doutx, R * C);
+    TAKE(L, t->logits, R * V);
+    TAKE(L, t->probs, R * V);
+    TAKE(L, t->dlogits, R * V);
+    TAKE(L, t->dres, R * C);
+    TAKE(L, t->dres2, R * C);
+    TAKE(L, t->dy, R * C);
+    TAKE(L, t->dain, R * C);
+    TAKE(L, t->dq, R * wide);
+    TAKE(L, t->dk, R * wide);
+    TAKE(L, t->dv, R * wide);
+    TAKE(L, t->dattout, R * wide);
+    TAKE(L, t->dh, R * wide);
+    TAKE(L, t->dhpre, R * wide);
+    TAKE(L, t->scratch, t->scratch_per * (size_t)t->scratch_threads);
+    TAKE(L, t->ln_part, (R / LN_BLOCK + 1) * 2 * C);
+    TAKE(L, t->dpreatt, max_att);
+}
+
+/* One zeroed allocation for a layout (calloc: pages untouched until used),
+ * its buffers on cache lines; returns the block to free, NULL when out of
+ * memory. */
+static void *layout_alloc(TfTrainer *t, void (*layout)(TfTrainer *, Layout *), double *need) {
+    Layout L = {0};
+    layout(t, &L);
+    *need = L.overflow ? INFINITY : (double)L.size;
+    if (L.overflow || L.size > SIZE_MAX - LAYOUT_ALIGN) return NULL;
+    char *block = calloc(L.size + LAYOUT_ALIGN, 1);
+    if (!block) return NULL;
+    L.base = block + (LAYOUT_ALIGN - (uintptr_t)block % LAYOUT_ALIGN) % LAYOUT_ALIGN;
+    L.size = 0;
+    layout(t, &L);
+    return block;
+}
+
 void trainer_free(TfTrainer *t) {
     if (!t) return;
-    free(t->acts);
-    if (t->shared) t->params = NULL;
-    float *bufs[] = {t->params, t->own_grads, t->mom, t->vel, t->act_block, t->outx, t->logits,
-                     t->probs, t->dlogits, t->doutx, t->dres, t->dres2, t->dy, t->dain,
-                     t->dq, t->dk, t->dv, t->dattout, t->dh, t->dhpre, t->scratch, t->dpreatt, t->ln_part};
-    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
-    free(t->offset);
-    free(t->trainable);
-    free(t->attn_index);
-    free(t->pos);
-    free(t->att_off);
-    free(t->out_rows);
-    free(t->out_targets);
-    free(t->out_pos);
-    free(t->seq_out_start);
-    free(t->qin);
+    if (!t->shared) free(t->params);
+    free(t->own_grads);
+    free(t->optim);
+    free(t->act_mem);
+    free(t->idx_mem);
     free(t);
-}
-
-/* The activations (resid and each layer's LayerActs) are carved from one
- * block: a first pass counts the floats (base NULL), one calloc, a second
- * pass places the pointers. A model too deep for the memory is refused at
- * once, and the block's pages are not zeroed one buffer at a time. */
-typedef struct Carve {
-    float *base; /* NULL while counting */
-    size_t n;    /* floats taken so far */
-    int overflow;
-} Carve;
-
-static float *carve(Carve *c, size_t n) {
-    float *p = c->base ? c->base + c->n : NULL;
-    // Each buffer starts 64 bytes after the last (calloc's block is 16-byte
-    // aligned, as the separate buffers were).
-    if (n > SIZE_MAX / sizeof(float) - 16 - c->n) c->overflow = 1;
-    else c->n += (n + 15) / 16 * 16;
-    return p;
-}
-
-/* Places layer ly's buffers for R rows of width C (maxT: the longest
- * sequence). */
-static void carve_layer(Carve *c, LayerActs *a, const TfLayer *ly, size_t R, size_t C, size_t maxT,
-                        int dropout) {
-    if (ly->norm_weight >= 0) {
-        if (ly->kind != TF_LAYER_NORM) a->lnout = carve(c, R * C);
-        a->ln_mean = carve(c, R);
-        a->ln_rstd = carve(c, R);
-    }
-    if (ly->kind == TF_LAYER_NORM) return;
-    a->y = carve(c, R * C);
-    if (dropout) a->mask = carve(c, R * C);
-    if (ly->kind == TF_LAYER_ATTENTION) {
-        size_t hd = (size_t)ly->n_heads * ly->d_head, hv = (size_t)ly->n_heads * ly->d_vhead;
-        a->q = carve(c, R * hd);
-        a->k = carve(c, R * hd);
-        a->v = carve(c, R * hv);
-        a->attout = carve(c, R * hv);
-        a->preatt = carve(c, (size_t)ly->n_heads * maxT * R);
-        a->att = carve(c, (size_t)ly->n_heads * maxT * R);
-    } else {
-        a->hpre = carve(c, R * (size_t)ly->d_hidden);
-        a->hact = carve(c, R * (size_t)ly->d_hidden);
-    }
 }
 
 /* The trainer of trainer_new, or with master set a worker sharing its
@@ -174,8 +267,7 @@ static TfTrainer *trainer_alloc(TfModel *m, const TfTrainOptions *opts, int max_
         tf_error_set(err, "training options out of range");
         return NULL;
     }
-    int failed = 0;
-    TfTrainer *t = xcalloc(1, sizeof *t, &failed);
+    TfTrainer *t = calloc(1, sizeof *t);
     if (!t) {
         tf_error_set(err, "out of memory");
         return NULL;
@@ -198,74 +290,56 @@ static TfTrainer *trainer_alloc(TfModel *m, const TfTrainOptions *opts, int max_
             free(t);
             return NULL;
         }
-    t->offset = xcalloc((size_t)m->n_tensors, sizeof *t->offset, &failed);
-    t->trainable = xcalloc((size_t)m->n_tensors, sizeof *t->trainable, &failed);
-    if (failed) goto oom;
+    t->n_outputs = m->output_kind == TF_OUTPUT_CLASSIFY ? m->n_classes : m->n_vocab;
+    t->threads = opts->threads < 1 ? 1 : opts->threads > TF_PARALLEL_MAX ? TF_PARALLEL_MAX : opts->threads;
+    t->scratch_threads = t->threads;
+    for (int l = 0; l < m->n_layers; l++) {
+        const TfLayer *ly = &m->layers[l];
+        size_t need = ly->kind == TF_LAYER_ATTENTION
+                          ? nn_attention_scratch_floats((int)max_seq_len(t), ly->d_head, ly->d_vhead)
+                          : 0;
+        if (need > t->scratch_per) t->scratch_per = need;
+        if (ly->kind == TF_LAYER_ATTENTION && ly->n_heads > t->max_heads) t->max_heads = ly->n_heads;
+    }
+
+    // Indices first: the per-tensor layout sizes the parameters.
+    double act_bytes;
+    if (!(t->idx_mem = layout_alloc(t, layout_indices, &act_bytes))) goto oom;
     for (int i = 0; i < t->n_tensors; i++) {
         t->offset[i] = t->n_params;
         t->n_params += m->tensors[i].nelem;
         t->trainable[i] = opts->trainable ? opts->trainable[i] != 0
                                           : i != m->pos_embed || opts->train_positions;
     }
-    t->own_grads = t->grads = xcalloc(t->n_params, sizeof(float), &failed);
+    size_t np = t->n_params ? t->n_params : 1;
+    if (!(t->own_grads = t->grads = calloc(np, sizeof(float)))) goto oom;
     if (master) {
         t->shared = 1;
         t->params = master->params;
     } else {
-        t->params = xcalloc(t->n_params, sizeof(float), &failed);
-        t->mom = xcalloc(t->n_params, sizeof(float), &failed);
-        if (opts->optimizer != TF_OPT_SGD) t->vel = xcalloc(t->n_params, sizeof(float), &failed);
+        int moments = opts->optimizer == TF_OPT_SGD ? 1 : 2;
+        if (!(t->params = calloc(np, sizeof(float)))) goto oom;
+        if (!(t->optim = calloc(np * (size_t)moments, sizeof(float)))) goto oom;
+        t->mom = t->optim;
+        t->vel = moments == 2 ? t->optim + t->n_params : NULL;
+        for (int i = 0; i < t->n_tensors; i++)
+            memcpy(P(t, i), m->tensors[i].data, m->tensors[i].nelem * sizeof(float));
     }
-    if (failed) goto oom;
-    for (int i = 0; !master && i < t->n_tensors; i++)
-        memcpy(P(t, i), m->tensors[i].data, m->tensors[i].nelem * sizeof(float));
+    if (!(t->act_mem = layout_alloc(t, layout_activations, &act_bytes))) {
+        /* Refused at once, before any buffer is touched, with what it needs. */
+        int layers = m->n_layers, d_model = m->d_model;
+        trainer_free(t);
+        tf_error_set(err, "out of memory for the trainer: %d layers' activations for %d rows "
+                          "(d_model %d) need %.1f GiB", layers, max_rows, d_model, act_bytes / (1 << 30));
+        return NULL;
+    }
 
-    const size_t R = (size_t)max_rows, C = (size_t)m->d_model;
-    size_t maxT = (size_t)(m->max_len < max_rows ? m->max_len : max_rows);
-    size_t wide = C; /* widest per-row buffer of any layer */
-    t->acts = xcalloc((size_t)m->n_layers, sizeof *t->acts, &failed);
-    t->attn_index = xcalloc((size_t)m->n_layers, sizeof(int), &failed);
-    if (failed) goto oom;
-    Carve c = {NULL, 0, 0};
-    for (int pass = 0; pass < 2; pass++) {
-        c.n = 0;
-        t->resid = carve(&c, ((size_t)m->n_layers + 1) * R * C);
-        for (int l = 0; l < m->n_layers; l++)
-            carve_layer(&c, &t->acts[l], &m->layers[l], R, C, maxT, opts->dropout > 0);
-        if (pass == 0 && (c.overflow || !(c.base = t->act_block = calloc(c.n, sizeof(float))))) {
-            trainer_free(t);
-            tf_error_set(err, "out of memory for the trainer: %d layers' activations for %d rows "
-                              "(d_model %d) need %.1f GiB",
-                         m->n_layers, max_rows, m->d_model,
-                         c.overflow ? INFINITY : (double)c.n * sizeof(float) / (1 << 30));
-            return NULL;
-        }
-    }
     int n_attn = 0;
-    size_t max_att = 0;
-    for (int l = 0; l < m->n_layers; l++) {
-        const TfLayer *ly = &m->layers[l];
-        t->attn_index[l] = ly->kind == TF_LAYER_ATTENTION ? n_attn++ : -1;
-        if (ly->kind == TF_LAYER_ATTENTION) {
-            size_t hd = (size_t)ly->n_heads * ly->d_head, hv = (size_t)ly->n_heads * ly->d_vhead;
-            if (hd > wide) wide = hd;
-            if (hv > wide) wide = hv;
-            if ((size_t)ly->n_heads * maxT * maxT > max_att) max_att = (size_t)ly->n_heads * maxT * maxT;
-            if (ly->n_heads > t->max_heads) t->max_heads = ly->n_heads;
-        } else if (ly->kind != TF_LAYER_NORM && (size_t)ly->d_hidden > wide) {
-            wide = (size_t)ly->d_hidden;
-        }
-    }
-    t->n_outputs = m->output_kind == TF_OUTPUT_CLASSIFY ? m->n_classes : m->n_vocab;
-    const size_t V = (size_t)t->n_outputs;
-    t->pos = xcalloc(R, sizeof(int), &failed);
-    t->att_off = xcalloc((size_t)max_seqs + 1, sizeof(long), &failed);
-    t->out_rows = xcalloc(R, sizeof(int), &failed);
-    t->out_targets = xcalloc(R, sizeof(int), &failed);
-    t->out_pos = xcalloc(R, sizeof(int), &failed);
-    t->seq_out_start = xcalloc((size_t)max_seqs + 1, sizeof(int), &failed);
-    t->qin = xcalloc(R * C, sizeof(float), &failed);
     t->last_attn = -1;
+    for (int l = 0; l < m->n_layers; l++) {
+        t->attn_index[l] = m->layers[l].kind == TF_LAYER_ATTENTION ? n_attn++ : -1;
+        if (m->layers[l].kind == TF_LAYER_ATTENTION) t->last_attn = l;
+    }
     t->embed_trained = t->trainable[m->tok_embed] || t->trainable[m->pos_embed];
     t->first_trained = m->n_layers;
     for (int l = m->n_layers - 1; l >= 0; l--) {
@@ -276,36 +350,6 @@ static TfTrainer *trainer_alloc(TfModel *m, const TfTrainOptions *opts, int max_
             if (t->trainable[ts[j]]) t->first_trained = l;
     }
     if (t->embed_trained) t->first_trained = 0;
-    for (int l = 0; l < m->n_layers; l++)
-        if (m->layers[l].kind == TF_LAYER_ATTENTION) t->last_attn = l;
-    t->outx = xcalloc(R * C, sizeof(float), &failed);
-    t->doutx = xcalloc(R * C, sizeof(float), &failed);
-    t->logits = xcalloc(R * V, sizeof(float), &failed);
-    t->probs = xcalloc(R * V, sizeof(float), &failed);
-    t->dlogits = xcalloc(R * V, sizeof(float), &failed);
-    t->dres = xcalloc(R * C, sizeof(float), &failed);
-    t->dres2 = xcalloc(R * C, sizeof(float), &failed);
-    t->dy = xcalloc(R * C, sizeof(float), &failed);
-    t->dain = xcalloc(R * C, sizeof(float), &failed);
-    t->dq = xcalloc(R * wide, sizeof(float), &failed);
-    t->dk = xcalloc(R * wide, sizeof(float), &failed);
-    t->dv = xcalloc(R * wide, sizeof(float), &failed);
-    t->dattout = xcalloc(R * wide, sizeof(float), &failed);
-    t->dh = xcalloc(R * wide, sizeof(float), &failed);
-    t->dhpre = xcalloc(R * wide, sizeof(float), &failed);
-    t->threads = opts->threads < 1 ? 1 : opts->threads > TF_PARALLEL_MAX ? TF_PARALLEL_MAX : opts->threads;
-    t->scratch_threads = t->threads;
-    for (int l = 0; l < m->n_layers; l++) {
-        const TfLayer *ly = &m->layers[l];
-        size_t need = ly->kind == TF_LAYER_ATTENTION
-                          ? attention_scratch_floats((int)maxT, ly->d_head, ly->d_vhead) : 0;
-        if (need > t->scratch_per) t->scratch_per = need;
-    }
-    t->scratch = xcalloc(t->scratch_per * (size_t)t->threads, sizeof(float), &failed);
-    t->ln_part = xcalloc(((size_t)max_rows / LN_BLOCK + 1) * 2 * (size_t)m->d_model, sizeof(float),
-                         &failed);
-    t->dpreatt = xcalloc(max_att, sizeof(float), &failed);
-    if (failed) goto oom;
     return t;
 oom:
     trainer_free(t);
@@ -408,6 +452,7 @@ int trainer_check_batch(const TfTrainer *t, const TfBatch *b, TfError *err) {
     return 0;
 }
 
+
 /* ---- forward ---------------------------------------------------------------- */
 
 static void make_mask(float *mask, long n, float p, TfRng *rng) {
@@ -438,17 +483,16 @@ static void find_out_rows(TfTrainer *t, const TfBatch *b) {
     t->n_out = M;
 }
 
-/* One attention layer's per-sequence work, split over threads by
- * parallel_ranges: each sequence reads and writes only its own rows, so the
- * result is the same for any number of threads. */
-static void zero(float *p, size_t n);
+static void zero(float *p, size_t n) { memset(p, 0, n * sizeof *p); }
 static double attn_loss(const TfTrainer *t, const TfBatch *b, int l, int s, float *dpre);
 
-/* LayerNorm over many rows, split over threads. Forward: rows are
- * independent. Backward: the input gradient is per row too, and the
- * parameter gradients are summed per block of LN_BLOCK rows, then the blocks
- * in order, so the result depends on the number of rows, never on the
- * number of threads. Small batches take the plain kernels. */
+/* ---- work split over threads -------------------------------------------------
+ * LayerNorm over many rows: forward, rows are independent; backward, the
+ * input gradient is per row too, and the parameter gradients are summed per
+ * block of LN_BLOCK rows, then the blocks in order, so the result depends on
+ * the number of rows, never on the number of threads. Small batches take
+ * the plain kernels. Attention: each sequence reads and writes only its own
+ * rows, so the result is the same for any number of threads. */
 #define LN_MIN_ROWS 512
 
 typedef struct LnJob {
@@ -462,8 +506,8 @@ static void ln_forward_range(void *ctx, int lo, int hi, int worker) {
     const LnJob *j = ctx;
     (void)worker;
     long r0 = (long)lo * LN_BLOCK, r1 = (long)hi * LN_BLOCK < j->N ? (long)hi * LN_BLOCK : j->N;
-    layernorm_forward(j->out + r0 * j->C, j->mean + r0, j->rstd + r0, j->inp + r0 * j->C,
-                      j->weight, j->bias, (int)(r1 - r0), j->C, j->eps);
+    nn_layernorm_forward(j->out + r0 * j->C, j->mean + r0, j->rstd + r0, j->inp + r0 * j->C,
+                         j->weight, j->bias, (int)(r1 - r0), j->C, j->eps);
 }
 
 static void ln_backward_range(void *ctx, int lo, int hi, int worker) {
@@ -473,37 +517,9 @@ static void ln_backward_range(void *ctx, int lo, int hi, int worker) {
         long r0 = (long)b * LN_BLOCK, r1 = r0 + LN_BLOCK < j->N ? r0 + LN_BLOCK : j->N;
         float *pw = j->part + (size_t)b * 2 * j->C, *pb = pw + j->C;
         memset(pw, 0, 2 * (size_t)j->C * sizeof *pw);
-        layernorm_backward(j->dinp + r0 * j->C, pw, pb, j->dout + r0 * j->C, j->inp + r0 * j->C,
-                           j->weight, j->cmean + r0, j->crstd + r0, (int)(r1 - r0), j->C);
-    }
-}
-
-static void ln_forward(const TfTrainer *t, float *out, float *mean, float *rstd, const float *inp,
-                       const float *weight, const float *bias, int N, int C, float eps) {
-    if (N < LN_MIN_ROWS) {
-        layernorm_forward(out, mean, rstd, inp, weight, bias, N, C, eps);
-        return;
-    }
-    LnJob j = {out, mean, rstd, NULL, NULL, inp, weight, bias, NULL, NULL, NULL, N, C, eps};
-    parallel_ranges((N + LN_BLOCK - 1) / LN_BLOCK, NULL, t->threads, ln_forward_range, &j);
-}
-
-static void ln_backward(const TfTrainer *t, float *dinp, float *dweight, float *dbias,
-                        const float *dout, const float *inp, const float *weight,
-                        const float *mean, const float *rstd, int N, int C) {
-    if (N < LN_MIN_ROWS) {
-        layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
-        return;
-    }
-    int blocks = (N + LN_BLOCK - 1) / LN_BLOCK;
-    LnJob j = {NULL, NULL, NULL, dinp, t->ln_part, inp, weight, NULL, dout, mean, rstd, N, C, 0};
-    parallel_ranges(blocks, NULL, t->threads, ln_backward_range, &j);
-    for (int b = 0; b < blocks; b++) {
-        const float *pw = t->ln_part + (size_t)b * 2 * C, *pb = pw + C;
-        for (int c = 0; c < C; c++) {
-            dweight[c] += pw[c];
-            dbias[c] += pb[c];
-        }
+        nn_layernorm_backward(j->dinp + r0 * j->C, pw, pb, j->dout + r0 * j->C,
+                              j->inp + r0 * j->C, j->weight, j->cmean + r0, j->crstd + r0,
+                              (int)(r1 - r0), j->C);
     }
 }
 
@@ -532,10 +548,10 @@ static void full_forward_range(void *ctx, int lo, int hi, int worker) {
     for (int s = lo; s < hi; s++) {
         int r0 = j->b->seq_start[s], T = j->b->seq_start[s + 1] - r0;
         long off = (long)H * j->t->att_off[s];
-        attention_forward(j->a->attout + (long)r0 * HV, j->a->preatt + off, j->a->att + off,
-                          j->a->q + (long)r0 * HD, j->a->k + (long)r0 * HD,
-                          j->a->v + (long)r0 * HV, T, H, ly->d_head, ly->d_vhead, ly->scale,
-                          ly->causal);
+        nn_attention_forward(j->a->attout + (long)r0 * HV, j->a->preatt + off, j->a->att + off,
+                             j->a->q + (long)r0 * HD, j->a->k + (long)r0 * HD,
+                             j->a->v + (long)r0 * HV, T, H, ly->d_head, ly->d_vhead, ly->scale,
+                             ly->causal);
     }
 }
 
@@ -557,11 +573,11 @@ static void full_backward_range(void *ctx, int lo, int hi, int worker) {
             attn_loss(t, b, j->l, s, t->dpreatt);
             extra = t->dpreatt;
         }
-        attention_backward(t->dq + (long)r0 * HD, t->dk + (long)r0 * HD, t->dv + (long)r0 * HV,
-                           scratch, j->dattout + (long)r0 * HV, extra, j->a->q + (long)r0 * HD,
-                           j->a->k + (long)r0 * HD, j->a->v + (long)r0 * HV,
-                           j->a->att + (long)H * t->att_off[s], T, H, ly->d_head, ly->d_vhead,
-                           ly->scale, ly->causal);
+        nn_attention_backward(t->dq + (long)r0 * HD, t->dk + (long)r0 * HD,
+                              t->dv + (long)r0 * HV, scratch, j->dattout + (long)r0 * HV, extra,
+                              j->a->q + (long)r0 * HD, j->a->k + (long)r0 * HD,
+                              j->a->v + (long)r0 * HV, j->a->att + (long)H * t->att_off[s], T, H,
+                              ly->d_head, ly->d_vhead, ly->scale, ly->causal);
     }
 }
 
@@ -586,10 +602,11 @@ static void rows_forward_range(void *ctx, int lo, int hi, int worker) {
     for (int s = lo; s < hi; s++) {
         int r0 = b->seq_start[s], T = b->seq_start[s + 1] - r0;
         int o0 = t->seq_out_start[s], R = t->seq_out_start[s + 1] - o0;
-        attention_rows_forward(j->a->attout + (long)o0 * HV, j->a->preatt + off, j->a->att + off,
-                               scratch, j->a->q + (long)o0 * HD, j->a->k + (long)r0 * HD,
-                               j->a->v + (long)r0 * HV, t->out_pos + o0, R, T, H, ly->d_head,
-                               ly->d_vhead, ly->scale, ly->causal);
+        nn_attention_rows_forward(j->a->attout + (long)o0 * HV, j->a->preatt + off,
+                                  j->a->att + off, scratch, j->a->q + (long)o0 * HD,
+                                  j->a->k + (long)r0 * HD, j->a->v + (long)r0 * HV,
+                                  t->out_pos + o0, R, T, H, ly->d_head, ly->d_vhead, ly->scale,
+                                  ly->causal);
         off += (long)R * H * T;
     }
 }
@@ -605,44 +622,99 @@ static void rows_backward_range(void *ctx, int lo, int hi, int worker) {
     for (int s = lo; s < hi; s++) {
         int r0 = b->seq_start[s], T = b->seq_start[s + 1] - r0;
         int o0 = t->seq_out_start[s], R = t->seq_out_start[s + 1] - o0;
-        attention_rows_backward(t->dq + (long)o0 * HD, t->dk + (long)r0 * HD,
-                                t->dv + (long)r0 * HV, scratch, j->dattout + (long)o0 * HV,
-                                j->a->q + (long)o0 * HD, j->a->k + (long)r0 * HD,
-                                j->a->v + (long)r0 * HV, j->a->att + off, t->out_pos + o0, R, T,
-                                H, ly->d_head, ly->d_vhead, ly->scale, ly->causal);
+        nn_attention_rows_backward(t->dq + (long)o0 * HD, t->dk + (long)r0 * HD,
+                                   t->dv + (long)r0 * HV, scratch, j->dattout + (long)o0 * HV,
+                                   j->a->q + (long)o0 * HD, j->a->k + (long)r0 * HD,
+                                   j->a->v + (long)r0 * HV, j->a->att + off, t->out_pos + o0, R,
+                                   T, H, ly->d_head, ly->d_vhead, ly->scale, ly->causal);
         off += (long)R * H * T;
     }
 }
 
-/* The last attention layer on the out rows only (see `compact`): keys and
- * values of every row, queries and the rest for the M out rows; out [M, C]. */
-static void forward_compact_attention(TfTrainer *t, const TfBatch *b, const TfLayer *ly,
-                                      LayerActs *a, const float *ain) {
-    const int C = t->m->d_model, N = b->seq_start[b->n_seqs], M = t->n_out;
+/* ---- forward: one function per layer kind -------------------------------------- */
+
+/* out[rows, C] = LayerNorm(in) with the layer's norm_weight and norm_bias;
+ * the layer's mean and rstd are saved. */
+static void layernorm_layer_forward(TfTrainer *t, const TfLayer *ly, LayerActs *a, float *out,
+                                    const float *in, int rows) {
+    const int C = t->m->d_model;
+    const float *w = P(t, ly->norm_weight), *bias = P(t, ly->norm_bias);
+    if (rows < LN_MIN_ROWS) {
+        nn_layernorm_forward(out, a->ln_mean, a->ln_rstd, in, w, bias, rows, C, ly->norm_eps);
+        return;
+    }
+    LnJob j = {out, a->ln_mean, a->ln_rstd, NULL, NULL, in, w, bias, NULL, NULL, NULL,
+               rows, C, ly->norm_eps};
+    parallel_ranges((rows + LN_BLOCK - 1) / LN_BLOCK, NULL, t->threads, ln_forward_range, &j);
+}
+
+/* a->y = the attention sublayer of ain [N, C] (its normalised input):
+ * queries, keys, values, the heads, the output projection. In the compact
+ * layer (see `compact`), keys and values for every row, the rest for the M
+ * out rows alone: a->y is then [M, C]. */
+static void attention_layer_forward(TfTrainer *t, const TfBatch *b, int l, const float *ain) {
+    const TfLayer *ly = &t->m->layers[l];
+    LayerActs *a = &t->acts[l];
+    const int C = t->m->d_model, N = b->seq_start[b->n_seqs];
     const int H = ly->n_heads, HD = H * ly->d_head, HV = H * ly->d_vhead;
-    for (int i = 0; i < M; i++)
-        memcpy(t->qin + (long)i * C, ain + (long)t->out_rows[i] * C, (size_t)C * sizeof(float));
-    matmul_forward(a->q, t->qin, P(t, ly->query), OPTP(t, ly->query_bias), M, C, HD, 0);
+    const int compact = t->compact && l == t->last_attn, rows = compact ? t->n_out : N;
+    const float *qin = ain;
+    if (compact) {
+        for (int i = 0; i < rows; i++)
+            memcpy(t->qin + (long)i * C, ain + (long)t->out_rows[i] * C, (size_t)C * sizeof(float));
+        qin = t->qin;
+    }
+    matmul_forward(a->q, qin, P(t, ly->query), OPTP(t, ly->query_bias), rows, C, HD, 0);
     matmul_forward(a->k, ain, P(t, ly->key), OPTP(t, ly->key_bias), N, C, HD, 0);
     matmul_forward(a->v, ain, P(t, ly->value), OPTP(t, ly->value_bias), N, C, HV, 0);
-    AttnJob job = {t, b, ly, a, NULL, 0};
-    parallel_ranges(b->n_seqs, t->att_off, attn_threads(t, b, ly), rows_forward_range, &job);
+    AttnJob job = {t, b, ly, a, NULL, l};
+    parallel_ranges(b->n_seqs, t->att_off, attn_threads(t, b, ly),
+                    compact ? rows_forward_range : full_forward_range, &job);
     if (ly->output >= 0) {
-        matmul_forward(a->y, a->attout, P(t, ly->output), OPTP(t, ly->output_bias), M, HV, C, 0);
+        matmul_forward(a->y, a->attout, P(t, ly->output), OPTP(t, ly->output_bias), rows, HV, C, 0);
     } else {
-        memcpy(a->y, a->attout, (size_t)M * C * sizeof(float));
+        memcpy(a->y, a->attout, (size_t)rows * C * sizeof(float));
         if (ly->output_bias >= 0)
-            for (int i = 0; i < M; i++)
-                for (int c = 0; c < C; c++) a->y[(long)i * C + c] += P(t, ly->output_bias)[c];
+            for (int n = 0; n < rows; n++)
+                for (int c = 0; c < C; c++) a->y[(long)n * C + c] += P(t, ly->output_bias)[c];
     }
 }
 
-/* Runs the model on the batch; fills the output rows and returns the summed
- * cross-entropy (not averaged). */
-static double forward(TfTrainer *t, const TfBatch *b, int train, long step) {
-    const TfModel *m = t->m;
-    const int C = m->d_model, N = b->seq_start[b->n_seqs];
-    const size_t RC = (size_t)t->max_rows * C;
+/* a->y [rows, C] = fc2(act(fc1(ain))). */
+static void mlp_layer_forward(TfTrainer *t, const TfLayer *ly, LayerActs *a, const float *ain,
+                              int rows) {
+    const int C = t->m->d_model, F = ly->d_hidden;
+    matmul_forward(a->hpre, ain, P(t, ly->fc1_weight), OPTP(t, ly->fc1_bias), rows, C, F, 0);
+    memcpy(a->hact, a->hpre, (size_t)rows * F * sizeof(float));
+    if (ly->act == TF_ACT_GELU) gelu_forward(a->hact, (long)rows * F);
+    else if (ly->act == TF_ACT_GELU_TANH) gelu_tanh_forward(a->hact, (long)rows * F);
+    else relu_forward(a->hact, (long)rows * F);
+    matmul_forward(a->y, a->hact, P(t, ly->fc2_weight), OPTP(t, ly->fc2_bias), rows, F, C, 0);
+}
+
+/* out = in + y (dropout applied to y first): rows_out rows; when the layer
+ * compacted the stream (rows_out < rows_in), out row i adds in's out row i. */
+static void residual_forward(TfTrainer *t, float *out, const float *in, LayerActs *a, int rows_in,
+                             int rows_out, TfRng *rng) {
+    const int C = t->m->d_model;
+    if (t->batch_has_dropout) {
+        make_mask(a->mask, (long)rows_out * C, t->o.dropout, rng);
+        for (long i = 0; i < (long)rows_out * C; i++) a->y[i] *= a->mask[i];
+    }
+    if (rows_out == rows_in) {
+        for (long i = 0; i < (long)rows_out * C; i++) out[i] = in[i] + a->y[i];
+        return;
+    }
+    for (int i = 0; i < rows_out; i++) {
+        const float *x = in + (long)t->out_rows[i] * C, *y = a->y + (long)i * C;
+        float *o = out + (long)i * C;
+        for (int c = 0; c < C; c++) o[c] = x[c] + y[c];
+    }
+}
+
+/* Positions, out rows and the per-sequence score offsets of a batch. */
+static void prepare_batch(TfTrainer *t, const TfBatch *b) {
+    const int N = b->seq_start[b->n_seqs];
     for (int s = 0; s < b->n_seqs; s++)
         for (int n = b->seq_start[s]; n < b->seq_start[s + 1]; n++) t->pos[n] = n - b->seq_start[s];
     find_out_rows(t, b);
@@ -652,9 +724,17 @@ static double forward(TfTrainer *t, const TfBatch *b, int train, long step) {
         t->att_off[s + 1] = t->att_off[s] + T * T;
     }
     t->compact = t->last_attn >= 0 && t->n_out < N && b->n_attn == 0 && !t->no_compact;
+}
+
+/* Runs the model on the batch; fills the output rows and returns the summed
+ * cross-entropy (not averaged). */
+static double forward(TfTrainer *t, const TfBatch *b, int train, long step) {
+    const TfModel *m = t->m;
+    const int C = m->d_model, N = b->seq_start[b->n_seqs];
+    const size_t RC = (size_t)t->max_rows * C;
+    prepare_batch(t, b);
     embedding_forward(t->resid, b->tokens, t->pos, P(t, m->tok_embed), P(t, m->pos_embed), N, C);
-    int dropout = train && t->o.dropout > 0;
-    t->batch_has_dropout = dropout;
+    t->batch_has_dropout = train && t->o.dropout > 0;
     TfRng rng;
     // Masks per step and, in a chunk of a larger batch, per chunk.
     rng_seed(&rng, t->o.seed * 1000003u + (uint64_t)step +
@@ -665,58 +745,22 @@ static double forward(TfTrainer *t, const TfBatch *b, int train, long step) {
         LayerActs *a = &t->acts[l];
         float *in = t->resid + (size_t)l * RC, *out = t->resid + (size_t)(l + 1) * RC;
         if (ly->kind == TF_LAYER_NORM) {
-            ln_forward(t, out, a->ln_mean, a->ln_rstd, in, P(t, ly->norm_weight),
-                              P(t, ly->norm_bias), rows, C, ly->norm_eps);
+            layernorm_layer_forward(t, ly, a, out, in, rows);
             continue;
         }
         const float *ain = in;
-        if (ly->norm_weight >= 0) {
-            ln_forward(t, a->lnout, a->ln_mean, a->ln_rstd, in, P(t, ly->norm_weight),
-                              P(t, ly->norm_bias), rows, C, ly->norm_eps);
+        if (ly->norm_weight >= 0) { /* pre-norm */
+            layernorm_layer_forward(t, ly, a, a->lnout, in, rows);
             ain = a->lnout;
         }
         int rows_in = rows;
-        if (ly->kind == TF_LAYER_ATTENTION && t->compact && l == t->last_attn) {
-            forward_compact_attention(t, b, ly, a, ain);
-            rows = t->n_out;
-        } else if (ly->kind == TF_LAYER_ATTENTION) {
-            const int H = ly->n_heads, HD = H * ly->d_head, HV = H * ly->d_vhead;
-            matmul_forward(a->q, ain, P(t, ly->query), OPTP(t, ly->query_bias), N, C, HD, 0);
-            matmul_forward(a->k, ain, P(t, ly->key), OPTP(t, ly->key_bias), N, C, HD, 0);
-            matmul_forward(a->v, ain, P(t, ly->value), OPTP(t, ly->value_bias), N, C, HV, 0);
-            AttnJob job = {t, b, ly, a, NULL, l};
-            parallel_ranges(b->n_seqs, t->att_off, attn_threads(t, b, ly), full_forward_range, &job);
-            if (ly->output >= 0) {
-                matmul_forward(a->y, a->attout, P(t, ly->output), OPTP(t, ly->output_bias), N, HV,
-                               C, 0);
-            } else {
-                memcpy(a->y, a->attout, (size_t)N * C * sizeof(float));
-                if (ly->output_bias >= 0)
-                    for (int n = 0; n < N; n++)
-                        for (int c = 0; c < C; c++) a->y[(long)n * C + c] += P(t, ly->output_bias)[c];
-            }
+        if (ly->kind == TF_LAYER_ATTENTION) {
+            attention_layer_forward(t, b, l, ain);
+            if (t->compact && l == t->last_attn) rows = t->n_out;
         } else {
-            const int F = ly->d_hidden;
-            matmul_forward(a->hpre, ain, P(t, ly->fc1_weight), OPTP(t, ly->fc1_bias), rows, C, F, 0);
-            memcpy(a->hact, a->hpre, (size_t)rows * F * sizeof(float));
-            if (ly->act == TF_ACT_GELU) gelu_forward(a->hact, (long)rows * F);
-            else if (ly->act == TF_ACT_GELU_TANH) gelu_tanh_forward(a->hact, (long)rows * F);
-            else relu_forward(a->hact, (long)rows * F);
-            matmul_forward(a->y, a->hact, P(t, ly->fc2_weight), OPTP(t, ly->fc2_bias), rows, F, C, 0);
+            mlp_layer_forward(t, ly, a, ain, rows);
         }
-        if (dropout) {
-            make_mask(a->mask, (long)rows * C, t->o.dropout, &rng);
-            for (long i = 0; i < (long)rows * C; i++) a->y[i] *= a->mask[i];
-        }
-        if (rows == rows_in) {
-            for (long i = 0; i < (long)rows * C; i++) out[i] = in[i] + a->y[i];
-        } else { /* compacted: the out rows' residual plus the layer's output */
-            for (int i = 0; i < rows; i++) {
-                const float *x = in + (long)t->out_rows[i] * C, *y = a->y + (long)i * C;
-                float *o = out + (long)i * C;
-                for (int c = 0; c < C; c++) o[c] = x[c] + y[c];
-            }
-        }
+        residual_forward(t, out, in, a, rows_in, rows, &rng);
     }
     // The rows the loss reads, gathered (compacted: rows 0..M-1 already).
     const float *x = t->resid + (size_t)m->n_layers * RC;
@@ -727,7 +771,7 @@ static double forward(TfTrainer *t, const TfBatch *b, int train, long step) {
     if (M == 0) return 0.0;
     matmul_forward(t->logits, t->outx, P(t, m->unembed), OPTP(t, m->unembed_bias), M, C,
                    t->n_outputs, 0);
-    return crossentropy_forward(t->probs, t->logits, t->out_targets, M, t->n_outputs);
+    return nn_crossentropy_forward(t->probs, t->logits, t->out_targets, M, t->n_outputs);
 }
 
 /* The attention-score loss of the batch (after forward); with grad set,
@@ -778,148 +822,161 @@ static double attn_loss(const TfTrainer *t, const TfBatch *b, int l, int s, floa
     return loss;
 }
 
-/* ---- backward --------------------------------------------------------------- */
 
-static void zero(float *p, size_t n) { memset(p, 0, n * sizeof *p); }
+/* ---- backward: the mirror of forward ------------------------------------------ */
 
-/* The backward pass of forward_compact_attention: dy [M, C] is the gradient
- * of its output; writes the gradient of its input `in` (all N rows) to dres. */
-static void backward_compact_attention(TfTrainer *t, const TfBatch *b, const TfLayer *ly,
-                                       LayerActs *a, const float *in, const float *ain,
-                                       const float *dy, const float *dres_m, float *dres) {
-    const int C = t->m->d_model, N = b->seq_start[b->n_seqs], M = t->n_out;
+/* dinp [rows, C] += the gradient of layernorm_layer_forward's input, given
+ * dout, the gradient of its output; parameter gradients accumulate. */
+static void layernorm_layer_backward(TfTrainer *t, const TfLayer *ly, const LayerActs *a,
+                                     float *dinp, const float *dout, const float *in, int rows) {
+    const int C = t->m->d_model;
+    float *dw = G(t, ly->norm_weight), *db = G(t, ly->norm_bias);
+    const float *w = P(t, ly->norm_weight);
+    if (rows < LN_MIN_ROWS) {
+        nn_layernorm_backward(dinp, dw, db, dout, in, w, a->ln_mean, a->ln_rstd, rows, C);
+        return;
+    }
+    int blocks = (rows + LN_BLOCK - 1) / LN_BLOCK;
+    LnJob j = {NULL, NULL, NULL, dinp, t->ln_part, in, w, NULL, dout, a->ln_mean, a->ln_rstd,
+               rows, C, 0};
+    parallel_ranges(blocks, NULL, t->threads, ln_backward_range, &j);
+    for (int blk = 0; blk < blocks; blk++) {
+        const float *pw = t->ln_part + (size_t)blk * 2 * C, *pb = pw + C;
+        for (int c = 0; c < C; c++) {
+            dw[c] += pw[c];
+            db[c] += pb[c];
+        }
+    }
+}
+
+/* t->dain [N, C] = the gradient of attention_layer_forward's input ain,
+ * given dy, the gradient of a->y ([M, C] in the compact layer). */
+static void attention_layer_backward(TfTrainer *t, const TfBatch *b, int l, const float *ain,
+                                     const float *dy) {
+    const TfLayer *ly = &t->m->layers[l];
+    LayerActs *a = &t->acts[l];
+    const int C = t->m->d_model, N = b->seq_start[b->n_seqs];
     const int H = ly->n_heads, HD = H * ly->d_head, HV = H * ly->d_vhead;
+    const int compact = t->compact && l == t->last_attn, rows = compact ? t->n_out : N;
     const float *dattout = dy;
     if (ly->output >= 0) {
-        zero(t->dattout, (size_t)M * HV);
+        zero(t->dattout, (size_t)rows * HV);
         matmul_backward(t->dattout, G(t, ly->output), OPTG(t, ly->output_bias), dy, a->attout,
-                        P(t, ly->output), M, HV, C);
+                        P(t, ly->output), rows, HV, C);
         dattout = t->dattout;
     } else if (ly->output_bias >= 0) {
-        matmul_backward(NULL, NULL, G(t, ly->output_bias), dy, NULL, NULL, M, 0, C);
+        matmul_backward(NULL, NULL, G(t, ly->output_bias), dy, NULL, NULL, rows, 0, C);
     }
-    zero(t->dq, (size_t)M * HD);
+    zero(t->dq, (size_t)rows * HD);
     zero(t->dk, (size_t)N * HD);
     zero(t->dv, (size_t)N * HV);
-    AttnJob job = {t, b, ly, a, dattout, 0};
-    parallel_ranges(b->n_seqs, t->att_off, attn_threads(t, b, ly), rows_backward_range, &job);
-    // Queries came from the out rows' inputs: their gradient goes back there.
-    zero(t->doutx, (size_t)M * C);
-    matmul_backward(t->doutx, G(t, ly->query), OPTG(t, ly->query_bias), t->dq, t->qin,
-                    P(t, ly->query), M, C, HD);
-    zero(t->dain, (size_t)N * C);
-    for (int i = 0; i < M; i++) {
-        float *d = t->dain + (long)t->out_rows[i] * C;
-        const float *g = t->doutx + (long)i * C;
-        for (int c = 0; c < C; c++) d[c] += g[c];
+    AttnJob job = {t, b, ly, a, dattout, l};
+    if (compact) {
+        parallel_ranges(b->n_seqs, t->att_off, attn_threads(t, b, ly), rows_backward_range, &job);
+        // Queries came from the out rows' inputs: their gradient goes back there.
+        zero(t->doutx, (size_t)rows * C);
+        matmul_backward(t->doutx, G(t, ly->query), OPTG(t, ly->query_bias), t->dq, t->qin,
+                        P(t, ly->query), rows, C, HD);
+        zero(t->dain, (size_t)N * C);
+        for (int i = 0; i < rows; i++) {
+            float *d = t->dain + (long)t->out_rows[i] * C;
+            const float *g = t->doutx + (long)i * C;
+            for (int c = 0; c < C; c++) d[c] += g[c];
+        }
+    } else {
+        zero(t->dain, (size_t)N * C);
+        // Attention-score targets share one gradient buffer: one thread then.
+        parallel_ranges(b->n_seqs, t->att_off, b->n_attn ? 1 : attn_threads(t, b, ly),
+                        full_backward_range, &job);
+        matmul_backward(t->dain, G(t, ly->query), OPTG(t, ly->query_bias), t->dq, ain,
+                        P(t, ly->query), N, C, HD);
     }
     matmul_backward(t->dain, G(t, ly->key), OPTG(t, ly->key_bias), t->dk, ain, P(t, ly->key), N,
                     C, HD);
     matmul_backward(t->dain, G(t, ly->value), OPTG(t, ly->value_bias), t->dv, ain,
                     P(t, ly->value), N, C, HV);
-    // The residual path: the out rows' gradient passes to their input rows.
-    zero(dres, (size_t)N * C);
+}
+
+/* t->dain [rows, C] = the gradient of mlp_layer_forward's input, given dy. */
+static void mlp_layer_backward(TfTrainer *t, const TfLayer *ly, const LayerActs *a,
+                               const float *ain, const float *dy, int rows) {
+    const int C = t->m->d_model, F = ly->d_hidden;
+    zero(t->dain, (size_t)rows * C);
+    zero(t->dh, (size_t)rows * F);
+    zero(t->dhpre, (size_t)rows * F);
+    matmul_backward(t->dh, G(t, ly->fc2_weight), OPTG(t, ly->fc2_bias), dy, a->hact,
+                    P(t, ly->fc2_weight), rows, F, C);
+    if (ly->act == TF_ACT_GELU) gelu_backward(t->dhpre, a->hpre, t->dh, (long)rows * F);
+    else if (ly->act == TF_ACT_GELU_TANH) gelu_tanh_backward(t->dhpre, a->hpre, t->dh, (long)rows * F);
+    else relu_backward(t->dhpre, a->hpre, t->dh, (long)rows * F);
+    matmul_backward(t->dain, G(t, ly->fc1_weight), OPTG(t, ly->fc1_bias), t->dhpre, ain,
+                    P(t, ly->fc1_weight), rows, C, F);
+}
+
+/* The unembedding and the loss: t->dres [rows, C] = the gradient of the top
+ * of the residual stream (rows: M compacted, else N). */
+static void loss_backward(TfTrainer *t, const TfBatch *b, int rows) {
+    const TfModel *m = t->m;
+    const int C = m->d_model, M = t->n_out, V = t->n_outputs;
+    zero(t->dres, (size_t)rows * C);
+    if (M == 0) return;
+    zero(t->dlogits, (size_t)M * V);
+    int rows_all = b->loss_rows > 0 ? b->loss_rows : M; /* a chunk: the whole batch's */
+    nn_crossentropy_backward(t->dlogits, t->probs, t->out_targets, M, V, 1.0f / (float)rows_all);
+    zero(t->doutx, (size_t)M * C);
+    matmul_backward(t->doutx, G(t, m->unembed), OPTG(t, m->unembed_bias), t->dlogits, t->outx,
+                    P(t, m->unembed), M, C, V);
     for (int i = 0; i < M; i++) {
-        float *d = dres + (long)t->out_rows[i] * C;
-        const float *g = dres_m + (long)i * C;
+        float *d = t->dres + (long)(t->compact ? i : t->out_rows[i]) * C;
+        const float *g = t->doutx + (long)i * C;
         for (int c = 0; c < C; c++) d[c] += g[c];
     }
-    if (ly->norm_weight >= 0)
-        ln_backward(t, dres, G(t, ly->norm_weight), G(t, ly->norm_bias), t->dain, in,
-                           P(t, ly->norm_weight), a->ln_mean, a->ln_rstd, N, C);
-    else
-        for (long i = 0; i < (long)N * C; i++) dres[i] += t->dain[i];
+}
+
+static void swap_dres(TfTrainer *t) {
+    float *tmp = t->dres;
+    t->dres = t->dres2;
+    t->dres2 = tmp;
 }
 
 static void backward(TfTrainer *t, const TfBatch *b) {
     const TfModel *m = t->m;
-    const int C = m->d_model, N = b->seq_start[b->n_seqs], M = t->n_out, V = t->n_outputs;
+    const int C = m->d_model, N = b->seq_start[b->n_seqs];
     const size_t RC = (size_t)t->max_rows * C;
-    int rows = t->compact ? M : N; /* rows of the residual stream at the top */
+    int rows = t->compact ? t->n_out : N; /* rows of the residual stream at the top */
     zero(t->grads, t->n_params);
-    zero(t->dres, (size_t)rows * C);
-    if (M > 0) {
-        zero(t->dlogits, (size_t)M * V);
-        int rows_all = b->loss_rows > 0 ? b->loss_rows : M; /* a chunk: the whole batch's */
-        crossentropy_backward(t->dlogits, t->probs, t->out_targets, M, V, 1.0f / (float)rows_all);
-        zero(t->doutx, (size_t)M * C);
-        matmul_backward(t->doutx, G(t, m->unembed), OPTG(t, m->unembed_bias), t->dlogits, t->outx,
-                        P(t, m->unembed), M, C, V);
-        for (int i = 0; i < M; i++) {
-            float *d = t->dres + (long)(t->compact ? i : t->out_rows[i]) * C;
-            const float *g = t->doutx + (long)i * C;
-            for (int c = 0; c < C; c++) d[c] += g[c];
-        }
-    }
+    loss_backward(t, b, rows);
     for (int l = m->n_layers - 1; l >= t->first_trained; l--) {
         const TfLayer *ly = &m->layers[l];
         LayerActs *a = &t->acts[l];
         const float *in = t->resid + (size_t)l * RC;
         if (ly->kind == TF_LAYER_NORM) {
             zero(t->dres2, (size_t)rows * C);
-            ln_backward(t, t->dres2, G(t, ly->norm_weight), G(t, ly->norm_bias), t->dres, in,
-                               P(t, ly->norm_weight), a->ln_mean, a->ln_rstd, rows, C);
-            float *tmp = t->dres;
-            t->dres = t->dres2;
-            t->dres2 = tmp;
+            layernorm_layer_backward(t, ly, a, t->dres2, t->dres, in, rows);
+            swap_dres(t);
             continue;
         }
         const float *ain = ly->norm_weight >= 0 ? a->lnout : in;
-        const float *dy = t->dres;
+        const float *dy = t->dres; /* the gradient of the sublayer's output a->y */
         if (t->batch_has_dropout) {
             for (long i = 0; i < (long)rows * C; i++) t->dy[i] = t->dres[i] * a->mask[i];
             dy = t->dy;
         }
-        if (ly->kind == TF_LAYER_ATTENTION && t->compact && l == t->last_attn) {
-            backward_compact_attention(t, b, ly, a, in, ain, dy, t->dres, t->dres2);
-            float *tmp = t->dres;
-            t->dres = t->dres2;
-            t->dres2 = tmp;
-            rows = N;
-            continue;
-        }
-        zero(t->dain, (size_t)rows * C);
-        if (ly->kind == TF_LAYER_ATTENTION) {
-            const int H = ly->n_heads, HD = H * ly->d_head, HV = H * ly->d_vhead;
-            const float *dattout = dy;
-            if (ly->output >= 0) {
-                zero(t->dattout, (size_t)N * HV);
-                matmul_backward(t->dattout, G(t, ly->output), OPTG(t, ly->output_bias), dy,
-                                a->attout, P(t, ly->output), N, HV, C);
-                dattout = t->dattout;
-            } else if (ly->output_bias >= 0) {
-                matmul_backward(NULL, NULL, G(t, ly->output_bias), dy, NULL, NULL, N, 0, C);
+        if (ly->kind == TF_LAYER_ATTENTION) attention_layer_backward(t, b, l, ain, dy);
+        else mlp_layer_backward(t, ly, a, ain, dy, rows);
+        if (t->compact && l == t->last_attn) {
+            // The residual path of the compacted rows: back to their input rows.
+            zero(t->dres2, (size_t)N * C);
+            for (int i = 0; i < rows; i++) {
+                float *d = t->dres2 + (long)t->out_rows[i] * C;
+                const float *g = t->dres + (long)i * C;
+                for (int c = 0; c < C; c++) d[c] += g[c];
             }
-            zero(t->dq, (size_t)N * HD);
-            zero(t->dk, (size_t)N * HD);
-            zero(t->dv, (size_t)N * HV);
-            AttnJob job = {t, b, ly, a, dattout, l};
-            // Attention-score targets share one gradient buffer: one thread then.
-            parallel_ranges(b->n_seqs, t->att_off, b->n_attn ? 1 : attn_threads(t, b, ly),
-                            full_backward_range, &job);
-            matmul_backward(t->dain, G(t, ly->query), OPTG(t, ly->query_bias), t->dq, ain,
-                            P(t, ly->query), N, C, HD);
-            matmul_backward(t->dain, G(t, ly->key), OPTG(t, ly->key_bias), t->dk, ain,
-                            P(t, ly->key), N, C, HD);
-            matmul_backward(t->dain, G(t, ly->value), OPTG(t, ly->value_bias), t->dv, ain,
-                            P(t, ly->value), N, C, HV);
-        } else {
-            const int F = ly->d_hidden;
-            zero(t->dh, (size_t)rows * F);
-            zero(t->dhpre, (size_t)rows * F);
-            matmul_backward(t->dh, G(t, ly->fc2_weight), OPTG(t, ly->fc2_bias), dy, a->hact,
-                            P(t, ly->fc2_weight), rows, F, C);
-            if (ly->act == TF_ACT_GELU) gelu_backward(t->dhpre, a->hpre, t->dh, (long)rows * F);
-            else if (ly->act == TF_ACT_GELU_TANH)
-                gelu_tanh_backward(t->dhpre, a->hpre, t->dh, (long)rows * F);
-            else relu_backward(t->dhpre, a->hpre, t->dh, (long)rows * F);
-            matmul_backward(t->dain, G(t, ly->fc1_weight), OPTG(t, ly->fc1_bias), t->dhpre, ain,
-                            P(t, ly->fc1_weight), rows, C, F);
+            swap_dres(t);
+            rows = N;
         }
         // The residual path passes dres through; the sublayer's input adds to it.
-        if (ly->norm_weight >= 0)
-            ln_backward(t, t->dres, G(t, ly->norm_weight), G(t, ly->norm_bias), t->dain, in,
-                               P(t, ly->norm_weight), a->ln_mean, a->ln_rstd, rows, C);
+        if (ly->norm_weight >= 0) layernorm_layer_backward(t, ly, a, t->dres, t->dain, in, rows);
         else
             for (long i = 0; i < (long)rows * C; i++) t->dres[i] += t->dain[i];
     }

@@ -1,0 +1,96 @@
+/* nn.h: the trainer's numerical layers: ONE softmax, ONE LayerNorm, the
+ * attention of a head over a sequence (every row, or selected query rows)
+ * and the softmax cross-entropy, each with its forward kernel (which saves
+ * what its backward needs) and its backward kernel.
+ *
+ * Dimension legend (as in llm.c and runtime/engine/kernels.h):
+ *   N  rows (positions of all sequences in a batch, stacked)
+ *   C  channels (d_model)
+ *   T  rows of one sequence; R selected query rows of it
+ *   H  heads, D head width of queries and keys, DV of values
+ *   M  rows the loss reads, V their logits (vocabulary or classes)
+ *
+ * Arguments are ordered outputs, inputs, weights, sizes. Backward kernels
+ * take the gradient of the loss with respect to the forward kernel's output
+ * (dout) and ACCUMULATE (+=) into the gradients of its inputs and weights,
+ * as in llm.c: the caller zeroes them first; a gradient documented as
+ * optional may be NULL. Every fast kernel has a `_naive` twin (plain loops,
+ * libm's expf) that tests/test_train.c compares it with, and every backward
+ * kernel is checked there against finite differences. Kernels never allocate
+ * and never fail; scratch is the caller's.
+ */
+#ifndef TF_NN_H
+#define TF_NN_H
+
+#include <stddef.h>
+
+/* Softmax in place over x[0..n), max-subtracted (an x of -inf gives 0). */
+void nn_softmax(float *x, int n);
+void nn_softmax_naive(float *x, int n);
+
+/* out[N,C] = (inp - mean) * rstd * weight + bias per row; mean[N] and rstd[N]
+ * (1/sqrt(var + eps), biased variance) are saved for the backward pass. */
+void nn_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
+                          const float *weight, const float *bias, int N, int C, float eps);
+/* dinp, dweight and dbias optional. */
+void nn_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+                           const float *inp, const float *weight, const float *mean,
+                           const float *rstd, int N, int C);
+
+/* Softmax cross-entropy over M rows of V logits: probs[M,V] = softmax, and
+ * returns the sum over rows of -log probs[m, targets[m]]. */
+double nn_crossentropy_forward(float *probs, const float *logits, const int *targets, int M,
+                               int V);
+/* dlogits[M,V] += (probs - onehot(targets)) * scale. */
+void nn_crossentropy_backward(float *dlogits, const float *probs, const int *targets, int M, int V,
+                              float scale);
+
+/* Multi-head attention over one sequence of T rows. q, k [T, H*D] and
+ * v [T, H*DV] hold the heads side by side; out [T, H*DV]. For head h and row i:
+ *   preatt[h,i,j] = scale * q_h[i] . k_h[j]             (every j; saved)
+ *   att[h,i,:]    = softmax over j (j <= i when causal; masked weights are 0)
+ *   out_h[i]      = sum_j att[h,i,j] v_h[j]
+ * preatt and att are [H, T, T]. */
+void nn_attention_forward(float *out, float *preatt, float *att, const float *q, const float *k,
+                          const float *v, int T, int H, int D, int DV, float scale, int causal);
+void nn_attention_forward_naive(float *out, float *preatt, float *att, const float *q,
+                                const float *k, const float *v, int T, int H, int D, int DV,
+                                float scale, int causal);
+/* Accumulates into dq, dk [T, H*D] and dv [T, H*DV]. dpreatt [H, T, T]
+ * (optional) is an extra gradient with respect to preatt, from a loss on the
+ * attention scores themselves. scratch holds nn_attention_scratch_floats(T,
+ * D, DV) floats (the naive twin's: T). */
+void nn_attention_backward(float *dq, float *dk, float *dv, float *scratch, const float *dout,
+                           const float *dpreatt, const float *q, const float *k, const float *v,
+                           const float *att, int T, int H, int D, int DV, float scale, int causal);
+void nn_attention_backward_naive(float *dq, float *dk, float *dv, float *scratch,
+                                 const float *dout, const float *dpreatt, const float *q,
+                                 const float *k, const float *v, const float *att, int T, int H,
+                                 int D, int DV, float scale, int causal);
+/* The scratch the fast attention kernels need for sequences of T rows. */
+size_t nn_attention_scratch_floats(int T, int D, int DV);
+
+/* Attention for R selected query rows of one sequence of T rows (training
+ * computes only the rows its loss reads in the last attention layer): query
+ * row r is at position pos[r] and sees keys 0..pos[r] (causal) or all T.
+ * q and out hold the R rows ([R, H*D], [R, H*DV]); k and v the whole
+ * sequence; preatt and att are [R, H, T] (masked scores are left 0). The
+ * backward pass accumulates into dq [R, H*D], dk and dv [T, ...]. scratch
+ * holds nn_attention_scratch_floats(T, D, DV) floats (the naive twins':
+ * none forward, T backward). */
+void nn_attention_rows_forward(float *out, float *preatt, float *att, float *scratch,
+                               const float *q, const float *k, const float *v, const int *pos,
+                               int R, int T, int H, int D, int DV, float scale, int causal);
+void nn_attention_rows_backward(float *dq, float *dk, float *dv, float *scratch, const float *dout,
+                                const float *q, const float *k, const float *v, const float *att,
+                                const int *pos, int R, int T, int H, int D, int DV, float scale,
+                                int causal);
+void nn_attention_rows_forward_naive(float *out, float *preatt, float *att, const float *q,
+                                     const float *k, const float *v, const int *pos, int R, int T,
+                                     int H, int D, int DV, float scale, int causal);
+void nn_attention_rows_backward_naive(float *dq, float *dk, float *dv, float *scratch,
+                                      const float *dout, const float *q, const float *k,
+                                      const float *v, const float *att, const int *pos, int R,
+                                      int T, int H, int D, int DV, float scale, int causal);
+
+#endif
