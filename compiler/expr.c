@@ -41,10 +41,10 @@ int val_unique(TfVal *v, int n, double tol, double *moved) {
     return m;
 }
 
-void val_label(TfVal v, char *buf, size_t n) {
+void val_label(const TfIr *ir, TfVal v, char *buf, size_t n) {
     char cb[8];
     if (v.kind == TF_VAL_TOKEN)
-        snprintf(buf, n, "'%s'", ast_char_text((int)v.x, '\'', cb));
+        snprintf(buf, n, "'%s'", ast_token_text(ir->words, (int)v.x, '\'', cb));
     else if (v.kind == TF_VAL_INT)
         snprintf(buf, n, "%.0f", v.x);
     else

@@ -346,7 +346,7 @@ static void write_summary(const TfCompare *cmp, FILE *f) {
     const TfCapture *a = cmp->cap[0];
     fputs("<section id=\"summary\">\n<p>Both models run the prompt <code id=\"prompt\">", f);
     for (int p = 0; p < a->n_pos; p++) {
-        char t[8];
+        char t[TF_TOKEN_TEXT_MAX];
         model_token_text(a->m, a->tokens[p], t);
         draw_text(f, t);
     }

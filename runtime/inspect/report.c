@@ -714,7 +714,7 @@ static void write_wrote(const TfCapture *c, int block, FILE *f) {
 
 static void write_tokens(const TfModel *m, const int *ids, int from, int to, FILE *f) {
     for (int p = from; p < to; p++) {
-        char t[8];
+        char t[TF_TOKEN_TEXT_MAX];
         model_token_text(m, ids[p], t);
         draw_text(f, t);
     }
@@ -770,7 +770,7 @@ static void write_unembedding(const TfCapture *c, FILE *f) {
         fputs("</code> at every position; decoded, it holds <code id=\"unembed-reads\">", f);
         for (int p = from; p < c->n_pos; p++) {
             int tok = inspect_output_read(c, p, &d);
-            char tt[8] = "?";
+            char tt[TF_TOKEN_TEXT_MAX] = "?";
             if (tok >= 0) model_token_text(m, tok, tt);
             draw_text(f, tt);
         }
