@@ -115,16 +115,15 @@ const char *check_token_name(const TfIr *ir, int i, char *buf) {
     return buf;
 }
 
-/* "token 'x' is not in the vocabulary", with the closest token as a hint. */
-static void unknown_token(Checker *ck, TfLoc loc, int code) {
+void check_unknown_token(TfDiag *diag, const TfIr *ir, TfLoc loc, int code) {
     char buf[8];
-    const char *text = ast_token_text(ck->ir->words, code, '\'', buf);
-    diag_error(ck->diag, loc, "token '%s' is not in the vocabulary", text);
-    if (!ck->ir->named) return;
+    const char *text = ast_token_text(ir->words, code, '\'', buf);
+    diag_error(diag, loc, "token '%s' is not in the vocabulary", text);
+    if (!ir->named) return;
     int best = -1, best_d = 3;
-    for (int i = 0; i < ck->ir->n_vocab; i++) {
+    for (int i = 0; i < ir->n_vocab; i++) {
         char one[2];
-        int d = tf_edit_distance(text, strlen(text), check_token_name(ck->ir, i, one));
+        int d = tf_edit_distance(text, strlen(text), check_token_name(ir, i, one));
         if (d < best_d) {
             best_d = d;
             best = i;
@@ -132,8 +131,12 @@ static void unknown_token(Checker *ck, TfLoc loc, int code) {
     }
     if (best >= 0) {
         char one[2];
-        diag_hint(ck->diag, "did you mean \"%s\"?", check_token_name(ck->ir, best, one));
+        diag_hint(diag, "did you mean '%s'?", check_token_name(ir, best, one));
     }
+}
+
+static void unknown_token(Checker *ck, TfLoc loc, int code) {
+    check_unknown_token(ck->diag, ck->ir, loc, code);
 }
 
 void check_hint_reg(TfDiag *diag, const TfIr *ir, const char *name) {
@@ -210,7 +213,7 @@ static void check_vocab(Checker *ck, const TfStmt *s) {
         return;
     }
     for (int i = 0; i < s->vocab_len; i++) ir->named |= s->vocab_codes[i] >= TF_TOKEN_WORD;
-    int ok = 1;
+    int ok = 1, at[256]; /* the list entry of ir->vocab[j] */
     for (int i = 0; i < s->vocab_len; i++) {
         int c = s->vocab_codes[i];
         char buf[8];
@@ -224,7 +227,7 @@ static void check_vocab(Checker *ck, const TfStmt *s) {
         if (prev >= 0) {
             diag_error(ck->diag, s->vocab_locs[i], "token '%s' appears twice in the vocabulary",
                        text);
-            diag_note(ck->diag, s->vocab_locs[prev], "first listed here");
+            diag_note(ck->diag, s->vocab_locs[at[prev]], "first listed here");
             ok = 0;
             continue;
         }
@@ -244,6 +247,7 @@ static void check_vocab(Checker *ck, const TfStmt *s) {
                                 "words separated by spaces");
             ok = 0;
         }
+        at[ir->n_vocab] = i;
         ir->vocab[ir->n_vocab++] = c; /* kept so that a repeat is found */
     }
     ck->have_vocab = ok;

@@ -141,6 +141,9 @@ int check_add_reg(TfIr *ir, const char *name, TfRegKind kind, TfLoc loc);
 /* After an "unknown register" error: "did you mean 'x'?" when one is close. */
 void check_hint_reg(TfDiag *diag, const TfIr *ir, const char *name);
 
+/* "token 'x' is not in the vocabulary" at loc, and in a vocabulary of words
+ * "did you mean" the closest token. */
+void check_unknown_token(TfDiag *diag, const TfIr *ir, TfLoc loc, int code);
 /* Token i's name, NUL-terminated: its character, or its word (buf: 2 bytes). */
 const char *check_token_name(const TfIr *ir, int i, char *buf);
 

@@ -348,6 +348,7 @@ static void write_summary(const TfCompare *cmp, FILE *f) {
     for (int p = 0; p < a->n_pos; p++) {
         char t[TF_TOKEN_TEXT_MAX];
         model_token_text(a->m, a->tokens[p], t);
+        if (p > 0 && a->m->token_names) fputc(' ', f); /* words apart */
         draw_text(f, t);
     }
     fprintf(f, "</code> (%d positions); every attention head of A is compared with every head "

@@ -943,6 +943,7 @@ void inspect_print_trace(const TfCapture *c, FILE *out) {
     for (int p = 0; p < c->n_pos; p++) {
         char t[TF_TOKEN_TEXT_MAX];
         model_token_text(m, c->tokens[p], t);
+        if (p > 0 && m->token_names) fputc(' ', out); /* words apart */
         fputs(t, out);
     }
     if (c->values) {
@@ -958,6 +959,7 @@ void inspect_print_trace(const TfCapture *c, FILE *out) {
         for (int p = 0; p < c->n_pos; p++) {
             char t[TF_TOKEN_TEXT_MAX];
             model_token_text(m, c->outputs[p], t);
+            if (p > 0 && m->token_names) fputc(' ', out);
             fputs(t, out);
         }
         fprintf(out, "\"\n");

@@ -526,7 +526,7 @@ static const char *const report_js =
 /* The data the script reads: tokens, registers, every block, every head. */
 static void write_json_data(const TfCapture *c, FILE *f) {
     const TfModel *m = c->m;
-    char t[32];
+    char t[TF_TOKEN_TEXT_MAX + 4];
     fprintf(f, "{\"P\":%d,\"d\":%d,\"tokens\":[", c->n_pos, m->d_model);
     for (int p = 0; p < c->n_pos; p++) {
         inspect_token_text(m, c->tokens[p], t, sizeof t);
@@ -716,6 +716,7 @@ static void write_tokens(const TfModel *m, const int *ids, int from, int to, FIL
     for (int p = from; p < to; p++) {
         char t[TF_TOKEN_TEXT_MAX];
         model_token_text(m, ids[p], t);
+        if (p > from && m->token_names) fputc(' ', f); /* words apart */
         draw_text(f, t);
     }
 }
