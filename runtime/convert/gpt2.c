@@ -190,7 +190,8 @@ static int token_byte(const char *s) {
 
 /* A vocab.json key as the bytes it stands for (token_byte of each of its
  * characters) into out (max bytes, NUL-terminated): its length, or -1 when
- * some character stands for no byte or it is longer than max - 1. */
+ * some character stands for no byte, for NUL or for a byte above ASCII (a
+ * word's bytes must be text), or it is longer than max - 1. */
 static int token_bytes(const char *s, char *out, int max) {
     int n = 0;
     for (const unsigned char *u = (const unsigned char *)s; *u;) {
@@ -198,7 +199,7 @@ static int token_bytes(const char *s, char *out, int max) {
         int k = (u[0] & 0xE0) == 0xC0 && u[1] ? 2 : 1;
         if (k == 2) one[1] = (char)u[1];
         int b = token_byte(one);
-        if (b < 0 || n >= max - 1) return -1;
+        if (b <= 0 || b >= 0x80 || n >= max - 1) return -1;
         out[n++] = (char)b;
         u += k;
     }
