@@ -839,6 +839,13 @@ int model_set_vocab(TfModel *m, const char *const *names, int n, TfError *err) {
     return 0;
 }
 
+const char *model_token_name(const TfModel *m, int tok, char *buf) {
+    if (m->token_names) return m->token_names[tok];
+    buf[0] = m->vocab[tok];
+    buf[1] = '\0';
+    return buf;
+}
+
 int model_copy_vocab(TfModel *dst, const TfModel *src, TfError *err) {
     const char *names[256];
     char one[256][2];

@@ -297,6 +297,9 @@ int model_token_text(const TfModel *m, int tok, char *buf);
  * words is split at spaces). Returns 0, or -1 with err naming the bad entry. */
 int model_set_vocab(TfModel *m, const char *const *names, int n, TfError *err);
 
+/* Token tok's name, unescaped: its character, or its word (buf: 2 bytes at least). */
+const char *model_token_name(const TfModel *m, int tok, char *buf);
+
 /* dst's vocabulary a copy of src's. Returns 0, or -1 with err set. */
 int model_copy_vocab(TfModel *dst, const TfModel *src, TfError *err);
 
