@@ -862,7 +862,9 @@ static TfArg arg_named(TfName name, TfExpr *e, TfLoc loc) {
  * ran out. */
 static int string_token(TfParseCtx *ctx, TfLexString *s, TfLoc loc) {
     int code = -1;
-    if (s->len == 0)
+    if (s->bad)
+        ; /* the scanner said why */
+    else if (s->len == 0)
         diag_error(ctx->diag, loc, "a token cannot be empty");
     else if (s->len > 1 && memchr(s->bytes, '\0', (size_t)s->len))
         diag_error(ctx->diag, loc, "a token of several characters cannot hold NUL");
