@@ -141,8 +141,40 @@ static int find_reg(const TfIr *ir, const char *name) { return check_find_reg(ir
 
 static int find_tok(const TfIr *ir, int c) {
     for (int i = 0; i < ir->n_vocab; i++)
-        if ((unsigned char)ir->vocab[i] == (unsigned char)c) return i;
+        if (ir->vocab[i] == c) return i;
     return -1;
+}
+
+const char *check_token_name(const TfIr *ir, int i, char *buf) {
+    int c = ir->vocab[i];
+    if (c >= TF_TOKEN_WORD) return ir->words[c - TF_TOKEN_WORD];
+    buf[0] = (char)c;
+    buf[1] = '\0';
+    return buf;
+}
+
+void check_unknown_token(TfDiag *diag, const TfIr *ir, TfLoc loc, int code) {
+    char buf[8];
+    const char *text = ast_token_text(ir->words, code, '\'', buf);
+    diag_error(diag, loc, "token '%s' is not in the vocabulary", text);
+    if (!ir->named) return;
+    int best = -1, best_d = 3;
+    for (int i = 0; i < ir->n_vocab; i++) {
+        char one[2];
+        int d = tf_edit_distance(text, strlen(text), check_token_name(ir, i, one));
+        if (d < best_d) {
+            best_d = d;
+            best = i;
+        }
+    }
+    if (best >= 0) {
+        char one[2];
+        diag_hint(diag, "did you mean '%s'?", check_token_name(ir, best, one));
+    }
+}
+
+static void unknown_token(Checker *ck, TfLoc loc, int code) {
+    check_unknown_token(ck->diag, ck->ir, loc, code);
 }
 
 void check_hint_reg(TfDiag *diag, const TfIr *ir, const char *name) {
@@ -213,26 +245,48 @@ static void check_vocab(Checker *ck, const TfStmt *s) {
         diag_error(ck->diag, s->loc, "the vocabulary is empty");
         return;
     }
-    int seen[256];
-    for (int i = 0; i < 256; i++) seen[i] = -1;
-    int ok = 1;
+    if (s->vocab_len > 256) {
+        diag_error(ck->diag, s->vocab_locs[256], "the vocabulary has %d tokens, over the limit of 256",
+                   s->vocab_len);
+        return;
+    }
+    for (int i = 0; i < s->vocab_len; i++) ir->named |= s->vocab_codes[i] >= TF_TOKEN_WORD;
+    int ok = 1, at[256]; /* the list entry of ir->vocab[j] */
     for (int i = 0; i < s->vocab_len; i++) {
-        unsigned char c = (unsigned char)s->vocab[i];
+        int c = s->vocab_codes[i];
+        char buf[8];
+        const char *text = ast_token_text(ir->words, c, '\'', buf);
         if (c == '\0') {
             diag_error(ck->diag, s->vocab_locs[i], "the vocabulary cannot hold the NUL character");
             ok = 0;
             continue;
         }
-        if (seen[c] >= 0) {
-            char buf[8];
+        int prev = find_tok(ir, c);
+        if (prev >= 0) {
             diag_error(ck->diag, s->vocab_locs[i], "token '%s' appears twice in the vocabulary",
-                       ast_char_text(c, '\'', buf));
-            diag_note(ck->diag, s->vocab_locs[seen[c]], "first listed here");
+                       text);
+            diag_note(ck->diag, s->vocab_locs[at[prev]], "first listed here");
             ok = 0;
             continue;
         }
-        seen[c] = i;
-        ir->vocab[ir->n_vocab++] = (char)c;
+        // A vocabulary of words is typed as words apart: no blank or control
+        // character in a token, and none too long to print.
+        int bad = 0;
+        if (ir->named) {
+            const char *t = c >= TF_TOKEN_WORD ? ir->words[c - TF_TOKEN_WORD] : (char[]){(char)c, 0};
+            for (; *t; t++) bad |= (unsigned char)*t <= 0x20 || *t == 0x7f;
+        }
+        if (bad) {
+            diag_error(ck->diag, s->vocab_locs[i],
+                       "token '%s' holds a space or a control character, which a prompt of "
+                       "words cannot hold",
+                       text);
+            diag_hint(ck->diag, "a vocabulary with tokens of several characters is typed as "
+                                "words separated by spaces");
+            ok = 0;
+        }
+        at[ir->n_vocab] = i;
+        ir->vocab[ir->n_vocab++] = c; /* kept so that a repeat is found */
     }
     ck->have_vocab = ok;
 }
@@ -284,11 +338,7 @@ static void collect_declarations(Checker *ck, const TfProgram *prog) {
             if (!declare_once(ck, s, &ck->bos_stmt, "the BOS token")) break;
             if (ck->have_vocab) {
                 ck->ir->bos = find_tok(ck->ir, s->ch);
-                if (ck->ir->bos < 0) {
-                    char buf[8];
-                    diag_error(ck->diag, s->ch_loc, "token '%s' is not in the vocabulary",
-                               ast_char_text(s->ch, '\'', buf));
-                }
+                if (ck->ir->bos < 0) unknown_token(ck, s->ch_loc, s->ch);
             }
             break;
         case TF_STMT_MAXLEN:
@@ -321,6 +371,11 @@ static void collect_declarations(Checker *ck, const TfProgram *prog) {
 static void check_learned(Checker *ck, const TfProgram *prog) {
     TfIr *ir = ck->ir;
     ir->model = ck->model_stmt;
+    if (ir->named) {
+        diag_error(ck->diag, ck->vocab_stmt->loc,
+                   "a learned model's vocabulary is of characters: its training data is text");
+        diag_note(ck->diag, ck->model_stmt->loc, "the model block is here");
+    }
     if (ck->output_stmt) {
         diag_error(ck->diag, ck->output_stmt->loc,
                    "a learned model has no output register; its output is declared in the model "
@@ -377,11 +432,7 @@ static void check_output_and_generate(Checker *ck) {
         }
         if (g->ch >= 0 && ck->have_vocab) {
             ir->stop_token = find_tok(ir, g->ch);
-            if (ir->stop_token < 0) {
-                char buf[8];
-                diag_error(ck->diag, g->ch_loc, "token '%s' is not in the vocabulary",
-                           ast_char_text(g->ch, '\'', buf));
-            }
+            if (ir->stop_token < 0) unknown_token(ck, g->ch_loc, g->ch);
         }
     }
 }
@@ -436,9 +487,7 @@ static int check_arg(Checker *ck, const TfOpInfo *info, const TfParam *p, const 
         if (!ck->have_vocab) return -1;
         out->tok = find_tok(ck->ir, a.ch);
         if (out->tok < 0) {
-            char buf[8];
-            diag_error(ck->diag, arg->loc, "token '%s' is not in the vocabulary",
-                       ast_char_text(a.ch, '\'', buf));
+            unknown_token(ck, arg->loc, a.ch);
             return -1;
         }
         return 0;
@@ -616,6 +665,7 @@ TfIr *check_program(const TfProgram *prog, TfDiag *diag) {
     ir->generate = TF_DEFAULT_GENERATE;
     ir->output_reg = -1;
     ir->bos = ir->stop_token = ir->indices_reg = -1;
+    ir->words = (const char *const *)prog->words;
     Checker ck = {.diag = diag, .ir = ir};
     TfLoc none = {0, 0, 0, 0};
     add_reg(&ck, "tokens", TF_REG_TOKEN, none);

@@ -32,7 +32,8 @@
 #define TF_MAX_LAYERS 100000
 #define TF_DEFAULT_GENERATE 1
 
-/* A value: an integer, a token (its character code) or a real number
+/* A value: an integer, a token (its code: a character, or TF_TOKEN_WORD + i
+ * for the word TfIr.words[i], grammar/ast.h) or a real number
  * (compiler/expr.h evaluates expressions over them). */
 typedef enum TfValKind { TF_VAL_INT, TF_VAL_TOKEN, TF_VAL_REAL } TfValKind;
 
@@ -97,8 +98,10 @@ typedef struct TfIrOp {
 } TfIrOp;
 
 typedef struct TfIr {
-    char vocab[256];
+    int vocab[256];            /* token i's code (grammar/ast.h, TF_TOKEN_WORD) */
     int n_vocab;
+    int named;                 /* some token is a word: prompts are words (check_token_name) */
+    const char *const *words;  /* the program's words (TfProgram.words, borrowed) */
     int period;
     TfIrReg *regs;
     int n_regs;
@@ -165,6 +168,12 @@ int check_find_reg(const TfIr *ir, const char *name);
 int check_add_reg(TfIr *ir, const char *name, TfRegKind kind, TfLoc loc);
 /* After an "unknown register" error: "did you mean 'x'?" when one is close. */
 void check_hint_reg(TfDiag *diag, const TfIr *ir, const char *name);
+
+/* "token 'x' is not in the vocabulary" at loc, and in a vocabulary of words
+ * "did you mean" the closest token. */
+void check_unknown_token(TfDiag *diag, const TfIr *ir, TfLoc loc, int code);
+/* Token i's name, NUL-terminated: its character, or its word (buf: 2 bytes). */
+const char *check_token_name(const TfIr *ir, int i, char *buf);
 
 void check_free(TfIr *ir);
 

@@ -43,7 +43,9 @@ static TfModel *learned_model(const TfIr *ir, TfDiag *diag, TfError *err) {
     TfModel *m = NULL;
     if (learned_check(ir->model, ir->n_vocab, ir->generate, diag, &spec) == 0) {
         spec.bos = ir->bos;
-        m = learned_build(&spec, ir->vocab, ir->n_vocab, ir->generate, err);
+        char vocab[256]; /* characters: the checker refuses words here */
+        for (int i = 0; i < ir->n_vocab; i++) vocab[i] = (char)ir->vocab[i];
+        m = learned_build(&spec, vocab, ir->n_vocab, ir->generate, err);
     }
     learned_spec_free(&spec);
     return m;

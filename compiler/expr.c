@@ -41,10 +41,10 @@ int val_unique(TfVal *v, int n, double tol, double *moved) {
     return m;
 }
 
-void val_label(TfVal v, char *buf, size_t n) {
+void val_label(const TfIr *ir, TfVal v, char *buf, size_t n) {
     char cb[8];
     if (v.kind == TF_VAL_TOKEN)
-        snprintf(buf, n, "'%s'", ast_char_text((int)v.x, '\'', cb));
+        snprintf(buf, n, "'%s'", ast_token_text(ir->words, (int)v.x, '\'', cb));
     else if (v.kind == TF_VAL_INT)
         snprintf(buf, n, "%.0f", v.x);
     else
@@ -255,10 +255,21 @@ static int add_unique(int *list, int *n, int r) {
     return 0;
 }
 
+/* A word is a token of the vocabulary (a character literal may name any
+ * character: a comparison with it is false); -1 after reporting. */
+static int word_known(const TfIr *ir, TfDiag *diag, const TfExpr *e) {
+    if (e->kind != TF_EXPR_CHAR || e->ch < TF_TOKEN_WORD) return 0;
+    for (int i = 0; i < ir->n_vocab; i++)
+        if (ir->vocab[i] == e->ch) return 0;
+    check_unknown_token(diag, ir, e->loc, e->ch);
+    return -1;
+}
+
 int expr_reads(const TfIr *ir, TfDiag *diag, const TfExpr *e, int selection, ExprReads *R) {
     if (!e) return 0;
     int bad = 0;
     switch (e->kind) {
+    case TF_EXPR_CHAR: return word_known(ir, diag, e);
     case TF_EXPR_NAME:
     case TF_EXPR_FIELD: {
         if (e->kind == TF_EXPR_NAME && selection) {
@@ -307,6 +318,8 @@ int expr_reads(const TfIr *ir, TfDiag *diag, const TfExpr *e, int selection, Exp
                 if (expr_literal(e->entries[i].keys[k], &v) < 0) {
                     diag_error(diag, e->entries[i].keys[k]->loc,
                                "a table key is a literal (3, 'a', 0.5) or `_`");
+                    bad = 1;
+                } else if (word_known(ir, diag, e->entries[i].keys[k]) < 0) {
                     bad = 1;
                 }
             }

@@ -32,8 +32,8 @@ int val_cmp(TfVal a, TfVal b);
  * at most (0 when none were): the kept one is that close to each of them,
  * which the caller adds to the register's error bound. */
 int val_unique(TfVal *v, int n, double tol, double *moved);
-/* The label of a value: 3, 'a', 0.5 (buf of n bytes). */
-void val_label(TfVal v, char *buf, size_t n);
+/* The label of a value: 3, 'a', 'cat', 0.5 (buf of n bytes; ir: its words). */
+void val_label(const TfIr *ir, TfVal v, char *buf, size_t n);
 
 /* What expr_eval reads: per register, its value (Map) or its key and query
  * values (selections); msg and where describe a failure. */

@@ -570,8 +570,6 @@ TfModel *lower_program(const TfIr *ir, int opt_level, TfError *err) {
     TfModel *m = L.m;
     L.tensors.m = m;
     m->d_model = ir->d_model;
-    m->n_vocab = ir->n_vocab;
-    m->vocab = malloc((size_t)ir->n_vocab);
     m->period = ir->period;
     m->max_len = ir->maxlen > 0 ? ir->maxlen : ir->period;
     m->generate = ir->generate;
@@ -579,12 +577,13 @@ TfModel *lower_program(const TfIr *ir, int opt_level, TfError *err) {
     m->every_position = ir->every_position;
     m->bos = ir->bos;
     m->stop_token = ir->stop_token;
-    if (!m->vocab) {
-        tf_error_set(err, "out of memory");
+    const char *names[256];
+    char one[256][2];
+    for (int t = 0; t < ir->n_vocab; t++) names[t] = check_token_name(ir, t, one[t]);
+    if (model_set_vocab(m, names, ir->n_vocab, err) < 0) {
         model_free(m);
         return NULL;
     }
-    memcpy(m->vocab, ir->vocab, (size_t)ir->n_vocab);
     for (int r = 0; r < ir->n_regs && !L.failed; r++) {
         const TfIrReg *x = &ir->regs[r];
         if (x->kind == TF_REG_CATEGORICAL) {

@@ -145,7 +145,7 @@ static void map_gated(Va *G, TfIrOp *op, const TfExpr *e, const ExprReads *R) {
             }
             if (k >= 1 && fabs(a + b * gx->vals[k].x - v.x) > 1e-9 * (1 + fabs(v.x))) {
                 char lab[48], txt[200];
-                val_label(gx->vals[k], lab, sizeof lab);
+                val_label(G->ir, gx->vals[k], lab, sizeof lab);
                 TfVal where[TF_PLAN_MAX_INPUTS];
                 for (int i = 0; i < n_cat; i++) where[i] = dom[i][idx[i]];
                 va_combo_text(G, cats, where, n_cat, txt, sizeof txt);

@@ -413,9 +413,9 @@ static int start_model(Sched *S, int *new_reg) {
     S->out = o;
     S->tensors.m = o;
     o->d_model = S->d2;
-    o->vocab = malloc((size_t)m->n_vocab);
-    if (!o->vocab) return -1;
-    memcpy(o->vocab, m->vocab, (size_t)m->n_vocab);
+    TfError verr;
+    o->vocab = NULL; /* model_new_like left it empty */
+    if (model_copy_vocab(o, m, &verr) < 0) return -1;
     if (m->source) {
         if (!(o->source = dup_or_null(m->source))) return -1;
     }

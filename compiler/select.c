@@ -78,7 +78,7 @@ static int selection_side(Va *G, const TfIrOp *op, int index, const int *regs, i
         char lab[256] = "(";
         for (int i = 0; i < n_regs; i++) {
             char one[48];
-            val_label(va_facts(G, regs[i])->vals[idx[i]], one, sizeof one);
+            val_label(G->ir, va_facts(G, regs[i])->vals[idx[i]], one, sizeof one);
             size_t l = strlen(lab);
             snprintf(lab + l, sizeof lab - l, "%s%s", i ? "," : "", one);
         }

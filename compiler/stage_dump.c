@@ -39,14 +39,14 @@ static int show_row(FILE *f, int i, int n, const char *indent) {
 /* A register's facts, NULL for a learned model (no value analysis). */
 static const TfRegFacts *greg(const TfIr *ir, int r) { return ir->model ? NULL : &ir->regs[r].facts; }
 
-static void print_value(FILE *f, TfVal v) {
+static void print_value(FILE *f, const TfIr *ir, TfVal v) {
     char buf[64];
-    val_label(v, buf, sizeof buf);
+    val_label(ir, v, buf, sizeof buf);
     fputs(buf, f);
 }
 
 /* "{a, b, c}" or "{0, 1, ..., 16} (17 values)" */
-static void print_value_set(FILE *f, const TfRegFacts *g) {
+static void print_value_set(FILE *f, const TfIr *ir, const TfRegFacts *g) {
     fputc('{', f);
     for (int i = 0; i < g->n_vals; i++) {
         if (g->n_vals > SHOW_VALUES && i >= 8 && i < g->n_vals - 2) {
@@ -54,7 +54,7 @@ static void print_value_set(FILE *f, const TfRegFacts *g) {
             continue;
         }
         if (i) fputs(", ", f);
-        print_value(f, g->vals[i]);
+        print_value(f, ir, g->vals[i]);
     }
     fputc('}', f);
     if (g->n_vals > SHOW_VALUES) fprintf(f, " (%d values)", g->n_vals);
@@ -98,7 +98,7 @@ static void dump_reg(FILE *f, const TfIr *ir, int r) {
     print_writers(f, ir, r);
     fputs("       values ", f);
     if (g->known) {
-        print_value_set(f, g);
+        print_value_set(f, ir, g);
     } else {
         fputs("unknown", f);
         if (g->why_stmt) fprintf(f, ": line %d: %s", g->why_stmt->loc.line, g->why);
@@ -120,7 +120,7 @@ static void print_seed_args(FILE *f, const TfIr *ir, const TfIrOp *op) {
         if (i) fputs(", ", f);
         if (a->tok >= 0) {
             char buf[8];
-            fprintf(f, "'%s'", ast_char_text((unsigned char)ir->vocab[a->tok], '\'', buf));
+            fprintf(f, "'%s'", ast_token_text(ir->words, ir->vocab[a->tok], '\'', buf));
         } else if (p->kind == TF_PARAM_REG_OFFSET) {
             fprintf(f, "%s %c %ld", reg_name(ir, a->reg), a->value < 0 ? '-' : '+', labs(a->value));
         } else if (p->kind == TF_PARAM_REG_STEP) {
@@ -141,7 +141,7 @@ static void print_op_head(FILE *f, const TfIr *ir, int i) {
     if (op->plan->form != TF_PLAN_SEED) {
         for (int a = 0; a < s->n_args; a++) {
             if (a) fputs(", ", f);
-            ast_print_arg(f, &s->args[a]);
+            ast_print_arg(f, ir->words, &s->args[a]);
         }
     } else {
         print_seed_args(f, ir, op);
@@ -214,7 +214,7 @@ static void print_combo(FILE *f, const TfIr *ir, const TfOpPlan *p, int first, l
         const TfRegFacts *g = greg(ir, p->in[i]);
         int n = g->n_vals > 0 ? g->n_vals : 1;
         fprintf(f, "%s%s=", i > first ? " " : "", reg_name(ir, p->in[i]));
-        if (g->n_vals > 0) print_value(f, g->vals[c % n]);
+        if (g->n_vals > 0) print_value(f, ir, g->vals[c % n]);
         c /= n;
     }
 }

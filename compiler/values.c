@@ -35,13 +35,19 @@ char *va_strdup(Va *G, const char *s) {
 
 static int find_tok(const TfIr *ir, int c) {
     for (int i = 0; i < ir->n_vocab; i++)
-        if ((unsigned char)ir->vocab[i] == (unsigned char)c) return i;
+        if (ir->vocab[i] == c) return i;
     return -1;
 }
 
 int values_token_of(const TfIr *ir, TfVal v) {
     if (v.kind == TF_VAL_TOKEN) return find_tok(ir, (int)v.x);
-    if (v.x >= 0 && v.x <= 9 && v.x == floor(v.x)) return find_tok(ir, '0' + (int)v.x);
+    // A number: the token whose name is its label (7, 10, -1, 0.5).
+    char lab[64];
+    val_label(ir, v, lab, sizeof lab);
+    for (int t = 0; t < ir->n_vocab; t++) {
+        char one[2];
+        if (strcmp(check_token_name(ir, t, one), lab) == 0) return t;
+    }
     return -1;
 }
 
@@ -200,7 +206,7 @@ void va_combo_text(Va *G, const int *regs, const TfVal *vals, int n, char *buf, 
     buf[0] = '\0';
     for (int i = 0; i < n; i++) {
         char lab[48];
-        val_label(vals[i], lab, sizeof lab);
+        val_label(G->ir, vals[i], lab, sizeof lab);
         size_t l = strlen(buf);
         snprintf(buf + l, len - l, "%s%s = %s", i ? ", " : "", va_reg_name(G, regs[i]), lab);
     }
@@ -386,7 +392,7 @@ static void builtin_values(Va *G) {
             for (int t = 0; t < ir->n_vocab; t++) {
                 if (r == TF_IR_REG_TOKENS && t == ir->bos) continue;
                 v[n].kind = TF_VAL_TOKEN;
-                v[n++].x = (unsigned char)ir->vocab[t];
+                v[n++].x = ir->vocab[t];
             }
             n = val_unique(v, n, 0, NULL);
             va_set_values(G, r, v, n);
@@ -418,7 +424,7 @@ static void make_labels(Va *G) {
         if (!g->labels) return;
         for (int i = 0; i < g->n_vals; i++) {
             char buf[64];
-            val_label(g->vals[i], buf, sizeof buf);
+            val_label(ir, g->vals[i], buf, sizeof buf);
             g->labels[i] = va_strdup(G, buf);
             if (!g->labels[i]) return;
         }
@@ -482,10 +488,11 @@ static void check_output(Va *G) {
     for (int i = 0; i < g->n_vals; i++) {
         if (values_token_of(ir, g->vals[i]) < 0) {
             char lab[64];
-            val_label(g->vals[i], lab, sizeof lab);
+            val_label(ir, g->vals[i], lab, sizeof lab);
             diag_error(G->diag, ir->output_loc,
                        "the output '%s' can hold %s, which is no token of the vocabulary "
-                       "(an output holds tokens, or integers 0..9 printed as digits)",
+                       "(an output holds tokens, or numbers printed as the tokens that spell "
+                       "them)",
                        name, lab);
             return;
         }

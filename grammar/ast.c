@@ -5,6 +5,7 @@
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 const char *const tf_stmt_kind_names[] = {
     "vocab", "period", "decl", "op", "repeat", "output", "generate", "model", "bos", "maxlen"};
@@ -47,7 +48,7 @@ void ast_free_setting(TfSetting *st) {
 void ast_free_stmts(TfStmt *s) {
     while (s) {
         TfStmt *next = s->next;
-        free(s->vocab);
+        free(s->vocab_codes);
         free(s->vocab_locs);
         for (int i = 0; i < s->n_names; i++) free(s->names[i].text);
         free(s->names);
@@ -70,7 +71,32 @@ void ast_free_stmts(TfStmt *s) {
 void ast_free_program(TfProgram *p) {
     if (!p) return;
     ast_free_stmts(p->stmts);
+    for (int i = 0; i < p->n_words; i++) free(p->words[i]);
+    free(p->words);
     free(p);
+}
+
+int ast_token_code(TfProgram *p, const char *bytes, int len) {
+    if (len == 1) return (unsigned char)bytes[0];
+    for (int i = 0; i < p->n_words; i++)
+        if (strlen(p->words[i]) == (size_t)len && memcmp(p->words[i], bytes, (size_t)len) == 0)
+            return TF_TOKEN_WORD + i;
+    if ((p->n_words & (p->n_words - 1)) == 0) { /* 0, 1, 2, 4...: grow */
+        char **w = realloc(p->words, (size_t)(p->n_words ? 2 * p->n_words : 1) * sizeof *w);
+        if (!w) return -1;
+        p->words = w;
+    }
+    char *t = malloc((size_t)len + 1);
+    if (!t) return -1;
+    memcpy(t, bytes, (size_t)len);
+    t[len] = '\0';
+    p->words[p->n_words] = t;
+    return TF_TOKEN_WORD + p->n_words++;
+}
+
+const char *ast_token_text(const char *const *words, int code, int quote, char *buf) {
+    if (code >= TF_TOKEN_WORD) return words[code - TF_TOKEN_WORD];
+    return ast_char_text(code, quote, buf);
 }
 
 const char *ast_char_text(int c, int quote, char *buf) {
@@ -111,13 +137,18 @@ static const char *op_text(int op) {
     }
 }
 
-static void print_char_literal(FILE *f, int c) {
+/* A token literal: 'a', or a word as "the" (W: the program's words). */
+static void print_char_literal(FILE *f, const char *const *W, int c) {
+    if (c >= TF_TOKEN_WORD) {
+        fprintf(f, "\"%s\"", W ? W[c - TF_TOKEN_WORD] : "?");
+        return;
+    }
     fputc('\'', f);
     dump_char(f, c, '\'');
     fputc('\'', f);
 }
 
-void ast_print_expr(FILE *f, const TfExpr *e) {
+void ast_print_expr(FILE *f, const char *const *W, const TfExpr *e) {
     if (!e) {
         fputs("?", f);
         return;
@@ -125,36 +156,36 @@ void ast_print_expr(FILE *f, const TfExpr *e) {
     switch (e->kind) {
     case TF_EXPR_INT: fprintf(f, e->op == '+' ? "+%ld" : "%ld", e->ival); break; // as signed
     case TF_EXPR_REAL: fprintf(f, "%g", e->real); break;
-    case TF_EXPR_CHAR: print_char_literal(f, e->ch); break;
+    case TF_EXPR_CHAR: print_char_literal(f, W, e->ch); break;
     case TF_EXPR_TRUE: fputs("true", f); break;
     case TF_EXPR_NAME: fputs(e->name.text, f); break;
     case TF_EXPR_FIELD: fprintf(f, "%c.%s", e->side, e->name.text); break;
     case TF_EXPR_UNARY:
         fprintf(f, "(%s%s", op_text(e->op), e->op == TF_EX_NOT ? " " : "");
-        ast_print_expr(f, e->a);
+        ast_print_expr(f, W, e->a);
         fputc(')', f);
         break;
     case TF_EXPR_BINARY:
         fputc('(', f);
-        ast_print_expr(f, e->a);
+        ast_print_expr(f, W, e->a);
         fprintf(f, " %s ", op_text(e->op));
-        ast_print_expr(f, e->b);
+        ast_print_expr(f, W, e->b);
         fputc(')', f);
         break;
     case TF_EXPR_COND:
         fputc('(', f);
-        ast_print_expr(f, e->a);
+        ast_print_expr(f, W, e->a);
         fputs(" ? ", f);
-        ast_print_expr(f, e->b);
+        ast_print_expr(f, W, e->b);
         fputs(" : ", f);
-        ast_print_expr(f, e->c);
+        ast_print_expr(f, W, e->c);
         fputc(')', f);
         break;
     case TF_EXPR_CALL:
         fprintf(f, "%s(", e->name.text);
         for (int i = 0; i < e->n_args; i++) {
             if (i) fputs(", ", f);
-            ast_print_expr(f, e->args[i]);
+            ast_print_expr(f, W, e->args[i]);
         }
         fputc(')', f);
         break;
@@ -169,11 +200,11 @@ void ast_print_expr(FILE *f, const TfExpr *e) {
             if (t->n_keys > 1) fputc('(', f);
             for (int k = 0; k < t->n_keys; k++) {
                 if (k) fputs(", ", f);
-                ast_print_expr(f, t->keys[k]);
+                ast_print_expr(f, W, t->keys[k]);
             }
             if (t->n_keys > 1) fputc(')', f);
             fputs(" => ", f);
-            ast_print_expr(f, t->value);
+            ast_print_expr(f, W, t->value);
         }
         fputc(']', f);
         break;
@@ -181,28 +212,38 @@ void ast_print_expr(FILE *f, const TfExpr *e) {
     }
 }
 
-void ast_print_arg(FILE *f, const TfArg *a) {
+void ast_print_arg(FILE *f, const char *const *W, const TfArg *a) {
     const TfExpr *e = a->expr;
     if (a->name.text) fprintf(f, "%s: ", a->name.text);
     if (e && e->kind == TF_EXPR_BINARY) {
-        ast_print_expr(f, e->a);
+        ast_print_expr(f, W, e->a);
         fprintf(f, " %s ", op_text(e->op));
-        ast_print_expr(f, e->b);
+        ast_print_expr(f, W, e->b);
     } else {
-        ast_print_expr(f, e);
+        ast_print_expr(f, W, e);
     }
 }
 
 static const char *const decl_names[] = {"position", "token", "scalar", "cat", "num"};
 static_assert(sizeof decl_names / sizeof *decl_names == TF_DECL_KIND_COUNT, "one name per kind");
 
-static void dump_stmts(FILE *f, const TfStmt *s, int depth) {
+static void dump_stmts(FILE *f, const char *const *W, const TfStmt *s, int depth) {
     for (; s; s = s->next) {
         fprintf(f, "%*s", 2 * depth, "");
         switch (s->kind) {
         case TF_STMT_VOCAB:
+            if (s->vocab_list) {
+                fputs("vocab [", f);
+                for (int i = 0; i < s->vocab_len; i++) {
+                    char buf[8];
+                    fprintf(f, "%s\"%s\"", i ? ", " : "",
+                            ast_token_text(W, s->vocab_codes[i], '"', buf));
+                }
+                fputs("]\n", f);
+                break;
+            }
             fputs("vocab \"", f);
-            for (int i = 0; i < s->vocab_len; i++) dump_char(f, (unsigned char)s->vocab[i], '"');
+            for (int i = 0; i < s->vocab_len; i++) dump_char(f, s->vocab_codes[i], '"');
             fputs("\"\n", f);
             break;
         case TF_STMT_PERIOD: fprintf(f, "period %ld\n", s->value); break;
@@ -210,7 +251,7 @@ static void dump_stmts(FILE *f, const TfStmt *s, int depth) {
             fprintf(f, "generate %ld", s->value);
             if (s->ch >= 0) {
                 fputs(" until ", f);
-                print_char_literal(f, s->ch);
+                print_char_literal(f, W, s->ch);
             }
             fputc('\n', f);
             break;
@@ -220,7 +261,7 @@ static void dump_stmts(FILE *f, const TfStmt *s, int depth) {
         case TF_STMT_MAXLEN: fprintf(f, "maxlen %ld\n", s->value); break;
         case TF_STMT_BOS:
             fputs("bos ", f);
-            print_char_literal(f, s->ch);
+            print_char_literal(f, W, s->ch);
             fputc('\n', f);
             break;
         case TF_STMT_DECL:
@@ -234,7 +275,7 @@ static void dump_stmts(FILE *f, const TfStmt *s, int depth) {
             fprintf(f, "%s(", s->op.text);
             for (int i = 0; i < s->n_args; i++) {
                 if (i) fputs(", ", f);
-                ast_print_arg(f, &s->args[i]);
+                ast_print_arg(f, W, &s->args[i]);
             }
             fputc(')', f);
             if (s->dest.text) fprintf(f, " -> %s", s->dest.text);
@@ -242,7 +283,7 @@ static void dump_stmts(FILE *f, const TfStmt *s, int depth) {
             break;
         case TF_STMT_REPEAT:
             fprintf(f, "repeat %ld {\n", s->value);
-            dump_stmts(f, s->body, depth + 1);
+            dump_stmts(f, W, s->body, depth + 1);
             fprintf(f, "%*s}\n", 2 * depth, "");
             break;
         case TF_STMT_MODEL:
@@ -271,7 +312,9 @@ static void dump_stmts(FILE *f, const TfStmt *s, int depth) {
     }
 }
 
-void ast_print(FILE *f, const TfProgram *p) { dump_stmts(f, p->stmts, 0); }
+void ast_print(FILE *f, const TfProgram *p) {
+    dump_stmts(f, (const char *const *)p->words, p->stmts, 0);
+}
 
 void ast_dump(const TfProgram *p, char **out, size_t *len) {
     *out = NULL;

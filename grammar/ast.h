@@ -30,7 +30,7 @@ typedef struct TfName {
 typedef enum TfExprKind {
     TF_EXPR_INT,    /* 3                     : ival */
     TF_EXPR_REAL,   /* 0.5                   : real */
-    TF_EXPR_CHAR,   /* 'a'                   : ch */
+    TF_EXPR_CHAR,   /* 'a' "a" "cat"           : ch, a token code */
     TF_EXPR_TRUE,   /* true                  */
     TF_EXPR_NAME,   /* a register            : name */
     TF_EXPR_FIELD,  /* k.R or q.R            : side ('k' or 'q'), name (R) */
@@ -76,8 +76,8 @@ struct TfExpr {
 };
 
 void ast_free_expr(TfExpr *e);
-/* Writes e as source text (fully parenthesized). */
-void ast_print_expr(FILE *f, const TfExpr *e);
+/* Writes e as source text (fully parenthesized); W: the program's words. */
+void ast_print_expr(FILE *f, const char *const *W, const TfExpr *e);
 
 /* One op argument as written: an expression, or `name: expression` (an
  * option such as `default: 0`, or a seed op's step `out_pos: -1`). The
@@ -139,15 +139,18 @@ struct TfStmt {
     TfLoc loc;     /* the whole statement */
     TfStmt *next;  /* next statement in the same list */
 
-    /* VOCAB: the decoded bytes (escapes resolved) and, for each byte, the
-     * location of the character or escape that produced it. */
-    char *vocab;
+    /* VOCAB: the tokens as codes (TF_TOKEN_WORD), in order, and the location
+     * of each: `vocab "ab\n"` gives one per byte (escapes resolved, the
+     * location of the character or escape), `vocab ["^", "the"]` one per
+     * string. vocab_list: 1 for the list form. */
+    int *vocab_codes;
     int vocab_len;
     TfLoc *vocab_locs;
+    int vocab_list;
 
     /* PERIOD, GENERATE, REPEAT, MAXLEN: the integer and where it was
      * written (GENERATE: 0 when only `until` is given). BOS, and GENERATE
-     * with `until`: the token (ch, ch_loc; ch -1 when absent). */
+     * with `until`: the token code (ch, ch_loc; ch -1 when absent). */
     long value;
     TfLoc value_loc;
     int ch;
@@ -178,9 +181,25 @@ struct TfStmt {
     int n_settings;
 };
 
+/* A token literal is a code: 0..255 a one-byte token (the character 'a',
+ * or the string "a"), TF_TOKEN_WORD + i the word TfProgram.words[i] (a
+ * string literal of two bytes or more: "the", "10", "-1"). Equal texts get
+ * equal codes. */
+#define TF_TOKEN_WORD 256
+#define TF_TOKEN_NAME_MAX 32 /* bytes of a word token (docs/language.md) */
+
 typedef struct TfProgram {
     TfStmt *stmts; /* top-level statements in source order */
+    char **words;  /* the words of token literals, each once (NUL-terminated) */
+    int n_words;
 } TfProgram;
+
+/* The code of the token literal bytes[0..len) (len >= 1, no NUL when len
+ * > 1), interning a word; -1 when memory ran out. */
+int ast_token_code(TfProgram *p, const char *bytes, int len);
+/* A token code as text for messages and dumps, without quotes: a byte as
+ * ast_char_text writes it between 'quote's, a word as itself. */
+const char *ast_token_text(const char *const *words, int code, int quote, char *buf);
 
 /* Constructors used by the parser; each takes ownership of what it is given. */
 TfStmt *ast_new_stmt(TfStmtKind kind, TfLoc loc);
@@ -197,8 +216,8 @@ void ast_dump(const TfProgram *p, char **out, size_t *len);
  * constant). The one escaper of .tfp text: messages, dumps. */
 const char *ast_char_text(int c, int quote, char *buf);
 /* Writes one op argument as source text (its expression fully
- * parenthesized, but for the outermost pair). */
-void ast_print_arg(FILE *f, const TfArg *a);
+ * parenthesized, but for the outermost pair); W: the program's words. */
+void ast_print_arg(FILE *f, const char *const *W, const TfArg *a);
 
 extern const char *const tf_stmt_kind_names[];
 

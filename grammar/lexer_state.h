@@ -20,11 +20,13 @@ typedef struct TfLexState {
     TfLoc prev_end;    /* the one before it: "expected ';' after ..." points here */
 } TfLexState;
 
-/* A decoded string literal: bytes and the location of each. */
+/* A decoded string literal: bytes and the location of each; bad when the
+ * scanner reported it (too long, a byte to escape, unterminated). */
 typedef struct TfLexString {
     char *bytes;
     int len;
     TfLoc *locs;
+    int bad;
 } TfLexString;
 
 #endif

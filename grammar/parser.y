@@ -21,6 +21,7 @@ typedef struct TfValueList { TfValue *v; int n; } TfValueList;
 typedef struct TfSettingList { TfSetting *v; int n; } TfSettingList;
 typedef struct TfExprList { TfExpr **v; int n; } TfExprList;
 typedef struct TfEntryList { TfTableEntry *v; int n; } TfEntryList;
+typedef struct TfCodeList { int *v; TfLoc *locs; int n; } TfCodeList;
 
 /* What the parse of one program works on. */
 typedef struct TfParseCtx {
@@ -72,6 +73,8 @@ static int exprs_add(TfExprList *l, TfExpr *e);
 static void free_exprs(TfExprList *l);
 static int entries_add(TfEntryList *l, TfTableEntry e);
 static void free_entries(TfEntryList *l);
+static int string_token(TfParseCtx *ctx, TfLexString *s, TfLoc loc);
+static int codes_add(TfCodeList *l, int code, TfLoc loc);
 #define NEW_EXPR(var, kind, loc) \
     do { if (!((var) = new_expr((kind), (loc)))) YYNOMEM; } while (0)
 #define NEW_STMT(var, kind, loc) \
@@ -113,6 +116,7 @@ static void free_entries(TfEntryList *l);
     TfExprList exprs;
     TfEntryList entries;
     TfTableEntry entry;
+    TfCodeList codes;
 }
 
 %token KW_VOCAB "vocab" KW_PERIOD "period" KW_POSITION "position" KW_TOKEN "token"
@@ -143,6 +147,8 @@ static void free_entries(TfEntryList *l);
 %type <entries> entries
 %type <entry> entry
 %type <names> input_names
+%type <num> token_lit
+%type <codes> token_list
 
 %right '?' ':'
 %left "or"
@@ -168,6 +174,7 @@ static void free_entries(TfEntryList *l);
 %destructor { ast_free_expr($$); } <expr>
 %destructor { free_exprs(&$$); } <exprs>
 %destructor { free_entries(&$$); } <entries>
+%destructor { free($$.v); free($$.locs); } <codes>
 %destructor {
     for (int i = 0; i < $$.n_keys; i++) ast_free_expr($$.keys[i]);
     free($$.keys);
@@ -188,10 +195,22 @@ items
 item
     : "vocab" STRING ';' {
         NEW_STMT($$, TF_STMT_VOCAB, @$);
-        $$->vocab = $2->bytes;
         $$->vocab_len = $2->len;
         $$->vocab_locs = $2->locs;
+        $$->vocab_codes = malloc((size_t)($2->len > 0 ? $2->len : 1) * sizeof(int));
+        for (int i = 0; $$->vocab_codes && i < $2->len; i++)
+            $$->vocab_codes[i] = (unsigned char)$2->bytes[i];
+        free($2->bytes);
         free($2);
+        if (!$$->vocab_codes) YYNOMEM;
+    }
+    | "vocab" '[' token_list ']' ';' {
+        NEW_STMT($$, TF_STMT_VOCAB, @$);
+        $$->vocab_codes = $3.v;
+        $$->vocab_locs = $3.locs;
+        $$->vocab_len = $3.n;
+        $$->vocab_list = 1;
+        $3 = (TfCodeList){NULL, NULL, 0};
     }
     | "period" INT ';' {
         NEW_STMT($$, TF_STMT_PERIOD, @$);
@@ -227,19 +246,19 @@ item
         $$->value = $2;
         $$->value_loc = @2;
     }
-    | "generate" "until" CHAR ';' {
+    | "generate" "until" token_lit ';' {
         NEW_STMT($$, TF_STMT_GENERATE, @$);
         $$->ch = (int)$3;
         $$->ch_loc = @3;
     }
-    | "generate" INT "until" CHAR ';' {
+    | "generate" INT "until" token_lit ';' {
         NEW_STMT($$, TF_STMT_GENERATE, @$);
         $$->value = $2;
         $$->value_loc = @2;
         $$->ch = (int)$4;
         $$->ch_loc = @4;
     }
-    | "bos" CHAR ';' {
+    | "bos" token_lit ';' {
         NEW_STMT($$, TF_STMT_BOS, @$);
         $$->ch = (int)$2;
         $$->ch_loc = @2;
@@ -464,7 +483,7 @@ expr
 primary
     : INT                           { NEW_EXPR($$, TF_EXPR_INT, @$); $$->ival = $1; }
     | NUMBER                        { NEW_EXPR($$, TF_EXPR_REAL, @$); $$->real = $1; }
-    | CHAR                          { NEW_EXPR($$, TF_EXPR_CHAR, @$); $$->ch = (int)$1; }
+    | token_lit                     { NEW_EXPR($$, TF_EXPR_CHAR, @$); $$->ch = (int)$1; }
     | "true"                        { NEW_EXPR($$, TF_EXPR_TRUE, @$); }
     | IDENT                         { NEW_EXPR($$, TF_EXPR_NAME, @$); $$->name = make_name($1, @1); }
     | IDENT '.' IDENT {
@@ -577,8 +596,37 @@ key
     | '-' INT                       { NEW_EXPR($$, TF_EXPR_INT, @$); $$->ival = -$2; }
     | NUMBER                        { NEW_EXPR($$, TF_EXPR_REAL, @$); $$->real = $1; }
     | '-' NUMBER                    { NEW_EXPR($$, TF_EXPR_REAL, @$); $$->real = -$2; }
-    | CHAR                          { NEW_EXPR($$, TF_EXPR_CHAR, @$); $$->ch = (int)$1; }
+    | token_lit                     { NEW_EXPR($$, TF_EXPR_CHAR, @$); $$->ch = (int)$1; }
     | IDENT                         { NEW_EXPR($$, TF_EXPR_NAME, @$); $$->name = make_name($1, @1); }
+    ;
+
+/* A token: 'a', or a string naming one ("a" is 'a'; "the" a word). */
+token_lit
+    : CHAR                          { $$ = $1; }
+    | STRING {
+        $$ = string_token(ctx, $1, @1);
+        $1 = NULL;
+        if ($$ == -2) YYNOMEM;
+        if ($$ < 0) YYERROR;
+    }
+    ;
+
+token_list
+    : STRING {
+        int c = string_token(ctx, $1, @1);
+        $1 = NULL;
+        if (c == -2) YYNOMEM;
+        $$ = (TfCodeList){NULL, NULL, 0};
+        if (c >= 0 && codes_add(&$$, c, @1) < 0) YYNOMEM;
+    }
+    | token_list ',' STRING {
+        $$ = $1;
+        $1 = (TfCodeList){NULL, NULL, 0};
+        int c = string_token(ctx, $3, @3);
+        $3 = NULL;
+        if (c == -2) YYNOMEM;
+        if (c >= 0 && codes_add(&$$, c, @3) < 0) YYNOMEM;
+    }
     ;
 
 dest_opt
@@ -759,6 +807,43 @@ static TfArg make_arg(TfName name, TfExpr *e, TfLoc loc) {
     return a;
 }
 
+/* The code of a string literal used as a token (ast_token_code); frees s.
+ * -1 after reporting an empty token or a word holding NUL, -2 when memory
+ * ran out. */
+static int string_token(TfParseCtx *ctx, TfLexString *s, TfLoc loc) {
+    int code = -1;
+    if (s->bad)
+        ; /* the scanner said why */
+    else if (s->len == 0)
+        diag_error(ctx->diag, loc, "a token cannot be empty");
+    else if (s->len > 1 && memchr(s->bytes, '\0', (size_t)s->len))
+        diag_error(ctx->diag, loc, "a token of several characters cannot hold NUL");
+    else if (s->len > TF_TOKEN_NAME_MAX)
+        diag_error(ctx->diag, loc, "a token of %d bytes, over the limit of %d", s->len,
+                   TF_TOKEN_NAME_MAX);
+    else if ((code = ast_token_code(ctx->prog, s->bytes, s->len)) < 0)
+        code = -2;
+    free(s->bytes);
+    free(s->locs);
+    free(s);
+    return code;
+}
+
+static int codes_add(TfCodeList *l, int code, TfLoc loc) {
+    if ((l->n & (l->n - 1)) == 0) { /* 0, 1, 2, 4...: grow */
+        size_t cap = l->n ? 2 * (size_t)l->n : 1;
+        int *v = realloc(l->v, cap * sizeof *v);
+        if (!v) return -1;
+        l->v = v;
+        TfLoc *locs = realloc(l->locs, cap * sizeof *locs);
+        if (!locs) return -1;
+        l->locs = locs;
+    }
+    l->v[l->n] = code;
+    l->locs[l->n++] = loc;
+    return 0;
+}
+
 static void yyerror(YYLTYPE *loc, yyscan_t scanner, TfParseCtx *ctx, const char *msg) {
     (void)scanner;
     diag_error(ctx->diag, *loc, "%s", msg);
@@ -807,7 +892,8 @@ static void token_text(const TfParseCtx *ctx, TfLoc loc, yysymbol_kind_t sym, ch
     snprintf(buf, n, "'%.*s'", (int)len, d->source + pos);
 }
 
-/* Tokens that can start an expression, and binary operators. */
+/* Tokens that can start an expression, and binary operators. (A string
+ * starts one too, where a token literal may stand: yyreport_syntax_error.) */
 static int expr_start(yysymbol_kind_t sym) {
     if (sym == YYSYMBOL_IDENT || sym == YYSYMBOL_INT || sym == YYSYMBOL_CHAR ||
         sym == YYSYMBOL_NUMBER || sym == YYSYMBOL_KW_TRUE || sym == YYSYMBOL_KW_NOT)
@@ -842,11 +928,14 @@ static int yyreport_syntax_error(const yypcontext_t *yyctx, yyscan_t scanner, Tf
     // "an expression", and operators that could continue one are left out
     // when the list is long.
     yysymbol_kind_t expected[YYNTOKENS];
-    int n = 0, starts_expr = 0;
-    for (int i = 0; i < n_all; i++) starts_expr += expr_start(all[i]);
+    int n = 0, starts_expr = 0, token_lit = 0;
+    for (int i = 0; i < n_all; i++) {
+        starts_expr += expr_start(all[i]);
+        token_lit |= all[i] == YYSYMBOL_CHAR;
+    }
     int lump = starts_expr >= 4;
     for (int i = 0; i < n_all; i++) {
-        if (lump && expr_start(all[i])) continue;
+        if (lump && (expr_start(all[i]) || (token_lit && all[i] == YYSYMBOL_STRING))) continue;
         if (n_all > 6 && is_operator(all[i])) continue;
         expected[n++] = all[i];
     }

@@ -657,6 +657,48 @@ ok $? "a failed write: one line, no temporary file left ($(cat "$tmp/err"))"
 [ -z "$(ls "$tmp" "$tmp/paths" | grep '\.tmp\.')" ]
 ok $? "no temporary files anywhere"
 
+# Vocabularies of words (programs/words.tfp): prompts are words apart,
+# outputs too; names in tfinfo and the trace; unknown words named.
+WW=$tmp/words.tfw
+expect "tfc compiles a vocabulary of words" 0 "" "" -- "$TFC" "$SRC/programs/words.tfp" -o "$WW"
+expect "words in, words and numbers out" 0 $'^ the cat sat on the mat\tmat 2 on sat cat 1' "" \
+    -- "$TFRUN" "$WW" "^ the cat sat on the mat"
+expect "any blanks between words; the prompt printed as given" 0 $'^  10\t-1 \t10 -1' "" \
+    -- "$TFRUN" "$WW" $'^  10\t-1 '
+expect "an unknown word, with the closest token" 1 "" \
+    "tfrun: prompt: word 3 'cta' is not in the vocabulary; did you mean 'cat'?" -- "$TFRUN" "$WW" "^ the cta"
+expect "an unknown word, no close token" 1 "" "tfrun: prompt: word 2 'elephant' is not in the vocabulary" \
+    -- "$TFRUN" "$WW" "^ elephant"
+[ "$(cat "$tmp/stderr")" = "tfrun: prompt: word 2 'elephant' is not in the vocabulary" ]
+ok $? "the unknown word's error is one line"
+expect "a prompt of blanks is empty" 1 "" "tfrun: prompt: empty prompt" -- "$TFRUN" "$WW" "  "
+expect "more words than positions" 1 "" "tfrun: prompt: 10 prompt tokens exceed the 9 positions" \
+    -- "$TFRUN" "$WW" "^ 1 2 3 4 5 6 7 8 the"
+printf '^ the\ncat\n\n  sat\n' >"$tmp/tokens.txt"
+expect "--tokens FILE: its words, printed one space apart" 0 $'^ the cat sat\tsat cat 1' "" \
+    -- "$TFRUN" "$WW" --tokens "$tmp/tokens.txt"
+expect "--tokens and a prompt" 2 "" "tfrun: give a prompt, --tokens or --batch/--check, one of them" \
+    -- "$TFRUN" "$WW" --tokens "$tmp/tokens.txt" "^ the"
+expect "--tokens of a missing file" 1 "" "tfrun: --tokens $tmp/nope.txt: cannot open" \
+    -- "$TFRUN" "$WW" --tokens "$tmp/nope.txt"
+printf '0999+0111=\n' >"$tmp/chars.txt"
+expect "--tokens for a vocabulary of characters: the text less its line end" 0 "0999+0111=0111" "" \
+    -- "$TFRUN" "$W" --tokens "$tmp/chars.txt"
+printf '^ the cat\tcat 1\n^ 10\t-1\n^ mat\tmat the\n' >"$tmp/words_check.tsv"
+expect "--check compares words" 1 "~2 passed, 1 failed" "" -- "$TFRUN" "$WW" --check "$tmp/words_check.tsv" --threads 1
+expect "tfinfo lists the words" 0 "~0:^ 1:the 2:cat 3:sat 4:on 5:mat 6:10 7:-1" "" -- "$TF_BUILD_DIR/tfinfo" "$WW"
+expect "tfinfo: a register of words and numbers" 0 "~'cat' 'sat' 'on' 'mat' (24 values)" "" -- "$TF_BUILD_DIR/tfinfo" "$WW"
+"$TFRUN" "$WW" --trace "^ the cat" >"$tmp/trace.txt"
+grep -q '^step 0: 3 positions "^ the cat" -> every position "^ cat 1"$' "$tmp/trace.txt" &&
+    grep -q "^    token  *^  *the  *cat$" "$tmp/trace.txt" && grep -q "^    word  *\.  *'cat'  *'the'$" "$tmp/trace.txt"
+ok $? "--trace shows the words ($(head -1 "$tmp/trace.txt"))"
+printf 'vocab ["^", "the", "cat", "sat", "end"];\nbos "^";\nmaxlen 8;\ncat nxt;\n'"nxt: Map([tokens: \"the\" => \"cat\", \"cat\" => \"sat\", _ => \"end\"]) -> nxt;\noutput nxt;\ngenerate until \"end\";\n" >"$tmp/gen_words.tfp"
+expect "a program generating words" 0 "" "" -- "$TFC" "$tmp/gen_words.tfp" -o "$tmp/gen_words.tfw"
+expect "generated words follow the prompt, one space apart" 0 "^ the cat sat" "" -- "$TFRUN" "$tmp/gen_words.tfw" "^ the"
+expect "generation stops at the word \"end\"" 0 "^ sat" "" -- "$TFRUN" "$tmp/gen_words.tfw" "^ sat"
+expect "the BOS named" 1 "" "tfrun: prompt: the input must start with the beginning-of-sequence token '^'" \
+    -- "$TFRUN" "$tmp/gen_words.tfw" "the"
+
 # Errors writing standard output.
 if [ -w /dev/full ]; then
     expect "tfc -v to a full disk" 3 "" "tfc: error writing standard output: No space left on device" \

@@ -106,6 +106,43 @@ check "the folders come back: every tensor bit for bit, config.json, vocab.json"
 "$TFCONVERT" "$tmp/back4" -o "$tmp/back4.tfw" &&
     [ "$("$TFRUN" "$tmp/back4.tfw" -n 8 "12+34=")" = "$("$TFRUN" "$tmp/l4_untied.tfw" -n 8 "12+34=")" ]
 check "the folder converted again generates the same" $?
+# A vocabulary of words: vocab.json's tokens of several characters are the
+# .tfw's words (tfinfo lists them, prompts and generations are words apart,
+# as GPT-2 generates), and vocab.json comes back with them.
+rm -rf "$tmp/words_gpt2" && cp -r "$tmp/l1_tied" "$tmp/words_gpt2"
+"$PY" - "$tmp/words_gpt2/vocab.json" <<'EOF'
+import json, sys
+v = json.load(open(sys.argv[1]))
+words = {"+": "plus", "=": "equals", "\u0120": "-1", "\u010a": "10"}  # '+', '=', space, newline
+assert all(k in v for k in words), sorted(v)
+json.dump({words.get(k, k): i for k, i in v.items()}, open(sys.argv[1], "w"))
+EOF
+"$TFCONVERT" "$tmp/words_gpt2" -o "$tmp/words.tfw" &&
+    "$(dirname "$TFRUN")/tfinfo" "$tmp/words.tfw" | grep -q "10:plus 11:equals 12:-1 13:10"
+check "tfconvert: vocab.json of words; tfinfo lists them" $?
+"$PY" - "$tmp/words_gpt2" "$TFRUN" "$tmp/words.tfw" <<'EOF'
+import json, os, subprocess, sys
+sys.path.insert(0, os.environ["TF_SOURCE_DIR"] + "/tests")
+import gpt2_ref as g
+folder, tfrun, tfw = sys.argv[1:]
+names = {i: t for t, i in json.load(open(folder + "/vocab.json")).items()}
+index = {t: i for i, t in names.items()}
+ref = g.Gpt2(folder)
+for prompt in ("1 2 plus 3 4 equals", "10 -1  9", "equals"):
+    ids = [index[w] for w in prompt.split()]
+    want = prompt + "".join(" " + names[i] for i in ref.generate(ids, 6)[len(ids):])
+    got = subprocess.run([tfrun, tfw, "-n", "6", prompt], check=True, capture_output=True,
+                         text=True).stdout
+    assert got == want + "\n", (prompt, got, want)
+EOF
+check "a GPT-2 of words generates in tfrun, words apart, as in the test's GPT-2 forward" $?
+"$TFCONVERT" "$tmp/words.tfw" -o "$tmp/words_back" &&
+    "$PY" -c "import json, sys; a, b = (json.load(open(p + '/vocab.json')) for p in sys.argv[1:]); assert a == b, (a, b)" \
+        "$tmp/words_gpt2" "$tmp/words_back"
+check "the folder comes back with its words in vocab.json" $?
+"$TFRUN" "$tmp/words.tfw" "1 pluss" 2>"$tmp/err.txt"
+[ $? -eq 1 ] && [ "$(cat "$tmp/err.txt")" = "tfrun: prompt: word 2 'pluss' is not in the vocabulary; did you mean 'plus'?" ]
+check "an unknown word of a converted model ($(cat "$tmp/err.txt"))" $?
 # A learned pre-norm model (tfc's initialization of decimal_add.tfp, exact
 # GELU, learned positions) has an unembedding bias, which GPT-2's lm_head
 # has not; without it, the model fits GPT-2: the test's own GPT-2 forward on
@@ -158,8 +195,10 @@ refuse "no lm_head.weight when untied" "no tensor 'lm_head.weight'" \
     "$cfg; c['tie_word_embeddings'] = False; $save"
 refuse "a vocabulary over 256 tokens" "vocab_size 300: a .tfw vocabulary holds at most 256" \
     "$cfg; c['vocab_size'] = 300; $save"
-refuse "a token of several characters" "token 'ab' \(id 3\) is not one" \
+refuse "a word beside the space token (words are typed apart)" "vocabulary entry 12 ' ' is not a token of a vocabulary of words" \
     "import json; v = json.load(open('vocab.json')); v['ab'] = v.pop('3'); json.dump(v, open('vocab.json', 'w'))"
+refuse "a word of a byte above ASCII" "token 'a.*b' \(id 3\) is not one" \
+    "import json; v = json.load(open('vocab.json')); v['a\\u00e9b'] = v.pop('3'); json.dump(v, open('vocab.json', 'w'))"
 refuse "a missing token id" "vocab.json: no token has id 3" \
     "import json; v = json.load(open('vocab.json')); del v['3']; json.dump(v, open('vocab.json', 'w'))"
 refuse "no vocab.json" "vocab.json: cannot open \(a character model: give --vocab" \

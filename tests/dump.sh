@@ -20,7 +20,7 @@ need_torch
 "$TFC" -O0 "$P/adder.tfp" -o "$tmp/adder0.tfw" && "$TFC" "$P/adder.tfp" -o "$tmp/adder.tfw" &&
     "$TFC" "$P/sort.tfp" -o "$tmp/sort.tfw" && "$TFC" "$P/histogram.tfp" -o "$tmp/histogram.tfw" &&
     "$TFC" "$P/first_token.tfp" -o "$tmp/first_token.tfw" &&
-    "$TFC" "$P/decimal_add.tfp" -o "$tmp/decimal_add.tfw"
+    "$TFC" "$P/decimal_add.tfp" -o "$tmp/decimal_add.tfw" && "$TFC" "$P/words.tfp" -o "$tmp/words.tfw"
 check "tfc compiles the models" $?
 "$TFTRAIN" "$P/binary_add.tfp" --task binary-add:3 --train-size 48 --heldout-size 16 --steps 30 \
     --quiet -o "$tmp/binary_add.tfw" >/dev/null &&
@@ -41,6 +41,7 @@ run_check "adder -O0" "$tmp/adder0.tfw" --tol 1e-3 "0999+0111=" "1234+5678=" "00
 run_check "adder -O" "$tmp/adder.tfw" --tol 1e-3 "0999+0111=" "9999+9999="
 run_check "sort" "$tmp/sort.tfw" "^dcbaabcd" "^aaaa"
 run_check "histogram" "$tmp/histogram.tfw" "^abcabca"
+run_check "words (a vocabulary of words)" "$tmp/words.tfw" "^ the cat sat" "^ 10 -1"
 run_check "decimal_add (4 heads, 2 blocks, pre-norm; as tfc initializes it)" "$tmp/decimal_add.tfw" \
     "123+456=" "999+1="
 run_check "trained binary_add (4 heads, pre-norm)" "$tmp/binary_add.tfw" "011+001=" "111+111="
@@ -129,6 +130,11 @@ cats = [r for r in s.registers.values() if r["kind"] == "categorical"]
 expect("sort has categorical registers", bool(cats))
 vals = s.decode(sc, cats[0]["name"])
 expect("a categorical register decodes to its labels", all(v is None or v in cats[0]["values"] for v in vals))
+w = tfw_torch.load(tmp + "/words.tfw")
+expect("a model of words generates words apart", w.generate("^ the cat sat on the mat") == "mat 2 on sat cat 1")
+_, wc = w.run_with_cache("^ the cat")
+expect("its tokens decode to words", w.decode(wc, "tokens", hook="hook_embed") == ["^", "the", "cat"])
+expect("its output register decodes to words and numbers", w.decode(wc, "out") == [None, "'cat'", "1"])
 c = tfw_torch.load(tmp + "/first_token.tfw")
 expect("a classifier generates its class", c.generate("31244123412341234123") in c.tf.classes)
 expect("ln_final for a model ending in a norm layer",

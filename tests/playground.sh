@@ -81,6 +81,7 @@ sort	^dcadcb
 sort_case	^aBcD
 sort_freq	^dcadcb
 sort_student	^dcadcb
+words	^ the cat sat on the mat
 xor	0abcd1
 PROMPTS
 failed=0

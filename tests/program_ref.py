@@ -322,6 +322,32 @@ def mul_digit_cases(rng, n=8):
         yield case(d, a)
 
 
+def words(ws):
+    """programs/words.tfp: the words reversed, each "the" as the count of "the" up to it,
+    10 and -1 swapped."""
+    swap = {"10": "-1", "-1": "10"}
+    return [str(ws[:i + 1].count("the")) if ws[i] == "the" else swap.get(ws[i], ws[i])
+            for i in reversed(range(len(ws)))]
+
+
+WORDS = ["the", "cat", "sat", "on", "mat", "10", "-1"] + [str(d) for d in range(9)]
+
+
+def word_cases(ref, vocab, exhaustive_len, maxn):
+    """Prompts of words ("^ the cat"), every one up to exhaustive_len words, then random
+    ones of 1..maxn words; the expected tokens separated by spaces."""
+    def cases(rng):
+        for n in range(exhaustive_len + 1):
+            for t in itertools.product(vocab, repeat=n):
+                yield " ".join(("^",) + t), " ".join(ref(list(t)))
+        for i in range(RANDOM_CASES):
+            t = [rng.choice(vocab) for _ in range(1 + i % maxn)]
+            yield " ".join(["^"] + t), " ".join(ref(t))
+    how = (f"exhaustive: every sequence of the {len(vocab)} words of length 0..{exhaustive_len}; "
+           f"random: {RANDOM_CASES} of length 1..{maxn}")
+    return cases, how, lambda prompt: " ".join(ref(prompt.split()[1:]))
+
+
 PROGRAMS = {}
 
 
@@ -330,6 +356,7 @@ def program(name, cases_and_how):
 
 
 program("reverse", seq_cases(reverse, "abc", 8))
+program("words", word_cases(words, WORDS, 3, 8))
 program("length", seq_cases(length, "ab", 10))
 program("histogram", seq_cases(histogram, "abcd", 6))
 program("double_histogram", seq_cases(double_histogram, "abcd", 6))

@@ -29,7 +29,7 @@ static void generate_texts(const TfModel *m, char **prompts, int n, int n_new, i
         for (int i = 0; i < nb; i++) {
             lens[i] = (int)strlen(prompts[start + i]);
             idp[i] = ids + (long)i * m->max_len;
-            ck_assert_int_eq(infer_tokenize(m, prompts[start + i], lens[i], (int *)idp[i], &err), 0);
+            ck_assert_int_eq(infer_tokenize(m, prompts[start + i], lens[i], (int *)idp[i], &err), lens[i]);
         }
         ck_assert_msg(infer_generate(inf, idp, lens, nb, n_new, out, &err) == 0, "%s", err.msg);
         for (int i = 0; i < nb; i++) {

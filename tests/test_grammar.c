@@ -121,12 +121,37 @@ START_TEST(test_escapes_in_vocab) {
     ck_assert_msg(p.n_errors == 0, "%s", p.diags);
     const TfStmt *s = p.prog->stmts;
     ck_assert_int_eq(s->vocab_len, 9);
-    ck_assert(memcmp(s->vocab, "a\n\t \\\"\0\r'", 9) == 0);
+    for (int i = 0; i < 9; i++) ck_assert_int_eq(s->vocab_codes[i], (unsigned char)"a\n\t \\\"\0\r'"[i]);
     // each byte knows the text it came from: a, \n, \t, ...
     ck_assert_int_eq(s->vocab_locs[0].col, 8);
     ck_assert_int_eq(s->vocab_locs[1].col, 9);
     ck_assert_int_eq(s->vocab_locs[1].end_col, 10);
     ck_assert_int_eq(s->vocab_locs[8].col, 23); /* the quote after \\r */
+    parsed_free(&p);
+}
+END_TEST
+
+/* vocab [...]: one code per string, words interned once, a one-character
+ * string the same code as its character literal; the dump reads back. */
+START_TEST(test_vocab_list_and_words) {
+    Parsed p = parse("vocab [\"^\", \"the\", \"cat\", \"10\"];\nbos \"^\";\n"
+                     "generate until \"cat\";\nm: Map(tokens == \"the\" ? 1 : 0) -> x;");
+    ck_assert_msg(p.n_errors == 0, "%s", p.diags);
+    const TfStmt *s = p.prog->stmts;
+    ck_assert_int_eq(s->vocab_len, 4);
+    ck_assert_int_eq(s->vocab_list, 1);
+    ck_assert_int_eq(s->vocab_codes[0], '^');
+    ck_assert_int_eq(s->vocab_codes[1], TF_TOKEN_WORD + 0);
+    ck_assert_int_eq(s->vocab_codes[3], TF_TOKEN_WORD + 2);
+    ck_assert_int_eq(p.prog->n_words, 3);
+    ck_assert_str_eq(p.prog->words[1], "cat");
+    ck_assert_int_eq(s->vocab_locs[1].col, 13);
+    ck_assert_int_eq(s->next->ch, '^');
+    ck_assert_int_eq(s->next->next->ch, TF_TOKEN_WORD + 1);
+    char *d = dump(p.prog);
+    ck_assert_str_eq(d, "vocab [\"^\", \"the\", \"cat\", \"10\"]\nbos '^'\ngenerate 0 until \"cat\"\n"
+                        "op label=m Map(((tokens == \"the\") ? 1 : 0)) -> x\n");
+    free(d);
     parsed_free(&p);
 }
 END_TEST
@@ -319,6 +344,7 @@ int main(void) {
     tcase_add_test(tc, test_adder_parses);
     tcase_add_test(tc, test_every_argument_kind);
     tcase_add_test(tc, test_escapes_in_vocab);
+    tcase_add_test(tc, test_vocab_list_and_words);
     tcase_add_test(tc, test_locations);
     tcase_add_test(tc, test_nested_repeat);
     tcase_add_test(tc, test_lexical_errors);

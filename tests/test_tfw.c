@@ -280,7 +280,9 @@ MUTATION(bad_d_model, set_meta(root, "d_model", "six"))
 MUTATION(d_model_not_string, cJSON_ReplaceItemInObjectCaseSensitive(meta(root), "d_model",
                                                                     cJSON_CreateNumber(6)))
 MUTATION(vocab_not_json, set_meta(root, "vocab", "[\"a\","))
-MUTATION(vocab_long_token, set_meta(root, "vocab", "[\"a\",\"bc\",\"d\"]"))
+MUTATION(vocab_empty_token, set_meta(root, "vocab", "[\"a\",\"\",\"d\"]"))
+MUTATION(vocab_blank_word, set_meta(root, "vocab", "[\"a\",\"b c\",\"d\"]"))
+MUTATION(vocab_same_word, set_meta(root, "vocab", "[\"ab\",\"c\",\"ab\"]"))
 MUTATION(layer_kind, set_layer_field(root, 0, "kind", "\"conv\""))
 MUTATION(layer_tensor, set_layer_field(root, 0, "query", "\"nope.weight\""))
 MUTATION(layer_act, set_layer_field(root, 1, "activation", "\"tanh\""))
@@ -323,7 +325,9 @@ START_TEST(test_rejects_bad_headers) {
         {bad_d_model, "__metadata__.d_model is 'six', not an integer"},
         {d_model_not_string, "__metadata__.d_model is not a string"},
         {vocab_not_json, "__metadata__.vocab is not valid JSON: unexpected end at byte 5"},
-        {vocab_long_token, "__metadata__.vocab[1] is not a one-character string"},
+        {vocab_empty_token, "__metadata__.vocab[1] is not a non-empty string"},
+        {vocab_blank_word, "__metadata__.vocab: vocabulary entry 1 'b c' is not a token of a vocabulary of words"},
+        {vocab_same_word, "vocabulary entries 0 and 2 are the same name"},
         {layer_kind, "__metadata__.layers[0]: unknown kind 'conv'"},
         {layer_tensor, "__metadata__.layers[0].query names tensor 'nope.weight', which is not in the file"},
         {layer_act, "__metadata__.layers[1].activation 'tanh' is not one of gelu, relu, gelu_tanh"},
@@ -690,8 +694,8 @@ START_TEST(test_rejects_bad_general_fields) {
     expect_general_rejected("output_mode", "sometimes",
                             "__metadata__.output_mode 'sometimes' is not next_token or every_position");
     expect_general_rejected("bos", "^", "__metadata__.bos '^' is not in the vocabulary");
-    expect_general_rejected("bos", "ab", "__metadata__.bos 'ab' is not one token");
-    expect_general_rejected("bos", "", "__metadata__.bos '' is not one token");
+    expect_general_rejected("bos", "ab", "__metadata__.bos 'ab' is not in the vocabulary");
+    expect_general_rejected("bos", "", "__metadata__.bos '' is not in the vocabulary");
     expect_general_rejected("stop_token", "z", "__metadata__.stop_token 'z' is not in the vocabulary");
     // Every-position with a stop token: the model is inconsistent.
     expect_general_rejected("stop_token", "a", "it has no stop token");

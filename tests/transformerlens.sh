@@ -6,7 +6,7 @@
 # scores, pattern, z, MLP pre/post, outputs) against tools/tfw_torch.py's
 # cache of the block's layers: the adder -O0 (one GELU
 # MLP or attention per block, padded), sort (bidirectional, ReLU, attention
-# and MLP layers paired), a trained pre-norm model and the secret code
+# and MLP layers paired), words (a vocabulary of words), a trained pre-norm model and the secret code
 # classifier; and the models it must refuse, with the reason.
 set -u
 TFC=$1
@@ -27,6 +27,13 @@ check "tftrain trains binary_add and secret_code" $?
 check "adder -O0 in TransformerLens's layout" $?
 "$PY" "$SRC/tests/tl_check.py" "$tmp/sort.tfw" 1e-5 "^dcbaabcd" "^abab"
 check "sort in TransformerLens's layout" $?
+"$TFC" "$P/words.tfp" -o "$tmp/words.tfw" &&
+    "$PY" "$SRC/tests/tl_check.py" "$tmp/words.tfw" 1e-5 "^ the cat sat" "^ 10 -1 the on mat"
+check "words (a vocabulary of words: prompts typed apart) in TransformerLens's layout" $?
+"$PY" "$SRC/tools/tfw_to_transformerlens.py" "$tmp/words.tfw" "$tmp/words.pt" >/dev/null &&
+    "$PY" -c 'import sys, torch
+assert torch.load(sys.argv[1])["vocab"][:8] == ["^", "the", "cat", "sat", "on", "mat", "10", "-1"]' "$tmp/words.pt"
+check "the conversion lists the token names (vocab)" $?
 "$PY" "$SRC/tests/tl_check.py" "$tmp/binary_add.tfw" 1e-5 "011+001=" "111+111="
 check "trained binary_add in TransformerLens's layout" $?
 "$PY" "$SRC/tests/tl_check.py" "$tmp/secret_code.tfw" 1e-5 "#2013" "#7"

@@ -3,7 +3,8 @@
 dict and a state dict of the names and shapes HookedTransformer expects.
 
     /usr/bin/python3 tools/tfw_to_transformerlens.py MODEL.tfw OUT.pt
-        writes torch.save({"cfg": cfg, "state_dict": sd, "blocks": blocks}, OUT.pt)
+        writes torch.save({"cfg": cfg, "state_dict": sd, "blocks": blocks, "vocab": names},
+        OUT.pt); vocab lists the tokens' names (characters, or words)
 
     import tfw_to_transformerlens as t2tl
     cfg, sd, blocks = t2tl.convert(tfw_torch.load("MODEL.tfw"))
@@ -201,7 +202,8 @@ def main():
     except (OSError, ValueError, KeyError, tfw_torch.TfwError, ConvertError) as e:
         print("tfw_to_transformerlens: %s: %s" % (sys.argv[1], e), file=sys.stderr)
         return 1
-    torch.save({"cfg": cfg, "state_dict": sd, "blocks": blocks}, sys.argv[2])
+    # vocab: token i's name (a character, or a word), as TransformerLens's tokenizer would map it
+    torch.save({"cfg": cfg, "state_dict": sd, "blocks": blocks, "vocab": model.vocab}, sys.argv[2])
     print("%s: %d blocks (%s), d_model %d, %d heads of %d, d_mlp %s, %s, %s"
           % (sys.argv[2], cfg["n_layers"], json.dumps(blocks), cfg["d_model"], cfg["n_heads"],
              cfg["d_head"], cfg["d_mlp"], cfg["act_fn"], cfg["normalization_type"] or "no norm"))

@@ -162,10 +162,16 @@ async function listExamples() {
 }
 
 // A prompt to start from: the line in the program's header comment that
-// shows one ("0999+0111= -> 0111"), else nothing.
+// shows one ("0999+0111= -> 0111", or quoted: "^ the cat" -> ...), else nothing.
 function examplePrompt(source) {
   const m = source.match(/^#.*?(\S+)\s*->/m);
-  return m ? m[1].replace(/^"|"$/g, "") : "";
+  if (!m) return "";
+  let p = m[1];
+  if (p.endsWith('"') && !p.startsWith('"')) { // a quoted prompt of words: "^ the cat" ->
+    const close = m[0].lastIndexOf('"'), open = m[0].lastIndexOf('"', close - 1);
+    if (open >= 0) p = m[0].slice(open, close + 1);
+  }
+  return p.replace(/^"|"$/g, "");
 }
 
 // ---- compile, run, open, download ------------------------------------------

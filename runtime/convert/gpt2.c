@@ -188,27 +188,44 @@ static int token_byte(const char *s) {
     return -1;
 }
 
-/* The model's vocabulary from opt->vocab or dir/vocab.json. */
+/* A vocab.json key as the bytes it stands for (token_byte of each of its
+ * characters) into out (max bytes, NUL-terminated): its length, or -1 when
+ * some character stands for no byte, for NUL or for a byte above ASCII (a
+ * word's bytes must be text), or it is longer than max - 1. */
+static int token_bytes(const char *s, char *out, int max) {
+    int n = 0;
+    for (const unsigned char *u = (const unsigned char *)s; *u;) {
+        char one[3] = {(char)u[0], 0, 0};
+        int k = (u[0] & 0xE0) == 0xC0 && u[1] ? 2 : 1;
+        if (k == 2) one[1] = (char)u[1];
+        int b = token_byte(one);
+        if (b <= 0 || b >= 0x80 || n >= max - 1) return -1;
+        out[n++] = (char)b;
+        u += k;
+    }
+    out[n] = '\0';
+    return n;
+}
+
+/* The model's vocabulary from opt->vocab or dir/vocab.json: characters, or
+ * words when a token stands for several bytes. */
 static int read_vocab(TfModel *m, const char *dir, const TfConvertOptions *opt, int n_vocab,
                       TfError *err) {
     if (n_vocab > 256) {
         tf_error_set(err, "config.json: vocab_size %d: a .tfw vocabulary holds at most 256 "
-                          "one-character tokens", n_vocab);
+                          "tokens", n_vocab);
         return -1;
     }
-    m->n_vocab = n_vocab;
-    m->vocab = malloc((size_t)n_vocab);
-    if (!m->vocab) {
-        tf_error_set(err, "out of memory");
-        return -1;
-    }
+    char names[256][TF_TOKEN_NAME_MAX + 1];
+    const char *np[256];
+    for (int i = 0; i < n_vocab; i++) names[i][0] = '\0', np[i] = names[i];
     if (opt->vocab) {
         if (opt->vocab_len != n_vocab) {
             tf_error_set(err, "--vocab has %d characters, but config.json's vocab_size is %d",
                          opt->vocab_len, n_vocab);
             return -1;
         }
-        memcpy(m->vocab, opt->vocab, (size_t)n_vocab);
+        for (int i = 0; i < n_vocab; i++) names[i][0] = opt->vocab[i], names[i][1] = '\0';
     } else {
         cJSON *v = read_json(dir, "vocab.json", err);
         if (!v) {
@@ -217,26 +234,27 @@ static int read_vocab(TfModel *m, const char *dir, const TfConvertOptions *opt, 
                                   "CHARS, token i the i-th character)", dir);
             return -1;
         }
-        memset(m->vocab, 0, (size_t)n_vocab);
         int n = 0, rc = 0;
         const cJSON *t;
         cJSON_ArrayForEach(t, v) {
-            int b = token_byte(t->string);
+            char bytes[TF_TOKEN_NAME_MAX + 1];
+            int len = token_bytes(t->string, bytes, sizeof bytes);
+            int b = len == 1 ? (unsigned char)bytes[0] : -1;
             if (!cJSON_IsNumber(t) || t->valuedouble != floor(t->valuedouble) ||
                 t->valuedouble < 0 || t->valuedouble >= n_vocab) {
                 tf_error_set(err, "vocab.json: token '%s' has no id from 0 to %d", t->string,
                              n_vocab - 1);
                 rc = -1;
-            } else if (b < 1 || b > 126) {
-                tf_error_set(err, "vocab.json: token '%s' (id %d) is not one printable ASCII "
-                                  "character or control byte: a .tfw token is one such byte",
-                             t->string, (int)t->valuedouble);
+            } else if (len < 1 || (len == 1 && (b < 1 || b > 126))) {
+                tf_error_set(err, "vocab.json: token '%.40s' (id %d) is not one printable ASCII "
+                                  "character or control byte, nor a word of at most %d bytes",
+                             t->string, (int)t->valuedouble, TF_TOKEN_NAME_MAX);
                 rc = -1;
-            } else if (m->vocab[(int)t->valuedouble]) {
+            } else if (names[(int)t->valuedouble][0]) {
                 tf_error_set(err, "vocab.json: two tokens have id %d", (int)t->valuedouble);
                 rc = -1;
             } else {
-                m->vocab[(int)t->valuedouble] = (char)b;
+                memcpy(names[(int)t->valuedouble], bytes, (size_t)len + 1);
                 n++;
             }
             if (rc < 0) break;
@@ -245,7 +263,7 @@ static int read_vocab(TfModel *m, const char *dir, const TfConvertOptions *opt, 
         if (rc < 0) return -1;
         if (n != n_vocab) {
             int miss = 0;
-            while (miss < n_vocab && m->vocab[miss]) miss++;
+            while (miss < n_vocab && names[miss][0]) miss++;
             tf_error_set(err, "vocab.json: no token has id %d (config.json: vocab_size %d)", miss,
                          n_vocab);
             return -1;
@@ -253,13 +271,17 @@ static int read_vocab(TfModel *m, const char *dir, const TfConvertOptions *opt, 
     }
     for (int i = 0; i < n_vocab; i++)
         for (int j = 0; j < i; j++)
-            if (m->vocab[i] == m->vocab[j]) {
-                tf_error_set(err, "%s: tokens %d and %d are the same character (byte 0x%02x)",
-                             opt->vocab ? "--vocab" : "vocab.json", j, i,
-                             (unsigned char)m->vocab[i]);
+            if (strcmp(names[i], names[j]) == 0) {
+                if (names[i][1])
+                    tf_error_set(err, "vocab.json: tokens %d and %d are the same word '%s'", j, i,
+                                 names[i]);
+                else
+                    tf_error_set(err, "%s: tokens %d and %d are the same character (byte 0x%02x)",
+                                 opt->vocab ? "--vocab" : "vocab.json", j, i,
+                                 (unsigned char)names[i][0]);
                 return -1;
             }
-    return 0;
+    return model_set_vocab(m, np, n_vocab, err);
 }
 
 /* The settings of a GPT-2 config.json. */
@@ -740,9 +762,13 @@ int convert_to_gpt2(const TfModel *m, const char *dir, TfError *err) {
         cJSON_AddBoolToObject(c, "scale_attn_weights", 1);
         if (m->bos >= 0) cJSON_AddNumberToObject(c, "bos_token_id", m->bos);
         if (m->stop_token >= 0) cJSON_AddNumberToObject(c, "eos_token_id", m->stop_token);
-        for (int i = 0; i < m->n_vocab; i++) {
-            char s[3];
-            byte_level((unsigned char)m->vocab[i], s);
+        for (int i = 0; i < m->n_vocab; i++) { /* each byte of the token's name */
+            char s[2 * TF_TOKEN_NAME_MAX + 1] = "", one[3];
+            const char *name = m->token_names ? m->token_names[i] : (char[]){m->vocab[i], 0};
+            for (const char *c = name; *c; c++) {
+                byte_level((unsigned char)*c, one);
+                strcat(s, one);
+            }
             cJSON_AddNumberToObject(v, s, i);
         }
         rc = tfw_write_safetensors(path, ts, n, meta, 1, err);

@@ -368,7 +368,7 @@ static int metadata(Onnx *o, Onnx__ModelProto *mp, const TfModel *m) {
     cJSON *vocab = cJSON_CreateArray(), *regs = cJSON_CreateArray();
     for (int i = 0; i < m->n_vocab; i++) {
         char s[2] = {m->vocab[i], 0};
-        cJSON_AddItemToArray(vocab, cJSON_CreateString(s));
+        cJSON_AddItemToArray(vocab, cJSON_CreateString(m->token_names ? m->token_names[i] : s));
     }
     for (int r = 0; r < m->n_regs; r++) {
         const TfRegister *g = &m->regs[r];
@@ -394,8 +394,9 @@ static int metadata(Onnx *o, Onnx__ModelProto *mp, const TfModel *m) {
     rc |= add_meta(o, mp, "tfw.output_kind", m->output_kind == TF_OUTPUT_CLASSIFY ? "classify" : "next_token");
     rc |= add_meta(o, mp, "tfw.output_mode", m->every_position ? "every_position" : "next_token");
     if (m->output_reg >= 0) rc |= add_meta(o, mp, "tfw.output", m->regs[m->output_reg].name);
-    if (m->bos >= 0) rc |= add_meta(o, mp, "tfw.bos", (char[]){m->vocab[m->bos], 0});
-    if (m->stop_token >= 0) rc |= add_meta(o, mp, "tfw.stop_token", (char[]){m->vocab[m->stop_token], 0});
+    char t[TF_TOKEN_TEXT_MAX];
+    if (m->bos >= 0) rc |= add_meta(o, mp, "tfw.bos", model_token_name(m, m->bos, t));
+    if (m->stop_token >= 0) rc |= add_meta(o, mp, "tfw.stop_token", model_token_name(m, m->stop_token, t));
     if (m->output_kind == TF_OUTPUT_CLASSIFY) {
         cJSON *c = cJSON_CreateArray();
         for (int i = 0; i < m->n_classes; i++) cJSON_AddItemToArray(c, cJSON_CreateString(m->class_names[i]));

@@ -1333,7 +1333,31 @@ int infer_classify(TfInfer *inf, const int *const *seqs, const int *lens, int n_
     return report_failures(inf, n_seqs, err);
 }
 
+/* A prompt of words: tokens separated by spaces, tabs or line ends. */
+static int tokenize_words(const TfModel *m, const char *text, int len, int *ids, TfError *err) {
+    int n = 0, i = 0;
+    for (;;) {
+        while (i < len && strchr(" \t\r\n", text[i])) i++;
+        if (i >= len) return n;
+        int start = i;
+        while (i < len && !strchr(" \t\r\n", text[i])) i++;
+        const char *w = text + start;
+        size_t wl = (size_t)(i - start);
+        int id = model_token_id(m, w, wl);
+        if (id < 0) {
+            int near = model_token_near(m, w, wl);
+            char hint[TF_TOKEN_TEXT_MAX + 24] = "";
+            if (near >= 0) snprintf(hint, sizeof hint, "; did you mean '%s'?", m->token_names[near]);
+            tf_error_set(err, "word %d '%.*s' is not in the vocabulary%s", n + 1,
+                         wl > 40 ? 40 : (int)wl, w, hint);
+            return -1;
+        }
+        ids[n++] = id;
+    }
+}
+
 int infer_tokenize(const TfModel *m, const char *text, int len, int *ids, TfError *err) {
+    if (m->token_names) return tokenize_words(m, text, len, ids, err);
     int map[256];
     for (int i = 0; i < 256; i++) map[i] = -1;
     for (int i = 0; i < m->n_vocab; i++) map[(unsigned char)m->vocab[i]] = i;
@@ -1354,6 +1378,6 @@ int infer_tokenize(const TfModel *m, const char *text, int len, int *ids, TfErro
         }
         ids[i] = map[c];
     }
-    return 0;
+    return len;
 }
 

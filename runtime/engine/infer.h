@@ -158,8 +158,11 @@ const char *infer_failure(const TfInfer *inf, int s);
 int infer_classify(TfInfer *inf, const int *const *seqs, const int *lens, int n_seqs, float *probs,
                    TfError *err);
 
-/* Prompt text -> token ids (one byte, one token). ids must hold len entries.
- * Fails with a message naming the first character not in the vocabulary. */
+/* Prompt text -> token ids: one byte, one token; or, in a vocabulary of
+ * words (TfModel.token_names), the words between spaces, tabs and line ends.
+ * ids must hold len entries. Returns the number of tokens, or -1 with a
+ * message naming the first character (or word, with the closest token as a
+ * hint) not in the vocabulary. */
 int infer_tokenize(const TfModel *m, const char *text, int len, int *ids, TfError *err);
 
 

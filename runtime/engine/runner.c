@@ -24,34 +24,37 @@ int runner_default_threads(void) {
 
 int runner_prepare_prompt(const TfModel *m, const char *text, int len, int n_new, int *ids,
                          TfError *err) {
-    if (len == 0) {
+    // Characters are counted before they are read; words must be read.
+    int n = len > 0 && m->token_names ? infer_tokenize(m, text, len, ids, err) : len;
+    if (n < 0) return -1;
+    if (n == 0) {
         tf_error_set(err, "empty prompt");
         return -1;
     }
     if (m->every_position || m->stop_token >= 0) {
         // One pass over the prompt; or generation that stops, at the latest,
         // when the position encoding ends.
-        if (len > m->max_len) {
+        if (n > m->max_len) {
             tf_error_set(err, "%d prompt tokens exceed the %d positions of the position encoding",
-                         len, m->max_len);
+                         n, m->max_len);
             return -1;
         }
-    } else if ((long)len + (n_new > 0 ? n_new - 1 : 0) > m->max_len) {
-        // The last generated token is never fed back: len + n_new - 1 positions.
+    } else if ((long)n + (n_new > 0 ? n_new - 1 : 0) > m->max_len) {
+        // The last generated token is never fed back: n + n_new - 1 positions.
         tf_error_set(err,
                      "%d prompt tokens plus %d to generate exceed the %d positions of the "
                      "position encoding",
-                     len, n_new, m->max_len);
+                     n, n_new, m->max_len);
         return -1;
     }
-    if (infer_tokenize(m, text, len, ids, err) < 0) return -1;
+    if (!m->token_names && infer_tokenize(m, text, len, ids, err) < 0) return -1;
     if (m->bos >= 0 && ids[0] != m->bos) {
-        char t[8];
+        char t[TF_TOKEN_TEXT_MAX];
         model_token_text(m, m->bos, t);
         tf_error_set(err, "the input must start with the beginning-of-sequence token '%s'", t);
         return -1;
     }
-    return 0;
+    return n;
 }
 
 int runner_limit_new_tokens(const TfModel *m, int n_new, int *limited, TfError *err) {
@@ -73,8 +76,9 @@ void runner_print_outputs(FILE *f, const TfModel *m, const char *prompt, size_t 
                          const int *toks, int n) {
     fwrite(prompt, 1, len, f);
     fputc('\t', f);
-    char buf[8];
+    char buf[TF_TOKEN_TEXT_MAX];
     for (int i = runner_output_start(m); i < n; i++) {
+        if (m->token_names && i > runner_output_start(m)) fputc(' ', f);
         int k = model_token_text(m, toks[i], buf);
         fwrite(buf, 1, (size_t)k, f);
     }
@@ -159,8 +163,9 @@ int runner_values_match(const TfModel *m, const float *vals, int n, const double
 void runner_print_completion(FILE *f, const TfModel *m, const char *prompt, size_t len,
                             const int *toks, int n) {
     fwrite(prompt, 1, len, f);
-    char buf[8];
+    char buf[TF_TOKEN_TEXT_MAX];
     for (int i = 0; i < n; i++) {
+        if (m->token_names) fputc(' ', f);
         int k = model_token_text(m, toks[i], buf);
         fwrite(buf, 1, (size_t)k, f);
     }
@@ -171,6 +176,7 @@ void runner_print_completion(FILE *f, const TfModel *m, const char *prompt, size
 typedef struct Slot {
     char *text;    /* the prompt, NUL-terminated */
     int len;
+    int n_ids;     /* its tokens */
     char *expect;  /* check mode: the expected completion (points into text) */
     double *want;  /* check mode, numeric models: the expected values */
     int n_want, want_cap;
@@ -314,7 +320,7 @@ static int run_chunk(Runner *R, int n, TfError *err) {
     int n_new = R->n_new, stride = R->stride;
     for (int i = 0; i < n; i++) {
         R->ids[i] = R->slots[i].ids;
-        R->lens[i] = R->slots[i].len;
+        R->lens[i] = R->slots[i].n_ids;
     }
     int per = o->batch_size, used = 0;
     for (int t = 0; t < o->n_threads; t++) {
@@ -391,8 +397,11 @@ static int run_chunk(Runner *R, int n, TfError *err) {
             values_text(p, m, vals, n_tok);
             pass = runner_values_match(m, vals, n_tok, s->want, s->n_want);
         } else {
-            for (int k = m->every_position ? runner_output_start(m) : 0; k < n_tok; k++)
+            int k0 = m->every_position ? runner_output_start(m) : 0;
+            for (int k = k0; k < n_tok; k++) {
+                if (m->token_names && k > k0) *p++ = ' ';
                 p += model_token_text(m, toks[k], p);
+            }
             pass = strcmp(R->text_buf, s->expect) == 0;
         }
         if (pass) {
@@ -436,7 +445,8 @@ static int take_line(Runner *R, Slot *s, char *line, size_t got, long lineno, co
         s->ids = ids;
         s->ids_cap = (int)len + 1;
     }
-    if (runner_prepare_prompt(R->m, line, (int)len, R->n_new, s->ids, &err) < 0) {
+    int n_ids = runner_prepare_prompt(R->m, line, (int)len, R->n_new, s->ids, &err);
+    if (n_ids < 0) {
         notify_output(R);
         fprintf(R->errs, "tfrun: %s:%ld: %s\n", in_name, lineno, err.msg);
         return -1;
@@ -465,6 +475,7 @@ static int take_line(Runner *R, Slot *s, char *line, size_t got, long lineno, co
     }
     memcpy(s->text, line, got + 1); /* the TAB, if any, is a NUL already */
     s->len = (int)len;
+    s->n_ids = n_ids;
     s->expect = expect ? s->text + (expect - line) : NULL;
     s->lineno = lineno;
     return 0;
@@ -549,7 +560,7 @@ int runner_run(const TfModel *m, FILE *in, const char *in_name, FILE *out, FILE 
     int numeric = model_numeric_output(m);
     if (numeric) R.vals = calloc((size_t)R.cap * (size_t)R.stride, sizeof *R.vals);
     if (m->n_checks) R.why = calloc((size_t)R.cap, sizeof *R.why);
-    R.text_buf = malloc((size_t)R.stride * (numeric ? TF_VALUE_TEXT_MAX : 8) + 1);
+    R.text_buf = malloc((size_t)R.stride * (numeric ? TF_VALUE_TEXT_MAX : TF_TOKEN_TEXT_MAX + 1) + 1);
     TfPlan *plan = plan_new(m, err);
     int rc = -1;
     if (!plan) goto done;

@@ -63,7 +63,8 @@ int runner_limit_new_tokens(const TfModel *m, int n_new, int *limited, TfError *
 /* Checks and tokenizes one prompt for generating n_new tokens (for a model
  * with a stop token, or read at every position, the prompt alone must fit
  * max_len; for a model with a bos, the prompt must start with it): ids
- * must hold len entries. Returns 0, or -1 with err naming the problem. */
+ * must hold len entries. Returns the number of tokens (len, or the words of
+ * a vocabulary of words), or -1 with err naming the problem. */
 int runner_prepare_prompt(const TfModel *m, const char *text, int len, int n_new, int *ids,
                          TfError *err);
 
@@ -90,12 +91,14 @@ int runner_parse_values(const char *text, double *out, int max, TfError *err);
  * and each within m->output_error_bound + 1e-6 |want| of its expected value. */
 int runner_values_match(const TfModel *m, const float *vals, int n, const double *want, int n_want);
 
-/* Writes `prompt` and the generated tokens (escaped, model_token_text) to f. */
+/* Writes `prompt` and the generated tokens (escaped, model_token_text; in a
+ * vocabulary of words, each after a space) to f. */
 void runner_print_completion(FILE *f, const TfModel *m, const char *prompt, size_t len,
                             const int *toks, int n);
 
 /* Every-position models: writes `prompt`, a TAB, and the tokens at
- * positions runner_output_start(m)..n-1 (escaped, model_token_text) to f.
+ * positions runner_output_start(m)..n-1 (escaped, model_token_text; words
+ * separated by single spaces) to f.
  * That text after the TAB is what --check expects. */
 void runner_print_outputs(FILE *f, const TfModel *m, const char *prompt, size_t len,
                          const int *toks, int n);

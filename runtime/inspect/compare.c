@@ -346,8 +346,9 @@ static void write_summary(const TfCompare *cmp, FILE *f) {
     const TfCapture *a = cmp->cap[0];
     fputs("<section id=\"summary\">\n<p>Both models run the prompt <code id=\"prompt\">", f);
     for (int p = 0; p < a->n_pos; p++) {
-        char t[8];
+        char t[TF_TOKEN_TEXT_MAX];
         model_token_text(a->m, a->tokens[p], t);
+        if (p > 0 && a->m->token_names) fputc(' ', f); /* words apart */
         draw_text(f, t);
     }
     fprintf(f, "</code> (%d positions); every attention head of A is compared with every head "

@@ -19,15 +19,23 @@
 
 /* --- decoding ------------------------------------------------------------ */
 
+/* t into buf of n bytes, cut short when longer (a token's name in a cell). */
+static void copy_text(char *buf, size_t n, const char *t) {
+    size_t k = strlen(t);
+    if (k >= n) k = n - 1;
+    memcpy(buf, t, k);
+    buf[k] = '\0';
+}
+
 /* The label of column i of a one-hot register: a token's text, or a
  * categorical value's label. */
 static void onehot_label(const TfModel *m, const TfRegister *reg, int i, char *buf, size_t n) {
     if (reg->kind == TF_REG_CATEGORICAL) {
         snprintf(buf, n, "%s", reg->values && i >= 0 && i < reg->size ? reg->values[i] : "?");
     } else {
-        char t[8];
+        char t[TF_TOKEN_TEXT_MAX];
         model_token_text(m, i >= 0 && i < m->n_vocab ? i : 0, t);
-        snprintf(buf, n, "%s", t);
+        copy_text(buf, n, t);
     }
 }
 
@@ -527,9 +535,9 @@ void inspect_logit_lens(const TfCapture *c, int block, int pos, int k, int *ids,
 
 void inspect_token_text(const TfModel *m, int id, char *buf, size_t bufsz) {
     if (id >= 0 && id < m->n_vocab && bufsz >= 8) {
-        char t[8];
+        char t[TF_TOKEN_TEXT_MAX];
         model_token_text(m, id, t);
-        snprintf(buf, bufsz, "%s", strcmp(t, " ") == 0 ? "' '" : t);
+        copy_text(buf, bufsz, strcmp(t, " ") == 0 ? "' '" : t);
     } else {
         snprintf(buf, bufsz, "#%d", id);
     }
@@ -601,9 +609,9 @@ void inspect_output_text(const TfModel *m, int id, char *buf, size_t bufsz) {
     if (m->output_kind == TF_OUTPUT_CLASSIFY && m->class_names && id >= 0 && id < m->n_classes) {
         snprintf(buf, bufsz, "%s", m->class_names[id]);
     } else if (m->output_kind != TF_OUTPUT_CLASSIFY && id >= 0 && id < m->n_vocab && bufsz >= 8) {
-        char t[8];
+        char t[TF_TOKEN_TEXT_MAX];
         model_token_text(m, id, t);
-        snprintf(buf, bufsz, "%s", strcmp(t, " ") == 0 ? "' '" : t);
+        copy_text(buf, bufsz, strcmp(t, " ") == 0 ? "' '" : t);
     } else {
         snprintf(buf, bufsz, "#%d", id);
     }
@@ -933,8 +941,9 @@ void inspect_print_trace(const TfCapture *c, FILE *out) {
     inspect_output_text(m, c->next, next, sizeof next);
     fprintf(out, "step %d: %d positions \"", c->step, c->n_pos);
     for (int p = 0; p < c->n_pos; p++) {
-        char t[8];
+        char t[TF_TOKEN_TEXT_MAX];
         model_token_text(m, c->tokens[p], t);
+        if (p > 0 && m->token_names) fputc(' ', out); /* words apart */
         fputs(t, out);
     }
     if (c->values) {
@@ -948,8 +957,9 @@ void inspect_print_trace(const TfCapture *c, FILE *out) {
     } else if (c->outputs) {
         fprintf(out, "\" -> every position \"");
         for (int p = 0; p < c->n_pos; p++) {
-            char t[8];
+            char t[TF_TOKEN_TEXT_MAX];
             model_token_text(m, c->outputs[p], t);
+            if (p > 0 && m->token_names) fputc(' ', out);
             fputs(t, out);
         }
         fprintf(out, "\"\n");

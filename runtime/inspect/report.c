@@ -526,7 +526,7 @@ static const char *const report_js =
 /* The data the script reads: tokens, registers, every block, every head. */
 static void write_json_data(const TfCapture *c, FILE *f) {
     const TfModel *m = c->m;
-    char t[32];
+    char t[TF_TOKEN_TEXT_MAX + 4];
     fprintf(f, "{\"P\":%d,\"d\":%d,\"tokens\":[", c->n_pos, m->d_model);
     for (int p = 0; p < c->n_pos; p++) {
         inspect_token_text(m, c->tokens[p], t, sizeof t);
@@ -714,8 +714,9 @@ static void write_wrote(const TfCapture *c, int block, FILE *f) {
 
 static void write_tokens(const TfModel *m, const int *ids, int from, int to, FILE *f) {
     for (int p = from; p < to; p++) {
-        char t[8];
+        char t[TF_TOKEN_TEXT_MAX];
         model_token_text(m, ids[p], t);
+        if (p > from && m->token_names) fputc(' ', f); /* words apart */
         draw_text(f, t);
     }
 }
@@ -770,7 +771,7 @@ static void write_unembedding(const TfCapture *c, FILE *f) {
         fputs("</code> at every position; decoded, it holds <code id=\"unembed-reads\">", f);
         for (int p = from; p < c->n_pos; p++) {
             int tok = inspect_output_read(c, p, &d);
-            char tt[8] = "?";
+            char tt[TF_TOKEN_TEXT_MAX] = "?";
             if (tok >= 0) model_token_text(m, tok, tt);
             draw_text(f, tt);
         }

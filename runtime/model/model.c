@@ -69,6 +69,8 @@ void model_free(TfModel *m) {
     free(m->layers);
     free(m->tensors);
     free(m->vocab);
+    for (int i = 0; m->token_names && i < m->n_vocab; i++) free(m->token_names[i]);
+    free(m->token_names);
     free(m->source);
     free(m->source_name);
     free(m->made_by);
@@ -87,6 +89,7 @@ TfModel *model_new_like(const TfModel *src) {
     m->class_names = NULL, m->n_classes = 0;
     m->checks = NULL, m->n_checks = 0;
     m->vocab = m->source = m->source_name = m->made_by = m->learned = NULL;
+    m->token_names = NULL;
     return m;
 }
 
@@ -729,8 +732,10 @@ int model_validate(const TfModel *m, TfError *err) {
     }
     for (int i = 0; i < m->n_vocab; i++)
         for (int j = 0; j < i; j++)
-            if (m->vocab[i] == m->vocab[j]) {
-                tf_error_set(err, "vocabulary entries %d and %d are the same character", j, i);
+            if (m->token_names ? strcmp(m->token_names[i], m->token_names[j]) == 0
+                               : m->vocab[i] == m->vocab[j]) {
+                tf_error_set(err, "vocabulary entries %d and %d are the same %s", j, i,
+                             m->token_names ? "name" : "character");
                 return -1;
             }
     if (m->period < 1 || m->max_len < 1 || m->generate < 0) {
@@ -780,7 +785,108 @@ int model_value_text(float v, char *buf) {
     return k;
 }
 
+/* Whether a name can be a token of a vocabulary of words: 1..max bytes, no
+ * blank, control character or DEL. */
+static int word_ok(const char *s, size_t len) {
+    if (len < 1 || len > TF_TOKEN_NAME_MAX) return 0;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)s[i] <= 0x20 || s[i] == 0x7f) return 0;
+    return 1;
+}
+
+int model_set_vocab(TfModel *m, const char *const *names, int n, TfError *err) {
+    if (n < 1 || n > 256) {
+        tf_error_set(err, "the vocabulary has %d tokens, not 1 to 256", n);
+        return -1;
+    }
+    int words = 0;
+    for (int i = 0; i < n; i++) words |= strlen(names[i]) != 1;
+    char *vocab = calloc((size_t)n, 1);
+    char **tn = words ? calloc((size_t)n, sizeof *tn) : NULL;
+    if (!vocab || (words && !tn)) {
+        free(vocab), free(tn);
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        size_t len = strlen(names[i]);
+        if (len == 1) vocab[i] = names[i][0];
+        if (!words) continue;
+        if (!word_ok(names[i], len)) {
+            tf_error_set(err,
+                         "vocabulary entry %d '%.40s' is not a token of a vocabulary of words "
+                         "(1 to %d bytes, no space or control character)",
+                         i, names[i], TF_TOKEN_NAME_MAX);
+            for (int j = 0; j < i; j++) free(tn[j]);
+            free(tn), free(vocab);
+            return -1;
+        }
+        tn[i] = malloc(len + 1);
+        if (!tn[i]) {
+            for (int j = 0; j < i; j++) free(tn[j]);
+            free(tn), free(vocab);
+            tf_error_set(err, "out of memory");
+            return -1;
+        }
+        memcpy(tn[i], names[i], len + 1);
+    }
+    free(m->vocab);
+    for (int i = 0; m->token_names && i < m->n_vocab; i++) free(m->token_names[i]);
+    free(m->token_names);
+    m->vocab = vocab;
+    m->token_names = tn;
+    m->n_vocab = n;
+    return 0;
+}
+
+const char *model_token_name(const TfModel *m, int tok, char *buf) {
+    if (m->token_names) return m->token_names[tok];
+    buf[0] = m->vocab[tok];
+    buf[1] = '\0';
+    return buf;
+}
+
+int model_copy_vocab(TfModel *dst, const TfModel *src, TfError *err) {
+    const char *names[256];
+    char one[256][2];
+    for (int i = 0; i < src->n_vocab && i < 256; i++) {
+        one[i][0] = src->vocab[i];
+        one[i][1] = '\0';
+        names[i] = src->token_names ? src->token_names[i] : one[i];
+    }
+    return model_set_vocab(dst, names, src->n_vocab, err);
+}
+
+int model_token_id(const TfModel *m, const char *name, size_t len) {
+    for (int i = 0; i < m->n_vocab; i++) {
+        if (m->token_names ? strlen(m->token_names[i]) == len &&
+                                 memcmp(m->token_names[i], name, len) == 0
+                           : len == 1 && m->vocab[i] == name[0])
+            return i;
+    }
+    return -1;
+}
+
+int model_token_near(const TfModel *m, const char *name, size_t len) {
+    int best = -1, best_d = 3;
+    char t[TF_TOKEN_TEXT_MAX];
+    for (int i = 0; i < m->n_vocab; i++) {
+        model_token_text(m, i, t);
+        int d = tf_edit_distance(name, len, t);
+        if (d < best_d) {
+            best_d = d;
+            best = i;
+        }
+    }
+    return best;
+}
+
 int model_token_text(const TfModel *m, int tok, char *buf) {
+    if (m->token_names) {
+        size_t len = strlen(m->token_names[tok]);
+        memcpy(buf, m->token_names[tok], len + 1);
+        return (int)len;
+    }
     unsigned char c = (unsigned char)m->vocab[tok];
     switch (c) {
     case '\n': return sprintf(buf, "\\n");

@@ -135,7 +135,10 @@ typedef struct TfCheck {
 typedef struct TfModel {
     int d_model;
     int n_vocab;
-    char *vocab;   /* n_vocab bytes: token i is the character vocab[i] */
+    char *vocab;   /* n_vocab bytes: token i is the character vocab[i] ('\0' for a word) */
+    char **token_names; /* NULL: a vocabulary of characters; else, when some token is a
+                           word (several bytes), n_vocab names: prompts and outputs are
+                           words separated by spaces (model_set_vocab) */
     int period;    /* of the sin/cos position encoding */
     int max_len;   /* rows of embed.position.weight: the longest sequence */
 
@@ -280,9 +283,31 @@ size_t model_param_count(const TfModel *m);
 #define TF_VALUE_TEXT_MAX 32
 int model_value_text(float v, char *buf);
 
-/* Writes token `tok` as printable text into buf (at least 5 bytes):
- * printable ASCII as itself, \n \t \r \\ escaped, other bytes as \xHH.
+/* Writes token `tok` as printable text into buf (TF_TOKEN_TEXT_MAX bytes):
+ * printable ASCII as itself, \n \t \r \\ escaped, other bytes as \xHH;
+ * in a vocabulary of words, the token's name.
  * Returns the number of bytes written (no NUL counted; buf is terminated). */
+#define TF_TOKEN_NAME_MAX 32 /* bytes of a token's name */
+#define TF_TOKEN_TEXT_MAX (TF_TOKEN_NAME_MAX + 1)
 int model_token_text(const TfModel *m, int tok, char *buf);
+
+/* Sets the vocabulary from n (1..256) names: a vocabulary of characters when
+ * each is one byte, else of words (token_names), each a distinct name of
+ * 1..TF_TOKEN_NAME_MAX bytes with no byte below 0x21 nor 0x7f (a prompt of
+ * words is split at spaces). Returns 0, or -1 with err naming the bad entry. */
+int model_set_vocab(TfModel *m, const char *const *names, int n, TfError *err);
+
+/* Token tok's name, unescaped: its character, or its word (buf: 2 bytes at least). */
+const char *model_token_name(const TfModel *m, int tok, char *buf);
+
+/* dst's vocabulary a copy of src's. Returns 0, or -1 with err set. */
+int model_copy_vocab(TfModel *dst, const TfModel *src, TfError *err);
+
+/* The token named name[0..len) (a character, or a word), -1 when none is. */
+int model_token_id(const TfModel *m, const char *name, size_t len);
+
+/* The token whose name is closest to name[0..len) (edit distance at most 2),
+ * -1 when none is: "did you mean" for an unknown word. */
+int model_token_near(const TfModel *m, const char *name, size_t len);
 
 #endif

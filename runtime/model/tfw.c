@@ -236,6 +236,8 @@ static char *dup_str(const char *s) {
     return p;
 }
 
+/* A list of one-character strings (a vocabulary of characters), or of
+ * names when some token is a word (docs/weight-format.md, "Vocabulary"). */
 static int read_vocab(TfModel *m, const cJSON *meta, TfError *err) {
     cJSON *v = meta_json(meta, "vocab", 1, err);
     if (!v) return -1;
@@ -245,24 +247,24 @@ static int read_vocab(TfModel *m, const cJSON *meta, TfError *err) {
         cJSON_Delete(v);
         return -1;
     }
-    m->vocab = malloc((size_t)n);
-    if (!m->vocab) {
-        cJSON_Delete(v);
-        tf_error_set(err, "out of memory");
-        return -1;
-    }
-    m->n_vocab = n;
+    const char *names[256];
     for (int i = 0; i < n; i++) {
         const cJSON *t = cJSON_GetArrayItem(v, i);
-        if (!cJSON_IsString(t) || strlen(t->valuestring) != 1) {
-            tf_error_set(err, "__metadata__.vocab[%d] is not a one-character string", i);
+        if (!cJSON_IsString(t) || t->valuestring[0] == '\0') {
+            tf_error_set(err, "__metadata__.vocab[%d] is not a non-empty string", i);
             cJSON_Delete(v);
             return -1;
         }
-        m->vocab[i] = t->valuestring[0];
+        names[i] = t->valuestring;
+    }
+    int rc = model_set_vocab(m, names, n, err);
+    if (rc < 0) {
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        tf_error_set(err, "__metadata__.vocab: %s", why);
     }
     cJSON_Delete(v);
-    return 0;
+    return rc;
 }
 
 static int obj_int(const cJSON *o, const char *key, int64_t lo, int64_t hi, int optional,
@@ -678,12 +680,8 @@ static int read_output_kind(TfModel *m, const cJSON *meta, TfError *err) {
 static int meta_token(const TfModel *m, const cJSON *meta, const char *key, TfError *err) {
     const char *s = meta_string(meta, key, 1, err);
     if (!s) return cJSON_GetObjectItemCaseSensitive(meta, key) ? -2 : -1;
-    if (strlen(s) != 1) {
-        tf_error_set(err, "__metadata__.%s '%.40s' is not one token", key, s);
-        return -2;
-    }
-    for (int i = 0; i < m->n_vocab; i++)
-        if (m->vocab[i] == s[0]) return i;
+    int id = model_token_id(m, s, strlen(s));
+    if (id >= 0) return id;
     tf_error_set(err, "__metadata__.%s '%.40s' is not in the vocabulary", key, s);
     return -2;
 }
@@ -1136,7 +1134,7 @@ static cJSON *build_metadata(const TfModel *m) {
     int ok = meta && vocab && regs && layers;
     for (int i = 0; ok && i < m->n_vocab; i++) {
         char tok[2] = {m->vocab[i], '\0'};
-        ok = cJSON_AddItemToArray(vocab, cJSON_CreateString(tok));
+        ok = cJSON_AddItemToArray(vocab, cJSON_CreateString(m->token_names ? m->token_names[i] : tok));
     }
     for (int i = 0; ok && i < m->n_regs; i++) {
         cJSON *r = cJSON_CreateObject();
@@ -1194,11 +1192,12 @@ static cJSON *build_metadata(const TfModel *m) {
         ok = cJSON_AddStringToObject(meta, "output_mode", "every_position") != NULL;
     if (ok && m->bos >= 0) {
         char tok[2] = {m->vocab[m->bos], '\0'};
-        ok = cJSON_AddStringToObject(meta, "bos", tok) != NULL;
+        ok = cJSON_AddStringToObject(meta, "bos", m->token_names ? m->token_names[m->bos] : tok) != NULL;
     }
     if (ok && m->stop_token >= 0) {
         char tok[2] = {m->vocab[m->stop_token], '\0'};
-        ok = cJSON_AddStringToObject(meta, "stop_token", tok) != NULL;
+        const char *name = m->token_names ? m->token_names[m->stop_token] : tok;
+        ok = cJSON_AddStringToObject(meta, "stop_token", name) != NULL;
     }
     if (ok && model_numeric_output(m)) {
         char bound[32];
@@ -1289,7 +1288,7 @@ static int write_buffer(const TfModel *m, int n_tensors, unsigned char **out, si
     *out = NULL;
     *len = 0;
     if (model_validate(m, err) < 0) return -1;
-    for (int i = 0; i < m->n_vocab; i++) {
+    for (int i = 0; !m->token_names && i < m->n_vocab; i++) {
         unsigned char c = (unsigned char)m->vocab[i];
         if (c == '\0' || c >= 0x80) {
             tf_error_set(err, "the vocabulary holds the byte 0x%02x, which the file cannot store "

@@ -47,7 +47,7 @@ static size_t print_layer_tensor(const TfModel *m, const int *uses, const char *
 
 static void print_vocab(const TfModel *m) {
     printf("vocabulary: %d tokens\n ", m->n_vocab);
-    char buf[8];
+    char buf[TF_TOKEN_TEXT_MAX];
     for (int i = 0; i < m->n_vocab; i++) {
         model_token_text(m, i, buf);
         printf(" %d:%s", i, strcmp(buf, " ") == 0 ? "' '" : buf);
@@ -290,7 +290,7 @@ int main(int argc, char **argv) {
                m->output_reg >= 0 ? m->regs[m->output_reg].name : "the whole residual stream");
     } else {
         if (m->stop_token >= 0) {
-            char t[8];
+            char t[TF_TOKEN_TEXT_MAX];
             model_token_text(m, m->stop_token, t);
             printf("until the stop token '%s' (not printed), at most %d tokens", t, m->generate);
         } else {
@@ -300,7 +300,7 @@ int main(int argc, char **argv) {
                m->output_reg >= 0 ? m->regs[m->output_reg].name : "the whole residual stream");
     }
     if (m->bos >= 0) {
-        char t[8];
+        char t[TF_TOKEN_TEXT_MAX];
         model_token_text(m, m->bos, t);
         printf("beginning of sequence: '%s' (every input starts with it)\n", t);
     }

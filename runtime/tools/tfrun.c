@@ -45,6 +45,7 @@
 #include "compare.h"
 #include "distributed.h"
 #include "dump.h"
+#include "file.h"
 #include "infer.h"
 #include "kernels.h"
 #include "inspect.h"
@@ -71,6 +72,8 @@ static void usage(FILE *f) {
                "  -n N             generate N tokens (default: the program's `generate`;\n"
                "                   with a stop token, at most N)\n"
                "  --batch FILE     read one prompt per line ('-': standard input)\n"
+               "  --tokens FILE    the prompt is FILE's text (a model of words: its words,\n"
+               "                   whitespace-separated; else its text less a final newline)\n"
                "  --check FILE     read lines prompt<TAB>expected completion (or the tokens\n"
                "                   at every position, or numbers: decimals or p/q, each\n"
                "                   within the model's error bound, or a classifier's class);\n"
@@ -106,6 +109,43 @@ static void usage(FILE *f) {
             TFRUN_MAX_BATCH, TFRUN_DEFAULT_BATCH);
 }
 
+/* --tokens FILE's text, freed at exit. */
+static char *tokens_text;
+static void free_tokens_text(void) { free(tokens_text); }
+
+/* --tokens: the prompt in a file. For a model of words, its words joined by
+ * single spaces (as tfrun prints them); else its text without a final line
+ * end. NULL after a one-line message. */
+static char *read_tokens(const char *path, const TfModel *m) {
+    TfError err = {""};
+    size_t len;
+    char *t = tf_file_read_max(path, (size_t)1 << 24, &len, &err);
+    if (!t) {
+        fprintf(stderr, "tfrun: --tokens %s\n", err.msg);
+        return NULL;
+    }
+    if (memchr(t, '\0', len)) {
+        fprintf(stderr, "tfrun: --tokens %s: the file holds a NUL byte\n", path);
+        free(t);
+        return NULL;
+    }
+    if (m->token_names) {
+        size_t k = 0;
+        for (size_t i = 0; i < len; i++) {
+            int blank = strchr(" \t\r\n", t[i]) != NULL;
+            if (!blank) t[k++] = t[i];
+            else if (k > 0 && t[k - 1] != ' ') t[k++] = ' ';
+        }
+        if (k > 0 && t[k - 1] == ' ') k--;
+        len = k;
+    } else {
+        if (len > 0 && t[len - 1] == '\n') len--;
+        if (len > 0 && t[len - 1] == '\r') len--;
+    }
+    t[len] = '\0';
+    return t;
+}
+
 static int parse_count(const char *s, int *out) {
     long v;
     if (cli_parse_long(s, 0, INT_MAX, &v) < 0) return -1;
@@ -113,16 +153,17 @@ static int parse_count(const char *s, int *out) {
     return 0;
 }
 
-/* Checks and tokenizes a prompt; on failure prints "tfrun: WHERE: problem". */
+/* Checks and tokenizes a prompt (its tokens: *n_ids); on failure prints
+ * "tfrun: WHERE: problem". */
 static int *prepare_prompt(const TfModel *m, const char *text, int len, int n_new,
-                           const char *where) {
+                           const char *where, int *n_ids) {
     TfError err = {""};
     int *ids = malloc(((size_t)len + 1) * sizeof(int));
     if (!ids) {
         fprintf(stderr, "tfrun: %s: out of memory\n", where);
         return NULL;
     }
-    if (runner_prepare_prompt(m, text, len, n_new, ids, &err) < 0) {
+    if ((*n_ids = runner_prepare_prompt(m, text, len, n_new, ids, &err)) < 0) {
         fprintf(stderr, "tfrun: %s: %s\n", where, err.msg);
         free(ids);
         return NULL;
@@ -233,10 +274,11 @@ static int run_dump(const TfModel *m, const char *prompt, const char *path,
                     const TfIntervention *iv) {
     size_t len = strlen(prompt);
     if (len > INT_MAX / 2) len = INT_MAX / 2;
-    int *ids = prepare_prompt(m, prompt, (int)len, 0, "prompt");
+    int n_ids;
+    int *ids = prepare_prompt(m, prompt, (int)len, 0, "prompt", &n_ids);
     if (!ids) return CLI_EXIT_INPUT;
     TfError err = {""};
-    int rc = dump_activations(m, prompt, ids, (int)len, iv, path, &err);
+    int rc = dump_activations(m, prompt, ids, n_ids, iv, path, &err);
     if (rc < 0) fprintf(stderr, "tfrun: %s\n", err.msg);
     free(ids);
     return rc < 0 ? cli_error_status(&err) : 0;
@@ -247,14 +289,15 @@ static int run_dump(const TfModel *m, const char *prompt, const char *path,
 static int run_inspect(const TfModel *m, const char *prompt, int n_new, const TfInspectOptions *io) {
     size_t len = strlen(prompt);
     if (len > INT_MAX / 2) len = INT_MAX / 2;
-    int *ids = prepare_prompt(m, prompt, (int)len, n_new, "prompt");
+    int n_ids = 0;
+    int *ids = prepare_prompt(m, prompt, (int)len, n_new, "prompt", &n_ids);
     size_t cap = (size_t)(n_new > (int)len ? n_new : (int)len) + 1;
     int *out = malloc(cap * sizeof(int));
     float *vals = malloc(cap * sizeof(float));
     TfError err = {""};
     int status = 0, n_out = 0;
     if (!ids || !out || !vals ||
-        inspect_run(m, ids, (int)len, n_new, io, stdout, out, vals, &n_out, &err) < 0) {
+        inspect_run(m, ids, n_ids, n_new, io, stdout, out, vals, &n_out, &err) < 0) {
         if (ids) fprintf(stderr, "tfrun: %s\n", out && vals ? err.msg : "out of memory");
         status = !ids ? CLI_EXIT_INPUT : !(out && vals) ? CLI_EXIT_SYSTEM : cli_error_status(&err);
     } else if (m->output_kind == TF_OUTPUT_CLASSIFY) {
@@ -272,7 +315,8 @@ static int run_one(const TfModel *m, const char *prompt, int n_new, int use_cach
                    const TfIntervention *iv) {
     size_t len = strlen(prompt);
     if (len > INT_MAX / 2) len = INT_MAX / 2;
-    int *ids = prepare_prompt(m, prompt, (int)len, n_new, "prompt");
+    int n_ids;
+    int *ids = prepare_prompt(m, prompt, (int)len, n_new, "prompt", &n_ids);
     if (!ids) return CLI_EXIT_INPUT;
     TfError err = {""};
     TfInfer *inf = infer_new(m, 1, &err);
@@ -286,7 +330,7 @@ static int run_one(const TfModel *m, const char *prompt, int n_new, int use_cach
     float *vals = malloc(cap * sizeof(float));
     int status = 0, n_out = n_new, rc = -1;
     const int *idp = ids;
-    int ilen = (int)len;
+    int ilen = n_ids;
     if (inf && out && vals) {
         if (model_numeric_output(m)) {
             rc = infer_every_position_values(inf, &idp, &ilen, 1, &vals, &err);
@@ -322,7 +366,7 @@ static int classify_text(TfInfer *inf, const TfModel *m, const char *text, float
     int rc = -1;
     if (!ids)
         tf_error_set(err, "input of %d characters (1 to %d allowed)", len, m->max_len);
-    else if (infer_tokenize(m, text, len, ids, err) == 0 &&
+    else if ((len = infer_tokenize(m, text, len, ids, err)) > 0 &&
              infer_classify(inf, (const int *const *)&ids, &len, 1, probs, err) == 0) {
         *best = 0;
         for (int c = 1; c < m->n_classes; c++)
@@ -468,6 +512,7 @@ static int run_classify(const TfModel *m, const char *prompt, const char *path, 
  * does (one full pass per step), or a classifier's class. */
 static int result_text(const TfModel *m, const char *prompt, const int *ids, int len, int n_new,
                        const TfIntervention *iv, char **text, TfError *err) {
+    size_t prompt_len = strlen(prompt);
     size_t cap = (size_t)(n_new > len ? n_new : len) + 1, size = 0;
     int *out = malloc(cap * sizeof(int));
     float *vals = malloc(cap * sizeof(float));
@@ -487,7 +532,7 @@ static int result_text(const TfModel *m, const char *prompt, const int *ids, int
     else if (inf)
         rc = classify_one(inf, m, prompt, probs, f, err);
     else if ((rc = inspect_run(m, ids, len, n_new, &none, NULL, out, vals, &n_out, err)) == 0)
-        print_result(f, m, prompt, (size_t)len, out, vals, n_out);
+        print_result(f, m, prompt, prompt_len, out, vals, n_out);
     if (f && fclose(f) != 0 && rc == 0) {
         tf_error_set(err, "out of memory");
         rc = -1;
@@ -510,7 +555,7 @@ static int run_compare(TfModel *const m[2], const char *const path[2], const cha
     const TfIntervention *iv[2] = {io->intervention, NULL}; /* A's edits only */
     size_t len = strlen(prompt);
     if (len > INT_MAX / 2) len = INT_MAX / 2;
-    int *ids[2] = {NULL, NULL}, status = CLI_EXIT_INPUT, s = 0;
+    int *ids[2] = {NULL, NULL}, n_ids[2] = {0, 0}, status = CLI_EXIT_INPUT, s = 0;
     char *text[2] = {NULL, NULL};
     TfCapture *cap[2] = {NULL, NULL};
     TfCompare *cmp = NULL;
@@ -519,18 +564,19 @@ static int run_compare(TfModel *const m[2], const char *const path[2], const cha
         size_t n = strlen(path[s]) + 16;
         char *where = malloc(n);
         if (where) snprintf(where, n, "prompt for %s", path[s]);
-        ids[s] = prepare_prompt(m[s], prompt, (int)len, n_new[s], where ? where : "prompt");
+        ids[s] = prepare_prompt(m[s], prompt, (int)len, n_new[s], where ? where : "prompt",
+                                &n_ids[s]);
         free(where);
         if (!ids[s]) goto done;
     }
     for (s = 0; s < 2; s++) /* refused before either model runs */
-        if (inspect_check_size(m[s], (int)len, 0, TF_REPORT_MAX_CELLS, "the comparison", &err) < 0) {
+        if (inspect_check_size(m[s], n_ids[s], 0, TF_REPORT_MAX_CELLS, "the comparison", &err) < 0) {
             fprintf(stderr, "tfrun: %s: %s\n", path[s], err.msg);
             goto done;
         }
     for (s = 0; s < 2; s++) {
-        if (result_text(m[s], prompt, ids[s], (int)len, n_new[s], iv[s], &text[s], &err) < 0 ||
-            !(cap[s] = inspect_capture_with(m[s], ids[s], (int)len, 0, iv[s], &err))) {
+        if (result_text(m[s], prompt, ids[s], n_ids[s], n_new[s], iv[s], &text[s], &err) < 0 ||
+            !(cap[s] = inspect_capture_with(m[s], ids[s], n_ids[s], 0, iv[s], &err))) {
             fprintf(stderr, "tfrun: %s: %s\n", path[s], err.msg);
             goto done;
         }
@@ -582,16 +628,16 @@ static int make_intervention(const TfModel *m, const char *const *specs, int n_s
         intervention_free(iv);
         return CLI_EXIT_USAGE;
     }
-    int status = 0, len = prompt ? (int)strnlen(prompt, INT_MAX / 2) : 0;
-    int *ids = per_prompt ? prepare_prompt(m, prompt, len, n_new, "prompt") : NULL;
+    int status = 0, len = prompt ? (int)strnlen(prompt, INT_MAX / 2) : 0, n_src = 0;
+    int *ids = per_prompt ? prepare_prompt(m, prompt, len, n_new, "prompt", &len) : NULL;
     int *src = ids && patch_from ? prepare_prompt(m, patch_from, (int)strnlen(patch_from, INT_MAX / 2),
-                                                  n_new, "--patch-from")
+                                                  n_new, "--patch-from", &n_src)
                                  : NULL;
     if (per_prompt && (!ids || (patch_from && !src))) {
         status = CLI_EXIT_INPUT;
-    } else if (src && (int)strlen(patch_from) != len) {
+    } else if (src && n_src != len) {
         fprintf(stderr, "tfrun: --patch-from: '%s' has %d tokens, the prompt %d: patching pairs "
-                        "positions, give prompts of one length\n", patch_from, (int)strlen(patch_from), len);
+                        "positions, give prompts of one length\n", patch_from, n_src, len);
         status = CLI_EXIT_USAGE;
     } else if ((intervention_has(iv, TF_EDIT_MEAN) &&
                 intervention_prepare(iv, TF_EDIT_MEAN, ids, len, n_new, &err) < 0) ||
@@ -621,7 +667,7 @@ int main(int argc, char **argv) {
     if (dist_rank() > 0 && !freopen("/dev/null", "w", stdout)) return CLI_EXIT_SYSTEM;
     int shard_input = 0;
     const char *weights = NULL, *prompt = NULL, *batch_path = NULL, *dump_path = NULL;
-    const char *compare_path = NULL, *patch_from = NULL;
+    const char *compare_path = NULL, *patch_from = NULL, *tokens_path = NULL;
     const char *ablate[TFRUN_MAX_ABLATE];
     int n_ablate = 0;
     int step_given = 0;
@@ -632,7 +678,7 @@ int main(int argc, char **argv) {
         OPT_BATCH = 256, OPT_CHECK, OPT_BATCH_SIZE, OPT_THREADS, OPT_NO_CACHE, OPT_PROGRESS,
         OPT_SHARD_INPUT,
         OPT_TRACE, OPT_TRACE_ALL, OPT_STEP, OPT_REPORT, OPT_SVG, OPT_DUMP, OPT_COMPARE, OPT_VERSION,
-        OPT_ABLATE, OPT_PATCH_FROM
+        OPT_ABLATE, OPT_PATCH_FROM, OPT_TOKENS
     };
     static const struct option longopts[] = {
         {"batch", required_argument, NULL, OPT_BATCH},
@@ -651,6 +697,7 @@ int main(int argc, char **argv) {
         {"compare", required_argument, NULL, OPT_COMPARE},
         {"ablate", required_argument, NULL, OPT_ABLATE},
         {"patch-from", required_argument, NULL, OPT_PATCH_FROM},
+        {"tokens", required_argument, NULL, OPT_TOKENS},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0}};
@@ -713,6 +760,7 @@ int main(int argc, char **argv) {
             ablate[n_ablate++] = v;
             break;
         case OPT_PATCH_FROM: patch_from = v; break;
+        case OPT_TOKENS: tokens_path = v; break;
         case 'h': usage(stdout); return cli_flush_stdout("tfrun") < 0 ? CLI_EXIT_SYSTEM : 0;
         case OPT_VERSION:
             cli_version("tfrun", blas_library(), blas_core(), blas_core_is_fallback(blas_core()),
@@ -727,6 +775,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "tfrun: more than one prompt given (quote the prompt)\n");
         return CLI_EXIT_USAGE;
     }
+    if (tokens_path && (prompt || batch_path)) {
+        fprintf(stderr, "tfrun: give a prompt, --tokens or --batch/--check, one of them\n");
+        return CLI_EXIT_USAGE;
+    }
+    if (tokens_path) prompt = tokens_path; /* read once the model is known */
     if (!weights || (!prompt && !batch_path) || (prompt && batch_path)) {
         fprintf(stderr, "tfrun: %s\n",
                 !weights ? "no weight file given"
@@ -780,6 +833,13 @@ int main(int argc, char **argv) {
     if (!m) {
         fprintf(stderr, "tfrun: %s\n", err.msg);
         return cli_error_status(&err);
+    }
+    if (tokens_path) {
+        atexit(free_tokens_text);
+        if (!(prompt = tokens_text = read_tokens(tokens_path, m))) {
+            model_free(m);
+            return CLI_EXIT_INPUT;
+        }
     }
     // -n beyond the positions is refused before anything is sized by it.
     int n_given = n_new;

@@ -159,6 +159,11 @@ static int class_of(const TfModel *m, const char *name, size_t len) {
 }
 
 int dataset_load_text(TfDataset *d, const TfModel *m, const char *path, TfError *err) {
+    if (m->token_names) {
+        tf_error_set(err, "%s: training data is text, one character a token; this model's "
+                          "vocabulary has words", path);
+        return -1;
+    }
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
     if (!f) {
         tf_error_set(err, "%s: cannot open: %s", path, strerror(errno));

@@ -95,7 +95,12 @@ static int check_head(const TfModel *m, const char *who, int layer, int head, Tf
 }
 
 int distill_check(const TfModel *t, const TfModel *s, const TfDistillOptions *o, TfError *err) {
-    char a[8], b[8];
+    char a[TF_TOKEN_TEXT_MAX], b[TF_TOKEN_TEXT_MAX];
+    if (t->token_names || s->token_names) {
+        tf_error_set(err, "distillation needs vocabularies of characters; the %s has words",
+                     t->token_names ? "teacher" : "student");
+        return -1;
+    }
     if (t->output_kind == TF_OUTPUT_CLASSIFY) {
         if (s->output_kind != TF_OUTPUT_CLASSIFY) {
             tf_error_set(err, "the teacher is a classifier, the student %s (declare `predict "
@@ -266,7 +271,7 @@ static int source_file(Source *src, const TfModel *t, const TfModel *s, const ch
                 src->ids[at + (long)k] = id;
             }
             if (t->bos >= 0 && src->ids[at] != t->bos) {
-                char b[8];
+                char b[TF_TOKEN_TEXT_MAX];
                 model_token_text(t, t->bos, b);
                 tf_error_set(err, "%s:%d: the input does not start with the BOS '%s'", path, line,
                              b);

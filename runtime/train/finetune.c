@@ -265,7 +265,7 @@ int finetune_check_data(const TfModel *m, const TfDataset *d, TfError *err) {
     if (m->bos < 0) return 0;
     for (int i = 0; i < d->n; i++)
         if (d->tokens[d->ex[i].off] != m->bos) {
-            char t[8];
+            char t[TF_TOKEN_TEXT_MAX];
             model_token_text(m, m->bos, t);
             tf_error_set(err, "example %d does not start with the model's beginning-of-sequence "
                               "token '%s'", i + 1, t);

@@ -417,8 +417,11 @@ def check(data):
     vocab = _meta_json(meta, "vocab")
     if not 1 <= len(vocab) <= 256:
         raise TfwError("__metadata__.vocab has %d entries, not 1 to 256" % len(vocab))
-    if not all(isinstance(t, str) and len(t.encode("utf-8")) == 1 for t in vocab):
-        raise TfwError("__metadata__.vocab: an entry is not a one-character string")
+    if not all(isinstance(t, str) and t for t in vocab):
+        raise TfwError("__metadata__.vocab: an entry is not a non-empty string")
+    if is_words(vocab) and not all(re.fullmatch(r"[^\x00-\x20\x7f]{1,32}", t) and len(t.encode("utf-8")) <= 32
+                                   for t in vocab):
+        raise TfwError("__metadata__.vocab: an entry is not a token of a vocabulary of words")
     regs = _check_registers(_meta_json(meta, "registers"), d, len(vocab))
     _check_layers(_meta_json(meta, "layers"), shapes, d)
     if "output" in meta:
@@ -442,7 +445,7 @@ def check(data):
     if every not in ("next_token", "every_position"):
         raise TfwError("__metadata__.output_mode is not next_token or every_position")
     for key in ("bos", "stop_token"):
-        if key in meta and (len(meta[key].encode("utf-8")) != 1 or meta[key] not in vocab):
+        if key in meta and meta[key] not in vocab:
             raise TfwError("__metadata__.%s is not one token of the vocabulary" % key)
     # A model that prints a number (a scalar output read at every position)
     # reads its output register, not logits: its unembedding is optional.
@@ -467,7 +470,7 @@ def check(data):
             raise TfwError("tensor %r is missing" % key)
     # model_validate (runtime/model/model.c)
     if len(set(vocab)) != len(vocab):
-        raise TfwError("two vocabulary entries are the same character")
+        raise TfwError("two vocabulary entries are the same")
     if (classify and (every == "every_position" or "stop_token" in meta)) or \
             (every == "every_position" and "stop_token" in meta):
         raise TfwError("the output kind, output mode and stop token do not go together")
@@ -573,6 +576,7 @@ class Transformer:
 
     def __init__(self, meta, tensors):
         self.vocab = json.loads(meta["vocab"])
+        self.words = is_words(self.vocab)  # prompts and outputs are words apart
         self.layers = json.loads(meta["layers"])
         self.generate = int(meta["generate"])
         self.t = tensors
@@ -857,7 +861,7 @@ class Model(torch.nn.Module):
             toks = toks[1:]
         if self.tf.numeric:
             return " ".join(value_text(v) for v in toks)
-        return "".join(self.vocab[t] for t in toks)
+        return tokens_text(self.tf, toks)
 
     def _generate_hooked(self, ids, n, fwd_hooks):
         """generate() of a next-token model, one hooked pass per step."""
@@ -871,7 +875,7 @@ class Model(torch.nn.Module):
             if nxt == self.tf.stop_token:
                 break
             ids = torch.cat([ids, torch.tensor([[nxt]])], dim=1)
-        return "".join(self.vocab[t] for t in ids[0, length:].tolist())
+        return tokens_text(self.tf, ids[0, length:].tolist())
 
     def decode(self, cache, register, hook=None, batch=0):
         """Register `register` read at every position from the residual
@@ -913,6 +917,20 @@ def load(path):
     return Model(*read(path))
 
 
+def is_words(vocab):
+    """Whether a vocabulary is of words (some token is not one byte): its
+    prompts and outputs are tokens separated by spaces."""
+    return any(len(t.encode("utf-8")) != 1 for t in vocab)
+
+
+def tokens_text(model, toks):
+    """Token ids as tfrun prints them: characters (escaped) one after the
+    other, or words separated by single spaces."""
+    if model.words:
+        return " ".join(model.vocab[t] for t in toks)
+    return "".join(token_text(model.vocab[t]) for t in toks)
+
+
 def token_text(tok):
     """A generated token as tfrun prints it."""
     escapes = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\"}
@@ -938,6 +956,12 @@ def value_text(v):
 def tokenize(model, prompt, where):
     index = {t: i for i, t in enumerate(model.vocab)}
     ids = []
+    if model.words:  # words between spaces, tabs and line ends
+        for i, w in enumerate(w for w in re.split(r"[ \t\r\n]+", prompt) if w):
+            if w not in index:
+                raise TfwError("%s: word %d %r is not in the vocabulary" % (where, i + 1, w))
+            ids.append(index[w])
+        return ids
     for i, c in enumerate(prompt):
         if c not in index:
             raise TfwError("%s: character %r at index %d is not in the vocabulary" % (where, c, i))
@@ -1009,13 +1033,14 @@ def main():
     status, ok_texts, ok_wheres, prompts = 0, [], [], []
     for text, where in zip(texts, wheres):
         try:
-            if not text:
+            ids = tokenize(model, text, where) if model.words else None
+            if not text or ids == []:
                 raise TfwError("%s: empty prompt" % where)
             one_pass = model.classify or model.every_position or model.stop_token is not None
             # The last generated token is never fed back: prompt + n_new - 1 rows.
-            if len(text) + (0 if one_pass else n_new - 1) > model.max_len:
+            if len(ids or text) + (0 if one_pass else n_new - 1) > model.max_len:
                 raise TfwError("%s: too long for the position encoding" % where)
-            ids = tokenize(model, text, where)
+            ids = ids or tokenize(model, text, where)
             if model.bos is not None and ids[0] != model.bos:
                 raise TfwError("%s: the input must start with the beginning-of-sequence token %r"
                                % (where, model.vocab[model.bos]))
@@ -1044,9 +1069,9 @@ def main():
         if model.numeric:
             print(text + "\t" + " ".join(value_text(v) for v in toks[start:]))
         elif model.every_position:
-            print(text + "\t" + "".join(token_text(model.vocab[t]) for t in toks[start:]))
+            print(text + "\t" + tokens_text(model, toks[start:]))
         else:
-            print(text + "".join(token_text(model.vocab[t]) for t in toks))
+            print(text + (" " if model.words and toks else "") + tokens_text(model, toks))
     return status
 
 
