@@ -82,7 +82,10 @@ struct TfInfer {
     int max_seqs, max_rows;
     int use_cache;
 
-    float **kcache, **vcache; /* per attention layer: [S, L, nk], [S, L, nv] */
+    /* Per attention layer: keys [L, nk, S] and values [L, nv, S],
+     * sequence-minor (kernels.h's attention_block_forward): the rows of a
+     * block of sequences at one position and channel are one vector. */
+    float **kcache, **vcache;
     int *seq_len;             /* [S] positions held in the caches */
 
     float *x;       /* [d, n] residual stream */
@@ -92,10 +95,9 @@ struct TfInfer {
     float *hidden;  /* [F, nf] */
     float *delta;   /* [rows written, nf] what a layer adds */
     float *scratch; /* gathered inputs of dense blocks */
-    float *att;     /* [L] */
-    float *scores;  /* [L] one row's scaled scores, for the attention hook */
-    float *vacc;    /* [max_v] */
-    float *qv;      /* [max_q] one row's live query channels */
+    float *att;     /* [L, TF_ATT_LANES] attention weights of a block of rows */
+    float *scores;  /* [L, TF_ATT_LANES] their scaled scores, for the attention hook */
+    float *hook_att, *hook_scores; /* [L] one row's, for the attention hook */
     float *stat;    /* [2, n] LayerNorm means and inverse deviations */
     float *logits;  /* [n_out, max_seqs] */
     float *rowmajor; /* [n, d] for the layer hook */
@@ -477,8 +479,8 @@ void infer_free(TfInfer *inf) {
     free(inf->scratch);
     free(inf->att);
     free(inf->scores);
-    free(inf->vacc);
-    free(inf->qv);
+    free(inf->hook_att);
+    free(inf->hook_scores);
     free(inf->stat);
     free(inf->logits);
     free(inf->rowmajor);
@@ -535,10 +537,10 @@ TfInfer *infer_new_with_plan(const TfPlan *plan, int max_seqs, TfError *err) {
     inf->hidden = alloc_floats(R * (size_t)plan->max_hidden);
     inf->delta = alloc_floats(R * (size_t)imax(imax(plan->max_out, (int)d), n_out));
     inf->scratch = alloc_floats(R * (size_t)plan->max_cols);
-    inf->att = alloc_floats(L);
-    inf->scores = alloc_floats(L);
-    inf->vacc = alloc_floats((size_t)plan->max_v);
-    inf->qv = alloc_floats((size_t)plan->max_q);
+    inf->att = alloc_floats(L * TF_ATT_LANES);
+    inf->scores = alloc_floats(L * TF_ATT_LANES);
+    inf->hook_att = alloc_floats(L);
+    inf->hook_scores = alloc_floats(L);
     inf->stat = alloc_floats(2 * R);
     inf->logits = alloc_floats((size_t)n_out * L * (size_t)max_seqs);
     inf->row_seq = malloc(R * sizeof(int));
@@ -553,7 +555,7 @@ TfInfer *infer_new_with_plan(const TfPlan *plan, int max_seqs, TfError *err) {
     }
     if (!inf->seq_len || !inf->x || (plan->has_norm && !inf->xn) || !inf->q || !inf->k ||
         !inf->v || !inf->heads || !inf->hidden || !inf->delta || !inf->scratch || !inf->att ||
-        !inf->scores || !inf->vacc || !inf->qv || !inf->stat ||
+        !inf->scores || !inf->hook_att || !inf->hook_scores || !inf->stat ||
         !inf->logits || !inf->row_seq || !inf->row_pos || !inf->row_tok)
         goto oom;
     return inf;
@@ -742,17 +744,18 @@ static void linear(TfInfer *inf, const TfLinear *L, float *y, int ldy, const flo
     inf->flops += 2.0 * (double)linear_cost(L) * n;
 }
 
-/* Rows of a feature-major block src [nf, n] into a sequence cache [S, L, nf]. */
+/* Rows of a feature-major block src [nf, n] into a sequence-minor cache
+ * [L, nf, S]. */
 static void store_cache(float *cache, const float *src, int nf, const int *row_seq,
-                        const int *row_pos, int L, int n) {
-    for (int r = 0; r < n; r++) {
-        float *dst = cache + ((long)row_seq[r] * L + row_pos[r]) * nf;
-        for (int j = 0; j < nf; j++) dst[j] = src[(size_t)j * n + r];
+                        const int *row_pos, int S, int n) {
+    for (int j = 0; j < nf; j++) {
+        const float *sj = src + (size_t)j * n;
+        for (int r = 0; r < n; r++) cache[((long)row_pos[r] * nf + j) * S + row_seq[r]] = sj[r];
     }
 }
 
 /* The activation hook on the first n rows of the step: packed feature k of
- * row r is src[k * ld + r] or, with `cache` ([S, L, n_packed], src NULL),
+ * row r is src[k * ld + r] or, with `cache` ([L, n_packed, S], src NULL),
  * the row's entry there; rows[k] is its column (NULL: k itself), the other
  * columns are 0. */
 static void call_act_hook(TfInfer *inf, int l, TfHookPoint point, const float *src, int ld,
@@ -762,30 +765,71 @@ static void call_act_hook(TfInfer *inf, int l, TfHookPoint point, const float *s
     memset(y, 0, (size_t)n * (size_t)width * sizeof(float));
     for (int r = 0; r < n; r++) {
         float *yr = y + (size_t)r * width;
-        const float *cr =
-            cache ? cache + ((long)inf->row_seq[r] * inf->m->max_len + inf->row_pos[r]) * n_packed
-                  : src + r;
-        size_t step = cache ? 1 : (size_t)ld;
+        long S = inf->max_seqs, s = inf->row_seq[r], pos = inf->row_pos[r];
+        const float *cr = cache ? cache + pos * n_packed * S + s : src + r;
+        size_t step = cache ? (size_t)S : (size_t)ld;
         for (int k = 0; k < n_packed; k++) yr[rows ? rows[k] : k] = cr[(size_t)k * step];
     }
     inf->act_hook(inf->act_hook_user, l, point, y, width, n, inf->row_seq, inf->row_pos);
 }
 
-static void attention_layer(TfInfer *inf, int l, const float *in, int n, int n_run) {
-    const TfModel *m = inf->m;
+/* Every head of attention layer l at the first n_run rows of the step, in
+ * blocks of TF_ATT_LANES rows (one row at a time while an attention hook
+ * wants each row's scores and weights): heads[v rows, n_run]. */
+static void attention_heads(TfInfer *inf, int l, int n_run) {
     const LayerPlan *lp = &inf->plan->layers[l];
-    int L = m->max_len, nk = lp->k.n_rows, nv = lp->v.n_rows;
+    int S = inf->max_seqs, nk = lp->k.n_rows, nv = lp->v.n_rows;
+    int lanes = inf->att_hook ? 1 : TF_ATT_LANES, bad_row = -1;
+    int T[TF_ATT_LANES], used[TF_ATT_LANES];
+    float sums[TF_ATT_LANES];
+    for (int r0 = 0; r0 < n_run; r0 += lanes) {
+        int W = n_run - r0 < lanes ? n_run - r0 : lanes;
+        const int *seq = inf->row_seq + r0;
+        for (int i = 0; i < W; i++)
+            T[i] = lp->causal ? inf->row_pos[r0 + i] + 1 : inf->seq_len[seq[i]];
+        for (int h = 0; h < lp->n_heads; h++) {
+            int p0 = lp->pair_start[h], np = lp->pair_start[h + 1] - p0;
+            int j0 = lp->v_start[h], j1 = lp->v_start[h + 1];
+            attention_block_forward(inf->heads + (size_t)j0 * n_run + r0, n_run, sums, used,
+                                    inf->att, inf->att_hook ? inf->scores : NULL, inf->q + r0,
+                                    n_run, lp->pair_q + p0, lp->pair_k + p0, np,
+                                    inf->kcache[l], nk, inf->vcache[l], nv, j0, j1, S, seq, T, W,
+                                    lp->scale);
+            for (int i = 0; i < W; i++) {
+                // An infinite or NaN score (the products overflowed).
+                if (isnan(sums[i]) && (bad_row < 0 || r0 + i < bad_row)) bad_row = r0 + i;
+                inf->flops += 2.0 * T[i] * np + 2.0 * used[i] * (j1 - j0);
+            }
+            if (inf->att_hook) {
+                for (int t = 0; t < T[0]; t++) {
+                    inf->hook_scores[t] = inf->scores[t * TF_ATT_LANES];
+                    inf->hook_att[t] = inf->att[t * TF_ATT_LANES];
+                }
+                inf->att_hook(inf->att_hook_user, l, h, seq[0], inf->row_pos[r0],
+                              inf->hook_scores, inf->hook_att, T[0]);
+            }
+        }
+    }
+    if (bad_row >= 0 && !inf->bad) {
+        inf->bad = 1;
+        inf->bad_row = bad_row;
+    }
+}
+
+static void attention_layer(TfInfer *inf, int l, const float *in, int n, int n_run) {
+    const LayerPlan *lp = &inf->plan->layers[l];
+    int S = inf->max_seqs, nk = lp->k.n_rows, nv = lp->v.n_rows;
 
     // Keys and values of every row into the cache first, so that a row can
     // attend to rows of the same step.
     float *kc = inf->kcache[l], *vc = inf->vcache[l];
     if (lp->k_from < 0) {
         linear(inf, &lp->k, inf->k, n, in, n, n);
-        store_cache(kc, inf->k, nk, inf->row_seq, inf->row_pos, L, n);
+        store_cache(kc, inf->k, nk, inf->row_seq, inf->row_pos, S, n);
     }
     if (lp->v_from < 0) {
         linear(inf, &lp->v, inf->v, n, in, n, n);
-        store_cache(vc, inf->v, nv, inf->row_seq, inf->row_pos, L, n);
+        store_cache(vc, inf->v, nv, inf->row_seq, inf->row_pos, S, n);
     }
     linear(inf, &lp->q, inf->q, n_run, in, n, n_run);
     if (inf->act_hook) {
@@ -794,56 +838,7 @@ static void attention_layer(TfInfer *inf, int l, const float *in, int n, int n_r
         call_act_hook(inf, l, TF_HOOK_V, NULL, 0, vc, lp->v.rows, nv, n);
     }
 
-    float *att = inf->att;
-    for (int r = 0; r < n_run; r++) {
-        int s = inf->row_seq[r];
-        int T = lp->causal ? inf->row_pos[r] + 1 : inf->seq_len[s];
-        const float *ks = kc + (long)s * L * nk, *vs = vc + (long)s * L * nv;
-        for (int h = 0; h < lp->n_heads; h++) {
-            int p0 = lp->pair_start[h], np = lp->pair_start[h + 1] - p0;
-            const int *pk = lp->pair_k + p0;
-            float *qv = inf->qv;
-            for (int p = 0; p < np; p++) qv[p] = inf->q[(size_t)lp->pair_q[p0 + p] * n_run + r];
-            float maxv = -INFINITY;
-            for (int t = 0; t < T; t++) {
-                const float *kt = ks + (long)t * nk;
-                float dot = 0.0f;
-                for (int p = 0; p < np; p++) dot += qv[p] * kt[pk[p]];
-                att[t] = dot * lp->scale;
-                if (att[t] > maxv) maxv = att[t];
-            }
-            if (inf->att_hook) memcpy(inf->scores, att, (size_t)T * sizeof(float));
-            float sum = 0.0f;
-            for (int t = 0; t < T; t++) {
-                // expf is 0 below -104 (float underflow) but slow to get there.
-                float z = att[t] - maxv;
-                att[t] = z < -104.0f ? 0.0f : expf(z);
-                sum += att[t];
-            }
-            if (isnan(sum) && !inf->bad) {
-                // An infinite or NaN score (the products overflowed).
-                inf->bad = 1;
-                inf->bad_row = r;
-            }
-            float inv = 1.0f / sum;
-            for (int t = 0; t < T; t++) att[t] *= inv;
-            inf->flops += 2.0 * T * np;
-            if (inf->att_hook)
-                inf->att_hook(inf->att_hook_user, l, h, s, inf->row_pos[r], inf->scores, att, T);
-            // Weighted sum of the values; a position with weight exactly 0
-            // adds nothing (compiled heads attend to one position).
-            int j0 = lp->v_start[h], j1 = lp->v_start[h + 1];
-            float *acc = inf->vacc;
-            for (int j = j0; j < j1; j++) acc[j] = 0.0f;
-            for (int t = 0; t < T; t++) {
-                if (att[t] == 0.0f) continue;
-                const float *vt = vs + (long)t * nv;
-                for (int j = j0; j < j1; j++) acc[j] += att[t] * vt[j];
-                inf->flops += 2.0 * (j1 - j0);
-            }
-            for (int j = j0; j < j1; j++) inf->heads[(size_t)j * n_run + r] = acc[j];
-        }
-    }
+    attention_heads(inf, l, n_run);
     if (inf->iv) apply_edits(inf, l, TF_SITE_HEADS, inf->heads, n_run, lp->v.rows, nv, n_run);
     if (inf->act_hook)
         call_act_hook(inf, l, TF_HOOK_Z, inf->heads, n_run, NULL, lp->v.rows, nv, n_run);
