@@ -174,7 +174,7 @@ END_TEST
 enum { AB_S = 20, AB_L = 40, AB_NK = 6, AB_NV = 4, AB_NP = 3, AB_LANES = TF_ATT_LANES };
 typedef struct {
     float k[AB_L * AB_NK * AB_S], v[AB_L * AB_NV * AB_S], q[5 * AB_LANES];
-    int pq[AB_NP], pk[AB_NP], seq[AB_LANES], T[AB_LANES];
+    int pq[AB_NP], pk[AB_NP], seq[AB_LANES], T[AB_LANES], rows[AB_LANES];
 } AttBlock;
 typedef struct {
     float out[3 * AB_LANES], sums[AB_LANES], att[AB_L * AB_LANES], scores[AB_L * AB_LANES];
@@ -186,20 +186,21 @@ static void att_block_run(AttResult *r, const AttBlock *b, int W, float scale, i
     memset(r, 0, sizeof *r);
     if (naive)
         attention_block_forward_naive(r->out, AB_LANES, r->sums, r->used, r->att, r->scores, b->q,
-                                      AB_LANES, b->pq, b->pk, AB_NP, b->k, AB_NK, b->v, AB_NV, 1,
+                                      AB_LANES, b->rows, b->pq, b->pk, AB_NP, b->k, AB_NK, b->v, AB_NV, 1,
                                       4, AB_S, b->seq, b->T, W, scale);
     else
         attention_block_forward_simd(r->out, AB_LANES, r->sums, r->used, r->att, r->scores, b->q,
-                                     AB_LANES, b->pq, b->pk, AB_NP, b->k, AB_NK, b->v, AB_NV, 1,
+                                     AB_LANES, b->rows, b->pq, b->pk, AB_NP, b->k, AB_NK, b->v, AB_NV, 1,
                                      4, AB_S, b->seq, b->T, W, scale, simd);
 }
 
-/* Lanes of one sequence, of consecutive ones, and of any; 16, 5 and 1 of
- * them; each lane its own number of positions. */
+/* Lanes of one sequence, of consecutive ones, and of any (these in
+ * permuted columns of q and out); each lane its own number of positions. */
 static void att_block_layout(AttBlock *b, int mode, unsigned *seed) {
     for (int i = 0; i < AB_LANES; i++) {
         b->seq[i] = mode == 0 ? 7 : mode == 1 ? 2 + i : (int)(rand_r(seed) % AB_S);
         b->T[i] = 1 + (int)(rand_r(seed) % AB_L);
+        b->rows[i] = mode == 2 ? i * 5 % AB_LANES : i;
     }
     int pq[AB_NP] = {4, 0, 2}, pk[AB_NP] = {1, 5, 3};
     memcpy(b->pq, pq, sizeof pq);
@@ -233,7 +234,7 @@ START_TEST(test_attention_block_matches_naive) {
                 char msg[256];
                 for (int j = 0; j < 3; j++)
                     ck_assert_msg(tf_compare_floats(fast->out + j * AB_LANES,
-                                                    slow->out + j * AB_LANES, (size_t)W, 1e-5,
+                                                    slow->out + j * AB_LANES, AB_LANES, 1e-5,
                                                     1e-6, msg, sizeof msg) == 0,
                                   "%s mode %d W %d channel %d: %s", tf_simd_names[simd], mode, W,
                                   j, msg);

@@ -68,6 +68,7 @@ struct TfPlan {
     LayerPlan *layers;
     int *emb_cols;        /* columns where an embedding is non-zero */
     int n_emb_cols;
+    float *emb_tok, *emb_pos; /* [n_emb_cols, n_vocab], [n_emb_cols, max_len]: those columns */
     TfLinear unembed;     /* logits, with unembed.bias */
     int max_q, max_k, max_v, max_hidden, max_out, max_cols;
     int has_norm;
@@ -98,6 +99,9 @@ struct TfInfer {
     float *att;     /* [L, TF_ATT_LANES] attention weights of a block of rows */
     float *scores;  /* [L, TF_ATT_LANES] their scaled scores, for the attention hook */
     float *hook_att, *hook_scores; /* [L] one row's, for the attention hook */
+    /* attention_heads: the rows in block order, scratch, each row's T, and
+     * the counting sort's buckets [max(L + 1, S) + 1]. */
+    int *order, *order_tmp, *row_t, *bucket;
     float *stat;    /* [2, n] LayerNorm means and inverse deviations */
     float *logits;  /* [n_out, max_seqs] */
     float *rowmajor; /* [n, d] for the layer hook */
@@ -157,6 +161,8 @@ void plan_free(TfPlan *p) {
         for (int l = 0; l < p->m->n_layers; l++) layer_plan_free(&p->layers[l]);
     free(p->layers);
     free(p->emb_cols);
+    free(p->emb_tok);
+    free(p->emb_pos);
     linear_free(&p->unembed);
     free(p);
 }
@@ -363,6 +369,20 @@ static int plan_embedding(TfPlan *p, TfError *err) {
         for (int i = 0; i < m->max_len && !any; i++) any = pe[(size_t)i * d + c] != 0.0f;
         if (any) p->emb_cols[p->n_emb_cols++] = c;
     }
+    // Each kept column of both tables as one short vector: a row's
+    // embedding then reads two cached values per column.
+    size_t nc = (size_t)p->n_emb_cols;
+    p->emb_tok = malloc((nc * (size_t)m->n_vocab + 1) * sizeof(float));
+    p->emb_pos = malloc((nc * (size_t)m->max_len + 1) * sizeof(float));
+    if (!p->emb_tok || !p->emb_pos) {
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    for (size_t k = 0; k < nc; k++) {
+        int c = p->emb_cols[k];
+        for (int t = 0; t < m->n_vocab; t++) p->emb_tok[k * m->n_vocab + t] = te[(size_t)t * d + c];
+        for (int i = 0; i < m->max_len; i++) p->emb_pos[k * m->max_len + i] = pe[(size_t)i * d + c];
+    }
     return 0;
 }
 
@@ -481,6 +501,10 @@ void infer_free(TfInfer *inf) {
     free(inf->scores);
     free(inf->hook_att);
     free(inf->hook_scores);
+    free(inf->order);
+    free(inf->order_tmp);
+    free(inf->row_t);
+    free(inf->bucket);
     free(inf->stat);
     free(inf->logits);
     free(inf->rowmajor);
@@ -541,6 +565,10 @@ TfInfer *infer_new_with_plan(const TfPlan *plan, int max_seqs, TfError *err) {
     inf->scores = alloc_floats(L * TF_ATT_LANES);
     inf->hook_att = alloc_floats(L);
     inf->hook_scores = alloc_floats(L);
+    inf->order = malloc(R * sizeof(int));
+    inf->order_tmp = malloc(R * sizeof(int));
+    inf->row_t = malloc(R * sizeof(int));
+    inf->bucket = malloc(((L + 1 > (size_t)max_seqs ? L + 1 : (size_t)max_seqs) + 1) * sizeof(int));
     inf->stat = alloc_floats(2 * R);
     inf->logits = alloc_floats((size_t)n_out * L * (size_t)max_seqs);
     inf->row_seq = malloc(R * sizeof(int));
@@ -555,7 +583,8 @@ TfInfer *infer_new_with_plan(const TfPlan *plan, int max_seqs, TfError *err) {
     }
     if (!inf->seq_len || !inf->x || (plan->has_norm && !inf->xn) || !inf->q || !inf->k ||
         !inf->v || !inf->heads || !inf->hidden || !inf->delta || !inf->scratch || !inf->att ||
-        !inf->scores || !inf->hook_att || !inf->hook_scores || !inf->stat ||
+        !inf->scores || !inf->hook_att || !inf->hook_scores || !inf->order || !inf->order_tmp ||
+        !inf->row_t || !inf->bucket || !inf->stat ||
         !inf->logits || !inf->row_seq || !inf->row_pos || !inf->row_tok)
         goto oom;
     return inf;
@@ -773,31 +802,58 @@ static void call_act_hook(TfInfer *inf, int l, TfHookPoint point, const float *s
     inf->act_hook(inf->act_hook_user, l, point, y, width, n, inf->row_seq, inf->row_pos);
 }
 
+/* Stable counting sort of dst[0..n-1] by key[dst[i]] in 0..nk-1, through tmp. */
+static void sort_rows(int *dst, int *tmp, const int *key, int n, int nk, int *bucket) {
+    memset(bucket, 0, ((size_t)nk + 1) * sizeof(int));
+    for (int i = 0; i < n; i++) bucket[key[dst[i]] + 1]++;
+    for (int b = 0; b < nk; b++) bucket[b + 1] += bucket[b];
+    for (int i = 0; i < n; i++) tmp[bucket[key[dst[i]]]++] = dst[i];
+    memcpy(dst, tmp, (size_t)n * sizeof(int));
+}
+
 /* Every head of attention layer l at the first n_run rows of the step, in
- * blocks of TF_ATT_LANES rows (one row at a time while an attention hook
- * wants each row's scores and weights): heads[v rows, n_run]. */
+ * blocks of TF_ATT_LANES rows. The blocks take the rows by the positions
+ * they see, then by sequence: at each position the rows of consecutive
+ * sequences (a vector load per position and channel), and no lane of a
+ * block waits on a longer one. Every row's result is the same in any
+ * block. While an attention hook wants each row's scores and weights, one
+ * row at a time, in order. */
 static void attention_heads(TfInfer *inf, int l, int n_run) {
     const LayerPlan *lp = &inf->plan->layers[l];
-    int S = inf->max_seqs, nk = lp->k.n_rows, nv = lp->v.n_rows;
+    int S = inf->max_seqs, L = inf->m->max_len, nk = lp->k.n_rows, nv = lp->v.n_rows;
     int lanes = inf->att_hook ? 1 : TF_ATT_LANES, bad_row = -1;
-    int T[TF_ATT_LANES], used[TF_ATT_LANES];
+    int T[TF_ATT_LANES], seq[TF_ATT_LANES], used[TF_ATT_LANES];
     float sums[TF_ATT_LANES];
+    int *order = inf->order;
+    for (int r = 0; r < n_run; r++) {
+        order[r] = r;
+        inf->row_t[r] = lp->causal ? inf->row_pos[r] + 1 : inf->seq_len[inf->row_seq[r]];
+    }
+    int sorted = 1; /* already by T, then sequence (a generation step's rows) */
+    for (int r = 1; r < n_run && sorted; r++)
+        sorted = inf->row_t[r - 1] < inf->row_t[r] ||
+                 (inf->row_t[r - 1] == inf->row_t[r] && inf->row_seq[r - 1] < inf->row_seq[r]);
+    if (lanes > 1 && !sorted) { // by sequence, then stably by T
+        sort_rows(order, inf->order_tmp, inf->row_seq, n_run, S, inf->bucket);
+        sort_rows(order, inf->order_tmp, inf->row_t, n_run, L + 1, inf->bucket);
+    }
     for (int r0 = 0; r0 < n_run; r0 += lanes) {
         int W = n_run - r0 < lanes ? n_run - r0 : lanes;
-        const int *seq = inf->row_seq + r0;
-        for (int i = 0; i < W; i++)
-            T[i] = lp->causal ? inf->row_pos[r0 + i] + 1 : inf->seq_len[seq[i]];
+        const int *rows = order + r0;
+        for (int i = 0; i < W; i++) {
+            seq[i] = inf->row_seq[rows[i]];
+            T[i] = inf->row_t[rows[i]];
+        }
         for (int h = 0; h < lp->n_heads; h++) {
             int p0 = lp->pair_start[h], np = lp->pair_start[h + 1] - p0;
             int j0 = lp->v_start[h], j1 = lp->v_start[h + 1];
-            attention_block_forward(inf->heads + (size_t)j0 * n_run + r0, n_run, sums, used,
-                                    inf->att, inf->att_hook ? inf->scores : NULL, inf->q + r0,
-                                    n_run, lp->pair_q + p0, lp->pair_k + p0, np,
-                                    inf->kcache[l], nk, inf->vcache[l], nv, j0, j1, S, seq, T, W,
-                                    lp->scale);
+            attention_block_forward(inf->heads + (size_t)j0 * n_run, n_run, sums, used, inf->att,
+                                    inf->att_hook ? inf->scores : NULL, inf->q, n_run, rows,
+                                    lp->pair_q + p0, lp->pair_k + p0, np, inf->kcache[l], nk,
+                                    inf->vcache[l], nv, j0, j1, S, seq, T, W, lp->scale);
             for (int i = 0; i < W; i++) {
                 // An infinite or NaN score (the products overflowed).
-                if (isnan(sums[i]) && (bad_row < 0 || r0 + i < bad_row)) bad_row = r0 + i;
+                if (isnan(sums[i]) && (bad_row < 0 || rows[i] < bad_row)) bad_row = rows[i];
                 inf->flops += 2.0 * T[i] * np + 2.0 * used[i] * (j1 - j0);
             }
             if (inf->att_hook) {
@@ -805,7 +861,7 @@ static void attention_heads(TfInfer *inf, int l, int n_run) {
                     inf->hook_scores[t] = inf->scores[t * TF_ATT_LANES];
                     inf->hook_att[t] = inf->att[t * TF_ATT_LANES];
                 }
-                inf->att_hook(inf->att_hook_user, l, h, seq[0], inf->row_pos[r0],
+                inf->att_hook(inf->att_hook_user, l, h, seq[0], inf->row_pos[rows[0]],
                               inf->hook_scores, inf->hook_att, T[0]);
             }
         }
@@ -961,14 +1017,20 @@ static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
             return -1;
         }
     }
-    const float *te = tensor(m, m->tok_embed), *pe = tensor(m, m->pos_embed);
     const TfPlan *plan = inf->plan;
-    memset(inf->x, 0, (size_t)d * n * sizeof(float));
+    // Columns no embedding writes start at 0.
+    for (int c = 0, k = 0; c < d; c++) {
+        if (k < plan->n_emb_cols && plan->emb_cols[k] == c) {
+            k++;
+            continue;
+        }
+        memset(inf->x + (size_t)c * n, 0, (size_t)n * sizeof(float));
+    }
     for (int k = 0; k < plan->n_emb_cols; k++) {
-        int c = plan->emb_cols[k];
-        float *xc = inf->x + (size_t)c * n;
-        for (int r = 0; r < n; r++)
-            xc[r] = te[(size_t)inf->row_tok[r] * d + c] + pe[(size_t)inf->row_pos[r] * d + c];
+        float *xc = inf->x + (size_t)plan->emb_cols[k] * n;
+        const float *tk = plan->emb_tok + (size_t)k * m->n_vocab;
+        const float *pk = plan->emb_pos + (size_t)k * m->max_len;
+        for (int r = 0; r < n; r++) xc[r] = tk[inf->row_tok[r]] + pk[inf->row_pos[r]];
     }
     for (int r = 0; r < n; r++) {
         int s = inf->row_seq[r];

@@ -128,19 +128,27 @@ static inline __attribute__((always_inline)) Lanes lanes_at(const float *restric
     return x;
 }
 
-/* out = sum over t < n, in order, of the non-zero att[t * B + i] times
- * c[t * stride + seq[i]]; a zero weight adds +0 (a skipped term). */
-static inline __attribute__((always_inline)) Lanes lanes_weighted_sum(const float *restrict att,
+/* out[jj] = sum over t < n, in order, of the non-zero att[t * B + i] times
+ * c[jj * S + t * stride + seq[i]], for nj <= VCHUNK channels at once (their
+ * sums are independent chains); a zero weight adds +0 (a skipped term). */
+enum { VCHUNK = 8 };
+static inline __attribute__((always_inline)) void lanes_weighted_sums(Lanes *out,
+                                                                      const float *restrict att,
                                                                       const float *restrict c,
-                                                                      long stride,
+                                                                      int nj, long S, long stride,
                                                                       const int *seq, int n,
                                                                       int mode) {
-    Lanes acc = {0}, zero = {0};
+    Lanes acc[VCHUNK], zero = {0};
+    for (int jj = 0; jj < VCHUNK; jj++) acc[jj] = zero;
     for (int t = 0; t < n; t++) {
-        Lanes a = lanes_load(att + t * B), term = a * lanes_at(c, t, stride, seq, mode);
-        acc += (Lanes)((LaneMask)term & (a != zero));
+        Lanes a = lanes_load(att + t * B);
+        LaneMask keep = a != zero;
+        for (int jj = 0; jj < nj; jj++) {
+            Lanes term = a * lanes_at(c + jj * S, t, stride, seq, mode);
+            acc[jj] += (Lanes)((LaneMask)term & keep);
+        }
     }
-    return acc;
+    for (int jj = 0; jj < nj; jj++) out[jj] = acc[jj];
 }
 
 /* The body of attention_block_forward, for one lane mode. Lanes past W
@@ -149,7 +157,7 @@ static inline __attribute__((always_inline)) Lanes lanes_weighted_sum(const floa
  * that starts at +0 never becomes -0. */
 static inline __attribute__((always_inline)) void
 attention_block_body(float *out, int ldo, float *sums, int *used, float *att, float *scores,
-                     const float *q, int ldq, const int *pq, const int *pk, int np,
+                     const float *q, int ldq, const int *col, const int *pq, const int *pk, int np,
                      const float *k, int nk, const float *v, int nv, int j0, int j1, int S,
                      const int *sq, const int *tl, int Tmax, int W, float scale, int mode) {
     // Scores, the channels of a chunk added in order at each position.
@@ -160,7 +168,7 @@ attention_block_body(float *out, int ldo, float *sums, int *used, float *att, fl
     for (int p0 = 0; p0 == 0 || p0 < np; p0 += CHUNK) {
         int nc = np - p0 < CHUNK ? np - p0 : CHUNK;
         for (int p = 0; p < nc; p++) {
-            for (int i = 0; i < B; i++) w[p][i] = i < W ? q[(long)pq[p0 + p] * ldq + i] : 0.0f;
+            for (int i = 0; i < B; i++) w[p][i] = i < W ? q[(long)pq[p0 + p] * ldq + col[i]] : 0.0f;
             kp[p] = k + (long)pk[p0 + p] * S;
         }
         for (int t = 0; t < Tmax; t++) {
@@ -170,6 +178,8 @@ attention_block_body(float *out, int ldo, float *sums, int *used, float *att, fl
             lanes_store(att + t * B, acc);
         }
     }
+    int out_contiguous = W == B;
+    for (int i = 1; i < W; i++) out_contiguous &= col[i] == col[0] + i;
     float mx[B], sm[B] = {0};
     int cnt[B] = {0};
     for (int i = 0; i < B; i++) mx[i] = -INFINITY;
@@ -196,9 +206,17 @@ attention_block_body(float *out, int ldo, float *sums, int *used, float *att, fl
             att[t * B + i] = a;
             cnt[i] += a != 0.0f;
         }
-    for (int j = j0; j < j1; j++) {
-        Lanes o = lanes_weighted_sum(att, v + (long)j * S, (long)nv * S, sq, Tmax, mode);
-        for (int i = 0; i < W; i++) out[(long)(j - j0) * ldo + i] = o[i];
+    for (int jc = j0; jc < j1; jc += VCHUNK) {
+        int nj = j1 - jc < VCHUNK ? j1 - jc : VCHUNK;
+        Lanes o[VCHUNK];
+        lanes_weighted_sums(o, att, v + (long)jc * S, nj, S, (long)nv * S, sq, Tmax, mode);
+        for (int jj = 0; jj < nj; jj++) {
+            float *oj = out + (long)(jc + jj - j0) * ldo;
+            if (out_contiguous)
+                lanes_store(oj + col[0], o[jj]);
+            else
+                for (int i = 0; i < W; i++) oj[col[i]] = o[jj][i];
+        }
     }
     for (int i = 0; i < W; i++) {
         sums[i] = sm[i];
@@ -208,11 +226,13 @@ attention_block_body(float *out, int ldo, float *sums, int *used, float *att, fl
 
 static inline __attribute__((always_inline)) void
 attention_block_dispatch(float *out, int ldo, float *sums, int *used, float *att, float *scores,
-                         const float *q, int ldq, const int *pq, const int *pk, int np,
+                         const float *q, int ldq, const int *rows, const int *pq, const int *pk,
+                         int np,
                          const float *k, int nk, const float *v, int nv, int j0, int j1, int S,
                          const int *seq, const int *T, int W, float scale) {
-    int sq[B], tl[B], Tmax = 1, same = 1, contig = W == B;
+    int sq[B], tl[B], col[B], Tmax = 1, same = 1, contig = W == B;
     for (int i = 0; i < B; i++) {
+        col[i] = i < W ? (rows ? rows[i] : i) : 0;
         sq[i] = seq[i < W ? i : 0];
         tl[i] = i < W ? T[i] : 1;
         Tmax = tl[i] > Tmax ? tl[i] : Tmax;
@@ -221,23 +241,23 @@ attention_block_dispatch(float *out, int ldo, float *sums, int *used, float *att
     }
     int mode = same ? LANES_SAME : contig ? LANES_CONTIGUOUS : LANES_GATHER;
     if (mode == LANES_SAME)
-        attention_block_body(out, ldo, sums, used, att, scores, q, ldq, pq, pk, np, k, nk, v, nv,
+        attention_block_body(out, ldo, sums, used, att, scores, q, ldq, col, pq, pk, np, k, nk, v, nv,
                              j0, j1, S, sq, tl, Tmax, W, scale, LANES_SAME);
     else if (mode == LANES_CONTIGUOUS)
-        attention_block_body(out, ldo, sums, used, att, scores, q, ldq, pq, pk, np, k, nk, v, nv,
+        attention_block_body(out, ldo, sums, used, att, scores, q, ldq, col, pq, pk, np, k, nk, v, nv,
                              j0, j1, S, sq, tl, Tmax, W, scale, LANES_CONTIGUOUS);
     else
-        attention_block_body(out, ldo, sums, used, att, scores, q, ldq, pq, pk, np, k, nk, v, nv,
+        attention_block_body(out, ldo, sums, used, att, scores, q, ldq, col, pq, pk, np, k, nk, v, nv,
                              j0, j1, S, sq, tl, Tmax, W, scale, LANES_GATHER);
 }
 #undef B
 
 #define ATTENTION_BLOCK_ARGS                                                                     \
     float *out, int ldo, float *sums, int *used, float *att, float *scores, const float *q,      \
-        int ldq, const int *pq, const int *pk, int np, const float *k, int nk, const float *v,   \
+        int ldq, const int *rows, const int *pq, const int *pk, int np, const float *k, int nk, const float *v,   \
         int nv, int j0, int j1, int S, const int *seq, const int *T, int W, float scale
 #define ATTENTION_BLOCK_PASS                                                                     \
-    out, ldo, sums, used, att, scores, q, ldq, pq, pk, np, k, nk, v, nv, j0, j1, S, seq, T, W,   \
+    out, ldo, sums, used, att, scores, q, ldq, rows, pq, pk, np, k, nk, v, nv, j0, j1, S, seq, T, W,   \
         scale
 
 static void attention_block_generic(ATTENTION_BLOCK_ARGS) {
@@ -272,12 +292,12 @@ void attention_block_forward(ATTENTION_BLOCK_ARGS) {
 void attention_block_forward_naive(ATTENTION_BLOCK_ARGS) {
     const int B = TF_ATT_LANES;
     for (int i = 0; i < W; i++) {
-        int s = seq[i];
+        int s = seq[i], c = rows ? rows[i] : i;
         float maxv = -INFINITY;
         for (int t = 0; t < T[i]; t++) {
             float dot = 0.0f;
             for (int p = 0; p < np; p++)
-                dot += q[(long)pq[p] * ldq + i] * k[((long)t * nk + pk[p]) * S + s];
+                dot += q[(long)pq[p] * ldq + c] * k[((long)t * nk + pk[p]) * S + s];
             att[t * B + i] = dot * scale;
             if (att[t * B + i] > maxv) maxv = att[t * B + i];
         }
@@ -300,7 +320,7 @@ void attention_block_forward_naive(ATTENTION_BLOCK_ARGS) {
             float acc = 0.0f;
             for (int t = 0; t < T[i]; t++)
                 if (att[t * B + i] != 0.0f) acc += att[t * B + i] * v[((long)t * nv + j) * S + s];
-            out[(long)(j - j0) * ldo + i] = acc;
+            out[(long)(j - j0) * ldo + c] = acc;
         }
     }
 }

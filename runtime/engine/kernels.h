@@ -58,12 +58,13 @@ TfSimd simd_best(void);
  * loop. The caches are sequence-minor: key channel c of sequence s at
  * position t is k[(t * nk + c) * S + s], value channel j is
  * v[(t * nv + j) * S + s]. Lane i belongs to sequence seq[i] and sees
- * positions 0..T[i]-1 (T[i] >= 1); its query channel pq[p] (live channel p
- * < np) is q[pq[p] * ldq + i] and meets key channel pk[p]. Then:
+ * positions 0..T[i]-1 (T[i] >= 1) and is column rows[i] of q and out
+ * (rows NULL: column i); its query channel pq[p] (live channel p < np) is
+ * q[pq[p] * ldq + rows[i]] and meets key channel pk[p]. Then:
  *   score[t] = scale * sum over p of q . k       (channels in order)
  *   att[t]   = softmax over t < T[i] (an exponent below -104 gives 0;
  *              within 2 ulp of expf above it, tiny ones included)
- *   out[(j - j0) * ldo + i] = sum over t, in order, of att[t] v[t][j] for
+ *   out[(j - j0) * ldo + rows[i]] = sum over t, in order, of att[t] v[t][j] for
  *              the value channels j0 <= j < j1, positions of weight 0 skipped
  * sums[i] gets the softmax's sum (NaN: a NaN or infinite score), used[i]
  * the positions of non-zero weight. att is scratch of TF_ATT_LANES floats
@@ -74,19 +75,19 @@ TfSimd simd_best(void);
  * the same bits. */
 #define TF_ATT_LANES 16
 void attention_block_forward(float *out, int ldo, float *sums, int *used, float *att,
-                             float *scores, const float *q, int ldq, const int *pq,
+                             float *scores, const float *q, int ldq, const int *rows, const int *pq,
                              const int *pk, int np, const float *k, int nk, const float *v,
                              int nv, int j0, int j1, int S, const int *seq, const int *T, int W,
                              float scale);
 /* The row-by-row loops the engine ran before (expf, one running sum). */
 void attention_block_forward_naive(float *out, int ldo, float *sums, int *used, float *att,
-                                   float *scores, const float *q, int ldq, const int *pq,
+                                   float *scores, const float *q, int ldq, const int *rows, const int *pq,
                                    const int *pk, int np, const float *k, int nk, const float *v,
                                    int nv, int j0, int j1, int S, const int *seq, const int *T,
                                    int W, float scale);
 /* attention_block_forward on path s (supported), for the tests. */
 void attention_block_forward_simd(float *out, int ldo, float *sums, int *used, float *att,
-                                  float *scores, const float *q, int ldq, const int *pq,
+                                  float *scores, const float *q, int ldq, const int *rows, const int *pq,
                                   const int *pk, int np, const float *k, int nk, const float *v,
                                   int nv, int j0, int j1, int S, const int *seq, const int *T,
                                   int W, float scale, TfSimd s);
