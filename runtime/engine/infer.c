@@ -102,6 +102,11 @@ struct TfInfer {
     /* attention_heads: the rows in block order, scratch, each row's T, and
      * the counting sort's buckets [max(L + 1, S) + 1]. */
     int *order, *order_tmp, *row_t, *bucket;
+    /* One sequence's keys [L, live pairs] and values [L, kept value rows]
+     * of every head, gathered for blocks of that sequence's rows; ident
+     * [max_q + 1] = 0, 1, 2, ... */
+    float *kg, *vg;
+    int *ident;
     float *stat;    /* [2, n] LayerNorm means and inverse deviations */
     float *logits;  /* [n_out, max_seqs] */
     float *rowmajor; /* [n, d] for the layer hook */
@@ -504,6 +509,9 @@ void infer_free(TfInfer *inf) {
     free(inf->order);
     free(inf->order_tmp);
     free(inf->row_t);
+    free(inf->kg);
+    free(inf->vg);
+    free(inf->ident);
     free(inf->bucket);
     free(inf->stat);
     free(inf->logits);
@@ -568,6 +576,10 @@ TfInfer *infer_new_with_plan(const TfPlan *plan, int max_seqs, TfError *err) {
     inf->order = malloc(R * sizeof(int));
     inf->order_tmp = malloc(R * sizeof(int));
     inf->row_t = malloc(R * sizeof(int));
+    inf->kg = alloc_floats(L * (size_t)plan->max_q);
+    inf->vg = alloc_floats(L * (size_t)plan->max_v);
+    inf->ident = malloc(((size_t)plan->max_q + 1) * sizeof(int));
+    for (int i = 0; inf->ident && i <= plan->max_q; i++) inf->ident[i] = i;
     inf->bucket = malloc(((L + 1 > (size_t)max_seqs ? L + 1 : (size_t)max_seqs) + 1) * sizeof(int));
     inf->stat = alloc_floats(2 * R);
     inf->logits = alloc_floats((size_t)n_out * L * (size_t)max_seqs);
@@ -584,7 +596,7 @@ TfInfer *infer_new_with_plan(const TfPlan *plan, int max_seqs, TfError *err) {
     if (!inf->seq_len || !inf->x || (plan->has_norm && !inf->xn) || !inf->q || !inf->k ||
         !inf->v || !inf->heads || !inf->hidden || !inf->delta || !inf->scratch || !inf->att ||
         !inf->scores || !inf->hook_att || !inf->hook_scores || !inf->order || !inf->order_tmp ||
-        !inf->row_t || !inf->bucket || !inf->stat ||
+        !inf->row_t || !inf->bucket || !inf->kg || !inf->vg || !inf->ident || !inf->stat ||
         !inf->logits || !inf->row_seq || !inf->row_pos || !inf->row_tok)
         goto oom;
     return inf;
@@ -802,6 +814,30 @@ static void call_act_hook(TfInfer *inf, int l, TfHookPoint point, const float *s
     inf->act_hook(inf->act_hook_user, l, point, y, width, n, inf->row_seq, inf->row_pos);
 }
 
+/* Sequences at least this long have their keys and values gathered for
+ * blocks of their rows (attention_heads). */
+#define GATHER_MIN_T 64
+
+/* Sequence s's keys of every live channel pair and its kept values, head
+ * by head, for attention_block_forward as one sequence of caches [L, np]
+ * and [L, nv_h] (S = 1): head h's at kg + L * pair_start[h] and
+ * vg + L * v_start[h]. */
+static void gather_sequence(TfInfer *inf, int l, int s) {
+    const LayerPlan *lp = &inf->plan->layers[l];
+    long S = inf->max_seqs, L = inf->m->max_len, nk = lp->k.n_rows, nv = lp->v.n_rows;
+    const float *kc = inf->kcache[l], *vc = inf->vcache[l];
+    int T = inf->seq_len[s];
+    for (int h = 0; h < lp->n_heads; h++) {
+        int p0 = lp->pair_start[h], np = lp->pair_start[h + 1] - p0;
+        int j0 = lp->v_start[h], nj = lp->v_start[h + 1] - j0;
+        float *kg = inf->kg + L * p0, *vg = inf->vg + L * j0;
+        for (int t = 0; t < T; t++) {
+            for (int p = 0; p < np; p++) kg[(long)t * np + p] = kc[(t * nk + lp->pair_k[p0 + p]) * S + s];
+            for (int j = 0; j < nj; j++) vg[(long)t * nj + j] = vc[(t * nv + j0 + j) * S + s];
+        }
+    }
+}
+
 /* Stable counting sort of dst[0..n-1] by key[dst[i]] in 0..nk-1, through tmp. */
 static void sort_rows(int *dst, int *tmp, const int *key, int n, int nk, int *bucket) {
     memset(bucket, 0, ((size_t)nk + 1) * sizeof(int));
@@ -837,20 +873,49 @@ static void attention_heads(TfInfer *inf, int l, int n_run) {
         sort_rows(order, inf->order_tmp, inf->row_seq, n_run, S, inf->bucket);
         sort_rows(order, inf->order_tmp, inf->row_t, n_run, L + 1, inf->bucket);
     }
-    for (int r0 = 0; r0 < n_run; r0 += lanes) {
-        int W = n_run - r0 < lanes ? n_run - r0 : lanes;
-        const int *rows = order + r0;
+    const int zero[TF_ATT_LANES] = {0};
+    int gathered = -1; /* the sequence in kg and vg */
+    for (int r0 = 0, W; r0 < n_run; r0 += W) {
+        // A block holds rows of one sequence (keys and values broadcast to
+        // the lanes) or rows of different ones, never both: it ends where a
+        // run of one sequence's rows starts or stops.
+        const int *rows = order + r0, *rs = inf->row_seq;
+        int max_w = n_run - r0 < lanes ? n_run - r0 : lanes, one_seq = lanes > 1;
+        W = 1;
+        if (max_w > 1 && rs[rows[1]] == rs[rows[0]])
+            while (W < max_w && rs[rows[W]] == rs[rows[0]]) W++;
+        else
+            while (W < max_w && rs[rows[W]] != rs[rows[W - 1]] &&
+                   (W + 1 >= max_w || rs[rows[W + 1]] != rs[rows[W]]))
+                W++;
         for (int i = 0; i < W; i++) {
             seq[i] = inf->row_seq[rows[i]];
             T[i] = inf->row_t[rows[i]];
+            one_seq &= seq[i] == seq[0];
+        }
+        // A block of one long sequence reads its keys and values at every
+        // position, each a cache line apart in the caches: gathered once
+        // for all its blocks, they are read in order.
+        int gather = one_seq && inf->seq_len[seq[0]] >= GATHER_MIN_T;
+        if (gather && gathered != seq[0]) {
+            gather_sequence(inf, l, seq[0]);
+            gathered = seq[0];
         }
         for (int h = 0; h < lp->n_heads; h++) {
             int p0 = lp->pair_start[h], np = lp->pair_start[h + 1] - p0;
             int j0 = lp->v_start[h], j1 = lp->v_start[h + 1];
-            attention_block_forward(inf->heads + (size_t)j0 * n_run, n_run, sums, used, inf->att,
-                                    inf->att_hook ? inf->scores : NULL, inf->q, n_run, rows,
-                                    lp->pair_q + p0, lp->pair_k + p0, np, inf->kcache[l], nk,
-                                    inf->vcache[l], nv, j0, j1, S, seq, T, W, lp->scale);
+            if (gather)
+                attention_block_forward(inf->heads + (size_t)j0 * n_run, n_run, sums, used,
+                                        inf->att, NULL, inf->q, n_run, rows, lp->pair_q + p0,
+                                        inf->ident, np, inf->kg + (size_t)L * p0, np,
+                                        inf->vg + (size_t)L * j0, j1 - j0, 0, j1 - j0, 1, zero, T,
+                                        W, lp->scale);
+            else
+                attention_block_forward(inf->heads + (size_t)j0 * n_run, n_run, sums, used,
+                                        inf->att, inf->att_hook ? inf->scores : NULL, inf->q,
+                                        n_run, rows, lp->pair_q + p0, lp->pair_k + p0, np,
+                                        inf->kcache[l], nk, inf->vcache[l], nv, j0, j1, S, seq, T,
+                                        W, lp->scale);
             for (int i = 0; i < W; i++) {
                 // An infinite or NaN score (the products overflowed).
                 if (isnan(sums[i]) && (bad_row < 0 || rows[i] < bad_row)) bad_row = rows[i];
