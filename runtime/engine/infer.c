@@ -102,6 +102,7 @@ struct TfInfer {
     /* attention_heads: the rows in block order, scratch, each row's T, and
      * the counting sort's buckets [max(L + 1, S) + 1]. */
     int *order, *order_tmp, *row_t, *bucket;
+    int *pos_order; /* [R] the step's rows by position, then sequence (store_cache) */
     /* One sequence's keys [L, live pairs] and values [L, kept value rows]
      * of every head, gathered for blocks of that sequence's rows; ident
      * [max_q + 1] = 0, 1, 2, ... */
@@ -509,6 +510,7 @@ void infer_free(TfInfer *inf) {
     free(inf->order);
     free(inf->order_tmp);
     free(inf->row_t);
+    free(inf->pos_order);
     free(inf->kg);
     free(inf->vg);
     free(inf->ident);
@@ -576,6 +578,7 @@ TfInfer *infer_new_with_plan(const TfPlan *plan, int max_seqs, TfError *err) {
     inf->order = malloc(R * sizeof(int));
     inf->order_tmp = malloc(R * sizeof(int));
     inf->row_t = malloc(R * sizeof(int));
+    inf->pos_order = malloc(R * sizeof(int));
     inf->kg = alloc_floats(L * (size_t)plan->max_q);
     inf->vg = alloc_floats(L * (size_t)plan->max_v);
     inf->ident = malloc(((size_t)plan->max_q + 1) * sizeof(int));
@@ -596,7 +599,7 @@ TfInfer *infer_new_with_plan(const TfPlan *plan, int max_seqs, TfError *err) {
     if (!inf->seq_len || !inf->x || (plan->has_norm && !inf->xn) || !inf->q || !inf->k ||
         !inf->v || !inf->heads || !inf->hidden || !inf->delta || !inf->scratch || !inf->att ||
         !inf->scores || !inf->hook_att || !inf->hook_scores || !inf->order || !inf->order_tmp ||
-        !inf->row_t || !inf->bucket || !inf->kg || !inf->vg || !inf->ident || !inf->stat ||
+        !inf->row_t || !inf->pos_order || !inf->bucket || !inf->kg || !inf->vg || !inf->ident || !inf->stat ||
         !inf->logits || !inf->row_seq || !inf->row_pos || !inf->row_tok)
         goto oom;
     return inf;
@@ -786,12 +789,16 @@ static void linear(TfInfer *inf, const TfLinear *L, float *y, int ldy, const flo
 }
 
 /* Rows of a feature-major block src [nf, n] into a sequence-minor cache
- * [L, nf, S]. */
+ * [L, nf, S], taken in `order` (by position, then sequence: the stores of a
+ * channel then fill whole cache lines). */
 static void store_cache(float *cache, const float *src, int nf, const int *row_seq,
-                        const int *row_pos, int S, int n) {
+                        const int *row_pos, const int *order, int S, int n) {
     for (int j = 0; j < nf; j++) {
         const float *sj = src + (size_t)j * n;
-        for (int r = 0; r < n; r++) cache[((long)row_pos[r] * nf + j) * S + row_seq[r]] = sj[r];
+        for (int k = 0; k < n; k++) {
+            int r = order[k];
+            cache[((long)row_pos[r] * nf + j) * S + row_seq[r]] = sj[r];
+        }
     }
 }
 
@@ -946,11 +953,11 @@ static void attention_layer(TfInfer *inf, int l, const float *in, int n, int n_r
     float *kc = inf->kcache[l], *vc = inf->vcache[l];
     if (lp->k_from < 0) {
         linear(inf, &lp->k, inf->k, n, in, n, n);
-        store_cache(kc, inf->k, nk, inf->row_seq, inf->row_pos, S, n);
+        store_cache(kc, inf->k, nk, inf->row_seq, inf->row_pos, inf->pos_order, S, n);
     }
     if (lp->v_from < 0) {
         linear(inf, &lp->v, inf->v, n, in, n, n);
-        store_cache(vc, inf->v, nv, inf->row_seq, inf->row_pos, S, n);
+        store_cache(vc, inf->v, nv, inf->row_seq, inf->row_pos, inf->pos_order, S, n);
     }
     linear(inf, &lp->q, inf->q, n_run, in, n, n_run);
     if (inf->act_hook) {
@@ -1100,7 +1107,10 @@ static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
     for (int r = 0; r < n; r++) {
         int s = inf->row_seq[r];
         if (inf->row_pos[r] + 1 > inf->seq_len[s]) inf->seq_len[s] = inf->row_pos[r] + 1;
+        inf->pos_order[r] = r;
     }
+    sort_rows(inf->pos_order, inf->order_tmp, inf->row_seq, n, inf->max_seqs, inf->bucket);
+    sort_rows(inf->pos_order, inf->order_tmp, inf->row_pos, n, m->max_len, inf->bucket);
     inf->bad = 0;
     if ((inf->bad_row = first_nonfinite_row(inf->x, n, plan->emb_cols, plan->n_emb_cols, n)) >= 0)
         return overflow_error(inf, -1, err);
