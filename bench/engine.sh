@@ -35,7 +35,7 @@ start=$SECONDS
 progress() { echo "engine.sh: $*, $((SECONDS - start)) s elapsed" >&2; }
 progress "building $build (-DTF_NATIVE=ON)"
 cmake -S . -B "$build" -DTF_NATIVE=ON >/dev/null
-cmake --build "$build" -j"$(nproc)" >/dev/null
+cmake --build "$build" -j"$(nproc)" --target tfc tfrun >/dev/null
 full=${FULL:-0}
 detail=${DETAIL:-0}   # 1: also the adder's configurations (-O0, no cache, one by one)
 threads=2
@@ -181,10 +181,10 @@ cmake -S "$base_src" -B "$base_build" -DTF_NATIVE=ON >/dev/null
 cmake --build "$base_build" -j"$(nproc)" --target tfrun >/dev/null
 compare "adder (10^6 cases)" "$tmp/O.tfw" "$tmp/all.tsv" 1
 "$build/tfc" bench/add_decimal10.tfp -o "$tmp/add10.tfw" 2>/dev/null
-"$PY" bench/engine_cases.py add_decimal10 "${ADD10_CASES:-100000}" >"$tmp/add10.tsv"
+"$PY" bench/engine_cases.py add_decimal10 "${ADD10_CASES:-20000}" >"$tmp/add10.tsv"
 compare "add_decimal, 10 digits" "$tmp/add10.tfw" "$tmp/add10.tsv" 1
 "$build/tfc" bench/count_long.tfp -o "$tmp/count.tfw" 2>/dev/null
-"$PY" bench/engine_cases.py count_long "${COUNT_CASES:-1000}" >"$tmp/count.tsv"
+"$PY" bench/engine_cases.py count_long "${COUNT_CASES:-200}" >"$tmp/count.tsv"
 compare "Count, 1,025 positions" "$tmp/count.tfw" "$tmp/count.tsv" 1
 for name in ${PROGRAMS:-$("$PY" tests/program_ref.py --list)}; do
     "$build/tfc" "programs/$name.tfp" -o "$tmp/$name.tfw" 2>/dev/null
