@@ -7,7 +7,8 @@
 #
 # One row per program: the adder's 1,000,000 cases, the 10-digit add_decimal
 # (bench/add_decimal10.tfp), the Count over 1,025 positions
-# (bench/count_long.tfp; cases from bench/engine_cases.py), and every program
+# (bench/count_long.tfp; cases from bench/engine_cases.py: ADD10_CASES, default
+# 20,000, and COUNT_CASES, default 200), and every program
 # of the library with its cases (tests/program_ref.py; PROGRAMS="a b" picks
 # some). Both tfruns check the same cases on the same .tfw (this tree's tfc),
 # 2 threads; "same" means equal pass/fail counts and FLOP per case. GFLOP/s
