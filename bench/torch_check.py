@@ -5,6 +5,10 @@ incremental (KV cache), torch.no_grad, the same .tfw weights.
     /usr/bin/python3 bench/torch_check.py WEIGHTS.tfw CASES.tsv [--batch-size B] [--threads T]
 
 CASES.tsv holds lines `prompt<TAB>expected completion` (tools/adder_cases.py).
+A model read at every position (expected: the tokens at every position, the
+BOS position's left out) runs one batched forward pass per prompt length
+(tools/tfw_torch.py's Transformer, causal and bidirectional layers as the
+file says); models that print numbers are not covered.
 With --packed, every weight is first cut to its non-zero rows and columns
 (index_select of the columns read, a small product, index_add into the rows
 written), the one trick of tfrun's plan that fits PyTorch's dense tensors.
@@ -78,9 +82,13 @@ class Incremental:
             return
         for l in model.layers:
             if l["kind"] == "attention":
+                if not l["causal"]:
+                    raise SystemExit("torch_check.py: a bidirectional layer: no KV cache")
+                bias = tuple(t.get(l.get(b)) for b in
+                             ("query_bias", "key_bias", "value_bias", "output_bias"))
                 self.layers.append(("attn", l, t[l["query"]], t[l["key"]], t[l["value"]],
                                     t.get(l.get("output")), l["heads"], l["d_head"], l["d_vhead"],
-                                    l["scale"]))
+                                    l["scale"]) + bias)
             elif l["kind"] == "mlp":
                 self.layers.append(("mlp", l, t[l["fc1_weight"]], t.get(l.get("fc1_bias")),
                                     t[l["fc2_weight"]], t.get(l.get("fc2_bias")),
@@ -121,7 +129,7 @@ class Incremental:
                     h = F.linear(x[..., c1], w1, b1)
                     h = F.gelu(h) if gelu else torch.relu(h)
                     x[..., r2] += F.linear(h, w2, b2)
-            nxt = F.linear(x[:, -1], m.unembed).argmax(dim=-1)
+            nxt = F.linear(x[:, -1], m.unembed, m.unembed_bias).argmax(dim=-1)
             out.append(nxt)
             start += T
             if step + 1 < n_new:
@@ -142,10 +150,10 @@ class Incremental:
             T = x.shape[1]
             for i, layer in enumerate(self.layers):
                 if layer[0] == "attn":
-                    _, l, wq, wk, wv, wo, H, dh, dv, scale = layer
-                    q = F.linear(x, wq).view(B, T, H, dh).transpose(1, 2)
-                    k = F.linear(x, wk).view(B, T, H, dh).transpose(1, 2)
-                    v = F.linear(x, wv).view(B, T, H, dv).transpose(1, 2)
+                    _, l, wq, wk, wv, wo, H, dh, dv, scale, bq, bk, bv, bo = layer
+                    q = F.linear(x, wq, bq).view(B, T, H, dh).transpose(1, 2)
+                    k = F.linear(x, wk, bk).view(B, T, H, dh).transpose(1, 2)
+                    v = F.linear(x, wv, bv).view(B, T, H, dv).transpose(1, 2)
                     if i not in caches:
                         caches[i] = (torch.empty(B, H, Lmax, dh), torch.empty(B, H, Lmax, dv))
                     kc, vc = caches[i]
@@ -158,13 +166,13 @@ class Incremental:
                         s = s.masked_fill(mask, float("-inf"))
                     h = torch.matmul(torch.softmax(s, dim=-1), vals)
                     h = h.transpose(1, 2).reshape(B, T, H * dv)
-                    x = x + (F.linear(h, wo) if wo is not None else h)
+                    x = x + (F.linear(h, wo, bo) if wo is not None else h)
                 else:
                     _, l, w1, b1, w2, b2, gelu = layer
                     h = F.linear(x, w1, b1)
                     h = F.gelu(h) if gelu else torch.relu(h)
                     x = x + F.linear(h, w2, b2)
-            nxt = F.linear(x[:, -1], m.unembed).argmax(dim=-1)
+            nxt = F.linear(x[:, -1], m.unembed, m.unembed_bias).argmax(dim=-1)
             out.append(nxt)
             start += T
             if step + 1 < n_new:
@@ -183,7 +191,7 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     model = Transformer(*read(args.weights))
-    eng = Incremental(model, pack=args.packed)
+    eng = None if model.every_position else Incremental(model, pack=args.packed)
     index = {t: i for i, t in enumerate(model.vocab)}
     t0 = time.time()
     with open(args.cases) as f:
@@ -193,6 +201,22 @@ def main():
         by_len.setdefault(len(prompt), []).append((prompt, want))
     passed = failed = 0
     shown = []
+    if model.every_position:
+        if model.numeric:
+            sys.exit("torch_check.py: this model prints numbers; only token outputs are checked")
+        start = 1 if model.bos is not None else 0
+        with torch.no_grad():
+            for length, group in by_len.items():
+                for b in range(0, len(group), args.batch_size):
+                    chunk = group[b:b + args.batch_size]
+                    ids = torch.tensor([[index[c] for c in p] for p, _ in chunk], dtype=torch.long)
+                    got = model.every_position_tokens(ids).tolist()
+                    for (prompt, want), toks in zip(chunk, got):
+                        text = "".join(token_text(model.vocab[t]) for t in toks[start:])
+                        passed += text == want
+                        failed += text != want
+        group = []
+        by_len = {}
     with torch.no_grad():
         for length, group in by_len.items():
             n_new = len(group[0][1])

@@ -169,6 +169,169 @@ START_TEST(test_attention_huge_scores_select_one) {
 }
 END_TEST
 
+/* attention_block_forward's inputs: sequence-minor caches of S sequences,
+ * L positions, NK key and NV value channels; 3 live channel pairs. */
+enum { AB_S = 20, AB_L = 40, AB_NK = 6, AB_NV = 4, AB_NP = 3, AB_LANES = TF_ATT_LANES };
+typedef struct {
+    float k[AB_L * AB_NK * AB_S], v[AB_L * AB_NV * AB_S], q[5 * AB_LANES];
+    int pq[AB_NP], pk[AB_NP], seq[AB_LANES], T[AB_LANES], rows[AB_LANES];
+} AttBlock;
+typedef struct {
+    float out[3 * AB_LANES], sums[AB_LANES], att[AB_L * AB_LANES], scores[AB_L * AB_LANES];
+    int used[AB_LANES];
+} AttResult;
+
+static void att_block_run(AttResult *r, const AttBlock *b, int W, float scale, int naive,
+                          TfSimd simd) {
+    memset(r, 0, sizeof *r);
+    if (naive)
+        attention_block_forward_naive(r->out, AB_LANES, r->sums, r->used, r->att, r->scores, b->q,
+                                      AB_LANES, b->rows, b->pq, b->pk, AB_NP, b->k, AB_NK, b->v, AB_NV, 1,
+                                      4, AB_S, b->seq, b->T, W, scale);
+    else
+        attention_block_forward_simd(r->out, AB_LANES, r->sums, r->used, r->att, r->scores, b->q,
+                                     AB_LANES, b->rows, b->pq, b->pk, AB_NP, b->k, AB_NK, b->v, AB_NV, 1,
+                                     4, AB_S, b->seq, b->T, W, scale, simd);
+}
+
+/* Lanes of one sequence, of consecutive ones, and of any (these in
+ * permuted columns of q and out); each lane its own number of positions. */
+static void att_block_layout(AttBlock *b, int mode, unsigned *seed) {
+    for (int i = 0; i < AB_LANES; i++) {
+        b->seq[i] = mode == 0 ? 7 : mode == 1 ? 2 + i : (int)(rand_r(seed) % AB_S);
+        b->T[i] = 1 + (int)(rand_r(seed) % AB_L);
+        b->rows[i] = mode == 2 ? i * 5 % AB_LANES : i;
+    }
+    int pq[AB_NP] = {4, 0, 2}, pk[AB_NP] = {1, 5, 3};
+    memcpy(b->pq, pq, sizeof pq);
+    memcpy(b->pk, pk, sizeof pk);
+}
+
+START_TEST(test_attention_block_matches_naive) {
+    // Random scores (soft attention). exp_vec is within 2 ulp of expf and
+    // the division adds one rounding: each weight within 4 ulp (5e-7) of the
+    // naive one; the weights' sum and the weighted sums of values in
+    // [-1, 1] add T <= 40 such terms in the same order: 1e-5 relative plus
+    // 1e-6 absolute bounds them with room.
+    unsigned seed = 28;
+    AttBlock *b = calloc(1, sizeof *b);
+    AttResult *fast = malloc(sizeof *fast), *slow = malloc(sizeof *slow);
+    for (size_t i = 0; i < sizeof b->k / sizeof *b->k; i++)
+        b->k[i] = 4.0f * ((float)rand_r(&seed) / (float)RAND_MAX - 0.5f);
+    for (size_t i = 0; i < sizeof b->v / sizeof *b->v; i++)
+        b->v[i] = 2.0f * ((float)rand_r(&seed) / (float)RAND_MAX - 0.5f);
+    for (size_t i = 0; i < sizeof b->q / sizeof *b->q; i++)
+        b->q[i] = 4.0f * ((float)rand_r(&seed) / (float)RAND_MAX - 0.5f);
+    int checked = 0;
+    for (int mode = 0; mode < 3; mode++)
+        for (int wi = 0; wi < 3; wi++) {
+            int W = wi == 0 ? AB_LANES : wi == 1 ? 5 : 1;
+            att_block_layout(b, mode, &seed);
+            att_block_run(slow, b, W, 0.7f, 1, TF_SIMD_GENERIC);
+            for (int simd = 0; simd < TF_SIMD_COUNT; simd++) {
+                if (!simd_supported((TfSimd)simd)) continue;
+                att_block_run(fast, b, W, 0.7f, 0, (TfSimd)simd);
+                char msg[256];
+                for (int j = 0; j < 3; j++)
+                    ck_assert_msg(tf_compare_floats(fast->out + j * AB_LANES,
+                                                    slow->out + j * AB_LANES, AB_LANES, 1e-5,
+                                                    1e-6, msg, sizeof msg) == 0,
+                                  "%s mode %d W %d channel %d: %s", tf_simd_names[simd], mode, W,
+                                  j, msg);
+                ck_assert_msg(tf_compare_floats(fast->sums, slow->sums, (size_t)W, 1e-5, 0, msg,
+                                                sizeof msg) == 0,
+                              "%s sums: %s", tf_simd_names[simd], msg);
+                for (int i = 0; i < W; i++) {
+                    ck_assert_int_eq(fast->used[i], slow->used[i]);
+                    for (int t = 0; t < b->T[i]; t++) {
+                        int x = t * AB_LANES + i;
+                        ck_assert_msg(fabsf(fast->att[x] - slow->att[x]) <= 1e-6f,
+                                      "weight %d of lane %d: %g, naive %g", t, i, fast->att[x],
+                                      slow->att[x]);
+                        ck_assert_float_eq(fast->scores[x], slow->scores[x]); /* same order */
+                    }
+                }
+                checked++;
+            }
+        }
+    ck_assert_int_ge(checked, 9);
+    free(b), free(fast), free(slow);
+}
+END_TEST
+
+START_TEST(test_attention_block_simd_paths_agree) {
+    // Every instruction set does the same operations in the same order.
+    unsigned seed = 5;
+    AttBlock *b = calloc(1, sizeof *b);
+    AttResult *gen = malloc(sizeof *gen), *other = malloc(sizeof *other);
+    for (size_t i = 0; i < sizeof b->k / sizeof *b->k; i++) b->k[i] = (float)rand_r(&seed) / RAND_MAX;
+    for (size_t i = 0; i < sizeof b->v / sizeof *b->v; i++) b->v[i] = (float)rand_r(&seed) / RAND_MAX;
+    for (size_t i = 0; i < sizeof b->q / sizeof *b->q; i++) b->q[i] = (float)rand_r(&seed) / RAND_MAX;
+    for (int mode = 0; mode < 3; mode++) {
+        att_block_layout(b, mode, &seed);
+        att_block_run(gen, b, AB_LANES, 3.0f, 0, TF_SIMD_GENERIC);
+        for (int simd = 1; simd < TF_SIMD_COUNT; simd++) {
+            if (!simd_supported((TfSimd)simd)) continue;
+            att_block_run(other, b, AB_LANES, 3.0f, 0, (TfSimd)simd);
+            ck_assert_msg(memcmp(gen, other, sizeof *gen) == 0, "%s differs from generic (mode %d)",
+                          tf_simd_names[simd], mode);
+        }
+    }
+    free(b), free(gen), free(other);
+}
+END_TEST
+
+START_TEST(test_attention_block_hard_exact) {
+    // Compiled heads: scores far apart (weights exactly 0 and 1) or tied
+    // (exact averages), and tiny weights down to expf's underflow: the
+    // same bits as the naive loops, and the same weights of exactly 0.
+    AttBlock *b = calloc(1, sizeof *b);
+    AttResult *fast = malloc(sizeof *fast), *slow = malloc(sizeof *slow);
+    // Key channel 1 (met by query channel 4) holds a score per position:
+    // 0 at the matches, -95, -103 (tiny, not 0 under expf) and -1000.
+    const float pattern[] = {0, -95, 0, -103, -1000, 0, -105, -95, 0, -1000};
+    for (int t = 0; t < AB_L; t++)
+        for (int s = 0; s < AB_S; s++) {
+            b->k[((long)t * AB_NK + 1) * AB_S + s] = pattern[(t + s) % 10];
+            for (int j = 0; j < AB_NV; j++)
+                b->v[((long)t * AB_NV + j) * AB_S + s] = (float)((t * 7 + s * 3 + j) % 5) - 2.0f;
+        }
+    for (int i = 0; i < AB_LANES; i++) b->q[4 * AB_LANES + i] = 1.0f;
+    unsigned seed = 3;
+    int tiny = 0;
+    for (int mode = 0; mode < 3; mode++) {
+        att_block_layout(b, mode, &seed);
+        att_block_run(slow, b, AB_LANES, 1.0f, 1, TF_SIMD_GENERIC);
+        att_block_run(fast, b, AB_LANES, 1.0f, 0, simd_best());
+        ck_assert(memcmp(fast->out, slow->out, sizeof fast->out) == 0);
+        ck_assert(memcmp(fast->sums, slow->sums, sizeof fast->sums) == 0);
+        ck_assert(memcmp(fast->used, slow->used, sizeof fast->used) == 0);
+        for (int i = 0; i < AB_LANES; i++)
+            for (int t = 0; t < b->T[i]; t++) {
+                float a = slow->att[t * AB_LANES + i];
+                ck_assert_int_eq(fast->att[t * AB_LANES + i] == 0.0f, a == 0.0f);
+                tiny += a > 0.0f && a < 1e-30f;
+            }
+    }
+    ck_assert_int_gt(tiny, 0); /* the tiny weights were there to compare */
+    free(b), free(fast), free(slow);
+}
+END_TEST
+
+START_TEST(test_attention_block_nan_score) {
+    AttBlock *b = calloc(1, sizeof *b);
+    AttResult *r = malloc(sizeof *r);
+    unsigned seed = 9;
+    att_block_layout(b, 1, &seed);
+    b->k[((long)0 * AB_NK + 1) * AB_S + b->seq[3]] = NAN;
+    for (int i = 0; i < AB_LANES; i++) b->q[4 * AB_LANES + i] = 1.0f;
+    att_block_run(r, b, AB_LANES, 1.0f, 0, simd_best());
+    ck_assert(isnan(r->sums[3]));
+    ck_assert(!isnan(r->sums[2]));
+    free(b), free(r);
+}
+END_TEST
+
 START_TEST(test_argmax_first_on_ties) {
     float x[] = {0, 2, 2, 1};
     ck_assert_int_eq(argmax(x, 4), 1);
@@ -191,6 +354,10 @@ int main(void) {
     tcase_add_test(tc, test_relu);
     tcase_add_test(tc, test_attention_matches_naive);
     tcase_add_test(tc, test_attention_huge_scores_select_one);
+    tcase_add_test(tc, test_attention_block_matches_naive);
+    tcase_add_test(tc, test_attention_block_simd_paths_agree);
+    tcase_add_test(tc, test_attention_block_hard_exact);
+    tcase_add_test(tc, test_attention_block_nan_score);
     tcase_add_test(tc, test_argmax_first_on_ties);
     suite_add_tcase(s, tc);
     return tf_run_suite(s);

@@ -68,6 +68,7 @@ struct TfPlan {
     LayerPlan *layers;
     int *emb_cols;        /* columns where an embedding is non-zero */
     int n_emb_cols;
+    float *emb_tok, *emb_pos; /* [n_emb_cols, n_vocab], [n_emb_cols, max_len]: those columns */
     TfLinear unembed;     /* logits, with unembed.bias */
     int max_q, max_k, max_v, max_hidden, max_out, max_cols;
     int has_norm;
@@ -82,7 +83,10 @@ struct TfInfer {
     int max_seqs, max_rows;
     int use_cache;
 
-    float **kcache, **vcache; /* per attention layer: [S, L, nk], [S, L, nv] */
+    /* Per attention layer: keys [L, nk, S] and values [L, nv, S],
+     * sequence-minor (kernels.h's attention_block_forward): the rows of a
+     * block of sequences at one position and channel are one vector. */
+    float **kcache, **vcache;
     int *seq_len;             /* [S] positions held in the caches */
 
     float *x;       /* [d, n] residual stream */
@@ -92,10 +96,18 @@ struct TfInfer {
     float *hidden;  /* [F, nf] */
     float *delta;   /* [rows written, nf] what a layer adds */
     float *scratch; /* gathered inputs of dense blocks */
-    float *att;     /* [L] */
-    float *scores;  /* [L] one row's scaled scores, for the attention hook */
-    float *vacc;    /* [max_v] */
-    float *qv;      /* [max_q] one row's live query channels */
+    float *att;     /* [L, TF_ATT_LANES] attention weights of a block of rows */
+    float *scores;  /* [L, TF_ATT_LANES] their scaled scores, for the attention hook */
+    float *hook_att, *hook_scores; /* [L] one row's, for the attention hook */
+    /* attention_heads: the rows in block order, scratch, each row's T, and
+     * the counting sort's buckets [max(L + 1, S) + 1]. */
+    int *order, *order_tmp, *row_t, *bucket;
+    int *pos_order; /* [R] the step's rows by position, then sequence (store_cache) */
+    /* One sequence's keys [L, live pairs] and values [L, kept value rows]
+     * of every head, gathered for blocks of that sequence's rows; ident
+     * [max_q + 1] = 0, 1, 2, ... */
+    float *kg, *vg;
+    int *ident;
     float *stat;    /* [2, n] LayerNorm means and inverse deviations */
     float *logits;  /* [n_out, max_seqs] */
     float *rowmajor; /* [n, d] for the layer hook */
@@ -155,6 +167,8 @@ void plan_free(TfPlan *p) {
         for (int l = 0; l < p->m->n_layers; l++) layer_plan_free(&p->layers[l]);
     free(p->layers);
     free(p->emb_cols);
+    free(p->emb_tok);
+    free(p->emb_pos);
     linear_free(&p->unembed);
     free(p);
 }
@@ -361,6 +375,20 @@ static int plan_embedding(TfPlan *p, TfError *err) {
         for (int i = 0; i < m->max_len && !any; i++) any = pe[(size_t)i * d + c] != 0.0f;
         if (any) p->emb_cols[p->n_emb_cols++] = c;
     }
+    // Each kept column of both tables as one short vector: a row's
+    // embedding then reads two cached values per column.
+    size_t nc = (size_t)p->n_emb_cols;
+    p->emb_tok = malloc((nc * (size_t)m->n_vocab + 1) * sizeof(float));
+    p->emb_pos = malloc((nc * (size_t)m->max_len + 1) * sizeof(float));
+    if (!p->emb_tok || !p->emb_pos) {
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    for (size_t k = 0; k < nc; k++) {
+        int c = p->emb_cols[k];
+        for (int t = 0; t < m->n_vocab; t++) p->emb_tok[k * m->n_vocab + t] = te[(size_t)t * d + c];
+        for (int i = 0; i < m->max_len; i++) p->emb_pos[k * m->max_len + i] = pe[(size_t)i * d + c];
+    }
     return 0;
 }
 
@@ -477,8 +505,16 @@ void infer_free(TfInfer *inf) {
     free(inf->scratch);
     free(inf->att);
     free(inf->scores);
-    free(inf->vacc);
-    free(inf->qv);
+    free(inf->hook_att);
+    free(inf->hook_scores);
+    free(inf->order);
+    free(inf->order_tmp);
+    free(inf->row_t);
+    free(inf->pos_order);
+    free(inf->kg);
+    free(inf->vg);
+    free(inf->ident);
+    free(inf->bucket);
     free(inf->stat);
     free(inf->logits);
     free(inf->rowmajor);
@@ -535,10 +571,19 @@ TfInfer *infer_new_with_plan(const TfPlan *plan, int max_seqs, TfError *err) {
     inf->hidden = alloc_floats(R * (size_t)plan->max_hidden);
     inf->delta = alloc_floats(R * (size_t)imax(imax(plan->max_out, (int)d), n_out));
     inf->scratch = alloc_floats(R * (size_t)plan->max_cols);
-    inf->att = alloc_floats(L);
-    inf->scores = alloc_floats(L);
-    inf->vacc = alloc_floats((size_t)plan->max_v);
-    inf->qv = alloc_floats((size_t)plan->max_q);
+    inf->att = alloc_floats(L * TF_ATT_LANES);
+    inf->scores = alloc_floats(L * TF_ATT_LANES);
+    inf->hook_att = alloc_floats(L);
+    inf->hook_scores = alloc_floats(L);
+    inf->order = malloc(R * sizeof(int));
+    inf->order_tmp = malloc(R * sizeof(int));
+    inf->row_t = malloc(R * sizeof(int));
+    inf->pos_order = malloc(R * sizeof(int));
+    inf->kg = alloc_floats(L * (size_t)plan->max_q);
+    inf->vg = alloc_floats(L * (size_t)plan->max_v);
+    inf->ident = malloc(((size_t)plan->max_q + 1) * sizeof(int));
+    for (int i = 0; inf->ident && i <= plan->max_q; i++) inf->ident[i] = i;
+    inf->bucket = malloc(((L + 1 > (size_t)max_seqs ? L + 1 : (size_t)max_seqs) + 1) * sizeof(int));
     inf->stat = alloc_floats(2 * R);
     inf->logits = alloc_floats((size_t)n_out * L * (size_t)max_seqs);
     inf->row_seq = malloc(R * sizeof(int));
@@ -553,7 +598,8 @@ TfInfer *infer_new_with_plan(const TfPlan *plan, int max_seqs, TfError *err) {
     }
     if (!inf->seq_len || !inf->x || (plan->has_norm && !inf->xn) || !inf->q || !inf->k ||
         !inf->v || !inf->heads || !inf->hidden || !inf->delta || !inf->scratch || !inf->att ||
-        !inf->scores || !inf->vacc || !inf->qv || !inf->stat ||
+        !inf->scores || !inf->hook_att || !inf->hook_scores || !inf->order || !inf->order_tmp ||
+        !inf->row_t || !inf->pos_order || !inf->bucket || !inf->kg || !inf->vg || !inf->ident || !inf->stat ||
         !inf->logits || !inf->row_seq || !inf->row_pos || !inf->row_tok)
         goto oom;
     return inf;
@@ -742,17 +788,22 @@ static void linear(TfInfer *inf, const TfLinear *L, float *y, int ldy, const flo
     inf->flops += 2.0 * (double)linear_cost(L) * n;
 }
 
-/* Rows of a feature-major block src [nf, n] into a sequence cache [S, L, nf]. */
+/* Rows of a feature-major block src [nf, n] into a sequence-minor cache
+ * [L, nf, S], taken in `order` (by position, then sequence: the stores of a
+ * channel then fill whole cache lines). */
 static void store_cache(float *cache, const float *src, int nf, const int *row_seq,
-                        const int *row_pos, int L, int n) {
-    for (int r = 0; r < n; r++) {
-        float *dst = cache + ((long)row_seq[r] * L + row_pos[r]) * nf;
-        for (int j = 0; j < nf; j++) dst[j] = src[(size_t)j * n + r];
+                        const int *row_pos, const int *order, int S, int n) {
+    for (int j = 0; j < nf; j++) {
+        const float *sj = src + (size_t)j * n;
+        for (int k = 0; k < n; k++) {
+            int r = order[k];
+            cache[((long)row_pos[r] * nf + j) * S + row_seq[r]] = sj[r];
+        }
     }
 }
 
 /* The activation hook on the first n rows of the step: packed feature k of
- * row r is src[k * ld + r] or, with `cache` ([S, L, n_packed], src NULL),
+ * row r is src[k * ld + r] or, with `cache` ([L, n_packed, S], src NULL),
  * the row's entry there; rows[k] is its column (NULL: k itself), the other
  * columns are 0. */
 static void call_act_hook(TfInfer *inf, int l, TfHookPoint point, const float *src, int ld,
@@ -762,30 +813,151 @@ static void call_act_hook(TfInfer *inf, int l, TfHookPoint point, const float *s
     memset(y, 0, (size_t)n * (size_t)width * sizeof(float));
     for (int r = 0; r < n; r++) {
         float *yr = y + (size_t)r * width;
-        const float *cr =
-            cache ? cache + ((long)inf->row_seq[r] * inf->m->max_len + inf->row_pos[r]) * n_packed
-                  : src + r;
-        size_t step = cache ? 1 : (size_t)ld;
+        long S = inf->max_seqs, s = inf->row_seq[r], pos = inf->row_pos[r];
+        const float *cr = cache ? cache + pos * n_packed * S + s : src + r;
+        size_t step = cache ? (size_t)S : (size_t)ld;
         for (int k = 0; k < n_packed; k++) yr[rows ? rows[k] : k] = cr[(size_t)k * step];
     }
     inf->act_hook(inf->act_hook_user, l, point, y, width, n, inf->row_seq, inf->row_pos);
 }
 
-static void attention_layer(TfInfer *inf, int l, const float *in, int n, int n_run) {
-    const TfModel *m = inf->m;
+/* Sequences at least this long have their keys and values gathered for
+ * blocks of their rows (attention_heads). */
+#define GATHER_MIN_T 64
+
+/* Sequence s's keys of every live channel pair and its kept values, head
+ * by head, for attention_block_forward as one sequence of caches [L, np]
+ * and [L, nv_h] (S = 1): head h's at kg + L * pair_start[h] and
+ * vg + L * v_start[h]. */
+static void gather_sequence(TfInfer *inf, int l, int s) {
     const LayerPlan *lp = &inf->plan->layers[l];
-    int L = m->max_len, nk = lp->k.n_rows, nv = lp->v.n_rows;
+    long S = inf->max_seqs, L = inf->m->max_len, nk = lp->k.n_rows, nv = lp->v.n_rows;
+    const float *kc = inf->kcache[l], *vc = inf->vcache[l];
+    int T = inf->seq_len[s];
+    for (int h = 0; h < lp->n_heads; h++) {
+        int p0 = lp->pair_start[h], np = lp->pair_start[h + 1] - p0;
+        int j0 = lp->v_start[h], nj = lp->v_start[h + 1] - j0;
+        float *kg = inf->kg + L * p0, *vg = inf->vg + L * j0;
+        for (int t = 0; t < T; t++) {
+            for (int p = 0; p < np; p++) kg[(long)t * np + p] = kc[(t * nk + lp->pair_k[p0 + p]) * S + s];
+            for (int j = 0; j < nj; j++) vg[(long)t * nj + j] = vc[(t * nv + j0 + j) * S + s];
+        }
+    }
+}
+
+/* Stable counting sort of dst[0..n-1] by key[dst[i]] in 0..nk-1, through tmp. */
+static void sort_rows(int *dst, int *tmp, const int *key, int n, int nk, int *bucket) {
+    memset(bucket, 0, ((size_t)nk + 1) * sizeof(int));
+    for (int i = 0; i < n; i++) bucket[key[dst[i]] + 1]++;
+    for (int b = 0; b < nk; b++) bucket[b + 1] += bucket[b];
+    for (int i = 0; i < n; i++) tmp[bucket[key[dst[i]]]++] = dst[i];
+    memcpy(dst, tmp, (size_t)n * sizeof(int));
+}
+
+/* Every head of attention layer l at the first n_run rows of the step, in
+ * blocks of TF_ATT_LANES rows. The blocks take the rows by the positions
+ * they see, then by sequence: at each position the rows of consecutive
+ * sequences (a vector load per position and channel), and no lane of a
+ * block waits on a longer one. Every row's result is the same in any
+ * block. While an attention hook wants each row's scores and weights, one
+ * row at a time, in order. */
+static void attention_heads(TfInfer *inf, int l, int n_run) {
+    const LayerPlan *lp = &inf->plan->layers[l];
+    int S = inf->max_seqs, L = inf->m->max_len, nk = lp->k.n_rows, nv = lp->v.n_rows;
+    int lanes = inf->att_hook ? 1 : TF_ATT_LANES, bad_row = -1;
+    int T[TF_ATT_LANES], seq[TF_ATT_LANES], used[TF_ATT_LANES];
+    float sums[TF_ATT_LANES];
+    int *order = inf->order;
+    for (int r = 0; r < n_run; r++) {
+        order[r] = r;
+        inf->row_t[r] = lp->causal ? inf->row_pos[r] + 1 : inf->seq_len[inf->row_seq[r]];
+    }
+    int sorted = 1; /* already by T, then sequence (a generation step's rows) */
+    for (int r = 1; r < n_run && sorted; r++)
+        sorted = inf->row_t[r - 1] < inf->row_t[r] ||
+                 (inf->row_t[r - 1] == inf->row_t[r] && inf->row_seq[r - 1] < inf->row_seq[r]);
+    if (lanes > 1 && !sorted) { // by sequence, then stably by T
+        sort_rows(order, inf->order_tmp, inf->row_seq, n_run, S, inf->bucket);
+        sort_rows(order, inf->order_tmp, inf->row_t, n_run, L + 1, inf->bucket);
+    }
+    const int zero[TF_ATT_LANES] = {0};
+    int gathered = -1; /* the sequence in kg and vg */
+    for (int r0 = 0, W; r0 < n_run; r0 += W) {
+        // A block holds rows of one sequence (keys and values broadcast to
+        // the lanes) or rows of different ones, never both: it ends where a
+        // run of one sequence's rows starts or stops.
+        const int *rows = order + r0, *rs = inf->row_seq;
+        int max_w = n_run - r0 < lanes ? n_run - r0 : lanes, one_seq = lanes > 1;
+        W = 1;
+        if (max_w > 1 && rs[rows[1]] == rs[rows[0]])
+            while (W < max_w && rs[rows[W]] == rs[rows[0]]) W++;
+        else
+            while (W < max_w && rs[rows[W]] != rs[rows[W - 1]] &&
+                   (W + 1 >= max_w || rs[rows[W + 1]] != rs[rows[W]]))
+                W++;
+        for (int i = 0; i < W; i++) {
+            seq[i] = inf->row_seq[rows[i]];
+            T[i] = inf->row_t[rows[i]];
+            one_seq &= seq[i] == seq[0];
+        }
+        // A block of one long sequence reads its keys and values at every
+        // position, each a cache line apart in the caches: gathered once
+        // for all its blocks, they are read in order.
+        int gather = one_seq && inf->seq_len[seq[0]] >= GATHER_MIN_T;
+        if (gather && gathered != seq[0]) {
+            gather_sequence(inf, l, seq[0]);
+            gathered = seq[0];
+        }
+        for (int h = 0; h < lp->n_heads; h++) {
+            int p0 = lp->pair_start[h], np = lp->pair_start[h + 1] - p0;
+            int j0 = lp->v_start[h], j1 = lp->v_start[h + 1];
+            if (gather)
+                attention_block_forward(inf->heads + (size_t)j0 * n_run, n_run, sums, used,
+                                        inf->att, NULL, inf->q, n_run, rows, lp->pair_q + p0,
+                                        inf->ident, np, inf->kg + (size_t)L * p0, np,
+                                        inf->vg + (size_t)L * j0, j1 - j0, 0, j1 - j0, 1, zero, T,
+                                        W, lp->scale);
+            else
+                attention_block_forward(inf->heads + (size_t)j0 * n_run, n_run, sums, used,
+                                        inf->att, inf->att_hook ? inf->scores : NULL, inf->q,
+                                        n_run, rows, lp->pair_q + p0, lp->pair_k + p0, np,
+                                        inf->kcache[l], nk, inf->vcache[l], nv, j0, j1, S, seq, T,
+                                        W, lp->scale);
+            for (int i = 0; i < W; i++) {
+                // An infinite or NaN score (the products overflowed).
+                if (isnan(sums[i]) && (bad_row < 0 || rows[i] < bad_row)) bad_row = rows[i];
+                inf->flops += 2.0 * T[i] * np + 2.0 * used[i] * (j1 - j0);
+            }
+            if (inf->att_hook) {
+                for (int t = 0; t < T[0]; t++) {
+                    inf->hook_scores[t] = inf->scores[t * TF_ATT_LANES];
+                    inf->hook_att[t] = inf->att[t * TF_ATT_LANES];
+                }
+                inf->att_hook(inf->att_hook_user, l, h, seq[0], inf->row_pos[rows[0]],
+                              inf->hook_scores, inf->hook_att, T[0]);
+            }
+        }
+    }
+    if (bad_row >= 0 && !inf->bad) {
+        inf->bad = 1;
+        inf->bad_row = bad_row;
+    }
+}
+
+static void attention_layer(TfInfer *inf, int l, const float *in, int n, int n_run) {
+    const LayerPlan *lp = &inf->plan->layers[l];
+    int S = inf->max_seqs, nk = lp->k.n_rows, nv = lp->v.n_rows;
 
     // Keys and values of every row into the cache first, so that a row can
     // attend to rows of the same step.
     float *kc = inf->kcache[l], *vc = inf->vcache[l];
     if (lp->k_from < 0) {
         linear(inf, &lp->k, inf->k, n, in, n, n);
-        store_cache(kc, inf->k, nk, inf->row_seq, inf->row_pos, L, n);
+        store_cache(kc, inf->k, nk, inf->row_seq, inf->row_pos, inf->pos_order, S, n);
     }
     if (lp->v_from < 0) {
         linear(inf, &lp->v, inf->v, n, in, n, n);
-        store_cache(vc, inf->v, nv, inf->row_seq, inf->row_pos, L, n);
+        store_cache(vc, inf->v, nv, inf->row_seq, inf->row_pos, inf->pos_order, S, n);
     }
     linear(inf, &lp->q, inf->q, n_run, in, n, n_run);
     if (inf->act_hook) {
@@ -794,56 +966,7 @@ static void attention_layer(TfInfer *inf, int l, const float *in, int n, int n_r
         call_act_hook(inf, l, TF_HOOK_V, NULL, 0, vc, lp->v.rows, nv, n);
     }
 
-    float *att = inf->att;
-    for (int r = 0; r < n_run; r++) {
-        int s = inf->row_seq[r];
-        int T = lp->causal ? inf->row_pos[r] + 1 : inf->seq_len[s];
-        const float *ks = kc + (long)s * L * nk, *vs = vc + (long)s * L * nv;
-        for (int h = 0; h < lp->n_heads; h++) {
-            int p0 = lp->pair_start[h], np = lp->pair_start[h + 1] - p0;
-            const int *pk = lp->pair_k + p0;
-            float *qv = inf->qv;
-            for (int p = 0; p < np; p++) qv[p] = inf->q[(size_t)lp->pair_q[p0 + p] * n_run + r];
-            float maxv = -INFINITY;
-            for (int t = 0; t < T; t++) {
-                const float *kt = ks + (long)t * nk;
-                float dot = 0.0f;
-                for (int p = 0; p < np; p++) dot += qv[p] * kt[pk[p]];
-                att[t] = dot * lp->scale;
-                if (att[t] > maxv) maxv = att[t];
-            }
-            if (inf->att_hook) memcpy(inf->scores, att, (size_t)T * sizeof(float));
-            float sum = 0.0f;
-            for (int t = 0; t < T; t++) {
-                // expf is 0 below -104 (float underflow) but slow to get there.
-                float z = att[t] - maxv;
-                att[t] = z < -104.0f ? 0.0f : expf(z);
-                sum += att[t];
-            }
-            if (isnan(sum) && !inf->bad) {
-                // An infinite or NaN score (the products overflowed).
-                inf->bad = 1;
-                inf->bad_row = r;
-            }
-            float inv = 1.0f / sum;
-            for (int t = 0; t < T; t++) att[t] *= inv;
-            inf->flops += 2.0 * T * np;
-            if (inf->att_hook)
-                inf->att_hook(inf->att_hook_user, l, h, s, inf->row_pos[r], inf->scores, att, T);
-            // Weighted sum of the values; a position with weight exactly 0
-            // adds nothing (compiled heads attend to one position).
-            int j0 = lp->v_start[h], j1 = lp->v_start[h + 1];
-            float *acc = inf->vacc;
-            for (int j = j0; j < j1; j++) acc[j] = 0.0f;
-            for (int t = 0; t < T; t++) {
-                if (att[t] == 0.0f) continue;
-                const float *vt = vs + (long)t * nv;
-                for (int j = j0; j < j1; j++) acc[j] += att[t] * vt[j];
-                inf->flops += 2.0 * (j1 - j0);
-            }
-            for (int j = j0; j < j1; j++) inf->heads[(size_t)j * n_run + r] = acc[j];
-        }
-    }
+    attention_heads(inf, l, n_run);
     if (inf->iv) apply_edits(inf, l, TF_SITE_HEADS, inf->heads, n_run, lp->v.rows, nv, n_run);
     if (inf->act_hook)
         call_act_hook(inf, l, TF_HOOK_Z, inf->heads, n_run, NULL, lp->v.rows, nv, n_run);
@@ -966,19 +1089,28 @@ static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
             return -1;
         }
     }
-    const float *te = tensor(m, m->tok_embed), *pe = tensor(m, m->pos_embed);
     const TfPlan *plan = inf->plan;
-    memset(inf->x, 0, (size_t)d * n * sizeof(float));
+    // Columns no embedding writes start at 0.
+    for (int c = 0, k = 0; c < d; c++) {
+        if (k < plan->n_emb_cols && plan->emb_cols[k] == c) {
+            k++;
+            continue;
+        }
+        memset(inf->x + (size_t)c * n, 0, (size_t)n * sizeof(float));
+    }
     for (int k = 0; k < plan->n_emb_cols; k++) {
-        int c = plan->emb_cols[k];
-        float *xc = inf->x + (size_t)c * n;
-        for (int r = 0; r < n; r++)
-            xc[r] = te[(size_t)inf->row_tok[r] * d + c] + pe[(size_t)inf->row_pos[r] * d + c];
+        float *xc = inf->x + (size_t)plan->emb_cols[k] * n;
+        const float *tk = plan->emb_tok + (size_t)k * m->n_vocab;
+        const float *pk = plan->emb_pos + (size_t)k * m->max_len;
+        for (int r = 0; r < n; r++) xc[r] = tk[inf->row_tok[r]] + pk[inf->row_pos[r]];
     }
     for (int r = 0; r < n; r++) {
         int s = inf->row_seq[r];
         if (inf->row_pos[r] + 1 > inf->seq_len[s]) inf->seq_len[s] = inf->row_pos[r] + 1;
+        inf->pos_order[r] = r;
     }
+    sort_rows(inf->pos_order, inf->order_tmp, inf->row_seq, n, inf->max_seqs, inf->bucket);
+    sort_rows(inf->pos_order, inf->order_tmp, inf->row_pos, n, m->max_len, inf->bucket);
     inf->bad = 0;
     if ((inf->bad_row = first_nonfinite_row(inf->x, n, plan->emb_cols, plan->n_emb_cols, n)) >= 0)
         return overflow_error(inf, -1, err);

@@ -7,6 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* x86-64 (gcc, clang): kernels compiled for AVX2 and AVX-512 besides the
+ * baseline, chosen at run time (simd_best). Elsewhere (the WebAssembly
+ * build) only the portable loops. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define TF_SIMD_X86 1
+#endif
+
 void matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int N,
                     int C, int OC, int accumulate) {
     // out[N,OC] (+)= inp[N,C] @ weight[OC,C]^T, then + bias
@@ -63,6 +70,282 @@ static inline float exp_vec(float x) {
         float f;
     } two_k = {.i = ((int32_t)k + 127) << 23};
     return nan ? NAN : x <= -87.0f ? 0.0f : p * two_k.f;
+}
+
+/* ---- attention over a block of rows (kernels.h) --------------------------- */
+
+/* e^z for a softmax exponent z <= 0 (or NaN): exp_vec, and below -80 as
+ * e^(z + 40) e^-40, so that the tiny weights down to expf's underflow at
+ * -104 stay (exp_vec stops at -87): which weights are exactly 0 is the
+ * same as with expf. */
+static inline float exp_softmax(float z) {
+    int low = z < -80.0f;
+    float y = exp_vec(low ? z + 40.0f : z);
+    y = low ? y * 4.24835426e-18f : y; /* e^-40 */
+    return z < -104.0f ? 0.0f : y;
+}
+
+/* Lane i of position t of a cache block: how the lanes' sequences lie. */
+enum { LANES_GATHER, LANES_SAME, LANES_CONTIGUOUS };
+
+#define B TF_ATT_LANES
+/* The lanes as one vector (GCC's and clang's vector extension): the loops
+ * below then run over positions with the lanes in a register, whatever the
+ * compiler would have chosen to vectorize. */
+#if defined(__GNUC__) && !defined(__clang__)
+/* Passing a 64-byte vector without AVX-512 changes the ABI, says gcc: these
+ * helpers are always inlined, so there is no call to disagree about. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+typedef float Lanes __attribute__((vector_size(B * sizeof(float))));
+typedef int32_t LaneMask __attribute__((vector_size(B * sizeof(float))));
+_Static_assert(B == 16, "lanes_at broadcasts to 16 lanes");
+
+static inline __attribute__((always_inline)) Lanes lanes_load(const float *p) {
+    Lanes v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline __attribute__((always_inline)) void lanes_store(float *p, Lanes v) {
+    memcpy(p, &v, sizeof v);
+}
+
+/* Lane i of position t: c[t * stride + seq[i]], the lanes' sequences one
+ * (a broadcast), consecutive (a vector load) or any. */
+static inline __attribute__((always_inline)) Lanes lanes_at(const float *restrict c, long t,
+                                                            long stride, const int *seq,
+                                                            int mode) {
+    Lanes x;
+    if (mode == LANES_SAME) {
+        float ct = c[t * stride + seq[0]];
+        x = (Lanes){ct, ct, ct, ct, ct, ct, ct, ct, ct, ct, ct, ct, ct, ct, ct, ct};
+    } else if (mode == LANES_CONTIGUOUS) {
+        x = lanes_load(c + t * stride + seq[0]);
+    } else {
+        for (int i = 0; i < B; i++) x[i] = c[t * stride + seq[i]];
+    }
+    return x;
+}
+
+/* out[jj] = sum over t < n, in order, of the non-zero att[t * B + i] times
+ * c[jj * S + t * stride + seq[i]], for nj <= VCHUNK channels at once (their
+ * sums are independent chains); a zero weight adds +0 (a skipped term). */
+enum { VCHUNK = 8 };
+static inline __attribute__((always_inline)) void lanes_weighted_sums(Lanes *out,
+                                                                      const float *restrict att,
+                                                                      const float *restrict c,
+                                                                      int nj, long S, long stride,
+                                                                      const int *seq, int n,
+                                                                      int mode) {
+    Lanes acc[VCHUNK], zero = {0};
+    for (int jj = 0; jj < VCHUNK; jj++) acc[jj] = zero;
+    for (int t = 0; t < n; t++) {
+        Lanes a = lanes_load(att + t * B);
+        LaneMask keep = a != zero;
+        for (int jj = 0; jj < nj; jj++) {
+            Lanes term = a * lanes_at(c + jj * S, t, stride, seq, mode);
+            acc[jj] += (Lanes)((LaneMask)term & keep);
+        }
+    }
+    for (int jj = 0; jj < nj; jj++) out[jj] = acc[jj];
+}
+
+/* The body of attention_block_forward, for one lane mode. Lanes past W
+ * repeat lane 0's sequence at T = 1 with a zero query (kept finite, then
+ * dropped). Adding a skipped (zero-weight) term as +0 changes no sum: a sum
+ * that starts at +0 never becomes -0. */
+static inline __attribute__((always_inline)) void
+attention_block_body(float *out, int ldo, float *sums, int *used, float *att, float *scores,
+                     const float *q, int ldq, const int *col, const int *pq, const int *pk, int np,
+                     const float *k, int nk, const float *v, int nv, int j0, int j1, int S,
+                     const int *sq, const int *tl, int Tmax, int W, float scale, int mode) {
+    // Scores, the channels of a chunk added in order at each position.
+    enum { CHUNK = 16 };
+    Lanes w[CHUNK];
+    const float *kp[CHUNK];
+    long kstride = (long)nk * S;
+    for (int p0 = 0; p0 == 0 || p0 < np; p0 += CHUNK) {
+        int nc = np - p0 < CHUNK ? np - p0 : CHUNK;
+        for (int p = 0; p < nc; p++) {
+            for (int i = 0; i < B; i++) w[p][i] = i < W ? q[(long)pq[p0 + p] * ldq + col[i]] : 0.0f;
+            kp[p] = k + (long)pk[p0 + p] * S;
+        }
+        for (int t = 0; t < Tmax; t++) {
+            Lanes acc = {0};
+            if (p0 > 0) acc = lanes_load(att + t * B);
+            for (int p = 0; p < nc; p++) acc += w[p] * lanes_at(kp[p], t, kstride, sq, mode);
+            lanes_store(att + t * B, acc);
+        }
+    }
+    int out_contiguous = W == B;
+    for (int i = 1; i < W; i++) out_contiguous &= col[i] == col[0] + i;
+    float mx[B], sm[B] = {0};
+    int cnt[B] = {0};
+    for (int i = 0; i < B; i++) mx[i] = -INFINITY;
+    for (int t = 0; t < Tmax; t++)
+        for (int i = 0; i < B; i++) {
+            // Positions a lane does not see score -inf: weight 0.
+            float a = t < tl[i] ? att[t * B + i] * scale : -INFINITY;
+            att[t * B + i] = a;
+            mx[i] = a > mx[i] ? a : mx[i];
+        }
+    if (scores)
+        for (int x = 0; x < Tmax * B; x++) scores[x] = att[x];
+    for (int t = 0; t < Tmax; t++)
+        for (int i = 0; i < B; i++) {
+            float e = exp_softmax(att[t * B + i] - mx[i]);
+            att[t * B + i] = e;
+            sm[i] += e;
+        }
+    float inv[B];
+    for (int i = 0; i < B; i++) inv[i] = 1.0f / sm[i];
+    for (int t = 0; t < Tmax; t++)
+        for (int i = 0; i < B; i++) {
+            float a = att[t * B + i] * inv[i];
+            att[t * B + i] = a;
+            cnt[i] += a != 0.0f;
+        }
+    for (int jc = j0; jc < j1; jc += VCHUNK) {
+        int nj = j1 - jc < VCHUNK ? j1 - jc : VCHUNK;
+        Lanes o[VCHUNK];
+        lanes_weighted_sums(o, att, v + (long)jc * S, nj, S, (long)nv * S, sq, Tmax, mode);
+        for (int jj = 0; jj < nj; jj++) {
+            float *oj = out + (long)(jc + jj - j0) * ldo;
+            if (out_contiguous)
+                lanes_store(oj + col[0], o[jj]);
+            else
+                for (int i = 0; i < W; i++) oj[col[i]] = o[jj][i];
+        }
+    }
+    for (int i = 0; i < W; i++) {
+        sums[i] = sm[i];
+        used[i] = cnt[i];
+    }
+}
+
+static inline __attribute__((always_inline)) void
+attention_block_dispatch(float *out, int ldo, float *sums, int *used, float *att, float *scores,
+                         const float *q, int ldq, const int *rows, const int *pq, const int *pk,
+                         int np,
+                         const float *k, int nk, const float *v, int nv, int j0, int j1, int S,
+                         const int *seq, const int *T, int W, float scale) {
+    int sq[B], tl[B], col[B], Tmax = 1, same = 1, contig = W == B;
+    for (int i = 0; i < B; i++) {
+        col[i] = i < W ? (rows ? rows[i] : i) : 0;
+        sq[i] = seq[i < W ? i : 0];
+        tl[i] = i < W ? T[i] : 1;
+        Tmax = tl[i] > Tmax ? tl[i] : Tmax;
+        same &= sq[i] == sq[0];
+        contig &= sq[i] == sq[0] + i;
+    }
+    int mode = same ? LANES_SAME : contig ? LANES_CONTIGUOUS : LANES_GATHER;
+    if (mode == LANES_SAME)
+        attention_block_body(out, ldo, sums, used, att, scores, q, ldq, col, pq, pk, np, k, nk, v, nv,
+                             j0, j1, S, sq, tl, Tmax, W, scale, LANES_SAME);
+    else if (mode == LANES_CONTIGUOUS)
+        attention_block_body(out, ldo, sums, used, att, scores, q, ldq, col, pq, pk, np, k, nk, v, nv,
+                             j0, j1, S, sq, tl, Tmax, W, scale, LANES_CONTIGUOUS);
+    else
+        attention_block_body(out, ldo, sums, used, att, scores, q, ldq, col, pq, pk, np, k, nk, v, nv,
+                             j0, j1, S, sq, tl, Tmax, W, scale, LANES_GATHER);
+}
+#undef B
+
+#define ATTENTION_BLOCK_ARGS                                                                     \
+    float *out, int ldo, float *sums, int *used, float *att, float *scores, const float *q,      \
+        int ldq, const int *rows, const int *pq, const int *pk, int np, const float *k, int nk, const float *v,   \
+        int nv, int j0, int j1, int S, const int *seq, const int *T, int W, float scale
+#define ATTENTION_BLOCK_PASS                                                                     \
+    out, ldo, sums, used, att, scores, q, ldq, rows, pq, pk, np, k, nk, v, nv, j0, j1, S, seq, T, W,   \
+        scale
+
+static void attention_block_generic(ATTENTION_BLOCK_ARGS) {
+    attention_block_dispatch(ATTENTION_BLOCK_PASS);
+}
+#ifdef TF_SIMD_X86
+__attribute__((target("avx2,fma"))) static void attention_block_avx2(ATTENTION_BLOCK_ARGS) {
+    attention_block_dispatch(ATTENTION_BLOCK_PASS);
+}
+__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx2,fma"))) static void
+attention_block_avx512(ATTENTION_BLOCK_ARGS) {
+    attention_block_dispatch(ATTENTION_BLOCK_PASS);
+}
+#endif
+
+void attention_block_forward_simd(ATTENTION_BLOCK_ARGS, TfSimd s) {
+    switch (s) {
+#ifdef TF_SIMD_X86
+    case TF_SIMD_AVX2: attention_block_avx2(ATTENTION_BLOCK_PASS); break;
+    case TF_SIMD_AVX512: attention_block_avx512(ATTENTION_BLOCK_PASS); break;
+#endif
+    default: attention_block_generic(ATTENTION_BLOCK_PASS); break;
+    }
+}
+
+void attention_block_forward(ATTENTION_BLOCK_ARGS) {
+    static _Thread_local TfSimd best = TF_SIMD_COUNT;
+    if (best == TF_SIMD_COUNT) best = simd_best();
+    attention_block_forward_simd(ATTENTION_BLOCK_PASS, best);
+}
+
+void attention_block_forward_naive(ATTENTION_BLOCK_ARGS) {
+    const int B = TF_ATT_LANES;
+    for (int i = 0; i < W; i++) {
+        int s = seq[i], c = rows ? rows[i] : i;
+        float maxv = -INFINITY;
+        for (int t = 0; t < T[i]; t++) {
+            float dot = 0.0f;
+            for (int p = 0; p < np; p++)
+                dot += q[(long)pq[p] * ldq + c] * k[((long)t * nk + pk[p]) * S + s];
+            att[t * B + i] = dot * scale;
+            if (att[t * B + i] > maxv) maxv = att[t * B + i];
+        }
+        if (scores)
+            for (int t = 0; t < T[i]; t++) scores[t * B + i] = att[t * B + i];
+        float sum = 0.0f;
+        for (int t = 0; t < T[i]; t++) {
+            float z = att[t * B + i] - maxv;
+            att[t * B + i] = z < -104.0f ? 0.0f : expf(z);
+            sum += att[t * B + i];
+        }
+        sums[i] = sum;
+        used[i] = 0;
+        float inv = 1.0f / sum;
+        for (int t = 0; t < T[i]; t++) {
+            att[t * B + i] *= inv;
+            used[i] += att[t * B + i] != 0.0f;
+        }
+        for (int j = j0; j < j1; j++) {
+            float acc = 0.0f;
+            for (int t = 0; t < T[i]; t++)
+                if (att[t * B + i] != 0.0f) acc += att[t * B + i] * v[((long)t * nv + j) * S + s];
+            out[(long)(j - j0) * ldo + c] = acc;
+        }
+    }
+}
+
+const char *const tf_simd_names[] = {"generic", "avx2", "avx512"};
+_Static_assert(sizeof tf_simd_names / sizeof *tf_simd_names == TF_SIMD_COUNT, "tf_simd_names");
+
+int simd_supported(TfSimd s) {
+    switch (s) {
+    case TF_SIMD_GENERIC: return 1;
+#ifdef TF_SIMD_X86
+    case TF_SIMD_AVX2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case TF_SIMD_AVX512:
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+               __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+               simd_supported(TF_SIMD_AVX2);
+#endif
+    default: return 0;
+    }
+}
+
+TfSimd simd_best(void) {
+    for (int s = TF_SIMD_COUNT - 1; s > 0; s--)
+        if (simd_supported((TfSimd)s)) return (TfSimd)s;
+    return TF_SIMD_GENERIC;
 }
 
 /* erfc(z) for z >= 0, with relative error below 1.2e-7 in exact arithmetic

@@ -43,6 +43,55 @@ void attention_row_forward_naive(float *out, float *att, const float *q, const f
                                  const float *v, int T, int D, int DV, int kstride, int vstride,
                                  float scale);
 
+/* The instruction sets the vectorized kernels are compiled for (x86-64
+ * only; elsewhere, as in the WebAssembly build, only TF_SIMD_GENERIC). */
+typedef enum TfSimd { TF_SIMD_GENERIC, TF_SIMD_AVX2, TF_SIMD_AVX512, TF_SIMD_COUNT } TfSimd;
+extern const char *const tf_simd_names[TF_SIMD_COUNT];
+/* 1 when this CPU (and build) can run path s. */
+int simd_supported(TfSimd s);
+/* The best supported path: what the dispatching kernels run. */
+TfSimd simd_best(void);
+
+/* Attention of a block of W <= TF_ATT_LANES query rows (lanes) of one head
+ * against the engine's caches (infer.c), one lane per SIMD lane: every loop
+ * runs over the lanes, so each lane's sums keep the order of a row-by-row
+ * loop. The caches are sequence-minor: key channel c of sequence s at
+ * position t is k[(t * nk + c) * S + s], value channel j is
+ * v[(t * nv + j) * S + s]. Lane i belongs to sequence seq[i] and sees
+ * positions 0..T[i]-1 (T[i] >= 1) and is column rows[i] of q and out
+ * (rows NULL: column i); its query channel pq[p] (live channel p < np) is
+ * q[pq[p] * ldq + rows[i]] and meets key channel pk[p]. Then:
+ *   score[t] = scale * sum over p of q . k       (channels in order)
+ *   att[t]   = softmax over t < T[i] (an exponent below -104 gives 0;
+ *              within 2 ulp of expf above it, tiny ones included)
+ *   out[(j - j0) * ldo + rows[i]] = sum over t, in order, of att[t] v[t][j] for
+ *              the value channels j0 <= j < j1, positions of weight 0 skipped
+ * sums[i] gets the softmax's sum (NaN: a NaN or infinite score), used[i]
+ * the positions of non-zero weight. att is scratch of TF_ATT_LANES floats
+ * per position (max T[i]) and keeps the weights, lane i of position t at
+ * att[t * TF_ATT_LANES + i]; scores (NULL: not wanted) gets the scaled
+ * scores the same way. Runs simd_best's instruction set; every path does
+ * the same operations in the same order (-ffp-contract=off), so all give
+ * the same bits. */
+#define TF_ATT_LANES 16
+void attention_block_forward(float *out, int ldo, float *sums, int *used, float *att,
+                             float *scores, const float *q, int ldq, const int *rows, const int *pq,
+                             const int *pk, int np, const float *k, int nk, const float *v,
+                             int nv, int j0, int j1, int S, const int *seq, const int *T, int W,
+                             float scale);
+/* The row-by-row loops the engine ran before (expf, one running sum). */
+void attention_block_forward_naive(float *out, int ldo, float *sums, int *used, float *att,
+                                   float *scores, const float *q, int ldq, const int *rows, const int *pq,
+                                   const int *pk, int np, const float *k, int nk, const float *v,
+                                   int nv, int j0, int j1, int S, const int *seq, const int *T,
+                                   int W, float scale);
+/* attention_block_forward on path s (supported), for the tests. */
+void attention_block_forward_simd(float *out, int ldo, float *sums, int *used, float *att,
+                                  float *scores, const float *q, int ldq, const int *rows, const int *pq,
+                                  const int *pk, int np, const float *k, int nk, const float *v,
+                                  int nv, int j0, int j1, int S, const int *seq, const int *T,
+                                  int W, float scale, TfSimd s);
+
 /* Index of the largest of n values; the first one on ties. */
 int argmax(const float *x, int n);
 

@@ -765,6 +765,9 @@ int main(int argc, char **argv) {
         case OPT_VERSION:
             cli_version("tfrun", blas_library(), blas_core(), blas_core_is_fallback(blas_core()),
                         blas_best_core());
+            // The engine's own vectorized kernels (kernels.h: attention).
+            printf("attention: %s (the best of generic, avx2, avx512 this CPU and build run)\n",
+                   tf_simd_names[simd_best()]);
             return cli_flush_stdout("tfrun") < 0 ? CLI_EXIT_SYSTEM : 0;
         default: cli_option_error("tfrun", c, argv, longopts); return CLI_EXIT_USAGE;
         }
