@@ -10,7 +10,7 @@
 
 #include "infer.h"
 
-const char *const tf_edit_mode_names[TF_EDIT_MODE_COUNT] = {"zero", "mean", "patch"};
+const char *const tf_edit_mode_names[] = {"zero", "mean", "patch"};
 _Static_assert(sizeof tf_edit_mode_names / sizeof *tf_edit_mode_names == TF_EDIT_MODE_COUNT,
                "names");
 

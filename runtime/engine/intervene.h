@@ -64,7 +64,7 @@ typedef struct TfIntervention {
     int n;
 } TfIntervention;
 
-extern const char *const tf_edit_mode_names[TF_EDIT_MODE_COUNT]; /* "zero", "mean", "patch" */
+extern const char *const tf_edit_mode_names[]; /* "zero", "mean", "patch" */
 
 /* The edits that specs[0..n_specs) name; patching sets the default mode
  * to patch. NULL with err set: an item that names nothing ("--ablate:

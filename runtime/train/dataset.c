@@ -1,6 +1,7 @@
 /* dataset.c: examples from text files and from the seed tasks' generators. */
 #define _POSIX_C_SOURCE 200809L
 #include "dataset.h"
+#include "hash.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -250,8 +251,7 @@ typedef struct KeySet {
 } KeySet;
 
 static uint64_t hash_text(const char *s, size_t n) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    uint64_t h = hash_bytes(HASH_INIT, s, n);
     return h ? h : 1;
 }
 

@@ -1,6 +1,7 @@
 /* distill.c: a teacher model labels a student's data (distill.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "distill.h"
+#include "hash.h"
 
 #include <errno.h>
 #include <math.h>
@@ -342,8 +343,8 @@ static void seen_free(Seen *h) {
 }
 
 static uint64_t hash_ids(const int *ids, int n) {
-    uint64_t h = 1469598103934665603ull;
-    for (int i = 0; i < n; i++) h = (h ^ (uint64_t)(ids[i] + 1)) * 1099511628211ull;
+    uint64_t h = HASH_INIT;
+    for (int i = 0; i < n; i++) h = hash_word(h, (uint64_t)(ids[i] + 1));
     return h ^ (h >> 29);
 }
 

@@ -1,6 +1,8 @@
-/* hash.h: FNV-1a, the compiler's one hash (register names, tensors, tables,
- * cube children). Every use resolves collisions by comparing the keys, so
- * the hash decides only where a key is looked for, never what is found.
+/* hash.h: FNV-1a, the one hash of compiler and runtime (register names,
+ * tensors, tables, cube children; the trainer's sets of examples). Every use
+ * resolves collisions by comparing the keys, or only counts distinct keys
+ * with a stated chance of error, so the hash decides where a key is looked
+ * for, never what is found.
  */
 #ifndef TF_HASH_H
 #define TF_HASH_H
