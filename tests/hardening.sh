@@ -247,7 +247,7 @@ if [ "$asan" = 0 ]; then
     (vlimit 4194304 && exec timeout 60 "$TFTRAIN" --init "$tmp/deep.tfw" --data "$tmp/add.tsv" \
         --heldout "$tmp/add.tsv" --steps 1 --batch-size 64 --threads 8 --quiet -o "$tmp/deep8.tfw") \
         >"$tmp/out" 2>"$tmp/err"
-    check "tftrain --init deep.tfw --threads 8 within 4 GiB exits 1" $(($? != 1)) "($(cat "$tmp/err"))"
+    check "tftrain --init deep.tfw --threads 8 within 4 GiB exits 3 (out of memory)" $(($? != 3)) "($(cat "$tmp/err"))"
     grep -qE "out of memory for the trainer: 7204 layers' activations for [0-9]+ rows \(d_model 80\) need [0-9.]+ GiB" "$tmp/err"
     check "... naming the layers, rows and GiB" $? "($(cat "$tmp/err"))"
     [ ! -e "$tmp/deep8.tfw" ]

@@ -39,7 +39,10 @@ TOL = 1e-5
 
 
 def token_text(tok):
-    """A token as tfrun prints it (tools/python/tfw_torch.py's token_text)."""
+    """A token as tfrun prints it (tools/python/tfw_torch.py's token_text);
+    a word (a vocabulary of words) as it is."""
+    if len(tok) > 1:
+        return tok
     escapes = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\"}
     if tok in escapes:
         return escapes[tok]
@@ -111,6 +114,8 @@ def main():
     vocab = json.loads(meta["tfw.vocab"])
     index = {t: i for i, t in enumerate(vocab)}
     spelled = {token_text(t): i for i, t in enumerate(vocab)}
+    words = any(len(t) > 1 for t in vocab)  # prompts and outputs: words apart
+    sep = " " if words else ""
     n_new, max_len = int(meta["tfw.generate"]), int(meta["tfw.max_len"])
     bos = index[meta["tfw.bos"]] if "tfw.bos" in meta else None
     stop = index[meta["tfw.stop_token"]] if "tfw.stop_token" in meta else None
@@ -135,7 +140,8 @@ def main():
     # argmax must give at the positions from `first` on.
     cases = []  # (input ids, first, expected argmax ids or None)
     for text, line in zip(texts, want):
-        prompt = [index.get(c, -1) for c in text]  # a BOS is the prompt's own first character
+        # a BOS is the prompt's own first token
+        prompt = [index.get(c, -1) for c in (text.split() if words else text)]
         if -1 in prompt:
             fails.append("%r: a character outside the vocabulary" % text)
             cases.append(None)
@@ -143,7 +149,13 @@ def main():
         if every or classify:
             cases.append((prompt, 0, None))
             continue
-        gen = parse_tokens(line[len(text):], spelled) if line.startswith(text) else None
+        if not line.startswith(text):
+            gen = None
+        elif words:
+            gen = [index.get(w, -1) for w in line[len(text):].split()]
+            gen = None if -1 in gen else gen
+        else:
+            gen = parse_tokens(line[len(text):], spelled)
         if gen is None:
             fails.append("%r: tfrun printed %r" % (text, line))
             cases.append(None)
@@ -194,7 +206,7 @@ def main():
                 if numeric:
                     printed = text + "\t" + " ".join(value_text(float(v)) for v in got[b, start:, 0])
                 elif every:
-                    printed = text + "\t" + "".join(token_text(vocab[t])
+                    printed = text + "\t" + sep.join(token_text(vocab[t])
                                                     for t in got[b, start:].argmax(axis=1))
                 elif classify:
                     lg = g64[b, 0]

@@ -264,9 +264,9 @@ START_TEST(test_attention_block_simd_paths_agree) {
     unsigned seed = 5;
     AttBlock *b = calloc(1, sizeof *b);
     AttResult *gen = malloc(sizeof *gen), *other = malloc(sizeof *other);
-    for (size_t i = 0; i < sizeof b->k / sizeof *b->k; i++) b->k[i] = (float)rand_r(&seed) / RAND_MAX;
-    for (size_t i = 0; i < sizeof b->v / sizeof *b->v; i++) b->v[i] = (float)rand_r(&seed) / RAND_MAX;
-    for (size_t i = 0; i < sizeof b->q / sizeof *b->q; i++) b->q[i] = (float)rand_r(&seed) / RAND_MAX;
+    for (size_t i = 0; i < sizeof b->k / sizeof *b->k; i++) b->k[i] = (float)((double)rand_r(&seed) / RAND_MAX);
+    for (size_t i = 0; i < sizeof b->v / sizeof *b->v; i++) b->v[i] = (float)((double)rand_r(&seed) / RAND_MAX);
+    for (size_t i = 0; i < sizeof b->q / sizeof *b->q; i++) b->q[i] = (float)((double)rand_r(&seed) / RAND_MAX);
     for (int mode = 0; mode < 3; mode++) {
         att_block_layout(b, mode, &seed);
         att_block_run(gen, b, AB_LANES, 3.0f, 0, TF_SIMD_GENERIC);

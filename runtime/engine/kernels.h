@@ -119,43 +119,10 @@ int blas_reserve(int n_threads, TfError *err);
 void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                      const float *inp, const float *weight, int N, int C, int OC);
 
-/* out[N,C] = (inp - mean) * rstd * weight + bias per row; mean[N] and rstd[N]
- * (1/sqrt(var + eps), biased variance) are saved for the backward pass. */
-void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
-                       const float *weight, const float *bias, int N, int C, float eps);
-void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
-                        const float *inp, const float *weight, const float *mean,
-                        const float *rstd, int N, int C);
-
 /* dinp[n] += dout[n] * act'(inp[n]), inp being the pre-activation values. */
 void gelu_backward(float *dinp, const float *inp, const float *dout, long n);
 void relu_backward(float *dinp, const float *inp, const float *dout, long n);
 void gelu_tanh_backward(float *dinp, const float *inp, const float *dout, long n);
-
-/* Multi-head attention over one sequence of T rows. q, k [T, H*D] and
- * v [T, H*DV] hold the heads side by side; out [T, H*DV]. For head h and row i:
- *   preatt[h,i,j] = scale * q_h[i] . k_h[j]             (every j; saved)
- *   att[h,i,:]    = softmax over j (j <= i when causal; masked weights are 0)
- *   out_h[i]      = sum_j att[h,i,j] v_h[j]
- * preatt and att are [H, T, T]. */
-void attention_forward(float *out, float *preatt, float *att, const float *q, const float *k,
-                       const float *v, int T, int H, int D, int DV, float scale, int causal);
-void attention_forward_naive(float *out, float *preatt, float *att, const float *q,
-                             const float *k, const float *v, int T, int H, int D, int DV,
-                             float scale, int causal);
-/* Accumulates into dq, dk [T, H*D] and dv [T, H*DV]. dpreatt [H, T, T]
- * (optional) is an extra gradient with respect to preatt, from a loss on the
- * attention scores themselves. scratch holds attention_scratch_floats(T, D,
- * DV) floats (the naive twin's: T). */
-void attention_backward(float *dq, float *dk, float *dv, float *scratch, const float *dout,
-                        const float *dpreatt, const float *q, const float *k, const float *v,
-                        const float *att, int T, int H, int D, int DV, float scale, int causal);
-void attention_backward_naive(float *dq, float *dk, float *dv, float *scratch, const float *dout,
-                              const float *dpreatt, const float *q, const float *k,
-                              const float *v, const float *att, int T, int H, int D, int DV,
-                              float scale, int causal);
-/* The scratch the fast attention kernels need for sequences of T rows. */
-size_t attention_scratch_floats(int T, int D, int DV);
 
 /* Token and position embedding: out[n] = wte[tokens[n]] + wpe[pos[n]] (C
  * wide); backward accumulates into dwte and (optional) dwpe. */
@@ -164,31 +131,3 @@ void embedding_forward(float *out, const int *tokens, const int *pos, const floa
 void embedding_backward(float *dwte, float *dwpe, const float *dout, const int *tokens,
                         const int *pos, int N, int C);
 
-/* Softmax cross-entropy over M rows of V logits: probs[M,V] = softmax, and
- * returns the sum over rows of -log probs[m, targets[m]]. */
-double crossentropy_forward(float *probs, const float *logits, const int *targets, int M, int V);
-/* dlogits[M,V] += (probs - onehot(targets)) * scale. */
-void crossentropy_backward(float *dlogits, const float *probs, const int *targets, int M, int V,
-                           float scale);
-
-/* Attention for R selected query rows of one sequence of T rows (training
- * computes only the rows its loss reads in the last attention layer): query
- * row r is at position pos[r] and sees keys 0..pos[r] (causal) or all T.
- * q and out hold the R rows ([R, H*D], [R, H*DV]); k and v the whole
- * sequence; preatt and att are [R, H, T] (masked scores are left 0). The backward pass accumulates
- * into dq [R, H*D], dk and dv [T, ...]. scratch holds attention_scratch_floats(T,
- * D, DV) floats (the naive twins': none forward, T backward). */
-void attention_rows_forward(float *out, float *preatt, float *att, float *scratch,
-                            const float *q, const float *k, const float *v, const int *pos, int R,
-                            int T, int H, int D, int DV, float scale, int causal);
-void attention_rows_backward(float *dq, float *dk, float *dv, float *scratch, const float *dout,
-                             const float *q, const float *k, const float *v, const float *att,
-                             const int *pos, int R, int T, int H, int D, int DV, float scale,
-                             int causal);
-void attention_rows_forward_naive(float *out, float *preatt, float *att, const float *q,
-                                  const float *k, const float *v, const int *pos, int R, int T,
-                                  int H, int D, int DV, float scale, int causal);
-void attention_rows_backward_naive(float *dq, float *dk, float *dv, float *scratch,
-                                   const float *dout, const float *q, const float *k,
-                                   const float *v, const float *att, const int *pos, int R, int T,
-                                   int H, int D, int DV, float scale, int causal);
