@@ -44,33 +44,7 @@ void matmul_forward_naive(float *out, const float *inp, const float *weight, con
     }
 }
 
-/* e^x without a library call, so that loops over it vectorize: x = k ln 2 + r
- * with |r| <= ln 2 / 2, e^r by its degree-7 Taylor-like minimax polynomial
- * (Cephes' expf), times 2^k built in the exponent bits. Within 2 ulp of
- * expf for x in [-87, 88]; 0 below, NaN for NaN (the clamp keeps the
- * conversion to int defined: a NaN score or GELU input is the callers' to
- * report). */
-static inline float exp_vec(float x) {
-    int nan = x != x;
-    x = x > -87.0f ? x : -87.0f; /* NaN too: the int conversion below must see a number */
-    x = x < 88.0f ? x : 88.0f;
-    // k = round(x / ln 2), by the 1.5 * 2^23 trick (floorf is a call unless
-    // traps are off).
-    float k = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    float r = x - k * 0.693359375f + k * 2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    union {
-        int32_t i;
-        float f;
-    } two_k = {.i = ((int32_t)k + 127) << 23};
-    return nan ? NAN : x <= -87.0f ? 0.0f : p * two_k.f;
-}
+#include "exp_vec.h"
 
 /* ---- attention over a block of rows (kernels.h) --------------------------- */
 
