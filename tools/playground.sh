@@ -83,7 +83,7 @@ cflags=(-std=c11 -O3 -msimd128 -ffp-contract=off -Wall -Wextra -Wno-unused-comma
 obj="$work/obj"
 mkdir -p "$obj"
 # A generated makefile: the objects compile in parallel and only when their
-# sources or headers (-MMD) or the makefile itself (its flags) changed; it is
+# sources or headers (-MMD; -MP so a deleted header is no error) or the makefile itself (its flags) changed; it is
 # replaced only when its text changes. (Paths with spaces are not supported.)
 jobs=$(nproc 2>/dev/null || echo 2)
 objs=()
@@ -97,7 +97,7 @@ objs=()
         objs+=("$o")
         printf 'OBJS += %s\n%s: %s %s\n\temcc $(CFLAGS)' "$o" "$o" "$src" "$work/objects.mk"
         printf ' %q' "$@"
-        printf ' -MMD -c $< -o $@\n'
+        printf ' -MMD -MP -c $< -o $@\n'
     }
     for f in $libs; do rule "$root/$f" "$obj/$(echo "$f" | tr / _).o"; done
     rule "$gen/parser.tab.c" "$obj/parser.tab.o"
