@@ -384,7 +384,7 @@ void relu_forward(float *x, long n) {
 }
 
 /* Softmax in place over att[T], max-subtracted; exp of -inf is 0. */
-static void softmax_inplace(float *att, int T) {
+void softmax_naive(float *att, int T) {
     float maxv = -INFINITY;
     for (int t = 0; t < T; t++) maxv = att[t] > maxv ? att[t] : maxv;
     float sum = 0.0f;
@@ -401,7 +401,7 @@ void attention_row_forward(float *out, float *att, const float *q, const float *
                            int T, int D, int DV, int kstride, int vstride, float scale) {
     // att[T] = scale * k[T,D] @ q[D]; out[DV] = v[T,DV]^T @ att[T]
     cblas_sgemv(CblasRowMajor, CblasNoTrans, T, D, scale, k, kstride, q, 1, 0.0f, att, 1);
-    softmax_inplace(att, T);
+    softmax_naive(att, T);
     cblas_sgemv(CblasRowMajor, CblasTrans, T, DV, 1.0f, v, vstride, att, 1, 0.0f, out, 1);
 }
 
@@ -413,7 +413,7 @@ void attention_row_forward_naive(float *out, float *att, const float *q, const f
         for (int d = 0; d < D; d++) dot += q[d] * k[(long)t * kstride + d];
         att[t] = dot * scale;
     }
-    softmax_inplace(att, T);
+    softmax_naive(att, T);
     for (int j = 0; j < DV; j++) {
         float acc = 0.0f;
         for (int t = 0; t < T; t++) acc += att[t] * v[(long)t * vstride + j];

@@ -93,6 +93,10 @@ void attention_block_forward_simd(float *out, int ldo, float *sums, int *used, f
                                   int W, float scale, TfSimd s);
 
 /* Index of the largest of n values; the first one on ties. */
+/* Softmax in place over att[T], max-subtracted, with expf; exp of -inf is
+ * 0. The plain one: the engine's attention row and the trainer's naive twin
+ * (runtime/train/nn.c) both use it. */
+void softmax_naive(float *att, int T);
 int argmax(const float *x, int n);
 
 /* OpenBLAS takes a work buffer of about 128 MiB per thread at its first

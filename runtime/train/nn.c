@@ -2,6 +2,7 @@
  * attention over a sequence and over selected rows, the cross-entropy; each
  * fast kernel beside its naive twin. */
 #include "nn.h"
+#include "kernels.h" /* softmax_naive */
 
 #include <cblas.h>
 #include <math.h>
@@ -42,19 +43,6 @@ static inline void axpy(float *restrict y, float alpha, const float *restrict x,
 
 
 /* ---- softmax ---------------------------------------------------------------- */
-
-/* Softmax in place over att[T], max-subtracted; exp of -inf is 0. */
-void nn_softmax_naive(float *att, int T) {
-    float maxv = -INFINITY;
-    for (int t = 0; t < T; t++) maxv = att[t] > maxv ? att[t] : maxv;
-    float sum = 0.0f;
-    for (int t = 0; t < T; t++) {
-        att[t] = expf(att[t] - maxv);
-        sum += att[t];
-    }
-    float inv = 1.0f / sum;
-    for (int t = 0; t < T; t++) att[t] *= inv;
-}
 
 /* The softmax's work in blocks of SV values, the last one padded with -inf
  * (whose exp_vec is 0), so that every loop is whole vectors (a row of 27
@@ -224,7 +212,7 @@ void nn_attention_forward_naive(float *out, float *preatt, float *att, const flo
             }
             int n = causal ? i + 1 : T;
             for (int j = 0; j < T; j++) a[j] = pre[j];
-            nn_softmax_naive(a, n);
+            softmax_naive(a, n);
             for (int j = n; j < T; j++) a[j] = 0.0f;
             for (int e = 0; e < DV; e++) {
                 float acc = 0.0f;
@@ -278,7 +266,7 @@ void nn_attention_rows_forward_naive(float *out, float *preatt, float *att, cons
             for (int j = 0; j < n; j++) pre[j] = scale * dot8(qr, k + (long)j * qs + h * D, D);
             for (int j = n; j < T; j++) pre[j] = 0.0f; /* masked: not computed */
             memcpy(a, pre, (size_t)n * sizeof *a);
-            nn_softmax_naive(a, n);
+            softmax_naive(a, n);
             for (int j = n; j < T; j++) a[j] = 0.0f;
             float *o = out + (long)r * vs + h * DV;
             for (int e = 0; e < DV; e++) o[e] = 0.0f;

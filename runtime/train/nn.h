@@ -26,7 +26,7 @@
 
 /* Softmax in place over x[0..n), max-subtracted (an x of -inf gives 0). */
 void nn_softmax(float *x, int n);
-void nn_softmax_naive(float *x, int n);
+/* Its naive twin is the engine's softmax_naive (runtime/engine/kernels.h). */
 
 /* out[N,C] = (inp - mean) * rstd * weight + bias per row; mean[N] and rstd[N]
  * (1/sqrt(var + eps), biased variance) are saved for the backward pass. */
