@@ -239,11 +239,21 @@ if [ "$asan" = 0 ]; then
     bash "$SRC/tests/mkdeep.sh" "$TFC" 900 "$tmp/deep.tfw" 2>"$tmp/err"
     check "mkdeep.sh compiles 7,204 layers" $? "$(cat "$tmp/err")"
     (vlimit 4194304 && exec timeout 60 "$TFTRAIN" --init "$tmp/deep.tfw" --data "$tmp/add.tsv" \
-        --heldout "$tmp/add.tsv" --steps 1 --batch-size 4 --threads 1 --quiet -o "$tmp/deep1.tfw") \
-        >"$tmp/out" 2>"$tmp/err"
+        --heldout "$tmp/add.tsv" --steps 1 --batch-size 4 --threads 1 --lr 1e-8 --quiet \
+        -o "$tmp/deep1.tfw") >"$tmp/out" 2>"$tmp/err"
     check "tftrain --init deep.tfw --batch-size 4 --threads 1 within 4 GiB exits 0" $? "($(cat "$tmp/err"))"
     [ -s "$tmp/deep1.tfw" ]
     check "... and writes the model" $?
+    # At the default lr one AdamW step moves every one of the 7,204 layers'
+    # weights by about 1e-3: the held-out loss is NaN. That run used to exit 0
+    # and write the model; it is refused, writing nothing.
+    (vlimit 4194304 && exec timeout 60 "$TFTRAIN" --init "$tmp/deep.tfw" --data "$tmp/add.tsv" \
+        --heldout "$tmp/add.tsv" --steps 1 --batch-size 4 --threads 1 --quiet -o "$tmp/deepnan.tfw") \
+        >"$tmp/out" 2>"$tmp/err"
+    check "tftrain --init deep.tfw at the default lr exits 1 (held-out loss NaN)" $(($? != 1)) "($(cat "$tmp/err"))"
+    says "... saying so" "$tmp/err" "the held-out loss is not finite after step 1"
+    [ ! -e "$tmp/deepnan.tfw" ] && [ ! -e "$tmp/deepnan.ckpt.tfw" ]
+    check "... writing nothing" $?
     (vlimit 4194304 && exec timeout 60 "$TFTRAIN" --init "$tmp/deep.tfw" --data "$tmp/add.tsv" \
         --heldout "$tmp/add.tsv" --steps 1 --batch-size 64 --threads 8 --quiet -o "$tmp/deep8.tfw") \
         >"$tmp/out" 2>"$tmp/err"

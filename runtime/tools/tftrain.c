@@ -539,6 +539,18 @@ typedef struct Saver {
 
 /* Writes the trained model to -o and the checkpoint beside it, each recording
  * how it was made (made_by, after the steps done so far). */
+/* 1 (and err set) when the held-out loss after `step` steps is not finite:
+ * the trained weights overflow float32 on held-out inputs (a step too large
+ * for a compiled model's extreme weights, or a very deep one), and a model
+ * that prints nothing meaningful is not written. */
+static int heldout_diverged(double loss, long step, TfError *err) {
+    if (isfinite(loss)) return 0;
+    tf_error_set(err, "the held-out loss is not finite after step %ld: the trained weights overflow "
+                      "float32 (lower --lr, or --freeze the compiled layers; docs/training.md); "
+                      "nothing written", step);
+    return 1;
+}
+
 static int save(const Saver *sv, TfTrainer *t, TfModel *m, TfError *err) {
     free(m->made_by);
     m->made_by = made_by_json(sv->a, sv->o, sv->from, sv->train, sv->held, sv->data_seed,
@@ -1042,7 +1054,7 @@ int main(int argc, char **argv) {
         cli_progress_update(&bar, done_part, "step %ld/%ld, loss %.4f, %.0f examples/s", s + 1,
                             total, loss_sum / loss_n, rate);
         if (!a.quiet && ((s + 1) % a.eval_every == 0 || s + 1 == total)) {
-            dp_evaluate(dp, &held, &correct);
+            if (heldout_diverged(dp_evaluate(dp, &held, &correct), s + 1, &err)) goto fail;
             char elapsed[32], eta[32];
             double wall = cli_now() - t0;
             cli_duration(wall, elapsed, sizeof elapsed);
@@ -1073,6 +1085,7 @@ int main(int argc, char **argv) {
     }
     cli_progress_end(&bar, "%ld steps, %.0f examples/s", total - start, rate);
     double hloss = dp_evaluate(dp, &held, &correct);
+    if (heldout_diverged(hloss, total, &err)) goto fail;
     if (rank0 && save(&saver, t, m, &err) < 0) goto write_failed;
     printf("held-out accuracy %.2f%% (%d/%d), loss %.4f; %ld steps in %.2f s, %.0f examples/s; "
            "wrote %s\n",
