@@ -15,9 +15,10 @@
 # (the sanitizer build runs 1,000); unset, every case runs.
 #
 # Then PyTorch as an independent peer (tools/tfw_torch.py, when Debian's
-# python3-torch imports): on a sample of each program's prompts (100 for
-# every-position programs, 20 for generating ones, which it runs without a
-# cache) it must print exactly what tfrun --batch prints.
+# python3-torch imports; every program in one process, tests/torch_many.py):
+# on a sample of each program's prompts (100 for every-position programs, 20
+# for generating ones, which it runs without a cache) it must print exactly
+# what tfrun --batch prints, and exit with the same status.
 set -uo pipefail
 tracr=0
 if [ "${1:-}" = --tracr ]; then
@@ -105,23 +106,33 @@ for name in $names; do
         checked=$((checked + n))
     fi
 
+    # The PyTorch peer's prompts: k of the cases, spread evenly; it runs them
+    # all after the loop, in one process (tests/torch_many.py).
     if [ $torch -eq 1 ]; then
         k=20
         grep -q '^output .* at every position' "$src" && k=100
-        "$PY" "$REF" "$name" --max $k | cut -f1 >"$tmp/prompts.txt"
-        "$TFRUN" "$w" --batch "$tmp/prompts.txt" >"$tmp/tfrun.out" 2>&1
-        "$PY" "$ROOT/tools/tfw_torch.py" "$w" --batch "$tmp/prompts.txt" >"$tmp/torch.out" 2>&1
-        if cmp -s "$tmp/tfrun.out" "$tmp/torch.out"; then
-            result="$result, $k in PyTorch"
-        else
-            result="$result, PyTorch DIFFERS"
-            fail "$name: tools/tfw_torch.py and tfrun --batch print different lines"
-            diff "$tmp/tfrun.out" "$tmp/torch.out" | head -6
-        fi
+        awk -F'\t' -v n="$n" -v k=$k 'n <= k || (NR - 1) % int(n / k) == 0 { print $1 }' \
+            "$tmp/cases.tsv" | head -n $k >"$tmp/$name.prompts"
+        "$TFRUN" "$w" --batch "$tmp/$name.prompts" >"$tmp/$name.tfrun" 2>&1
+        echo "exit $?" >>"$tmp/$name.tfrun"
+        printf '%s\t%s\t%s\n' "$w" "$tmp/$name.prompts" "$tmp/$name.torch" >>"$tmp/torch.jobs"
+        result="$result, $(wc -l <"$tmp/$name.prompts") in PyTorch"
     fi
     # shellcheck disable=SC2086
     printf '%-22s %7s %7s %10s %12s %8s  %s\n' "$name" $size "${flop:-?}" "$n" "$result"
 done
+
+if [ $torch -eq 1 ] && [ -s "$tmp/torch.jobs" ]; then
+    "$PY" "$ROOT/tests/torch_many.py" "$tmp/torch.jobs" || fail "tests/torch_many.py"
+    while IFS=$'\t' read -r w _ out; do
+        name=$(basename "$w" .tfw)
+        if ! cmp -s "$tmp/$name.tfrun" "$out"; then
+            fail "$name: tools/tfw_torch.py and tfrun --batch print different lines"
+            diff "$tmp/$name.tfrun" "$out" | head -6
+        fi
+    done <"$tmp/torch.jobs"
+    echo "PyTorch peer: $(wc -l <"$tmp/torch.jobs") programs compared with tfrun --batch"
+fi
 
 # The checks are not vacuous: one wrong expectation fails; at Tracr's
 # settings a wrong count fails, and so does a number off by 1/72 (far above
