@@ -765,6 +765,124 @@ START_TEST(test_adder_plan_skips_work) {
 }
 END_TEST
 
+/* ---- per-part rows ---------------------------------------------------------- */
+
+/* A model of scheduled layers without norms (d 12, vocab 6): layer 0, two
+ * heads, head 0 writing column 8 and head 1 column 9; layer 1, an MLP whose
+ * units 0..5 write column 10 and units 6..11 column 11; layer 2, one head
+ * whose keys read columns 8 and 10 (with all_live, 9 and 11 too) and
+ * whose values read and output writes columns 0..7. Head 1 and units 6..11 feed only the
+ * unembedding, unless all_live: then the engine needs them at every row. */
+static TfModel *parts_model(int all_live, unsigned seed) {
+    Spec sp = {12, 6, 16, 0};
+    TfModel *m = model_new();
+    TfError err = {""};
+    int d = sp.d;
+    m->d_model = d;
+    m->n_vocab = sp.vocab;
+    m->vocab = malloc((size_t)sp.vocab);
+    for (int i = 0; i < sp.vocab; i++) m->vocab[i] = (char)('a' + i);
+    m->period = m->max_len = sp.max_len;
+    m->generate = 3;
+    m->tok_embed = add_random(m, TF_TENSOR_TOKEN_EMBED, sp.vocab, d, 2.0f, &seed);
+    m->pos_embed = add_random(m, TF_TENSOR_POS_EMBED, sp.max_len, d, 1.0f, &seed);
+    m->unembed = add_random(m, TF_TENSOR_UNEMBED, sp.vocab, d, 1.0f, &seed);
+    TfLayer a = model_layer_init(TF_LAYER_ATTENTION);
+    a.name = "two_ops";
+    a.n_heads = 2, a.d_head = 3, a.d_vhead = 2, a.scale = 0.7f, a.causal = 1;
+    a.query = add_random(m, "l0.q", 6, d, 1.5f, &seed);
+    a.key = add_random(m, "l0.k", 6, d, 1.5f, &seed);
+    a.value = add_random(m, "l0.v", 4, d, 1.0f, &seed);
+    a.output = add_random(m, "l0.o", d, 4, 1.0f, &seed);
+    float *wo = m->tensors[a.output].data;
+    for (int c = 0; c < d; c++)
+        for (int j = 0; j < 4; j++)
+            if (c != (j < 2 ? 8 : 9)) wo[c * 4 + j] = 0.0f;
+    ck_assert_int_ge(model_add_layer(m, &a, &err), 0);
+    TfLayer f = model_layer_init(TF_LAYER_MLP);
+    f.name = "two_maps";
+    f.d_hidden = 12;
+    f.act = TF_ACT_RELU;
+    f.fc1_weight = add_random(m, "l1.w1", 12, d, 1.0f, &seed);
+    f.fc1_bias = add_random(m, "l1.b1", 12, 0, 0.5f, &seed);
+    f.fc2_weight = add_random(m, "l1.w2", d, 12, 1.0f, &seed);
+    f.fc2_bias = add_random(m, "l1.b2", d, 0, 0.5f, &seed);
+    float *w2 = m->tensors[f.fc2_weight].data, *b2 = m->tensors[f.fc2_bias].data;
+    for (int c = 0; c < d; c++) {
+        for (int u = 0; u < 12; u++)
+            if (c != (u < 6 ? 10 : 11)) w2[c * 12 + u] = 0.0f;
+        if (c < 10) b2[c] = 0.0f;
+    }
+    ck_assert_int_ge(model_add_layer(m, &f, &err), 0);
+    TfLayer r = model_layer_init(TF_LAYER_ATTENTION);
+    r.name = "reader";
+    r.n_heads = 1, r.d_head = 2, r.d_vhead = 3, r.scale = 1.0f, r.causal = 1;
+    r.query = add_random(m, "l2.q", 2, d, 1.0f, &seed);
+    r.key = add_random(m, "l2.k", 2, d, 1.0f, &seed);
+    r.value = add_random(m, "l2.v", 3, d, 1.0f, &seed);
+    r.output = add_random(m, "l2.o", d, 3, 1.0f, &seed);
+    float *wk = m->tensors[r.key].data, *wv = m->tensors[r.value].data;
+    float *wr = m->tensors[r.output].data;
+    for (int c = 0; c < d; c++) {
+        int keep = c == 8 || c == 10 || (all_live && (c == 9 || c == 11));
+        for (int i = 0; i < 2; i++)
+            if (!keep) wk[i * d + c] = 0.0f;
+        for (int j = 0; j < 3 && c >= 8; j++) wr[c * 3 + j] = wv[j * d + c] = 0.0f;
+    }
+    ck_assert_int_ge(model_add_layer(m, &r, &err), 0);
+    ck_assert_msg(model_validate(m, &err) == 0, "%s", err.msg);
+    return m;
+}
+
+/* A layer of several parts runs each part at the rows it is needed at: the
+ * outputs are the reference's, and the parts only the output rows need cost
+ * nothing at the prompts' other rows (against the same model whose later
+ * keys read every part). */
+START_TEST(test_parts_run_only_needed_rows) {
+    for (unsigned seed = 61; seed <= 64; seed++) {
+        double flops[2];
+        int rows = 0;
+        for (int all_live = 0; all_live < 2; all_live++) {
+            TfModel *m = parts_model(all_live, seed);
+            int ids[N_SEQS][16], lens[N_SEQS], got[N_SEQS * N_NEW];
+            const int *idp[N_SEQS];
+            unsigned s0 = seed;
+            rows = 0;
+            for (int s = 0; s < N_SEQS; s++) {
+                lens[s] = 2 + s % 7;
+                rows += lens[s] - 1; /* prompt rows that are not output rows */
+                for (int i = 0; i < lens[s]; i++) ids[s][i] = rand_r(&s0) % 6;
+                idp[s] = ids[s];
+            }
+            TfError err = {""};
+            TfInfer *inf = infer_new(m, N_SEQS, &err);
+            ck_assert_msg(inf != NULL, "%s", err.msg);
+            ck_assert_int_eq(infer_generate(inf, idp, lens, N_SEQS, N_NEW, got, &err), 0);
+            flops[all_live] = infer_flops(inf);
+            for (int s = 0; s < N_SEQS; s++) {
+                int seq[16];
+                memcpy(seq, ids[s], sizeof seq);
+                for (int t = 0; t < N_NEW; t++) {
+                    float logits[8];
+                    reference_forward(m, seq, lens[s] + t, lens[s] + t - 1, logits, NULL);
+                    seq[lens[s] + t] = ref_argmax(logits, 6);
+                    ck_assert_msg(got[s * N_NEW + t] == seq[lens[s] + t],
+                                  "seed %u all_live %d: sequence %d token %d: %d, reference %d",
+                                  seed, all_live, s, t, got[s * N_NEW + t], seq[lens[s] + t]);
+                }
+            }
+            infer_free(inf);
+            model_free(m);
+        }
+        // Skipped per row: head 1 (at least 2 T 3 + 2 T 2 with T >= 1) and
+        // units 6..11 (2 (6 x 12 + 6)); read in addition by all_live's
+        // keys: 2 columns of 2 channels (8 FLOP per row, at every row).
+        ck_assert_msg(flops[0] + 100.0 * rows < flops[1], "seed %u: %.0f FLOP, every part at every row %.0f",
+                      seed, flops[0], flops[1]);
+    }
+}
+END_TEST
+
 /* ---- run-time checks ------------------------------------------------------ */
 
 START_TEST(test_check_thresholds) {
@@ -949,6 +1067,7 @@ int main(void) {
     tcase_add_test(tc, test_stop_token_truncates);
     tcase_add_test(tc, test_shared_plan);
     tcase_add_test(tc, test_adder_plan_skips_work);
+    tcase_add_test(tc, test_parts_run_only_needed_rows);
     tcase_add_test(tc, test_check_thresholds);
     tcase_add_test(tc, test_check_messages);
     tcase_add_test(tc, test_checks_fail_alone);

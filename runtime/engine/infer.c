@@ -17,7 +17,12 @@
  *   over the layers (plan_liveness) finds the columns those keys and values
  *   depend on; a layer writing none of them runs on the output rows only,
  *   and an attention layer computes its queries and outputs there only
- *   (keys and values at every row). Hooks turn this off: they see every row.
+ *   (keys and values at every row). Within a layer that must run at every
+ *   row, its parts do the same (a scheduled layer holds several ops): only
+ *   the heads, or the groups of hidden units writing common columns, whose
+ *   output a live column needs run at every row; the others at the output
+ *   rows (plan_split_heads, plan_split_mlp). Hooks turn this off: they see
+ *   every row.
  *   A register with a run-time check (model.h's TfCheck) is tested at every
  *   row, so the pass counts it as read at every row after its layer.
  *
@@ -53,10 +58,17 @@ typedef struct LayerPlan {
     int *pair_start;      /* [n_heads + 1] into pair_q / pair_k */
     int *pair_q, *pair_k; /* packed query / key row of each live channel */
     int *v_start;         /* [n_heads + 1]: kept value rows of head h are v_start[h]..v_start[h+1]-1 */
+    char *head_full;      /* [n_heads] with split_heads: 1 where the head runs at every row */
+    int split_heads;      /* some heads run at every row, the others at output rows only */
 
     /* MLP */
     TfLinear fc1, fc2;    /* fc2 reads packed hidden units */
     TfActivation act;
+    /* With split_units, the hidden units in two groups that write disjoint
+     * columns: fc1a/fc2a (with the bias of every column they do not share)
+     * run at every row, fc1b/fc2b at output rows only (plan_split_mlp). */
+    int split_units;
+    TfLinear fc1a, fc2a, fc1b, fc2b;
 
     /* run-time checks after this layer: model checks check_idx[0..n_checks-1] */
     int n_checks;
@@ -154,6 +166,11 @@ static void layer_plan_free(LayerPlan *lp) {
     linear_free(&lp->o);
     linear_free(&lp->fc1);
     linear_free(&lp->fc2);
+    linear_free(&lp->fc1a);
+    linear_free(&lp->fc2a);
+    linear_free(&lp->fc1b);
+    linear_free(&lp->fc2b);
+    free(lp->head_full);
     free(lp->pair_start);
     free(lp->pair_q);
     free(lp->pair_k);
@@ -281,6 +298,129 @@ static int layer_reads_writes(const TfModel *m, const LayerPlan *lp, char *reads
     return writes_live;
 }
 
+/* Union-find: the root of u, halving the path. */
+static int uf_root(int *parent, int u) {
+    while (parent[u] != u) u = parent[u] = parent[parent[u]];
+    return u;
+}
+
+/* W [rows, cols] with the rows where keep[r] == want kept and the others
+ * zeroed (columns, with by_col); b likewise by rows, NULL stays NULL. */
+static float *masked(const float *W, int rows, int cols, const char *keep, int want, int by_col) {
+    float *w = malloc(((size_t)rows * cols + 1) * sizeof *w);
+    if (!w) return NULL;
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) {
+            size_t i = (size_t)r * cols + c;
+            w[i] = keep[by_col ? c : r] == want ? W[i] : 0.0f;
+        }
+    return w;
+}
+
+/* One group of an MLP's units as its own packed pair: the units u with
+ * unit_full[u] == want, and the output bias of the columns col_full[c] ==
+ * want. */
+static int pack_group(const TfModel *m, const TfLayer *ly, const char *unit_full,
+                      const char *col_full, int want, TfLinear *fc1, TfLinear *fc2, TfError *err) {
+    int d = m->d_model, F = ly->d_hidden, rc = -1, *hi = NULL;
+    const float *b1 = tensor(m, ly->fc1_bias), *b2 = tensor(m, ly->fc2_bias);
+    float *w1 = masked(tensor(m, ly->fc1_weight), F, d, unit_full, want, 0);
+    float *w2 = masked(tensor(m, ly->fc2_weight), d, F, unit_full, want, 1);
+    float *c1 = b1 ? masked(b1, F, 1, unit_full, want, 0) : NULL;
+    float *c2 = b2 ? masked(b2, d, 1, col_full, want, 0) : NULL;
+    if (!w1 || !w2 || (b1 && !c1) || (b2 && !c2)) goto done;
+    if (linear_pack(fc1, w1, c1, F, d, NULL, err) < 0 || !(hi = packed_index(fc1))) goto done;
+    rc = linear_pack(fc2, w2, c2, d, F, hi, err);
+done:
+    if (rc < 0 && !err->msg[0]) tf_error_set(err, "out of memory");
+    free(w1), free(w2), free(c1), free(c2), free(hi);
+    return rc;
+}
+
+/* Per-part rows in an MLP that runs at every row (it writes a column in
+ * `live`): a scheduled layer holds several ops' units side by side, and
+ * only the units whose output later keys, values or checks read need every
+ * row. Units writing a common column are one group (union-find over fc2's
+ * columns), so the two groups write disjoint columns and every column's
+ * sum is formed from the same terms as in the whole layer; a group runs at
+ * every row when it writes a live column. When both groups have units,
+ * sets split_units and marks in `reads` only the columns the every-row
+ * units read (so that the layers before may skip more). */
+static int plan_split_mlp(const TfModel *m, const TfLayer *ly, LayerPlan *lp, const char *live,
+                          char *reads, TfError *err) {
+    int d = m->d_model, F = ly->d_hidden, n_full = 0, rc = -1;
+    const float *W1 = tensor(m, ly->fc1_weight), *W2 = tensor(m, ly->fc2_weight);
+    int *parent = malloc(((size_t)F + 1) * sizeof *parent);
+    int *first = malloc(((size_t)d + 1) * sizeof *first);
+    char *root_full = calloc((size_t)F + 1, 1), *unit_full = calloc((size_t)F + 1, 1);
+    char *col_full = calloc((size_t)d + 1, 1);
+    if (!parent || !first || !root_full || !unit_full || !col_full) {
+        tf_error_set(err, "out of memory");
+        goto done;
+    }
+    for (int u = 0; u < F; u++) parent[u] = u;
+    for (int c = 0; c < d; c++) {
+        first[c] = -1;
+        for (int u = 0; u < F; u++) {
+            if (W2[(size_t)c * F + u] == 0.0f) continue;
+            if (first[c] < 0) first[c] = u;
+            else parent[uf_root(parent, u)] = uf_root(parent, first[c]);
+        }
+    }
+    for (int c = 0; c < d; c++)
+        if (live[c] && first[c] >= 0) root_full[uf_root(parent, first[c])] = 1;
+    for (int u = 0; u < F; u++) n_full += unit_full[u] = root_full[uf_root(parent, u)];
+    rc = 0;
+    if (n_full == 0 || n_full == F) goto done; /* one group: the layer runs whole */
+    // A column no unit writes (its bias alone) goes with the every-row units.
+    for (int c = 0; c < d; c++) col_full[c] = first[c] < 0 || unit_full[first[c]];
+    if ((rc = pack_group(m, ly, unit_full, col_full, 1, &lp->fc1a, &lp->fc2a, err)) < 0 ||
+        (rc = pack_group(m, ly, unit_full, col_full, 0, &lp->fc1b, &lp->fc2b, err)) < 0)
+        goto done;
+    lp->split_units = lp->fc1a.n_rows > 0 && lp->fc1b.n_rows > 0;
+    if (!lp->split_units) goto done;
+    memset(reads, 0, (size_t)d);
+    for (int u = 0; u < F; u++)
+        for (int c = 0; c < d && unit_full[u]; c++) reads[c] |= W1[(size_t)u * d + c] != 0.0f;
+done:
+    free(parent), free(first), free(root_full), free(unit_full), free(col_full);
+    return rc;
+}
+
+/* Per-part rows in an attention layer that runs at every row: its heads
+ * side by side (a scheduled layer's parts), of which only those writing a
+ * live column need their queries and outputs at every row; the others run
+ * at the output rows (their outputs elsewhere are 0, and the output
+ * projection's live columns have zero weights on them). Keys and values
+ * stay at every row: the output rows attend to them. Sets split_heads and
+ * marks in `reads` only the every-row heads' query columns. */
+static int plan_split_heads(const TfModel *m, const TfLayer *ly, LayerPlan *lp, const char *live,
+                            char *reads, TfError *err) {
+    int d = m->d_model, H = lp->n_heads, dh = lp->d_head, dv = lp->d_vhead, n_full = 0;
+    const float *Wo = tensor(m, ly->output), *Wq = tensor(m, ly->query);
+    if (H < 2) return 0;
+    if (!(lp->head_full = calloc((size_t)H, 1))) {
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    for (int h = 0; h < H; h++) {
+        for (int k = lp->v_start[h]; k < lp->v_start[h + 1] && !lp->head_full[h]; k++) {
+            int j = lp->v.rows[k]; /* a value channel: residual column j without output */
+            if (!lp->has_o) lp->head_full[h] = live[j];
+            for (int c = 0; c < d && lp->has_o && !lp->head_full[h]; c++)
+                lp->head_full[h] = live[c] && Wo[(size_t)c * H * dv + j] != 0.0f;
+        }
+        n_full += lp->head_full[h];
+    }
+    lp->split_heads = n_full > 0 && n_full < H;
+    if (!lp->split_heads) return 0;
+    memset(reads, 0, (size_t)d);
+    for (int r = 0; r < H * dh; r++)
+        for (int c = 0; c < d && lp->head_full[r / dh]; c++)
+            reads[c] |= Wq[(size_t)r * d + c] != 0.0f;
+    return 0;
+}
+
 /* Which layers must run at rows that are not output rows (see the top):
  * those that later keys and values depend on, and those that run-time
  * checks depend on (a checked register is tested at every row). */
@@ -305,6 +445,13 @@ static int plan_liveness(TfPlan *p, TfError *err) {
             memset(live + reg->offset, 1, (size_t)reg->size);
         }
         lp->full = layer_reads_writes(m, lp, reads, kv, live);
+        const TfLayer *ly = &m->layers[l];
+        if (lp->full && !lp->norm_w &&
+            ((lp->kind == TF_LAYER_MLP && plan_split_mlp(m, ly, lp, live, reads, err) < 0) ||
+             (lp->kind == TF_LAYER_ATTENTION && plan_split_heads(m, ly, lp, live, reads, err) < 0))) {
+            free(live), free(reads), free(kv);
+            return -1;
+        }
         // Keys and values are needed at every row; the rest only if the
         // layer's output is.
         for (int c = 0; c < d; c++) live[c] |= kv[c] | (lp->full ? reads[c] : 0);
@@ -861,7 +1008,10 @@ static void sort_rows(int *dst, int *tmp, const int *key, int n, int nk, int *bu
  * block waits on a longer one. Every row's result is the same in any
  * block. While an attention hook wants each row's scores and weights, one
  * row at a time, in order. */
-static void attention_heads(TfInfer *inf, int l, int n_run) {
+/* Attention of rows 0..n_run-1 for the heads `which` selects (-1 every
+ * head; 1 or 0 those with head_full[h] == which) into inf->heads, whose
+ * rows (like the queries') are ld apart. */
+static void attention_heads(TfInfer *inf, int l, int n_run, int ld, int which) {
     const LayerPlan *lp = &inf->plan->layers[l];
     int S = inf->max_seqs, L = inf->m->max_len, nk = lp->k.n_rows, nv = lp->v.n_rows;
     int lanes = inf->att_hook ? 1 : TF_ATT_LANES, bad_row = -1;
@@ -909,18 +1059,19 @@ static void attention_heads(TfInfer *inf, int l, int n_run) {
             gathered = seq[0];
         }
         for (int h = 0; h < lp->n_heads; h++) {
+            if (which >= 0 && lp->head_full[h] != which) continue;
             int p0 = lp->pair_start[h], np = lp->pair_start[h + 1] - p0;
             int j0 = lp->v_start[h], j1 = lp->v_start[h + 1];
             if (gather)
-                attention_block_forward(inf->heads + (size_t)j0 * n_run, n_run, sums, used,
-                                        inf->att, NULL, inf->q, n_run, rows, lp->pair_q + p0,
+                attention_block_forward(inf->heads + (size_t)j0 * ld, ld, sums, used,
+                                        inf->att, NULL, inf->q, ld, rows, lp->pair_q + p0,
                                         inf->ident, np, inf->kg + (size_t)L * p0, np,
                                         inf->vg + (size_t)L * j0, j1 - j0, 0, j1 - j0, 1, zero, T,
                                         W, lp->scale);
             else
-                attention_block_forward(inf->heads + (size_t)j0 * n_run, n_run, sums, used,
+                attention_block_forward(inf->heads + (size_t)j0 * ld, ld, sums, used,
                                         inf->att, inf->att_hook ? inf->scores : NULL, inf->q,
-                                        n_run, rows, lp->pair_q + p0, lp->pair_k + p0, np,
+                                        ld, rows, lp->pair_q + p0, lp->pair_k + p0, np,
                                         inf->kcache[l], nk, inf->vcache[l], nv, j0, j1, S, seq, T,
                                         W, lp->scale);
             for (int i = 0; i < W; i++) {
@@ -944,7 +1095,9 @@ static void attention_heads(TfInfer *inf, int l, int n_run) {
     }
 }
 
-static void attention_layer(TfInfer *inf, int l, const float *in, int n, int n_run) {
+/* Layer l at rows 0..n_run-1, its parts that need only the output rows
+ * (plan_split_heads) at rows 0..n_part-1. */
+static void attention_layer(TfInfer *inf, int l, const float *in, int n, int n_run, int n_part) {
     const LayerPlan *lp = &inf->plan->layers[l];
     int S = inf->max_seqs, nk = lp->k.n_rows, nv = lp->v.n_rows;
 
@@ -966,7 +1119,16 @@ static void attention_layer(TfInfer *inf, int l, const float *in, int n, int n_r
         call_act_hook(inf, l, TF_HOOK_V, NULL, 0, vc, lp->v.rows, nv, n);
     }
 
-    attention_heads(inf, l, n_run);
+    if (lp->split_heads && n_part < n_run) {
+        attention_heads(inf, l, n_run, n_run, 1);
+        attention_heads(inf, l, n_part, n_run, 0);
+        for (int h = 0; h < lp->n_heads; h++)
+            for (int j = lp->v_start[h]; j < lp->v_start[h + 1] && !lp->head_full[h]; j++)
+                memset(inf->heads + (size_t)j * n_run + n_part, 0,
+                       (size_t)(n_run - n_part) * sizeof(float));
+    } else {
+        attention_heads(inf, l, n_run, n_run, -1);
+    }
     if (inf->iv) apply_edits(inf, l, TF_SITE_HEADS, inf->heads, n_run, lp->v.rows, nv, n_run);
     if (inf->act_hook)
         call_act_hook(inf, l, TF_HOOK_Z, inf->heads, n_run, NULL, lp->v.rows, nv, n_run);
@@ -987,20 +1149,39 @@ static void attention_layer(TfInfer *inf, int l, const float *in, int n, int n_r
     }
 }
 
-static void mlp_layer(TfInfer *inf, int l, const float *in, int n, int n_run) {
+static void activation(TfActivation act, float *h, long n) {
+    if (act == TF_ACT_GELU)
+        gelu_forward(h, n);
+    else if (act == TF_ACT_GELU_TANH)
+        gelu_tanh_forward(h, n);
+    else
+        relu_forward(h, n);
+}
+
+/* One group of a split MLP's units (plan_split_mlp) at rows 0..n_run-1. */
+static void mlp_group(TfInfer *inf, TfActivation act, const TfLinear *fc1, const TfLinear *fc2,
+                      const float *in, int n, int n_run) {
+    linear(inf, fc1, inf->hidden, n_run, in, n, n_run);
+    activation(act, inf->hidden, (long)fc1->n_rows * n_run);
+    linear(inf, fc2, inf->delta, n_run, inf->hidden, n_run, n_run);
+    add_rows(inf, inf->x, n, inf->delta, n_run, fc2->rows, fc2->n_rows, n_run);
+}
+
+/* Layer l at rows 0..n_run-1, its units that need only the output rows
+ * (plan_split_mlp) at rows 0..n_part-1. */
+static void mlp_layer(TfInfer *inf, int l, const float *in, int n, int n_run, int n_part) {
     const LayerPlan *lp = &inf->plan->layers[l];
+    if (lp->split_units && n_part < n_run) {
+        mlp_group(inf, lp->act, &lp->fc1a, &lp->fc2a, in, n, n_run);
+        mlp_group(inf, lp->act, &lp->fc1b, &lp->fc2b, in, n, n_part);
+        return;
+    }
     linear(inf, &lp->fc1, inf->hidden, n_run, in, n, n_run);
-    long nh = (long)lp->fc1.n_rows * n_run;
     const int *units = lp->fc1.rows; /* hidden unit of each packed row */
     int nu = lp->fc1.n_rows;
     if (inf->act_hook)
         call_act_hook(inf, l, TF_HOOK_MLP_PRE, inf->hidden, n_run, NULL, units, nu, n_run);
-    if (lp->act == TF_ACT_GELU)
-        gelu_forward(inf->hidden, nh);
-    else if (lp->act == TF_ACT_GELU_TANH)
-        gelu_tanh_forward(inf->hidden, nh);
-    else
-        relu_forward(inf->hidden, nh);
+    activation(lp->act, inf->hidden, (long)nu * n_run);
     if (inf->iv) apply_edits(inf, l, TF_SITE_UNITS, inf->hidden, n_run, units, nu, n_run);
     if (inf->act_hook)
         call_act_hook(inf, l, TF_HOOK_MLP_POST, inf->hidden, n_run, NULL, units, nu, n_run);
@@ -1119,6 +1300,7 @@ static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
     for (int l = 0; l < m->n_layers; l++) {
         const LayerPlan *lp = &inf->plan->layers[l];
         int n_run = everything || lp->full ? n : nf;
+        int n_part = everything ? n : nf; /* rows of the parts only output rows need */
         const float *in = inf->x;
         if (lp->norm_w) {
             // Keys and values read the normalized input at every row.
@@ -1136,9 +1318,9 @@ static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
                 call_act_hook(inf, l, TF_HOOK_NORMALIZED, inf->xn, n, NULL, NULL, d, n_norm);
         }
         if (lp->kind == TF_LAYER_ATTENTION)
-            attention_layer(inf, l, in, n, n_run);
+            attention_layer(inf, l, in, n, n_run, n_part);
         else if (lp->kind == TF_LAYER_MLP)
-            mlp_layer(inf, l, in, n, n_run);
+            mlp_layer(inf, l, in, n, n_run, n_part);
         if (inf->bad) return overflow_error(inf, l, err);
         if (inf->iv) apply_edits(inf, l, TF_SITE_RESID, inf->x, n, NULL, d, n);
         if (lp->n_checks) run_checks(inf, l, n, n_run);
