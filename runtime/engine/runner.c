@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -14,6 +13,7 @@
 
 #include "infer.h"
 #include "lines.h"
+#include "parallel.h"
 
 int runner_default_threads(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -242,36 +242,11 @@ static void work_run(Work *w) {
     }
 }
 
-/* Threads 1.. of a run wait for each chunk here; thread 0 is the caller.
- * `round` counts chunks handed out, `busy` the threads still on one. */
-typedef struct Pool {
-    pthread_mutex_t mu;
-    pthread_cond_t go, done;
-    long round;
-    int busy, quit;
-} Pool;
-
-typedef struct Worker {
-    Pool *pool;
-    Work *work;
-} Worker;
-
-static void *worker_main(void *arg) {
-    Worker *wk = arg;
-    Pool *p = wk->pool;
-    long seen = 0;
-    for (;;) {
-        pthread_mutex_lock(&p->mu);
-        while (!p->quit && p->round == seen) pthread_cond_wait(&p->go, &p->mu);
-        int quit = p->quit;
-        seen = p->round;
-        pthread_mutex_unlock(&p->mu);
-        if (quit) return NULL;
-        work_run(wk->work);
-        pthread_mutex_lock(&p->mu);
-        if (--p->busy == 0) pthread_cond_signal(&p->done);
-        pthread_mutex_unlock(&p->mu);
-    }
+/* parallel_ranges's work: the shares lo..hi-1 of a chunk. */
+static void run_shares(void *ctx, int lo, int hi, int worker) {
+    (void)worker;
+    Work *work = ctx;
+    for (int t = lo; t < hi; t++) work_run(&work[t]);
 }
 
 static double now_seconds(void) {
@@ -288,10 +263,6 @@ typedef struct Runner {
     TfRunnerStats *st;
     TfInfer **engines;
     Work *work;
-    Worker *workers;
-    pthread_t *tids;
-    int n_started;    /* threads 1..n_started running worker_main */
-    Pool pool;
     Slot *slots;
     int cap;          /* n_threads * batch_size */
     const int **ids;  /* [cap] */
@@ -342,18 +313,9 @@ static int run_chunk(Runner *R, int n, TfError *err) {
         w->rc = 0;
         if (w->n) used = t + 1;
     }
-    // The pool's threads run shares 1..n_started beside this one, which
-    // runs share 0 and any share without a thread.
-    pthread_mutex_lock(&R->pool.mu);
-    R->pool.round++;
-    R->pool.busy = R->n_started;
-    pthread_cond_broadcast(&R->pool.go);
-    pthread_mutex_unlock(&R->pool.mu);
-    work_run(&R->work[0]);
-    for (int t = R->n_started + 1; t < used; t++) work_run(&R->work[t]);
-    pthread_mutex_lock(&R->pool.mu);
-    while (R->pool.busy > 0) pthread_cond_wait(&R->pool.done, &R->pool.mu);
-    pthread_mutex_unlock(&R->pool.mu);
+    // One share per thread of the runtime's pool (parallel.h), each on its
+    // own engine.
+    parallel_ranges(used, NULL, o->n_threads, run_shares, R->work);
     for (int t = 0; t < used; t++)
         if (R->work[t].rc < 0) {
             tf_error_set(err, "%s", R->work[t].err.msg);
@@ -489,17 +451,6 @@ static void runner_free(Runner *R) {
     if (R->engines)
         for (int t = 0; t < R->o->n_threads; t++)
             if (R->engines[t]) R->st->flops += infer_flops(R->engines[t]);
-    if (R->n_started) {
-        pthread_mutex_lock(&R->pool.mu);
-        R->pool.quit = 1;
-        pthread_cond_broadcast(&R->pool.go);
-        pthread_mutex_unlock(&R->pool.mu);
-        for (int t = 1; t <= R->n_started; t++) pthread_join(R->tids[t], NULL);
-    }
-    pthread_mutex_destroy(&R->pool.mu);
-    pthread_cond_destroy(&R->pool.go);
-    pthread_cond_destroy(&R->pool.done);
-    free(R->workers);
     if (R->engines)
         for (int t = 0; t < R->o->n_threads; t++) infer_free(R->engines[t]);
     if (R->slots)
@@ -510,7 +461,6 @@ static void runner_free(Runner *R) {
         }
     free(R->engines);
     free(R->work);
-    free(R->tids);
     free(R->slots);
     free(R->ids);
     free(R->lens);
@@ -544,11 +494,6 @@ int runner_run(const TfModel *m, FILE *in, const char *in_name, FILE *out, FILE 
     R.stride = m->every_position ? m->max_len : R.n_new > 0 ? R.n_new : 1;
     R.engines = calloc((size_t)o->n_threads, sizeof *R.engines);
     R.work = calloc((size_t)o->n_threads, sizeof *R.work);
-    R.tids = calloc((size_t)o->n_threads, sizeof *R.tids);
-    R.workers = calloc((size_t)o->n_threads, sizeof *R.workers);
-    pthread_mutex_init(&R.pool.mu, NULL);
-    pthread_cond_init(&R.pool.go, NULL);
-    pthread_cond_init(&R.pool.done, NULL);
     R.slots = calloc((size_t)R.cap, sizeof *R.slots);
     R.ids = calloc((size_t)R.cap, sizeof *R.ids);
     R.lens = calloc((size_t)R.cap, sizeof *R.lens);
@@ -564,7 +509,7 @@ int runner_run(const TfModel *m, FILE *in, const char *in_name, FILE *out, FILE 
     TfPlan *plan = plan_new(m, err);
     int rc = -1;
     if (!plan) goto done;
-    if (!R.engines || !R.work || !R.tids || !R.workers || !R.slots || !R.ids || !R.lens || !R.toks ||
+    if (!R.engines || !R.work || !R.slots || !R.ids || !R.lens || !R.toks ||
         !R.n_out || !R.rows || !R.vrows || !R.failed || (numeric && !R.vals) ||
         (m->n_checks && !R.why) || !R.text_buf) {
         tf_error_set(err, "out of memory");
@@ -576,13 +521,6 @@ int runner_run(const TfModel *m, FILE *in, const char *in_name, FILE *out, FILE 
         infer_set_cache(R.engines[t], o->use_cache);
         if (infer_set_intervention(R.engines[t], o->intervention, err) < 0) goto done;
         R.work[t].inf = R.engines[t];
-    }
-    // A thread that cannot start leaves its share to the caller.
-    for (int t = 1; t < o->n_threads; t++) {
-        R.workers[t].pool = &R.pool;
-        R.workers[t].work = &R.work[t];
-        if (pthread_create(&R.tids[t], NULL, worker_main, &R.workers[t]) != 0) break;
-        R.n_started = t;
     }
     TfLine ln = {0};
     TfLineStatus ls;

@@ -17,7 +17,7 @@
  * the number of participants, such as MPI_Allreduce's, would not be.)
  *
  * Threads: the chunks of this process go to `threads` workers (the pool of
- * runtime/train/parallel.h), each with its own activations; a batch of one chunk
+ * runtime/engine/parallel.h), each with its own activations; a batch of one chunk
  * runs on one worker, which then splits its attention and LayerNorm work.
  *
  * Processes: `comm` (NULL: one process; runtime/dist/distributed.h makes one

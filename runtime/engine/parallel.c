@@ -1,10 +1,11 @@
 /* parallel.c: parallel_ranges (parallel.h) on a pool of worker threads.
  *
  * The trainer calls parallel_ranges a few times per step, on work of a few
- * hundred microseconds, so starting threads each time costs too much:
+ * hundred microseconds, and the runner once per chunk of prompts, so
+ * starting threads each time costs too much:
  * workers are started once, on first use, and wait for the next job by
  * spinning briefly on a generation counter, then sleeping on a condition
- * variable. One caller at a time (the trainer's thread).
+ * variable. One caller at a time (the trainer's or the runner's thread).
  */
 #include "parallel.h"
 

@@ -1,4 +1,6 @@
-/* parallel.h: a loop split over threads, for the trainer's per-sequence work.
+/* parallel.h: a loop split over threads: the runtime's one thread pool, for
+ * the runner's engines (runner.c: each thread's share of a chunk of prompts)
+ * and the trainer (its data-parallel chunks and per-sequence work).
  *
  * parallel_ranges(n, prefix, threads, fn, ctx) calls fn(ctx, lo, hi, worker)
  * on contiguous ranges that cover [0, n) once, one range per worker, worker
@@ -11,7 +13,7 @@
 #ifndef TF_PARALLEL_H
 #define TF_PARALLEL_H
 
-#define TF_PARALLEL_MAX 16
+#define TF_PARALLEL_MAX 64 /* tfrun --threads allows as many */
 
 typedef void (*TfRangeFn)(void *ctx, int lo, int hi, int worker);
 
