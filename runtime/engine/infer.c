@@ -1636,13 +1636,9 @@ int infer_classify(TfInfer *inf, const int *const *seqs, const int *lens, int n_
     if (forward_rows(inf, n, n_seqs, err) < 0) return -1;
     int C = m->n_classes;
     for (int s = 0; s < n_seqs; s++) {
-        float maxv = -INFINITY, sum = 0.0f, *p = probs + (size_t)s * C;
-        for (int c = 0; c < C; c++) {
-            p[c] = inf->logits[(size_t)c * n_seqs + s];
-            if (p[c] > maxv) maxv = p[c];
-        }
-        for (int c = 0; c < C; c++) sum += p[c] = expf(p[c] - maxv);
-        for (int c = 0; c < C; c++) p[c] /= sum;
+        float *p = probs + (size_t)s * C;
+        for (int c = 0; c < C; c++) p[c] = inf->logits[(size_t)c * n_seqs + s];
+        softmax_forward(p, C);
     }
     return report_failures(inf, n_seqs, err);
 }

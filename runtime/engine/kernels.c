@@ -383,6 +383,54 @@ void relu_forward(float *x, long n) {
     for (long i = 0; i < n; i++) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
+/* softmax_forward's work in blocks of SM_LANES values, the last one padded
+ * with -inf (whose exp_vec is 0), so that every loop is whole vectors (a row
+ * of 27 scores would otherwise run 11 of them one at a time); partial
+ * maxima and sums per lane, combined in a fixed order. */
+#define SM_LANES 16
+
+static float reduce_max(const float *m) {
+    float r = m[0];
+    for (int k = 1; k < SM_LANES; k++) r = m[k] > r ? m[k] : r;
+    return r;
+}
+
+static float reduce_sum(const float *s) {
+    float h[SM_LANES / 2];
+    for (int k = 0; k < SM_LANES / 2; k++) h[k] = s[k] + s[k + SM_LANES / 2];
+    return ((h[0] + h[4]) + (h[1] + h[5])) + ((h[2] + h[6]) + (h[3] + h[7]));
+}
+
+float softmax_exp(float *restrict x, int n, float *maxv) {
+    const int full = n / SM_LANES * SM_LANES, r = n - full;
+    float m[SM_LANES], tail[SM_LANES], s[SM_LANES];
+    for (int k = 0; k < SM_LANES; k++) m[k] = -INFINITY;
+    for (int i = 0; i < full; i += SM_LANES)
+        for (int k = 0; k < SM_LANES; k++) m[k] = x[i + k] > m[k] ? x[i + k] : m[k];
+    for (int k = 0; k < SM_LANES; k++) tail[k] = k < r ? x[full + k] : -INFINITY;
+    for (int k = 0; k < SM_LANES; k++) m[k] = tail[k] > m[k] ? tail[k] : m[k];
+    const float mx = reduce_max(m);
+    for (int k = 0; k < SM_LANES; k++) s[k] = 0.0f;
+    for (int i = 0; i < full; i += SM_LANES)
+        for (int k = 0; k < SM_LANES; k++) {
+            x[i + k] = exp_vec(x[i + k] - mx);
+            s[k] += x[i + k];
+        }
+    for (int k = 0; k < SM_LANES; k++) {
+        tail[k] = exp_vec(tail[k] - mx);
+        s[k] += tail[k];
+    }
+    for (int k = 0; k < r; k++) x[full + k] = tail[k];
+    *maxv = mx;
+    return reduce_sum(s);
+}
+
+void softmax_forward(float *x, int n) {
+    float mx;
+    const float inv = 1.0f / softmax_exp(x, n, &mx);
+    for (int i = 0; i < n; i++) x[i] *= inv;
+}
+
 /* Softmax in place over att[T], max-subtracted; exp of -inf is 0. */
 void softmax_naive(float *att, int T) {
     float maxv = -INFINITY;

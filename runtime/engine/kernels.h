@@ -97,6 +97,13 @@ void attention_block_forward_simd(float *out, int ldo, float *sums, int *used, f
  * 0. The plain one: the engine's attention row and the trainer's naive twin
  * (runtime/train/nn.c) both use it. */
 void softmax_naive(float *att, int T);
+/* The runtime's one fast softmax, in place over x[n], with exp_vec (within
+ * 2 ulp of expf) in blocks of 16 lanes: the trainer's attention weights and
+ * loss, the engine's class probabilities. Its naive twin is softmax_naive. */
+void softmax_forward(float *x, int n);
+/* Its first half: x[i] = exp(x[i] - max x) in place; returns their sum,
+ * *maxv the max (the trainer's cross-entropy takes its log). */
+float softmax_exp(float *x, int n, float *maxv);
 int argmax(const float *x, int n);
 
 /* OpenBLAS takes a work buffer of about 128 MiB per thread at its first

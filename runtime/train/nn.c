@@ -44,17 +44,9 @@ static inline void axpy(float *restrict y, float alpha, const float *restrict x,
 
 /* ---- softmax ---------------------------------------------------------------- */
 
-/* The softmax's work in blocks of SV values, the last one padded with -inf
- * (whose exp_vec is 0), so that every loop is whole vectors (a row of 27
- * scores would otherwise run 11 of them one at a time); partial maxima and
- * sums per lane, combined in a fixed order. */
+/* Vectors of SV floats: LayerNorm's partial sums per lane, combined in a
+ * fixed order. */
 #define SV 16
-
-static float reduce_max(const float *m) {
-    float r = m[0];
-    for (int k = 1; k < SV; k++) r = m[k] > r ? m[k] : r;
-    return r;
-}
 
 static float reduce_sum(const float *s) {
     float h[SV / 2];
@@ -62,38 +54,9 @@ static float reduce_sum(const float *s) {
     return ((h[0] + h[4]) + (h[1] + h[5])) + ((h[2] + h[6]) + (h[3] + h[7]));
 }
 
-/* x[i] = exp(x[i] - max x) in place; returns their sum, *maxv the max. */
-static float exp_shifted(float *restrict x, int n, float *maxv) {
-    const int full = n / SV * SV, r = n - full;
-    float m[SV], tail[SV], s[SV];
-    for (int k = 0; k < SV; k++) m[k] = -INFINITY;
-    for (int i = 0; i < full; i += SV)
-        for (int k = 0; k < SV; k++) m[k] = x[i + k] > m[k] ? x[i + k] : m[k];
-    for (int k = 0; k < SV; k++) tail[k] = k < r ? x[full + k] : -INFINITY;
-    for (int k = 0; k < SV; k++) m[k] = tail[k] > m[k] ? tail[k] : m[k];
-    const float mx = reduce_max(m);
-    for (int k = 0; k < SV; k++) s[k] = 0.0f;
-    for (int i = 0; i < full; i += SV)
-        for (int k = 0; k < SV; k++) {
-            x[i + k] = exp_vec(x[i + k] - mx);
-            s[k] += x[i + k];
-        }
-    for (int k = 0; k < SV; k++) {
-        tail[k] = exp_vec(tail[k] - mx);
-        s[k] += tail[k];
-    }
-    for (int k = 0; k < r; k++) x[full + k] = tail[k];
-    *maxv = mx;
-    return reduce_sum(s);
-}
-
-/* Softmax in place over x[n] with exp_vec (within 2 ulp of expf): the
- * trainer's one softmax (attention weights and the loss's probabilities). */
-void nn_softmax(float *x, int n) {
-    float mx;
-    const float inv = 1.0f / exp_shifted(x, n, &mx);
-    for (int i = 0; i < n; i++) x[i] *= inv;
-}
+/* The softmax is the engine's softmax_forward (runtime/engine/kernels.c):
+ * one for the whole runtime. */
+void nn_softmax(float *x, int n) { softmax_forward(x, n); }
 
 /* ---- LayerNorm -------------------------------------------------------------- */
 
@@ -158,7 +121,7 @@ double nn_crossentropy_forward(float *probs, const float *logits, const int *tar
         float *p = probs + (long)m * V, maxv;
         const float *x = logits + (long)m * V;
         memcpy(p, x, (size_t)V * sizeof *p);
-        float sum = exp_shifted(p, V, &maxv);
+        float sum = softmax_exp(p, V, &maxv);
         const float inv = 1.0f / sum;
         for (int v = 0; v < V; v++) p[v] *= inv;
         loss += log((double)sum) - (double)(x[targets[m]] - maxv); /* -log_softmax, stable */
