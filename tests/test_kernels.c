@@ -332,6 +332,59 @@ START_TEST(test_attention_block_nan_score) {
 }
 END_TEST
 
+/* LayerNorm, the runtime's one (trainer and engine), against its double
+ * twin: widths 1 to 70 (whole eight-lane blocks, tails, both), offsets up
+ * to 1e3 over spreads down to 1e-2 (cancellation in the variance), and
+ * the saved mean and 1/std. */
+START_TEST(test_layernorm_matches_naive) {
+    unsigned seed = 5;
+    for (int C = 1; C <= 70; C += (C < 10 ? 1 : 7))
+        for (int k = 0; k < 3; k++) {
+            int N = 3;
+            float off = k == 0 ? 0.0f : k == 1 ? 10.0f : 1000.0f, spread = k == 2 ? 0.01f : 2.0f;
+            float *x = random_floats(&seed, (size_t)N * C, spread);
+            float *w = random_floats(&seed, (size_t)C, 2.0f), *b = random_floats(&seed, (size_t)C, 1.0f);
+            float *fast = malloc((size_t)N * C * sizeof(float)), *slow = malloc((size_t)N * C * sizeof(float));
+            float mean[3], rstd[3];
+            for (int i = 0; i < N * C; i++) x[i] += off;
+            layernorm_forward(fast, mean, rstd, x, w, b, N, C, 1e-5f);
+            layernorm_forward_naive(slow, x, w, b, N, C, 1e-5f);
+            char msg[256];
+            // Relative to the output's scale (|w| + |b| <= 2): float32 sums of
+            // C values of up to 1e3 against double, so the error grows with off/spread.
+            double tol = k == 2 ? 5e-2 : 1e-4;
+            int bad = tf_compare_floats(fast, slow, (size_t)N * C, 0, tol, msg, sizeof msg);
+            ck_assert_msg(bad == 0, "layernorm C=%d offset %g: %s", C, off, msg);
+            for (int r = 0; r < N; r++) {
+                double m = 0;
+                for (int c = 0; c < C; c++) m += x[r * C + c];
+                ck_assert_double_eq_tol(mean[r], m / C, 1e-6 * (1 + fabs(m / C)));
+                ck_assert(rstd[r] > 0 && isfinite(rstd[r]));
+            }
+            free(x), free(w), free(b), free(fast), free(slow);
+        }
+}
+END_TEST
+
+/* softmax_forward (blocks of 16 lanes, the last padded) against
+ * softmax_naive, for every length 1 to 40, with -inf entries. */
+START_TEST(test_softmax_forward_matches_naive) {
+    unsigned seed = 9;
+    for (int n = 1; n <= 40; n++) {
+        float *x = random_floats(&seed, (size_t)n, 20.0f), y[40];
+        if (n > 2) x[n / 2] = -INFINITY;
+        memcpy(y, x, (size_t)n * sizeof(float));
+        softmax_forward(x, n);
+        softmax_naive(y, n);
+        char msg[256];
+        ck_assert_msg(tf_compare_floats(x, y, (size_t)n, 1e-6, 1e-6, msg, sizeof msg) == 0,
+                      "softmax n=%d: %s", n, msg);
+        if (n > 2) ck_assert_float_eq(x[n / 2], 0.0f);
+        free(x);
+    }
+}
+END_TEST
+
 START_TEST(test_argmax_first_on_ties) {
     float x[] = {0, 2, 2, 1};
     ck_assert_int_eq(argmax(x, 4), 1);
@@ -359,6 +412,8 @@ int main(void) {
     tcase_add_test(tc, test_attention_block_hard_exact);
     tcase_add_test(tc, test_attention_block_nan_score);
     tcase_add_test(tc, test_argmax_first_on_ties);
+    tcase_add_test(tc, test_layernorm_matches_naive);
+    tcase_add_test(tc, test_softmax_forward_matches_naive);
     suite_add_tcase(s, tc);
     return tf_run_suite(s);
 }

@@ -92,11 +92,11 @@ enum { LN = 3, LC = 6 };
 static float ln_out[LN * LC], ln_w[LN * LC], ln_mean[LN], ln_rstd[LN];
 
 static double layernorm_loss(Case *c) {
-    nn_layernorm_forward(ln_out, ln_mean, ln_rstd, c->in[0], c->in[1], c->in[2], LN, LC, 1e-5f);
+    layernorm_forward(ln_out, ln_mean, ln_rstd, c->in[0], c->in[1], c->in[2], LN, LC, 1e-5f);
     return dot(ln_out, ln_w, LN * LC);
 }
 static void layernorm_grad(Case *c) {
-    nn_layernorm_forward(ln_out, ln_mean, ln_rstd, c->in[0], c->in[1], c->in[2], LN, LC, 1e-5f);
+    layernorm_forward(ln_out, ln_mean, ln_rstd, c->in[0], c->in[1], c->in[2], LN, LC, 1e-5f);
     nn_layernorm_backward(c->gin[0], c->gin[1], c->gin[2], ln_w, c->in[0], c->in[1], ln_mean,
                        ln_rstd, LN, LC);
 }
@@ -111,7 +111,7 @@ START_TEST(test_layernorm_backward) {
     check_case(&c, "nn_layernorm_backward");
     // Known values: a row normalised to mean 0, variance 1.
     float row[4] = {1, 2, 3, 4}, one[4] = {1, 1, 1, 1}, zero4[4] = {0}, out[4], mean, rstd;
-    nn_layernorm_forward(out, &mean, &rstd, row, one, zero4, 1, 4, 0.0f);
+    layernorm_forward(out, &mean, &rstd, row, one, zero4, 1, 4, 0.0f);
     ck_assert_float_eq_tol(mean, 2.5f, 1e-6f);
     ck_assert_float_eq_tol(out[0], -1.3416408f, 1e-5f);
     ck_assert_float_eq_tol(out[3], 1.3416408f, 1e-5f);

@@ -120,7 +120,7 @@ struct TfInfer {
      * [max_q + 1] = 0, 1, 2, ... */
     float *kg, *vg;
     int *ident;
-    float *stat;    /* [2, n] LayerNorm means and inverse deviations */
+    float *stat;    /* [2 d] one row for LayerNorm (layernorm_fm) */
     float *logits;  /* [n_out, max_seqs] */
     float *rowmajor; /* [n, d] for the layer hook */
     float *hookbuf;  /* [n, widest activation] for the activation hook */
@@ -731,7 +731,7 @@ TfInfer *infer_new_with_plan(const TfPlan *plan, int max_seqs, TfError *err) {
     inf->ident = malloc(((size_t)plan->max_q + 1) * sizeof(int));
     for (int i = 0; inf->ident && i <= plan->max_q; i++) inf->ident[i] = i;
     inf->bucket = malloc(((L + 1 > (size_t)max_seqs ? L + 1 : (size_t)max_seqs) + 1) * sizeof(int));
-    inf->stat = alloc_floats(2 * R);
+    inf->stat = alloc_floats(2 * (size_t)m->d_model);
     inf->logits = alloc_floats((size_t)n_out * L * (size_t)max_seqs);
     inf->row_seq = malloc(R * sizeof(int));
     inf->row_pos = malloc(R * sizeof(int));
@@ -871,23 +871,17 @@ void infer_set_cache(TfInfer *inf, int use_cache) { inf->use_cache = use_cache !
 
 double infer_flops(const TfInfer *inf) { return inf->flops; }
 
-/* LayerNorm of rows 0..n_run-1 of x (feature-major, ld n) into y. */
+/* LayerNorm of rows 0..n_run-1 of x (feature-major, ld n) into y: each
+ * row gathered into row[0..d-1], normalized by the runtime's one LayerNorm
+ * (kernels.h) into row[d..2d-1] and scattered back. */
 static void layernorm_fm(float *y, const float *x, int d, int n, int n_run, const float *w,
-                         const float *b, float eps, float *stat) {
-    float *mean = stat, *rstd = stat + n_run;
-    for (int r = 0; r < n_run; r++) mean[r] = rstd[r] = 0.0f;
-    for (int c = 0; c < d; c++)
-        for (int r = 0; r < n_run; r++) mean[r] += x[(size_t)c * n + r];
-    for (int r = 0; r < n_run; r++) mean[r] /= (float)d;
-    for (int c = 0; c < d; c++)
-        for (int r = 0; r < n_run; r++) {
-            float t = x[(size_t)c * n + r] - mean[r];
-            rstd[r] += t * t;
-        }
-    for (int r = 0; r < n_run; r++) rstd[r] = 1.0f / sqrtf(rstd[r] / (float)d + eps);
-    for (int c = 0; c < d; c++)
-        for (int r = 0; r < n_run; r++)
-            y[(size_t)c * n + r] = (x[(size_t)c * n + r] - mean[r]) * rstd[r] * w[c] + b[c];
+                         const float *b, float eps, float *row) {
+    float mean, rstd;
+    for (int r = 0; r < n_run; r++) {
+        for (int c = 0; c < d; c++) row[c] = x[(size_t)c * n + r];
+        layernorm_forward(row + d, &mean, &rstd, row, w, b, 1, d, eps);
+        for (int c = 0; c < d; c++) y[(size_t)c * n + r] = row[d + c];
+    }
 }
 
 /* Whether v is infinite or NaN (a compare that vectorizes). */

@@ -45,6 +45,7 @@ void matmul_forward_naive(float *out, const float *inp, const float *weight, con
 }
 
 #include "exp_vec.h"
+#include "vec8.h"
 
 /* ---- attention over a block of rows (kernels.h) --------------------------- */
 
@@ -429,6 +430,35 @@ void softmax_forward(float *x, int n) {
     float mx;
     const float inv = 1.0f / softmax_exp(x, n, &mx);
     for (int i = 0; i < n; i++) x[i] *= inv;
+}
+
+void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
+                       const float *weight, const float *bias, int N, int C, float eps) {
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (long)n * C;
+        float *y = out + (long)n * C;
+        float m = sum8(x, C) / (float)C;
+        for (int c = 0; c < C; c++) y[c] = x[c] - m; /* y holds x - mean for now */
+        float var = dot8(y, y, C) / (float)C;
+        float s = 1.0f / sqrtf(var + eps);
+        for (int c = 0; c < C; c++) y[c] = y[c] * s * weight[c] + bias[c];
+        mean[n] = m;
+        rstd[n] = s;
+    }
+}
+
+void layernorm_forward_naive(float *out, const float *inp, const float *weight,
+                             const float *bias, int N, int C, float eps) {
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (long)n * C;
+        double mean = 0, var = 0;
+        for (int c = 0; c < C; c++) mean += x[c];
+        mean /= C;
+        for (int c = 0; c < C; c++) var += (x[c] - mean) * (x[c] - mean);
+        var /= C;
+        for (int c = 0; c < C; c++)
+            out[(long)n * C + c] = (float)((x[c] - mean) / sqrt(var + eps) * weight[c] + bias[c]);
+    }
 }
 
 /* Softmax in place over att[T], max-subtracted; exp of -inf is 0. */

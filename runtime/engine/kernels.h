@@ -104,6 +104,16 @@ void softmax_forward(float *x, int n);
 /* Its first half: x[i] = exp(x[i] - max x) in place; returns their sum,
  * *maxv the max (the trainer's cross-entropy takes its log). */
 float softmax_exp(float *x, int n, float *maxv);
+
+/* LayerNorm, the runtime's one: out[N,C] = (inp - mean) * rstd * weight +
+ * bias per row, mean[N] and rstd[N] (1/sqrt(var + eps), biased variance)
+ * saved for the trainer's backward pass (runtime/train/nn.c); sums in eight
+ * lanes (vec8.h). The engine runs it on each row of a feature-major block. */
+void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
+                       const float *weight, const float *bias, int N, int C, float eps);
+/* Its naive twin: plain loops in double. */
+void layernorm_forward_naive(float *out, const float *inp, const float *weight,
+                             const float *bias, int N, int C, float eps);
 int argmax(const float *x, int n);
 
 /* OpenBLAS takes a work buffer of about 128 MiB per thread at its first

@@ -2,7 +2,7 @@
  * attention over a sequence and over selected rows, the cross-entropy; each
  * fast kernel beside its naive twin. */
 #include "nn.h"
-#include "kernels.h" /* softmax_naive */
+#include "kernels.h" /* runtime/engine: softmax_naive, softmax_forward, layernorm_forward */
 
 #include <cblas.h>
 #include <math.h>
@@ -11,6 +11,7 @@
 
 
 #include "exp_vec.h" /* runtime/engine */
+#include "vec8.h"    /* runtime/engine: dot8, sum8 */
 
 /* ---- training kernels (kernels.h: "training") ------------------------------ */
 
@@ -18,24 +19,6 @@
  * order: the same result every run, and independent chains the compiler can
  * put in one vector register (a single running sum is one long chain of
  * dependent additions). */
-static inline float dot8(const float *restrict a, const float *restrict b, int n) {
-    float acc[8] = {0};
-    int i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++) acc[k] += a[i + k] * b[i + k];
-    for (; i < n; i++) acc[i & 7] += a[i] * b[i];
-    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-}
-
-static inline float sum8(const float *restrict a, int n) {
-    float acc[8] = {0};
-    int i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++) acc[k] += a[i + k];
-    for (; i < n; i++) acc[i & 7] += a[i];
-    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-}
-
 /* y[i] += alpha * x[i] */
 static inline void axpy(float *restrict y, float alpha, const float *restrict x, int n) {
     for (int i = 0; i < n; i++) y[i] += alpha * x[i];
@@ -59,21 +42,6 @@ static float reduce_sum(const float *s) {
 void nn_softmax(float *x, int n) { softmax_forward(x, n); }
 
 /* ---- LayerNorm -------------------------------------------------------------- */
-
-void nn_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
-                       const float *weight, const float *bias, int N, int C, float eps) {
-    for (int n = 0; n < N; n++) {
-        const float *x = inp + (long)n * C;
-        float *y = out + (long)n * C;
-        float m = sum8(x, C) / (float)C;
-        for (int c = 0; c < C; c++) y[c] = x[c] - m; /* y holds x - mean for now */
-        float var = dot8(y, y, C) / (float)C;
-        float s = 1.0f / sqrtf(var + eps);
-        for (int c = 0; c < C; c++) y[c] = y[c] * s * weight[c] + bias[c];
-        mean[n] = m;
-        rstd[n] = s;
-    }
-}
 
 void nn_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                         const float *inp, const float *weight, const float *mean,

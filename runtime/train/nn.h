@@ -28,10 +28,8 @@
 void nn_softmax(float *x, int n);
 /* Its naive twin is the engine's softmax_naive (runtime/engine/kernels.h). */
 
-/* out[N,C] = (inp - mean) * rstd * weight + bias per row; mean[N] and rstd[N]
- * (1/sqrt(var + eps), biased variance) are saved for the backward pass. */
-void nn_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
-                          const float *weight, const float *bias, int N, int C, float eps);
+/* The LayerNorm's forward is the engine's layernorm_forward (kernels.h),
+ * one for the whole runtime; it saves mean[N] and rstd[N] for this: */
 /* dinp, dweight and dbias optional. */
 void nn_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                            const float *inp, const float *weight, const float *mean,

@@ -506,7 +506,7 @@ static void ln_forward_range(void *ctx, int lo, int hi, int worker) {
     const LnJob *j = ctx;
     (void)worker;
     long r0 = (long)lo * LN_BLOCK, r1 = (long)hi * LN_BLOCK < j->N ? (long)hi * LN_BLOCK : j->N;
-    nn_layernorm_forward(j->out + r0 * j->C, j->mean + r0, j->rstd + r0, j->inp + r0 * j->C,
+    layernorm_forward(j->out + r0 * j->C, j->mean + r0, j->rstd + r0, j->inp + r0 * j->C,
                          j->weight, j->bias, (int)(r1 - r0), j->C, j->eps);
 }
 
@@ -640,7 +640,7 @@ static void layernorm_layer_forward(TfTrainer *t, const TfLayer *ly, LayerActs *
     const int C = t->m->d_model;
     const float *w = P(t, ly->norm_weight), *bias = P(t, ly->norm_bias);
     if (rows < LN_MIN_ROWS) {
-        nn_layernorm_forward(out, a->ln_mean, a->ln_rstd, in, w, bias, rows, C, ly->norm_eps);
+        layernorm_forward(out, a->ln_mean, a->ln_rstd, in, w, bias, rows, C, ly->norm_eps);
         return;
     }
     LnJob j = {out, a->ln_mean, a->ln_rstd, NULL, NULL, in, w, bias, NULL, NULL, NULL,
