@@ -1,7 +1,9 @@
-/* nn.h: the trainer's numerical layers: ONE softmax, ONE LayerNorm, the
- * attention of a head over a sequence (every row, or selected query rows)
- * and the softmax cross-entropy, each with its forward kernel (which saves
- * what its backward needs) and its backward kernel.
+/* nn.h: the trainer's numerical layers: the softmax and LayerNorm (whose
+ * forward kernels are the runtime's one softmax and one LayerNorm, in
+ * runtime/engine/kernels.c), the attention of a head over a sequence (every
+ * row, or selected query rows) and the softmax cross-entropy, each with its
+ * forward kernel (which saves what its backward needs) and its backward
+ * kernel.
  *
  * Dimension legend (as in llm.c and runtime/engine/kernels.h):
  *   N  rows (positions of all sequences in a batch, stacked)
