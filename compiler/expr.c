@@ -213,8 +213,14 @@ static int eval_pow(ExprEnv *E, const TfExpr *e, TfVal a, TfVal b, TfVal *out) {
 }
 
 /* int(x): truncation toward zero, as Python; int of a token whose text is
- * an integer ('7', "10", "-1") is that integer. */
+ * an integer ('7', "10", "-1") is that integer. float(x): x as a real; of
+ * a token whose text is a number ("0.5", "-1") that number. */
 static int eval_int(ExprEnv *E, const TfExpr *e, TfVal a, TfVal *out) {
+    int real = e->name.text[0] == 'f';
+    if (a.kind != TF_VAL_TOKEN && real) {
+        *out = val_num(a.x, 0);
+        return 0;
+    }
     if (a.kind != TF_VAL_TOKEN) {
         if (fabs(a.x) > 9007199254740992.0)
             return fail_value(E, e, "overflows (%s of %s is beyond a double's exact integers)", a);
@@ -223,10 +229,11 @@ static int eval_int(ExprEnv *E, const TfExpr *e, TfVal a, TfVal *out) {
     }
     char cb[8], *end;
     const char *text = ast_token_text(E->ir->words, (int)a.x, '\'', cb);
-    long v = strtol(text, &end, 10);
-    if (end == text || *end || (a.x < TF_TOKEN_WORD && (a.x < '0' || a.x > '9')))
-        return fail_value(E, e, "takes %s of the token %s (not an integer)", a);
-    *out = val_num((double)v, 1);
+    double v = real ? strtod(text, &end) : (double)strtol(text, &end, 10);
+    if (end == text || *end || !isfinite(v) || (a.x < TF_TOKEN_WORD && (a.x < '0' || a.x > '9')))
+        return fail_value(E, e, real ? "takes %s of the token %s (not a number)"
+                                     : "takes %s of the token %s (not an integer)", a);
+    *out = val_num(v, !real);
     return 0;
 }
 
@@ -248,7 +255,7 @@ static int eval_minmax(ExprEnv *E, const TfExpr *e, const TfVal *a, TfVal *out) 
 static int eval_unary_fn(ExprEnv *E, const TfExpr *e, TfVal a, TfVal *out) {
     const char *f = e->name.text;
     int rounding = strcmp(f, "floor") == 0 || strcmp(f, "ceil") == 0 || strcmp(f, "round") == 0;
-    if (rounding || strcmp(f, "abs") == 0 || strcmp(f, "float") == 0)
+    if (rounding || strcmp(f, "abs") == 0)
         if (!val_is_num(a)) return fail_value(E, e, "takes %s of the token %s", a);
     if (rounding) {
         // round: halves away from zero; a hair of tolerance for values like 0.3 * 10.
@@ -257,9 +264,7 @@ static int eval_unary_fn(ExprEnv *E, const TfExpr *e, TfVal a, TfVal *out) {
                        : (x < 0 ? -floor(-x + 0.5) : floor(x + 0.5)), 1);
     } else if (strcmp(f, "abs") == 0) {
         *out = val_num(fabs(a.x), a.kind == TF_VAL_INT);
-    } else if (strcmp(f, "float") == 0) {
-        *out = val_num(a.x, 0);
-    } else if (strcmp(f, "int") == 0) {
+    } else if (strcmp(f, "float") == 0 || strcmp(f, "int") == 0) {
         return eval_int(E, e, a, out);
     } else if (strcmp(f, "ord") == 0) {
         if (a.kind != TF_VAL_TOKEN) return fail(E, e, "ord of a number%s", "");
