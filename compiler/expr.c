@@ -73,6 +73,8 @@ TfVal val_num(double x, int integer) {
 }
 
 
+static int eval_pow(ExprEnv *E, const TfExpr *e, TfVal a, TfVal b, TfVal *out);
+
 static int eval_binary(ExprEnv *E, const TfExpr *e, TfVal *out) {
     TfVal a, b;
     if (e->op == TF_EX_AND || e->op == TF_EX_OR) {
@@ -96,6 +98,7 @@ static int eval_binary(ExprEnv *E, const TfExpr *e, TfVal *out) {
         *out = val_num(r, 1);
         return 0;
     }
+    if (e->op == TF_EX_POW) return eval_pow(E, e, a, b, out);
     if (!val_is_num(a) || !val_is_num(b))
         return fail(E, e, "does arithmetic on a token (use ord() for its code)%s", "");
     int integer = a.kind == TF_VAL_INT && b.kind == TF_VAL_INT;
@@ -114,7 +117,166 @@ static int eval_binary(ExprEnv *E, const TfExpr *e, TfVal *out) {
         break;
     default: return fail(E, e, "unknown operator%s", "");
     }
+    if (!isfinite(r)) return fail(E, e, "overflows (beyond a double)%s", "");
     *out = val_num(r, integer);
+    return 0;
+}
+
+/* ---- functions ----------------------------------------------------------------- */
+
+/* How a math function's argument can be outside its domain (Python's math
+ * raises ValueError there). */
+typedef enum { DOM_ALL, DOM_POSITIVE, DOM_NONNEG, DOM_UNIT } MathDomain;
+
+static const struct {
+    const char *name;
+    double (*fn)(double);
+    MathDomain domain;
+} math_fns[] = {
+    {"sin", sin, DOM_ALL},     {"cos", cos, DOM_ALL},       {"tan", tan, DOM_ALL},
+    {"asin", asin, DOM_UNIT},  {"acos", acos, DOM_UNIT},    {"atan", atan, DOM_ALL},
+    {"sinh", sinh, DOM_ALL},   {"cosh", cosh, DOM_ALL},     {"tanh", tanh, DOM_ALL},
+    {"exp", exp, DOM_ALL},     {"log", log, DOM_POSITIVE},  {"log2", log2, DOM_POSITIVE},
+    {"log10", log10, DOM_POSITIVE}, {"sqrt", sqrt, DOM_NONNEG},
+};
+
+#define FUNCTION_LIST "min, max, abs, floor, ceil, round, int, float, pow, ord, chr, sin, cos, " \
+                      "tan, asin, acos, atan, sinh, cosh, tanh, exp, log, log2, log10, sqrt"
+
+/* A failure that names a value: "takes sqrt of -3, which is negative". */
+static int fail_value(ExprEnv *E, const TfExpr *e, const char *fmt, TfVal v) {
+    char label[64];
+    val_label(E->ir, v, label, sizeof label);
+    snprintf(E->msg, sizeof E->msg, fmt, e->name.text, label);
+    E->where = e->loc;
+    return -1;
+}
+
+/* A number's result: an error where Python raises OverflowError (not finite). */
+static int math_result(ExprEnv *E, const TfExpr *e, double r, TfVal arg, TfVal *out) {
+    if (!isfinite(r)) return fail_value(E, e, "overflows (%s of %s is beyond a double)", arg);
+    *out = val_num(r, 0);
+    return 0;
+}
+
+/* sin(x) ... sqrt(x), log(x, base): Python's math, in double. */
+static int eval_math(ExprEnv *E, const TfExpr *e, int k, const TfVal *a, TfVal *out) {
+    const char *f = e->name.text;
+    int base = strcmp(f, "log") == 0 && e->n_args == 2;
+    if (e->n_args != 1 && !base)
+        return fail(E, e, strcmp(f, "log") == 0 ? "%s takes a number and an optional base"
+                                                : "%s takes one number", f);
+    for (int i = 0; i < e->n_args; i++)
+        if (!val_is_num(a[i])) return fail_value(E, e, "takes %s of the token %s", a[i]);
+    double x = a[0].x;
+    switch (math_fns[k].domain) {
+    case DOM_ALL: break;
+    case DOM_POSITIVE:
+        if (x <= 0) return fail_value(E, e, "takes %s of %s (not positive)", a[0]);
+        break;
+    case DOM_NONNEG:
+        if (x < 0) return fail_value(E, e, "takes %s of %s (negative)", a[0]);
+        break;
+    case DOM_UNIT:
+        if (x < -1 || x > 1) return fail_value(E, e, "takes %s of %s (outside -1..1)", a[0]);
+        break;
+    }
+    double r = math_fns[k].fn(x);
+    if (base) {
+        // Python's math.log(x, b) is log(x) / log(b).
+        if (a[1].x <= 0) return fail_value(E, e, "takes %s to the base %s (not positive)", a[1]);
+        if (log(a[1].x) == 0) return fail_value(E, e, "takes %s to the base %s (divides by zero)", a[1]);
+        r /= log(a[1].x);
+    }
+    return math_result(E, e, r, a[0], out);
+}
+
+/* x ** y, pow(x, y): Python's `**`. Integers to a power of 0 or more stay
+ * integers (exact up to 2^53); otherwise a real. */
+static int eval_pow(ExprEnv *E, const TfExpr *e, TfVal a, TfVal b, TfVal *out) {
+    if (!val_is_num(a) || !val_is_num(b))
+        return fail(E, e, "does arithmetic on a token (use ord() for its code)%s", "");
+    char la[32], lb[32], msg[80];
+    val_label(E->ir, a, la, sizeof la);
+    val_label(E->ir, b, lb, sizeof lb);
+    snprintf(msg, sizeof msg, a.x < 0 ? "(%s) ** %s" : "%s ** %s", la, lb);
+    if (a.x == 0 && b.x < 0)
+        return fail(E, e, "raises 0 to a negative power (%s)", msg);
+    if (a.x < 0 && b.x != floor(b.x))
+        return fail(E, e, "raises a negative number to a fraction (%s is complex)", msg);
+    double r = pow(a.x, b.x);
+    int integer = a.kind == TF_VAL_INT && b.kind == TF_VAL_INT && b.x >= 0;
+    if (!isfinite(r) || (integer && fabs(r) > 9007199254740992.0))
+        return fail(E, e, "overflows (%s is beyond a double's exact integers)", msg);
+    *out = val_num(r, integer);
+    return 0;
+}
+
+/* int(x): truncation toward zero, as Python; int of a token whose text is
+ * an integer ('7', "10", "-1") is that integer. float(x): x as a real; of
+ * a token whose text is a number ("0.5", "-1") that number. */
+static int eval_int(ExprEnv *E, const TfExpr *e, TfVal a, TfVal *out) {
+    int real = e->name.text[0] == 'f';
+    if (a.kind != TF_VAL_TOKEN && real) {
+        *out = val_num(a.x, 0);
+        return 0;
+    }
+    if (a.kind != TF_VAL_TOKEN) {
+        if (fabs(a.x) > 9007199254740992.0)
+            return fail_value(E, e, "overflows (%s of %s is beyond a double's exact integers)", a);
+        *out = val_num(trunc(a.x), 1);
+        return 0;
+    }
+    char cb[8], *end;
+    const char *text = ast_token_text(E->ir->words, (int)a.x, '\'', cb);
+    double v = real ? strtod(text, &end) : (double)strtol(text, &end, 10);
+    if (end == text || *end || !isfinite(v) || (a.x < TF_TOKEN_WORD && (a.x < '0' || a.x > '9')))
+        return fail_value(E, e, real ? "takes %s of the token %s (not a number)"
+                                     : "takes %s of the token %s (not an integer)", a);
+    *out = val_num(v, !real);
+    return 0;
+}
+
+/* min(...), max(...): the least or greatest of its arguments. */
+static int eval_minmax(ExprEnv *E, const TfExpr *e, const TfVal *a, TfVal *out) {
+    const char *f = e->name.text;
+    TfVal best = a[0];
+    for (int i = 0; i < e->n_args; i++) {
+        if (val_is_num(a[i]) != val_is_num(a[0])) return fail(E, e, "%s mixes tokens and numbers", f);
+        int c = val_cmp(a[i], best);
+        if (f[1] == 'i' ? c < 0 : c > 0) best = a[i];
+    }
+    *out = best;
+    return 0;
+}
+
+/* The functions of one argument that are no math: floor ceil round abs
+ * float ord chr int; 1 when f is none of them. */
+static int eval_unary_fn(ExprEnv *E, const TfExpr *e, TfVal a, TfVal *out) {
+    const char *f = e->name.text;
+    int rounding = strcmp(f, "floor") == 0 || strcmp(f, "ceil") == 0 || strcmp(f, "round") == 0;
+    if (rounding || strcmp(f, "abs") == 0)
+        if (!val_is_num(a)) return fail_value(E, e, "takes %s of the token %s", a);
+    if (rounding) {
+        // round: halves away from zero; a hair of tolerance for values like 0.3 * 10.
+        double x = a.x;
+        *out = val_num(f[0] == 'f' ? floor(x + 1e-9) : f[0] == 'c' ? ceil(x - 1e-9)
+                       : (x < 0 ? -floor(-x + 0.5) : floor(x + 0.5)), 1);
+    } else if (strcmp(f, "abs") == 0) {
+        *out = val_num(fabs(a.x), a.kind == TF_VAL_INT);
+    } else if (strcmp(f, "float") == 0 || strcmp(f, "int") == 0) {
+        return eval_int(E, e, a, out);
+    } else if (strcmp(f, "ord") == 0) {
+        if (a.kind != TF_VAL_TOKEN) return fail(E, e, "ord of a number%s", "");
+        *out = val_num(a.x, 1);
+    } else if (strcmp(f, "chr") == 0) {
+        if (a.kind != TF_VAL_INT || a.x < 1 || a.x > 255)
+            return fail(E, e, "chr needs an integer 1..255%s", "");
+        out->kind = TF_VAL_TOKEN;
+        out->x = a.x;
+    } else {
+        return 1;
+    }
     return 0;
 }
 
@@ -126,43 +288,19 @@ static int eval_call(ExprEnv *E, const TfExpr *e, TfVal *out) {
         if (expr_eval(E, e->args[i], &a[i]) < 0) return -1;
     if (strcmp(f, "min") == 0 || strcmp(f, "max") == 0) {
         if (e->n_args < 1) return fail(E, e, "%s needs arguments", f);
-        TfVal best = a[0];
-        for (int i = 0; i < e->n_args; i++) {
-            if (val_is_num(a[i]) != val_is_num(a[0])) return fail(E, e, "%s mixes tokens and numbers", f);
-            int c = val_cmp(a[i], best);
-            if (f[1] == 'i' ? c < 0 : c > 0) best = a[i];
-        }
-        *out = best;
-        return 0;
+        return eval_minmax(E, e, a, out);
     }
-    if (e->n_args != 1)
-        return fail(E, e, "unknown function '%s' (min, max, abs, floor, round, ord, chr)", f);
-    if (strcmp(f, "floor") == 0 || strcmp(f, "round") == 0) {
-        if (!val_is_num(a[0])) return fail(E, e, "%s of a token", f);
-        // round: halves away from zero; a hair of tolerance for values like 0.3 * 10.
-        double x = a[0].x;
-        *out = val_num(f[0] == 'f' ? floor(x + 1e-9) : (x < 0 ? -floor(-x + 0.5) : floor(x + 0.5)), 1);
-        return 0;
+    for (int k = 0; k < (int)(sizeof math_fns / sizeof math_fns[0]); k++)
+        if (strcmp(f, math_fns[k].name) == 0) return eval_math(E, e, k, a, out);
+    if (strcmp(f, "pow") == 0) {
+        if (e->n_args != 2) return fail(E, e, "%s takes two numbers", f);
+        return eval_pow(E, e, a[0], a[1], out);
     }
-    if (strcmp(f, "abs") == 0) {
-        if (!val_is_num(a[0])) return fail(E, e, "abs of a token%s", "");
-        *out = a[0];
-        out->x = fabs(out->x);
-        return 0;
+    if (e->n_args == 1) {
+        int r = eval_unary_fn(E, e, a[0], out);
+        if (r <= 0) return r;
     }
-    if (strcmp(f, "ord") == 0) {
-        if (a[0].kind != TF_VAL_TOKEN) return fail(E, e, "ord of a number%s", "");
-        *out = val_num(a[0].x, 1);
-        return 0;
-    }
-    if (strcmp(f, "chr") == 0) {
-        if (a[0].kind != TF_VAL_INT || a[0].x < 1 || a[0].x > 255)
-            return fail(E, e, "chr needs an integer 1..255%s", "");
-        out->kind = TF_VAL_TOKEN;
-        out->x = a[0].x;
-        return 0;
-    }
-    return fail(E, e, "unknown function '%s' (min, max, abs, floor, round, ord, chr)", f);
+    return fail(E, e, "calls an unknown function '%s' (known: " FUNCTION_LIST ")", f);
 }
 
 int expr_literal(const TfExpr *e, TfVal *v) {

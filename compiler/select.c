@@ -228,12 +228,143 @@ static int selection_options(Va *G, const TfIrOp *op, int first, TfOpPlan *p, in
     return 0;
 }
 
+/* ---- what a selection can reach ------------------------------------------------ */
+
+#define REACH_WORK (1L << 22) /* predicate evaluations the bound may take */
+
+/* A selection's sides for select_reach: the key registers but `indices`
+ * (kx: whether the key side reads `indices`), which of them the query side
+ * reads too (tied), the query registers (qx: `indices` among them). */
+typedef struct Reach {
+    int K[TF_EXPR_MAX_INPUTS], nk, kx;
+    unsigned char tied[TF_EXPR_MAX_INPUTS];
+    long n_k;
+    int Q[TF_EXPR_MAX_INPUTS], nq, qx;
+    long n_q;
+} Reach;
+
+/* The number of combinations of the registers' values (0 beyond cap). */
+static long combos(Va *G, const int *regs, int n, long cap) {
+    long total = 1;
+    for (int i = 0; i < n; i++) {
+        total *= va_facts(G, regs[i])->n_vals;
+        if (total > cap || total <= 0) return 0;
+    }
+    return total;
+}
+
+/* Sets cur[regs[i]] to combination c's values (first register fastest). */
+static void combo_set(Va *G, const int *regs, int n, long c, TfVal *cur) {
+    for (int i = 0; i < n; i++) {
+        const TfRegFacts *g = va_facts(G, regs[i]);
+        cur[regs[i]] = g->vals[c % g->n_vals];
+        c /= g->n_vals;
+    }
+}
+
+/* 1 when the selection can pick the key position j (1..n_real) for the
+ * query values in E->qcur: some combination of the key registers' values
+ * satisfies it. At the query's own position (self) the registers both
+ * sides read hold the query's values. Marks in readable the values of vreg
+ * (a key register, else -1) that a picked key can hold. */
+static int reach_key(Va *G, ExprEnv *E, const TfExpr *sel, const Reach *X, int j, int self,
+                     int vreg, unsigned char *readable) {
+    TfVal *kcur = (TfVal *)E->kcur;
+    int any = 0;
+    for (long c = 0; c < X->n_k; c++) {
+        combo_set(G, X->K, X->nk, c, kcur);
+        if (G->ir->indices_reg >= 0) kcur[G->ir->indices_reg] = val_num(j, 1);
+        int tied = 1;
+        for (int i = 0; self && i < X->nk; i++)
+            if (X->tied[i] && val_cmp(kcur[X->K[i]], E->qcur[X->K[i]]) != 0) tied = 0;
+        TfVal v;
+        int t = 1; // a failure (none: selection_matrix evaluated every pair) counts as picked
+        if (!tied || (expr_eval(E, sel, &v) == 0 && expr_truthy(E, sel, v, &t) == 0 && !t))
+            continue;
+        any = 1;
+        if (vreg < 0) return 1;
+        const TfRegFacts *gv = va_facts(G, vreg);
+        for (int i = 0; i < gv->n_vals; i++)
+            if (val_cmp(gv->vals[i], kcur[vreg]) == 0) readable[i] = 1;
+    }
+    return any;
+}
+
+/* The most keys the selection picks for the query values in E->qcur: at each
+ * query position i (the one `indices` holds, or any), the other positions
+ * it can pick (before i when causal) and itself when it can. */
+static int reach_query(Va *G, ExprEnv *E, const TfExpr *sel, const Reach *X, int causal,
+                       int vreg, unsigned char *readable, int *pre) {
+    int n = G->n_real, best = 0, ix = G->ir->indices_reg;
+    pre[0] = 0;
+    int any = X->kx ? 0 : reach_key(G, E, sel, X, 0, 0, vreg, readable);
+    for (int j = 1; j <= n; j++)
+        pre[j] = pre[j - 1] + (X->kx ? reach_key(G, E, sel, X, j, 0, vreg, readable) : any);
+    int lo = X->qx ? (int)E->qcur[ix].x : 1, hi = X->qx ? lo : n;
+    int self = X->kx ? 0 : reach_key(G, E, sel, X, 0, 1, vreg, readable);
+    for (int i = lo < 1 ? 1 : lo; i <= hi && i <= n; i++) {
+        if (X->kx) self = reach_key(G, E, sel, X, i, 1, vreg, readable);
+        int others = (causal ? pre[i] : pre[n]) - (pre[i] - pre[i - 1]);
+        if (others + self > best) best = others + self;
+    }
+    return best;
+}
+
+/* The most positions the selection picks for any query (BOS excluded), and
+ * with vreg a key register, which of its values a picked key can hold
+ * (readable, one per value; left all 1 otherwise). Over every combination
+ * of the query registers' values, each key position holding any
+ * combination of the key registers' values but `indices` (its position):
+ * never less than the input can give. Returns n_real when that is too much
+ * work (or out of memory). */
+static int select_reach(Va *G, const TfExpr *sel, const ExprReads *R, int causal, int vreg,
+                        unsigned char *readable) {
+    int n = G->n_real, ix = G->ir->indices_reg;
+    Reach X = {.nk = 0};
+    for (int i = 0; i < R->nk; i++) {
+        if (R->kregs[i] == ix) {
+            X.kx = 1;
+            continue;
+        }
+        X.K[X.nk] = R->kregs[i];
+        for (int k = 0; k < R->nq; k++) X.tied[X.nk] |= R->qregs[k] == R->kregs[i];
+        X.nk++;
+    }
+    for (int i = 0; i < R->nq; i++) X.qx |= R->qregs[i] == ix;
+    memcpy(X.Q, R->qregs, sizeof X.Q);
+    X.nq = R->nq;
+    int vk = 0; // vreg among the key registers
+    for (int i = 0; i < X.nk; i++) vk |= X.K[i] == vreg;
+    if (!vk) vreg = -1;
+    X.n_k = combos(G, X.K, X.nk, REACH_WORK);
+    X.n_q = combos(G, X.Q, X.nq, REACH_WORK);
+    if (!X.n_k || !X.n_q || (double)X.n_q * X.n_k * (n + 1) * (X.kx ? 2 : 1) > REACH_WORK)
+        return n;
+    TfVal *kcur = calloc((size_t)G->ir->n_regs, sizeof *kcur);
+    TfVal *qcur = calloc((size_t)G->ir->n_regs, sizeof *qcur);
+    int *pre = malloc((size_t)(n + 1) * sizeof *pre);
+    if (!kcur || !qcur || !pre) {
+        free(kcur), free(qcur), free(pre);
+        return n;
+    }
+    if (vreg >= 0) memset(readable, 0, (size_t)va_facts(G, vreg)->n_vals);
+    ExprEnv E = {.ir = G->ir, .kcur = kcur, .qcur = qcur};
+    int best = 0;
+    for (long c = 0; c < X.n_q; c++) {
+        combo_set(G, X.Q, X.nq, c, qcur);
+        int b = reach_query(G, &E, sel, &X, causal, vreg, readable, pre);
+        if (b > best) best = b;
+    }
+    free(kcur), free(qcur), free(pre);
+    return best;
+}
+
 /* Count's two layers: an attention (plan p: the BOS scored like a selected
  * position, reading the BOS indicator) gives 1/(c+1) in a hidden numeric
  * register, and a staircase turns it into c in the categorical `dest`.
  * Returns 0, or -1 after reporting. */
 static int push_count(Va *G, TfIrOp *op, int index, TfOpPlan *p, int dest, double leak,
-                      double soft) {
+                      double soft, int max_count) {
     const TfStmt *s = op->stmt;
     // 1 / (c + 1) into a hidden numeric register, then steps to c.
     // Named after the label, or the op and its place when unlabelled or
@@ -245,7 +376,7 @@ static int push_count(Va *G, TfIrOp *op, int index, TfOpPlan *p, int dest, doubl
                  s->label.text ? s->label.text : tf_ops[op->op].layer_name, index);
     int h = va_add_hidden_reg(G, name, TF_REG_SCALAR);
     if (h < 0) return -1;
-    int n_c = G->ir->maxlen; // counts 0 .. maxlen - 1
+    int n_c = max_count + 1; // counts 0 .. max_count (select_reach), at most maxlen - 1
     TfVal *fr = malloc((size_t)n_c * sizeof *fr);
     if (!fr) { (void)(G->failed = 1); return -1; }
     for (int c = 0; c < n_c; c++) fr[c] = val_num(1.0 / (c + 1), 0);
@@ -346,13 +477,16 @@ static int copies_one_value(Va *G, const TfOpPlan *p, int vreg) {
 
 /* What the parts of one selection's analysis share: its plan, the value
  * register (-1 for Count), the default, the score error before beta and the
- * softmax's leak and rounding. */
+ * softmax's leak and rounding, the most keys it picks and which of the value
+ * register's values they can hold (select_reach). */
 typedef struct Selection {
     TfOpPlan *p;
     int vreg;
     int has_default;
     TfVal dflt;
     double delta, leak, soft;
+    int max_count;
+    unsigned char *readable; /* one per value of vreg */
 } Selection;
 
 /* Aggregate(selection, value, ...) | Count(selection, ...): the arguments'
@@ -506,11 +640,12 @@ static int select_copy(Va *G, TfIrOp *op, Selection *S) {
                   va_reg_name(G, vreg));
         p->check = 1;
     }
-    int n = gv->n_vals + S->has_default;
-    TfVal *vals = malloc((size_t)n * sizeof *vals);
+    TfVal *vals = malloc((size_t)(gv->n_vals + 1) * sizeof *vals);
     if (!vals) { (void)(G->failed = 1); return -1; }
-    memcpy(vals, gv->vals, (size_t)gv->n_vals * sizeof *vals);
-    if (S->has_default) vals[gv->n_vals] = S->dflt;
+    int n = 0;
+    for (int i = 0; i < gv->n_vals; i++)
+        if (S->readable[i] && S->max_count > 0) vals[n++] = gv->vals[i];
+    if (S->has_default) vals[n++] = S->dflt;
     int m = val_unique(vals, n, 0, NULL);
     va_set_values(G, dest, vals, m);
     free(vals);
@@ -544,10 +679,11 @@ static int select_mean_values(Va *G, const TfIrOp *op, const Selection *S, int m
         means[n_means++] = val_num(p->default_num, 0);
         totals[n_totals++] = val_num(0, 0);
     }
-    for (int k = 1; known && k <= G->n_real; k++) {
+    for (int k = 1; known && k <= S->max_count; k++) {
         int n_next = 0;
         for (int i = 0; i < n_sums && known; i++)
             for (int j = 0; j < gv->n_vals && known; j++) {
+                if (!S->readable[j]) continue;
                 if (n_next == cap) known = 0;
                 else next[n_next++] = sums[i] + gv->vals[j].x;
             }
@@ -612,7 +748,7 @@ static void select_sum(Va *G, TfIrOp *op, int index, const Selection *S, int mea
     pc->causal = p->causal;
     double leak_c = (L + 1) * exp(-p->beta * (1.0 - 2 * S->delta));
     TfIrOp cop = *op;
-    if (push_count(G, &cop, G->n_out, pc, count_reg, leak_c, S->soft) < 0) return;
+    if (push_count(G, &cop, G->n_out, pc, count_reg, leak_c, S->soft, S->max_count) < 0) return;
     TfOpPlan *pg = va_new_plan(G, TF_PLAN_GATED, op, ".sum");
     const TfRegFacts *gc = va_facts(G, count_reg), *gm = va_facts(G, mean_reg);
     if (!pg) return;
@@ -712,9 +848,14 @@ void select_analyze(Va *G, TfIrOp *op, int index) {
     S.dflt = val_num(0, 1);
     if (selection_options(G, op, is_count ? 1 : 2, S.p, &S.has_default, &S.dflt) < 0) return;
     if (select_terms(G, op, index, &R, &S) < 0 || select_bounds(G, op, &S) < 0) return;
+    int n_v = S.vreg >= 0 ? va_facts(G, S.vreg)->n_vals : 0;
+    S.readable = va_alloc(G, (size_t)(n_v ? n_v : 1));
+    if (!S.readable) return;
+    memset(S.readable, 1, (size_t)(n_v ? n_v : 1));
+    S.max_count = select_reach(G, op->stmt->args[0].expr, &R, S.p->causal, S.vreg, S.readable);
     int dest = op->dest;
     if (is_count) {
-        push_count(G, op, index, S.p, dest, S.leak, S.soft);
+        push_count(G, op, index, S.p, dest, S.leak, S.soft, S.max_count);
         return;
     }
     S.p->vreg = S.vreg;

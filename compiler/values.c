@@ -414,7 +414,9 @@ static void builtin_values(Va *G) {
     }
 }
 
-/* Categorical registers' column labels from their values. */
+/* Categorical registers' column labels from their values: 9 digits, or 17
+ * (every double its own) for neighbours that 9 digits would not tell apart
+ * (1 and 1 + 1e-14, a tie-break of Tracr's library). */
 static void make_labels(Va *G) {
     TfIr *ir = G->ir;
     for (int r = 0; r < ir->n_regs; r++) {
@@ -427,6 +429,16 @@ static void make_labels(Va *G) {
             val_label(ir, g->vals[i], buf, sizeof buf);
             g->labels[i] = va_strdup(G, buf);
             if (!g->labels[i]) return;
+        }
+        // Sorted: equal labels are neighbours. Each run of them gets 17 digits.
+        for (int i = 0, j; i < g->n_vals; i = j) {
+            for (j = i + 1; j < g->n_vals && strcmp(g->labels[j], g->labels[i]) == 0; j++) {}
+            for (int k = i; j - i > 1 && k < j; k++) {
+                char buf[64];
+                snprintf(buf, sizeof buf, "%.17g", g->vals[k].x);
+                g->labels[k] = va_strdup(G, buf);
+                if (!g->labels[k]) return;
+            }
         }
     }
 }

@@ -133,6 +133,7 @@ static const char *op_text(int op) {
     case TF_EX_OR: return "or";
     case TF_EX_NOT: return "not";
     case TF_EX_NEG: return "-";
+    case TF_EX_POW: return "**";
     default: one[0] = (char)op; one[1] = '\0'; return one;
     }
 }

@@ -44,7 +44,8 @@ typedef enum TfExprKind {
 
 /* Operators: the character for one-character ones. */
 enum {
-    TF_EX_EQ = 256, TF_EX_NE, TF_EX_LE, TF_EX_GE, TF_EX_AND, TF_EX_OR, TF_EX_NOT, TF_EX_NEG
+    TF_EX_EQ = 256, TF_EX_NE, TF_EX_LE, TF_EX_GE, TF_EX_AND, TF_EX_OR, TF_EX_NOT, TF_EX_NEG,
+    TF_EX_POW /* ** */
 };
 
 typedef struct TfExpr TfExpr;

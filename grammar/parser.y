@@ -123,7 +123,7 @@ static int codes_add(TfCodeList *l, int code, TfLoc loc);
 %token KW_SCALAR "scalar" KW_OUTPUT "output" KW_GENERATE "generate" KW_REPEAT "repeat"
 %token KW_MODEL "model" KW_CAT "cat" KW_NUM "num" KW_BOS "bos" KW_MAXLEN "maxlen"
 %token KW_UNTIL "until" KW_AND "and" KW_OR "or" KW_NOT "not" KW_TRUE "true"
-%token ARROW "->" FAT_ARROW "=>" EQ "==" NE "!=" LE "<=" GE ">="
+%token ARROW "->" FAT_ARROW "=>" EQ "==" NE "!=" LE "<=" GE ">=" POW "**"
 %token <str> IDENT "identifier"
 %token <num> INT "integer"
 %token <num> CHAR "character literal"
@@ -158,6 +158,7 @@ static int codes_add(TfCodeList *l, int code, TfLoc loc);
 %left '+' '-'
 %left '*' '/' '%'
 %right UNARY
+%right "**"
 
 %destructor { free($$); } <str>
 %destructor { if ($$) { free($$->bytes); free($$->locs); free($$); } } <string>
@@ -464,6 +465,7 @@ expr
     | expr '*' expr                 { if (!($$ = binary('*', $1, $3, @$))) YYNOMEM; }
     | expr '/' expr                 { if (!($$ = binary('/', $1, $3, @$))) YYNOMEM; }
     | expr '%' expr                 { if (!($$ = binary('%', $1, $3, @$))) YYNOMEM; }
+    | expr "**" expr                { if (!($$ = binary(TF_EX_POW, $1, $3, @$))) YYNOMEM; }
     | expr "==" expr                { if (!($$ = binary(TF_EX_EQ, $1, $3, @$))) YYNOMEM; }
     | expr "!=" expr                { if (!($$ = binary(TF_EX_NE, $1, $3, @$))) YYNOMEM; }
     | expr '<' expr                 { if (!($$ = binary('<', $1, $3, @$))) YYNOMEM; }
@@ -905,7 +907,7 @@ static int expr_start(yysymbol_kind_t sym) {
 
 static int is_operator(yysymbol_kind_t sym) {
     if (sym == YYSYMBOL_EQ || sym == YYSYMBOL_NE || sym == YYSYMBOL_LE || sym == YYSYMBOL_GE ||
-        sym == YYSYMBOL_KW_AND || sym == YYSYMBOL_KW_OR)
+        sym == YYSYMBOL_KW_AND || sym == YYSYMBOL_KW_OR || sym == YYSYMBOL_POW)
         return 1;
     const char *name = yysymbol_name(sym);
     return name[0] == '\'' && name[1] && strchr("+-*/%<>?.", name[1]) && name[2] == '\'';

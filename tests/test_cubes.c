@@ -369,14 +369,16 @@ START_TEST(test_map_ignoring_an_input) {
                                      &n_errors, &err);
     fclose(f);
     ck_assert_msg(m != NULL, "%s%s", out, err.msg);
-    // The full table: 3 tokens x 7 counts x 7 indices = 147 pairs; the
-    // cubes: 'a' x 7 counts + 'b' or 'c' x 7 indices = 14 (no one order of
+    // The full table: 3 tokens x 6 counts (0..5: of the 6 positions after
+    // the BOS no token is less than itself) x 7 indices = 126 pairs; the
+    // cubes: 'a' x 6 counts + 'b' or 'c' x 7 indices = 13 (no one order of
     // the inputs gives that: 'a' splits on lt, the others on indices).
-    ck_assert_int_eq(units_of(m, "m"), 2 * 14);
-    // n: prev (which the analysis knows as 'a', 'b' or 'c') may hold
-    // nothing, so every cube reads it, one value at a time: 'b' x 3 values
-    // of prev + 'a' or 'c' x 3 = 6 pairs of the full table's 9.
-    ck_assert_int_eq(units_of(m, "n"), 2 * 6);
+    ck_assert_int_eq(units_of(m, "m"), 2 * 13);
+    // n: prev (which the analysis knows as 'a' only: its selection picks
+    // keys holding 'a') may hold nothing, so every cube reads it: 'b' x 1
+    // value of prev + 'a' or 'c' x 1 = 2 pairs of the full table's 3 (the
+    // decoding below checks that n holds nothing where prev does not).
+    ck_assert_int_eq(units_of(m, "n"), 2 * 2);
 
     const TfRegister *rt = model_reg(m, "tokens"), *rlt = model_reg(m, "lt"),
                      *rix = model_reg(m, "indices"), *rprev = model_reg(m, "prev"),

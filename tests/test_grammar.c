@@ -116,6 +116,17 @@ START_TEST(test_every_argument_kind) {
 }
 END_TEST
 
+/* `**` binds tighter than unary minus and groups to the right, as Python's. */
+START_TEST(test_power_precedence) {
+    Parsed p = parse("m: Map(-x ** 2 * y + 2 ** 3 ** z) -> r;");
+    ck_assert_msg(p.n_errors == 0, "%s", p.diags);
+    char *d = dump(p.prog);
+    ck_assert_str_eq(d, "op label=m Map(((-(x ** 2)) * y) + (2 ** (3 ** z))) -> r\n");
+    free(d);
+    parsed_free(&p);
+}
+END_TEST
+
 START_TEST(test_escapes_in_vocab) {
     Parsed p = parse("vocab \"a\\n\\t\\s\\\\\\\"\\0\\r'\";");
     ck_assert_msg(p.n_errors == 0, "%s", p.diags);
@@ -344,6 +355,7 @@ int main(void) {
     tcase_add_test(tc, test_adder_parses);
     tcase_add_test(tc, test_every_argument_kind);
     tcase_add_test(tc, test_escapes_in_vocab);
+    tcase_add_test(tc, test_power_precedence);
     tcase_add_test(tc, test_vocab_list_and_words);
     tcase_add_test(tc, test_locations);
     tcase_add_test(tc, test_nested_repeat);
