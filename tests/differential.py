@@ -781,6 +781,7 @@ def check_program(tools, src, rng, name):
     except (SyntaxErr, KeyError, IndexError) as e:
         res["loud"].append(("evaluator", "cannot read the program: %s" % e, None))
         return res
+    res["features"] = features(prog)
     prompts = inputs_for(prog, rng)
     texts = [prompt_text(prog, p) for p in prompts]
     exps = [expected_output(prog, p) for p in prompts]
@@ -866,6 +867,44 @@ def bug_class(why):
     return re.sub(r"'[^']*'|\b\d[\d.e+-]*\b", "_", why)[:90]
 
 
+FEATURES = [
+    ("Count", r"Count\("),
+    ("Map into num", None),
+    ("staircase (Map of a num into cat)", None),
+    ("mean Aggregate", None),
+    ("sum Aggregate", r", sum\b"),
+    ("categorical Aggregate", None),
+    ("default:", r"default:"),
+    ("Clear", r"\bClear\("),
+    ("CopyOnMatch", r"CopyOnMatch\("),
+    ("numeric output", None),
+    ("word vocabulary", r"^vocab \["),
+    ("maxlen >= 40", r"maxlen ([4-9]\d|\d{3,});"),
+]
+
+
+def features(prog):
+    """The names of FEATURES a program has."""
+    out = set()
+    for name, rx in FEATURES:
+        if rx and re.search(rx, prog.text, re.M):
+            out.add(name)
+    for op in prog.ops:
+        kind = prog.kinds.get(op["dest"])
+        if op["op"] == "Map":
+            reads = op_reads(op)
+            if kind == "num":
+                out.add("Map into num")
+            elif len(reads) == 1 and prog.kinds.get(next(iter(reads))) == "num":
+                out.add("staircase (Map of a num into cat)")
+        if op["op"] == "Aggregate":
+            out.add("mean Aggregate" if kind == "num" and "sum" not in op["flags"] else
+                    "categorical Aggregate" if kind != "num" else "sum Aggregate")
+    if prog.kinds.get(prog.output) == "num":
+        out.add("numeric output")
+    return out
+
+
 def failed(res):
     return bool(res["silent"] or res["loud"] or res["unrefused"])
 
@@ -915,7 +954,7 @@ def gen_header(rng):
         vocab = ["^"] + list("abcd"[:rng.randint(2, 4)]) + [str(d) for d in range(k)]
     r = rng.random()
     maxlen = rng.randint(4, 12) if r < 0.6 else rng.randint(13, 24) if r < 0.75 else \
-        rng.randint(40, 80)
+        rng.randint(40, 80) if r < 0.95 else rng.randint(100, 250)
     return vocab, maxlen
 
 
@@ -1029,12 +1068,12 @@ def gen_op(rng, g, final=False):
                             "min(%s, %d)" % (x.name, M - 1)])
         g.fresh("cat", "int", name="out")
         return [op_line("out", "Map(%s)" % e)]
-    if t < 0.16:
+    if t < 0.12:
         sel = gen_selection(rng, g)
         flag = ", causal" if rng.random() < 0.3 else ""
         d = g.fresh("cat", "int", list(range(g.maxlen)))
         return [op_line(d.name, "Count(%s%s)" % (sel, flag))]
-    if t < 0.34:
+    if t < 0.26:
         # a table over categorical registers into cat
         x = rng.choice(ints)
         y = rng.choice(ints)
@@ -1057,13 +1096,13 @@ def gen_op(rng, g, final=False):
         d = g.fresh("cat", "int", values_of(P(e), regs, False),
                     none_ok=any(regs[n].none_ok for n in regs_read(P(e), set())))
         return [op_line(d.name, "Map(%s)" % e)]
-    if t < 0.40 and toks and len(g.letters) >= 2:
+    if t < 0.30 and toks and len(g.letters) >= 2:
         x = rng.choice(ints)
         a, b = rng.sample(g.letters, 2)
         e = "%s < %d ? %s : %s" % (x.name, rng.randint(0, 3), q(a), q(b))
         d = g.fresh("cat", "tok")
         return [op_line(d.name, "Map(%s)" % e)]
-    if t < 0.50:
+    if t < 0.44:
         # a table into num
         x = rng.choice(ints)
         forms = ["%s * %s" % (x.name, x.name), "%s / 2" % x.name, "%s * 0.5 + 1" % x.name,
@@ -1072,20 +1111,20 @@ def gen_op(rng, g, final=False):
         e = rng.choice(forms)
         d = g.fresh("num", "real", values_of(P(e), regs, True))
         return [op_line(d.name, "Map(%s)" % e)]
-    if t < 0.58 and nums:
+    if t < 0.54 and nums:
         x, y = rng.choice(nums), rng.choice(nums)
         e = rng.choice(["%s + %s" % (x.name, y.name), "2 * %s - %s + 1" % (x.name, y.name),
                         "%s - 0.5" % x.name, "-%s" % x.name, "%s / 4" % x.name])
         d = g.fresh("num", "real", values_of(P(e), regs, True))
         return [op_line(d.name, "Map(%s)" % e)]
-    if t < 0.64 and nums:
+    if t < 0.61 and nums:
         x, c = rng.choice(nums), rng.choice(ints)
         e = rng.choice(["%s * %s" % (x.name, c.name),
                         "%s == %d ? %s : 0" % (c.name, rng.randint(0, 2), x.name),
                         "%s > %d ? %s : -%s" % (c.name, rng.randint(0, 2), x.name, x.name)])
         d = g.fresh("num", "real", values_of(P(e), regs, True))
         return [op_line(d.name, "Map(%s)" % e)]
-    if t < 0.72 and nums:
+    if t < 0.73 and nums:
         x = rng.choice(nums)
         if rng.random() < 0.5:
             e = rng.choice(["%s > %s ? 1 : 0" % (x.name, rng.choice(["0", "0.5", "1"])),
@@ -1097,8 +1136,15 @@ def gen_op(rng, g, final=False):
                             "max(%s, 0.5)" % x.name, "floor(%s * 2) / 2" % x.name])
             d = g.fresh("num", "real", values_of(P(e), regs, True))
         return [op_line(d.name, "Map(%s)" % e)]
-    if t < 0.82 and nums:
-        x = rng.choice(nums)
+    if t < 0.86:
+        pre = []
+        if not nums or rng.random() < 0.4:
+            # a 0/1 number to average or add up (frac_prevs's shape)
+            x = g.fresh("num", "real", [0, 1])
+            pre = [op_line(x.name, "Map(%s == %s ? 1 : 0)" % (rng.choice(toks).name,
+                                                               q(rng.choice(g.letters))))]
+        else:
+            x = rng.choice(nums)
         sel = gen_selection(rng, g)
         extra = ""
         if rng.random() < 0.3:
@@ -1108,8 +1154,8 @@ def gen_op(rng, g, final=False):
         if rng.random() < 0.3:
             extra += ", causal"
         d = g.fresh("num", "real", None)
-        return [op_line(d.name, "Aggregate(%s, %s%s)" % (sel, x.name, extra))]
-    if t < 0.90:
+        return pre + [op_line(d.name, "Aggregate(%s, %s%s)" % (sel, x.name, extra))]
+    if t < 0.91:
         src = rng.choice(ints + toks)
         sel = rng.choice(["k.indices == q.%s" % rng.choice(ints).name,
                           "k.indices == q.indices - 1", gen_selection(rng, g)])
@@ -1123,7 +1169,7 @@ def gen_op(rng, g, final=False):
             vals = sorted(set(src.vals) | ({int(extra.split(": ")[1])} if dflt else set()))
         d = g.fresh("cat", src.vt, vals, none_ok=not dflt, key_ok=not dflt)
         return [op_line(d.name, "Aggregate(%s, %s%s)" % (sel, src.name, extra))]
-    if t < 0.95 and nums:
+    if t < 0.97 and nums:
         x = rng.choice(nums)
         x.vals = None if x.vals is None else sorted({min(v, 0) for v in x.vals})
         return ["Clear(%s);" % x.name]
@@ -1139,7 +1185,7 @@ def gen_final(rng, g):
     """The output: the last register itself (numbers, tokens, or digits), or an
     op writing `out`."""
     last = g.regs[-1] if len(g.regs) > 2 else None
-    if last and rng.random() < 0.3:
+    if last and rng.random() < (0.6 if last.kind == "num" else 0.3):
         if last.kind == "num" or (last.kind == "cat" and last.vt == "tok") or (
                 last.kind == "cat" and last.vals and 0 <= last.vals[0] and
                 last.vals[-1] < g.ndigits and all(isinstance(v, int) for v in last.vals)):
@@ -1184,7 +1230,7 @@ def prune(lines, out):
 
 def gen_program(rng):
     g = Gen(rng)
-    n = rng.choice([0, 1, 1, 2, 2, 2, 3, 3, 4, 5, 6])
+    n = rng.choice([0, 1, 2, 2, 3, 3, 3, 4, 4, 5, 6])
     lines = []
     while len(lines) < n:
         op = gen_op(rng, g)
@@ -1340,7 +1386,7 @@ def main():
     t0 = time.time()
     counts = dict(programs=0, refused=0, agreeing=0, silent=0, loud=0, unrefused=0,
                   levels_differ=0, partly_refused=0, checked_fail=0, skipped=0, inputs=0)
-    msgs, classes = [], {}
+    msgs, classes, covered = [], {}, {}
     with tempfile.TemporaryDirectory() as tmp:
         tools = Tools(a.tfc, a.tfrun, tmp)
 
@@ -1360,6 +1406,8 @@ def main():
             counts["levels_differ"] += bool(res["levels_differ"])
             if res["compiled"] and not failed(res):
                 counts["agreeing"] += 1
+                for f in res.get("features", ()):
+                    covered[f] = covered.get(f, 0) + 1
             report(res, a.keep, msgs)
             for lv_a, lv_b, t, oa, ob in res["levels_differ"][:1]:
                 msgs.append("LEVELS %s: %s prints %r, %s %r on %r" % (name, lv_a, oa, lv_b, ob, t))
@@ -1403,6 +1451,8 @@ def main():
           "%(unrefused)d compiled though the language refuses them, %(levels_differ)d whose "
           "levels print differently; %(checked_fail)d inputs failed a check as they must, "
           "%(skipped)d not compared (no value, or a half rounded)" % counts)
+    print("differential: agreeing programs with %s" % ", ".join(
+        "%s %d" % (f, covered.get(f, 0)) for f, _ in FEATURES))
     print("differential: %.0f s" % (time.time() - t0))
     if counts["silent"] or counts["loud"] or counts["unrefused"]:
         status = 1
