@@ -962,6 +962,12 @@ def q(s):
     return "'%s'" % s if len(s) == 1 else '"%s"' % s
 
 
+def lit(rng, g):
+    """A token literal: a letter of the vocabulary, now and then one outside it
+    ('z': false everywhere by docs/language.md; a word outside it is an error)."""
+    return q("z") if rng.random() < 0.04 else q(rng.choice(g.letters))
+
+
 def values_of(e, regs, true_div):
     """Every value e takes over its registers' values (None: unknown, too many)."""
     names = sorted(regs_read(e, set()))
@@ -1007,7 +1013,7 @@ def gen_selection(rng, g, depth=0):
     if x < 0.25 and ktoks:
         k = rng.choice(ktoks)
         if rng.random() < 0.5 and k.name == "tokens":
-            return "k.tokens %s %s" % (rng.choice(["==", "==", "!="]), q(rng.choice(g.letters)))
+            return "k.tokens %s %s" % (rng.choice(["==", "==", "!="]), lit(rng, g))
         qq = rng.choice(toks)
         return "k.%s == q.%s" % (k.name, qq.name)
     if x < 0.8 and kints:
@@ -1045,7 +1051,7 @@ def gen_op(rng, g, final=False):
             src = rng.choice(toks)
             sel = gen_selection(rng, g)
             d = g.fresh("cat", "tok", None, name="out")
-            extra = ", default: %s" % q(rng.choice(g.letters)) if rng.random() < 0.3 else ""
+            extra = ", default: %s" % lit(rng, g) if rng.random() < 0.3 else ""
             return [op_line(d.name, "Aggregate(%s, %s%s)" % (sel, src.name, extra))]
         src_pool = [r for r in g.regs if r.name not in ("tokens",)]
         last = g.regs[-1] if len(g.regs) > 2 else rng.choice(src_pool)
@@ -1058,8 +1064,8 @@ def gen_op(rng, g, final=False):
                             "min(max(round(%s), 0), %d)" % (x.name, M - 1),
                             "%s < 1 and %s > 0 ? 1 : 0" % (x.name, x.name)])
         elif x.vt == "tok":
-            e = rng.choice(["%s == %s ? 1 : 0" % (x.name, q(rng.choice(g.letters))),
-                            "[%s: %s => 1, _ => 0]" % (x.name, q(rng.choice(g.letters)))])
+            e = rng.choice(["%s == %s ? 1 : 0" % (x.name, lit(rng, g)),
+                            "[%s: %s => 1, _ => 0]" % (x.name, lit(rng, g))])
         else:
             y = rng.choice(ints)
             e = rng.choice(["%s %% %d" % (x.name, M), "(%s + %s) %% %d" % (x.name, y.name, M),
@@ -1087,9 +1093,9 @@ def gen_op(rng, g, final=False):
                  "[%s, %s: (%d, %d) => 1, _ => 0]" % (x.name, y.name, rng.randint(0, 2),
                                                      rng.randint(0, 2)),
                  "%s / 2" % x.name, "%s - 1" % x.name,
-                 "%s == %s ? %d : %d" % (tk.name, q(rng.choice(g.letters)), rng.randint(0, 3),
+                 "%s == %s ? %d : %d" % (tk.name, lit(rng, g), rng.randint(0, 3),
                                          rng.randint(0, 3)),
-                 "[%s: %s => 1, _ => 2]" % (tk.name, q(rng.choice(g.letters)))]
+                 "[%s: %s => 1, _ => 2]" % (tk.name, lit(rng, g))]
         if not g.words:
             forms.append("ord(%s) %% %d" % (tk.name, K))
         e = rng.choice(forms)
@@ -1107,7 +1113,7 @@ def gen_op(rng, g, final=False):
         x = rng.choice(ints)
         forms = ["%s * %s" % (x.name, x.name), "%s / 2" % x.name, "%s * 0.5 + 1" % x.name,
                  "%s == 1 ? 2 : 0.5" % x.name, "%s - %d" % (x.name, rng.randint(0, 3)),
-                 "%s == %s ? 1 : 0" % (rng.choice(toks).name, q(rng.choice(g.letters)))]
+                 "%s == %s ? 1 : 0" % (rng.choice(toks).name, lit(rng, g))]
         e = rng.choice(forms)
         d = g.fresh("num", "real", values_of(P(e), regs, True))
         return [op_line(d.name, "Map(%s)" % e)]
@@ -1142,7 +1148,7 @@ def gen_op(rng, g, final=False):
             # a 0/1 number to average or add up (frac_prevs's shape)
             x = g.fresh("num", "real", [0, 1])
             pre = [op_line(x.name, "Map(%s == %s ? 1 : 0)" % (rng.choice(toks).name,
-                                                               q(rng.choice(g.letters))))]
+                                                               lit(rng, g)))]
         else:
             x = rng.choice(nums)
         sel = gen_selection(rng, g)
@@ -1162,7 +1168,7 @@ def gen_op(rng, g, final=False):
         dflt = rng.random() < 0.5
         extra = ""
         if dflt:
-            extra = ", default: %s" % (q(rng.choice(g.letters)) if src.vt == "tok"
+            extra = ", default: %s" % (lit(rng, g) if src.vt == "tok"
                                        else str(rng.randint(0, 2)))
         vals = None
         if src.vt == "int" and src.vals is not None:
