@@ -290,6 +290,7 @@ class Program:
         self.vocab, self.words, self.bos, self.maxlen = None, False, None, None
         self.kinds = {"tokens": "cat", "indices": "cat"}
         self.ops, self.output = [], None
+        self.cache = {}  # run_program's: (id of an expression, values read) -> result
         p = Parser(text)
         while p.peek()[0] != "eof":
             k, v = p.peek()
@@ -542,6 +543,37 @@ def static_refusal(prog):
     return why
 
 
+def sides_read(sel, memo):
+    """(q. registers, k. registers, registers read without a side) of a selection;
+    memo: the program's cache (which keeps sel, so its id is not reused)."""
+    key = ("sides", id(sel))
+    if key not in memo:
+        q, k, plain = set(), set(), set()
+
+        def walk(e):
+            if e[0] == "qk":
+                (q if e[1] == "q" else k).add(e[2])
+            elif e[0] == "reg":
+                plain.add(e[1])
+            elif e[0] == "table":
+                plain.update(e[1])
+                for keys, res in e[2]:
+                    walk(res)
+                if e[3]:
+                    walk(e[3])
+            else:
+                for x in e[1:]:
+                    if isinstance(x, tuple) and x and x[0] in EXPR_TAGS:
+                        walk(x)
+                    elif isinstance(x, tuple):
+                        for y in x:
+                            if isinstance(y, tuple) and y and y[0] in EXPR_TAGS:
+                                walk(y)
+        walk(sel)
+        memo[key] = (sel, sorted(q), sorted(k), sorted(plain))
+    return memo[key][1:]
+
+
 def run_program(prog, toks):
     """The output at positions 1..n of the input toks (bos first): a list of values.
     Raises CheckFails, Unspecified or ExprError."""
@@ -560,15 +592,40 @@ def run_program(prog, toks):
     def keys(i, flags):
         return range(1, (i if "causal" in flags else n) + 1)
 
+    def cached(key, fn):
+        # an expression's value depends only on the values it reads: one
+        # evaluation per combination, for all inputs of the program
+        r = prog.cache.get(key)
+        if r is None:
+            try:
+                r = (True, fn())
+            except (ExprError, Unspecified) as e:
+                r = (False, e)
+            prog.cache[key] = r
+        if r[0]:
+            return r[1]
+        raise r[1]
+
     def selects(sel, i, j):
+        qr, kr, plain = sides_read(sel, prog.cache)
+        if plain:
+            raise ExprError("a selection reads %s without q. or k." % plain[0])
+        qv, kv = tuple(at(r, i) for r in qr), tuple(at(r, j) for r in kr)
+
         def env(x):
-            side, reg = x if isinstance(x, tuple) else ("", x)
-            if side == "q":
-                return at(reg, i)
-            if side == "k":
-                return at(reg, j)
-            raise ExprError("a selection reads %s without q. or k." % reg)
-        return need_bool(evaluate(sel, env, False), "selection")
+            return dict(zip(qr, qv))[x[1]] if x[0] == "q" else dict(zip(kr, kv))[x[1]]
+        return cached((id(sel), qv, kv),
+                      lambda: need_bool(evaluate(sel, env, False), "selection"))
+
+    def map_value(e, i, true_div):
+        rk = ("reads", id(e))
+        reads = prog.cache.get(rk)
+        if reads is None:
+            reads = prog.cache[rk] = (sorted(regs_read(e, set())), e)
+        reads = reads[0]
+        vals = tuple(at(r, i) for r in reads)
+        env = dict(zip(reads, vals))
+        return cached((id(e), vals), lambda: evaluate(e, env.__getitem__, true_div))
 
     for op in prog.ops:
         name, args, dest = op["op"], op["args"], op["dest"]
@@ -576,7 +633,7 @@ def run_program(prog, toks):
         out = [None] * (n + 1)
         if name == "Map":
             for i in range(1, n + 1):
-                v = evaluate(args[0], lambda r: at(r, i), kind == "num")
+                v = map_value(args[0], i, kind == "num")
                 if isinstance(v, bool):
                     raise Unspecified("a Map whose result is a truth value")
                 if kind == "num" and not is_num(v):
@@ -590,7 +647,7 @@ def run_program(prog, toks):
             dflt = op["named"].get("default")
             for i in range(1, n + 1):
                 picked = [j for j in keys(i, op["flags"]) if selects(sel, i, j)]
-                vals = [evaluate(val, lambda r: at(r, j), False) for j in picked]
+                vals = [map_value(val, j, False) for j in picked]
                 if kind == "num":
                     for v in vals:
                         need_num(v, "Aggregate")
