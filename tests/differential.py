@@ -289,7 +289,7 @@ class Program:
         self.text = text
         self.vocab, self.words, self.bos, self.maxlen = None, False, None, None
         self.kinds = {"tokens": "cat", "indices": "cat"}
-        self.ops, self.output = [], None
+        self.ops, self.output, self.generate = [], None, None
         self.cache = {}  # run_program's: (id of an expression, values read) -> result
         p = Parser(text)
         while p.peek()[0] != "eof":
@@ -325,13 +325,22 @@ class Program:
             elif k == "id" and v == "output":
                 p.next()
                 self.output = p.ident()
-                if not (p.accept("at") and p.accept("every") and p.accept("position")):
-                    raise SyntaxErr("only `output R at every position` programs")
+                self.every = p.accept("at")
+                if self.every and not (p.accept("every") and p.accept("position")):
+                    raise SyntaxErr("expected `at every position`")
+                p.expect(";")
+            elif k == "id" and v == "generate":
+                p.next()
+                self.generate = p.next()[1]
+                if not isinstance(self.generate, int):
+                    raise SyntaxErr("only `generate N;`")
                 p.expect(";")
             else:
                 self.ops.append(self.parse_op(p))
         if not self.vocab or self.bos is None or self.maxlen is None or not self.output:
             raise SyntaxErr("needs vocab, bos, maxlen and output")
+        if not self.every and self.generate is None:
+            self.generate = 1
 
     @staticmethod
     def parse_op(p):
@@ -590,7 +599,9 @@ def run_program(prog, toks):
         return v
 
     def keys(i, flags):
-        return range(1, (i if "causal" in flags else n) + 1)
+        # attention is causal in generating programs, bidirectional in the others
+        causal = "causal" in flags or (not prog.every and "bidirectional" not in flags)
+        return range(1, (i if causal else n) + 1)
 
     def cached(key, fn):
         # an expression's value depends only on the values it reads: one
@@ -688,6 +699,8 @@ def run_program(prog, toks):
             raise ExprError("%s is written twice" % dest)
         written.add(dest)
         st[dest] = out
+    if not prog.every:
+        return [at(prog.output, n)]
     return [at(prog.output, i) for i in range(1, n + 1)]
 
 
@@ -710,6 +723,21 @@ def value_text(v):
 
 def expected_output(prog, prompt):
     """('out', [values]) | ('fail', why) | ('skip', why) | ('refuse', why)."""
+    if not prog.every:
+        # generation: the program runs on the sequence so far, the output at the
+        # last position is the next token
+        seq, made = list(prompt), []
+        for _ in range(prog.generate):
+            e = expected_output_once(prog, seq)
+            if e[0] != "out":
+                return e
+            made += e[1]
+            seq += e[1]
+        return ("out", made)
+    return expected_output_once(prog, prompt)
+
+
+def expected_output_once(prog, prompt):
     try:
         vals = run_program(prog, prompt)
     except CheckFails as e:
@@ -742,14 +770,15 @@ def inputs_for(prog, rng, max_inputs=400, extra_long=12):
     # tokens the program names first, then the others, at most three
     alpha = [t for t in toks if t in named] + [t for t in toks if t not in named]
     alpha = alpha[:3] if len(alpha) > 2 else alpha
+    room = prog.maxlen - 1 - (0 if prog.every else prog.generate)  # tokens after the BOS
     out, length = [], 1
-    while length <= prog.maxlen - 1:
+    while length <= room:
         batch = [list(p) for p in itertools.product(alpha, repeat=length)]
         if out and len(out) + len(batch) > max_inputs:
             break
         out += batch
         length += 1
-    longest = prog.maxlen - 1
+    longest = room
     if longest > length:
         out.append([alpha[0]] * longest)
         out.append([alpha[-1]] * longest)
@@ -783,16 +812,22 @@ class Tools:
                                capture_output=True, text=True, timeout=300, env=env)
         except subprocess.TimeoutExpired:
             return 124, {}, {}, "tfrun: timed out after 300 s"
-        outs = {}
-        for line in r.stdout.splitlines():
-            if "\t" in line:
-                p, o = line.split("\t", 1)
-                outs[p] = o
         errs = {}
         for line in r.stderr.splitlines():
             m = re.match(r"tfrun: <stdin>:(\d+): (.*)", line)
             if m:
                 errs[int(m.group(1)) - 1] = m.group(2)
+        # one line per prompt that is no error, in input order: the prompt, then
+        # a TAB and the outputs (every position) or the generated tokens
+        outs, lines = {}, r.stdout.splitlines()
+        k = 0
+        for i, p in enumerate(prompts):
+            if i in errs or k >= len(lines):
+                continue
+            line = lines[k]
+            k += 1
+            if line.startswith(p):
+                outs[p] = line[len(p):]
         return r.returncode, outs, errs, r.stderr
 
 
@@ -812,7 +847,14 @@ LOCATED = re.compile(r"^[^\n:]+:\d+:\d+: error: ", re.M)
 
 
 def compare(prog, exp, got, bound):
-    """None when tfrun's text got agrees with the expected ('out', values)."""
+    """None when tfrun's text got (after the prompt) agrees with the expected
+    ('out', values)."""
+    if prog.every:
+        if not got.startswith("\t"):
+            return "printed %r, no TAB after the prompt" % got
+        got = got[1:]
+    elif prog.words:
+        got = got[1:] if got.startswith(" ") else got
     if prog.kinds.get(prog.output) == "num":
         parts = got.split()
         if len(parts) != len(exp):
@@ -937,6 +979,7 @@ FEATURES = [
     ("numeric output", None),
     ("word vocabulary", r"^vocab \["),
     ("maxlen >= 40", r"maxlen ([4-9]\d|\d{3,});"),
+    ("generating", r"^generate \d+;"),
 ]
 
 
@@ -990,6 +1033,7 @@ class Gen:
         self.regs = [Reg("tokens", "cat", "tok", None, False),
                      Reg("indices", "cat", "int", list(range(maxlen)))]
         self.lines, self.count = [], 0
+        self.generate = None  # N: a generating program (`output R; generate N;`)
 
     def fresh(self, kind, vt, vals=None, none_ok=False, key_ok=True, name=None):
         self.count += 1
@@ -1248,6 +1292,8 @@ def gen_final(rng, g):
     """The output: the last register itself (numbers, tokens, or digits), or an
     op writing `out`."""
     last = g.regs[-1] if len(g.regs) > 2 else None
+    if last and g.generate and last.kind == "num":
+        last = None  # a generating program prints tokens
     if last and rng.random() < (0.6 if last.kind == "num" else 0.3):
         if last.kind == "num" or (last.kind == "cat" and last.vt == "tok") or (
                 last.kind == "cat" and last.vals and 0 <= last.vals[0] and
@@ -1271,7 +1317,9 @@ def render(g, lines, out):
                 and re.search(r"\b%s\b" % r.name, body + out)]
         if used:
             decl.append("%s %s;" % (kind, ", ".join(used)))
-    return head + "".join(d + "\n" for d in decl) + body + "output %s at every position;\n" % out
+    tail = "output %s at every position;\n" % out if not g.generate else \
+        "output %s;\ngenerate %d;\n" % (out, g.generate)
+    return head + "".join(d + "\n" for d in decl) + body + tail
 
 
 def prune(lines, out):
@@ -1293,6 +1341,8 @@ def prune(lines, out):
 
 def gen_program(rng):
     g = Gen(rng)
+    if rng.random() < 0.2 and g.maxlen > 4:
+        g.generate = rng.randint(1, 3)
     n = rng.choice([0, 1, 2, 2, 3, 3, 3, 4, 4, 5, 6])
     lines = []
     while len(lines) < n:
