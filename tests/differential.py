@@ -925,7 +925,7 @@ def check_program(tools, src, rng, name):
                 if i in errs:
                     res["checked_fail"] += level == "-O"
                     continue
-                bad = "the run-time check must fail (%s) but tfrun printed %r" % (e[1], outs.get(t))
+                bad = "the run-time check must fail (%s) but tfrun printed %r" % (e[1], (outs.get(t) or "").lstrip("\t "))
             elif i in errs:
                 bad = "tfrun failed: %s" % errs[i]
                 res["loud"].append((level, bad, t))
