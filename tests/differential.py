@@ -1428,14 +1428,32 @@ def minimize(tools, src, level, rng):
     while changed:
         changed = False
         lines = src.splitlines()
-        # drop an op line (then prune the declarations tfc would not need)
+        # drop an op, reading tokens or indices (or 1) where its register was read
         for i, line in enumerate(lines):
-            if "(" not in line or line.startswith("output"):
+            m = re.match(r"(?:\w+:\s*)?\w+\(.*\)(?:\s*->\s*(\w+))?;$", line)
+            if not m or line.startswith("output"):
                 continue
-            cand = "\n".join(lines[:i] + lines[i + 1:]) + "\n"
-            hit = still(cand)
-            if hit:
-                src, best, changed = cand, hit, True
+            for stand_in in (None, "indices", "tokens", "1"):
+                reg = m.group(1)
+                rest = lines[:i] + lines[i + 1:]
+                if reg and stand_in:
+                    if re.search(r"\boutput %s\b" % reg, "\n".join(rest)):
+                        continue
+                    side = stand_in if stand_in != "1" else "indices"
+                    rest = [re.sub(r"\b([qk])\.%s\b" % reg, r"\1." + side, l) for l in rest]
+                    rest = [l if re.match(r"(cat|num|token) ", l) else
+                            re.sub(r"(?<![\w.])%s\b(?!\s*:)" % reg, stand_in, l) for l in rest]
+                    rest = [re.sub(r"\b%s, |, %s\b" % (reg, reg), "", l)
+                            if re.match(r"(cat|num|token) ", l) else l for l in rest]
+                    rest = [l for l in rest if not re.match(r"(cat|num|token) %s;$" % reg, l)]
+                elif reg and stand_in is None and re.search(r"\b%s\b" % reg, "\n".join(rest[i:])):
+                    continue
+                cand = "\n".join(rest) + "\n"
+                hit = still(cand)
+                if hit:
+                    src, best, changed = cand, hit, True
+                    break
+            if changed:
                 break
         if changed:
             continue
@@ -1448,7 +1466,17 @@ def minimize(tools, src, level, rng):
                 if hit:
                     src, best, changed = cand, hit, True
                     break
-    return src, best
+    # declarations nothing uses any more
+    lines = src.splitlines()
+    body = "\n".join(l for l in lines if not re.match(r"(cat|num|token) ", l))
+    for k, l in enumerate(lines):
+        m = re.match(r"(cat|num|token) (.*);$", l)
+        if m:
+            used = [r for r in m.group(2).split(", ") if re.search(r"\b%s\b" % r, body)]
+            lines[k] = "%s %s;" % (m.group(1), ", ".join(used)) if used else None
+    cand = "\n".join(l for l in lines if l is not None) + "\n"
+    hit = still(cand) if cand != src else None
+    return (cand, hit) if hit else (src, best)
 
 
 # ---------------------------------------------------------------- driver
