@@ -900,6 +900,8 @@ def check_program(tools, src, rng, name):
                 res["loud"].append((level, "refused without a located error: %s" % err[:300], None))
             else:
                 res["refused"].append(level)
+                res.setdefault("refusal", {})[level] = LOCATED.search(err) and \
+                    err[LOCATED.search(err).start():].split("\n")[0]
             continue
         if rc != 0:
             res["loud"].append((level, "tfc exit status %d: %s" % (rc, err[-400:]), None))
@@ -1527,7 +1529,7 @@ def main():
     t0 = time.time()
     counts = dict(programs=0, refused=0, agreeing=0, silent=0, loud=0, unrefused=0,
                   levels_differ=0, partly_refused=0, checked_fail=0, skipped=0, inputs=0)
-    msgs, classes, covered = [], {}, {}
+    msgs, classes, covered, partly = [], {}, {}, {}
     with tempfile.TemporaryDirectory() as tmp:
         tools = Tools(a.tfc, a.tfrun, tmp)
 
@@ -1541,6 +1543,10 @@ def main():
                 counts["refused"] += 1
             elif res["refused"]:
                 counts["partly_refused"] += 1
+                kind = "refused at %s only: %s" % (" ".join(res["refused"]), re.sub(
+                    r"^[^:]*:\d+:\d+: error: |'[^']*'|\b\d+\b", "",
+                    res["refusal"][res["refused"][0]])[:70])
+                partly.setdefault(kind, []).append(name)
             counts["silent"] += bool(res["silent"])
             counts["loud"] += bool(res["loud"])
             counts["unrefused"] += bool(res["unrefused"])
@@ -1592,6 +1598,8 @@ def main():
           "%(unrefused)d compiled though the language refuses them, %(levels_differ)d whose "
           "levels print differently; %(checked_fail)d inputs failed a check as they must, "
           "%(skipped)d not compared (no value, or a half rounded)" % counts)
+    for kind, names in sorted(partly.items()):
+        print("differential: %d programs %s (%s)" % (len(names), kind, ", ".join(names[:3])))
     print("differential: agreeing programs with %s" % ", ".join(
         "%s %d" % (f, covered.get(f, 0)) for f, _ in FEATURES))
     print("differential: %.0f s" % (time.time() - t0))
