@@ -50,7 +50,6 @@ import json
 import os
 import random
 import re
-import shutil
 import struct
 import subprocess
 import sys
@@ -840,7 +839,8 @@ def model_key(path):
     meta = head.get("__metadata__", {})
     meta.pop("made_by", None)
     bound = float(meta.get("output_error_bound", "0"))
-    return hashlib.sha256(json.dumps(head, sort_keys=True).encode() + data[8 + n:]).hexdigest(), bound
+    digest = hashlib.sha256(json.dumps(head, sort_keys=True).encode() + data[8 + n:])
+    return digest.hexdigest(), bound
 
 
 LOCATED = re.compile(r"^[^\n:]+:\d+:\d+: error: ", re.M)
@@ -927,7 +927,8 @@ def check_program(tools, src, rng, name):
                 if i in errs:
                     res["checked_fail"] += level == "-O"
                     continue
-                bad = "the run-time check must fail (%s) but tfrun printed %r" % (e[1], (outs.get(t) or "").lstrip("\t "))
+                bad = "the run-time check must fail (%s) but tfrun printed %r" % (
+                    e[1], (outs.get(t) or "").lstrip("\t "))
             elif i in errs:
                 bad = "tfrun failed: %s" % errs[i]
                 res["loud"].append((level, bad, t))
@@ -1034,7 +1035,7 @@ class Gen:
             self.ndigits += 1
         self.regs = [Reg("tokens", "cat", "tok", None, False),
                      Reg("indices", "cat", "int", list(range(maxlen)))]
-        self.lines, self.count = [], 0
+        self.count = 0
         self.generate = None  # N: a generating program (`output R; generate N;`)
 
     def fresh(self, kind, vt, vals=None, none_ok=False, key_ok=True, name=None):
@@ -1141,7 +1142,6 @@ def gen_op(rng, g, final=False):
     """One op (list of lines) writing a fresh register, or None. final: the op
     writes `out`, the output, whose values must be tokens the vocabulary holds."""
     regs = {r.name: r for r in g.regs}
-    cats_int = [r for r in g.regs if r.kind == "cat" and r.vt == "int" and r.name != "indices"]
     ints = [r for r in g.regs if r.kind == "cat" and r.vt == "int"]
     toks = [r for r in g.regs if r.vt == "tok"]
     nums = [r for r in g.regs if r.kind == "num"]
@@ -1567,10 +1567,10 @@ def main():
                 for m in msgs:
                     print(m)
                 msgs.clear()
-            for tag, (level, why, inp) in [("silent", x) for x in res["silent"]] + \
-                    [("loud", x) for x in res["loud"]] + [("unrefused", x) for x in res["unrefused"]]:
-                kind = "%s: %s" % (tag, bug_class(why))
-                classes.setdefault(kind, []).append(name)
+            for tag in ("silent", "loud", "unrefused"):
+                for level, why, inp in res[tag]:
+                    kind = "%s: %s" % (tag, bug_class(why))
+                    classes.setdefault(kind, []).append(name)
             return res
 
         for name, src in cases:
