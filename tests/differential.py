@@ -11,8 +11,9 @@ docs/language.md (issue 22).
 The evaluator below is written from docs/language.md only: it parses the
 program text that tfc compiles (the subset the generator writes: vocabularies
 of characters or words, bos, maxlen, cat/num/token registers, Map, Count,
-Aggregate, Clear, CopyOnMatch, `output R at every position`) and computes
-each position's value with exact rationals (fractions.Fraction), so a
+Aggregate, Clear, CopyOnMatch, `output R at every position` and
+`output R; generate N;`, whose attention is causal and whose next token is
+the output at the last position) and computes each position's value with exact rationals (fractions.Fraction), so a
 program's expected output is exact; tfrun's numbers are compared within the
 weight file's `output_error_bound` (+ 1e-6 relative, as `tfrun --check`).
 
@@ -25,8 +26,8 @@ For each program and level:
   - every input is run through one `tfrun --batch` process per model. An
     input whose evaluation picks different values in a categorical
     Aggregate must fail tfrun's run-time check (an error naming its line);
-    one whose output holds no value (a copy that selects nothing, without
-    default) or rounds an exact half (`round`'s rule on halves is not in the
+    one that reads no value (a copy that selects nothing, without default:
+    no value, or a failed check where the copy is checked) or rounds an exact half (`round`'s rule on halves is not in the
     language's definition) is not compared. A wrong answer that tfrun prints
     for an input (its line is no error: that prompt alone exits 0) is a
     SILENT disagreement (issue 22's count); an error on an input that must
@@ -40,7 +41,8 @@ program fails (silent or loud), 0 otherwise. --cases runs .tfp files (e.g.
 tests/data/differential/) and the two programs of issue 22 (always run first)
 as fixed cases; --shape-check shows that the generator's space holds the
 issue's two programs (each op of each is one the generator writes, given the
-registers before it).
+registers before it); --minimize shrinks each silent disagreement (drops
+ops, lowers maxlen) and prints the smallest program that still shows it.
 """
 import argparse
 import copy
