@@ -265,6 +265,19 @@ static int word_known(const TfIr *ir, TfDiag *diag, const TfExpr *e) {
     return -1;
 }
 
+/* tokens (or k.tokens, q.tokens) compared with a character the vocabulary
+ * lacks: the comparison could never hold (issue 22). -1 after reporting. */
+static int char_vs_tokens(const TfIr *ir, TfDiag *diag, const TfExpr *reg, const TfExpr *lit) {
+    if (lit->kind != TF_EXPR_CHAR || lit->ch >= TF_TOKEN_WORD) return 0; // words: word_known
+    if ((reg->kind != TF_EXPR_NAME && reg->kind != TF_EXPR_FIELD) ||
+        check_find_reg(ir, reg->name.text) != TF_IR_REG_TOKENS)
+        return 0;
+    for (int i = 0; i < ir->n_vocab; i++)
+        if (ir->vocab[i] == lit->ch) return 0;
+    check_unknown_token(diag, ir, lit->loc, lit->ch);
+    return -1;
+}
+
 int expr_reads(const TfIr *ir, TfDiag *diag, const TfExpr *e, int selection, ExprReads *R) {
     if (!e) return 0;
     int bad = 0;
@@ -334,6 +347,9 @@ int expr_reads(const TfIr *ir, TfDiag *diag, const TfExpr *e, int selection, Exp
         return bad ? -1 : 0;
     default: break;
     }
+    if (e->kind == TF_EXPR_BINARY && (e->op == TF_EX_EQ || e->op == TF_EX_NE) &&
+        (char_vs_tokens(ir, diag, e->a, e->b) < 0 || char_vs_tokens(ir, diag, e->b, e->a) < 0))
+        bad = 1;
     if (expr_reads(ir, diag, e->a, selection, R) < 0) bad = 1;
     if (expr_reads(ir, diag, e->b, selection, R) < 0) bad = 1;
     if (expr_reads(ir, diag, e->c, selection, R) < 0) bad = 1;
