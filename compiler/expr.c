@@ -139,9 +139,10 @@ static int eval_call(ExprEnv *E, const TfExpr *e, TfVal *out) {
         return fail(E, e, "unknown function '%s' (min, max, abs, floor, round, ord, chr)", f);
     if (strcmp(f, "floor") == 0 || strcmp(f, "round") == 0) {
         if (!val_is_num(a[0])) return fail(E, e, "%s of a token", f);
-        // round: halves away from zero; a hair of tolerance for values like 0.3 * 10.
+        // floor: a hair of tolerance for values like 0.3 * 10; round: Python's
+        // round, halves to even (nearbyint in the default rounding mode).
         double x = a[0].x;
-        *out = val_num(f[0] == 'f' ? floor(x + 1e-9) : (x < 0 ? -floor(-x + 0.5) : floor(x + 0.5)), 1);
+        *out = val_num(f[0] == 'f' ? floor(x + 1e-9) : nearbyint(x), 1);
         return 0;
     }
     if (strcmp(f, "abs") == 0) {

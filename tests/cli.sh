@@ -290,6 +290,18 @@ expect "number: 10 and 20 without an exponent" 0 "$(printf '^ab\t10 10\n^aab\t20
 printf '^ab\t10 11\n' >"$G/tens.tsv"
 expect "number: --check prints what it got as 10" 1 "~^ab -> 10 10 (expected 10 11)" "" -- "$TFRUN" "$G/tens.tfw" --check "$G/tens.tsv"
 expect "number: the trace prints 10" 0 "~    d                 0     10     10" "" -- "$TFRUN" "$G/tens.tfw" --trace "^ab"
+# round is Python's: halves to even (issue 22). c * 0.5 for c = 1, 3, 5, 7:
+# round(0.5) = 0, round(1.5) = 2, round(2.5) = 2, round(3.5) = 4.
+cat >"$G/round.tfp" <<'EOF'
+vocab "^ab"; bos '^'; maxlen 9; cat c; num r;
+c: Count(k.tokens == 'a') -> c;
+r: Map(round(c * 0.5) - round(-c * 0.5)) -> r;
+output r at every position;
+EOF
+"$TFC" "$G/round.tfp" -o "$G/round.tfw" 2>/dev/null
+expect "round: halves to even, as Python's round" 0 \
+    "$(printf '^a\t0\n^aaa\t4 4 4\n^aaaaa\t4 4 4 4 4\n^aaaaaaa\t8 8 8 8 8 8 8')" "" \
+    -- "$TFRUN" "$G/round.tfw" --batch - <<<"$(printf '^a\n^aaa\n^aaaaa\n^aaaaaaa')"
 # Within 1e-06 + 1e-6 |e| of 0.4: 0.4000013 is, 0.4000015 is not.
 printf '^hello\t0 0 1/3 1/2 2/5\n^hello\t0 0 0.3333333 0.5 0.4000013\n^hello\t0 0 1/3 1/2 0.4000015\n^hello\t0 0 1/3 1/2\n^llll\t1 1 1 1\n^\t\n' >"$G/frac.tsv"
 expect "number: --check compares within the bound" 1 "~4 passed, 2 failed (6 cases in" "" \
