@@ -547,15 +547,16 @@ static int reader_tolerates(const TfIr *ir, const TfOpPlan *pk, int r, double e)
 /* Whether op j may write its register r with plan p, whose error bound
  * (compiler/bounds.c) may be wider than the one the analysis gave r: the
  * ops after j checked their margins against that one, so a wider bound is
- * taken only when every reader still keeps its margin, and a categorical
- * output stays within 0.25 of its one-hot (a numeric output's bound goes
- * into the weight file). r's bound becomes p's. */
+ * taken only when every reader still keeps its margin and it stays below
+ * 0.25 (a categorical output's one-hot stays clear; a printed number, whose
+ * bound goes into the weight file, cannot be read as another integer). r's
+ * bound becomes p's. */
 static int keeps_bound(const Fz *F, int j, const TfOpPlan *p) {
     TfIr *ir = F->ir;
     int r = p->dest, cat = ir->regs[r].kind == TF_REG_CATEGORICAL;
     double e = bounds_mlp(ir, p), old = ir->regs[r].facts.err;
     if (e < 0 || e <= old) return 1;
-    if (cat && e >= 0.25) return 0;
+    if (e >= 0.25) return 0; // a one-hot no longer clear, a printed integer misread
     for (int k = j + 1; k < ir->n_ops; k++)
         if (ir->ops[k].plan && !reader_tolerates(ir, ir->ops[k].plan, r, e)) return 0;
     ir->regs[r].facts.err = e;
