@@ -548,7 +548,9 @@ static void add_check(Lowerer *L, const TfIrOp *op) {
     const TfIr *ir = L->ir;
     snprintf(text, sizeof text, "%s -> %s", tf_ops[op->op].name, ir->regs[op->plan->dest].name);
     double bound = ir->regs[op->plan->dest].facts.err;
-    if (!(bound >= 0 && bound < 0.5)) bound = 0.49; // values.c refuses a register this far off
+    // A bound of 0.5 or more could not tell one value from two: the loosest
+    // one that still can (the leak alone stays below 0.25, compiler/select.c).
+    if (!(bound >= 0 && bound < 0.5)) bound = 0.49;
     if (model_add_check(L->m, op->plan->dest, L->m->n_layers - 1, op->stmt->loc.line, text, bound,
                         L->err) < 0)
         L->failed = 1;
