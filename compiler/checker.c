@@ -8,6 +8,7 @@
 #include "checker.h"
 #include "hash.h"
 
+#include <ctype.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,11 +154,32 @@ const char *check_token_name(const TfIr *ir, int i, char *buf) {
     return buf;
 }
 
+/* The hint for a character the vocabulary lacks: the same letter in the
+ * other case when the vocabulary has it, else the vocabulary's tokens
+ * (the first 16). */
+static void unknown_char_hint(TfDiag *diag, const TfIr *ir, int code) {
+    int other = isupper(code) ? tolower(code) : islower(code) ? toupper(code) : -1;
+    char buf[8], list[160] = "";
+    size_t len = 0;
+    if (other >= 0 && find_tok(ir, other) >= 0) {
+        diag_hint(diag, "did you mean '%s'?", ast_token_text(ir->words, other, '\'', buf));
+        return;
+    }
+    for (int i = 0; i < ir->n_vocab && i < 16 && len < sizeof list - 16; i++)
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s'%s'", i ? ", " : "",
+                                ast_token_text(ir->words, ir->vocab[i], '\'', buf));
+    diag_hint(diag, "did you mean one of the vocabulary's tokens: %s%s?", list,
+              ir->n_vocab > 16 ? ", ..." : "");
+}
+
 void check_unknown_token(TfDiag *diag, const TfIr *ir, TfLoc loc, int code) {
     char buf[8];
     const char *text = ast_token_text(ir->words, code, '\'', buf);
     diag_error(diag, loc, "token '%s' is not in the vocabulary", text);
-    if (!ir->named) return;
+    if (!ir->named) {
+        unknown_char_hint(diag, ir, code);
+        return;
+    }
     int best = -1, best_d = 3;
     for (int i = 0; i < ir->n_vocab; i++) {
         char one[2];

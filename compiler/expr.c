@@ -258,10 +258,10 @@ static int eval_unary_fn(ExprEnv *E, const TfExpr *e, TfVal a, TfVal *out) {
     if (rounding || strcmp(f, "abs") == 0)
         if (!val_is_num(a)) return fail_value(E, e, "takes %s of the token %s", a);
     if (rounding) {
-        // round: halves away from zero; a hair of tolerance for values like 0.3 * 10.
+        // floor, ceil: a hair of tolerance for values like 0.3 * 10; round:
+        // Python's round, halves to even (nearbyint in the default rounding mode).
         double x = a.x;
-        *out = val_num(f[0] == 'f' ? floor(x + 1e-9) : f[0] == 'c' ? ceil(x - 1e-9)
-                       : (x < 0 ? -floor(-x + 0.5) : floor(x + 0.5)), 1);
+        *out = val_num(f[0] == 'f' ? floor(x + 1e-9) : f[0] == 'c' ? ceil(x - 1e-9) : nearbyint(x), 1);
     } else if (strcmp(f, "abs") == 0) {
         *out = val_num(fabs(a.x), a.kind == TF_VAL_INT);
     } else if (strcmp(f, "float") == 0 || strcmp(f, "int") == 0) {
@@ -403,6 +403,19 @@ static int word_known(const TfIr *ir, TfDiag *diag, const TfExpr *e) {
     return -1;
 }
 
+/* tokens (or k.tokens, q.tokens) compared with a character the vocabulary
+ * lacks: the comparison could never hold (issue 22). -1 after reporting. */
+static int char_vs_tokens(const TfIr *ir, TfDiag *diag, const TfExpr *reg, const TfExpr *lit) {
+    if (lit->kind != TF_EXPR_CHAR || lit->ch >= TF_TOKEN_WORD) return 0; // words: word_known
+    if ((reg->kind != TF_EXPR_NAME && reg->kind != TF_EXPR_FIELD) ||
+        check_find_reg(ir, reg->name.text) != TF_IR_REG_TOKENS)
+        return 0;
+    for (int i = 0; i < ir->n_vocab; i++)
+        if (ir->vocab[i] == lit->ch) return 0;
+    check_unknown_token(diag, ir, lit->loc, lit->ch);
+    return -1;
+}
+
 int expr_reads(const TfIr *ir, TfDiag *diag, const TfExpr *e, int selection, ExprReads *R) {
     if (!e) return 0;
     int bad = 0;
@@ -472,6 +485,9 @@ int expr_reads(const TfIr *ir, TfDiag *diag, const TfExpr *e, int selection, Exp
         return bad ? -1 : 0;
     default: break;
     }
+    if (e->kind == TF_EXPR_BINARY && (e->op == TF_EX_EQ || e->op == TF_EX_NE) &&
+        (char_vs_tokens(ir, diag, e->a, e->b) < 0 || char_vs_tokens(ir, diag, e->b, e->a) < 0))
+        bad = 1;
     if (expr_reads(ir, diag, e->a, selection, R) < 0) bad = 1;
     if (expr_reads(ir, diag, e->b, selection, R) < 0) bad = 1;
     if (expr_reads(ir, diag, e->c, selection, R) < 0) bad = 1;

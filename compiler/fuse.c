@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bounds.h"
 #include "plans.h"
 #include "values_internal.h"
 
@@ -509,6 +510,60 @@ static int read_by_table(const Fz *F, int j, int r) {
     return 0;
 }
 
+/* Whether staircase p over number r (not composed) keeps its steps' margin
+ * (compiler/map.c) when r may be off by e. */
+static int stair_margin_holds(const TfOpPlan *p, double e) {
+    int cat = p->x_col != NULL;
+    double gap = INFINITY, xmax = 0;
+    for (int i = 0; i < p->n_x; i++) {
+        xmax = fmax(xmax, fabs(p->xs[i]));
+        if (i && (cat ? p->x_col[i] != p->x_col[i - 1] : p->x_num[i] != p->x_num[i - 1]))
+            gap = fmin(gap, p->xs[i] - p->xs[i - 1]);
+    }
+    return gap == INFINITY || gap / 4 - e - 2 * xmax * 4 * EPS32 - xmax * 4 * EPS32 > 0;
+}
+
+/* Whether op k tolerates its input r off by e instead of its bound: a
+ * table whose inputs' errors still add up to less than 0.25, a staircase
+ * whose steps keep their margin (compiler/map.c); any other reader derived
+ * something from r's bound that is not checked again here. */
+static int reader_tolerates(const TfIr *ir, const TfOpPlan *pk, int r, double e) {
+    int reads = pk->vreg == r, as_in = 0;
+    for (int t = 0; t < pk->n_terms; t++) reads |= pk->terms[t].qreg == r || pk->terms[t].kreg == r;
+    for (int a = 0; pk->form == TF_PLAN_SEED && a < pk->n_args; a++) reads |= pk->args[a].reg == r;
+    double sum = 0;
+    for (int q = 0; q < pk->n_in; q++) {
+        as_in |= pk->in[q] == r;
+        sum += pk->in[q] == r ? e : ir->regs[pk->in[q]].facts.err;
+    }
+    if (reads) return 0;
+    if (!as_in) return 1;
+    if (pk->form == TF_PLAN_TABLE) return sum < 0.25;
+    if (pk->form == TF_PLAN_STAIRCASE && !pk->x_linear && pk->n_in == 1)
+        return stair_margin_holds(pk, e);
+    return 0;
+}
+
+/* Whether op j may write its register r with plan p, whose error bound
+ * (compiler/bounds.c) may be wider than the one the analysis gave r: the
+ * ops after j checked their margins against that one, so a wider bound is
+ * taken only when every reader still keeps its margin and it stays below
+ * 0.25 (a categorical output's one-hot stays clear; a printed number, whose
+ * bound goes into the weight file, cannot be read as another integer). r's
+ * bound becomes p's. */
+static int keeps_bound(const Fz *F, int j, const TfOpPlan *p) {
+    TfIr *ir = F->ir;
+    int r = p->dest, cat = ir->regs[r].kind == TF_REG_CATEGORICAL;
+    double e = bounds_mlp(ir, p), old = ir->regs[r].facts.err;
+    if (e < 0 || e <= old) return 1;
+    if (e >= 0.25) return 0; // a one-hot no longer clear, a printed integer misread
+    for (int k = j + 1; k < ir->n_ops; k++)
+        if (ir->ops[k].plan && !reader_tolerates(ir, ir->ops[k].plan, r, e)) return 0;
+    ir->regs[r].facts.err = e;
+    if (r == ir->output_reg && !cat) ir->output_error_bound = e;
+    return 1;
+}
+
 /* Every composition, op by op in program order (so that chains compose). */
 static int fuse_all(const Fz *F) {
     TfIr *ir = F->ir;
@@ -521,8 +576,10 @@ static int fuse_all(const Fz *F) {
             if (i >= 0 && ir->ops[i].plan->form == TF_PLAN_LINEAR && !inputs_rewritten(F, i, j)) {
                 TfOpPlan *p = fuse_linear(ir, ir->ops[i].plan, pj);
                 if (!p) return -1;
-                ir->ops[j].plan = pj = p;
-                fused++;
+                if (keeps_bound(F, j, p)) {
+                    ir->ops[j].plan = pj = p;
+                    fused++;
+                }
             }
         }
         if (pj && (pj->form == TF_PLAN_ATTEND || pj->form == TF_PLAN_COUNT)) {
@@ -539,7 +596,8 @@ static int fuse_all(const Fz *F) {
                 TfOpPlan *p = fuse_two_staircases(ir, ir->ops[i1].plan, ir->ops[i2].plan, pj);
                 if (ir->arena.failed) return -1;
                 if (p && plans_mlp_units(ir, p) <= plans_mlp_units(ir, pj) + plans_mlp_units(ir, ir->ops[i1].plan) +
-                                                  plans_mlp_units(ir, ir->ops[i2].plan)) {
+                                                  plans_mlp_units(ir, ir->ops[i2].plan) &&
+                    keeps_bound(F, j, p)) {
                     ir->ops[j].plan = pj = p;
                     fused++;
                     continue;
@@ -563,7 +621,9 @@ static int fuse_all(const Fz *F) {
                          !read_by_table(F, j, pj->dest)) // a table after j composes with it instead
                     p = fuse_split(ir, pi, pj, r);
                 if (ir->arena.failed) return -1;
-                if (!p || plans_mlp_units(ir, p) > plans_mlp_units(ir, pi) + plans_mlp_units(ir, pj)) continue;
+                if (!p || plans_mlp_units(ir, p) > plans_mlp_units(ir, pi) + plans_mlp_units(ir, pj) ||
+                    !keeps_bound(F, j, p))
+                    continue;
                 ir->ops[j].plan = pj = p;
                 fused++;
                 changed = 1;

@@ -539,12 +539,19 @@ static void lower_embeddings(Lowerer *L) {
     L->share = 1;
 }
 
-/* The run-time check an op's plan asks for: its destination, after its layer. */
+/* The run-time check an op's plan asks for: its destination, after its
+ * layer, within the bound the analysis proved for it when the positions it
+ * selects agree (compiler/select.c: the value's error, the softmax's leak
+ * and rounding), which a mixture of values exceeds. */
 static void add_check(Lowerer *L, const TfIrOp *op) {
     char text[160];
     const TfIr *ir = L->ir;
     snprintf(text, sizeof text, "%s -> %s", tf_ops[op->op].name, ir->regs[op->plan->dest].name);
-    if (model_add_check(L->m, op->plan->dest, L->m->n_layers - 1, op->stmt->loc.line, text,
+    double bound = ir->regs[op->plan->dest].facts.err;
+    // A bound of 0.5 or more could not tell one value from two: the loosest
+    // one that still can (the leak alone stays below 0.25, compiler/select.c).
+    if (!(bound >= 0 && bound < 0.5)) bound = 0.49;
+    if (model_add_check(L->m, op->plan->dest, L->m->n_layers - 1, op->stmt->loc.line, text, bound,
                         L->err) < 0)
         L->failed = 1;
 }

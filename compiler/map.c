@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bounds.h"
 #include "cubes.h"
 #include "values_internal.h"
 
@@ -362,6 +363,7 @@ static TfOpPlan *map_staircase(Va *G, TfIrOp *op, const TfExpr *e, const ExprRea
     if (!p) { (void)(free(res), free(defined)); return NULL; }
     p->n_in = 1;
     p->in[0] = r;
+    p->dest = dest;
     p->n_x = n;
     p->xs = va_alloc(G, (size_t)n * sizeof *p->xs);
     if (!p->xs) { (void)(free(res), free(defined), G->failed = 1); return NULL; }
@@ -394,7 +396,7 @@ static TfOpPlan *map_staircase(Va *G, TfIrOp *op, const TfExpr *e, const ExprRea
         p->x_col = va_alloc(G, (size_t)n * sizeof *p->x_col);
         if (!p->x_col) { (void)(free(res), free(defined), G->failed = 1); return NULL; }
         va_set_categorical_results(G, dest, res, defined, n, p->x_col);
-        va_facts(G, dest)->err = ROUND_ONE * (n_steps + 1);
+        va_facts(G, dest)->err = ROUND_ONE * (n_steps + 1); // compiler/bounds.h
     } else {
         p->x_num = va_alloc(G, (size_t)n * sizeof *p->x_num);
         if (!p->x_num) { (void)(free(res), free(defined), G->failed = 1); return NULL; }
@@ -402,7 +404,8 @@ static TfOpPlan *map_staircase(Va *G, TfIrOp *op, const TfExpr *e, const ExprRea
         double moved;
         int m = val_unique(res, n, SAME_VALUE, &moved);
         va_set_values(G, dest, res, m);
-        va_facts(G, dest)->err = va_max_abs(res, m) * ROUND_ONE * (n_steps + 1) + moved;
+        va_facts(G, dest)->err =
+            fmax(va_max_abs(res, m) * ROUND_ONE * (n_steps + 1), bounds_mlp(G->ir, p)) + moved;
     }
     free(res);
     free(defined);

@@ -478,7 +478,7 @@ static int build(Sched *S, int n_slots) {
     for (int c = 0; c < m->n_checks; c++) {
         const TfCheck *ck = &m->checks[c];
         if (model_add_check(S->out, new_reg[ck->reg], new_layer[ck->layer], ck->line, ck->op,
-                            S->err) < 0)
+                            ck->bound, S->err) < 0)
             goto done;
     }
     rc = 0;

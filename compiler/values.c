@@ -502,10 +502,18 @@ static void check_output(Va *G) {
             char lab[64];
             val_label(ir, g->vals[i], lab, sizeof lab);
             diag_error(G->diag, ir->output_loc,
-                       "the output '%s' can hold %s, which is no token of the vocabulary "
-                       "(an output holds tokens, or numbers printed as the tokens that spell "
-                       "them)",
+                       "the output '%s' can hold %s, which is no token of the vocabulary",
                        name, lab);
+            // Issue 27: say what would make it one, not which numbers are.
+            if (val_is_num(g->vals[i]))
+                diag_hint(G->diag,
+                          "an output's number is printed as the token that spells it: add "
+                          "'%s' to the vocabulary%s%s%s",
+                          lab, ir->every_position ? ", or declare '" : "",
+                          ir->every_position ? name : "",
+                          ir->every_position ? "' `num` to print numbers" : "");
+            else
+                diag_hint(G->diag, "add %s to the vocabulary", lab);
             return;
         }
     }

@@ -52,13 +52,19 @@ def token_text(tok):
 
 
 def value_text(v):
-    """A float32 as tfrun prints it: the shortest %.{1..9}g that reads back."""
+    """A float32 as tfrun prints it (model_value_text): the shortest
+    %.{1..9}g that reads back, a number from 1 to 1e16 written out."""
     if math.isnan(v):
         return "nan"
     for p in range(1, 10):
         s = "%.*g" % (p, v)
         if struct.unpack("<f", struct.pack("<f", float(s)))[0] == v:
-            return s
+            break
+    if "e" in s and math.isfinite(v) and 1 <= abs(v) < 1e16:
+        mant, exp10 = ("%.*e" % (p - 1, abs(v))).split("e")
+        digits, exp10 = mant.replace(".", ""), int(exp10)
+        whole = digits.ljust(exp10 + 1, "0")
+        s = ("-" if v < 0 else "") + whole[:exp10 + 1] + ("." + whole[exp10 + 1:] if whole[exp10 + 1:] else "")
     return s
 
 

@@ -886,19 +886,39 @@ END_TEST
 /* ---- run-time checks ------------------------------------------------------ */
 
 START_TEST(test_check_thresholds) {
-    float one[] = {0.75f, 0.25f, 0.0f}, low[] = {0.74f, 0.0f, 0.0f}, warm[] = {1.0f, 0.26f, 0.0f};
-    float two[] = {1.0f, 1.0f, 0.0f}, none[] = {0.0f, 0.0f, 0.0f}, big[] = {5.0f, -3.0f, 0.0f};
-    float nan[] = {1.0f, NAN, 0.0f};
-    ck_assert_int_eq(check_holds_one(one, 3, 1), 1);
-    ck_assert_int_eq(check_holds_one(big, 3, 1), 1); /* far from 0 and 1, still one value */
-    ck_assert_int_eq(check_holds_one(low, 3, 1), 0);
-    ck_assert_int_eq(check_holds_one(warm, 3, 1), 0);
-    ck_assert_int_eq(check_holds_one(two, 3, 1), 0);
-    ck_assert_int_eq(check_holds_one(none, 3, 1), 0);
-    ck_assert_int_eq(check_holds_one(nan, 3, 1), 0);
+    // Within the bound of one value: one column near 1, the rest near 0.
+    float one[] = {0.99f, 0.01f, -0.01f}, low[] = {0.98f, 0.0f, 0.0f}, warm[] = {1.0f, 0.011f, 0.0f};
+    float two[] = {1.0f, 1.0f, 0.0f}, none[] = {0.0f, 0.0f, 0.0f}, big[] = {5.0f, 0.0f, 0.0f};
+    float nan[] = {1.0f, NAN, 0.0f}, mix[] = {0.75f, 0.25f, 0.0f}, exact[] = {1.0f, 0.0f, 0.0f};
+    ck_assert_int_eq(check_holds_one(one, 3, 1, 0.0101), 1);
+    ck_assert_int_eq(check_holds_one(exact, 3, 1, 0), 1); /* three equal values: their one-hot */
+    ck_assert_int_eq(check_holds_one(big, 3, 1, 0.01), 0); /* far from 1: not within the bound */
+    ck_assert_int_eq(check_holds_one(low, 3, 1, 0.01), 0);
+    ck_assert_int_eq(check_holds_one(warm, 3, 1, 0.01), 0);
+    ck_assert_int_eq(check_holds_one(two, 3, 1, 0.01), 0);
+    ck_assert_int_eq(check_holds_one(none, 3, 1, 0.01), 0);
+    ck_assert_int_eq(check_holds_one(nan, 3, 1, 0.01), 0);
+    // Issue 22: three 'a' and one 'b' averaged is no value, whatever bound below 0.25.
+    ck_assert_int_eq(check_holds_one(mix, 3, 1, 0.2), 0);
+    ck_assert_int_eq(check_holds_one(mix, 3, 1, 0.25), 1);
     // A stride: column i at v[i * 2].
-    float strided[] = {0.1f, 9.0f, 0.9f, 9.0f, 0.2f, 9.0f};
-    ck_assert_int_eq(check_holds_one(strided, 3, 2), 1);
+    float strided[] = {0.001f, 9.0f, 0.999f, 9.0f, 0.002f, 9.0f};
+    ck_assert_int_eq(check_holds_one(strided, 3, 2, 0.01), 1);
+}
+END_TEST
+
+/* A check without a bound (a file from before it was written) gets
+ * 1 / (2 max_len): every mixture among max_len positions fails. */
+START_TEST(test_check_default_bound) {
+    TfModel *m = model_new();
+    TfCheck c = {.bound = -1};
+    m->max_len = 17;
+    ck_assert_double_eq_tol(check_bound(m, &c), 0.5 / 17, 1e-15);
+    float sixteen_to_one[] = {16.0f / 17, 1.0f / 17};
+    ck_assert_int_eq(check_holds_one(sixteen_to_one, 2, 1, check_bound(m, &c)), 0);
+    c.bound = 0.003;
+    ck_assert_double_eq(check_bound(m, &c), 0.003);
+    model_free(m);
 }
 END_TEST
 
@@ -915,6 +935,7 @@ static TfModel *labelled_model(int n, const char *source_name) {
     m->checks = calloc(1, sizeof *m->checks);
     m->checks[0].op = strdup("Aggregate -> r");
     m->checks[0].line = 7;
+    m->checks[0].bound = 0.25;
     m->n_checks = 1;
     if (source_name) m->source_name = strdup(source_name);
     return m;
@@ -929,23 +950,23 @@ static void expect_description(const TfModel *m, const float *v, const char *wan
 START_TEST(test_check_messages) {
     TfModel *m = labelled_model(6, "sort.tfp");
     float tie[] = {0.0f, 0.5f, 0.0f, 0.5f, 0.0f, 0.0f};
-    expect_description(m, tie, "sort.tfp:7: Aggregate -> r: position 3 does not hold one value "
+    expect_description(m, tie, "sort.tfp:7: Aggregate -> r: position 3 does not hold one value within 0.25 "
                                "(1 0.50, 3 0.50); the compiler could not prove it");
     float many[] = {0.3f, 0.6f, NAN, 0.4f, 0.5f, 0.35f};
-    expect_description(m, many, "sort.tfp:7: Aggregate -> r: position 3 does not hold one value "
+    expect_description(m, many, "sort.tfp:7: Aggregate -> r: position 3 does not hold one value within 0.25 "
                                 "(2 nan, 1 0.60, 4 0.50, 3 0.40, 2 more); the compiler "
                                 "could not prove it");
     float cold[] = {0.1f, 0.0f, 0.2f, 0.0f, 0.0f, 0.0f};
-    expect_description(m, cold, "sort.tfp:7: Aggregate -> r: position 3 does not hold one value "
+    expect_description(m, cold, "sort.tfp:7: Aggregate -> r: position 3 does not hold one value within 0.25 "
                                 "(no value above 0.25; the largest 2 0.20); the compiler could "
                                 "not prove it");
     m->checks[0].line = 0;
-    expect_description(m, tie, "sort.tfp: Aggregate -> r: position 3 does not hold one value "
+    expect_description(m, tie, "sort.tfp: Aggregate -> r: position 3 does not hold one value within 0.25 "
                                "(1 0.50, 3 0.50); the compiler could not prove it");
     model_free(m);
     m = labelled_model(2, NULL);
     float half[] = {0.5f, 0.5f};
-    expect_description(m, half, "line 7: Aggregate -> r: position 3 does not hold one value "
+    expect_description(m, half, "line 7: Aggregate -> r: position 3 does not hold one value within 0.25 "
                                 "(0 0.50, 1 0.50); the compiler could not prove it");
     model_free(m);
 }
@@ -992,7 +1013,7 @@ static TfModel *mean_model(int checked) {
     ck_assert_int_eq(model_add_register(m, "tokens", TF_REG_TOKEN, 0, 2, &err), 0);
     ck_assert_int_eq(model_add_categorical(m, "r", 2, 2, labels, &err), 1);
     m->output_reg = 1;
-    if (checked) ck_assert_int_eq(model_add_check(m, 1, 0, 3, "Aggregate -> r", &err), 0);
+    if (checked) ck_assert_int_eq(model_add_check(m, 1, 0, 3, "Aggregate -> r", 0.25, &err), 0);
     ck_assert_msg(model_validate(m, &err) == 0, "%s", err.msg);
     return m;
 }
@@ -1021,13 +1042,13 @@ START_TEST(test_checks_fail_alone) {
     ck_assert_ptr_nonnull(inf);
     int out[8], want[8];
     ck_assert_int_eq(infer_generate(inf, ids, lens, 4, 2, out, &err), -1);
-    ck_assert_str_eq(err.msg, "line 3: Aggregate -> r: position 1 does not hold one value ('a' "
-                              "0.50, 'b' 0.50); the compiler could not prove it");
+    ck_assert_str_eq(err.msg, "line 3: Aggregate -> r: position 1 does not hold one value within "
+                              "0.25 ('a' 0.50, 'b' 0.50); the compiler could not prove it");
     ck_assert_int_eq(infer_n_failed(inf), 2);
     ck_assert_ptr_null(infer_failure(inf, 0));
     ck_assert_ptr_nonnull(strstr(infer_failure(inf, 1), "position 1 does not hold one value"));
     ck_assert_ptr_null(infer_failure(inf, 2));
-    ck_assert_ptr_nonnull(strstr(infer_failure(inf, 3), "position 2 does not hold one value "
+    ck_assert_ptr_nonnull(strstr(infer_failure(inf, 3), "position 2 does not hold one value within 0.25 "
                                                         "('a' 0.67, 'b' 0.33)"));
     ck_assert_int_eq(infer_generate(ref, ids, lens, 4, 2, want, &err), 0);
     ck_assert_int_eq(infer_n_failed(ref), 0);
@@ -1069,6 +1090,7 @@ int main(void) {
     tcase_add_test(tc, test_adder_plan_skips_work);
     tcase_add_test(tc, test_parts_run_only_needed_rows);
     tcase_add_test(tc, test_check_thresholds);
+    tcase_add_test(tc, test_check_default_bound);
     tcase_add_test(tc, test_check_messages);
     tcase_add_test(tc, test_checks_fail_alone);
     suite_add_tcase(s, tc);

@@ -94,8 +94,10 @@ START_TEST(test_arithmetic_like_python) {
     ck_assert_double_eq(ev("x % y", 7, 3, 0), 1);
     ck_assert_double_eq(ev("(0 - x) % y", 7, 3, 0), 2); // Python's sign: of the divisor
     ck_assert_double_eq(ev("x * 1.0 / y", 7, 2, 0), 3.5); // a real operand: true division
-    ck_assert_double_eq(ev("round(x / y)", 5, 2, 1), 3);  // halves away from zero
-    ck_assert_double_eq(ev("round(0 - x / y)", 5, 2, 1), -3);
+    ck_assert_double_eq(ev("round(x / y)", 5, 2, 1), 2);  // halves to even, as Python's round
+    ck_assert_double_eq(ev("round(0 - x / y)", 5, 2, 1), -2);
+    ck_assert_double_eq(ev("round(x / y)", 7, 2, 1), 4);
+    ck_assert_double_eq(ev("round(x / y)", 1, 2, 1), 0);
     ck_assert_double_eq(ev("floor(x * 0.1 * 10)", 3, 0, 0), 3); // a hair of tolerance
     ck_assert_double_eq(ev("min(x, y, 1) + max(x, y)", 4, 2, 0), 5);
     ck_assert_double_eq(ev("abs(y - x)", 4, 2, 0), 2);

@@ -1012,8 +1012,8 @@ END_TEST
 static TfModel *checked_model(void) {
     TfModel *m = general_model();
     TfError err = {""};
-    ck_assert_int_eq(model_add_check(m, 1, 1, 7, "Aggregate -> t", &err), 0);
-    ck_assert_int_eq(model_add_check(m, 2, 0, 0, "Map -> c", &err), 1);
+    ck_assert_int_eq(model_add_check(m, 1, 1, 7, "Aggregate -> t", 0.0125, &err), 0);
+    ck_assert_int_eq(model_add_check(m, 2, 0, 0, "Map -> c", -1, &err), 1);
     ck_assert_msg(model_validate(m, &err) == 0, "%s", err.msg);
     return m;
 }
@@ -1034,6 +1034,28 @@ static TfModel *numeric_model(void) {
     return m;
 }
 
+/* Numbers as tfrun prints them: the shortest text that reads back as the
+ * float32, without an exponent from 1 to 1e16 (issue 27: 10, not 1e+01);
+ * tests/torch.sh holds the Python twin to the same table. */
+START_TEST(test_value_text) {
+    static const struct {
+        float v;
+        const char *text;
+    } cases[] = {{10.0f, "10"}, {-10.0f, "-10"}, {100.0f, "100"}, {2.5f, "2.5"},
+                 {1234.5f, "1234.5"}, {12345678.0f, "12345678"}, {1.5e10f, "15000000000"},
+                 {6241.0f, "6241"}, {0.1f, "0.1"}, {1e-5f, "1e-05"}, {0.0f, "0"},
+                 {1.0f / 3, "0.33333334"}, {3.4e38f, "3.4e+38"}, {1e17f, "1e+17"},
+                 {INFINITY, "inf"}, {NAN, "nan"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char buf[TF_VALUE_TEXT_MAX];
+        int n = model_value_text(cases[i].v, buf);
+        ck_assert_str_eq(buf, cases[i].text);
+        ck_assert_int_eq(n, (int)strlen(cases[i].text));
+        if (!isnan(cases[i].v)) ck_assert(strtof(buf, NULL) == cases[i].v);
+    }
+}
+END_TEST
+
 START_TEST(test_round_trip_checks_and_numbers) {
     TfModel *m = checked_model();
     TfModel *b = round_trip(m);
@@ -1046,6 +1068,8 @@ START_TEST(test_round_trip_checks_and_numbers) {
     ck_assert_int_eq(b->checks[1].layer, 0);
     ck_assert_int_eq(b->checks[1].line, 0);
     ck_assert_str_eq(b->checks[1].op, "Map -> c");
+    ck_assert_double_eq(b->checks[0].bound, 0.0125); /* written, read back exactly */
+    ck_assert_double_eq(b->checks[1].bound, -1);     /* none given: none written */
     ck_assert_int_eq(model_numeric_output(b), 0);
     model_free(b);
     model_free(m);
@@ -1085,8 +1109,10 @@ START_TEST(test_validate_checks_and_numbers) {
     m->checks[0].line = -1;
     ck_assert_int_eq(model_validate(m, &err), -1);
     ck_assert_str_eq(err.msg, "check 0: needs a source line (0 or more) and the op's text");
-    ck_assert_int_eq(model_add_check(m, 1, 0, 1, "", &err), -1);
+    ck_assert_int_eq(model_add_check(m, 1, 0, 1, "", -1, &err), -1);
     ck_assert_str_eq(err.msg, "a run-time check needs the text of its op");
+    ck_assert_int_eq(model_add_check(m, 1, 0, 1, "x", 0.5, &err), -1);
+    ck_assert_str_eq(err.msg, "a run-time check's bound 0.5 is not a number in [0, 0.5)");
     model_free(m);
 
     m = numeric_model();
@@ -1134,6 +1160,16 @@ START_TEST(test_rejects_bad_checks_and_numbers) {
     expect_model_rejected(checked_model, "checks",
                           "[{\"register\":\"t\",\"layer\":2,\"line\":1,\"op\":\"x\"}]",
                           "__metadata__.checks[0]: layer 2 does not exist (2 layers)");
+    // bound: optional, a number in [0, 0.5) (0.5 could not tell one value from two).
+    static const char *bad_bounds[] = {"-0.01", "0.5", "7", "\"0.1\"", "null", "[0.1]"};
+    for (size_t i = 0; i < sizeof bad_bounds / sizeof *bad_bounds; i++) {
+        char checks[160];
+        snprintf(checks, sizeof checks,
+                 "[{\"register\":\"t\",\"layer\":0,\"line\":1,\"op\":\"x\",\"bound\":%s}]",
+                 bad_bounds[i]);
+        expect_model_rejected(checked_model, "checks", checks,
+                              "__metadata__.checks[0]: bound is not a number in [0, 0.5)");
+    }
     expect_model_rejected(numeric_model, "output_error_bound", "-1e-7",
                           "__metadata__.output_error_bound '-1e-7' is not a number >= 0");
     expect_model_rejected(numeric_model, "output_error_bound", "tiny",
@@ -1393,6 +1429,7 @@ int main(void) {
     tcase_add_test(tc, test_read_refuses_devices_and_caps);
     tcase_add_test(tc, test_many_tensors_read);
     tcase_add_test(tc, test_round_trip_checks_and_numbers);
+    tcase_add_test(tc, test_value_text);
     tcase_add_test(tc, test_validate_checks_and_numbers);
     tcase_add_test(tc, test_rejects_bad_checks_and_numbers);
     tcase_add_test(tc, test_round_trip_parts);

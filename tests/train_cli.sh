@@ -289,6 +289,9 @@ run_err "missing data file" 1 "/nonexistent.txt: cannot open" \
     "$TFTRAIN" "$P/xor.tfp" --data /nonexistent.txt --heldout /nonexistent.txt -o "$tmp/x.tfw"
 run_err "resume from a text file" 1 "tftrain: $tmp/bad.txt is a text file, not a weight file" \
     "$TFTRAIN" --resume "$tmp/bad.txt" --task xor -o "$tmp/x.tfw"
+# issue 24's fault 10: a --teacher that is text says so once (it said it twice).
+run_err "a teacher that is a text file" 1 "tftrain: $tmp/bad.txt is a text file, not a weight file" \
+    "$TFTRAIN" "$P/histogram_student.tfp" --teacher "$tmp/bad.txt" -o "$tmp/x.tfw"
 "$TFC" "$P/adder.tfp" -o "$tmp/adder.tfw"
 run_err "a compiled (not learned) weight file" 1 "adder.tfw holds a compiled model, not a learned one (to fine-tune it: tftrain --init " \
     "$TFTRAIN" "$tmp/adder.tfw" --task xor -o "$tmp/x.tfw"

@@ -10,13 +10,18 @@
 
 int check_first_position(const TfModel *m) { return m->bos >= 0 ? 1 : 0; }
 
-int check_holds_one(const float *v, int size, size_t stride) {
+double check_bound(const TfModel *m, const TfCheck *c) {
+    if (c->bound >= 0) return c->bound;
+    return m->max_len > 2 ? 0.5 / m->max_len : 0.25;
+}
+
+int check_holds_one(const float *v, int size, size_t stride, double bound) {
     int hot = 0;
     for (int i = 0; i < size; i++) {
-        float x = v[(size_t)i * stride];
-        if (x >= TF_CHECK_HOT)
+        double x = v[(size_t)i * stride];
+        if (fabs(x - 1) <= bound)
             hot++;
-        else if (!(x <= TF_CHECK_COLD))
+        else if (!(fabs(x) <= bound))
             return 0;
     }
     return hot == 1;
@@ -41,12 +46,13 @@ static int before(float x, float y) { return isnan(x) ? !isnan(y) : x > y; }
 void check_describe(const TfModel *m, const TfCheck *c, int pos, const float *v, size_t stride,
                     TfError *err) {
     const TfRegister *reg = &m->regs[c->reg];
-    // The columns away from 0 (above TF_CHECK_COLD, or NaN), largest first.
+    double bound = check_bound(m, c);
+    // The columns away from 0 (beyond the bound, or NaN), largest first.
     int top[CHECK_SHOWN], n_top = 0, warm = 0, largest = 0;
     for (int i = 0; i < reg->size; i++) {
         float x = v[(size_t)i * stride];
         if (before(x, v[(size_t)largest * stride])) largest = i;
-        if (x <= TF_CHECK_COLD) continue;
+        if (fabs((double)x) <= bound) continue;
         warm++;
         int at = n_top;
         while (at > 0 && before(x, v[(size_t)top[at - 1] * stride])) at--;
@@ -62,8 +68,8 @@ void check_describe(const TfModel *m, const TfCheck *c, int pos, const float *v,
                (double)v[(size_t)top[k] * stride]);
     if (warm > n_top) append(held, sizeof held, &len, ", %d more", warm - n_top);
     if (warm == 0)
-        append(held, sizeof held, &len, "no value above %.2f; the largest %s %.2f",
-               (double)TF_CHECK_COLD, reg->values[largest], (double)v[(size_t)largest * stride]);
+        append(held, sizeof held, &len, "no value above %.2g; the largest %s %.2f", bound,
+               reg->values[largest], (double)v[(size_t)largest * stride]);
     char where[160];
     if (m->source_name && c->line > 0)
         snprintf(where, sizeof where, "%.140s:%d", m->source_name, c->line);
@@ -71,7 +77,7 @@ void check_describe(const TfModel *m, const TfCheck *c, int pos, const float *v,
         snprintf(where, sizeof where, "%.140s", m->source_name);
     else
         snprintf(where, sizeof where, "line %d", c->line);
-    tf_error_set(err, "%s: %.80s: position %d does not hold one value (%s); the compiler could not "
-                      "prove it",
-                 where, c->op, pos, held);
+    tf_error_set(err, "%s: %.80s: position %d does not hold one value within %.2g (%s); the "
+                      "compiler could not prove it",
+                 where, c->op, pos, bound, held);
 }

@@ -1201,8 +1201,9 @@ static void run_checks(TfInfer *inf, int l, int n, int n_run) {
         const TfCheck *c = &m->checks[lp->check_idx[k]];
         const TfRegister *reg = &m->regs[c->reg];
         const float *col = inf->x + (size_t)reg->offset * n;
+        double bound = check_bound(m, c);
         for (int r = 0; r < n_run; r++) {
-            if (inf->row_pos[r] < first || check_holds_one(col + r, reg->size, (size_t)n)) continue;
+            if (inf->row_pos[r] < first || check_holds_one(col + r, reg->size, (size_t)n, bound)) continue;
             int s = inf->row_seq[r], pos = inf->row_pos[r];
             if (inf->fail_layer[s] >= 0 && (inf->fail_layer[s] < l || inf->fail_pos[s] <= pos))
                 continue;

@@ -345,9 +345,14 @@ done:
     return rc;
 }
 
-int model_add_check(TfModel *m, int reg, int layer, int line, const char *op, TfError *err) {
+int model_add_check(TfModel *m, int reg, int layer, int line, const char *op, double bound,
+                    TfError *err) {
     if (!op || !*op) {
         tf_error_set(err, "a run-time check needs the text of its op");
+        return -1;
+    }
+    if (bound != -1 && !(bound >= 0 && bound < 0.5)) {
+        tf_error_set(err, "a run-time check's bound %g is not a number in [0, 0.5)", bound);
         return -1;
     }
     TfCheck *cs = realloc(m->checks, ((size_t)m->n_checks + 1) * sizeof *cs);
@@ -358,6 +363,7 @@ int model_add_check(TfModel *m, int reg, int layer, int line, const char *op, Tf
     c->reg = reg;
     c->layer = layer;
     c->line = line;
+    c->bound = bound;
     return m->n_checks++;
 oom:
     tf_error_set(err, "out of memory for a run-time check");
@@ -775,12 +781,27 @@ int model_validate(const TfModel *m, TfError *err) {
 }
 
 int model_value_text(float v, char *buf) {
-    int k = 0;
+    int k = 0, prec = 1;
     if (!buf) return 0;
     if (isnan(v)) return snprintf(buf, TF_VALUE_TEXT_MAX, "nan"); /* never "-nan" */
-    for (int prec = 1; prec <= 9; prec++) {
+    for (; prec <= 9; prec++) {
         k = snprintf(buf, TF_VALUE_TEXT_MAX, "%.*g", prec, (double)v);
         if (strtof(buf, NULL) == v) break;
+    }
+    // %g writes 10 with 1 digit as "1e+01": below 1e16 (Python's repr's
+    // rule) a large number is written out, the same digits then zeros.
+    if (strchr(buf, 'e') && isfinite(v) && fabsf(v) >= 1 && fabsf(v) < 1e16f) {
+        char sci[TF_VALUE_TEXT_MAX], digits[16];
+        snprintf(sci, sizeof sci, "%.*e", prec - 1, fabs((double)v)); // d.ddde+XX
+        int nd = 0, exp10 = atoi(strchr(sci, 'e') + 1);
+        for (const char *c = sci; *c != 'e'; c++)
+            if (*c != '.') digits[nd++] = *c;
+        k = v < 0 ? snprintf(buf, TF_VALUE_TEXT_MAX, "-") : 0;
+        for (int i = 0; i <= exp10 || i < nd; i++) {
+            if (i == exp10 + 1) buf[k++] = '.';
+            buf[k++] = i < nd ? digits[i] : '0';
+        }
+        buf[k] = '\0';
     }
     return k;
 }

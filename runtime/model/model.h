@@ -130,6 +130,9 @@ typedef struct TfCheck {
     int layer; /* index into layers: the last layer that writes it */
     int line;  /* source line of the op, 0 when unknown */
     char *op;  /* short op text, owned; never NULL */
+    double bound; /* how far a single value's columns may be from its one-hot, the
+                     bound the compiler proved (0 <= bound < 0.5); -1: the file gave
+                     none (runtime/engine/checks.h, check_bound) */
 } TfCheck;
 
 typedef struct TfModel {
@@ -234,9 +237,11 @@ int model_add_register(TfModel *m, const char *name, TfRegKind kind, int offset,
 int model_add_categorical(TfModel *m, const char *name, int offset, int size,
                           const char *const *labels, TfError *err);
 
-/* Appends a run-time check (op copied). Returns its index, or -1 with err
- * set (out of memory, no op text); model_validate checks the rest. */
-int model_add_check(TfModel *m, int reg, int layer, int line, const char *op, TfError *err);
+/* Appends a run-time check (op copied; bound as TfCheck.bound, -1: none).
+ * Returns its index, or -1 with err set (out of memory, no op text, a bound
+ * outside [0, 0.5) other than -1); model_validate checks the rest. */
+int model_add_check(TfModel *m, int reg, int layer, int line, const char *op, double bound,
+                    TfError *err);
 
 /* 1 when the model prints a number at every position: read at every
  * position, its output register a scalar. */
@@ -278,8 +283,9 @@ void model_tensor_use_counts(const TfModel *m, int *uses);
 size_t model_param_count(const TfModel *m);
 
 /* Writes v as the shortest "%.{1..9}g" text that reads back (strtof) as the
- * same float32 ("nan" for any NaN), into buf (TF_VALUE_TEXT_MAX bytes).
- * Returns its length. */
+ * same float32 ("nan" for any NaN), into buf (TF_VALUE_TEXT_MAX bytes), a
+ * number from 1 to 1e16 without an exponent ("10", not "1e+01"; as Python's
+ * repr). Returns its length. */
 #define TF_VALUE_TEXT_MAX 32
 int model_value_text(float v, char *buf);
 

@@ -726,8 +726,22 @@ static int read_object_text(const cJSON *meta, const char *key, char **out, TfEr
     return 0;
 }
 
-/* checks (optional): a JSON array of {"register", "layer", "line", "op"};
- * read after the registers and layers, which it names. */
+/* A check's "bound" (optional; -1 when absent): a number in [0, 0.5).
+ * 0, or -1 with err set. */
+static int read_check_bound(const cJSON *c, int i, double *bound, TfError *err) {
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(c, "bound");
+    *bound = -1;
+    if (!b) return 0;
+    if (!cJSON_IsNumber(b) || !(b->valuedouble >= 0 && b->valuedouble < 0.5)) {
+        tf_error_set(err, "__metadata__.checks[%d]: bound is not a number in [0, 0.5)", i);
+        return -1;
+    }
+    *bound = b->valuedouble;
+    return 0;
+}
+
+/* checks (optional): a JSON array of {"register", "layer", "line", "op",
+ * "bound"}; read after the registers and layers, which it names. */
 static int read_checks(TfModel *m, const cJSON *meta, TfError *err) {
     if (!cJSON_GetObjectItemCaseSensitive(meta, "checks")) return 0;
     cJSON *cs = meta_json(meta, "checks", 1, err);
@@ -758,7 +772,9 @@ static int read_checks(TfModel *m, const cJSON *meta, TfError *err) {
             rc = -1;
             break;
         }
-        if (model_add_check(m, r, (int)layer, (int)line, op, err) < 0) {
+        double bound;
+        if (read_check_bound(c, i, &bound, err) < 0 ||
+            model_add_check(m, r, (int)layer, (int)line, op, bound, err) < 0) {
             rc = -1;
             break;
         }
@@ -1112,7 +1128,8 @@ static cJSON *checks_json(const TfModel *m) {
         if (!o || !cJSON_AddStringToObject(o, "register", m->regs[c->reg].name) ||
             !cJSON_AddNumberToObject(o, "layer", c->layer) ||
             !cJSON_AddNumberToObject(o, "line", c->line) ||
-            !cJSON_AddStringToObject(o, "op", c->op)) {
+            !cJSON_AddStringToObject(o, "op", c->op) ||
+            (c->bound >= 0 && !cJSON_AddNumberToObject(o, "bound", c->bound))) {
             cJSON_Delete(a);
             return NULL;
         }

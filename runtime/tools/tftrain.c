@@ -759,10 +759,6 @@ static int load_teacher(const Args *a, const TfModel *m, TfDistillOptions *o, Tf
         tf_error_prefix(err, "--match-heads");
         return -1;
     }
-    if (cli_expect_weights("tftrain", a->teacher) < 0) {
-        tf_error_set(err, "%s: the teacher must be a weight file (tfc's output)", a->teacher);
-        return -1;
-    }
     if (!(*teacher = tfw_read(a->teacher, err))) return -1; /* err names the path */
     if (distill_check(*teacher, m, o, err) < 0) {
         tf_error_prefix(err, a->teacher);
@@ -927,6 +923,8 @@ int main(int argc, char **argv) {
     // Data.
     if (a.teacher) {
         dopt.seed = a.have_seed ? (uint64_t)a.seed : set.seed;
+        // A text file says so once (cli_expect_weights prints it), as --init's.
+        if (cli_expect_weights("tftrain", a.teacher) < 0) goto done;
         if (load_teacher(&a, m, &dopt, &teacher, &train, &held, &err) < 0) goto fail;
     } else if (a.task) {
         uint64_t dseed = a.have_seed ? (uint64_t)a.seed : set.seed;

@@ -231,7 +231,8 @@ def _check_registers(regs, d_model, n_vocab):
 
 def _check_checks(meta, regs, n_layers):
     """read_checks in runtime/model/tfw.c: each run-time check names a categorical
-    register, an existing layer, a line >= 0 and the op's text."""
+    register, an existing layer, a line >= 0 and the op's text, and may give
+    its bound, a number in [0, 0.5)."""
     if "checks" not in meta:
         return
     checks = _meta_json(meta, "checks")
@@ -247,6 +248,10 @@ def _check_checks(meta, regs, n_layers):
             raise TfwError("__metadata__.checks[%d]: register %r is not categorical" % (i, c["register"]))
         if c["layer"] >= n_layers:
             raise TfwError("__metadata__.checks[%d]: layer %d does not exist" % (i, c["layer"]))
+        if "bound" in c:
+            b = _double(c["bound"])
+            if b is None or not 0 <= b < 0.5:
+                raise TfwError("__metadata__.checks[%d]: bound is not a number in [0, 0.5)" % i)
 
 
 def _check_parts(l, i, kind, n):
@@ -602,13 +607,16 @@ class Transformer:
         if self.unembed is None and not self.numeric:
             raise TfwError("tensor 'unembed.weight' is missing")
         self.source_name = meta.get("source_name")
-        self.checks = {}  # layer index -> [(register, line, op)]
+        self.checks = {}  # layer index -> [(register, line, op, bound)]
         for c in json.loads(meta.get("checks", "[]")):
             reg = regs.get(c["register"])
             if reg is None or reg["kind"] != "categorical" or not 0 <= c["layer"] < len(self.layers):
                 raise TfwError("check of %r after layer %r: no such categorical register or layer"
                                % (c["register"], c["layer"]))
-            self.checks.setdefault(c["layer"], []).append((reg, c["line"], c["op"]))
+            # check_bound in runtime/engine/checks.c: without one, 1 / (2 max_len).
+            bound = float(c["bound"]) if "bound" in c else \
+                0.5 / self.max_len if self.max_len > 2 else 0.25
+            self.checks.setdefault(c["layer"], []).append((reg, c["line"], c["op"], bound))
 
     def token_id(self, meta, key):
         """The vocabulary index of the one-token metadata string `key`, or None."""
@@ -668,22 +676,23 @@ class Transformer:
 
     def check(self, x, layer, failures):
         """The run-time checks after `layer` on x [B, L, d]: each sequence b
-        whose checked register does not hold one value (one column >= 0.75,
-        every other <= 0.25) at some position after the BOS gets failures[b],
-        the message of its first failure (the earliest layer, then position)."""
+        whose checked register does not hold one value within the check's
+        bound (one column within it of 1, every other of 0) at some position
+        after the BOS gets failures[b], the message of its first failure (the
+        earliest layer, then position)."""
         first = 1 if self.bos is not None else 0  # the BOS position holds no value
-        for reg, line, op in self.checks.get(layer, []):
-            v = x[:, first:, reg["offset"]:reg["offset"] + reg["size"]]
-            hot = v >= 0.75
-            ok = (hot.sum(dim=-1) == 1) & (hot | (v <= 0.25)).all(dim=-1)
+        for reg, line, op, bound in self.checks.get(layer, []):
+            v = x[:, first:, reg["offset"]:reg["offset"] + reg["size"]].double()
+            hot = (v - 1).abs() <= bound
+            ok = (hot.sum(dim=-1) == 1) & (hot | (v.abs() <= bound)).all(dim=-1)
             for b, p in ((b, p + first) for b, p in (~ok).nonzero().tolist()):
                 if b not in failures:
-                    failures[b] = self.check_message(reg, line, op, p, x[b, p, reg["offset"]:reg["offset"] + reg["size"]].tolist())
+                    failures[b] = self.check_message(reg, line, op, bound, p, x[b, p, reg["offset"]:reg["offset"] + reg["size"]].tolist())
 
-    def check_message(self, reg, line, op, pos, v):
+    def check_message(self, reg, line, op, bound, pos, v):
         """tfrun's message for a failed check (runtime/engine/checks.c)."""
         labels = reg["values"]
-        warm = [i for i in range(len(v)) if not v[i] <= 0.25]
+        warm = [i for i in range(len(v)) if not abs(v[i]) <= bound]
         rank = lambda i: (0 if math.isnan(v[i]) else 1, -v[i] if not math.isnan(v[i]) else 0)
         warm.sort(key=rank)
         held = ", ".join("%s %.2f" % (labels[i], v[i]) for i in warm[:4])
@@ -691,13 +700,13 @@ class Transformer:
             held += ", %d more" % (len(warm) - 4)
         if not warm:
             largest = min(range(len(v)), key=rank)
-            held = "no value above 0.25; the largest %s %.2f" % (labels[largest], v[largest])
+            held = "no value above %.2g; the largest %s %.2f" % (bound, labels[largest], v[largest])
         if self.source_name:
             where = "%s:%d" % (self.source_name, line) if line > 0 else self.source_name
         else:
             where = "line %d" % line
-        return ("%s: %s: position %d does not hold one value (%s); the compiler could not prove it"
-                % (where, op, pos, held))
+        return ("%s: %s: position %d does not hold one value within %.2g (%s); the compiler could "
+                "not prove it" % (where, op, pos, bound, held))
 
     def layer(self, x, l, block=None, key_mask=None, dropout=0.0, scores_out=None):
         """One layer l of the file on the residual stream x [B, L, d]; its
@@ -942,14 +951,20 @@ def token_text(tok):
 
 
 def value_text(v):
-    """A float32 value as tfrun prints it: the shortest "%.{1..9}g" that
-    reads back as the same float32."""
+    """A float32 value as tfrun prints it (model_value_text): the shortest
+    "%.{1..9}g" that reads back as the same float32, a number from 1 to 1e16
+    written out ("10", not "1e+01")."""
     if math.isnan(v):
         return "nan"
     for p in range(1, 10):
         s = "%.*g" % (p, v)
         if struct.unpack("<f", struct.pack("<f", float(s)))[0] == v:
-            return s
+            break
+    if "e" in s and math.isfinite(v) and 1 <= abs(v) < 1e16:
+        mant, exp10 = ("%.*e" % (p - 1, abs(v))).split("e")
+        digits, exp10 = mant.replace(".", ""), int(exp10)
+        whole = digits.ljust(exp10 + 1, "0")
+        s = ("-" if v < 0 else "") + whole[:exp10 + 1] + ("." + whole[exp10 + 1:] if whole[exp10 + 1:] else "")
     return s
 
 
