@@ -19,6 +19,7 @@
  * gamma_(dv+1).
  */
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,7 +43,71 @@ typedef struct Head {
     TfVal *kcur;   /* per class: every register's value */
     unsigned char *knone;
     TfIv *kb, *ub; /* the BOS key */
+    ExprReads R;   /* the registers the selection reads */
+    double nq_seen; /* distinct query scenarios so far */
 } Head;
+
+/* A set of byte strings of one length (scenarios that look alike to a head:
+ * one is enough). */
+typedef struct SigSet {
+    size_t len, cap, n;
+    uint64_t *h;
+    unsigned char *store; /* cap strings */
+    long *slot;           /* 2 cap: index into store, -1 */
+} SigSet;
+
+static uint64_t fnv(const unsigned char *b, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+static int sig_init(SigSet *T, size_t len, size_t cap) {
+    T->len = len, T->cap = cap, T->n = 0;
+    T->h = malloc(cap * sizeof *T->h);
+    T->store = malloc(cap * len + 1);
+    T->slot = malloc(2 * cap * sizeof *T->slot);
+    if (!T->h || !T->store || !T->slot) return -1;
+    for (size_t i = 0; i < 2 * cap; i++) T->slot[i] = -1;
+    return 0;
+}
+
+static void sig_free(SigSet *T) { free(T->h), free(T->store), free(T->slot); }
+
+/* 1 when b is new (added), 0 when seen before. */
+static int sig_add(SigSet *T, const unsigned char *b) {
+    uint64_t h = fnv(b, T->len);
+    size_t i = (size_t)(h % (2 * T->cap));
+    for (; T->slot[i] >= 0; i = (i + 1) % (2 * T->cap)) {
+        long k = T->slot[i];
+        if (T->h[k] == h && memcmp(T->store + (size_t)k * T->len, b, T->len) == 0) return 0;
+    }
+    if (T->n == T->cap) return 1; // full: treat as new (no saving, still sound)
+    T->slot[i] = (long)T->n;
+    T->h[T->n] = h;
+    memcpy(T->store + T->n * T->len, b, T->len);
+    T->n++;
+    return 1;
+}
+
+/* The bytes of a scenario: its vector (key and values, or query), index,
+ * and the values of the registers rs[0..nr) (with their none flags). */
+static size_t sig_make(unsigned char *b, const TfIv *v, int nv, int idx, int val, const int *rs, int nr,
+                       const TfVal *cur, const unsigned char *none) {
+    size_t k = 0;
+    memset(b, 0, (size_t)nv * sizeof *v + 2 * sizeof(int) + (size_t)nr * 13);
+    memcpy(b + k, v, (size_t)nv * sizeof *v), k += (size_t)nv * sizeof *v;
+    memcpy(b + k, &idx, sizeof idx), k += sizeof idx;
+    memcpy(b + k, &val, sizeof val), k += sizeof val;
+    for (int i = 0; i < nr; i++) {
+        TfVal x = none[rs[i]] ? (TfVal){TF_VAL_INT, 0} : cur[rs[i]];
+        int kind = (int)x.kind;
+        memcpy(b + k, &kind, sizeof kind), k += sizeof kind;
+        memcpy(b + k, &x.x, sizeof x.x), k += sizeof x.x;
+        b[k++] = none[rs[i]];
+    }
+    return k;
+}
 
 static TfIv nan_iv(void) { return (TfIv){NAN, NAN}; }
 
@@ -102,6 +167,41 @@ static int any_nan(const TfIv *x, const unsigned char *reads, int d) {
     return 0;
 }
 
+/* Key classes that look alike to the head (key, value, index, the
+ * selection's key registers, the copied value) are one: keeps the first. */
+static int dedupe_keys(Head *H) {
+    int nr = H->N->S->ir->n_regs, nv = H->D + H->nw;
+    size_t len = (size_t)nv * sizeof(TfIv) + 2 * sizeof(int) + (size_t)H->R.nk * 13;
+    SigSet T;
+    unsigned char *b = malloc(len + 64);
+    TfIv *v = malloc(((size_t)nv + 1) * sizeof *v);
+    if (!b || !v || sig_init(&T, len, (size_t)H->nk + 1) < 0) {
+        free(b), free(v);
+        sig_free(&T);
+        return -1;
+    }
+    long n = 0;
+    for (long i = 0; i < H->nk; i++) {
+        if (H->kdead[i]) continue;
+        memcpy(v, H->kv + i * H->D, (size_t)H->D * sizeof *v);
+        memcpy(v + H->D, H->uv + i * H->nw, (size_t)H->nw * sizeof *v);
+        sig_make(b, v, nv, H->kidx[i], H->kval[i], H->R.kregs, H->R.nk, H->kcur + i * nr, H->knone + i * nr);
+        if (!sig_add(&T, b)) continue;
+        if (n != i) {
+            memcpy(H->kv + n * H->D, H->kv + i * H->D, (size_t)H->D * sizeof *v);
+            memcpy(H->uv + n * H->nw, H->uv + i * H->nw, (size_t)H->nw * sizeof *v);
+            memcpy(H->kcur + n * nr, H->kcur + i * nr, (size_t)nr * sizeof *H->kcur);
+            memcpy(H->knone + n * nr, H->knone + i * nr, (size_t)nr);
+            H->kidx[n] = H->kidx[i], H->kval[n] = H->kval[i], H->kdead[n] = 0;
+        }
+        n++;
+    }
+    H->nk = n;
+    free(b), free(v);
+    sig_free(&T);
+    return 0;
+}
+
 /* Every key class: its key, its projected value, its semantics. */
 static int key_classes(Head *H, TfIv *x) {
     PvNet *N = H->N;
@@ -130,6 +230,7 @@ static int key_classes(Head *H, TfIv *x) {
         pv_eval_regs(S, assign, H->kcur + i * nr, H->knone + i * nr);
         H->kidx[i] = (int)S->base[S->b_indices].vals[assign[S->b_indices]].x;
         H->kval[i] = -1;
+        if (H->kdead[i]) continue;
         if (H->o->kind == TF_OP_AGGREGATE && !H->knone[i * nr + H->o->vreg]) {
             const PvBase *B = &S->base[H->o->base];
             TfVal val = H->kcur[i * nr + H->o->vreg];
@@ -140,7 +241,7 @@ static int key_classes(Head *H, TfIv *x) {
         }
     }
     free(v);
-    return 0;
+    return dedupe_keys(H);
 }
 
 
@@ -370,6 +471,15 @@ static int queries(Head *H, Work *W, TfIv *tab, TfIv *x, double *gap) {
     }
     Seen V = {.ub = H->ub, .vs = buf, .vu = buf + H->nw};
     int assign[TF_PROOF_MAX_BASE];
+    SigSet T;
+    size_t len = (size_t)H->D * sizeof(TfIv) + 2 * sizeof(int) + (size_t)H->R.nq * 13;
+    unsigned char *sig = malloc(len + 64);
+    if (!sig || sig_init(&T, len, (size_t)(nq < 1000000 ? nq : 1000000) + 1) < 0) {
+        free(q), free(buf), free(qcur), free(qnone), free(sig);
+        sig_free(&T);
+        return -1;
+    }
+    int too_many = 0;
     for (long i = 0; i < nq; i++) {
         for (int b = 0; b < S->n_base; b++) assign[b] = -1;
         pv_deps_decode(S, H->dq, i, assign);
@@ -381,10 +491,17 @@ static int queries(Head *H, Work *W, TfIv *tab, TfIv *x, double *gap) {
                           H->bq ? H->bq[H->h * H->D + j] : 0);
         pv_eval_regs(S, assign, qcur, qnone);
         int qidx = (int)S->base[S->b_indices].vals[assign[S->b_indices]].x;
+        sig_make(sig, q, H->D, qidx, 0, H->R.qregs, H->R.nq, qcur, qnone);
+        if (!sig_add(&T, sig)) continue;
+        if (++H->nq_seen * (double)H->nk > 5e8) {
+            too_many = 1;
+            break;
+        }
         query_scenario(H, W, &V, q, qcur, qidx, tab, gap);
     }
-    free(q), free(buf), free(qcur), free(qnone);
-    return 0;
+    free(q), free(buf), free(qcur), free(qnone), free(sig);
+    sig_free(&T);
+    return too_many;
 }
 
 /* The BOS row's output: causal, the BOS alone; else mixed with any key. */
@@ -443,6 +560,7 @@ static int head_setup(Head *H, TfIv *x) {
     TfDiag quiet;
     diag_init(&quiet, "", "", 0, S->sink);
     expr_reads(S->ir, &quiet, H->o->expr, 1, &R);
+    H->R = R;
     H->dq = pv_read_cols(N, H->wq, H->h * H->D, (H->h + 1) * H->D, H->rq) | (PvDeps)1 << S->b_indices;
     H->dk = pv_read_cols(N, H->wk, H->h * H->D, (H->h + 1) * H->D, H->rk) | (PvDeps)1 << S->b_indices;
     H->dk |= pv_read_cols(N, H->wv, H->h * H->DV, (H->h + 1) * H->DV, rv);
@@ -462,7 +580,7 @@ static int head_setup(Head *H, TfIv *x) {
     free(rv), free(v);
     H->nk = pv_deps_size(S, H->dk, PV_TABLE_LIMIT);
     long nq = pv_deps_size(S, H->dq, PV_TABLE_LIMIT);
-    if (H->nk < 0 || nq < 0 || (double)H->nk * (double)nq > 2e8) return 1;
+    if (H->nk < 0 || nq < 0) return 1;
     return key_classes(H, x);
 }
 
@@ -489,7 +607,6 @@ static int contributions(Head *H, Work *W, TfIv *tab, PvCol *stage) {
                 t = isnan(t.lo) ? m : iv_hull(t, m);
             }
             c.v[a] = t;
-            if (getenv("PV_DEBUG") && a < 6) fprintf(stderr, "col %d val %d: [%.9g, %.9g]\n", H->wcol[w], a, t.lo, t.hi);
         }
         if (rc == 0) rc = pv_col_add(N, &stage[H->wcol[w]], &c);
     }
@@ -509,7 +626,7 @@ static int head_run(PvNet *N, int li, int h, const PvOp *o, TfIv *x, PvCol *stag
     H.bv = ly->value_bias >= 0 ? m->tensors[ly->value_bias].data : NULL;
     int rc = head_setup(&H, x);
     if (rc == 1) {
-        pv_unproven(N, o->stmt->loc.line, li, "layer %d head %d: not proven: more than 2e8 query and key combinations", li, h);
+        pv_unproven(N, o->stmt->loc.line, li, "layer %d head %d: not proven: more than 2^22 query or key combinations, or 5e8 pairs of distinct ones", li, h);
         head_free(&H);
         return 0;
     }
@@ -531,6 +648,12 @@ static int head_run(PvNet *N, int li, int h, const PvOp *o, TfIv *x, PvCol *stag
         for (long i = 0; i < (long)nB * H.nw; i++) tab[i] = nan_iv();
         mean_fit(&H, &W);
         rc = queries(&H, &W, tab, x, &gap);
+        if (rc == 1) {
+            pv_unproven(N, o->stmt->loc.line, li, "layer %d head %d: not proven: more than 5e8 pairs of distinct query and key scenarios", li, h);
+            rc = 0;
+            W.multi = 0;
+            gap = NAN;
+        }
     }
     if (rc == 0) rc = contributions(&H, &W, tab, stage);
     if (rc == 0) {

@@ -84,20 +84,8 @@ static int check_reg(PvNet *N, int li, int r) {
         int vi = s.none[r] ? -1 : value_index(ir, r, s.cur[r]);
         int e = vi >= 0 && N->val_col[r] ? N->val_col[r][vi] : -1;
         double mg = cat_margin(N, &s, r, e);
-        if (getenv("PV_DEBUG") && mg < 0.6 && mg > 0) {
-            fprintf(stderr, "case %ld margin %g expected %d\n", i, mg, e);
-            for (int k = 0; k < size; k++) {
-                TfIv v = pv_col_get(N, &N->col[off + k], s.assign);
-                if (v.hi > 0.05 || v.lo < -0.05) fprintf(stderr, "  col %d: [%g, %g]\n", k, v.lo, v.hi);
-            }
-        }
         if (!(mg > 0)) {
             char lab[64];
-            if (getenv("PV_DEBUG"))
-                for (int k = 0; k < size && k < 8; k++) {
-                    TfIv v = pv_col_get(N, &N->col[off + k], s.assign);
-                    fprintf(stderr, "  col %d (deps %llx): [%g, %g] expected %d\n", off + k, (unsigned long long)N->col[off + k].deps, v.lo, v.hi, e);
-                }
             if (s.none[r]) snprintf(lab, sizeof lab, "no value");
             else val_label(ir, s.cur[r], lab, sizeof lab);
             pv_fail(N, o->stmt->loc.line, li, s.assign, s.D,
