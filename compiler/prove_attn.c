@@ -45,7 +45,47 @@ typedef struct Head {
     TfIv *kb, *ub; /* the BOS key */
     ExprReads R;   /* the registers the selection reads */
     double nq_seen; /* distinct query scenarios so far */
+    int *sp_start, *sp_col; /* the head's query, key and value rows, their nonzero entries */
+    float *sp_w;
 } Head;
+
+/* Row r of the head (0..D-1 query, D..2D-1 key, then value) on x. */
+static TfIv sdot(const Head *H, int r, const TfIv *x, float bias) {
+    TfIv s = iv_pt(bias);
+    double mag = fabs(bias);
+    int a = H->sp_start[r], b = H->sp_start[r + 1];
+    for (int e = a; e < b; e++) {
+        s = iv_add(s, iv_scale(x[H->sp_col[e]], H->sp_w[e]));
+        mag += fabs(H->sp_w[e]) * iv_mag(x[H->sp_col[e]]);
+    }
+    return iv_widen(s, iv_gamma(b - a + 1) * mag);
+}
+
+static const float *head_row(const Head *H, int r) {
+    if (r < H->D) return H->wq + (size_t)(H->h * H->D + r) * H->d;
+    if (r < 2 * H->D) return H->wk + (size_t)(H->h * H->D + r - H->D) * H->d;
+    return H->wv + (size_t)(H->h * H->DV + r - 2 * H->D) * H->d;
+}
+
+static int sparse_rows(Head *H) {
+    int rows = 2 * H->D + H->DV;
+    long nnz = 0;
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < H->d; c++) nnz += head_row(H, r)[c] != 0;
+    H->sp_start = malloc(((size_t)rows + 1) * sizeof(int));
+    H->sp_col = malloc(((size_t)nnz + 1) * sizeof(int));
+    H->sp_w = malloc(((size_t)nnz + 1) * sizeof(float));
+    if (!H->sp_start || !H->sp_col || !H->sp_w) return -1;
+    int k = 0;
+    for (int r = 0; r < rows; r++) {
+        H->sp_start[r] = k;
+        const float *w = head_row(H, r);
+        for (int c = 0; c < H->d; c++)
+            if (w[c] != 0) H->sp_col[k] = c, H->sp_w[k++] = w[c];
+    }
+    H->sp_start[rows] = k;
+    return 0;
+}
 
 /* A set of byte strings of one length (scenarios that look alike to a head:
  * one is enough). */
@@ -134,14 +174,12 @@ static TfIv score(const Head *H, const TfIv *q, const TfIv *k) {
 }
 
 /* Key, and value after the output projection, of a row x. */
-static void key_value(const Head *H, const TfIv *x, const unsigned char *reads, TfIv *k, TfIv *u,
+static void key_value(const Head *H, const TfIv *x, TfIv *k, TfIv *u,
                       TfIv *v) {
     for (int j = 0; j < H->D; j++)
-        k[j] = pv_dot(H->wk + (size_t)(H->h * H->D + j) * H->d, x, reads, H->d,
-                      H->bk ? H->bk[H->h * H->D + j] : 0);
+        k[j] = sdot(H, H->D + j, x, H->bk ? H->bk[H->h * H->D + j] : 0);
     for (int j = 0; j < H->DV; j++)
-        v[j] = pv_dot(H->wv + (size_t)(H->h * H->DV + j) * H->d, x, reads, H->d,
-                      H->bv ? H->bv[H->h * H->DV + j] : 0);
+        v[j] = sdot(H, 2 * H->D + j, x, H->bv ? H->bv[H->h * H->DV + j] : 0);
     for (int w = 0; w < H->nw; w++) {
         int c = H->wcol[w];
         if (!H->wo) {
@@ -226,7 +264,7 @@ static int key_classes(Head *H, TfIv *x) {
         for (int c = 0; c < H->d; c++)
             if (H->rk[c]) x[c] = pv_col_get(N, &N->col[c], assign);
         H->kdead[i] = any_nan(x, H->rk, H->d);
-        key_value(H, x, H->rk, H->kv + i * H->D, H->uv + i * H->nw, v);
+        key_value(H, x, H->kv + i * H->D, H->uv + i * H->nw, v);
         pv_eval_regs(S, assign, H->kcur + i * nr, H->knone + i * nr);
         H->kidx[i] = (int)S->base[S->b_indices].vals[assign[S->b_indices]].x;
         H->kval[i] = -1;
@@ -246,6 +284,7 @@ static int key_classes(Head *H, TfIv *x) {
 
 
 static void head_free(Head *H) {
+    free(H->sp_start), free(H->sp_col), free(H->sp_w);
     free(H->rq);
     free(H->rk);
     free(H->wcol);
@@ -417,10 +456,16 @@ static void mean_fit(const Head *H, Work *W) {
     }
 }
 
-static void query_scenario(Head *H, Work *W, Seen *V, const TfIv *q, const TfVal *qcur, int qidx,
-                           TfIv *tab, double *gap) {
+static int any_none(const unsigned char *none, const int *regs, int n) {
+    for (int i = 0; i < n; i++)
+        if (none[regs[i]]) return 1;
+    return 0;
+}
+
+static void query_scenario(Head *H, Work *W, Seen *V, const TfIv *q, const TfVal *qcur,
+                           const unsigned char *qnone, int qidx, TfIv *tab, double *gap) {
     const PvSem *S = H->N->S;
-    int nr = S->ir->n_regs;
+    int nr = S->ir->n_regs, qnone_any = any_none(qnone, H->R.qregs, H->R.nq);
     V->avail = H->o->causal ? qidx : H->N->maxlen - 1;
     TfIv sb = score(H, q, H->kb);
     double ref = sb.hi, smin_sel = INFINITY, smax_oth = -INFINITY;
@@ -429,7 +474,8 @@ static void query_scenario(Head *H, Work *W, Seen *V, const TfIv *q, const TfVal
         if (H->kdead[i] || (H->o->causal && H->kidx[i] > qidx)) continue;
         W->e[i] = score(H, q, H->kv + i * H->D);
         ref = fmax(ref, W->e[i].hi);
-        W->sel[i] = pv_select(S, H->o, H->kcur + i * nr, qcur) == 1;
+        W->sel[i] = !qnone_any && !any_none(H->knone + i * nr, H->R.kregs, H->R.nk) &&
+                    pv_select(S, H->o, H->kcur + i * nr, qcur) == 1; // no value: not selected
         if (W->sel[i]) smin_sel = fmin(smin_sel, W->e[i].lo);
         else smax_oth = fmax(smax_oth, W->e[i].hi);
     }
@@ -487,8 +533,7 @@ static int queries(Head *H, Work *W, TfIv *tab, TfIv *x, double *gap) {
             if (H->rq[c]) x[c] = pv_col_get(N, &N->col[c], assign);
         if (any_nan(x, H->rq, H->d)) continue;
         for (int j = 0; j < H->D; j++)
-            q[j] = pv_dot(H->wq + (size_t)(H->h * H->D + j) * H->d, x, H->rq, H->d,
-                          H->bq ? H->bq[H->h * H->D + j] : 0);
+            q[j] = sdot(H, j, x, H->bq ? H->bq[H->h * H->D + j] : 0);
         pv_eval_regs(S, assign, qcur, qnone);
         int qidx = (int)S->base[S->b_indices].vals[assign[S->b_indices]].x;
         sig_make(sig, q, H->D, qidx, 0, H->R.qregs, H->R.nq, qcur, qnone);
@@ -497,7 +542,7 @@ static int queries(Head *H, Work *W, TfIv *tab, TfIv *x, double *gap) {
             too_many = 1;
             break;
         }
-        query_scenario(H, W, &V, q, qcur, qidx, tab, gap);
+        query_scenario(H, W, &V, q, qcur, qnone, qidx, tab, gap);
     }
     free(q), free(buf), free(qcur), free(qnone), free(sig);
     sig_free(&T);
@@ -515,8 +560,7 @@ static void bos_out(Head *H, TfIv *x, TfIv *out) {
     }
     memset(all, 1, (size_t)H->d);
     for (int j = 0; j < H->D; j++)
-        q[j] = pv_dot(H->wq + (size_t)(H->h * H->D + j) * H->d, H->N->bos, all, H->d,
-                      H->bq ? H->bq[H->h * H->D + j] : 0);
+        q[j] = sdot(H, j, H->N->bos, H->bq ? H->bq[H->h * H->D + j] : 0);
     TfIv sb = score(H, q, H->kb), ea = {0, 0};
     double ref = sb.hi;
     int any = 0;
@@ -561,6 +605,10 @@ static int head_setup(Head *H, TfIv *x) {
     diag_init(&quiet, "", "", 0, S->sink);
     expr_reads(S->ir, &quiet, H->o->expr, 1, &R);
     H->R = R;
+    if (sparse_rows(H) < 0) {
+        free(rv), free(v);
+        return -1;
+    }
     H->dq = pv_read_cols(N, H->wq, H->h * H->D, (H->h + 1) * H->D, H->rq) | (PvDeps)1 << S->b_indices;
     H->dk = pv_read_cols(N, H->wk, H->h * H->D, (H->h + 1) * H->D, H->rk) | (PvDeps)1 << S->b_indices;
     H->dk |= pv_read_cols(N, H->wv, H->h * H->DV, (H->h + 1) * H->DV, rv);
@@ -576,7 +624,7 @@ static int head_setup(Head *H, TfIv *x) {
         if (w) H->wcol[H->nw++] = c;
     }
     memset(rv, 1, (size_t)d);
-    key_value(H, N->bos, rv, H->kb, H->ub, v);
+    key_value(H, N->bos, H->kb, H->ub, v);
     free(rv), free(v);
     H->nk = pv_deps_size(S, H->dk, PV_TABLE_LIMIT);
     long nq = pv_deps_size(S, H->dq, PV_TABLE_LIMIT);
