@@ -46,7 +46,19 @@ static int run_weights(TfInfer *inf, const TfModel *m, const int *toks, int n, i
     return infer_every_position(inf, &seq, &n, 1, &out, &err);
 }
 
-/* 1 when the weights and the program disagree on toks (text in why). */
+/* Tokens 1..n-1 as tfrun prints an every-position output ('?': no value). */
+static void out_text(const TfModel *m, const int *t, int n, char *buf, size_t size) {
+    size_t k = 0;
+    buf[0] = '\0';
+    for (int p = 1; p < n && k + 40 < size; p++) {
+        char tb[64];
+        k += (size_t)snprintf(buf + k, size - k, "%s%s", p > 1 && m->token_names ? " " : "",
+                              t[p] < 0 ? "?" : model_token_name(m, t[p], tb));
+    }
+}
+
+/* 1 when the weights and the program disagree on toks (text in why; when
+ * they agree on a token output, why says what both print). */
 static int disagree(TfInfer *inf, const TfModel *m, const int *toks, int n, const int *ref,
                     const double *refnum, char *why, size_t size) {
     int out[4096];
@@ -60,9 +72,17 @@ static int disagree(TfInfer *inf, const TfModel *m, const int *toks, int n, cons
             return 1;
         }
         if (ref[p] < 0 || ref[p] == out[p]) continue;
-        snprintf(why, size, "at position %d the program gives '%s', the weights '%s'", p,
-                 model_token_name(m, ref[p], a), model_token_name(m, out[p], b));
+        char pa[2048], pb[2048];
+        out_text(m, ref, n, pa, sizeof pa);
+        out_text(m, out, n, pb, sizeof pb);
+        snprintf(why, size, "at position %d the program gives '%s', the weights '%s' (the program prints '%s', the weights '%s')", p,
+                 model_token_name(m, ref[p], a), model_token_name(m, out[p], b), pa, pb);
         return 1;
+    }
+    if (!model_numeric_output(m)) {
+        char pa[2048];
+        out_text(m, ref, n, pa, sizeof pa);
+        snprintf(why, size, "the program and the weights both print '%s'", pa);
     }
     return 0;
 }
@@ -74,13 +94,13 @@ typedef struct Search {
     TfInfer *inf;
     int *ref;
     double *refnum;
-    char first[512];
+    char first[8192];
     long tried;
 } Search;
 
 /* 1 when toks reaches a failing case and the weights disagree there (printed). */
 static int try_prompt(Search *X, const int *toks, int n) {
-    char text[4096], why[256];
+    char text[4096], why[4600] = "";
     X->tried++;
     if (prove_ref_run(X->R, toks, n, X->P, X->ref, X->refnum) != 1) return 0;
     prompt_text(X->m, toks, n, text, sizeof text);
@@ -88,7 +108,7 @@ static int try_prompt(Search *X, const int *toks, int n) {
         printf("counterexample: prompt '%s': %s\n", text, why);
         return 1;
     }
-    if (!X->first[0]) snprintf(X->first, sizeof X->first, "%s", text);
+    if (!X->first[0]) snprintf(X->first, sizeof X->first, "'%s' (%s: the margin is what is not proven)", text, why[0] ? why : "the weights agree with the program");
     return 0;
 }
 
@@ -149,8 +169,7 @@ static void counterexample(const TfModel *m, const TfProof *P) {
         found = search_short(&X, alph, na, toks) || search_long(&X, alph, na, toks);
     }
     if (!found && X.first[0])
-        printf("prompt reaching the case: '%s' (the weights agree with the program on it: the "
-               "margin is what is not proven)\n", X.first);
+        printf("prompt reaching the case: %s\n", X.first);
     else if (!found)
         printf("no prompt tried reaches the case (%ld tried)\n", X.tried);
     free(toks), free(X.ref), free(X.refnum);
@@ -197,6 +216,7 @@ int main(int argc, char **argv) {
         printf("%s: %s: %s\n", path, P.verdict == TF_PROOF_FAILED ? "NOT PROVEN" : "not proven", P.reason);
         for (int k = 0; k < P.n_assign; k++)
             printf("  case: %s = %s\n", P.assign_reg[k], P.assign_val[k]);
+        if (P.n_cases > 1) printf("  (and %d more failing cases of this check)\n", P.n_cases - 1);
         if (P.verdict == TF_PROOF_FAILED && P.n_assign) counterexample(m, &P);
         rc = CLI_EXIT_INPUT;
     }
