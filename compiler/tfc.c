@@ -1,6 +1,6 @@
 /* tfc: compile a .tfp program into a .tfw weight file.
  *
- *   tfc [-O | -O0] [--no-schedule] [-v] [-o OUT.tfw] [--max-params=N] [--] PROGRAM.tfp
+ *   tfc [-O | -O0] [--no-schedule] [--prove] [-v] [-o OUT.tfw] [--max-params=N] [--] PROGRAM.tfp
  *   tfc --dump=ast|ir|plans|layers [-O | -O0] [--no-schedule] [--] PROGRAM.tfp
  *
  * -v prints what was written: the layers, heads, hidden units, tensors and
@@ -30,6 +30,7 @@
 #include "file.h"
 #include "outfile.h"
 #include "parse.h"
+#include "prove.h"
 #include "tfw.h"
 
 #define TFC_EXIT_DONE (-1) /* parse_options: --help or --version printed */
@@ -44,6 +45,9 @@ static void usage(FILE *f) {
                "  -O0              seed 001's constructions, dense, to the float\n"
                "  --no-schedule    at -O, keep one layer per op in program order (no MLP\n"
                "                   fusion, no ops side by side, no dead columns dropped)\n"
+               "  --prove          prove the weights against the program before writing them\n"
+               "                   (compiler/prove.h, as tfprove does); write nothing and\n"
+               "                   fail, naming the op's line, when the proof fails\n"
                "  -v, --verbose    print a summary of what was written (and the ops each\n"
                "                   layer of several ops holds)\n"
                "  --max-params=N   refuse a model of more than N parameters before building\n"
@@ -108,23 +112,50 @@ static void print_summary(const TfModel *m, const char *out_path) {
     print_merged_layers(m);
 }
 
+/* tfc --prove: the validator on the model; 0 when proven, else the error
+ * at the op's line and the exit status. */
+static int prove(const TfModel *m, const char *src_path, const char *source, size_t len) {
+    TfProof P;
+    TfError err;
+    if (prove_model(m, &P, &err) < 0) {
+        fprintf(stderr, "tfc: %s: %s\n", src_path, err.msg);
+        return cli_error_status(&err);
+    }
+    if (P.verdict == TF_PROOF_PROVEN) {
+        prove_free(&P);
+        return 0;
+    }
+    TfDiag d;
+    diag_init(&d, src_path, source, len, stderr);
+    TfLoc loc = {P.fail_line, 1, P.fail_line, 1};
+    const char *what = P.verdict == TF_PROOF_FAILED ? "the weights are not proven" : "cannot prove";
+    if (P.fail_line > 0) diag_error(&d, loc, "%s: %s", what, P.reason);
+    else diag_file_error(&d, "%s: %s", what, P.reason);
+    for (int k = 0; k < P.n_assign; k++)
+        fprintf(stderr, "  case: %s = %s\n", P.assign_reg[k], P.assign_val[k]);
+    if (P.n_assign) diag_hint(&d, "tfprove FILE.tfw (the file written without --prove) searches for a prompt in this case and runs the weights on it");
+    prove_free(&P);
+    return CLI_EXIT_INPUT;
+}
+
 /* What the command line asks for. */
 typedef struct TfcArgs {
     const char *src_path, *out_path;
-    int verbose;
+    int verbose, prove;
     TfCompileOptions opts;
 } TfcArgs;
 
 /* Reads the options into *A: 0, or the exit status to leave with at once
  * (after --help, --version, or a usage error reported). */
 static int parse_options(int argc, char **argv, TfcArgs *A) {
-    enum { OPT_VERSION = 256, OPT_MAX_PARAMS, OPT_NO_SCHEDULE, OPT_DUMP };
+    enum { OPT_VERSION = 256, OPT_MAX_PARAMS, OPT_NO_SCHEDULE, OPT_DUMP, OPT_PROVE };
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'}, {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, OPT_VERSION},
         {"max-params", required_argument, NULL, OPT_MAX_PARAMS},
         {"no-schedule", no_argument, NULL, OPT_NO_SCHEDULE},
         {"dump", required_argument, NULL, OPT_DUMP},
+        {"prove", no_argument, NULL, OPT_PROVE},
         {NULL, 0, NULL, 0}};
     int c;
     opterr = 0;
@@ -143,6 +174,7 @@ static int parse_options(int argc, char **argv, TfcArgs *A) {
             }
             break;
         case OPT_NO_SCHEDULE: A->opts.no_schedule = 1; break;
+        case OPT_PROVE: A->prove = 1; break;
         case OPT_DUMP:
             A->opts.dump = dump_stage_find(optarg);
             if (A->opts.dump < 0) {
@@ -186,7 +218,7 @@ static int parse_options(int argc, char **argv, TfcArgs *A) {
 }
 
 int main(int argc, char **argv) {
-    TfcArgs A = {NULL, NULL, 0, {1, 0, 0, TF_DUMP_NONE, stdout}};
+    TfcArgs A = {NULL, NULL, 0, 0, {1, 0, 0, TF_DUMP_NONE, stdout}};
     int quit = parse_options(argc, argv, &A);
     if (quit) return quit == TFC_EXIT_DONE ? 0 : quit;
     const char *src_path = A.src_path, *out_path = A.out_path;
@@ -224,6 +256,8 @@ int main(int argc, char **argv) {
     } else if (!m && !(dumping && err.msg[0] == '\0')) {
         fprintf(stderr, "tfc: %s: %s\n", src_path, err.msg);
         status = cli_error_status(&err);
+    } else if (m && A.prove && (status = prove(m, src_path, source, len)) != 0) {
+        // nothing written
     } else if (m && tfw_write(m, out_path, &err) < 0) {
         fprintf(stderr, "tfc: %s\n", err.msg); // not representable (1), or not written (3)
         status = cli_error_status(&err);

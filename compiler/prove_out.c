@@ -1,0 +1,202 @@
+/* prove_out.c: the registers and the output against the source.
+ *
+ * After the last layer that writes a declared register, its columns must
+ * decode to the source's value in every combination of the base variables
+ * they and the value depend on: a categorical register's right column above
+ * every other (the margin is the smallest gap; a register with no value
+ * must have every column under 1/2), a number within a bound (reported).
+ * The unembedding's logits must put the right token first at every
+ * position after the BOS; a numeric output's bound must be within the
+ * file's `output_error_bound`.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prove_internal.h"
+#include "values.h"
+
+/* The index of v in register r's value set, -1. */
+static int value_index(const TfIr *ir, int r, TfVal v) {
+    const TfRegFacts *g = &ir->regs[r].facts;
+    for (int i = 0; i < g->n_vals; i++)
+        if (val_cmp(g->vals[i], v) == 0 ||
+            (val_is_num(v) && val_is_num(g->vals[i]) && fabs(g->vals[i].x - v.x) <= 1e-9 * (1 + fabs(v.x))))
+            return i;
+    return -1;
+}
+
+typedef struct Scan {
+    PvDeps D;
+    long n;
+    TfVal *cur;
+    unsigned char *none;
+    int assign[TF_PROOF_MAX_BASE];
+} Scan;
+
+/* Combination i of D into s->assign and the registers' values; 0 when
+ * some column read is unreachable. */
+static int scan_at(PvNet *N, Scan *s, long i, const int *cols, int ncols) {
+    for (int b = 0; b < N->S->n_base; b++) s->assign[b] = -1;
+    pv_deps_decode(N->S, s->D, i, s->assign);
+    for (int k = 0; k < ncols; k++)
+        if (isnan(pv_col_get(N, &N->col[cols[k]], s->assign).lo)) return 0;
+    pv_eval_regs(N->S, s->assign, s->cur, s->none);
+    return 1;
+}
+
+/* Categorical margin of register r at one combination (expected column e, -1: none). */
+static double cat_margin(PvNet *N, const Scan *s, int r, int e) {
+    int off = N->reg_col[r], size = N->reg_size[r];
+    double top = -INFINITY;
+    for (int k = 0; k < size; k++)
+        if (k != e) top = fmax(top, pv_col_get(N, &N->col[off + k], s->assign).hi);
+    if (e < 0) return 0.5 - top;
+    return pv_col_get(N, &N->col[off + e], s->assign).lo - top;
+}
+
+static int check_reg(PvNet *N, int li, int r) {
+    const PvSem *S = N->S;
+    const TfIr *ir = S->ir;
+    const PvOp *o = &S->ops[S->writer[r]];
+    int off = N->reg_col[r], size = N->reg_size[r], *cols = malloc((size_t)size * sizeof(int));
+    Scan s = {.D = S->deps[r]};
+    for (int k = 0; k < size; k++) s.D |= N->col[off + k].deps, cols[k] = off + k;
+    s.n = pv_deps_size(S, s.D, PV_TABLE_LIMIT);
+    s.cur = malloc((size_t)ir->n_regs * sizeof *s.cur);
+    s.none = malloc((size_t)ir->n_regs);
+    if (!cols || !s.cur || !s.none || s.n < 0) {
+        free(cols), free(s.cur), free(s.none);
+        return s.n < 0 ? 0 : -1;
+    }
+    int scalar = ir->regs[r].kind == TF_REG_SCALAR;
+    double worst = scalar ? 0 : INFINITY;
+    for (long i = 0; i < s.n; i++) {
+        if (!scan_at(N, &s, i, cols, size)) continue;
+        if (scalar) {
+            if (s.none[r]) continue;
+            TfIv v = pv_col_get(N, &N->col[off], s.assign);
+            double err = fmax(fabs(v.lo - s.cur[r].x), fabs(v.hi - s.cur[r].x));
+            if (!(err < 1e30)) err = INFINITY;
+            worst = fmax(worst, err);
+            continue;
+        }
+        int vi = s.none[r] ? -1 : value_index(ir, r, s.cur[r]);
+        int e = vi >= 0 && N->val_col[r] ? N->val_col[r][vi] : -1;
+        double mg = cat_margin(N, &s, r, e);
+        if (!(mg > 0)) {
+            char lab[64];
+            if (s.none[r]) snprintf(lab, sizeof lab, "no value");
+            else val_label(ir, s.cur[r], lab, sizeof lab);
+            pv_fail(N, o->stmt->loc.line, li, s.assign, s.D,
+                    "line %d: %s -> %s (layer %d): the columns do not decode to %s (margin %.3g)",
+                    o->stmt->loc.line, tf_ops[o->kind].name, ir->regs[r].name, li, lab, mg);
+            continue; // more cases for the counterexample search
+        }
+        worst = fmin(worst, mg);
+    }
+    if (!N->failed) {
+        if (scalar) pv_line(N->P, "line %d: %s -> %s: layer %d: within %.3g of the value", o->stmt->loc.line, tf_ops[o->kind].name, ir->regs[r].name, li, worst);
+        else pv_line(N->P, "line %d: %s -> %s: layer %d: decodes with margin %.3g", o->stmt->loc.line, tf_ops[o->kind].name, ir->regs[r].name, li, worst);
+    }
+    if (scalar && !(worst < INFINITY))
+        pv_fail(N, o->stmt->loc.line, li, NULL, 0, "line %d: %s -> %s (layer %d): no finite bound", o->stmt->loc.line, tf_ops[o->kind].name, ir->regs[r].name, li);
+    free(cols), free(s.cur), free(s.none);
+    return 0;
+}
+
+int pv_check_regs(PvNet *N, int li) {
+    for (int r = 0; r < N->S->ir->n_regs && !N->failed && !N->unproven; r++)
+        if (N->last_write[r] == li && N->S->writer[r] >= 0 && N->reg_model[r] >= 0)
+            if (check_reg(N, li, r) < 0) return -1;
+    return 0;
+}
+
+/* Largest |column - value| of a numeric register over every combination. */
+static double scalar_bound(PvNet *N, int r) {
+    const TfIr *ir = N->S->ir;
+    int off = N->reg_col[r];
+    Scan s = {.D = N->S->deps[r] | N->col[off].deps};
+    s.n = pv_deps_size(N->S, s.D, PV_TABLE_LIMIT);
+    s.cur = malloc((size_t)ir->n_regs * sizeof *s.cur);
+    s.none = malloc((size_t)ir->n_regs);
+    double worst = s.n < 0 || !s.cur || !s.none ? INFINITY : 0;
+    for (long i = 0; i < s.n && s.cur && s.none; i++) {
+        if (!scan_at(N, &s, i, &off, 1) || s.none[r]) continue;
+        TfIv v = pv_col_get(N, &N->col[off], s.assign);
+        double err = fmax(fabs(v.lo - s.cur[r].x), fabs(v.hi - s.cur[r].x));
+        worst = err < 1e30 ? fmax(worst, err) : INFINITY;
+    }
+    free(s.cur), free(s.none);
+    return worst;
+}
+
+static int check_tokens(PvNet *N, int r) {
+    const TfModel *m = N->m;
+    const TfIr *ir = N->S->ir;
+    int d = m->d_model, nv = m->n_vocab;
+    const float *U = m->tensors[m->unembed].data;
+    const float *ub = m->unembed_bias >= 0 ? m->tensors[m->unembed_bias].data : NULL;
+    unsigned char *reads = malloc((size_t)d);
+    int *cols = malloc((size_t)d * sizeof(int)), nc = 0;
+    TfIv *x = calloc((size_t)d, sizeof *x);
+    Scan s = {0};
+    s.cur = malloc((size_t)ir->n_regs * sizeof *s.cur);
+    s.none = malloc((size_t)ir->n_regs);
+    if (!reads || !cols || !x || !s.cur || !s.none) {
+        free(reads), free(cols), free(x), free(s.cur), free(s.none);
+        return -1;
+    }
+    s.D = pv_read_cols(N, U, 0, nv, reads) | N->S->deps[r];
+    for (int c = 0; c < d; c++)
+        if (reads[c]) cols[nc++] = c;
+    s.n = pv_deps_size(N->S, s.D, PV_TABLE_LIMIT);
+    double worst = INFINITY;
+    if (s.n < 0) pv_unproven(N, 0, -1, "the output: not proven: more than 2^22 combinations");
+    for (long i = 0; i < s.n; i++) {
+        if (!scan_at(N, &s, i, cols, nc) || s.none[r]) continue;
+        for (int k = 0; k < nc; k++) x[cols[k]] = pv_col_get(N, &N->col[cols[k]], s.assign);
+        int e = values_token_of(ir, s.cur[r]);
+        double top = -INFINITY;
+        TfIv le = {-INFINITY, -INFINITY};
+        for (int t = 0; t < nv; t++) {
+            TfIv l = pv_dot(U + (size_t)t * d, x, reads, d, ub ? ub[t] : 0);
+            if (t == e) le = l;
+            else top = fmax(top, l.hi);
+        }
+        double mg = le.lo - top;
+        if (!(mg > 0)) {
+            char lab[64];
+            val_label(ir, s.cur[r], lab, sizeof lab);
+            pv_fail(N, ir->output_loc.line, m->n_layers, s.assign, s.D,
+                    "the output '%s': the unembedding does not pick %s (margin %.3g)",
+                    ir->regs[r].name, lab, mg);
+            continue;
+        }
+        worst = fmin(worst, mg);
+    }
+    if (!N->failed && !N->unproven)
+        pv_line(N->P, "output %s: the right token by a logit margin of %.3g", ir->regs[r].name, worst);
+    free(reads), free(cols), free(x), free(s.cur), free(s.none);
+    return 0;
+}
+
+int pv_check_output(PvNet *N) {
+    const TfIr *ir = N->S->ir;
+    int r = ir->output_reg;
+    if (r < 0 || N->reg_model[r] < 0) {
+        pv_unproven(N, 0, -1, "the output register is not in the file");
+        return 0;
+    }
+    if (!model_numeric_output(N->m)) return check_tokens(N, r);
+    double b = scalar_bound(N, r);
+    N->P->output_bound = b;
+    if (!(b <= N->m->output_error_bound))
+        pv_fail(N, ir->output_loc.line, N->m->n_layers, NULL, 0,
+                "the output '%s': proven within %.3g of the value, but the file claims %.3g",
+                ir->regs[r].name, b, N->m->output_error_bound);
+    else
+        pv_line(N->P, "output %s: within %.3g of the value (the file claims %.3g)", ir->regs[r].name,
+                b, N->m->output_error_bound);
+    return 0;
+}

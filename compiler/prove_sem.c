@@ -1,0 +1,261 @@
+/* prove_sem.c: the program's meaning at one position, for the validator.
+ *
+ * The source is parsed and checked again, and the value analysis run at
+ * -O0 (no fusion) only for what it proves of the program's meaning: each
+ * register's set of values. Nothing of its plans is read. The source ops
+ * (Map, Aggregate, Count) are taken from the statements; a position's base
+ * variables are its token, its index and each Aggregate's and Count's result;
+ * every other register is a Map of earlier ones, evaluated with the
+ * expression evaluator on one combination of base-variable values.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prove_internal.h"
+#include "values.h"
+
+static void unsupported(PvSem *S, int line, const char *why) {
+    if (S->unsupported[0]) return;
+    snprintf(S->unsupported, sizeof S->unsupported, "%s", why);
+    S->unsupported_line = line;
+}
+
+/* Causal, sum and default, as the source says them (docs/language.md). */
+static void op_options(PvSem *S, PvOp *o, int first) {
+    const TfStmt *s = o->stmt;
+    o->causal = !S->ir->every_position;
+    for (int i = first; i < s->n_args; i++) {
+        TfArgShape sh = check_arg_shape(&s->args[i]);
+        const char *word = sh.kind == TF_ARG_NAME ? sh.name->text : NULL;
+        const char *key = s->args[i].name.text;
+        if (word && strcmp(word, "causal") == 0) o->causal = 1;
+        if (word && strcmp(word, "bidirectional") == 0) o->causal = 0;
+        if (word && strcmp(word, "sum") == 0) o->sum = 1;
+        if (key && strcmp(key, "default") == 0 && expr_literal(s->args[i].expr, &o->dflt) == 0)
+            o->has_default = 1;
+    }
+}
+
+static int add_base(PvSem *S, int reg, int op) {
+    if (S->n_base >= TF_PROOF_MAX_BASE) {
+        unsupported(S, 0, "more than 64 base variables (tokens, indices, Aggregates, Counts)");
+        return -1;
+    }
+    const TfRegFacts *g = &S->ir->regs[reg].facts;
+    PvBase *b = &S->base[S->n_base];
+    b->reg = reg;
+    b->op = op;
+    if (!g->known) {
+        char why[200];
+        snprintf(why, sizeof why, "the values of '%s' are unknown", S->ir->regs[reg].name);
+        unsupported(S, 0, why);
+        return -1;
+    }
+    b->vals = malloc(((size_t)g->n_vals + 1) * sizeof *b->vals);
+    if (!b->vals) return -1;
+    b->n = 0;
+    for (int i = 0; i < g->n_vals; i++) {
+        if (reg == S->ir->indices_reg && g->vals[i].x == 0) continue; // the BOS's
+        b->vals[b->n++] = g->vals[i];
+    }
+    const PvOp *o = op >= 0 ? &S->ops[op] : NULL;
+    b->has_none = o && o->kind == TF_OP_AGGREGATE && !o->has_default &&
+                  S->ir->regs[reg].kind == TF_REG_CATEGORICAL;
+    if (b->has_none) b->vals[b->n++] = (TfVal){TF_VAL_INT, 0};
+    S->base_of[reg] = S->n_base;
+    S->deps[reg] = (PvDeps)1 << S->n_base;
+    return S->n_base++;
+}
+
+/* One source statement into S->ops (or the reason it cannot be proven). */
+static int add_op(PvSem *S, const TfIrOp *io) {
+    const TfStmt *s = io->stmt;
+    for (int i = 0; i < S->n_ops; i++)
+        if (S->ops[i].stmt == s) return 0; // Count's steps, joint registers: the same statement
+    if (io->op != TF_OP_MAP && io->op != TF_OP_AGGREGATE && io->op != TF_OP_COUNT_MATCHES) {
+        char why[200];
+        snprintf(why, sizeof why, "not proven: seed op %s", tf_ops[io->op].name);
+        unsupported(S, s->loc.line, why);
+        return 0;
+    }
+    PvOp *o = &S->ops[S->n_ops];
+    memset(o, 0, sizeof *o);
+    o->stmt = s;
+    o->kind = io->op;
+    o->vreg = -1;
+    o->base = -1;
+    o->dest = s->dest.text ? check_find_reg(S->ir, s->dest.text) : -1;
+    if (o->dest < 0 || s->n_args < 1) return 0;
+    if (S->writer[o->dest] >= 0) {
+        unsupported(S, s->loc.line, "a register written twice");
+        return 0;
+    }
+    o->expr = s->args[0].expr;
+    if (io->op == TF_OP_AGGREGATE) {
+        TfArgShape v = s->n_args > 1 ? check_arg_shape(&s->args[1]) : (TfArgShape){0};
+        o->vreg = v.kind == TF_ARG_NAME ? check_find_reg(S->ir, v.name->text) : -1;
+        op_options(S, o, 2);
+        if (o->sum) unsupported(S, s->loc.line, "not proven: Aggregate with `sum`");
+    } else if (io->op == TF_OP_COUNT_MATCHES) {
+        op_options(S, o, 1);
+    }
+    S->writer[o->dest] = S->n_ops++;
+    return 0;
+}
+
+/* Each register's base variables, in op order. */
+static int make_deps(PvSem *S) {
+    const TfIr *ir = S->ir;
+    for (int i = 0; i < S->n_ops; i++) {
+        PvOp *o = &S->ops[i];
+        if (o->kind != TF_OP_MAP) {
+            o->base = add_base(S, o->dest, i);
+            if (o->base < 0) return S->unsupported[0] ? 0 : -1;
+            continue;
+        }
+        ExprReads R = {0};
+        TfDiag quiet;
+        diag_init(&quiet, "", "", 0, S->sink);
+        if (expr_reads(ir, &quiet, o->expr, 0, &R) < 0) return -1;
+        for (int k = 0; k < R.n; k++) S->deps[o->dest] |= S->deps[R.regs[k]];
+    }
+    return 0;
+}
+
+int pv_sem_load(PvSem *S, const char *source, size_t len, TfError *err) {
+    memset(S, 0, sizeof *S);
+    S->sink = fopen("/dev/null", "w"); // the compiler's warnings are tfc's to print
+    if (!S->sink) {
+        tf_error_set(err, "cannot open /dev/null");
+        return -1;
+    }
+    TfDiag diag;
+    diag_init(&diag, "source", source, len, S->sink);
+    S->prog = tf_parse(source, len, &diag);
+    if (S->prog && !diag.n_errors) S->ir = check_program(S->prog, &diag);
+    if (S->ir && !diag.n_errors && values_analyze(S->ir, 0, &diag) < 0) {
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    if (!S->ir || diag.n_errors) {
+        tf_error_set(err, "the file's source does not compile (%d errors): tfc says where",
+                     diag.n_errors);
+        return -1;
+    }
+    TfIr *ir = S->ir;
+    S->every_position = ir->every_position;
+    S->ops = calloc((size_t)ir->n_ops + 1, sizeof *S->ops);
+    S->deps = calloc((size_t)ir->n_regs, sizeof *S->deps);
+    S->writer = malloc((size_t)ir->n_regs * sizeof *S->writer);
+    S->base_of = malloc((size_t)ir->n_regs * sizeof *S->base_of);
+    if (!S->ops || !S->deps || !S->writer || !S->base_of) {
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    for (int r = 0; r < ir->n_regs; r++) S->writer[r] = S->base_of[r] = -1;
+    if (ir->model) unsupported(S, 0, "a learned model: nothing to prove against");
+    if (ir->bos < 0 || ir->indices_reg < 0) unsupported(S, 0, "not proven: no bos and maxlen");
+    for (const TfStmt *s = S->prog->stmts; s; s = s->next)
+        if (s->kind == TF_STMT_REPEAT) unsupported(S, s->loc.line, "not proven: `repeat`");
+    if (S->unsupported[0]) return 0;
+    S->b_tokens = add_base(S, TF_IR_REG_TOKENS, -1);
+    S->b_indices = add_base(S, ir->indices_reg, -1);
+    if (S->b_tokens < 0 || S->b_indices < 0) return S->unsupported[0] ? 0 : -1;
+    for (int i = 0; i < ir->n_ops; i++)
+        if (add_op(S, &ir->ops[i]) < 0) return -1;
+    if (S->unsupported[0]) return 0;
+    if (make_deps(S) < 0) {
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+void pv_sem_free(PvSem *S) {
+    for (int b = 0; b < S->n_base; b++) free(S->base[b].vals);
+    free(S->ops);
+    free(S->deps);
+    free(S->writer);
+    free(S->base_of);
+    check_free(S->ir);
+    if (S->prog) ast_free_program(S->prog);
+    if (S->sink) fclose(S->sink);
+    memset(S, 0, sizeof *S);
+}
+
+void pv_eval_regs(const PvSem *S, const int *assign, TfVal *cur, unsigned char *none) {
+    const TfIr *ir = S->ir;
+    for (int r = 0; r < ir->n_regs; r++) none[r] = 1;
+    for (int b = 0; b < S->n_base; b++) {
+        const PvBase *B = &S->base[b];
+        if (assign[b] < 0) continue;
+        cur[B->reg] = B->vals[assign[b]];
+        none[B->reg] = B->has_none && assign[b] == B->n - 1;
+    }
+    for (int i = 0; i < S->n_ops; i++) {
+        const PvOp *o = &S->ops[i];
+        if (o->kind != TF_OP_MAP) continue;
+        ExprReads R = {0};
+        TfDiag quiet;
+        diag_init(&quiet, "", "", 0, S->sink);
+        int ok = expr_reads(ir, &quiet, o->expr, 0, &R) == 0;
+        for (int k = 0; ok && k < R.n; k++)
+            if (none[R.regs[k]]) ok = 0;
+        ExprEnv E = {.ir = ir, .cur = cur,
+                     .true_division = ir->regs[o->dest].kind == TF_REG_SCALAR};
+        TfVal v;
+        if (ok && expr_eval(&E, o->expr, &v) == 0) {
+            cur[o->dest] = v;
+            none[o->dest] = 0;
+        }
+    }
+}
+
+int pv_select(const PvSem *S, const PvOp *o, const TfVal *kcur, const TfVal *qcur) {
+    ExprEnv E = {.ir = S->ir, .kcur = kcur, .qcur = qcur};
+    TfVal v;
+    int t;
+    if (expr_eval(&E, o->expr, &v) < 0 || expr_truthy(&E, o->expr, v, &t) < 0) return -1;
+    return t;
+}
+
+long pv_deps_size(const PvSem *S, PvDeps d, long limit) {
+    long n = 1;
+    for (int b = 0; b < S->n_base; b++) {
+        if (!(d >> b & 1)) continue;
+        n *= S->base[b].n;
+        if (n > limit) return -1;
+    }
+    return n;
+}
+
+void pv_deps_decode(const PvSem *S, PvDeps d, long idx, int *assign) {
+    for (int b = 0; b < S->n_base; b++) {
+        if (!(d >> b & 1)) continue;
+        assign[b] = (int)(idx % S->base[b].n);
+        idx /= S->base[b].n;
+    }
+}
+
+long pv_deps_index(const PvSem *S, PvDeps d, const int *assign) {
+    long idx = 0, mul = 1;
+    for (int b = 0; b < S->n_base; b++) {
+        if (!(d >> b & 1)) continue;
+        idx += mul * assign[b];
+        mul *= S->base[b].n;
+    }
+    return idx;
+}
+
+void pv_base_label(const PvSem *S, int b, int i, char *buf, size_t n) {
+    const PvBase *B = &S->base[b];
+    if (B->has_none && i == B->n - 1) snprintf(buf, n, "none");
+    else val_label(S->ir, B->vals[i], buf, n);
+}
+
+int pv_op_at_line(const PvSem *S, int line) {
+    for (int i = 0; i < S->n_ops; i++)
+        if (S->ops[i].kind != TF_OP_MAP && S->ops[i].stmt->loc.line == line) return i;
+    return -1;
+}

@@ -1,0 +1,152 @@
+/* test_prove.c: the validator's interval arithmetic (compiler/interval.h)
+ * and the validator on small models (compiler/prove.h).
+ *
+ * Intervals: on random operands (a fixed seed, magnitudes from 1e-300 to
+ * 1e300 and both signs), every operation's interval must contain the exact
+ * result, computed in long double (64-bit mantissa: exact for + - and *
+ * of doubles up to its rounding, which is 2^11 times finer than the
+ * double's) and checked against the closest long double bounds.
+ * The validator: a compiled program is proven, the same file with one
+ * weight changed so that its output changes is not.
+ */
+#include <check.h>
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile.h"
+#include "interval.h"
+#include "prove.h"
+#include "testutil.h"
+
+static uint64_t rng = 88172645463325252ull;
+static double rnd(void) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+/* A random double of any size and sign. */
+static double operand(void) {
+    double m = rnd() + 0.5, e = floor(rnd() * 40) - 20;
+    if (rnd() < 0.1) e = floor(rnd() * 1200) - 600; // huge and tiny too
+    double x = ldexp(m, (int)e);
+    return rnd() < 0.5 ? -x : x;
+}
+
+static TfIv rand_iv(void) {
+    double a = operand(), b = rnd() < 0.3 ? a : a + fabs(operand()) * 1e-3;
+    return (TfIv){fmin(a, b), fmax(a, b)};
+}
+
+/* The exact result of op on every corner lies in r. */
+static int encloses(TfIv r, long double lo, long double hi) {
+    return (long double)r.lo <= lo && hi <= (long double)r.hi;
+}
+
+START_TEST(test_interval_encloses) {
+    for (int i = 0; i < 200000; i++) {
+        TfIv a = rand_iv(), b = rand_iv();
+        long double al = a.lo, ah = a.hi, bl = b.lo, bh = b.hi;
+        ck_assert_msg(encloses(iv_add(a, b), al + bl, ah + bh), "add %.17g %.17g", a.lo, b.lo);
+        ck_assert_msg(encloses(iv_sub(a, b), al - bh, ah - bl), "sub %.17g %.17g", a.lo, b.lo);
+        long double p[4] = {al * bl, al * bh, ah * bl, ah * bh}, lo = p[0], hi = p[0];
+        for (int k = 1; k < 4; k++) lo = fminl(lo, p[k]), hi = fmaxl(hi, p[k]);
+        TfIv m = iv_mul(a, b);
+        if (isfinite(m.lo) && isfinite(m.hi)) ck_assert_msg(encloses(m, lo, hi), "mul %.17g %.17g", a.lo, b.lo);
+        if (b.lo > 0 || b.hi < 0) {
+            long double q[4] = {al / bl, al / bh, ah / bl, ah / bh};
+            lo = hi = q[0];
+            for (int k = 1; k < 4; k++) lo = fminl(lo, q[k]), hi = fmaxl(hi, q[k]);
+            TfIv d = iv_div(a, b);
+            if (isfinite(d.lo) && isfinite(d.hi) && fabsl(lo) > LDBL_MIN * 1e10)
+                ck_assert_msg(encloses(d, lo, hi), "div %.17g %.17g", a.lo, b.lo);
+        }
+        double x = (rnd() - 0.5) * 200;
+        TfIv e = iv_exp((TfIv){x, x});
+        ck_assert_msg(encloses(e, expl(x), expl(x)), "exp %.17g", x);
+    }
+}
+END_TEST
+
+/* Sums of float32 products in any order stay within gamma_n of the exact one. */
+START_TEST(test_gamma_bounds_float_sums) {
+    for (int t = 0; t < 2000; t++) {
+        int n = 1 + (int)(rnd() * 200);
+        float w[200], x[200];
+        long double exact = 0, mag = 0;
+        for (int i = 0; i < n; i++) {
+            w[i] = (float)operand() * 1e-10f, x[i] = (float)(rnd() - 0.5);
+            if (!isfinite(w[i])) w[i] = 1;
+            exact += (long double)w[i] * x[i];
+            mag += fabsl((long double)w[i] * x[i]);
+        }
+        float fwd = 0, bwd = 0;
+        for (int i = 0; i < n; i++) fwd += w[i] * x[i];
+        for (int i = n - 1; i >= 0; i--) bwd += w[i] * x[i];
+        long double bound = (long double)iv_gamma(n) * mag;
+        ck_assert(fabsl(fwd - exact) <= bound && fabsl(bwd - exact) <= bound);
+    }
+}
+END_TEST
+
+static const char *count_src = "vocab \"^ab0123456789\"; bos '^'; maxlen 9;\n"
+                               "cat c;\n"
+                               "c: Count(k.tokens == 'a') -> c;\n"
+                               "output c at every position;\n";
+
+static TfModel *compile_text(const char *src, int opt) {
+    int n_errors;
+    TfError err;
+    FILE *null = fopen("/dev/null", "w");
+    TfModel *m = compile_source("t.tfp", src, strlen(src), opt, null, &n_errors, &err);
+    fclose(null);
+    ck_assert_ptr_nonnull(m);
+    return m;
+}
+
+START_TEST(test_compiled_program_proven) {
+    for (int opt = 0; opt <= 1; opt++) {
+        TfModel *m = compile_text(count_src, opt);
+        TfProof P;
+        TfError err;
+        ck_assert_int_eq(prove_model(m, &P, &err), 0);
+        ck_assert_msg(P.verdict == TF_PROOF_PROVEN, "-O%d: %s", opt, P.reason);
+        ck_assert_int_gt(P.n_lines, 0);
+        prove_free(&P);
+        model_free(m);
+    }
+}
+END_TEST
+
+/* The unembedding's row for '1' (token 4) negated: the output is wrong for
+ * a count of one, and the proof fails there with that case. */
+START_TEST(test_changed_weight_fails) {
+    TfModel *m = compile_text(count_src, 1);
+    float *U = m->tensors[m->unembed].data;
+    for (int c = 0; c < m->d_model; c++) U[4 * m->d_model + c] *= -1;
+    TfProof P;
+    TfError err;
+    ck_assert_int_eq(prove_model(m, &P, &err), 0);
+    ck_assert_int_eq(P.verdict, TF_PROOF_FAILED);
+    ck_assert_int_eq(P.n_assign, 1);
+    ck_assert_str_eq(P.assign_reg[0], "c");
+    ck_assert_str_eq(P.assign_val[0], "1");
+    prove_free(&P);
+    model_free(m);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("prove");
+    TCase *tc = tcase_create("prove");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, test_interval_encloses);
+    tcase_add_test(tc, test_gamma_bounds_float_sums);
+    tcase_add_test(tc, test_compiled_program_proven);
+    tcase_add_test(tc, test_changed_weight_fails);
+    suite_add_tcase(s, tc);
+    return tf_run_suite(s);
+}
