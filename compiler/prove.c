@@ -30,6 +30,15 @@ void pv_line(TfProof *P, const char *fmt, ...) {
     P->lines[P->n_lines++] = s;
 }
 
+/* The proof's verdict, its reason (fmt, ap) and where: the op's line, the layer. */
+static void set_verdict(TfProof *P, TfProofVerdict v, int line, int layer, const char *fmt,
+                        va_list ap) {
+    P->verdict = v;
+    vsnprintf(P->reason, sizeof P->reason, fmt, ap);
+    P->fail_line = line;
+    P->fail_layer = layer;
+}
+
 void pv_fail(PvNet *N, int line, int layer, const int *assign, PvDeps d, const char *fmt, ...) {
     N->failed = 1;
     TfProof *P = N->P;
@@ -41,13 +50,10 @@ void pv_fail(PvNet *N, int line, int layer, const int *assign, PvDeps d, const c
             if (d >> b & 1) k->base[k->n] = b, k->idx[k->n++] = assign[b];
     }
     if (P->verdict == TF_PROOF_FAILED) return;
-    P->verdict = TF_PROOF_FAILED;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(P->reason, sizeof P->reason, fmt, ap);
+    set_verdict(P, TF_PROOF_FAILED, line, layer, fmt, ap);
     va_end(ap);
-    P->fail_line = line;
-    P->fail_layer = layer;
     P->n_assign = 0;
     for (int b = 0; assign && b < N->S->n_base; b++) {
         if (!(d >> b & 1)) continue;
@@ -69,13 +75,10 @@ void pv_unproven(PvNet *N, int line, int layer, const char *fmt, ...) {
     N->unproven = 1;
     TfProof *P = N->P;
     if (P->verdict != TF_PROOF_PROVEN) return;
-    P->verdict = TF_PROOF_UNPROVEN;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(P->reason, sizeof P->reason, fmt, ap);
+    set_verdict(P, TF_PROOF_UNPROVEN, line, layer, fmt, ap);
     va_end(ap);
-    P->fail_line = line;
-    P->fail_layer = layer;
 }
 
 TfIv pv_dot(const float *row, const TfIv *x, const unsigned char *reads, int d, float bias) {

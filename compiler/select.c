@@ -629,6 +629,18 @@ static int select_copy(Va *G, TfIrOp *op, Selection *S) {
                   va_reg_name(G, vreg));
         return -1;
     }
+    // A selection no values of its registers can satisfy picks nothing, ever:
+    // without a default the result would hold no value at any position.
+    int any = S->has_default;
+    for (int i = 0; i < gv->n_vals && !any; i++) any = S->readable[i] && S->max_count > 0;
+    if (!any) {
+        diag_error(G->diag, s->op.loc,
+                   "Aggregate: no query can pick a position (no values of the selection's "
+                   "registers satisfy it), so '%s' would never hold a value",
+                   va_reg_name(G, dest));
+        diag_hint(G->diag, "check the selection, or give it a `default:`");
+        return -1;
+    }
     if (!copies_one_value(G, p, vreg)) {
         diag_warning(G->diag, s->op.loc,
                      "Aggregate: the positions this selection picks may hold different "

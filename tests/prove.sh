@@ -11,7 +11,9 @@
 #     run-time check, and says so.
 #  4. Mutations: single-weight changes of small library models; every one
 #     that changes an output on any prompt up to 4 tokens must be refused.
-#     TF_PROVE_MUTATIONS=N per model (default 8, CI time; 25 gives 100).
+#     TF_PROVE_MUTATIONS=N per model (default 8, CI time; 25 gives 100; 2
+#     with TF_PROVE_SAMPLE=1, the sanitizer and clang builds, which also
+#     prove only the quick programs, at -O).
 set -u
 . "$(dirname "$0")/lib.sh"
 TFC=$1 TFPROVE=$2 TFRUN=$3
@@ -43,6 +45,12 @@ for f in "$P"/*.tfp; do
   [ -n "${skip[$b]:-}" ] && continue
   levels="-O -O0 --no-schedule"
   [ -n "${slow[$b]:-}" ] && [ -z "${TF_PROVE_ALL:-}" ] && levels=-O
+  # The sanitizer and second-compiler builds (TF_PROVE_SAMPLE=1): the same
+  # code paths on the quick programs, at -O.
+  if [ -n "${TF_PROVE_SAMPLE:-}" ]; then
+    [ -n "${slow[$b]:-}" ] && continue
+    levels=-O
+  fi
   for lvl in $levels; do
     "$TFC" $lvl "$f" -o "$tmp/m.tfw" 2>/dev/null
     check "$b $lvl compiles" $?
@@ -112,7 +120,7 @@ for spec in count_token:ab length:ab reverse:abc histogram:abc; do
   "$TFC" -O "$P/$b.tfp" -o "$tmp/base.tfw" 2>/dev/null
   prompts "${spec#*:}" >"$tmp/prompts"
   "$TFRUN" "$tmp/base.tfw" --batch "$tmp/prompts" >"$tmp/base.out" 2>&1
-  for seed in $(seq 1 ${TF_PROVE_MUTATIONS:-8}); do
+  for seed in $(seq 1 ${TF_PROVE_MUTATIONS:-$([ -n "${TF_PROVE_SAMPLE:-}" ] && echo 2 || echo 8)}); do
     "$PY" "$SRC/tests/mutate_tfw.py" "$tmp/base.tfw" "$tmp/mut.tfw" "$seed" >"$tmp/what"
     "$TFRUN" "$tmp/mut.tfw" --batch "$tmp/prompts" >"$tmp/mut.out" 2>&1
     "$TFPROVE" "$tmp/mut.tfw" >"$tmp/pout" 2>&1
