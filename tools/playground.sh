@@ -72,9 +72,12 @@ flex -o "$gen/lexer.yy.c" --header-file="$gen/lexer.yy.h" "$root/grammar/lexer.l
 
 # --- one WebAssembly module: the libraries and the three tools --------------
 # The sources of tf_grammar, tf_model, tf_engine, tf_inspect, tf_train,
-# tf_dist (one process), tf_cli and tf_compiler, as in CMakeLists.txt.
+# tf_dist (one process), tf_cli, tf_compiler and tf_prove, as in
+# CMakeLists.txt (not the tools' own mains: tfc.c is renamed below, and the
+# page has no tfprove).
 libs=$(cd "$root" && ls grammar/*.c runtime/model/*.c runtime/engine/*.c runtime/inspect/*.c \
-    runtime/train/*.c runtime/dist/*.c runtime/tools/cli.c compiler/*.c | grep -v '^compiler/tfc\.c$')
+    runtime/train/*.c runtime/dist/*.c runtime/tools/cli.c compiler/*.c |
+    grep -v -e '^compiler/tfc\.c$' -e '^compiler/tfprove\.c$')
 version=$(sed -n 's/^project(tfc VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
 cflags=(-std=c11 -O3 -msimd128 -ffp-contract=off -Wall -Wextra -Wno-unused-command-line-argument
         "-DTF_VERSION=\"$version\"" -I"$root/web" -I"$gen" -I"$cjson"
