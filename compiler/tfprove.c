@@ -24,8 +24,8 @@ static void usage(FILE *f) {
                "names the op, its line, the layer and a prompt on which to look (run by the\n"
                "weights: whether they and the program disagree there).\n"
                "  -h, --help   this help;  --version  the version\n"
-               "exit status: 0 proven; 1 not proven (a failure or a part it cannot prove), or a\n"
-               "file that cannot be read; 2 usage error; 3 out of memory or output not written\n");
+               "A file that is not proven (a failure, or a part it cannot prove) exits 1.\n"
+               CLI_EXIT_HELP);
 }
 
 static void prompt_text(const TfModel *m, const int *toks, int n, char *buf, size_t size) {
@@ -181,6 +181,7 @@ int main(int argc, char **argv) {
     static const struct option longopts[] = {
         {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0}};
     int c;
+    opterr = 0; /* cli_option_error says it once */
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
         case 'h': usage(stdout); return cli_flush_stdout("tfprove") < 0 ? CLI_EXIT_SYSTEM : 0;

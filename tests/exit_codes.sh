@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# exit_codes.sh TFC TFRUN TFINFO TFTRAIN TFCONVERT: one exit status per kind
+# exit_codes.sh TFC TFRUN TFINFO TFTRAIN TFCONVERT TFPROVE: one exit status per kind
 # of failure, the same in every tool (runtime/tools/cli.h): 1 bad input, 2
 # usage, 3 out of memory or an output that could not be written; and every
 # tool's --help says so in the same words.
@@ -9,6 +9,7 @@ TFRUN=$2
 TFINFO=$3
 TFTRAIN=$4
 TFCONVERT=$5
+TFPROVE=$6
 . "$(dirname "$0")/lib.sh"
 
 # status NAME WANT COMMAND...: the command exits with WANT (stderr kept in $tmp/err).
@@ -32,16 +33,19 @@ mkdir "$tmp/dir"
 "$TFC" --help | sed -n '/^exit status:/,$p' >"$tmp/help.tfc"
 [ -s "$tmp/help.tfc" ]
 check "tfc --help lists the exit status" $?
-for tool in "$TFRUN" "$TFINFO" "$TFTRAIN" "$TFCONVERT"; do
+for tool in "$TFRUN" "$TFINFO" "$TFTRAIN" "$TFCONVERT" "$TFPROVE"; do
     "$tool" --help | sed -n '/^exit status:/,$p' >"$tmp/help"
     cmp -s "$tmp/help" "$tmp/help.tfc"
     check "$(basename "$tool") --help lists the exit status as tfc does" $?
 done
 
 # 2: the command line.
-for tool in "$TFC" "$TFRUN" "$TFINFO" "$TFTRAIN" "$TFCONVERT"; do
+for tool in "$TFC" "$TFRUN" "$TFINFO" "$TFTRAIN" "$TFCONVERT" "$TFPROVE"; do
     status "$(basename "$tool") --bogus" 2 "$tool" --bogus
+    [ "$(wc -l <"$tmp/err")" -eq 1 ]
+    check "... saying so in one line ($(cat "$tmp/err"))" $?
 done
+status "tfprove without a file" 2 "$TFPROVE"
 status "tfc without a program" 2 "$TFC"
 status "tfrun -n beyond the positions" 2 "$TFRUN" "$W" -n 100000 "01"
 status "tfc -o a directory" 2 "$TFC" "$P/xor.tfp" -o "$tmp/dir"
@@ -58,6 +62,10 @@ status "tfinfo a missing file" 1 "$TFINFO" "$tmp/none.tfw"
 status "tftrain a program with errors" 1 "$TFTRAIN" "$tmp/bad.tfp" --task xor -o "$tmp/t.tfw"
 status "tfconvert a missing input" 1 "$TFCONVERT" "$tmp/none.tfw" -o "$tmp/x.onnx"
 status "tfconvert a folder that is no model" 1 "$TFCONVERT" "$tmp/dir" -o "$tmp/x.tfw"
+status "tfprove a missing file" 1 "$TFPROVE" "$tmp/none.tfw"
+status "tfprove a file that is no weight file" 1 "$TFPROVE" "$tmp/text.tfw"
+grep -q "is a text file, not a weight file" "$tmp/err"
+check "... naming it ($(cat "$tmp/err"))" $?
 
 # 3: standard output could not be written (a full disk).
 if [ -w /dev/full ]; then
