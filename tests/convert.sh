@@ -205,6 +205,8 @@ refuse "no vocab.json" "vocab.json: cannot open \(a character model: give --voca
     "import os; os.remove('vocab.json')"
 refuse "--vocab of the wrong length" "--vocab has 3 characters, but config.json's vocab_size is 14" \
     "pass" --vocab abc
+refuse "--vocab with a byte above ASCII (fuzz_gpt2's finding)" "--vocab: character 14 is the byte 0xcf: a .tfw vocabulary holds ASCII characters only" \
+    "pass" --vocab $'0123456789+= \xcf'
 refuse "a wrong shape" "tensor 'transformer.h.0.mlp.c_fc.weight' has shape \[64, 16\], not \[16, 64\]" \
     "import sys; sys.path.insert(0, '$SRC/tests'); import gpt2_ref as g; t = g.read_safetensors('model.safetensors'); t['transformer.h.0.mlp.c_fc.weight'] = t['transformer.h.0.mlp.c_fc.weight'].T; g.write_safetensors('model.safetensors', t)"
 refuse "a tensor GPT-2 does not have" "tensor 'transformer.h.1.ln_1.weight' is not part of a GPT-2 model of config.json's 1 layers" \

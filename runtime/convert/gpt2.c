@@ -225,7 +225,16 @@ static int read_vocab(TfModel *m, const char *dir, const TfConvertOptions *opt, 
                          opt->vocab_len, n_vocab);
             return -1;
         }
-        for (int i = 0; i < n_vocab; i++) names[i][0] = opt->vocab[i], names[i][1] = '\0';
+        for (int i = 0; i < n_vocab; i++) {
+            unsigned char c = (unsigned char)opt->vocab[i];
+            if (c == 0 || c >= 0x80) { // what a .tfw file can store (runtime/model/tfw.c)
+                tf_error_set(err, "--vocab: character %d is the byte 0x%02x: a .tfw vocabulary "
+                                  "holds ASCII characters only (a word vocabulary: vocab.json)",
+                             i + 1, c);
+                return -1;
+            }
+            names[i][0] = (char)c, names[i][1] = '\0';
+        }
     } else {
         cJSON *v = read_json(dir, "vocab.json", err);
         if (!v) {
