@@ -1,20 +1,24 @@
 #!/usr/bin/env python3
-"""bench/tracrbench/check.py TFC TFRUN [--random N] [--table]: TracrBench's programs
-that need math in a Map, against Python.
+"""bench/tracrbench/check.py TFC TFRUN [--random N] [--table] [NAME...]: TracrBench's
+programs against a RASP evaluation with Tracr's semantics.
 
-Each program here is one of InterpBench's cases (circuits_benchmark/benchmark/cases/,
-https://github.com/FlyingPumba/circuits-benchmark), translated into .tfp as written in
-Python: the same function (math.cosh, x ** 0.5, int(...)), the same vocabulary (the numbers
-as words, "10" and "-0.30000000000000004" included), max_seq_len 10 with the BOS. The
-reference below is the case's own lambda, applied by RASP's semantics (a Map applies to
-every token). Every input of 1 to 3 tokens and N random ones of 4 to 9 tokens (default
-5,000; fixed seed) must give what Python gives: a categorical output exactly, a number
-within the error bound the compiler proved (the weight file's output_error_bound) plus
-float32's printing (1e-7 of the value). --table prints the Markdown table of README.md.
+Each case_N_name.tfp here is one of InterpBench's cases (circuits_benchmark/benchmark/cases/,
+https://github.com/FlyingPumba/circuits-benchmark) translated into .tfp as written in
+Python; cases.py holds the same case as RASP (rasp.py, Tracr's semantics), which is the
+reference. Every input of 1 to 3 tokens and N random ones of 4 to maxlen - 1 tokens (default
+5,000; fixed seed) must give what the RASP evaluation gives at every position:
+  - a token or a word exactly; a bool as Python prints it (True, False);
+  - a number: a categorical output equal to it, a numeric one (`output_error_bound` in the
+    weight file) within the proven bound plus float32's printing (1e-7 of the value);
+  - None (an Aggregate that selects nothing, a Map's None): no value, which tfrun prints as the
+    vocabulary's first token, the BOS '^' (a numeric output: 0, what Tracr's model gives too).
+Inputs on which Tracr's evaluator raises (a categorical Aggregate of several values, a
+comparison with None) have no RASP output and are counted apart ("raises").
+--table prints the Markdown table of README.md: tfc's blocks, d_model and parameters, and
+Tracr's blocks and d_model (rasp.tracr_size: from Tracr's allocation, not a Tracr build).
 """
 import itertools
 import json
-import math
 import os
 import random
 import struct
@@ -22,109 +26,145 @@ import subprocess
 import sys
 import tempfile
 
-INTS = [str(i) for i in range(0, 11)]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rasp  # noqa: E402
+from cases import CASES, MAXLEN  # noqa: E402
 
-# name -> (the case's function of one token value, the vocabulary as Python prints it,
-#          the token -> value conversion)
-CASES = {
-    "case_50_cosh": (math.cosh, INTS, int),
-    "case_52_sqrt": (lambda x: x ** 0.5, INTS, int),
-    "case_54_tanh": (math.tanh, INTS, int),
-    "case_55_sinh": (lambda x: math.sinh(x), INTS, int),
-    "case_64_cube": (lambda x: x ** 3, INTS, int),
-    "case_65_cube_root": (lambda x: x ** (1 / 3) if x >= 0 else -(-x) ** (1 / 3), INTS, int),
-    "case_70_cos": (lambda x: math.cos(x), INTS, int),
-    "case_73_sin": (lambda x: math.sin(x), INTS, int),
-    "case_77_tan": (lambda x: math.tan(x), INTS, int),
-    "case_84_atan": (lambda x: math.atan(x), INTS, int),
-    "case_85_square": (lambda x: x ** 2, INTS, int),
-    "case_101_is_square": (lambda x: 1 if x ** 0.5 == int(x ** 0.5) else 0,
-                           [str(i) for i in range(0, 30)], int),
-    "case_104_exp": (lambda x: math.exp(x), INTS, int),
-    "case_114_log10": (lambda element: math.log(element, 10), [str(i) for i in range(1, 11)], int),
-    "case_121_asin": (lambda x: math.asin(x), [str(-1 + x * 2 / 20) for x in range(20)], float),
-    "case_123_acos": (lambda x: math.acos(x), [str(-1 + x * 2 / 20) for x in range(20)], float),
-}
-MAX_TOKENS = 9  # max_seq_len 10, the BOS included
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def metadata(path):
+def header(path):
     with open(path, "rb") as f:
         (n,) = struct.unpack("<Q", f.read(8))
-        return json.loads(f.read(n)).get("__metadata__", {})
+        return json.loads(f.read(n))
 
 
-def inputs(vocab, n_random, rng):
+def size(h):
+    """(blocks, d_model, parameters) of a weight file, blocks counted as Tracr does: walking
+    the layers in order, at most one attention layer then at most one MLP."""
+    meta = h["__metadata__"]
+    kinds = [l["kind"] for l in json.loads(meta["layers"]) if l["kind"] in ("attention", "mlp")]
+    blocks, i = 0, 0
+    while i < len(kinds):
+        if kinds[i] == "attention":
+            i += 1
+        if i < len(kinds) and kinds[i] == "mlp":
+            i += 1
+        blocks += 1
+    params = sum((t["data_offsets"][1] - t["data_offsets"][0]) // 4
+                 for k, t in h.items() if k != "__metadata__")
+    return blocks, int(meta["d_model"]), params
+
+
+def inputs(vocab, maxlen, n_random, rng):
     for n in range(1, 4):
         yield from itertools.product(vocab, repeat=n)
     for _ in range(n_random):
-        yield tuple(rng.choice(vocab) for _ in range(rng.randint(4, MAX_TOKENS)))
+        yield tuple(rng.choice(vocab) for _ in range(rng.randint(4, maxlen - 1)))
+
+
+def agrees(got, want, numeric, bound, bos):
+    """Whether tfrun's printed value `got` is the RASP value `want`; and the error."""
+    if want is None:
+        return got == (bos if not numeric else "0"), 0.0
+    if isinstance(want, bool) and not numeric:
+        return got == str(want), 0.0
+    if isinstance(want, str):
+        return got == want, 0.0
+    try:
+        g = float(got)
+    except ValueError:
+        return False, 0.0
+    err = abs(g - want)
+    if numeric:
+        return err <= bound + 1e-7 * abs(want), err / max(1.0, abs(want))
+    return err <= 1e-9 * max(1.0, abs(want)), 0.0
 
 
 def check(name, tfc, tfrun, n_random, tmp):
-    """(status, cases, worst error): status 'pass', or why it failed."""
-    fn, vocab, conv = CASES[name]
-    here = os.path.dirname(os.path.abspath(__file__))
+    """(status, cases, raises, worst error, size): status 'pass' or why it failed."""
+    program, vocab = CASES[name]
+    maxlen = MAXLEN.get(name, 10)
     w = os.path.join(tmp, name + ".tfw")
-    r = subprocess.run([tfc, os.path.join(here, name + ".tfp"), "-o", w],
+    r = subprocess.run([tfc, os.path.join(HERE, name + ".tfp"), "-o", w],
                        capture_output=True, text=True)
     if r.returncode != 0:
-        return "tfc: " + r.stderr.strip().splitlines()[0], 0, 0
-    meta = metadata(w)
+        return "tfc: " + r.stderr.strip().splitlines()[0], 0, 0, 0, None
+    h = header(w)
+    meta = h["__metadata__"]
     numeric = "output_error_bound" in meta
     bound = float(meta.get("output_error_bound", 0))
-    cases = list(inputs(vocab, n_random, random.Random(27)))
-    prompts = "\n".join("^ " + " ".join(c) for c in cases) + "\n"
+    bos = meta["bos"]
+    cases, wants, raises = [], [], 0
+    for c in inputs(vocab, maxlen, n_random, random.Random(27)):
+        try:
+            wants.append(rasp.evaluate(program, list(c)))
+        except rasp.RaspError:
+            raises += 1
+            continue
+        cases.append(c)
+    prompts = "".join("^ " + " ".join(str(t) for t in c) + "\n" for c in cases)
     r = subprocess.run([tfrun, w, "--batch", "-"], input=prompts, capture_output=True, text=True)
     if r.returncode != 0:
-        return "tfrun: " + (r.stderr.strip().splitlines() or ["?"])[0], 0, 0
+        return "tfrun: " + (r.stderr.strip().splitlines() or ["?"])[0], 0, 0, 0, None
     lines = r.stdout.splitlines()
     if len(lines) != len(cases):
-        return "tfrun printed %d lines for %d cases" % (len(lines), len(cases)), 0, 0
+        return "tfrun printed %d lines for %d cases" % (len(lines), len(cases)), 0, 0, 0, None
     worst = 0.0
-    for case, line in zip(cases, lines):
+    for case, want, line in zip(cases, wants, lines):
         got = line.split("\t")[1].split()
-        want = [fn(conv(t)) for t in case]
+        shown = "^ " + " ".join(str(t) for t in case)
         if len(got) != len(want):
-            return "^ %s: %d outputs for %d tokens" % (" ".join(case), len(got), len(want)), 0, 0
+            return "%s: %d outputs for %d tokens" % (shown, len(got), len(want)), 0, 0, 0, None
         for g, x in zip(got, want):
-            if not numeric:
-                if g != str(x):
-                    return "^ %s: printed %s, Python %s" % (" ".join(case), g, x), 0, 0
-                continue
-            err = abs(float(g) - x)
-            worst = max(worst, err / max(1.0, abs(x)))
-            if err > bound + 1e-7 * abs(x):
-                return "^ %s: printed %s, Python %r (bound %g)" % (" ".join(case), g, x, bound), 0, 0
-    return "pass", len(cases), worst
+            ok, err = agrees(g, x, numeric, bound, bos)
+            worst = max(worst, err)
+            if not ok:
+                return ("%s: printed %s, RASP %r (bound %g)" % (shown, " ".join(got), want, bound),
+                        0, 0, 0, None)
+    if not cases:
+        return "no case to check", 0, 0, 0, None
+    return "pass", len(cases), raises, worst, size(h)
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    argv = sys.argv[1:]
+    n_random = 5000
+    if "--random" in argv:
+        i = argv.index("--random")
+        n_random = int(argv[i + 1])
+        del argv[i:i + 2]
+    table = "--table" in argv
+    args = [a for a in argv if not a.startswith("--")]
     if len(args) < 2:
         print(__doc__)
         return 2
-    tfc, tfrun = args[0], args[1]
-    n_random = 5000
-    if "--random" in sys.argv:
-        n_random = int(sys.argv[sys.argv.index("--random") + 1])
-        args = [a for a in args if a != str(n_random)]
-    failed = 0
-    rows = []
+    tfc, tfrun, only = args[0], args[1], args[2:]
+    names = [n for n in CASES if os.path.exists(os.path.join(HERE, n + ".tfp"))]
+    names.sort(key=lambda n: int(n.split("_")[1]))
+    if only:
+        names = [n for n in names if n in only]
+    failed, rows = 0, []
     with tempfile.TemporaryDirectory() as tmp:
-        for name in CASES:
-            status, n, worst = check(name, tfc, tfrun, n_random, tmp)
+        for name in names:
+            status, n, raises, worst, sz = check(name, tfc, tfrun, n_random, tmp)
             failed += status != "pass"
-            rows.append((name, status, n, worst))
+            rows.append((name, status, n, raises, worst, sz))
             if status != "pass":
                 print("FAIL: %s: %s" % (name, status))
-    if "--table" in sys.argv:
-        print("| program | result | cases | worst relative error |")
-        print("| --- | --- | --- | --- |")
-        for name, status, n, worst in rows:
-            print("| `%s.tfp` | %s | %s | %s |" % (name, status, format(n, ",") if n else "",
-                                                  "%.1e" % worst if n else ""))
-    print("%d of %d programs agree with Python on every case, %d failed"
+    if table:
+        print("| program | result | cases (raises) | worst relative error | tfc blocks / d_model / "
+              "parameters | Tracr blocks / d_model |")
+        print("| --- | --- | ---: | ---: | ---: | ---: |")
+        for name, status, n, raises, worst, sz in rows:
+            program, vocab = CASES[name]
+            tb, td = rasp.tracr_size(program, vocab, MAXLEN.get(name, 10) - 1)
+            print("| `%s.tfp` | %s | %s | %s | %s | %d / %d |" % (
+                name, status,
+                (format(n, ",") + (" (%s)" % format(raises, ",") if raises else "")) if n else "",
+                "%.1e" % worst if n else "",
+                "%d / %d / %s" % (sz[0], sz[1], format(sz[2], ",")) if sz else "", tb, td))
+    print("%d of %d programs agree with RASP on every case, %d failed"
           % (len(rows) - failed, len(rows), failed))
     return 1 if failed or not rows else 0
 

@@ -1,0 +1,348 @@
+"""bench/tracrbench/cases.py: InterpBench's cases as RASP, the reference check.py runs.
+
+Each entry is one case of circuits_benchmark/benchmark/cases/case_N.py
+(https://github.com/FlyingPumba/circuits-benchmark), its get_program() written with
+rasp.py, at the case's own vocabulary (get_vocab()) and length (get_max_seq_len(): 10
+unless MAXLEN says otherwise, the BOS included, as the .tfp's maxlen). CASES maps a name (the
+.tfp file's stem) to (program, vocabulary as Python values, sorted).
+"""
+import math
+import random
+import string
+
+from rasp import (Aggregate, Comparison, Map, Select, SelectorWidth, SequenceMap,
+                  LinearSequenceMap, indices, numerical, tokens)
+
+CASES = {}
+MAXLEN = {}   # the case's get_max_seq_len() where it is not 10
+
+
+def case(name, vocab, maxlen=10):
+    def register(build):
+        CASES[name] = (build(), sorted(vocab, key=lambda v: (isinstance(v, str), v)))
+        if maxlen != 10:
+            MAXLEN[name] = maxlen
+        return build
+    return register
+
+
+# circuits_benchmark/benchmark/vocabs.py
+def ascii_letters(count=26): return set(string.ascii_lowercase[:count])
+def int_digits(count=10): return set(range(count))
+def int_numbers(min=0, max=11): return set(range(min, max))
+def str_numbers(min=0, max=20): return set(str(d) for d in range(min, max))
+def float_numbers(min=0, max=5, count=20): return set(min + x * (max - min) / count for x in range(count))
+
+
+def words(seed=42, min_chars=1, max_chars=8, min_words=5, max_words=20):
+    rng = random.Random(seed)
+    vocab = set()
+    for _ in range(rng.randint(min_words, max_words)):
+        vocab.add("".join(rng.choice(string.ascii_letters)
+                          for _ in range(rng.randint(min_chars, max_chars))))
+    return vocab
+
+
+# circuits_benchmark/benchmark/common_programs.py
+def make_length():
+    return SelectorWidth(Select(tokens, tokens, Comparison.TRUE))
+
+
+def shift_by(offset, sop, default=None):
+    return Aggregate(Select(indices, indices, lambda k, q: q == k + offset), sop, default=default)
+
+
+def make_frac_prevs(bools):
+    bools = numerical(bools)
+    prevs = Select(indices, indices, Comparison.LEQ)
+    return numerical(Aggregate(prevs, bools, default=0))
+
+
+def make_hist():
+    return SelectorWidth(Select(tokens, tokens, Comparison.EQ))
+
+
+def make_sort_unique(vals, keys):
+    smaller = Select(keys, keys, Comparison.LT)
+    target_pos = SelectorWidth(smaller)
+    sel_new = Select(target_pos, indices, Comparison.EQ)
+    return Aggregate(sel_new, vals)
+
+
+def make_sort(vals, keys, max_seq_len, min_key):
+    keys = SequenceMap(lambda x, i: x + min_key * i / max_seq_len, keys, indices)
+    return make_sort_unique(vals, keys)
+
+
+def make_reverse(sop):
+    opp_idx = make_length() - indices
+    opp_idx = opp_idx - 1
+    return Aggregate(Select(indices, opp_idx, Comparison.EQ), sop)
+
+
+# ---- one Map of the token -------------------------------------------------------------
+
+INTS = int_numbers()
+
+
+@case("case_8_identity", INTS)
+def _(): return Map(lambda x: x, tokens)
+
+
+@case("case_40_sum_digits", int_numbers(0, 29))
+def _():
+    tens_place = Map(lambda x: x // 10, tokens)
+    ones_place = Map(lambda x: x % 10, tokens)
+    return SequenceMap(lambda x, y: x + y, tens_place, ones_place)
+
+
+@case("case_41_absolute", int_numbers(-10, 10))
+def _(): return Map(lambda x: x if x >= 0 else -x, tokens)
+
+
+FIB20 = [0, 1, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610, 987, 1597, 2584, 4181, 6765]
+
+
+@case("case_43_nth_fibonacci", int_numbers(max=20))
+def _(): return Map(lambda x: FIB20[x] if x < len(FIB20) else 0, tokens)
+
+
+@case("case_46_decrement", INTS)
+def _(): return Map(lambda x: x - 1, tokens)
+
+
+@case("case_49_decrement_to_multiple_of_three", INTS)
+def _(): return Map(lambda x: x - x % 3, tokens)
+
+
+@case("case_50_cosh", INTS)
+def _(): return Map(math.cosh, tokens)
+
+
+FIB16 = [0, 1, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610]
+
+
+@case("case_51_check_fibonacci", int_numbers(0, 100))
+def _(): return Map(lambda x: 1 if x in FIB16 else 0, tokens)
+
+
+@case("case_52_sqrt", INTS)
+def _(): return Map(lambda x: x ** 0.5, tokens)
+
+
+@case("case_54_tanh", INTS)
+def _(): return Map(math.tanh, tokens)
+
+
+@case("case_55_sinh", INTS)
+def _(): return Map(lambda x: math.sinh(x), tokens)
+
+
+@case("case_60_increment", INTS)
+def _(): return Map(lambda x: x + 1, tokens)
+
+
+def factorial_helper(n):
+    return 1 if n == 0 else n * factorial_helper(n - 1)
+
+
+@case("case_62_factorial", INTS)
+def _(): return Map(lambda x: factorial_helper(x), tokens)
+
+
+@case("case_64_cube", INTS)
+def _(): return Map(lambda x: x ** 3, tokens)
+
+
+@case("case_65_cube_root", INTS)
+def _(): return Map(lambda x: x ** (1 / 3) if x >= 0 else -(-x) ** (1 / 3), tokens)
+
+
+@case("case_66_round", float_numbers())
+def _():
+    shift_for_rounding = Map(lambda x: x + 0.5, tokens)
+    return Map(lambda x: int(x), shift_for_rounding)
+
+
+@case("case_68_increment_to_multiple_of_three", INTS)
+def _(): return Map(lambda x: x + (3 - (x % 3)) % 3, tokens)
+
+
+def sign_check(x):
+    if x < 0:
+        return -1
+    elif x > 0:
+        return 1
+    return 0
+
+
+@case("case_69_sign", INTS)
+def _(): return Map(sign_check, tokens)
+
+
+@case("case_70_cos", INTS)
+def _(): return Map(lambda x: math.cos(x), tokens)
+
+
+@case("case_72_negation", int_numbers(-10, 10))
+def _(): return Map(lambda x: -x, tokens)
+
+
+@case("case_73_sin", INTS)
+def _(): return Map(lambda x: math.sin(x), tokens)
+
+
+@case("case_75_double", INTS)
+def _(): return Map(lambda x: x * 2, tokens)
+
+
+@case("case_77_tan", INTS)
+def _(): return Map(lambda x: math.tan(x), tokens)
+
+
+def primecheck(n):
+    if n < 2:
+        return 0
+    for i in range(2, int(n ** 0.5) + 1):
+        if n % i == 0:
+            return 0
+    return 1
+
+
+@case("case_79_check_prime", INTS)
+def _(): return Map(lambda x: primecheck(x), tokens)
+
+
+@case("case_80_subtract_constant", INTS)
+def _(): return Map(lambda x: x - 2, tokens)
+
+
+@case("case_83_triple", INTS)
+def _(): return Map(lambda x: x * 3, tokens)
+
+
+@case("case_84_atan", INTS)
+def _(): return Map(lambda x: math.atan(x), tokens)
+
+
+@case("case_85_square", INTS)
+def _(): return Map(lambda x: x ** 2, tokens)
+
+
+def pow_of_n(n, x):
+    while x >= 1:
+        if x == n:
+            return 1
+        x /= n
+    return 0
+
+
+@case("case_86_check_power_of_two", INTS)
+def _(): return Map(lambda x: pow_of_n(2, x), tokens)
+
+
+@case("case_87_binarize", INTS)
+def _():
+    compare_to_threshold = Map(lambda x: x >= 3, tokens)
+    return Map(lambda x: 1 if x else 0, compare_to_threshold)
+
+
+@case("case_91_apply_threshold", INTS)
+def _(): return Map(lambda x: 0 if x < 3 else x, tokens)
+
+
+def count_prime_factors(n):
+    if n == 0:
+        return 0
+    count = 0
+    if n % 2 == 0:
+        count += 1
+        while n % 2 == 0:
+            n //= 2
+    factor = 3
+    while factor * factor <= n:
+        if n % factor == 0:
+            count += 1
+            while n % factor == 0:
+                n //= factor
+        factor += 2
+    if n > 2:
+        count += 1
+    return count
+
+
+@case("case_95_count_prime_factors", int_numbers(max=30))
+def _(): return Map(count_prime_factors, tokens)
+
+
+@case("case_101_is_square", int_numbers(max=30))
+def _(): return Map(lambda x: 1 if x ** 0.5 == int(x ** 0.5) else 0, tokens)
+
+
+def reflect_into_range(max, min, x):
+    d = max - min
+    if x > min and x < max:
+        return x
+    elif x < min:
+        delta = min - x
+        i = (delta // d) % 2
+        return min + (delta % d) if i == 0 else max - (delta % d)
+    delta = x - max
+    i = (delta // d) % 2
+    return min + (delta % d) if i == 1 else max - (delta % d)
+
+
+@case("case_102_reflect", int_numbers(-20, 20))
+def _(): return Map(lambda x: reflect_into_range(7, 2, x), tokens)
+
+
+@case("case_104_exp", INTS)
+def _(): return Map(lambda x: math.exp(x), tokens)
+
+
+def is_prime(num):
+    if num <= 1:
+        return False
+    for i in range(2, int(num ** 0.5) + 1):
+        if num % i == 0:
+            return False
+    return True
+
+
+def next_prime(n):
+    while not is_prime(n):
+        n += 1
+    return n
+
+
+@case("case_105_next_prime", int_numbers(max=30))
+def _(): return Map(next_prime, tokens)
+
+
+@case("case_107_wrap", int_numbers(-15, 15))
+def _(): return Map(lambda x: ((x - 2) % (7 - 2)) + 2, tokens)
+
+
+@case("case_114_log10", int_numbers(min=1))
+def _(): return Map(lambda element: math.log(element, 10), tokens)
+
+
+@case("case_121_asin", float_numbers(-1, 1))
+def _(): return Map(lambda x: math.asin(x), tokens)
+
+
+@case("case_122_check_divisibility", int_numbers(max=30))
+def _(): return Map(lambda x: 1 if x % 3 == 0 else 0, tokens)
+
+
+@case("case_123_acos", float_numbers(-1, 1))
+def _(): return Map(lambda x: math.acos(x), tokens)
+
+
+@case("case_130_clip", int_numbers(-15, 15))
+def _():
+    all_min_val = Map(lambda x: 2, tokens)
+    all_max_val = Map(lambda x: 7, tokens)
+    clip_min = SequenceMap(lambda orig, clip: clip if orig < 2 else orig, tokens, all_min_val)
+    return SequenceMap(lambda clipped_min, clip: clip if clipped_min > 7 else clipped_min,
+                       clip_min, all_max_val)
