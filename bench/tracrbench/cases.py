@@ -346,3 +346,119 @@ def _():
     clip_min = SequenceMap(lambda orig, clip: clip if orig < 2 else orig, tokens, all_min_val)
     return SequenceMap(lambda clipped_min, clip: clip if clipped_min > 7 else clipped_min,
                        clip_min, all_max_val)
+
+
+# ---- the token and its position ---------------------------------------------------------
+
+@case("case_45_double_first_half", INTS)
+def _():
+    length = SelectorWidth(Select(tokens, tokens, Comparison.TRUE))
+    first_half_selector = SequenceMap(lambda idx, length: 1 if idx < length / 2 else 0,
+                                      indices, length)
+    return SequenceMap(lambda x, sel: x * (1 + sel), tokens, first_half_selector)
+
+
+@case("case_48_increment_by_index", INTS)
+def _(): return SequenceMap(lambda x, y: x + y, tokens, indices)
+
+
+@case("case_53_increment_odd_indices", INTS)
+def _():
+    odd_index_marker = Map(lambda x: x % 2, indices)
+    return SequenceMap(lambda elem, mark: elem + mark, tokens, odd_index_marker)
+
+
+@case("case_56_zero_every_third", INTS)
+def _():
+    every_third = Map(lambda x: (x + 1) % 3 == 0, indices)
+    every_third_numerical = Map(lambda x: 1 if x else 0, every_third)
+    return SequenceMap(lambda x, is_third: 0 if is_third else x, tokens, every_third_numerical)
+
+
+@case("case_67_multiply_by_length", INTS)
+def _():
+    length_sequence = SelectorWidth(Select(tokens, tokens, Comparison.TRUE))
+    return SequenceMap(lambda x, y: x * y, tokens, length_sequence)
+
+
+@case("case_71_divide_by_length", INTS)
+def _():
+    length = SelectorWidth(Select(tokens, tokens, Comparison.TRUE))
+    return SequenceMap(lambda x, length: x / length if length > 0 else 0, tokens, length)
+
+
+@case("case_76_zero_even_indices", INTS)
+def _():
+    idx = Map(lambda x: x, indices)
+    even_odd_marker = Map(lambda x: 0 if x % 2 == 0 else -1, idx)
+    return SequenceMap(lambda elem, marker: elem if marker == -1 else 0, tokens, even_odd_marker)
+
+
+@case("case_82_halve_second_half", INTS)
+def _():
+    length = SelectorWidth(Select(tokens, tokens, Comparison.TRUE))
+    half_length = Map(lambda x: x // 2, length)
+    in_second_half = SequenceMap(lambda idx, half: idx >= half, indices, half_length)
+    return SequenceMap(lambda x, cond: x / 2 if cond else x, tokens, in_second_half)
+
+
+@case("case_106_mask_sequence", INTS)
+def _(): return SequenceMap(lambda x, y: x if y == 1 else 0, tokens, indices)
+
+
+# ---- counting ---------------------------------------------------------------------------
+
+@case("case_7_hist", ascii_letters(3))
+def _(): return make_hist()
+
+
+@case("case_14_count_a", ascii_letters(3))
+def _(): return SelectorWidth(Select(tokens, tokens, lambda k, q: k == "a"))
+
+
+@case("case_44_count_greater_than", INTS)
+def _(): return SelectorWidth(Select(tokens, tokens, Comparison.GT))
+
+
+@case("case_47_count_frequency", ascii_letters(10))
+def _(): return SelectorWidth(Select(tokens, tokens, Comparison.EQ))
+
+
+@case("case_61_rank", INTS)
+def _():
+    smaller_count = SelectorWidth(Select(tokens, tokens, Comparison.LT))
+    return Map(lambda x: x + 1, smaller_count)
+
+
+@case("case_63_count_less_than", INTS)
+def _(): return SelectorWidth(Select(tokens, tokens, Comparison.LT))
+
+
+@case("case_78_count_occurrences", ascii_letters(10))
+def _(): return SelectorWidth(Select(tokens, tokens, Comparison.EQ))
+
+
+# ---- moving tokens ----------------------------------------------------------------------
+
+@case("case_2_reverse", ascii_letters())
+def _(): return make_reverse(tokens)
+
+
+@case("case_9_sort", int_digits())
+def _(): return make_sort(tokens, tokens, 10, 1)
+
+
+@case("case_24_leading_token", ascii_letters(3))
+def _(): return Aggregate(Select(indices, indices, Comparison.EQ), tokens, default=None)
+
+
+@case("case_42_first_element", ascii_letters(10))
+def _():
+    first_elem_selector = Select(indices, Map(lambda x: 0, indices), Comparison.EQ)
+    return Aggregate(first_elem_selector, tokens, default=None)
+
+
+@case("case_57_second_element", ascii_letters(10))
+def _():
+    second_element_selector = Select(indices, Map(lambda x: 1, indices), Comparison.EQ)
+    return Aggregate(second_element_selector, tokens)

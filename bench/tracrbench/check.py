@@ -10,8 +10,8 @@ reference. Every input of 1 to 3 tokens and N random ones of 4 to maxlen - 1 tok
   - a token or a word exactly; a bool as Python prints it (True, False);
   - a number: a categorical output equal to it, a numeric one (`output_error_bound` in the
     weight file) within the proven bound plus float32's printing (1e-7 of the value);
-  - None (an Aggregate that selects nothing, a Map's None): no value, which tfrun prints as the
-    vocabulary's first token, the BOS '^' (a numeric output: 0, what Tracr's model gives too).
+  - None (an Aggregate that selects nothing, a Map's None): the token "None", as Python prints
+    it (the .tfp writes Tracr's default None as `default: "None"`, or a Map's None as "None").
 Inputs on which Tracr's evaluator raises (a categorical Aggregate of several values, a
 comparison with None) have no RASP output and are counted apart ("raises").
 --table prints the Markdown table of README.md: tfc's blocks, d_model and parameters, and
@@ -63,10 +63,10 @@ def inputs(vocab, maxlen, n_random, rng):
         yield tuple(rng.choice(vocab) for _ in range(rng.randint(4, maxlen - 1)))
 
 
-def agrees(got, want, numeric, bound, bos):
+def agrees(got, want, numeric, bound):
     """Whether tfrun's printed value `got` is the RASP value `want`; and the error."""
     if want is None:
-        return got == (bos if not numeric else "0"), 0.0
+        return got == "None", 0.0
     if isinstance(want, bool) and not numeric:
         return got == str(want), 0.0
     if isinstance(want, str):
@@ -94,7 +94,10 @@ def check(name, tfc, tfrun, n_random, tmp):
     meta = h["__metadata__"]
     numeric = "output_error_bound" in meta
     bound = float(meta.get("output_error_bound", 0))
-    bos = meta["bos"]
+    # a vocabulary of characters reads and prints its tokens side by side, one of words
+    # separated by blanks (docs/language.md, Vocabulary)
+    chars = all(len(t) == 1 for t in json.loads(meta["vocab"]))
+    sep = "" if chars else " "
     cases, wants, raises = [], [], 0
     for c in inputs(vocab, maxlen, n_random, random.Random(27)):
         try:
@@ -103,7 +106,7 @@ def check(name, tfc, tfrun, n_random, tmp):
             raises += 1
             continue
         cases.append(c)
-    prompts = "".join("^ " + " ".join(str(t) for t in c) + "\n" for c in cases)
+    prompts = "".join("^" + sep + sep.join(str(t) for t in c) + "\n" for c in cases)
     r = subprocess.run([tfrun, w, "--batch", "-"], input=prompts, capture_output=True, text=True)
     if r.returncode != 0:
         return "tfrun: " + (r.stderr.strip().splitlines() or ["?"])[0], 0, 0, 0, None
@@ -112,12 +115,13 @@ def check(name, tfc, tfrun, n_random, tmp):
         return "tfrun printed %d lines for %d cases" % (len(lines), len(cases)), 0, 0, 0, None
     worst = 0.0
     for case, want, line in zip(cases, wants, lines):
-        got = line.split("\t")[1].split()
-        shown = "^ " + " ".join(str(t) for t in case)
+        got = line.split("\t")[1]
+        got = got.split() if numeric or not chars else list(got)
+        shown = "^" + sep + sep.join(str(t) for t in case)
         if len(got) != len(want):
             return "%s: %d outputs for %d tokens" % (shown, len(got), len(want)), 0, 0, 0, None
         for g, x in zip(got, want):
-            ok, err = agrees(g, x, numeric, bound, bos)
+            ok, err = agrees(g, x, numeric, bound)
             worst = max(worst, err)
             if not ok:
                 return ("%s: printed %s, RASP %r (bound %g)" % (shown, " ".join(got), want, bound),
