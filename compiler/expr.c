@@ -90,8 +90,12 @@ static int eval_binary(ExprEnv *E, const TfExpr *e, TfVal *out) {
     int cmp_op = e->op == TF_EX_EQ || e->op == TF_EX_NE || e->op == '<' || e->op == '>' ||
                  e->op == TF_EX_LE || e->op == TF_EX_GE;
     if (cmp_op) {
-        if (val_is_num(a) != val_is_num(b))
-            return fail(E, e, "compares a token with a number%s", "");
+        if (val_is_num(a) != val_is_num(b)) {
+            // As Python: a token and a number are never equal ("None" == 0 is
+            // False), and have no order (TypeError)
+            if (e->op == TF_EX_EQ || e->op == TF_EX_NE) return *out = val_num(e->op == TF_EX_NE, 1), 0;
+            return fail(E, e, "orders a token and a number%s", "");
+        }
         int c = val_cmp(a, b);
         int r = e->op == TF_EX_EQ ? c == 0 : e->op == TF_EX_NE ? c != 0 : e->op == '<' ? c < 0
               : e->op == '>' ? c > 0 : e->op == TF_EX_LE ? c <= 0 : c >= 0;

@@ -462,3 +462,111 @@ def _():
 def _():
     second_element_selector = Select(indices, Map(lambda x: 1, indices), Comparison.EQ)
     return Aggregate(second_element_selector, tokens)
+
+
+# ---- shifts, fractions, balances --------------------------------------------------------
+
+def make_pair_balance(sop, open_token, close_token):
+    bools_open = numerical(sop == open_token)
+    opens = numerical(make_frac_prevs(bools_open))
+    bools_close = numerical(sop == close_token)
+    closes = numerical(make_frac_prevs(bools_close))
+    return numerical(LinearSequenceMap(opens, closes, 1, -1))
+
+
+def make_shuffle_dyck(pairs):
+    balances = [make_pair_balance(tokens, p[0], p[1]) for p in pairs]
+    any_negative = balances[0] < 0
+    for balance in balances[1:]:
+        any_negative = any_negative | (balance < 0)
+    any_negative = numerical(Map(lambda x: x, any_negative))
+    select_all = Select(indices, indices, Comparison.TRUE)
+    has_neg = numerical(Aggregate(select_all, any_negative, default=0))
+    all_zero = balances[0] == 0
+    for balance in balances[1:]:
+        all_zero = all_zero & (balance == 0)
+    select_last = Select(indices, make_length() - 1, Comparison.EQ)
+    last_zero = Aggregate(select_last, all_zero)
+    not_has_neg = ~has_neg
+    return last_zero & not_has_neg
+
+
+def detect_pattern(sop, pattern):
+    detectors = []
+    for i, element in enumerate(reversed(pattern)):
+        detector = sop == element
+        if i != 0:
+            detector = shift_by(i, detector)
+        detectors.append(detector)
+    pattern_detected = detectors.pop()
+    while detectors:
+        pattern_detected = pattern_detected & detectors.pop()
+    return pattern_detected
+
+
+@case("case_1_token_rotation", ascii_letters(5))
+def _():
+    rotated_token = shift_by(2, tokens)
+    return SequenceMap(lambda x, y: x == y, tokens, rotated_token)
+
+
+@case("case_3_frac_prevs", ascii_letters(3) | {"x"}, maxlen=5)
+def _(): return make_frac_prevs(tokens == "x")
+
+
+@case("case_4_pair_balance", ascii_letters(3) | {"(", ")"})
+def _(): return make_pair_balance(tokens, "(", ")")
+
+
+@case("case_5_shuffle_dyck", {"(", ")", "{", "}", "x"})
+def _(): return make_shuffle_dyck(["()", "{}"])
+
+
+@case("case_6_oscillation", int_digits())
+def _():
+    prev_token = shift_by(1, tokens)
+    next_token = shift_by(-1, tokens)
+    detector_1 = SequenceMap(lambda x, y: y > x, prev_token, tokens)
+    detector_2 = SequenceMap(lambda x, y: y > x, tokens, next_token)
+    return SequenceMap(lambda x, y: x != y, detector_1, detector_2)
+
+
+@case("case_12_detect_pattern", ascii_letters(3), maxlen=15)
+def _(): return detect_pattern(tokens, "abc")
+
+
+@case("case_17_palindrome", ascii_letters(10))
+def _():
+    reversed_sop = make_reverse(tokens)
+    return SequenceMap(lambda x, y: x == y, tokens, reversed_sop)
+
+
+@case("case_19_sequential_duplicate_removal", ascii_letters(3), maxlen=15)
+def _():
+    shifted_sop = shift_by(1, tokens)
+    return SequenceMap(lambda x, y: x if x != y else None, tokens, shifted_sop)
+
+
+@case("case_38_alternation", ascii_letters(3))
+def _():
+    prev_token = shift_by(1, tokens)
+    next_token = shift_by(-1, tokens)
+    prev_token_neq_orig = SequenceMap(lambda x, y: x != y, prev_token, tokens)
+    next_token_neq_orig = SequenceMap(lambda x, y: x != y, tokens, next_token)
+    return SequenceMap(lambda x, y: x and y, prev_token_neq_orig, next_token_neq_orig)
+
+
+@case("case_39_frac_prevs_x", ascii_letters() | {"x"}, maxlen=60)
+def _(): return make_frac_prevs(tokens == "x")
+
+
+@case("case_131_pairwise_max", INTS)
+def _():
+    shifted_sequence = shift_by(1, tokens)
+    return SequenceMap(lambda x, y: int(max(x, y)), tokens, shifted_sequence)
+
+
+@case("case_118_pairwise_sum", INTS)
+def _():
+    shifted_sequence = SequenceMap(lambda x, y: x if y > 0 else 0, shift_by(1, tokens), indices)
+    return SequenceMap(lambda x, y: int(x + y), tokens, shifted_sequence)

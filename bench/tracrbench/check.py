@@ -7,9 +7,10 @@ https://github.com/FlyingPumba/circuits-benchmark) translated into .tfp as writt
 Python; cases.py holds the same case as RASP (rasp.py, Tracr's semantics), which is the
 reference. Every input of 1 to 3 tokens and N random ones of 4 to maxlen - 1 tokens (default
 5,000; fixed seed) must give what the RASP evaluation gives at every position:
-  - a token or a word exactly; a bool as Python prints it (True, False);
-  - a number: a categorical output equal to it, a numeric one (`output_error_bound` in the
-    weight file) within the proven bound plus float32's printing (1e-7 of the value);
+  - a categorical output equal by Python's == to the value its token spells (a word, True,
+    False, a number: Tracr's value sets are Python sets, where 0.0, 0 and False are one);
+  - a numeric output (`output_error_bound` in the weight file) within the proven bound plus
+    float32's printing (1e-7 of the value);
   - None (an Aggregate that selects nothing, a Map's None): the token "None", as Python prints
     it (the .tfp writes Tracr's default None as `default: "None"`, or a Map's None as "None").
 Inputs on which Tracr's evaluator raises (a categorical Aggregate of several values, a
@@ -63,22 +64,30 @@ def inputs(vocab, maxlen, n_random, rng):
         yield tuple(rng.choice(vocab) for _ in range(rng.randint(4, maxlen - 1)))
 
 
-def agrees(got, want, numeric, bound):
-    """Whether tfrun's printed value `got` is the RASP value `want`; and the error."""
-    if want is None:
-        return got == "None", 0.0
-    if isinstance(want, bool) and not numeric:
-        return got == str(want), 0.0
-    if isinstance(want, str):
-        return got == want, 0.0
+def printed_value(text):
+    """A printed token as the Python value it spells: True, False, None, a number, or a word."""
+    if text in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[text]
     try:
-        g = float(got)
+        return float(text)
     except ValueError:
-        return False, 0.0
-    err = abs(g - want)
-    if numeric:
+        return text
+
+
+def agrees(got, want, numeric, bound):
+    """Whether tfrun's printed value `got` is the RASP value `want`, by Python's == (Tracr's
+    value sets are Python sets: 0.0, 0 and False are one value), numbers of a numeric output
+    within the proven bound; and the relative error."""
+    if numeric and isinstance(want, (int, float)):
+        try:
+            err = abs(float(got) - want)
+        except ValueError:
+            return False, 0.0
         return err <= bound + 1e-7 * abs(want), err / max(1.0, abs(want))
-    return err <= 1e-9 * max(1.0, abs(want)), 0.0
+    g = printed_value(got)
+    if want is None or g is None or isinstance(want, str) or isinstance(g, str):
+        return g == want, 0.0
+    return abs(g - want) <= 1e-9 * max(1.0, abs(want)), 0.0
 
 
 def check(name, tfc, tfrun, n_random, tmp):
