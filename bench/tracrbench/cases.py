@@ -570,3 +570,173 @@ def _():
 def _():
     shifted_sequence = SequenceMap(lambda x, y: x if y > 0 else 0, shift_by(1, tokens), indices)
     return SequenceMap(lambda x, y: int(x + y), tokens, shifted_sequence)
+
+
+# ---- selections over positions and counts -----------------------------------------------
+
+def make_nary_sequencemap(f, *sops):
+    values, *sops = sops
+    for sop in sops:
+        values = SequenceMap(lambda x, y: (*x, y) if isinstance(x, tuple) else (x, y), values, sop)
+    return Map(lambda args: f(*args), values)
+
+
+@case("case_15_nary_sequencemap", int_digits(5), maxlen=5)
+def _(): return make_nary_sequencemap(lambda x, y, z: x + y - z, tokens, tokens, indices)
+
+
+@case("case_18_token_frequency_classifier", ascii_letters(5))
+def _():
+    return SequenceMap(
+        lambda freq, total: "frequent" if freq > total / 2 else ("common" if freq > total / 4 else "rare"),
+        make_hist(), make_length())
+
+
+@case("case_21_unique_token_extractor", ascii_letters(3))
+def _():
+    tokens_with_indices = SequenceMap(lambda x, i: (x, i), tokens, indices)
+    occurrences_selector = Select(tokens_with_indices, tokens_with_indices,
+                                  lambda k, q: k[0] == q[0] and k[1] <= q[1])
+    occurrences_per_row = SelectorWidth(occurrences_selector)
+    first_occurrences_indices = SequenceMap(lambda count, i: i if count == 1 else -1,
+                                            occurrences_per_row, indices)
+    tokens_selector = Select(first_occurrences_indices, indices, Comparison.EQ)
+    return Aggregate(tokens_selector, tokens, default=None)
+
+
+@case("case_25_token_frequency_normalization", ascii_letters(3))
+def _(): return SequenceMap(lambda x, y: (x / y) if y > 0 else None, make_hist(), make_length())
+
+
+@case("case_58_mirror_first_half", INTS)
+def _():
+    length = SelectorWidth(Select(tokens, tokens, Comparison.TRUE))
+    mirror_selector = Select(indices, SequenceMap(lambda x, l: l - 1 - x if x >= l // 2 else x,
+                                                  indices, length), Comparison.EQ)
+    return Aggregate(mirror_selector, tokens, default=None)
+
+
+@case("case_74_interleave_reverse", INTS)
+def _():
+    len_ = SelectorWidth(Select(indices, indices, Comparison.TRUE))
+    shifter = SequenceMap(lambda x, y: x if x % 2 == 0 else (y - x if y % 2 == 0 else y - x - 1),
+                          indices, len_)
+    return Aggregate(Select(indices, shifter, Comparison.EQ), tokens)
+
+
+def make_check_monotone(check):
+    shifter = Select(indices, indices, lambda x, y: x == y - 1 or (x == 0 and y == 0))
+    shifted = Aggregate(shifter, tokens)
+    checks = SequenceMap(check, shifted, tokens)
+    zero_selector = Select(checks, Map(lambda x: 0, indices), Comparison.EQ)
+    return Map(lambda x: 0 if x > 0 else 1, SelectorWidth(zero_selector))
+
+
+@case("case_89_check_increasing", INTS, maxlen=11)
+def _(): return make_check_monotone(lambda x, y: 0 if x > y else 1)
+
+
+@case("case_94_check_descending", INTS)
+def _(): return make_check_monotone(lambda x, y: 1 if x >= y else 0)
+
+
+@case("case_92_zero_if_less_than_previous", INTS)
+def _():
+    shifted_sequence = Aggregate(
+        Select(indices, indices, lambda k, q: q == k + 1 or k == 0 and q == 0), tokens)
+    return SequenceMap(lambda original, shifted: 0 if original < shifted else original,
+                       tokens, shifted_sequence)
+
+
+@case("case_93_swap_odd_index", INTS)
+def _():
+    len_ = SelectorWidth(Select(indices, indices, Comparison.TRUE))
+    swaper = SequenceMap(
+        lambda x, y: x if (x == y - 1 and y % 2 == 0 or x == 0) else (x - 1 if (x + 1) % 2 == 1 else x + 1),
+        indices, len_)
+    return Aggregate(Select(indices, swaper, Comparison.EQ), tokens)
+
+
+@case("case_96_remove_duplicates", int_numbers(min=1))
+def _():
+    eq_count = SelectorWidth(Select(tokens, tokens, Comparison.EQ))
+    index = Map(lambda x: x + 1, indices)
+    adjusted_count = SequenceMap(lambda count, idx: count if count <= idx else 0, eq_count, index)
+    first_or_zero = Map(lambda x: 1 if x == 1 else 0, adjusted_count)
+    return SequenceMap(lambda original, flag: original if flag == 1 else 0, tokens, first_or_zero)
+
+
+def swap_condition(a, idx1, idx2):
+    if a == idx2:
+        return idx1
+    elif a == idx1:
+        return idx2
+    return a
+
+
+@case("case_100_swap_elements", INTS, maxlen=11)
+def _():
+    swaper = Map(lambda x: swap_condition(x, 1, 0), indices)
+    return Aggregate(Select(swaper, indices, Comparison.EQ), tokens)
+
+
+@case("case_103_swap_consecutive", INTS)
+def _():
+    len_ = SelectorWidth(Select(indices, indices, Comparison.TRUE))
+    swaper = SequenceMap(lambda x, y: x if (x == y - 1 and y % 2 == 1) else (x + 1 if x % 2 == 0 else x - 1),
+                         indices, len_)
+    return Aggregate(Select(indices, swaper, Comparison.EQ), tokens)
+
+
+@case("case_108_at_least_two_equal", INTS)
+def _():
+    checks = SelectorWidth(Select(tokens, tokens, lambda x, y: x == y))
+    greater_than_2 = Select(checks, Map(lambda x: 2, indices), Comparison.GEQ)
+    return Map(lambda x: 1 if x > 0 else 0, SelectorWidth(greater_than_2))
+
+
+@case("case_109_last_two_equal", INTS)
+def _():
+    len_ = SelectorWidth(Select(tokens, tokens, Comparison.TRUE))
+    last_idx = Map(lambda x: x - 1, len_)
+    second_to_last_idx = Map(lambda x: x - 2, len_)
+    last_elt = Aggregate(Select(indices, last_idx, Comparison.EQ), tokens)
+    second_to_last_elt = Aggregate(Select(indices, second_to_last_idx, Comparison.EQ), tokens)
+    return SequenceMap(lambda x, y: 1 if x == y else 0, last_elt, second_to_last_elt)
+
+
+@case("case_111_last_element", INTS)
+def _():
+    length = SelectorWidth(Select(tokens, tokens, Comparison.TRUE))
+    last_element_selector = Select(indices, Map(lambda x: x - 1, length), Comparison.EQ)
+    last_element_sequence = Aggregate(last_element_selector, tokens)
+    return SequenceMap(lambda x, y: x if y == 0 else 0, last_element_sequence, indices)
+
+
+@case("case_124_check_all_equal", INTS)
+def _():
+    checks = SelectorWidth(Select(tokens, tokens, lambda x, y: x != y))
+    zero_selector = Select(checks, Map(lambda x: 0, indices), Comparison.EQ)
+    return Map(lambda x: 1 if x > 0 else 0, SelectorWidth(zero_selector))
+
+
+def first_last_condition(a, b):
+    if a == 0:
+        return b - 1
+    elif a + 1 == b:
+        return 0
+    return a
+
+
+@case("case_128_swap_first_last", INTS)
+def _():
+    swaper = SequenceMap(lambda x, y: first_last_condition(x, y), indices,
+                         SelectorWidth(Select(indices, indices, Comparison.TRUE)))
+    return Aggregate(Select(swaper, indices, Comparison.EQ), tokens)
+
+
+@case("case_129_check_multiple_of_two", int_numbers(max=30))
+def _():
+    checks = Map(lambda x: 1 if x % 2 == 0 else 0, tokens)
+    zero_selector = Select(checks, Map(lambda x: 0, indices), Comparison.EQ)
+    return Map(lambda x: 0 if x > 0 else 1, SelectorWidth(zero_selector))
