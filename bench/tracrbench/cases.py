@@ -740,3 +740,138 @@ def _():
     checks = Map(lambda x: 1 if x % 2 == 0 else 0, tokens)
     zero_selector = Select(checks, Map(lambda x: 0, indices), Comparison.EQ)
     return Map(lambda x: 0 if x > 0 else 1, SelectorWidth(zero_selector))
+
+
+# ---- sorting, medians, neighbours -------------------------------------------------------
+
+@case("case_59_sorting", INTS)
+def _():
+    unique_keys = SequenceMap(lambda x, i: x + i * 0.00001, tokens, indices)
+    sorted_position = SelectorWidth(Select(unique_keys, unique_keys, Comparison.LT))
+    return Aggregate(Select(sorted_position, indices, Comparison.EQ), tokens)
+
+
+@case("case_81_compute_median", INTS)
+def _():
+    sorted_sequence = make_sort(tokens, tokens, max_seq_len=100, min_key=1)
+    length = make_length()
+    middle1 = Map(lambda x: (x - 1) // 2, length)
+    middle2 = Map(lambda x: x // 2, length)
+    median1 = Aggregate(Select(indices, middle1, Comparison.EQ), sorted_sequence)
+    median2 = Aggregate(Select(indices, middle2, Comparison.EQ), sorted_sequence)
+    return SequenceMap(lambda x, y: (x + y) / 2, median1, median2)
+
+
+@case("case_88_average_first_last", INTS)
+def _():
+    first_elem_selector = Select(indices, indices, lambda x, y: x == 0)
+    first_elem = Aggregate(first_elem_selector, tokens, default=None)
+    reverser = SequenceMap(lambda x, y: y - x - 1, indices,
+                           SelectorWidth(Select(indices, indices, Comparison.TRUE)))
+    reverse_selector = Select(reverser, indices, Comparison.EQ)
+    reversed_sequence = Aggregate(reverse_selector, tokens)
+    last_elem = Aggregate(first_elem_selector, reversed_sequence, default=None)
+    return SequenceMap(lambda x, y: (x + y) / 2.0, first_elem, last_elem)
+
+
+def make_max_element():
+    unique_tokens = SequenceMap(lambda x, y: x + y * 0.00000000000001, tokens, indices)
+    leq_count = SelectorWidth(Select(unique_tokens, unique_tokens, Comparison.LEQ))
+    max_element_selector = Select(leq_count, make_length(), Comparison.EQ)
+    return Aggregate(max_element_selector, tokens)
+
+
+@case("case_97_scale_by_max", INTS)
+def _():
+    return SequenceMap(lambda x, y: (x / y) if y > 0 else 0, tokens, make_max_element())
+
+
+@case("case_98_max_element", INTS)
+def _(): return make_max_element()
+
+
+def shift_by_one():
+    len_ = SelectorWidth(Select(indices, indices, Comparison.TRUE))
+    shifted_selector = Select(indices, SequenceMap(lambda x, y: x if x < y - 1 else x - 1, indices, len_),
+                              lambda x, y: x - 1 == y)
+    return Aggregate(shifted_selector, tokens)
+
+
+@case("case_99_sum_with_next", INTS)
+def _(): return SequenceMap(lambda x, y: x + y if y != 0 else x, tokens, shift_by_one())
+
+
+@case("case_112_difference_to_next", INTS)
+def _(): return SequenceMap(lambda x, y: x - y, shift_by_one(), tokens)
+
+
+@case("case_115_product_with_next", INTS)
+def _(): return SequenceMap(lambda x, y: x * y, tokens, shift_by_one())
+
+
+@case("case_110_insert_zeros", INTS)
+def _():
+    shifted = Aggregate(Select(indices, indices, lambda x, y: x == int(y / 2)), tokens)
+    return SequenceMap(lambda x, y: x if y % 2 == 0 else 0, shifted, indices)
+
+
+@case("case_113_invert_if_sorted", int_numbers(max=30))
+def _():
+    shifter = Select(indices, indices, lambda x, y: x == y - 1 or (x == 0 and y == 0))
+    shifted = Aggregate(shifter, tokens)
+    checks = SequenceMap(lambda x, y: 1 if x <= y else 0, shifted, tokens)
+    zero_selector = Select(checks, Map(lambda x: 0, indices), Comparison.EQ)
+    invert_decider = Map(lambda x: 1 if x > 0 else -1, SelectorWidth(zero_selector))
+    avg_idx = Map(lambda x: x / 2 - 0.5, SelectorWidth(Select(indices, indices, Comparison.TRUE)))
+    diff_to_avg_idx = SequenceMap(lambda x, y: x - y, indices, avg_idx)
+    inverter = SequenceMap(lambda x, y: x + y, avg_idx,
+                           SequenceMap(lambda x, y: x * y, invert_decider, diff_to_avg_idx))
+    return Aggregate(Select(inverter, indices, Comparison.EQ), tokens)
+
+
+@case("case_116_check_multiple_of_first", INTS, maxlen=11)
+def _():
+    first = Aggregate(Select(indices, Map(lambda x: 0, indices), Comparison.EQ), tokens)
+    return SequenceMap(lambda x, y: (1 if x % y == 0 else 0) if y != 0 else 0, tokens, first)
+
+
+@case("case_120_flip_halves", INTS)
+def _():
+    len_ = SelectorWidth(Select(indices, indices, Comparison.TRUE))
+    half = Map(lambda x: x / 2, len_)
+    new_positions = SequenceMap(lambda x, y: (x - y if x >= y else x + y) if y == int(y) else (
+        x if x + 0.5 == y else (x + int(y) + 1 if x < y else x - int(y) - 1)), indices, half)
+    return Aggregate(Select(new_positions, indices, Comparison.EQ), tokens)
+
+
+@case("case_125_check_alternating", INTS)
+def _():
+    shifted_sequence = Aggregate(
+        Select(indices, indices, lambda k, q: q == k + 1 or k == 1 and q == 0), tokens)
+    shifted_even_odd = Map(lambda x: 1 if x % 2 == 0 else 0, shifted_sequence)
+    even_odd = Map(lambda x: 1 if x % 2 == 1 else 0, tokens)
+    checks = SequenceMap(lambda x, y: 1 if x == y else 0, shifted_even_odd, even_odd)
+    zero_selector = Select(checks, Map(lambda x: 0, indices), Comparison.EQ)
+    return Map(lambda x: 0 if x > 0 else 1, SelectorWidth(zero_selector))
+
+
+@case("case_126_set_to_median", INTS)
+def _():
+    unique_tokens = SequenceMap(lambda x, y: x + 0.0001 * y, tokens, indices)
+    target_pos = SelectorWidth(Select(unique_tokens, unique_tokens, Comparison.LT))
+    sorted_sequence = Aggregate(Select(target_pos, indices, Comparison.EQ), tokens)
+    length = make_length()
+    mid_index1 = Map(lambda x: (x - 1) // 2, length)
+    mid_index2 = Map(lambda x: x // 2, length)
+    potential_median1 = Aggregate(Select(indices, mid_index1, Comparison.EQ), sorted_sequence)
+    potential_median2 = Aggregate(Select(indices, mid_index2, Comparison.EQ), sorted_sequence)
+    return SequenceMap(lambda x, y: (x + y) / 2, potential_median1, potential_median2)
+
+
+@case("case_127_element_divide", INTS)
+def _():
+    first_elem = Aggregate(Select(indices, Map(lambda x: 0, indices), Comparison.EQ), tokens)
+    len_ = SelectorWidth(Select(indices, indices, Comparison.TRUE))
+    second_elem = Aggregate(Select(indices, Map(lambda x: 1 if x > 1 else 0, len_), Comparison.EQ), tokens)
+    divisor = SequenceMap(lambda x, y: y / x if x != 0 and y != 0 else 1, first_elem, second_elem)
+    return SequenceMap(lambda x, y: x / y, tokens, divisor)
