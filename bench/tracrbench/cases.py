@@ -875,3 +875,15 @@ def _():
     second_elem = Aggregate(Select(indices, Map(lambda x: 1 if x > 1 else 0, len_), Comparison.EQ), tokens)
     divisor = SequenceMap(lambda x, y: y / x if x != 0 and y != 0 else 1, first_elem, second_elem)
     return SequenceMap(lambda x, y: x / y, tokens, divisor)
+
+
+# ---- words --------------------------------------------------------------------------------
+
+@case("case_32_token_boundary_detector", words(min_chars=4, max_words=10))
+def _():
+    previous_token = shift_by(1, tokens)
+    return SequenceMap(lambda x, y: x != y, tokens, previous_token)
+
+
+@case("case_90_token_replacer", words() | {"findme", "-"})
+def _(): return Map(lambda x: "-" if x == "findme" else x, tokens)
