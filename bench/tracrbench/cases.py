@@ -887,3 +887,20 @@ def _():
 
 @case("case_90_token_replacer", words() | {"findme", "-"})
 def _(): return Map(lambda x: "-" if x == "findme" else x, tokens)
+
+
+@case("case_11_word_count_by_length", words())
+def _():
+    word_length = Map(lambda x: len(x), tokens)
+    length_selector = Select(word_length, word_length, Comparison.EQ)
+    return Aggregate(length_selector, word_length, default=None)
+
+
+@case("case_22_sort_by_length", words())
+def _():
+    token_length = Map(lambda x: len(x), tokens)
+    return make_sort(tokens, token_length, max_seq_len=10, min_key=1)
+
+
+@case("case_33_token_length_parity", words())
+def _(): return Map(lambda x: len(x) % 2 == 0, tokens)
