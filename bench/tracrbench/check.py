@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""bench/tracrbench/check.py TFC TFRUN [--random N] [--table] [NAME...]: TracrBench's
+"""bench/tracrbench/check.py TFC TFRUN [--random N] [--exhaustive L] [--table] [NAME...]: TracrBench's
 programs against a RASP evaluation with Tracr's semantics.
 
 Each case_N_name.tfp here is one of InterpBench's cases (circuits_benchmark/benchmark/cases/,
 https://github.com/FlyingPumba/circuits-benchmark) translated into .tfp as written in
 Python; cases.py holds the same case as RASP (rasp.py, Tracr's semantics), which is the
-reference. Every input of 1 to 3 tokens and N random ones of 4 to maxlen - 1 tokens (default
-5,000; fixed seed) must give what the RASP evaluation gives at every position:
+reference. Every input of 1 to L tokens (default 3) and N random ones of 4 to maxlen - 1 tokens
+(default 5,000; fixed seed) must give what the RASP evaluation gives at every position:
   - a categorical output equal by Python's == to the value its token spells (a word, True,
     False, a number: Tracr's value sets are Python sets, where 0.0, 0 and False are one);
   - a numeric output (`output_error_bound` in the weight file) within the proven bound plus
@@ -57,8 +57,8 @@ def size(h):
     return blocks, int(meta["d_model"]), params
 
 
-def inputs(vocab, maxlen, n_random, rng):
-    for n in range(1, 4):
+def inputs(vocab, maxlen, n_random, rng, exhaustive=3):
+    for n in range(1, exhaustive + 1):
         yield from itertools.product(vocab, repeat=n)
     for _ in range(n_random):
         yield tuple(rng.choice(vocab) for _ in range(rng.randint(4, maxlen - 1)))
@@ -90,7 +90,7 @@ def agrees(got, want, numeric, bound):
     return abs(g - want) <= 1e-9 * max(1.0, abs(want)), 0.0
 
 
-def check(name, tfc, tfrun, n_random, tmp):
+def check(name, tfc, tfrun, n_random, exhaustive, tmp):
     """(status, cases, raises, worst error, size): status 'pass' or why it failed."""
     program, vocab = CASES[name]
     maxlen = MAXLEN.get(name, 10)
@@ -108,7 +108,7 @@ def check(name, tfc, tfrun, n_random, tmp):
     chars = all(len(t) == 1 for t in json.loads(meta["vocab"]))
     sep = "" if chars else " "
     cases, wants, raises = [], [], 0
-    for c in inputs(vocab, maxlen, n_random, random.Random(27)):
+    for c in inputs(vocab, maxlen, n_random, random.Random(27), exhaustive):
         try:
             wants.append(rasp.evaluate(program, list(c)))
         except rasp.RaspError:
@@ -142,10 +142,14 @@ def check(name, tfc, tfrun, n_random, tmp):
 
 def main():
     argv = sys.argv[1:]
-    n_random = 5000
+    n_random, exhaustive = 5000, 3
     if "--random" in argv:
         i = argv.index("--random")
         n_random = int(argv[i + 1])
+        del argv[i:i + 2]
+    if "--exhaustive" in argv:
+        i = argv.index("--exhaustive")
+        exhaustive = int(argv[i + 1])
         del argv[i:i + 2]
     table = "--table" in argv
     args = [a for a in argv if not a.startswith("--")]
@@ -160,7 +164,7 @@ def main():
     failed, rows = 0, []
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
-            status, n, raises, worst, sz = check(name, tfc, tfrun, n_random, tmp)
+            status, n, raises, worst, sz = check(name, tfc, tfrun, n_random, exhaustive, tmp)
             failed += status != "pass"
             rows.append((name, status, n, raises, worst, sz))
             if status != "pass":
