@@ -32,6 +32,7 @@ import rasp  # noqa: E402
 from cases import CASES, MAXLEN  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+CHUNK = 50000   # inputs per tfrun run
 
 
 def header(path):
@@ -107,37 +108,43 @@ def check(name, tfc, tfrun, n_random, exhaustive, tmp):
     # separated by blanks (docs/language.md, Vocabulary)
     chars = all(len(t) == 1 for t in json.loads(meta["vocab"]))
     sep = "" if chars else " "
-    cases, wants, raises = [], [], 0
-    for c in inputs(vocab, maxlen, n_random, random.Random(27), exhaustive):
-        try:
-            wants.append(rasp.evaluate(program, list(c)))
-        except rasp.RaspError:
-            raises += 1
-            continue
-        cases.append(c)
-    prompts = "".join("^" + sep + sep.join(str(t) for t in c) + "\n" for c in cases)
-    r = subprocess.run([tfrun, w, "--batch", "-"], input=prompts, capture_output=True, text=True)
-    if r.returncode != 0:
-        return "tfrun: " + (r.stderr.strip().splitlines() or ["?"])[0], 0, 0, 0, None
-    lines = r.stdout.splitlines()
-    if len(lines) != len(cases):
-        return "tfrun printed %d lines for %d cases" % (len(lines), len(cases)), 0, 0, 0, None
-    worst = 0.0
-    for case, want, line in zip(cases, wants, lines):
-        got = line.split("\t")[1]
-        got = got.split() if numeric or not chars else list(got)
-        shown = "^" + sep + sep.join(str(t) for t in case)
-        if len(got) != len(want):
-            return "%s: %d outputs for %d tokens" % (shown, len(got), len(want)), 0, 0, 0, None
-        for g, x in zip(got, want):
-            ok, err = agrees(g, x, numeric, bound)
-            worst = max(worst, err)
-            if not ok:
-                return ("%s: printed %s, RASP %r (bound %g)" % (shown, " ".join(got), want, bound),
-                        0, 0, 0, None)
-    if not cases:
+    n_cases, raises, worst = 0, 0, 0.0
+    it = inputs(vocab, maxlen, n_random, random.Random(27), exhaustive)
+    while True:
+        # in chunks, so that a million inputs (case 51: 100 tokens, 3 positions) fit in memory
+        cases, wants = [], []
+        for c in itertools.islice(it, CHUNK):
+            try:
+                wants.append(rasp.evaluate(program, list(c)))
+            except rasp.RaspError:
+                raises += 1
+                continue
+            cases.append(c)
+        if not cases:
+            break
+        prompts = "".join("^" + sep + sep.join(str(t) for t in c) + "\n" for c in cases)
+        r = subprocess.run([tfrun, w, "--batch", "-"], input=prompts, capture_output=True, text=True)
+        if r.returncode != 0:
+            return "tfrun: " + (r.stderr.strip().splitlines() or ["?"])[0], 0, 0, 0, None
+        lines = r.stdout.splitlines()
+        if len(lines) != len(cases):
+            return "tfrun printed %d lines for %d cases" % (len(lines), len(cases)), 0, 0, 0, None
+        for case, want, line in zip(cases, wants, lines):
+            got = line.split("\t")[1]
+            got = got.split() if numeric or not chars else list(got)
+            shown = "^" + sep + sep.join(str(t) for t in case)
+            if len(got) != len(want):
+                return "%s: %d outputs for %d tokens" % (shown, len(got), len(want)), 0, 0, 0, None
+            for g, x in zip(got, want):
+                ok, err = agrees(g, x, numeric, bound)
+                worst = max(worst, err)
+                if not ok:
+                    return ("%s: printed %s, RASP %r (bound %g)" % (shown, " ".join(got), want, bound),
+                            0, 0, 0, None)
+        n_cases += len(cases)
+    if not n_cases:
         return "no case to check", 0, 0, 0, None
-    return "pass", len(cases), raises, worst, size(h)
+    return "pass", n_cases, raises, worst, size(h)
 
 
 def main():
