@@ -20,6 +20,7 @@ Tracr's blocks and d_model (rasp.tracr_size: from Tracr's allocation, not a Trac
 """
 import itertools
 import json
+import math
 import os
 import random
 import struct
@@ -180,6 +181,7 @@ def main():
         print("| program | result | cases (raises) | worst relative error | tfc blocks / d_model / "
               "parameters | Tracr blocks / d_model |")
         print("| --- | --- | ---: | ---: | ---: | ---: |")
+        sizes = []
         for name, status, n, raises, worst, sz in rows:
             program, vocab = CASES[name]
             tb, td = rasp.tracr_size(program, vocab, MAXLEN.get(name, 10) - 1)
@@ -188,6 +190,14 @@ def main():
                 (format(n, ",") + (" (%s)" % format(raises, ",") if raises else "")) if n else "",
                 "%.1e" % worst if n else "",
                 "%d / %d / %s" % (sz[0], sz[1], format(sz[2], ",")) if sz else "", tb, td))
+            if sz:
+                sizes.append((sz[0], sz[1], tb, td))
+        if sizes:
+            over = sum(b > tb for b, _, tb, _ in sizes)
+            ratio = math.exp(sum(math.log(d / td) for _, d, _, td in sizes) / len(sizes))
+            print("\nblocks: tfc %d, Tracr %d over the %d programs (%d with more blocks than Tracr's); "
+                  "d_model %.2fx Tracr's (geometric mean)" % (
+                      sum(s[0] for s in sizes), sum(s[2] for s in sizes), len(sizes), over, ratio))
     print("%d of %d programs agree with RASP on every case, %d failed"
           % (len(rows) - failed, len(rows), failed))
     return 1 if failed or not rows else 0
