@@ -90,8 +90,12 @@ static int eval_binary(ExprEnv *E, const TfExpr *e, TfVal *out) {
     int cmp_op = e->op == TF_EX_EQ || e->op == TF_EX_NE || e->op == '<' || e->op == '>' ||
                  e->op == TF_EX_LE || e->op == TF_EX_GE;
     if (cmp_op) {
-        if (val_is_num(a) != val_is_num(b))
-            return fail(E, e, "compares a token with a number%s", "");
+        if (val_is_num(a) != val_is_num(b)) {
+            // As Python: a token and a number are never equal ("None" == 0 is
+            // False), and have no order (TypeError)
+            if (e->op == TF_EX_EQ || e->op == TF_EX_NE) return *out = val_num(e->op == TF_EX_NE, 1), 0;
+            return fail(E, e, "orders a token and a number%s", "");
+        }
         int c = val_cmp(a, b);
         int r = e->op == TF_EX_EQ ? c == 0 : e->op == TF_EX_NE ? c != 0 : e->op == '<' ? c < 0
               : e->op == '>' ? c > 0 : e->op == TF_EX_LE ? c <= 0 : c >= 0;
@@ -140,7 +144,7 @@ static const struct {
     {"log10", log10, DOM_POSITIVE}, {"sqrt", sqrt, DOM_NONNEG},
 };
 
-#define FUNCTION_LIST "min, max, abs, floor, ceil, round, int, float, pow, ord, chr, sin, cos, " \
+#define FUNCTION_LIST "min, max, abs, floor, ceil, round, int, float, pow, ord, chr, len, sin, cos, " \
                       "tan, asin, acos, atan, sinh, cosh, tanh, exp, log, log2, log10, sqrt"
 
 /* A failure that names a value: "takes sqrt of -3, which is negative". */
@@ -251,7 +255,7 @@ static int eval_minmax(ExprEnv *E, const TfExpr *e, const TfVal *a, TfVal *out) 
 }
 
 /* The functions of one argument that are no math: floor ceil round abs
- * float ord chr int; 1 when f is none of them. */
+ * float ord chr len int; 1 when f is none of them. */
 static int eval_unary_fn(ExprEnv *E, const TfExpr *e, TfVal a, TfVal *out) {
     const char *f = e->name.text;
     int rounding = strcmp(f, "floor") == 0 || strcmp(f, "ceil") == 0 || strcmp(f, "round") == 0;
@@ -269,6 +273,11 @@ static int eval_unary_fn(ExprEnv *E, const TfExpr *e, TfVal a, TfVal *out) {
     } else if (strcmp(f, "ord") == 0) {
         if (a.kind != TF_VAL_TOKEN) return fail(E, e, "ord of a number%s", "");
         *out = val_num(a.x, 1);
+    } else if (strcmp(f, "len") == 0) {
+        // Python's len of a string: the token's text ("cat" is 3); a number has none
+        if (a.kind != TF_VAL_TOKEN) return fail_value(E, e, "takes %s of the number %s", a);
+        int c = (int)a.x;
+        *out = val_num(c < TF_TOKEN_WORD ? 1 : (double)strlen(E->ir->words[c - TF_TOKEN_WORD]), 1);
     } else if (strcmp(f, "chr") == 0) {
         if (a.kind != TF_VAL_INT || a.x < 1 || a.x > 255)
             return fail(E, e, "chr needs an integer 1..255%s", "");

@@ -118,6 +118,15 @@ START_TEST(test_tokens) {
     ck_assert_double_eq(v.x, 'b');
     ck_assert_int_eq(eval_with("x < y", -'a', -'b', 0, &v, msg, sizeof msg), 0);
     ck_assert_double_eq(v.x, 1);
+    ck_assert_int_eq(eval_with("len(x)", -'a', 0, 0, &v, msg, sizeof msg), 0); // a character: 1
+    ck_assert_double_eq(v.x, 1);
+    ck_assert_int_eq(eval_with("len(y)", -'a', 3, 0, &v, msg, sizeof msg), -1);
+    ck_assert_str_eq(msg, "takes len of the number 3");
+    // a token and a number are never equal, as in Python ('a' == 1 is False)
+    ck_assert_int_eq(eval_with("x == y", -'a', 1, 0, &v, msg, sizeof msg), 0);
+    ck_assert_double_eq(v.x, 0);
+    ck_assert_int_eq(eval_with("x != y", -'a', 1, 0, &v, msg, sizeof msg), 0);
+    ck_assert_double_eq(v.x, 1);
 }
 END_TEST
 
@@ -130,8 +139,8 @@ START_TEST(test_failures_say_why) {
     ck_assert_str_eq(msg, "takes a remainder by zero");
     ck_assert_int_eq(eval_with("1 + x", -'a', 0, 0, &v, msg, sizeof msg), -1);
     ck_assert_ptr_nonnull(strstr(msg, "arithmetic on a token"));
-    ck_assert_int_eq(eval_with("x == 1", -'a', 0, 0, &v, msg, sizeof msg), -1);
-    ck_assert_str_eq(msg, "compares a token with a number");
+    ck_assert_int_eq(eval_with("x < 1", -'a', 0, 0, &v, msg, sizeof msg), -1);
+    ck_assert_str_eq(msg, "orders a token and a number");
     ck_assert_int_eq(eval_with("[x: 1 => 2]", 3, 0, 0, &v, msg, sizeof msg), -1);
     ck_assert_ptr_nonnull(strstr(msg, "no entry"));
 }
