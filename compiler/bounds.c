@@ -1,62 +1,199 @@
 /* bounds.c: the float32 error of an MLP plan's result, from the plan
- * (bounds.h). The units are those of compiler/lower_general.c. */
+ * (bounds.h). The weights are those compiler/lower_general.c writes, rounded
+ * to float32 as it rounds them. */
 #include "bounds.h"
 
 #include <math.h>
 
+#include "cubes.h"
 #include "values_internal.h"
 
-/* The largest |value| register r can hold, at least 1 (what a Count's
- * fraction holds at the BOS), as compiler/lower_general.c bounds it. */
+#define U32 EPS32 /* float32's unit roundoff, 2^-24 */
+
+/* How far a float32 sum of n terms, added in any order (a BLAS kernel's:
+ * lanes, blocks, the bias last), can be from the exact sum of the products
+ * it rounds. mag: sum |terms|; big: the larger of the sum of the positive
+ * terms and that of the negative ones, which bounds every partial sum.
+ * Each product rounds by u |term|; each of the n - 1 additions by u times
+ * its partial sum, at most big plus the error so far E, so
+ * E <= u mag + (n - 1) u ((1 + u) big + E). With big = mag this is
+ * Higham's gamma_n mag (interval.h); a column where steps cancel (+h, -h')
+ * gets about half of it. */
+static double sum_err(int n, double mag, double big) {
+    if (n <= 1) return U32 * mag;
+    double a = (double)(n - 1) * U32;
+    return (U32 * mag + a * (1 + U32) * big) / (1 - a) * (1 + 1e-12);
+}
+
+/* The float32 weight the lowering writes for w. */
+static double f32(double w) { return (double)(float)w; }
+
+/* The largest |value| register r can hold after the BOS, and its error. */
 static double reg_max_abs(const TfIr *ir, int r) {
     const TfRegFacts *g = &ir->regs[r].facts;
-    double big = 1.0;
+    double big = 0;
     for (int v = 0; v < g->n_vals; v++) big = fmax(big, fabs(g->vals[v].x));
-    return big;
+    return big + g->err;
 }
 
-/* The largest |x| a staircase's units read: its values, or for a composed
- * LINEAR Map the sum of its inputs' largest terms. */
-static double stair_x(const TfIr *ir, const TfOpPlan *p) {
-    double x = 0, lin = fabs(p->c0);
-    for (int i = 0; i < p->n_x; i++) x = fmax(x, fabs(p->xs[i]));
-    if (p->x_linear)
-        for (int k = 0; k < p->n_in; k++) lin += fabs(p->coef[k]) * reg_max_abs(ir, p->in[k]);
-    else if (p->form == TF_PLAN_SPLIT)
-        x = fmax(x, reg_max_abs(ir, p->in[0]));
-    return fmax(x, lin);
+/* One output column's terms as its on units add them: their number, sum
+ * |term|, the sums of the positive and of the negative ones, and the error
+ * the units and the weights' rounding already carry. */
+typedef struct Col {
+    int n;
+    double mag, pos, neg, err;
+} Col;
+
+static void col_add(Col *c, double w, double h, double h_err) {
+    double t = fabs(w) * (h + h_err);
+    c->n++;
+    c->mag += t;
+    if (w * h >= 0) c->pos += t;
+    else c->neg += t;
+    c->err += fabs(w) * h_err;
 }
 
-/* One step pair's error, per unit of its height: ROUND_ONE per unit of the
- * largest term its pre-activation adds (bounds.h). split: the gate G of a
- * SPLIT plan's step, which adds 2 G. */
-static double step_err(const TfOpPlan *p, int i, double X, int split) {
-    double m = (p->xs[i] + p->xs[i + 1]) / 2, K = 2.0 / (p->xs[i + 1] - p->xs[i]);
-    double U = K * (X + fabs(m) + fabs(p->c0)) + 1;
-    if (split) U += 2 * (K * (X + fabs(m)) + 2.0);
-    return ROUND_ONE * (U + 1);
+static double col_err(const Col *c) {
+    // +2: the bias added last and the residual the column is added to (0).
+    return c->err + sum_err(c->n + 2, c->mag, fmax(c->pos, c->neg));
 }
 
-/* One staircase's numeric results (n_x of them, from its lowest value on):
- * their error. */
-static double stair_err(const TfOpPlan *p, const double *xnum, double X, int split) {
-    double num = fabs(xnum[0]) * ROUND_ONE * (split ? 3 : 1);
-    for (int i = 0; i + 1 < p->n_x; i++)
-        if (xnum[i] != xnum[i + 1]) num += fabs(xnum[i + 1] - xnum[i]) * step_err(p, i, X, split);
-    return num;
+/* A step pair h = ReLU(z + 1/2), h' = ReLU(z - 1/2), z = (its x terms) + b,
+ * with both units on: each within err of its exact value, at most h in size,
+ * and their difference, exact in real arithmetic, off 1 by wdiff (b +- 1/2
+ * rounded to float32). xmag: sum |x terms|; n: its terms in fc1 (with the
+ * BOS column's and the bias). The BOS column is exactly 0 after the BOS, so
+ * its weight adds an exact 0. */
+typedef struct Pair {
+    double h, err, wdiff;
+} Pair;
+
+static Pair on_pair(double z, double xmag, double b, int n) {
+    double hi = f32(b + 0.5), lo = f32(b - 0.5);
+    double e_hi = sum_err(n, xmag + fabs(hi), xmag + fabs(hi));
+    double e_lo = sum_err(n, xmag + fabs(lo), xmag + fabs(lo));
+    double e = fmax(e_hi, e_lo);
+    // An off unit (z <= -1/2 - its margin) is an exact 0 only while its own
+    // rounding stays well inside that margin.
+    if (e >= 0.125) e = INFINITY;
+    return (Pair){fabs(z) + 0.5 + e, e, fabs(hi - lo - 1)};
+}
+
+/* A pair's contribution to a column, through fc2 weights w and -w (the
+ * ideal ones; wdiff: the pair's difference in float32 weights, off 1 by
+ * that much). */
+static void col_pair(Col *c, double w, const Pair *q) {
+    double fw = f32(w);
+    col_add(c, fw, q->h, q->err);
+    col_add(c, -fw, q->h, q->err);
+    c->err += fabs(fw) * q->wdiff + fabs(fw - w); // fw (h - h') against w
+}
+
+/* TABLE: at any combination of its inputs' values one cube's pair is on
+ * (compiler/cubes.h). Its units read the columns of k inputs' sets, z = 2
+ * (their sum) - 2k + 1: within 2 sum (set size x error) of 1 when on, of
+ * -1 or less when off, and the off ones are exactly 0. The worst cube; if
+ * the cubes cannot be had (memory), every set as large as its input. */
+static double table_err(const TfIr *ir, const TfOpPlan *p, int cat) {
+    TfCubes cubes;
+    int have = cubes_of_table(ir, p, &cubes) == 0, n_units = have ? cubes.n : p->n_combo;
+    double worst = 0;
+    for (int u = 0; u < n_units; u++) {
+        int combo = have ? cubes.cube[u].combo : u, n = 2, k = 0;
+        if (cat ? p->combo_col[combo] < 0 : p->combo_num[combo] == 0) continue;
+        double xmag = 0, z = 1;
+        for (int i = 0; i < p->n_in; i++) {
+            const TfRegFacts *g = &ir->regs[p->in[i]].facts;
+            int size = g->n_vals;
+            if (have && cubes.cube[u].set[i] < 0) continue; // free
+            if (have) cubes_set(&cubes, cubes.cube[u].set[i], &size);
+            xmag += 2 * (1 + size * g->err);
+            z += 2 * size * g->err;
+            n += size;
+            k++;
+        }
+        Pair q = on_pair(z, xmag, -2.0 * k + 1, n);
+        Col col = {0};
+        col_pair(&col, cat ? 1.0 : p->combo_num[combo], &q);
+        worst = fmax(worst, col_err(&col));
+    }
+    if (have) cubes_free(&cubes);
+    return worst;
+}
+
+/* STAIRCASE and SPLIT: every error below grows with x and with the set of
+ * steps x has crossed, so the worst is at x's largest value, where every
+ * step is on. Per column: the base unit (1, exact: the lowest value's
+ * result) and a pair per step into or out of it. A SPLIT plan's steps of
+ * value a of in[1] also read a's column, with a gate G, and are off for
+ * the other values; per a, a base pair 2 ca - 1 instead of the base unit. */
+static double stair_err(const TfIr *ir, const TfOpPlan *p, int cat, int a) {
+    int split = p->form == TF_PLAN_SPLIT, n = p->n_x;
+    const int *xcol = cat ? p->x_col + (size_t)a * (size_t)n : NULL;
+    const double *xnum = cat ? NULL : p->x_num + (size_t)a * (size_t)n;
+    int n_cols = 1;
+    for (int i = 0; cat && i < n; i++) n_cols = xcol[i] >= n_cols ? xcol[i] + 1 : n_cols;
+    Col cols[n_cols];
+    for (int c = 0; c < n_cols; c++) cols[c] = (Col){0};
+    // |x| at its largest and x's error; x's terms in fc1.
+    double xtop = p->xs[n - 1], ex = 0, xs_abs = 0, xmax = 0;
+    int nx = 1;
+    for (int i = 0; i < n; i++) xmax = fmax(xmax, fabs(p->xs[i]));
+    if (p->x_linear) {
+        for (int k = 0; k < p->n_in; k++) {
+            ex += fabs(p->coef[k]) * ir->regs[p->in[k]].facts.err;
+            xs_abs += fabs(p->coef[k]) * reg_max_abs(ir, p->in[k]);
+        }
+        nx = p->n_in;
+    } else {
+        ex = ir->regs[p->in[0]].facts.err;
+        xs_abs = xmax + ex;
+    }
+    double ea = split ? ir->regs[p->in[1]].facts.err : 0;
+    // The base: a unit that is 1 (exactly: 1 - 0 x BOS), or a SPLIT pair on
+    // 2 ca - 1.
+    if (split) {
+        if (cat ? xcol[0] >= 0 : xnum[0] != 0) {
+            Pair q = on_pair(1 + 2 * ea, 2 * (1 + ea), -1.0, 3);
+            col_pair(&cols[cat ? xcol[0] : 0], cat ? 1.0 : xnum[0], &q);
+        }
+    } else if (cat ? xcol[0] >= 0 : 1) {
+        double w = cat ? 1.0 : xnum[0];
+        col_add(&cols[cat ? xcol[0] : 0], f32(w), 1, 0);
+        cols[cat ? xcol[0] : 0].err += fabs(f32(w) - w);
+    }
+    for (int i = 0; i + 1 < n; i++) {
+        if (cat ? xcol[i] == xcol[i + 1] : xnum[i] == xnum[i + 1]) continue;
+        double m = (p->xs[i] + p->xs[i + 1]) / 2, K = 2.0 / (p->xs[i + 1] - p->xs[i]);
+        double c0 = p->x_linear ? p->c0 : 0;
+        double b = -K * m + K * c0, xmag = K * xs_abs, z = K * (xtop + ex - m);
+        int nt = nx + 2;
+        if (split) {
+            double G = K * (xmax + 1 + fabs(m)) + 2.0;
+            b -= G;
+            xmag += G * (1 + ea);
+            z += G * ea;
+            nt++;
+        }
+        Pair q = on_pair(z, xmag, b, nt);
+        if (cat) {
+            if (xcol[i + 1] >= 0) col_pair(&cols[xcol[i + 1]], 1.0, &q);
+            if (xcol[i] >= 0) col_pair(&cols[xcol[i]], 1.0, &q);
+        } else {
+            col_pair(&cols[0], xnum[i + 1] - xnum[i], &q);
+        }
+    }
+    double worst = 0;
+    for (int c = 0; c < n_cols; c++) worst = fmax(worst, col_err(&cols[c]));
+    return worst;
 }
 
 double bounds_mlp(const TfIr *ir, const TfOpPlan *p) {
     int cat = ir->regs[p->dest].kind == TF_REG_CATEGORICAL;
-    if (p->form == TF_PLAN_TABLE) {
-        double big = 0;
-        for (int c = 0; !cat && c < p->n_combo; c++) big = fmax(big, fabs(p->combo_num[c]));
-        return cat ? ROUND_ONE : big * ROUND_ONE;
-    }
-    if (cat || (p->form != TF_PLAN_STAIRCASE && p->form != TF_PLAN_SPLIT)) return -1;
-    int split = p->form == TF_PLAN_SPLIT, n_a = split ? p->n_combo : 1;
-    double X = stair_x(ir, p), worst = 0;
-    for (int a = 0; a < n_a; a++)
-        worst = fmax(worst, stair_err(p, p->x_num + (size_t)a * (size_t)p->n_x, X, split));
+    if (p->form == TF_PLAN_TABLE) return table_err(ir, p, cat);
+    if (p->form != TF_PLAN_STAIRCASE && p->form != TF_PLAN_SPLIT) return -1;
+    double worst = 0;
+    for (int a = 0; a < (p->form == TF_PLAN_SPLIT ? p->n_combo : 1); a++)
+        worst = fmax(worst, stair_err(ir, p, cat, a));
     return worst;
 }

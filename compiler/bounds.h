@@ -1,31 +1,36 @@
 /* bounds.h: how far the register an MLP plan writes can be from its exact
- * value in float32, worked out from the plan itself (its steps' slopes,
- * heights and inputs' ranges), the same way for a plan the analysis made
- * (compiler/map.c, compiler/select.c) and one fusion composed
- * (compiler/fuse.c): a composed plan whose bound is wider than the one the
- * analysis gave its register, and that later ops relied on, is not used.
+ * value in float32, worked out from the plan itself (the weights
+ * compiler/lower_general.c writes for it, rounded to float32 as it rounds
+ * them), the same way for a plan the analysis made (compiler/map.c) and one
+ * fusion composed (compiler/fuse.c): a composed plan whose bound is wider
+ * than the one the analysis gave its register, and that later ops relied
+ * on, is not used.
  *
- * The model: a step pair's pre-activations u +- 1/2, u = K (x - m), cost
- * about 4 float32 roundings each of the largest term they add
- * (K |x|, K |m|, the gate); each, times the step's height in fc2, costs a
- * few more of height |u|. ROUND_ONE (16 roundings) per unit of |u| covers
- * them. (A Map(c * c) of a Count at maxlen 80 composed into one staircase
- * over the Count's fraction: steps of height 157 and |u| up to 12,640.)
- * Outside their ramps (the analysis's margins) steps are exactly 0 or 1 in
- * real arithmetic, so the inputs' own errors do not reach the result.
+ * The model holds whatever order the BLAS kernel adds in (issue 22:
+ * OpenBLAS's SSE kernels, Prescott and Nehalem, add a staircase's units in
+ * another order than AVX2's and made 5 times the bound a fixed count of
+ * roundings gave). A float32 sum of n terms in any order is within
+ * u sum|terms| + gamma_(n-1) (1 + u) max(sum of the positive terms, sum of
+ * the negative ones) of the exact sum (u = 2^-24; with both sums equal to
+ * sum |terms| this is Higham's gamma_n sum |terms|, the validator's model,
+ * compiler/interval.h). Each unit's pre-activation is such a sum (its
+ * input columns, the bias), and so is each output column (the units on at
+ * that input, the bias, the residual it is added to). Outside their ramps
+ * (the analysis's margins) steps are exactly 0 or 1 in real arithmetic, so
+ * the inputs' own errors move the units' sizes, not the result; the off
+ * units add an exact 0. A staircase's errors grow with x and with the steps
+ * it has crossed, so its bound is taken at x's largest value (every step
+ * on); a table's at its worst cube (one is on at a time).
  */
 #ifndef TF_BOUNDS_H
 #define TF_BOUNDS_H
 
 #include "values.h"
 
-/* The bound for a TABLE plan, or a STAIRCASE or SPLIT plan writing a
- * number, not counting values merged as equal (the analysis adds those);
- * -1 for the other forms, whose bound the analysis derives. A staircase
- * writing a categorical register is left to the analysis's model (ROUND_ONE
- * a step): a step pair's difference, +-1 into a column, is exact in float32
- * unless a power of two lies between its two pre-activations, and its
- * weights in fc2 are +-1; only a number's heights multiply the rounding. */
+/* The bound for a TABLE, STAIRCASE or SPLIT plan, categorical (every
+ * column against its one-hot) or numeric, not counting values merged as
+ * equal (the analysis adds those); -1 for the other forms, whose bound the
+ * analysis derives. */
 double bounds_mlp(const TfIr *ir, const TfOpPlan *p);
 
 #endif

@@ -314,7 +314,7 @@ static TfOpPlan *map_table(Va *G, TfIrOp *op, const TfExpr *e, const ExprReads *
         p->combo_col = va_alloc(G, (size_t)n * sizeof *p->combo_col);
         if (!p->combo_col) { (void)(free(res), free(defined), G->failed = 1); return NULL; }
         va_set_categorical_results(G, dest, res, defined, n, p->combo_col);
-        va_facts(G, dest)->err = ROUND_ONE;
+        va_facts(G, dest)->err = bounds_mlp(G->ir, p);
     } else {
         p->combo_num = va_alloc(G, (size_t)n * sizeof *p->combo_num);
         if (!p->combo_num) { (void)(free(res), free(defined), G->failed = 1); return NULL; }
@@ -331,7 +331,7 @@ static TfOpPlan *map_table(Va *G, TfIrOp *op, const TfExpr *e, const ExprReads *
         double moved;
         int m = val_unique(res, n, SAME_VALUE, &moved);
         va_set_values(G, dest, res, m);
-        va_facts(G, dest)->err = va_max_abs(res, m) * ROUND_ONE + moved;
+        va_facts(G, dest)->err = bounds_mlp(G->ir, p) + moved;
     }
     free(res);
     free(defined);
@@ -396,7 +396,7 @@ static TfOpPlan *map_staircase(Va *G, TfIrOp *op, const TfExpr *e, const ExprRea
         p->x_col = va_alloc(G, (size_t)n * sizeof *p->x_col);
         if (!p->x_col) { (void)(free(res), free(defined), G->failed = 1); return NULL; }
         va_set_categorical_results(G, dest, res, defined, n, p->x_col);
-        va_facts(G, dest)->err = ROUND_ONE * (n_steps + 1); // compiler/bounds.h
+        va_facts(G, dest)->err = bounds_mlp(G->ir, p);
     } else {
         p->x_num = va_alloc(G, (size_t)n * sizeof *p->x_num);
         if (!p->x_num) { (void)(free(res), free(defined), G->failed = 1); return NULL; }
@@ -404,8 +404,7 @@ static TfOpPlan *map_staircase(Va *G, TfIrOp *op, const TfExpr *e, const ExprRea
         double moved;
         int m = val_unique(res, n, SAME_VALUE, &moved);
         va_set_values(G, dest, res, m);
-        va_facts(G, dest)->err =
-            fmax(va_max_abs(res, m) * ROUND_ONE * (n_steps + 1), bounds_mlp(G->ir, p)) + moved;
+        va_facts(G, dest)->err = bounds_mlp(G->ir, p) + moved;
     }
     free(res);
     free(defined);

@@ -5,13 +5,16 @@ length, and compared with an independent Python evaluation of
 docs/language.md (issue 22).
 
     differential.py [--tfc B/tfc] [--tfrun B/tfrun] [--seed S] [--programs N]
-                    [--time-budget SECONDS] [--keep DIR]
+                    [--time-budget SECONDS] [--jobs N] [--keep DIR]
                     [--cases FILE_OR_DIR ...] [--shape-check] [--minimize]
 
 The evaluator below is written from docs/language.md only: it parses the
 program text that tfc compiles (the subset the generator writes: vocabularies
-of characters or words, bos, maxlen, cat/num/token registers, Map, Count,
-Aggregate, Clear, CopyOnMatch, `output R at every position` and
+of characters or words, bos, maxlen, cat/num/token/position registers, Map,
+Count, Aggregate, the seed ops Clear, CopyOnMatch, IsZero, FindAndStore,
+StepPosition, GetRelativeToken and Multiply (where docs/language.md's "Ops"
+says what they compute for every construction: seed_op below), `output R at
+every position` and
 `output R; generate N;`, whose attention is causal and whose next token is
 the output at the last position) and computes each position's value with exact rationals (fractions.Fraction), so a
 program's expected output is exact; tfrun's numbers are compared within the
@@ -35,7 +38,8 @@ For each program and level:
   - the levels that compile are compared with each other (tokens exactly,
     numbers within the sum of their bounds).
 
-Counts are printed at the end; each failing program is written with a failing
+--jobs N checks N programs at a time (the same programs, in the same order,
+and the same counts as one job). Counts are printed at the end; each failing program is written with a failing
 input to --keep DIR (default: none) and listed. The exit status is 1 when any
 program fails (silent or loud), 0 otherwise. --cases runs .tfp files (e.g.
 tests/data/differential/) and the two programs of issue 22 (always run first)
@@ -49,6 +53,8 @@ import copy
 import hashlib
 import itertools
 import json
+import math
+import multiprocessing
 import os
 import random
 import re
@@ -289,7 +295,7 @@ class Program:
     def __init__(self, text):
         self.text = text
         self.vocab, self.words, self.bos, self.maxlen = None, False, None, None
-        self.kinds = {"tokens": "cat", "indices": "cat"}
+        self.kinds = {"tokens": "cat", "indices": "cat", "pos": "position"}
         self.ops, self.output, self.generate = [], None, None
         self.cache = {}  # run_program's: (id of an expression, values read) -> result
         p = Parser(text)
@@ -316,7 +322,8 @@ class Program:
                 if v == "maxlen":
                     self.maxlen = n
                 p.expect(";")
-            elif k == "id" and v in ("cat", "num", "scalar", "token") and p.peek(1)[0] == "id":
+            elif k == "id" and v in ("cat", "num", "scalar", "token", "position") and \
+                    p.peek(1)[0] == "id":
                 p.next()
                 kind = {"scalar": "num"}.get(v, v)
                 self.kinds[p.ident()] = kind
@@ -367,9 +374,13 @@ class Program:
             p.expect(")")
         dest = p.ident() if p.accept("->") else None
         p.expect(";")
-        if name not in ("Map", "Count", "Aggregate", "Clear", "CopyOnMatch"):
+        if name not in ("Map", "Count", "Aggregate") + SEED_OPS:
             raise SyntaxErr("op %s is outside the evaluator's subset" % name)
         return {"op": name, "args": args, "named": named, "flags": flags, "dest": dest}
+
+
+SEED_OPS = ("Clear", "CopyOnMatch", "IsZero", "FindAndStore", "StepPosition",
+            "GetRelativeToken", "Multiply")
 
 
 # ---------------------------------------------------------------- evaluation
@@ -542,7 +553,7 @@ def static_refusal(prog):
                 if a[0] == "reg":
                     cleared[a[1]] = prog.kinds.get(a[1])
             continue
-        if op["op"] == "CopyOnMatch":
+        if op["op"] in SEED_OPS:
             continue
         for r in op_reads(op) & set(cleared):
             if cleared[r] in ("cat", "token"):
@@ -588,7 +599,7 @@ def run_program(prog, toks):
     """The output at positions 1..n of the input toks (bos first): a list of values.
     Raises CheckFails, Unspecified or ExprError."""
     n = len(toks) - 1
-    st = {"tokens": list(toks), "indices": list(range(n + 1))}
+    st = {"tokens": list(toks), "indices": list(range(n + 1)), "pos": list(range(n + 1))}
     written = set()
 
     def at(reg, i):
@@ -618,16 +629,35 @@ def run_program(prog, toks):
             return r[1]
         raise r[1]
 
-    def selects(sel, i, j):
+    def selector(sel):
+        """sel(i, j) for one op: each position's side values read once, each
+        pair of side values evaluated once for the whole program."""
         qr, kr, plain = sides_read(sel, prog.cache)
         if plain:
             raise ExprError("a selection reads %s without q. or k." % plain[0])
-        qv, kv = tuple(at(r, i) for r in qr), tuple(at(r, j) for r in kr)
+        qs, ks, memo = {}, {}, prog.cache.setdefault(("sel", id(sel)), {})
 
-        def env(x):
-            return dict(zip(qr, qv))[x[1]] if x[0] == "q" else dict(zip(kr, kv))[x[1]]
-        return cached((id(sel), qv, kv),
-                      lambda: need_bool(evaluate(sel, env, False), "selection"))
+        def side(cache, regs, i):
+            v = cache.get(i)
+            if v is None:
+                v = cache[i] = tuple(at(r, i) for r in regs)
+            return v
+
+        def test(i, j):
+            qv, kv = side(qs, qr, i), side(ks, kr, j)
+            r = memo.get((qv, kv))
+            if r is None:
+                def env(x):
+                    return dict(zip(qr, qv))[x[1]] if x[0] == "q" else dict(zip(kr, kv))[x[1]]
+                try:
+                    r = (True, need_bool(evaluate(sel, env, False), "selection"))
+                except (ExprError, Unspecified) as e:
+                    r = (False, e)
+                memo[(qv, kv)] = r
+            if r[0]:
+                return r[1]
+            raise r[1]
+        return test
 
     def map_value(e, i, true_div):
         rk = ("reads", id(e))
@@ -652,13 +682,15 @@ def run_program(prog, toks):
                     raise ExprError("a number register given %r" % (v,))
                 out[i] = v
         elif name == "Count":
+            test = selector(args[0])
             for i in range(1, n + 1):
-                out[i] = sum(1 for j in keys(i, op["flags"]) if selects(args[0], i, j))
+                out[i] = sum(1 for j in keys(i, op["flags"]) if test(i, j))
         elif name == "Aggregate":
             sel, val = args[0], args[1]
             dflt = op["named"].get("default")
+            test = selector(sel)
             for i in range(1, n + 1):
-                picked = [j for j in keys(i, op["flags"]) if selects(sel, i, j)]
+                picked = [j for j in keys(i, op["flags"]) if test(i, j)]
                 vals = [map_value(val, j, False) for j in picked]
                 if kind == "num":
                     for v in vals:
@@ -690,6 +722,9 @@ def run_program(prog, toks):
                 else:
                     st[r] = [None] * (n + 1)
             continue
+        elif name in SEED_OPS[2:]:
+            seed_op(prog, op, st, toks, n, written)
+            continue
         elif name == "CopyOnMatch":
             flag, src = args[0][1], args[1][1]
             for i in range(1, n + 1):
@@ -703,6 +738,66 @@ def run_program(prog, toks):
     if not prog.every:
         return [at(prog.output, n)]
     return [at(prog.output, i) for i in range(1, n + 1)]
+
+
+def gelu(x):
+    return 0.5 * x * math.erfc(-x / math.sqrt(2.0))
+
+
+def seed_op(prog, op, st, toks, n, written):
+    """The seed ops of docs/language.md ("Ops") on the state st, where they are
+    defined for every construction: a position register holds an integer p (its
+    sin, cos of 2 pi p / period); FindAndStore(c) the position of the one c at
+    or before each position (no value with none or several: the constructions
+    differ there); GetRelativeToken(p + k) the token at p + k when it is at or
+    before the position (no value otherwise); StepPosition moves by its steps;
+    IsZero(z) is z + 0.1 GELU(10 - 100 z) - GELU(z + 10) + 10 (in place);
+    Multiply(a, b, carry) -> out: the digit of a + b + carry modulo 10, and
+    carry becomes 1 when that sum is 10 or more (a, b digit tokens, carry 0 or 1;
+    no value otherwise)."""
+    name, args, dest = op["op"], op["args"], op["dest"]
+    col = lambda r: st.get(r, [None] * (n + 1))
+    if name == "IsZero":
+        r = args[0][1]
+        st[r] = [None if v is None else
+                 Fraction(float(v) + 0.1 * gelu(10 - 100 * float(v)) - gelu(float(v) + 10) + 10)
+                 for v in col(r)]
+        return
+    if name == "StepPosition":
+        for r, e in op["named"].items():
+            k = evaluate(e, None, False)
+            st[r] = [None if v is None else v + k for v in col(r)]
+        return
+    if dest in written:
+        raise ExprError("%s is written twice" % dest)
+    written.add(dest)
+    out = [None] * (n + 1)
+    if name == "FindAndStore":
+        c = args[0][1]
+        for i in range(1, n + 1):
+            at = [j for j in range(i + 1) if toks[j] == c]
+            out[i] = at[0] if len(at) == 1 else None
+    elif name == "GetRelativeToken":
+        e = args[0]
+        reg, k = (e[2][1], evaluate(e[3], None, False) * (1 if e[1] == "+" else -1)) \
+            if e[0] == "bin" else (e[1], 0)
+        p = col(reg)
+        for i in range(1, n + 1):
+            t = None if p[i] is None else p[i] + k
+            out[i] = toks[t] if t is not None and 0 <= t <= i else None
+    elif name == "Multiply":
+        a, b = col(args[0][1]), col(args[1][1])
+        c = st.get(args[2][1], [0] * (n + 1))  # a register nothing wrote holds 0
+        carry = [None] * (n + 1)
+        for i in range(1, n + 1):
+            if a[i] in DIGITS and b[i] in DIGITS and c[i] in (0, 1):
+                v = int(a[i]) + int(b[i]) + int(c[i])
+                out[i], carry[i] = str(v % 10), int(v >= 10)
+        st[args[2][1]] = carry
+    st[dest] = out
+
+
+DIGITS = tuple("0123456789")
 
 
 def value_text(v):
@@ -770,6 +865,8 @@ def inputs_for(prog, rng, max_inputs=400, extra_long=12):
     named = {unescape(a or b) for a, b in named}
     # tokens the program names first, then the others, at most three
     alpha = [t for t in toks if t in named] + [t for t in toks if t not in named]
+    if "Multiply(" in prog.text:  # digits, with carries
+        alpha = ["9", "1", "5"]
     alpha = alpha[:3] if len(alpha) > 2 else alpha
     room = prog.maxlen - 1 - (0 if prog.every else prog.generate)  # tokens after the BOS
     out, length = [], 1
@@ -948,10 +1045,11 @@ def check_program(tools, src, rng, name):
             break
     # the levels with each other
     levels = list(per_level)
+    said = {t for t, e in zip(texts, exps) if e[0] == "out"}  # the language says what prints
     for a, b in itertools.combinations(levels, 2):
         (oa, ba), (ob, bb) = per_level[a], per_level[b]
         for t in texts:
-            if t in oa and t in ob and oa[t] != ob[t]:
+            if t in said and t in oa and t in ob and oa[t] != ob[t]:
                 if prog.kinds.get(prog.output) == "num":
                     va, vb = oa[t].split(), ob[t].split()
                     if len(va) == len(vb) and all(abs(float(x) - float(y)) <= ba + bb + 1e-6 *
@@ -981,6 +1079,11 @@ FEATURES = [
     ("default:", r"default:"),
     ("Clear", r"\bClear\("),
     ("CopyOnMatch", r"CopyOnMatch\("),
+    ("IsZero", r"\bIsZero\("),
+    ("FindAndStore", r"\bFindAndStore\("),
+    ("StepPosition", r"\bStepPosition\("),
+    ("GetRelativeToken", r"\bGetRelativeToken\("),
+    ("Multiply", r"\bMultiply\("),
     ("numeric output", None),
     ("word vocabulary", r"^vocab \["),
     ("maxlen >= 40", r"maxlen ([4-9]\d|\d{3,});"),
@@ -1056,7 +1159,7 @@ def gen_header(rng):
         words = rng.sample(["ab", "cd", "the", "x", "yy"], rng.randint(2, 3))
         vocab = ["^"] + words + [str(d) for d in range(rng.choice([2, 3, 4]))]
     else:
-        k = rng.choice([0, 2, 3, 4, 5])
+        k = rng.choice([0, 2, 3, 4, 5, 10])
         vocab = ["^"] + list("abcd"[:rng.randint(2, 4)]) + [str(d) for d in range(k)]
     r = rng.random()
     maxlen = rng.randint(4, 12) if r < 0.6 else rng.randint(13, 24) if r < 0.75 else \
@@ -1149,6 +1252,12 @@ def gen_op(rng, g, final=False):
     nums = [r for r in g.regs if r.kind == "num"]
     M = g.ndigits
     K = rng.randint(2, 5)
+    if not final and nums and rng.random() < 0.04:
+        x = rng.choice(nums)
+        x.vals = None if x.vals is None else sorted({
+            Fraction(float(v) + 0.1 * gelu(10 - 100 * float(v)) - gelu(float(v) + 10) + 10)
+            for v in x.vals})
+        return ["IsZero(%s);" % x.name]
     t = rng.random()
     if final:
         if M < 2 or t < 0.15:
@@ -1303,10 +1412,46 @@ def gen_final(rng, g):
                 last.kind == "cat" and last.vals and 0 <= last.vals[0] and
                 last.vals[-1] < g.ndigits and all(isinstance(v, int) for v in last.vals)):
             return [], last.name
+    if g.maxlen <= 90 and rng.random() < 0.12:
+        return gen_seed_final(rng, g), "out"
     while True:
         lines = gen_op(rng, g, final=True)
         if lines:
             return lines, "out"
+
+
+def gen_seed_final(rng, g):
+    """The output `out` written by seed ops (docs/language.md, "Ops"): the
+    token k before each position, the first token (FindAndStore of the BOS
+    moved by StepPosition), the token after the one occurrence of a letter,
+    or (a vocabulary with every digit) Multiply's digit of the token plus the
+    first token plus a carry (a Map's 0/1, or 0)."""
+    t = rng.random()
+    if t >= 0.3 and g.maxlen > 34:
+        t = rng.random() * 0.3  # -O0's FindAndStore fails past position 33 (docs/language.md)
+    if t >= 0.3:
+        g.fresh("position", "pos", name="p")
+    if t < 0.3:
+        g.fresh("token", "tok", name="out")
+        return ["out: GetRelativeToken(pos - %d) -> out;" % rng.randint(0, 1)]
+    first = ["p: FindAndStore('^') -> p;"]
+    step, k = rng.choice([(1, 0), (2, -1), (1, -1), (3, -2)])
+    first += ["StepPosition(p: %d);" % step]
+    if t < 0.55 or (t >= 0.8 and g.ndigits < 10):
+        g.fresh("token", "tok", name="out")
+        return first + ["out: GetRelativeToken(p %s %d) -> out;" % ("-" if k < 0 else "+", abs(k))]
+    if t < 0.8:
+        g.fresh("token", "tok", name="out")
+        return ["p: FindAndStore(%s) -> p;" % q(rng.choice(g.letters)),
+                "out: GetRelativeToken(p + %d) -> out;" % rng.randint(0, 1)]
+    lines = first + ["b: GetRelativeToken(p + 0) -> b;", "a: GetRelativeToken(pos + 0) -> a;"]
+    for r in ("a", "b"):
+        g.fresh("token", "tok", name=r)
+    g.fresh("num", "real", [0, 1], name="carry")
+    if rng.random() < 0.5:
+        lines.append(op_line("carry", "Map(tokens == %s ? 1 : 0)" % q(rng.choice(g.digits))))
+    g.fresh("token", "tok", name="out")
+    return lines + ["Multiply(a, b, carry) -> out;"]
 
 
 def render(g, lines, out):
@@ -1316,7 +1461,7 @@ def render(g, lines, out):
         "[%s]" % ", ".join('"%s"' % t for t in g.vocab)
     head = "vocab %s; bos '^'; maxlen %d;\n" % (voc, g.maxlen)
     decl = []
-    for kind in ("cat", "num", "token"):
+    for kind in ("cat", "num", "token", "position"):
         used = [r.name for r in g.regs if r.kind == kind and r.name not in ("tokens", "indices")
                 and re.search(r"\b%s\b" % r.name, body + out)]
         if used:
@@ -1332,8 +1477,8 @@ def prune(lines, out):
     for line in reversed(lines):
         m = re.match(r"(?:\w+: )?(\w+)\((.*)\)(?: -> (\w+))?;$", line)
         name, args, dest = m.group(1), m.group(2), m.group(3)
-        if name == "Clear":
-            if args in need:
+        if dest is None:  # Clear, IsZero, StepPosition: in place
+            if args.split(":")[0].split(",")[0].strip() in need:
                 kept.append(line)
             continue
         if dest in need:
@@ -1484,6 +1629,22 @@ def minimize(tools, src, level, rng):
 
 
 # ---------------------------------------------------------------- driver
+WORKER = {}
+
+
+def worker_init(tfc, tfrun):
+    tmp = tempfile.mkdtemp(prefix="differential.")
+    WORKER["tools"] = Tools(tfc, tfrun, tmp)
+    import atexit
+    import shutil
+    atexit.register(shutil.rmtree, tmp, True)
+
+
+def worker_check(job):
+    name, src, seed = job
+    return check_program(WORKER["tools"], src, random.Random(seed), name), src, seed
+
+
 def report(res, keep, lines_out):
     what = [("SILENT", x) for x in res["silent"]] + [("LOUD", x) for x in res["loud"]] + \
         [("UNREFUSED", x) for x in res["unrefused"]]
@@ -1516,6 +1677,7 @@ def main():
     ap.add_argument("--shape-check", action="store_true")
     ap.add_argument("--minimize", action="store_true", help="shrink each silent disagreement")
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--jobs", type=int, default=1, help="programs checked in parallel")
     a = ap.parse_args()
 
     status = 0
@@ -1529,15 +1691,16 @@ def main():
             with open(f) as fh:
                 cases.append((os.path.basename(f), fh.read()))
     t0 = time.time()
-    counts = dict(programs=0, refused=0, agreeing=0, silent=0, loud=0, unrefused=0,
+    counts = dict(programs=0, models=0, refused=0, agreeing=0, silent=0, loud=0, unrefused=0,
                   levels_differ=0, partly_refused=0, checked_fail=0, skipped=0, inputs=0)
     msgs, classes, covered, partly = [], {}, {}, {}
     with tempfile.TemporaryDirectory() as tmp:
         tools = Tools(a.tfc, a.tfrun, tmp)
 
-        def one(name, src, rng):
-            res = check_program(tools, src, rng, name)
+        def one(res, src, rng):
+            name = res["name"]
             counts["programs"] += 1
+            counts["models"] += len(res["compiled"])
             counts["inputs"] += res["inputs"]
             counts["skipped"] += res["skipped"]
             counts["checked_fail"] += res["checked_fail"]
@@ -1575,14 +1738,34 @@ def main():
                     classes.setdefault(kind, []).append(name)
             return res
 
-        for name, src in cases:
-            one(name, src, random.Random(a.seed))
-        rng = random.Random(a.seed)
-        for i in range(a.programs):
-            if a.time_budget and time.time() - t0 > a.time_budget:
-                break
-            src = gen_program(rng)
-            one("seed%d_%05d.tfp" % (a.seed, i), src, random.Random(rng.random()))
+        def jobs():
+            for name, src in cases:
+                yield name, src, a.seed
+            rng = random.Random(a.seed)
+            for i in range(a.programs):
+                if a.time_budget and time.time() - t0 > a.time_budget:
+                    break
+                src = gen_program(rng)
+                yield "seed%d_%05d.tfp" % (a.seed, i), src, rng.random()
+
+        if a.jobs > 1:
+            # Each worker its own folder; the programs are the same as with one
+            # job (generated here, in order), and so are the counts.
+            # A few programs ahead of the workers, no more: the time budget is
+            # checked as each is handed out.
+            with multiprocessing.Pool(a.jobs, worker_init, (a.tfc, a.tfrun)) as pool:
+                pending = []
+                for job in jobs():
+                    pending.append(pool.apply_async(worker_check, (job,)))
+                    while len(pending) > 2 * a.jobs:
+                        res, src, seed = pending.pop(0).get()
+                        one(res, src, random.Random(seed))
+                for p in pending:
+                    res, src, seed = p.get()
+                    one(res, src, random.Random(seed))
+        else:
+            for name, src, seed in jobs():
+                one(check_program(tools, src, random.Random(seed), name), src, random.Random(seed))
     shown = 0
     for m in msgs:
         shown += not m.startswith(("SILENT", "LOUD", "UNREFUSED", "LEVELS", "MINIMIZED"))
@@ -1594,7 +1777,8 @@ def main():
         progs = sorted(set(names))
         print("differential: %d programs: %s (%s%s)" % (len(progs), kind, ", ".join(progs[:4]),
                                                         ", ..." if len(progs) > 4 else ""))
-    print("differential: %(programs)d programs (%(inputs)d inputs), %(refused)d refused at every "
+    print("differential: %(programs)d programs (%(inputs)d inputs, %(models)d levels compiled), "
+          "%(refused)d refused at every "
           "level, %(partly_refused)d at some, %(agreeing)d proven and agreeing; "
           "%(silent)d with a SILENT disagreement, %(loud)d with a loud failure, "
           "%(unrefused)d compiled though the language refuses them, %(levels_differ)d whose "
@@ -1604,7 +1788,9 @@ def main():
         print("differential: %d programs %s (%s)" % (len(names), kind, ", ".join(names[:3])))
     print("differential: agreeing programs with %s" % ", ".join(
         "%s %d" % (f, covered.get(f, 0)) for f, _ in FEATURES))
-    print("differential: %.0f s" % (time.time() - t0))
+    cpu = os.times()
+    print("differential: %.0f s (CPU: %.0f s in Python, %.0f s in tfc and tfrun)" % (
+        time.time() - t0, cpu.user + cpu.system, cpu.children_user + cpu.children_system))
     if counts["silent"] or counts["loud"] or counts["unrefused"]:
         status = 1
     if counts["agreeing"] == 0:
