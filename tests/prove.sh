@@ -7,7 +7,8 @@
 #     on ^ab. tfc --prove decides as tfprove does.
 #  3. A copy that may select different values is proven only under its
 #     run-time check, and says so.
-#  4. Mutations: single-weight changes of small library models; every one
+#  4. tfprove --check: numbers within the proven bound.
+#  5. Mutations: single-weight changes of small library models; every one
 #     that changes an output on any prompt up to 4 tokens must be refused.
 #     TF_PROVE_MUTATIONS=N per model (default 8, CI time; 25 gives 100; 2
 #     with TF_PROVE_SAMPLE=1, the sanitizer and clang builds, which also
@@ -101,7 +102,44 @@ TFP
 "$TFPROVE" "$tmp/copy.tfw" >"$tmp/out" 2>&1 && grep -q 'relies on the run-time check' "$tmp/out"
 check "a copy that may mix values: proven under its run-time check" $?
 
-# 4. Mutations.
+# 4. tfprove --check: cases run as tfrun --check runs them, a number compared
+# within the bound the validator proved (B, read from its report), not the
+# file's claim: a value 0.4 B away passes, one 2 B away fails; a token output
+# checks its tokens; a file not proven runs no case.
+cat >"$tmp/sq.tfp" <<'TFP'
+vocab "^ab"; bos '^'; maxlen 9;
+cat c; num d;
+c: Count(k.tokens == 'a') -> c;
+d: Map(c * c + 0.5) -> d;
+output d at every position;
+TFP
+"$TFC" "$tmp/sq.tfp" -o "$tmp/sq.tfw" 2>/dev/null
+B=$("$TFPROVE" "$tmp/sq.tfw" | sed -nE "s/.*output 'd': proven within ([0-9.e+-]+) of the value.*/\1/p; s/^output d: within ([0-9.e+-]+) of the value.*/\1/p")
+[ -n "$B" ]; check "tfprove reports the numeric output's bound ($B)" $?
+near=$(awk -v b="$B" 'BEGIN { printf "%.9g", 4.5 + 0.4 * b }')
+far=$(awk -v b="$B" 'BEGIN { printf "%.9g", 4.5 + 2 * b + 1e-5 }')
+printf '^aab\t4.5 4.5 4.5\n^aab\t4.5 4.5 %s\n^b\t0.5\n' "$near" >"$tmp/in.tsv"
+"$TFPROVE" "$tmp/sq.tfw" --check "$tmp/in.tsv" >"$tmp/out" 2>&1 &&
+  grep -qF "3 passed, 0 failed (numbers within the proven bound" "$tmp/out"
+check "tfprove --check: values within the proven bound pass (exit 0)" $?
+printf '^aab\t4.5 4.5 %s\n' "$far" >>"$tmp/in.tsv"
+"$TFPROVE" "$tmp/sq.tfw" --check - <"$tmp/in.tsv" >"$tmp/out" 2>&1
+[ $? -eq 1 ] && grep -qF "FAIL line 4: ^aab -> 4.5 4.5 4.5 (expected 4.5 4.5 $far)" "$tmp/out" &&
+  grep -qF "3 passed, 1 failed" "$tmp/out"
+check "tfprove --check: a value outside the proven bound fails (exit 1)" $?
+"$TFC" "$P/reverse.tfp" -o "$tmp/rev.tfw" 2>/dev/null
+printf '^abc\n^cab\n' | "$TFRUN" "$tmp/rev.tfw" --batch - >"$tmp/rev.tsv"
+"$TFPROVE" "$tmp/rev.tfw" --check "$tmp/rev.tsv" >"$tmp/out" 2>&1 && grep -q '^2 passed, 0 failed$' "$tmp/out"
+check "tfprove --check: a token output's cases pass" $?
+printf '^abc\tabc\n' | "$TFPROVE" "$tmp/rev.tfw" --check - >"$tmp/out" 2>&1
+[ $? -eq 1 ] && grep -q '^FAIL line 1: ^abc -> cba (expected abc)' "$tmp/out"
+check "tfprove --check: a wrong token output fails" $?
+"$TFC" "$P/prefix_sum.tfp" -o "$tmp/ps.tfw" 2>/dev/null
+printf '^1\t1\n' | "$TFPROVE" "$tmp/ps.tfw" --check - >"$tmp/out" 2>&1
+[ $? -eq 1 ] && grep -q '^--check: not run: ' "$tmp/out"
+check "tfprove --check: a file not proven runs no case" $?
+
+# 5. Mutations.
 prompts() { # every prompt of 1..3 tokens after the BOS over the letters $1
   local a=$1 x y z
   for x in $(grep -o . <<<"$a"); do echo "^$x"; for y in $(grep -o . <<<"$a"); do echo "^$x$y"
