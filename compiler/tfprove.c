@@ -21,6 +21,7 @@
 
 #define MAX_PROMPTS 400000
 #define MAX_PROMPT_LEN 8
+#define MAX_RUNS 20000 /* prompts the weights run on when no prompt reaching a case disagrees */
 
 static void usage(FILE *f) {
     fprintf(f, "usage: tfprove FILE.tfw\n"
@@ -202,28 +203,78 @@ static int search_long(Search *X, const int *alph, int na, int *toks) {
     return 0;
 }
 
+/* 1 when the weights and the program disagree on toks (printed). */
+static int try_any(Search *X, const int *toks, int n) {
+    char text[4096], why[4600];
+    X->tried++;
+    if (prove_ref_run(X->R, toks, n, X->P, X->ref, X->refnum) < 0) return 0;
+    if (!disagree(X->inf, X->m, toks, n, X->ref, X->refnum, why, sizeof why)) return 0;
+    prompt_text(X->m, toks, n, text, sizeof text);
+    printf("counterexample: prompt '%s': %s\n", text, why);
+    return 1;
+}
+
+/* The weights on any prompt, failing case or not (the cases P keeps are the
+ * first few, which no prompt may reach): every prompt shortest first while
+ * they fit MAX_RUNS in all, then a few random ones of each longer length. */
+static int search_any(Search *X, const int *alph, int na, int *toks, int *idx) {
+    long runs = 0, level = na;
+    int n = 2;
+    for (; n <= X->m->max_len && runs + level <= MAX_RUNS; n++, level *= na) {
+        memset(idx, 0, (size_t)n * sizeof *idx);
+        for (;;) {
+            for (int i = 1; i < n; i++) toks[i] = alph[idx[i]];
+            runs++;
+            if (try_any(X, toks, n)) return 1;
+            int i = n - 1;
+            while (i >= 1 && ++idx[i] == na) idx[i--] = 0;
+            if (i < 1) break;
+        }
+    }
+    unsigned long long rng = 0x2545f4914f6cdd1dull;
+    for (; n <= X->m->max_len; n++)
+        for (int r = 0; r < 8; r++) {
+            for (int i = 1; i < n; i++) {
+                rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+                toks[i] = alph[(rng >> 33) % (unsigned)na];
+            }
+            if (try_any(X, toks, n)) return 1;
+        }
+    return 0;
+}
+
 /* Prompts that reach P's failing cases: the first on which the weights
- * disagree with the program, else the first that reaches one. */
+ * disagree with the program; else any prompt on which they do
+ * (search_any); else the first that reaches a case. Nothing when the
+ * program cannot be evaluated (a learned model). */
 static void counterexample(const TfModel *m, const TfProof *P) {
     TfError err;
     Search X = {.m = m, .P = P};
     X.R = prove_ref_new(m, &err);
     X.inf = X.R ? infer_new(m, 1, &err) : NULL;
     int *toks = malloc((size_t)m->max_len * sizeof(int)), alph[256], na = 0;
+    int *idx = malloc((size_t)m->max_len * sizeof(int));
     X.ref = malloc((size_t)m->max_len * sizeof(int));
     X.refnum = malloc((size_t)m->max_len * sizeof(double));
     for (int t = 0; t < m->n_vocab; t++)
         if (t != m->bos) alph[na++] = t;
     int found = 0;
-    if (X.R && X.inf && toks && X.ref && X.refnum && na && m->bos >= 0) {
+    int ran = X.R && X.inf && toks && idx && X.ref && X.refnum && na && m->bos >= 0;
+    if (ran) {
         toks[0] = m->bos;
-        found = search_short(&X, alph, na, toks) || search_long(&X, alph, na, toks);
+        found = P->n_assign && (search_short(&X, alph, na, toks) || search_long(&X, alph, na, toks));
+        long reached = X.tried;
+        X.tried = 0;
+        found = found || search_any(&X, alph, na, toks, idx);
+        if (!found && X.first[0])
+            printf("prompt reaching the case: %s\n", X.first);
+        else if (!found && P->n_assign)
+            printf("no prompt tried reaches the case (%ld tried); the weights agree with the "
+                   "program on the %ld prompts run\n", reached, X.tried);
+        else if (!found)
+            printf("the weights agree with the program on the %ld prompts run\n", X.tried);
     }
-    if (!found && X.first[0])
-        printf("prompt reaching the case: %s\n", X.first);
-    else if (!found)
-        printf("no prompt tried reaches the case (%ld tried)\n", X.tried);
-    free(toks), free(X.ref), free(X.refnum);
+    free(toks), free(idx), free(X.ref), free(X.refnum);
     infer_free(X.inf);
     prove_ref_free(X.R);
 }
@@ -273,7 +324,7 @@ int main(int argc, char **argv) {
         for (int k = 0; k < P.n_assign; k++)
             printf("  case: %s = %s\n", P.assign_reg[k], P.assign_val[k]);
         if (P.n_cases > 1) printf("  (and %d more failing cases of this check)\n", P.n_cases - 1);
-        if (P.verdict == TF_PROOF_FAILED && P.n_assign) counterexample(m, &P);
+        counterexample(m, &P);
         rc = CLI_EXIT_INPUT;
     }
     // --check: the cases decide (within the proven bound, whatever the file claims).

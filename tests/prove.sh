@@ -8,11 +8,7 @@
 #  3. A copy that may select different values is proven only under its
 #     run-time check, and says so.
 #  4. tfprove --check: numbers within the proven bound.
-#  5. Mutations: single-weight changes of small library models; every one
-#     that changes an output on any prompt up to 4 tokens must be refused.
-#     TF_PROVE_MUTATIONS=N per model (default 8, CI time; 25 gives 100; 2
-#     with TF_PROVE_SAMPLE=1, the sanitizer and clang builds, which also
-#     prove only the quick programs, at -O).
+#  (The mutation test of the validator is tests/prove_mutations.py.)
 set -u
 . "$(dirname "$0")/lib.sh"
 TFC=$1 TFPROVE=$2 TFRUN=$3
@@ -139,33 +135,4 @@ printf '^1\t1\n' | "$TFPROVE" "$tmp/ps.tfw" --check - >"$tmp/out" 2>&1
 [ $? -eq 1 ] && grep -q '^--check: not run: ' "$tmp/out"
 check "tfprove --check: a file not proven runs no case" $?
 
-# 5. Mutations.
-prompts() { # every prompt of 1..3 tokens after the BOS over the letters $1
-  local a=$1 x y z
-  for x in $(grep -o . <<<"$a"); do echo "^$x"; for y in $(grep -o . <<<"$a"); do echo "^$x$y"
-    for z in $(grep -o . <<<"$a"); do echo "^$x$y$z"; done; done; done
-}
-total=0 changed=0 refused_changed=0 unchanged=0 refused_unchanged=0
-for spec in count_token:ab length:ab reverse:abc histogram:abc; do
-  b=${spec%%:*}
-  "$TFC" -O "$P/$b.tfp" -o "$tmp/base.tfw" 2>/dev/null
-  prompts "${spec#*:}" >"$tmp/prompts"
-  "$TFRUN" "$tmp/base.tfw" --batch "$tmp/prompts" >"$tmp/base.out" 2>&1
-  for seed in $(seq 1 ${TF_PROVE_MUTATIONS:-$([ -n "${TF_PROVE_SAMPLE:-}" ] && echo 2 || echo 8)}); do
-    "$PY" "$SRC/tests/mutate_tfw.py" "$tmp/base.tfw" "$tmp/mut.tfw" "$seed" >"$tmp/what"
-    "$TFRUN" "$tmp/mut.tfw" --batch "$tmp/prompts" >"$tmp/mut.out" 2>&1
-    "$TFPROVE" "$tmp/mut.tfw" >"$tmp/pout" 2>&1
-    prc=$?
-    total=$((total + 1))
-    if cmp -s "$tmp/base.out" "$tmp/mut.out"; then
-      unchanged=$((unchanged + 1)); [ $prc -ne 0 ] && refused_unchanged=$((refused_unchanged + 1))
-    else
-      changed=$((changed + 1))
-      [ $prc -ne 0 ]; check "$b mutation $seed ($(cat "$tmp/what")) changes an output and is refused" $?
-      [ $prc -ne 0 ] && refused_changed=$((refused_changed + 1))
-    fi
-  done
-done
-echo "mutations: $total; $changed changed some output ($refused_changed refused); $unchanged changed none ($refused_unchanged of them refused all the same)"
-[ $changed -gt 0 ]; check "some mutation changed an output" $?
 finish
