@@ -225,7 +225,11 @@ def one_program(a, prog, tmp, rnd, totals):
     if r.returncode != 0:
         print("%-16s not compiled: %s" % (prog, r.stderr.strip().splitlines()[-1:]))
         return
-    r = subprocess.run([tfprove, base], capture_output=True, text=True, timeout=a.timeout * 4)
+    try:
+        r = subprocess.run([tfprove, base], capture_output=True, text=True, timeout=a.timeout * 4)
+    except subprocess.TimeoutExpired:
+        print("%-16s skipped: tfprove over %g s on the original" % (prog, a.timeout * 4))
+        return
     if r.returncode != 0:
         last = [l for l in r.stdout.splitlines() if "proven" in l.lower()]
         print("%-16s skipped: not proven itself (%s)" % (prog, last[-1] if last else r.returncode))
