@@ -157,7 +157,7 @@ static TfIv affine_col(const Mlp *L, const Sparse *Sp, int k, int f, const TfIv 
     // The engine adds fc2's bias to the sum before the stream (one more
     // rounding, of |sum + bias|); the stream's columns take the bias first.
     float b2 = L->b2 ? L->b2[Sp->wcol[k]] : 0;
-    if (b2 != 0) sum_err += iv_up(TF_F32_U * (mag * (1 + 1e-5) + fabs(b2)));
+    if (b2 != 0) sum_err += iv_up(TF_F32_U * (mag * (1 + iv_gamma(live)) + fabs(b2)));
     return iv_widen(y, slack + sum_err);
 }
 
