@@ -69,5 +69,19 @@ static inline double iv_gamma(int n) {
     double nu = (double)n * TF_F32_U;
     return iv_up(nu / (1.0 - nu));
 }
+/* A tighter bound for a float32 sum of n nonzero terms, in any order or
+ * tree (BLAS's blocks, FMA or not), when the positive terms total at most
+ * pos and the negative ones at most neg in magnitude: every partial sum is
+ * a subset sum, within [-neg, pos] up to the errors E made so far, so each
+ * of the n - 1 additions errs by at most u (max(pos, neg) + E) and each
+ * product by u |term|: E <= (u (n - 1) max + u (pos + neg)) / (1 - u (n - 1)).
+ * Never much above gamma_n (pos + neg), and about half of it where the
+ * terms nearly cancel (a staircase's steps: pos and neg alike). */
+static inline double iv_sum_err(double pos, double neg, int n) {
+    if (n <= 1) return iv_up(TF_F32_U * (pos + neg));
+    double k = (double)(n - 1) * TF_F32_U;
+    double e = (k * iv_max(pos, neg) + TF_F32_U * (pos + neg)) / (1.0 - k);
+    return iv_up(iv_up(e) * (1.0 + 0x1p-50));
+}
 
 #endif

@@ -62,6 +62,8 @@ typedef struct TfProof {
         int n, base[TF_PROOF_MAX_BASE], idx[TF_PROOF_MAX_BASE];
     } cases[16];
     double output_bound; /* a numeric output's proven end-to-end bound, else 0 */
+    int bound_proven;    /* 1: every op proven and output_bound finite (the file's
+                            output_error_bound may still claim less) */
 } TfProof;
 
 /* Proves m against its own source. Returns 0 with P filled (any verdict),

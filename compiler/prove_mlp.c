@@ -115,7 +115,7 @@ static int sparse_make(const Mlp *L, int f, int n, Sparse *Sp) {
 static TfIv affine_col(const Mlp *L, const Sparse *Sp, int k, int f, const TfIv *x, const TfIv *z,
                        const double *rw, double *coef, double *cmag) {
     TfIv nonlin = iv_pt(0);
-    double cst = 0, slack = 0, mag = 0;
+    double cst = 0, slack = 0, mag = 0, pos = 0, neg = 0;
     int nt = 0, live = Sp->nnz[k]; // terms that may be nonzero: a ReLU at or below 0 adds an exact 0
     for (int e = Sp->c_start[k]; e < Sp->c_start[k + 1]; e++) {
         int u = Sp->c_unit[e];
@@ -124,6 +124,8 @@ static TfIv affine_col(const Mlp *L, const Sparse *Sp, int k, int f, const TfIv 
         mag += fabs(w2) * iv_mag(h);
         if (z[u].hi <= 0) continue;
         live++;
+        if (w2 > 0) pos += w2 * h.hi;
+        else neg -= w2 * h.hi;
         if (z[u].lo < 0) {
             nonlin = iv_add(nonlin, iv_scale(h, w2));
             continue;
@@ -145,7 +147,18 @@ static TfIv affine_col(const Mlp *L, const Sparse *Sp, int k, int f, const TfIv 
         slack += dbl * cmag[c] * iv_mag(x[c]);
         coef[c] = cmag[c] = 0;
     }
-    return iv_widen(y, slack + iv_gamma(live) * mag);
+    // The float32 sum over the units: gamma_n, or, when no unit outside
+    // the part writes the column (its sum is all here), the partial-sum bound.
+    double sum_err = iv_gamma(live) * mag;
+    if (Sp->nnz[k] == 1) {
+        double grow = 1.0 + (live + 2) * 0x1p-52; // pos and neg summed in double
+        sum_err = iv_min(sum_err, iv_sum_err(pos * grow, neg * grow, live - 1));
+    }
+    // The engine adds fc2's bias to the sum before the stream (one more
+    // rounding, of |sum + bias|); the stream's columns take the bias first.
+    float b2 = L->b2 ? L->b2[Sp->wcol[k]] : 0;
+    if (b2 != 0) sum_err += iv_up(TF_F32_U * (mag * (1 + iv_gamma(live)) + fabs(b2)));
+    return iv_widen(y, slack + sum_err);
 }
 
 /* The units' pre-activations on x, and their float32 rounding. */

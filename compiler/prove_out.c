@@ -191,6 +191,7 @@ int pv_check_output(PvNet *N) {
     if (!model_numeric_output(N->m)) return check_tokens(N, r);
     double b = scalar_bound(N, r);
     N->P->output_bound = b;
+    N->P->bound_proven = b < INFINITY;
     if (!(b <= N->m->output_error_bound))
         pv_fail(N, ir->output_loc.line, N->m->n_layers, NULL, 0,
                 "the output '%s': proven within %.3g of the value, but the file claims %.3g",

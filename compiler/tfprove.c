@@ -2,7 +2,11 @@
  * (compiler/prove.h), whatever made it; on a failure, searches short
  * prompts for one that reaches the failing case and runs the weights on it
  * (runtime/engine) to show whether they and the program disagree there.
+ * With --check CASES it then runs the cases as `tfrun --check` does
+ * (runtime/engine/runner.h), a numeric output compared within the bound
+ * the validator proved instead of the file's output_error_bound.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -12,20 +16,68 @@
 #include "cli.h"
 #include "infer.h"
 #include "prove.h"
+#include "runner.h"
 #include "tfw.h"
 
 #define MAX_PROMPTS 400000
 #define MAX_PROMPT_LEN 8
+#define MAX_RUNS 20000 /* prompts the weights run on when no prompt reaching a case disagrees */
 
 static void usage(FILE *f) {
     fprintf(f, "usage: tfprove FILE.tfw\n"
+               "       tfprove FILE.tfw --check CASES|-\n"
                "Proves that the weights compute the program in the file's source, on every input\n"
                "up to maxlen: per op its margin, per numeric output its bound. On a failure it\n"
                "names the op, its line, the layer and a prompt on which to look (run by the\n"
                "weights: whether they and the program disagree there).\n"
-               "  -h, --help   this help;  --version  the version\n"
-               "A file that is not proven (a failure, or a part it cannot prove) exits 1.\n"
+               "  --check CASES  then run the lines prompt<TAB>expected of CASES ('-': standard\n"
+               "                 input) as tfrun --check does, a numeric output compared within\n"
+               "                 the bound proven here instead of the file's output_error_bound\n"
+               "                 (the file may claim less); needs every op proven\n"
+               "  -h, --help     this help;  --version  the version\n"
+               "A file that is not proven (a failure, or a part it cannot prove) exits 1; with\n"
+               "--check, a failed case, or no proven bound to check within, exits 1.\n"
                CLI_EXIT_HELP);
+}
+
+/* --check: the cases in path, numbers within the proven bound. */
+static int check_cases(TfModel *m, const TfProof *P, const char *path) {
+    if (!P->bound_proven && (model_numeric_output(m) || P->verdict != TF_PROOF_PROVEN)) {
+        printf("--check: not run: %s\n",
+               model_numeric_output(m) ? "no end-to-end bound proven for the output"
+                                       : "the weights are not proven");
+        return CLI_EXIT_INPUT;
+    }
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "tfprove: cannot open '%s': %s\n", path, strerror(errno));
+        return CLI_EXIT_INPUT;
+    }
+    TfError err = {""};
+    int n_new = m->generate;
+    if (runner_limit_new_tokens(m, n_new, &n_new, &err) < 0) {
+        fprintf(stderr, "tfprove: %s\n", err.msg);
+        if (f != stdin) fclose(f);
+        return CLI_EXIT_INPUT;
+    }
+    if (model_numeric_output(m)) m->output_error_bound = (float)P->output_bound;
+    if (model_numeric_output(m) && (double)m->output_error_bound < P->output_bound)
+        m->output_error_bound = nextafterf(m->output_error_bound, INFINITY);
+    TfRunnerOptions o = {.n_new = n_new, .batch_size = 256, .n_threads = runner_default_threads(),
+                         .use_cache = 1, .check = 1, .show_failures = 10};
+    TfRunnerStats st;
+    int rc = runner_run(m, f, f == stdin ? "<stdin>" : path, stdout, stderr, &o, &st, &err);
+    if (f != stdin) fclose(f);
+    if (rc < 0) {
+        fprintf(stderr, "tfprove: %s\n", err.msg);
+        return cli_error_status(&err);
+    }
+    if (st.failed > o.show_failures) printf("... and %ld more failures\n", st.failed - o.show_failures);
+    printf("%ld passed, %ld failed", st.passed, st.failed);
+    if (st.bad) printf(", %ld bad lines", st.bad);
+    if (model_numeric_output(m)) printf(" (numbers within the proven bound %.3g)", P->output_bound);
+    printf("\n");
+    return st.bad || st.failed || st.errors ? CLI_EXIT_INPUT : 0;
 }
 
 static void prompt_text(const TfModel *m, const int *toks, int n, char *buf, size_t size) {
@@ -151,35 +203,88 @@ static int search_long(Search *X, const int *alph, int na, int *toks) {
     return 0;
 }
 
+/* 1 when the weights and the program disagree on toks (printed). */
+static int try_any(Search *X, const int *toks, int n) {
+    char text[4096], why[4600];
+    X->tried++;
+    if (prove_ref_run(X->R, toks, n, X->P, X->ref, X->refnum) < 0) return 0;
+    if (!disagree(X->inf, X->m, toks, n, X->ref, X->refnum, why, sizeof why)) return 0;
+    prompt_text(X->m, toks, n, text, sizeof text);
+    printf("counterexample: prompt '%s': %s\n", text, why);
+    return 1;
+}
+
+/* The weights on any prompt, failing case or not (the cases P keeps are the
+ * first few, which no prompt may reach): every prompt shortest first while
+ * they fit MAX_RUNS in all, then a few random ones of each longer length. */
+static int search_any(Search *X, const int *alph, int na, int *toks, int *idx) {
+    long runs = 0, level = na;
+    int n = 2;
+    for (; n <= X->m->max_len && runs + level <= MAX_RUNS; n++, level *= na) {
+        memset(idx, 0, (size_t)n * sizeof *idx);
+        for (;;) {
+            for (int i = 1; i < n; i++) toks[i] = alph[idx[i]];
+            runs++;
+            if (try_any(X, toks, n)) return 1;
+            int i = n - 1;
+            while (i >= 1 && ++idx[i] == na) idx[i--] = 0;
+            if (i < 1) break;
+        }
+    }
+    unsigned long long rng = 0x2545f4914f6cdd1dull;
+    for (; n <= X->m->max_len; n++)
+        for (int r = 0; r < 8; r++) {
+            for (int i = 1; i < n; i++) {
+                rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+                toks[i] = alph[(rng >> 33) % (unsigned)na];
+            }
+            if (try_any(X, toks, n)) return 1;
+        }
+    return 0;
+}
+
 /* Prompts that reach P's failing cases: the first on which the weights
- * disagree with the program, else the first that reaches one. */
+ * disagree with the program; else any prompt on which they do
+ * (search_any); else the first that reaches a case. Nothing when the
+ * program cannot be evaluated (a learned model). */
 static void counterexample(const TfModel *m, const TfProof *P) {
     TfError err;
     Search X = {.m = m, .P = P};
     X.R = prove_ref_new(m, &err);
     X.inf = X.R ? infer_new(m, 1, &err) : NULL;
     int *toks = malloc((size_t)m->max_len * sizeof(int)), alph[256], na = 0;
+    int *idx = malloc((size_t)m->max_len * sizeof(int));
     X.ref = malloc((size_t)m->max_len * sizeof(int));
     X.refnum = malloc((size_t)m->max_len * sizeof(double));
     for (int t = 0; t < m->n_vocab; t++)
         if (t != m->bos) alph[na++] = t;
     int found = 0;
-    if (X.R && X.inf && toks && X.ref && X.refnum && na && m->bos >= 0) {
+    int ran = X.R && X.inf && toks && idx && X.ref && X.refnum && na && m->bos >= 0;
+    if (ran) {
         toks[0] = m->bos;
-        found = search_short(&X, alph, na, toks) || search_long(&X, alph, na, toks);
+        found = P->n_assign && (search_short(&X, alph, na, toks) || search_long(&X, alph, na, toks));
+        long reached = X.tried;
+        X.tried = 0;
+        found = found || search_any(&X, alph, na, toks, idx);
+        if (!found && X.first[0])
+            printf("prompt reaching the case: %s\n", X.first);
+        else if (!found && P->n_assign)
+            printf("no prompt tried reaches the case (%ld tried); the weights agree with the "
+                   "program on the %ld prompts run\n", reached, X.tried);
+        else if (!found)
+            printf("the weights agree with the program on the %ld prompts run\n", X.tried);
     }
-    if (!found && X.first[0])
-        printf("prompt reaching the case: %s\n", X.first);
-    else if (!found)
-        printf("no prompt tried reaches the case (%ld tried)\n", X.tried);
-    free(toks), free(X.ref), free(X.refnum);
+    free(toks), free(idx), free(X.ref), free(X.refnum);
     infer_free(X.inf);
     prove_ref_free(X.R);
 }
 
 int main(int argc, char **argv) {
-    static const struct option longopts[] = {
-        {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0}};
+    static const struct option longopts[] = {{"help", no_argument, 0, 'h'},
+                                             {"version", no_argument, 0, 'V'},
+                                             {"check", required_argument, 0, 'c'},
+                                             {0, 0, 0, 0}};
+    const char *check_path = NULL;
     int c;
     opterr = 0; /* cli_option_error says it once */
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -188,6 +293,7 @@ int main(int argc, char **argv) {
         case 'V':
             cli_version("tfprove", NULL, NULL, 0, NULL);
             return cli_flush_stdout("tfprove") < 0 ? CLI_EXIT_SYSTEM : 0;
+        case 'c': check_path = optarg; break;
         default: cli_option_error("tfprove", c, argv, longopts); return CLI_EXIT_USAGE;
         }
     }
@@ -218,8 +324,13 @@ int main(int argc, char **argv) {
         for (int k = 0; k < P.n_assign; k++)
             printf("  case: %s = %s\n", P.assign_reg[k], P.assign_val[k]);
         if (P.n_cases > 1) printf("  (and %d more failing cases of this check)\n", P.n_cases - 1);
-        if (P.verdict == TF_PROOF_FAILED && P.n_assign) counterexample(m, &P);
+        counterexample(m, &P);
         rc = CLI_EXIT_INPUT;
+    }
+    // --check: the cases decide (within the proven bound, whatever the file claims).
+    if (check_path) {
+        fflush(stdout);
+        rc = check_cases(m, &P, check_path);
     }
     prove_free(&P);
     model_free(m);

@@ -92,6 +92,55 @@ START_TEST(test_gamma_bounds_float_sums) {
 }
 END_TEST
 
+/* Sums a[lo..hi) in float32 as a balanced tree (BLAS's blocks). */
+static float tree_sum(const float *a, int lo, int hi) {
+    if (hi - lo == 1) return a[lo];
+    int mid = (lo + hi) / 2;
+    return tree_sum(a, lo, mid) + tree_sum(a, mid, hi);
+}
+
+/* iv_sum_err on terms that nearly cancel in pairs (a staircase's steps:
+ * ReLUs of up to 1e4 whose differences are 0 or 1), summed in float32 in
+ * the worst order (every positive term first), backwards, as a tree and
+ * with fused multiply-adds: the error is within the bound, which is below
+ * the gamma_n bound where the terms cancel. */
+START_TEST(test_sum_err_bounds_float_sums) {
+    int below_gamma = 0;
+    for (int t = 0; t < 2000; t++) {
+        int n = 2 + 2 * (int)(rnd() * 100);
+        float w[202], h[202], prod[202], sorted[202];
+        long double exact = 0, pos = 0, neg = 0;
+        for (int i = 0; i < n; i += 2) {
+            float big = (float)(rnd() * 1e4), step = rnd() < 0.5 ? 1.0f : (float)rnd();
+            float s = rnd() < 0.5 ? 1.0f : (float)(0.25 + rnd());
+            h[i] = big + step, h[i + 1] = big, w[i] = s, w[i + 1] = -s;
+        }
+        int np = 0;
+        for (int i = 0; i < n; i++) {
+            prod[i] = w[i] * h[i];
+            long double p = (long double)w[i] * h[i];
+            exact += p;
+            if (p > 0) pos += p, sorted[np++] = prod[i];
+            else neg -= p;
+        }
+        for (int i = 0, k = np; i < n; i++)
+            if (prod[i] <= 0) sorted[k++] = prod[i];
+        float worst = 0, bwd = 0, fma_acc = 0;
+        for (int i = 0; i < n; i++) worst += sorted[i];
+        for (int i = n - 1; i >= 0; i--) bwd += prod[i];
+        for (int i = 0; i < n; i++) fma_acc = fmaf(w[i], h[i], fma_acc);
+        float tree = tree_sum(prod, 0, n);
+        long double bound = iv_sum_err((double)pos, (double)neg, n);
+        float got[4] = {worst, bwd, fma_acc, tree};
+        for (int k = 0; k < 4; k++)
+            ck_assert_msg(fabsl(got[k] - exact) <= bound, "order %d: error %Lg above %Lg (n %d)", k,
+                          fabsl(got[k] - exact), bound, n);
+        below_gamma += bound < (long double)iv_gamma(n) * (pos + neg);
+    }
+    ck_assert_int_eq(below_gamma, 2000);
+}
+END_TEST
+
 static const char *count_src = "vocab \"^ab0123456789\"; bos '^'; maxlen 9;\n"
                                "cat c;\n"
                                "c: Count(k.tokens == 'a') -> c;\n"
@@ -145,6 +194,7 @@ int main(void) {
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_interval_encloses);
     tcase_add_test(tc, test_gamma_bounds_float_sums);
+    tcase_add_test(tc, test_sum_err_bounds_float_sums);
     tcase_add_test(tc, test_compiled_program_proven);
     tcase_add_test(tc, test_changed_weight_fails);
     suite_add_tcase(s, tc);
