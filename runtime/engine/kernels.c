@@ -123,6 +123,11 @@ static inline __attribute__((always_inline)) void lanes_weighted_sums(Lanes *out
     for (int t = 0; t < n; t++) {
         Lanes a = lanes_load(att + t * B);
         LaneMask keep = a != zero;
+        // A position no lane weighs adds +0 to every sum: skipped whole
+        // (hard attention reads one or two positions of many).
+        int any = 0;
+        for (int i = 0; i < B; i++) any |= keep[i];
+        if (!any) continue;
         for (int jj = 0; jj < nj; jj++) {
             Lanes term = a * lanes_at(c + jj * S, t, stride, seq, mode);
             acc[jj] += (Lanes)((LaneMask)term & keep);
@@ -172,12 +177,21 @@ attention_block_body(float *out, int ldo, float *sums, int *used, float *att, fl
         }
     if (scores)
         for (int x = 0; x < Tmax * B; x++) scores[x] = att[x];
-    for (int t = 0; t < Tmax; t++)
+    for (int t = 0; t < Tmax; t++) {
+        // Where every lane's exponent is below -104 the weights are 0
+        // (exp_softmax's own answer there), and the sums gain +0.
+        int live = 0;
+        for (int i = 0; i < B; i++) live |= !(att[t * B + i] - mx[i] < -104.0f);
+        if (!live) {
+            for (int i = 0; i < B; i++) att[t * B + i] = 0.0f;
+            continue;
+        }
         for (int i = 0; i < B; i++) {
             float e = exp_softmax(att[t * B + i] - mx[i]);
             att[t * B + i] = e;
             sm[i] += e;
         }
+    }
     float inv[B];
     for (int i = 0; i < B; i++) inv[i] = 1.0f / sm[i];
     for (int t = 0; t < Tmax; t++)

@@ -129,11 +129,42 @@ static void add_bias(const TfLinear *L, float *y, int ldy, int n) {
     }
 }
 
+/* Rows to a chunk of csr_row: sums that stay in registers. */
+enum { CSR_CHUNK = 32 };
+
+/* One packed row of a CSR map over n batch rows: y[r] = (((+0 + w[0]
+ * x[idx[0]][r]) + w[1] x[idx[1]][r]) + ...) + b, the sum in the order of
+ * the weights and the bias last (with_bias), as the row-by-row loop forms
+ * it; the running sums are kept in a chunk of CSR_CHUNK rows, so y is
+ * written once and never read. */
+static inline __attribute__((always_inline)) void
+csr_chunk(float *restrict y, const float *x, int ldx, const float *w, const int *idx, int nw,
+          float b, int with_bias, int m) {
+    float acc[CSR_CHUNK];
+    for (int i = 0; i < m; i++) acc[i] = 0.0f;
+    for (int j = 0; j < nw; j++) {
+        const float *restrict xj = x + (size_t)idx[j] * ldx;
+        float wj = w[j];
+        for (int i = 0; i < m; i++) acc[i] += wj * xj[i];
+    }
+    if (with_bias)
+        for (int i = 0; i < m; i++) acc[i] += b;
+    for (int i = 0; i < m; i++) y[i] = acc[i];
+}
+
+static void csr_row(float *restrict y, const float *x, int ldx, const float *w, const int *idx,
+                    int nw, float b, int with_bias, int n) {
+    int r0 = 0;
+    for (; r0 + CSR_CHUNK <= n; r0 += CSR_CHUNK)
+        csr_chunk(y + r0, x + r0, ldx, w, idx, nw, b, with_bias, CSR_CHUNK);
+    if (r0 < n) csr_chunk(y + r0, x + r0, ldx, w, idx, nw, b, with_bias, n - r0);
+}
+
 void linear_forward(const TfLinear *L, float *y, int ldy, const float *x, int ldx, int n,
                     float *scratch) {
     if (L->n_rows == 0 || n == 0) return;
-    if (L->n_cols == 0 || !L->dense) zero_rows(L, y, ldy, n);
     if (L->n_cols == 0) {
+        zero_rows(L, y, ldy, n);
         add_bias(L, y, ldy, n);
         return;
     }
@@ -153,23 +184,9 @@ void linear_forward(const TfLinear *L, float *y, int ldy, const float *x, int ld
         add_bias(L, y, ldy, n);
         return;
     }
-    for (int k = 0; k < L->n_rows; k++) {
-        float *restrict yk = y + (size_t)k * ldy;
-        int j = L->ptr[k], end = L->ptr[k + 1];
-        // Two weights per pass halve the loads and stores of yk.
-        for (; j + 1 < end; j += 2) {
-            const float *restrict x0 = x + (size_t)L->idx[j] * ldx;
-            const float *restrict x1 = x + (size_t)L->idx[j + 1] * ldx;
-            float w0 = L->w[j], w1 = L->w[j + 1];
-            for (int r = 0; r < n; r++) yk[r] = (yk[r] + w0 * x0[r]) + w1 * x1[r];
-        }
-        if (j < end) {
-            const float *restrict x0 = x + (size_t)L->idx[j] * ldx;
-            float w0 = L->w[j];
-            for (int r = 0; r < n; r++) yk[r] += w0 * x0[r];
-        }
-    }
-    add_bias(L, y, ldy, n);
+    for (int k = 0; k < L->n_rows; k++)
+        csr_row(y + (size_t)k * ldy, x, ldx, L->w + L->ptr[k], L->idx + L->ptr[k],
+                L->ptr[k + 1] - L->ptr[k], L->bias ? L->bias[k] : 0.0f, L->bias != NULL, n);
 }
 
 void linear_forward_naive(const TfLinear *L, float *y, int ldy, const float *x, int ldx, int n) {
