@@ -137,27 +137,45 @@ enum { CSR_CHUNK = 32 };
  * the weights and the bias last (with_bias), as the row-by-row loop forms
  * it; the running sums are kept in a chunk of CSR_CHUNK rows, so y is
  * written once and never read. */
-static inline __attribute__((always_inline)) void
-csr_chunk(float *restrict y, const float *x, int ldx, const float *w, const int *idx, int nw,
-          float b, int with_bias, int m) {
-    float acc[CSR_CHUNK];
-    for (int i = 0; i < m; i++) acc[i] = 0.0f;
-    for (int j = 0; j < nw; j++) {
-        const float *restrict xj = x + (size_t)idx[j] * ldx;
-        float wj = w[j];
-        for (int i = 0; i < m; i++) acc[i] += wj * xj[i];
-    }
-    if (with_bias)
-        for (int i = 0; i < m; i++) acc[i] += b;
-    for (int i = 0; i < m; i++) y[i] = acc[i];
-}
+/* Sixteen batch rows as one vector (GCC's and clang's vector extension),
+ * so that a chunk's sums are registers whatever the compiler would choose
+ * to vectorize (left alone, it vectorized over the weights, with gathers).
+ * No such vector is passed or returned, so the ABI note (-Wpsabi) is moot. */
+#if defined(__clang__)
+#if __has_warning("-Wpsabi")
+#pragma clang diagnostic ignored "-Wpsabi"
+#endif
+#elif defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+typedef float Rows16 __attribute__((vector_size(16 * sizeof(float))));
 
 static void csr_row(float *restrict y, const float *x, int ldx, const float *w, const int *idx,
                     int nw, float b, int with_bias, int n) {
     int r0 = 0;
-    for (; r0 + CSR_CHUNK <= n; r0 += CSR_CHUNK)
-        csr_chunk(y + r0, x + r0, ldx, w, idx, nw, b, with_bias, CSR_CHUNK);
-    if (r0 < n) csr_chunk(y + r0, x + r0, ldx, w, idx, nw, b, with_bias, n - r0);
+    for (; r0 + CSR_CHUNK <= n; r0 += CSR_CHUNK) {
+        Rows16 a0 = {0}, a1 = {0};
+        for (int j = 0; j < nw; j++) {
+            const float *xj = x + (size_t)idx[j] * ldx + r0;
+            float wj = w[j];
+            Rows16 x0, x1; /* memcpy: no vector passed or returned (a psabi change) */
+            memcpy(&x0, xj, sizeof x0);
+            memcpy(&x1, xj + 16, sizeof x1);
+            a0 += wj * x0;
+            a1 += wj * x1;
+        }
+        if (with_bias) {
+            a0 += b;
+            a1 += b;
+        }
+        memcpy(y + r0, &a0, sizeof a0);
+        memcpy(y + r0 + 16, &a1, sizeof a1);
+    }
+    for (int r = r0; r < n; r++) {
+        float acc = 0.0f;
+        for (int j = 0; j < nw; j++) acc += w[j] * x[(size_t)idx[j] * ldx + r];
+        y[r] = with_bias ? acc + b : acc;
+    }
 }
 
 void linear_forward(const TfLinear *L, float *y, int ldy, const float *x, int ldx, int n,
