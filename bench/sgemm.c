@@ -3,7 +3,11 @@
  * the engine's GFLOP/s with it, in the same run, with the same threads
  * (OPENBLAS_NUM_THREADS) and core (OPENBLAS_CORETYPE).
  *
- *   cc -O2 bench/sgemm.c $(pkg-config --cflags --libs openblas) -o sgemm && ./sgemm [N]
+ *   cc -O2 bench/sgemm.c $(pkg-config --cflags --libs openblas) -o sgemm && ./sgemm [N] [cpu]
+ *
+ * With `cpu`, the time is the process's CPU time (CLOCK_PROCESS_CPUTIME_ID,
+ * every thread's) instead of the wall clock: on a loaded machine, what the
+ * product costs rather than how long it waited (bench/engine_cpu.sh).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <cblas.h>
@@ -11,18 +15,22 @@
 #include <stdlib.h>
 #include <time.h>
 
+static clockid_t clock_id = CLOCK_MONOTONIC;
+
 static double now(void) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock_id, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 1024;
-    if (n < 1 || n > 8192) {
-        fprintf(stderr, "usage: sgemm [N], 1 <= N <= 8192\n");
+    int cpu = argc > 2 && argv[2][0] == 'c' && argv[2][1] == 'p' && argv[2][2] == 'u' && !argv[2][3];
+    if (n < 1 || n > 8192 || argc > 3 || (argc > 2 && !cpu)) {
+        fprintf(stderr, "usage: sgemm [N [cpu]], 1 <= N <= 8192\n");
         return 2;
     }
+    if (cpu) clock_id = CLOCK_PROCESS_CPUTIME_ID;
     size_t nn = (size_t)n * (size_t)n;
     float *a = malloc(nn * sizeof *a), *b = malloc(nn * sizeof *b), *c = malloc(nn * sizeof *c);
     if (!a || !b || !c) {

@@ -108,19 +108,23 @@ static inline __attribute__((always_inline)) Lanes lanes_at(const float *restric
     return x;
 }
 
-/* out[jj] = sum over t < n, in order, of the non-zero att[t * B + i] times
- * c[jj * S + t * stride + seq[i]], for nj <= VCHUNK channels at once (their
- * sums are independent chains); a zero weight adds +0 (a skipped term). */
+/* out[jj] = sum over the positions pos[0..n-1] (increasing), in order, of
+ * the non-zero att[t * B + i] times c[jj * S + t * stride + seq[i]], for
+ * nj <= VCHUNK channels at once (their sums are independent chains); a zero
+ * weight adds +0 (a skipped term), so positions where every lane's weight
+ * is 0 are left out of pos (NULL: positions 0..n-1). */
 enum { VCHUNK = 8 };
 static inline __attribute__((always_inline)) void lanes_weighted_sums(Lanes *out,
                                                                       const float *restrict att,
                                                                       const float *restrict c,
                                                                       int nj, long S, long stride,
-                                                                      const int *seq, int n,
+                                                                      const int *seq,
+                                                                      const int *pos, int n,
                                                                       int mode) {
     Lanes acc[VCHUNK], zero = {0};
     for (int jj = 0; jj < VCHUNK; jj++) acc[jj] = zero;
-    for (int t = 0; t < n; t++) {
+    for (int x = 0; x < n; x++) {
+        int t = pos ? pos[x] : x;
         Lanes a = lanes_load(att + t * B);
         LaneMask keep = a != zero;
         for (int jj = 0; jj < nj; jj++) {
@@ -160,6 +164,10 @@ attention_block_body(float *out, int ldo, float *sums, int *used, float *att, fl
     }
     int out_contiguous = W == B;
     for (int i = 1; i < W; i++) out_contiguous &= col[i] == col[0] + i;
+    // The positions where some lane's weight may be non-zero, when they
+    // fit in pos (hard attention weighs one or two of many).
+    enum { MAX_POS = 1024 };
+    int pos[MAX_POS], n_pos = 0;
     float mx[B], sm[B] = {0};
     int cnt[B] = {0};
     for (int i = 0; i < B; i++) mx[i] = -INFINITY;
@@ -172,12 +180,23 @@ attention_block_body(float *out, int ldo, float *sums, int *used, float *att, fl
         }
     if (scores)
         for (int x = 0; x < Tmax * B; x++) scores[x] = att[x];
-    for (int t = 0; t < Tmax; t++)
+    for (int t = 0; t < Tmax; t++) {
+        // Where every lane's exponent is below -104 the weights are 0
+        // (exp_softmax's own answer there), and the sums gain +0.
+        int live = 0;
+        for (int i = 0; i < B; i++) live |= !(att[t * B + i] - mx[i] < -104.0f);
+        if (!live) {
+            for (int i = 0; i < B; i++) att[t * B + i] = 0.0f;
+            continue;
+        }
+        if (n_pos < MAX_POS) pos[n_pos] = t;
+        n_pos++;
         for (int i = 0; i < B; i++) {
             float e = exp_softmax(att[t * B + i] - mx[i]);
             att[t * B + i] = e;
             sm[i] += e;
         }
+    }
     float inv[B];
     for (int i = 0; i < B; i++) inv[i] = 1.0f / sm[i];
     for (int t = 0; t < Tmax; t++)
@@ -189,7 +208,8 @@ attention_block_body(float *out, int ldo, float *sums, int *used, float *att, fl
     for (int jc = j0; jc < j1; jc += VCHUNK) {
         int nj = j1 - jc < VCHUNK ? j1 - jc : VCHUNK;
         Lanes o[VCHUNK];
-        lanes_weighted_sums(o, att, v + (long)jc * S, nj, S, (long)nv * S, sq, Tmax, mode);
+        lanes_weighted_sums(o, att, v + (long)jc * S, nj, S, (long)nv * S, sq,
+                            n_pos <= MAX_POS ? pos : NULL, n_pos <= MAX_POS ? n_pos : Tmax, mode);
         for (int jj = 0; jj < nj; jj++) {
             float *oj = out + (long)(jc + jj - j0) * ldo;
             if (out_contiguous)
