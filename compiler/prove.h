@@ -62,11 +62,15 @@ typedef struct TfProof {
         int n, base[TF_PROOF_MAX_BASE], idx[TF_PROOF_MAX_BASE];
     } cases[16];
     double output_bound; /* a numeric output's proven end-to-end bound, else 0 */
+    int threads_run;     /* the most threads that shared one head's queries */
 } TfProof;
 
 /* Proves m against its own source. Returns 0 with P filled (any verdict),
  * or -1 with err set when it could not run (no source, out of memory). */
 int prove_model(const TfModel *m, TfProof *P, TfError *err);
+/* The same on `threads` threads (0: one per core online, at most 16): the
+ * proof and its report do not depend on the number. */
+int prove_model_threads(const TfModel *m, int threads, TfProof *P, TfError *err);
 void prove_free(TfProof *P);
 
 /* Reference semantics of the source (compiler/prove_eval.c), for

@@ -18,11 +18,13 @@
 #define MAX_PROMPT_LEN 8
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: tfprove FILE.tfw\n"
+    fprintf(f, "usage: tfprove [--threads T] FILE.tfw\n"
                "Proves that the weights compute the program in the file's source, on every input\n"
                "up to maxlen: per op its margin, per numeric output its bound. On a failure it\n"
                "names the op, its line, the layer and a prompt on which to look (run by the\n"
                "weights: whether they and the program disagree there).\n"
+               "  --threads T  threads for the attention heads (default: the CPUs online, at\n"
+               "               most 16; the proof and its report do not depend on it)\n"
                "  -h, --help   this help;  --version  the version\n"
                "A file that is not proven (a failure, or a part it cannot prove) exits 1.\n"
                CLI_EXIT_HELP);
@@ -179,8 +181,10 @@ static void counterexample(const TfModel *m, const TfProof *P) {
 
 int main(int argc, char **argv) {
     static const struct option longopts[] = {
-        {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0}};
+        {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'},
+        {"threads", required_argument, 0, 'T'}, {0, 0, 0, 0}};
     int c;
+    long threads = 0;
     opterr = 0; /* cli_option_error says it once */
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
@@ -188,6 +192,12 @@ int main(int argc, char **argv) {
         case 'V':
             cli_version("tfprove", NULL, NULL, 0, NULL);
             return cli_flush_stdout("tfprove") < 0 ? CLI_EXIT_SYSTEM : 0;
+        case 'T':
+            if (cli_parse_long(optarg, 1, 16, &threads) < 0) {
+                fprintf(stderr, "tfprove: --threads wants a number from 1 to 16, not '%s'\n", optarg);
+                return CLI_EXIT_USAGE;
+            }
+            break;
         default: cli_option_error("tfprove", c, argv, longopts); return CLI_EXIT_USAGE;
         }
     }
@@ -204,7 +214,7 @@ int main(int argc, char **argv) {
         return cli_error_status(&err);
     }
     TfProof P;
-    if (prove_model(m, &P, &err) < 0) {
+    if (prove_model_threads(m, (int)threads, &P, &err) < 0) {
         fprintf(stderr, "tfprove: %s: %s\n", path, err.msg);
         model_free(m);
         return cli_error_status(&err);

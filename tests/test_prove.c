@@ -139,6 +139,30 @@ START_TEST(test_changed_weight_fails) {
 }
 END_TEST
 
+/* The proof on one thread and on two is the same, report included, and
+ * two did run (one query group per token value: twelve to share). */
+START_TEST(test_threads_same_proof) {
+    const char *src = "vocab \"^ab0123456789\"; bos '^'; maxlen 9;\n"
+                      "cat c;\n"
+                      "c: Count(k.tokens == q.tokens) -> c;\n"
+                      "output c at every position;\n";
+    TfModel *m = compile_text(src, 1);
+    TfProof P1, P2;
+    TfError err;
+    ck_assert_int_eq(prove_model_threads(m, 1, &P1, &err), 0);
+    ck_assert_int_eq(prove_model_threads(m, 2, &P2, &err), 0);
+    ck_assert_msg(P1.verdict == TF_PROOF_PROVEN, "%s", P1.reason);
+    ck_assert_int_eq(P2.verdict, P1.verdict);
+    ck_assert_int_eq(P1.threads_run, 1);
+    ck_assert_int_eq(P2.threads_run, 2);
+    ck_assert_int_eq(P2.n_lines, P1.n_lines);
+    for (int i = 0; i < P1.n_lines; i++) ck_assert_str_eq(P2.lines[i], P1.lines[i]);
+    prove_free(&P1);
+    prove_free(&P2);
+    model_free(m);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("prove");
     TCase *tc = tcase_create("prove");
@@ -147,6 +171,7 @@ int main(void) {
     tcase_add_test(tc, test_gamma_bounds_float_sums);
     tcase_add_test(tc, test_compiled_program_proven);
     tcase_add_test(tc, test_changed_weight_fails);
+    tcase_add_test(tc, test_threads_same_proof);
     suite_add_tcase(s, tc);
     return tf_run_suite(s);
 }
