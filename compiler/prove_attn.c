@@ -6,7 +6,10 @@
  * the value register), the score is an interval; the selection, evaluated
  * from the source, says which classes are selected. Keys are the positions
  * 1..index (causal) or 1..maxlen-1, each of the class of its values, and
- * the BOS. For every number n of selected keys and m <= maxlen - 1 - n of
+ * the BOS; the query's own position is one of them, so where the
+ * selection's key registers depend only on what the query scenario
+ * assigns, whether it selects itself is known (a Count that does counts at
+ * least 1, an Aggregate that does never gives its default). For every number n of selected keys and m <= maxlen - 1 - n of
  * others, the head's output is a weighted mean: with E the exponentiated
  * score intervals and u the value (after the output projection) intervals,
  *   out in (n E_sel u_sel + E_bos u_bos + [0, m] E_oth u_oth) / (same weights)
@@ -68,13 +71,15 @@ typedef struct Head {
     long nkid, *krep, *kend;
     double *km, *kr, *ka;
     /* The query groups (query_groups): scenarios alike but for their index,
-       gq (D each), gcur, gnone (n_regs each); their indices gidx[gstart[g]
+       gq (D each), gcur, gnone (n_regs each), gself (whether the query's own
+       position is selected: 1, 0, -1 unknown); their indices gidx[gstart[g]
        .. gstart[g + 1]), ascending. */
     long ng, *gstart;
     int *gidx;
     TfIv *gq;
     TfVal *gcur;
     unsigned char *gnone;
+    signed char *gself;
     int threads;
     double *alpha, *beta, *resid; /* mean: the fit of the values (mean_fit) */
     int *sp_start, *sp_col; /* the head's query, key and value rows, their nonzero entries */
@@ -539,13 +544,14 @@ static void head_free(Head *H) {
     free(H->kb);
     free(H->ub);
     free(H->kid), free(H->krep), free(H->kend), free(H->km), free(H->kr), free(H->ka);
-    free(H->gstart), free(H->gidx), free(H->gq), free(H->gcur), free(H->gnone);
+    free(H->gstart), free(H->gidx), free(H->gq), free(H->gcur), free(H->gnone), free(H->gself);
     free(H->alpha), free(H->beta), free(H->resid);
 }
 
 /* What one query scenario sees: the BOS and the selected and other classes. */
 typedef struct Seen {
     int avail, has_s, has_u;
+    int self; /* the query's own position: 1 selected, 0 not, -1 unknown */
     TfIv eb, es, eu;
     TfIv *ub, *vs, *vu; /* nw each */
 } Seen;
@@ -576,6 +582,7 @@ static void count_mix(const Head *H, const Seen *V, int qidx, TfIv *tab) {
     int causal = H->o->causal;
     for (int n = 0; n <= V->avail; n++) {
         if (n > 0 && !V->has_s) continue;
+        if ((V->self == 1 && n == 0) || (V->self == 0 && n == V->avail)) continue;
         int m = V->avail - n;
         if (!V->has_u) {
             if (causal ? n != qidx : n < qidx) continue;
@@ -814,7 +821,7 @@ static void query_group(const Head *H, Work *W, long g) {
         long lim = H->o->causal ? H->kend[qidx] : H->nk;
         for (; p < lim; p++) sweep_key(H, W, p, copy);
         Seen V = {.avail = H->o->causal ? qidx : H->N->maxlen - 1, .has_s = W->has_s, .has_u = W->has_u,
-                  .ub = H->ub, .vs = W->vs, .vu = W->vu};
+                  .self = H->gself[g], .ub = H->ub, .vs = W->vs, .vu = W->vu};
         V.eb = eng_exp(sb, W->ref);
         if (W->has_s) V.es = eng_exp(W->ss, W->ref);
         if (W->has_u) V.eu = eng_exp(W->su, W->ref);
@@ -823,7 +830,7 @@ static void query_group(const Head *H, Work *W, long g) {
             count_mix(H, &V, qidx, W->tab);
             continue;
         }
-        none_mix(H, &V, default_index(H), W->tab, nB);
+        if (V.self != 1) none_mix(H, &V, default_index(H), W->tab, nB);
         if (copy) copy_mix(H, &V, W, W->ref);
         else mean_mix(H, &V, H->resid, W->err);
     }
@@ -848,6 +855,8 @@ static int query_groups(Head *H, TfIv *x) {
     int rc = -1;
     long ns = 0, capg = 0;
     int assign[TF_PROOF_MAX_BASE];
+    PvDeps kdeps = 0;
+    for (int i = 0; i < H->R.nk; i++) kdeps |= S->deps[H->R.kregs[i]];
     if (!q || !qcur || !qnone || !sig || !sg || !si || sig_init(&T, len) < 0) goto out;
     for (long i = 0; i < nq; i++) {
         for (int b = 0; b < S->n_base; b++) assign[b] = -1;
@@ -858,7 +867,13 @@ static int query_groups(Head *H, TfIv *x) {
         for (int j = 0; j < D; j++) q[j] = sdot(H, j, x, H->bq ? H->bq[H->h * H->D + j] : 0);
         pv_eval_regs(S, assign, qcur, qnone);
         int qidx = (int)S->base[S->b_indices].vals[assign[S->b_indices]].x, added;
-        sig_make(sig, q, D, 0, 0, H->R.qregs, H->R.nq, qcur, qnone);
+        // The query's own position is a key: its key registers' values are
+        // the query's where they depend only on what the scenario assigns.
+        int self = -1;
+        if ((kdeps & ~H->dq) == 0)
+            self = !any_none(qnone, H->R.qregs, H->R.nq) && !any_none(qnone, H->R.kregs, H->R.nk) &&
+                   pv_select(S, H->o, qcur, qcur) == 1;
+        sig_make(sig, q, D, 0, self, H->R.qregs, H->R.nq, qcur, qnone);
         long g = sig_add(&T, sig, &added);
         if (g < 0) goto out;
         if (added) {
@@ -870,11 +885,14 @@ static int query_groups(Head *H, TfIv *x) {
                 if (gc) H->gcur = gc;
                 unsigned char *gn = realloc(H->gnone, (size_t)capg * nr);
                 if (gn) H->gnone = gn;
-                if (!gq || !gc || !gn) goto out;
+                signed char *gs = realloc(H->gself, (size_t)capg);
+                if (gs) H->gself = gs;
+                if (!gq || !gc || !gn || !gs) goto out;
             }
             memcpy(H->gq + g * D, q, (size_t)D * sizeof *q);
             memcpy(H->gcur + g * nr, qcur, (size_t)nr * sizeof *qcur);
             memcpy(H->gnone + g * nr, qnone, (size_t)nr);
+            H->gself[g] = (signed char)self;
         }
         sg[ns] = g, si[ns++] = qidx;
     }
