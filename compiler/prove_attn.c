@@ -730,12 +730,12 @@ static int any_none(const unsigned char *none, const int *regs, int n) {
     return 0;
 }
 
-/* The scores of query q with every key, W->s: one pass over the keys per
+/* The scores of query q with every key, W->s (1 when one is not finite): one pass over the keys per
  * component, in midpoint-radius form (q.k lies within c +- r, c the dot
  * product of the midpoints, r of the radii against the magnitudes, g the
  * magnitudes' own, which bounds the engine's float32 rounding gamma_D g);
  * the double rounding of the three sums is within (D + 4) 2^-52 of g. */
-static void scores_all(const Head *H, const TfIv *q, Work *W) {
+static int scores_all(const Head *H, const TfIv *q, Work *W) {
     long nk = H->nk;
     int D = H->D;
     double *c = W->c, *r = W->r, *g = W->g;
@@ -753,12 +753,27 @@ static void scores_all(const Head *H, const TfIv *q, Work *W) {
         }
     }
     double gd = (D + 4) * 0x1p-52, g32 = iv_gamma(D);
+    int wild = 0;
     for (long i = 0; i < nk; i++) {
         double R = (r[i] + (g32 + gd) * g[i]) * (1 + gd) + 1e-290;
         TfIv s = iv_out(c[i] - R, c[i] + R);
         s = iv_scale(s, H->scale);
         W->s[i] = iv_widen(s, TF_F32_U * iv_mag(s));
+        wild |= !isfinite(W->s[i].lo) || !isfinite(W->s[i].hi);
     }
+    return wild;
+}
+
+void pv_score_twins(int D, float scale, const TfIv *q, const TfIv *k, TfIv *naive, TfIv *fast) {
+    double km[TF_PV_TWIN_MAX], kr[TF_PV_TWIN_MAX], ka[TF_PV_TWIN_MAX], c, r, g;
+    Head H = {.D = D, .scale = scale, .nk = 1, .km = km, .kr = kr, .ka = ka};
+    Work W = {.c = &c, .r = &r, .g = &g, .s = fast};
+    for (int j = 0; j < D; j++) {
+        double m = iv_mid(k[j]), rad = iv_up(fmax(k[j].hi - m, m - k[j].lo));
+        km[j] = m, kr[j] = rad, ka[j] = iv_up(fabs(m) + rad);
+    }
+    *naive = score(&H, q, k);
+    scores_all(&H, q, &W);
 }
 
 static void hull_set(TfIv *t, TfIv x, int first) { *t = first ? x : iv_hull(*t, x); }
@@ -808,8 +823,11 @@ static void query_group(const Head *H, Work *W, long g) {
         W->selk[k] = !qnone_any && !any_none(H->knone + i * nr, H->R.kregs, H->R.nk) &&
                      pv_select(S, H->o, H->kcur + i * nr, qcur) == 1; // no value: not selected
     }
-    scores_all(H, q, W);
     TfIv sb = score(H, q, H->kb);
+    if (scores_all(H, q, W) || !isfinite(sb.lo) || !isfinite(sb.hi)) {
+        W->wild = 1; // an overflowing score: not proven
+        return;
+    }
     int copy = H->o->kind == TF_OP_AGGREGATE && S->ir->regs[H->o->dest].kind != TF_REG_SCALAR;
     W->has_s = W->has_u = W->nvals = W->multi_pos = 0;
     W->pos = -2;
@@ -1147,7 +1165,7 @@ static int head_run(PvNet *N, int li, int h, const PvOp *o, TfIv *x, PvCol *stag
         rc = queries(&H, W);
     }
     if (rc == 0 && W[0].wild) {
-        pv_unproven(N, o->stmt->loc.line, li, "layer %d head %d: not proven: a query that is not finite", li, h);
+        pv_unproven(N, o->stmt->loc.line, li, "layer %d head %d: not proven: a query or a score that is not finite", li, h);
         work_free(&W[0]);
         head_free(&H);
         return 0;

@@ -130,5 +130,10 @@ int pv_mlp_layer(PvNet *N, int li);
 int pv_attn_layer(PvNet *N, int li);
 int pv_check_regs(PvNet *N, int li);
 int pv_check_output(PvNet *N);
+/* For tests (tests/test_prove.c): a head's score q.k * scale (D <=
+ * TF_PV_TWIN_MAX) by the naive interval dot product and by the
+ * midpoint-radius pass the proof uses (prove_attn.c, scores_all). */
+#define TF_PV_TWIN_MAX 64
+void pv_score_twins(int D, float scale, const TfIv *q, const TfIv *k, TfIv *naive, TfIv *fast);
 
 #endif
