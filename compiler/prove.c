@@ -2,12 +2,14 @@
  * the embedding as the first columns, then every layer in order, each
  * declared register after the last layer that writes it, and the output.
  */
+#define _POSIX_C_SOURCE 200809L /* sysconf */
 #include "prove.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "prove_internal.h"
 
@@ -234,8 +236,14 @@ static void net_free(PvNet *N) {
     free(N->last_write);
 }
 
-int prove_model(const TfModel *m, TfProof *P, TfError *err) {
+int prove_model(const TfModel *m, TfProof *P, TfError *err) { return prove_model_threads(m, 0, P, err); }
+
+int prove_model_threads(const TfModel *m, int threads, TfProof *P, TfError *err) {
     memset(P, 0, sizeof *P);
+    if (threads <= 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = n < 1 ? 1 : n > PV_MAX_THREADS ? PV_MAX_THREADS : (int)n;
+    }
     P->fail_layer = -1;
     if (!m->source) {
         tf_error_set(err, "the file carries no source: there is no program to prove it against");
@@ -253,7 +261,7 @@ int prove_model(const TfModel *m, TfProof *P, TfError *err) {
         pv_sem_free(&S);
         return 0;
     }
-    PvNet N = {.m = m, .S = &S, .P = P, .maxlen = S.ir->maxlen};
+    PvNet N = {.m = m, .S = &S, .P = P, .maxlen = S.ir->maxlen, .threads = threads};
     int rc = -1;
     N.col = calloc((size_t)m->d_model, sizeof *N.col);
     N.bos = calloc((size_t)m->d_model, sizeof *N.bos);

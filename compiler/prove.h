@@ -64,11 +64,15 @@ typedef struct TfProof {
     double output_bound; /* a numeric output's proven end-to-end bound, else 0 */
     int bound_proven;    /* 1: every op proven and output_bound finite (the file's
                             output_error_bound may still claim less) */
+    int threads_run;     /* the most threads that shared one head's queries */
 } TfProof;
 
 /* Proves m against its own source. Returns 0 with P filled (any verdict),
  * or -1 with err set when it could not run (no source, out of memory). */
 int prove_model(const TfModel *m, TfProof *P, TfError *err);
+/* The same on `threads` threads (0: one per core online, at most 16): the
+ * proof and its report do not depend on the number. */
+int prove_model_threads(const TfModel *m, int threads, TfProof *P, TfError *err);
 void prove_free(TfProof *P);
 
 /* Reference semantics of the source (compiler/prove_eval.c), for

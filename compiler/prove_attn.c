@@ -6,7 +6,10 @@
  * the value register), the score is an interval; the selection, evaluated
  * from the source, says which classes are selected. Keys are the positions
  * 1..index (causal) or 1..maxlen-1, each of the class of its values, and
- * the BOS. For every number n of selected keys and m <= maxlen - 1 - n of
+ * the BOS; the query's own position is one of them, so where the
+ * selection's key registers depend only on what the query scenario
+ * assigns, whether it selects itself is known (a Count that does counts at
+ * least 1, an Aggregate that does never gives its default). For every number n of selected keys and m <= maxlen - 1 - n of
  * others, the head's output is a weighted mean: with E the exponentiated
  * score intervals and u the value (after the output projection) intervals,
  *   out in (n E_sel u_sel + E_bos u_bos + [0, m] E_oth u_oth) / (same weights)
@@ -17,9 +20,24 @@
  * 3e-7 relative (runtime/engine/exp_vec.h: 2 ulp of expf), the softmax sum
  * and the weighted sum by gamma_(maxlen+1), the output projection by
  * gamma_(dv+1).
+ *
+ * How it scales: a key class is a combination of a key vector, a value and
+ * the selection's key registers (each a table over only its own base
+ * variables, rows alike made one) with an index; query scenarios that
+ * differ only in their index are one group. Per group the scores with
+ * every key are one pass in midpoint-radius form (scores_all), then the
+ * keys are swept in order of index: what a query at index t sees (causal:
+ * the keys up to t) is a running hull, so each group costs one pass over
+ * the keys whatever its number of indices. Groups are shared among threads
+ * (a pthread loop of its own: tf_prove does not link the engine and its
+ * pool); each thread's results are hulls, minima and maxima, merged the
+ * same way, so the proof does not depend on the number of threads.
  */
-#include <stdio.h>
+#define _POSIX_C_SOURCE 200809L /* pthread */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,8 +51,8 @@ typedef struct Head {
     int li, h, D, DV, d, nw, n_out;
     float scale;
     const float *wq, *wk, *wv, *wo, *bq, *bk, *bv;
-    unsigned char *rq, *rk;
-    PvDeps dq, dk;
+    unsigned char *rq, *rk, *rv; /* the columns the query, key and value read */
+    PvDeps dq, dk, dkk, dkv; /* query, key class (all), key, value */
     int *wcol;    /* nw written columns */
     double *wmag; /* per written column: sum_j |Wo[c,j]| max|v_j|, for the rounding */
     long nk;
@@ -44,7 +62,26 @@ typedef struct Head {
     unsigned char *knone;
     TfIv *kb, *ub; /* the BOS key */
     ExprReads R;   /* the registers the selection reads */
-    double nq_seen; /* distinct query scenarios so far */
+    /* After key_index: the keys in order of index, each with its kind (the
+       selection's key registers: kid, one representative krep per kind),
+       midpoint km, radius kr and |km| + kr of each key component, D rows of
+       nk (component j of key i at [j * nk + i]); kend[t] the keys at
+       indices <= t. */
+    int *kid;
+    long nkid, *krep, *kend;
+    double *km, *kr, *ka;
+    /* The query groups (query_groups): scenarios alike but for their index,
+       gq (D each), gcur, gnone (n_regs each), gself (whether the query's own
+       position is selected: 1, 0, -1 unknown); their indices gidx[gstart[g]
+       .. gstart[g + 1]), ascending. */
+    long ng, *gstart;
+    int *gidx;
+    TfIv *gq;
+    TfVal *gcur;
+    unsigned char *gnone;
+    signed char *gself;
+    int threads;
+    double *alpha, *beta, *resid; /* mean: the fit of the values (mean_fit) */
     int *sp_start, *sp_col; /* the head's query, key and value rows, their nonzero entries */
     float *sp_w;
 } Head;
@@ -87,12 +124,12 @@ static int sparse_rows(Head *H) {
     return 0;
 }
 
-/* A set of byte strings of one length (scenarios that look alike to a head:
- * one is enough). */
+/* A set of byte strings of one length, each with its index in order of
+ * arrival (scenarios that look alike to a head: one is enough). */
 typedef struct SigSet {
     size_t len, cap, n;
     uint64_t *h;
-    unsigned char *store; /* cap strings */
+    unsigned char *store; /* n strings */
     long *slot;           /* 2 cap: index into store, -1 */
 } SigSet;
 
@@ -102,32 +139,54 @@ static uint64_t fnv(const unsigned char *b, size_t n) {
     return h;
 }
 
-static int sig_init(SigSet *T, size_t len, size_t cap) {
-    T->len = len, T->cap = cap, T->n = 0;
-    T->h = malloc(cap * sizeof *T->h);
-    T->store = malloc(cap * len + 1);
-    T->slot = malloc(2 * cap * sizeof *T->slot);
-    if (!T->h || !T->store || !T->slot) return -1;
-    for (size_t i = 0; i < 2 * cap; i++) T->slot[i] = -1;
+static int sig_grow(SigSet *T) {
+    size_t cap = T->cap ? 2 * T->cap : 256;
+    uint64_t *h = realloc(T->h, cap * sizeof *h);
+    if (!h) return -1;
+    T->h = h;
+    unsigned char *st = realloc(T->store, cap * T->len + 1);
+    if (!st) return -1;
+    T->store = st;
+    long *slot = malloc(2 * cap * sizeof *slot);
+    if (!slot) return -1;
+    for (size_t i = 0; i < 2 * cap; i++) slot[i] = -1;
+    for (size_t k = 0; k < T->n; k++) {
+        size_t i = (size_t)(T->h[k] % (2 * cap));
+        while (slot[i] >= 0) i = (i + 1) % (2 * cap);
+        slot[i] = (long)k;
+    }
+    free(T->slot);
+    T->slot = slot;
+    T->cap = cap;
     return 0;
+}
+
+static int sig_init(SigSet *T, size_t len) {
+    memset(T, 0, sizeof *T);
+    T->len = len;
+    return sig_grow(T);
 }
 
 static void sig_free(SigSet *T) { free(T->h), free(T->store), free(T->slot); }
 
-/* 1 when b is new (added), 0 when seen before. */
-static int sig_add(SigSet *T, const unsigned char *b) {
+/* The index of b in T, added when new (*added 1); -1 out of memory. */
+static long sig_add(SigSet *T, const unsigned char *b, int *added) {
     uint64_t h = fnv(b, T->len);
     size_t i = (size_t)(h % (2 * T->cap));
+    *added = 0;
     for (; T->slot[i] >= 0; i = (i + 1) % (2 * T->cap)) {
         long k = T->slot[i];
-        if (T->h[k] == h && memcmp(T->store + (size_t)k * T->len, b, T->len) == 0) return 0;
+        if (T->h[k] == h && memcmp(T->store + (size_t)k * T->len, b, T->len) == 0) return k;
     }
-    if (T->n == T->cap) return 1; // full: treat as new (no saving, still sound)
+    if (T->n == T->cap) {
+        if (sig_grow(T) < 0) return -1;
+        for (i = (size_t)(h % (2 * T->cap)); T->slot[i] >= 0; i = (i + 1) % (2 * T->cap)) {}
+    }
     T->slot[i] = (long)T->n;
     T->h[T->n] = h;
     memcpy(T->store + T->n * T->len, b, T->len);
-    T->n++;
-    return 1;
+    *added = 1;
+    return (long)T->n++;
 }
 
 /* The bytes of a scenario: its vector (key and values, or query), index,
@@ -136,7 +195,7 @@ static size_t sig_make(unsigned char *b, const TfIv *v, int nv, int idx, int val
                        const TfVal *cur, const unsigned char *none) {
     size_t k = 0;
     memset(b, 0, (size_t)nv * sizeof *v + 2 * sizeof(int) + (size_t)nr * 13);
-    memcpy(b + k, v, (size_t)nv * sizeof *v), k += (size_t)nv * sizeof *v;
+    if (nv) memcpy(b + k, v, (size_t)nv * sizeof *v), k += (size_t)nv * sizeof *v;
     memcpy(b + k, &idx, sizeof idx), k += sizeof idx;
     memcpy(b + k, &val, sizeof val), k += sizeof val;
     for (int i = 0; i < nr; i++) {
@@ -173,11 +232,9 @@ static TfIv score(const Head *H, const TfIv *q, const TfIv *k) {
     return iv_widen(s, TF_F32_U * iv_mag(s));
 }
 
-/* Key, and value after the output projection, of a row x. */
-static void key_value(const Head *H, const TfIv *x, TfIv *k, TfIv *u,
-                      TfIv *v) {
-    for (int j = 0; j < H->D; j++)
-        k[j] = sdot(H, H->D + j, x, H->bk ? H->bk[H->h * H->D + j] : 0);
+/* The value after the output projection of a row x (v: DV scratch); the
+ * largest term magnitude of each written column into wmag (its rounding). */
+static void value_of(Head *H, const TfIv *x, TfIv *u, TfIv *v) {
     for (int j = 0; j < H->DV; j++)
         v[j] = sdot(H, 2 * H->D + j, x, H->bv ? H->bv[H->h * H->DV + j] : 0);
     for (int w = 0; w < H->nw; w++) {
@@ -199,94 +256,282 @@ static void key_value(const Head *H, const TfIv *x, TfIv *k, TfIv *u,
     }
 }
 
+/* Key, and value after the output projection, of a row x. */
+static void key_value(Head *H, const TfIv *x, TfIv *k, TfIv *u, TfIv *v) {
+    for (int j = 0; j < H->D; j++)
+        k[j] = sdot(H, H->D + j, x, H->bk ? H->bk[H->h * H->D + j] : 0);
+    value_of(H, x, u, v);
+}
+
 static int any_nan(const TfIv *x, const unsigned char *reads, int d) {
     for (int c = 0; c < d; c++)
         if (reads[c] && isnan(x[c].lo)) return 1;
     return 0;
 }
 
-/* Key classes that look alike to the head (key, value, index, the
- * selection's key registers, the copied value) are one: keeps the first. */
-static int dedupe_keys(Head *H) {
-    int nr = H->N->S->ir->n_regs, nv = H->D + H->nw;
-    size_t len = (size_t)nv * sizeof(TfIv) + 2 * sizeof(int) + (size_t)H->R.nk * 13;
-    SigSet T;
-    unsigned char *b = malloc(len + 64);
-    TfIv *v = malloc(((size_t)nv + 1) * sizeof *v);
-    if (!b || !v || sig_init(&T, len, (size_t)H->nk + 1) < 0) {
-        free(b), free(v);
-        sig_free(&T);
+/* The keys in order of index (a query at index t sees a prefix of them
+ * when causal), their kinds for the selection, and the midpoint-radius
+ * form of their key vectors (scores_all). 1 when some key's vector or
+ * value is not finite (not proven), -1 out of memory. */
+static int key_index(Head *H) {
+    const PvSem *S = H->N->S;
+    int nr = S->ir->n_regs, D = H->D, nw = H->nw, maxlen = H->N->maxlen;
+    long nk = H->nk;
+    for (long i = 0; i < nk * D; i++)
+        if (!isfinite(H->kv[i].lo) || !isfinite(H->kv[i].hi)) return 1;
+    for (long i = 0; i < nk * nw; i++)
+        if (!isfinite(H->uv[i].lo) || !isfinite(H->uv[i].hi)) return 1;
+    // Counting sort by index (stable).
+    long *perm = malloc(((size_t)nk + 1) * sizeof *perm);
+    H->kend = calloc((size_t)maxlen + 2, sizeof *H->kend);
+    TfIv *kv = malloc(((size_t)nk * D + 1) * sizeof *kv), *uv = malloc(((size_t)nk * nw + 1) * sizeof *uv);
+    int *kidx = malloc(((size_t)nk + 1) * sizeof *kidx), *kval = malloc(((size_t)nk + 1) * sizeof *kval);
+    TfVal *kcur = malloc(((size_t)nk * nr + 1) * sizeof *kcur);
+    unsigned char *knone = malloc((size_t)nk * nr + 1);
+    if (!perm || !H->kend || !kv || !uv || !kidx || !kval || !kcur || !knone) {
+        free(perm), free(kv), free(uv), free(kidx), free(kval), free(kcur), free(knone);
         return -1;
     }
-    long n = 0;
-    for (long i = 0; i < H->nk; i++) {
-        if (H->kdead[i]) continue;
-        memcpy(v, H->kv + i * H->D, (size_t)H->D * sizeof *v);
-        memcpy(v + H->D, H->uv + i * H->nw, (size_t)H->nw * sizeof *v);
-        sig_make(b, v, nv, H->kidx[i], H->kval[i], H->R.kregs, H->R.nk, H->kcur + i * nr, H->knone + i * nr);
-        if (!sig_add(&T, b)) continue;
-        if (n != i) {
-            memcpy(H->kv + n * H->D, H->kv + i * H->D, (size_t)H->D * sizeof *v);
-            memcpy(H->uv + n * H->nw, H->uv + i * H->nw, (size_t)H->nw * sizeof *v);
-            memcpy(H->kcur + n * nr, H->kcur + i * nr, (size_t)nr * sizeof *H->kcur);
-            memcpy(H->knone + n * nr, H->knone + i * nr, (size_t)nr);
-            H->kidx[n] = H->kidx[i], H->kval[n] = H->kval[i], H->kdead[n] = 0;
-        }
-        n++;
+    for (long i = 0; i < nk; i++) H->kend[H->kidx[i] + 1]++;
+    for (int t = 1; t <= maxlen + 1; t++) H->kend[t] += H->kend[t - 1];
+    for (long i = 0; i < nk; i++) perm[H->kend[H->kidx[i]]++] = i;
+    // kend[t] is now the number of keys at indices <= t.
+    for (long n = 0; n < nk; n++) {
+        long i = perm[n];
+        memcpy(kv + n * D, H->kv + i * D, (size_t)D * sizeof *kv);
+        memcpy(uv + n * nw, H->uv + i * nw, (size_t)nw * sizeof *uv);
+        memcpy(kcur + n * nr, H->kcur + i * nr, (size_t)nr * sizeof *kcur);
+        memcpy(knone + n * nr, H->knone + i * nr, (size_t)nr);
+        kidx[n] = H->kidx[i], kval[n] = H->kval[i];
     }
-    H->nk = n;
-    free(b), free(v);
-    sig_free(&T);
+    free(H->kv), free(H->uv), free(H->kidx), free(H->kval), free(H->kcur), free(H->knone), free(perm);
+    H->kv = kv, H->uv = uv, H->kidx = kidx, H->kval = kval, H->kcur = kcur, H->knone = knone;
+    memset(H->kdead, 0, (size_t)nk * sizeof *H->kdead);
+    // Kinds: keys alike in the registers the selection reads.
+    SigSet T = {0};
+    size_t len = (size_t)H->R.nk * 13 + 2 * sizeof(int);
+    unsigned char *b = malloc(len + 64);
+    H->kid = malloc(((size_t)nk + 1) * sizeof *H->kid);
+    H->krep = malloc(((size_t)nk + 1) * sizeof *H->krep);
+    H->km = malloc(((size_t)nk * D + 1) * sizeof *H->km);
+    H->kr = malloc(((size_t)nk * D + 1) * sizeof *H->kr);
+    H->ka = malloc(((size_t)nk * D + 1) * sizeof *H->ka);
+    if (!b || !H->kid || !H->krep || !H->km || !H->kr || !H->ka || sig_init(&T, len) < 0) {
+        free(b), sig_free(&T);
+        return -1;
+    }
+    H->nkid = 0;
+    for (long i = 0; i < nk; i++) {
+        int added;
+        sig_make(b, NULL, 0, 0, 0, H->R.kregs, H->R.nk, kcur + i * nr, knone + i * nr);
+        long k = sig_add(&T, b, &added);
+        if (k < 0) {
+            free(b), sig_free(&T);
+            return -1;
+        }
+        if (added) H->krep[H->nkid++] = i;
+        H->kid[i] = (int)k;
+    }
+    free(b), sig_free(&T);
+    for (long i = 0; i < nk; i++)
+        for (int j = 0; j < D; j++) {
+            TfIv k = kv[i * D + j];
+            double m = iv_mid(k), r = iv_up(fmax(k.hi - m, m - k.lo));
+            H->km[j * nk + i] = m;
+            H->kr[j * nk + i] = r;
+            H->ka[j * nk + i] = iv_up(fabs(m) + r);
+        }
     return 0;
 }
 
-/* Every key class: its key, its projected value, its semantics. */
+/* The distinct rows of a table over the combinations of d: id[i] the row
+ * of combination i (-1: unreachable), rows (w each) in order of first
+ * appearance; fill(H, assign, row) computes one, 0 when unreachable. */
+typedef int (*RowFn)(Head *H, const int *assign, TfIv *x, TfIv *row, void *aux, long i);
+
+static int distinct_rows(Head *H, PvDeps d, int w, RowFn fill, TfIv *x, void *aux, long **id, TfIv **rows) {
+    const PvSem *S = H->N->S;
+    long n = pv_deps_size(S, d, PV_TABLE_LIMIT);
+    SigSet T = {0};
+    TfIv *row = malloc(((size_t)w + 1) * sizeof *row);
+    *id = malloc(((size_t)n + 1) * sizeof **id);
+    *rows = NULL;
+    int assign[TF_PROOF_MAX_BASE], rc = -1;
+    long cap = 0;
+    if (n < 0 || !row || !*id || sig_init(&T, (size_t)w * sizeof *row + 1) < 0) goto out;
+    for (long i = 0; i < n; i++) {
+        for (int b = 0; b < S->n_base; b++) assign[b] = -1;
+        pv_deps_decode(S, d, i, assign);
+        memset(row, 0, ((size_t)w + 1) * sizeof *row);
+        if (!fill(H, assign, x, row, aux, i)) {
+            (*id)[i] = -1;
+            continue;
+        }
+        int added;
+        long k = sig_add(&T, (const unsigned char *)row, &added);
+        if (k < 0) goto out;
+        if (added && k >= cap) {
+            cap = cap ? 2 * cap : 64;
+            TfIv *r = realloc(*rows, (size_t)cap * ((size_t)w + 1) * sizeof *r);
+            if (!r) goto out;
+            *rows = r;
+        }
+        if (added) memcpy(*rows + k * w, row, (size_t)w * sizeof *row);
+        (*id)[i] = k;
+    }
+    rc = 0;
+out:
+    free(row);
+    sig_free(&T);
+    return rc;
+}
+
+/* The key of a row's combination. */
+static int key_row(Head *H, const int *assign, TfIv *x, TfIv *k, void *aux, long i) {
+    (void)aux, (void)i;
+    for (int c = 0; c < H->d; c++)
+        if (H->rk[c]) x[c] = pv_col_get(H->N, &H->N->col[c], assign);
+    if (any_nan(x, H->rk, H->d)) return 0;
+    for (int j = 0; j < H->D; j++) k[j] = sdot(H, H->D + j, x, H->bk ? H->bk[H->h * H->D + j] : 0);
+    return 1;
+}
+
+/* The value after the output projection (aux: DV scratch). */
+static int value_row(Head *H, const int *assign, TfIv *x, TfIv *u, void *aux, long i) {
+    (void)i;
+    for (int c = 0; c < H->d; c++)
+        if (H->rv[c]) x[c] = pv_col_get(H->N, &H->N->col[c], assign);
+    if (any_nan(x, H->rv, H->d)) return 0;
+    value_of(H, x, u, aux);
+    return 1;
+}
+
+/* The semantics: the selection's key registers and the value's index
+ * (aux: the registers' values, n_regs per combination). */
+typedef struct SemAux {
+    TfVal *cur;
+    unsigned char *none;
+    int *val;
+} SemAux;
+
+static int sem_row(Head *H, const int *assign, TfIv *x, TfIv *row, void *aux, long i) {
+    (void)x;
+    const PvSem *S = H->N->S;
+    SemAux *A = aux;
+    int nr = S->ir->n_regs;
+    TfVal *cur = A->cur + i * nr;
+    unsigned char *none = A->none + i * nr;
+    pv_eval_regs(S, assign, cur, none);
+    int kval = -1;
+    if (H->o->kind == TF_OP_AGGREGATE && !none[H->o->vreg]) {
+        const PvBase *B = &S->base[H->o->base];
+        TfVal val = cur[H->o->vreg];
+        for (int a = 0; a < B->n - B->has_none; a++)
+            if (val_cmp(B->vals[a], val) == 0 ||
+                (val_is_num(val) && fabs(B->vals[a].x - val.x) <= 1e-9 * (1 + fabs(val.x))))
+                kval = a;
+    }
+    A->val[i] = kval;
+    // The row: the registers' values as bytes (a TfIv holds 16).
+    unsigned char *b = (unsigned char *)row;
+    size_t k = 0;
+    memcpy(b, &kval, sizeof kval), k += sizeof kval;
+    for (int r = 0; r < H->R.nk; r++) {
+        int reg = H->R.kregs[r];
+        TfVal v = none[reg] ? (TfVal){TF_VAL_INT, 0} : cur[reg];
+        int kind = (int)v.kind;
+        memcpy(b + k, &kind, sizeof kind), k += sizeof kind;
+        memcpy(b + k, &v.x, sizeof v.x), k += sizeof v.x;
+        b[k++] = none[reg];
+    }
+    return 1;
+}
+
+/* Every key class: a combination of its key, its projected value, its
+ * semantics (each a table over the base variables it depends on, rows
+ * alike made one) and its index. */
 static int key_classes(Head *H, TfIv *x) {
     PvNet *N = H->N;
     const PvSem *S = N->S;
-    int nr = S->ir->n_regs;
-    H->kv = malloc((size_t)H->nk * H->D * sizeof *H->kv);
-    H->uv = malloc((size_t)H->nk * (H->nw + 1) * sizeof *H->uv);
-    H->kidx = malloc((size_t)H->nk * sizeof(int));
-    H->kval = malloc((size_t)H->nk * sizeof(int));
-    H->kdead = calloc((size_t)H->nk, sizeof(int));
-    H->kcur = malloc((size_t)H->nk * nr * sizeof *H->kcur);
-    H->knone = malloc((size_t)H->nk * nr);
+    int nr = S->ir->n_regs, D = H->D, nw = H->nw;
+    PvDeps dsem = 0;
+    for (int i = 0; i < H->R.nk; i++) dsem |= S->deps[H->R.kregs[i]];
+    if (H->o->vreg >= 0) dsem |= S->deps[H->o->vreg];
+    long n3 = pv_deps_size(S, dsem, PV_TABLE_LIMIT);
+    int wsem = (int)((sizeof(int) + (size_t)H->R.nk * 13) / sizeof(TfIv)) + 1;
+    long *id1 = NULL, *id2 = NULL, *id3 = NULL;
+    TfIv *k1 = NULL, *u2 = NULL, *s3 = NULL;
+    TfVal *cur3 = malloc(((size_t)n3 * nr + 1) * sizeof *cur3);
+    unsigned char *none3 = malloc((size_t)n3 * nr + 1);
+    int *val3 = malloc(((size_t)n3 + 1) * sizeof *val3), *t4 = malloc(4 * sizeof(int));
     TfIv *v = malloc(((size_t)H->DV + 1) * sizeof *v);
-    if (!H->kv || !H->uv || !H->kidx || !H->kval || !H->kdead || !H->kcur || !H->knone || !v) {
-        free(v);
-        return -1;
-    }
-    int assign[TF_PROOF_MAX_BASE];
+    SemAux A = {cur3, none3, val3};
+    SigSet U = {0};
+    int assign[TF_PROOF_MAX_BASE], rc = -1;
+    if (n3 < 0 || !cur3 || !none3 || !val3 || !t4 || !v) goto out;
+    if (distinct_rows(H, H->dkk, D, key_row, x, NULL, &id1, &k1) < 0 ||
+        distinct_rows(H, H->dkv, nw, value_row, x, v, &id2, &u2) < 0 ||
+        distinct_rows(H, dsem, wsem, sem_row, x, &A, &id3, &s3) < 0 || sig_init(&U, 4 * sizeof(int)) < 0)
+        goto out;
+    // The combinations that occur: (key, value, semantics, index).
+    long *rep = NULL, cap = 0; // per class: its semantics' combination
     for (long i = 0; i < H->nk; i++) {
         for (int b = 0; b < S->n_base; b++) assign[b] = -1;
         pv_deps_decode(S, H->dk, i, assign);
-        for (int c = 0; c < H->d; c++)
-            if (H->rk[c]) x[c] = pv_col_get(N, &N->col[c], assign);
-        H->kdead[i] = any_nan(x, H->rk, H->d);
-        key_value(H, x, H->kv + i * H->D, H->uv + i * H->nw, v);
-        pv_eval_regs(S, assign, H->kcur + i * nr, H->knone + i * nr);
-        H->kidx[i] = (int)S->base[S->b_indices].vals[assign[S->b_indices]].x;
-        H->kval[i] = -1;
-        if (H->kdead[i]) continue;
-        if (H->o->kind == TF_OP_AGGREGATE && !H->knone[i * nr + H->o->vreg]) {
-            const PvBase *B = &S->base[H->o->base];
-            TfVal val = H->kcur[i * nr + H->o->vreg];
-            for (int a = 0; a < B->n - B->has_none; a++)
-                if (val_cmp(B->vals[a], val) == 0 ||
-                    (val_is_num(val) && fabs(B->vals[a].x - val.x) <= 1e-9 * (1 + fabs(val.x))))
-                    H->kval[i] = a;
+        long a = id1[pv_deps_index(S, H->dkk, assign)], b = id2[pv_deps_index(S, H->dkv, assign)];
+        long c3 = pv_deps_index(S, dsem, assign);
+        if (a < 0 || b < 0) continue;
+        t4[0] = (int)a, t4[1] = (int)b, t4[2] = (int)id3[c3];
+        t4[3] = (int)S->base[S->b_indices].vals[assign[S->b_indices]].x;
+        int added;
+        long k = sig_add(&U, (const unsigned char *)t4, &added);
+        if (k < 0) goto out;
+        if (added && k >= cap) {
+            cap = cap ? 2 * cap : 256;
+            long *r = realloc(rep, (size_t)cap * sizeof *r);
+            if (!r) {
+                free(rep);
+                goto out;
+            }
+            rep = r;
         }
+        if (added) rep[k] = c3;
     }
-    free(v);
-    return dedupe_keys(H);
+    long nk = (long)U.n;
+    H->nk = nk;
+    H->kv = malloc(((size_t)nk * D + 1) * sizeof *H->kv);
+    H->uv = malloc(((size_t)nk * nw + 1) * sizeof *H->uv);
+    H->kidx = malloc(((size_t)nk + 1) * sizeof(int));
+    H->kval = malloc(((size_t)nk + 1) * sizeof(int));
+    H->kdead = calloc((size_t)nk + 1, sizeof(int));
+    H->kcur = malloc(((size_t)nk * nr + 1) * sizeof *H->kcur);
+    H->knone = malloc((size_t)nk * nr + 1);
+    if (!H->kv || !H->uv || !H->kidx || !H->kval || !H->kdead || !H->kcur || !H->knone) {
+        free(rep);
+        goto out;
+    }
+    for (long k = 0; k < nk; k++) {
+        const int *t = (const int *)(U.store + (size_t)k * U.len);
+        memcpy(H->kv + k * D, k1 + (long)t[0] * D, (size_t)D * sizeof *H->kv);
+        memcpy(H->uv + k * nw, u2 + (long)t[1] * nw, (size_t)nw * sizeof *H->uv);
+        memcpy(H->kcur + k * nr, cur3 + rep[k] * nr, (size_t)nr * sizeof *H->kcur);
+        memcpy(H->knone + k * nr, none3 + rep[k] * nr, (size_t)nr);
+        H->kval[k] = val3[rep[k]];
+        H->kidx[k] = t[3];
+    }
+    free(rep);
+    rc = key_index(H);
+out:
+    free(id1), free(id2), free(id3), free(k1), free(u2), free(s3), free(cur3), free(none3), free(val3), free(t4), free(v);
+    sig_free(&U);
+    return rc;
 }
-
 
 static void head_free(Head *H) {
     free(H->sp_start), free(H->sp_col), free(H->sp_w);
     free(H->rq);
     free(H->rk);
+    free(H->rv);
     free(H->wcol);
     free(H->wmag);
     free(H->kv);
@@ -298,11 +543,15 @@ static void head_free(Head *H) {
     free(H->knone);
     free(H->kb);
     free(H->ub);
+    free(H->kid), free(H->krep), free(H->kend), free(H->km), free(H->kr), free(H->ka);
+    free(H->gstart), free(H->gidx), free(H->gq), free(H->gcur), free(H->gnone), free(H->gself);
+    free(H->alpha), free(H->beta), free(H->resid);
 }
 
 /* What one query scenario sees: the BOS and the selected and other classes. */
 typedef struct Seen {
     int avail, has_s, has_u;
+    int self; /* the query's own position: 1 selected, 0 not, -1 unknown */
     TfIv eb, es, eu;
     TfIv *ub, *vs, *vu; /* nw each */
 } Seen;
@@ -333,6 +582,7 @@ static void count_mix(const Head *H, const Seen *V, int qidx, TfIv *tab) {
     int causal = H->o->causal;
     for (int n = 0; n <= V->avail; n++) {
         if (n > 0 && !V->has_s) continue;
+        if ((V->self == 1 && n == 0) || (V->self == 0 && n == V->avail)) continue;
         int m = V->avail - n;
         if (!V->has_u) {
             if (causal ? n != qidx : n < qidx) continue;
@@ -369,67 +619,86 @@ static int default_index(const Head *H) {
     return -1;
 }
 
-/* Per query: the classes' exponentiated scores and selection. */
+/* One thread's share of the queries: its results (merged by hull, min and
+ * max, so they do not depend on the number of threads) and its scratch. */
 typedef struct Work {
-    TfIv *e;             /* nk */
-    signed char *sel;    /* nk: 1 selected, 0 other, -1 absent */
-    TfIv *esa, *A;       /* per value: selected weight, values (nw each) */
-    int *firstidx;       /* per value: the index of its first selected key, -2 none, -1 several */
-    int multi;           /* some query may select keys of different values at different positions */
-    double *err;         /* mean: per written column, the largest distance from the mean */
-    double *alpha, *beta, *resid;
+    TfIv *tab;     /* nB x nw outputs, NaN where none */
+    double *err;   /* mean: per written column, the largest distance from the mean */
+    double gap;    /* the smallest score gap, selected over others */
+    int multi;     /* some query may select keys of different values at different positions */
+    int wild;      /* a query vector not finite */
+    double *c, *r, *g; /* nk: score midpoints, radii, magnitudes */
+    TfIv *s;           /* nk scores */
+    unsigned char *selk; /* per key kind: selected */
+    /* The sweep: what the keys seen so far give. */
+    int has_s, has_u, nvals, pos, multi_pos;
+    TfIv ss, su;       /* score hulls: selected, others */
+    double ref;        /* the largest score */
+    TfIv *vs, *vu;     /* nw value hulls */
+    unsigned char *hasa; /* copy, per value: some selected key holds it */
+    TfIv *ssa, *A;       /* per value: its keys' score hull, values (nw each) */
 } Work;
 
+static void work_free(Work *W) {
+    free(W->tab), free(W->err), free(W->c), free(W->r), free(W->g), free(W->s), free(W->selk);
+    free(W->vs), free(W->vu), free(W->hasa), free(W->ssa), free(W->A);
+}
+
+static int work_init(Work *W, const Head *H) {
+    int nB = H->N->S->base[H->o->base].n, nw = H->nw;
+    size_t nk = (size_t)H->nk + 1;
+    memset(W, 0, sizeof *W);
+    W->tab = malloc((size_t)nB * (nw + 1) * sizeof *W->tab);
+    W->err = calloc((size_t)nw + 1, sizeof *W->err);
+    W->c = malloc(nk * sizeof *W->c), W->r = malloc(nk * sizeof *W->r), W->g = malloc(nk * sizeof *W->g);
+    W->s = malloc(nk * sizeof *W->s);
+    W->selk = malloc((size_t)H->nkid + 1);
+    W->vs = malloc(((size_t)nw + 1) * sizeof *W->vs), W->vu = malloc(((size_t)nw + 1) * sizeof *W->vu);
+    W->hasa = malloc((size_t)nB + 1);
+    W->ssa = malloc(((size_t)nB + 1) * sizeof *W->ssa);
+    W->A = malloc((size_t)nB * (nw + 1) * sizeof *W->A);
+    if (!W->tab || !W->err || !W->c || !W->r || !W->g || !W->s || !W->selk || !W->vs || !W->vu || !W->hasa ||
+        !W->ssa || !W->A)
+        return -1;
+    for (long i = 0; i < (long)nB * nw; i++) W->tab[i] = nan_iv();
+    W->gap = INFINITY;
+    return 0;
+}
+
 /* Copy: per value a the selected keys hold, the output when they all hold a. */
-static void copy_mix(const Head *H, const Seen *V, Work *W, TfIv *tab) {
+static void copy_mix(const Head *H, const Seen *V, Work *W, double ref) {
     const PvBase *B = &H->N->S->base[H->o->base];
-    int nB = B->n, nw = H->nw, nvals = 0, multi_pos = 0, pos = -2;
-    for (int a = 0; a < nB; a++) W->firstidx[a] = -2;
-    for (long i = 0; i < H->nk; i++) {
-        int a = H->kval[i];
-        if (W->sel[i] != 1 || a < 0) continue;
-        if (pos == -2) pos = H->kidx[i];
-        else if (pos != H->kidx[i]) multi_pos = 1;
-        if (W->firstidx[a] == -2) {
-            nvals++;
-            W->firstidx[a] = 0;
-            W->esa[a] = W->e[i];
-            for (int w = 0; w < nw; w++) W->A[(size_t)a * nw + w] = H->uv[i * nw + w];
-        } else {
-            W->esa[a] = iv_hull(W->esa[a], W->e[i]);
-            for (int w = 0; w < nw; w++)
-                W->A[(size_t)a * nw + w] = iv_hull(W->A[(size_t)a * nw + w], H->uv[i * nw + w]);
-        }
-    }
-    if (nvals > 1 && multi_pos) W->multi = 1;
+    int nB = B->n, nw = H->nw;
+    if (W->nvals > 1 && W->multi_pos) W->multi = 1;
     double oth = V->eb.hi + (V->has_u ? V->avail * V->eu.hi : 0);
     for (int a = 0; a < nB; a++) {
-        if (W->firstidx[a] == -2) continue;
-        double lam = W->esa[a].lo > 0 ? oth / W->esa[a].lo : INFINITY;
+        if (!W->hasa[a]) continue;
+        TfIv esa = eng_exp(W->ssa[a], ref);
+        double lam = esa.lo > 0 ? oth / esa.lo : INFINITY;
         for (int w = 0; w < nw; w++) {
             TfIv A = W->A[(size_t)a * nw + w], O = V->ub[w];
             if (V->has_u) O = iv_hull(O, V->vu[w]);
             TfIv out = {A.lo - lam * fmax(0, A.lo - O.lo), A.hi + lam * fmax(0, O.hi - A.hi)};
             if (lam == INFINITY) out = (TfIv){-INFINITY, INFINITY};
-            hull_into(&tab[(size_t)w * nB + a], iv_widen(out, slack(H, w)));
+            hull_into(&W->tab[(size_t)w * nB + a], iv_widen(out, slack(H, w)));
         }
     }
 }
 
 /* Mean: how far the output can be from alpha * mean + beta. */
-static void mean_mix(const Head *H, const Seen *V, Work *W) {
+static void mean_mix(const Head *H, const Seen *V, const double *resid, double *err) {
     if (!V->has_s) return;
     double rho = V->es.lo > 0 ? V->es.hi / V->es.lo : INFINITY;
     double lam = V->es.lo > 0 ? (V->eb.hi + (V->has_u ? V->avail * V->eu.hi : 0)) / V->es.lo : INFINITY;
     for (int w = 0; w < H->nw; w++) {
         double smax = iv_mag(V->vs[w]), omax = fmax(iv_mag(V->ub[w]), V->has_u ? iv_mag(V->vu[w]) : 0);
-        double e = (rho - 1) * smax + W->resid[w] + lam * (omax + smax) + slack(H, w);
-        W->err[w] = fmax(W->err[w], e);
+        double e = (rho - 1) * smax + resid[w] + lam * (omax + smax) + slack(H, w);
+        err[w] = fmax(err[w], e);
     }
 }
 
 /* The mean's values as an affine function of the value register's. */
-static void mean_fit(const Head *H, Work *W) {
+static void mean_fit(const Head *H, double *alpha, double *beta, double *resid) {
     const PvBase *B = &H->N->S->base[H->o->base];
     long lo = -1, hi = -1;
     for (long i = 0; i < H->nk; i++) {
@@ -439,19 +708,18 @@ static void mean_fit(const Head *H, Work *W) {
         if (hi < 0 || x > B->vals[H->kval[hi]].x) hi = i;
     }
     for (int w = 0; w < H->nw; w++) {
-        W->alpha[w] = W->beta[w] = W->resid[w] = 0;
-        W->err[w] = 0;
+        alpha[w] = beta[w] = resid[w] = 0;
         if (lo < 0) continue;
         double x0 = B->vals[H->kval[lo]].x, x1 = B->vals[H->kval[hi]].x;
         double y0 = iv_mid(H->uv[lo * H->nw + w]), y1 = iv_mid(H->uv[hi * H->nw + w]);
-        W->alpha[w] = x1 > x0 ? (y1 - y0) / (x1 - x0) : 0;
-        W->beta[w] = y0 - W->alpha[w] * x0;
+        alpha[w] = x1 > x0 ? (y1 - y0) / (x1 - x0) : 0;
+        beta[w] = y0 - alpha[w] * x0;
         for (long i = 0; i < H->nk; i++) {
             if (H->kdead[i] || H->kval[i] < 0) continue;
-            double t = W->alpha[w] * B->vals[H->kval[i]].x + W->beta[w];
+            double t = alpha[w] * B->vals[H->kval[i]].x + beta[w];
             TfIv u = H->uv[i * H->nw + w];
             double r = fmax(fabs(u.lo - t), fabs(u.hi - t)) * (1 + 1e-12) + 1e-15;
-            W->resid[w] = fmax(W->resid[w], r);
+            resid[w] = fmax(resid[w], r);
         }
     }
 }
@@ -462,91 +730,292 @@ static int any_none(const unsigned char *none, const int *regs, int n) {
     return 0;
 }
 
-static void query_scenario(Head *H, Work *W, Seen *V, const TfIv *q, const TfVal *qcur,
-                           const unsigned char *qnone, int qidx, TfIv *tab, double *gap) {
-    const PvSem *S = H->N->S;
-    int nr = S->ir->n_regs, qnone_any = any_none(qnone, H->R.qregs, H->R.nq);
-    V->avail = H->o->causal ? qidx : H->N->maxlen - 1;
-    TfIv sb = score(H, q, H->kb);
-    double ref = sb.hi, smin_sel = INFINITY, smax_oth = -INFINITY;
-    for (long i = 0; i < H->nk; i++) {
-        W->sel[i] = -1;
-        if (H->kdead[i] || (H->o->causal && H->kidx[i] > qidx)) continue;
-        W->e[i] = score(H, q, H->kv + i * H->D);
-        ref = fmax(ref, W->e[i].hi);
-        W->sel[i] = !qnone_any && !any_none(H->knone + i * nr, H->R.kregs, H->R.nk) &&
-                    pv_select(S, H->o, H->kcur + i * nr, qcur) == 1; // no value: not selected
-        if (W->sel[i]) smin_sel = fmin(smin_sel, W->e[i].lo);
-        else smax_oth = fmax(smax_oth, W->e[i].hi);
+/* The scores of query q with every key, W->s (1 when one is not finite): one pass over the keys per
+ * component, in midpoint-radius form (q.k lies within c +- r, c the dot
+ * product of the midpoints, r of the radii against the magnitudes, g the
+ * magnitudes' own, which bounds the engine's float32 rounding gamma_D g);
+ * the double rounding of the three sums is within (D + 4) 2^-52 of g. */
+static int scores_all(const Head *H, const TfIv *q, Work *W) {
+    long nk = H->nk;
+    int D = H->D;
+    double *c = W->c, *r = W->r, *g = W->g;
+    memset(c, 0, (size_t)nk * sizeof *c);
+    memset(r, 0, (size_t)nk * sizeof *r);
+    memset(g, 0, (size_t)nk * sizeof *g);
+    for (int j = 0; j < D; j++) {
+        double qm = iv_mid(q[j]), qr = iv_up(fmax(q[j].hi - qm, qm - q[j].lo));
+        double aq = fabs(qm), qa = iv_up(aq + qr);
+        const double *km = H->km + (size_t)j * nk, *kr = H->kr + (size_t)j * nk, *ka = H->ka + (size_t)j * nk;
+        for (long i = 0; i < nk; i++) {
+            c[i] += qm * km[i];
+            r[i] += aq * kr[i] + qr * ka[i];
+            g[i] += qa * ka[i];
+        }
     }
-    if (smin_sel < INFINITY && smax_oth > -INFINITY) *gap = fmin(*gap, smin_sel - smax_oth);
-    V->eb = eng_exp(sb, ref);
-    V->has_s = V->has_u = 0;
-    for (long i = 0; i < H->nk; i++) {
-        if (W->sel[i] < 0) continue;
-        W->e[i] = eng_exp(W->e[i], ref);
-        int s = W->sel[i];
-        int *has = s ? &V->has_s : &V->has_u;
-        TfIv *e = s ? &V->es : &V->eu, *vv = s ? V->vs : V->vu;
-        for (int w = 0; w < H->nw; w++)
-            vv[w] = *has ? iv_hull(vv[w], H->uv[i * H->nw + w]) : H->uv[i * H->nw + w];
-        *e = *has ? iv_hull(*e, W->e[i]) : W->e[i];
-        *has = 1;
+    double gd = (D + 4) * 0x1p-52, g32 = iv_gamma(D);
+    int wild = 0;
+    for (long i = 0; i < nk; i++) {
+        double R = (r[i] + (g32 + gd) * g[i]) * (1 + gd) + 1e-290;
+        TfIv s = iv_out(c[i] - R, c[i] + R);
+        s = iv_scale(s, H->scale);
+        W->s[i] = iv_widen(s, TF_F32_U * iv_mag(s));
+        wild |= !isfinite(W->s[i].lo) || !isfinite(W->s[i].hi);
     }
-    int nB = S->base[H->o->base].n;
-    if (H->o->kind == TF_OP_COUNT_MATCHES) {
-        count_mix(H, V, qidx, tab);
-        return;
-    }
-    none_mix(H, V, default_index(H), tab, nB);
-    if (H->N->S->ir->regs[H->o->dest].kind == TF_REG_SCALAR) mean_mix(H, V, W);
-    else copy_mix(H, V, W, tab);
+    return wild;
 }
 
-static int queries(Head *H, Work *W, TfIv *tab, TfIv *x, double *gap) {
+void pv_score_twins(int D, float scale, const TfIv *q, const TfIv *k, TfIv *naive, TfIv *fast) {
+    double km[TF_PV_TWIN_MAX], kr[TF_PV_TWIN_MAX], ka[TF_PV_TWIN_MAX], c, r, g;
+    Head H = {.D = D, .scale = scale, .nk = 1, .km = km, .kr = kr, .ka = ka};
+    Work W = {.c = &c, .r = &r, .g = &g, .s = fast};
+    for (int j = 0; j < D; j++) {
+        double m = iv_mid(k[j]), rad = iv_up(fmax(k[j].hi - m, m - k[j].lo));
+        km[j] = m, kr[j] = rad, ka[j] = iv_up(fabs(m) + rad);
+    }
+    *naive = score(&H, q, k);
+    scores_all(&H, q, &W);
+}
+
+static void hull_set(TfIv *t, TfIv x, int first) { *t = first ? x : iv_hull(*t, x); }
+
+/* Key i (in index order) joins what the query sees. */
+static void sweep_key(const Head *H, Work *W, long i, int copy) {
+    int nw = H->nw;
+    TfIv s = W->s[i];
+    const TfIv *u = H->uv + i * nw;
+    W->ref = fmax(W->ref, s.hi);
+    if (!W->selk[H->kid[i]]) {
+        hull_set(&W->su, s, !W->has_u);
+        for (int w = 0; w < nw; w++) hull_set(&W->vu[w], u[w], !W->has_u);
+        W->has_u = 1;
+        return;
+    }
+    hull_set(&W->ss, s, !W->has_s);
+    for (int w = 0; w < nw; w++) hull_set(&W->vs[w], u[w], !W->has_s);
+    W->has_s = 1;
+    int a = H->kval[i];
+    if (!copy || a < 0) return;
+    if (W->pos == -2) W->pos = H->kidx[i];
+    else if (W->pos != H->kidx[i]) W->multi_pos = 1;
+    hull_set(&W->ssa[a], s, !W->hasa[a]);
+    for (int w = 0; w < nw; w++) hull_set(&W->A[(size_t)a * nw + w], u[w], !W->hasa[a]);
+    if (!W->hasa[a]) W->nvals++;
+    W->hasa[a] = 1;
+}
+
+/* Query group g: every key once, in index order; at each of the group's
+ * indices, what the query sees then (causal: the keys up to it). The
+ * exponentials of a hull of scores enclose each score's (exp is monotone). */
+static void query_group(const Head *H, Work *W, long g) {
+    const PvSem *S = H->N->S;
+    int D = H->D, nr = S->ir->n_regs, nB = S->base[H->o->base].n;
+    const TfIv *q = H->gq + g * D;
+    const TfVal *qcur = H->gcur + g * nr;
+    const unsigned char *qnone = H->gnone + g * nr;
+    for (int j = 0; j < D; j++)
+        if (!isfinite(q[j].lo) || !isfinite(q[j].hi)) {
+            W->wild = 1;
+            return;
+        }
+    int qnone_any = any_none(qnone, H->R.qregs, H->R.nq);
+    for (long k = 0; k < H->nkid; k++) {
+        long i = H->krep[k];
+        W->selk[k] = !qnone_any && !any_none(H->knone + i * nr, H->R.kregs, H->R.nk) &&
+                     pv_select(S, H->o, H->kcur + i * nr, qcur) == 1; // no value: not selected
+    }
+    TfIv sb = score(H, q, H->kb);
+    if (scores_all(H, q, W) || !isfinite(sb.lo) || !isfinite(sb.hi)) {
+        W->wild = 1; // an overflowing score: not proven
+        return;
+    }
+    int copy = H->o->kind == TF_OP_AGGREGATE && S->ir->regs[H->o->dest].kind != TF_REG_SCALAR;
+    W->has_s = W->has_u = W->nvals = W->multi_pos = 0;
+    W->pos = -2;
+    W->ref = sb.hi;
+    memset(W->hasa, 0, (size_t)nB);
+    long p = 0;
+    for (long e = H->gstart[g]; e < H->gstart[g + 1]; e++) {
+        int qidx = H->gidx[e];
+        long lim = H->o->causal ? H->kend[qidx] : H->nk;
+        for (; p < lim; p++) sweep_key(H, W, p, copy);
+        Seen V = {.avail = H->o->causal ? qidx : H->N->maxlen - 1, .has_s = W->has_s, .has_u = W->has_u,
+                  .self = H->gself[g], .ub = H->ub, .vs = W->vs, .vu = W->vu};
+        V.eb = eng_exp(sb, W->ref);
+        if (W->has_s) V.es = eng_exp(W->ss, W->ref);
+        if (W->has_u) V.eu = eng_exp(W->su, W->ref);
+        if (W->has_s && W->has_u) W->gap = fmin(W->gap, W->ss.lo - W->su.hi);
+        if (H->o->kind == TF_OP_COUNT_MATCHES) {
+            count_mix(H, &V, qidx, W->tab);
+            continue;
+        }
+        if (V.self != 1) none_mix(H, &V, default_index(H), W->tab, nB);
+        if (copy) copy_mix(H, &V, W, W->ref);
+        else mean_mix(H, &V, H->resid, W->err);
+    }
+}
+
+/* The query scenarios, grouped: those with the same query vector and the
+ * same values of the selection's query registers differ only in their
+ * index. 1 when too many, -1 out of memory. */
+static int query_groups(Head *H, TfIv *x) {
     PvNet *N = H->N;
     const PvSem *S = N->S;
-    int nr = S->ir->n_regs;
+    int nr = S->ir->n_regs, D = H->D;
     long nq = pv_deps_size(S, H->dq, PV_TABLE_LIMIT);
-    TfIv *q = malloc((size_t)H->D * sizeof *q), *buf = malloc((size_t)H->nw * 3 * sizeof *buf);
+    TfIv *q = malloc(((size_t)D + 1) * sizeof *q);
     TfVal *qcur = malloc((size_t)nr * sizeof *qcur);
     unsigned char *qnone = malloc((size_t)nr);
-    if (!q || !buf || !qcur || !qnone) {
-        free(q), free(buf), free(qcur), free(qnone);
-        return -1;
-    }
-    Seen V = {.ub = H->ub, .vs = buf, .vu = buf + H->nw};
-    int assign[TF_PROOF_MAX_BASE];
-    SigSet T;
-    size_t len = (size_t)H->D * sizeof(TfIv) + 2 * sizeof(int) + (size_t)H->R.nq * 13;
+    size_t len = (size_t)D * sizeof(TfIv) + 2 * sizeof(int) + (size_t)H->R.nq * 13;
     unsigned char *sig = malloc(len + 64);
-    if (!sig || sig_init(&T, len, (size_t)(nq < 1000000 ? nq : 1000000) + 1) < 0) {
-        free(q), free(buf), free(qcur), free(qnone), free(sig);
-        sig_free(&T);
-        return -1;
-    }
-    int too_many = 0;
+    long *sg = malloc(((size_t)nq + 1) * sizeof *sg);
+    int *si = malloc(((size_t)nq + 1) * sizeof *si);
+    SigSet T = {0};
+    int rc = -1;
+    long ns = 0, capg = 0;
+    int assign[TF_PROOF_MAX_BASE];
+    PvDeps kdeps = 0;
+    for (int i = 0; i < H->R.nk; i++) kdeps |= S->deps[H->R.kregs[i]];
+    if (!q || !qcur || !qnone || !sig || !sg || !si || sig_init(&T, len) < 0) goto out;
     for (long i = 0; i < nq; i++) {
         for (int b = 0; b < S->n_base; b++) assign[b] = -1;
         pv_deps_decode(S, H->dq, i, assign);
         for (int c = 0; c < H->d; c++)
             if (H->rq[c]) x[c] = pv_col_get(N, &N->col[c], assign);
         if (any_nan(x, H->rq, H->d)) continue;
-        for (int j = 0; j < H->D; j++)
-            q[j] = sdot(H, j, x, H->bq ? H->bq[H->h * H->D + j] : 0);
+        for (int j = 0; j < D; j++) q[j] = sdot(H, j, x, H->bq ? H->bq[H->h * H->D + j] : 0);
         pv_eval_regs(S, assign, qcur, qnone);
-        int qidx = (int)S->base[S->b_indices].vals[assign[S->b_indices]].x;
-        sig_make(sig, q, H->D, qidx, 0, H->R.qregs, H->R.nq, qcur, qnone);
-        if (!sig_add(&T, sig)) continue;
-        if (++H->nq_seen * (double)H->nk > 5e8) {
-            too_many = 1;
+        int qidx = (int)S->base[S->b_indices].vals[assign[S->b_indices]].x, added;
+        // The query's own position is a key: its key registers' values are
+        // the query's where they depend only on what the scenario assigns.
+        int self = -1;
+        if ((kdeps & ~H->dq) == 0)
+            self = !any_none(qnone, H->R.qregs, H->R.nq) && !any_none(qnone, H->R.kregs, H->R.nk) &&
+                   pv_select(S, H->o, qcur, qcur) == 1;
+        sig_make(sig, q, D, 0, self, H->R.qregs, H->R.nq, qcur, qnone);
+        long g = sig_add(&T, sig, &added);
+        if (g < 0) goto out;
+        if (added) {
+            if (g >= capg) {
+                capg = capg ? 2 * capg : 64;
+                TfIv *gq = realloc(H->gq, (size_t)capg * D * sizeof *gq + 1);
+                if (gq) H->gq = gq;
+                TfVal *gc = realloc(H->gcur, (size_t)capg * nr * sizeof *gc);
+                if (gc) H->gcur = gc;
+                unsigned char *gn = realloc(H->gnone, (size_t)capg * nr);
+                if (gn) H->gnone = gn;
+                signed char *gs = realloc(H->gself, (size_t)capg);
+                if (gs) H->gself = gs;
+                if (!gq || !gc || !gn || !gs) goto out;
+            }
+            memcpy(H->gq + g * D, q, (size_t)D * sizeof *q);
+            memcpy(H->gcur + g * nr, qcur, (size_t)nr * sizeof *qcur);
+            memcpy(H->gnone + g * nr, qnone, (size_t)nr);
+            H->gself[g] = (signed char)self;
+        }
+        sg[ns] = g, si[ns++] = qidx;
+    }
+    H->ng = (long)T.n;
+    rc = 0;
+    if ((double)H->ng * (double)H->nk > 2e9) {
+        rc = 1;
+        goto out;
+    }
+    // The scenarios by group, then index (counting sort twice), alike ones once.
+    H->gstart = calloc((size_t)H->ng + 2, sizeof *H->gstart);
+    H->gidx = malloc(((size_t)ns + 1) * sizeof *H->gidx);
+    long *by = malloc(((size_t)ns + 1) * sizeof *by), *cnt = calloc((size_t)N->maxlen + 2, sizeof *cnt);
+    if (!H->gstart || !H->gidx || !by || !cnt) {
+        free(by), free(cnt);
+        rc = -1;
+        goto out;
+    }
+    for (long e = 0; e < ns; e++) cnt[si[e] + 1]++;
+    for (int t = 1; t <= N->maxlen + 1; t++) cnt[t] += cnt[t - 1];
+    for (long e = 0; e < ns; e++) by[cnt[si[e]]++] = e; // by index
+    for (long e = 0; e < ns; e++) H->gstart[sg[e] + 1]++;
+    for (long g = 1; g <= H->ng; g++) H->gstart[g] += H->gstart[g - 1];
+    long *fill = realloc(cnt, ((size_t)H->ng + 1) * sizeof *fill); // the next free slot of each group
+    if (!fill) {
+        free(by), free(cnt);
+        rc = -1;
+        goto out;
+    }
+    memcpy(fill, H->gstart, (size_t)H->ng * sizeof *fill);
+    for (long k = 0; k < ns; k++) {
+        long e = by[k];
+        H->gidx[fill[sg[e]]++] = si[e];
+    }
+    // Drop repeats within each group (same index).
+    long w = 0;
+    for (long g = 0; g < H->ng; g++) {
+        long a = H->gstart[g], b = H->gstart[g + 1];
+        H->gstart[g] = w;
+        for (long e = a; e < b; e++)
+            if (e == a || H->gidx[e] != H->gidx[e - 1]) H->gidx[w++] = H->gidx[e];
+    }
+    H->gstart[H->ng] = w;
+    free(by), free(fill);
+out:
+    free(q), free(qcur), free(qnone), free(sig), free(sg), free(si);
+    sig_free(&T);
+    return rc;
+}
+
+/* The threads: each takes the next query group until none is left. */
+typedef struct Pool {
+    const Head *H;
+    Work *W;
+    atomic_long next;
+} Pool;
+
+typedef struct PoolArg {
+    Pool *P;
+    int t;
+} PoolArg;
+
+static void *pool_worker(void *arg) {
+    PoolArg *A = arg;
+    Pool *P = A->P;
+    for (long g; (g = atomic_fetch_add(&P->next, 1)) < P->H->ng;) query_group(P->H, &P->W[A->t], g);
+    return NULL;
+}
+
+/* Every query group on H->threads threads, merged into W[0]. */
+static int queries(Head *H, Work *W) {
+    int nt = H->threads;
+    if (nt > H->ng) nt = H->ng > 0 ? (int)H->ng : 1;
+    Pool P = {.H = H, .W = W};
+    atomic_init(&P.next, 0);
+    pthread_t tid[PV_MAX_THREADS];
+    PoolArg arg[PV_MAX_THREADS];
+    int started = 1, rc = 0;
+    for (int t = 1; t < nt; t++) {
+        if (work_init(&W[t], H) < 0) {
+            work_free(&W[t]);
             break;
         }
-        query_scenario(H, W, &V, q, qcur, qnone, qidx, tab, gap);
+        arg[t] = (PoolArg){&P, t};
+        if (pthread_create(&tid[t], NULL, pool_worker, &arg[t]) != 0) {
+            work_free(&W[t]);
+            break;
+        }
+        started++;
     }
-    free(q), free(buf), free(qcur), free(qnone), free(sig);
-    sig_free(&T);
-    return too_many;
+    arg[0] = (PoolArg){&P, 0};
+    pool_worker(&arg[0]);
+    if (started > H->N->P->threads_run) H->N->P->threads_run = started;
+    int nB = H->N->S->base[H->o->base].n;
+    for (int t = 1; t < started; t++) {
+        pthread_join(tid[t], NULL);
+        for (long i = 0; i < (long)nB * H->nw; i++)
+            if (!isnan(W[t].tab[i].lo)) hull_into(&W[0].tab[i], W[t].tab[i]);
+        for (int w = 0; w < H->nw; w++) W[0].err[w] = fmax(W[0].err[w], W[t].err[w]);
+        W[0].gap = fmin(W[0].gap, W[t].gap);
+        W[0].multi |= W[t].multi;
+        W[0].wild |= W[t].wild;
+        work_free(&W[t]);
+    }
+    return rc;
 }
 
 /* The BOS row's output: causal, the BOS alone; else mixed with any key. */
@@ -590,14 +1059,14 @@ static int head_setup(Head *H, TfIv *x) {
     int d = H->d;
     H->rq = malloc((size_t)d);
     H->rk = malloc((size_t)d);
-    unsigned char *rv = malloc((size_t)d);
+    unsigned char *rv = H->rv = malloc((size_t)d), *all = malloc((size_t)d);
     H->wcol = malloc(((size_t)d + 1) * sizeof(int));
     H->wmag = calloc((size_t)d + 1, sizeof(double));
     H->kb = malloc(((size_t)H->D + 1) * sizeof(TfIv));
     H->ub = malloc(((size_t)d + 1) * sizeof(TfIv));
     TfIv *v = malloc(((size_t)H->DV + 1) * sizeof *v);
-    if (!H->rq || !H->rk || !rv || !H->wcol || !H->wmag || !H->kb || !H->ub || !v) {
-        free(rv), free(v);
+    if (!H->rq || !H->rk || !rv || !all || !H->wcol || !H->wmag || !H->kb || !H->ub || !v) {
+        free(all), free(v);
         return -1;
     }
     ExprReads R = {0};
@@ -606,13 +1075,13 @@ static int head_setup(Head *H, TfIv *x) {
     expr_reads(S->ir, &quiet, H->o->expr, 1, &R);
     H->R = R;
     if (sparse_rows(H) < 0) {
-        free(rv), free(v);
+        free(all), free(v);
         return -1;
     }
     H->dq = pv_read_cols(N, H->wq, H->h * H->D, (H->h + 1) * H->D, H->rq) | (PvDeps)1 << S->b_indices;
-    H->dk = pv_read_cols(N, H->wk, H->h * H->D, (H->h + 1) * H->D, H->rk) | (PvDeps)1 << S->b_indices;
-    H->dk |= pv_read_cols(N, H->wv, H->h * H->DV, (H->h + 1) * H->DV, rv);
-    for (int c = 0; c < d; c++) H->rk[c] |= rv[c];
+    H->dkk = pv_read_cols(N, H->wk, H->h * H->D, (H->h + 1) * H->D, H->rk);
+    H->dkv = pv_read_cols(N, H->wv, H->h * H->DV, (H->h + 1) * H->DV, rv);
+    H->dk = H->dkk | H->dkv | (PvDeps)1 << S->b_indices;
     for (int i = 0; i < R.nq; i++) H->dq |= S->deps[R.qregs[i]];
     for (int i = 0; i < R.nk; i++) H->dk |= S->deps[R.kregs[i]];
     if (H->o->vreg >= 0) H->dk |= S->deps[H->o->vreg];
@@ -623,13 +1092,15 @@ static int head_setup(Head *H, TfIv *x) {
             w |= H->wo ? H->wo[(size_t)c * H->n_out + H->h * H->DV + j] != 0 : c == H->h * H->DV + j;
         if (w) H->wcol[H->nw++] = c;
     }
-    memset(rv, 1, (size_t)d);
+    memset(all, 1, (size_t)d);
     key_value(H, N->bos, H->kb, H->ub, v);
-    free(rv), free(v);
+    free(all), free(v);
     H->nk = pv_deps_size(S, H->dk, PV_TABLE_LIMIT);
     long nq = pv_deps_size(S, H->dq, PV_TABLE_LIMIT);
     if (H->nk < 0 || nq < 0) return 1;
-    return key_classes(H, x);
+    int rc = key_classes(H, x);
+    if (rc == 1) return 2;
+    return rc < 0 ? -1 : query_groups(H, x);
 }
 
 static int has_check(const PvNet *N, int reg) {
@@ -639,7 +1110,7 @@ static int has_check(const PvNet *N, int reg) {
 }
 
 /* The head's output per value of its op's result, into stage (over {B}). */
-static int contributions(Head *H, Work *W, TfIv *tab, PvCol *stage) {
+static int contributions(Head *H, const Work *W, PvCol *stage) {
     PvNet *N = H->N;
     const PvBase *B = &N->S->base[H->o->base];
     int numeric = H->o->kind == TF_OP_AGGREGATE && N->S->ir->regs[H->o->dest].kind == TF_REG_SCALAR;
@@ -648,9 +1119,9 @@ static int contributions(Head *H, Work *W, TfIv *tab, PvCol *stage) {
     for (int w = 0; w < H->nw && rc == 0; w++) {
         rc = pv_col_set(&c, (PvDeps)1 << H->o->base, B->n);
         for (int a = 0; a < B->n && rc == 0; a++) {
-            TfIv t = tab[(size_t)w * B->n + a];
+            TfIv t = W->tab[(size_t)w * B->n + a];
             if (numeric) {
-                double y = W->alpha[w] * B->vals[a].x + W->beta[w];
+                double y = H->alpha[w] * B->vals[a].x + H->beta[w];
                 TfIv m = iv_widen(iv_pt(y), W->err[w] + 1e-12 * fabs(y));
                 t = isnan(t.lo) ? m : iv_hull(t, m);
             }
@@ -666,44 +1137,40 @@ static int head_run(PvNet *N, int li, int h, const PvOp *o, TfIv *x, PvCol *stag
     const TfModel *m = N->m;
     const TfLayer *ly = &m->layers[li];
     Head H = {.N = N, .o = o, .li = li, .h = h, .D = ly->d_head, .DV = ly->d_vhead, .d = m->d_model,
-              .scale = ly->scale, .n_out = ly->n_heads * ly->d_vhead};
+              .scale = ly->scale, .n_out = ly->n_heads * ly->d_vhead, .threads = N->threads};
     H.wq = m->tensors[ly->query].data, H.wk = m->tensors[ly->key].data, H.wv = m->tensors[ly->value].data;
     H.wo = ly->output >= 0 ? m->tensors[ly->output].data : NULL;
     H.bq = ly->query_bias >= 0 ? m->tensors[ly->query_bias].data : NULL;
     H.bk = ly->key_bias >= 0 ? m->tensors[ly->key_bias].data : NULL;
     H.bv = ly->value_bias >= 0 ? m->tensors[ly->value_bias].data : NULL;
+    if (H.threads < 1) H.threads = 1;
+    if (H.threads > PV_MAX_THREADS) H.threads = PV_MAX_THREADS;
     int rc = head_setup(&H, x);
-    if (rc == 1) {
-        pv_unproven(N, o->stmt->loc.line, li, "layer %d head %d: not proven: more than 2^22 query or key combinations, or 5e8 pairs of distinct ones", li, h);
+    if (rc > 0) {
+        pv_unproven(N, o->stmt->loc.line, li, "layer %d head %d: not proven: %s", li, h,
+                    rc == 2 ? "a key or value that is not finite"
+                            : rc == 1 && H.ng ? "more than 2e9 pairs of distinct query groups and key classes"
+                                              : "more than 2^22 query or key combinations");
         head_free(&H);
         return 0;
     }
-    int nB = N->S->base[o->base].n;
-    Work W = {0};
-    W.e = malloc((size_t)H.nk * sizeof *W.e + 1);
-    W.sel = malloc((size_t)H.nk + 1);
-    W.esa = malloc((size_t)nB * sizeof *W.esa);
-    W.A = malloc((size_t)nB * (H.nw + 1) * sizeof *W.A);
-    W.firstidx = malloc((size_t)nB * sizeof(int));
-    W.err = calloc((size_t)H.nw + 1, sizeof(double));
-    W.alpha = calloc((size_t)H.nw + 1, sizeof(double));
-    W.beta = calloc((size_t)H.nw + 1, sizeof(double));
-    W.resid = calloc((size_t)H.nw + 1, sizeof(double));
-    TfIv *tab = malloc((size_t)nB * (H.nw + 1) * sizeof *tab);
-    double gap = INFINITY;
-    if (rc == 0 && (!W.e || !W.sel || !W.esa || !W.A || !W.firstidx || !W.err || !W.alpha || !W.beta || !W.resid || !tab)) rc = -1;
+    Work W[PV_MAX_THREADS];
+    memset(W, 0, sizeof W);
+    H.alpha = calloc((size_t)H.nw + 1, sizeof(double));
+    H.beta = calloc((size_t)H.nw + 1, sizeof(double));
+    H.resid = calloc((size_t)H.nw + 1, sizeof(double));
+    if (rc == 0 && (!H.alpha || !H.beta || !H.resid || work_init(&W[0], &H) < 0)) rc = -1;
     if (rc == 0) {
-        for (long i = 0; i < (long)nB * H.nw; i++) tab[i] = nan_iv();
-        mean_fit(&H, &W);
-        rc = queries(&H, &W, tab, x, &gap);
-        if (rc == 1) {
-            pv_unproven(N, o->stmt->loc.line, li, "layer %d head %d: not proven: more than 5e8 pairs of distinct query and key scenarios", li, h);
-            rc = 0;
-            W.multi = 0;
-            gap = NAN;
-        }
+        mean_fit(&H, H.alpha, H.beta, H.resid);
+        rc = queries(&H, W);
     }
-    if (rc == 0) rc = contributions(&H, &W, tab, stage);
+    if (rc == 0 && W[0].wild) {
+        pv_unproven(N, o->stmt->loc.line, li, "layer %d head %d: not proven: a query or a score that is not finite", li, h);
+        work_free(&W[0]);
+        head_free(&H);
+        return 0;
+    }
+    if (rc == 0) rc = contributions(&H, &W[0], stage);
     if (rc == 0) {
         TfIv *out = malloc(((size_t)H.nw + 1) * sizeof *out), *tmp = malloc(((size_t)H.nw + 1) * sizeof *tmp);
         if (out && tmp) {
@@ -713,13 +1180,14 @@ static int head_run(PvNet *N, int li, int h, const PvOp *o, TfIv *x, PvCol *stag
         free(out), free(tmp);
     }
     const char *dest = N->S->ir->regs[o->dest].name;
-    if (rc == 0 && W.multi && !has_check(N, o->dest))
+    int multi = W[0].multi;
+    if (rc == 0 && multi && !has_check(N, o->dest))
         pv_fail(N, o->stmt->loc.line, li, NULL, 0, "line %d: %s -> %s (layer %d head %d): the selection may pick positions holding different values and the file has no run-time check of '%s'", o->stmt->loc.line, tf_ops[o->kind].name, dest, li, h, dest);
     if (rc == 0)
         pv_line(N->P, "line %d: %s -> %s: layer %d head %d: score gap %.3g (selected over others)%s",
-                o->stmt->loc.line, tf_ops[o->kind].name, dest, li, h, gap,
-                W.multi ? "; one value per selection: relies on the run-time check" : "");
-    free(W.e), free(W.sel), free(W.esa), free(W.A), free(W.firstidx), free(W.err), free(W.alpha), free(W.beta), free(W.resid), free(tab);
+                o->stmt->loc.line, tf_ops[o->kind].name, dest, li, h, W[0].gap,
+                multi ? "; one value per selection: relies on the run-time check" : "");
+    work_free(&W[0]);
     head_free(&H);
     return rc;
 }

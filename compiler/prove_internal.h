@@ -53,6 +53,7 @@ typedef struct PvSem {
     PvDeps *deps; /* per register: the base variables its value depends on */
     int *writer;  /* per register: its PvOp, -1 */
     int *base_of; /* per register: its base variable, -1 */
+    ExprReads *reads; /* per op: the registers a Map reads (make_deps) */
     char unsupported[400]; /* why the program cannot be proven ("" when it can) */
     int unsupported_line;
 } PvSem;
@@ -98,7 +99,10 @@ typedef struct PvNet {
     int *last_write; /* per program register: the last layer writing its columns, -1 */
     int **val_col;   /* per categorical program register: per value, its model column, -1 */
     int failed, unproven;
+    int threads; /* for the attention heads' queries (prove_attn.c) */
 } PvNet;
+
+#define PV_MAX_THREADS 16
 
 #define PV_TABLE_LIMIT (1L << 22)
 
@@ -126,5 +130,10 @@ int pv_mlp_layer(PvNet *N, int li);
 int pv_attn_layer(PvNet *N, int li);
 int pv_check_regs(PvNet *N, int li);
 int pv_check_output(PvNet *N);
+/* For tests (tests/test_prove.c): a head's score q.k * scale (D <=
+ * TF_PV_TWIN_MAX) by the naive interval dot product and by the
+ * midpoint-radius pass the proof uses (prove_attn.c, scores_all). */
+#define TF_PV_TWIN_MAX 64
+void pv_score_twins(int D, float scale, const TfIv *q, const TfIv *k, TfIv *naive, TfIv *fast);
 
 #endif

@@ -114,11 +114,11 @@ static int make_deps(PvSem *S) {
             if (o->base < 0) return S->unsupported[0] ? 0 : -1;
             continue;
         }
-        ExprReads R = {0};
+        ExprReads *R = &S->reads[i];
         TfDiag quiet;
         diag_init(&quiet, "", "", 0, S->sink);
-        if (expr_reads(ir, &quiet, o->expr, 0, &R) < 0) return -1;
-        for (int k = 0; k < R.n; k++) S->deps[o->dest] |= S->deps[R.regs[k]];
+        if (expr_reads(ir, &quiet, o->expr, 0, R) < 0) return -1;
+        for (int k = 0; k < R->n; k++) S->deps[o->dest] |= S->deps[R->regs[k]];
     }
     return 0;
 }
@@ -149,7 +149,8 @@ int pv_sem_load(PvSem *S, const char *source, size_t len, TfError *err) {
     S->deps = calloc((size_t)ir->n_regs, sizeof *S->deps);
     S->writer = malloc((size_t)ir->n_regs * sizeof *S->writer);
     S->base_of = malloc((size_t)ir->n_regs * sizeof *S->base_of);
-    if (!S->ops || !S->deps || !S->writer || !S->base_of) {
+    S->reads = calloc((size_t)ir->n_ops + 1, sizeof *S->reads);
+    if (!S->ops || !S->deps || !S->writer || !S->base_of || !S->reads) {
         tf_error_set(err, "out of memory");
         return -1;
     }
@@ -178,6 +179,7 @@ void pv_sem_free(PvSem *S) {
     free(S->deps);
     free(S->writer);
     free(S->base_of);
+    free(S->reads);
     check_free(S->ir);
     if (S->prog) ast_free_program(S->prog);
     if (S->sink) fclose(S->sink);
@@ -196,12 +198,10 @@ void pv_eval_regs(const PvSem *S, const int *assign, TfVal *cur, unsigned char *
     for (int i = 0; i < S->n_ops; i++) {
         const PvOp *o = &S->ops[i];
         if (o->kind != TF_OP_MAP) continue;
-        ExprReads R = {0};
-        TfDiag quiet;
-        diag_init(&quiet, "", "", 0, S->sink);
-        int ok = expr_reads(ir, &quiet, o->expr, 0, &R) == 0;
-        for (int k = 0; ok && k < R.n; k++)
-            if (none[R.regs[k]]) ok = 0;
+        const ExprReads *R = &S->reads[i];
+        int ok = 1;
+        for (int k = 0; ok && k < R->n; k++)
+            if (none[R->regs[k]]) ok = 0;
         ExprEnv E = {.ir = ir, .cur = cur,
                      .true_division = ir->regs[o->dest].kind == TF_REG_SCALAR};
         TfVal v;

@@ -24,8 +24,8 @@
 #define MAX_RUNS 20000 /* prompts the weights run on when no prompt reaching a case disagrees */
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: tfprove FILE.tfw\n"
-               "       tfprove FILE.tfw --check CASES|-\n"
+    fprintf(f, "usage: tfprove [--threads T] FILE.tfw\n"
+               "       tfprove [--threads T] FILE.tfw --check CASES|-\n"
                "Proves that the weights compute the program in the file's source, on every input\n"
                "up to maxlen: per op its margin, per numeric output its bound. On a failure it\n"
                "names the op, its line, the layer and a prompt on which to look (run by the\n"
@@ -34,6 +34,8 @@ static void usage(FILE *f) {
                "                 input) as tfrun --check does, a numeric output compared within\n"
                "                 the bound proven here instead of the file's output_error_bound\n"
                "                 (the file may claim less); needs every op proven\n"
+               "  --threads T    threads for the attention heads (default: the CPUs online, at\n"
+               "                 most 16; the proof and its report do not depend on it)\n"
                "  -h, --help     this help;  --version  the version\n"
                "A file that is not proven (a failure, or a part it cannot prove) exits 1; with\n"
                "--check, a failed case, or no proven bound to check within, exits 1.\n"
@@ -280,12 +282,13 @@ static void counterexample(const TfModel *m, const TfProof *P) {
 }
 
 int main(int argc, char **argv) {
-    static const struct option longopts[] = {{"help", no_argument, 0, 'h'},
-                                             {"version", no_argument, 0, 'V'},
-                                             {"check", required_argument, 0, 'c'},
-                                             {0, 0, 0, 0}};
+    static const struct option longopts[] = {
+        {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'},
+        {"check", required_argument, 0, 'c'}, {"threads", required_argument, 0, 'T'},
+        {0, 0, 0, 0}};
     const char *check_path = NULL;
     int c;
+    long threads = 0;
     opterr = 0; /* cli_option_error says it once */
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
@@ -294,6 +297,12 @@ int main(int argc, char **argv) {
             cli_version("tfprove", NULL, NULL, 0, NULL);
             return cli_flush_stdout("tfprove") < 0 ? CLI_EXIT_SYSTEM : 0;
         case 'c': check_path = optarg; break;
+        case 'T':
+            if (cli_parse_long(optarg, 1, 16, &threads) < 0) {
+                fprintf(stderr, "tfprove: --threads wants a number from 1 to 16, not '%s'\n", optarg);
+                return CLI_EXIT_USAGE;
+            }
+            break;
         default: cli_option_error("tfprove", c, argv, longopts); return CLI_EXIT_USAGE;
         }
     }
@@ -310,7 +319,7 @@ int main(int argc, char **argv) {
         return cli_error_status(&err);
     }
     TfProof P;
-    if (prove_model(m, &P, &err) < 0) {
+    if (prove_model_threads(m, (int)threads, &P, &err) < 0) {
         fprintf(stderr, "tfprove: %s: %s\n", path, err.msg);
         model_free(m);
         return cli_error_status(&err);

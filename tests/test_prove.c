@@ -20,6 +20,7 @@
 #include "compile.h"
 #include "interval.h"
 #include "prove.h"
+#include "prove_internal.h" /* pv_score_twins */
 #include "testutil.h"
 
 static uint64_t rng = 88172645463325252ull;
@@ -188,6 +189,67 @@ START_TEST(test_changed_weight_fails) {
 }
 END_TEST
 
+/* An interval of a query or key component: within 2^+-20, narrow or a point. */
+static TfIv score_iv(void) {
+    double a = ldexp(rnd() - 0.5, (int)(rnd() * 40) - 20), w = rnd() < 0.3 ? 0 : fabs(a) * rnd() * 1e-2;
+    return (TfIv){a, a + w};
+}
+
+/* The scores' midpoint-radius pass against its naive twin: both enclose
+ * q.k * scale at random points of the intervals (in long double), and the
+ * pass is at most 1.5 times as wide as the twin (plus the float32 slack). */
+START_TEST(test_scores_twin) {
+    int checked = 0;
+    for (int t = 0; t < 2000; t++) {
+        int D = 1 + (int)(rnd() * 40);
+        TfIv q[TF_PV_TWIN_MAX], k[TF_PV_TWIN_MAX], naive, fast;
+        for (int j = 0; j < D; j++) q[j] = score_iv(), k[j] = score_iv();
+        float scale = (float)(0.1 + 50 * rnd());
+        pv_score_twins(D, scale, q, k, &naive, &fast);
+        for (int p = 0; p < 20; p++) {
+            long double s = 0;
+            for (int j = 0; j < D; j++) {
+                long double a = q[j].lo + (long double)rnd() * (q[j].hi - q[j].lo);
+                long double b = k[j].lo + (long double)rnd() * (k[j].hi - k[j].lo);
+                if (a > q[j].hi) a = q[j].hi;
+                if (b > k[j].hi) b = k[j].hi;
+                s += a * b;
+            }
+            s *= scale;
+            ck_assert_msg(encloses(fast, s, s) && encloses(naive, s, s), "D %d: %.17Lg not in [%.17g, %.17g]", D, s, fast.lo, fast.hi);
+            checked++;
+        }
+        double wn = naive.hi - naive.lo, wf = fast.hi - fast.lo, mag = iv_mag(naive);
+        ck_assert_msg(wf <= 1.5 * wn + 1e-6 * mag + 1e-300, "D %d: width %g against the twin's %g", D, wf, wn);
+    }
+    ck_assert_int_gt(checked, 0);
+}
+END_TEST
+
+/* The proof on one thread and on two is the same, report included, and
+ * two did run (one query group per token value: twelve to share). */
+START_TEST(test_threads_same_proof) {
+    const char *src = "vocab \"^ab0123456789\"; bos '^'; maxlen 9;\n"
+                      "cat c;\n"
+                      "c: Count(k.tokens == q.tokens) -> c;\n"
+                      "output c at every position;\n";
+    TfModel *m = compile_text(src, 1);
+    TfProof P1, P2;
+    TfError err;
+    ck_assert_int_eq(prove_model_threads(m, 1, &P1, &err), 0);
+    ck_assert_int_eq(prove_model_threads(m, 2, &P2, &err), 0);
+    ck_assert_msg(P1.verdict == TF_PROOF_PROVEN, "%s", P1.reason);
+    ck_assert_int_eq(P2.verdict, P1.verdict);
+    ck_assert_int_eq(P1.threads_run, 1);
+    ck_assert_int_eq(P2.threads_run, 2);
+    ck_assert_int_eq(P2.n_lines, P1.n_lines);
+    for (int i = 0; i < P1.n_lines; i++) ck_assert_str_eq(P2.lines[i], P1.lines[i]);
+    prove_free(&P1);
+    prove_free(&P2);
+    model_free(m);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("prove");
     TCase *tc = tcase_create("prove");
@@ -197,6 +259,8 @@ int main(void) {
     tcase_add_test(tc, test_sum_err_bounds_float_sums);
     tcase_add_test(tc, test_compiled_program_proven);
     tcase_add_test(tc, test_changed_weight_fails);
+    tcase_add_test(tc, test_threads_same_proof);
+    tcase_add_test(tc, test_scores_twin);
     suite_add_tcase(s, tc);
     return tf_run_suite(s);
 }
