@@ -127,4 +127,9 @@ int pv_attn_layer(PvNet *N, int li);
 int pv_check_regs(PvNet *N, int li);
 int pv_check_output(PvNet *N);
 
+/* prove_seed.c: a program of seed ops only (no bos, read at its last
+ * position), proven from the weights on their own terms. */
+int pv_seed_program(const PvSem *S);
+int pv_seed_prove(const TfModel *m, PvSem *S, TfProof *P);
+
 #endif
