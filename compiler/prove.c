@@ -254,6 +254,12 @@ int prove_model_threads(const TfModel *m, int threads, TfProof *P, TfError *err)
         pv_sem_free(&S);
         return -1;
     }
+    if (S.unsupported[0] && pv_seed_program(&S)) {
+        int rc = pv_seed_prove(m, &S, P);
+        if (rc < 0) tf_error_set(err, "out of memory");
+        pv_sem_free(&S);
+        return rc;
+    }
     if (S.unsupported[0]) {
         P->verdict = TF_PROOF_UNPROVEN;
         P->fail_line = S.unsupported_line;

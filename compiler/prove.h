@@ -35,12 +35,14 @@
 typedef enum TfProofVerdict {
     TF_PROOF_PROVEN,   /* every op and the output proven */
     TF_PROOF_FAILED,   /* some check failed: the weights may disagree with the program */
-    TF_PROOF_UNPROVEN  /* something the validator cannot prove (a seed op, `sum`, ...) */
+    TF_PROOF_UNPROVEN  /* something the validator cannot prove (`sum`, a layer norm, ...) */
 } TfProofVerdict;
 
 /* The failing scenario: the base variables' values at one position, and the
  * statement's line. n_assign 0 when the failure has no scenario. */
 #define TF_PROOF_MAX_BASE 64
+#define TF_PROOF_MAX_PROMPTS 8
+#define TF_PROOF_MAX_PROMPT 128
 typedef struct TfProof {
     TfProofVerdict verdict;
     char **lines; /* the report, one line each: per op its margin, per output its bound */
@@ -65,6 +67,13 @@ typedef struct TfProof {
     int bound_proven;    /* 1: every op proven and output_bound finite (the file's
                             output_error_bound may still claim less) */
     int threads_run;     /* the most threads that shared one head's queries */
+    /* A seed program's failing case as prompts that reach it
+       (compiler/prove_seed.c): token indices, and the token the program
+       gives after each (-1: no value). */
+    int n_prompts;
+    int prompt_len[TF_PROOF_MAX_PROMPTS];
+    int prompt[TF_PROOF_MAX_PROMPTS][TF_PROOF_MAX_PROMPT];
+    int prompt_expect[TF_PROOF_MAX_PROMPTS];
 } TfProof;
 
 /* Proves m against its own source. Returns 0 with P filled (any verdict),

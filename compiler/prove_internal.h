@@ -136,4 +136,9 @@ int pv_check_output(PvNet *N);
 #define TF_PV_TWIN_MAX 64
 void pv_score_twins(int D, float scale, const TfIv *q, const TfIv *k, TfIv *naive, TfIv *fast);
 
+/* prove_seed.c: a program of seed ops only (no bos, read at its last
+ * position), proven from the weights on their own terms. */
+int pv_seed_program(const PvSem *S);
+int pv_seed_prove(const TfModel *m, PvSem *S, TfProof *P);
+
 #endif

@@ -281,6 +281,37 @@ static void counterexample(const TfModel *m, const TfProof *P) {
     prove_ref_free(X.R);
 }
 
+/* A seed program's failing case (compiler/prove_seed.c): the prompts that
+ * reach it, each run by the weights for one token; the first on which the
+ * weights and the program give different next tokens is a counterexample. */
+static void seed_counterexample(const TfModel *m, const TfProof *P) {
+    TfError err;
+    TfInfer *inf = infer_new(m, 1, &err);
+    char text[4096], a[64], b[64], first[4400] = "";
+    for (int k = 0; inf && k < P->n_prompts; k++) {
+        const int *seq = P->prompt[k];
+        int len = P->prompt_len[k], out = -1;
+        if (len + 1 > m->max_len || infer_generate(inf, &seq, &len, 1, 1, &out, &err) < 0) continue;
+        prompt_text(m, seq, len, text, sizeof text);
+        int want = P->prompt_expect[k];
+        if (want >= 0 && out != want) {
+            printf("counterexample: prompt '%s': the program gives '%s' next, the weights '%s'\n", text,
+                   model_token_name(m, want, a), model_token_name(m, out, b));
+            infer_free(inf);
+            return;
+        }
+        if (!first[0]) {
+            if (want >= 0)
+                snprintf(first, sizeof first, "'%s' (the program and the weights both give '%s' next: the margin is what is not proven)", text, model_token_name(m, want, a));
+            else
+                snprintf(first, sizeof first, "'%s' (the program gives no value there; the weights '%s')", text, model_token_name(m, out, b));
+        }
+    }
+    infer_free(inf);
+    if (first[0]) printf("prompt reaching the case: %s\n", first);
+    else printf("no prompt tried reaches the case\n");
+}
+
 int main(int argc, char **argv) {
     static const struct option longopts[] = {
         {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'},
@@ -333,7 +364,8 @@ int main(int argc, char **argv) {
         for (int k = 0; k < P.n_assign; k++)
             printf("  case: %s = %s\n", P.assign_reg[k], P.assign_val[k]);
         if (P.n_cases > 1) printf("  (and %d more failing cases of this check)\n", P.n_cases - 1);
-        counterexample(m, &P);
+        if (P.n_prompts) seed_counterexample(m, &P); // a seed program's failing case
+        else counterexample(m, &P);
         rc = CLI_EXIT_INPUT;
     }
     // --check: the cases decide (within the proven bound, whatever the file claims).

@@ -1,0 +1,1354 @@
+/* prove_seed.c: programs of seed ops (docs/language.md, "Ops"), proven from
+ * the weights at the position whose next token is read.
+ *
+ * What each seed op computes (the page's meaning, at the position p whose
+ * next token is read; a register that no op wrote holds no value, a scalar 0):
+ *   FindAndStore('c') -> P    P := the position of the one 'c' at or before p
+ *   StepPosition(P: n)        P := P + n (mod the period)
+ *   GetRelativeToken(P+n) -> T  T := the token at position P + n
+ *   Multiply(a, b, carry) -> out  s = digit(a) + digit(b) + carry:
+ *                             out := s mod 10, carry := [s >= 10]
+ *   Clear(r)                  r := no value (a scalar: min(r, 0))
+ *   DiffPos(x, y) -> s        s := s + (0 where x = y, a positive number elsewhere)
+ *   IsZero(z)                 z := 1 where z = 0, 0 where z > 0
+ *   CopyOnMatch(f, src) -> d  d := src where f = 1 (d had no value), unchanged where f = 0
+ * A store into a register that holds a value, or a read of one that holds
+ * none, has no meaning: such a program is not proven.
+ *
+ * Input facts (said in the report): every character a FindAndStore finds
+ * occurs exactly once at or before p, in the order of the ops that find
+ * them; every position a GetRelativeToken reads exists (0 .. p); Multiply's
+ * two tokens are digits. Positions run up to the position encoding's last
+ * row (or period - 1).
+ *
+ * How. The base variables are the scenario (each found character's
+ * position, and D: p minus the last one's, so p = A_last + D), the token at
+ * p, each GetRelativeToken's token, and "cut" variables: where a register's
+ * value depends on two or more data variables (Multiply's out and carry,
+ * CopyOnMatch's destination), its columns are re-tabulated over its value
+ * (the hull of the columns over every case with that value) and the
+ * scenario variables its value depends on, so tables stay small and every
+ * correlation through the scenario is kept. Every column at p is a table of
+ * intervals over base variables (compiler/prove_col.c); an MLP is evaluated
+ * on every combination its inputs depend on (ReLU or the exact GELU);
+ * a head is evaluated for every scenario, and every key position 0..p and
+ * token, from the embedding rows (its keys and values must read only
+ * columns no earlier layer writes, which then hold the embedding at every
+ * position). After each op, each register it writes must decode to the
+ * meaning above in every case; the output must pick the right token
+ * wherever it holds one.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prove_internal.h"
+#include "values.h"
+
+enum { SV_UNK, SV_NONE, SV_POS, SV_TOK, SV_NUM, SV_PLUS, SV_BAD };
+typedef struct Sv {
+    int k;    /* SV_*: unknown (a variable not given), no value, a position, a token, a number,
+                 some positive number, no meaning */
+    double x; /* the position, token index or number */
+} Sv;
+
+#define MAX_ANCHOR 8
+
+typedef struct Seed {
+    PvNet *N;
+    PvSem *S;
+    const TfIr *ir;
+    const TfModel *m;
+    int period, maxpos, d, nr;
+    int n_anchor, anchor_tok[MAX_ANCHOR], anchor_var[MAX_ANCHOR];
+    int v_d, v_tp;  /* p minus the last anchor; the token at p */
+    PvDeps scen;    /* the scenario's variables */
+    int *cut;       /* [op * nr + r]: the variable op's cut made r's value, -1 */
+    int *grt_var;   /* per op: GetRelativeToken's token variable, -1 */
+    PvDeps *sdeps;  /* per register: the variables its value depends on */
+    int *col, *size; /* per register: first model column, columns (0: absent) */
+    Sv *vals[TF_PROOF_MAX_BASE];
+    char vname[TF_PROOF_MAX_BASE][96];
+    unsigned char *written; /* per column: some earlier layer writes it */
+    /* The prompt's form (an input fact): per combination of the found
+       characters' positions, whether every position before the last one
+       is read by a GetRelativeToken or holds a found character; per
+       character and position, whether some such combination has it there. */
+    unsigned char *dense, *dense1[MAX_ANCHOR];
+    long n_dense;
+    /* the first failing case */
+    int fail_assign[TF_PROOF_MAX_BASE];
+    PvDeps fail_deps;
+    int have_fail;
+} Seed;
+
+/* Where sem_run reports the last op's read position (GetRelativeToken,
+ * FindAndStore), and p. */
+typedef struct SemInfo {
+    int p, target;
+    unsigned char *read; /* when not NULL: marks every position a GetRelativeToken reads */
+} SemInfo;
+
+static int new_var(Seed *Z, int n, const char *fmt, const char *a, int b) {
+    PvSem *S = Z->S;
+    if (S->n_base >= TF_PROOF_MAX_BASE || n < 1) return -1;
+    int v = S->n_base;
+    Z->vals[v] = calloc((size_t)n, sizeof(Sv));
+    if (!Z->vals[v]) return -1;
+    S->base[v] = (PvBase){.reg = 0, .n = n, .vals = NULL, .has_none = 0, .op = -1};
+    snprintf(Z->vname[v], sizeof Z->vname[v], fmt, a, b);
+    S->n_base++;
+    return v;
+}
+
+static int digit_of(const Seed *Z, int t) {
+    int c = t >= 0 && t < Z->ir->n_vocab ? Z->ir->vocab[t] : -1;
+    return c >= '0' && c <= '9' ? c - '0' : -1;
+}
+
+static int token_of_char(const Seed *Z, int ch) {
+    for (int t = 0; t < Z->ir->n_vocab; t++)
+        if (Z->ir->vocab[t] == ch) return t;
+    return -1;
+}
+
+static int anchor_index(const Seed *Z, int tok) {
+    for (int i = 0; i < Z->n_anchor; i++)
+        if (Z->anchor_tok[i] == tok) return i;
+    return -1;
+}
+
+static const TfOpPlan *plan_of(const Seed *Z, int oi) { return Z->ir->ops[oi].plan; }
+
+/* The value of variable v in assign (SV_UNK when not given). */
+static Sv var_val(const Seed *Z, const int *assign, int v) {
+    if (v < 0 || assign[v] < 0) return (Sv){SV_UNK, 0};
+    return Z->vals[v][assign[v]];
+}
+
+static int var_find(const Seed *Z, int v, Sv x) {
+    for (int i = 0; i < Z->S->base[v].n; i++)
+        if (Z->vals[v][i].k == x.k && Z->vals[v][i].x == x.x) return i;
+    return -1;
+}
+
+/* One op's meaning on val (see the top). 1: the case breaks an input fact. */
+static int sem_op(const Seed *Z, int oi, int *assign, const int *toks, Sv *val, SemInfo *I) {
+    const TfIrOp *op = &Z->ir->ops[oi];
+    const TfOpPlan *pl = plan_of(Z, oi);
+    const TfSeedArg *a = pl->args;
+    int dest = op->dest, p = I->p;
+    I->target = -1;
+    switch (op->op) {
+    case TF_OP_FIND_AND_STORE: {
+        int i = anchor_index(Z, a[0].tok);
+        Sv A = var_val(Z, assign, Z->anchor_var[i]);
+        I->target = A.k == SV_POS ? (int)A.x : -1;
+        if (val[dest].k == SV_UNK || A.k == SV_UNK) val[dest] = (Sv){SV_UNK, 0};
+        else val[dest] = val[dest].k == SV_NONE ? A : (Sv){SV_BAD, 0};
+        break;
+    }
+    case TF_OP_STEP_POSITION:
+        for (int k = 0; k < pl->n_args; k++) {
+            Sv *x = &val[a[k].reg];
+            if (x->k == SV_POS) x->x += (double)a[k].value; // the encoding is periodic; the index is not
+        }
+        break;
+    case TF_OP_GET_RELATIVE_TOKEN: {
+        Sv P = val[a[0].reg];
+        int v = Z->grt_var[oi];
+        if (P.k == SV_NONE || P.k == SV_BAD || val[dest].k == SV_BAD) {
+            val[dest] = (Sv){SV_BAD, 0};
+            break;
+        }
+        int t = -1;
+        if (P.k == SV_POS) {
+            long tl = (long)P.x + a[0].value;
+            if (tl < 0 || tl > Z->maxpos) return 1; // the position read exists
+            t = (int)tl;
+        }
+        I->target = t;
+        if (t >= 0 && p >= 0 && t > p) return 1;
+        if (toks && t >= 0) assign[v] = toks[t];
+        int tok = assign[v];
+        if (tok >= 0 && t >= 0 && p >= 0) { // the token there: the facts
+            int ai = -1;
+            for (int i = 0; i < Z->n_anchor; i++) {
+                Sv A = var_val(Z, assign, Z->anchor_var[i]);
+                if (A.k == SV_POS && (int)A.x == t) ai = i;
+            }
+            if (ai >= 0 ? tok != Z->anchor_tok[ai] : anchor_index(Z, tok) >= 0) return 1;
+            if (t == p && assign[Z->v_tp] >= 0 && assign[Z->v_tp] != tok) return 1;
+        }
+        if (val[dest].k == SV_UNK) break;
+        if (val[dest].k != SV_NONE) val[dest] = (Sv){SV_BAD, 0};
+        else val[dest] = tok >= 0 ? (Sv){SV_TOK, tok} : (Sv){SV_UNK, 0};
+        break;
+    }
+    case TF_OP_MULTIPLY: {
+        Sv x = val[a[0].reg], y = val[a[1].reg], c = val[a[2].reg], *o = &val[dest];
+        if (x.k == SV_UNK || y.k == SV_UNK || c.k == SV_UNK || o->k == SV_UNK) {
+            *o = val[a[2].reg] = (Sv){SV_UNK, 0};
+            break;
+        }
+        if (x.k == SV_TOK && y.k == SV_TOK && (digit_of(Z, (int)x.x) < 0 || digit_of(Z, (int)y.x) < 0))
+            return 1; // Multiply reads digits
+        if (x.k != SV_TOK || y.k != SV_TOK || c.k != SV_NUM || (c.x != 0 && c.x != 1) || o->k != SV_NONE) {
+            *o = val[a[2].reg] = (Sv){SV_BAD, 0};
+            break;
+        }
+        int s = digit_of(Z, (int)x.x) + digit_of(Z, (int)y.x) + (int)c.x;
+        int t = token_of_char(Z, '0' + s % 10);
+        *o = t >= 0 ? (Sv){SV_TOK, t} : (Sv){SV_BAD, 0};
+        val[a[2].reg] = (Sv){SV_NUM, s >= 10};
+        break;
+    }
+    case TF_OP_CLEAR:
+        for (int k = 0; k < pl->n_args; k++) {
+            Sv *x = &val[a[k].reg];
+            if (Z->ir->regs[a[k].reg].kind != TF_REG_SCALAR) *x = (Sv){SV_NONE, 0};
+            else if (x->k == SV_NUM) x->x = x->x < 0 ? x->x : 0;
+            else if (x->k == SV_PLUS) *x = (Sv){SV_NUM, 0};
+        }
+        break;
+    case TF_OP_DIFF_POS: {
+        Sv x = val[a[0].reg], y = val[a[1].reg], *s = &val[dest];
+        if (x.k == SV_UNK || y.k == SV_UNK || s->k == SV_UNK) *s = (Sv){SV_UNK, 0};
+        else if (x.k != SV_POS || y.k != SV_POS || s->k == SV_BAD || (s->k == SV_NUM && s->x < 0)) *s = (Sv){SV_BAD, 0};
+        else if (fmod(fabs(x.x - y.x), Z->period) != 0) *s = (Sv){SV_PLUS, 0};
+        else if (s->k == SV_NONE) *s = (Sv){SV_NUM, 0};
+        break;
+    }
+    case TF_OP_IS_ZERO: {
+        Sv *z = &val[a[0].reg];
+        if (z->k == SV_NUM && z->x == 0) *z = (Sv){SV_NUM, 1};
+        else if (z->k == SV_PLUS || (z->k == SV_NUM && z->x > 0)) *z = (Sv){SV_NUM, 0};
+        else if (z->k != SV_UNK) *z = (Sv){SV_BAD, 0};
+        break;
+    }
+    case TF_OP_COPY_ON_MATCH: {
+        Sv f = val[a[0].reg], s = val[a[1].reg], *o = &val[dest];
+        if (f.k == SV_UNK || s.k == SV_UNK || o->k == SV_UNK) *o = (Sv){SV_UNK, 0};
+        else if (f.k != SV_NUM || (f.x != 0 && f.x != 1) || s.k == SV_BAD || o->k == SV_BAD) *o = (Sv){SV_BAD, 0};
+        else if (f.x == 1 && s.k == SV_TOK) *o = o->k == SV_NONE ? s : (Sv){SV_BAD, 0};
+        break;
+    }
+    default: break;
+    }
+    return 0;
+}
+
+/* Every register's value after ops [0, upto] on the variables in assign (-1:
+ * not given). With toks (a prompt of p + 1 tokens) the data variables are
+ * read from it and written into assign. 1: the case breaks an input fact. */
+static int sem_run(const Seed *Z, int upto, int *assign, const int *toks, Sv *val, SemInfo *I) {
+    int p = -1, last = -1, prev = -1;
+    for (int i = 0; i < Z->n_anchor; i++) {
+        Sv A = var_val(Z, assign, Z->anchor_var[i]);
+        if (A.k != SV_POS) {
+            prev = -1;
+            continue;
+        }
+        if (prev >= 0 && A.x <= prev) return 1; // in order, once each
+        prev = (int)A.x;
+    }
+    if (Z->dense) {
+        long idx = 0, mul = 1;
+        int all = 1;
+        for (int i = 0; i < Z->n_anchor; i++) {
+            int x = assign[Z->anchor_var[i]];
+            if (x < 0) {
+                all = 0;
+                continue;
+            }
+            if (!Z->dense1[i][x]) return 1;
+            idx += mul * x;
+            mul *= Z->maxpos + 1;
+        }
+        if (all && !Z->dense[idx]) return 1;
+    }
+    Sv Dv = var_val(Z, assign, Z->v_d);
+    if (Z->n_anchor) {
+        Sv A = var_val(Z, assign, Z->anchor_var[Z->n_anchor - 1]);
+        last = A.k == SV_POS ? (int)A.x : -1;
+        if (last >= 0 && Dv.k == SV_NUM) p = last + (int)Dv.x;
+    } else if (Dv.k == SV_NUM) {
+        p = (int)Dv.x;
+    }
+    if (p > Z->maxpos) return 1;
+    if (toks && p >= 0) assign[Z->v_tp] = toks[p];
+    int tp = assign[Z->v_tp];
+    if (tp >= 0 && p >= 0) {
+        int ai = -1;
+        for (int i = 0; i < Z->n_anchor; i++) {
+            Sv A = var_val(Z, assign, Z->anchor_var[i]);
+            if (A.k == SV_POS && (int)A.x == p) ai = i;
+        }
+        if (ai >= 0 ? tp != Z->anchor_tok[ai] : anchor_index(Z, tp) >= 0) return 1;
+    }
+    for (int r = 0; r < Z->nr; r++)
+        val[r] = Z->ir->regs[r].kind == TF_REG_SCALAR ? (Sv){SV_NUM, 0} : (Sv){SV_NONE, 0};
+    val[TF_IR_REG_TOKENS] = tp >= 0 ? (Sv){SV_TOK, tp} : (Sv){SV_UNK, 0};
+    val[TF_IR_REG_POS] = p >= 0 ? (Sv){SV_POS, p} : (Sv){SV_UNK, 0};
+    SemInfo J = {p, -1, I ? I->read : NULL};
+    for (int j = 0; j <= upto; j++) {
+        if (sem_op(Z, j, assign, toks, val, &J)) return 1;
+        if (J.read && J.target >= 0 && Z->ir->ops[j].op == TF_OP_GET_RELATIVE_TOKEN) J.read[J.target] = 1;
+        for (int r = 0; r < Z->nr; r++) {
+            int v = Z->cut[(size_t)j * Z->nr + r];
+            if (v < 0) continue;
+            if (toks) assign[v] = val[r].k == SV_UNK ? -1 : var_find(Z, v, val[r]);
+            val[r] = var_val(Z, assign, v);
+        }
+    }
+    if (I) *I = J;
+    return 0;
+}
+
+static void sv_label(const Seed *Z, Sv x, char *buf, size_t n) {
+    char tb[64];
+    switch (x.k) {
+    case SV_NONE: snprintf(buf, n, "no value"); break;
+    case SV_POS: snprintf(buf, n, "position %d", (int)x.x); break;
+    case SV_TOK: snprintf(buf, n, "'%s'", model_token_name(Z->m, (int)x.x, tb)); break;
+    case SV_NUM: snprintf(buf, n, "%g", x.x); break;
+    case SV_PLUS: snprintf(buf, n, "a positive number"); break;
+    case SV_BAD: snprintf(buf, n, "no meaning"); break;
+    default: snprintf(buf, n, "unknown");
+    }
+}
+
+/* Interval GELU, x Phi(x): decreasing below its minimum at -0.75179..
+ * (-0.16997..), increasing above; the engine within 1.4e-7 max(1, |GELU|)
+ * (runtime/engine/kernels.c), taken as 2e-7. */
+static double gelu_d(double x) { return 0.5 * x * erfc(-x / sqrt(2.0)); }
+static TfIv iv_gelu(TfIv z) {
+    const double xm = -0.7517916, gmin = -0.1699712; // below the true minimum -0.16997120...
+    double a = gelu_d(z.lo), b = gelu_d(z.hi);
+    TfIv r;
+    if (z.hi <= xm) r = (TfIv){b, a};
+    else if (z.lo >= xm) r = (TfIv){a, b};
+    else r = (TfIv){gmin - 1e-7, iv_max(a, b)};
+    double e = 2e-7 * iv_max(1.0, iv_mag(r)) + 1e-15 * iv_mag(r);
+    return iv_widen(r, e);
+}
+
+/* Columns a layer writes (nonzero rows of fc2 or the output projection, or
+ * their bias), into w. */
+static void layer_writes(const Seed *Z, const TfLayer *ly, unsigned char *w) {
+    const TfModel *m = Z->m;
+    int d = Z->d;
+    int t = ly->kind == TF_LAYER_MLP ? ly->fc2_weight : ly->output;
+    int b = ly->kind == TF_LAYER_MLP ? ly->fc2_bias : ly->output_bias;
+    if (ly->kind == TF_LAYER_ATTENTION && t < 0) {
+        for (int c = 0; c < ly->n_heads * ly->d_vhead && c < d; c++) w[c] = 1;
+    } else if (t >= 0) {
+        const TfTensor *T = &m->tensors[t];
+        long in = T->shape[1];
+        for (int c = 0; c < d; c++)
+            for (long k = 0; k < in; k++)
+                if (T->data[(size_t)c * (size_t)in + (size_t)k] != 0) w[c] = 1;
+    }
+    if (b >= 0)
+        for (int c = 0; c < d; c++)
+            if (m->tensors[b].data[c] != 0) w[c] = 1;
+}
+
+/* An MLP layer on every combination of what its units read. A unit whose
+ * pre-activation keeps to its linear side on the whole box (ReLU at or
+ * above 0; GELU at or above 6, where x - GELU(x) = x Phi(-x) is under
+ * 1e-8) is composed with the others' into one affine form before it is
+ * evaluated, and so is the residual of a column the layer reads and writes:
+ * IsZero's v - GELU(v + 10) + 10 cancels exactly instead of doubling v's
+ * width. The rest are intervals. */
+static int seed_mlp(Seed *Z, int li) {
+    PvNet *N = Z->N;
+    const TfModel *m = Z->m;
+    const TfLayer *ly = &m->layers[li];
+    int d = Z->d, F = ly->d_hidden, gelu = ly->act == TF_ACT_GELU;
+    if (!gelu && ly->act != TF_ACT_RELU) {
+        pv_unproven(N, ly->line, li, "layer %d (%s): not proven: a %s MLP (ReLU and the exact GELU are)", li,
+                    ly->name, tf_activation_names[ly->act]);
+        return 0;
+    }
+    const float *w1 = m->tensors[ly->fc1_weight].data, *w2 = m->tensors[ly->fc2_weight].data;
+    const float *b1 = ly->fc1_bias >= 0 ? m->tensors[ly->fc1_bias].data : NULL;
+    const float *b2 = ly->fc2_bias >= 0 ? m->tensors[ly->fc2_bias].data : NULL;
+    unsigned char *reads = malloc((size_t)d), *w = calloc((size_t)d, 1);
+    TfIv *x = calloc((size_t)d, sizeof *x), *z = calloc((size_t)F + 1, sizeof *z);
+    double *rw = calloc((size_t)F + 1, sizeof *rw), *coef = calloc((size_t)d, sizeof *coef),
+           *cmag = calloc((size_t)d, sizeof *cmag);
+    int *wc = malloc(((size_t)d + 1) * sizeof *wc), nw = 0, rc = 0;
+    PvCol *add = calloc((size_t)d + 1, sizeof *add);
+    if (!reads || !w || !x || !z || !rw || !coef || !cmag || !wc || !add) rc = -1;
+    PvDeps D = rc ? 0 : pv_read_cols(N, w1, 0, F, reads);
+    long n = pv_deps_size(Z->S, D, PV_TABLE_LIMIT);
+    if (rc == 0 && n < 0) {
+        pv_unproven(N, ly->line, li, "layer %d: not proven: its units read more than 2^22 combinations", li);
+        n = 0;
+    }
+    if (rc == 0) {
+        for (int c = 0; c < d; c++) {
+            int any = b2 && b2[c] != 0;
+            for (int u = 0; u < F && !any; u++) any = w2[(size_t)c * F + u] != 0;
+            if (any) wc[nw++] = c;
+        }
+        for (int k = 0; k < nw && rc == 0 && n > 0; k++) rc = pv_col_set(&add[k], D, n);
+    }
+    int assign[TF_PROOF_MAX_BASE];
+    for (long i = 0; i < n && rc == 0; i++) {
+        pv_deps_decode(Z->S, D, i, assign);
+        int dead = 0;
+        for (int c = 0; c < d; c++)
+            if (reads[c]) x[c] = pv_col_get(N, &N->col[c], assign), dead |= isnan(x[c].lo);
+        for (int u = 0; u < F && !dead; u++) {
+            TfIv s = iv_pt(b1 ? b1[u] : 0);
+            double mag = fabs(s.lo);
+            int cnt = 1;
+            for (int c = 0; c < d; c++) {
+                float wt = w1[(size_t)u * d + c];
+                if (wt == 0) continue;
+                s = iv_add(s, iv_scale(x[c], wt));
+                mag += fabs(wt) * iv_mag(x[c]);
+                cnt++;
+            }
+            rw[u] = iv_gamma(cnt) * mag;
+            z[u] = iv_widen(s, rw[u]);
+        }
+        for (int k = 0; k < nw; k++) {
+            if (dead) {
+                add[k].v[i] = (TfIv){NAN, NAN};
+                continue;
+            }
+            int c = wc[k], self = reads[c]; // self: the residual joins the affine form
+            double bias = b2 ? b2[c] : 0, cst = bias, slack = 0, mag = fabs(bias);
+            TfIv nonlin = iv_pt(0);
+            int nt = 0;
+            if (self) coef[c] += 1, cmag[c] += 1;
+            for (int u = 0; u < F; u++) {
+                double wt = w2[(size_t)c * F + u];
+                if (wt == 0) continue;
+                TfIv h = gelu ? iv_gelu(z[u]) : iv_relu(z[u]);
+                mag += fabs(wt) * iv_mag(h);
+                int lin = gelu ? z[u].lo >= 6 : z[u].lo >= 0;
+                if (!lin) {
+                    nonlin = iv_add(nonlin, iv_scale(h, wt));
+                    continue;
+                }
+                if (gelu) { // GELU(z) = z - z Phi(-z), within the engine's 2e-7 max(1, |GELU|)
+                    double e = z[u].lo * 0.5 * erfc(z[u].lo / sqrt(2.0)) * 1.01 + 1e-300;
+                    double err = 2e-7 * iv_max(1.0, iv_mag(h));
+                    nonlin = iv_add(nonlin, iv_scale((TfIv){-e - err, err}, wt));
+                }
+                slack += fabs(wt) * rw[u];
+                cst += wt * (b1 ? b1[u] : 0);
+                nt++;
+                for (int j = 0; j < d; j++) {
+                    float a = w1[(size_t)u * d + j];
+                    if (a == 0) continue;
+                    coef[j] += wt * a;
+                    cmag[j] += fabs(wt * a);
+                }
+            }
+            TfIv y = iv_add(nonlin, iv_pt(cst));
+            double dbl = (nt + 3) * 2.3e-16; // the double sums of the composed coefficients
+            slack += dbl * (fabs(cst) + fabs(bias));
+            for (int j = 0; j < d; j++) {
+                if (cmag[j] == 0) continue;
+                y = iv_add(y, iv_scale(x[j], coef[j]));
+                slack += dbl * cmag[j] * iv_mag(x[j]);
+                coef[j] = cmag[j] = 0;
+            }
+            y = iv_widen(y, slack + iv_gamma(F + 1) * mag);
+            if (self) y = iv_widen(y, TF_F32_U * iv_mag(y)); // the residual's addition
+            add[k].v[i] = y;
+        }
+    }
+    for (int k = 0; k < nw && rc == 0 && n > 0; k++) {
+        if (reads[wc[k]]) { // the new column itself
+            pv_col_free(&N->col[wc[k]]);
+            N->col[wc[k]] = add[k];
+            memset(&add[k], 0, sizeof add[k]);
+        } else if (pv_col_add(N, &N->col[wc[k]], &add[k]) < 0) {
+            rc = -1;
+        }
+    }
+    for (int k = 0; add && k < nw; k++) pv_col_free(&add[k]);
+    free(reads), free(w), free(x), free(z), free(rw), free(coef), free(cmag), free(wc), free(add);
+    return rc;
+}
+
+/* A set of fixed-length byte strings (query scenarios seen). */
+typedef struct Seen {
+    size_t len, cap, n;
+    unsigned char *keys;
+    long *slot;
+} Seen;
+
+static uint64_t fnv1a(const unsigned char *b, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+/* 1 when k is new (added; or the set is full), 0 when seen. */
+static int seen_add(Seen *T, const unsigned char *k) {
+    size_t i = (size_t)(fnv1a(k, T->len) % (2 * T->cap));
+    for (; T->slot[i] >= 0; i = (i + 1) % (2 * T->cap))
+        if (memcmp(T->keys + (size_t)T->slot[i] * T->len, k, T->len) == 0) return 0;
+    if (T->n == T->cap) return 1;
+    T->slot[i] = (long)T->n;
+    memcpy(T->keys + T->n * T->len, k, T->len);
+    T->n++;
+    return 1;
+}
+
+#define PV_EXP_REL 3e-7 /* runtime/engine/exp_vec.h: 2 ulp of expf (as compiler/prove_attn.c) */
+
+/* A seed op's head: keys and values from the embedding rows. */
+typedef struct SHead {
+    int D, DV, nt, np, nw;
+    float scale;
+    TfIv *K;      /* [t][j][D] */
+    TfIv *U;      /* [t][j][nw] */
+    int *wcol;
+    double wmag;
+    const float *wq, *bq;
+    unsigned char *rq;
+} SHead;
+
+static TfIv row_dot(const float *w, const TfIv *x, int d, float bias) {
+    TfIv s = iv_pt(bias);
+    double mag = fabs(bias);
+    int n = 1;
+    for (int c = 0; c < d; c++) {
+        if (w[c] == 0) continue;
+        s = iv_add(s, iv_scale(x[c], w[c]));
+        mag += fabs(w[c]) * iv_mag(x[c]);
+        n++;
+    }
+    return iv_widen(s, iv_gamma(n) * mag);
+}
+
+/* Keys and values of every token at every position, from the embedding. */
+static int shead_keys(Seed *Z, const TfLayer *ly, SHead *H) {
+    const TfModel *m = Z->m;
+    int d = Z->d, D = H->D, DV = H->DV;
+    const float *te = m->tensors[m->tok_embed].data, *pe = m->tensors[m->pos_embed].data;
+    const float *wk = m->tensors[ly->key].data, *wv = m->tensors[ly->value].data;
+    const float *wo = ly->output >= 0 ? m->tensors[ly->output].data : NULL;
+    const float *bk = ly->key_bias >= 0 ? m->tensors[ly->key_bias].data : NULL;
+    const float *bv = ly->value_bias >= 0 ? m->tensors[ly->value_bias].data : NULL;
+    int n_out = ly->n_heads * DV;
+    H->K = malloc((size_t)H->nt * H->np * D * sizeof *H->K);
+    H->U = malloc((size_t)H->nt * H->np * (H->nw + 1) * sizeof *H->U);
+    TfIv *x = malloc((size_t)d * sizeof *x), *v = malloc(((size_t)DV + 1) * sizeof *v);
+    if (!H->K || !H->U || !x || !v) {
+        free(x), free(v);
+        return -1;
+    }
+    for (int t = 0; t < H->nt; t++)
+        for (int j = 0; j < H->np; j++) {
+            for (int c = 0; c < d; c++) {
+                double e = (double)te[(size_t)t * d + c] + (double)pe[(size_t)j * d + c];
+                x[c] = iv_widen(iv_pt(e), TF_F32_U * fabs(e));
+            }
+            TfIv *k = H->K + ((size_t)t * H->np + (size_t)j) * D, *u = H->U + ((size_t)t * H->np + (size_t)j) * H->nw;
+            for (int i = 0; i < D; i++) k[i] = row_dot(wk + (size_t)i * d, x, d, bk ? bk[i] : 0);
+            for (int i = 0; i < DV; i++) v[i] = row_dot(wv + (size_t)i * d, x, d, bv ? bv[i] : 0);
+            for (int w = 0; w < H->nw; w++) {
+                int c = H->wcol[w];
+                if (!wo) {
+                    u[w] = v[c];
+                    H->wmag = fmax(H->wmag, iv_mag(u[w]));
+                    continue;
+                }
+                TfIv s = iv_pt(0);
+                double mag = 0;
+                for (int i = 0; i < DV; i++) {
+                    float o = wo[(size_t)c * n_out + i];
+                    s = iv_add(s, iv_scale(v[i], o));
+                    mag += fabs(o) * iv_mag(v[i]);
+                }
+                u[w] = s;
+                H->wmag = fmax(H->wmag, mag);
+            }
+        }
+    free(x), free(v);
+    return 0;
+}
+
+static void hull_nan(TfIv *t, TfIv x) {
+    if (isnan(t->lo)) *t = x;
+    else *t = iv_hull(*t, x);
+}
+
+/* scale * (q . (k - r)) with the engine's rounding of both scores (each
+ * within scale gamma_D sum |q||k| + u |score| of scale q . k). */
+static TfIv shead_diff(const SHead *H, const TfIv *q, const TfIv *k, const TfIv *r) {
+    TfIv s = iv_pt(0);
+    double mk = 0, mr = 0;
+    for (int i = 0; i < H->D; i++) {
+        s = iv_add(s, iv_mul(q[i], iv_sub(k[i], r[i])));
+        mk += iv_mag(q[i]) * iv_mag(k[i]);
+        mr += iv_mag(q[i]) * iv_mag(r[i]);
+    }
+    s = iv_scale(s, H->scale);
+    double g = iv_gamma(H->D) * H->scale, u = 2 * TF_F32_U * H->scale;
+    return iv_widen(s, (g + u) * (mk + mr));
+}
+
+/* The head's output for query q at p, selecting position t (its token one
+ * of sel[]), the others any token of oth[]; hulled into tab over the
+ * result variable: tab[res * nw + w] (res < 0: per selected token). The
+ * softmax is taken relative to the selected key: each other key's weight
+ * over the selected one's is exp(s_j - s_sel), so the scores' common error
+ * (the query's) cancels; selected tokens with the same key share the sums. */
+static void shead_case(const SHead *H, const TfIv *q, int p, int t, const unsigned char *sel,
+                       const unsigned char *oth, int res, TfIv *tab, double *gap, TfIv *buf) {
+    TfIv *dj = buf, *A = buf + H->np, *Uj = A + H->nw;
+    unsigned char done[256] = {0};
+    for (int k0 = 0; k0 < H->nt && k0 < 256; k0++) {
+        if (!sel[k0] || done[k0]) continue;
+        const TfIv *kr = H->K + ((size_t)k0 * H->np + (size_t)t) * H->D;
+        double top = -INFINITY;
+        for (int j = 0; j <= p; j++) {
+            int any = 0;
+            for (int k = 0; k < H->nt && j != t; k++) {
+                if (!oth[k]) continue;
+                TfIv x = shead_diff(H, q, H->K + ((size_t)k * H->np + (size_t)j) * H->D, kr);
+                dj[j] = any ? iv_hull(dj[j], x) : x;
+                any = 1;
+            }
+            if (!any) dj[j] = (TfIv){-INFINITY, -INFINITY};
+            top = fmax(top, dj[j].hi);
+        }
+        *gap = fmin(*gap, -top);
+        double dm = fmax(0, top);
+        TfIv B = iv_pt(0);
+        for (int w = 0; w < H->nw; w++) A[w] = iv_pt(0);
+        for (int j = 0; j <= p; j++) {
+            if (j == t || dj[j].hi == -INFINITY) continue;
+            TfIv x = iv_widen(dj[j], TF_F32_U * (iv_mag(dj[j]) + 2 * dm)); // s - max rounded
+            TfIv r = iv_exp(x);
+            r.lo = x.lo < -80 ? 0 : r.lo * (1 - PV_EXP_REL) * (1 - PV_EXP_REL);
+            r.hi = fmax(r.hi * (1 + 3 * PV_EXP_REL), 1.7e-38 * exp(dm) * 2);
+            B = iv_add(B, r);
+            int any = 0;
+            for (int k = 0; k < H->nt; k++) {
+                if (!oth[k]) continue;
+                const TfIv *u = H->U + ((size_t)k * H->np + (size_t)j) * H->nw;
+                for (int w = 0; w < H->nw; w++) Uj[w] = any ? iv_hull(Uj[w], u[w]) : u[w];
+                any = 1;
+            }
+            for (int w = 0; w < H->nw; w++) A[w] = iv_add(A[w], iv_mul(r, Uj[w]));
+        }
+        /* The float sums (softmax denominator, weighted values): an addition
+           errs by at most u |result| and at most |its smaller operand| (that
+           operand's other side is a float), so over any order a sum of n
+           terms, n_big of them at least u of the total, errs by at most
+           n_big u M + (n + 1) (the small terms' sum); doubled for the
+           second order. The weights relative to the selected key's: r_j. */
+        int n_big = 1;
+        double small = 0;
+        for (int j = 0; j <= p; j++) {
+            if (j == t || dj[j].hi == -INFINITY) continue;
+            TfIv x = iv_widen(dj[j], TF_F32_U * (iv_mag(dj[j]) + 2 * dm));
+            if (exp(x.hi) * (1 + 3 * PV_EXP_REL) >= TF_F32_U) n_big++;
+            else small += fmax(exp(x.hi) * (1 + 3 * PV_EXP_REL), 1.7e-38 * exp(dm) * 2);
+        }
+        double g = 2 * PV_EXP_REL + 4 * TF_F32_U * n_big + 2 * TF_F32_U + 4 * (p + 2) * small +
+                   iv_gamma(H->DV + 1);
+        TfIv den = iv_add(iv_pt(1), B);
+        for (int k = k0; k < H->nt; k++) {
+            if (!sel[k] || done[k]) continue;
+            const TfIv *kk = H->K + ((size_t)k * H->np + (size_t)t) * H->D;
+            if (k != k0 && memcmp(kk, kr, (size_t)H->D * sizeof *kk) != 0) continue;
+            done[k] = 1;
+            const TfIv *u = H->U + ((size_t)k * H->np + (size_t)t) * H->nw;
+            int rr = res >= 0 ? res : k;
+            for (int w = 0; w < H->nw; w++) {
+                TfIv dev = iv_div(iv_sub(A[w], iv_mul(u[w], B)), den);
+                TfIv out = iv_widen(iv_add(u[w], dev), g * H->wmag);
+                hull_nan(&tab[(size_t)rr * H->nw + w], out);
+            }
+        }
+    }
+}
+
+/* An attention layer of FindAndStore or GetRelativeToken: for every
+ * scenario (its p and the position read) and every query its columns can
+ * give, the output per value of the op's result. */
+static int seed_attn(Seed *Z, int oi, int li) {
+    PvNet *N = Z->N;
+    PvSem *S = Z->S;
+    const TfModel *m = Z->m;
+    const TfLayer *ly = &m->layers[li];
+    const TfIrOp *op = &Z->ir->ops[oi];
+    int d = Z->d, line = op->stmt->loc.line;
+    if (ly->n_heads != 1 || (op->op != TF_OP_FIND_AND_STORE && op->op != TF_OP_GET_RELATIVE_TOKEN)) {
+        pv_unproven(N, line, li, "layer %d: not proven: an attention layer of %d heads for %s", li, ly->n_heads,
+                    tf_ops[op->op].name);
+        return 0;
+    }
+    SHead H = {.D = ly->d_head, .DV = ly->d_vhead, .nt = m->n_vocab, .np = Z->maxpos + 1, .scale = ly->scale};
+    const float *wk = m->tensors[ly->key].data, *wv = m->tensors[ly->value].data;
+    H.wq = m->tensors[ly->query].data;
+    H.bq = ly->query_bias >= 0 ? m->tensors[ly->query_bias].data : NULL;
+    const float *wo = ly->output >= 0 ? m->tensors[ly->output].data : NULL;
+    unsigned char *rk = calloc((size_t)d, 1);
+    H.rq = calloc((size_t)d, 1);
+    H.wcol = malloc(((size_t)d + 1) * sizeof(int));
+    if (!rk || !H.rq || !H.wcol) {
+        free(rk), free(H.rq), free(H.wcol);
+        return -1;
+    }
+    for (int c = 0; c < d; c++) {
+        for (int i = 0; i < H.D; i++) rk[c] |= wk[(size_t)i * d + c] != 0, H.rq[c] |= H.wq[(size_t)i * d + c] != 0;
+        for (int i = 0; i < H.DV; i++) rk[c] |= wv[(size_t)i * d + c] != 0;
+    }
+    for (int c = 0; c < d; c++) {
+        if (rk[c] && Z->written[c]) {
+            pv_unproven(N, line, li, "layer %d: %s: not proven: its keys or values read column %d, which an earlier layer writes (the validator follows the rows at other positions only where they hold the embedding)", li, tf_ops[op->op].name, c);
+            free(rk), free(H.rq), free(H.wcol);
+            return 0;
+        }
+    }
+    H.nw = 0;
+    for (int c = 0; c < d; c++) {
+        int w = 0;
+        for (int j = 0; j < H.DV; j++) w |= wo ? wo[(size_t)c * H.DV + j] != 0 : c == j;
+        if (w) H.wcol[H.nw++] = c;
+    }
+    int rc = shead_keys(Z, ly, &H);
+    /* The result variable: the found character's position, or the token read. */
+    int tok = op->op == TF_OP_FIND_AND_STORE ? plan_of(Z, oi)->args[0].tok : -1;
+    int res_var = tok >= 0 ? Z->anchor_var[anchor_index(Z, tok)] : Z->grt_var[oi];
+    int nres = S->base[res_var].n;
+    PvDeps Dq = 0;
+    for (int c = 0; c < d; c++)
+        if (H.rq[c]) Dq |= N->col[c].deps;
+    PvDeps Dr = Dq & ~Z->scen; /* what the query depends on beyond the scenario */
+    long nqc = pv_deps_size(S, Dq, PV_TABLE_LIMIT), nsc = pv_deps_size(S, Z->scen, 1L << 26);
+    long nrc = pv_deps_size(S, Dr, PV_TABLE_LIMIT);
+    if (rc == 0 && (nqc < 0 || nsc < 0 || nrc < 0)) {
+        pv_unproven(N, line, li, "layer %d: not proven: too many query scenarios", li);
+        nqc = nsc = nrc = 0;
+    }
+    TfIv *tab = malloc(((size_t)nres * H.nw + 1) * sizeof *tab), *x = calloc((size_t)d, sizeof *x);
+    TfIv *qv = malloc(((size_t)nqc * H.D + 1) * sizeof *qv), *buf = malloc(((size_t)H.np + 2 * H.nw + 2) * sizeof *buf);
+    long *qid = malloc(((size_t)nqc + 1) * sizeof *qid), nuq = 0;
+    Sv *val = malloc((size_t)Z->nr * sizeof *val);
+    unsigned char *sel = malloc((size_t)H.nt), *oth = malloc((size_t)H.nt);
+    size_t klen = (size_t)H.D * sizeof(TfIv);
+    Seen T = {.len = klen, .cap = (size_t)nqc + 1};
+    T.keys = malloc(T.cap * klen + 1);
+    T.slot = malloc(2 * T.cap * sizeof *T.slot);
+    if (rc || !tab || !x || !qv || !buf || !qid || !val || !sel || !oth || !T.keys || !T.slot) rc = -1;
+    for (size_t i = 0; rc == 0 && i < 2 * T.cap; i++) T.slot[i] = -1;
+    for (long i = 0; rc == 0 && i < (long)nres * H.nw; i++) tab[i] = (TfIv){NAN, NAN};
+    int assign[TF_PROOF_MAX_BASE];
+    /* Every query the columns can give: its id among the distinct ones. */
+    for (long i = 0; i < nqc && rc == 0; i++) {
+        for (int b = 0; b < S->n_base; b++) assign[b] = -1;
+        pv_deps_decode(S, Dq, i, assign);
+        int dead = 0;
+        for (int c = 0; c < d && !dead; c++)
+            if (H.rq[c]) x[c] = pv_col_get(N, &N->col[c], assign), dead |= isnan(x[c].lo);
+        TfIv *q = qv + i * H.D;
+        for (int j = 0; j < H.D; j++) q[j] = dead ? (TfIv){NAN, NAN} : row_dot(H.wq + (size_t)j * d, x, d, H.bq ? H.bq[j] : 0);
+        qid[i] = -1;
+        if (dead) continue;
+        size_t before = T.n;
+        if (seen_add(&T, (const unsigned char *)q)) qid[i] = (long)before;
+        else
+            for (long k = 0; k < (long)T.n && qid[i] < 0; k++)
+                if (memcmp(T.keys + (size_t)k * klen, q, klen) == 0) qid[i] = k;
+    }
+    nuq = (long)T.n;
+    size_t ndone = (size_t)nuq * H.np * H.np * (size_t)(Z->n_anchor + 1);
+    unsigned char *done = calloc(ndone + 1, 1);
+    if (!done) rc = -1;
+    double gap = INFINITY;
+    for (long s = 0; s < nsc && rc == 0; s++) {
+        for (int b = 0; b < S->n_base; b++) assign[b] = -1;
+        pv_deps_decode(S, Z->scen, s, assign);
+        SemInfo I = {-1, -1, NULL};
+        if (sem_run(Z, oi, assign, NULL, val, &I) || I.p < 0 || I.target < 0) continue;
+        int ai = -1;
+        for (int a = 0; a < Z->n_anchor; a++) {
+            Sv A = var_val(Z, assign, Z->anchor_var[a]);
+            if (A.k == SV_POS && (int)A.x == I.target) ai = a;
+        }
+        for (long r = 0; r < nrc; r++) {
+            pv_deps_decode(S, Dr, r, assign);
+            long qi = qid[pv_deps_index(S, Dq, assign)];
+            if (qi < 0) continue;
+            size_t key = (((size_t)qi * H.np + (size_t)I.p) * H.np + (size_t)I.target) * (size_t)(Z->n_anchor + 1) + (size_t)(ai + 1);
+            if (done[key]) continue;
+            done[key] = 1;
+            for (int k = 0; k < H.nt; k++) {
+                if (tok >= 0) sel[k] = k == tok, oth[k] = k != tok;
+                else sel[k] = ai >= 0 ? k == Z->anchor_tok[ai] : anchor_index(Z, k) < 0, oth[k] = 1;
+            }
+            int res = tok >= 0 ? var_find(Z, res_var, (Sv){SV_POS, I.target}) : -1;
+            if (tok >= 0 && res < 0) continue;
+            shead_case(&H, (const TfIv *)(T.keys + (size_t)qi * klen), I.p, I.target, sel, oth, res, tab, &gap, buf);
+        }
+    }
+    PvCol c = {0};
+    for (int w = 0; w < H.nw && rc == 0; w++) {
+        rc = pv_col_set(&c, (PvDeps)1 << res_var, nres);
+        for (int a = 0; a < nres && rc == 0; a++) c.v[a] = tab[(size_t)a * H.nw + w];
+        if (rc == 0) rc = pv_col_add(N, &N->col[H.wcol[w]], &c);
+    }
+    pv_col_free(&c);
+    if (rc == 0 && !N->unproven)
+        pv_line(N->P, "line %d: %s -> %s: layer %d head 0: score gap %.3g (the position read over the others)", line,
+                tf_ops[op->op].name, Z->ir->regs[op->dest].name, li, gap);
+    if (rc == 0 && !(gap > 0) && !N->unproven)
+        pv_fail(N, line, li, NULL, 0, "line %d: %s -> %s (layer %d): the position read does not score above the others (gap %.3g)", line, tf_ops[op->op].name, Z->ir->regs[op->dest].name, li, gap);
+    free(rk), free(H.rq), free(H.wcol), free(H.K), free(H.U), free(tab), free(x), free(qv), free(buf), free(qid), free(val);
+    free(sel), free(oth), free(T.keys), free(T.slot), free(done);
+    return rc;
+}
+
+/* The registers op oi writes, into w (n of them). */
+static int op_writes(const Seed *Z, int oi, int *w) {
+    const TfIrOp *op = &Z->ir->ops[oi];
+    const TfOpPlan *pl = plan_of(Z, oi);
+    int n = 0;
+    switch (op->op) {
+    case TF_OP_STEP_POSITION:
+    case TF_OP_CLEAR:
+        for (int k = 0; k < pl->n_args; k++) w[n++] = pl->args[k].reg;
+        break;
+    case TF_OP_IS_ZERO: w[n++] = pl->args[0].reg; break;
+    case TF_OP_MULTIPLY: w[n++] = op->dest, w[n++] = pl->args[2].reg; break;
+    default: w[n++] = op->dest;
+    }
+    return n;
+}
+
+/* The variables each written register's value depends on, after op oi. */
+static void op_deps(Seed *Z, int oi) {
+    const TfIrOp *op = &Z->ir->ops[oi];
+    const TfOpPlan *pl = plan_of(Z, oi);
+    PvDeps in = 0;
+    for (int k = 0; k < pl->n_args; k++)
+        if (pl->args[k].reg >= 0) in |= Z->sdeps[pl->args[k].reg];
+    switch (op->op) {
+    case TF_OP_FIND_AND_STORE:
+        Z->sdeps[op->dest] |= (PvDeps)1 << Z->anchor_var[anchor_index(Z, pl->args[0].tok)];
+        break;
+    case TF_OP_GET_RELATIVE_TOKEN: Z->sdeps[op->dest] |= (PvDeps)1 << Z->grt_var[oi]; break;
+    case TF_OP_CLEAR:
+        for (int k = 0; k < pl->n_args; k++)
+            if (Z->ir->regs[pl->args[k].reg].kind != TF_REG_SCALAR) Z->sdeps[pl->args[k].reg] = 0;
+        break;
+    case TF_OP_STEP_POSITION: break;
+    case TF_OP_IS_ZERO: break;
+    case TF_OP_MULTIPLY: Z->sdeps[pl->args[2].reg] = Z->sdeps[op->dest] = Z->sdeps[op->dest] | in; break;
+    default: Z->sdeps[op->dest] |= in;
+    }
+}
+
+static void note_fail(Seed *Z, const int *assign, PvDeps D) {
+    if (Z->have_fail) return;
+    Z->have_fail = 1;
+    Z->fail_deps = D;
+    memcpy(Z->fail_assign, assign, sizeof Z->fail_assign);
+}
+
+/* Register r after op oi (layer li): its columns against its value in
+ * every case, then re-tabulated over what its value depends on. */
+static int check_cut(Seed *Z, int oi, int li, int r) {
+    PvNet *N = Z->N;
+    PvSem *S = Z->S;
+    const TfIrOp *op = &Z->ir->ops[oi];
+    int off = Z->col[r], size = Z->size[r], kind = Z->ir->regs[r].kind, line = op->stmt->loc.line;
+    const char *name = Z->ir->regs[r].name;
+    PvDeps Dc = Z->sdeps[r];
+    for (int k = 0; k < size; k++) Dc |= N->col[off + k].deps;
+    long n = pv_deps_size(S, Dc, PV_TABLE_LIMIT);
+    if (n < 0) {
+        pv_unproven(N, line, li, "line %d: %s -> %s (layer %d): not proven: more than 2^22 cases", line, tf_ops[op->op].name, name, li);
+        return 0;
+    }
+    Sv *sv = malloc((size_t)n * sizeof *sv), *val = malloc((size_t)Z->nr * sizeof *val);
+    if (!sv || !val) {
+        free(sv), free(val);
+        return -1;
+    }
+    int assign[TF_PROOF_MAX_BASE];
+    double worst = kind == TF_REG_SCALAR || kind == TF_REG_POSITION ? 0 : INFINITY;
+    int failed = 0, bad = 0;
+    for (long i = 0; i < n; i++) {
+        for (int b = 0; b < S->n_base; b++) assign[b] = -1;
+        pv_deps_decode(S, Dc, i, assign);
+        sv[i].k = SV_UNK;
+        int dead = 0;
+        for (int k = 0; k < size && !dead; k++) dead = isnan(pv_col_get(N, &N->col[off + k], assign).lo);
+        if (dead || sem_run(Z, oi, assign, NULL, val, NULL)) continue;
+        Sv v = val[r];
+        sv[i] = v;
+        if (v.k == SV_UNK || v.k == SV_BAD) {
+            bad = 1;
+            break;
+        }
+        char lab[80];
+        double mg = INFINITY;
+        if (kind == TF_REG_TOKEN || kind == TF_REG_CATEGORICAL) {
+            int e = v.k == SV_TOK ? (int)v.x : -1;
+            double top = -INFINITY;
+            for (int k = 0; k < size; k++)
+                if (k != e) top = fmax(top, pv_col_get(N, &N->col[off + k], assign).hi);
+            mg = e < 0 ? 0.5 - top : pv_col_get(N, &N->col[off + e], assign).lo - top;
+            worst = fmin(worst, mg);
+        } else if (kind == TF_REG_POSITION) {
+            for (int k = 0; k < 2; k++) {
+                double want = 0;
+                if (v.k == SV_POS) {
+                    double ang = 2 * 3.14159265358979323846 * v.x / Z->period;
+                    want = k == 0 ? sin(ang) : cos(ang);
+                }
+                TfIv c = pv_col_get(N, &N->col[off + k], assign);
+                worst = fmax(worst, fmax(fabs(c.lo - want), fabs(c.hi - want)));
+            }
+            mg = worst < 0.25 ? 1 : -1; // a position is a point on the circle: a quarter is no position
+        } else {
+            TfIv c = pv_col_get(N, &N->col[off], assign);
+            if (v.k == SV_PLUS) mg = c.lo;
+            else worst = fmax(worst, fmax(fabs(c.lo - v.x), fabs(c.hi - v.x)));
+            if (!(worst < 1e30)) mg = -1;
+        }
+        if (!(mg > 0) && !failed) {
+            failed = 1;
+            sv_label(Z, v, lab, sizeof lab);
+            note_fail(Z, assign, Dc);
+            pv_fail(N, line, li, NULL, 0, "line %d: %s -> %s (layer %d): the columns do not hold %s (margin %.3g)", line,
+                    tf_ops[op->op].name, name, li, lab, mg);
+        }
+    }
+    if (bad) {
+        pv_unproven(N, line, li, "line %d: %s -> %s (layer %d): not proven: the program gives '%s' no meaning in some case (a store into a register that holds a value, or a read of one that holds none)", line, tf_ops[op->op].name, name, li, name);
+        free(sv), free(val);
+        return 0;
+    }
+    if (!failed) {
+        if (kind == TF_REG_TOKEN || kind == TF_REG_CATEGORICAL)
+            pv_line(N->P, "line %d: %s -> %s: layer %d: decodes with margin %.3g", line, tf_ops[op->op].name, name, li, worst);
+        else
+            pv_line(N->P, "line %d: %s -> %s: layer %d: within %.3g of the value", line, tf_ops[op->op].name, name, li, worst);
+    }
+    /* The variables its value depends on: drop each it does not. */
+    PvDeps keep = Z->sdeps[r];
+    for (int b = 0; b < S->n_base; b++) {
+        if (!(keep >> b & 1) || Z->scen >> b & 1) continue; // the scenario: kept (a hull over it loses what IsZero needs)
+        PvDeps rest = Dc & ~((PvDeps)1 << b);
+        long m = pv_deps_size(S, rest, PV_TABLE_LIMIT);
+        Sv *first = malloc((size_t)m * sizeof *first);
+        if (!first) {
+            free(sv), free(val);
+            return -1;
+        }
+        for (long k = 0; k < m; k++) first[k].k = SV_UNK;
+        int dep = 0;
+        for (long i = 0; i < n && !dep; i++) {
+            if (sv[i].k == SV_UNK) continue;
+            pv_deps_decode(S, Dc, i, assign);
+            long k = pv_deps_index(S, rest, assign);
+            if (first[k].k == SV_UNK) first[k] = sv[i];
+            else dep = first[k].k != sv[i].k || first[k].x != sv[i].x;
+        }
+        free(first);
+        if (!dep) keep &= ~((PvDeps)1 << b);
+    }
+    /* The table keeps the variables the value depends on; the evaluation
+       (sem_run) needs the scenario's all the same. Two or more data
+       variables: one for the value instead. */
+    PvDeps sd = Z->sdeps[r], data = sd & ~Z->scen;
+    int v = -1;
+    if (data & (data - 1)) {
+        Sv seen[64];
+        int ns = 0;
+        for (long i = 0; i < n && ns < 64; i++) {
+            if (sv[i].k == SV_UNK) continue;
+            int k = 0;
+            while (k < ns && !(seen[k].k == sv[i].k && seen[k].x == sv[i].x)) k++;
+            if (k == ns) seen[ns++] = sv[i];
+        }
+        v = new_var(Z, ns, "%s after line %d", name, line);
+        if (v < 0) {
+            pv_unproven(N, line, li, "line %d: not proven: more than 64 base variables", line);
+            free(sv), free(val);
+            return 0;
+        }
+        memcpy(Z->vals[v], seen, (size_t)ns * sizeof *seen);
+        keep = (keep & Z->scen) | (PvDeps)1 << v;
+        sd = (sd & Z->scen) | (PvDeps)1 << v;
+        Z->cut[(size_t)oi * Z->nr + r] = v;
+    }
+    long nn = pv_deps_size(S, keep, PV_TABLE_LIMIT);
+    int rc = 0;
+    for (int k = 0; k < size && rc == 0; k++) {
+        PvCol c = {0};
+        rc = pv_col_set(&c, keep, nn);
+        for (long j = 0; j < nn && rc == 0; j++) c.v[j] = (TfIv){NAN, NAN};
+        for (long i = 0; i < n && rc == 0; i++) {
+            if (sv[i].k == SV_UNK) continue;
+            pv_deps_decode(S, Dc, i, assign);
+            if (v >= 0) assign[v] = var_find(Z, v, sv[i]);
+            hull_nan(&c.v[pv_deps_index(S, keep, assign)], pv_col_get(N, &N->col[off + k], assign));
+        }
+        if (rc == 0) {
+            pv_col_free(&N->col[off + k]);
+            N->col[off + k] = c;
+        } else {
+            pv_col_free(&c);
+        }
+    }
+    Z->sdeps[r] = sd;
+    free(sv), free(val);
+    return rc;
+}
+
+/* The unembedding: the right token wherever the output holds one. */
+static int seed_output(Seed *Z) {
+    PvNet *N = Z->N;
+    PvSem *S = Z->S;
+    const TfModel *m = Z->m;
+    int d = Z->d, nv = m->n_vocab, r = Z->ir->output_reg, line = Z->ir->output_loc.line;
+    const float *U = m->tensors[m->unembed].data;
+    const float *ub = m->unembed_bias >= 0 ? m->tensors[m->unembed_bias].data : NULL;
+    unsigned char *reads = malloc((size_t)d);
+    TfIv *x = calloc((size_t)d, sizeof *x);
+    Sv *val = malloc((size_t)Z->nr * sizeof *val);
+    if (!reads || !x || !val) {
+        free(reads), free(x), free(val);
+        return -1;
+    }
+    PvDeps D = pv_read_cols(N, U, 0, nv, reads) | Z->sdeps[r];
+    long n = pv_deps_size(S, D, PV_TABLE_LIMIT);
+    if (n < 0) pv_unproven(N, line, -1, "the output: not proven: more than 2^22 combinations");
+    double worst = INFINITY;
+    long none = 0;
+    int assign[TF_PROOF_MAX_BASE];
+    for (long i = 0; i < n && !N->failed; i++) {
+        for (int b = 0; b < S->n_base; b++) assign[b] = -1;
+        pv_deps_decode(S, D, i, assign);
+        int dead = 0;
+        for (int c = 0; c < d && !dead; c++)
+            if (reads[c]) x[c] = pv_col_get(N, &N->col[c], assign), dead = isnan(x[c].lo);
+        if (dead || sem_run(Z, Z->ir->n_ops - 1, assign, NULL, val, NULL)) continue;
+        if (val[r].k == SV_NONE) {
+            none++;
+            continue;
+        }
+        if (val[r].k != SV_TOK) {
+            pv_unproven(N, line, -1, "the output '%s': not proven: it has no meaning in some case", Z->ir->regs[r].name);
+            break;
+        }
+        int e = (int)val[r].x;
+        double top = -INFINITY;
+        TfIv le = {-INFINITY, -INFINITY};
+        for (int t = 0; t < nv; t++) {
+            TfIv l = pv_dot(U + (size_t)t * d, x, reads, d, ub ? ub[t] : 0);
+            if (t == e) le = l;
+            else top = fmax(top, l.hi);
+        }
+        double mg = le.lo - top;
+        if (!(mg > 0)) {
+            char lab[80];
+            sv_label(Z, val[r], lab, sizeof lab);
+            note_fail(Z, assign, D);
+            pv_fail(N, line, m->n_layers, NULL, 0, "the output '%s': the unembedding does not pick %s (margin %.3g)",
+                    Z->ir->regs[r].name, lab, mg);
+            break;
+        }
+        worst = fmin(worst, mg);
+    }
+    if (!N->failed && !N->unproven)
+        pv_line(N->P, "output %s: the right token by a logit margin of %.3g wherever it holds one%s",
+                Z->ir->regs[r].name, worst, none ? " (elsewhere no value: no token is claimed)" : "");
+    free(reads), free(x), free(val);
+    return 0;
+}
+
+/* Prompts that reach the failing case: random ones of its scenario, the
+ * other positions digits (or any token but the found ones). */
+static void fail_prompts(Seed *Z) {
+    TfProof *P = Z->N->P;
+    PvSem *S = Z->S;
+    int assign[TF_PROOF_MAX_BASE], toks[TF_PROOF_MAX_PROMPT], fill[256], nf = 0;
+    Sv *val = malloc((size_t)Z->nr * sizeof *val);
+    if (!val) return;
+    for (int t = 0; t < Z->ir->n_vocab; t++)
+        if (digit_of(Z, t) >= 0) fill[nf++] = t;
+    for (int t = 0; nf == 0 && t < Z->ir->n_vocab; t++)
+        if (anchor_index(Z, t) < 0) fill[nf++] = t;
+    unsigned long long rng = 0x9e3779b97f4a7c15ull;
+#define RND(n) (rng = rng * 6364136223846793005ull + 1442695040888963407ull, (int)((rng >> 33) % (unsigned)(n)))
+    for (long tries = 0; tries < 200000 && P->n_prompts < TF_PROOF_MAX_PROMPTS && nf; tries++) {
+        for (int b = 0; b < S->n_base; b++) assign[b] = -1;
+        int pos[MAX_ANCHOR], lo = 0, ok = 1;
+        for (int i = 0; i < Z->n_anchor; i++) {
+            int v = Z->anchor_var[i];
+            pos[i] = Z->fail_deps >> v & 1 ? Z->fail_assign[v] : lo + RND(12);
+            if (pos[i] < lo) ok = 0;
+            lo = pos[i] + 1;
+            assign[v] = pos[i];
+        }
+        int last = Z->n_anchor ? pos[Z->n_anchor - 1] : 0;
+        int D = Z->fail_deps >> Z->v_d & 1 ? Z->fail_assign[Z->v_d] : RND(8);
+        int p = last + D;
+        if (!ok || p > Z->maxpos || p + 1 > TF_PROOF_MAX_PROMPT) continue;
+        assign[Z->v_d] = D;
+        for (int j = 0; j <= p; j++) toks[j] = fill[RND(nf)];
+        for (int i = 0; i < Z->n_anchor; i++) toks[pos[i]] = Z->anchor_tok[i];
+        if (Z->fail_deps >> Z->v_tp & 1 && anchor_index(Z, toks[p]) < 0) toks[p] = Z->fail_assign[Z->v_tp];
+        if (sem_run(Z, Z->ir->n_ops - 1, assign, toks, val, NULL)) continue;
+        int match = 1;
+        for (int b = 0; b < S->n_base && match; b++)
+            if (Z->fail_deps >> b & 1) match = assign[b] == Z->fail_assign[b];
+        if (!match) continue;
+        int k = P->n_prompts++;
+        P->prompt_len[k] = p + 1;
+        memcpy(P->prompt[k], toks, (size_t)(p + 1) * sizeof *toks);
+        Sv o = val[Z->ir->output_reg];
+        P->prompt_expect[k] = o.k == SV_TOK ? (int)o.x : -1;
+    }
+#undef RND
+    free(val);
+}
+
+static void var_label(const Seed *Z, int v, int i, char *buf, size_t n) {
+    if (v == Z->v_d) snprintf(buf, n, "%d", i);
+    else sv_label(Z, Z->vals[v][i], buf, n);
+}
+
+/* The failing case's variables, for the report. */
+static void fail_case(Seed *Z) {
+    TfProof *P = Z->N->P;
+    P->n_assign = 0;
+    for (int b = 0; b < Z->S->n_base && P->n_assign < TF_PROOF_MAX_BASE; b++) {
+        if (!(Z->fail_deps >> b & 1)) continue;
+        int k = P->n_assign++;
+        snprintf(P->assign_reg[k], sizeof P->assign_reg[k], "%s", Z->vname[b]);
+        var_label(Z, b, Z->fail_assign[b], P->assign_val[k], sizeof P->assign_val[k]);
+        P->assign_idx[k] = Z->fail_assign[b];
+        P->assign_base[k] = b;
+    }
+}
+
+/* The prompt's form: which positions of the found characters leave no
+ * position before the last one unread, and none of them read (Seed.dense). */
+static int dense_facts(Seed *Z) {
+    long n = 1;
+    int np = Z->maxpos + 1;
+    for (int i = 0; i < Z->n_anchor; i++) {
+        n *= np;
+        if (n > PV_TABLE_LIMIT) return 0; // too many: no such fact
+    }
+    if (!Z->n_anchor) return 0;
+    unsigned char *dense = calloc((size_t)n, 1), *read = malloc((size_t)np);
+    Sv *val = malloc((size_t)Z->nr * sizeof *val);
+    int assign[TF_PROOF_MAX_BASE], any = 0;
+    for (int i = 0; i < Z->n_anchor; i++) Z->dense1[i] = calloc((size_t)np, 1);
+    for (int i = 0; i < Z->n_anchor; i++)
+        if (!Z->dense1[i]) dense = NULL;
+    if (!dense || !read || !val) {
+        free(dense), free(read), free(val);
+        return -1;
+    }
+    for (long k = 0; k < n; k++) {
+        for (int b = 0; b < Z->S->n_base; b++) assign[b] = -1;
+        long x = k;
+        for (int i = 0; i < Z->n_anchor; i++) assign[Z->anchor_var[i]] = (int)(x % np), x /= np;
+        int last = assign[Z->anchor_var[Z->n_anchor - 1]];
+        assign[Z->v_d] = Z->maxpos - last;
+        memset(read, 0, (size_t)np);
+        SemInfo I = {-1, -1, read};
+        if (sem_run(Z, Z->ir->n_ops - 1, assign, NULL, val, &I)) continue;
+        int ok = 1;
+        for (int i = 0; i < Z->n_anchor; i++) ok &= !read[assign[Z->anchor_var[i]]], read[assign[Z->anchor_var[i]]] = 1;
+        for (int j = 0; j < last && ok; j++) ok = read[j];
+        if (!ok) continue;
+        dense[k] = 1, any = 1;
+        for (int i = 0; i < Z->n_anchor; i++) Z->dense1[i][assign[Z->anchor_var[i]]] = 1;
+    }
+    free(read), free(val);
+    if (!any) { // no prompt of that form: no such fact
+        free(dense);
+        for (int i = 0; i < Z->n_anchor; i++) free(Z->dense1[i]), Z->dense1[i] = NULL;
+        return 0;
+    }
+    Z->dense = dense;
+    Z->n_dense = n;
+    return 0;
+}
+
+/* The scenario's variables, the registers' columns, the embedding at p. */
+static int seed_setup(Seed *Z) {
+    PvNet *N = Z->N;
+    const TfIr *ir = Z->ir;
+    const TfModel *m = Z->m;
+    int d = Z->d;
+    char lab[64];
+    for (int oi = 0; oi < ir->n_ops; oi++) {
+        if (ir->ops[oi].op != TF_OP_FIND_AND_STORE) continue;
+        int t = plan_of(Z, oi)->args[0].tok;
+        if (anchor_index(Z, t) >= 0) continue;
+        if (Z->n_anchor == MAX_ANCHOR) return 1;
+        int v = new_var(Z, Z->maxpos + 1, "the position of '%s'%.0d", model_token_name(m, t, lab), 0);
+        if (v < 0) return -1;
+        for (int i = 0; i <= Z->maxpos; i++) Z->vals[v][i] = (Sv){SV_POS, i};
+        Z->anchor_tok[Z->n_anchor] = t;
+        Z->anchor_var[Z->n_anchor++] = v;
+        Z->scen |= (PvDeps)1 << v;
+    }
+    if (Z->n_anchor)
+        snprintf(lab, sizeof lab, "'%s'", model_token_name(m, Z->anchor_tok[Z->n_anchor - 1], (char[64]){0}));
+    Z->v_d = new_var(Z, Z->maxpos + 1, Z->n_anchor ? "the positions after %s%.0d" : "the position%s%.0d",
+                     Z->n_anchor ? lab : "", 0);
+    Z->v_tp = new_var(Z, m->n_vocab, "the last token%s%.0d", "", 0);
+    if (Z->v_d < 0 || Z->v_tp < 0) return -1;
+    for (int i = 0; i <= Z->maxpos; i++) Z->vals[Z->v_d][i] = (Sv){SV_NUM, i};
+    for (int t = 0; t < m->n_vocab; t++) Z->vals[Z->v_tp][t] = (Sv){SV_TOK, t};
+    Z->scen |= (PvDeps)1 << Z->v_d;
+    for (int oi = 0; oi < ir->n_ops; oi++) {
+        if (ir->ops[oi].op != TF_OP_GET_RELATIVE_TOKEN) continue;
+        int v = new_var(Z, m->n_vocab, "the token %s reads (line %d)", ir->ops[oi].stmt->label.text ? ir->ops[oi].stmt->label.text : "GetRelativeToken", ir->ops[oi].stmt->loc.line);
+        if (v < 0) return 1;
+        for (int t = 0; t < m->n_vocab; t++) Z->vals[v][t] = (Sv){SV_TOK, t};
+        Z->grt_var[oi] = v;
+    }
+    if (dense_facts(Z) < 0) return -1;
+    PvDeps pdeps = (PvDeps)1 << Z->v_d;
+    if (Z->n_anchor) pdeps |= (PvDeps)1 << Z->anchor_var[Z->n_anchor - 1];
+    Z->sdeps[TF_IR_REG_TOKENS] = (PvDeps)1 << Z->v_tp;
+    Z->sdeps[TF_IR_REG_POS] = pdeps;
+    /* The embedding at p: the token row plus the position row. */
+    const float *te = m->tensors[m->tok_embed].data, *pe = m->tensors[m->pos_embed].data;
+    int assign[TF_PROOF_MAX_BASE];
+    Sv *val = malloc((size_t)Z->nr * sizeof *val);
+    if (!val) return -1;
+    for (int c = 0; c < d; c++) {
+        PvDeps dep = 0;
+        for (int t = 1; t < m->n_vocab; t++)
+            if (te[(size_t)t * d + c] != te[c]) dep |= (PvDeps)1 << Z->v_tp;
+        for (int j = 1; j <= Z->maxpos; j++)
+            if (pe[(size_t)j * d + c] != pe[c]) dep |= pdeps;
+        long n = pv_deps_size(Z->S, dep, PV_TABLE_LIMIT);
+        if (n < 0 || pv_col_set(&N->col[c], dep, n) < 0) {
+            free(val);
+            return -1;
+        }
+        for (long i = 0; i < n; i++) {
+            for (int b = 0; b < Z->S->n_base; b++) assign[b] = -1;
+            pv_deps_decode(Z->S, dep, i, assign);
+            SemInfo I = {-1, -1, NULL};
+            if (sem_run(Z, -1, assign, NULL, val, &I)) {
+                N->col[c].v[i] = (TfIv){NAN, NAN};
+                continue;
+            }
+            int t = assign[Z->v_tp] >= 0 ? assign[Z->v_tp] : 0;
+            int p = I.p >= 0 ? I.p : 0;
+            double x = (double)te[(size_t)t * d + c] + (double)pe[(size_t)p * d + c];
+            N->col[c].v[i] = iv_widen(iv_pt(x), TF_F32_U * fabs(x));
+        }
+    }
+    free(val);
+    return 0;
+}
+
+int pv_seed_program(const PvSem *S) {
+    const TfIr *ir = S->ir;
+    if (!ir || ir->model || ir->n_ops == 0 || ir->every_position || ir->bos >= 0) return 0;
+    for (int i = 0; i < ir->n_ops; i++)
+        if (tf_ops[ir->ops[i].op].general || !ir->ops[i].plan) return 0;
+    return 1;
+}
+
+int pv_seed_prove(const TfModel *m, PvSem *S, TfProof *P) {
+    const TfIr *ir = S->ir;
+    PvNet N = {.m = m, .S = S, .P = P};
+    Seed Z = {.N = &N, .S = S, .ir = ir, .m = m, .period = ir->period, .d = m->d_model, .nr = ir->n_regs};
+    Z.maxpos = (m->max_len < ir->period ? m->max_len : ir->period) - 1;
+    S->n_base = 0;
+    int rc = 0;
+    N.col = calloc((size_t)Z.d, sizeof *N.col);
+    N.bos = calloc((size_t)Z.d, sizeof *N.bos);
+    Z.cut = malloc((size_t)ir->n_ops * Z.nr * sizeof *Z.cut);
+    Z.grt_var = malloc((size_t)ir->n_ops * sizeof *Z.grt_var);
+    Z.sdeps = calloc((size_t)Z.nr, sizeof *Z.sdeps);
+    Z.col = malloc((size_t)Z.nr * sizeof *Z.col);
+    Z.size = calloc((size_t)Z.nr, sizeof *Z.size);
+    Z.written = calloc((size_t)Z.d, 1);
+    if (!N.col || !N.bos || !Z.cut || !Z.grt_var || !Z.sdeps || !Z.col || !Z.size || !Z.written) rc = -1;
+    for (long i = 0; rc == 0 && i < (long)ir->n_ops * Z.nr; i++) Z.cut[i] = -1;
+    for (int i = 0; rc == 0 && i < ir->n_ops; i++) Z.grt_var[i] = -1;
+    for (int r = 0; rc == 0 && r < Z.nr; r++) {
+        int mr = model_find_register(m, ir->regs[r].name);
+        Z.col[r] = mr >= 0 ? m->regs[mr].offset : -1;
+        Z.size[r] = mr >= 0 ? m->regs[mr].size : 0;
+        if (mr < 0 || m->regs[mr].size != ir->regs[r].size || Z.size[r] < 1) {
+            pv_unproven(&N, 0, -1, "register '%s' is not in the file as the source declares it", ir->regs[r].name);
+            break;
+        }
+    }
+    if (rc == 0 && !N.unproven && (m->n_layers != ir->n_ops || m->unembed < 0 || Z.maxpos < 0))
+        pv_unproven(&N, 0, -1, "not proven: the file's %d layers are not the source's %d seed ops, one each", m->n_layers, ir->n_ops);
+    for (int li = 0; rc == 0 && !N.unproven && li < m->n_layers; li++) {
+        const TfLayer *ly = &m->layers[li];
+        if (ly->line != ir->ops[li].stmt->loc.line || ly->kind != tf_ops[ir->ops[li].op].layer || ly->n_parts || ly->norm_weight >= 0)
+            pv_unproven(&N, ly->line, li, "layer %d (%s): not proven: it is not the source's op %d (line %d, %s) alone", li, ly->name, li, ir->ops[li].stmt->loc.line, tf_ops[ir->ops[li].op].name);
+    }
+    if (rc == 0 && !N.unproven) {
+        rc = seed_setup(&Z);
+        if (rc == 1) {
+            pv_unproven(&N, 0, -1, "not proven: more than 64 base variables (found characters, tokens read)");
+            rc = 0;
+        }
+    }
+    if (rc == 0 && !N.unproven) {
+        char facts[400];
+        int k = snprintf(facts, sizeof facts, "input facts: ");
+        for (int i = 0; i < Z.n_anchor; i++) {
+            char tb[64];
+            k += snprintf(facts + k, sizeof facts - (size_t)k, "%s'%s'", i ? ", " : "", model_token_name(m, Z.anchor_tok[i], tb));
+        }
+        if (Z.n_anchor)
+            snprintf(facts + k, sizeof facts - (size_t)k, " once each, in this order, at or before the last position%s; every position read exists; Multiply reads digits",
+                     Z.dense ? ", every position before the last of them read by a GetRelativeToken, none of which reads one of them" : "");
+        else
+            snprintf(facts + k, sizeof facts - (size_t)k, "every position read exists; Multiply reads digits");
+        pv_line(P, "%s (positions 0..%d)", facts, Z.maxpos);
+    }
+    int w[TF_OP_MAX_PARAMS * 16];
+    unsigned char *lw = calloc((size_t)Z.d, 1);
+    if (!lw) rc = -1;
+    for (int li = 0; rc == 0 && !N.failed && !N.unproven && li < m->n_layers; li++) {
+        const TfLayer *ly = &m->layers[li];
+        rc = ly->kind == TF_LAYER_MLP ? seed_mlp(&Z, li) : seed_attn(&Z, li, li);
+        if (rc || N.failed || N.unproven) break;
+        op_deps(&Z, li);
+        int nw = op_writes(&Z, li, w);
+        for (int k = 0; k < nw && rc == 0 && !N.failed && !N.unproven; k++) rc = check_cut(&Z, li, li, w[k]);
+        memset(lw, 0, (size_t)Z.d);
+        layer_writes(&Z, ly, lw);
+        for (int c = 0; c < Z.d; c++) Z.written[c] |= lw[c];
+    }
+    free(lw);
+    if (rc == 0 && !N.failed && !N.unproven) rc = seed_output(&Z);
+    if (rc == 0 && N.failed && Z.have_fail) {
+        fail_case(&Z);
+        fail_prompts(&Z);
+    }
+    for (int c = 0; N.col && c < Z.d; c++) pv_col_free(&N.col[c]);
+    free(Z.dense);
+    for (int i = 0; i < MAX_ANCHOR; i++) free(Z.dense1[i]);
+    free(N.col), free(N.bos), free(Z.cut), free(Z.grt_var), free(Z.sdeps), free(Z.col), free(Z.size), free(Z.written);
+    for (int b = 0; b < S->n_base; b++) free(Z.vals[b]);
+    return rc;
+}
