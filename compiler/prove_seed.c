@@ -676,6 +676,36 @@ static void shead_case(const SHead *H, const TfIv *q, int p, int t, const unsign
     }
 }
 
+/* The query vector of each of the nqc cases of Dq (qv, H.D each) and its id
+   among the distinct ones, which T collects (qid: -1 where a column read
+   holds no value). x: d intervals of scratch. */
+static void query_ids(Seed *Z, const SHead *Hp, PvDeps Dq, long nqc, TfIv *x, TfIv *qv, long *qid,
+                      Seen *Tp) {
+    PvNet *N = Z->N;
+    PvSem *S = Z->S;
+    const SHead H = *Hp;
+    Seen T = *Tp;
+    int d = Z->d, assign[TF_PROOF_MAX_BASE];
+    size_t klen = (size_t)H.D * sizeof(TfIv);
+    for (long i = 0; i < nqc; i++) {
+        for (int b = 0; b < S->n_base; b++) assign[b] = -1;
+        pv_deps_decode(S, Dq, i, assign);
+        int dead = 0;
+        for (int c = 0; c < d && !dead; c++)
+            if (H.rq[c]) x[c] = pv_col_get(N, &N->col[c], assign), dead |= isnan(x[c].lo);
+        TfIv *q = qv + i * H.D;
+        for (int j = 0; j < H.D; j++) q[j] = dead ? (TfIv){NAN, NAN} : row_dot(H.wq + (size_t)j * d, x, d, H.bq ? H.bq[j] : 0);
+        qid[i] = -1;
+        if (dead) continue;
+        size_t before = T.n;
+        if (seen_add(&T, (const unsigned char *)q)) qid[i] = (long)before;
+        else
+            for (long k = 0; k < (long)T.n && qid[i] < 0; k++)
+                if (memcmp(T.keys + (size_t)k * klen, q, klen) == 0) qid[i] = k;
+    }
+    *Tp = T;
+}
+
 /* An attention layer of FindAndStore or GetRelativeToken: for every
  * scenario (its p and the position read) and every query its columns can
  * give, the output per value of the op's result. */
@@ -749,22 +779,7 @@ static int seed_attn(Seed *Z, int oi, int li) {
     for (long i = 0; rc == 0 && i < (long)nres * H.nw; i++) tab[i] = (TfIv){NAN, NAN};
     int assign[TF_PROOF_MAX_BASE];
     /* Every query the columns can give: its id among the distinct ones. */
-    for (long i = 0; i < nqc && rc == 0; i++) {
-        for (int b = 0; b < S->n_base; b++) assign[b] = -1;
-        pv_deps_decode(S, Dq, i, assign);
-        int dead = 0;
-        for (int c = 0; c < d && !dead; c++)
-            if (H.rq[c]) x[c] = pv_col_get(N, &N->col[c], assign), dead |= isnan(x[c].lo);
-        TfIv *q = qv + i * H.D;
-        for (int j = 0; j < H.D; j++) q[j] = dead ? (TfIv){NAN, NAN} : row_dot(H.wq + (size_t)j * d, x, d, H.bq ? H.bq[j] : 0);
-        qid[i] = -1;
-        if (dead) continue;
-        size_t before = T.n;
-        if (seen_add(&T, (const unsigned char *)q)) qid[i] = (long)before;
-        else
-            for (long k = 0; k < (long)T.n && qid[i] < 0; k++)
-                if (memcmp(T.keys + (size_t)k * klen, q, klen) == 0) qid[i] = k;
-    }
+    if (rc == 0) query_ids(Z, &H, Dq, nqc, x, qv, qid, &T);
     nuq = (long)T.n;
     size_t ndone = (size_t)nuq * H.np * H.np * (size_t)(Z->n_anchor + 1);
     unsigned char *done = calloc(ndone + 1, 1);
@@ -860,6 +875,68 @@ static void note_fail(Seed *Z, const int *assign, PvDeps D) {
     memcpy(Z->fail_assign, assign, sizeof Z->fail_assign);
 }
 
+/* The margin of one case of a register check_cut checks (> 0: the columns
+   hold the value v), and the worst margin or error so far in *worst. */
+static double cut_margin(Seed *Z, int kind, int off, int size, Sv v, const int *assign,
+                         double *worst_io) {
+    PvNet *N = Z->N;
+    double mg = INFINITY, worst = *worst_io;
+    if (kind == TF_REG_TOKEN || kind == TF_REG_CATEGORICAL) {
+        int e = v.k == SV_TOK ? (int)v.x : -1;
+        double top = -INFINITY;
+        for (int k = 0; k < size; k++)
+            if (k != e) top = fmax(top, pv_col_get(N, &N->col[off + k], assign).hi);
+        mg = e < 0 ? 0.5 - top : pv_col_get(N, &N->col[off + e], assign).lo - top;
+        worst = fmin(worst, mg);
+    } else if (kind == TF_REG_POSITION) {
+        for (int k = 0; k < 2; k++) {
+            double want = 0;
+            if (v.k == SV_POS) {
+                double ang = 2 * 3.14159265358979323846 * v.x / Z->period;
+                want = k == 0 ? sin(ang) : cos(ang);
+            }
+            TfIv c = pv_col_get(N, &N->col[off + k], assign);
+            worst = fmax(worst, fmax(fabs(c.lo - want), fabs(c.hi - want)));
+        }
+        mg = worst < 0.25 ? 1 : -1; // a position is a point on the circle: a quarter is no position
+    } else {
+        TfIv c = pv_col_get(N, &N->col[off], assign);
+        if (v.k == SV_PLUS) mg = c.lo;
+        else worst = fmax(worst, fmax(fabs(c.lo - v.x), fabs(c.hi - v.x)));
+        if (!(worst < 1e30)) mg = -1;
+    }
+    *worst_io = worst;
+    return mg;
+}
+
+/* The variables of Dc register r's value depends on (of its own, Z->sdeps[r]),
+   from the values sv of its n cases: into *keep. -1: out of memory. */
+static int cut_keep(Seed *Z, int r, PvDeps Dc, const Sv *sv, long n, PvDeps *keep_out) {
+    PvSem *S = Z->S;
+    int assign[TF_PROOF_MAX_BASE];
+    PvDeps keep = Z->sdeps[r];
+    for (int b = 0; b < S->n_base; b++) {
+        if (!(keep >> b & 1) || Z->scen >> b & 1) continue; // the scenario: kept (a hull over it loses what IsZero needs)
+        PvDeps rest = Dc & ~((PvDeps)1 << b);
+        long m = pv_deps_size(S, rest, PV_TABLE_LIMIT);
+        Sv *first = malloc((size_t)m * sizeof *first);
+        if (!first) return -1;
+        for (long k = 0; k < m; k++) first[k].k = SV_UNK;
+        int dep = 0;
+        for (long i = 0; i < n && !dep; i++) {
+            if (sv[i].k == SV_UNK) continue;
+            pv_deps_decode(S, Dc, i, assign);
+            long k = pv_deps_index(S, rest, assign);
+            if (first[k].k == SV_UNK) first[k] = sv[i];
+            else dep = first[k].k != sv[i].k || first[k].x != sv[i].x;
+        }
+        free(first);
+        if (!dep) keep &= ~((PvDeps)1 << b);
+    }
+    *keep_out = keep;
+    return 0;
+}
+
 /* Register r after op oi (layer li): its columns against its value in
  * every case, then re-tabulated over what its value depends on. */
 static int check_cut(Seed *Z, int oi, int li, int r) {
@@ -897,31 +974,7 @@ static int check_cut(Seed *Z, int oi, int li, int r) {
             break;
         }
         char lab[80];
-        double mg = INFINITY;
-        if (kind == TF_REG_TOKEN || kind == TF_REG_CATEGORICAL) {
-            int e = v.k == SV_TOK ? (int)v.x : -1;
-            double top = -INFINITY;
-            for (int k = 0; k < size; k++)
-                if (k != e) top = fmax(top, pv_col_get(N, &N->col[off + k], assign).hi);
-            mg = e < 0 ? 0.5 - top : pv_col_get(N, &N->col[off + e], assign).lo - top;
-            worst = fmin(worst, mg);
-        } else if (kind == TF_REG_POSITION) {
-            for (int k = 0; k < 2; k++) {
-                double want = 0;
-                if (v.k == SV_POS) {
-                    double ang = 2 * 3.14159265358979323846 * v.x / Z->period;
-                    want = k == 0 ? sin(ang) : cos(ang);
-                }
-                TfIv c = pv_col_get(N, &N->col[off + k], assign);
-                worst = fmax(worst, fmax(fabs(c.lo - want), fabs(c.hi - want)));
-            }
-            mg = worst < 0.25 ? 1 : -1; // a position is a point on the circle: a quarter is no position
-        } else {
-            TfIv c = pv_col_get(N, &N->col[off], assign);
-            if (v.k == SV_PLUS) mg = c.lo;
-            else worst = fmax(worst, fmax(fabs(c.lo - v.x), fabs(c.hi - v.x)));
-            if (!(worst < 1e30)) mg = -1;
-        }
+        double mg = cut_margin(Z, kind, off, size, v, assign, &worst);
         if (!(mg > 0) && !failed) {
             failed = 1;
             sv_label(Z, v, lab, sizeof lab);
@@ -942,27 +995,10 @@ static int check_cut(Seed *Z, int oi, int li, int r) {
             pv_line(N->P, "line %d: %s -> %s: layer %d: within %.3g of the value", line, tf_ops[op->op].name, name, li, worst);
     }
     /* The variables its value depends on: drop each it does not. */
-    PvDeps keep = Z->sdeps[r];
-    for (int b = 0; b < S->n_base; b++) {
-        if (!(keep >> b & 1) || Z->scen >> b & 1) continue; // the scenario: kept (a hull over it loses what IsZero needs)
-        PvDeps rest = Dc & ~((PvDeps)1 << b);
-        long m = pv_deps_size(S, rest, PV_TABLE_LIMIT);
-        Sv *first = malloc((size_t)m * sizeof *first);
-        if (!first) {
-            free(sv), free(val);
-            return -1;
-        }
-        for (long k = 0; k < m; k++) first[k].k = SV_UNK;
-        int dep = 0;
-        for (long i = 0; i < n && !dep; i++) {
-            if (sv[i].k == SV_UNK) continue;
-            pv_deps_decode(S, Dc, i, assign);
-            long k = pv_deps_index(S, rest, assign);
-            if (first[k].k == SV_UNK) first[k] = sv[i];
-            else dep = first[k].k != sv[i].k || first[k].x != sv[i].x;
-        }
-        free(first);
-        if (!dep) keep &= ~((PvDeps)1 << b);
+    PvDeps keep;
+    if (cut_keep(Z, r, Dc, sv, n, &keep) < 0) {
+        free(sv), free(val);
+        return -1;
     }
     /* The table keeps the variables the value depends on; the evaluation
        (sem_run) needs the scenario's all the same. Two or more data

@@ -30,7 +30,7 @@ declare -A known=( # program: the reason tfprove gives
   # so their scores may differ by 0.2 and the enclosure of 1/(n+1) is too
   # wide to decode at large n (no prompt found on which the weights
   # disagree): not proven, not known wrong.
-  [sort_freq]="Map -> place (layer"
+  [sort_freq]="Count -> more (layer"
   # (most_freq at -O was one too until issue 22's bounds for any summation
   # order kept its Counts' steps apart from the Map after them: proven now.)
 )
