@@ -96,6 +96,18 @@ TfIv pv_dot(const float *row, const TfIv *x, const unsigned char *reads, int d, 
     return iv_widen(s, iv_gamma(n) * mag);
 }
 
+double pv_logit_margin(const float *U, const float *ub, int nv, int e, const TfIv *x,
+                       const unsigned char *reads, int d) {
+    double top = -INFINITY;
+    TfIv le = {-INFINITY, -INFINITY};
+    for (int t = 0; t < nv; t++) {
+        TfIv l = pv_dot(U + (size_t)t * d, x, reads, d, ub ? ub[t] : 0);
+        if (t == e) le = l;
+        else top = fmax(top, l.hi);
+    }
+    return le.lo - top;
+}
+
 /* The token index of a token value, -1. */
 static int token_index(const TfIr *ir, TfVal v) {
     for (int t = 0; t < ir->n_vocab; t++)
@@ -141,8 +153,7 @@ static int map_registers(PvNet *N) {
 }
 
 /* Columns a layer writes: nonzero rows of its output (or fc2) and bias. */
-static void layer_writes(const PvNet *N, const TfLayer *ly, unsigned char *w) {
-    const TfModel *m = N->m;
+void pv_layer_writes(const TfModel *m, const TfLayer *ly, unsigned char *w) {
     int d = m->d_model;
     memset(w, 0, (size_t)d);
     int t = ly->kind == TF_LAYER_MLP ? ly->fc2_weight : ly->output;
@@ -165,7 +176,7 @@ static int last_writes(PvNet *N) {
     unsigned char *w = malloc((size_t)N->m->d_model);
     if (!w) return -1;
     for (int li = 0; li < N->m->n_layers; li++) {
-        layer_writes(N, &N->m->layers[li], w);
+        pv_layer_writes(N->m, &N->m->layers[li], w);
         for (int r = 0; r < N->S->ir->n_regs; r++)
             for (int k = 0; k < N->reg_size[r]; k++)
                 if (w[N->reg_col[r] + k]) N->last_write[r] = li;

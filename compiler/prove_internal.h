@@ -124,6 +124,11 @@ void pv_fail(PvNet *N, int line, int layer, const int *assign, PvDeps d, const c
 void pv_unproven(PvNet *N, int line, int layer, const char *fmt, ...) TF_PRINTF(4, 5);
 /* row . x over the columns read, in the engine's float32 (gamma widened). */
 TfIv pv_dot(const float *row, const TfIv *x, const unsigned char *reads, int d, float bias);
+/* The least margin of logit e over the other nv - 1 (U: nv rows of d, bias ub or NULL). */
+double pv_logit_margin(const float *U, const float *ub, int nv, int e, const TfIv *x,
+                       const unsigned char *reads, int d);
+/* Columns a layer writes (w[c] = 1): nonzero rows of its output (or fc2) and bias. */
+void pv_layer_writes(const TfModel *m, const TfLayer *ly, unsigned char *w);
 
 /* prove_mlp.c, prove_attn.c, prove_out.c */
 int pv_mlp_layer(PvNet *N, int li);

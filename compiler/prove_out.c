@@ -157,14 +157,7 @@ static int check_tokens(PvNet *N, int r) {
         if (!scan_at(N, &s, i, cols, nc) || s.none[r]) continue;
         for (int k = 0; k < nc; k++) x[cols[k]] = pv_col_get(N, &N->col[cols[k]], s.assign);
         int e = values_token_of(ir, s.cur[r]);
-        double top = -INFINITY;
-        TfIv le = {-INFINITY, -INFINITY};
-        for (int t = 0; t < nv; t++) {
-            TfIv l = pv_dot(U + (size_t)t * d, x, reads, d, ub ? ub[t] : 0);
-            if (t == e) le = l;
-            else top = fmax(top, l.hi);
-        }
-        double mg = le.lo - top;
+        double mg = pv_logit_margin(U, ub, nv, e, x, reads, d);
         if (!(mg > 0)) {
             char lab[64];
             val_label(ir, s.cur[r], lab, sizeof lab);

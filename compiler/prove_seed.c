@@ -333,27 +333,6 @@ static TfIv iv_gelu(TfIv z) {
     return iv_widen(r, e);
 }
 
-/* Columns a layer writes (nonzero rows of fc2 or the output projection, or
- * their bias), into w. */
-static void layer_writes(const Seed *Z, const TfLayer *ly, unsigned char *w) {
-    const TfModel *m = Z->m;
-    int d = Z->d;
-    int t = ly->kind == TF_LAYER_MLP ? ly->fc2_weight : ly->output;
-    int b = ly->kind == TF_LAYER_MLP ? ly->fc2_bias : ly->output_bias;
-    if (ly->kind == TF_LAYER_ATTENTION && t < 0) {
-        for (int c = 0; c < ly->n_heads * ly->d_vhead && c < d; c++) w[c] = 1;
-    } else if (t >= 0) {
-        const TfTensor *T = &m->tensors[t];
-        long in = T->shape[1];
-        for (int c = 0; c < d; c++)
-            for (long k = 0; k < in; k++)
-                if (T->data[(size_t)c * (size_t)in + (size_t)k] != 0) w[c] = 1;
-    }
-    if (b >= 0)
-        for (int c = 0; c < d; c++)
-            if (m->tensors[b].data[c] != 0) w[c] = 1;
-}
-
 /* An MLP layer on every combination of what its units read. A unit whose
  * pre-activation keeps to its linear side on the whole box (ReLU at or
  * above 0; GELU at or above 6, where x - GELU(x) = x Phi(-x) is under
@@ -1086,14 +1065,7 @@ static int seed_output(Seed *Z) {
             break;
         }
         int e = (int)val[r].x;
-        double top = -INFINITY;
-        TfIv le = {-INFINITY, -INFINITY};
-        for (int t = 0; t < nv; t++) {
-            TfIv l = pv_dot(U + (size_t)t * d, x, reads, d, ub ? ub[t] : 0);
-            if (t == e) le = l;
-            else top = fmax(top, l.hi);
-        }
-        double mg = le.lo - top;
+        double mg = pv_logit_margin(U, ub, nv, e, x, reads, d);
         if (!(mg > 0)) {
             char lab[80];
             sv_label(Z, val[r], lab, sizeof lab);
@@ -1371,8 +1343,7 @@ int pv_seed_prove(const TfModel *m, PvSem *S, TfProof *P) {
         op_deps(&Z, li);
         int nw = op_writes(&Z, li, w);
         for (int k = 0; k < nw && rc == 0 && !N.failed && !N.unproven; k++) rc = check_cut(&Z, li, li, w[k]);
-        memset(lw, 0, (size_t)Z.d);
-        layer_writes(&Z, ly, lw);
+        pv_layer_writes(Z.m, ly, lw);
         for (int c = 0; c < Z.d; c++) Z.written[c] |= lw[c];
     }
     free(lw);
