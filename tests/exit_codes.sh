@@ -46,6 +46,9 @@ for tool in "$TFC" "$TFRUN" "$TFINFO" "$TFTRAIN" "$TFCONVERT" "$TFPROVE"; do
     check "... saying so in one line ($(cat "$tmp/err"))" $?
 done
 status "tfprove without a file" 2 "$TFPROVE"
+status "tfprove --threads 0" 2 "$TFPROVE" --threads 0 "$W"
+[ "$(cat "$tmp/err")" = "tfprove: --threads wants a number from 1 to 16, not '0'" ]
+check "tfprove --threads 0: one line naming the option and the value ($(cat "$tmp/err"))" $?
 status "tfc without a program" 2 "$TFC"
 status "tfrun -n beyond the positions" 2 "$TFRUN" "$W" -n 100000 "01"
 status "tfc -o a directory" 2 "$TFC" "$P/xor.tfp" -o "$tmp/dir"
