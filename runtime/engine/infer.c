@@ -1657,6 +1657,12 @@ static int tokenize_words(const TfModel *m, const char *text, int len, int *ids,
                          wl > 40 ? 40 : (int)wl, w, hint);
             return -1;
         }
+        if (id >= m->n_vocab - m->n_output_only) {
+            tf_error_set(err, "word %d '%.*s' is an output-only token: outputs print it, no "
+                              "prompt holds it",
+                         n + 1, wl > 40 ? 40 : (int)wl, w);
+            return -1;
+        }
         ids[n++] = id;
     }
 }
@@ -1668,7 +1674,7 @@ int infer_tokenize(const TfModel *m, const char *text, int len, int *ids, TfErro
     for (int i = 0; i < m->n_vocab; i++) map[(unsigned char)m->vocab[i]] = i;
     for (int i = 0; i < len; i++) {
         unsigned char c = (unsigned char)text[i];
-        if (map[c] < 0) {
+        if (map[c] < 0 || map[c] >= m->n_vocab - m->n_output_only) {
             char shown[8];
             if (c >= 0x20 && c < 0x7f && c != '\\' && c != '\'')
                 snprintf(shown, sizeof shown, "%c", c);
@@ -1678,7 +1684,12 @@ int infer_tokenize(const TfModel *m, const char *text, int len, int *ids, TfErro
                 snprintf(shown, sizeof shown, "\\t");
             else
                 snprintf(shown, sizeof shown, "\\x%02x", c);
-            tf_error_set(err, "character '%s' at index %d is not in the vocabulary", shown, i);
+            if (map[c] >= 0)
+                tf_error_set(err, "character '%s' at index %d is an output-only token: outputs "
+                                  "print it, no prompt holds it",
+                             shown, i);
+            else
+                tf_error_set(err, "character '%s' at index %d is not in the vocabulary", shown, i);
             return -1;
         }
         ids[i] = map[c];
