@@ -316,7 +316,7 @@ static void check_vocab(Checker *ck, const TfStmt *s) {
                 bad |= ((unsigned char)*t <= 0x20 && (i < n_in || *t != ' ')) || *t == 0x7f;
         }
         if (bad && i >= n_in) {
-            diag_error(ck->diag, s->vocab_locs[i], "token '%s' holds a control character", text);
+            diag_error(ck->diag, s->vocab_locs[i], "an output-only token holds a control character");
             ok = 0;
         } else if (bad) {
             diag_error(ck->diag, s->vocab_locs[i],
@@ -324,7 +324,9 @@ static void check_vocab(Checker *ck, const TfStmt *s) {
                        "words cannot hold",
                        text);
             diag_hint(ck->diag, "a vocabulary with tokens of several characters is typed as "
-                                "words separated by spaces");
+                                "words separated by spaces; a token only outputs print may hold "
+                                "them: `vocab [...] output [\"%s\"]`",
+                      text);
             ok = 0;
         }
         at[ir->n_vocab] = i;

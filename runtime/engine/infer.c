@@ -30,6 +30,7 @@
  * sequences, L the model's max_len, d d_model, nk/nv kept key/value rows.
  */
 #include "infer.h"
+#include "utf8.h"
 
 #include <float.h>
 #include <math.h>
@@ -1648,6 +1649,12 @@ static int tokenize_words(const TfModel *m, const char *text, int len, int *ids,
         while (i < len && !strchr(" \t\r\n", text[i])) i++;
         const char *w = text + start;
         size_t wl = (size_t)(i - start);
+        size_t bad = tf_utf8_bad(w, wl);
+        if (bad < wl) { // tokens are UTF-8 text: say so, not "did you mean"
+            tf_error_set(err, "word %d holds the byte 0x%02x, which is not valid UTF-8", n + 1,
+                         (unsigned char)w[bad]);
+            return -1;
+        }
         int id = model_token_id(m, w, wl);
         if (id < 0) {
             int near = model_token_near(m, w, wl);
