@@ -776,6 +776,12 @@ expect "tfinfo names the output-only tokens" 0 \
     "~vocabulary: 8 tokens (4 output-only, 4..7: outputs print them, no prompt holds them)" "" \
     -- "$TF_BUILD_DIR/tfinfo" "$TR"
 expect "tfinfo quotes a token with a space" 0 "~13:'not spam'" "" -- "$TF_BUILD_DIR/tfinfo" "$OO"
+"$TFRUN" "$TR" --trace "^ 2 1" >"$tmp/trace_oo.txt" &&
+    grep -q '^step 0: 3 positions "^ 2 1" -> every position "^ decreasing None"$' "$tmp/trace_oo.txt" &&
+    grep -q "^    output  *-  *decreasing  *None$" "$tmp/trace_oo.txt"
+ok $? "--trace reads output-only tokens ($(head -1 "$tmp/trace_oo.txt"))"
+"$TFRUN" "$OO" --report "$tmp/spam.html" "^ J now" >/dev/null && grep -q "not spam" "$tmp/spam.html"
+ok $? "--report shows an output-only token with a space"
 EM=$tmp/emoji.tfw
 expect "tfc compiles UTF-8 tokens" 0 "" "" -- "$TFC" "$SRC/bench/tracrbench/case_36_emoji_sentiment.tfp" -o "$EM"
 expect "emoji in, words out" 0 $'^ \xf0\x9f\x98\x8a \xf0\x9f\x93\x98\tpositive neutral' "" \
