@@ -199,6 +199,13 @@ static void unknown_token(Checker *ck, TfLoc loc, int code) {
     check_unknown_token(ck->diag, ck->ir, loc, code);
 }
 
+/* A token only outputs print where a prompt's token is needed. */
+static void output_only_token(Checker *ck, TfLoc loc, int code, const char *what) {
+    char buf[8];
+    diag_error(ck->diag, loc, "%s must be a token a prompt can hold, not the output-only token '%s'",
+               what, ast_token_text(ck->ir->words, code, '\'', buf));
+}
+
 void check_hint_reg(TfDiag *diag, const TfIr *ir, const char *name) {
     int best = -1, best_d = 3;
     for (int i = 0; i < ir->n_regs; i++) {
@@ -273,9 +280,16 @@ static void check_vocab(Checker *ck, const TfStmt *s) {
         return;
     }
     for (int i = 0; i < s->vocab_len; i++) ir->named |= s->vocab_codes[i] >= TF_TOKEN_WORD;
+    ir->list_vocab = s->vocab_list;
     int ok = 1, at[256]; /* the list entry of ir->vocab[j] */
+    int n_in = s->vocab_len - s->vocab_n_out;
+    if (n_in == 0) {
+        diag_error(ck->diag, s->loc, "the vocabulary has no token a prompt can hold");
+        return;
+    }
     for (int i = 0; i < s->vocab_len; i++) {
         int c = s->vocab_codes[i];
+        if (i == n_in) ir->n_input = ir->n_vocab;
         char buf[8];
         const char *text = ast_token_text(ir->words, c, '\'', buf);
         if (c == '\0') {
@@ -293,23 +307,32 @@ static void check_vocab(Checker *ck, const TfStmt *s) {
         }
         // A vocabulary of words is typed as words apart: no blank or control
         // character in a token, and none too long to print.
+        // An output-only token is never typed: it may hold a space ("not
+        // spam"), printed as it is.
         int bad = 0;
         if (ir->named) {
             const char *t = c >= TF_TOKEN_WORD ? ir->words[c - TF_TOKEN_WORD] : (char[]){(char)c, 0};
-            for (; *t; t++) bad |= (unsigned char)*t <= 0x20 || *t == 0x7f;
+            for (; *t; t++)
+                bad |= ((unsigned char)*t <= 0x20 && (i < n_in || *t != ' ')) || *t == 0x7f;
         }
-        if (bad) {
+        if (bad && i >= n_in) {
+            diag_error(ck->diag, s->vocab_locs[i], "an output-only token holds a control character");
+            ok = 0;
+        } else if (bad) {
             diag_error(ck->diag, s->vocab_locs[i],
                        "token '%s' holds a space or a control character, which a prompt of "
                        "words cannot hold",
                        text);
             diag_hint(ck->diag, "a vocabulary with tokens of several characters is typed as "
-                                "words separated by spaces");
+                                "words separated by spaces; a token only outputs print may hold "
+                                "them: `vocab [...] output [\"%s\"]`",
+                      text);
             ok = 0;
         }
         at[ir->n_vocab] = i;
         ir->vocab[ir->n_vocab++] = c; /* kept so that a repeat is found */
     }
+    if (n_in == s->vocab_len) ir->n_input = ir->n_vocab;
     ck->have_vocab = ok;
 }
 
@@ -361,6 +384,8 @@ static void collect_declarations(Checker *ck, const TfProgram *prog) {
             if (ck->have_vocab) {
                 ck->ir->bos = find_tok(ck->ir, s->ch);
                 if (ck->ir->bos < 0) unknown_token(ck, s->ch_loc, s->ch);
+                else if (ck->ir->bos >= ck->ir->n_input)
+                    output_only_token(ck, s->ch_loc, s->ch, "the BOS");
             }
             break;
         case TF_STMT_MAXLEN:
@@ -396,6 +421,10 @@ static void check_learned(Checker *ck, const TfProgram *prog) {
     if (ir->named) {
         diag_error(ck->diag, ck->vocab_stmt->loc,
                    "a learned model's vocabulary is of characters: its training data is text");
+        diag_note(ck->diag, ck->model_stmt->loc, "the model block is here");
+    } else if (ir->n_input < ir->n_vocab) {
+        diag_error(ck->diag, ck->vocab_stmt->loc,
+                   "a learned model has no output-only tokens: what it generates it reads back");
         diag_note(ck->diag, ck->model_stmt->loc, "the model block is here");
     }
     if (ck->output_stmt) {
@@ -456,6 +485,14 @@ static void check_output_and_generate(Checker *ck) {
             ir->stop_token = find_tok(ir, g->ch);
             if (ir->stop_token < 0) unknown_token(ck, g->ch_loc, g->ch);
         }
+    }
+    // A generated token is read back as input: output-only tokens belong
+    // to programs read at every position.
+    if (ck->output_stmt && !ir->every_position && ck->have_vocab && ir->n_input < ir->n_vocab) {
+        diag_error(ck->diag, ck->vocab_stmt->loc,
+                   "output-only tokens need a program read at every position: a generated "
+                   "token is read back as input");
+        diag_note(ck->diag, ck->output_stmt->loc, "the output is generated here");
     }
 }
 
@@ -688,6 +725,7 @@ TfIr *check_program(const TfProgram *prog, TfDiag *diag) {
     ir->output_reg = -1;
     ir->bos = ir->stop_token = ir->indices_reg = -1;
     ir->words = (const char *const *)prog->words;
+    ir->n_words = prog->n_words;
     Checker ck = {.diag = diag, .ir = ir};
     TfLoc none = {0, 0, 0, 0};
     add_reg(&ck, "tokens", TF_REG_TOKEN, none);

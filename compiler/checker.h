@@ -100,8 +100,15 @@ typedef struct TfIrOp {
 typedef struct TfIr {
     int vocab[256];            /* token i's code (grammar/ast.h, TF_TOKEN_WORD) */
     int n_vocab;
+    int n_input;               /* vocab[0..n_input) are the tokens a prompt can hold (and
+                                  `tokens` one-hot); the rest are output-only tokens, which
+                                  only the output prints: `vocab [...] output [...]` and the
+                                  numbers compiler/values.c adds (docs/language.md) */
+    int list_vocab;            /* declared as a list, `vocab [...]` */
     int named;                 /* some token is a word: prompts are words (check_token_name) */
-    const char *const *words;  /* the program's words (TfProgram.words, borrowed) */
+    const char *const *words;  /* the program's words (TfProgram.words, borrowed; or a copy
+                                  in the arena with the numbers' words appended) */
+    int n_words;
     int period;
     TfIrReg *regs;
     int n_regs;

@@ -508,7 +508,8 @@ static void lower_embeddings(Lowerer *L) {
         free(te.w), free(pe.w), free(un.w);
         return;
     }
-    for (int t = 0; t < V; t++) AT(te, t, toks->offset + t) = 1.0f;
+    // An output-only token's row stays zero: no prompt holds it.
+    for (int t = 0; t < ir->n_input; t++) AT(te, t, toks->offset + t) = 1.0f;
     for (int p = 0; p < P; p++) {
         double a = (double)p * (2.0 * M_PI) / (double)ir->period;
         AT(pe, p, pos->offset) = (float)sin(a);
@@ -522,7 +523,7 @@ static void lower_embeddings(Lowerer *L) {
             if (t >= 0) AT(un, t, out->offset + c) = 1.0f;
         }
     } else if (out->kind == TF_REG_TOKEN) {
-        for (int t = 0; t < V; t++) AT(un, t, out->offset + t) = 1.0f;
+        for (int t = 0; t < ir->n_input; t++) AT(un, t, out->offset + t) = 1.0f;
     }
     L->m->tok_embed = lower_emit(L, TF_TENSOR_TOKEN_EMBED, te);
     L->m->pos_embed = lower_emit(L, TF_TENSOR_POS_EMBED, pe);
@@ -587,7 +588,7 @@ TfModel *lower_program(const TfIr *ir, int opt_level, TfError *err) {
     const char *names[256];
     char one[256][2];
     for (int t = 0; t < ir->n_vocab; t++) names[t] = check_token_name(ir, t, one[t]);
-    if (model_set_vocab(m, names, ir->n_vocab, err) < 0) {
+    if (model_set_vocab(m, names, ir->n_vocab, ir->n_vocab - ir->n_input, err) < 0) {
         model_free(m);
         return NULL;
     }

@@ -258,7 +258,7 @@ static void counterexample(const TfModel *m, const TfProof *P) {
     int *idx = malloc((size_t)m->max_len * sizeof(int));
     X.ref = malloc((size_t)m->max_len * sizeof(int));
     X.refnum = malloc((size_t)m->max_len * sizeof(double));
-    for (int t = 0; t < m->n_vocab; t++)
+    for (int t = 0; t < m->n_vocab - m->n_output_only; t++) // the tokens a prompt holds
         if (t != m->bos) alph[na++] = t;
     int found = 0;
     int ran = X.R && X.inf && toks && idx && X.ref && X.refnum && na && m->bos >= 0;

@@ -57,7 +57,10 @@ int va_is_categorical(const TfIr *ir, int r) {
 
 int values_column(const TfIr *ir, int r, TfVal v) {
     const TfIrReg *R = &ir->regs[r];
-    if (R->kind == TF_REG_TOKEN) return v.kind == TF_VAL_TOKEN ? find_tok(ir, (int)v.x) : -1;
+    if (R->kind == TF_REG_TOKEN) {
+        int t = v.kind == TF_VAL_TOKEN ? find_tok(ir, (int)v.x) : -1;
+        return t < ir->n_input ? t : -1; // an output-only token has no column
+    }
     if (R->kind != TF_REG_CATEGORICAL) return -1;
     const TfRegFacts *g = &ir->regs[r].facts;
     int lo = 0, hi = g->n_vals - 1;
@@ -389,7 +392,7 @@ static void builtin_values(Va *G) {
         if (r == TF_IR_REG_TOKENS || ir->regs[r].kind == TF_REG_TOKEN) {
             TfVal v[256];
             int n = 0;
-            for (int t = 0; t < ir->n_vocab; t++) {
+            for (int t = 0; t < ir->n_input; t++) {
                 if (r == TF_IR_REG_TOKENS && t == ir->bos) continue;
                 v[n].kind = TF_VAL_TOKEN;
                 v[n++].x = ir->vocab[t];
@@ -451,7 +454,7 @@ static void layout(TfIr *ir) {
     int offset = 0;
     for (int i = 0; i < ir->n_regs; i++) {
         TfIrReg *r = &ir->regs[i];
-        r->size = r->kind == TF_REG_TOKEN         ? ir->n_vocab
+        r->size = r->kind == TF_REG_TOKEN         ? ir->n_input
                   : r->kind == TF_REG_POSITION    ? 2
                   : r->kind == TF_REG_CATEGORICAL ? r->facts.n_vals
                                                   : 1;
@@ -459,6 +462,31 @@ static void layout(TfIr *ir) {
         offset += r->size;
     }
     ir->d_model = offset;
+}
+
+/* A number the output can hold and no token spells becomes an output-only
+ * token spelling it (its label: 11, -1, 0.5), in a list vocabulary read at
+ * every position (docs/language.md, "Output-only tokens"). Returns the
+ * token, or -1 (not such a program, 256 tokens already, out of memory). */
+static int add_number_token(Va *G, TfVal v) {
+    TfIr *ir = G->ir;
+    if (!ir->list_vocab || !ir->every_position || !val_is_num(v) || ir->n_vocab >= 256) return -1;
+    char lab[64];
+    val_label(ir, v, lab, sizeof lab);
+    int w = 0;
+    while (w < ir->n_words && strcmp(ir->words[w], lab) != 0) w++;
+    if (w == ir->n_words) { // a word of its own, in a copy of the words
+        const char **words = va_alloc(G, (size_t)(ir->n_words + 1) * sizeof *words);
+        char *text = va_strdup(G, lab);
+        if (!words || !text) return -1;
+        memcpy(words, ir->words, (size_t)ir->n_words * sizeof *words);
+        words[ir->n_words] = text;
+        ir->words = words;
+        ir->n_words++;
+    }
+    ir->vocab[ir->n_vocab] = TF_TOKEN_WORD + w;
+    ir->named = 1;
+    return ir->n_vocab++;
 }
 
 /* The output register must print as tokens, exactly (or, a number read at
@@ -498,7 +526,7 @@ static void check_output(Va *G) {
         return;
     }
     for (int i = 0; i < g->n_vals; i++) {
-        if (values_token_of(ir, g->vals[i]) < 0) {
+        if (values_token_of(ir, g->vals[i]) < 0 && add_number_token(G, g->vals[i]) < 0) {
             char lab[64];
             val_label(ir, g->vals[i], lab, sizeof lab);
             diag_error(G->diag, ir->output_loc,
@@ -508,12 +536,18 @@ static void check_output(Va *G) {
             if (val_is_num(g->vals[i]))
                 diag_hint(G->diag,
                           "an output's number is printed as the token that spells it: add "
-                          "'%s' to the vocabulary%s%s%s",
-                          lab, ir->every_position ? ", or declare '" : "",
+                          "'%s' to the vocabulary%s%s%s%s",
+                          lab, ir->every_position && !ir->list_vocab
+                                   ? " (a listed vocabulary, `vocab [...]`, adds it as an "
+                                     "output-only token)"
+                                   : "",
+                          ir->every_position ? ", or declare '" : "",
                           ir->every_position ? name : "",
                           ir->every_position ? "' `num` to print numbers" : "");
             else
-                diag_hint(G->diag, "add %s to the vocabulary", lab);
+                diag_hint(G->diag, "add %s to the vocabulary%s", lab,
+                          ir->every_position ? " (an output-only token: `vocab [...] output [...]`)"
+                                             : "");
             return;
         }
     }

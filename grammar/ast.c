@@ -233,20 +233,29 @@ static void dump_stmts(FILE *f, const char *const *W, const TfStmt *s, int depth
         fprintf(f, "%*s", 2 * depth, "");
         switch (s->kind) {
         case TF_STMT_VOCAB:
+        {
+            int n_in = s->vocab_len - s->vocab_n_out;
             if (s->vocab_list) {
                 fputs("vocab [", f);
-                for (int i = 0; i < s->vocab_len; i++) {
+                for (int i = 0; i < n_in; i++) {
                     char buf[8];
                     fprintf(f, "%s\"%s\"", i ? ", " : "",
                             ast_token_text(W, s->vocab_codes[i], '"', buf));
                 }
-                fputs("]\n", f);
-                break;
+                fputs("]", f);
+            } else {
+                fputs("vocab \"", f);
+                for (int i = 0; i < n_in; i++) dump_char(f, s->vocab_codes[i], '"');
+                fputs("\"", f);
             }
-            fputs("vocab \"", f);
-            for (int i = 0; i < s->vocab_len; i++) dump_char(f, s->vocab_codes[i], '"');
-            fputs("\"\n", f);
+            for (int i = n_in; i < s->vocab_len; i++) {
+                char buf[8];
+                fprintf(f, "%s\"%s\"", i > n_in ? ", " : " output [",
+                        ast_token_text(W, s->vocab_codes[i], '"', buf));
+            }
+            fputs(s->vocab_n_out ? "]\n" : "\n", f);
             break;
+        }
         case TF_STMT_PERIOD: fprintf(f, "period %ld\n", s->value); break;
         case TF_STMT_GENERATE:
             fprintf(f, "generate %ld", s->value);

@@ -143,11 +143,14 @@ struct TfStmt {
     /* VOCAB: the tokens as codes (TF_TOKEN_WORD), in order, and the location
      * of each: `vocab "ab\n"` gives one per byte (escapes resolved, the
      * location of the character or escape), `vocab ["^", "the"]` one per
-     * string. vocab_list: 1 for the list form. */
+     * string. vocab_list: 1 for the list form. The last vocab_n_out of them
+     * are output-only tokens (`vocab [...] output ["None"]`): outputs print
+     * them, prompts cannot hold them. */
     int *vocab_codes;
     int vocab_len;
     TfLoc *vocab_locs;
     int vocab_list;
+    int vocab_n_out;
 
     /* PERIOD, GENERATE, REPEAT, MAXLEN: the integer and where it was
      * written (GENERATE: 0 when only `until` is given). BOS, and GENERATE

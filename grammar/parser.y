@@ -75,6 +75,7 @@ static int entries_add(TfEntryList *l, TfTableEntry e);
 static void free_entries(TfEntryList *l);
 static int string_token(TfParseCtx *ctx, TfLexString *s, TfLoc loc);
 static int codes_add(TfCodeList *l, int code, TfLoc loc);
+static int vocab_append(int **codes, TfLoc **locs, int *n, TfCodeList *more);
 #define NEW_EXPR(var, kind, loc) \
     do { if (!((var) = new_expr((kind), (loc)))) YYNOMEM; } while (0)
 #define NEW_STMT(var, kind, loc) \
@@ -148,7 +149,7 @@ static int codes_add(TfCodeList *l, int code, TfLoc loc);
 %type <entry> entry
 %type <names> input_names
 %type <num> token_lit
-%type <codes> token_list
+%type <codes> token_list vocab_outputs
 
 %right '?' ':'
 %left "or"
@@ -194,24 +195,36 @@ items
     ;
 
 item
-    : "vocab" STRING ';' {
+    : "vocab" STRING vocab_outputs ';' {
         NEW_STMT($$, TF_STMT_VOCAB, @$);
         $$->vocab_len = $2->len;
         $$->vocab_locs = $2->locs;
         $$->vocab_codes = malloc((size_t)($2->len > 0 ? $2->len : 1) * sizeof(int));
-        for (int i = 0; $$->vocab_codes && i < $2->len; i++)
+        int ascii = 1;
+        for (int i = 0; $$->vocab_codes && i < $2->len; i++) {
             $$->vocab_codes[i] = (unsigned char)$2->bytes[i];
+            if (($2->bytes[i] & 0x80) && ascii) {
+                ascii = 0;
+                diag_error(ctx->diag, $2->locs[i],
+                           "a vocabulary string is one token a byte, ASCII only");
+                diag_hint(ctx->diag, "list a token of several bytes: vocab [\"^\", \"a\", ...]");
+            }
+        }
         free($2->bytes);
         free($2);
         if (!$$->vocab_codes) YYNOMEM;
+        $$->vocab_n_out = $3.n;
+        if (vocab_append(&$$->vocab_codes, &$$->vocab_locs, &$$->vocab_len, &$3) < 0) YYNOMEM;
     }
-    | "vocab" '[' token_list ']' ';' {
+    | "vocab" '[' token_list ']' vocab_outputs ';' {
         NEW_STMT($$, TF_STMT_VOCAB, @$);
         $$->vocab_codes = $3.v;
         $$->vocab_locs = $3.locs;
         $$->vocab_len = $3.n;
         $$->vocab_list = 1;
         $3 = (TfCodeList){NULL, NULL, 0};
+        $$->vocab_n_out = $5.n;
+        if (vocab_append(&$$->vocab_codes, &$$->vocab_locs, &$$->vocab_len, &$5) < 0) YYNOMEM;
     }
     | "period" INT ';' {
         NEW_STMT($$, TF_STMT_PERIOD, @$);
@@ -631,6 +644,12 @@ token_list
     }
     ;
 
+/* The tokens only outputs print: `vocab [...] output ["None", "not spam"]`. */
+vocab_outputs
+    : %empty                        { $$ = (TfCodeList){NULL, NULL, 0}; }
+    | "output" '[' token_list ']'   { $$ = $3; $3 = (TfCodeList){NULL, NULL, 0}; }
+    ;
+
 dest_opt
     : %empty                        { $$ = make_name(NULL, @$); }
     | "->" IDENT                    { $$ = make_name($2, @2); }
@@ -843,6 +862,24 @@ static int codes_add(TfCodeList *l, int code, TfLoc loc) {
     }
     l->v[l->n] = code;
     l->locs[l->n++] = loc;
+    return 0;
+}
+
+/* Appends more's codes and locations to a vocabulary's (more is emptied). */
+static int vocab_append(int **codes, TfLoc **locs, int *n, TfCodeList *more) {
+    if (more->n == 0) return 0;
+    int *v = realloc(*codes, (size_t)(*n + more->n) * sizeof *v);
+    if (!v) return -1;
+    *codes = v;
+    TfLoc *l = realloc(*locs, (size_t)(*n + more->n) * sizeof *l);
+    if (!l) return -1;
+    *locs = l;
+    memcpy(v + *n, more->v, (size_t)more->n * sizeof *v);
+    memcpy(l + *n, more->locs, (size_t)more->n * sizeof *l);
+    *n += more->n;
+    free(more->v);
+    free(more->locs);
+    *more = (TfCodeList){NULL, NULL, 0};
     return 0;
 }
 

@@ -745,6 +745,51 @@ expect "generation stops at the word \"end\"" 0 "^ sat" "" -- "$TFRUN" "$tmp/gen
 expect "the BOS named" 1 "" "tfrun: prompt: the input must start with the beginning-of-sequence token '^'" \
     -- "$TFRUN" "$tmp/gen_words.tfw" "the"
 
+# Output-only tokens (docs/language.md, Vocabulary): printed, never read; a
+# space in one printed as it is; UTF-8 tokens (emoji) in and out.
+OO=$tmp/spam.tfw
+expect "tfc compiles output-only tokens" 0 "" "" -- "$TFC" "$SRC/bench/tracrbench/case_20_spam_detector.tfp" -o "$OO"
+expect "an output-only token with a space, printed as it is" 0 $'^ J now spam\tnot spam spam not spam' "" \
+    -- "$TFRUN" "$OO" "^ J now spam"
+expect "a prompt holding an output-only token: one line" 1 "" \
+    "tfrun: prompt: word 2 'not' is not in the vocabulary; did you mean 'no'?" -- "$TFRUN" "$OO" "^ not spam"
+printf 'vocab "^ab" output ["c"];\nbos "^";\nmaxlen 6;\ncat x;\nx: Map(tokens == "a" ? "c" : tokens) -> x;\noutput x at every position;\n' >"$tmp/chars_out.tfp"
+expect "output-only characters" 0 "" "" -- "$TFC" "$tmp/chars_out.tfp" -o "$tmp/chars_out.tfw"
+expect "an output-only character printed" 0 $'^abba\tcbbc' "" -- "$TFRUN" "$tmp/chars_out.tfw" "^abba"
+expect "an output-only character in a prompt" 1 "" \
+    "tfrun: prompt: character 'c' at index 2 is an output-only token: outputs print it, no prompt holds it" \
+    -- "$TFRUN" "$tmp/chars_out.tfw" "^acb"
+[ "$(wc -l <"$tmp/stderr")" -eq 1 ]
+ok $? "the output-only token's error is one line"
+TR=$tmp/trend.tfw
+expect "numbers and words beside the vocabulary" 0 "" "" -- "$TFC" "$SRC/bench/tracrbench/case_13_trend_analysis.tfp" -o "$TR"
+expect "an output-only word in a prompt" 1 "" \
+    "tfrun: prompt: word 3 'None' is an output-only token: outputs print it, no prompt holds it" \
+    -- "$TFRUN" "$TR" "^ 1 None"
+printf '^ 1 2 2 0\n^ 1 increasing\n' >"$tmp/trend_batch.txt"
+expect "--batch: an output-only token in one prompt fails that line" 1 \
+    $'^ 1 2 2 0\tincreasing constant decreasing None' "output-only token" \
+    -- "$TFRUN" "$TR" --batch "$tmp/trend_batch.txt"
+printf '^ 1 2 2 0\tincreasing constant decreasing None\n^ 2 1\tdecreasing None\n' >"$tmp/trend_check.tsv"
+expect "--check compares output-only words" 0 "~2 passed, 0 failed" "" -- "$TFRUN" "$TR" --check "$tmp/trend_check.tsv" --threads 1
+expect "tfinfo names the output-only tokens" 0 \
+    "~vocabulary: 8 tokens (4 output-only, 4..7: outputs print them, no prompt holds them)" "" \
+    -- "$TF_BUILD_DIR/tfinfo" "$TR"
+expect "tfinfo quotes a token with a space" 0 "~13:'not spam'" "" -- "$TF_BUILD_DIR/tfinfo" "$OO"
+"$TFRUN" "$TR" --trace "^ 2 1" >"$tmp/trace_oo.txt" &&
+    grep -q '^step 0: 3 positions "^ 2 1" -> every position "^ decreasing None"$' "$tmp/trace_oo.txt" &&
+    grep -q "^    output  *-  *decreasing  *None$" "$tmp/trace_oo.txt"
+ok $? "--trace reads output-only tokens ($(head -1 "$tmp/trace_oo.txt"))"
+"$TFRUN" "$OO" --report "$tmp/spam.html" "^ J now" >/dev/null && grep -q "not spam" "$tmp/spam.html"
+ok $? "--report shows an output-only token with a space"
+EM=$tmp/emoji.tfw
+expect "tfc compiles UTF-8 tokens" 0 "" "" -- "$TFC" "$SRC/bench/tracrbench/case_36_emoji_sentiment.tfp" -o "$EM"
+expect "emoji in, words out" 0 $'^ \xf0\x9f\x98\x8a \xf0\x9f\x93\x98\tpositive neutral' "" \
+    -- "$TFRUN" "$EM" $'^ \xf0\x9f\x98\x8a \xf0\x9f\x93\x98'
+expect "a prompt word that is not UTF-8" 1 "" "tfrun: prompt: word 2 holds the byte 0xf0, which is not valid UTF-8" \
+    -- "$TFRUN" "$EM" $'^ \xf0\x9f'
+expect "tfinfo lists the emoji" 0 $'~1:\xf0\x9f\x93\x98 2:\xf0\x9f\x98\x8a' "" -- "$TF_BUILD_DIR/tfinfo" "$EM"
+
 # Errors writing standard output.
 if [ -w /dev/full ]; then
     expect "tfc -v to a full disk" 3 "" "tfc: error writing standard output: No space left on device" \

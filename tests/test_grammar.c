@@ -167,6 +167,37 @@ START_TEST(test_vocab_list_and_words) {
 }
 END_TEST
 
+START_TEST(test_vocab_output_only_and_utf8) {
+    // Output-only tokens follow the input ones; UTF-8 bytes are copied, located at the
+    // character's first byte.
+    Parsed p = parse("vocab [\"^\", \"\xf0\x9f\x98\x8a\"] output [\"None\", \"not spam\"];\n"
+                     "vocab \"ab\" output [\"c\"];");
+    ck_assert_msg(p.n_errors == 0, "%s", p.diags);
+    const TfStmt *s = p.prog->stmts;
+    ck_assert_int_eq(s->vocab_len, 4);
+    ck_assert_int_eq(s->vocab_n_out, 2);
+    ck_assert_str_eq(p.prog->words[0], "\xf0\x9f\x98\x8a");
+    ck_assert_str_eq(p.prog->words[2], "not spam");
+    ck_assert_int_eq(s->vocab_locs[2].col, 29);
+    ck_assert_int_eq(s->next->vocab_len, 3);
+    ck_assert_int_eq(s->next->vocab_n_out, 1);
+    ck_assert_int_eq(s->next->vocab_codes[2], 'c');
+    char *d = dump(p.prog);
+    ck_assert_str_eq(d, "vocab [\"^\", \"\xf0\x9f\x98\x8a\"] output [\"None\", \"not spam\"]\n"
+                        "vocab \"ab\" output [\"c\"]\n");
+    free(d);
+    parsed_free(&p);
+    // Bytes that are not UTF-8: one error a literal, at the first.
+    p = parse("vocab [\"^\", \"a\x80\x80\", \"\xe0\x80\xaf\"];");
+    ck_assert_int_eq(p.n_errors, 2);
+    ck_assert_msg(strstr(p.diags, "1:15: error: byte 0x80 is not valid UTF-8 in a literal") != NULL,
+                  "%s", p.diags);
+    ck_assert_msg(strstr(p.diags, "1:21: error: byte 0xe0 is not valid UTF-8 in a literal") != NULL,
+                  "%s", p.diags);
+    parsed_free(&p);
+}
+END_TEST
+
 START_TEST(test_locations) {
     Parsed p = parse("# comment\n"
                      "  lbl: Op(left_pos + 12) -> dst ;\n"
@@ -357,6 +388,7 @@ int main(void) {
     tcase_add_test(tc, test_escapes_in_vocab);
     tcase_add_test(tc, test_power_precedence);
     tcase_add_test(tc, test_vocab_list_and_words);
+    tcase_add_test(tc, test_vocab_output_only_and_utf8);
     tcase_add_test(tc, test_locations);
     tcase_add_test(tc, test_nested_repeat);
     tcase_add_test(tc, test_lexical_errors);

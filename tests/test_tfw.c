@@ -734,6 +734,86 @@ START_TEST(test_rejects_bad_general_fields) {
 }
 END_TEST
 
+/* ---- output-only tokens and UTF-8 token names ---------------------------- */
+
+/* general_model with the words "a", "b" and the output-only "not spam". */
+static TfModel *output_only_model(void) {
+    TfModel *m = general_model();
+    TfError err = {""};
+    const char *names[] = {"a", "b", "not spam"};
+    ck_assert_msg(model_set_vocab(m, names, 3, 1, &err) == 0, "%s", err.msg);
+    ck_assert_msg(model_validate(m, &err) == 0, "%s", err.msg);
+    return m;
+}
+
+START_TEST(test_output_only_tokens) {
+    TfModel *m = output_only_model();
+    TfModel *b = round_trip(m);
+    ck_assert_int_eq(b->n_vocab, 3);
+    ck_assert_int_eq(b->n_output_only, 1);
+    ck_assert_str_eq(b->token_names[2], "not spam");
+    model_free(b);
+    model_free(m);
+    // Files without the key have none.
+    m = general_model();
+    b = round_trip(m);
+    ck_assert_int_eq(b->n_output_only, 0);
+    model_free(b);
+    model_free(m);
+
+    TfError err = {""};
+    m = general_model();
+    const char *spaced[] = {"a", "not spam", "c"};
+    ck_assert_int_eq(model_set_vocab(m, spaced, 3, 1, &err), -1); /* typed: no space */
+    ck_assert_str_eq(err.msg, "vocabulary entry 1 'not spam' is not a token of a vocabulary of "
+                              "words (1 to 32 bytes of UTF-8, no space or control character)");
+    const char *tab[] = {"a", "b", "no\tspam"};
+    ck_assert_int_eq(model_set_vocab(m, tab, 3, 1, &err), -1);
+    ck_assert_str_eq(err.msg, "vocabulary entry 2 'no\tspam' is not a token of a vocabulary of "
+                              "words (1 to 32 bytes of UTF-8, no control character)");
+    const char *all[] = {"a", "b", "c"};
+    ck_assert_int_eq(model_set_vocab(m, all, 3, 3, &err), -1);
+    ck_assert_str_eq(err.msg, "3 output-only tokens of 3: a prompt must be able to hold one");
+    // UTF-8 names, and bytes that are not UTF-8.
+    const char *emoji[] = {"^", "\xf0\x9f\x98\x8a", "\xc3\xa9t\xc3\xa9"};
+    ck_assert_msg(model_set_vocab(m, emoji, 3, 0, &err) == 0, "%s", err.msg);
+    const char *bad[][3] = {{"^", "\xf0\x9f\x98", "x"},  /* truncated */
+                            {"^", "\x98x", "x"},           /* a stray continuation byte */
+                            {"^", "\xc0\xaf", "x"},       /* overlong */
+                            {"^", "\xed\xa0\x80", "x"},  /* a surrogate */
+                            {"^", "\xf4\x90\x80\x80", "x"}}; /* over U+10FFFF */
+    for (int i = 0; i < 5; i++) {
+        ck_assert_int_eq(model_set_vocab(m, bad[i], 3, 0, &err), -1);
+        ck_assert_msg(strstr(err.msg, "vocabulary entry 1") != NULL, "%s", err.msg);
+    }
+    // The BOS is no output-only token; a model that generates has none.
+    ck_assert_msg(model_set_vocab(m, (const char *[]){"a", "b", "c"}, 3, 2, &err) == 0, "%s",
+                  err.msg);
+    ck_assert_int_eq(model_validate(m, &err), -1);
+    ck_assert_str_eq(err.msg, "the beginning-of-sequence token 1 is an output-only token");
+    ck_assert_msg(model_set_vocab(m, (const char *[]){"a", "b", "c"}, 3, 1, &err) == 0, "%s",
+                  err.msg);
+    m->every_position = 0;
+    ck_assert_int_eq(model_validate(m, &err), -1);
+    ck_assert_str_eq(err.msg, "1 output-only tokens in a model not read at every position (a "
+                              "generated token is read back as input)");
+    model_free(m);
+
+    expect_model_rejected(output_only_model, "output_only_tokens", "3",
+                          "__metadata__.output_only_tokens is '3', not an integer between 0 and 2");
+    expect_model_rejected(output_only_model, "output_only_tokens", "-1", "not an integer");
+    expect_model_rejected(output_only_model, "output_only_tokens", "0",
+                          "vocabulary entry 2 'not spam' is not a token of a vocabulary of words");
+    expect_model_rejected(output_only_model, "output_only_tokens", "2",
+                          "the beginning-of-sequence token 1 is an output-only token");
+    expect_model_rejected(output_only_model, "output_mode", NULL,
+                          "1 output-only tokens in a model not read at every position");
+    // (the header's JSON is checked for UTF-8 before the vocabulary is read)
+    expect_model_rejected(output_only_model, "vocab", "[\"a\",\"b\",\"\xff\"]",
+                          "header is not valid JSON: invalid UTF-8");
+}
+END_TEST
+
 /* ---- how the file was made, and tensor names ------------------------------ */
 
 START_TEST(test_round_trip_made_by_and_learned) {
@@ -1419,6 +1499,7 @@ int main(void) {
     tcase_add_test(tc, test_round_trip_general_fields);
     tcase_add_test(tc, test_validate_general_fields);
     tcase_add_test(tc, test_rejects_bad_general_fields);
+    tcase_add_test(tc, test_output_only_tokens);
     tcase_add_test(tc, test_round_trip_made_by_and_learned);
     tcase_add_test(tc, test_write_tensors_drops_the_rest);
     tcase_add_test(tc, test_tensor_names_carry_the_layer);

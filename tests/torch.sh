@@ -63,6 +63,29 @@ check "PyTorch prints the seed's demo line (got '$out')" $?
 [ $? -eq 1 ] && grep -q "vocabulary" "$tmp/err"
 check "PyTorch rejects a token outside the vocabulary" $?
 
+# Output-only tokens (a space in one: case 20 of TracrBench) and UTF-8 tokens
+# (case 36): PyTorch prints what tfrun prints, and refuses the same prompts.
+O=$tmp/output_only
+mkdir -p "$O"
+"$TFC" "$SRC/bench/tracrbench/case_20_spam_detector.tfp" -o "$O/spam.tfw" &&
+    "$TFC" "$SRC/bench/tracrbench/case_36_emoji_sentiment.tfp" -o "$O/emoji.tfw" &&
+    "$TFC" "$SRC/bench/tracrbench/case_117_sum_of_last_two.tfp" -o "$O/sum.tfw"
+check "tfc: output-only tokens and emoji" $?
+printf '^ J now spam\n^ offer click b\n^ no\n' >"$O/spam.txt"
+printf '^ \xf0\x9f\x98\x8a \xf0\x9f\x93\x98\n^ \xf0\x9f\x98\xa2\n' >"$O/emoji.txt"
+printf '^ 10 10\n^ 3\n^ 9 8 7\n' >"$O/sum.txt"
+for f in spam emoji sum; do
+    "$TFRUN" "$O/$f.tfw" --batch "$O/$f.txt" >"$O/$f.tfrun" &&
+        "$PY" "$SRC/tools/tfw_torch.py" "$O/$f.tfw" --batch "$O/$f.txt" >"$O/$f.torch" &&
+        cmp -s "$O/$f.tfrun" "$O/$f.torch"
+    check "$f: tfrun and PyTorch print identical lines ($(head -1 "$O/$f.torch"))" $?
+done
+grep -qxF "$(printf '^ 10 10\t20 20')" "$O/sum.torch"
+check "PyTorch prints the output-only number 20" $?
+"$PY" "$SRC/tools/tfw_torch.py" "$O/sum.tfw" "^ 3 None" >/dev/null 2>"$tmp/err"
+[ $? -eq 1 ] && grep -q "word 3 'None' is an output-only token" "$tmp/err"
+check "PyTorch rejects an output-only token in a prompt" $?
+
 # The general language's runtime features (tests/mkgeneral.c): every-position
 # output with a bos and a bidirectional attention layer, and a stop token.
 G=$tmp/general

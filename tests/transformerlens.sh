@@ -34,6 +34,14 @@ check "words (a vocabulary of words: prompts typed apart) in TransformerLens's l
     "$PY" -c 'import sys, torch
 assert torch.load(sys.argv[1])["vocab"][:8] == ["^", "the", "cat", "sat", "on", "mat", "10", "-1"]' "$tmp/words.pt"
 check "the conversion lists the token names (vocab)" $?
+"$TFC" "$SRC/bench/tracrbench/case_13_trend_analysis.tfp" -o "$tmp/trend.tfw" &&
+    "$PY" "$SRC/tests/tl_check.py" "$tmp/trend.tfw" 1e-5 "^ 1 2 2 0" "^ 2 1 0 0 1" &&
+    "$PY" "$SRC/tools/tfw_to_transformerlens.py" "$tmp/trend.tfw" "$tmp/trend.pt" >/dev/null &&
+    "$PY" -c 'import sys, torch
+d = torch.load(sys.argv[1])
+assert d["vocab"] == ["^", "0", "1", "2", "None", "increasing", "decreasing", "constant"], d["vocab"]
+assert d["input_vocab"] == 4 and d["cfg"]["d_vocab_out"] == 8, (d["input_vocab"], d["cfg"])' "$tmp/trend.pt"
+check "output-only tokens in TransformerLens's layout (input_vocab 4 of 8 tokens)" $?
 "$PY" "$SRC/tests/tl_check.py" "$tmp/binary_add.tfw" 1e-5 "011+001=" "111+111="
 check "trained binary_add in TransformerLens's layout" $?
 "$PY" "$SRC/tests/tl_check.py" "$tmp/secret_code.tfw" 1e-5 "#2013" "#7"

@@ -3,8 +3,10 @@
 dict and a state dict of the names and shapes HookedTransformer expects.
 
     /usr/bin/python3 tools/tfw_to_transformerlens.py MODEL.tfw OUT.pt
-        writes torch.save({"cfg": cfg, "state_dict": sd, "blocks": blocks, "vocab": names},
-        OUT.pt); vocab lists the tokens' names (characters, or words)
+        writes torch.save({"cfg": cfg, "state_dict": sd, "blocks": blocks, "vocab": names,
+        "input_vocab": n}, OUT.pt); vocab lists the tokens' names (characters, or words), and
+        input_vocab how many of them a prompt can hold (the others are output-only:
+        rows of the unembedding, zero rows of W_E that no prompt reaches)
 
     import tfw_to_transformerlens as t2tl
     cfg, sd, blocks = t2tl.convert(tfw_torch.load("MODEL.tfw"))
@@ -202,8 +204,10 @@ def main():
     except (OSError, ValueError, KeyError, tfw_torch.TfwError, ConvertError) as e:
         print("tfw_to_transformerlens: %s: %s" % (sys.argv[1], e), file=sys.stderr)
         return 1
-    # vocab: token i's name (a character, or a word), as TransformerLens's tokenizer would map it
-    torch.save({"cfg": cfg, "state_dict": sd, "blocks": blocks, "vocab": model.vocab}, sys.argv[2])
+    # vocab: token i's name (a character, or a word), as TransformerLens's tokenizer would map it;
+    # input_vocab: how many of them a prompt can hold (the rest are output-only: logits only)
+    torch.save({"cfg": cfg, "state_dict": sd, "blocks": blocks, "vocab": model.vocab,
+                "input_vocab": model.tf.n_input}, sys.argv[2])
     print("%s: %d blocks (%s), d_model %d, %d heads of %d, d_mlp %s, %s, %s"
           % (sys.argv[2], cfg["n_layers"], json.dumps(blocks), cfg["d_model"], cfg["n_heads"],
              cfg["d_head"], cfg["d_mlp"], cfg["act_fn"], cfg["normalization_type"] or "no norm"))

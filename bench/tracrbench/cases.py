@@ -572,6 +572,47 @@ def _():
     return SequenceMap(lambda x, y: int(x + y), tokens, shifted_sequence)
 
 
+
+@case("case_13_trend_analysis", int_digits(3))
+def _():
+    next_token = shift_by(-1, tokens)
+
+    def second_part_fn(curr, next):
+        if curr < next:
+            return "increasing"
+        elif curr > next:
+            return "decreasing"
+        else:
+            return "constant"
+    return SequenceMap(second_part_fn, tokens, next_token)
+
+
+@case("case_117_sum_of_last_two", INTS)
+def _():
+    length = SelectorWidth(Select(tokens, tokens, Comparison.TRUE))
+    last_idx = Map(lambda x: x - 1, length)
+    second_to_last_idx = Map(lambda x: x - 2, length)
+    last_elt = Aggregate(Select(indices, last_idx, Comparison.EQ), tokens)
+    second_to_last_elt = Aggregate(Select(indices, second_to_last_idx, Comparison.EQ), tokens)
+    return SequenceMap(lambda x, y: x + y, last_elt, second_to_last_elt)
+
+
+@case("case_119_polynomial", int_numbers(max=6), maxlen=5)
+def _(degree=2):
+    aggregator = tokens - tokens
+    first_element_selector = Select(indices, aggregator, Comparison.EQ)
+    base = Aggregate(first_element_selector, tokens)
+
+    def create_elem(i, aggregator):
+        selector = Select(indices, Map(lambda x: i, tokens), Comparison.EQ)
+        weight = Aggregate(selector, tokens, default=None)
+        elem = SequenceMap(lambda x, y: y * (x ** (degree + 1 - i)), base, weight)
+        return SequenceMap(lambda x, y: x + y, aggregator, elem)
+    for i in range(1, degree + 2):
+        aggregator = create_elem(i, aggregator)
+    return aggregator
+
+
 # ---- selections over positions and counts -----------------------------------------------
 
 def make_nary_sequencemap(f, *sops):
@@ -904,3 +945,16 @@ def _():
 
 @case("case_33_token_length_parity", words())
 def _(): return Map(lambda x: len(x) % 2 == 0, tokens)
+
+
+@case("case_20_spam_detector", words() | {"spam", "offer", "click", "now"})
+def _():
+    spam_keywords = {"free", "offer", "click", "now"}
+    keyword_count = Map(lambda x: sum(x == keyword for keyword in spam_keywords), tokens)
+    return Map(lambda x: "spam" if x > 0 else "not spam", keyword_count)
+
+
+@case("case_36_emoji_sentiment", {"\U0001F60A", "\U0001F622", "\U0001F4D8"})  # 😊 😢 📘
+def _():
+    emoji_sentiments = {"\U0001F60A": "positive", "\U0001F622": "negative", "\U0001F4D8": "neutral"}
+    return Map(lambda x: emoji_sentiments.get(x, "neutral"), tokens)

@@ -59,6 +59,19 @@ def size(h):
     return blocks, int(meta["d_model"]), params
 
 
+def split_words(text, names):
+    """A printed output of words as its tokens: words apart, but an output-only token may hold
+    spaces ("not spam"), matched first (the longest name that the words at hand spell)."""
+    words, out, i = text.split(), [], 0
+    longest = max(len(n.split(" ")) for n in names)
+    while i < len(words):
+        k = next((k for k in range(min(longest, len(words) - i), 1, -1)
+                  if " ".join(words[i:i + k]) in names), 1)
+        out.append(" ".join(words[i:i + k]))
+        i += k
+    return out
+
+
 def inputs(vocab, maxlen, n_random, rng, exhaustive=3):
     for n in range(1, exhaustive + 1):
         yield from itertools.product(vocab, repeat=n)
@@ -107,7 +120,8 @@ def check(name, tfc, tfrun, n_random, exhaustive, tmp):
     bound = float(meta.get("output_error_bound", 0))
     # a vocabulary of characters reads and prints its tokens side by side, one of words
     # separated by blanks (docs/language.md, Vocabulary)
-    chars = all(len(t) == 1 for t in json.loads(meta["vocab"]))
+    names = set(json.loads(meta["vocab"]))
+    chars = all(len(t.encode("utf-8")) == 1 for t in names)
     sep = "" if chars else " "
     n_cases, raises, worst = 0, 0, 0.0
     it = inputs(vocab, maxlen, n_random, random.Random(27), exhaustive)
@@ -124,7 +138,8 @@ def check(name, tfc, tfrun, n_random, exhaustive, tmp):
         if not cases:
             break
         prompts = "".join("^" + sep + sep.join(str(t) for t in c) + "\n" for c in cases)
-        r = subprocess.run([tfrun, w, "--batch", "-"], input=prompts, capture_output=True, text=True)
+        r = subprocess.run([tfrun, w, "--batch", "-"], input=prompts, capture_output=True, text=True,
+                           encoding="utf-8")
         if r.returncode != 0:
             return "tfrun: " + (r.stderr.strip().splitlines() or ["?"])[0], 0, 0, 0, None
         lines = r.stdout.splitlines()
@@ -132,7 +147,7 @@ def check(name, tfc, tfrun, n_random, exhaustive, tmp):
             return "tfrun printed %d lines for %d cases" % (len(lines), len(cases)), 0, 0, 0, None
         for case, want, line in zip(cases, wants, lines):
             got = line.split("\t")[1]
-            got = got.split() if numeric or not chars else list(got)
+            got = got.split() if numeric else list(got) if chars else split_words(got, names)
             shown = "^" + sep + sep.join(str(t) for t in case)
             if len(got) != len(want):
                 return "%s: %d outputs for %d tokens" % (shown, len(got), len(want)), 0, 0, 0, None

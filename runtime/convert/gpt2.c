@@ -290,7 +290,7 @@ static int read_vocab(TfModel *m, const char *dir, const TfConvertOptions *opt, 
                                  (unsigned char)names[i][0]);
                 return -1;
             }
-    return model_set_vocab(m, np, n_vocab, err);
+    return model_set_vocab(m, np, n_vocab, 0, err);
 }
 
 /* The settings of a GPT-2 config.json. */

@@ -30,6 +30,7 @@
  * sequences, L the model's max_len, d d_model, nk/nv kept key/value rows.
  */
 #include "infer.h"
+#include "utf8.h"
 
 #include <float.h>
 #include <math.h>
@@ -1648,6 +1649,12 @@ static int tokenize_words(const TfModel *m, const char *text, int len, int *ids,
         while (i < len && !strchr(" \t\r\n", text[i])) i++;
         const char *w = text + start;
         size_t wl = (size_t)(i - start);
+        size_t bad = tf_utf8_bad(w, wl);
+        if (bad < wl) { // tokens are UTF-8 text: say so, not "did you mean"
+            tf_error_set(err, "word %d holds the byte 0x%02x, which is not valid UTF-8", n + 1,
+                         (unsigned char)w[bad]);
+            return -1;
+        }
         int id = model_token_id(m, w, wl);
         if (id < 0) {
             int near = model_token_near(m, w, wl);
@@ -1655,6 +1662,12 @@ static int tokenize_words(const TfModel *m, const char *text, int len, int *ids,
             if (near >= 0) snprintf(hint, sizeof hint, "; did you mean '%s'?", m->token_names[near]);
             tf_error_set(err, "word %d '%.*s' is not in the vocabulary%s", n + 1,
                          wl > 40 ? 40 : (int)wl, w, hint);
+            return -1;
+        }
+        if (id >= m->n_vocab - m->n_output_only) {
+            tf_error_set(err, "word %d '%.*s' is an output-only token: outputs print it, no "
+                              "prompt holds it",
+                         n + 1, wl > 40 ? 40 : (int)wl, w);
             return -1;
         }
         ids[n++] = id;
@@ -1668,7 +1681,7 @@ int infer_tokenize(const TfModel *m, const char *text, int len, int *ids, TfErro
     for (int i = 0; i < m->n_vocab; i++) map[(unsigned char)m->vocab[i]] = i;
     for (int i = 0; i < len; i++) {
         unsigned char c = (unsigned char)text[i];
-        if (map[c] < 0) {
+        if (map[c] < 0 || map[c] >= m->n_vocab - m->n_output_only) {
             char shown[8];
             if (c >= 0x20 && c < 0x7f && c != '\\' && c != '\'')
                 snprintf(shown, sizeof shown, "%c", c);
@@ -1678,7 +1691,12 @@ int infer_tokenize(const TfModel *m, const char *text, int len, int *ids, TfErro
                 snprintf(shown, sizeof shown, "\\t");
             else
                 snprintf(shown, sizeof shown, "\\x%02x", c);
-            tf_error_set(err, "character '%s' at index %d is not in the vocabulary", shown, i);
+            if (map[c] >= 0)
+                tf_error_set(err, "character '%s' at index %d is an output-only token: outputs "
+                                  "print it, no prompt holds it",
+                             shown, i);
+            else
+                tf_error_set(err, "character '%s' at index %d is not in the vocabulary", shown, i);
             return -1;
         }
         ids[i] = map[c];

@@ -2,41 +2,14 @@
  * the extra rules), then cJSON builds the tree, then a walk refuses repeated
  * keys. */
 #include "json.h"
+#include "utf8.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 int tf_utf8_valid(const unsigned char *s, size_t len) {
-    size_t i = 0;
-    while (i < len) {
-        unsigned c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        int n;
-        unsigned lo = 0x80, hi = 0xBF;
-        if (c >= 0xC2 && c <= 0xDF) {
-            n = 1;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            n = 2;
-            if (c == 0xE0) lo = 0xA0;       /* no overlong forms */
-            if (c == 0xED) hi = 0x9F;       /* no surrogates */
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            n = 3;
-            if (c == 0xF0) lo = 0x90;       /* no overlong forms */
-            if (c == 0xF4) hi = 0x8F;       /* nothing above U+10FFFF */
-        } else {
-            return 0;
-        }
-        if (len - i <= (size_t)n) return 0;
-        if (s[i + 1] < lo || s[i + 1] > hi) return 0;
-        for (int k = 2; k <= n; k++)
-            if (s[i + k] < 0x80 || s[i + k] > 0xBF) return 0;
-        i += (size_t)n + 1;
-    }
-    return 1;
+    return tf_utf8_bad((const char *)s, len) == len; // utf8.h: the one UTF-8 check
 }
 
 typedef struct Scan {

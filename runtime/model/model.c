@@ -1,5 +1,6 @@
 /* model.c: building, validating and freeing a TfModel. */
 #include "model.h"
+#include "utf8.h"
 
 #include <assert.h>
 #include <math.h>
@@ -638,7 +639,7 @@ static int validate_registers(const TfModel *m, TfError *err) {
                          r->name);
             return -1;
         }
-        int want = r->kind == TF_REG_TOKEN      ? m->n_vocab
+        int want = r->kind == TF_REG_TOKEN      ? m->n_vocab - m->n_output_only
                    : r->kind == TF_REG_POSITION ? 2
                    : r->kind == TF_REG_SCALAR   ? 1
                                                 : r->size;
@@ -721,6 +722,16 @@ static int validate_output_mode(const TfModel *m, TfError *err) {
     }
     if (m->every_position && m->stop_token >= 0) {
         tf_error_set(err, "a model read at every position generates nothing: it has no stop token");
+        return -1;
+    }
+    if (m->n_output_only > 0 && (!m->every_position || m->output_kind == TF_OUTPUT_CLASSIFY)) {
+        tf_error_set(err, "%d output-only tokens in a model not read at every position (a "
+                          "generated token is read back as input)",
+                     m->n_output_only);
+        return -1;
+    }
+    if (m->bos >= m->n_vocab - m->n_output_only) {
+        tf_error_set(err, "the beginning-of-sequence token %d is an output-only token", m->bos);
         return -1;
     }
     return 0;
@@ -806,18 +817,26 @@ int model_value_text(float v, char *buf) {
     return k;
 }
 
-/* Whether a name can be a token of a vocabulary of words: 1..max bytes, no
- * blank, control character or DEL. */
-static int word_ok(const char *s, size_t len) {
-    if (len < 1 || len > TF_TOKEN_NAME_MAX) return 0;
+/* Whether a name can be a token of a vocabulary of words: 1..max bytes of
+ * UTF-8, no blank, control character or DEL; an output-only token, never
+ * typed, may hold spaces ("not spam"). */
+static int word_ok(const char *s, size_t len, int output_only) {
+    if (len < 1 || len > TF_TOKEN_NAME_MAX || tf_utf8_bad(s, len) != len) return 0;
     for (size_t i = 0; i < len; i++)
-        if ((unsigned char)s[i] <= 0x20 || s[i] == 0x7f) return 0;
+        if (((unsigned char)s[i] <= 0x20 && !(output_only && s[i] == ' ')) || s[i] == 0x7f)
+            return 0;
     return 1;
 }
 
-int model_set_vocab(TfModel *m, const char *const *names, int n, TfError *err) {
+int model_set_vocab(TfModel *m, const char *const *names, int n, int n_output_only,
+                    TfError *err) {
     if (n < 1 || n > 256) {
         tf_error_set(err, "the vocabulary has %d tokens, not 1 to 256", n);
+        return -1;
+    }
+    if (n_output_only < 0 || n_output_only >= n) {
+        tf_error_set(err, "%d output-only tokens of %d: a prompt must be able to hold one",
+                     n_output_only, n);
         return -1;
     }
     int words = 0;
@@ -833,11 +852,11 @@ int model_set_vocab(TfModel *m, const char *const *names, int n, TfError *err) {
         size_t len = strlen(names[i]);
         if (len == 1) vocab[i] = names[i][0];
         if (!words) continue;
-        if (!word_ok(names[i], len)) {
+        if (!word_ok(names[i], len, i >= n - n_output_only)) {
             tf_error_set(err,
                          "vocabulary entry %d '%.40s' is not a token of a vocabulary of words "
-                         "(1 to %d bytes, no space or control character)",
-                         i, names[i], TF_TOKEN_NAME_MAX);
+                         "(1 to %d bytes of UTF-8, no %scontrol character)",
+                         i, names[i], TF_TOKEN_NAME_MAX, i >= n - n_output_only ? "" : "space or ");
             for (int j = 0; j < i; j++) free(tn[j]);
             free(tn), free(vocab);
             return -1;
@@ -857,6 +876,7 @@ int model_set_vocab(TfModel *m, const char *const *names, int n, TfError *err) {
     m->vocab = vocab;
     m->token_names = tn;
     m->n_vocab = n;
+    m->n_output_only = n_output_only;
     return 0;
 }
 
@@ -875,7 +895,7 @@ int model_copy_vocab(TfModel *dst, const TfModel *src, TfError *err) {
         one[i][1] = '\0';
         names[i] = src->token_names ? src->token_names[i] : one[i];
     }
-    return model_set_vocab(dst, names, src->n_vocab, err);
+    return model_set_vocab(dst, names, src->n_vocab, src->n_output_only, err);
 }
 
 int model_token_id(const TfModel *m, const char *name, size_t len) {
@@ -891,7 +911,7 @@ int model_token_id(const TfModel *m, const char *name, size_t len) {
 int model_token_near(const TfModel *m, const char *name, size_t len) {
     int best = -1, best_d = 3;
     char t[TF_TOKEN_TEXT_MAX];
-    for (int i = 0; i < m->n_vocab; i++) {
+    for (int i = 0; i < m->n_vocab - m->n_output_only; i++) { // the tokens a prompt holds
         model_token_text(m, i, t);
         int d = tf_edit_distance(name, len, t);
         if (d < best_d) {

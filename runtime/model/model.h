@@ -142,6 +142,10 @@ typedef struct TfModel {
     char **token_names; /* NULL: a vocabulary of characters; else, when some token is a
                            word (several bytes), n_vocab names: prompts and outputs are
                            words separated by spaces (model_set_vocab) */
+    int n_output_only;  /* the last n_output_only tokens are output-only: outputs print
+                           them, no prompt holds them, `tokens` has no column for them
+                           (its register is n_vocab - n_output_only wide) and their
+                           embedding rows are unused (docs/weight-format.md) */
     int period;    /* of the sin/cos position encoding */
     int max_len;   /* rows of embed.position.weight: the longest sequence */
 
@@ -297,11 +301,14 @@ int model_value_text(float v, char *buf);
 #define TF_TOKEN_TEXT_MAX (TF_TOKEN_NAME_MAX + 1)
 int model_token_text(const TfModel *m, int tok, char *buf);
 
-/* Sets the vocabulary from n (1..256) names: a vocabulary of characters when
+/* Sets the vocabulary from n (1..256) names, the last n_output_only of them
+ * output-only tokens (0..n-1 of them): a vocabulary of characters when
  * each is one byte, else of words (token_names), each a distinct name of
- * 1..TF_TOKEN_NAME_MAX bytes with no byte below 0x21 nor 0x7f (a prompt of
- * words is split at spaces). Returns 0, or -1 with err naming the bad entry. */
-int model_set_vocab(TfModel *m, const char *const *names, int n, TfError *err);
+ * 1..TF_TOKEN_NAME_MAX bytes of UTF-8 with no byte below 0x21 nor 0x7f (a
+ * prompt of words is split at spaces), but for spaces in an output-only
+ * token. Returns 0, or -1 with err naming the bad entry. */
+int model_set_vocab(TfModel *m, const char *const *names, int n, int n_output_only,
+                    TfError *err);
 
 /* Token tok's name, unescaped: its character, or its word (buf: 2 bytes at least). */
 const char *model_token_name(const TfModel *m, int tok, char *buf);
@@ -312,7 +319,7 @@ int model_copy_vocab(TfModel *dst, const TfModel *src, TfError *err);
 /* The token named name[0..len) (a character, or a word), -1 when none is. */
 int model_token_id(const TfModel *m, const char *name, size_t len);
 
-/* The token whose name is closest to name[0..len) (edit distance at most 2),
+/* The prompt token whose name is closest to name[0..len) (edit distance at most 2),
  * -1 when none is: "did you mean" for an unknown word. */
 int model_token_near(const TfModel *m, const char *name, size_t len);
 

@@ -257,7 +257,14 @@ static int read_vocab(TfModel *m, const cJSON *meta, TfError *err) {
         }
         names[i] = t->valuestring;
     }
-    int rc = model_set_vocab(m, names, n, err);
+    // output_only_tokens: how many of the last are output-only (default 0).
+    int n_out = 0;
+    if (cJSON_GetObjectItemCaseSensitive(meta, "output_only_tokens") &&
+        meta_int(meta, "output_only_tokens", 0, n - 1, &n_out, err) < 0) {
+        cJSON_Delete(v);
+        return -1;
+    }
+    int rc = model_set_vocab(m, names, n, n_out, err);
     if (rc < 0) {
         char why[sizeof err->msg];
         snprintf(why, sizeof why, "%s", err->msg);
@@ -1191,6 +1198,8 @@ static cJSON *build_metadata(const TfModel *m) {
          add_int_string(meta, "generate", m->generate) == 0;
     // add_json_string consumes its value whatever happens.
     ok = add_json_string(meta, "vocab", vocab) == 0 && ok;
+    if (ok && m->n_output_only > 0)
+        ok = add_int_string(meta, "output_only_tokens", m->n_output_only) == 0;
     ok = add_json_string(meta, "registers", regs) == 0 && ok;
     ok = add_json_string(meta, "layers", layers) == 0 && ok;
     if (ok && m->output_reg >= 0)

@@ -46,11 +46,15 @@ static size_t print_layer_tensor(const TfModel *m, const int *uses, const char *
 }
 
 static void print_vocab(const TfModel *m) {
-    printf("vocabulary: %d tokens\n ", m->n_vocab);
+    printf("vocabulary: %d tokens", m->n_vocab);
+    if (m->n_output_only > 0) // docs/weight-format.md, "Vocabulary"
+        printf(" (%d output-only, %d..%d: outputs print them, no prompt holds them)",
+               m->n_output_only, m->n_vocab - m->n_output_only, m->n_vocab - 1);
+    printf("\n ");
     char buf[TF_TOKEN_TEXT_MAX];
     for (int i = 0; i < m->n_vocab; i++) {
         model_token_text(m, i, buf);
-        printf(" %d:%s", i, strcmp(buf, " ") == 0 ? "' '" : buf);
+        printf(strchr(buf, ' ') ? " %d:'%s'" : " %d:%s", i, buf);
         if (i % 16 == 15 && i + 1 < m->n_vocab) printf("\n ");
     }
     fputc('\n', stdout);

@@ -424,10 +424,17 @@ def check(data):
         raise TfwError("__metadata__.vocab has %d entries, not 1 to 256" % len(vocab))
     if not all(isinstance(t, str) and t for t in vocab):
         raise TfwError("__metadata__.vocab: an entry is not a non-empty string")
-    if is_words(vocab) and not all(re.fullmatch(r"[^\x00-\x20\x7f]{1,32}", t) and len(t.encode("utf-8")) <= 32
-                                   for t in vocab):
+    # the last output_only_tokens tokens are output-only: never typed, they may hold spaces
+    n_only = _int_string(meta, "output_only_tokens", 0, len(vocab) - 1) if "output_only_tokens" in meta else 0
+    if is_words(vocab) and not all(re.fullmatch(r"[^\x00-\x1f\x7f]{1,32}" if i >= len(vocab) - n_only
+                                                else r"[^\x00-\x20\x7f]{1,32}", t)
+                                   and len(t.encode("utf-8")) <= 32 for i, t in enumerate(vocab)):
         raise TfwError("__metadata__.vocab: an entry is not a token of a vocabulary of words")
-    regs = _check_registers(_meta_json(meta, "registers"), d, len(vocab))
+    if n_only and meta.get("output_mode") != "every_position":
+        raise TfwError("output-only tokens in a model not read at every position")
+    if "bos" in meta and meta["bos"] in vocab[len(vocab) - n_only:]:
+        raise TfwError("__metadata__.bos is an output-only token")
+    regs = _check_registers(_meta_json(meta, "registers"), d, len(vocab) - n_only)
     _check_layers(_meta_json(meta, "layers"), shapes, d)
     if "output" in meta:
         kinds = [k for name, k, _, _ in regs if name == meta["output"]]
@@ -582,6 +589,8 @@ class Transformer:
     def __init__(self, meta, tensors):
         self.vocab = json.loads(meta["vocab"])
         self.words = is_words(self.vocab)  # prompts and outputs are words apart
+        # vocab[:n_input] a prompt can hold; the rest are output-only tokens
+        self.n_input = len(self.vocab) - int(meta.get("output_only_tokens", "0"))
         self.layers = json.loads(meta["layers"])
         self.generate = int(meta["generate"])
         self.t = tensors
@@ -975,11 +984,17 @@ def tokenize(model, prompt, where):
         for i, w in enumerate(w for w in re.split(r"[ \t\r\n]+", prompt) if w):
             if w not in index:
                 raise TfwError("%s: word %d %r is not in the vocabulary" % (where, i + 1, w))
+            if index[w] >= model.n_input:
+                raise TfwError("%s: word %d %r is an output-only token: outputs print it, no prompt "
+                               "holds it" % (where, i + 1, w))
             ids.append(index[w])
         return ids
     for i, c in enumerate(prompt):
         if c not in index:
             raise TfwError("%s: character %r at index %d is not in the vocabulary" % (where, c, i))
+        if index[c] >= model.n_input:
+            raise TfwError("%s: character %r at index %d is an output-only token: outputs print "
+                           "it, no prompt holds it" % (where, c, i))
         ids.append(index[c])
     return ids
 
