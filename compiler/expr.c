@@ -76,8 +76,15 @@ int expr_fail(ExprEnv *E, const TfExpr *e, const char *fmt, ...) {
 }
 
 int expr_truthy(ExprEnv *E, const TfExpr *e, TfVal v, int *out) {
-    if (v.kind == TF_VAL_TOKEN) return fail(E, e, "a token is not a truth value%s", "");
-    if (v.kind == TF_VAL_LIST) return fail(E, e, "a list is not a truth value%s", "");
+    (void)e;
+    if (v.kind == TF_VAL_TOKEN || v.kind == TF_VAL_LIST) {
+        // As Python: a string or a list is true when it is not empty.
+        char b[2];
+        int n;
+        check_code_text(E->ir, (int)v.x, b, &n);
+        *out = n > 0;
+        return 0;
+    }
     *out = v.x != 0;
     return 0;
 }
@@ -241,6 +248,7 @@ static int eval_pow(ExprEnv *E, const TfExpr *e, TfVal a, TfVal b, TfVal *out) {
  * a token whose text is a number ("0.5", "-1") that number. */
 static int eval_int(ExprEnv *E, const TfExpr *e, TfVal a, TfVal *out) {
     int real = e->name.text[0] == 'f';
+    if (a.kind == TF_VAL_LIST) return fail_value(E, e, "takes %s of the list %s", a);
     if (a.kind != TF_VAL_TOKEN && real) {
         *out = val_num(a.x, 0);
         return 0;
@@ -251,7 +259,6 @@ static int eval_int(ExprEnv *E, const TfExpr *e, TfVal a, TfVal *out) {
         *out = val_num(trunc(a.x), 1);
         return 0;
     }
-    if (a.kind == TF_VAL_LIST) return fail_value(E, e, "takes %s of the list %s", a);
     char cb[8], *end;
     const char *text = ast_token_text(E->ir->words->text, (int)a.x, '\'', cb);
     double v = real ? strtod(text, &end) : (double)strtol(text, &end, 10);

@@ -51,7 +51,7 @@ typedef struct ExprEnv {
 
 /* 0 and *out, or -1 with E->msg ("divides by zero") and E->where set. */
 int expr_eval(ExprEnv *E, const TfExpr *e, TfVal *out);
-/* A truth value: 0 or 1 in *out; -1 (E->msg set) for a token. */
+/* A truth value, as Python's: a number not 0, a string or list not empty. */
 int expr_truthy(ExprEnv *E, const TfExpr *e, TfVal v, int *out);
 /* A literal's value (3, 0.5, 'a', true): 0, or -1 when e is no literal. */
 int expr_literal(const TfExpr *e, TfVal *v);

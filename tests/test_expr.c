@@ -139,6 +139,16 @@ START_TEST(test_failures_say_why) {
     ck_assert_str_eq(msg, "takes a remainder by zero");
     ck_assert_int_eq(eval_with("1 + x", -'a', 0, 0, &v, msg, sizeof msg), -1);
     ck_assert_ptr_nonnull(strstr(msg, "adds an int and a string"));
+    ck_assert_int_eq(eval_with("int(sorted(x))", -'a', 0, 0, &v, msg, sizeof msg), -1);
+    ck_assert_str_eq(msg, "takes int of the list ['a']");
+    ck_assert_int_eq(eval_with("float(list(x))", -'a', 0, 0, &v, msg, sizeof msg), -1);
+    ck_assert_str_eq(msg, "takes float of the list ['a']");
+    ck_assert_int_eq(eval_with("x[1.0]", -'a', 0, 0, &v, msg, sizeof msg), -1);
+    ck_assert_ptr_nonnull(strstr(msg, "indices must be integers"));
+    ck_assert_int_eq(eval_with("chr(200).upper()", 0, 0, 0, &v, msg, sizeof msg), -1);
+    ck_assert_ptr_nonnull(strstr(msg, "beyond ASCII"));
+    ck_assert_int_eq(eval_with("ord(x + x)", -'a', 0, 0, &v, msg, sizeof msg), -1);
+    ck_assert_str_eq(msg, "takes ord of 'aa', which is not one character");
     ck_assert_int_eq(eval_with("x - 1", -'a', 0, 0, &v, msg, sizeof msg), -1);
     ck_assert_ptr_nonnull(strstr(msg, "arithmetic on a token"));
     ck_assert_int_eq(eval_with("x < 1", -'a', 0, 0, &v, msg, sizeof msg), -1);
@@ -182,6 +192,7 @@ START_TEST(test_strings_like_python) {
         {"\"B\" < \"a\"", "1"},                  {"max(\"cat\", \"dog\", \"ant\")", "'dog'"},
         {"len(\"\")", "0"},                      {"\"ab\" + \"\" == \"ab\"", "1"},
         {"(\"a\" + \"b\")[::-1] == \"ba\"", "1"}, {"x * 2 + \"c\"", "'aac'"},
+        {"x[1:] ? 1 : 2", "2"},                    {"not \"\" and x and sorted(x) ? 3 : 4", "3"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char src[512];
