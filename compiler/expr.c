@@ -474,15 +474,14 @@ static int literal_is_token(const TfIr *ir, TfDiag *diag, const TfExpr *lit) {
 /* tokens (or k.tokens, q.tokens) compared with a literal: a warning (the
  * comparison is legal Python, and constant: case 37 of TracrBench excludes
  * a word its vocabulary lacks). */
-static int char_vs_tokens(const TfIr *ir, TfDiag *diag, const TfExpr *reg, const TfExpr *lit) {
-    if (lit->kind != TF_EXPR_CHAR) return 0;
+static void literal_vs_tokens(const TfIr *ir, TfDiag *diag, const TfExpr *reg, const TfExpr *lit) {
+    if (lit->kind != TF_EXPR_CHAR) return;
     if ((reg->kind != TF_EXPR_NAME && reg->kind != TF_EXPR_FIELD) ||
         check_find_reg(ir, reg->name.text) != TF_IR_REG_TOKENS)
-        return 0;
+        return;
     for (int i = 0; i < ir->n_vocab; i++)
-        if (ir->vocab[i] == lit->ch) return 0;
+        if (ir->vocab[i] == lit->ch) return;
     check_unknown_token(diag, ir, lit->loc, lit->ch, 1);
-    return 0;
 }
 
 int expr_reads(const TfIr *ir, TfDiag *diag, const TfExpr *e, int selection, ExprReads *R) {
@@ -556,9 +555,10 @@ int expr_reads(const TfIr *ir, TfDiag *diag, const TfExpr *e, int selection, Exp
         return bad ? -1 : 0;
     default: break;
     }
-    if (e->kind == TF_EXPR_BINARY && (e->op == TF_EX_EQ || e->op == TF_EX_NE) &&
-        (char_vs_tokens(ir, diag, e->a, e->b) < 0 || char_vs_tokens(ir, diag, e->b, e->a) < 0))
-        bad = 1;
+    if (e->kind == TF_EXPR_BINARY && (e->op == TF_EX_EQ || e->op == TF_EX_NE)) {
+        literal_vs_tokens(ir, diag, e->a, e->b);
+        literal_vs_tokens(ir, diag, e->b, e->a);
+    }
     if (expr_reads(ir, diag, e->a, selection, R) < 0) bad = 1;
     if (expr_reads(ir, diag, e->b, selection, R) < 0) bad = 1;
     if (expr_reads(ir, diag, e->c, selection, R) < 0) bad = 1;

@@ -82,7 +82,8 @@ int expr_fail(ExprEnv *E, const TfExpr *e, const char *fmt, ...)
     ;
 /* Two strings (or two lists) in Python's order: <0, 0, >0. */
 int str_order(const ExprEnv *E, TfVal a, TfVal b);
-/* a + b and a * n where a string or list takes part (1 when none does). */
+/* a + b and a * n (e->op '+' or '*') where a string or list takes part (1
+ * when none does). */
 int str_arith(ExprEnv *E, const TfExpr *e, TfVal a, TfVal b, TfVal *out);
 /* a in b, a not in b (e->op). */
 int str_in(ExprEnv *E, const TfExpr *e, TfVal a, TfVal b, TfVal *out);

@@ -53,7 +53,8 @@ int str_order(const ExprEnv *E, TfVal a, TfVal b) {
     return c ? c : la - lb;
 }
 
-/* a + b, a * n, n * a of strings and lists; 1 when neither operand is one. */
+/* a + b, a * n, n * a of strings and lists (e->op '+' or '*'); 1 when
+ * neither operand is one. */
 int str_arith(ExprEnv *E, const TfExpr *e, TfVal a, TfVal b, TfVal *out) {
     if (!is_text(a) && !is_text(b)) return 1;
     char ba[2], bb[2], buf[TF_EXPR_STRING_MAX + 1];
@@ -70,23 +71,19 @@ int str_arith(ExprEnv *E, const TfExpr *e, TfVal a, TfVal b, TfVal *out) {
         memcpy(buf + la, tb, (size_t)lb);
         return make_str(E, e, buf, la + lb, a.kind, out);
     }
-    if (e->op == '*') {
-        TfVal s = is_text(a) ? a : b, n = is_text(a) ? b : a;
-        if (n.kind != TF_VAL_INT)
-            return expr_fail(E, e, "multiplies %s by %s (Python's TypeError: a sequence "
-                             "repeats an integer number of times)", type_name(s), type_name(n));
-        const char *ts = text_of(E, s, ba, &la);
-        double reps = n.x > 0 ? n.x : 0;
-        if (la * reps > TF_EXPR_STRING_MAX)
-            return expr_fail(E, e, "makes a string of %.0f bytes, over the limit of %d", la * reps,
-                             TF_EXPR_STRING_MAX);
-        int total = (int)(la * reps);
-        for (int i = 0; i < total; i++) buf[i] = ts[i % la];
-        return make_str(E, e, buf, total, s.kind, out);
-    }
-    return expr_fail(E, e, "applies '%s' to %s and %s (strings take +, * and in)",
-                     e->op == '-' ? "-" : e->op == '/' ? "/" : e->op == '%' ? "%" : "**",
-                     type_name(a), type_name(b));
+    // e->op is '*' (expr.c sends only + and * here)
+    TfVal s = is_text(a) ? a : b, n = is_text(a) ? b : a;
+    if (n.kind != TF_VAL_INT)
+        return expr_fail(E, e, "multiplies %s by %s (Python's TypeError: a sequence "
+                         "repeats an integer number of times)", type_name(s), type_name(n));
+    const char *ts = text_of(E, s, ba, &la);
+    double reps = n.x > 0 ? n.x : 0;
+    if (la * reps > TF_EXPR_STRING_MAX)
+        return expr_fail(E, e, "makes a string of %.0f bytes, over the limit of %d", la * reps,
+                         TF_EXPR_STRING_MAX);
+    int total = (int)(la * reps);
+    for (int i = 0; i < total; i++) buf[i] = ts[i % la];
+    return make_str(E, e, buf, total, s.kind, out);
 }
 
 /* a in b, a not in b: a substring of a string, an element of a list. */
