@@ -148,7 +148,7 @@ static int find_tok(const TfIr *ir, int c) {
 
 const char *check_token_name(const TfIr *ir, int i, char *buf) {
     int c = ir->vocab[i];
-    if (c >= TF_TOKEN_WORD) return ir->words[c - TF_TOKEN_WORD];
+    if (c >= TF_TOKEN_WORD) return ir->words->text[c - TF_TOKEN_WORD];
     buf[0] = (char)c;
     buf[1] = '\0';
     return buf;
@@ -162,20 +162,24 @@ static void unknown_char_hint(TfDiag *diag, const TfIr *ir, int code) {
     char buf[8], list[160] = "";
     size_t len = 0;
     if (other >= 0 && find_tok(ir, other) >= 0) {
-        diag_hint(diag, "did you mean '%s'?", ast_token_text(ir->words, other, '\'', buf));
+        diag_hint(diag, "did you mean '%s'?", ast_token_text(ir->words->text, other, '\'', buf));
         return;
     }
     for (int i = 0; i < ir->n_vocab && i < 16 && len < sizeof list - 16; i++)
         len += (size_t)snprintf(list + len, sizeof list - len, "%s'%s'", i ? ", " : "",
-                                ast_token_text(ir->words, ir->vocab[i], '\'', buf));
+                                ast_token_text(ir->words->text, ir->vocab[i], '\'', buf));
     diag_hint(diag, "did you mean one of the vocabulary's tokens: %s%s?", list,
               ir->n_vocab > 16 ? ", ..." : "");
 }
 
-void check_unknown_token(TfDiag *diag, const TfIr *ir, TfLoc loc, int code) {
+void check_unknown_token(TfDiag *diag, const TfIr *ir, TfLoc loc, int code, int warning) {
     char buf[8];
-    const char *text = ast_token_text(ir->words, code, '\'', buf);
-    diag_error(diag, loc, "token '%s' is not in the vocabulary", text);
+    const char *text = ast_token_text(ir->words->text, code, '\'', buf);
+    if (warning)
+        diag_warning(diag, loc, "token '%s' is not in the vocabulary, so 'tokens' never equals it",
+                     text);
+    else
+        diag_error(diag, loc, "token '%s' is not in the vocabulary", text);
     if (!ir->named) {
         unknown_char_hint(diag, ir, code);
         return;
@@ -196,14 +200,14 @@ void check_unknown_token(TfDiag *diag, const TfIr *ir, TfLoc loc, int code) {
 }
 
 static void unknown_token(Checker *ck, TfLoc loc, int code) {
-    check_unknown_token(ck->diag, ck->ir, loc, code);
+    check_unknown_token(ck->diag, ck->ir, loc, code, 0);
 }
 
 /* A token only outputs print where a prompt's token is needed. */
 static void output_only_token(Checker *ck, TfLoc loc, int code, const char *what) {
     char buf[8];
     diag_error(ck->diag, loc, "%s must be a token a prompt can hold, not the output-only token '%s'",
-               what, ast_token_text(ck->ir->words, code, '\'', buf));
+               what, ast_token_text(ck->ir->words->text, code, '\'', buf));
 }
 
 void check_hint_reg(TfDiag *diag, const TfIr *ir, const char *name) {
@@ -291,7 +295,7 @@ static void check_vocab(Checker *ck, const TfStmt *s) {
         int c = s->vocab_codes[i];
         if (i == n_in) ir->n_input = ir->n_vocab;
         char buf[8];
-        const char *text = ast_token_text(ir->words, c, '\'', buf);
+        const char *text = ast_token_text(ir->words->text, c, '\'', buf);
         if (c == '\0') {
             diag_error(ck->diag, s->vocab_locs[i], "the vocabulary cannot hold the NUL character");
             ok = 0;
@@ -311,9 +315,8 @@ static void check_vocab(Checker *ck, const TfStmt *s) {
         // spam"), printed as it is.
         int bad = 0;
         if (ir->named) {
-            const char *t = c >= TF_TOKEN_WORD ? ir->words[c - TF_TOKEN_WORD] : (char[]){(char)c, 0};
-            for (; *t; t++)
-                bad |= ((unsigned char)*t <= 0x20 && (i < n_in || *t != ' ')) || *t == 0x7f;
+            const char *t = c >= TF_TOKEN_WORD ? ir->words->text[c - TF_TOKEN_WORD] : (char[]){(char)c, 0};
+            for (; *t; t++) bad |= (unsigned char)*t <= 0x20 || *t == 0x7f;
         }
         if (bad && i >= n_in) {
             diag_error(ck->diag, s->vocab_locs[i], "an output-only token holds a control character");
@@ -708,8 +711,102 @@ static void check_block(Checker *ck, const TfStmt *list, OpList *out) {
     }
 }
 
+/* ---- the word table ---------------------------------------------------------- */
+
+static unsigned word_hash(const char *bytes, int len) {
+    unsigned h = 2166136261u; // FNV-1a
+    for (int i = 0; i < len; i++) h = (h ^ (unsigned char)bytes[i]) * 16777619u;
+    return h;
+}
+
+/* Puts word i into the hash (room is there). */
+static void word_hash_put(TfWords *W, int i) {
+    const char *t = W->text[i];
+    unsigned m = (unsigned)W->hash_cap - 1, h = word_hash(t, (int)strlen(t)) & m;
+    while (W->hash[h]) h = (h + 1) & m;
+    W->hash[h] = i + 1;
+}
+
+/* Room for one more word (the array and a hash at most half full); -1 when
+ * memory ran out. */
+static int word_room(TfWords *W) {
+    if (W->n == W->cap) {
+        int cap = W->cap ? 2 * W->cap : 16;
+        const char **t = realloc(W->text, (size_t)cap * sizeof *t);
+        if (!t) return -1;
+        W->text = t;
+        W->cap = cap;
+    }
+    if (2 * (W->n + 1) > W->hash_cap) {
+        int cap = W->hash_cap ? 2 * W->hash_cap : 32;
+        int *h = calloc((size_t)cap, sizeof *h);
+        if (!h) return -1;
+        free(W->hash);
+        W->hash = h;
+        W->hash_cap = cap;
+        for (int i = 0; i < W->n; i++) word_hash_put(W, i);
+    }
+    return 0;
+}
+
+int check_word(const TfIr *ir, const char *bytes, int len) {
+    if (len == 1) return (unsigned char)bytes[0];
+    TfWords *W = ir->words;
+    if (W->hash_cap) {
+        unsigned m = (unsigned)W->hash_cap - 1, h = word_hash(bytes, len) & m;
+        for (; W->hash[h]; h = (h + 1) & m) {
+            const char *t = W->text[W->hash[h] - 1];
+            if (strlen(t) == (size_t)len && memcmp(t, bytes, (size_t)len) == 0)
+                return TF_TOKEN_WORD + W->hash[h] - 1;
+        }
+    }
+    if (word_room(W) < 0) return -1;
+    char *t = malloc((size_t)len + 1);
+    if (!t) return -1;
+    if (len) memcpy(t, bytes, (size_t)len);
+    t[len] = '\0';
+    W->text[W->n] = t;
+    word_hash_put(W, W->n);
+    return TF_TOKEN_WORD + W->n++;
+}
+
+const char *check_code_text(const TfIr *ir, int code, char *buf, int *len) {
+    if (code >= TF_TOKEN_WORD) {
+        const char *t = ir->words->text[code - TF_TOKEN_WORD];
+        *len = (int)strlen(t);
+        return t;
+    }
+    buf[0] = (char)code;
+    buf[1] = '\0';
+    *len = 1;
+    return buf;
+}
+
+/* The table starts with the program's words, borrowed; -1 when memory ran out. */
+static int words_init(TfIr *ir, const TfProgram *prog) {
+    TfWords *W = calloc(1, sizeof *W);
+    if (!W) return -1;
+    ir->words = W;
+    for (int i = 0; i < prog->n_words; i++) {
+        if (word_room(W) < 0) return -1;
+        W->text[W->n] = prog->words[i];
+        word_hash_put(W, W->n++);
+    }
+    W->n_borrowed = W->n;
+    return 0;
+}
+
+static void words_free(TfWords *W) {
+    if (!W) return;
+    for (int i = W->n_borrowed; i < W->n; i++) free((char *)W->text[i]);
+    free(W->text);
+    free(W->hash);
+    free(W);
+}
+
 void check_free(TfIr *ir) {
     if (!ir) return;
+    words_free(ir->words);
     free(ir->reg_hash);
     arena_free(&ir->arena);
     free(ir->regs);
@@ -724,8 +821,10 @@ TfIr *check_program(const TfProgram *prog, TfDiag *diag) {
     ir->generate = TF_DEFAULT_GENERATE;
     ir->output_reg = -1;
     ir->bos = ir->stop_token = ir->indices_reg = -1;
-    ir->words = (const char *const *)prog->words;
-    ir->n_words = prog->n_words;
+    if (words_init(ir, prog) < 0) {
+        check_free(ir);
+        return NULL;
+    }
     Checker ck = {.diag = diag, .ir = ir};
     TfLoc none = {0, 0, 0, 0};
     add_reg(&ck, "tokens", TF_REG_TOKEN, none);

@@ -35,7 +35,14 @@
 /* A value: an integer, a token (its code: a character, or TF_TOKEN_WORD + i
  * for the word TfIr.words[i], grammar/ast.h) or a real number
  * (compiler/expr.h evaluates expressions over them). */
-typedef enum TfValKind { TF_VAL_INT, TF_VAL_TOKEN, TF_VAL_REAL } TfValKind;
+typedef enum TfValKind {
+    TF_VAL_INT,
+    TF_VAL_TOKEN, /* a string (Python's str): its code, a byte or a word */
+    TF_VAL_REAL,
+    TF_VAL_LIST   /* a list of one-character strings (Python's sorted(x), list(x)) inside an
+                     expression: x is the code of the string they join into. No register
+                     holds one (Python's lists are not hashable, so no Tracr value set can). */
+} TfValKind;
 
 typedef struct TfVal {
     TfValKind kind;
@@ -97,6 +104,20 @@ typedef struct TfIrOp {
     TfOpPlan *plan;     /* a general op's is NULL until compiler/values.c plans it */
 } TfIrOp;
 
+/* The words that token codes name: TF_TOKEN_WORD + i is text[i]. The
+ * program's words first (borrowed from the TfProgram, the same codes), then
+ * the strings that expressions make at compile time (`x[::-1]`, `x + "s"`:
+ * compiler/expr.c), each once (check_word). A code never changes; the
+ * table only grows, also through a const TfIr (interning does not change
+ * what any code means). */
+typedef struct TfWords {
+    const char **text;
+    int n, cap;
+    int n_borrowed; /* text[0..n_borrowed) are the program's */
+    int *hash;      /* open addressing: index + 1, 0 empty */
+    int hash_cap;
+} TfWords;
+
 typedef struct TfIr {
     int vocab[256];            /* token i's code (grammar/ast.h, TF_TOKEN_WORD) */
     int n_vocab;
@@ -106,9 +127,7 @@ typedef struct TfIr {
                                   numbers compiler/values.c adds (docs/language.md) */
     int list_vocab;            /* declared as a list, `vocab [...]` */
     int named;                 /* some token is a word: prompts are words (check_token_name) */
-    const char *const *words;  /* the program's words (TfProgram.words, borrowed; or a copy
-                                  in the arena with the numbers' words appended) */
-    int n_words;
+    TfWords *words;            /* the words of token codes (above) */
     int period;
     TfIrReg *regs;
     int n_regs;
@@ -177,8 +196,16 @@ int check_add_reg(TfIr *ir, const char *name, TfRegKind kind, TfLoc loc);
 void check_hint_reg(TfDiag *diag, const TfIr *ir, const char *name);
 
 /* "token 'x' is not in the vocabulary" at loc, and in a vocabulary of words
- * "did you mean" the closest token. */
-void check_unknown_token(TfDiag *diag, const TfIr *ir, TfLoc loc, int code);
+ * "did you mean" the closest token; a warning (warning 1: a comparison
+ * that Python allows, always false) or an error. */
+void check_unknown_token(TfDiag *diag, const TfIr *ir, TfLoc loc, int code, int warning);
+/* The code of the string bytes[0..len): its byte for one byte, else a word
+ * of ir->words (interned; the empty string is a word too). -1 when memory
+ * ran out. A string of several bytes holds no NUL (the caller checks). */
+int check_word(const TfIr *ir, const char *bytes, int len);
+/* A code's text and length: a byte (into buf, 2 bytes) or a word. */
+const char *check_code_text(const TfIr *ir, int code, char *buf, int *len);
+
 /* Token i's name, NUL-terminated: its character, or its word (buf: 2 bytes). */
 const char *check_token_name(const TfIr *ir, int i, char *buf);
 

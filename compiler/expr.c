@@ -2,15 +2,18 @@
 #include "expr.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-int val_is_num(TfVal v) { return v.kind != TF_VAL_TOKEN; }
+int val_is_num(TfVal v) { return v.kind == TF_VAL_INT || v.kind == TF_VAL_REAL; }
+
+/* Numbers, then strings, then lists. */
+static int val_class(TfVal v) { return v.kind == TF_VAL_TOKEN ? 1 : v.kind == TF_VAL_LIST ? 2 : 0; }
 
 int val_cmp(TfVal a, TfVal b) {
-    if (a.kind == TF_VAL_TOKEN && b.kind != TF_VAL_TOKEN) return 1;
-    if (a.kind != TF_VAL_TOKEN && b.kind == TF_VAL_TOKEN) return -1;
+    if (val_class(a) != val_class(b)) return val_class(a) - val_class(b);
     return a.x < b.x ? -1 : a.x > b.x ? 1 : 0;
 }
 
@@ -20,7 +23,7 @@ static int val_cmp_qsort(const void *a, const void *b) {
 
 static int val_close(TfVal a, TfVal b, double tol) {
     if (val_cmp(a, b) == 0) return 1;
-    if (tol <= 0 || a.kind == TF_VAL_TOKEN || b.kind == TF_VAL_TOKEN) return 0;
+    if (tol <= 0 || !val_is_num(a) || !val_is_num(b)) return 0;
     return fabs(a.x - b.x) <= tol * fmax(1.0, fmax(fabs(a.x), fabs(b.x)));
 }
 
@@ -44,7 +47,9 @@ int val_unique(TfVal *v, int n, double tol, double *moved) {
 void val_label(const TfIr *ir, TfVal v, char *buf, size_t n) {
     char cb[8];
     if (v.kind == TF_VAL_TOKEN)
-        snprintf(buf, n, "'%s'", ast_token_text(ir->words, (int)v.x, '\'', cb));
+        snprintf(buf, n, "'%s'", ast_token_text(ir->words->text, (int)v.x, '\'', cb));
+    else if (v.kind == TF_VAL_LIST)
+        str_label(ir, v, buf, n);
     else if (v.kind == TF_VAL_INT)
         snprintf(buf, n, "%.0f", v.x);
     else
@@ -61,8 +66,25 @@ static int fail(ExprEnv *E, const TfExpr *e, const char *fmt, const char *a) {
     return -1;
 }
 
+int expr_fail(ExprEnv *E, const TfExpr *e, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(E->msg, sizeof E->msg, fmt, ap);
+    va_end(ap);
+    E->where = e->loc;
+    return -1;
+}
+
 int expr_truthy(ExprEnv *E, const TfExpr *e, TfVal v, int *out) {
-    if (v.kind == TF_VAL_TOKEN) return fail(E, e, "a token is not a truth value%s", "");
+    (void)e;
+    if (v.kind == TF_VAL_TOKEN || v.kind == TF_VAL_LIST) {
+        // As Python: a string or a list is true when it is not empty.
+        char b[2];
+        int n;
+        check_code_text(E->ir, (int)v.x, b, &n);
+        *out = n > 0;
+        return 0;
+    }
     *out = v.x != 0;
     return 0;
 }
@@ -90,19 +112,24 @@ static int eval_binary(ExprEnv *E, const TfExpr *e, TfVal *out) {
     int cmp_op = e->op == TF_EX_EQ || e->op == TF_EX_NE || e->op == '<' || e->op == '>' ||
                  e->op == TF_EX_LE || e->op == TF_EX_GE;
     if (cmp_op) {
-        if (val_is_num(a) != val_is_num(b)) {
+        if (val_class(a) != val_class(b)) {
             // As Python: a token and a number are never equal ("None" == 0 is
-            // False), and have no order (TypeError)
+            // False), and have no order (TypeError); nor a string and a list
             if (e->op == TF_EX_EQ || e->op == TF_EX_NE) return *out = val_num(e->op == TF_EX_NE, 1), 0;
+            if (val_class(a) && val_class(b)) return fail(E, e, "orders a string and a list%s", "");
             return fail(E, e, "orders a token and a number%s", "");
         }
-        int c = val_cmp(a, b);
+        // Strings in Python's order (by characters), not by their codes
+        int c = val_class(a) ? str_order(E, a, b) : val_cmp(a, b);
         int r = e->op == TF_EX_EQ ? c == 0 : e->op == TF_EX_NE ? c != 0 : e->op == '<' ? c < 0
               : e->op == '>' ? c > 0 : e->op == TF_EX_LE ? c <= 0 : c >= 0;
         *out = val_num(r, 1);
         return 0;
     }
+    if (e->op == TF_EX_IN || e->op == TF_EX_NOT_IN) return str_in(E, e, a, b, out);
     if (e->op == TF_EX_POW) return eval_pow(E, e, a, b, out);
+    if ((e->op == '+' || e->op == '*') && (!val_is_num(a) || !val_is_num(b)))
+        return str_arith(E, e, a, b, out);
     if (!val_is_num(a) || !val_is_num(b))
         return fail(E, e, "does arithmetic on a token (use ord() for its code)%s", "");
     int integer = a.kind == TF_VAL_INT && b.kind == TF_VAL_INT;
@@ -221,6 +248,7 @@ static int eval_pow(ExprEnv *E, const TfExpr *e, TfVal a, TfVal b, TfVal *out) {
  * a token whose text is a number ("0.5", "-1") that number. */
 static int eval_int(ExprEnv *E, const TfExpr *e, TfVal a, TfVal *out) {
     int real = e->name.text[0] == 'f';
+    if (a.kind == TF_VAL_LIST) return fail_value(E, e, "takes %s of the list %s", a);
     if (a.kind != TF_VAL_TOKEN && real) {
         *out = val_num(a.x, 0);
         return 0;
@@ -232,7 +260,7 @@ static int eval_int(ExprEnv *E, const TfExpr *e, TfVal a, TfVal *out) {
         return 0;
     }
     char cb[8], *end;
-    const char *text = ast_token_text(E->ir->words, (int)a.x, '\'', cb);
+    const char *text = ast_token_text(E->ir->words->text, (int)a.x, '\'', cb);
     double v = real ? strtod(text, &end) : (double)strtol(text, &end, 10);
     if (end == text || *end || !isfinite(v) || (a.x < TF_TOKEN_WORD && (a.x < '0' || a.x > '9')))
         return fail_value(E, e, real ? "takes %s of the token %s (not a number)"
@@ -245,9 +273,11 @@ static int eval_int(ExprEnv *E, const TfExpr *e, TfVal a, TfVal *out) {
 static int eval_minmax(ExprEnv *E, const TfExpr *e, const TfVal *a, TfVal *out) {
     const char *f = e->name.text;
     TfVal best = a[0];
+    if (e->n_args == 1 && !val_is_num(a[0])) return str_minmax(E, e, a[0], out);
     for (int i = 0; i < e->n_args; i++) {
-        if (val_is_num(a[i]) != val_is_num(a[0])) return fail(E, e, "%s mixes tokens and numbers", f);
-        int c = val_cmp(a[i], best);
+        if (val_class(a[i]) != val_class(a[0]))
+            return fail(E, e, "%s mixes tokens and numbers", f);
+        int c = val_class(a[0]) ? str_order(E, a[i], best) : val_cmp(a[i], best);
         if (f[1] == 'i' ? c < 0 : c > 0) best = a[i];
     }
     *out = best;
@@ -272,12 +302,16 @@ static int eval_unary_fn(ExprEnv *E, const TfExpr *e, TfVal a, TfVal *out) {
         return eval_int(E, e, a, out);
     } else if (strcmp(f, "ord") == 0) {
         if (a.kind != TF_VAL_TOKEN) return fail(E, e, "ord of a number%s", "");
+        if (a.x >= TF_TOKEN_WORD)  // Python's TypeError: ord takes one character
+            return fail_value(E, e, "takes %s of %s, which is not one character", a);
         *out = val_num(a.x, 1);
     } else if (strcmp(f, "len") == 0) {
         // Python's len of a string: the token's text ("cat" is 3); a number has none
-        if (a.kind != TF_VAL_TOKEN) return fail_value(E, e, "takes %s of the number %s", a);
-        int c = (int)a.x;
-        *out = val_num(c < TF_TOKEN_WORD ? 1 : (double)strlen(E->ir->words[c - TF_TOKEN_WORD]), 1);
+        if (val_is_num(a)) return fail_value(E, e, "takes %s of the number %s", a);
+        char b[2];
+        int n;
+        check_code_text(E->ir, (int)a.x, b, &n);
+        *out = val_num(n, 1);
     } else if (strcmp(f, "chr") == 0) {
         if (a.kind != TF_VAL_INT || a.x < 1 || a.x > 255)
             return fail(E, e, "chr needs an integer 1..255%s", "");
@@ -295,6 +329,8 @@ static int eval_call(ExprEnv *E, const TfExpr *e, TfVal *out) {
     if (e->n_args > 8) return fail(E, e, "%s takes at most 8 arguments", f);
     for (int i = 0; i < e->n_args; i++)
         if (expr_eval(E, e->args[i], &a[i]) < 0) return -1;
+    int r = str_call(E, e, a, out);
+    if (r <= 0) return r;
     if (strcmp(f, "min") == 0 || strcmp(f, "max") == 0) {
         if (e->n_args < 1) return fail(E, e, "%s needs arguments", f);
         return eval_minmax(E, e, a, out);
@@ -360,6 +396,27 @@ int expr_eval(ExprEnv *E, const TfExpr *e, TfVal *out) {
         return expr_eval(E, t ? e->b : e->c, out);
     }
     case TF_EXPR_CALL: return eval_call(E, e, out);
+    case TF_EXPR_INDEX: {
+        TfVal s, i;
+        if (expr_eval(E, e->a, &s) < 0 || expr_eval(E, e->b, &i) < 0) return -1;
+        return str_index(E, e, s, i, out);
+    }
+    case TF_EXPR_SLICE: {
+        TfVal s, part[3] = {{TF_VAL_INT, 0}, {TF_VAL_INT, 0}, {TF_VAL_INT, 0}};
+        int given[3];
+        if (expr_eval(E, e->a, &s) < 0) return -1;
+        for (int k = 0; k < 3; k++)
+            if ((given[k] = e->args[k] != NULL) && expr_eval(E, e->args[k], &part[k]) < 0) return -1;
+        return str_slice(E, e, s, part, given, out);
+    }
+    case TF_EXPR_METHOD: {
+        TfVal self, arg[8];
+        if (e->n_args > 8) return fail(E, e, "%s takes at most 8 arguments", e->name.text);
+        if (expr_eval(E, e->a, &self) < 0) return -1;
+        for (int i = 0; i < e->n_args; i++)
+            if (expr_eval(E, e->args[i], &arg[i]) < 0) return -1;
+        return str_method(E, e, self, arg, out);
+    }
     case TF_EXPR_TABLE: {
         TfVal in[TF_EXPR_MAX_INPUTS];
         if (e->n_inputs > TF_EXPR_MAX_INPUTS) return fail(E, e, "a table has at most 8 inputs%s", "");
@@ -402,34 +459,36 @@ static int add_unique(int *list, int *n, int r) {
     return 0;
 }
 
-/* A word is a token of the vocabulary (a character literal may name any
- * character: a comparison with it is false); -1 after reporting. */
-static int word_known(const TfIr *ir, TfDiag *diag, const TfExpr *e) {
-    if (e->kind != TF_EXPR_CHAR || e->ch < TF_TOKEN_WORD) return 0;
+/* A literal that `tokens` is compared with (or a table over `tokens` has
+ * as a key) must be a token of the vocabulary: else the comparison could
+ * never hold (issue 22). Elsewhere a literal is a string like any other
+ * (a Map may make words no prompt holds). -1 after reporting. */
+static int literal_is_token(const TfIr *ir, TfDiag *diag, const TfExpr *lit) {
+    if (lit->kind != TF_EXPR_CHAR) return 0;
     for (int i = 0; i < ir->n_vocab; i++)
-        if (ir->vocab[i] == e->ch) return 0;
-    check_unknown_token(diag, ir, e->loc, e->ch);
+        if (ir->vocab[i] == lit->ch) return 0;
+    check_unknown_token(diag, ir, lit->loc, lit->ch, 0);
     return -1;
 }
 
-/* tokens (or k.tokens, q.tokens) compared with a character the vocabulary
- * lacks: the comparison could never hold (issue 22). -1 after reporting. */
-static int char_vs_tokens(const TfIr *ir, TfDiag *diag, const TfExpr *reg, const TfExpr *lit) {
-    if (lit->kind != TF_EXPR_CHAR || lit->ch >= TF_TOKEN_WORD) return 0; // words: word_known
+/* tokens (or k.tokens, q.tokens) compared with a literal: a warning (the
+ * comparison is legal Python, and constant: case 37 of TracrBench excludes
+ * a word its vocabulary lacks). */
+static void literal_vs_tokens(const TfIr *ir, TfDiag *diag, const TfExpr *reg, const TfExpr *lit) {
+    if (lit->kind != TF_EXPR_CHAR) return;
     if ((reg->kind != TF_EXPR_NAME && reg->kind != TF_EXPR_FIELD) ||
         check_find_reg(ir, reg->name.text) != TF_IR_REG_TOKENS)
-        return 0;
+        return;
     for (int i = 0; i < ir->n_vocab; i++)
-        if (ir->vocab[i] == lit->ch) return 0;
-    check_unknown_token(diag, ir, lit->loc, lit->ch);
-    return -1;
+        if (ir->vocab[i] == lit->ch) return;
+    check_unknown_token(diag, ir, lit->loc, lit->ch, 1);
 }
 
 int expr_reads(const TfIr *ir, TfDiag *diag, const TfExpr *e, int selection, ExprReads *R) {
     if (!e) return 0;
     int bad = 0;
     switch (e->kind) {
-    case TF_EXPR_CHAR: return word_known(ir, diag, e);
+    case TF_EXPR_CHAR: return 0;
     case TF_EXPR_NAME:
     case TF_EXPR_FIELD: {
         if (e->kind == TF_EXPR_NAME && selection) {
@@ -479,7 +538,9 @@ int expr_reads(const TfIr *ir, TfDiag *diag, const TfExpr *e, int selection, Exp
                     diag_error(diag, e->entries[i].keys[k]->loc,
                                "a table key is a literal (3, 'a', 0.5) or `_`");
                     bad = 1;
-                } else if (word_known(ir, diag, e->entries[i].keys[k]) < 0) {
+                } else if (k < e->n_inputs &&
+                           check_find_reg(ir, e->inputs[k].text) == TF_IR_REG_TOKENS &&
+                           literal_is_token(ir, diag, e->entries[i].keys[k]) < 0) {
                     bad = 1;
                 }
             }
@@ -494,9 +555,10 @@ int expr_reads(const TfIr *ir, TfDiag *diag, const TfExpr *e, int selection, Exp
         return bad ? -1 : 0;
     default: break;
     }
-    if (e->kind == TF_EXPR_BINARY && (e->op == TF_EX_EQ || e->op == TF_EX_NE) &&
-        (char_vs_tokens(ir, diag, e->a, e->b) < 0 || char_vs_tokens(ir, diag, e->b, e->a) < 0))
-        bad = 1;
+    if (e->kind == TF_EXPR_BINARY && (e->op == TF_EX_EQ || e->op == TF_EX_NE)) {
+        literal_vs_tokens(ir, diag, e->a, e->b);
+        literal_vs_tokens(ir, diag, e->b, e->a);
+    }
     if (expr_reads(ir, diag, e->a, selection, R) < 0) bad = 1;
     if (expr_reads(ir, diag, e->b, selection, R) < 0) bad = 1;
     if (expr_reads(ir, diag, e->c, selection, R) < 0) bad = 1;

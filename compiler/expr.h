@@ -1,6 +1,8 @@
 /* expr.h: values and the expression evaluator of the general ops.
  *
  * A value is an integer, a token (its character code) or a real number.
+ * A token is Python's str: a Map builds new ones (x[::-1], x + "s"), which
+ * the IR's word table keeps (compiler/expr_str.c).
  * expr_eval evaluates an expression (Map's, or a selection's with k./q.
  * fields) on one assignment of values to registers, as the compiler does
  * for every combination of its inputs' values; expr_reads lists the
@@ -49,7 +51,7 @@ typedef struct ExprEnv {
 
 /* 0 and *out, or -1 with E->msg ("divides by zero") and E->where set. */
 int expr_eval(ExprEnv *E, const TfExpr *e, TfVal *out);
-/* A truth value: 0 or 1 in *out; -1 (E->msg set) for a token. */
+/* A truth value, as Python's: a number not 0, a string or list not empty. */
 int expr_truthy(ExprEnv *E, const TfExpr *e, TfVal v, int *out);
 /* A literal's value (3, 0.5, 'a', true): 0, or -1 when e is no literal. */
 int expr_literal(const TfExpr *e, TfVal *v);
@@ -67,5 +69,35 @@ typedef struct ExprReads {
 /* Fills R (add to what it holds); reports unknown registers, misplaced
  * k./q. and bad table keys to diag; -1 after an error. */
 int expr_reads(const TfIr *ir, TfDiag *diag, const TfExpr *e, int selection, ExprReads *R);
+
+/* ---- for expr.c's parts (compiler/expr_str.c: Python's strings) ---- */
+
+#define TF_EXPR_STRING_MAX 60 /* bytes of a string an expression makes (its label fits 64) */
+
+/* Fails with a message (printf format) at e: -1. */
+int expr_fail(ExprEnv *E, const TfExpr *e, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* Two strings (or two lists) in Python's order: <0, 0, >0. */
+int str_order(const ExprEnv *E, TfVal a, TfVal b);
+/* a + b and a * n (e->op '+' or '*') where a string or list takes part (1
+ * when none does). */
+int str_arith(ExprEnv *E, const TfExpr *e, TfVal a, TfVal b, TfVal *out);
+/* a in b, a not in b (e->op). */
+int str_in(ExprEnv *E, const TfExpr *e, TfVal a, TfVal b, TfVal *out);
+int str_index(ExprEnv *E, const TfExpr *e, TfVal s, TfVal i, TfVal *out);
+/* part[k] counts where given[k]: start, stop, step. */
+int str_slice(ExprEnv *E, const TfExpr *e, TfVal s, const TfVal *part, const int *given,
+              TfVal *out);
+/* self.name(arg...) */
+int str_method(ExprEnv *E, const TfExpr *e, TfVal self, const TfVal *arg, TfVal *out);
+/* sorted(s), list(s); 1 when e calls neither. */
+int str_call(ExprEnv *E, const TfExpr *e, const TfVal *arg, TfVal *out);
+/* min(s), max(s) of one string or list. */
+int str_minmax(ExprEnv *E, const TfExpr *e, TfVal s, TfVal *out);
+/* A list's label: ['a', 'b']. */
+void str_label(const TfIr *ir, TfVal v, char *buf, size_t n);
 
 #endif

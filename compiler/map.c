@@ -51,7 +51,10 @@ static int map_enumerate(Va *G, const TfIrOp *op, const TfExpr *e, const int *in
     for (long c = 0; c < total; c++) {
         for (int i = 0; i < n_in; i++) cur[in[i]] = dom[i][idx[i]];
         defined[c] = 1;
-        if (expr_eval(&E, e, &res[c]) < 0) {
+        if (expr_eval(&E, e, &res[c]) < 0 ||
+            (res[c].kind == TF_VAL_LIST &&
+             expr_fail(&E, e, "makes a list, which no register can hold (Python's lists are not "
+                              "hashable: join it into a string, \"\".join(...))") < 0)) {
             TfVal vals[TF_PLAN_MAX_INPUTS] = {{TF_VAL_INT, 0}};
             for (int i = 0; i < n_in; i++) vals[i] = dom[i][idx[i]];
             char where[256];

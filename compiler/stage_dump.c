@@ -120,7 +120,7 @@ static void print_seed_args(FILE *f, const TfIr *ir, const TfIrOp *op) {
         if (i) fputs(", ", f);
         if (a->tok >= 0) {
             char buf[8];
-            fprintf(f, "'%s'", ast_token_text(ir->words, ir->vocab[a->tok], '\'', buf));
+            fprintf(f, "'%s'", ast_token_text(ir->words->text, ir->vocab[a->tok], '\'', buf));
         } else if (p->kind == TF_PARAM_REG_OFFSET) {
             fprintf(f, "%s %c %ld", reg_name(ir, a->reg), a->value < 0 ? '-' : '+', labs(a->value));
         } else if (p->kind == TF_PARAM_REG_STEP) {
@@ -141,7 +141,7 @@ static void print_op_head(FILE *f, const TfIr *ir, int i) {
     if (op->plan->form != TF_PLAN_SEED) {
         for (int a = 0; a < s->n_args; a++) {
             if (a) fputs(", ", f);
-            ast_print_arg(f, ir->words, &s->args[a]);
+            ast_print_arg(f, ir->words->text, &s->args[a]);
         }
     } else {
         print_seed_args(f, ir, op);

@@ -473,18 +473,9 @@ static int add_number_token(Va *G, TfVal v) {
     if (!ir->list_vocab || !ir->every_position || !val_is_num(v) || ir->n_vocab >= 256) return -1;
     char lab[64];
     val_label(ir, v, lab, sizeof lab);
-    int w = 0;
-    while (w < ir->n_words && strcmp(ir->words[w], lab) != 0) w++;
-    if (w == ir->n_words) { // a word of its own, in a copy of the words
-        const char **words = va_alloc(G, (size_t)(ir->n_words + 1) * sizeof *words);
-        char *text = va_strdup(G, lab);
-        if (!words || !text) return -1;
-        memcpy(words, ir->words, (size_t)ir->n_words * sizeof *words);
-        words[ir->n_words] = text;
-        ir->words = words;
-        ir->n_words++;
-    }
-    ir->vocab[ir->n_vocab] = TF_TOKEN_WORD + w;
+    int w = check_word(ir, lab, (int)strlen(lab)); // the label's word (compiler/checker.h)
+    if (w < 0) return -1;
+    ir->vocab[ir->n_vocab] = w;
     ir->named = 1;
     return ir->n_vocab++;
 }

@@ -78,7 +78,7 @@ void ast_free_program(TfProgram *p) {
 
 int ast_token_code(TfProgram *p, const char *bytes, int len) {
     if (len == 1) return (unsigned char)bytes[0];
-    for (int i = 0; i < p->n_words; i++)
+    for (int i = 0; i < p->n_words; i++) // len 0: the empty string, a word too
         if (strlen(p->words[i]) == (size_t)len && memcmp(p->words[i], bytes, (size_t)len) == 0)
             return TF_TOKEN_WORD + i;
     if ((p->n_words & (p->n_words - 1)) == 0) { /* 0, 1, 2, 4...: grow */
@@ -134,6 +134,8 @@ static const char *op_text(int op) {
     case TF_EX_NOT: return "not";
     case TF_EX_NEG: return "-";
     case TF_EX_POW: return "**";
+    case TF_EX_IN: return "in";
+    case TF_EX_NOT_IN: return "not in";
     default: one[0] = (char)op; one[1] = '\0'; return one;
     }
 }
@@ -208,6 +210,30 @@ void ast_print_expr(FILE *f, const char *const *W, const TfExpr *e) {
             ast_print_expr(f, W, t->value);
         }
         fputc(']', f);
+        break;
+    case TF_EXPR_INDEX:
+        ast_print_expr(f, W, e->a);
+        fputc('[', f);
+        ast_print_expr(f, W, e->b);
+        fputc(']', f);
+        break;
+    case TF_EXPR_SLICE:
+        ast_print_expr(f, W, e->a);
+        fputc('[', f);
+        for (int i = 0; i < 3; i++) {
+            if (i) fputc(':', f);
+            if (e->args[i]) ast_print_expr(f, W, e->args[i]);
+        }
+        fputc(']', f);
+        break;
+    case TF_EXPR_METHOD:
+        ast_print_expr(f, W, e->a);
+        fprintf(f, ".%s(", e->name.text);
+        for (int i = 0; i < e->n_args; i++) {
+            if (i) fputs(", ", f);
+            ast_print_expr(f, W, e->args[i]);
+        }
+        fputc(')', f);
         break;
     default: fputs("?", f);
     }

@@ -39,13 +39,17 @@ typedef enum TfExprKind {
     TF_EXPR_COND,   /* c ? a : b             : a (condition), b, c */
     TF_EXPR_CALL,   /* min(a, b)             : name, args */
     TF_EXPR_TABLE,  /* [x, y: (0, 1) => 2, _ => 0]: inputs, entries */
+    TF_EXPR_INDEX,  /* x[i]                  : a (x), b (i) */
+    TF_EXPR_SLICE,  /* x[a:b:c]              : a (x), args[0..2] (start, stop, step; NULL
+                                               where left out), n_args 3 */
+    TF_EXPR_METHOD, /* x.lower(), s.join(l)  : a (the receiver), name, args */
     TF_EXPR_KIND_COUNT
 } TfExprKind;
 
 /* Operators: the character for one-character ones. */
 enum {
     TF_EX_EQ = 256, TF_EX_NE, TF_EX_LE, TF_EX_GE, TF_EX_AND, TF_EX_OR, TF_EX_NOT, TF_EX_NEG,
-    TF_EX_POW /* ** */
+    TF_EX_POW /* ** */, TF_EX_IN /* in */, TF_EX_NOT_IN /* not in */
 };
 
 typedef struct TfExpr TfExpr;
@@ -198,8 +202,9 @@ typedef struct TfProgram {
     int n_words;
 } TfProgram;
 
-/* The code of the token literal bytes[0..len) (len >= 1, no NUL when len
- * > 1), interning a word; -1 when memory ran out. */
+/* The code of the token literal bytes[0..len) (no NUL when len > 1; len 0
+ * the empty string of an expression, a word), interning a word; -1 when
+ * memory ran out. */
 int ast_token_code(TfProgram *p, const char *bytes, int len);
 /* A token code as text for messages and dumps, without quotes: a byte as
  * ast_char_text writes it between 'quote's, a word as itself. */

@@ -69,6 +69,8 @@ static TfName make_name(char *text, TfLoc loc);
 static TfArg make_arg(TfName name, TfExpr *e, TfLoc loc);
 static TfExpr *new_expr(TfExprKind kind, TfLoc loc);
 static TfExpr *binary(int op, TfExpr *a, TfExpr *b, TfLoc loc);
+static TfExpr *slice(TfExpr *x, TfExpr *start, TfExpr *stop, TfExpr *step, TfLoc loc);
+static TfExpr *method(TfExpr *self, TfName name, TfExprList args, TfLoc loc);
 static int exprs_add(TfExprList *l, TfExpr *e);
 static void free_exprs(TfExprList *l);
 static int entries_add(TfEntryList *l, TfTableEntry e);
@@ -123,7 +125,7 @@ static int vocab_append(int **codes, TfLoc **locs, int *n, TfCodeList *more);
 %token KW_VOCAB "vocab" KW_PERIOD "period" KW_POSITION "position" KW_TOKEN "token"
 %token KW_SCALAR "scalar" KW_OUTPUT "output" KW_GENERATE "generate" KW_REPEAT "repeat"
 %token KW_MODEL "model" KW_CAT "cat" KW_NUM "num" KW_BOS "bos" KW_MAXLEN "maxlen"
-%token KW_UNTIL "until" KW_AND "and" KW_OR "or" KW_NOT "not" KW_TRUE "true"
+%token KW_UNTIL "until" KW_AND "and" KW_OR "or" KW_NOT "not" KW_TRUE "true" KW_IN "in"
 %token ARROW "->" FAT_ARROW "=>" EQ "==" NE "!=" LE "<=" GE ">=" POW "**"
 %token <str> IDENT "identifier"
 %token <num> INT "integer"
@@ -144,7 +146,8 @@ static int vocab_append(int **codes, TfLoc **locs, int *n, TfCodeList *more);
 %type <setting> setting
 %type <settings> settings
 %type <expr> expr primary key
-%type <exprs> expr_list key_list
+%type <expr> slice_part
+%type <exprs> expr_list key_list args_list
 %type <entries> entries
 %type <entry> entry
 %type <names> input_names
@@ -155,11 +158,13 @@ static int vocab_append(int **codes, TfLoc **locs, int *n, TfCodeList *more);
 %left "or"
 %left "and"
 %right "not"
-%nonassoc "==" "!=" '<' "<=" '>' ">="
+%nonassoc "==" "!=" '<' "<=" '>' ">=" "in"
 %left '+' '-'
 %left '*' '/' '%'
 %right UNARY
 %right "**"
+%nonassoc NAME      /* a bare name before '.': the '.' belongs to it (k.x, x.lower()) */
+%left '.' '['
 
 %destructor { free($$); } <str>
 %destructor { if ($$) { free($$->bytes); free($$->locs); free($$); } } <string>
@@ -487,6 +492,8 @@ expr
     | expr ">=" expr                { if (!($$ = binary(TF_EX_GE, $1, $3, @$))) YYNOMEM; }
     | expr "and" expr               { if (!($$ = binary(TF_EX_AND, $1, $3, @$))) YYNOMEM; }
     | expr "or" expr                { if (!($$ = binary(TF_EX_OR, $1, $3, @$))) YYNOMEM; }
+    | expr "in" expr                { if (!($$ = binary(TF_EX_IN, $1, $3, @$))) YYNOMEM; }
+    | expr "not" "in" expr %prec "in" { if (!($$ = binary(TF_EX_NOT_IN, $1, $4, @$))) YYNOMEM; }
     | expr '?' expr ':' expr {
         NEW_EXPR($$, TF_EXPR_COND, @$);
         $$->a = $1;
@@ -498,9 +505,24 @@ expr
 primary
     : INT                           { NEW_EXPR($$, TF_EXPR_INT, @$); $$->ival = $1; }
     | NUMBER                        { NEW_EXPR($$, TF_EXPR_REAL, @$); $$->real = $1; }
-    | token_lit                     { NEW_EXPR($$, TF_EXPR_CHAR, @$); $$->ch = (int)$1; }
+    | CHAR                          { NEW_EXPR($$, TF_EXPR_CHAR, @$); $$->ch = (int)$1; }
+    | STRING {
+        int code;
+        if ($1->len == 0 && !$1->bad) { /* in an expression a string may be empty: Python's "" */
+            free($1->bytes), free($1->locs), free($1);
+            code = ast_token_code(ctx->prog, "", 0);
+            if (code < 0) code = -2;
+        } else {
+            code = string_token(ctx, $1, @1);
+        }
+        $1 = NULL;
+        if (code == -2) YYNOMEM;
+        if (code < 0) YYERROR;
+        NEW_EXPR($$, TF_EXPR_CHAR, @$);
+        $$->ch = code;
+    }
     | "true"                        { NEW_EXPR($$, TF_EXPR_TRUE, @$); }
-    | IDENT                         { NEW_EXPR($$, TF_EXPR_NAME, @$); $$->name = make_name($1, @1); }
+    | IDENT %prec NAME              { NEW_EXPR($$, TF_EXPR_NAME, @$); $$->name = make_name($1, @1); }
     | IDENT '.' IDENT {
         int side = strcmp($1, "k") == 0 ? 'k' : strcmp($1, "q") == 0 ? 'q' : 0;
         if (!side)
@@ -519,6 +541,28 @@ primary
         $$->n_args = $3.n;
     }
     | '(' expr ')'                  { $$ = $2; $$->loc = @$; if ($$->kind == TF_EXPR_INT) $$->op = 0; }
+    /* Python's strings: x[i], x[a:b], x[a:b:c] (any part may be left out),
+     * x.lower(), k.x.upper(), "".join(sorted(x)). */
+    | primary '[' expr ']' {
+        NEW_EXPR($$, TF_EXPR_INDEX, @$);
+        $$->a = $1;
+        $$->b = $3;
+    }
+    | primary '[' slice_part ':' slice_part ']' {
+        if (!($$ = slice($1, $3, $5, NULL, @$))) YYNOMEM;
+    }
+    | primary '[' slice_part ':' slice_part ':' slice_part ']' {
+        if (!($$ = slice($1, $3, $5, $7, @$))) YYNOMEM;
+    }
+    | IDENT '.' IDENT '(' args_list ')' {
+        TfExpr *self = new_expr(TF_EXPR_NAME, @1);
+        if (!self) { free($1); free($3); free_exprs(&$5); YYNOMEM; }
+        self->name = make_name($1, @1);
+        if (!($$ = method(self, make_name($3, @3), $5, @$))) YYNOMEM;
+    }
+    | primary '.' IDENT '(' args_list ')' {
+        if (!($$ = method($1, make_name($3, @3), $5, @$))) YYNOMEM;
+    }
     | '[' input_names ':' entries ']' {
         NEW_EXPR($$, TF_EXPR_TABLE, @$);
         $$->inputs = $2.v;
@@ -538,6 +582,18 @@ expr_list
         $1 = (TfExprList){NULL, 0};
         if (exprs_add(&$$, $3) < 0) YYNOMEM;
     }
+    ;
+
+/* A slice's start, stop or step: left out (NULL) or an expression. */
+slice_part
+    : %empty                        { $$ = NULL; }
+    | expr
+    ;
+
+/* A method's arguments: none, or expressions. */
+args_list
+    : %empty                        { $$ = (TfExprList){NULL, 0}; }
+    | expr_list
     ;
 
 input_names
@@ -775,6 +831,39 @@ static TfExpr *binary(int op, TfExpr *a, TfExpr *b, TfLoc loc) {
     return e;
 }
 
+/* x[start:stop:step] (NULL where left out); takes ownership, NULL when
+ * memory ran out. */
+static TfExpr *slice(TfExpr *x, TfExpr *start, TfExpr *stop, TfExpr *step, TfLoc loc) {
+    TfExpr *e = new_expr(TF_EXPR_SLICE, loc);
+    TfExpr **parts = calloc(3, sizeof *parts);
+    if (!e || !parts) {
+        free(e), free(parts);
+        ast_free_expr(x), ast_free_expr(start), ast_free_expr(stop), ast_free_expr(step);
+        return NULL;
+    }
+    e->a = x;
+    e->args = parts;
+    parts[0] = start, parts[1] = stop, parts[2] = step;
+    e->n_args = 3;
+    return e;
+}
+
+/* self.name(args); takes ownership, NULL when memory ran out. */
+static TfExpr *method(TfExpr *self, TfName name, TfExprList args, TfLoc loc) {
+    TfExpr *e = new_expr(TF_EXPR_METHOD, loc);
+    if (!e) {
+        ast_free_expr(self);
+        free(name.text);
+        free_exprs(&args);
+        return NULL;
+    }
+    e->a = self;
+    e->name = name;
+    e->args = args.v;
+    e->n_args = args.n;
+    return e;
+}
+
 static int exprs_add(TfExprList *l, TfExpr *e) {
     TfExpr **v = realloc(l->v, ((size_t)l->n + 1) * sizeof *v);
     if (!v) {
@@ -944,7 +1033,8 @@ static int expr_start(yysymbol_kind_t sym) {
 
 static int is_operator(yysymbol_kind_t sym) {
     if (sym == YYSYMBOL_EQ || sym == YYSYMBOL_NE || sym == YYSYMBOL_LE || sym == YYSYMBOL_GE ||
-        sym == YYSYMBOL_KW_AND || sym == YYSYMBOL_KW_OR || sym == YYSYMBOL_POW)
+        sym == YYSYMBOL_KW_AND || sym == YYSYMBOL_KW_OR || sym == YYSYMBOL_POW ||
+        sym == YYSYMBOL_KW_IN)
         return 1;
     const char *name = yysymbol_name(sym);
     return name[0] == '\'' && name[1] && strchr("+-*/%<>?.", name[1]) && name[2] == '\'';
@@ -972,10 +1062,14 @@ static int yyreport_syntax_error(const yypcontext_t *yyctx, yyscan_t scanner, Tf
         starts_expr += expr_start(all[i]);
         token_lit |= all[i] == YYSYMBOL_CHAR;
     }
-    int lump = starts_expr >= 4;
+    // After an operand, '[' (x[i]) and "not" (not in) continue it: operators then.
+    int operand_next = 1;
+    for (int i = 0; i < n_all; i++) operand_next &= all[i] != YYSYMBOL_IDENT;
+    int lump = starts_expr >= 4 && !operand_next;
     for (int i = 0; i < n_all; i++) {
         if (lump && (expr_start(all[i]) || (token_lit && all[i] == YYSYMBOL_STRING))) continue;
-        if (n_all > 6 && is_operator(all[i])) continue;
+        int continues = operand_next && (all[i] == YYSYMBOL_KW_NOT || strcmp(yysymbol_name(all[i]), "'['") == 0);
+        if (n_all > 6 && (is_operator(all[i]) || continues)) continue;
         expected[n++] = all[i];
     }
     yysymbol_kind_t got = yypcontext_token(yyctx);

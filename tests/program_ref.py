@@ -333,6 +333,17 @@ def words(ws):
 WORDS = ["the", "cat", "sat", "on", "mat", "10", "-1"] + [str(d) for d in range(9)]
 
 
+def wordplay(ws):
+    """programs/wordplay.tfp: each word in capitals when an earlier word is an anagram of it
+    (case aside), else itself when it holds an n, else reversed."""
+    key = ["".join(sorted(w.lower())) for w in ws]
+    return [w.upper() if key[:i].count(key[i]) else w if "n" in w.lower() else w[::-1]
+            for i, w in enumerate(ws)]
+
+
+WORDPLAY = ["ab", "ba", "abc", "cba", "noon", "AB", "BA", "ABC", "CBA", "NOON"]
+
+
 def word_cases(ref, vocab, exhaustive_len, maxn):
     """Prompts of words ("^ the cat"), every one up to exhaustive_len words, then random
     ones of 1..maxn words; the expected tokens separated by spaces."""
@@ -357,6 +368,7 @@ def program(name, cases_and_how):
 
 program("reverse", seq_cases(reverse, "abc", 8))
 program("words", word_cases(words, WORDS, 3, 8))
+program("wordplay", word_cases(wordplay, WORDPLAY, 3, 8))
 program("length", seq_cases(length, "ab", 10))
 program("histogram", seq_cases(histogram, "abcd", 6))
 program("double_histogram", seq_cases(double_histogram, "abcd", 6))

@@ -138,11 +138,104 @@ START_TEST(test_failures_say_why) {
     ck_assert_int_eq(eval_with("x % y", 1, 0, 0, &v, msg, sizeof msg), -1);
     ck_assert_str_eq(msg, "takes a remainder by zero");
     ck_assert_int_eq(eval_with("1 + x", -'a', 0, 0, &v, msg, sizeof msg), -1);
+    ck_assert_ptr_nonnull(strstr(msg, "adds an int and a string"));
+    ck_assert_int_eq(eval_with("int(sorted(x))", -'a', 0, 0, &v, msg, sizeof msg), -1);
+    ck_assert_str_eq(msg, "takes int of the list ['a']");
+    ck_assert_int_eq(eval_with("float(list(x))", -'a', 0, 0, &v, msg, sizeof msg), -1);
+    ck_assert_str_eq(msg, "takes float of the list ['a']");
+    ck_assert_int_eq(eval_with("x[1.0]", -'a', 0, 0, &v, msg, sizeof msg), -1);
+    ck_assert_ptr_nonnull(strstr(msg, "indices must be integers"));
+    ck_assert_int_eq(eval_with("chr(200).upper()", 0, 0, 0, &v, msg, sizeof msg), -1);
+    ck_assert_ptr_nonnull(strstr(msg, "beyond ASCII"));
+    ck_assert_int_eq(eval_with("ord(x + x)", -'a', 0, 0, &v, msg, sizeof msg), -1);
+    ck_assert_str_eq(msg, "takes ord of 'aa', which is not one character");
+    ck_assert_int_eq(eval_with("x - 1", -'a', 0, 0, &v, msg, sizeof msg), -1);
     ck_assert_ptr_nonnull(strstr(msg, "arithmetic on a token"));
     ck_assert_int_eq(eval_with("x < 1", -'a', 0, 0, &v, msg, sizeof msg), -1);
     ck_assert_str_eq(msg, "orders a token and a number");
     ck_assert_int_eq(eval_with("[x: 1 => 2]", 3, 0, 0, &v, msg, sizeof msg), -1);
     ck_assert_ptr_nonnull(strstr(msg, "no entry"));
+}
+END_TEST
+
+/* Python's strings (compiler/expr_str.c): each expression and the value
+ * Python 3 gives it (as val_label writes it: 'olleh', 1 for True). */
+START_TEST(test_strings_like_python) {
+    static const struct { const char *expr, *want; } cases[] = {
+        {"\"hello\"[::-1]", "'olleh'"},          {"\"hello\"[1:3]", "'el'"},
+        {"\"hello\"[-2:]", "'lo'"},              {"\"hello\"[:-10]", "''"},
+        {"\"hello\"[10:]", "''"},                {"\"hello\"[::2]", "'hlo'"},
+        {"\"hello\"[4:0:-2]", "'ol'"},           {"\"hello\"[:-2-1:-1]", "'ol'"},
+        {"\"hello\"[-1]", "'o'"},                {"\"abc\"[5:1]", "''"},
+        {"\"ab\" + \"cd\"", "'abcd'"},           {"\"ab\" * 3", "'ababab'"},
+        {"0 * \"ab\"", "''"},                    {"-1 * \"ab\"", "''"},
+        {"\"ell\" in \"hello\"", "1"},           {"\"\" in \"x\"", "1"},
+        {"\"z\" not in \"hello\"", "1"},         {"\"Hello World\".lower()", "'hello world'"},
+        {"\"Hello World\".upper()", "'HELLO WORLD'"},
+        {"\"hELLO wORLD\".capitalize()", "'Hello world'"},
+        {"\"Hello World\".swapcase()", "'hELLO wORLD'"},
+        {"\"they\\'re bill\\'s\".title()", "'They'Re Bill'S'"},
+        {"\"123\".isdigit()", "1"},              {"\"\".isdigit()", "0"},
+        {"\"12a\".isdigit()", "0"},              {"\"abC\".isalpha()", "1"},
+        {"\"ab1\".isalnum()", "1"},              {"\"ab1\".islower()", "1"},
+        {"\"1\".islower()", "0"},                {"\"AB1\".isupper()", "1"},
+        {"\" \\t\".isspace()", "1"},             {"\"hello\".startswith(\"he\")", "1"},
+        {"\"hello\".endswith(\"lo\")", "1"},     {"\"hello\".count(\"l\")", "2"},
+        {"\"aaaa\".count(\"aa\")", "2"},         {"\"abc\".count(\"\")", "4"},
+        {"\"hello\".find(\"l\")", "2"},          {"\"hello\".find(\"z\")", "-1"},
+        {"\"-\".join(\"abc\")", "'a-b-c'"},      {"\"\".join(sorted(\"listen\"))", "'eilnst'"},
+        {"sorted(\"listen\") == sorted(\"silent\")", "1"},
+        {"sorted(\"ab\") == \"ab\"", "0"},       {"len(sorted(\"abc\"))", "3"},
+        {"\"b\" in sorted(\"abc\")", "1"},       {"\"ab\" in sorted(\"abc\")", "0"},
+        {"min(\"hello\")", "'e'"},               {"max(\"hello\")", "'o'"},
+        {"\"abc\" < \"abd\"", "1"},              {"\"ab\" < \"abc\"", "1"},
+        {"\"B\" < \"a\"", "1"},                  {"max(\"cat\", \"dog\", \"ant\")", "'dog'"},
+        {"len(\"\")", "0"},                      {"\"ab\" + \"\" == \"ab\"", "1"},
+        {"(\"a\" + \"b\")[::-1] == \"ba\"", "1"}, {"x * 2 + \"c\"", "'aac'"},
+        {"x[1:] ? 1 : 2", "2"},                    {"not \"\" and x and sorted(x) ? 3 : 4", "3"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char src[512];
+        snprintf(src, sizeof src, "vocab \"^ab\"; bos '^'; maxlen 4; num x, y, r;\nMap(%s) -> r;\n"
+                                  "output r at every position;", cases[i].expr);
+        Prog P;
+        prog_open(&P, src, 0);
+        ck_assert_msg(P.ir != NULL, "%s: %s", cases[i].expr, P.out);
+        TfVal *cur = calloc((size_t)P.ir->n_regs, sizeof *cur), v;
+        cur[reg(&P, "x")] = (TfVal){TF_VAL_TOKEN, 'a'};
+        ExprEnv E = {.ir = P.ir, .cur = cur};
+        const TfStmt *s = P.prog->stmts;
+        while (s && s->kind != TF_STMT_OP) s = s->next;
+        ck_assert_msg(expr_eval(&E, s->args[0].expr, &v) == 0, "%s: %s", cases[i].expr, E.msg);
+        char got[64];
+        val_label(P.ir, v, got, sizeof got);
+        ck_assert_msg(strcmp(got, cases[i].want) == 0, "%s gives %s, Python %s", cases[i].expr, got,
+                      cases[i].want);
+        free(cur);
+        prog_close(&P);
+    }
+}
+END_TEST
+
+/* A string made twice is one word (one code); the program's words keep theirs. */
+START_TEST(test_strings_are_interned) {
+    Prog P;
+    prog_open(&P, "vocab [\"^\", \"cat\", \"tac\"]; bos \"^\"; maxlen 4; cat r;\n"
+                  "r: Map(tokens[::-1]) -> r;\noutput r at every position;", 1);
+    ck_assert_msg(P.diag.n_errors == 0, "%s", P.out);
+    const TfRegFacts *r = &P.ir->regs[reg(&P, "r")].facts;
+    ck_assert_int_eq(r->n_vals, 2); // 'tac' and 'cat': the vocabulary's own words
+    for (int i = 0; i < r->n_vals; i++) ck_assert_int_eq(r->vals[i].kind, TF_VAL_TOKEN);
+    int before = P.ir->words->n;
+    char b[2];
+    int n;
+    int code = check_word(P.ir, "tacocat", 7);
+    ck_assert_int_eq(check_word(P.ir, "tacocat", 7), code);
+    ck_assert_int_eq(P.ir->words->n, before + 1);
+    ck_assert_str_eq(check_code_text(P.ir, code, b, &n), "tacocat");
+    ck_assert_int_eq(check_word(P.ir, "cat", 3), P.ir->vocab[1]); // the program's "cat"
+    ck_assert_int_eq(check_word(P.ir, "x", 1), 'x');                 // one byte: its code
+    prog_close(&P);
 }
 END_TEST
 
@@ -470,6 +563,8 @@ int main(void) {
     tcase_add_test(tc, test_arithmetic_like_python);
     tcase_add_test(tc, test_tokens);
     tcase_add_test(tc, test_failures_say_why);
+    tcase_add_test(tc, test_strings_like_python);
+    tcase_add_test(tc, test_strings_are_interned);
     tcase_add_test(tc, test_values_equal_within_the_bound_are_one);
     tcase_add_test(tc, test_error_bounds);
     tcase_add_test(tc, test_same_rational_one_value);

@@ -958,3 +958,58 @@ def _():
 def _():
     emoji_sentiments = {"\U0001F60A": "positive", "\U0001F622": "negative", "\U0001F4D8": "neutral"}
     return Map(lambda x: emoji_sentiments.get(x, "neutral"), tokens)
+
+
+# ---- strings: slices, methods (docs/language.md, "Strings") -------------------------------
+
+@case("case_10_symmetry_checker", words() | {"radar", "rotor"})
+def _():
+    # make_token_symmetry_checker: its first_half (shift_by(half_length, sop)) is built and
+    # never used; the output reads sop and second_half only.
+    half_length = Map(lambda x: len(x) // 2, tokens)
+    second_half = SequenceMap(lambda x, y: x[:y] == x[:-y - 1:-1], tokens, half_length)
+    return SequenceMap(lambda x, y: x if y else None, tokens, second_half)
+
+
+@case("case_23_palindrome_spotter", words() | {"racecar", "noon"})
+def _(): return Map(lambda x: x if x == x[::-1] else None, tokens)
+
+
+@case("case_28_mirroring", words(min_chars=4, max_words=50))
+def _(): return Map(lambda x: x[::-1] if x is not None else None, tokens)
+
+
+@case("case_29_abbreviation", words())
+def _(): return Map(lambda x: x[:3] if len(x) > 3 else x, tokens)
+
+
+@case("case_30_numeric_range_tagging", str_numbers(min=0, max=30))
+def _(): return Map(lambda x: 10 <= int(x) <= 20 if x.isdigit() else False, tokens)
+
+
+@case("case_31_anagram", words() | {"listen"})
+def _():
+    sorted_target = sorted("listen")
+    return Map(lambda x: sorted(x) == sorted_target, tokens)
+
+
+def calc_ratio(word):
+    vowels = sum(c in 'aeiou' for c in word.lower())
+    consonants = len(word) - vowels
+    return vowels / consonants if consonants != 0 else float('inf')
+
+
+@case("case_34_vowel_ratio", words())
+def _(): return Map(calc_ratio, tokens)
+
+
+def alternate_capitalization(word):
+    return ''.join(c.upper() if i % 2 == 0 else c.lower() for i, c in enumerate(word))
+
+
+@case("case_35_capitalization", words())
+def _(): return Map(alternate_capitalization, tokens)
+
+
+@case("case_37_reversal_with_exclusion", words())
+def _(): return Map(lambda x: x[::-1] if x != "nochange" else x, tokens)
