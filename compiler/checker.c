@@ -316,7 +316,8 @@ static void check_vocab(Checker *ck, const TfStmt *s) {
         int bad = 0;
         if (ir->named) {
             const char *t = c >= TF_TOKEN_WORD ? ir->words->text[c - TF_TOKEN_WORD] : (char[]){(char)c, 0};
-            for (; *t; t++) bad |= (unsigned char)*t <= 0x20 || *t == 0x7f;
+            for (; *t; t++)
+                bad |= ((unsigned char)*t <= 0x20 && (i < n_in || *t != ' ')) || *t == 0x7f;
         }
         if (bad && i >= n_in) {
             diag_error(ck->diag, s->vocab_locs[i], "an output-only token holds a control character");
