@@ -313,7 +313,7 @@ static int side_table(const Fz *F, int j, int r) {
     int i = table_writer(F, j, r);
     if (i < 0) return -1;
     const TfOpPlan *p = ir->ops[i].plan;
-    if (p->form != TF_PLAN_TABLE || p->n_in != 1 || inputs_rewritten(F, i, j)) return -1;
+    if (p->form != TF_PLAN_TABLE || p->n_in != 1 || p->clean || inputs_rewritten(F, i, j)) return -1;
     const TfRegFacts *g = &ir->regs[p->in[0]].facts;
     if (g->bos_dirty || g->bos_value || !g->known) return -1;
     return i;
@@ -604,7 +604,7 @@ static int fuse_all(const Fz *F) {
                 }
             }
         }
-        if (!pj || pj->form != TF_PLAN_TABLE) continue;
+        if (!pj || pj->form != TF_PLAN_TABLE || pj->clean) continue;
         // Compose with the writer of each input in turn, as long as it pays.
         // (a composition into a staircase ends it: pj is no longer a table).
         for (int changed = 1; changed && pj->form == TF_PLAN_TABLE;) {

@@ -239,6 +239,50 @@ START_TEST(test_sum_proven_and_mutations_refused) {
 }
 END_TEST
 
+/* A Count whose selection compares two Counts (sort_freq's `more`): the
+ * compiler reads `hist` through a fresh one-hot (a table MLP, "more.keys"
+ * at -O0, compiler/select.c), and the validator proves it at -O0 and -O;
+ * that table's output with one weight's sign flipped (the unit that turns
+ * on hist = 2's column) is refused. */
+static const char *count2_src = "vocab \"^abcd\"; bos '^'; maxlen 17;\n"
+                                "cat hist, more, out;\n"
+                                "hist: Count(k.tokens == q.tokens) -> hist;\n"
+                                "more: Count(k.hist > q.hist) -> more;\n"
+                                "out: Map(more % 2 == 0 ? 'a' : 'b') -> out;\n"
+                                "output out at every position;\n";
+
+START_TEST(test_count_of_counts_proven_and_mutation_refused) {
+    for (int opt = 0; opt <= 1; opt++) {
+        TfModel *m = compile_text(count2_src, opt);
+        TfProof P;
+        TfError err;
+        ck_assert_int_eq(prove_model(m, &P, &err), 0);
+        ck_assert_msg(P.verdict == TF_PROOF_PROVEN, "-O%d: %s", opt, P.reason);
+        prove_free(&P);
+        model_free(m);
+    }
+    TfModel *m = compile_text(count2_src, 0);
+    int li = layer_named(m, "more.keys");
+    ck_assert_msg(li >= 0, "no fresh one-hot of hist for the keys");
+    // The unit that turns on the column of hist = 2 (the third it writes).
+    TfTensor *T = &m->tensors[m->layers[li].fc2_weight];
+    int F = m->layers[li].d_hidden, seen = 0, flipped = 0;
+    for (int c = 0; c < m->d_model && !flipped; c++) {
+        int u = 0;
+        while (u < F && T->data[(size_t)c * F + u] <= 0) u++;
+        if (u < F && seen++ == 2) T->data[(size_t)c * F + u] *= -1, flipped = 1;
+    }
+    ck_assert(flipped);
+    TfProof P;
+    TfError err;
+    ck_assert_int_eq(prove_model(m, &P, &err), 0);
+    ck_assert_msg(P.verdict == TF_PROOF_FAILED, "%d %s", P.verdict, P.reason);
+    ck_assert_int_eq(P.fail_line, 4);
+    prove_free(&P);
+    model_free(m);
+}
+END_TEST
+
 /* An interval of a query or key component: within 2^+-20, narrow or a point. */
 static TfIv score_iv(void) {
     double a = ldexp(rnd() - 0.5, (int)(rnd() * 40) - 20), w = rnd() < 0.3 ? 0 : fabs(a) * rnd() * 1e-2;
@@ -310,6 +354,7 @@ int main(void) {
     tcase_add_test(tc, test_compiled_program_proven);
     tcase_add_test(tc, test_changed_weight_fails);
     tcase_add_test(tc, test_sum_proven_and_mutations_refused);
+    tcase_add_test(tc, test_count_of_counts_proven_and_mutation_refused);
     tcase_add_test(tc, test_threads_same_proof);
     tcase_add_test(tc, test_scores_twin);
     suite_add_tcase(s, tc);
