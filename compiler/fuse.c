@@ -432,7 +432,8 @@ static void rename_reads(TfOpPlan *p, const int *alias) {
 
 static int same_table(const TfIr *ir, const TfOpPlan *a, const TfOpPlan *b) {
     if (a->form != TF_PLAN_TABLE || b->form != TF_PLAN_TABLE || a->n_in != b->n_in ||
-        a->n_combo != b->n_combo || !a->combo_col || !b->combo_col || a->check || b->check)
+        a->n_combo != b->n_combo || !a->combo_col || !b->combo_col || a->check || b->check ||
+        a->clean != b->clean) // a clean one-hot stays one (select.c)
         return 0;
     if (memcmp(a->in, b->in, (size_t)a->n_in * sizeof *a->in) != 0 ||
         memcmp(a->combo_col, b->combo_col, (size_t)a->n_combo * sizeof *a->combo_col) != 0)
