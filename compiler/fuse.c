@@ -313,7 +313,7 @@ static int side_table(const Fz *F, int j, int r) {
     int i = table_writer(F, j, r);
     if (i < 0) return -1;
     const TfOpPlan *p = ir->ops[i].plan;
-    if (p->form != TF_PLAN_TABLE || p->n_in != 1 || inputs_rewritten(F, i, j)) return -1;
+    if (p->form != TF_PLAN_TABLE || p->n_in != 1 || p->clean || inputs_rewritten(F, i, j)) return -1;
     const TfRegFacts *g = &ir->regs[p->in[0]].facts;
     if (g->bos_dirty || g->bos_value || !g->known) return -1;
     return i;
@@ -432,7 +432,8 @@ static void rename_reads(TfOpPlan *p, const int *alias) {
 
 static int same_table(const TfIr *ir, const TfOpPlan *a, const TfOpPlan *b) {
     if (a->form != TF_PLAN_TABLE || b->form != TF_PLAN_TABLE || a->n_in != b->n_in ||
-        a->n_combo != b->n_combo || !a->combo_col || !b->combo_col || a->check || b->check)
+        a->n_combo != b->n_combo || !a->combo_col || !b->combo_col || a->check || b->check ||
+        a->clean != b->clean) // a clean one-hot stays one (select.c)
         return 0;
     if (memcmp(a->in, b->in, (size_t)a->n_in * sizeof *a->in) != 0 ||
         memcmp(a->combo_col, b->combo_col, (size_t)a->n_combo * sizeof *a->combo_col) != 0)
@@ -604,7 +605,7 @@ static int fuse_all(const Fz *F) {
                 }
             }
         }
-        if (!pj || pj->form != TF_PLAN_TABLE) continue;
+        if (!pj || pj->form != TF_PLAN_TABLE || pj->clean) continue;
         // Compose with the writer of each input in turn, as long as it pays.
         // (a composition into a staircase ends it: pj is no longer a table).
         for (int changed = 1; changed && pj->form == TF_PLAN_TABLE;) {

@@ -60,7 +60,7 @@ void pv_fail(PvNet *N, int line, int layer, const int *assign, PvDeps d, const c
     for (int b = 0; assign && b < N->S->n_base; b++) {
         if (!(d >> b & 1)) continue;
         int k = P->n_assign++;
-        snprintf(P->assign_reg[k], sizeof P->assign_reg[k], "%s", N->S->ir->regs[N->S->base[b].reg].name);
+        pv_base_name(N->S, b, P->assign_reg[k], sizeof P->assign_reg[k]);
         pv_base_label(N->S, b, assign[b], P->assign_val[k], sizeof P->assign_val[k]);
         P->assign_idx[k] = assign[b];
         P->assign_base[k] = b;

@@ -82,6 +82,11 @@ typedef struct Head {
     signed char *gself;
     int threads;
     double *alpha, *beta, *resid; /* mean: the fit of the values (mean_fit) */
+    /* The base variable the table of outputs is over (tb, nB values: the
+       op's own, a sum's count) and the value register's values a key's
+       kval indexes (xv, nx: the mean's values, a sum's value register's). */
+    int tb, nB, nx;
+    const TfVal *xv;
     int *sp_start, *sp_col; /* the head's query, key and value rows, their nonzero entries */
     float *sp_w;
 } Head;
@@ -424,11 +429,10 @@ static int sem_row(Head *H, const int *assign, TfIv *x, TfIv *row, void *aux, lo
     pv_eval_regs(S, assign, cur, none);
     int kval = -1;
     if (H->o->kind == TF_OP_AGGREGATE && !none[H->o->vreg]) {
-        const PvBase *B = &S->base[H->o->base];
         TfVal val = cur[H->o->vreg];
-        for (int a = 0; a < B->n - B->has_none; a++)
-            if (val_cmp(B->vals[a], val) == 0 ||
-                (val_is_num(val) && fabs(B->vals[a].x - val.x) <= 1e-9 * (1 + fabs(val.x))))
+        for (int a = 0; a < H->nx; a++)
+            if (val_cmp(H->xv[a], val) == 0 ||
+                (val_is_num(val) && fabs(H->xv[a].x - val.x) <= 1e-9 * (1 + fabs(val.x))))
                 kval = a;
     }
     A->val[i] = kval;
@@ -578,7 +582,7 @@ static void hull_into(TfIv *t, TfIv x) {
 
 /* Count: the output for every count n this query can see, into tab[w * nB + n's index]. */
 static void count_mix(const Head *H, const Seen *V, int qidx, TfIv *tab) {
-    const PvBase *B = &H->N->S->base[H->o->base];
+    const PvBase *B = &H->N->S->base[H->tb];
     int causal = H->o->causal;
     for (int n = 0; n <= V->avail; n++) {
         if (n > 0 && !V->has_s) continue;
@@ -645,7 +649,7 @@ static void work_free(Work *W) {
 }
 
 static int work_init(Work *W, const Head *H) {
-    int nB = H->N->S->base[H->o->base].n, nw = H->nw;
+    int nB = H->nB, nw = H->nw;
     size_t nk = (size_t)H->nk + 1;
     memset(W, 0, sizeof *W);
     W->tab = malloc((size_t)nB * (nw + 1) * sizeof *W->tab);
@@ -699,24 +703,24 @@ static void mean_mix(const Head *H, const Seen *V, const double *resid, double *
 
 /* The mean's values as an affine function of the value register's. */
 static void mean_fit(const Head *H, double *alpha, double *beta, double *resid) {
-    const PvBase *B = &H->N->S->base[H->o->base];
+    const TfVal *X = H->xv;
     long lo = -1, hi = -1;
     for (long i = 0; i < H->nk; i++) {
         if (H->kdead[i] || H->kval[i] < 0) continue;
-        double x = B->vals[H->kval[i]].x;
-        if (lo < 0 || x < B->vals[H->kval[lo]].x) lo = i;
-        if (hi < 0 || x > B->vals[H->kval[hi]].x) hi = i;
+        double x = X[H->kval[i]].x;
+        if (lo < 0 || x < X[H->kval[lo]].x) lo = i;
+        if (hi < 0 || x > X[H->kval[hi]].x) hi = i;
     }
     for (int w = 0; w < H->nw; w++) {
         alpha[w] = beta[w] = resid[w] = 0;
         if (lo < 0) continue;
-        double x0 = B->vals[H->kval[lo]].x, x1 = B->vals[H->kval[hi]].x;
+        double x0 = X[H->kval[lo]].x, x1 = X[H->kval[hi]].x;
         double y0 = iv_mid(H->uv[lo * H->nw + w]), y1 = iv_mid(H->uv[hi * H->nw + w]);
         alpha[w] = x1 > x0 ? (y1 - y0) / (x1 - x0) : 0;
         beta[w] = y0 - alpha[w] * x0;
         for (long i = 0; i < H->nk; i++) {
             if (H->kdead[i] || H->kval[i] < 0) continue;
-            double t = alpha[w] * B->vals[H->kval[i]].x + beta[w];
+            double t = alpha[w] * X[H->kval[i]].x + beta[w];
             TfIv u = H->uv[i * H->nw + w];
             double r = fmax(fabs(u.lo - t), fabs(u.hi - t)) * (1 + 1e-12) + 1e-15;
             resid[w] = fmax(resid[w], r);
@@ -808,7 +812,7 @@ static void sweep_key(const Head *H, Work *W, long i, int copy) {
  * exponentials of a hull of scores enclose each score's (exp is monotone). */
 static void query_group(const Head *H, Work *W, long g) {
     const PvSem *S = H->N->S;
-    int D = H->D, nr = S->ir->n_regs, nB = S->base[H->o->base].n;
+    int D = H->D, nr = S->ir->n_regs, nB = H->nB;
     const TfIv *q = H->gq + g * D;
     const TfVal *qcur = H->gcur + g * nr;
     const unsigned char *qnone = H->gnone + g * nr;
@@ -844,8 +848,9 @@ static void query_group(const Head *H, Work *W, long g) {
         if (W->has_s) V.es = eng_exp(W->ss, W->ref);
         if (W->has_u) V.eu = eng_exp(W->su, W->ref);
         if (W->has_s && W->has_u) W->gap = fmin(W->gap, W->ss.lo - W->su.hi);
-        if (H->o->kind == TF_OP_COUNT_MATCHES) {
-            count_mix(H, &V, qidx, W->tab);
+        if (H->o->kind == TF_OP_COUNT_MATCHES || H->o->sum) {
+            count_mix(H, &V, qidx, W->tab); // a sum: per count, and
+            if (H->o->sum) mean_mix(H, &V, H->resid, W->err); // near the mean (contributions)
             continue;
         }
         if (V.self != 1) none_mix(H, &V, default_index(H), W->tab, nB);
@@ -1004,7 +1009,7 @@ static int queries(Head *H, Work *W) {
     arg[0] = (PoolArg){&P, 0};
     pool_worker(&arg[0]);
     if (started > H->N->P->threads_run) H->N->P->threads_run = started;
-    int nB = H->N->S->base[H->o->base].n;
+    int nB = H->nB;
     for (int t = 1; t < started; t++) {
         pthread_join(tid[t], NULL);
         for (long i = 0; i < (long)nB * H->nw; i++)
@@ -1095,6 +1100,11 @@ static int head_setup(Head *H, TfIv *x) {
     memset(all, 1, (size_t)d);
     key_value(H, N->bos, H->kb, H->ub, v);
     free(all), free(v);
+    const PvBase *B = &S->base[H->o->base];
+    H->tb = H->o->sum ? H->o->nbase : H->o->base;
+    H->nB = S->base[H->tb].n;
+    H->xv = B->vals, H->nx = B->n - B->has_none;
+    if (H->o->sum) H->xv = S->ir->regs[H->o->vreg].facts.vals, H->nx = S->ir->regs[H->o->vreg].facts.n_vals;
     H->nk = pv_deps_size(S, H->dk, PV_TABLE_LIMIT);
     long nq = pv_deps_size(S, H->dq, PV_TABLE_LIMIT);
     if (H->nk < 0 || nq < 0) return 1;
@@ -1109,9 +1119,45 @@ static int has_check(const PvNet *N, int reg) {
     return 0;
 }
 
+/* A `sum` Aggregate's head, its output per sum and count, into stage: at
+ * count n, the table's (count_mix: a Count's reading) and, for n >= 1,
+ * alpha sum / n + beta within err (mean_mix: a mean's reading); both
+ * enclose it, so their intersection does, whichever the head is (the
+ * count's or the mean's, the weights do not say). No value where no input
+ * makes that sum with that count (prove_sem.c), nor where no query sees
+ * that count. */
+static int sum_contributions(Head *H, const Work *W, PvCol *stage) {
+    PvNet *N = H->N;
+    const PvOp *o = H->o;
+    const PvBase *B = &N->S->base[o->base];
+    int nS = B->n, nn = H->nB, rc = 0;
+    PvCol c = {0};
+    for (int w = 0; w < H->nw && rc == 0; w++) {
+        rc = pv_col_set(&c, (PvDeps)1 << o->base | (PvDeps)1 << o->nbase, (long)nS * nn);
+        int assign[TF_PROOF_MAX_BASE];
+        for (long i = 0; i < c.n && rc == 0; i++) {
+            pv_deps_decode(N->S, c.deps, i, assign);
+            int j = assign[o->base], n = assign[o->nbase];
+            TfIv t = W->tab[(size_t)w * nn + n];
+            if (!o->reach[(size_t)n * nS + j]) t = nan_iv();
+            if (n > 0 && !isnan(t.lo)) {
+                double y = H->alpha[w] * (B->vals[j].x / n) + H->beta[w];
+                TfIv m = iv_widen(iv_pt(y), W->err[w] + 1e-12 * fabs(y));
+                TfIv both = {fmax(t.lo, m.lo), fmin(t.hi, m.hi)};
+                t = both.lo <= both.hi ? both : iv_hull(t, m);
+            }
+            c.v[i] = t;
+        }
+        if (rc == 0) rc = pv_col_add(N, &stage[H->wcol[w]], &c);
+    }
+    pv_col_free(&c);
+    return rc;
+}
+
 /* The head's output per value of its op's result, into stage (over {B}). */
 static int contributions(Head *H, const Work *W, PvCol *stage) {
     PvNet *N = H->N;
+    if (H->o->sum) return sum_contributions(H, W, stage);
     const PvBase *B = &N->S->base[H->o->base];
     int numeric = H->o->kind == TF_OP_AGGREGATE && N->S->ir->regs[H->o->dest].kind == TF_REG_SCALAR;
     PvCol c = {0};

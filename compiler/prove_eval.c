@@ -14,6 +14,7 @@ struct TfProveRef {
     PvSem S;
     TfVal *cur;
     unsigned char *none;
+    int *count; /* per position and op: the keys an Aggregate or Count selected */
     int cap;
 };
 
@@ -33,12 +34,14 @@ void prove_ref_free(TfProveRef *R) {
     pv_sem_free(&R->S);
     free(R->cur);
     free(R->none);
+    free(R->count);
     free(R);
 }
 
 /* Aggregate or Count at position p over keys 1..last: -1 when a copy
  * selects different values (the run-time check's failure). */
-static int attend(TfProveRef *R, const PvOp *o, int p, int last, const ExprReads *E) {
+static int attend(TfProveRef *R, int oi, int p, int last, const ExprReads *E) {
+    const PvOp *o = &R->S.ops[oi];
     int nr = R->S.ir->n_regs, count = 0, mixed = 0;
     TfVal *q = R->cur + (size_t)p * nr, first = {0};
     double sum = 0;
@@ -60,7 +63,10 @@ static int attend(TfProveRef *R, const PvOp *o, int p, int last, const ExprReads
     TfVal *out = &q[o->dest];
     unsigned char *none = &R->none[(size_t)p * nr + o->dest];
     *none = 0;
-    if (o->kind == TF_OP_COUNT_MATCHES) {
+    R->count[(size_t)p * R->S.n_ops + oi] = count;
+    if (o->sum) {
+        *out = val_num(sum, 0); // a sum over nothing is 0
+    } else if (o->kind == TF_OP_COUNT_MATCHES) {
         *out = val_num(count, 1);
     } else if (count == 0) {
         *out = o->has_default ? o->dflt : val_num(0, 1);
@@ -90,7 +96,7 @@ static int eval_all(TfProveRef *R, const int *toks, int n) {
         expr_reads(S->ir, &quiet, o->expr, o->kind != TF_OP_MAP, &E);
         for (int p = 1; p < n; p++) {
             if (o->kind != TF_OP_MAP) {
-                if (attend(R, o, p, o->causal ? p : n - 1, &E) < 0) return -1;
+                if (attend(R, i, p, o->causal ? p : n - 1, &E) < 0) return -1;
                 continue;
             }
             int ok = 1;
@@ -116,6 +122,10 @@ static int matches(const TfProveRef *R, int p, const TfProof *P) {
         int ok = 1;
         for (int k = 0; k < K->n && ok; k++) {
             const PvBase *B = &R->S.base[K->base[k]];
+            if (B->reg < 0) { // a sum's count
+                ok = R->count[(size_t)p * R->S.n_ops + B->op] == (int)B->vals[K->idx[k]].x;
+                continue;
+            }
             int none = R->none[(size_t)p * nr + B->reg];
             TfVal v = R->cur[(size_t)p * nr + B->reg], w = B->vals[K->idx[k]];
             int want_none = B->has_none && K->idx[k] == B->n - 1;
@@ -132,10 +142,11 @@ static int matches(const TfProveRef *R, int p, const TfProof *P) {
 int prove_ref_run(TfProveRef *R, const int *toks, int n, const TfProof *P, int *out, double *num) {
     int nr = R->S.ir->n_regs;
     if (n > R->cap) {
-        free(R->cur), free(R->none);
+        free(R->cur), free(R->none), free(R->count);
         R->cur = malloc((size_t)n * nr * sizeof *R->cur);
         R->none = malloc((size_t)n * nr);
-        R->cap = R->cur && R->none ? n : 0;
+        R->count = calloc((size_t)n * (size_t)R->S.n_ops + 1, sizeof *R->count);
+        R->cap = R->cur && R->none && R->count ? n : 0;
         if (!R->cap) return -1;
     }
     memset(R->none, 1, (size_t)n * nr);

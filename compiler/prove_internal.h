@@ -28,12 +28,17 @@ typedef struct PvOp {
     int causal, sum, has_default;
     TfVal dflt;
     int base; /* Aggregate, Count: its base variable; -1 for a Map */
+    /* A `sum` Aggregate: its count, a base variable of its own (nbase:
+       0..maxlen-1 selected keys, no register), and which sums each count
+       can make, reach[n * (sums) + j] for the sum base's value j. */
+    int nbase;
+    unsigned char *reach;
 } PvOp;
 
 /* A base variable: a register whose value at a position is not a function
  * of others at that position (tokens, indices, an Aggregate or Count). */
 typedef struct PvBase {
-    int reg;
+    int reg;      /* -1: a `sum` Aggregate's count (its op's nbase) */
     int n;        /* its values, "none" included */
     TfVal *vals;  /* n values; with has_none the last is "none" */
     int has_none; /* may hold no value (a categorical Aggregate without default) */
@@ -75,6 +80,8 @@ void pv_deps_decode(const PvSem *S, PvDeps d, long idx, int *assign);
 long pv_deps_index(const PvSem *S, PvDeps d, const int *assign);
 /* Label of base variable b's value i ("3", "'a'", "none"). */
 void pv_base_label(const PvSem *S, int b, int i, char *buf, size_t n);
+/* Name of base variable b: its register's, or "count(total)" for a sum's count. */
+void pv_base_name(const PvSem *S, int b, char *buf, size_t n);
 /* The PvOp (Aggregate or Count) at that source line, -1. */
 int pv_op_at_line(const PvSem *S, int line);
 

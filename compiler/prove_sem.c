@@ -8,6 +8,7 @@
  * every other register is a Map of earlier ones, evaluated with the
  * expression evaluator on one combination of base-variable values.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +69,83 @@ static int add_base(PvSem *S, int reg, int op) {
     return S->n_base++;
 }
 
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+#define PV_MAX_SUMS (1 << 16)
+
+/* A `sum` Aggregate's count: a base variable of its own (0..maxlen-1 keys
+ * selected), and which of the sum's values each count can make: the sums
+ * of n values of the value register, each one of its values (n = 0: 0). A
+ * combination of a sum and a count that no input makes is unreachable
+ * (prove_attn.c writes no value there). The sum's values are the value
+ * analysis's, trusted as every register's are (prove.h): a sum a count
+ * makes that is not among them is not looked for. */
+static int add_count_base(PvSem *S, int op) {
+    PvOp *o = &S->ops[op];
+    if (S->n_base >= TF_PROOF_MAX_BASE) {
+        unsupported(S, 0, "more than 64 base variables (tokens, indices, Aggregates, Counts)");
+        return -1;
+    }
+    int maxlen = S->ir->maxlen, nb = S->n_base;
+    PvBase *b = &S->base[nb], *sb = &S->base[o->base];
+    const TfRegFacts *gx = &S->ir->regs[o->vreg].facts;
+    b->reg = -1;
+    b->op = op;
+    b->has_none = 0;
+    b->n = maxlen;
+    b->vals = malloc((size_t)maxlen * sizeof *b->vals);
+    o->reach = calloc((size_t)maxlen * (size_t)sb->n + 1, 1);
+    double *cur = malloc(PV_MAX_SUMS * sizeof *cur), *next = NULL;
+    if (!b->vals || !o->reach || !cur) {
+        free(cur), free(next);
+        return -1;
+    }
+    for (int n = 0; n < maxlen; n++) b->vals[n] = val_num(n, 1);
+    S->n_base++;
+    o->nbase = nb;
+    int nc = 1;
+    cur[0] = 0;
+    for (int n = 0; n < maxlen; n++) {
+        if (n > 0) { // the sums of n values: those of n - 1 plus one more
+            size_t nn = 0;
+            double *t = realloc(next, ((size_t)nc * (size_t)gx->n_vals + 1) * sizeof *t);
+            if (!t) {
+                free(cur), free(next);
+                return -1;
+            }
+            next = t;
+            for (int i = 0; i < nc; i++)
+                for (int k = 0; k < gx->n_vals; k++) next[nn++] = cur[i] + gx->vals[k].x;
+            qsort(next, nn, sizeof *next, cmp_double);
+            nc = 0;
+            for (size_t i = 0; i < nn; i++) {
+                if (nc > 0 && next[i] <= cur[nc - 1] + 1e-12 * (1 + fabs(next[i]))) continue;
+                if (nc == PV_MAX_SUMS) {
+                    free(cur), free(next);
+                    unsupported(S, o->stmt->loc.line, "not proven: a `sum` that can make more than 65536 numbers");
+                    return -1;
+                }
+                cur[nc++] = next[i];
+            }
+        }
+        for (int j = 0; j < sb->n; j++) { // the sum's value j among them (bisection)
+            double y = sb->vals[j].x, tol = 1e-9 * (1 + fabs(y));
+            int lo = 0, hi = nc;
+            while (lo < hi) {
+                int mid = (lo + hi) / 2;
+                if (cur[mid] < y - tol) lo = mid + 1;
+                else hi = mid;
+            }
+            o->reach[(size_t)n * sb->n + j] = lo < nc && cur[lo] <= y + tol;
+        }
+    }
+    free(cur), free(next);
+    return 0;
+}
+
 /* One source statement into S->ops (or the reason it cannot be proven). */
 static int add_op(PvSem *S, const TfIrOp *io) {
     const TfStmt *s = io->stmt;
@@ -85,6 +163,7 @@ static int add_op(PvSem *S, const TfIrOp *io) {
     o->kind = io->op;
     o->vreg = -1;
     o->base = -1;
+    o->nbase = -1;
     o->dest = s->dest.text ? check_find_reg(S->ir, s->dest.text) : -1;
     if (o->dest < 0 || s->n_args < 1) return 0;
     if (S->writer[o->dest] >= 0) {
@@ -96,7 +175,9 @@ static int add_op(PvSem *S, const TfIrOp *io) {
         TfArgShape v = s->n_args > 1 ? check_arg_shape(&s->args[1]) : (TfArgShape){0};
         o->vreg = v.kind == TF_ARG_NAME ? check_find_reg(S->ir, v.name->text) : -1;
         op_options(S, o, 2);
-        if (o->sum) unsupported(S, s->loc.line, "not proven: Aggregate with `sum`");
+        if (o->sum && (o->vreg < 0 || S->ir->regs[o->vreg].kind != TF_REG_SCALAR ||
+                       !S->ir->regs[o->vreg].facts.known || S->ir->regs[o->dest].kind != TF_REG_SCALAR))
+            unsupported(S, s->loc.line, "not proven: a `sum` of a register whose values are unknown");
     } else if (io->op == TF_OP_COUNT_MATCHES) {
         op_options(S, o, 1);
     }
@@ -112,6 +193,7 @@ static int make_deps(PvSem *S) {
         if (o->kind != TF_OP_MAP) {
             o->base = add_base(S, o->dest, i);
             if (o->base < 0) return S->unsupported[0] ? 0 : -1;
+            if (o->sum && add_count_base(S, i) < 0) return S->unsupported[0] ? 0 : -1;
             continue;
         }
         ExprReads *R = &S->reads[i];
@@ -175,6 +257,7 @@ int pv_sem_load(PvSem *S, const char *source, size_t len, TfError *err) {
 
 void pv_sem_free(PvSem *S) {
     for (int b = 0; b < S->n_base; b++) free(S->base[b].vals);
+    for (int i = 0; S->ops && i < S->n_ops; i++) free(S->ops[i].reach);
     free(S->ops);
     free(S->deps);
     free(S->writer);
@@ -191,7 +274,7 @@ void pv_eval_regs(const PvSem *S, const int *assign, TfVal *cur, unsigned char *
     for (int r = 0; r < ir->n_regs; r++) none[r] = 1;
     for (int b = 0; b < S->n_base; b++) {
         const PvBase *B = &S->base[b];
-        if (assign[b] < 0) continue;
+        if (assign[b] < 0 || B->reg < 0) continue;
         cur[B->reg] = B->vals[assign[b]];
         none[B->reg] = B->has_none && assign[b] == B->n - 1;
     }
@@ -252,6 +335,12 @@ void pv_base_label(const PvSem *S, int b, int i, char *buf, size_t n) {
     const PvBase *B = &S->base[b];
     if (B->has_none && i == B->n - 1) snprintf(buf, n, "none");
     else val_label(S->ir, B->vals[i], buf, n);
+}
+
+void pv_base_name(const PvSem *S, int b, char *buf, size_t n) {
+    const PvBase *B = &S->base[b];
+    if (B->reg >= 0) snprintf(buf, n, "%s", S->ir->regs[B->reg].name);
+    else snprintf(buf, n, "count(%s)", S->ir->regs[S->ops[B->op].dest].name);
 }
 
 int pv_op_at_line(const PvSem *S, int line) {

@@ -24,16 +24,37 @@
 
 #include "values_internal.h"
 
+/* Whether a selection that counts (a Count, a `sum`'s count) reads
+ * register r through a fresh one-hot: r is a Count's result. Its steps'
+ * hidden units grow with the distance from each step (hundreds), so each
+ * column is off by float32's rounding of them, up to about 1e-3 (for any
+ * order of summation: the validator's model); a truth table adds up to
+ * maxlen such columns, times the scale: the selected keys' scores may then
+ * differ by 0.2, and 1/(count + 1) cannot be read back at large counts.
+ * A table of r's one-hot into a fresh one (units 2 x - 1 +- 1/2, a few
+ * ulps) gives every column within a few ulps of 0 or 1 whatever the
+ * steps' error below 1/4 (sort_freq: `Count(k.hist > q.hist)`). */
+static int clean_side(Va *G, const TfIrOp *op, int counts, int r) {
+    if (!counts || op->op == TF_OP_MAP) return 0;
+    for (int i = 0; i < G->n_out; i++)
+        if (G->out[i].dest == r && G->out[i].op == TF_OP_COUNT_MATCHES && G->out[i].plan &&
+            G->out[i].plan->form == TF_PLAN_STAIRCASE)
+            return 1;
+    return 0;
+}
+
 /* One side of a selection as one register: itself, or a joint register
- * written by an inserted table Map (one column per combination). Returns
- * the register, -1 after reporting; *n gets its number of values. */
+ * written by an inserted table Map (one column per combination; for one
+ * register, a Count's result that a counting selection reads: clean_side).
+ * Returns the register, -1 after reporting; *n gets its number of values. */
 static int selection_side(Va *G, const TfIrOp *op, int index, const int *regs, int n_regs,
-                          char side, int *n) {
+                          char side, int counts, int *n) {
     if (n_regs == 0) {
         *n = 1;
         return -1;
     }
-    if (n_regs == 1) {
+    int clean = n_regs == 1 && clean_side(G, op, counts, regs[0]);
+    if (n_regs == 1 && !clean) {
         *n = va_facts(G, regs[0])->n_vals;
         return regs[0];
     }
@@ -45,14 +66,14 @@ static int selection_side(Va *G, const TfIrOp *op, int index, const int *regs, i
                    side == 'k' ? "key" : "query", total);
         return -1;
     }
-    if (total > WARN_JOINT)
+    if (total > WARN_JOINT && !clean)
         diag_warning(G->diag, op->stmt->args[0].loc,
                      "the %s side of this selection reads %d registers: their joint one-hot has "
                      "%ld columns (the product of their domains)",
                      side == 'k' ? "key" : "query", n_regs, total);
     char name[128];
     const char *base = op->stmt->label.text ? op->stmt->label.text : tf_ops[op->op].layer_name;
-    snprintf(name, sizeof name, "%s.%c%d", base, side, index);
+    snprintf(name, sizeof name, clean ? "%s.%c%d.clean" : "%s.%c%d", base, side, index);
     int r = check_find_reg(G->ir, name);
     if (r >= 0) { // a repeat body: the same selection again
         *n = va_facts(G, r)->n_vals;
@@ -106,6 +127,7 @@ static int selection_side(Va *G, const TfIrOp *op, int index, const int *regs, i
     p->n_combo = (int)total;
     p->combo_col = cols;
     p->dest = r;
+    p->clean = clean;
     TfIrOp joint = *op;
     joint.plan = p;
     joint.dest = r;
@@ -570,9 +592,10 @@ static int select_terms(Va *G, TfIrOp *op, int index, const ExprReads *R, Select
     double delta = 0;
     for (int t = 0; t < n_conj; t++) {
         struct TfPlanTerm *T = &p->terms[t];
-        T->qreg = selection_side(G, op, index, CR[t].qregs, CR[t].nq, 'q', &T->nq);
+        int counts = op->op == TF_OP_COUNT_MATCHES || p->sum;
+        T->qreg = selection_side(G, op, index, CR[t].qregs, CR[t].nq, 'q', counts, &T->nq);
         if (CR[t].nq && T->qreg < 0) return -1;
-        T->kreg = selection_side(G, op, index, CR[t].kregs, CR[t].nk, 'k', &T->nk);
+        T->kreg = selection_side(G, op, index, CR[t].kregs, CR[t].nk, 'k', counts, &T->nk);
         if (CR[t].nk && T->kreg < 0) return -1;
         if (selection_matrix(G, conj[t], &CR[t], T->nq, T->nk, &T->P) < 0) return -1;
         // How far scores can move (before beta): the inputs' errors.

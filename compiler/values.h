@@ -66,6 +66,10 @@ struct TfOpPlan {
     int n_combo;
     int *combo_col;
     double *combo_num;
+    /* TABLE: a Count's result copied into a fresh one-hot for a selection
+     * that counts (compiler/select.c, clean_side): never composed with the
+     * steps before it nor read through (compiler/fuse.c). */
+    int clean;
 
     /* STAIRCASE: the input's values xs[0..n_x) ascending, and per value its
      * destination column or number; no step between neighbours with the

@@ -189,6 +189,100 @@ START_TEST(test_changed_weight_fails) {
 }
 END_TEST
 
+/* A `sum` Aggregate (the mean's head, the count's head and steps, the gated
+ * product): proven at -O0 and -O; with any one of its three parts' weights
+ * scaled by 1.1 (the count's value, the mean's value, the product's fc2),
+ * refused: the sum's bound grows (a number's is reported, not checked) and
+ * the Map that reads it, line 5, fails on a case naming the sum's count. */
+static const char *sum_src = "vocab \"^0123\"; bos '^'; maxlen 9;\n"
+                             "num x, total; cat out;\n"
+                             "x: Map(ord(tokens) - ord('0')) -> x;\n"
+                             "total: Aggregate(k.indices <= q.indices, x, causal, sum) -> total;\n"
+                             "out: Map(round(total) % 4) -> out;\n"
+                             "output out at every position;\n";
+
+static int layer_named(const TfModel *m, const char *name) {
+    for (int li = 0; li < m->n_layers; li++)
+        if (strcmp(m->layers[li].name, name) == 0) return li;
+    return -1;
+}
+
+START_TEST(test_sum_proven_and_mutations_refused) {
+    for (int opt = 0; opt <= 1; opt++) {
+        TfModel *m = compile_text(sum_src, opt);
+        TfProof P;
+        TfError err;
+        ck_assert_int_eq(prove_model(m, &P, &err), 0);
+        ck_assert_msg(P.verdict == TF_PROOF_PROVEN, "-O%d: %s", opt, P.reason);
+        prove_free(&P);
+        model_free(m);
+    }
+    const char *part[3] = {"total.count", "total", "total.sum"};
+    for (int k = 0; k < 3; k++) {
+        TfModel *m = compile_text(sum_src, 1);
+        int li = layer_named(m, part[k]);
+        ck_assert_msg(li >= 0, "no layer %s", part[k]);
+        const TfLayer *ly = &m->layers[li];
+        TfTensor *T = &m->tensors[ly->kind == TF_LAYER_MLP ? ly->fc2_weight : ly->value];
+        for (size_t i = 0; i < T->nelem; i++) T->data[i] *= 1.1f;
+        TfProof P;
+        TfError err;
+        ck_assert_int_eq(prove_model(m, &P, &err), 0);
+        ck_assert_msg(P.verdict == TF_PROOF_FAILED, "%s x 1.1: %d %s", part[k], P.verdict, P.reason);
+        ck_assert_msg(P.fail_line == 5, "%s: line %d (%s)", part[k], P.fail_line, P.reason);
+        int named = 0;
+        for (int i = 0; i < P.n_assign; i++) named |= strcmp(P.assign_reg[i], "count(total)") == 0;
+        ck_assert_msg(named, "%s: the case does not name the sum's count (%s)", part[k], P.reason);
+        prove_free(&P);
+        model_free(m);
+    }
+}
+END_TEST
+
+/* A Count whose selection compares two Counts (sort_freq's `more`): the
+ * compiler reads `hist` through a fresh one-hot (a table MLP, "more.keys"
+ * at -O0, compiler/select.c), and the validator proves it at -O0 and -O;
+ * that table's output with one weight's sign flipped (the unit that turns
+ * on hist = 2's column) is refused. */
+static const char *count2_src = "vocab \"^abcd\"; bos '^'; maxlen 17;\n"
+                                "cat hist, more, out;\n"
+                                "hist: Count(k.tokens == q.tokens) -> hist;\n"
+                                "more: Count(k.hist > q.hist) -> more;\n"
+                                "out: Map(more % 2 == 0 ? 'a' : 'b') -> out;\n"
+                                "output out at every position;\n";
+
+START_TEST(test_count_of_counts_proven_and_mutation_refused) {
+    for (int opt = 0; opt <= 1; opt++) {
+        TfModel *m = compile_text(count2_src, opt);
+        TfProof P;
+        TfError err;
+        ck_assert_int_eq(prove_model(m, &P, &err), 0);
+        ck_assert_msg(P.verdict == TF_PROOF_PROVEN, "-O%d: %s", opt, P.reason);
+        prove_free(&P);
+        model_free(m);
+    }
+    TfModel *m = compile_text(count2_src, 0);
+    int li = layer_named(m, "more.keys");
+    ck_assert_msg(li >= 0, "no fresh one-hot of hist for the keys");
+    // The unit that turns on the column of hist = 2 (the third it writes).
+    TfTensor *T = &m->tensors[m->layers[li].fc2_weight];
+    int F = m->layers[li].d_hidden, seen = 0, flipped = 0;
+    for (int c = 0; c < m->d_model && !flipped; c++) {
+        int u = 0;
+        while (u < F && T->data[(size_t)c * F + u] <= 0) u++;
+        if (u < F && seen++ == 2) T->data[(size_t)c * F + u] *= -1, flipped = 1;
+    }
+    ck_assert(flipped);
+    TfProof P;
+    TfError err;
+    ck_assert_int_eq(prove_model(m, &P, &err), 0);
+    ck_assert_msg(P.verdict == TF_PROOF_FAILED, "%d %s", P.verdict, P.reason);
+    ck_assert_int_eq(P.fail_line, 4);
+    prove_free(&P);
+    model_free(m);
+}
+END_TEST
+
 /* An interval of a query or key component: within 2^+-20, narrow or a point. */
 static TfIv score_iv(void) {
     double a = ldexp(rnd() - 0.5, (int)(rnd() * 40) - 20), w = rnd() < 0.3 ? 0 : fabs(a) * rnd() * 1e-2;
@@ -259,6 +353,8 @@ int main(void) {
     tcase_add_test(tc, test_sum_err_bounds_float_sums);
     tcase_add_test(tc, test_compiled_program_proven);
     tcase_add_test(tc, test_changed_weight_fails);
+    tcase_add_test(tc, test_sum_proven_and_mutations_refused);
+    tcase_add_test(tc, test_count_of_counts_proven_and_mutation_refused);
     tcase_add_test(tc, test_threads_same_proof);
     tcase_add_test(tc, test_scores_twin);
     suite_add_tcase(s, tc);
