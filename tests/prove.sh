@@ -24,7 +24,6 @@ declare -A known=( # program: the reason tfprove gives
   [histogram_student]="a learned model" [secret_code]="a learned model"
   [prefix_sum]="Aggregate with \`sum\`"  # not proven: sum
   [sort_student]="a learned model" [xor]="a learned model"
-  [dyck2]="combinations" [dyck3]="combinations" # tables over more than 2^22 base combinations
   # A Count whose selection compares two Counts (k.hist > q.hist): the
   # selected keys' hist columns are enclosed within about 1e-3 of one-hot,
   # so their scores may differ by 0.2 and the enclosure of 1/(n+1) is too
@@ -34,9 +33,7 @@ declare -A known=( # program: the reason tfprove gives
   # (most_freq at -O was one too until issue 22's bounds for any summation
   # order kept its Counts' steps apart from the Map after them: proven now.)
 )
-declare -A skip=( # program: why it is not run here
-  [sort_case]="over a minute per level in one MLP (place: 1984 units on 32 x 31 x 31 combinations)"
-)
+declare -A skip=() # program: why it is not run here
 # The slowest (seconds of CPU a level: shuffle_dyck2's MLPs; most_freq's and
 # sort_freq's search for a prompt reaching the case they do not prove) run
 # at -O only, unless TF_PROVE_ALL=1 (every level, as for the others).
