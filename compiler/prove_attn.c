@@ -23,7 +23,9 @@
  *
  * How it scales: a key class is a combination of a key vector, a value and
  * the selection's key registers (each a table over only its own base
- * variables, rows alike made one) with an index; query scenarios that
+ * variables, rows alike made one) with an index, the tables that share no
+ * base variable crossed rather than enumerated together (class_tuples);
+ * query scenarios that
  * differ only in their index are one group. Per group the scores with
  * every key are one pass in midpoint-radius form (scores_all), then the
  * keys are swept in order of index: what a query at index t sees (causal:
@@ -52,7 +54,7 @@ typedef struct Head {
     float scale;
     const float *wq, *wk, *wv, *wo, *bq, *bk, *bv;
     unsigned char *rq, *rk, *rv; /* the columns the query, key and value read */
-    PvDeps dq, dk, dkk, dkv; /* query, key class (all), key, value */
+    PvDeps dq, dkk, dkv; /* query, key, value (a key class: key_classes) */
     int *wcol;    /* nw written columns */
     double *wmag; /* per written column: sum_j |Wo[c,j]| max|v_j|, for the rounding */
     long nk;
@@ -1190,10 +1192,7 @@ static int head_setup(Head *H, TfIv *x) {
     H->dq = pv_read_cols(N, H->wq, H->h * H->D, (H->h + 1) * H->D, H->rq) | (PvDeps)1 << S->b_indices;
     H->dkk = pv_read_cols(N, H->wk, H->h * H->D, (H->h + 1) * H->D, H->rk);
     H->dkv = pv_read_cols(N, H->wv, H->h * H->DV, (H->h + 1) * H->DV, rv);
-    H->dk = H->dkk | H->dkv | (PvDeps)1 << S->b_indices;
     for (int i = 0; i < R.nq; i++) H->dq |= S->deps[R.qregs[i]];
-    for (int i = 0; i < R.nk; i++) H->dk |= S->deps[R.kregs[i]];
-    if (H->o->vreg >= 0) H->dk |= S->deps[H->o->vreg];
     H->nw = 0;
     for (int c = 0; c < d; c++) {
         int w = 0;
