@@ -263,7 +263,8 @@ static const char *dyck_small_src =
  * key classes from groups of factors and for every index) against their
  * naive twins (every unit at every combination, every combination of the
  * key's base variables at once): the same verdict, report and residual
- * stream, bit for bit. Also a copy of each with one weight changed. */
+ * stream, bit for bit; on two threads, the same report. Also a copy of
+ * each with one weight changed. */
 static void same_as_twin(const TfModel *m, const char *what) {
     TfProof Pf, Pn;
     TfError err;
@@ -276,6 +277,13 @@ static void same_as_twin(const TfModel *m, const char *what) {
     ck_assert_int_eq(Pf.n_lines, Pn.n_lines);
     for (int i = 0; i < Pf.n_lines; i++) ck_assert_str_eq(Pf.lines[i], Pn.lines[i]);
     ck_assert_msg(hf == hn, "%s: the residual stream differs from the twin's", what);
+    // And on two threads: the same report.
+    TfProof P2;
+    ck_assert_int_eq(prove_model_threads(m, 2, &P2, &err), 0);
+    ck_assert_int_eq(P2.verdict, Pf.verdict);
+    ck_assert_int_eq(P2.n_lines, Pf.n_lines);
+    for (int i = 0; i < Pf.n_lines; i++) ck_assert_str_eq(P2.lines[i], Pf.lines[i]);
+    prove_free(&P2);
     prove_free(&Pf);
     prove_free(&Pn);
 }
