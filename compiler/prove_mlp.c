@@ -335,14 +335,15 @@ static int bb_groups(Bb *B, const unsigned char *reads) {
             if (!G->dead[j]) return -1;
             memset(G->dead[j], j == G->nv ? 0 : 1, (size_t)nj);
         }
-        // dead[nv]: some column of the group has no value; dead[j]: all below.
+        // dead[nv]: some column of the group has no value (its columns are
+        // tables over the group's variables: combination i is their row i);
+        // dead[j]: every combination below.
+        for (int c = 0; c < d; c++)
+            for (long i = 0; B->gof[c] == g && i < full; i++) G->dead[G->nv][i] |= isnan(B->N->col[c].v[i].lo);
         for (long i = 0; i < full; i++) {
+            if (G->dead[G->nv][i]) continue;
             pv_deps_decode(S, G->d, i, B->assign);
-            int dead = 0;
-            for (int c = 0; c < d; c++)
-                if (B->gof[c] == g) dead |= isnan(pv_col_get(B->N, &B->N->col[c], B->assign).lo);
-            G->dead[G->nv][i] = (unsigned char)dead;
-            for (int j = 0; j < G->nv && !dead; j++) G->dead[j][pv_deps_index(S, G->pre[j], B->assign)] = 0;
+            for (int j = 0; j < G->nv; j++) G->dead[j][pv_deps_index(S, G->pre[j], B->assign)] = 0;
         }
     }
     return 0;
@@ -438,7 +439,7 @@ static int bb_terms(Bb *B) {
             TfIv s = iv_pt(0);
             double mag = 0;
             for (int e = 0; e < T->n; e++) {
-                TfIv x = pv_col_get(B->N, &B->N->col[T->col[e]], B->assign);
+                TfIv x = B->N->col[T->col[e]].v[i]; // over the group's variables, as i
                 s = iv_add(s, iv_scale(x, T->w[e]));
                 mag += fabs(T->w[e]) * iv_mag(x);
             }
