@@ -121,7 +121,8 @@ static int sparse_make(const Mlp *L, int f, int n, Sparse *Sp) {
  * order), NULL for all of them: an entry left out must be of a unit whose
  * pre-activation is at most 0 (its ReLU adds an exact 0, nothing else).
  * touch (d ints) and mark (d zeros): the composed columns are gathered
- * there and taken in order (as the loop over all d takes them, touch NULL). */
+ * there and, when few, taken in order from there (as the loop over all d,
+ * for touch NULL, takes them). */
 static TfIv affine_col(const Mlp *L, const Sparse *Sp, int k, const int *ent, int ne, int f, const TfIv *x,
                        const TfIv *z, const double *rw, double *coef, double *cmag, int *touch,
                        unsigned char *mark) {
@@ -156,14 +157,15 @@ static TfIv affine_col(const Mlp *L, const Sparse *Sp, int k, const int *ent, in
     TfIv y = iv_add(nonlin, iv_pt(cst));
     double dbl = (nt + 2) * 2.3e-16; // the double sums of the composed coefficients
     slack += dbl * fabs(cst);
-    for (int i = 1; i < nc; i++) // insertion sort: the columns in order
+    int few = touch && nc * 8 <= L->d; // then sorted (insertion), else all d in order
+    for (int i = 1; few && i < nc; i++)
         for (int j = i; j > 0 && touch[j - 1] > touch[j]; j--) {
             int t = touch[j];
             touch[j] = touch[j - 1], touch[j - 1] = t;
         }
-    for (int i = 0; i < (touch ? nc : L->d); i++) {
-        int c = touch ? touch[i] : i;
-        if (touch) mark[c] = 0;
+    for (int i = 0; touch && i < nc; i++) mark[touch[i]] = 0;
+    for (int i = 0; i < (few ? nc : L->d); i++) {
+        int c = few ? touch[i] : i;
         if (cmag[c] == 0) continue;
         y = iv_add(y, iv_scale(x[c], coef[c]));
         slack += dbl * cmag[c] * iv_mag(x[c]);

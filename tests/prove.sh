@@ -34,10 +34,11 @@ declare -A known=( # program: the reason tfprove gives
   # order kept its Counts' steps apart from the Map after them: proven now.)
 )
 declare -A skip=() # program: why it is not run here
-# The slowest (seconds of CPU a level: shuffle_dyck2's MLPs; most_freq's and
+# The slowest (seconds of CPU a level: shuffle_dyck2's MLPs; dyck3's MLP and
+# Count over 10 x 17^4 combinations of base variables; most_freq's and
 # sort_freq's search for a prompt reaching the case they do not prove) run
 # at -O only, unless TF_PROVE_ALL=1 (every level, as for the others).
-declare -A slow=([shuffle_dyck2]=1 [most_freq]=1 [sort_freq]=1)
+declare -A slow=([shuffle_dyck2]=1 [dyck3]=1 [most_freq]=1 [sort_freq]=1)
 for f in "$P"/*.tfp; do
   b=$(basename "$f" .tfp)
   [ -n "${skip[$b]:-}" ] && continue
