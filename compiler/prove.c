@@ -247,9 +247,33 @@ static void net_free(PvNet *N) {
     free(N->last_write);
 }
 
-int prove_model(const TfModel *m, TfProof *P, TfError *err) { return prove_model_threads(m, 0, P, err); }
+/* FNV-1a of the residual stream as the proof left it: every column's table and the BOS row. */
+static uint64_t net_digest(const PvNet *N) {
+    uint64_t h = 1469598103934665603ull;
+    for (int c = 0; c <= N->m->d_model; c++) {
+        const unsigned char *b = c < N->m->d_model ? (const unsigned char *)N->col[c].v : (const unsigned char *)N->bos;
+        size_t n = (c < N->m->d_model ? (size_t)N->col[c].n : (size_t)N->m->d_model) * sizeof(TfIv);
+        PvDeps d = c < N->m->d_model ? N->col[c].deps : 0;
+        for (size_t i = 0; i < sizeof d; i++) h = (h ^ (d >> (8 * i) & 0xff)) * 1099511628211ull;
+        for (size_t i = 0; b && i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    }
+    return h;
+}
+
+static int prove_run(const TfModel *m, int threads, int naive, TfProof *P, uint64_t *digest, TfError *err);
+
+int prove_model(const TfModel *m, TfProof *P, TfError *err) { return prove_run(m, 0, 0, P, NULL, err); }
 
 int prove_model_threads(const TfModel *m, int threads, TfProof *P, TfError *err) {
+    return prove_run(m, threads, 0, P, NULL, err);
+}
+
+int pv_prove_twin(const TfModel *m, int naive, TfProof *P, uint64_t *digest, TfError *err) {
+    *digest = 0;
+    return prove_run(m, 1, naive, P, digest, err);
+}
+
+static int prove_run(const TfModel *m, int threads, int naive, TfProof *P, uint64_t *digest, TfError *err) {
     memset(P, 0, sizeof *P);
     if (threads <= 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -278,12 +302,13 @@ int prove_model_threads(const TfModel *m, int threads, TfProof *P, TfError *err)
         pv_sem_free(&S);
         return 0;
     }
-    PvNet N = {.m = m, .S = &S, .P = P, .maxlen = S.ir->maxlen, .threads = threads};
+    PvNet N = {.m = m, .S = &S, .P = P, .maxlen = S.ir->maxlen, .threads = threads, .naive = naive};
     int rc = -1;
     N.col = calloc((size_t)m->d_model, sizeof *N.col);
     N.bos = calloc((size_t)m->d_model, sizeof *N.bos);
     if (N.col && N.bos && map_registers(&N) == 0 && last_writes(&N) == 0 && embed(&N) == 0)
         rc = prove_layers(&N);
+    if (rc == 0 && digest) *digest = net_digest(&N);
     if (rc < 0) tf_error_set(err, "out of memory (or a table of more than 2^22 combinations)");
     net_free(&N);
     pv_sem_free(&S);

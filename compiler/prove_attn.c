@@ -23,7 +23,9 @@
  *
  * How it scales: a key class is a combination of a key vector, a value and
  * the selection's key registers (each a table over only its own base
- * variables, rows alike made one) with an index; query scenarios that
+ * variables, rows alike made one) with an index, the tables that share no
+ * base variable crossed rather than enumerated together (class_tuples);
+ * query scenarios that
  * differ only in their index are one group. Per group the scores with
  * every key are one pass in midpoint-radius form (scores_all), then the
  * keys are swept in order of index: what a query at index t sees (causal:
@@ -52,12 +54,14 @@ typedef struct Head {
     float scale;
     const float *wq, *wk, *wv, *wo, *bq, *bk, *bv;
     unsigned char *rq, *rk, *rv; /* the columns the query, key and value read */
-    PvDeps dq, dk, dkk, dkv; /* query, key class (all), key, value */
+    PvDeps dq, dkk, dkv; /* query, key, value (a key class: key_classes) */
     int *wcol;    /* nw written columns */
     double *wmag; /* per written column: sum_j |Wo[c,j]| max|v_j|, for the rounding */
     long nk;
     TfIv *kv, *uv; /* per class: D key, nw values */
     int *kidx, *kval, *kdead;
+    int anypos; /* bidirectional, the index in no other factor: a class stands for its
+                   keys at every index (kidx 0), see class_tuples */
     TfVal *kcur;   /* per class: every register's value */
     unsigned char *knone;
     TfIv *kb, *ub; /* the BOS key */
@@ -412,48 +416,173 @@ static int value_row(Head *H, const int *assign, TfIv *x, TfIv *u, void *aux, lo
 }
 
 /* The semantics: the selection's key registers and the value's index
- * (aux: the registers' values, n_regs per combination). */
+ * (aux: scratch for the registers' values, n_regs). */
 typedef struct SemAux {
     TfVal *cur;
     unsigned char *none;
-    int *val;
 } SemAux;
 
 static int sem_row(Head *H, const int *assign, TfIv *x, TfIv *row, void *aux, long i) {
-    (void)x;
+    (void)x, (void)i;
     const PvSem *S = H->N->S;
     SemAux *A = aux;
-    int nr = S->ir->n_regs;
-    TfVal *cur = A->cur + i * nr;
-    unsigned char *none = A->none + i * nr;
-    pv_eval_regs(S, assign, cur, none);
+    pv_eval_regs(S, assign, A->cur, A->none);
     int kval = -1;
-    if (H->o->kind == TF_OP_AGGREGATE && !none[H->o->vreg]) {
-        TfVal val = cur[H->o->vreg];
+    if (H->o->kind == TF_OP_AGGREGATE && !A->none[H->o->vreg]) {
+        TfVal val = A->cur[H->o->vreg];
         for (int a = 0; a < H->nx; a++)
             if (val_cmp(H->xv[a], val) == 0 ||
                 (val_is_num(val) && fabs(H->xv[a].x - val.x) <= 1e-9 * (1 + fabs(val.x))))
                 kval = a;
     }
-    A->val[i] = kval;
-    // The row: the registers' values as bytes (a TfIv holds 16).
+    // The row: the value's index, then the registers' values as bytes (a TfIv holds 16).
     unsigned char *b = (unsigned char *)row;
     size_t k = 0;
     memcpy(b, &kval, sizeof kval), k += sizeof kval;
     for (int r = 0; r < H->R.nk; r++) {
         int reg = H->R.kregs[r];
-        TfVal v = none[reg] ? (TfVal){TF_VAL_INT, 0} : cur[reg];
+        TfVal v = A->none[reg] ? (TfVal){TF_VAL_INT, 0} : A->cur[reg];
         int kind = (int)v.kind;
         memcpy(b + k, &kind, sizeof kind), k += sizeof kind;
         memcpy(b + k, &v.x, sizeof v.x), k += sizeof v.x;
-        b[k++] = none[reg];
+        b[k++] = A->none[reg];
     }
     return 1;
 }
 
+/* A key class is a tuple of four factors: its key row, value row and
+ * semantics row (each a table over its own base variables: fid[f][i] the
+ * row of combination i of fd[f], -1 unreachable) and its index. */
+enum { KF_KEY, KF_VAL, KF_SEM, KF_IDX, KF_COUNT };
+
+typedef struct KTuple {
+    int t[KF_COUNT];
+    long rep; /* a combination of the semantics' base variables giving its row */
+} KTuple;
+
+typedef struct Tuples {
+    long n, cap;
+    KTuple *v;
+} Tuples;
+
+static int tuples_push(Tuples *T, const int *t, long rep) {
+    if (T->n == T->cap) {
+        long cap = T->cap ? 2 * T->cap : 64;
+        KTuple *v = realloc(T->v, (size_t)cap * sizeof *v);
+        if (!v) return -1;
+        T->v = v;
+        T->cap = cap;
+    }
+    memcpy(T->v[T->n].t, t, sizeof T->v[T->n].t);
+    T->v[T->n++].rep = rep;
+    return 0;
+}
+
+/* The tuples of the factors in mask that occur: every combination of the
+ * base variables they depend on, each distinct tuple once (the factors
+ * outside mask 0). 1 when more than 2^22 combinations, -1 out of memory. */
+static int factor_tuples(const Head *H, unsigned mask, const PvDeps *fd, long *const *fid, Tuples *out) {
+    const PvSem *S = H->N->S;
+    PvDeps d = 0;
+    for (int f = 0; f < KF_COUNT; f++)
+        if (mask >> f & 1) d |= fd[f];
+    long n = pv_deps_size(S, d, PV_TABLE_LIMIT);
+    if (n < 0) return 1;
+    SigSet U = {0};
+    if (sig_init(&U, KF_COUNT * sizeof(int)) < 0) return -1;
+    int assign[TF_PROOF_MAX_BASE], rc = 0;
+    for (long i = 0; i < n && rc == 0; i++) {
+        for (int b = 0; b < S->n_base; b++) assign[b] = -1;
+        pv_deps_decode(S, d, i, assign);
+        int t[KF_COUNT] = {0}, dead = 0, added;
+        for (int f = KF_KEY; f <= KF_SEM; f++) {
+            if (!(mask >> f & 1)) continue;
+            long v = fid[f][pv_deps_index(S, fd[f], assign)];
+            dead |= v < 0;
+            t[f] = (int)v;
+        }
+        if (mask >> KF_IDX & 1) t[KF_IDX] = (int)S->base[S->b_indices].vals[assign[S->b_indices]].x;
+        if (dead) continue;
+        if (sig_add(&U, (const unsigned char *)t, &added) < 0) rc = -1;
+        else if (added) rc = tuples_push(out, t, mask >> KF_SEM & 1 ? pv_deps_index(S, fd[KF_SEM], assign) : 0);
+    }
+    sig_free(&U);
+    return rc;
+}
+
+static int tuple_cmp(const void *a, const void *b) {
+    const int *x = ((const KTuple *)a)->t, *y = ((const KTuple *)b)->t;
+    static const int key[KF_COUNT] = {KF_IDX, KF_KEY, KF_VAL, KF_SEM};
+    for (int i = 0; i < KF_COUNT; i++)
+        if (x[key[i]] != y[key[i]]) return x[key[i]] < y[key[i]] ? -1 : 1;
+    return 0;
+}
+
+/* Every tuple that occurs, in order of index, then key, value and
+ * semantics rows. Factors that share no base variable combine freely, so
+ * the factors are grouped by the base variables they share, each group's
+ * tuples found over its own variables and the groups' tuples crossed
+ * (a key class over more than 2^22 combinations of base variables, as
+ * long as no group is). A bidirectional head whose index is a group of
+ * its own sees every class at every index, whatever the query's: one class
+ * then stands for all its indices (H->anypos; the sweep knows its keys lie
+ * at several positions). naive: every combination of them all at once
+ * (the twin, for tests). 1 when a group has more than 2^22 combinations. */
+static int class_tuples(Head *H, const PvDeps *fd, long *const *fid, int naive, Tuples *out) {
+    unsigned group[KF_COUNT]; // the factors of each group
+    int ng = 0;
+    if (naive) group[ng++] = (1u << KF_COUNT) - 1;
+    for (int f = 0; f < KF_COUNT && !naive; f++) {
+        unsigned m = 1u << f;
+        PvDeps d = fd[f];
+        for (int g = 0; g < ng;) { // merge every group sharing a variable with it
+            PvDeps dg = 0;
+            for (int e = 0; e < KF_COUNT; e++)
+                if (group[g] >> e & 1) dg |= fd[e];
+            if (dg & d) {
+                m |= group[g], d |= dg;
+                group[g] = group[--ng];
+                g = 0;
+            } else g++;
+        }
+        group[ng++] = m;
+    }
+    Tuples G[KF_COUNT] = {{0}};
+    int rc = 0, zero[KF_COUNT] = {0};
+    H->anypos = 0;
+    for (int g = 0; g < ng && rc == 0; g++) {
+        if (group[g] == 1u << KF_IDX && !H->o->causal) {
+            H->anypos = 1;
+            rc = tuples_push(&G[g], zero, 0);
+        } else rc = factor_tuples(H, group[g], fd, fid, &G[g]);
+    }
+    // The product of the groups' tuples.
+    long total = 1;
+    for (int g = 0; g < ng && rc == 0; g++) {
+        total *= G[g].n;
+        if (total > PV_TABLE_LIMIT) rc = 1;
+    }
+    for (long k = 0; k < total && rc == 0; k++) {
+        int t[KF_COUNT] = {0};
+        long rest = k, rep = 0;
+        for (int g = 0; g < ng; g++) {
+            long j = rest % G[g].n;
+            rest /= G[g].n;
+            for (int f = 0; f < KF_COUNT; f++)
+                if (group[g] >> f & 1) t[f] = G[g].v[j].t[f];
+            if (group[g] >> KF_SEM & 1) rep = G[g].v[j].rep;
+        }
+        rc = tuples_push(out, t, rep);
+    }
+    if (rc == 0 && out->n > 1) qsort(out->v, (size_t)out->n, sizeof *out->v, tuple_cmp);
+    for (int g = 0; g < ng; g++) free(G[g].v);
+    return rc;
+}
+
 /* Every key class: a combination of its key, its projected value, its
  * semantics (each a table over the base variables it depends on, rows
- * alike made one) and its index. */
+ * alike made one) and its index that occurs (class_tuples). 1 when too
+ * many combinations, 2 when a key or value is not finite, -1 out of memory. */
 static int key_classes(Head *H, TfIv *x) {
     PvNet *N = H->N;
     const PvSem *S = N->S;
@@ -461,47 +590,28 @@ static int key_classes(Head *H, TfIv *x) {
     PvDeps dsem = 0;
     for (int i = 0; i < H->R.nk; i++) dsem |= S->deps[H->R.kregs[i]];
     if (H->o->vreg >= 0) dsem |= S->deps[H->o->vreg];
-    long n3 = pv_deps_size(S, dsem, PV_TABLE_LIMIT);
     int wsem = (int)((sizeof(int) + (size_t)H->R.nk * 13) / sizeof(TfIv)) + 1;
-    long *id1 = NULL, *id2 = NULL, *id3 = NULL;
+    if (pv_deps_size(S, H->dkk, PV_TABLE_LIMIT) < 0 || pv_deps_size(S, H->dkv, PV_TABLE_LIMIT) < 0 ||
+        pv_deps_size(S, dsem, PV_TABLE_LIMIT) < 0)
+        return 1;
+    long *fid[KF_COUNT] = {NULL};
     TfIv *k1 = NULL, *u2 = NULL, *s3 = NULL;
-    TfVal *cur3 = malloc(((size_t)n3 * nr + 1) * sizeof *cur3);
-    unsigned char *none3 = malloc((size_t)n3 * nr + 1);
-    int *val3 = malloc(((size_t)n3 + 1) * sizeof *val3), *t4 = malloc(4 * sizeof(int));
+    TfVal *cur = malloc((size_t)nr * sizeof *cur);
+    unsigned char *none = malloc((size_t)nr + 1);
     TfIv *v = malloc(((size_t)H->DV + 1) * sizeof *v);
-    SemAux A = {cur3, none3, val3};
-    SigSet U = {0};
+    SemAux A = {cur, none};
+    Tuples T = {0};
     int assign[TF_PROOF_MAX_BASE], rc = -1;
-    if (n3 < 0 || !cur3 || !none3 || !val3 || !t4 || !v) goto out;
-    if (distinct_rows(H, H->dkk, D, key_row, x, NULL, &id1, &k1) < 0 ||
-        distinct_rows(H, H->dkv, nw, value_row, x, v, &id2, &u2) < 0 ||
-        distinct_rows(H, dsem, wsem, sem_row, x, &A, &id3, &s3) < 0 || sig_init(&U, 4 * sizeof(int)) < 0)
+    if (!cur || !none || !v) goto out;
+    if (distinct_rows(H, H->dkk, D, key_row, x, NULL, &fid[KF_KEY], &k1) < 0 ||
+        distinct_rows(H, H->dkv, nw, value_row, x, v, &fid[KF_VAL], &u2) < 0 ||
+        distinct_rows(H, dsem, wsem, sem_row, x, &A, &fid[KF_SEM], &s3) < 0)
         goto out;
-    // The combinations that occur: (key, value, semantics, index).
-    long *rep = NULL, cap = 0; // per class: its semantics' combination
-    for (long i = 0; i < H->nk; i++) {
-        for (int b = 0; b < S->n_base; b++) assign[b] = -1;
-        pv_deps_decode(S, H->dk, i, assign);
-        long a = id1[pv_deps_index(S, H->dkk, assign)], b = id2[pv_deps_index(S, H->dkv, assign)];
-        long c3 = pv_deps_index(S, dsem, assign);
-        if (a < 0 || b < 0) continue;
-        t4[0] = (int)a, t4[1] = (int)b, t4[2] = (int)id3[c3];
-        t4[3] = (int)S->base[S->b_indices].vals[assign[S->b_indices]].x;
-        int added;
-        long k = sig_add(&U, (const unsigned char *)t4, &added);
-        if (k < 0) goto out;
-        if (added && k >= cap) {
-            cap = cap ? 2 * cap : 256;
-            long *r = realloc(rep, (size_t)cap * sizeof *r);
-            if (!r) {
-                free(rep);
-                goto out;
-            }
-            rep = r;
-        }
-        if (added) rep[k] = c3;
-    }
-    long nk = (long)U.n;
+    PvDeps fd[KF_COUNT] = {H->dkk, H->dkv, dsem, (PvDeps)1 << S->b_indices};
+    rc = class_tuples(H, fd, fid, H->N->naive, &T);
+    if (rc != 0) goto out;
+    rc = -1;
+    long nk = T.n;
     H->nk = nk;
     H->kv = malloc(((size_t)nk * D + 1) * sizeof *H->kv);
     H->uv = malloc(((size_t)nk * nw + 1) * sizeof *H->uv);
@@ -510,24 +620,24 @@ static int key_classes(Head *H, TfIv *x) {
     H->kdead = calloc((size_t)nk + 1, sizeof(int));
     H->kcur = malloc(((size_t)nk * nr + 1) * sizeof *H->kcur);
     H->knone = malloc((size_t)nk * nr + 1);
-    if (!H->kv || !H->uv || !H->kidx || !H->kval || !H->kdead || !H->kcur || !H->knone) {
-        free(rep);
-        goto out;
-    }
+    if (!H->kv || !H->uv || !H->kidx || !H->kval || !H->kdead || !H->kcur || !H->knone) goto out;
     for (long k = 0; k < nk; k++) {
-        const int *t = (const int *)(U.store + (size_t)k * U.len);
-        memcpy(H->kv + k * D, k1 + (long)t[0] * D, (size_t)D * sizeof *H->kv);
-        memcpy(H->uv + k * nw, u2 + (long)t[1] * nw, (size_t)nw * sizeof *H->uv);
-        memcpy(H->kcur + k * nr, cur3 + rep[k] * nr, (size_t)nr * sizeof *H->kcur);
-        memcpy(H->knone + k * nr, none3 + rep[k] * nr, (size_t)nr);
-        H->kval[k] = val3[rep[k]];
-        H->kidx[k] = t[3];
+        const int *t = T.v[k].t;
+        memcpy(H->kv + k * D, k1 + (long)t[KF_KEY] * D, (size_t)D * sizeof *H->kv);
+        memcpy(H->uv + k * nw, u2 + (long)t[KF_VAL] * nw, (size_t)nw * sizeof *H->uv);
+        // Its registers' values: those of a combination giving its semantics row.
+        for (int b = 0; b < S->n_base; b++) assign[b] = -1;
+        pv_deps_decode(S, dsem, T.v[k].rep, assign);
+        pv_eval_regs(S, assign, H->kcur + k * nr, H->knone + k * nr);
+        memcpy(&H->kval[k], s3 + (long)t[KF_SEM] * wsem, sizeof(int));
+        H->kidx[k] = t[KF_IDX];
     }
-    free(rep);
     rc = key_index(H);
+    if (rc == 1) rc = 2;
 out:
-    free(id1), free(id2), free(id3), free(k1), free(u2), free(s3), free(cur3), free(none3), free(val3), free(t4), free(v);
-    sig_free(&U);
+    for (int f = 0; f < KF_COUNT; f++) free(fid[f]);
+    free(k1), free(u2), free(s3), free(cur), free(none), free(v);
+    free(T.v);
     return rc;
 }
 
@@ -799,6 +909,7 @@ static void sweep_key(const Head *H, Work *W, long i, int copy) {
     W->has_s = 1;
     int a = H->kval[i];
     if (!copy || a < 0) return;
+    if (H->anypos && H->N->S->base[H->N->S->b_indices].n > 1) W->multi_pos = 1; // at two indices, as classes per index
     if (W->pos == -2) W->pos = H->kidx[i];
     else if (W->pos != H->kidx[i]) W->multi_pos = 1;
     hull_set(&W->ssa[a], s, !W->hasa[a]);
@@ -1086,10 +1197,7 @@ static int head_setup(Head *H, TfIv *x) {
     H->dq = pv_read_cols(N, H->wq, H->h * H->D, (H->h + 1) * H->D, H->rq) | (PvDeps)1 << S->b_indices;
     H->dkk = pv_read_cols(N, H->wk, H->h * H->D, (H->h + 1) * H->D, H->rk);
     H->dkv = pv_read_cols(N, H->wv, H->h * H->DV, (H->h + 1) * H->DV, rv);
-    H->dk = H->dkk | H->dkv | (PvDeps)1 << S->b_indices;
     for (int i = 0; i < R.nq; i++) H->dq |= S->deps[R.qregs[i]];
-    for (int i = 0; i < R.nk; i++) H->dk |= S->deps[R.kregs[i]];
-    if (H->o->vreg >= 0) H->dk |= S->deps[H->o->vreg];
     H->nw = 0;
     for (int c = 0; c < d; c++) {
         int w = 0;
@@ -1105,12 +1213,9 @@ static int head_setup(Head *H, TfIv *x) {
     H->nB = S->base[H->tb].n;
     H->xv = B->vals, H->nx = B->n - B->has_none;
     if (H->o->sum) H->xv = S->ir->regs[H->o->vreg].facts.vals, H->nx = S->ir->regs[H->o->vreg].facts.n_vals;
-    H->nk = pv_deps_size(S, H->dk, PV_TABLE_LIMIT);
-    long nq = pv_deps_size(S, H->dq, PV_TABLE_LIMIT);
-    if (H->nk < 0 || nq < 0) return 1;
+    if (pv_deps_size(S, H->dq, PV_TABLE_LIMIT) < 0) return 1;
     int rc = key_classes(H, x);
-    if (rc == 1) return 2;
-    return rc < 0 ? -1 : query_groups(H, x);
+    return rc != 0 ? rc : query_groups(H, x);
 }
 
 static int has_check(const PvNet *N, int reg) {

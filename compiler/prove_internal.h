@@ -107,6 +107,9 @@ typedef struct PvNet {
     int **val_col;   /* per categorical program register: per value, its model column, -1 */
     int failed, unproven;
     int threads; /* for the attention heads' queries (prove_attn.c) */
+    int naive;   /* tests: the naive twins of the fast paths (key classes over every
+                    combination at once, prove_attn.c; every unit at every combination,
+                    prove_mlp.c) */
 } PvNet;
 
 #define PV_MAX_THREADS 16
@@ -147,6 +150,11 @@ int pv_check_output(PvNet *N);
  * midpoint-radius pass the proof uses (prove_attn.c, scores_all). */
 #define TF_PV_TWIN_MAX 64
 void pv_score_twins(int D, float scale, const TfIv *q, const TfIv *k, TfIv *naive, TfIv *fast);
+
+/* For tests: the proof with the fast paths (naive 0) or their naive twins
+ * (1), on one thread, and a digest of the residual stream it ends with
+ * (every column's intervals): the twins must give the same bits. */
+int pv_prove_twin(const TfModel *m, int naive, TfProof *P, uint64_t *digest, TfError *err);
 
 /* prove_seed.c: a program of seed ops only (no bos, read at its last
  * position), proven from the weights on their own terms. */

@@ -20,7 +20,7 @@
 #include "compile.h"
 #include "interval.h"
 #include "prove.h"
-#include "prove_internal.h" /* pv_score_twins */
+#include "prove_internal.h" /* pv_score_twins, pv_prove_twin */
 #include "testutil.h"
 
 static uint64_t rng = 88172645463325252ull;
@@ -201,6 +201,7 @@ static const char *sum_src = "vocab \"^0123\"; bos '^'; maxlen 9;\n"
                              "out: Map(round(total) % 4) -> out;\n"
                              "output out at every position;\n";
 
+/* The layer named name (-1). */
 static int layer_named(const TfModel *m, const char *name) {
     for (int li = 0; li < m->n_layers; li++)
         if (strcmp(m->layers[li].name, name) == 0) return li;
@@ -320,6 +321,144 @@ START_TEST(test_scores_twin) {
 }
 END_TEST
 
+/* sort_case (programs/) in small: an MLP part over three base variables
+ * (place) and a bidirectional Aggregate whose key classes stand for every
+ * index. */
+static const char *sort_small_src =
+    "vocab \"^ABCabc\"; bos '^'; maxlen 9;\n"
+    "cat same, nup, place, sorted;\n"
+    "same:   Count((k.tokens < 'a') == (q.tokens < 'a'), causal) -> same;\n"
+    "nup:    Count(k.tokens < 'a') -> nup;\n"
+    "place:  Map(tokens < 'a' ? same : nup + same) -> place;\n"
+    "sorted: Aggregate(k.place == q.indices, tokens) -> sorted;\n"
+    "output sorted at every position;\n";
+
+/* dyck2 (programs/) in small: the Count `failed` reads `bad`, a function of
+ * five base variables, and the index apart (key classes from groups of
+ * factors). */
+static const char *dyck_small_src =
+    "vocab \"^(){}PTF\"; bos '^'; maxlen 7;\n"
+    "cat opens, closes, depth, okey, ckey, nopen, nclose, same, bad, failed, out;\n"
+    "opens:  Count(k.tokens == '(' or k.tokens == '{', causal) -> opens;\n"
+    "closes: Count(k.tokens == ')' or k.tokens == '}', causal) -> closes;\n"
+    "depth:  Map(max(opens - closes, -1)) -> depth;\n"
+    "okey:   Map(depth < 1 ? -1 : (tokens == '(' ? 4 * (depth - 1) + 1 :\n"
+    "                              (tokens == '{' ? 4 * (depth - 1) + 2 : -1))) -> okey;\n"
+    "ckey:   Map(tokens == ')' ? (depth < 0 ? -2 : 4 * depth + 1) :\n"
+    "            (tokens == '}' ? (depth < 0 ? -2 : 4 * depth + 2) : -3)) -> ckey;\n"
+    "nopen:  Count(k.okey == q.ckey, causal) -> nopen;\n"
+    "nclose: Count(k.ckey == q.ckey, causal) -> nclose;\n"
+    "same:   Map(nopen == nclose) -> same;\n"
+    "bad:    Map(ckey == -2 or (ckey >= 0 and same == 0)) -> bad;\n"
+    "failed: Count(k.bad == 1, causal) -> failed;\n"
+    "out:    Map(failed > 0 ? 'F' : (depth == 0 ? 'T' : 'P')) -> out;\n"
+    "output out at every position;\n";
+
+/* The fast paths (MLP parts by branch and bound over the base variables,
+ * key classes from groups of factors and for every index) against their
+ * naive twins (every unit at every combination, every combination of the
+ * key's base variables at once): the same verdict, report and residual
+ * stream, bit for bit; on two threads, the same report. Also a copy of
+ * each with one weight changed. */
+static void same_as_twin(const TfModel *m, const char *what) {
+    TfProof Pf, Pn;
+    TfError err;
+    uint64_t hf, hn;
+    ck_assert_int_eq(pv_prove_twin(m, 0, &Pf, &hf, &err), 0);
+    ck_assert_int_eq(pv_prove_twin(m, 1, &Pn, &hn, &err), 0);
+    ck_assert_msg(Pf.verdict == Pn.verdict, "%s: %d (%s) against the twin's %d (%s)", what, Pf.verdict, Pf.reason,
+                  Pn.verdict, Pn.reason);
+    ck_assert_str_eq(Pf.reason, Pn.reason);
+    ck_assert_int_eq(Pf.n_lines, Pn.n_lines);
+    for (int i = 0; i < Pf.n_lines; i++) ck_assert_str_eq(Pf.lines[i], Pn.lines[i]);
+    ck_assert_msg(hf == hn, "%s: the residual stream differs from the twin's", what);
+    // And on two threads: the same report.
+    TfProof P2;
+    ck_assert_int_eq(prove_model_threads(m, 2, &P2, &err), 0);
+    ck_assert_int_eq(P2.verdict, Pf.verdict);
+    ck_assert_int_eq(P2.n_lines, Pf.n_lines);
+    for (int i = 0; i < Pf.n_lines; i++) ck_assert_str_eq(P2.lines[i], Pf.lines[i]);
+    prove_free(&P2);
+    prove_free(&Pf);
+    prove_free(&Pn);
+}
+
+START_TEST(test_fast_paths_twin) {
+    const char *dir = tf_env_path("TF_SOURCE_DIR");
+    const char *lib[] = {"reverse", "sort", "histogram", "dyck1", "frac_prevs_mean", "double_histogram", "words",
+                         "balance", "length", "pattern"};
+    int checked = 0;
+    for (size_t i = 0; i < sizeof lib / sizeof *lib; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/programs/%s.tfp", dir, lib[i]);
+        size_t len;
+        char *src = tf_read_file(path, &len);
+        ck_assert_msg(src != NULL, "%s", path);
+        TfModel *m = compile_text(src, 1);
+        same_as_twin(m, lib[i]);
+        model_free(m);
+        free(src);
+        checked++;
+    }
+    const char *small[] = {sort_small_src, dyck_small_src};
+    for (int i = 0; i < 2; i++)
+        for (int opt = 0; opt <= 1; opt++) {
+            TfModel *m = compile_text(small[i], opt);
+            same_as_twin(m, i ? "dyck, small" : "sort_case, small");
+            model_free(m);
+            checked++;
+        }
+    ck_assert_int_eq(checked, 14);
+}
+END_TEST
+
+/* A weight changed where the fast paths run is refused with a failing case,
+ * as the twins refuse it: place's fc2 (a unit pair's output), and the key
+ * weight of `failed` that reads bad == 1, negated. */
+START_TEST(test_fast_paths_refuse_changed_weight) {
+    TfModel *m = compile_text(sort_small_src, 1);
+    int li = layer_named(m, "place");
+    ck_assert_int_ge(li, 0);
+    const TfLayer *ly = &m->layers[li];
+    // Unit 4: the first unit of the pair for an upper-case letter with
+    // same = 1 (place 1, as on ^A), its one output weight (+1) negated.
+    float *w2 = m->tensors[ly->fc2_weight].data;
+    int changed = 0;
+    for (int c = 0; c < m->d_model; c++)
+        if (w2[(size_t)c * ly->d_hidden + 4] > 0) w2[(size_t)c * ly->d_hidden + 4] *= -1, changed++;
+    ck_assert_int_eq(changed, 1);
+    TfProof P;
+    TfError err;
+    ck_assert_int_eq(prove_model(m, &P, &err), 0);
+    ck_assert_msg(P.verdict == TF_PROOF_FAILED, "place: %s", P.reason);
+    ck_assert_int_gt(P.n_assign, 0);
+    ck_assert_ptr_nonnull(strstr(P.reason, "place"));
+    prove_free(&P);
+    same_as_twin(m, "sort_case, small, changed");
+    model_free(m);
+
+    m = compile_text(dyck_small_src, 1);
+    li = layer_named(m, "failed.attn");
+    ck_assert_int_ge(li, 0);
+    ly = &m->layers[li];
+    int bad = model_find_register(m, "bad");
+    ck_assert_int_ge(bad, 0);
+    ck_assert_str_eq(m->regs[bad].values[1], "1");
+    int col = m->regs[bad].offset + 1; // bad == 1
+    float *wk = m->tensors[ly->key].data;
+    changed = 0;
+    for (int j = 0; j < ly->n_heads * ly->d_head; j++)
+        if (wk[(size_t)j * m->d_model + col] != 0) wk[(size_t)j * m->d_model + col] *= -1, changed++;
+    ck_assert_int_eq(changed, 1);
+    ck_assert_int_eq(prove_model(m, &P, &err), 0);
+    ck_assert_msg(P.verdict == TF_PROOF_FAILED, "failed: %s", P.reason);
+    ck_assert_ptr_nonnull(strstr(P.reason, "failed"));
+    prove_free(&P);
+    same_as_twin(m, "dyck, small, changed");
+    model_free(m);
+}
+END_TEST
+
 /* The proof on one thread and on two is the same, report included, and
  * two did run (one query group per token value: twelve to share). */
 START_TEST(test_threads_same_proof) {
@@ -357,6 +496,8 @@ int main(void) {
     tcase_add_test(tc, test_count_of_counts_proven_and_mutation_refused);
     tcase_add_test(tc, test_threads_same_proof);
     tcase_add_test(tc, test_scores_twin);
+    tcase_add_test(tc, test_fast_paths_twin);
+    tcase_add_test(tc, test_fast_paths_refuse_changed_weight);
     suite_add_tcase(s, tc);
     return tf_run_suite(s);
 }
