@@ -535,6 +535,9 @@ static void check_output(Va *G) {
                           ir->every_position ? ", or declare '" : "",
                           ir->every_position ? name : "",
                           ir->every_position ? "' `num` to print numbers" : "");
+            else if (strcmp(lab, "''") == 0)
+                diag_hint(G->diag, "the empty string cannot be a token: the Map must not make it "
+                                   "for any value it reads");
             else
                 diag_hint(G->diag, "add %s to the vocabulary%s", lab,
                           ir->every_position ? " (an output-only token: `vocab [...] output [...]`)"
