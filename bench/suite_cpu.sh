@@ -35,7 +35,7 @@ for dir in "$@"; do
     ctest --test-dir "$tmpdir" -N "${filter[@]}" | sed -n 's/^ *Test *#[0-9]*: //p' >"$out/names"
     while read -r name; do
         : >"$out/c"
-        cpu "$out/c" ctest --test-dir "$tmpdir" -R "^$name\$" "${filter[@]}"
+        cpu "$out/c" ctest --test-dir "$tmpdir" -R "^$name\$" "${filter[@]}" </dev/null # (mpirun reads stdin)
         printf '%8.1f  %s: %s\n' "$(cat "$out/c")" "$dir" "$name" | tee -a "$out/$dir.txt" >&2
     done <"$out/names"
     sort -rn "$out/$dir.txt"

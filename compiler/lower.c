@@ -473,6 +473,35 @@ fail:
     free(w1.w), free(b1.w), free(w2.w), free(b2.w);
 }
 
+/* DiffPos(a, b) -> dist at -O: GELU(z) + GELU(-z) = z erf(z / sqrt 2)
+ * twice, once on z = c (a.sin - b.sin) and once on z = c (a.cos - b.cos):
+ * four units. The seed's single z = 100 ds + 1000 dc vanishes along a
+ * direction, so two neighbouring positions near that angle (1.5 and 51.5
+ * steps at period 100) give |z| = 0.34 and a distance of 0.09, which IsZero
+ * reads as near 0. Apart, two distinct positions differ by at least
+ * 2 sin(pi/P) / sqrt 2 in sin or in cos; c = 100 sin(pi/100) / sin(pi/P)
+ * (100 at period 100) makes that |z| >= 4.44 and the distance at least as
+ * much; equal positions a float error e apart give about 0.8 (c e)^2. */
+void lower_diff_pos_opt(Lowerer *L, int li, const TfIrOp *op) {
+    int d = L->ir->d_model, P = L->ir->period;
+    const TfIrReg *a = reg(L, op->plan->args[0].reg), *b = reg(L, op->plan->args[1].reg);
+    const TfIrReg *dist = reg(L, op->dest);
+    double c = 100.0 * sin(M_PI / 100.0) / sin(M_PI / (double)P);
+    Mat w1 = lower_mat(L, 4, d), b1 = lower_mat(L, 1, 4), w2 = lower_mat(L, d, 4), b2 = lower_mat(L, 1, d);
+    if (L->failed) goto fail;
+    for (int u = 0; u < 4; u++) {
+        int col = u / 2; /* 0: sin, 1: cos */
+        float g = (float)(u % 2 ? -c : c);
+        AT(w1, u, a->offset + col) = g;
+        AT(w1, u, b->offset + col) = -g;
+        AT(w2, dist->offset, u) = 1.0f;
+    }
+    emit_mlp(L, li, op, w1, b1, w2, b2);
+    return;
+fail:
+    free(w1.w), free(b1.w), free(w2.w), free(b2.w);
+}
+
 /* CopyOnMatch(m, src) -> dst at -O: the seed's units 0.1 act(100 m + 100
  * src_i - 190) with ReLU, which is exact (1.0) where m and src_i are 1. */
 void lower_copy_on_match_opt(Lowerer *L, int li, const TfIrOp *op) {

@@ -59,6 +59,7 @@ void lower_clear_opt(Lowerer *L, int li, const TfIrOp *op);
 void lower_step_position(Lowerer *L, int li, const TfIrOp *op);
 void lower_step_position_opt(Lowerer *L, int li, const TfIrOp *op);
 void lower_diff_pos(Lowerer *L, int li, const TfIrOp *op);
+void lower_diff_pos_opt(Lowerer *L, int li, const TfIrOp *op);
 void lower_is_zero(Lowerer *L, int li, const TfIrOp *op);
 void lower_copy_on_match(Lowerer *L, int li, const TfIrOp *op);
 void lower_copy_on_match_opt(Lowerer *L, int li, const TfIrOp *op);

@@ -44,11 +44,10 @@ const TfOpInfo tf_ops[] = {
                         {REG(TF_KINDS_POSITION, "the first position", R),
                          REG(TF_KINDS_POSITION, "the second position", R)},
                         0, TF_KINDS_SCALAR, "DiffPos(position, position) -> scalar", 0,
-                        {lower_diff_pos, lower_diff_pos}, /* -O keeps the seed's two units */
-                        plans_size_two_units},
+                        {lower_diff_pos, lower_diff_pos_opt}, plans_size_diff_pos},
     [TF_OP_IS_ZERO] = {"IsZero", "is_zero", TF_LAYER_MLP, 1,
                        {REG(TF_KINDS_SCALAR, "the scalar to test", R | W)}, 0, 0, "IsZero(scalar)", 0,
-                       {lower_is_zero, lower_is_zero}, plans_size_two_units}, /* the same */
+                       {lower_is_zero, lower_is_zero}, plans_size_is_zero}, /* -O: the seed's */
     [TF_OP_COPY_ON_MATCH] = {"CopyOnMatch", "copy_on_match", TF_LAYER_MLP, 2,
                              {REG(TF_KINDS_SCALAR, "the match flag", R),
                               REG(TF_KINDS_TOKEN, "the token to copy", R)},

@@ -128,7 +128,12 @@ size_t plans_size_step_position(const TfIr *ir, const TfOpPlan *p, int opt) {
     return mlp(opt ? 4 * (size_t)p->n_args : d, d);
 }
 
-size_t plans_size_two_units(const TfIr *ir, const TfOpPlan *p, int opt) {
+size_t plans_size_diff_pos(const TfIr *ir, const TfOpPlan *p, int opt) {
+    (void)p;
+    return mlp(opt ? 4 : 2, (size_t)ir->d_model);
+}
+
+size_t plans_size_is_zero(const TfIr *ir, const TfOpPlan *p, int opt) {
     (void)p, (void)opt;
     return mlp(2, (size_t)ir->d_model);
 }

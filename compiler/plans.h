@@ -51,7 +51,8 @@ size_t plans_size_get_relative_token(const TfIr *ir, const TfOpPlan *p, int opt)
 size_t plans_size_multiply(const TfIr *ir, const TfOpPlan *p, int opt);
 size_t plans_size_clear(const TfIr *ir, const TfOpPlan *p, int opt);
 size_t plans_size_step_position(const TfIr *ir, const TfOpPlan *p, int opt);
-size_t plans_size_two_units(const TfIr *ir, const TfOpPlan *p, int opt); /* DiffPos, IsZero */
+size_t plans_size_diff_pos(const TfIr *ir, const TfOpPlan *p, int opt);
+size_t plans_size_is_zero(const TfIr *ir, const TfOpPlan *p, int opt);
 size_t plans_size_copy_on_match(const TfIr *ir, const TfOpPlan *p, int opt);
 
 /* The hidden units of an MLP plan (table, staircase, linear, gated, split). */

@@ -15,14 +15,16 @@
  * A store into a register that holds a value, or a read of one that holds
  * none, has no meaning: such a program is not proven.
  *
- * Input facts (said in the report): every character a FindAndStore finds
- * occurs exactly once at or before p, in the order of the ops that find
- * them; every position a GetRelativeToken reads exists (0 .. p); Multiply's
- * two tokens are digits. Positions run up to the position encoding's last
- * row (or period - 1).
+ * Input facts (said in the report, each with the meaning that needs it):
+ * every character a FindAndStore finds occurs exactly once at or before p
+ * (FindAndStore stores the position of the one); every position a
+ * GetRelativeToken reads exists (0 .. p); Multiply's two tokens are digits.
+ * Nothing else: the found characters may stand in any order, anywhere, and
+ * any token may fill the positions no op reads. Positions run up to the
+ * position encoding's last row (or period - 1).
  *
  * How. The base variables are the scenario (each found character's
- * position, and D: p minus the last one's, so p = A_last + D), the token at
+ * position, and p), the token at
  * p, each GetRelativeToken's token, and "cut" variables: where a register's
  * value depends on two or more data variables (Multiply's out and carry,
  * CopyOnMatch's destination), its columns are re-tabulated over its value
@@ -61,8 +63,9 @@ typedef struct Seed {
     const TfModel *m;
     int period, maxpos, d, nr;
     int n_anchor, anchor_tok[MAX_ANCHOR], anchor_var[MAX_ANCHOR];
-    int v_d, v_tp;  /* p minus the last anchor; the token at p */
+    int v_p, v_tp;  /* the position read; the token at p */
     PvDeps scen;    /* the scenario's variables */
+    unsigned char *scen_ok; /* per scenario (an index over scen): no input fact broken by any op */
     int *cut;       /* [op * nr + r]: the variable op's cut made r's value, -1 */
     int *grt_var;   /* per op: GetRelativeToken's token variable, -1 */
     PvDeps *sdeps;  /* per register: the variables its value depends on */
@@ -70,12 +73,6 @@ typedef struct Seed {
     Sv *vals[TF_PROOF_MAX_BASE];
     char vname[TF_PROOF_MAX_BASE][96];
     unsigned char *written; /* per column: some earlier layer writes it */
-    /* The prompt's form (an input fact): per combination of the found
-       characters' positions, whether every position before the last one
-       is read by a GetRelativeToken or holds a found character; per
-       character and position, whether some such combination has it there. */
-    unsigned char *dense, *dense1[MAX_ANCHOR];
-    long n_dense;
     /* the first failing case */
     int fail_assign[TF_PROOF_MAX_BASE];
     PvDeps fail_deps;
@@ -86,7 +83,6 @@ typedef struct Seed {
  * FindAndStore), and p. */
 typedef struct SemInfo {
     int p, target;
-    unsigned char *read; /* when not NULL: marks every position a GetRelativeToken reads */
 } SemInfo;
 
 static int new_var(Seed *Z, int n, const char *fmt, const char *a, int b) {
@@ -180,6 +176,11 @@ static int sem_op(const Seed *Z, int oi, int *assign, const int *toks, Sv *val, 
             if (ai >= 0 ? tok != Z->anchor_tok[ai] : anchor_index(Z, tok) >= 0) return 1;
             if (t == p && assign[Z->v_tp] >= 0 && assign[Z->v_tp] != tok) return 1;
         }
+        if (tok < 0 && t >= 0) // a found character's position holds that character
+            for (int i = 0; i < Z->n_anchor; i++) {
+                Sv A = var_val(Z, assign, Z->anchor_var[i]);
+                if (A.k == SV_POS && (int)A.x == t) tok = Z->anchor_tok[i];
+            }
         if (val[dest].k == SV_UNK) break;
         if (val[dest].k != SV_NONE) val[dest] = (Sv){SV_BAD, 0};
         else val[dest] = tok >= 0 ? (Sv){SV_TOK, tok} : (Sv){SV_UNK, 0};
@@ -187,12 +188,12 @@ static int sem_op(const Seed *Z, int oi, int *assign, const int *toks, Sv *val, 
     }
     case TF_OP_MULTIPLY: {
         Sv x = val[a[0].reg], y = val[a[1].reg], c = val[a[2].reg], *o = &val[dest];
+        if ((x.k == SV_TOK && digit_of(Z, (int)x.x) < 0) || (y.k == SV_TOK && digit_of(Z, (int)y.x) < 0))
+            return 1; // Multiply reads digits
         if (x.k == SV_UNK || y.k == SV_UNK || c.k == SV_UNK || o->k == SV_UNK) {
             *o = val[a[2].reg] = (Sv){SV_UNK, 0};
             break;
         }
-        if (x.k == SV_TOK && y.k == SV_TOK && (digit_of(Z, (int)x.x) < 0 || digit_of(Z, (int)y.x) < 0))
-            return 1; // Multiply reads digits
         if (x.k != SV_TOK || y.k != SV_TOK || c.k != SV_NUM || (c.x != 0 && c.x != 1) || o->k != SV_NONE) {
             *o = val[a[2].reg] = (Sv){SV_BAD, 0};
             break;
@@ -242,40 +243,24 @@ static int sem_op(const Seed *Z, int oi, int *assign, const int *toks, Sv *val, 
  * not given). With toks (a prompt of p + 1 tokens) the data variables are
  * read from it and written into assign. 1: the case breaks an input fact. */
 static int sem_run(const Seed *Z, int upto, int *assign, const int *toks, Sv *val, SemInfo *I) {
-    int p = -1, last = -1, prev = -1;
-    for (int i = 0; i < Z->n_anchor; i++) {
+    Sv Pv = var_val(Z, assign, Z->v_p);
+    int p = Pv.k == SV_NUM ? (int)Pv.x : -1;
+    for (int i = 0; i < Z->n_anchor; i++) { // once each, at or before p
         Sv A = var_val(Z, assign, Z->anchor_var[i]);
-        if (A.k != SV_POS) {
-            prev = -1;
-            continue;
+        if (A.k != SV_POS) continue;
+        if (p >= 0 && A.x > p) return 1;
+        for (int k = 0; k < i; k++) {
+            Sv B = var_val(Z, assign, Z->anchor_var[k]);
+            if (B.k == SV_POS && B.x == A.x) return 1;
         }
-        if (prev >= 0 && A.x <= prev) return 1; // in order, once each
-        prev = (int)A.x;
-    }
-    if (Z->dense) {
-        long idx = 0, mul = 1;
-        int all = 1;
-        for (int i = 0; i < Z->n_anchor; i++) {
-            int x = assign[Z->anchor_var[i]];
-            if (x < 0) {
-                all = 0;
-                continue;
-            }
-            if (!Z->dense1[i][x]) return 1;
-            idx += mul * x;
-            mul *= Z->maxpos + 1;
-        }
-        if (all && !Z->dense[idx]) return 1;
-    }
-    Sv Dv = var_val(Z, assign, Z->v_d);
-    if (Z->n_anchor) {
-        Sv A = var_val(Z, assign, Z->anchor_var[Z->n_anchor - 1]);
-        last = A.k == SV_POS ? (int)A.x : -1;
-        if (last >= 0 && Dv.k == SV_NUM) p = last + (int)Dv.x;
-    } else if (Dv.k == SV_NUM) {
-        p = (int)Dv.x;
     }
     if (p > Z->maxpos) return 1;
+    if (Z->scen_ok) { // a scenario some op's facts exclude: whatever op upto is
+        int all = 1;
+        for (int b = 0; b < Z->S->n_base && all; b++)
+            if (Z->scen >> b & 1) all = assign[b] >= 0;
+        if (all && !Z->scen_ok[pv_deps_index(Z->S, Z->scen, assign)]) return 1;
+    }
     if (toks && p >= 0) assign[Z->v_tp] = toks[p];
     int tp = assign[Z->v_tp];
     if (tp >= 0 && p >= 0) {
@@ -290,10 +275,9 @@ static int sem_run(const Seed *Z, int upto, int *assign, const int *toks, Sv *va
         val[r] = Z->ir->regs[r].kind == TF_REG_SCALAR ? (Sv){SV_NUM, 0} : (Sv){SV_NONE, 0};
     val[TF_IR_REG_TOKENS] = tp >= 0 ? (Sv){SV_TOK, tp} : (Sv){SV_UNK, 0};
     val[TF_IR_REG_POS] = p >= 0 ? (Sv){SV_POS, p} : (Sv){SV_UNK, 0};
-    SemInfo J = {p, -1, I ? I->read : NULL};
+    SemInfo J = {p, -1};
     for (int j = 0; j <= upto; j++) {
         if (sem_op(Z, j, assign, toks, val, &J)) return 1;
-        if (J.read && J.target >= 0 && Z->ir->ops[j].op == TF_OP_GET_RELATIVE_TOKEN) J.read[J.target] = 1;
         for (int r = 0; r < Z->nr; r++) {
             int v = Z->cut[(size_t)j * Z->nr + r];
             if (v < 0) continue;
@@ -455,6 +439,13 @@ static int seed_mlp(Seed *Z, int li) {
     for (int k = 0; add && k < nw; k++) pv_col_free(&add[k]);
     free(reads), free(w), free(x), free(z), free(rw), free(coef), free(cmag), free(wc), free(add);
     return rc;
+}
+
+static void note_fail(Seed *Z, const int *assign, PvDeps D) {
+    if (Z->have_fail) return;
+    Z->have_fail = 1;
+    Z->fail_deps = D;
+    memcpy(Z->fail_assign, assign, sizeof Z->fail_assign);
 }
 
 /* A set of fixed-length byte strings (query scenarios seen). */
@@ -767,7 +758,7 @@ static int seed_attn(Seed *Z, int oi, int li) {
     for (long s = 0; s < nsc && rc == 0; s++) {
         for (int b = 0; b < S->n_base; b++) assign[b] = -1;
         pv_deps_decode(S, Z->scen, s, assign);
-        SemInfo I = {-1, -1, NULL};
+        SemInfo I = {-1, -1};
         if (sem_run(Z, oi, assign, NULL, val, &I) || I.p < 0 || I.target < 0) continue;
         int ai = -1;
         for (int a = 0; a < Z->n_anchor; a++) {
@@ -788,7 +779,12 @@ static int seed_attn(Seed *Z, int oi, int li) {
             int res = tok >= 0 ? var_find(Z, res_var, (Sv){SV_POS, I.target}) : -1;
             if (tok >= 0 && res < 0) continue;
             shead_case(&H, (const TfIv *)(T.keys + (size_t)qi * klen), I.p, I.target, sel, oth, res, tab, &gap, buf);
+            if (!(gap > 0)) { // the first case that fails: the one the report names
+                note_fail(Z, assign, Z->scen | Dr);
+                break;
+            }
         }
+        if (!(gap > 0)) break;
     }
     PvCol c = {0};
     for (int w = 0; w < H.nw && rc == 0; w++) {
@@ -845,13 +841,6 @@ static void op_deps(Seed *Z, int oi) {
     case TF_OP_MULTIPLY: Z->sdeps[pl->args[2].reg] = Z->sdeps[op->dest] = Z->sdeps[op->dest] | in; break;
     default: Z->sdeps[op->dest] |= in;
     }
-}
-
-static void note_fail(Seed *Z, const int *assign, PvDeps D) {
-    if (Z->have_fail) return;
-    Z->have_fail = 1;
-    Z->fail_deps = D;
-    memcpy(Z->fail_assign, assign, sizeof Z->fail_assign);
 }
 
 /* The margin of one case of a register check_cut checks (> 0: the columns
@@ -1099,19 +1088,17 @@ static void fail_prompts(Seed *Z) {
 #define RND(n) (rng = rng * 6364136223846793005ull + 1442695040888963407ull, (int)((rng >> 33) % (unsigned)(n)))
     for (long tries = 0; tries < 200000 && P->n_prompts < TF_PROOF_MAX_PROMPTS && nf; tries++) {
         for (int b = 0; b < S->n_base; b++) assign[b] = -1;
-        int pos[MAX_ANCHOR], lo = 0, ok = 1;
+        int pos[MAX_ANCHOR], last = 0, ok = 1;
         for (int i = 0; i < Z->n_anchor; i++) {
             int v = Z->anchor_var[i];
-            pos[i] = Z->fail_deps >> v & 1 ? Z->fail_assign[v] : lo + RND(12);
-            if (pos[i] < lo) ok = 0;
-            lo = pos[i] + 1;
+            pos[i] = Z->fail_deps >> v & 1 ? Z->fail_assign[v] : RND(12 * (i + 1));
+            for (int k = 0; k < i; k++) ok &= pos[k] != pos[i];
+            last = pos[i] > last ? pos[i] : last;
             assign[v] = pos[i];
         }
-        int last = Z->n_anchor ? pos[Z->n_anchor - 1] : 0;
-        int D = Z->fail_deps >> Z->v_d & 1 ? Z->fail_assign[Z->v_d] : RND(8);
-        int p = last + D;
-        if (!ok || p > Z->maxpos || p + 1 > TF_PROOF_MAX_PROMPT) continue;
-        assign[Z->v_d] = D;
+        int p = Z->fail_deps >> Z->v_p & 1 ? Z->fail_assign[Z->v_p] : last + RND(8);
+        if (!ok || p < last || p > Z->maxpos || p + 1 > TF_PROOF_MAX_PROMPT) continue;
+        assign[Z->v_p] = p;
         for (int j = 0; j <= p; j++) toks[j] = fill[RND(nf)];
         for (int i = 0; i < Z->n_anchor; i++) toks[pos[i]] = Z->anchor_tok[i];
         if (Z->fail_deps >> Z->v_tp & 1 && anchor_index(Z, toks[p]) < 0) toks[p] = Z->fail_assign[Z->v_tp];
@@ -1131,7 +1118,7 @@ static void fail_prompts(Seed *Z) {
 }
 
 static void var_label(const Seed *Z, int v, int i, char *buf, size_t n) {
-    if (v == Z->v_d) snprintf(buf, n, "%d", i);
+    if (v == Z->v_p) snprintf(buf, n, "%d", i);
     else sv_label(Z, Z->vals[v][i], buf, n);
 }
 
@@ -1149,53 +1136,6 @@ static void fail_case(Seed *Z) {
     }
 }
 
-/* The prompt's form: which positions of the found characters leave no
- * position before the last one unread, and none of them read (Seed.dense). */
-static int dense_facts(Seed *Z) {
-    long n = 1;
-    int np = Z->maxpos + 1;
-    for (int i = 0; i < Z->n_anchor; i++) {
-        n *= np;
-        if (n > PV_TABLE_LIMIT) return 0; // too many: no such fact
-    }
-    if (!Z->n_anchor) return 0;
-    unsigned char *dense = calloc((size_t)n, 1), *read = malloc((size_t)np);
-    Sv *val = malloc((size_t)Z->nr * sizeof *val);
-    int assign[TF_PROOF_MAX_BASE], any = 0;
-    for (int i = 0; i < Z->n_anchor; i++) Z->dense1[i] = calloc((size_t)np, 1);
-    for (int i = 0; i < Z->n_anchor; i++)
-        if (!Z->dense1[i]) dense = NULL;
-    if (!dense || !read || !val) {
-        free(dense), free(read), free(val);
-        return -1;
-    }
-    for (long k = 0; k < n; k++) {
-        for (int b = 0; b < Z->S->n_base; b++) assign[b] = -1;
-        long x = k;
-        for (int i = 0; i < Z->n_anchor; i++) assign[Z->anchor_var[i]] = (int)(x % np), x /= np;
-        int last = assign[Z->anchor_var[Z->n_anchor - 1]];
-        assign[Z->v_d] = Z->maxpos - last;
-        memset(read, 0, (size_t)np);
-        SemInfo I = {-1, -1, read};
-        if (sem_run(Z, Z->ir->n_ops - 1, assign, NULL, val, &I)) continue;
-        int ok = 1;
-        for (int i = 0; i < Z->n_anchor; i++) ok &= !read[assign[Z->anchor_var[i]]], read[assign[Z->anchor_var[i]]] = 1;
-        for (int j = 0; j < last && ok; j++) ok = read[j];
-        if (!ok) continue;
-        dense[k] = 1, any = 1;
-        for (int i = 0; i < Z->n_anchor; i++) Z->dense1[i][assign[Z->anchor_var[i]]] = 1;
-    }
-    free(read), free(val);
-    if (!any) { // no prompt of that form: no such fact
-        free(dense);
-        for (int i = 0; i < Z->n_anchor; i++) free(Z->dense1[i]), Z->dense1[i] = NULL;
-        return 0;
-    }
-    Z->dense = dense;
-    Z->n_dense = n;
-    return 0;
-}
-
 /* The scenario's variables, the registers' columns, the embedding at p. */
 static int seed_setup(Seed *Z) {
     PvNet *N = Z->N;
@@ -1203,6 +1143,7 @@ static int seed_setup(Seed *Z) {
     const TfModel *m = Z->m;
     int d = Z->d;
     char lab[64];
+    int assign[TF_PROOF_MAX_BASE];
     for (int oi = 0; oi < ir->n_ops; oi++) {
         if (ir->ops[oi].op != TF_OP_FIND_AND_STORE) continue;
         int t = plan_of(Z, oi)->args[0].tok;
@@ -1215,15 +1156,12 @@ static int seed_setup(Seed *Z) {
         Z->anchor_var[Z->n_anchor++] = v;
         Z->scen |= (PvDeps)1 << v;
     }
-    if (Z->n_anchor)
-        snprintf(lab, sizeof lab, "'%s'", model_token_name(m, Z->anchor_tok[Z->n_anchor - 1], (char[64]){0}));
-    Z->v_d = new_var(Z, Z->maxpos + 1, Z->n_anchor ? "the positions after %s%.0d" : "the position%s%.0d",
-                     Z->n_anchor ? lab : "", 0);
+    Z->v_p = new_var(Z, Z->maxpos + 1, "the last position%s%.0d", "", 0);
     Z->v_tp = new_var(Z, m->n_vocab, "the last token%s%.0d", "", 0);
-    if (Z->v_d < 0 || Z->v_tp < 0) return -1;
-    for (int i = 0; i <= Z->maxpos; i++) Z->vals[Z->v_d][i] = (Sv){SV_NUM, i};
+    if (Z->v_p < 0 || Z->v_tp < 0) return -1;
+    for (int i = 0; i <= Z->maxpos; i++) Z->vals[Z->v_p][i] = (Sv){SV_NUM, i};
     for (int t = 0; t < m->n_vocab; t++) Z->vals[Z->v_tp][t] = (Sv){SV_TOK, t};
-    Z->scen |= (PvDeps)1 << Z->v_d;
+    Z->scen |= (PvDeps)1 << Z->v_p;
     for (int oi = 0; oi < ir->n_ops; oi++) {
         if (ir->ops[oi].op != TF_OP_GET_RELATIVE_TOKEN) continue;
         int v = new_var(Z, m->n_vocab, "the token %s reads (line %d)", ir->ops[oi].stmt->label.text ? ir->ops[oi].stmt->label.text : "GetRelativeToken", ir->ops[oi].stmt->loc.line);
@@ -1231,14 +1169,27 @@ static int seed_setup(Seed *Z) {
         for (int t = 0; t < m->n_vocab; t++) Z->vals[v][t] = (Sv){SV_TOK, t};
         Z->grt_var[oi] = v;
     }
-    if (dense_facts(Z) < 0) return -1;
-    PvDeps pdeps = (PvDeps)1 << Z->v_d;
-    if (Z->n_anchor) pdeps |= (PvDeps)1 << Z->anchor_var[Z->n_anchor - 1];
+    /* The scenarios every op's facts allow (the positions read exist, ...):
+       a case outside them is no prompt's. */
+    long nsc = pv_deps_size(Z->S, Z->scen, 1L << 26);
+    Sv *sv = malloc((size_t)Z->nr * sizeof *sv);
+    unsigned char *ok = nsc > 0 ? malloc((size_t)nsc) : NULL;
+    if (!sv || (nsc > 0 && !ok)) {
+        free(sv), free(ok);
+        return -1;
+    }
+    for (long i = 0; i < nsc; i++) {
+        for (int b = 0; b < Z->S->n_base; b++) assign[b] = -1;
+        pv_deps_decode(Z->S, Z->scen, i, assign);
+        ok[i] = !sem_run(Z, ir->n_ops - 1, assign, NULL, sv, NULL);
+    }
+    free(sv);
+    Z->scen_ok = ok;
+    PvDeps pdeps = (PvDeps)1 << Z->v_p;
     Z->sdeps[TF_IR_REG_TOKENS] = (PvDeps)1 << Z->v_tp;
     Z->sdeps[TF_IR_REG_POS] = pdeps;
     /* The embedding at p: the token row plus the position row. */
     const float *te = m->tensors[m->tok_embed].data, *pe = m->tensors[m->pos_embed].data;
-    int assign[TF_PROOF_MAX_BASE];
     Sv *val = malloc((size_t)Z->nr * sizeof *val);
     if (!val) return -1;
     for (int c = 0; c < d; c++) {
@@ -1255,7 +1206,7 @@ static int seed_setup(Seed *Z) {
         for (long i = 0; i < n; i++) {
             for (int b = 0; b < Z->S->n_base; b++) assign[b] = -1;
             pv_deps_decode(Z->S, dep, i, assign);
-            SemInfo I = {-1, -1, NULL};
+            SemInfo I = {-1, -1};
             if (sem_run(Z, -1, assign, NULL, val, &I)) {
                 N->col[c].v[i] = (TfIv){NAN, NAN};
                 continue;
@@ -1326,11 +1277,11 @@ int pv_seed_prove(const TfModel *m, PvSem *S, TfProof *P) {
             char tb[64];
             k += snprintf(facts + k, sizeof facts - (size_t)k, "%s'%s'", i ? ", " : "", model_token_name(m, Z.anchor_tok[i], tb));
         }
+        /* Each what an op's meaning needs, and nothing else. */
         if (Z.n_anchor)
-            snprintf(facts + k, sizeof facts - (size_t)k, " once each, in this order, at or before the last position%s; every position read exists; Multiply reads digits",
-                     Z.dense ? ", every position before the last of them read by a GetRelativeToken, none of which reads one of them" : "");
+            snprintf(facts + k, sizeof facts - (size_t)k, " once each at or before the last position, in any order (FindAndStore stores the position of the one); every position a GetRelativeToken reads exists; Multiply reads digits (it adds digits); any other token anywhere");
         else
-            snprintf(facts + k, sizeof facts - (size_t)k, "every position read exists; Multiply reads digits");
+            snprintf(facts + k, sizeof facts - (size_t)k, "every position a GetRelativeToken reads exists; Multiply reads digits (it adds digits); any other token anywhere");
         pv_line(P, "%s (positions 0..%d)", facts, Z.maxpos);
     }
     int w[TF_OP_MAX_PARAMS * 16];
@@ -1353,8 +1304,7 @@ int pv_seed_prove(const TfModel *m, PvSem *S, TfProof *P) {
         fail_prompts(&Z);
     }
     for (int c = 0; N.col && c < Z.d; c++) pv_col_free(&N.col[c]);
-    free(Z.dense);
-    for (int i = 0; i < MAX_ANCHOR; i++) free(Z.dense1[i]);
+    free(Z.scen_ok);
     free(N.col), free(N.bos), free(Z.cut), free(Z.grt_var), free(Z.sdeps), free(Z.col), free(Z.size), free(Z.written);
     for (int b = 0; b < S->n_base; b++) free(Z.vals[b]);
     return rc;

@@ -6,7 +6,8 @@
 #   - the same without the KV cache: every case passes;
 #   - -O0 (the seed's constructions), and one prompt at a time on one
 #     thread: every 10th / 50th case passes (these run 10-20x slower; the
-#     benchmark, bench/engine.sh, runs them on every case).
+#     benchmark, bench/engine.sh, runs them on every case);
+#   - -O with spaces before the prompt, '=' at every position 9..99.
 # Every case passing means every configuration printed the same tokens.
 set -uo pipefail
 TFC=$1
@@ -45,6 +46,29 @@ check "-O0" "$n10" "$tmp/adder0.tfw" --check "$tmp/tenth.tsv"
 check "-O, one by one" "$n50" "$tmp/adder.tfw" --check "$tmp/fiftieth.tsv" --batch-size 1 --threads 1
 check "-O0, one by one, no cache" "$n50" "$tmp/adder0.tfw" --check "$tmp/fiftieth.tsv" \
     --batch-size 1 --threads 1 --no-cache
+
+# The prompt anywhere in the position encoding (issue 22): k spaces, then
+# two random 4-digit numbers, so that '=' sits at every position 9..99; the
+# sum's digits that fit in the 100 positions (the last one generated is not
+# fed back) must be the sum's. 41 spaces put '=' at 50, where the seed's
+# DiffPos at -O once printed 0101 for 0999+0111.
+RANDOM=22
+spaced_failed=0
+for k in $(seq 0 90); do
+    a=$((RANDOM % 10000)) b=$((RANDOM % 10000))
+    [ "$k" -eq 41 ] && a=999 b=111
+    s=$(printf '%04d' $(((a + b) % 10000)) | rev)
+    n=$((4 < 91 - k ? 4 : 91 - k))
+    prompt=$(printf "%${k}s%04d+%04d=" '' "$a" "$b")
+    [ "$k" -eq 0 ] && prompt=$(printf '%04d+%04d=' "$a" "$b")
+    got=$("$TFRUN" "$tmp/adder.tfw" -n "$n" "$prompt")
+    if [ "$got" != "$prompt${s:0:n}" ]; then
+        echo "FAIL: -O, '=' at position $((k + 9)): '$got', want '$prompt${s:0:n}'"
+        spaced_failed=$((spaced_failed + 1))
+    fi
+done
+echo "-O, '=' at every position 9..99 after spaces: $spaced_failed failed of 91"
+[ "$spaced_failed" -eq 0 ] || failed=$((failed + 1))
 
 # A wrong expectation must fail: the check is not vacuous.
 printf '0999+0111=\t0112\n' >"$tmp/wrong.tsv"
