@@ -157,9 +157,10 @@ static TfModel *compile_text(const char *src, int opt) {
     return m;
 }
 
-START_TEST(test_compiled_program_proven) {
+/* src compiled at -O0 and -O is proven, with a line per op. */
+static void assert_proven_both(const char *src) {
     for (int opt = 0; opt <= 1; opt++) {
-        TfModel *m = compile_text(count_src, opt);
+        TfModel *m = compile_text(src, opt);
         TfProof P;
         TfError err;
         ck_assert_int_eq(prove_model(m, &P, &err), 0);
@@ -168,6 +169,10 @@ START_TEST(test_compiled_program_proven) {
         prove_free(&P);
         model_free(m);
     }
+}
+
+START_TEST(test_compiled_program_proven) {
+    assert_proven_both(count_src);
 }
 END_TEST
 
@@ -209,15 +214,7 @@ static int layer_named(const TfModel *m, const char *name) {
 }
 
 START_TEST(test_sum_proven_and_mutations_refused) {
-    for (int opt = 0; opt <= 1; opt++) {
-        TfModel *m = compile_text(sum_src, opt);
-        TfProof P;
-        TfError err;
-        ck_assert_int_eq(prove_model(m, &P, &err), 0);
-        ck_assert_msg(P.verdict == TF_PROOF_PROVEN, "-O%d: %s", opt, P.reason);
-        prove_free(&P);
-        model_free(m);
-    }
+    assert_proven_both(sum_src);
     const char *part[3] = {"total.count", "total", "total.sum"};
     for (int k = 0; k < 3; k++) {
         TfModel *m = compile_text(sum_src, 1);
@@ -253,15 +250,7 @@ static const char *count2_src = "vocab \"^abcd\"; bos '^'; maxlen 17;\n"
                                 "output out at every position;\n";
 
 START_TEST(test_count_of_counts_proven_and_mutation_refused) {
-    for (int opt = 0; opt <= 1; opt++) {
-        TfModel *m = compile_text(count2_src, opt);
-        TfProof P;
-        TfError err;
-        ck_assert_int_eq(prove_model(m, &P, &err), 0);
-        ck_assert_msg(P.verdict == TF_PROOF_PROVEN, "-O%d: %s", opt, P.reason);
-        prove_free(&P);
-        model_free(m);
-    }
+    assert_proven_both(count2_src);
     TfModel *m = compile_text(count2_src, 0);
     int li = layer_named(m, "more.keys");
     ck_assert_msg(li >= 0, "no fresh one-hot of hist for the keys");
