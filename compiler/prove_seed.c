@@ -755,7 +755,7 @@ static int seed_attn(Seed *Z, int oi, int li) {
     unsigned char *done = calloc(ndone + 1, 1);
     if (!done) rc = -1;
     double gap = INFINITY;
-    for (long s = 0; s < nsc && rc == 0; s++) {
+    for (long s = 0; s < nsc && rc == 0 && gap > 0; s++) {
         for (int b = 0; b < S->n_base; b++) assign[b] = -1;
         pv_deps_decode(S, Z->scen, s, assign);
         SemInfo I = {-1, -1};
@@ -765,7 +765,7 @@ static int seed_attn(Seed *Z, int oi, int li) {
             Sv A = var_val(Z, assign, Z->anchor_var[a]);
             if (A.k == SV_POS && (int)A.x == I.target) ai = a;
         }
-        for (long r = 0; r < nrc; r++) {
+        for (long r = 0; r < nrc && gap > 0; r++) {
             pv_deps_decode(S, Dr, r, assign);
             long qi = qid[pv_deps_index(S, Dq, assign)];
             if (qi < 0) continue;
@@ -779,12 +779,8 @@ static int seed_attn(Seed *Z, int oi, int li) {
             int res = tok >= 0 ? var_find(Z, res_var, (Sv){SV_POS, I.target}) : -1;
             if (tok >= 0 && res < 0) continue;
             shead_case(&H, (const TfIv *)(T.keys + (size_t)qi * klen), I.p, I.target, sel, oth, res, tab, &gap, buf);
-            if (!(gap > 0)) { // the first case that fails: the one the report names
-                note_fail(Z, assign, Z->scen | Dr);
-                break;
-            }
+            if (!(gap > 0)) note_fail(Z, assign, Z->scen | Dr); // the first that fails: the report's
         }
-        if (!(gap > 0)) break;
     }
     PvCol c = {0};
     for (int w = 0; w < H.nw && rc == 0; w++) {
