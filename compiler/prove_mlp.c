@@ -402,10 +402,11 @@ static int bb_terms(Bb *B) {
         B->ut = malloc(((size_t)na + 1) * sizeof *B->ut);
         if (!B->ut) rc = -1;
     }
-    // Alike terms made one: sorted, the first of each run kept (with its entries).
+    // Alike terms made one: sorted, the first of each run kept (with its
+    // entries), each next one compared with the kept one (the others' are freed).
     if (rc == 0) qsort(all, (size_t)na, sizeof *all, term_cmp);
     for (long i = 0; i < na; i++) {
-        if (rc == 0 && (i == 0 || term_cmp(&all[i], &all[i - 1]) != 0)) {
+        if (rc == 0 && (B->nt == 0 || term_cmp(&all[i], &B->T[B->nt - 1]) != 0)) {
             B->T[B->nt] = all[i];
             B->T[B->nt++].t = NULL;
         } else free(all[i].col), free(all[i].w);
