@@ -3,14 +3,14 @@
 # seconds (user + system, every child process included), which a loaded
 # machine changes little, where wall time says nothing: each build's
 # compilation from clean and each test of it, one at a time, with the label
-# filter tools/test.sh gives that build. DIR: build, build-asan, build-clang
-# (default all three; each configured as tools/test.sh configures it).
+# filter tools/test.sh gives that build. DIR: build, build-asan
+# (default both; each configured as tools/test.sh configures it).
 # Prints one line per test, the slowest first, and per build the sum and
 # that sum over 2 cores: the suite's wall time on an idle 2-core machine
 # cannot be below it (tools/test.sh runs ctest -j2 and builds with -j2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -gt 0 ] || set -- build build-asan build-clang
+[ $# -gt 0 ] || set -- build build-asan
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 cpu() { # cpu FILE COMMAND...: runs it, appends its CPU seconds to FILE
@@ -23,9 +23,8 @@ total=0
 for dir in "$@"; do
     case $dir in # tools/test.sh's configuration and filter for each build
         build) cc=cc sanitize=OFF sample=OFF filter=() ;;
-        build-asan) cc=cc sanitize=ON sample=ON filter=(-LE peer) ;;
-        build-clang) cc=clang sanitize=OFF sample=ON filter=(-L 'unit|second-compiler') ;;
-        *) echo "usage: bench/suite_cpu.sh [build|build-asan|build-clang...]" >&2; exit 2 ;;
+        build-asan) cc=clang sanitize=ON sample=ON filter=(-LE peer) ;;
+        *) echo "usage: bench/suite_cpu.sh [build|build-asan...]" >&2; exit 2 ;;
     esac
     tmpdir=$out/$dir
     CC=$cc cmake -S . -B "$tmpdir" -DTF_WERROR=ON -DTF_SANITIZE=$sanitize -DTF_SAMPLE_CHECKS=$sample >/dev/null

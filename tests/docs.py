@@ -37,6 +37,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import tempfile
 
 SRC = os.environ.get("TF_SOURCE_DIR") or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -233,7 +234,9 @@ def main():
                 cmds = parse_sh(body) if kind == "sh" else parse_transcript(body)
                 if not cmds:
                     continue
+                t0 = time.monotonic()
                 results, status = run_block(cmds, d, env)
+                took = time.monotonic() - t0
                 ran += 1
                 bad = []
                 for n, (text, want, exact) in enumerate(cmds):
@@ -250,7 +253,7 @@ def main():
                         bad.append((text, "exit %d" % st, want, got, out, err))
                 if bad:
                     failed += 1
-                    print("FAIL %s" % where)
+                    print("FAIL %s (%.1f s)" % (where, took))
                     for text, why, want, got, out, err in bad:
                         print("  $ %s\n  %s" % (text.replace("\n", "\n    "), why))
                         if want and exact:  # a diff: the doc's lines (-) against the output (+)
@@ -265,7 +268,7 @@ def main():
                         print("  got:\n" + "\n".join("    | " + g for g in shown[:40]) +
                               ("\n    | ... (%d lines)" % len(shown) if len(shown) > 40 else ""))
                 else:
-                    print("ok   %s (%d commands)" % (where, len(cmds)))
+                    print("ok   %s (%d commands, %.1f s)" % (where, len(cmds), took))
     finally:
         shutil.rmtree(d, ignore_errors=True)
     left = sorted(set(os.listdir(os.path.join(SRC, "tools", "python"))) - set(package))

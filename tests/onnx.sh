@@ -2,8 +2,8 @@
 # onnx.sh TFC TFRUN TFCONVERT TFTRAIN ENGINE_LOGITS: tfconvert's ONNX files in
 # ONNX Runtime (tests/onnx_check.py, tests/onnx_run.js, tests/engine_logits.c).
 # Every program of programs/ (the compiled ones on every case of
-# tests/program_ref.py; the seed adder at -O on every 7th of its 1,000,000
-# cases and at -O0 on every 71st (strides prime to 10, so that every pair of
+# tests/program_ref.py; the seed adder at -O on every 71st of its 1,000,000
+# cases and at -O0 on every 701st (strides prime to 10, so that every pair of
 # last digits, carry or not, is in both samples; tests/adder_check.sh runs
 # them all through tfrun, and these are the same graph); the learned
 # ones as tfc initializes them) and the seed tasks' trained models (short runs
@@ -52,14 +52,14 @@ for name in $("$PY" "$SRC/tests/program_ref.py" --list); do
     "$PY" "$SRC/tests/program_ref.py" "$name" --max "$MAX" | cut -f1 >"$tmp/$name.txt"
     one "$name" "$tmp/$name.tfw" "$tmp/$name.txt"
 done
-# The seed adder: -O on every 7th case, -O0 on every 71st (or every MAX-th).
+# The seed adder: -O on every 71st case, -O0 on every 701st (or every MAX-th).
 "$PY" "$SRC/tools/adder_cases.py" | cut -f1 >"$tmp/all.txt"
 if [ "$MAX" -gt 0 ]; then
     awk -v k=$((1000000 / MAX)) 'NR % k == 1' "$tmp/all.txt" >"$tmp/adder0.txt"
     cp "$tmp/adder0.txt" "$tmp/adder.txt"
 else
-    awk 'NR % 7 == 1' "$tmp/all.txt" >"$tmp/adder.txt"
-    awk 'NR % 71 == 1' "$tmp/all.txt" >"$tmp/adder0.txt"
+    awk 'NR % 71 == 1' "$tmp/all.txt" >"$tmp/adder.txt"
+    awk 'NR % 701 == 1' "$tmp/all.txt" >"$tmp/adder0.txt"
 fi
 "$TFC" "$P/adder.tfp" -o "$tmp/adder.tfw" && one "adder (-O)" "$tmp/adder.tfw" "$tmp/adder.txt"
 "$TFC" -O0 "$P/adder.tfp" -o "$tmp/adder0.tfw" && one "adder (-O0)" "$tmp/adder0.tfw" "$tmp/adder0.txt"

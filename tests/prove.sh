@@ -45,7 +45,7 @@ for f in "$P"/*.tfp; do
   [ -n "${skip[$b]:-}" ] && continue
   levels="-O -O0 --no-schedule"
   [ -n "${slow[$b]:-}" ] && [ -z "${TF_PROVE_ALL:-}" ] && levels=-O
-  # The sanitizer and second-compiler builds (TF_PROVE_SAMPLE=1): the same
+  # The sanitizer build (TF_PROVE_SAMPLE=1): the same
   # code paths on the quick programs, at -O.
   if [ -n "${TF_PROVE_SAMPLE:-}" ]; then
     [ -n "${slow[$b]:-}" ] && continue
