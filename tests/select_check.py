@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tests/select_check.py TFC TFRUN [COUNT]: random selections against Python.
+"""tests/select_check.py TFC TFRUN [COUNT [LONG]]: random selections against Python.
 
 Each round writes a program that counts, at every position, the positions a
 random selection picks: Count(PRED) over the digit register a and the
@@ -8,8 +8,9 @@ with constants, combined with and / or / not, causal or bidirectional. That
 exercises the selection's truth tables, conjunctions as sums of score
 blocks, and joint one-hots when one side reads two registers. Python counts
 the same; tfrun --check must agree on every input of up to 4 digits from
-0..2. Then counts up to 999 on long inputs, which the compiler certifies
-exact. Fixed seed: the same rounds every run.
+0..2. Then counts up to LONG - 1 (default 999) on long inputs, which the
+compiler certifies exact (the sanitizer build: 199). Fixed seed: the same
+rounds every run.
 """
 import itertools
 import os
@@ -67,6 +68,7 @@ def pred(rng, depth):
 def main():
     tfc, tfrun = sys.argv[1], sys.argv[2]
     count = int(sys.argv[3]) if len(sys.argv) > 3 else 60
+    long = int(sys.argv[4]) if len(sys.argv) > 4 else 1000
     rng = random.Random(2027)
     inputs = [s for n in range(1, 5) for s in itertools.product("012", repeat=n)]
     failed = passed = 0
@@ -106,13 +108,13 @@ def main():
     if passed == 0:
         print("FAIL: no selection was checked")
         failed += 1
-    failed += long_counts(tfc, tfrun)
+    failed += long_counts(tfc, tfrun, long)
     return 1 if failed else 0
 
 
 LONG = """vocab "^ab0123456789";
 bos '^';
-maxlen 1000;
+maxlen %d;
 cat n, d;
 count_a: Count(k.tokens == 'a'%s) -> n;
 d: Map(n %% 10) -> d;
@@ -120,17 +122,19 @@ output d at every position;
 """
 
 
-def long_counts(tfc, tfrun):
-    """Counts up to 999, where 1/(c+1) and 1/(c+2) are 1e-6 apart: the
+def long_counts(tfc, tfrun, maxlen):
+    """Counts up to maxlen - 1 (999: 1/(c+1) and 1/(c+2) are 1e-6 apart): the
     compiler certifies them (docs/language.md, Count); they must come out
-    exact, bidirectional and causal, all-'a' inputs of length 999 included."""
+    exact, bidirectional and causal, all-'a' inputs of length maxlen - 1
+    included."""
+    top = maxlen - 1
     rng = random.Random(5)
     failed = 0
     with tempfile.TemporaryDirectory() as tmp:
         for causal in (0, 1):
             prog, w = os.path.join(tmp, "c.tfp"), os.path.join(tmp, "c.tfw")
             with open(prog, "w") as fh:
-                fh.write(LONG % (", causal" if causal else ""))
+                fh.write(LONG % (maxlen, ", causal" if causal else ""))
             r = subprocess.run([tfc, prog, "-o", w], capture_output=True, text=True)
             if r.returncode != 0:
                 print("FAIL: long Count: tfc: %s" % r.stderr.strip()[:300])
@@ -138,7 +142,7 @@ def long_counts(tfc, tfrun):
                 continue
             cases = []
             for i in range(8):
-                n = 999 if i < 4 else rng.randint(900, 999)
+                n = top if i < 4 else rng.randint(top * 9 // 10, top)
                 s = "a" * n if i % 2 == 0 else "".join(rng.choice("ab") for _ in range(n))
                 counts = [s[: j + 1].count("a") if causal else s.count("a") for j in range(n)]
                 cases.append("^%s\t%s" % (s, "".join(str(c % 10) for c in counts)))
@@ -148,7 +152,7 @@ def long_counts(tfc, tfrun):
                 print("FAIL: long Count%s: %s" % (" (causal)" if causal else "", r.stdout[:300]))
                 failed += 1
             else:
-                print("counts up to 999 exact%s: %s" % (" (causal)" if causal else "",
+                print("counts up to %d exact%s: %s" % (top, " (causal)" if causal else "",
                                                         r.stdout.splitlines()[0]))
     return failed
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/tracrbench/check.py TFC TFRUN [--random N] [--exhaustive L] [--table] [NAME...]: TracrBench's
+"""bench/tracrbench/check.py TFC TFRUN [--random N] [--exhaustive L] [--every K] [--table] [NAME...]: TracrBench's
 programs against a RASP evaluation with Tracr's semantics.
 
 Each case_N_name.tfp here is one of InterpBench's cases (circuits_benchmark/benchmark/cases/,
@@ -15,6 +15,7 @@ reference. Every input of 1 to L tokens (default 3) and N random ones of 4 to ma
     it (the .tfp writes Tracr's default None as `default: "None"`, or a Map's None as "None").
 Inputs on which Tracr's evaluator raises (a categorical Aggregate of several values, a
 comparison with None) have no RASP output and are counted apart ("raises").
+--every K checks every K-th case in the order of their numbers (the sanitizer build's sample).
 --table prints the Markdown table of README.md: tfc's blocks, d_model and parameters, and
 Tracr's blocks and d_model (rasp.tracr_size: from Tracr's allocation, not a Tracr build).
 """
@@ -174,6 +175,11 @@ def main():
         i = argv.index("--exhaustive")
         exhaustive = int(argv[i + 1])
         del argv[i:i + 2]
+    every = 1
+    if "--every" in argv:
+        i = argv.index("--every")
+        every = int(argv[i + 1])
+        del argv[i:i + 2]
     table = "--table" in argv
     args = [a for a in argv if not a.startswith("--")]
     if len(args) < 2:
@@ -184,6 +190,7 @@ def main():
     names.sort(key=lambda n: int(n.split("_")[1]))
     if only:
         names = [n for n in names if n in only]
+    names = names[::every]
     failed, rows = 0, []
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
