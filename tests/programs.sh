@@ -12,7 +12,8 @@
 # `tfrun --check` (every case must pass, and there must be some), and print its size (layers, d_model,
 # parameters, from TFINFO, by default tfinfo next to TFRUN) and its case count.
 # $TF_PROGRAM_CASES caps the cases per program, spread evenly over the list
-# (the sanitizer build runs 1,000); unset, every case runs.
+# (the sanitizer build runs 200, without the PyTorch peer below); unset, every
+# case runs.
 #
 # Then PyTorch as an independent peer (tools/tfw_torch.py, when Debian's
 # python3-torch imports; every program in one process, tests/torch_many.py):
@@ -55,6 +56,10 @@ fi
 torch=1
 if ! "$PY" -c 'import torch' 2>/dev/null; then
     echo "note: $PY cannot import torch: the PyTorch peer is skipped (tests/torch.sh fails on it)"
+    torch=0
+fi
+if [ "$MAX" -gt 0 ] && [ $torch -eq 1 ]; then # the sanitizer build's sample: our code, not PyTorch's
+    echo "note: TF_PROGRAM_CASES=$MAX (a sample): the PyTorch peer runs in the full build"
     torch=0
 fi
 printf '%-22s %7s %7s %10s %12s %8s  %s\n' program layers d_model parameters "FLOP/case" cases result
