@@ -89,16 +89,22 @@ mkdir -p "$obj"
 # sources or headers (-MMD; -MP so a deleted header is no error) or the makefile itself (its flags) changed; it is
 # replaced only when its text changes. (Paths with spaces are not supported.)
 jobs=$(nproc 2>/dev/null || echo 2)
+# The objects are compiled by emcc's clang with the flags emcc would give it
+# (emcc --cflags): emcc itself, a Python program, costs about a second of CPU
+# per call, most of the build's time. emcc links them below.
+wasmcc="$(em-config LLVM_ROOT)/clang"
+read -r -a emflags <<<"$(emcc --cflags)"
 objs=()
 {
+    printf 'WASMCC := %q\n' "$wasmcc"
     printf 'CFLAGS :='
-    printf ' %q' "${cflags[@]}"
+    printf ' %q' "${emflags[@]}" "${cflags[@]}"
     printf '\nOBJS :=\n'
     rule() { # rule SOURCE OBJECT [FLAGS...]
         local src=$1 o=$2
         shift 2
         objs+=("$o")
-        printf 'OBJS += %s\n%s: %s %s\n\temcc $(CFLAGS)' "$o" "$o" "$src" "$work/objects.mk"
+        printf 'OBJS += %s\n%s: %s %s\n\t$(WASMCC) $(CFLAGS)' "$o" "$o" "$src" "$work/objects.mk"
         printf ' %q' "$@"
         printf ' -MMD -MP -c $< -o $@\n'
     }
