@@ -285,8 +285,22 @@ d: Map(c * 10) -> d;
 output d at every position;
 EOF
 "$TFC" "$G/tens.tfp" -o "$G/tens.tfw" 2>/dev/null
-expect "number: 10 and 20 without an exponent" 0 "$(printf '^ab\t10 10\n^aab\t20 20 20')" "" \
-    -- "$TFRUN" "$G/tens.tfw" --batch - <<<"$(printf '^ab\n^aab')"
+# A number is proven within its bound (0.0069 here), not to the float: its
+# last digits may depend on the BLAS kernels and on which prompts share a
+# product (OPENBLAS_CORETYPE=Prescott prints 20.000061 for ^aab batched with
+# ^ab, Haswell 20), so each is compared within the bound, its text for the
+# exponent.
+out=$("$TFRUN" "$G/tens.tfw" --batch - <<<"$(printf '^ab\n^aab')" 2>&1)
+awk -F'\t' 'NR == 1 { want = 10; p = "^ab" } NR == 2 { want = 20; p = "^aab" }
+    $1 != p || NF != 2 { bad = 1 }
+    { n = split($2, v, " "); if (n != NR + 1) bad = 1
+      for (i = 1; i <= n; i++) if (v[i] ~ /[eE]/ || v[i] - want > 0.0069 || want - v[i] > 0.0069) bad = 1 }
+    END { exit bad || NR != 2 }' <<<"$out"
+if [ $? -eq 0 ]; then passed=$((passed + 1)); else
+    echo "FAIL: number: 10 and 20 without an exponent, within the bound: got"
+    echo "$out"
+    failed=$((failed + 1))
+fi
 printf '^ab\t10 11\n' >"$G/tens.tsv"
 expect "number: --check prints what it got as 10" 1 "~^ab -> 10 10 (expected 10 11)" "" -- "$TFRUN" "$G/tens.tfw" --check "$G/tens.tsv"
 expect "number: the trace prints 10" 0 "~    d                 0     10     10" "" -- "$TFRUN" "$G/tens.tfw" --trace "^ab"

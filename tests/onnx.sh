@@ -38,9 +38,9 @@ check "node loads onnxruntime-node" $?
 "$PY" -c "import onnx, onnx.checker" 2>"$tmp/err"
 check "python3-onnx ($(cat "$tmp/err"))" $?
 
-# one NAME WEIGHTS PROMPTS: the model through onnx_check.py.
+# one NAME WEIGHTS PROMPTS [TOL]: the model through onnx_check.py.
 one() {
-    "$PY" "$SRC/tests/onnx_check.py" "$TFCONVERT" "$TFRUN" "$ENGINE" "$ORT" "$2" "$3" >"$tmp/one.txt" 2>&1
+    "$PY" "$SRC/tests/onnx_check.py" "$TFCONVERT" "$TFRUN" "$ENGINE" "$ORT" "$2" "$3" ${4:+"$4"} >"$tmp/one.txt" 2>&1
     local rc=$?
     sed 's/^/  /' "$tmp/one.txt" | tail -4
     check "$1 in ONNX Runtime" $rc
@@ -61,8 +61,15 @@ else
     awk 'NR % 71 == 1' "$tmp/all.txt" >"$tmp/adder.txt"
     awk 'NR % 701 == 1' "$tmp/all.txt" >"$tmp/adder0.txt"
 fi
-"$TFC" "$P/adder.tfp" -o "$tmp/adder.tfw" && one "adder (-O)" "$tmp/adder.tfw" "$tmp/adder.txt"
-"$TFC" -O0 "$P/adder.tfp" -o "$tmp/adder0.tfw" && one "adder (-O0)" "$tmp/adder0.tfw" "$tmp/adder0.txt"
+# The seed's constructions add terms of up to 1e4 that cancel (FindAndStore's
+# scores, DiffPos's 1000 (a.cos - b.cos)): float32 rounds such sums to about
+# 1e4 x 2^-24 per term, in whatever order a BLAS kernel adds them, which
+# reaches 1e-4 of the logits (OpenBLAS's Prescott kernels against ONNX
+# Runtime's: 9.5e-5 at -O, 1.8e-4 at -O0; 1.5e-6 on Haswell's). The proven
+# logit margin is 0.691, and the tokens are compared exactly: the logits
+# within 1e-3.
+"$TFC" "$P/adder.tfp" -o "$tmp/adder.tfw" && one "adder (-O)" "$tmp/adder.tfw" "$tmp/adder.txt" 1e-3
+"$TFC" -O0 "$P/adder.tfp" -o "$tmp/adder0.tfw" && one "adder (-O0)" "$tmp/adder0.tfw" "$tmp/adder0.txt" 1e-3
 # Learned models: as tfc initializes them, and trained on the seed tasks.
 for name in $(grep -l "model {" "$P"/*.tfp | xargs -n1 basename | sed 's/\.tfp$//'); do
     "$TFC" "$P/$name.tfp" -o "$tmp/$name.tfw" 2>/dev/null || { check "tfc $name" 1; continue; }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""onnx_check.py TFCONVERT TFRUN ENGINE_LOGITS ORT_DIR WEIGHTS.tfw PROMPTS.txt: one model in ONNX.
+"""onnx_check.py TFCONVERT TFRUN ENGINE_LOGITS ORT_DIR WEIGHTS.tfw PROMPTS.txt [TOL]: one model in ONNX.
 
 tfconvert writes WEIGHTS.onnx; python3-onnx's checker (full_check: types and
 shapes inferred) accepts it. Everything else this script knows of the model
@@ -18,7 +18,7 @@ lengths batched), and on every prompt:
     values, a classifier's class and probability;
   - its logits (or values) at every position of that pass (a classifier's
     at its class position) are within 1e-5 of the engine's, relative to the
-    largest of the prompt's (at least 1).
+    largest of the prompt's (at least 1), or within TOL.
 Prints one summary line; exit 1 on any failure. Run with /usr/bin/python3.
 """
 import json
@@ -109,7 +109,10 @@ class Server:
 
 
 def main():
+    global TOL
     tfconvert, tfrun, engine, ort_dir, weights, prompts_path = sys.argv[1:7]
+    if len(sys.argv) > 7:  # a model's own tolerance (tests/onnx.sh says why)
+        TOL = float(sys.argv[7])
     name = os.path.basename(weights)
     tmp = tempfile.mkdtemp()
     onnx_path = os.path.join(tmp, "model.onnx")
