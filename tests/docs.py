@@ -24,7 +24,9 @@ commands print (standard output and standard error together):
                          standard output, else its standard output and then
                          its standard error
   In TEXT, "..." stands for any text and a line "..." alone for any number of
-  lines; <TAB> is a tab.
+  lines; <TAB> is a tab. A transcript's numbers may differ from the doc's in
+  their last digits (close(): BLAS kernels sum in their own order); counts
+  (integers) may not.
 
 A command that exits non-zero fails unless it shows what it prints (then
 that is compared). A block the suite cannot run (a hostfile, srun, apt-get,
@@ -121,17 +123,60 @@ def parse_transcript(body):
     return cmds
 
 
-def line_re(p):
+# A number standing alone in a doc's output line (not inside a word).
+NUM = r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:e[-+]?\d+)?(?![\w.])"
+
+
+def line_re(p, nums=None):
+    """The regular expression of one shown line. With nums (a list), each
+    number in it matches any number, captured, and its shown text is
+    appended to nums in order (close(): the values are compared after), and
+    a run of spaces any run of spaces (numbers right-aligned in columns)."""
     p = p.replace("<TAB>", "\t").rstrip()
+    out = []
     # "..." with the spaces around it: "... held-out" matches "held-out" too.
-    return ".*?".join(re.escape(x) for x in re.split(r" ?\.\.\. ?", p))
+    for x in re.split(r" ?\.\.\. ?", p):
+        if nums is None:
+            out.append(re.escape(x))
+            continue
+        # Columns of numbers are aligned: a run of spaces matches any.
+        lit = lambda t: " +".join(re.escape(y) for y in re.split(r" +", t))
+        k, rx = 0, ""
+        for m in re.finditer(NUM, x):
+            rx += lit(x[k:m.start()]) + "([-+]?(?:\\d+\\.?\\d*|\\.\\d+)(?:e[-+]?\\d+)?|nan|-?inf)"
+            nums.append(m.group(0))
+            k = m.end()
+        out.append(rx + lit(x[k:]))
+    return ".*?".join(out)
+
+
+def close(shown, got):
+    """A printed float may differ from the doc's in its last bits (the BLAS
+    kernels sum in another order: docs/training.md, "What is reproducible
+    where"): within 1e-5 of the larger of 1 and its size, and a number shown
+    with decimals by one unit in its last; an integer (a count) exactly."""
+    try:
+        a, b = float(shown), float(got)
+    except ValueError:
+        return shown == got
+    tol = 1e-5 * max(1.0, abs(a), abs(b))
+    if "." in shown and "e" not in shown:
+        tol += 10.0 ** -len(shown.split(".")[1])
+    return abs(a - b) <= tol
 
 
 def matches(want, got, exact):
     got = [g.rstrip() for g in got]
     if exact:
         rx = "".join("(?:.*\n)*?" if w.strip() == "..." else line_re(w) + "\n" for w in want)
-        return re.fullmatch(rx, "".join(g + "\n" for g in got)) is not None
+        text = "".join(g + "\n" for g in got)
+        if re.fullmatch(rx, text) is not None:
+            return True
+        # Again with the numbers compared by value (close()).
+        nums = []
+        rx = "".join("(?:.*\n)*?" if w.strip() == "..." else line_re(w, nums) + "\n" for w in want)
+        m = re.fullmatch(rx, text)
+        return m is not None and all(close(a, b) for a, b in zip(nums, m.groups()))
     k = 0
     for w in want:
         rx = re.compile(line_re(w))
