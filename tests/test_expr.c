@@ -497,6 +497,48 @@ START_TEST(test_value_sets_do_not_explode) {
 }
 END_TEST
 
+/* Issue 27: what a Map reads is what occurs after the BOS, `indices` from 1
+ * beside `tokens`: `x * indices` of a letter is never the empty string, and
+ * `10 / indices` never divides by zero; the values of a table, a gated Map
+ * and a linear one of `indices` leave out what only index 0 would make, and
+ * the table still holds one value at every position. */
+START_TEST(test_values_after_the_bos) {
+    Prog P;
+    prog_open(&P,
+              "vocab \"^ab\"; bos '^'; maxlen 4; cat m; num x, d, g, s;\n"
+              "m: Map(tokens * indices) -> m;\n"
+              "d: Map(10 / indices) -> d;\n"
+              "x: Map(tokens == 'a' ? 1 : 2) -> x;\n"
+              "g: Map(x * indices) -> g;\n"
+              "s: Map(x + 10 * indices) -> s;\n"
+              "output tokens;",
+              1);
+    ck_assert_msg(P.diag.n_errors == 0, "%s", P.out);
+    const TfRegFacts *m = &P.ir->regs[reg(&P, "m")].facts;
+    ck_assert_int_eq(m->n_vals, 6); // a b aa bb aaa bbb
+    char lab[48];
+    for (int i = 0; i < m->n_vals; i++) {
+        val_label(P.ir, m->vals[i], lab, sizeof lab);
+        ck_assert_msg(strcmp(lab, "''") != 0, "m holds the empty string");
+    }
+    ck_assert(m->one_value);
+    const double d[] = {10.0 / 3, 5, 10}, g[] = {1, 2, 3, 4, 6}, s[] = {11, 12, 21, 22, 31, 32};
+    const struct { const char *name; const double *v; int n; } want[] = {
+        {"d", d, 3}, {"g", g, 5}, {"s", s, 6}};
+    for (int k = 0; k < 3; k++) {
+        const TfRegFacts *f = &P.ir->regs[reg(&P, want[k].name)].facts;
+        ck_assert_msg(f->known && f->n_vals == want[k].n, "%s: %d values", want[k].name, f->n_vals);
+        for (int i = 0; i < f->n_vals; i++) ck_assert_double_eq_tol(f->vals[i].x, want[k].v[i], 1e-12);
+    }
+    prog_close(&P);
+    // Without a BOS, index 0 is a position like any other.
+    prog_open(&P, "vocab \"ab\"; maxlen 4; cat m;\nm: Map(tokens * indices) -> m;\noutput tokens;", 1);
+    ck_assert_msg(P.diag.n_errors == 0, "%s", P.out);
+    ck_assert_int_eq(P.ir->regs[reg(&P, "m")].facts.n_vals, 7); // '' too
+    prog_close(&P);
+}
+END_TEST
+
 /* `/` into a num register is true division; into a cat register floor. */
 START_TEST(test_division_follows_the_destination) {
     Prog P;
@@ -573,6 +615,7 @@ int main(void) {
     tcase_add_test(tc, test_max_params_refuses);
     tcase_add_test(tc, test_many_registers);
     tcase_add_test(tc, test_value_sets_do_not_explode);
+    tcase_add_test(tc, test_values_after_the_bos);
     tcase_add_test(tc, test_division_follows_the_destination);
     tcase_add_test(tc, test_unproven_copy_gets_a_check);
     suite_add_tcase(s, tc);
