@@ -475,7 +475,8 @@ static const TfExpr *map_argument(Va *G, const TfIrOp *op) {
 }
 
 /* Map(e) -> dest: the decision table of its form.
- *   numeric dest, a numeric input, e linear   -> linear
+ *   numeric dest, numeric inputs, e linear    -> linear
+ *   (a categorical input is read through its one-hot, never as a number)
  *   categorical inputs only                   -> table
  *   numeric dest, one numeric among several   -> gated
  *   one numeric input                         -> staircase */
@@ -497,7 +498,7 @@ void map_analyze(Va *G, TfIrOp *op, int index) {
         n_num += !va_is_categorical(G->ir, R.regs[i]);
     }
     TfOpPlan *p = NULL;
-    if (!dest_cat && !all_cat && expr_linear(e)) {
+    if (!dest_cat && n_num == R.n && R.n > 0 && expr_linear(e)) {
         p = map_linear(G, op, e, &R);
     } else if (all_cat) {
         p = map_table(G, op, e, &R);
