@@ -381,7 +381,10 @@ static int drop_causal_order(TfIr *ir, TfOpPlan *ps) {
  * combinations with indices = 0 never occur. One whose result no other
  * combination gives writes nothing, so that its value loses its column
  * (compiler/schedule.c; a joint register's (x, 0) values); the others keep
- * their result, which leaves the cubes free to ignore the position. */
+ * their result, which leaves the cubes free to ignore the position. A Map's
+ * table is so already (compiler/values.c, va_combo_at_bos, at every level):
+ * what is left is the joint registers of selections, whose values are every
+ * combination's at -O0. */
 static void drop_bos_combos(TfIr *ir) {
     int r = ir->indices_reg;
     if (ir->bos < 0 || r < 0) return;

@@ -21,10 +21,14 @@
 #include "values_internal.h"
 
 /* Enumerates the combinations of the inputs' values (first input fastest),
- * evaluating the expression on each. Returns the number of combinations or
- * -1 after reporting. */
+ * evaluating the expression on each: reached[c] says whether combination c
+ * occurs after the BOS (va_combo_at_bos), defined[c] whether it has a
+ * result. A reached one without a result is an error; an unreached one is
+ * evaluated all the same (its result may stand in it) but may fail quietly
+ * (`10 / indices`). Returns the number of combinations or -1 after
+ * reporting. */
 static int map_enumerate(Va *G, const TfIrOp *op, const TfExpr *e, const int *in, int n_in,
-                         TfVal **res_out, int **defined_out) {
+                         TfVal **res_out, int **defined_out, int **reached_out) {
     const TfVal *dom[TF_PLAN_MAX_INPUTS];
     int size[TF_PLAN_MAX_INPUTS];
     long total = 1;
@@ -40,9 +44,10 @@ static int map_enumerate(Va *G, const TfIrOp *op, const TfExpr *e, const int *in
     }
     TfVal *res = malloc((size_t)total * sizeof *res);
     int *defined = malloc((size_t)total * sizeof *defined);
+    int *reached = malloc((size_t)total * sizeof *reached);
     TfVal *cur = calloc((size_t)G->ir->n_regs, sizeof *cur);
-    if (!res || !defined || !cur) {
-        free(res), free(defined), free(cur);
+    if (!res || !defined || !reached || !cur) {
+        free(res), free(defined), free(reached), free(cur);
         G->failed = 1;
         return -1;
     }
@@ -51,7 +56,11 @@ static int map_enumerate(Va *G, const TfIrOp *op, const TfExpr *e, const int *in
     for (long c = 0; c < total; c++) {
         for (int i = 0; i < n_in; i++) cur[in[i]] = dom[i][idx[i]];
         defined[c] = 1;
-        if (expr_eval(&E, e, &res[c]) < 0 ||
+        reached[c] = !va_combo_at_bos(G->ir, in, n_in, c);
+        if (!reached[c]) {
+            defined[c] = expr_eval(&E, e, &res[c]) == 0 && res[c].kind != TF_VAL_LIST;
+            if (!defined[c]) res[c] = val_num(0, 1);
+        } else if (expr_eval(&E, e, &res[c]) < 0 ||
             (res[c].kind == TF_VAL_LIST &&
              expr_fail(&E, e, "makes a list, which no register can hold (Python's lists are not "
                               "hashable: join it into a string, \"\".join(...))") < 0)) {
@@ -61,7 +70,7 @@ static int map_enumerate(Va *G, const TfIrOp *op, const TfExpr *e, const int *in
             va_combo_text(G, in, vals, n_in, where, sizeof where);
             diag_error(G->diag, E.where, "this expression %s for %s", E.msg,
                        n_in ? where : "its constant value");
-            free(res), free(defined), free(cur);
+            free(res), free(defined), free(reached), free(cur);
             return -1;
         }
         for (int i = 0; i < n_in && ++idx[i] == size[i]; i++) idx[i] = 0;
@@ -69,6 +78,7 @@ static int map_enumerate(Va *G, const TfIrOp *op, const TfExpr *e, const int *in
     free(cur);
     *res_out = res;
     *defined_out = defined;
+    *reached_out = reached;
     return (int)total;
 }
 
@@ -125,6 +135,11 @@ static void map_gated(Va *G, TfIrOp *op, const TfExpr *e, const ExprReads *R) {
     for (long c = 0; c < total; c++) {
         for (int i = 0; i < n_cat; i++) cur[cats[i]] = dom[i][idx[i]];
         double a = 0, b = 0;
+        if (va_combo_at_bos(G->ir, cats, n_cat, c)) { // never computed: its gate stays shut
+            p->combo_num[c] = p->combo_slope[c] = 0;
+            for (int i = 0; i < n_cat && ++idx[i] == size[i]; i++) idx[i] = 0;
+            continue;
+        }
         for (int k = 0; k < gx->n_vals; k++) {
             TfVal v;
             cur[x] = gx->vals[k];
@@ -263,14 +278,14 @@ static TfOpPlan *map_linear(Va *G, TfIrOp *op, const TfExpr *e, const ExprReads 
     if (known && total <= MAX_COMBOS) {
         TfVal *vals = malloc((size_t)total * sizeof *vals);
         if (!vals) { (void)(G->failed = 1); return NULL; }
-        int idx[TF_PLAN_MAX_INPUTS] = {0};
+        int idx[TF_PLAN_MAX_INPUTS] = {0}, n_reached = 0;
         for (long c = 0; c < total; c++) {
             double x = p->c0;
             for (int i = 0; i < R->n; i++) x += p->coef[i] * va_facts(G, R->regs[i])->vals[idx[i]].x;
-            vals[c] = val_num(x, 0);
+            if (!va_combo_at_bos(G->ir, R->regs, R->n, c)) vals[n_reached++] = val_num(x, 0);
             for (int i = 0; i < R->n && ++idx[i] == va_facts(G, R->regs[i])->n_vals; i++) idx[i] = 0;
         }
-        int m = val_unique(vals, (int)total, SAME_VALUE, &moved);
+        int m = val_unique(vals, n_reached, SAME_VALUE, &moved);
         if (m <= MAX_NUM_VALUES) {
             va_set_values(G, dest, vals, m);
         } else {
@@ -284,6 +299,52 @@ static TfOpPlan *map_linear(Va *G, TfIrOp *op, const TfExpr *e, const ExprReads 
     return p;
 }
 
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* A numeric table's results: the reached combinations' numbers are its
+ * values; an unreached one keeps its number when a reached one gives it
+ * (the cubes may then ignore it) and is 0 otherwise, which needs no unit.
+ * 0, or -1 after reporting. */
+static int map_numeric_results(Va *G, const TfIrOp *op, TfOpPlan *p, TfVal *res,
+                               const int *defined, const int *reached, int n) {
+    p->combo_num = va_alloc(G, (size_t)n * sizeof *p->combo_num);
+    TfVal *vals = malloc((size_t)(n > 0 ? n : 1) * sizeof *vals);
+    double *sorted = malloc((size_t)(n > 0 ? n : 1) * sizeof *sorted);
+    if (!p->combo_num || !vals || !sorted) {
+        free(vals), free(sorted);
+        G->failed = 1;
+        return -1;
+    }
+    int m = 0;
+    for (int c = 0; c < n; c++) {
+        if (!reached[c]) continue;
+        if (!val_is_num(res[c])) {
+            diag_error(G->diag, op->stmt->args[0].loc,
+                       "this Map gives a token, but '%s' is a numeric register",
+                       va_reg_name(G, op->dest));
+            free(vals), free(sorted);
+            return -1;
+        }
+        sorted[m] = res[c].x;
+        vals[m++] = res[c];
+    }
+    qsort(sorted, (size_t)m, sizeof *sorted, cmp_double);
+    for (int c = 0; c < n; c++) {
+        int kept = reached[c] || (defined[c] && val_is_num(res[c]) &&
+                                  bsearch(&res[c].x, sorted, (size_t)m, sizeof *sorted, cmp_double));
+        p->combo_num[c] = kept ? res[c].x : 0;
+    }
+    double moved;
+    m = val_unique(vals, m, SAME_VALUE, &moved);
+    va_set_values(G, op->dest, vals, m);
+    free(vals), free(sorted);
+    va_facts(G, op->dest)->err = bounds_mlp(G->ir, p) + moved;
+    return 0;
+}
+
 /* Map(e) -> dest with categorical inputs only: a step pair per combination
  * of their values (compiler/cubes.h groups them), exact while the inputs'
  * errors add up to less than 0.25. */
@@ -293,12 +354,12 @@ static TfOpPlan *map_table(Va *G, TfIrOp *op, const TfExpr *e, const ExprReads *
     double in_err = 0;
     for (int i = 0; i < R->n; i++) in_err += va_facts(G, R->regs[i])->err;
     TfVal *res;
-    int *defined;
-    int n = map_enumerate(G, op, e, R->regs, R->n, &res, &defined);
+    int *defined, *reached;
+    int n = map_enumerate(G, op, e, R->regs, R->n, &res, &defined, &reached);
     if (n < 0) return NULL;
     TfOpPlan *p = va_new_plan(G, TF_PLAN_TABLE, op, "");
     if (!p) {
-        free(res), free(defined);
+        free(res), free(defined), free(reached);
         return NULL;
     }
     p->n_in = R->n;
@@ -310,34 +371,21 @@ static TfOpPlan *map_table(Va *G, TfIrOp *op, const TfExpr *e, const ExprReads *
                    "Map: its inputs may be off by %.3g in all, but its steps need less than "
                    "0.25 (margin %.3g)",
                    in_err, 0.25 - in_err);
-        free(res), free(defined);
+        free(res), free(defined), free(reached);
         return NULL;
     }
     if (dest_cat) {
         p->combo_col = va_alloc(G, (size_t)n * sizeof *p->combo_col);
-        if (!p->combo_col) { (void)(free(res), free(defined), G->failed = 1); return NULL; }
-        va_set_categorical_results(G, dest, res, defined, n, p->combo_col);
+        if (!p->combo_col) { (void)(free(res), free(defined), free(reached), G->failed = 1); return NULL; }
+        va_set_categorical_results(G, dest, res, defined, reached, n, p->combo_col);
         va_facts(G, dest)->err = bounds_mlp(G->ir, p);
-    } else {
-        p->combo_num = va_alloc(G, (size_t)n * sizeof *p->combo_num);
-        if (!p->combo_num) { (void)(free(res), free(defined), G->failed = 1); return NULL; }
-        for (int c = 0; c < n; c++) {
-            if (!val_is_num(res[c])) {
-                diag_error(G->diag, s->args[0].loc,
-                           "this Map gives a token, but '%s' is a numeric register",
-                           va_reg_name(G, dest));
-                free(res), free(defined);
-                return NULL;
-            }
-            p->combo_num[c] = res[c].x;
-        }
-        double moved;
-        int m = val_unique(res, n, SAME_VALUE, &moved);
-        va_set_values(G, dest, res, m);
-        va_facts(G, dest)->err = bounds_mlp(G->ir, p) + moved;
+    } else if (map_numeric_results(G, op, p, res, defined, reached, n) < 0) {
+        free(res), free(defined), free(reached);
+        return NULL;
     }
     free(res);
     free(defined);
+    free(reached);
     warn_large_table(G, op, p);
     return p;
 }
@@ -359,9 +407,10 @@ static TfOpPlan *map_staircase(Va *G, TfIrOp *op, const TfExpr *e, const ExprRea
         return NULL;
     }
     TfVal *res;
-    int *defined;
-    int n = map_enumerate(G, op, e, R->regs, 1, &res, &defined);
+    int *defined, *reached; // a numeric input: every value is reached
+    int n = map_enumerate(G, op, e, R->regs, 1, &res, &defined, &reached);
     if (n < 0) return NULL;
+    free(reached);
     TfOpPlan *p = va_new_plan(G, TF_PLAN_STAIRCASE, op, "");
     if (!p) { (void)(free(res), free(defined)); return NULL; }
     p->n_in = 1;
@@ -398,7 +447,7 @@ static TfOpPlan *map_staircase(Va *G, TfIrOp *op, const TfExpr *e, const ExprRea
     if (dest_cat) {
         p->x_col = va_alloc(G, (size_t)n * sizeof *p->x_col);
         if (!p->x_col) { (void)(free(res), free(defined), G->failed = 1); return NULL; }
-        va_set_categorical_results(G, dest, res, defined, n, p->x_col);
+        va_set_categorical_results(G, dest, res, defined, defined, n, p->x_col);
         va_facts(G, dest)->err = bounds_mlp(G->ir, p);
     } else {
         p->x_num = va_alloc(G, (size_t)n * sizeof *p->x_num);
@@ -426,7 +475,8 @@ static const TfExpr *map_argument(Va *G, const TfIrOp *op) {
 }
 
 /* Map(e) -> dest: the decision table of its form.
- *   numeric dest, a numeric input, e linear   -> linear
+ *   numeric dest, numeric inputs, e linear    -> linear
+ *   (a categorical input is read through its one-hot, never as a number)
  *   categorical inputs only                   -> table
  *   numeric dest, one numeric among several   -> gated
  *   one numeric input                         -> staircase */
@@ -448,7 +498,7 @@ void map_analyze(Va *G, TfIrOp *op, int index) {
         n_num += !va_is_categorical(G->ir, R.regs[i]);
     }
     TfOpPlan *p = NULL;
-    if (!dest_cat && !all_cat && expr_linear(e)) {
+    if (!dest_cat && n_num == R.n && R.n > 0 && expr_linear(e)) {
         p = map_linear(G, op, e, &R);
     } else if (all_cat) {
         p = map_table(G, op, e, &R);

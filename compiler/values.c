@@ -75,10 +75,23 @@ int values_column(const TfIr *ir, int r, TfVal v) {
 
 TfRegFacts *va_facts(Va *G, int r) { return &G->ir->regs[r].facts; }
 
+int va_combo_at_bos(const TfIr *ir, const int *in, int n_in, long c) {
+    int r = ir->indices_reg;
+    if (ir->bos < 0 || r < 0) return 0;
+    for (int i = 0; i < n_in; i++) {
+        const TfRegFacts *g = &ir->regs[in[i]].facts;
+        int n = g->n_vals > 0 ? g->n_vals : 1;
+        if (in[i] == r) return g->n_vals > 0 && g->vals[c % n].x == 0;
+        c /= n;
+    }
+    return 0;
+}
+
 const char *va_reg_name(Va *G, int r) { return G->ir->regs[r].name; }
 
 /* TfRegFacts.one_value of what op writes. A table has a result wherever its
- * inputs each hold one value and their combination has one; a staircase
+ * inputs each hold one value and their combination, one that occurs after
+ * the BOS (va_combo_at_bos), has one; a staircase
  * (Count's steps too) wherever its value has one; a copy wherever the BOS's
  * default or the copied register's one value is what it reads (or its
  * run-time check stops the run). A seed op's registers may hold anything. */
@@ -100,7 +113,8 @@ static void note_one_value(Va *G, const TfIrOp *op) {
     } else if (p->form == TF_PLAN_TABLE) {
         one = 1;
         for (int i = 0; i < p->n_in; i++) one &= va_facts(G, p->in[i])->one_value;
-        for (int c = 0; c < p->n_combo && one; c++) one = p->combo_col[c] >= 0;
+        for (int c = 0; c < p->n_combo && one; c++)
+            one = p->combo_col[c] >= 0 || va_combo_at_bos(G->ir, p->in, p->n_in, c);
     } else if (p->form == TF_PLAN_STAIRCASE) {
         one = 1;
         for (int i = 0; i < p->n_x && one; i++) one = p->x_col[i] >= 0;
@@ -247,16 +261,17 @@ double va_max_abs(const TfVal *v, int n) {
     return m;
 }
 
-int va_set_categorical_results(Va *G, int dest, const TfVal *res, const int *defined, int n,
-                               int *col) {
+int va_set_categorical_results(Va *G, int dest, const TfVal *res, const int *defined,
+                               const int *reached, int n, int *col) {
     TfVal *vals = malloc((size_t)(n > 0 ? n : 1) * sizeof *vals);
     if (!vals) return G->failed = 1, -1;
     int m = 0;
     for (int i = 0; i < n; i++)
-        if (defined[i]) vals[m++] = res[i];
+        if (defined[i] && reached[i]) vals[m++] = res[i];
     m = val_unique(vals, m, 0, NULL);
     va_set_values(G, dest, vals, m);
     free(vals);
+    // An unreached combination's result has a column only when a reached one gives it too.
     for (int i = 0; i < n; i++) col[i] = defined[i] ? values_column(G->ir, dest, res[i]) : -1;
     return 0;
 }

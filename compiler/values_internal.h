@@ -48,10 +48,22 @@ void va_record_write(Va *G, int r, int op_index);
 /* Write-once: a general op's destination must be fresh; -1 after reporting. */
 int va_check_fresh(Va *G, const TfIrOp *op);
 double va_max_abs(const TfVal *v, int n);
-/* Sets a categorical destination's values (sorted) and returns, through
- * col, each result's column. */
-int va_set_categorical_results(Va *G, int dest, const TfVal *res, const int *defined, int n,
-                               int *col);
+/* Whether combination c of inputs in[0..n_in) (mixed radix over their
+ * values, first input fastest) has `indices` = 0 in a program with a BOS:
+ * the BOS's position, where every general op writes zeros, so that no
+ * position after the BOS ever computes it. What a Map reads is then exactly
+ * what occurs: `tokens` after the BOS with `indices` from 1, and every
+ * register made from them the values those make (issue 27: `x * indices`
+ * of a letter is never the empty string). */
+int va_combo_at_bos(const TfIr *ir, const int *in, int n_in, long c);
+/* Sets a categorical destination's values (sorted): the results of the
+ * combinations that are defined (have a result) and reached (occur after
+ * the BOS), and returns, through col, each combination's column: -1 where
+ * it has no result, or where it is not reached and no reached one gives its
+ * result (a reached one's result may stand in an unreached combination,
+ * which leaves the cubes free to ignore it: compiler/cubes.h). */
+int va_set_categorical_results(Va *G, int dest, const TfVal *res, const int *defined,
+                               const int *reached, int n, int *col);
 
 /* compiler/map.c and compiler/select.c: one op each (index: its place in
  * the new op list). */

@@ -16,6 +16,7 @@
 #include "checker.h"
 #include "compile.h"
 #include "expr.h"
+#include "infer.h"
 #include "parse.h"
 #include "plans.h"
 #include "testutil.h"
@@ -497,6 +498,93 @@ START_TEST(test_value_sets_do_not_explode) {
 }
 END_TEST
 
+/* Issue 27: what a Map reads is what occurs after the BOS, `indices` from 1
+ * beside `tokens`: `x * indices` of a letter is never the empty string, and
+ * `10 / indices` never divides by zero; the values of a table, a gated Map
+ * and a linear one of `indices` leave out what only index 0 would make, and
+ * the table still holds one value at every position. */
+START_TEST(test_values_after_the_bos) {
+    Prog P;
+    prog_open(&P,
+              "vocab \"^ab\"; bos '^'; maxlen 4; cat m; num x, d, g, s;\n"
+              "m: Map(tokens * indices) -> m;\n"
+              "d: Map(10 / indices) -> d;\n"
+              "x: Map(tokens == 'a' ? 1 : 2) -> x;\n"
+              "g: Map(x * indices) -> g;\n"
+              "s: Map(x + 10 * indices) -> s;\n"
+              "output tokens;",
+              1);
+    ck_assert_msg(P.diag.n_errors == 0, "%s", P.out);
+    const TfRegFacts *m = &P.ir->regs[reg(&P, "m")].facts;
+    ck_assert_int_eq(m->n_vals, 6); // a b aa bb aaa bbb
+    char lab[48];
+    for (int i = 0; i < m->n_vals; i++) {
+        val_label(P.ir, m->vals[i], lab, sizeof lab);
+        ck_assert_msg(strcmp(lab, "''") != 0, "m holds the empty string");
+    }
+    ck_assert(m->one_value);
+    const double d[] = {10.0 / 3, 5, 10}, g[] = {1, 2, 3, 4, 6}, s[] = {11, 12, 21, 22, 31, 32};
+    const struct { const char *name; const double *v; int n; } want[] = {
+        {"d", d, 3}, {"g", g, 5}, {"s", s, 6}};
+    for (int k = 0; k < 3; k++) {
+        const TfRegFacts *f = &P.ir->regs[reg(&P, want[k].name)].facts;
+        ck_assert_msg(f->known && f->n_vals == want[k].n, "%s: %d values", want[k].name, f->n_vals);
+        for (int i = 0; i < f->n_vals; i++) ck_assert_double_eq_tol(f->vals[i].x, want[k].v[i], 1e-12);
+    }
+    prog_close(&P);
+    // Without a BOS, index 0 is a position like any other.
+    prog_open(&P, "vocab \"ab\"; maxlen 4; cat m;\nm: Map(tokens * indices) -> m;\noutput tokens;", 1);
+    ck_assert_msg(P.diag.n_errors == 0, "%s", P.out);
+    ck_assert_int_eq(P.ir->regs[reg(&P, "m")].facts.n_vals, 7); // '' too
+    prog_close(&P);
+}
+END_TEST
+
+/* A linear Map reads numbers: a categorical input among numeric ones
+ * (`x + indices`) is a gated Map over its one-hot, a + b x per value, and
+ * gives x + indices at every position (a linear plan read its first column
+ * as the number). Run at both levels on "^abba": x is 1 for 'a', 2 for 'b'. */
+START_TEST(test_linear_map_of_a_categorical) {
+    const char *src = "vocab \"^ab\"; bos '^'; maxlen 6; num x, s, t;\n"
+                      "x: Map(tokens == 'a' ? 1 : 2) -> x;\n"
+                      "s: Map(x + 10 * indices) -> s;\n"
+                      "t: Map(s - x) -> t;\n" // numeric inputs only: linear
+                      "output s at every position;\n";
+    Prog P;
+    prog_open(&P, src, 1);
+    ck_assert_msg(P.diag.n_errors == 0, "%s", P.out);
+    for (int i = 0; i < P.ir->n_ops; i++) {
+        const TfOpPlan *p = P.ir->ops[i].plan;
+        if (p && P.ir->ops[i].dest == reg(&P, "s")) ck_assert_int_eq(p->form, TF_PLAN_GATED);
+        if (p && P.ir->ops[i].dest == reg(&P, "t")) ck_assert_int_eq(p->form, TF_PLAN_LINEAR);
+    }
+    prog_close(&P);
+    for (int opt = 0; opt <= 1; opt++) {
+        char out[4096] = "";
+        FILE *f = fmemopen(out, sizeof out - 1, "w");
+        int n_errors;
+        TfError err = {""};
+        TfModel *m = compile_source("t.tfp", src, strlen(src), opt, f, &n_errors, &err);
+        fclose(f);
+        ck_assert_msg(m != NULL, "%s%s", out, err.msg);
+        TfInfer *inf = infer_new(m, 1, &err);
+        ck_assert_msg(inf != NULL, "%s", err.msg);
+        int ids[5], len = 5;
+        ck_assert_int_eq(infer_tokenize(m, "^abba", len, ids, &err), len);
+        float got[5];
+        const int *idp = ids;
+        float *gp = got;
+        ck_assert_msg(infer_every_position_values(inf, &idp, &len, 1, &gp, &err) == 0, "%s", err.msg);
+        const float want[5] = {0, 11, 22, 32, 41};
+        for (int p = 1; p < len; p++)
+            ck_assert_msg(fabsf(got[p] - want[p]) < 1e-3f, "-O%d, position %d: %g, want %g", opt, p,
+                          (double)got[p], (double)want[p]);
+        infer_free(inf);
+        model_free(m);
+    }
+}
+END_TEST
+
 /* `/` into a num register is true division; into a cat register floor. */
 START_TEST(test_division_follows_the_destination) {
     Prog P;
@@ -573,6 +661,8 @@ int main(void) {
     tcase_add_test(tc, test_max_params_refuses);
     tcase_add_test(tc, test_many_registers);
     tcase_add_test(tc, test_value_sets_do_not_explode);
+    tcase_add_test(tc, test_values_after_the_bos);
+    tcase_add_test(tc, test_linear_map_of_a_categorical);
     tcase_add_test(tc, test_division_follows_the_destination);
     tcase_add_test(tc, test_unproven_copy_gets_a_check);
     suite_add_tcase(s, tc);

@@ -406,6 +406,10 @@ def _():
 def _(): return SequenceMap(lambda x, y: x if y == 1 else 0, tokens, indices)
 
 
+@case("case_26_token_cascade", ascii_letters(3))
+def _(): return SequenceMap(lambda x, i: x * (i + 1), tokens, indices)
+
+
 # ---- counting ---------------------------------------------------------------------------
 
 @case("case_7_hist", ascii_letters(3))
