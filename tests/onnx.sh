@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # onnx.sh TFC TFRUN TFCONVERT TFTRAIN ENGINE_LOGITS: tfconvert's ONNX files in
 # ONNX Runtime (tests/onnx_check.py, tests/onnx_run.js, tests/engine_logits.c).
-# Every program of programs/ (the compiled ones on every case of
-# tests/program_ref.py; the seed adder at -O on every 71st of its 1,000,000
+# Every program of programs/ (the compiled ones on 5,000 cases each, spread
+# evenly over tests/program_ref.py's; the seed adder at -O on every 71st of its 1,000,000
 # cases and at -O0 on every 701st (strides prime to 10, so that every pair of
 # last digits, carry or not, is in both samples; tests/adder_check.sh runs
 # them all through tfrun, and these are the same graph); the learned
@@ -47,9 +47,13 @@ one() {
     basename "$2" .tfw | sed 's/\.trained$//; s/0$//' >>"$tmp/ran.txt"
 }
 MAX=${TF_ONNX_CASES:-0}
+# The library's programs: 5,000 cases each, spread evenly over tests/program_ref.py's
+# (10,403 to 65,536 a program; tests/programs.sh runs them all through tfrun).
+PMAX=5000
+[ "$MAX" -gt 0 ] && PMAX=$MAX
 for name in $("$PY" "$SRC/tests/program_ref.py" --list); do
     "$TFC" "$P/$name.tfp" -o "$tmp/$name.tfw" 2>/dev/null || { check "tfc $name" 1; continue; }
-    "$PY" "$SRC/tests/program_ref.py" "$name" --max "$MAX" | cut -f1 >"$tmp/$name.txt"
+    "$PY" "$SRC/tests/program_ref.py" "$name" --max "$PMAX" | cut -f1 >"$tmp/$name.txt"
     one "$name" "$tmp/$name.tfw" "$tmp/$name.txt"
 done
 # The seed adder: -O on every 71st case, -O0 on every 701st (or every MAX-th).
