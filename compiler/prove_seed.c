@@ -908,9 +908,10 @@ static int strack_build(Seed *Z, const SHead *H, int tok, const SKx *kx, int nkx
     TfIv *dj = malloc((size_t)np * sizeof *dj), *djh = malloc((size_t)np * sizeof *djh);
     TfIv *buf = malloc(((size_t)np + 2 * nw + 2) * sizeof *buf), *tab = malloc(((size_t)nw + 1) * sizeof *tab);
     unsigned char *sel = calloc((size_t)nt, 1), *oth = malloc((size_t)nt), *near = malloc((size_t)nt * np);
+    double *gapk = malloc((size_t)nt * np * sizeof *gapk); // per key: its score over r's, highest over the queries
     int rc = 0;
     if (!T->wcol || !T->found || !T->cand || !T->aoff || !T->aent || !x || !qs || !qe || !ex || !sc || !dj || !djh || !buf ||
-        !tab || !sel || !oth || !near)
+        !tab || !sel || !oth || !near || !gapk)
         rc = -1;
     if (rc == 0) {
         memcpy(T->wcol, H->wcol, (size_t)nw * sizeof *T->wcol);
@@ -946,21 +947,28 @@ static int strack_build(Seed *Z, const SHead *H, int tok, const SKx *kx, int nkx
         do {
             for (int i = 0; i < Z->n_anchor; i++) apos[i] = -1;
             for (int i = 0; i < no; i++) apos[oth_a[i]] = o[i];
-            int n = strack_queries(Z, H, qT, nq, apos, j, tok, -1, qe, qs);
+            /* A query between the ones listed is a mixture of them, and
+               every key's score minus one key's is linear in it: a key is
+               out of reach where it is that far below one reference key
+               r (the first query's top) for every query listed. */
+            int n = strack_queries(Z, H, qT, nq, apos, j, tok, -1, qe, qs), r = -1;
             if (n < 0) all = 1;
+            for (int i = 0; i < nt * np; i++) gapk[i] = -INFINITY;
             for (int qi = 0; qi < n && !all; qi++) {
                 const TfIv *q = qs + (size_t)qi * H->D;
                 if (nkx) shead_ex(H, kx, nkx, q, apos, j, ex);
-                double best = -INFINITY;
                 for (int t = 0; t < nt; t++)
                     for (int k = 0; k <= j && t != tok; k++) {
                         TfIv s = shead_dot(H, q, H->K + ((size_t)t * np + (size_t)k) * H->D);
                         sc[t * np + k] = nkx ? iv_add(s, ex[k]) : s;
-                        best = fmax(best, sc[t * np + k].lo);
+                        if (qi == 0 && (r < 0 || sc[t * np + k].lo > sc[r].lo)) r = t * np + k;
                     }
                 for (int t = 0; t < nt; t++)
-                    for (int k = 0; k <= j && t != tok; k++) near[t * np + k] |= !(sc[t * np + k].hi < best - STRACK_REACH);
+                    for (int k = 0; k <= j && t != tok; k++)
+                        gapk[t * np + k] = fmax(gapk[t * np + k], sc[t * np + k].hi - sc[r].lo);
             }
+            for (int t = 0; t < nt && !all; t++)
+                for (int k = 0; k <= j && t != tok; k++) near[t * np + k] |= !(gapk[t * np + k] < -STRACK_REACH);
         } while (!all && next_places(o, no, j, -1));
         T->aoff[j + 1] = T->aoff[j];
         for (int t = 0; t < nt; t++)
@@ -1006,7 +1014,7 @@ static int strack_build(Seed *Z, const SHead *H, int tok, const SKx *kx, int nkx
                     for (int k = 0; k <= j; k++) hull_nan(&f[w], T->cand[((size_t)t * np + (size_t)k) * nw + w]);
             }
         }
-    free(x), free(qs), free(qe), free(ex), free(sc), free(dj), free(djh), free(buf), free(tab), free(sel), free(oth), free(near);
+    free(x), free(qs), free(qe), free(ex), free(sc), free(dj), free(djh), free(buf), free(tab), free(sel), free(oth), free(near), free(gapk);
     if (rc) strack_free(T);
     else *out = T;
     return rc;
