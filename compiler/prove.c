@@ -158,8 +158,13 @@ void pv_layer_writes(const TfModel *m, const TfLayer *ly, unsigned char *w) {
     memset(w, 0, (size_t)d);
     int t = ly->kind == TF_LAYER_MLP ? ly->fc2_weight : ly->output;
     int b = ly->kind == TF_LAYER_MLP ? ly->fc2_bias : ly->output_bias;
-    if (ly->kind == TF_LAYER_ATTENTION && t < 0) {
-        for (int c = 0; c < ly->n_heads * ly->d_vhead && c < d; c++) w[c] = 1;
+    if (ly->kind == TF_LAYER_ATTENTION && t < 0) { // the heads' values: the rows that are not all zero
+        const TfTensor *V = &m->tensors[ly->value];
+        const float *vb = ly->value_bias >= 0 ? m->tensors[ly->value_bias].data : NULL;
+        for (int c = 0; c < ly->n_heads * ly->d_vhead && c < d; c++) {
+            w[c] = vb && vb[c] != 0;
+            for (int k = 0; k < d && !w[c]; k++) w[c] = V->data[(size_t)c * (size_t)d + (size_t)k] != 0;
+        }
     } else if (t >= 0) {
         const TfTensor *T = &m->tensors[t];
         long in = T->shape[1];

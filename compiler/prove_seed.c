@@ -72,7 +72,11 @@ typedef struct Seed {
     int *col, *size; /* per register: first model column, columns (0: absent) */
     Sv *vals[TF_PROOF_MAX_BASE];
     char vname[TF_PROOF_MAX_BASE][96];
-    unsigned char *written; /* per column: some earlier layer writes it */
+    unsigned char *written; /* per column: some earlier layer writes it, other than by a constant (cdelta) */
+    TfIv *cdelta;           /* per column: what earlier layers added to it at every position alike (mlp_const) */
+    int *wlayer;            /* per column: the one earlier layer that writes it, -1 none, -2 several */
+    struct STrack **trk;    /* per layer: followed at every position (strack_build), or NULL */
+    unsigned char *need_trk; /* per layer: a later key (or a followed layer's query) reads what it writes */
     /* the first failing case */
     int fail_assign[TF_PROOF_MAX_BASE];
     PvDeps fail_deps;
@@ -304,9 +308,12 @@ static void sv_label(const Seed *Z, Sv x, char *buf, size_t n) {
 
 /* Interval GELU, x Phi(x): decreasing below its minimum at -0.75179..
  * (-0.16997..), increasing above; the engine within 1.4e-7 max(1, |GELU|)
- * (runtime/engine/kernels.c), taken as 2e-7. */
+ * (runtime/engine/kernels.c), taken as 2e-7, and x exactly from 8 up (its
+ * 0.5 x (2 - erfc(x / sqrt 2)): an erfc below 1e-13 leaves 2 - erfc at 2,
+ * and the seed's GELU(1000 + z) - 1000 relies on it). */
 static double gelu_d(double x) { return 0.5 * x * erfc(-x / sqrt(2.0)); }
 static TfIv iv_gelu(TfIv z) {
+    if (z.lo >= 8) return z; // the engine's 0.5 x (2 - erfc): 2 - erfc rounds to 2, x exactly
     const double xm = -0.7517916, gmin = -0.1699712; // below the true minimum -0.16997120...
     double a = gelu_d(z.lo), b = gelu_d(z.hi);
     TfIv r;
@@ -385,20 +392,23 @@ static int seed_mlp(Seed *Z, int li) {
             }
             int c = wc[k], self = reads[c]; // self: the residual joins the affine form
             double bias = b2 ? b2[c] : 0, cst = bias, slack = 0, mag = fabs(bias);
+            double pos = fmax(bias, 0), neg = fmax(-bias, 0); // the terms' sums by sign, for iv_sum_err
             TfIv nonlin = iv_pt(0);
-            int nt = 0;
+            int nt = 0, nterm = 1;
             if (self) coef[c] += 1, cmag[c] += 1;
             for (int u = 0; u < F; u++) {
                 double wt = w2[(size_t)c * F + u];
                 if (wt == 0) continue;
                 TfIv h = gelu ? iv_gelu(z[u]) : iv_relu(z[u]);
                 mag += fabs(wt) * iv_mag(h);
+                TfIv th = iv_scale(h, wt);
+                pos += fmax(th.hi, 0), neg += fmax(-th.lo, 0), nterm++;
                 int lin = gelu ? z[u].lo >= 6 : z[u].lo >= 0;
                 if (!lin) {
                     nonlin = iv_add(nonlin, iv_scale(h, wt));
                     continue;
                 }
-                if (gelu) { // GELU(z) = z - z Phi(-z), within the engine's 2e-7 max(1, |GELU|)
+                if (gelu && z[u].lo < 8) { // GELU(z) = z - z Phi(-z), within the engine's 2e-7 max(1, |GELU|) (at 8 and above: z exactly)
                     double e = z[u].lo * 0.5 * erfc(z[u].lo / sqrt(2.0)) * 1.01 + 1e-300;
                     double err = 2e-7 * iv_max(1.0, iv_mag(h));
                     nonlin = iv_add(nonlin, iv_scale((TfIv){-e - err, err}, wt));
@@ -422,7 +432,7 @@ static int seed_mlp(Seed *Z, int li) {
                 slack += dbl * cmag[j] * iv_mag(x[j]);
                 coef[j] = cmag[j] = 0;
             }
-            y = iv_widen(y, slack + iv_gamma(F + 1) * mag);
+            y = iv_widen(y, slack + iv_min(iv_gamma(F + 1) * mag, iv_sum_err(pos, neg, nterm)));
             if (self) y = iv_widen(y, TF_F32_U * iv_mag(y)); // the residual's addition
             add[k].v[i] = y;
         }
@@ -461,16 +471,15 @@ static uint64_t fnv1a(const unsigned char *b, size_t n) {
     return h;
 }
 
-/* 1 when k is new (added; or the set is full), 0 when seen. */
-static int seen_add(Seen *T, const unsigned char *k) {
+/* k's index in the set, added when new (-1: new and the set is full). */
+static long seen_index(Seen *T, const unsigned char *k) {
     size_t i = (size_t)(fnv1a(k, T->len) % (2 * T->cap));
     for (; T->slot[i] >= 0; i = (i + 1) % (2 * T->cap))
-        if (memcmp(T->keys + (size_t)T->slot[i] * T->len, k, T->len) == 0) return 0;
-    if (T->n == T->cap) return 1;
+        if (memcmp(T->keys + (size_t)T->slot[i] * T->len, k, T->len) == 0) return T->slot[i];
+    if (T->n == T->cap) return -1;
     T->slot[i] = (long)T->n;
     memcpy(T->keys + T->n * T->len, k, T->len);
-    T->n++;
-    return 1;
+    return (long)T->n++;
 }
 
 #define PV_EXP_REL 3e-7 /* runtime/engine/exp_vec.h: 2 ulp of expf (as compiler/prove_attn.c) */
@@ -480,6 +489,8 @@ typedef struct SHead {
     int D, DV, nt, np, nw;
     float scale;
     TfIv *K;      /* [t][j][D] */
+    int *nzn, *nzi; /* per key vector: how many entries are not (near) zero, and which: nzi[v * D ..] */
+    double *nzt;  /* per key vector: the sum of the others' magnitudes */
     TfIv *U;      /* [t][j][nw] */
     int *wcol;
     double wmag;
@@ -521,7 +532,7 @@ static int shead_keys(Seed *Z, const TfLayer *ly, SHead *H) {
         for (int j = 0; j < H->np; j++) {
             for (int c = 0; c < d; c++) {
                 double e = (double)te[(size_t)t * d + c] + (double)pe[(size_t)j * d + c];
-                x[c] = iv_widen(iv_pt(e), TF_F32_U * fabs(e));
+                x[c] = iv_add(iv_widen(iv_pt(e), TF_F32_U * fabs(e)), Z->cdelta[c]);
             }
             TfIv *k = H->K + ((size_t)t * H->np + (size_t)j) * D, *u = H->U + ((size_t)t * H->np + (size_t)j) * H->nw;
             for (int i = 0; i < D; i++) k[i] = row_dot(wk + (size_t)i * d, x, d, bk ? bk[i] : 0);
@@ -545,6 +556,18 @@ static int shead_keys(Seed *Z, const TfLayer *ly, SHead *H) {
             }
         }
     free(x), free(v);
+    size_t nv = (size_t)H->nt * H->np;
+    H->nzn = malloc(nv * sizeof *H->nzn + 1), H->nzi = malloc(nv * D * sizeof *H->nzi + 1);
+    H->nzt = calloc(nv + 1, sizeof *H->nzt);
+    if (!H->nzn || !H->nzi || !H->nzt) return -1;
+    for (size_t k = 0; k < nv; k++) {
+        H->nzn[k] = 0;
+        for (int i = 0; i < D; i++) {
+            double a = iv_mag(H->K[k * D + i]);
+            if (a < 1e-280) H->nzt[k] += a;
+            else H->nzi[k * D + H->nzn[k]++] = i;
+        }
+    }
     return 0;
 }
 
@@ -555,95 +578,446 @@ static void hull_nan(TfIv *t, TfIv x) {
 
 /* scale * (q . (k - r)) with the engine's rounding of both scores (each
  * within scale gamma_D sum |q||k| + u |score| of scale q . k). */
-static TfIv shead_diff(const SHead *H, const TfIv *q, const TfIv *k, const TfIv *r) {
+static TfIv shead_diff(const SHead *H, const TfIv *q, double qmax, const TfIv *k, const TfIv *r) {
     TfIv s = iv_pt(0);
     double mk = 0, mr = 0;
-    for (int i = 0; i < H->D; i++) {
+    size_t ka = (size_t)(k - H->K) / (size_t)H->D, kb = (size_t)(r - H->K) / (size_t)H->D;
+    const int *ia = H->nzi + ka * (size_t)H->D, *ib = H->nzi + kb * (size_t)H->D;
+    int na = H->nzn[ka], nb = H->nzn[kb], x = 0, y = 0;
+    while (x < na || y < nb) { // the entries not (near) zero in either
+        int i = y >= nb || (x < na && ia[x] < ib[y]) ? ia[x] : ib[y];
+        x += x < na && ia[x] == i;
+        y += y < nb && ib[y] == i;
         s = iv_add(s, iv_mul(q[i], iv_sub(k[i], r[i])));
         mk += iv_mag(q[i]) * iv_mag(k[i]);
         mr += iv_mag(q[i]) * iv_mag(r[i]);
     }
-    s = iv_scale(s, H->scale);
+    double tiny = qmax * (H->nzt[ka] + H->nzt[kb]); // the others' products with q, as a width
+    s = iv_scale(iv_widen(s, iv_up(tiny)), H->scale);
     double g = iv_gamma(H->D) * H->scale, u = 2 * TF_F32_U * H->scale;
-    return iv_widen(s, (g + u) * (mk + mr));
+    return iv_widen(s, (g + u) * (mk + mr + tiny));
 }
 
-/* The head's output for query q at p, selecting position t (its token one
- * of sel[]), the others any token of oth[]; hulled into tab over the
- * result variable: tab[res * nw + w] (res < 0: per selected token). The
- * softmax is taken relative to the selected key: each other key's weight
- * over the selected one's is exp(s_j - s_sel), so the scores' common error
- * (the query's) cancels; selected tokens with the same key share the sums. */
+/* Each key's score minus the selected key's (position t, token k0) for
+ * query q at p, into dj[0..p] (the selected's own: -inf); ex (NULL: none):
+ * what the columns earlier layers wrote add to each position's score
+ * (shead_ex). Returns the highest. */
+static double shead_scores(const SHead *H, const TfIv *q, int p, int t, int k0, const unsigned char *oth,
+                           const TfIv *ex, TfIv *dj) {
+    const TfIv *kr = H->K + ((size_t)k0 * H->np + (size_t)t) * H->D;
+    double top = -INFINITY, qmax = 0;
+    for (int i = 0; i < H->D; i++) qmax = fmax(qmax, iv_mag(q[i]));
+    for (int j = 0; j <= p; j++) {
+        int any = 0;
+        for (int k = 0; k < H->nt && j != t; k++) {
+            if (!oth[k]) continue;
+            TfIv x = shead_diff(H, q, qmax, H->K + ((size_t)k * H->np + (size_t)j) * H->D, kr);
+            dj[j] = any ? iv_hull(dj[j], x) : x;
+            any = 1;
+        }
+        if (!any) dj[j] = (TfIv){-INFINITY, -INFINITY};
+        else if (ex) dj[j] = iv_add(dj[j], iv_sub(ex[j], ex[t]));
+        top = fmax(top, dj[j].hi);
+    }
+    return top;
+}
+
+/* The head's output given the scores dj (shead_scores, top their highest)
+ * of a query at p selecting position t (its token k0 or, where they share
+ * k0's key, any other of sel[]), the others any token of oth[]; hulled
+ * into tab over the result variable: tab[res * nw + w] (res < 0: per
+ * selected token). The softmax is taken relative to the selected key:
+ * each other key's weight over the selected one's is exp(s_j - s_sel), so
+ * the scores' common error (the query's) cancels. */
+static void shead_out(const SHead *H, const TfIv *dj, double top, int p, int t, int k0, const unsigned char *sel,
+                      const unsigned char *oth, int res, TfIv *tab, unsigned char *done, TfIv *buf) {
+    TfIv *A = buf + H->np, *Uj = A + H->nw;
+    const TfIv *kr = H->K + ((size_t)k0 * H->np + (size_t)t) * H->D;
+    double dm = fmax(0, top);
+    TfIv B = iv_pt(0);
+    for (int w = 0; w < H->nw; w++) A[w] = iv_pt(0);
+    for (int j = 0; j <= p; j++) {
+        if (j == t || dj[j].hi == -INFINITY) continue;
+        TfIv x = iv_widen(dj[j], TF_F32_U * (iv_mag(dj[j]) + 2 * dm)); // s - max rounded
+        TfIv r = iv_exp(x);
+        r.lo = x.lo < -80 ? 0 : r.lo * (1 - PV_EXP_REL) * (1 - PV_EXP_REL);
+        r.hi = fmax(r.hi * (1 + 3 * PV_EXP_REL), 1.7e-38 * exp(dm) * 2);
+        B = iv_add(B, r);
+        int any = 0;
+        for (int k = 0; k < H->nt; k++) {
+            if (!oth[k]) continue;
+            const TfIv *u = H->U + ((size_t)k * H->np + (size_t)j) * H->nw;
+            for (int w = 0; w < H->nw; w++) Uj[w] = any ? iv_hull(Uj[w], u[w]) : u[w];
+            any = 1;
+        }
+        for (int w = 0; w < H->nw; w++) A[w] = iv_add(A[w], iv_mul(r, Uj[w]));
+    }
+    /* The float sums (softmax denominator, weighted values): an addition
+       errs by at most u |result| and at most |its smaller operand| (that
+       operand's other side is a float), so over any order a sum of n
+       terms, n_big of them at least u of the total, errs by at most
+       n_big u M + (n + 1) (the small terms' sum); doubled for the
+       second order. The weights relative to the selected key's: r_j. */
+    int n_big = 1;
+    double small = 0;
+    for (int j = 0; j <= p; j++) {
+        if (j == t || dj[j].hi == -INFINITY) continue;
+        TfIv x = iv_widen(dj[j], TF_F32_U * (iv_mag(dj[j]) + 2 * dm));
+        if (exp(x.hi) * (1 + 3 * PV_EXP_REL) >= TF_F32_U) n_big++;
+        else small += fmax(exp(x.hi) * (1 + 3 * PV_EXP_REL), 1.7e-38 * exp(dm) * 2);
+    }
+    double g = 2 * PV_EXP_REL + 4 * TF_F32_U * n_big + 2 * TF_F32_U + 4 * (p + 2) * small +
+               iv_gamma(H->DV + 1);
+    TfIv den = iv_add(iv_pt(1), B);
+    for (int k = k0; k < H->nt; k++) {
+        if (!sel[k] || done[k]) continue;
+        const TfIv *kk = H->K + ((size_t)k * H->np + (size_t)t) * H->D;
+        if (k != k0 && memcmp(kk, kr, (size_t)H->D * sizeof *kk) != 0) continue;
+        done[k] = 1;
+        const TfIv *u = H->U + ((size_t)k * H->np + (size_t)t) * H->nw;
+        int rr = res >= 0 ? res : k;
+        for (int w = 0; w < H->nw; w++) {
+            TfIv dev = iv_div(iv_sub(A[w], iv_mul(u[w], B)), den);
+            TfIv out = iv_widen(iv_add(u[w], dev), g * H->wmag);
+            hull_nan(&tab[(size_t)rr * H->nw + w], out);
+        }
+    }
+}
+
+/* For every selected token (those sharing a key once): the scores, the
+ * gap, the output (shead_out). */
 static void shead_case(const SHead *H, const TfIv *q, int p, int t, const unsigned char *sel,
-                       const unsigned char *oth, int res, TfIv *tab, double *gap, TfIv *buf) {
-    TfIv *dj = buf, *A = buf + H->np, *Uj = A + H->nw;
+                       const unsigned char *oth, int res, TfIv *tab, double *gap, const TfIv *ex, TfIv *buf) {
     unsigned char done[256] = {0};
     for (int k0 = 0; k0 < H->nt && k0 < 256; k0++) {
         if (!sel[k0] || done[k0]) continue;
-        const TfIv *kr = H->K + ((size_t)k0 * H->np + (size_t)t) * H->D;
-        double top = -INFINITY;
-        for (int j = 0; j <= p; j++) {
-            int any = 0;
-            for (int k = 0; k < H->nt && j != t; k++) {
-                if (!oth[k]) continue;
-                TfIv x = shead_diff(H, q, H->K + ((size_t)k * H->np + (size_t)j) * H->D, kr);
-                dj[j] = any ? iv_hull(dj[j], x) : x;
-                any = 1;
-            }
-            if (!any) dj[j] = (TfIv){-INFINITY, -INFINITY};
-            top = fmax(top, dj[j].hi);
-        }
+        double top = shead_scores(H, q, p, t, k0, oth, ex, buf);
         *gap = fmin(*gap, -top);
-        double dm = fmax(0, top);
-        TfIv B = iv_pt(0);
-        for (int w = 0; w < H->nw; w++) A[w] = iv_pt(0);
-        for (int j = 0; j <= p; j++) {
-            if (j == t || dj[j].hi == -INFINITY) continue;
-            TfIv x = iv_widen(dj[j], TF_F32_U * (iv_mag(dj[j]) + 2 * dm)); // s - max rounded
-            TfIv r = iv_exp(x);
-            r.lo = x.lo < -80 ? 0 : r.lo * (1 - PV_EXP_REL) * (1 - PV_EXP_REL);
-            r.hi = fmax(r.hi * (1 + 3 * PV_EXP_REL), 1.7e-38 * exp(dm) * 2);
-            B = iv_add(B, r);
-            int any = 0;
-            for (int k = 0; k < H->nt; k++) {
-                if (!oth[k]) continue;
-                const TfIv *u = H->U + ((size_t)k * H->np + (size_t)j) * H->nw;
-                for (int w = 0; w < H->nw; w++) Uj[w] = any ? iv_hull(Uj[w], u[w]) : u[w];
-                any = 1;
-            }
-            for (int w = 0; w < H->nw; w++) A[w] = iv_add(A[w], iv_mul(r, Uj[w]));
+        shead_out(H, buf, top, p, t, k0, sel, oth, res, tab, done, buf);
+    }
+}
+
+/* Layers followed at every position. A later layer's key may read what an
+ * earlier attention layer wrote at the key's position (the seed's
+ * FindAndStore at -O0: its key is the whole row, the positions earlier
+ * FindAndStores wrote included). Such a layer (one head, a FindAndStore,
+ * its value reading only the embedding) is followed at every position j
+ * for every place of its character: found at a <= j (found[j][a]: proven
+ * as at the last position, its query at j and every key 0..j enumerated
+ * over every place, 0..j or later, of the other characters that the
+ * layers they read follow), or not yet (no key 0..j holds it: whatever
+ * the scores, the softmax mixes the keys' values, so the output lies in
+ * the convex hull of what each key alone gives, cand, widened by the
+ * rounding of any mixture). Where a found case is not proven, its output
+ * is that hull too. A later key's score for query q then adds, per key
+ * position, q . Wk u for the found case's u, or the hull over the
+ * candidates of q . Wk u, exact in the query's direction (shead_ex). */
+typedef struct STrack {
+    int anchor, tok, nw;
+    int *wcol;   /* [nw]: the columns it writes */
+    TfIv *found; /* [np][np][nw]: at j, its character at a <= j */
+    TfIv *cand;  /* [nt][np][nw]: key (t, k) alone, widened for any mixture */
+    int *aoff, *aent; /* not yet at j: the keys t * np + k within reach of the top, aent[aoff[j] .. aoff[j + 1]) */
+} STrack;
+
+/* A followed layer as a key reads it: Wk (its columns) applied to each
+   found case and candidate. */
+typedef struct SKx {
+    const STrack *T;
+    TfIv *KF; /* [np][np][D] */
+    TfIv *KX; /* [nt][np][D] */
+} SKx;
+
+static void strack_free(STrack *T) {
+    if (!T) return;
+    free(T->wcol), free(T->found), free(T->cand), free(T->aoff), free(T->aent), free(T);
+}
+
+/* Wk restricted to T's columns applied to u (nw intervals), into kv (D),
+   with the rounding of the key's whole dot product (n: its terms). */
+static void skx_apply(const SHead *H, const float *wk, int d, const STrack *T, const TfIv *u, TfIv *kv) {
+    for (int i = 0; i < H->D; i++) {
+        TfIv s = iv_pt(0);
+        double mag = 0;
+        int any = 0;
+        for (int w = 0; w < T->nw; w++) {
+            float a = wk[(size_t)i * d + T->wcol[w]];
+            if (a == 0) continue;
+            s = iv_add(s, iv_scale(u[w], a));
+            mag += fabs(a) * iv_mag(u[w]);
+            any = 1;
         }
-        /* The float sums (softmax denominator, weighted values): an addition
-           errs by at most u |result| and at most |its smaller operand| (that
-           operand's other side is a float), so over any order a sum of n
-           terms, n_big of them at least u of the total, errs by at most
-           n_big u M + (n + 1) (the small terms' sum); doubled for the
-           second order. The weights relative to the selected key's: r_j. */
-        int n_big = 1;
-        double small = 0;
+        kv[i] = any ? iv_widen(s, iv_gamma(d + 1) * mag) : iv_pt(0);
+    }
+}
+
+static int skx_build(const SHead *H, const float *wk, int d, const STrack *T, SKx *e) {
+    size_t np = (size_t)H->np, D = (size_t)H->D;
+    e->T = T;
+    e->KF = malloc(np * np * D * sizeof *e->KF + 1);
+    e->KX = malloc((size_t)H->nt * np * D * sizeof *e->KX + 1);
+    if (!e->KF || !e->KX) return -1;
+    for (size_t j = 0; j < np; j++)
+        for (size_t a = 0; a <= j; a++)
+            skx_apply(H, wk, d, T, T->found + (j * np + a) * (size_t)T->nw, e->KF + (j * np + a) * D);
+    for (size_t t = 0; t < (size_t)H->nt; t++)
+        for (size_t k = 0; k < np; k++)
+            skx_apply(H, wk, d, T, T->cand + (t * np + k) * (size_t)T->nw, e->KX + (t * np + k) * D);
+    return 0;
+}
+
+/* scale (q . v), with its share of the score's rounding. */
+static TfIv shead_dot(const SHead *H, const TfIv *q, const TfIv *v) {
+    TfIv s = iv_pt(0);
+    double mag = 0;
+    for (int i = 0; i < H->D; i++) {
+        if (v[i].lo == 0 && v[i].hi == 0) continue;
+        s = iv_add(s, iv_mul(q[i], v[i]));
+        mag += iv_mag(q[i]) * iv_mag(v[i]);
+    }
+    double g = (iv_gamma(H->D) + 2 * TF_F32_U) * H->scale;
+    return iv_widen(iv_scale(s, H->scale), g * mag);
+}
+
+/* What the followed layers add to the score of query q at each key
+   position 0..p, apos[i] the place of character i (-1: after p). */
+static void shead_ex(const SHead *H, const SKx *kx, int nkx, const TfIv *q, const int *apos, int p, TfIv *ex) {
+    size_t np = (size_t)H->np, D = (size_t)H->D;
+    for (int j = 0; j <= p; j++) ex[j] = iv_pt(0);
+    for (int e = 0; e < nkx; e++) {
+        const STrack *T = kx[e].T;
+        int b = apos[T->anchor];
         for (int j = 0; j <= p; j++) {
-            if (j == t || dj[j].hi == -INFINITY) continue;
-            TfIv x = iv_widen(dj[j], TF_F32_U * (iv_mag(dj[j]) + 2 * dm));
-            if (exp(x.hi) * (1 + 3 * PV_EXP_REL) >= TF_F32_U) n_big++;
-            else small += fmax(exp(x.hi) * (1 + 3 * PV_EXP_REL), 1.7e-38 * exp(dm) * 2);
-        }
-        double g = 2 * PV_EXP_REL + 4 * TF_F32_U * n_big + 2 * TF_F32_U + 4 * (p + 2) * small +
-                   iv_gamma(H->DV + 1);
-        TfIv den = iv_add(iv_pt(1), B);
-        for (int k = k0; k < H->nt; k++) {
-            if (!sel[k] || done[k]) continue;
-            const TfIv *kk = H->K + ((size_t)k * H->np + (size_t)t) * H->D;
-            if (k != k0 && memcmp(kk, kr, (size_t)H->D * sizeof *kk) != 0) continue;
-            done[k] = 1;
-            const TfIv *u = H->U + ((size_t)k * H->np + (size_t)t) * H->nw;
-            int rr = res >= 0 ? res : k;
-            for (int w = 0; w < H->nw; w++) {
-                TfIv dev = iv_div(iv_sub(A[w], iv_mul(u[w], B)), den);
-                TfIv out = iv_widen(iv_add(u[w], dev), g * H->wmag);
-                hull_nan(&tab[(size_t)rr * H->nw + w], out);
+            if (b >= 0 && b <= j) {
+                ex[j] = iv_add(ex[j], shead_dot(H, q, kx[e].KF + ((size_t)j * np + (size_t)b) * D));
+                continue;
             }
+            TfIv run = {NAN, NAN};
+            for (int i = T->aoff[j]; i < T->aoff[j + 1]; i++)
+                hull_nan(&run, shead_dot(H, q, kx[e].KX + (size_t)T->aent[i] * D));
+            ex[j] = iv_add(ex[j], run);
         }
     }
+}
+
+#define STRACK_MAX_QUERIES 4096
+#define STRACK_REACH 100.0 /* a key this far below the top weighs at most e^-100 of it */
+
+/* The queries at j (apos: each character's place, -1 after j; the token at
+ * j: tok where own == j, any other where not) into qs (H->D each): their
+ * number, or -1 (more than STRACK_MAX_QUERIES). A followed layer the query
+ * reads gives its found case, or where its character is not yet, each key
+ * within reach (a query in between is a mixture of these: every score is
+ * linear in it). x: d intervals of scratch. */
+static int strack_queries(const Seed *Z, const SHead *H, const STrack *const *qT, int nq, const int *apos, int j,
+                          int tok, int own, const TfIv *qe, TfIv *qs) {
+    int d = Z->d, np = H->np, nt = H->nt, n = 0, idx[8] = {0}, ncand[8];
+    long total = 1;
+    for (int i = 0; i < nq; i++) {
+        int b = apos[qT[i]->anchor];
+        ncand[i] = b >= 0 ? 1 : qT[i]->aoff[j + 1] - qT[i]->aoff[j];
+        total *= ncand[i] > 0 ? ncand[i] : 1;
+        if (ncand[i] < 1 || total > STRACK_MAX_QUERIES) return -1;
+    }
+    for (int tj = 0; tj < nt; tj++) {
+        if (own == j ? tj != tok : tj == tok) continue;
+        for (int i = 0; i < nq; i++) idx[i] = 0;
+        for (;;) {
+            if (n == STRACK_MAX_QUERIES) return -1;
+            TfIv *q = qs + (size_t)n * H->D;
+            /* The embedding's part (qe), then each followed layer's
+               columns, with their share of the dot product's rounding. */
+            memcpy(q, qe + ((size_t)tj * np + (size_t)j) * H->D, (size_t)H->D * sizeof *q);
+            for (int i = 0; i < nq; i++) {
+                const STrack *Q = qT[i];
+                int b = apos[Q->anchor];
+                const TfIv *u = b >= 0 ? Q->found + ((size_t)j * np + (size_t)b) * Q->nw
+                                       : Q->cand + (size_t)Q->aent[Q->aoff[j] + idx[i]] * Q->nw;
+                for (int r = 0; r < H->D; r++) {
+                    double mag = 0;
+                    for (int w = 0; w < Q->nw; w++) {
+                        float a = H->wq[(size_t)r * d + Q->wcol[w]];
+                        if (a == 0) continue;
+                        q[r] = iv_add(q[r], iv_scale(u[w], a));
+                        mag += fabs(a) * iv_mag(u[w]);
+                    }
+                    q[r] = iv_widen(q[r], iv_gamma(d + 1) * mag);
+                }
+            }
+            n++;
+            int i = 0;
+            while (i < nq && ++idx[i] == ncand[i]) idx[i++] = 0;
+            if (i == nq) break;
+        }
+    }
+    return n;
+}
+
+/* The next place of the other characters (o[i]: -1 after j, or 0..j; none
+   at a, no two at one place): 0 when done. */
+static int next_places(int *o, int no, int j, int a) {
+    for (;;) {
+        int i = 0;
+        while (i < no && ++o[i] > j) o[i++] = -1;
+        if (i == no) return 0;
+        int ok = 1;
+        for (int k = 0; k < no; k++) ok &= o[k] < 0 || (o[k] != a && (k == 0 || o[k] != o[0]));
+        if (ok) return 1;
+    }
+}
+
+/* Follows layer li (a FindAndStore of token tok, its head H) at every
+ * position: *out, or NULL where it cannot (its query reads a column no
+ * followed layer alone writes, more than two other characters). kx: the
+ * followed layers its key reads. */
+static int strack_build(Seed *Z, const SHead *H, int tok, const SKx *kx, int nkx, STrack **out) {
+    int d = Z->d, np = H->np, nt = H->nt, nw = H->nw;
+    *out = NULL;
+    const STrack *qT[8];
+    int nq = 0, oth_a[2], no = 0, own = anchor_index(Z, tok);
+    for (int c = 0; c < d; c++) {
+        if (!H->rq[c] || !Z->written[c]) continue;
+        const STrack *T = Z->wlayer[c] >= 0 ? Z->trk[Z->wlayer[c]] : NULL;
+        if (!T) return 0;
+        int k = 0;
+        while (k < nq && qT[k] != T) k++;
+        if (k == nq) {
+            if (nq == 8) return 0;
+            qT[nq++] = T;
+        }
+    }
+    for (int i = 0; i < nq + nkx; i++) {
+        int an = i < nq ? qT[i]->anchor : kx[i - nq].T->anchor, k = 0;
+        if (an == own) continue;
+        while (k < no && oth_a[k] != an) k++;
+        if (k < no) continue;
+        if (no == 2) return 0;
+        oth_a[no++] = an;
+    }
+    STrack *T = calloc(1, sizeof *T);
+    if (!T) return -1;
+    T->anchor = own, T->tok = tok, T->nw = nw;
+    T->wcol = malloc((size_t)nw * sizeof *T->wcol + 1);
+    T->found = malloc((size_t)np * np * nw * sizeof *T->found + 1);
+    T->cand = malloc((size_t)nt * np * nw * sizeof *T->cand + 1);
+    T->aoff = calloc((size_t)np + 1, sizeof *T->aoff);
+    T->aent = malloc((size_t)np * nt * np * sizeof *T->aent + 1);
+    TfIv *x = malloc((size_t)d * sizeof *x), *qs = malloc((size_t)STRACK_MAX_QUERIES * H->D * sizeof *qs);
+    TfIv *qe = malloc((size_t)nt * np * H->D * sizeof *qe + 1);
+    TfIv *ex = malloc((size_t)np * sizeof *ex), *sc = malloc((size_t)nt * np * sizeof *sc);
+    TfIv *dj = malloc((size_t)np * sizeof *dj), *djh = malloc((size_t)np * sizeof *djh);
+    TfIv *buf = malloc(((size_t)np + 2 * nw + 2) * sizeof *buf), *tab = malloc(((size_t)nw + 1) * sizeof *tab);
+    unsigned char *sel = calloc((size_t)nt, 1), *oth = malloc((size_t)nt), *near = malloc((size_t)nt * np);
+    double *gapk = malloc((size_t)nt * np * sizeof *gapk); // per key: its score over r's, highest over the queries
+    int rc = 0;
+    if (!T->wcol || !T->found || !T->cand || !T->aoff || !T->aent || !x || !qs || !qe || !ex || !sc || !dj || !djh || !buf ||
+        !tab || !sel || !oth || !near || !gapk)
+        rc = -1;
+    if (rc == 0) {
+        memcpy(T->wcol, H->wcol, (size_t)nw * sizeof *T->wcol);
+        /* Any mixture of the values: its weights sum to 1 within the
+           rounding of the denominator and of the weighted sum (each gamma
+           over np + 2 terms), then the output projection; the keys out of
+           reach add at most np e^-100 of the largest value. */
+        double g = 3 * iv_gamma(np + 2) + iv_gamma(H->DV + 1) + 4 * TF_F32_U + 2 * PV_EXP_REL + 1e-30;
+        for (size_t i = 0; i < (size_t)nt * np * nw; i++) T->cand[i] = iv_widen(H->U[i], 2 * g * H->wmag);
+        for (int t = 0; t < nt; t++) oth[t] = t != tok;
+        sel[tok] = 1;
+        /* The query of every token at every position, from the embedding
+           (and what earlier layers added alike everywhere); the followed
+           columns are added by strack_queries. */
+        const TfModel *m = Z->m;
+        const float *te = m->tensors[m->tok_embed].data, *pe = m->tensors[m->pos_embed].data;
+        for (int t = 0; t < nt; t++)
+            for (int j = 0; j < np; j++) {
+                for (int c = 0; c < d; c++) {
+                    double e = (double)te[(size_t)t * d + c] + (double)pe[(size_t)j * d + c];
+                    x[c] = iv_add(iv_widen(iv_pt(e), TF_F32_U * fabs(e)), Z->cdelta[c]);
+                }
+                TfIv *q = qe + ((size_t)t * np + (size_t)j) * H->D;
+                for (int i = 0; i < H->D; i++) q[i] = row_dot(H->wq + (size_t)i * d, x, d, H->bq ? H->bq[i] : 0);
+            }
+    }
+    int apos[MAX_ANCHOR], o[2];
+    /* Not yet at j: the keys within reach of the top for some query. */
+    for (int j = 0; j < np && rc == 0; j++) {
+        memset(near, 0, (size_t)nt * np);
+        int all = 0;
+        o[0] = o[1] = -1;
+        do {
+            for (int i = 0; i < Z->n_anchor; i++) apos[i] = -1;
+            for (int i = 0; i < no; i++) apos[oth_a[i]] = o[i];
+            /* A query between the ones listed is a mixture of them, and
+               every key's score minus one key's is linear in it: a key is
+               out of reach where it is that far below one reference key
+               r (the first query's top) for every query listed. */
+            int n = strack_queries(Z, H, qT, nq, apos, j, tok, -1, qe, qs), r = -1;
+            if (n < 0) all = 1;
+            for (int i = 0; i < nt * np; i++) gapk[i] = -INFINITY;
+            for (int qi = 0; qi < n && !all; qi++) {
+                const TfIv *q = qs + (size_t)qi * H->D;
+                if (nkx) shead_ex(H, kx, nkx, q, apos, j, ex);
+                for (int t = 0; t < nt; t++)
+                    for (int k = 0; k <= j && t != tok; k++) {
+                        TfIv s = shead_dot(H, q, H->K + ((size_t)t * np + (size_t)k) * H->D);
+                        sc[t * np + k] = nkx ? iv_add(s, ex[k]) : s;
+                        if (qi == 0 && (r < 0 || sc[t * np + k].lo > sc[r].lo)) r = t * np + k;
+                    }
+                for (int t = 0; t < nt; t++)
+                    for (int k = 0; k <= j && t != tok; k++)
+                        gapk[t * np + k] = fmax(gapk[t * np + k], sc[t * np + k].hi - sc[r].lo);
+            }
+            for (int t = 0; t < nt && !all; t++)
+                for (int k = 0; k <= j && t != tok; k++) near[t * np + k] |= !(gapk[t * np + k] < -STRACK_REACH);
+        } while (!all && next_places(o, no, j, -1));
+        T->aoff[j + 1] = T->aoff[j];
+        for (int t = 0; t < nt; t++)
+            for (int k = 0; k <= j && t != tok; k++)
+                if (all || near[t * np + k]) T->aent[T->aoff[j + 1]++] = t * np + k;
+    }
+    /* Found at a <= j. */
+    for (int j = 0; j < np && rc == 0; j++)
+        for (int a = 0; a <= j; a++) {
+            for (int i = 0; i <= j; i++) djh[i] = (TfIv){NAN, NAN};
+            int ok = 1;
+            o[0] = o[1] = -1;
+            do {
+                for (int i = 0; i < Z->n_anchor; i++) apos[i] = -1;
+                apos[own] = a;
+                for (int i = 0; i < no; i++) apos[oth_a[i]] = o[i];
+                int n = strack_queries(Z, H, qT, nq, apos, j, tok, a, qe, qs);
+                if (n < 0) ok = 0;
+                for (int qi = 0; qi < n && ok; qi++) {
+                    const TfIv *q = qs + (size_t)qi * H->D;
+                    if (nkx) shead_ex(H, kx, nkx, q, apos, j, ex);
+                    shead_scores(H, q, j, a, tok, oth, nkx ? ex : NULL, dj);
+                    for (int i = 0; i <= j; i++)
+                        if (i != a) hull_nan(&djh[i], dj[i]);
+                }
+            } while (ok && next_places(o, no, j, a));
+            double top = -INFINITY;
+            djh[a] = (TfIv){-INFINITY, -INFINITY};
+            for (int i = 0; i <= j; i++) {
+                if (isnan(djh[i].lo)) djh[i] = (TfIv){-INFINITY, -INFINITY};
+                top = fmax(top, djh[i].hi);
+            }
+            TfIv *f = T->found + ((size_t)j * np + (size_t)a) * nw;
+            for (int w = 0; w < nw; w++) tab[w] = (TfIv){NAN, NAN};
+            if (ok && top < 0) {
+                unsigned char done[256] = {0};
+                shead_out(H, djh, top, j, a, tok, sel, oth, 0, tab, done, buf);
+            }
+            for (int w = 0; w < nw; w++) {
+                f[w] = tab[w];
+                if (!isnan(tab[w].lo)) continue;
+                for (int t = 0; t < nt; t++) // not proven selected: any mixture of keys 0..j
+                    for (int k = 0; k <= j; k++) hull_nan(&f[w], T->cand[((size_t)t * np + (size_t)k) * nw + w]);
+            }
+        }
+    free(x), free(qs), free(qe), free(ex), free(sc), free(dj), free(djh), free(buf), free(tab), free(sel), free(oth), free(near), free(gapk);
+    if (rc) strack_free(T);
+    else *out = T;
+    return rc;
 }
 
 /* The query vector of each of the nqc cases of Dq (qv, H.D each) and its id
@@ -656,7 +1030,6 @@ static void query_ids(Seed *Z, const SHead *Hp, PvDeps Dq, long nqc, TfIv *x, Tf
     const SHead H = *Hp;
     Seen T = *Tp;
     int d = Z->d, assign[TF_PROOF_MAX_BASE];
-    size_t klen = (size_t)H.D * sizeof(TfIv);
     for (long i = 0; i < nqc; i++) {
         for (int b = 0; b < S->n_base; b++) assign[b] = -1;
         pv_deps_decode(S, Dq, i, assign);
@@ -667,11 +1040,7 @@ static void query_ids(Seed *Z, const SHead *Hp, PvDeps Dq, long nqc, TfIv *x, Tf
         for (int j = 0; j < H.D; j++) q[j] = dead ? (TfIv){NAN, NAN} : row_dot(H.wq + (size_t)j * d, x, d, H.bq ? H.bq[j] : 0);
         qid[i] = -1;
         if (dead) continue;
-        size_t before = T.n;
-        if (seen_add(&T, (const unsigned char *)q)) qid[i] = (long)before;
-        else
-            for (long k = 0; k < (long)T.n && qid[i] < 0; k++)
-                if (memcmp(T.keys + (size_t)k * klen, q, klen) == 0) qid[i] = k;
+        qid[i] = seen_index(&T, (const unsigned char *)q);
     }
     *Tp = T;
 }
@@ -695,7 +1064,6 @@ static int seed_attn(Seed *Z, int oi, int li) {
     const float *wk = m->tensors[ly->key].data, *wv = m->tensors[ly->value].data;
     H.wq = m->tensors[ly->query].data;
     H.bq = ly->query_bias >= 0 ? m->tensors[ly->query_bias].data : NULL;
-    const float *wo = ly->output >= 0 ? m->tensors[ly->output].data : NULL;
     unsigned char *rk = calloc((size_t)d, 1);
     H.rq = calloc((size_t)d, 1);
     H.wcol = malloc(((size_t)d + 1) * sizeof(int));
@@ -705,22 +1073,49 @@ static int seed_attn(Seed *Z, int oi, int li) {
     }
     for (int c = 0; c < d; c++) {
         for (int i = 0; i < H.D; i++) rk[c] |= wk[(size_t)i * d + c] != 0, H.rq[c] |= H.wq[(size_t)i * d + c] != 0;
-        for (int i = 0; i < H.DV; i++) rk[c] |= wv[(size_t)i * d + c] != 0;
+        for (int i = 0; i < H.DV; i++) rk[c] |= (unsigned char)((wv[(size_t)i * d + c] != 0) << 1);
     }
+    /* A key may read what a followed layer wrote (STrack); a value only
+       the embedding. */
+    SKx kx[8];
+    int nkx = 0;
     for (int c = 0; c < d; c++) {
+        const struct STrack *T = Z->written[c] && Z->wlayer[c] >= 0 ? Z->trk[Z->wlayer[c]] : NULL;
+        if (rk[c] == 1 && T) {
+            int k = 0;
+            while (k < nkx && kx[k].T != T) k++;
+            if (k < nkx) continue;
+            if (nkx < 8) {
+                kx[nkx++] = (SKx){.T = T};
+                continue;
+            }
+        }
         if (rk[c] && Z->written[c]) {
-            pv_unproven(N, line, li, "layer %d: %s: not proven: its keys or values read column %d, which an earlier layer writes (the validator follows the rows at other positions only where they hold the embedding)", li, tf_ops[op->op].name, c);
+            pv_unproven(N, line, li, "layer %d: %s: not proven: its %s read column %d, which an earlier layer writes (the validator follows the rows at other positions only where they hold the embedding or the output of one FindAndStore it follows)", li, tf_ops[op->op].name, rk[c] & 2 ? "values" : "keys", c);
             free(rk), free(H.rq), free(H.wcol);
             return 0;
         }
     }
     H.nw = 0;
+    unsigned char *lw = malloc((size_t)d);
+    if (!lw) {
+        free(rk), free(H.rq), free(H.wcol);
+        return -1;
+    }
+    pv_layer_writes(m, ly, lw);
+    int obias = 0;
     for (int c = 0; c < d; c++) {
-        int w = 0;
-        for (int j = 0; j < H.DV; j++) w |= wo ? wo[(size_t)c * H.DV + j] != 0 : c == j;
-        if (w) H.wcol[H.nw++] = c;
+        if (lw[c]) H.wcol[H.nw++] = c;
+        obias |= ly->output_bias >= 0 && m->tensors[ly->output_bias].data[c] != 0;
+    }
+    free(lw);
+    if (obias) {
+        pv_unproven(N, line, li, "layer %d: %s: not proven: an output bias", li, tf_ops[op->op].name);
+        free(rk), free(H.rq), free(H.wcol);
+        return 0;
     }
     int rc = shead_keys(Z, ly, &H);
+    for (int k = 0; k < nkx && rc == 0; k++) rc = skx_build(&H, wk, d, kx[k].T, &kx[k]);
     /* The result variable: the found character's position, or the token read. */
     int tok = op->op == TF_OP_FIND_AND_STORE ? plan_of(Z, oi)->args[0].tok : -1;
     int res_var = tok >= 0 ? Z->anchor_var[anchor_index(Z, tok)] : Z->grt_var[oi];
@@ -753,7 +1148,13 @@ static int seed_attn(Seed *Z, int oi, int li) {
     nuq = (long)T.n;
     size_t ndone = (size_t)nuq * H.np * H.np * (size_t)(Z->n_anchor + 1);
     unsigned char *done = calloc(ndone + 1, 1);
-    if (!done) rc = -1;
+    /* With followed layers the keys depend on every character's place:
+       a query is done once per scenario. */
+    long *last = nkx ? malloc(((size_t)nuq + 1) * sizeof *last) : NULL;
+    TfIv *ex = nkx ? malloc(((size_t)H.np + 1) * sizeof *ex) : NULL;
+    int apos[MAX_ANCHOR];
+    if (!done || (nkx && (!last || !ex))) rc = -1;
+    for (long i = 0; last && i < nuq; i++) last[i] = -1;
     double gap = INFINITY;
     for (long s = 0; s < nsc && rc == 0 && gap > 0; s++) {
         for (int b = 0; b < S->n_base; b++) assign[b] = -1;
@@ -769,16 +1170,29 @@ static int seed_attn(Seed *Z, int oi, int li) {
             pv_deps_decode(S, Dr, r, assign);
             long qi = qid[pv_deps_index(S, Dq, assign)];
             if (qi < 0) continue;
-            size_t key = (((size_t)qi * H.np + (size_t)I.p) * H.np + (size_t)I.target) * (size_t)(Z->n_anchor + 1) + (size_t)(ai + 1);
-            if (done[key]) continue;
-            done[key] = 1;
+            if (nkx) {
+                if (last[qi] == s) continue;
+                last[qi] = s;
+            } else {
+                size_t key = (((size_t)qi * H.np + (size_t)I.p) * H.np + (size_t)I.target) * (size_t)(Z->n_anchor + 1) + (size_t)(ai + 1);
+                if (done[key]) continue;
+                done[key] = 1;
+            }
             for (int k = 0; k < H.nt; k++) {
                 if (tok >= 0) sel[k] = k == tok, oth[k] = k != tok;
                 else sel[k] = ai >= 0 ? k == Z->anchor_tok[ai] : anchor_index(Z, k) < 0, oth[k] = 1;
             }
             int res = tok >= 0 ? var_find(Z, res_var, (Sv){SV_POS, I.target}) : -1;
             if (tok >= 0 && res < 0) continue;
-            shead_case(&H, (const TfIv *)(T.keys + (size_t)qi * klen), I.p, I.target, sel, oth, res, tab, &gap, buf);
+            const TfIv *qq = (const TfIv *)(T.keys + (size_t)qi * klen);
+            if (nkx) {
+                for (int a = 0; a < Z->n_anchor; a++) {
+                    Sv A = var_val(Z, assign, Z->anchor_var[a]);
+                    apos[a] = A.k == SV_POS ? (int)A.x : -1;
+                }
+                shead_ex(&H, kx, nkx, qq, apos, I.p, ex);
+            }
+            shead_case(&H, qq, I.p, I.target, sel, oth, res, tab, &gap, ex, buf);
             if (!(gap > 0)) note_fail(Z, assign, Z->scen | Dr); // the first that fails: the report's
         }
     }
@@ -794,8 +1208,12 @@ static int seed_attn(Seed *Z, int oi, int li) {
                 tf_ops[op->op].name, Z->ir->regs[op->dest].name, li, gap);
     if (rc == 0 && !(gap > 0) && !N->unproven)
         pv_fail(N, line, li, NULL, 0, "line %d: %s -> %s (layer %d): the position read does not score above the others (gap %.3g)", line, tf_ops[op->op].name, Z->ir->regs[op->dest].name, li, gap);
-    free(rk), free(H.rq), free(H.wcol), free(H.K), free(H.U), free(tab), free(x), free(qv), free(buf), free(qid), free(val);
-    free(sel), free(oth), free(T.keys), free(T.slot), free(done);
+    /* Followed at every position, where a later key reads it. */
+    if (rc == 0 && !N->failed && !N->unproven && Z->need_trk[li] && tok >= 0)
+        rc = strack_build(Z, &H, tok, kx, nkx, &Z->trk[li]);
+    free(rk), free(H.rq), free(H.wcol), free(H.K), free(H.U), free(H.nzn), free(H.nzi), free(H.nzt), free(tab), free(x), free(qv), free(buf), free(qid), free(val);
+    free(sel), free(oth), free(T.keys), free(T.slot), free(done), free(last), free(ex);
+    for (int k = 0; k < nkx; k++) free(kx[k].KF), free(kx[k].KX);
     return rc;
 }
 
@@ -1225,6 +1643,100 @@ int pv_seed_program(const PvSem *S) {
     return 1;
 }
 
+/* An MLP's columns whose every unit reads nothing (the seed's Clear and
+ * StepPosition at -O0: GELU(1000) - 1000 on every column they do not
+ * change): it adds the same to them at every position, into cdelta (and
+ * into the followed layer's cases, where one wrote the column), and takes
+ * them out of lw, the columns it writes otherwise. */
+static void mlp_const(Seed *Z, int li, unsigned char *lw) {
+    const TfModel *m = Z->m;
+    const TfLayer *ly = &m->layers[li];
+    int d = Z->d, F = ly->d_hidden, gelu = ly->act == TF_ACT_GELU;
+    if (!gelu && ly->act != TF_ACT_RELU) return;
+    const float *w1 = m->tensors[ly->fc1_weight].data, *w2 = m->tensors[ly->fc2_weight].data;
+    const float *b1 = ly->fc1_bias >= 0 ? m->tensors[ly->fc1_bias].data : NULL;
+    const float *b2 = ly->fc2_bias >= 0 ? m->tensors[ly->fc2_bias].data : NULL;
+    const float *te = m->tensors[m->tok_embed].data, *pe = m->tensors[m->pos_embed].data;
+    for (int c = 0; c < d; c++) {
+        if (!lw[c]) continue;
+        TfIv s = iv_pt(b2 ? b2[c] : 0);
+        double pos = fmax(s.hi, 0), neg = fmax(-s.lo, 0);
+        int cst = 1, nterm = 1;
+        for (int u = 0; u < F && cst; u++) {
+            float wt = w2[(size_t)c * F + u];
+            if (wt == 0) continue;
+            for (int i = 0; i < d && cst; i++) cst = w1[(size_t)u * d + i] == 0;
+            TfIv z = iv_pt(b1 ? b1[u] : 0), h = iv_scale(gelu ? iv_gelu(z) : iv_relu(z), wt);
+            s = iv_add(s, h);
+            pos += fmax(h.hi, 0), neg += fmax(-h.lo, 0), nterm++;
+        }
+        if (!cst) continue;
+        /* The column's largest value at any position, for the residual's
+           addition: the embedding's, what was added, a followed layer's. */
+        double xm = iv_mag(Z->cdelta[c]);
+        for (int t = 0; t < m->n_vocab; t++)
+            for (int j = 0; j <= Z->maxpos; j++) xm = fmax(xm, fabs((double)te[(size_t)t * d + c]) + fabs((double)pe[(size_t)j * d + c]) + iv_mag(Z->cdelta[c]));
+        STrack *T = Z->wlayer[c] >= 0 ? Z->trk[Z->wlayer[c]] : NULL;
+        int w = -1;
+        for (int k = 0; T && k < T->nw; k++)
+            if (T->wcol[k] == c) w = k;
+        size_t np = (size_t)Z->maxpos + 1, nt = (size_t)m->n_vocab;
+        if (T && w >= 0) {
+            for (size_t i = 0; i < np * np; i++) xm = fmax(xm, iv_mag(T->found[i * (size_t)T->nw + (size_t)w]));
+            for (size_t i = 0; i < nt * np; i++) xm = fmax(xm, iv_mag(T->cand[i * (size_t)T->nw + (size_t)w]));
+        } else if (Z->written[c]) {
+            continue; // a layer not followed wrote it: no case to add to
+        }
+        TfIv dl = iv_widen(s, iv_sum_err(pos, neg, nterm) + TF_F32_U * (xm + iv_mag(s)) * 1.01);
+        if (T && w >= 0) {
+            for (size_t i = 0; i < np * np; i++) {
+                TfIv *f = &T->found[i * (size_t)T->nw + (size_t)w];
+                if (!isnan(f->lo)) *f = iv_add(*f, dl);
+            }
+            for (size_t i = 0; i < nt * np; i++) T->cand[i * (size_t)T->nw + (size_t)w] = iv_add(T->cand[i * (size_t)T->nw + (size_t)w], dl);
+        } else {
+            Z->cdelta[c] = iv_add(Z->cdelta[c], dl);
+        }
+        lw[c] = 0;
+    }
+}
+
+/* Which layers to follow at every position (STrack): the one writer of a
+ * column that a later attention's key reads before another layer writes
+ * it, and so on for a followed layer's query and key, latest first. */
+static int need_tracks(Seed *Z) {
+    const TfModel *m = Z->m;
+    int d = Z->d, L = m->n_layers;
+    unsigned char *lw = malloc((size_t)d);
+    int *fw = malloc((size_t)d * sizeof *fw), *sw = malloc((size_t)d * sizeof *sw);
+    if (!lw || !fw || !sw) {
+        free(lw), free(fw), free(sw);
+        return -1;
+    }
+    for (int c = 0; c < d; c++) fw[c] = sw[c] = L; // the first and second layer that write it
+    for (int li = 0; li < L; li++) {
+        pv_layer_writes(m, &m->layers[li], lw);
+        for (int c = 0; c < d; c++)
+            if (lw[c] && fw[c] == L) fw[c] = li;
+            else if (lw[c] && sw[c] == L) sw[c] = li;
+    }
+    for (int l2 = L - 1; l2 > 0; l2--) {
+        const TfLayer *ly = &m->layers[l2];
+        if (ly->kind != TF_LAYER_ATTENTION) continue;
+        const float *wk = m->tensors[ly->key].data, *wq = m->tensors[ly->query].data;
+        int D = ly->n_heads * ly->d_head;
+        for (int c = 0; c < d; c++) {
+            if (fw[c] >= l2 || sw[c] < l2) continue;
+            int rd = 0;
+            for (int i = 0; i < D && !rd; i++)
+                rd = wk[(size_t)i * d + c] != 0 || (Z->need_trk[l2] && wq[(size_t)i * d + c] != 0);
+            if (rd) Z->need_trk[fw[c]] = 1;
+        }
+    }
+    free(lw), free(fw), free(sw);
+    return 0;
+}
+
 int pv_seed_prove(const TfModel *m, PvSem *S, TfProof *P) {
     const TfIr *ir = S->ir;
     PvNet N = {.m = m, .S = S, .P = P};
@@ -1240,7 +1752,15 @@ int pv_seed_prove(const TfModel *m, PvSem *S, TfProof *P) {
     Z.col = malloc((size_t)Z.nr * sizeof *Z.col);
     Z.size = calloc((size_t)Z.nr, sizeof *Z.size);
     Z.written = calloc((size_t)Z.d, 1);
-    if (!N.col || !N.bos || !Z.cut || !Z.grt_var || !Z.sdeps || !Z.col || !Z.size || !Z.written) rc = -1;
+    Z.cdelta = calloc((size_t)Z.d, sizeof *Z.cdelta);
+    Z.wlayer = malloc((size_t)Z.d * sizeof *Z.wlayer);
+    Z.trk = calloc((size_t)m->n_layers + 1, sizeof *Z.trk);
+    Z.need_trk = calloc((size_t)m->n_layers + 1, 1);
+    if (!N.col || !N.bos || !Z.cut || !Z.grt_var || !Z.sdeps || !Z.col || !Z.size || !Z.written || !Z.cdelta || !Z.wlayer ||
+        !Z.trk || !Z.need_trk)
+        rc = -1;
+    for (int c = 0; rc == 0 && c < Z.d; c++) Z.wlayer[c] = -1;
+    if (rc == 0) rc = need_tracks(&Z);
     for (long i = 0; rc == 0 && i < (long)ir->n_ops * Z.nr; i++) Z.cut[i] = -1;
     for (int i = 0; rc == 0 && i < ir->n_ops; i++) Z.grt_var[i] = -1;
     for (int r = 0; rc == 0 && r < Z.nr; r++) {
@@ -1291,7 +1811,11 @@ int pv_seed_prove(const TfModel *m, PvSem *S, TfProof *P) {
         int nw = op_writes(&Z, li, w);
         for (int k = 0; k < nw && rc == 0 && !N.failed && !N.unproven; k++) rc = check_cut(&Z, li, li, w[k]);
         pv_layer_writes(Z.m, ly, lw);
-        for (int c = 0; c < Z.d; c++) Z.written[c] |= lw[c];
+        if (ly->kind == TF_LAYER_MLP) mlp_const(&Z, li, lw);
+        for (int c = 0; c < Z.d; c++) {
+            if (lw[c]) Z.wlayer[c] = Z.written[c] ? -2 : li;
+            Z.written[c] |= lw[c];
+        }
     }
     free(lw);
     if (rc == 0 && !N.failed && !N.unproven) rc = seed_output(&Z);
@@ -1301,7 +1825,9 @@ int pv_seed_prove(const TfModel *m, PvSem *S, TfProof *P) {
     }
     for (int c = 0; N.col && c < Z.d; c++) pv_col_free(&N.col[c]);
     free(Z.scen_ok);
-    free(N.col), free(N.bos), free(Z.cut), free(Z.grt_var), free(Z.sdeps), free(Z.col), free(Z.size), free(Z.written);
+    free(N.col), free(N.bos), free(Z.cut), free(Z.grt_var), free(Z.sdeps), free(Z.col), free(Z.size), free(Z.written), free(Z.cdelta);
+    for (int li = 0; Z.trk && li < m->n_layers; li++) strack_free(Z.trk[li]);
+    free(Z.wlayer), free(Z.trk), free(Z.need_trk);
     for (int b = 0; b < S->n_base; b++) free(Z.vals[b]);
     return rc;
 }

@@ -10,17 +10,23 @@
 #  4. tfprove --check: numbers within the proven bound.
 #  5. The adder with one weight of a seed op's head sign-flipped: refused,
 #     with a counterexample prompt that tfrun confirms.
+#  6. The -O0 adder on a 16-row position table: the FindAndStores whose key
+#     is the whole row, what the first wrote at every earlier position
+#     included, are proven (compiler/prove_seed.c, STrack), and with one
+#     weight of that key scaled by 0, refused at the op.
 #  (The mutation test of the validator is tests/prove_mutations.py.)
 set -u
 . "$(dirname "$0")/lib.sh"
 TFC=$1 TFPROVE=$2 TFRUN=$3 TFINFO=${4:-$(dirname "$1")/tfinfo}
 
 declare -A known=( # program: the reason tfprove gives
-  # The seed's own FindAndStore (a rank-1 query over the whole row): past
-  # position 33 the sign of the row's sum picks the wrong key (language.md).
-  # Cut to 34 positions, the second FindAndStore's key (the whole row) reads
-  # what the first wrote at every earlier position, which the validator does
-  # not follow: not proven at any length.
+  # The seed's own FindAndStore (a rank-1 query over the whole row): with
+  # the plus sign at position 9 and the last position 45 another key
+  # outscores it (language.md, FindAndStore; tfrun prints 0000 for
+  # 0999+0111= after 34 spaces). On a table cut to 34 rows (or 16, section 6) the three
+  # FindAndStores, GetRelativeToken and Multiply are proven, and the seed's
+  # DiffPos (GELU(100 (a.sin - b.sin) + 1000 (a.cos - b.cos))) is bounded
+  # within 2.45 only, so IsZero and CopyOnMatch are not.
   ["adder -O0"]="does not score above the others"
   [binary_add]="a learned model" [binary_add_msb]="a learned model"
   [decimal_add]="a learned model" [first_token]="a learned model"
@@ -157,5 +163,24 @@ check "the adder with a sign-flipped weight of read_left: refused with a counter
 got=$("$TFRUN" "$tmp/adder_mut.tfw" -n 1 "$prompt" 2>/dev/null)
 [ -n "$prompt" ] && [ "$got" = "$prompt$want" ]
 check "tfrun on the counterexample prints what tfprove says the weights give ($got)" $?
+
+# 6. The -O0 adder, its position encoding cut to 16 rows: the second and
+#    third FindAndStore's keys read left_pos (and right_pos) at every key
+#    position, followed from the first's (and second's) output there.
+"$TFC" -O0 "$P/adder.tfp" -o "$tmp/a0.tfw" 2>/dev/null
+"$PY" "$SRC/tests/cut_positions.py" "$tmp/a0.tfw" "$tmp/a0_16.tfw" 16
+"$TFPROVE" "$tmp/a0_16.tfw" >"$tmp/out" 2>&1
+grep -q '^line 40: FindAndStore -> right_pos: layer 1 head 0: score gap [0-9]' "$tmp/out" &&
+  grep -q '^line 41: FindAndStore -> out_pos: layer 2 head 0: score gap [0-9]' "$tmp/out" &&
+  grep -q '^line 47: GetRelativeToken -> left: layer 6: decodes with margin 0.9' "$tmp/out" &&
+  grep -q '^line 49: Multiply -> out: layer 8: decodes with margin' "$tmp/out"
+check "the -O0 adder on 16 positions: the FindAndStores that read what earlier ones wrote at every position are proven, and the ops after them up to Multiply" $? ||
+  grep -v '^  case' "$tmp/out" | tail -4 | sed 's/^/    /'
+key=$("$TFINFO" "$tmp/a0_16.tfw" | awk '/ find_out /{f=1} f && $1=="key" {print $2; exit}')
+"$PY" "$SRC/tests/scale_weight.py" "$tmp/a0_16.tfw" "$tmp/a0_16m.tfw" "$key" 11 11 0 >/dev/null
+"$TFPROVE" "$tmp/a0_16m.tfw" >"$tmp/out" 2>&1
+[ $? -eq 1 ] && grep -q "NOT PROVEN: line 41: FindAndStore -> out_pos (layer 2): the position read does not score above the others" "$tmp/out"
+check "the -O0 adder on 16 positions with find_out's key weight on '=' scaled by 0: refused at find_out" $? ||
+  grep -v '^  case' "$tmp/out" | tail -3 | sed 's/^/    /'
 
 finish

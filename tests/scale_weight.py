@@ -1,0 +1,15 @@
+"""tests/scale_weight.py IN.tfw OUT.tfw TENSOR ROW COL FACTOR: scales one
+weight of a 2-D tensor of a weight file (safetensors, docs/weight-format.md)
+by FACTOR and prints it (tests/prove.sh: a mutated seed op's key that the
+validator must refuse)."""
+import struct, json, sys
+src, dst, name = sys.argv[1], sys.argv[2], sys.argv[3]
+row, col, factor = int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6])
+data = open(src, "rb").read()
+n = struct.unpack("<Q", data[:8])[0]
+h = json.loads(data[8:8 + n]); body = bytearray(data[8 + n:])
+t = h[name]; rows, cols = t["shape"]; at = t["data_offsets"][0] + 4 * (row * cols + col)
+old = struct.unpack_from("<f", body, at)[0]
+struct.pack_into("<f", body, at, old * factor)
+open(dst, "wb").write(data[:8 + n] + bytes(body))
+print("scaled %s[%d, %d] = %g by %g" % (name, row, col, old, factor))
