@@ -866,6 +866,117 @@ static int next_places(int *o, int no, int j, int a) {
     }
 }
 
+/* strack_build's scratch: what the followed layer's query and keys read,
+ * and the buffers its two passes share. */
+typedef struct {
+    const STrack *qT[8]; /* the followed layers its query reads */
+    int nq, oth_a[2], no, own, tok, nkx;
+    const SKx *kx;
+    TfIv *qs, *qe, *ex, *sc, *dj, *djh, *buf, *tab;
+    unsigned char *sel, *oth, *near;
+    double *gapk;
+} SFollow;
+
+#define SFOLLOW_LOCALS                                                                             \
+    int np = H->np, nt = H->nt, nw = H->nw, tok = W->tok, nkx = W->nkx, no = W->no, nq = W->nq;   \
+    const SKx *kx = W->kx;                                                                         \
+    const STrack *const *qT = W->qT;                                                               \
+    const int *oth_a = W->oth_a;                                                                   \
+    TfIv *qe = W->qe, *qs = W->qs, *ex = W->ex;                                                    \
+    int apos[MAX_ANCHOR], o[2];                                                                    \
+    (void)nw, (void)oth_a
+
+/* Not yet at j: the keys within reach of the top for some query (T->aoff,
+ * T->aent). */
+static void strack_not_yet(Seed *Z, const SHead *H, SFollow *W, STrack *T) {
+    SFOLLOW_LOCALS;
+    TfIv *sc = W->sc;
+    unsigned char *near = W->near;
+    double *gapk = W->gapk;
+    for (int j = 0; j < np; j++) {
+        memset(near, 0, (size_t)nt * np);
+        int all = 0;
+        o[0] = o[1] = -1;
+        do {
+            for (int i = 0; i < Z->n_anchor; i++) apos[i] = -1;
+            for (int i = 0; i < no; i++) apos[oth_a[i]] = o[i];
+            /* A query between the ones listed is a mixture of them, and
+               every key's score minus one key's is linear in it: a key is
+               out of reach where it is that far below one reference key
+               r (the first query's top) for every query listed. */
+            int n = strack_queries(Z, H, qT, nq, apos, j, tok, -1, qe, qs), r = -1;
+            if (n < 0) all = 1;
+            for (int i = 0; i < nt * np; i++) gapk[i] = -INFINITY;
+            for (int qi = 0; qi < n && !all; qi++) {
+                const TfIv *q = qs + (size_t)qi * H->D;
+                if (nkx) shead_ex(H, kx, nkx, q, apos, j, ex);
+                for (int t = 0; t < nt; t++)
+                    for (int k = 0; k <= j && t != tok; k++) {
+                        TfIv s = shead_dot(H, q, H->K + ((size_t)t * np + (size_t)k) * H->D);
+                        sc[t * np + k] = nkx ? iv_add(s, ex[k]) : s;
+                        if (qi == 0 && (r < 0 || sc[t * np + k].lo > sc[r].lo)) r = t * np + k;
+                    }
+                for (int t = 0; t < nt; t++)
+                    for (int k = 0; k <= j && t != tok; k++)
+                        gapk[t * np + k] = fmax(gapk[t * np + k], sc[t * np + k].hi - sc[r].lo);
+            }
+            for (int t = 0; t < nt && !all; t++)
+                for (int k = 0; k <= j && t != tok; k++) near[t * np + k] |= !(gapk[t * np + k] < -STRACK_REACH);
+        } while (!all && next_places(o, no, j, -1));
+        T->aoff[j + 1] = T->aoff[j];
+        for (int t = 0; t < nt; t++)
+            for (int k = 0; k <= j && t != tok; k++)
+                if (all || near[t * np + k]) T->aent[T->aoff[j + 1]++] = t * np + k;
+    }
+}
+
+/* Found at a <= j: the output at j of every place a of the character
+ * (T->found). */
+static void strack_found(Seed *Z, const SHead *H, SFollow *W, STrack *T) {
+    SFOLLOW_LOCALS;
+    int own = W->own;
+    TfIv *dj = W->dj, *djh = W->djh, *buf = W->buf, *tab = W->tab;
+    unsigned char *sel = W->sel, *oth = W->oth;
+    for (int j = 0; j < np; j++)
+        for (int a = 0; a <= j; a++) {
+            for (int i = 0; i <= j; i++) djh[i] = (TfIv){NAN, NAN};
+            int ok = 1;
+            o[0] = o[1] = -1;
+            do {
+                for (int i = 0; i < Z->n_anchor; i++) apos[i] = -1;
+                apos[own] = a;
+                for (int i = 0; i < no; i++) apos[oth_a[i]] = o[i];
+                int n = strack_queries(Z, H, qT, nq, apos, j, tok, a, qe, qs);
+                if (n < 0) ok = 0;
+                for (int qi = 0; qi < n && ok; qi++) {
+                    const TfIv *q = qs + (size_t)qi * H->D;
+                    if (nkx) shead_ex(H, kx, nkx, q, apos, j, ex);
+                    shead_scores(H, q, j, a, tok, oth, nkx ? ex : NULL, dj);
+                    for (int i = 0; i <= j; i++)
+                        if (i != a) hull_nan(&djh[i], dj[i]);
+                }
+            } while (ok && next_places(o, no, j, a));
+            double top = -INFINITY;
+            djh[a] = (TfIv){-INFINITY, -INFINITY};
+            for (int i = 0; i <= j; i++) {
+                if (isnan(djh[i].lo)) djh[i] = (TfIv){-INFINITY, -INFINITY};
+                top = fmax(top, djh[i].hi);
+            }
+            TfIv *f = T->found + ((size_t)j * np + (size_t)a) * nw;
+            for (int w = 0; w < nw; w++) tab[w] = (TfIv){NAN, NAN};
+            if (ok && top < 0) {
+                unsigned char done[256] = {0};
+                shead_out(H, djh, top, j, a, tok, sel, oth, 0, tab, done, buf);
+            }
+            for (int w = 0; w < nw; w++) {
+                f[w] = tab[w];
+                if (!isnan(tab[w].lo)) continue;
+                for (int t = 0; t < nt; t++) // not proven selected: any mixture of keys 0..j
+                    for (int k = 0; k <= j; k++) hull_nan(&f[w], T->cand[((size_t)t * np + (size_t)k) * nw + w]);
+            }
+        }
+}
+
 /* Follows layer li (a FindAndStore of token tok, its head H) at every
  * position: *out, or NULL where it cannot (its query reads a column no
  * followed layer alone writes, more than two other characters). kx: the
@@ -938,82 +1049,15 @@ static int strack_build(Seed *Z, const SHead *H, int tok, const SKx *kx, int nkx
                 for (int i = 0; i < H->D; i++) q[i] = row_dot(H->wq + (size_t)i * d, x, d, H->bq ? H->bq[i] : 0);
             }
     }
-    int apos[MAX_ANCHOR], o[2];
-    /* Not yet at j: the keys within reach of the top for some query. */
-    for (int j = 0; j < np && rc == 0; j++) {
-        memset(near, 0, (size_t)nt * np);
-        int all = 0;
-        o[0] = o[1] = -1;
-        do {
-            for (int i = 0; i < Z->n_anchor; i++) apos[i] = -1;
-            for (int i = 0; i < no; i++) apos[oth_a[i]] = o[i];
-            /* A query between the ones listed is a mixture of them, and
-               every key's score minus one key's is linear in it: a key is
-               out of reach where it is that far below one reference key
-               r (the first query's top) for every query listed. */
-            int n = strack_queries(Z, H, qT, nq, apos, j, tok, -1, qe, qs), r = -1;
-            if (n < 0) all = 1;
-            for (int i = 0; i < nt * np; i++) gapk[i] = -INFINITY;
-            for (int qi = 0; qi < n && !all; qi++) {
-                const TfIv *q = qs + (size_t)qi * H->D;
-                if (nkx) shead_ex(H, kx, nkx, q, apos, j, ex);
-                for (int t = 0; t < nt; t++)
-                    for (int k = 0; k <= j && t != tok; k++) {
-                        TfIv s = shead_dot(H, q, H->K + ((size_t)t * np + (size_t)k) * H->D);
-                        sc[t * np + k] = nkx ? iv_add(s, ex[k]) : s;
-                        if (qi == 0 && (r < 0 || sc[t * np + k].lo > sc[r].lo)) r = t * np + k;
-                    }
-                for (int t = 0; t < nt; t++)
-                    for (int k = 0; k <= j && t != tok; k++)
-                        gapk[t * np + k] = fmax(gapk[t * np + k], sc[t * np + k].hi - sc[r].lo);
-            }
-            for (int t = 0; t < nt && !all; t++)
-                for (int k = 0; k <= j && t != tok; k++) near[t * np + k] |= !(gapk[t * np + k] < -STRACK_REACH);
-        } while (!all && next_places(o, no, j, -1));
-        T->aoff[j + 1] = T->aoff[j];
-        for (int t = 0; t < nt; t++)
-            for (int k = 0; k <= j && t != tok; k++)
-                if (all || near[t * np + k]) T->aent[T->aoff[j + 1]++] = t * np + k;
+    if (rc == 0) {
+        SFollow W = {.nq = nq, .no = no, .own = own, .tok = tok, .nkx = nkx, .kx = kx, .qs = qs, .qe = qe, .ex = ex,
+                     .sc = sc, .dj = dj, .djh = djh, .buf = buf, .tab = tab, .sel = sel, .oth = oth, .near = near,
+                     .gapk = gapk};
+        memcpy(W.qT, qT, sizeof qT);
+        memcpy(W.oth_a, oth_a, sizeof oth_a);
+        strack_not_yet(Z, H, &W, T);
+        strack_found(Z, H, &W, T);
     }
-    /* Found at a <= j. */
-    for (int j = 0; j < np && rc == 0; j++)
-        for (int a = 0; a <= j; a++) {
-            for (int i = 0; i <= j; i++) djh[i] = (TfIv){NAN, NAN};
-            int ok = 1;
-            o[0] = o[1] = -1;
-            do {
-                for (int i = 0; i < Z->n_anchor; i++) apos[i] = -1;
-                apos[own] = a;
-                for (int i = 0; i < no; i++) apos[oth_a[i]] = o[i];
-                int n = strack_queries(Z, H, qT, nq, apos, j, tok, a, qe, qs);
-                if (n < 0) ok = 0;
-                for (int qi = 0; qi < n && ok; qi++) {
-                    const TfIv *q = qs + (size_t)qi * H->D;
-                    if (nkx) shead_ex(H, kx, nkx, q, apos, j, ex);
-                    shead_scores(H, q, j, a, tok, oth, nkx ? ex : NULL, dj);
-                    for (int i = 0; i <= j; i++)
-                        if (i != a) hull_nan(&djh[i], dj[i]);
-                }
-            } while (ok && next_places(o, no, j, a));
-            double top = -INFINITY;
-            djh[a] = (TfIv){-INFINITY, -INFINITY};
-            for (int i = 0; i <= j; i++) {
-                if (isnan(djh[i].lo)) djh[i] = (TfIv){-INFINITY, -INFINITY};
-                top = fmax(top, djh[i].hi);
-            }
-            TfIv *f = T->found + ((size_t)j * np + (size_t)a) * nw;
-            for (int w = 0; w < nw; w++) tab[w] = (TfIv){NAN, NAN};
-            if (ok && top < 0) {
-                unsigned char done[256] = {0};
-                shead_out(H, djh, top, j, a, tok, sel, oth, 0, tab, done, buf);
-            }
-            for (int w = 0; w < nw; w++) {
-                f[w] = tab[w];
-                if (!isnan(tab[w].lo)) continue;
-                for (int t = 0; t < nt; t++) // not proven selected: any mixture of keys 0..j
-                    for (int k = 0; k <= j; k++) hull_nan(&f[w], T->cand[((size_t)t * np + (size_t)k) * nw + w]);
-            }
-        }
     free(x), free(qs), free(qe), free(ex), free(sc), free(dj), free(djh), free(buf), free(tab), free(sel), free(oth), free(near), free(gapk);
     if (rc) strack_free(T);
     else *out = T;
@@ -1048,36 +1092,29 @@ static void query_ids(Seed *Z, const SHead *Hp, PvDeps Dq, long nqc, TfIv *x, Tf
 /* An attention layer of FindAndStore or GetRelativeToken: for every
  * scenario (its p and the position read) and every query its columns can
  * give, the output per value of the op's result. */
-static int seed_attn(Seed *Z, int oi, int li) {
+/* The head of seed op oi at layer li: which columns its query, key and
+ * value read and its output writes, and the followed layers its key reads
+ * (kx, *nkx_out). -1: out of memory; 1: not proven (said); 0: set. */
+static int shead_setup(Seed *Z, int oi, int li, SHead *H, SKx *kx, int *nkx_out) {
     PvNet *N = Z->N;
-    PvSem *S = Z->S;
     const TfModel *m = Z->m;
     const TfLayer *ly = &m->layers[li];
     const TfIrOp *op = &Z->ir->ops[oi];
     int d = Z->d, line = op->stmt->loc.line;
-    if (ly->n_heads != 1 || (op->op != TF_OP_FIND_AND_STORE && op->op != TF_OP_GET_RELATIVE_TOKEN)) {
-        pv_unproven(N, line, li, "layer %d: not proven: an attention layer of %d heads for %s", li, ly->n_heads,
-                    tf_ops[op->op].name);
-        return 0;
-    }
-    SHead H = {.D = ly->d_head, .DV = ly->d_vhead, .nt = m->n_vocab, .np = Z->maxpos + 1, .scale = ly->scale};
     const float *wk = m->tensors[ly->key].data, *wv = m->tensors[ly->value].data;
-    H.wq = m->tensors[ly->query].data;
-    H.bq = ly->query_bias >= 0 ? m->tensors[ly->query_bias].data : NULL;
     unsigned char *rk = calloc((size_t)d, 1);
-    H.rq = calloc((size_t)d, 1);
-    H.wcol = malloc(((size_t)d + 1) * sizeof(int));
-    if (!rk || !H.rq || !H.wcol) {
-        free(rk), free(H.rq), free(H.wcol);
+    H->rq = calloc((size_t)d, 1);
+    H->wcol = malloc(((size_t)d + 1) * sizeof(int));
+    if (!rk || !H->rq || !H->wcol) {
+        free(rk), free(H->rq), free(H->wcol);
         return -1;
     }
     for (int c = 0; c < d; c++) {
-        for (int i = 0; i < H.D; i++) rk[c] |= wk[(size_t)i * d + c] != 0, H.rq[c] |= H.wq[(size_t)i * d + c] != 0;
-        for (int i = 0; i < H.DV; i++) rk[c] |= (unsigned char)((wv[(size_t)i * d + c] != 0) << 1);
+        for (int i = 0; i < H->D; i++) rk[c] |= wk[(size_t)i * d + c] != 0, H->rq[c] |= H->wq[(size_t)i * d + c] != 0;
+        for (int i = 0; i < H->DV; i++) rk[c] |= (unsigned char)((wv[(size_t)i * d + c] != 0) << 1);
     }
     /* A key may read what a followed layer wrote (STrack); a value only
        the embedding. */
-    SKx kx[8];
     int nkx = 0;
     for (int c = 0; c < d; c++) {
         const struct STrack *T = Z->written[c] && Z->wlayer[c] >= 0 ? Z->trk[Z->wlayer[c]] : NULL;
@@ -1092,28 +1129,51 @@ static int seed_attn(Seed *Z, int oi, int li) {
         }
         if (rk[c] && Z->written[c]) {
             pv_unproven(N, line, li, "layer %d: %s: not proven: its %s read column %d, which an earlier layer writes (the validator follows the rows at other positions only where they hold the embedding or the output of one FindAndStore it follows)", li, tf_ops[op->op].name, rk[c] & 2 ? "values" : "keys", c);
-            free(rk), free(H.rq), free(H.wcol);
-            return 0;
+            free(rk), free(H->rq), free(H->wcol);
+            return 1;
         }
     }
-    H.nw = 0;
+    H->nw = 0;
     unsigned char *lw = malloc((size_t)d);
     if (!lw) {
-        free(rk), free(H.rq), free(H.wcol);
+        free(rk), free(H->rq), free(H->wcol);
         return -1;
     }
     pv_layer_writes(m, ly, lw);
     int obias = 0;
     for (int c = 0; c < d; c++) {
-        if (lw[c]) H.wcol[H.nw++] = c;
+        if (lw[c]) H->wcol[H->nw++] = c;
         obias |= ly->output_bias >= 0 && m->tensors[ly->output_bias].data[c] != 0;
     }
     free(lw);
     if (obias) {
         pv_unproven(N, line, li, "layer %d: %s: not proven: an output bias", li, tf_ops[op->op].name);
-        free(rk), free(H.rq), free(H.wcol);
+        free(rk), free(H->rq), free(H->wcol);
+        return 1;
+    }
+    free(rk);
+    *nkx_out = nkx;
+    return 0;
+}
+
+static int seed_attn(Seed *Z, int oi, int li) {
+    PvNet *N = Z->N;
+    PvSem *S = Z->S;
+    const TfModel *m = Z->m;
+    const TfLayer *ly = &m->layers[li];
+    const TfIrOp *op = &Z->ir->ops[oi];
+    int d = Z->d, line = op->stmt->loc.line;
+    if (ly->n_heads != 1 || (op->op != TF_OP_FIND_AND_STORE && op->op != TF_OP_GET_RELATIVE_TOKEN)) {
+        pv_unproven(N, line, li, "layer %d: not proven: an attention layer of %d heads for %s", li, ly->n_heads,
+                    tf_ops[op->op].name);
         return 0;
     }
+    SHead H = {.D = ly->d_head, .DV = ly->d_vhead, .nt = m->n_vocab, .np = Z->maxpos + 1, .scale = ly->scale,
+               .wq = m->tensors[ly->query].data, .bq = ly->query_bias >= 0 ? m->tensors[ly->query_bias].data : NULL};
+    const float *wk = m->tensors[ly->key].data;
+    SKx kx[8];
+    int nkx = 0, st = shead_setup(Z, oi, li, &H, kx, &nkx);
+    if (st) return st < 0 ? -1 : 0;
     int rc = shead_keys(Z, ly, &H);
     for (int k = 0; k < nkx && rc == 0; k++) rc = skx_build(&H, wk, d, kx[k].T, &kx[k]);
     /* The result variable: the found character's position, or the token read. */
@@ -1211,7 +1271,7 @@ static int seed_attn(Seed *Z, int oi, int li) {
     /* Followed at every position, where a later key reads it. */
     if (rc == 0 && !N->failed && !N->unproven && Z->need_trk[li] && tok >= 0)
         rc = strack_build(Z, &H, tok, kx, nkx, &Z->trk[li]);
-    free(rk), free(H.rq), free(H.wcol), free(H.K), free(H.U), free(H.nzn), free(H.nzi), free(H.nzt), free(tab), free(x), free(qv), free(buf), free(qid), free(val);
+    free(H.rq), free(H.wcol), free(H.K), free(H.U), free(H.nzn), free(H.nzi), free(H.nzt), free(tab), free(x), free(qv), free(buf), free(qid), free(val);
     free(sel), free(oth), free(T.keys), free(T.slot), free(done), free(last), free(ex);
     for (int k = 0; k < nkx; k++) free(kx[k].KF), free(kx[k].KX);
     return rc;
