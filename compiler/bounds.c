@@ -188,9 +188,50 @@ static double stair_err(const TfIr *ir, const TfOpPlan *p, int cat, int a) {
     return worst;
 }
 
+/* GATED: x = in[0] numeric, k categorical inputs in[1..]; per combination
+ * c of theirs a pair h = ReLU(z), h' = ReLU(z') with
+ * z = B (c's k columns) + b x + a - B k - B BOS and z' the same with -a, -b
+ * (compiler/lower_general.c, lower_gated; B = c0). Where c holds, z and z'
+ * are +-(a + b x) up to the inputs' errors (B per gate column, |b| for x),
+ * the float32 weights' difference from B, a, b and the sum's rounding;
+ * where it does not, both are below -1 (B is 1 above every |result|) by
+ * more than those errors (the analysis's gate check), an exact 0. The
+ * result h - h' is within one unit's error where |a + b x| exceeds it (the
+ * other unit is an exact 0), and within both where it may not; then its own
+ * sum of two terms (with the bias and the residual). */
+static double gated_err(const TfIr *ir, const TfOpPlan *p) {
+    const TfRegFacts *gx = &ir->regs[p->in[0]].facts;
+    int k = p->n_in - 1;
+    double ex = gx->err, xmax = reg_max_abs(ir, p->in[0]), ecat = 0, ecat_max = 0;
+    for (int i = 1; i < p->n_in; i++) {
+        ecat += ir->regs[p->in[i]].facts.err;
+        ecat_max = fmax(ecat_max, ir->regs[p->in[i]].facts.err);
+    }
+    double B = p->c0, fB = f32(B), worst = 0;
+    for (int c = 0; c < p->n_combo; c++) {
+        double a = p->combo_num[c], b = p->combo_slope[c], e[2];
+        for (int u = 0; u < 2; u++) {
+            double sg = u ? -1.0 : 1.0, fb = f32(sg * b), bias = f32(sg * a - B * k);
+            double gate = k * fB * (1 + ecat_max), bx = fabs(fb) * xmax;
+            double weights = fabs(k * fB + bias - sg * a) + fabs(fb - sg * b) * xmax;
+            double pos = gate + bx + fmax(bias, 0), neg = bx - fmin(bias, 0);
+            e[u] = fB * ecat + fabs(fb) * ex + weights +
+                   sum_err(k + 3, gate + bx + fabs(bias), fmax(pos, neg));
+        }
+        // Can a + b x come within the units' errors of 0 (both on)?
+        double eu = fmax(e[0], e[1]), vmin = INFINITY;
+        for (int v = 0; gx->known && v < gx->n_vals; v++)
+            vmin = fmin(vmin, fabs(a + b * gx->vals[v].x) - fabs(b) * ex);
+        double units = vmin > eu ? eu : e[0] + e[1], vtop = fabs(a) + fabs(b) * xmax + units;
+        worst = fmax(worst, units + sum_err(4, vtop + units, vtop + units));
+    }
+    return worst;
+}
+
 double bounds_mlp(const TfIr *ir, const TfOpPlan *p) {
     int cat = ir->regs[p->dest].kind == TF_REG_CATEGORICAL;
     if (p->form == TF_PLAN_TABLE) return table_err(ir, p, cat);
+    if (p->form == TF_PLAN_GATED) return gated_err(ir, p);
     if (p->form != TF_PLAN_STAIRCASE && p->form != TF_PLAN_SPLIT) return -1;
     double worst = 0;
     for (int a = 0; a < (p->form == TF_PLAN_SPLIT ? p->n_combo : 1); a++)

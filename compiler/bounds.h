@@ -27,10 +27,10 @@
 
 #include "values.h"
 
-/* The bound for a TABLE, STAIRCASE or SPLIT plan, categorical (every
- * column against its one-hot) or numeric, not counting values merged as
- * equal (the analysis adds those); -1 for the other forms, whose bound the
- * analysis derives. */
+/* The bound for a TABLE, STAIRCASE, SPLIT or GATED plan, categorical
+ * (every column against its one-hot) or numeric, not counting values merged
+ * as equal (the analysis adds those); -1 for the other forms, whose bound
+ * the analysis derives. */
 double bounds_mlp(const TfIr *ir, const TfOpPlan *p);
 
 #endif

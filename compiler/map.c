@@ -131,7 +131,7 @@ static void map_gated(Va *G, TfIrOp *op, const TfExpr *e, const ExprReads *R) {
     }
     ExprEnv E = {.ir = G->ir, .cur = cur, .true_division = G->ir->regs[op->dest].kind == TF_REG_SCALAR};
     int idx[TF_PLAN_MAX_INPUTS] = {0}, n_vals = 0;
-    double vmax = 0, slope_max = 0;
+    double vmax = 0;
     for (long c = 0; c < total; c++) {
         for (int i = 0; i < n_cat; i++) cur[cats[i]] = dom[i][idx[i]];
         double a = 0, b = 0;
@@ -180,7 +180,6 @@ static void map_gated(Va *G, TfIrOp *op, const TfExpr *e, const ExprReads *R) {
         }
         p->combo_num[c] = a;
         p->combo_slope[c] = b;
-        slope_max = fmax(slope_max, fabs(b));
         for (int i = 0; i < n_cat && ++idx[i] == size[i]; i++) idx[i] = 0;
     }
     free(cur);
@@ -200,9 +199,8 @@ static void map_gated(Va *G, TfIrOp *op, const TfExpr *e, const ExprReads *R) {
     int m = val_unique(vals, n_vals, SAME_VALUE, &moved);
     va_set_values(G, op->dest, vals, m);
     free(vals);
-    va_facts(G, op->dest)->err =
-        (slope_max ? slope_max * gx->err : 0) + cat_err * p->c0 + p->c0 * 4 * EPS32 + moved;
     p->dest = op->dest;
+    va_facts(G, op->dest)->err = bounds_mlp(G->ir, p) + moved;
     op->plan = p;
 }
 

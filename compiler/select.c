@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bounds.h"
 #include "values_internal.h"
 
 /* Whether a selection that counts (a Count, a `sum`'s count) reads
@@ -805,7 +806,7 @@ static void select_sum(Va *G, TfIrOp *op, int index, const Selection *S, int mea
         return;
     }
     pg->dest = dest;
-    va_facts(G, dest)->err = L * gm->err + gc->err * pg->c0 + pg->c0 * 4 * EPS32 + totals_moved;
+    va_facts(G, dest)->err = bounds_mlp(G->ir, pg) + totals_moved;
     TfIrOp gop = *op;
     gop.plan = pg;
     va_record_write(G, dest, index);
