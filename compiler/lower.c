@@ -523,13 +523,113 @@ fail:
     free(w1.w), free(b1.w), free(w2.w), free(b2.w);
 }
 
+/* How many positions seed 001's FindAndStore (-O0) holds for. Its query is
+ * 1e10 s_i (+1 on the token's column, -1 on every other), s_i the sum of the
+ * query row, and its key the row itself, so key k scores 1e10 s_i v_k /
+ * sqrt(d) with v_k = 2 [token k is c] - S_k (S_k the row's sum): the right
+ * key wins only while s_i > 0 and v_a - v_k > 0 for the one c at a and every
+ * other key k <= i (docs/language.md, FindAndStore). The sums are those of
+ * the embedding (1 for the token, sin + cos of the position) and of what the
+ * FindAndStores before it wrote at that position: the position of the key
+ * that won there, the c once found, or before it whichever key scored
+ * highest (a function of the sums alone, as no other column is written yet).
+ * Each run of FindAndStores at the start of the program is followed so, in
+ * double, for every place of its characters (once each, distinct) and every
+ * read position i at or after them; the first i where a layer takes another
+ * key, or wins by less than MIN_WIN (in units of 1e10/sqrt(d): the float32
+ * sums of the +-1e10 query against a row of |sum| <= 10 err by under 1e-4
+ * of it), is the number of positions. A FindAndStore after another op reads
+ * what that op wrote, which this does not follow: the positions stay those
+ * of the run before it (tfprove decides the rest). With more than three
+ * characters to place: no limit is derived (P). At period 100 the adder's
+ * three hold up to position 35: with '=' at 12 and '+' at 36, the position
+ * read, find_plus takes position 13 instead (36 rows). */
+#define SEED_FIND_MIN_WIN 1e-3
+#define SEED_FIND_MAX_CHARS 3
+
+typedef struct SeedFind {
+    int n_layers, n_chars, P;
+    int chr[SEED_FIND_MAX_CHARS * 8]; /* per layer: its character's index in place[] */
+    double *sc, *rest, *add;          /* [P]: sin + cos of each position; the row's other sums; a layer's output */
+} SeedFind;
+
+/* The first read position (>= every place) where a layer of F fails, or P. */
+static int seed_find_first_failure(SeedFind *F, const int *place, int last) {
+    int P = F->P, fail = P;
+    for (int j = 0; j < P; j++) F->rest[j] = F->sc[j];
+    for (int l = 0; l < F->n_layers; l++) {
+        int a = place[F->chr[l]];
+        double hi1 = -INFINITY, hi2 = -INFINITY, lo1 = INFINITY, lo2 = INFINITY;
+        int khi = -1, klo = -1;
+        for (int j = 0; j < P; j++) {
+            double v = (j == a ? 1.0 : -1.0) - F->rest[j];
+            if (v > hi1) hi2 = hi1, hi1 = v, khi = j;
+            else if (v > hi2) hi2 = v;
+            if (v < lo1) lo2 = lo1, lo1 = v, klo = j;
+            else if (v < lo2) lo2 = v;
+            double s = 1.0 + F->rest[j];
+            int k = s >= 0 ? khi : klo;
+            double win = s >= 0 ? s * (hi1 - hi2) : -s * (lo2 - lo1);
+            F->add[j] = F->sc[k];
+            if (j >= last && j < fail && (k != a || fabs(s) < SEED_FIND_MIN_WIN || win < SEED_FIND_MIN_WIN))
+                fail = j;
+        }
+        for (int j = 0; j < P; j++) F->rest[j] += F->add[j];
+    }
+    return fail;
+}
+
+static int seed_positions(const Lowerer *L, int P) {
+    const TfIr *ir = L->ir;
+    if (L->opt) return P;
+    SeedFind F = {0, 0, P, {0}, NULL, NULL, NULL};
+    int chars[SEED_FIND_MAX_CHARS];
+    for (int i = 0; i < ir->n_ops && ir->ops[i].op == TF_OP_FIND_AND_STORE; i++) {
+        if (F.n_layers == (int)(sizeof F.chr / sizeof F.chr[0])) break;
+        int tok = ir->ops[i].plan->args[0].tok, c = 0;
+        while (c < F.n_chars && chars[c] != tok) c++;
+        if (c == F.n_chars) {
+            if (c == SEED_FIND_MAX_CHARS) return P;
+            chars[F.n_chars++] = tok;
+        }
+        F.chr[F.n_layers++] = c;
+    }
+    if (F.n_layers == 0) return P;
+    F.sc = malloc((size_t)P * sizeof *F.sc), F.rest = malloc((size_t)P * sizeof *F.rest);
+    F.add = malloc((size_t)P * sizeof *F.add);
+    int limit = P;
+    if (F.sc && F.rest && F.add) {
+        for (int j = 0; j < P; j++) {
+            double a = (double)j * (2.0 * M_PI) / (double)ir->period;
+            F.sc[j] = (double)(float)sin(a) + (double)(float)cos(a); // as the embedding stores them
+        }
+        int place[SEED_FIND_MAX_CHARS] = {0}, n = F.n_chars;
+        for (;;) { // every placement of distinct positions, the first character fastest
+            int ok = 1, last = 0;
+            for (int c = 0; c < n; c++) {
+                for (int e = 0; e < c; e++) ok &= place[e] != place[c];
+                if (place[c] > last) last = place[c];
+            }
+            if (ok && last < limit) {
+                int f = seed_find_first_failure(&F, place, last);
+                if (f < limit) limit = f;
+            }
+            int c = 0;
+            while (c < n && ++place[c] == P) place[c++] = 0;
+            if (c == n) break;
+        }
+    }
+    free(F.sc), free(F.rest), free(F.add);
+    return limit < 2 ? 2 : limit;
+}
+
 /* Token one-hot into `tokens`, sin/cos of 2 pi p / period into `pos`, the
  * position one-hot into `indices` (with maxlen), and the output register
  * read back onto the vocabulary (a categorical one: each value onto its
  * token, integers 0..9 onto the digits). */
 static void lower_embeddings(Lowerer *L) {
     const TfIr *ir = L->ir;
-    int d = ir->d_model, V = ir->n_vocab, P = ir->maxlen > 0 ? ir->maxlen : ir->period;
+    int d = ir->d_model, V = ir->n_vocab, P = L->m->max_len;
     const TfIrReg *toks = reg(L, TF_IR_REG_TOKENS), *pos = reg(L, TF_IR_REG_POS);
     const TfIrReg *out = reg(L, ir->output_reg);
     Mat te = lower_mat(L, V, d), pe = lower_mat(L, P, d), un = lower_mat(L, V, d);
@@ -608,7 +708,7 @@ TfModel *lower_program(const TfIr *ir, int opt_level, TfError *err) {
     L.tensors.m = m;
     m->d_model = ir->d_model;
     m->period = ir->period;
-    m->max_len = ir->maxlen > 0 ? ir->maxlen : ir->period;
+    m->max_len = seed_positions(&L, ir->maxlen > 0 ? ir->maxlen : ir->period);
     m->generate = ir->generate;
     m->output_reg = ir->output_reg;
     m->every_position = ir->every_position;

@@ -40,12 +40,16 @@
  * meaning above in every case; the output must pick the right token
  * wherever it holds one.
  */
+#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "prove_internal.h"
 #include "values.h"
+
+static TfIv iv_f32(TfIv a);
+static TfIv unit_pre_f32(const float *w1u, const int *idx, int n_idx, const TfIv *x, float bias);
 
 enum { SV_UNK, SV_NONE, SV_POS, SV_TOK, SV_NUM, SV_PLUS, SV_BAD };
 typedef struct Sv {
@@ -324,13 +328,124 @@ static TfIv iv_gelu(TfIv z) {
     return iv_widen(r, e);
 }
 
+/* Float32 rounding to nearest is monotone: a float known to be the rounding
+ * of a real in [lo, hi] (or to lie there itself) lies in [f32(lo), f32(hi)].
+ * The bounds are moved outward first, so that the double arithmetic that
+ * made them is covered too. */
+static double f32_lo(double lo) {
+    lo = iv_down(lo);
+    return fabs(lo) <= FLT_MAX ? (double)(float)lo : lo;
+}
+static double f32_hi(double hi) {
+    hi = iv_up(hi);
+    return fabs(hi) <= FLT_MAX ? (double)(float)hi : hi;
+}
+static TfIv iv_f32(TfIv a) { return (TfIv){f32_lo(a.lo), f32_hi(a.hi)}; }
+
+/* A unit's pre-activation as the engine forms it: the float32 dot product
+ * S of its weights and the row, in any order (within iv_sum_err of the
+ * exact one), then its bias added last and rounded once
+ * (runtime/engine/linear.c, as PyTorch's addmm). Where the unit is on its
+ * exact side (ReLU at or above 0, the engine's GELU at or above 8), its
+ * output is this float itself; the seed's StepPosition, GELU(x R + 1000)
+ * - 1000, rounds x R + 1000 to float32's grid at 1000 once, so knowing S
+ * within far less than that grid gives the one float it rounds to. */
+static TfIv unit_pre_f32(const float *w1u, const int *idx, int n_idx, const TfIv *x, float bias) {
+    TfIv s = iv_pt(0);
+    double pos = 0, neg = 0;
+    int n = 0, exact = 1; // one term by a power of two (a value copying a column) is exact
+    for (int k = 0; k < n_idx; k++) {
+        int c = idx ? idx[k] : k;
+        if (w1u[c] == 0) continue;
+        TfIv t = iv_scale(x[c], w1u[c]);
+        s = iv_add(s, t);
+        pos += fmax(t.hi, 0), neg += fmax(-t.lo, 0), n++;
+        int e;
+        exact &= fabs(frexp((double)w1u[c], &e)) == 0.5;
+    }
+    exact &= n == 1 && (pos + neg == 0 || (pos + neg >= 1e-30 && pos + neg <= 1e30));
+    if (n > 0 && !exact) s = iv_widen(s, iv_sum_err(pos, neg, n));
+    return iv_f32(iv_add(s, iv_pt(bias)));
+}
+
+/* The column a single unit u writes (its only nonzero fc2 weight wt), the
+ * unit exact on h: the product wt h (exact in double, then rounded once),
+ * the output bias added last and rounded, and the residual x + y rounded
+ * (self: the layer reads and writes the column; else y alone, which the
+ * caller adds). Sums of zeros the engine adds beside it are exact. */
+static TfIv unit_col_f32(TfIv h, double wt, const float *b2, int c, int self, TfIv x) {
+    TfIv y = wt >= 0 ? (TfIv){wt * h.lo, wt * h.hi} : (TfIv){wt * h.hi, wt * h.lo};
+    y = iv_f32(y);
+    if (b2) y = iv_f32(iv_add(y, iv_pt(b2[c])));
+    return self ? iv_f32(iv_add(x, y)) : y;
+}
+
+/* Every entry exactly 0 (the seed's GELU(1000) - 1000 on a column its
+ * StepPosition does not move), or no case's (NaN: an input fact excludes
+ * it, scen_ok): adding it changes no float, and keeps the column's table
+ * over its own variables. */
+static int col_zero(const PvCol *c) {
+    for (long i = 0; i < c->n; i++)
+        if (!(c->v[i].lo == 0 && c->v[i].hi == 0) && !isnan(c->v[i].lo)) return 0;
+    return 1;
+}
+
+/* Each unit's nonzero weights: the returned nzc[nzo[u] .. nzo[u + 1]]
+ * (NULL when memory runs out). */
+static int *unit_nonzeros(const float *w1, int F, int d, int *nzo) {
+    if (!nzo) return NULL;
+    size_t nnz = 0;
+    for (size_t i = 0; i < (size_t)F * d; i++) nnz += w1[i] != 0;
+    int *nzc = malloc((nnz + 1) * sizeof *nzc);
+    nzo[0] = 0;
+    for (int u = 0; u < F && nzc; u++) {
+        nzo[u + 1] = nzo[u];
+        for (int c = 0; c < d; c++)
+            if (w1[(size_t)u * d + c] != 0) nzc[nzo[u + 1]++] = c;
+    }
+    return nzc;
+}
+
+/* The columns an MLP writes (a unit's weight or the bias) into wc, and
+ * for each the one unit that writes it, or -1 (none, or several). */
+static int written_cols(const float *w2, const float *b2, int F, int d, int *wc, int *one) {
+    int nw = 0;
+    for (int c = 0; c < d; c++) {
+        int nu = 0, u1 = -1;
+        for (int u = 0; u < F; u++)
+            if (w2[(size_t)c * F + u] != 0) u1 = u, nu++;
+        if (nu == 0 && !(b2 && b2[c] != 0)) continue;
+        one[nw] = nu == 1 ? u1 : -1;
+        wc[nw++] = c;
+    }
+    return nw;
+}
+
+/* An MLP's new columns into the net: a column it reads is replaced (the
+ * residual is in add), another has add added (nothing where add is 0). */
+static int install_cols(PvNet *N, const unsigned char *reads, const int *wc, int nw, PvCol *add) {
+    for (int k = 0; k < nw; k++) {
+        if (reads[wc[k]]) { // the new column itself
+            pv_col_free(&N->col[wc[k]]);
+            N->col[wc[k]] = add[k];
+            memset(&add[k], 0, sizeof add[k]);
+        } else if (!col_zero(&add[k]) && pv_col_add(N, &N->col[wc[k]], &add[k]) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* An MLP layer on every combination of what its units read. A unit whose
  * pre-activation keeps to its linear side on the whole box (ReLU at or
  * above 0; GELU at or above 6, where x - GELU(x) = x Phi(-x) is under
  * 1e-8) is composed with the others' into one affine form before it is
  * evaluated, and so is the residual of a column the layer reads and writes:
  * IsZero's v - GELU(v + 10) + 10 cancels exactly instead of doubling v's
- * width. The rest are intervals. */
+ * width. The rest are intervals. A column one unit on its exact side
+ * writes is also rounded as the engine rounds it (unit_col_f32), and the
+ * two enclosures intersected: the affine form keeps what the residual and
+ * the unit share (Clear's x - ReLU(x) is 0, not x's width). */
 static int seed_mlp(Seed *Z, int li) {
     PvNet *N = Z->N;
     const TfModel *m = Z->m;
@@ -345,12 +460,14 @@ static int seed_mlp(Seed *Z, int li) {
     const float *b1 = ly->fc1_bias >= 0 ? m->tensors[ly->fc1_bias].data : NULL;
     const float *b2 = ly->fc2_bias >= 0 ? m->tensors[ly->fc2_bias].data : NULL;
     unsigned char *reads = malloc((size_t)d), *w = calloc((size_t)d, 1);
-    TfIv *x = calloc((size_t)d, sizeof *x), *z = calloc((size_t)F + 1, sizeof *z);
+    TfIv *x = calloc((size_t)d, sizeof *x), *z = calloc((size_t)F + 1, sizeof *z), *tz = calloc((size_t)F + 1, sizeof *tz);
     double *rw = calloc((size_t)F + 1, sizeof *rw), *coef = calloc((size_t)d, sizeof *coef),
            *cmag = calloc((size_t)d, sizeof *cmag);
-    int *wc = malloc(((size_t)d + 1) * sizeof *wc), nw = 0, rc = 0;
+    int *wc = malloc(((size_t)d + 1) * sizeof *wc), nw = 0, rc = 0, *one = malloc(((size_t)d + 1) * sizeof *one);
     PvCol *add = calloc((size_t)d + 1, sizeof *add);
-    if (!reads || !w || !x || !z || !rw || !coef || !cmag || !wc || !add) rc = -1;
+    int *nzo = malloc(((size_t)F + 1) * sizeof *nzo), *touch = malloc(((size_t)d + 1) * sizeof *touch);
+    int *nzc = unit_nonzeros(w1, F, d, nzo);
+    rc = -(!reads || !w || !x || !z || !tz || !rw || !coef || !cmag || !wc || !add || !one || !nzo || !nzc || !touch);
     PvDeps D = rc ? 0 : pv_read_cols(N, w1, 0, F, reads);
     long n = pv_deps_size(Z->S, D, PV_TABLE_LIMIT);
     if (rc == 0 && n < 0) {
@@ -358,11 +475,7 @@ static int seed_mlp(Seed *Z, int li) {
         n = 0;
     }
     if (rc == 0) {
-        for (int c = 0; c < d; c++) {
-            int any = b2 && b2[c] != 0;
-            for (int u = 0; u < F && !any; u++) any = w2[(size_t)c * F + u] != 0;
-            if (any) wc[nw++] = c;
-        }
+        nw = written_cols(w2, b2, F, d, wc, one);
         for (int k = 0; k < nw && rc == 0 && n > 0; k++) rc = pv_col_set(&add[k], D, n);
     }
     int assign[TF_PROOF_MAX_BASE];
@@ -375,15 +488,16 @@ static int seed_mlp(Seed *Z, int li) {
             TfIv s = iv_pt(b1 ? b1[u] : 0);
             double mag = fabs(s.lo);
             int cnt = 1;
-            for (int c = 0; c < d; c++) {
+            for (int e = nzo[u]; e < nzo[u + 1]; e++) {
+                int c = nzc[e];
                 float wt = w1[(size_t)u * d + c];
-                if (wt == 0) continue;
                 s = iv_add(s, iv_scale(x[c], wt));
                 mag += fabs(wt) * iv_mag(x[c]);
                 cnt++;
             }
             rw[u] = iv_gamma(cnt) * mag;
             z[u] = iv_widen(s, rw[u]);
+            tz[u] = unit_pre_f32(w1 + (size_t)u * d, nzc + nzo[u], nzo[u + 1] - nzo[u], x, b1 ? b1[u] : 0);
         }
         for (int k = 0; k < nw; k++) {
             if (dead) {
@@ -391,11 +505,15 @@ static int seed_mlp(Seed *Z, int li) {
                 continue;
             }
             int c = wc[k], self = reads[c]; // self: the residual joins the affine form
+            // One exact unit: the column as the engine rounds it, intersected below with the affine form
+            int u1 = one[k], ex = u1 >= 0 && (gelu ? tz[u1].lo >= 8 : tz[u1].lo >= 0);
+            TfIv yex = ex ? unit_col_f32(tz[u1], w2[(size_t)c * F + u1], b2, c, self, self ? x[c] : iv_pt(0))
+                          : iv_pt(0);
             double bias = b2 ? b2[c] : 0, cst = bias, slack = 0, mag = fabs(bias);
             double pos = fmax(bias, 0), neg = fmax(-bias, 0); // the terms' sums by sign, for iv_sum_err
             TfIv nonlin = iv_pt(0);
-            int nt = 0, nterm = 1;
-            if (self) coef[c] += 1, cmag[c] += 1;
+            int nt = 0, nterm = 1, ntouch = 0;
+            if (self) coef[c] += 1, cmag[c] += 1, touch[ntouch++] = c;
             for (int u = 0; u < F; u++) {
                 double wt = w2[(size_t)c * F + u];
                 if (wt == 0) continue;
@@ -416,9 +534,10 @@ static int seed_mlp(Seed *Z, int li) {
                 slack += fabs(wt) * rw[u];
                 cst += wt * (b1 ? b1[u] : 0);
                 nt++;
-                for (int j = 0; j < d; j++) {
+                for (int e = nzo[u]; e < nzo[u + 1]; e++) {
+                    int j = nzc[e];
                     float a = w1[(size_t)u * d + j];
-                    if (a == 0) continue;
+                    if (cmag[j] == 0) touch[ntouch++] = j;
                     coef[j] += wt * a;
                     cmag[j] += fabs(wt * a);
                 }
@@ -426,7 +545,8 @@ static int seed_mlp(Seed *Z, int li) {
             TfIv y = iv_add(nonlin, iv_pt(cst));
             double dbl = (nt + 3) * 2.3e-16; // the double sums of the composed coefficients
             slack += dbl * (fabs(cst) + fabs(bias));
-            for (int j = 0; j < d; j++) {
+            for (int e = 0; e < ntouch; e++) {
+                int j = touch[e];
                 if (cmag[j] == 0) continue;
                 y = iv_add(y, iv_scale(x[j], coef[j]));
                 slack += dbl * cmag[j] * iv_mag(x[j]);
@@ -434,20 +554,14 @@ static int seed_mlp(Seed *Z, int li) {
             }
             y = iv_widen(y, slack + iv_min(iv_gamma(F + 1) * mag, iv_sum_err(pos, neg, nterm)));
             if (self) y = iv_widen(y, TF_F32_U * iv_mag(y)); // the residual's addition
+            if (ex && yex.lo <= y.hi && y.lo <= yex.hi) y = (TfIv){iv_max(y.lo, yex.lo), iv_min(y.hi, yex.hi)};
             add[k].v[i] = y;
         }
     }
-    for (int k = 0; k < nw && rc == 0 && n > 0; k++) {
-        if (reads[wc[k]]) { // the new column itself
-            pv_col_free(&N->col[wc[k]]);
-            N->col[wc[k]] = add[k];
-            memset(&add[k], 0, sizeof add[k]);
-        } else if (pv_col_add(N, &N->col[wc[k]], &add[k]) < 0) {
-            rc = -1;
-        }
-    }
+    if (rc == 0 && n > 0) rc = install_cols(N, reads, wc, nw, add);
     for (int k = 0; add && k < nw; k++) pv_col_free(&add[k]);
-    free(reads), free(w), free(x), free(z), free(rw), free(coef), free(cmag), free(wc), free(add);
+    free(reads), free(w), free(x), free(z), free(tz), free(rw), free(coef), free(cmag), free(wc), free(add);
+    free(one), free(nzo), free(nzc), free(touch);
     return rc;
 }
 
@@ -496,6 +610,7 @@ typedef struct SHead {
     double wmag;
     const float *wq, *bq;
     unsigned char *rq;
+    int direct;   /* no output projection: the head's output is its weighted values */
 } SHead;
 
 static TfIv row_dot(const float *w, const TfIv *x, int d, float bias) {
@@ -532,13 +647,14 @@ static int shead_keys(Seed *Z, const TfLayer *ly, SHead *H) {
         for (int j = 0; j < H->np; j++) {
             for (int c = 0; c < d; c++) {
                 double e = (double)te[(size_t)t * d + c] + (double)pe[(size_t)j * d + c];
-                x[c] = iv_add(iv_widen(iv_pt(e), TF_F32_U * fabs(e)), Z->cdelta[c]);
+                x[c] = iv_add(iv_f32(iv_pt(e)), Z->cdelta[c]); // the float token + position row
             }
             TfIv *k = H->K + ((size_t)t * H->np + (size_t)j) * D, *u = H->U + ((size_t)t * H->np + (size_t)j) * H->nw;
             for (int i = 0; i < D; i++) k[i] = row_dot(wk + (size_t)i * d, x, d, bk ? bk[i] : 0);
-            for (int i = 0; i < DV; i++) v[i] = row_dot(wv + (size_t)i * d, x, d, bv ? bv[i] : 0);
+            for (int i = 0; i < DV; i++) v[i] = unit_pre_f32(wv + (size_t)i * d, NULL, d, x, bv ? bv[i] : 0);
             for (int w = 0; w < H->nw; w++) {
                 int c = H->wcol[w];
+                H->direct = !wo;
                 if (!wo) {
                     u[w] = v[c];
                     H->wmag = fmax(H->wmag, iv_mag(u[w]));
@@ -668,6 +784,17 @@ static void shead_out(const SHead *H, const TfIv *dj, double top, int p, int t, 
     }
     double g = 2 * PV_EXP_REL + 4 * TF_F32_U * n_big + 2 * TF_F32_U + 4 * (p + 2) * small +
                iv_gamma(H->DV + 1);
+    /* Every other key more than 87 below the selected (its score minus the
+       highest, rounded, within x): the engine's exp gives exactly 0 there
+       and exactly 1 for the selected key, the highest (runtime/engine/
+       exp_vec.h), so the softmax is exactly one-hot and, without an output
+       projection, the output is the selected key's value vector itself. */
+    int onehot = H->direct;
+    for (int j = 0; j <= p && onehot; j++) {
+        if (j == t || dj[j].hi == -INFINITY) continue;
+        TfIv x = iv_widen(dj[j], TF_F32_U * (iv_mag(dj[j]) + 2 * dm));
+        onehot = x.hi < -88;
+    }
     TfIv den = iv_add(iv_pt(1), B);
     for (int k = k0; k < H->nt; k++) {
         if (!sel[k] || done[k]) continue;
@@ -678,7 +805,7 @@ static void shead_out(const SHead *H, const TfIv *dj, double top, int p, int t, 
         int rr = res >= 0 ? res : k;
         for (int w = 0; w < H->nw; w++) {
             TfIv dev = iv_div(iv_sub(A[w], iv_mul(u[w], B)), den);
-            TfIv out = iv_widen(iv_add(u[w], dev), g * H->wmag);
+            TfIv out = onehot ? u[w] : iv_widen(iv_add(u[w], dev), g * H->wmag);
             hull_nan(&tab[(size_t)rr * H->nw + w], out);
         }
     }
@@ -1731,6 +1858,18 @@ static void mlp_const(Seed *Z, int li, unsigned char *lw) {
             pos += fmax(h.hi, 0), neg += fmax(-h.lo, 0), nterm++;
         }
         if (!cst) continue;
+        int nu = 0, u1 = -1;
+        for (int u = 0; u < F; u++)
+            if (w2[(size_t)c * F + u] != 0) nu++, u1 = u;
+        if (nu == 1) { // one unit on its exact side, adding exactly 0 (the seed's GELU(1000) - 1000): x + 0 = x
+            TfIv z = iv_f32(iv_pt(b1 ? b1[u1] : 0));
+            TfIv y = (gelu ? z.lo >= 8 : z.lo >= 0) ? unit_col_f32(z, w2[(size_t)c * F + u1], b2, c, 0, iv_pt(0))
+                                                    : iv_pt(NAN);
+            if (y.lo == 0 && y.hi == 0) {
+                lw[c] = 0;
+                continue;
+            }
+        }
         /* The column's largest value at any position, for the residual's
            addition: the embedding's, what was added, a followed layer's. */
         double xm = iv_mag(Z->cdelta[c]);

@@ -7,11 +7,14 @@
 #     every 10th case passes; one prompt at a time on one thread: every
 #     50th (these run 10-20x slower; the
 #     benchmark, bench/engine.sh, runs them on every case);
-#   - -O with spaces before the prompt, '=' at every position 9..99.
+#   - -O with spaces before the prompt, '=' at every position 9..99;
+#   - -O0 the same up to its last position (36 rows), and one space more
+#     refused as too long.
 # Every case passing means every configuration printed the same tokens.
 set -uo pipefail
 TFC=$1
 TFRUN=$2
+TFINFO=$(dirname "$TFC")/tfinfo
 ROOT=${TF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 MAX=${TF_CHECK_MAX:-1000}
 tmp=$(mktemp -d)
@@ -69,6 +72,36 @@ for k in $(seq 0 90); do
 done
 echo "-O, '=' at every position 9..99 after spaces: $spaced_failed failed of 91"
 [ "$spaced_failed" -eq 0 ] || failed=$((failed + 1))
+
+# -O0: the position encoding has as many rows as the seed's FindAndStore
+# holds for (compiler/lower.c, seed_positions: 36 at period 100), so every
+# prompt tfrun accepts is in it: k spaces put '=' at 9..32, all 4 digits
+# right; one more space is refused in one line, exit 1, before any output.
+rows=$("$TFINFO" "$tmp/adder0.tfw" | sed -nE 's/.*max_len ([0-9]+) .*/\1/p')
+RANDOM=23
+spaced_failed=0
+last=$((rows - 13)) # prompt k + 10 tokens, 4 generated, the last not fed back
+for k in $(seq 0 "$last"); do
+    a=$((RANDOM % 10000)) b=$((RANDOM % 10000))
+    s=$(printf '%04d' $(((a + b) % 10000)) | rev)
+    prompt=$(printf "%${k}s%04d+%04d=" '' "$a" "$b")
+    [ "$k" -eq 0 ] && prompt=$(printf '%04d+%04d=' "$a" "$b")
+    got=$("$TFRUN" "$tmp/adder0.tfw" "$prompt")
+    if [ "$got" != "$prompt$s" ]; then
+        echo "FAIL: -O0, '=' at position $((k + 9)): '$got', want '$prompt$s'"
+        spaced_failed=$((spaced_failed + 1))
+    fi
+done
+echo "-O0 ($rows positions), '=' at every position 9..$((last + 9)) after spaces: $spaced_failed failed of $((last + 1))"
+[ "$rows" = 36 ] && [ "$spaced_failed" -eq 0 ] || failed=$((failed + 1))
+long=$(printf "%$((last + 1))s0999+0111=" '')
+out=$("$TFRUN" "$tmp/adder0.tfw" "$long" 2>"$tmp/err")
+status=$?
+if [ $status -ne 1 ] || [ -n "$out" ] || [ "$(wc -l <"$tmp/err")" -ne 1 ] ||
+    ! grep -qF "tfrun: prompt: $((last + 11)) prompt tokens plus 4 to generate exceed the $rows positions of the position encoding" "$tmp/err"; then
+    echo "FAIL: -O0, a prompt one token too long: exit $status, '$out', $(cat "$tmp/err")"
+    failed=$((failed + 1))
+fi
 
 # A wrong expectation must fail: the check is not vacuous.
 printf '0999+0111=\t0112\n' >"$tmp/wrong.tsv"
