@@ -65,6 +65,8 @@ typedef struct TfRegFacts {
     const TfStmt *bos_stmt; /* that seed op */
     int bos_value;          /* holds a value at the BOS (an Aggregate's default): no attention
                                reads it at the keys */
+    double bos_num;         /* a numeric register's value at the BOS position: 0 but for a
+                               mean with a default (the default) and a linear Map of one */
     int one_value;          /* holds exactly one of its values at every position after the
                                BOS (or the run stops at its run-time check): `tokens`,
                                `indices`, and what a general op writes from inputs that do,

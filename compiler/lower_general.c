@@ -302,7 +302,7 @@ static void lower_attend(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
         AT(v, 0, bos_col) = 1.0f;
     } else if (p->value_numeric) {
         AT(v, 0, ir->regs[p->vreg].offset) = 1.0f;
-        if (p->default_num != 0) AT(v, 0, bos_col) = (float)p->default_num;
+        if (p->bos_weight != 0) AT(v, 0, bos_col) = (float)p->bos_weight;
     } else {
         const TfRegFacts *gv = &ir->regs[p->vreg].facts;
         for (int i = 0; i < gv->n_vals; i++) {

@@ -257,6 +257,12 @@ static TfOpPlan *map_linear(Va *G, TfIrOp *op, const TfExpr *e, const ExprReads 
     free(cur);
     p->n_in = R->n;
     memcpy(p->in, R->regs, sizeof R->regs);
+    // At the BOS the constant is off and the inputs pass: a mean with a
+    // default holds its default there (TfRegFacts.bos_num).
+    double bos = 0;
+    for (int i = 0; i < R->n; i++) bos += p->coef[i] * va_facts(G, R->regs[i])->bos_num;
+    va_facts(G, dest)->bos_num = bos;
+    G->bos_set = 1;
     // Value set: every combination, when the inputs' sets are known and small.
     // Up to MAX_COMBOS combinations, of which at most MAX_NUM_VALUES
     // different numbers (pair_balance's opens - closes: 32,761

@@ -835,6 +835,12 @@ static int select_mean(Va *G, TfIrOp *op, int index, Selection *S) {
     }
     p->value_numeric = 1;
     p->default_num = S->has_default ? S->dflt.x : 0;
+    // The BOS key's value is what the value register holds there plus this
+    // weight: the default exactly, also where that register is itself a
+    // mean with a default (not 0 at the BOS: the BOS query reads the BOS).
+    p->bos_weight = p->default_num - gv->bos_num;
+    va_facts(G, dest)->bos_num = p->default_num;
+    G->bos_set = 1;
     double vmax = gv->known ? fmax(va_max_abs(gv->vals, gv->n_vals), fabs(p->default_num)) : 1e6;
     int mean_reg = dest; /* with `sum`, the mean goes to a hidden register first */
     if (p->sum) {

@@ -569,13 +569,14 @@ static void check_output(Va *G) {
 
 int values_analyze(TfIr *ir, int opt_level, TfDiag *diag) {
     int max_len = ir->maxlen > 0 ? ir->maxlen : ir->period;
-    Va G = {ir, diag, opt_level > 0, ir->bos >= 0 ? max_len - 1 : max_len, NULL, 0, 0, 0};
+    Va G = {ir, diag, opt_level > 0, ir->bos >= 0 ? max_len - 1 : max_len, NULL, 0, 0, 0, 0};
     builtin_values(&G);
     int errors = diag->n_errors;
     for (int i = 0; i < ir->n_ops && !G.failed; i++) {
         TfIrOp op = ir->ops[i];
         if (tf_ops[op.op].general) op.plan = NULL; // a seed op's is the checker's
         int before = diag->n_errors;
+        G.bos_set = 0;
         switch (op.op) {
         case TF_OP_MAP: map_analyze(&G, &op, G.n_out); break;
         case TF_OP_AGGREGATE:
@@ -584,6 +585,9 @@ int values_analyze(TfIr *ir, int opt_level, TfDiag *diag) {
             seed_op(&G, &op);
             va_push_op(&G, &op);
         }
+        // Only a mean with a default, and a linear Map of one, hold a
+        // number at the BOS position (TfRegFacts.bos_num).
+        if (!G.bos_set && op.dest >= 0 && tf_ops[op.op].general) va_facts(&G, op.dest)->bos_num = 0;
         // A refused op's destination (an error here, or a quiet refusal
         // after an earlier one): later reads fail quietly, whatever wrote
         // it before.

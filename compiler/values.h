@@ -108,6 +108,8 @@ struct TfOpPlan {
     int vreg;
     int value_numeric;
     double default_num; /* numeric value at the BOS (the default) */
+    double bos_weight;  /* the BOS key's value: the default less what the value
+                           register holds at the BOS (its bos_num) */
     int default_col;    /* categorical default's destination column, -1: none */
     double beta;
     int causal;

@@ -23,6 +23,7 @@ typedef struct Va {
     TfIrOp *out;    /* the new op list */
     int n_out, cap_out;
     int failed;     /* out of memory */
+    int bos_set;    /* the op being analyzed set its dest's bos_num (else it is 0) */
 } Va;
 
 void *va_alloc(Va *G, size_t n);       /* zeroed, in the TfIr's arena; NULL: failed */

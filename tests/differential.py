@@ -295,6 +295,7 @@ class Program:
     def __init__(self, text):
         self.text = text
         self.vocab, self.words, self.bos, self.maxlen = None, False, None, None
+        self.listed = False  # vocab [...]
         self.kinds = {"tokens": "cat", "indices": "cat", "pos": "position"}
         self.ops, self.output, self.generate = [], None, None
         self.cache = {}  # run_program's: (id of an expression, values read) -> result
@@ -309,6 +310,7 @@ class Program:
                         self.vocab.append(p.next()[1])
                     p.expect("]")
                     self.words = any(len(w) != 1 for w in self.vocab)
+                    self.listed = True
                 else:
                     self.vocab = list(p.next()[1])
                 p.expect(";")
@@ -847,7 +849,10 @@ def expected_output_once(prog, prompt):
     texts = []
     for v in vals:
         t = value_text(v) if not isinstance(v, bool) else None
-        if t is None or t not in prog.vocab:
+        # docs/language.md, "Output-only tokens": in a listed vocabulary
+        # read at every position, a number no token spells is a token.
+        number_token = prog.listed and prog.every and not isinstance(v, str)
+        if t is None or (t not in prog.vocab and not number_token):
             return ("refuse", "output value %r is no token of the vocabulary" % (v,))
         texts.append(t)
     return ("out", texts)
