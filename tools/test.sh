@@ -20,7 +20,7 @@ else
     variants+=(build-asan:cc:ON:ON)
 fi
 # One progress line per build and per stage: which build, the time since the
-# suite started (about 23.5 minutes on 2 cores: docs/architecture.md).
+# suite started (about 21 to 22 minutes on 2 cores: docs/architecture.md).
 start=$SECONDS
 elapsed() { printf '%dm%02ds' $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60)); }
 n=${#variants[@]} i=0
