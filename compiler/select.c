@@ -48,8 +48,8 @@ static int clean_side(Va *G, const TfIrOp *op, int counts, int r) {
  * written by an inserted table Map (one column per combination; for one
  * register, a Count's result that a counting selection reads: clean_side).
  * Returns the register, -1 after reporting; *n gets its number of values. */
-static int selection_side(Va *G, const TfIrOp *op, int index, const int *regs, int n_regs,
-                          char side, int counts, int *n) {
+static int selection_side(Va *G, const TfIrOp *op, int index, int term, const int *regs,
+                          int n_regs, char side, int counts, int *n) {
     if (n_regs == 0) {
         *n = 1;
         return -1;
@@ -72,9 +72,13 @@ static int selection_side(Va *G, const TfIrOp *op, int index, const int *regs, i
                      "the %s side of this selection reads %d registers: their joint one-hot has "
                      "%ld columns (the product of their domains)",
                      side == 'k' ? "key" : "query", n_regs, total);
-    char name[128];
+    // Named by op, side and term: a later term of the same selection reads
+    // other registers (`k.indices < q.a and k.indices < q.b`), and a name
+    // that is found again is the same selection in a repeat body.
+    char name[128], tname[16] = "";
     const char *base = op->stmt->label.text ? op->stmt->label.text : tf_ops[op->op].layer_name;
-    snprintf(name, sizeof name, clean ? "%s.%c%d.clean" : "%s.%c%d", base, side, index);
+    if (term > 0) snprintf(tname, sizeof tname, ".t%d", term);
+    snprintf(name, sizeof name, "%s.%c%d%s%s", base, side, index, tname, clean ? ".clean" : "");
     int r = check_find_reg(G->ir, name);
     if (r >= 0) { // a repeat body: the same selection again
         *n = va_facts(G, r)->n_vals;
@@ -594,9 +598,9 @@ static int select_terms(Va *G, TfIrOp *op, int index, const ExprReads *R, Select
     for (int t = 0; t < n_conj; t++) {
         struct TfPlanTerm *T = &p->terms[t];
         int counts = op->op == TF_OP_COUNT_MATCHES || p->sum;
-        T->qreg = selection_side(G, op, index, CR[t].qregs, CR[t].nq, 'q', counts, &T->nq);
+        T->qreg = selection_side(G, op, index, t, CR[t].qregs, CR[t].nq, 'q', counts, &T->nq);
         if (CR[t].nq && T->qreg < 0) return -1;
-        T->kreg = selection_side(G, op, index, CR[t].kregs, CR[t].nk, 'k', counts, &T->nk);
+        T->kreg = selection_side(G, op, index, t, CR[t].kregs, CR[t].nk, 'k', counts, &T->nk);
         if (CR[t].nk && T->kreg < 0) return -1;
         if (selection_matrix(G, conj[t], &CR[t], T->nq, T->nk, &T->P) < 0) return -1;
         // How far scores can move (before beta): the inputs' errors.
