@@ -89,8 +89,10 @@ int expr_truthy(ExprEnv *E, const TfExpr *e, TfVal v, int *out) {
     return 0;
 }
 
+/* A number as a value; -0 is 0 (the language has one zero: `-x` of a
+ * cleared register prints 0, and a table has one row for it). */
 TfVal val_num(double x, int integer) {
-    TfVal v = {integer ? TF_VAL_INT : TF_VAL_REAL, x};
+    TfVal v = {integer ? TF_VAL_INT : TF_VAL_REAL, x == 0 ? 0.0 : x};
     return v;
 }
 
