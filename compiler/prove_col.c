@@ -29,19 +29,39 @@ TfIv pv_col_get(const PvNet *N, const PvCol *c, const int *assign) {
     return c->v[pv_deps_index(N->S, c->deps, assign)];
 }
 
+/* c += add, rounded to float32, over the union of their deps: an
+ * odometer over the union's base variables (the lowest fastest, as
+ * pv_deps_index) keeps both tables' indices; in place where c already
+ * depends on every variable add does. */
 int pv_col_add(PvNet *N, PvCol *c, const PvCol *add) {
+    const PvSem *S = N->S;
     PvDeps d = c->deps | add->deps;
-    long n = pv_deps_size(N->S, d, PV_TABLE_LIMIT);
+    long n = pv_deps_size(S, d, PV_TABLE_LIMIT);
     if (n < 0) return -1;
-    TfIv *v = malloc((size_t)n * sizeof *v);
+    TfIv *v = d == c->deps && c->n == n ? c->v : malloc((size_t)n * sizeof *v);
     if (!v) return -1;
-    int assign[TF_PROOF_MAX_BASE];
-    for (long i = 0; i < n; i++) {
-        pv_deps_decode(N->S, d, i, assign);
-        TfIv s = iv_add(pv_col_get(N, c, assign), pv_col_get(N, add, assign));
-        v[i] = iv_widen(s, TF_F32_U * iv_mag(s)); // x + y rounded to float32
+    long radix[TF_PROOF_MAX_BASE], sc[TF_PROOF_MAX_BASE], sa[TF_PROOF_MAX_BASE], digit[TF_PROOF_MAX_BASE];
+    long mc = 1, ma = 1;
+    int nb = 0;
+    for (int b = 0; b < S->n_base; b++) {
+        long r = S->base[b].n, bc = c->deps >> b & 1 ? mc : 0, ba = add->deps >> b & 1 ? ma : 0;
+        if (bc) mc *= r;
+        if (ba) ma *= r;
+        if (!(d >> b & 1)) continue;
+        radix[nb] = r, sc[nb] = bc, sa[nb] = ba, digit[nb] = 0;
+        nb++;
     }
-    free(c->v);
+    long ic = 0, ia = 0;
+    for (long i = 0; i < n; i++) {
+        TfIv s = iv_add(c->v[ic], add->v[ia]);
+        v[i] = iv_widen(s, TF_F32_U * iv_mag(s)); // x + y rounded to float32
+        for (int k = 0; k < nb; k++) {
+            ic += sc[k], ia += sa[k];
+            if (++digit[k] < radix[k]) break;
+            ic -= sc[k] * radix[k], ia -= sa[k] * radix[k], digit[k] = 0;
+        }
+    }
+    if (v != c->v) free(c->v);
     c->v = v;
     c->deps = d;
     c->n = n;

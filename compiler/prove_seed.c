@@ -598,9 +598,32 @@ static long seen_index(Seen *T, const unsigned char *k) {
 
 #define PV_EXP_REL 3e-7 /* runtime/engine/exp_vec.h: 2 ulp of expf (as compiler/prove_attn.c) */
 
+/* Queries' scores against every key vector, in midpoint-radius form
+ * (q = m + r e, |e| <= 1, K_v's entries that are not (near) zero):
+ * scale q . K_v lies in E_v = scale (m . K_v) widened by
+ * scale (r . |K_v| + tiny_v) + (g + u)(|q| . |K_v| + tiny_v), with the
+ * engine's rounding (shead_diff's terms split per key), so a score
+ * difference is E_a - E_b and the hull over the other tokens of a
+ * position is one interval, Hj (for the oth[] it was made for). A head's
+ * many (position, target) cases of one query share them: one slot per
+ * query id (shead_cache), direct-mapped where they do not all fit, and
+ * one slot for a query without an id, found by its value. */
+typedef struct SQCache {
+    int nslot;
+    long *tag;            /* [nslot]: the query id held; -1 none, -2 the value in q */
+    unsigned char *hv;    /* [nslot]: Hj is for oth */
+    unsigned char *oth;   /* [nslot][nt] */
+    TfIv *q;              /* [D]: the query of the last slot */
+    TfIv *E;              /* [nslot][nt * np] */
+    TfIv *Hj;             /* [nslot][np]: hull of E over the tokens in oth */
+    int uhv;              /* UH is for uoth */
+    unsigned char uoth[256];
+    TfIv *UH;             /* [np][nw]: shead_uhull */
+} SQCache;
+
 /* A seed op's head: keys and values from the embedding rows. */
 typedef struct SHead {
-    int D, DV, nt, np, nw;
+    int d, D, DV, nt, np, nw; /* d: the model's width */
     float scale;
     TfIv *K;      /* [t][j][D] */
     int *nzn, *nzi; /* per key vector: how many entries are not (near) zero, and which: nzi[v * D ..] */
@@ -611,19 +634,28 @@ typedef struct SHead {
     const float *wq, *bq;
     unsigned char *rq;
     int direct;   /* no output projection: the head's output is its weighted values */
+    SQCache *qc;  /* the queries' scores (shead_prep) */
+    int *wqo, *wqi; /* the query rows' nonzero entries (unit_nonzeros) */
 } SHead;
 
-static TfIv row_dot(const float *w, const TfIv *x, int d, float bias) {
+
+/* w . x + bias with float32's rounding, over w's nonzero entries nz[0..n)
+ * (unit_nonzeros), in order. */
+static TfIv row_dot(const float *w, const int *nz, int n, const TfIv *x, float bias) {
     TfIv s = iv_pt(bias);
     double mag = fabs(bias);
-    int n = 1;
-    for (int c = 0; c < d; c++) {
-        if (w[c] == 0) continue;
+    for (int i = 0; i < n; i++) {
+        int c = nz[i];
         s = iv_add(s, iv_scale(x[c], w[c]));
         mag += fabs(w[c]) * iv_mag(x[c]);
-        n++;
     }
-    return iv_widen(s, iv_gamma(n) * mag);
+    return iv_widen(s, iv_gamma(n + 1) * mag);
+}
+
+/* Entry i of the query of residual row x. */
+static TfIv shead_query(const SHead *H, int i, const TfIv *x) {
+    int o = H->wqo[i], n = H->wqo[i + 1] - o;
+    return row_dot(H->wq + (size_t)i * H->d, H->wqi + o, n, x, H->bq ? H->bq[i] : 0);
 }
 
 /* Keys and values of every token at every position, from the embedding. */
@@ -639,8 +671,11 @@ static int shead_keys(Seed *Z, const TfLayer *ly, SHead *H) {
     H->K = malloc((size_t)H->nt * H->np * D * sizeof *H->K);
     H->U = malloc((size_t)H->nt * H->np * (H->nw + 1) * sizeof *H->U);
     TfIv *x = malloc((size_t)d * sizeof *x), *v = malloc(((size_t)DV + 1) * sizeof *v);
-    if (!H->K || !H->U || !x || !v) {
-        free(x), free(v);
+    int *kno = malloc(((size_t)D + 1) * sizeof *kno), *kni = unit_nonzeros(wk, D, d, kno);
+    H->wqo = malloc(((size_t)D + 1) * sizeof *H->wqo);
+    H->wqi = unit_nonzeros(H->wq, D, d, H->wqo);
+    if (!H->K || !H->U || !x || !v || !kni || !H->wqi) {
+        free(x), free(v), free(kno), free(kni);
         return -1;
     }
     for (int t = 0; t < H->nt; t++)
@@ -650,7 +685,7 @@ static int shead_keys(Seed *Z, const TfLayer *ly, SHead *H) {
                 x[c] = iv_add(iv_f32(iv_pt(e)), Z->cdelta[c]); // the float token + position row
             }
             TfIv *k = H->K + ((size_t)t * H->np + (size_t)j) * D, *u = H->U + ((size_t)t * H->np + (size_t)j) * H->nw;
-            for (int i = 0; i < D; i++) k[i] = row_dot(wk + (size_t)i * d, x, d, bk ? bk[i] : 0);
+            for (int i = 0; i < D; i++) k[i] = row_dot(wk + (size_t)i * d, kni + kno[i], kno[i + 1] - kno[i], x, bk ? bk[i] : 0);
             for (int i = 0; i < DV; i++) v[i] = unit_pre_f32(wv + (size_t)i * d, NULL, d, x, bv ? bv[i] : 0);
             for (int w = 0; w < H->nw; w++) {
                 int c = H->wcol[w];
@@ -671,10 +706,11 @@ static int shead_keys(Seed *Z, const TfLayer *ly, SHead *H) {
                 H->wmag = fmax(H->wmag, mag);
             }
         }
-    free(x), free(v);
+    free(x), free(v), free(kno), free(kni);
     size_t nv = (size_t)H->nt * H->np;
     H->nzn = malloc(nv * sizeof *H->nzn + 1), H->nzi = malloc(nv * D * sizeof *H->nzi + 1);
     H->nzt = calloc(nv + 1, sizeof *H->nzt);
+    H->qc = NULL;
     if (!H->nzn || !H->nzi || !H->nzt) return -1;
     for (size_t k = 0; k < nv; k++) {
         H->nzn[k] = 0;
@@ -684,6 +720,34 @@ static int shead_keys(Seed *Z, const TfLayer *ly, SHead *H) {
             else H->nzi[k * D + H->nzn[k]++] = i;
         }
     }
+    return 0;
+}
+
+static void sqcache_free(SQCache *c) {
+    if (c) free(c->tag), free(c->hv), free(c->oth), free(c->q), free(c->E), free(c->Hj), free(c->UH);
+    free(c);
+}
+
+/* Room for n query ids (fewer where their scores would pass 2^21
+ * intervals) and one query without an id. -1: out of memory. */
+static int shead_cache(SHead *H, long n) {
+    size_t nv = (size_t)H->nt * (size_t)H->np, room = ((size_t)1 << 21) / (nv + 1);
+    size_t ns = (size_t)(n < 0 ? 0 : n);
+    if (ns > room) ns = room;
+    ns++;
+    sqcache_free(H->qc);
+    SQCache *c = H->qc = calloc(1, sizeof *c);
+    if (!c) return -1;
+    c->nslot = (int)ns;
+    c->tag = malloc(ns * sizeof *c->tag);
+    c->hv = calloc(ns, 1);
+    c->oth = malloc(ns * (size_t)H->nt + 1);
+    c->q = malloc((size_t)H->D * sizeof *c->q + 1);
+    c->E = malloc(ns * nv * sizeof *c->E);
+    c->Hj = malloc(ns * (size_t)H->np * sizeof *c->Hj);
+    c->UH = malloc((size_t)H->np * ((size_t)H->nw + 1) * sizeof *c->UH);
+    if (!c->tag || !c->hv || !c->oth || !c->q || !c->E || !c->Hj || !c->UH) return -1;
+    for (size_t i = 0; i < ns; i++) c->tag[i] = -1;
     return 0;
 }
 
@@ -714,18 +778,96 @@ static TfIv shead_diff(const SHead *H, const TfIv *q, double qmax, const TfIv *k
     return iv_widen(s, (g + u) * (mk + mr + tiny));
 }
 
+static void shead_free(SHead *H) {
+    free(H->rq), free(H->wcol), free(H->K), free(H->U), free(H->nzn), free(H->nzi), free(H->nzt);
+    sqcache_free(H->qc);
+    free(H->wqo), free(H->wqi);
+}
+
+/* The slot of query q (its id qid, or -1) with its scores against every
+ * key vector (SQCache), computed unless there already; -1 where there is
+ * no cache or q is not finite (shead_diff then). */
+static int shead_prep(const SHead *H, const TfIv *q, long qid) {
+    SQCache *c = H->qc;
+    size_t D = (size_t)H->D, nv = (size_t)H->nt * (size_t)H->np;
+    if (!c || D > 256 || H->nt > 256) return -1;
+    int sl = qid >= 0 && c->nslot > 1 ? (int)(qid % (c->nslot - 1)) : c->nslot - 1;
+    if (qid >= 0 && c->tag[sl] == qid) return sl;
+    if (qid < 0 && c->tag[sl] == -2 && memcmp(c->q, q, D * sizeof *q) == 0) return sl;
+    c->tag[sl] = -1, c->hv[sl] = 0;
+    double m[256], r[256], g[256], qmax = 0;
+    for (size_t i = 0; i < D; i++) {
+        m[i] = iv_mid(q[i]);
+        r[i] = iv_up(fmax(q[i].hi - m[i], m[i] - q[i].lo));
+        g[i] = iv_mag(q[i]);
+        if (!isfinite(m[i]) || !isfinite(r[i])) return -1;
+        qmax = fmax(qmax, g[i]);
+    }
+    double ga = iv_up(iv_gamma(H->D) * H->scale + 2 * TF_F32_U * H->scale);
+    TfIv *E = c->E + (size_t)sl * nv;
+    for (size_t v = 0; v < nv; v++) {
+        const TfIv *k = H->K + v * D;
+        const int *nz = H->nzi + v * D;
+        TfIv a = iv_pt(0);
+        double R = 0, M = 0, tiny = iv_up(qmax * H->nzt[v]);
+        for (int x = 0; x < H->nzn[v]; x++) {
+            int i = nz[x];
+            a = iv_add(a, iv_scale(k[i], m[i]));
+            double km = iv_mag(k[i]);
+            R = iv_up(R + iv_up(r[i] * km));
+            M = iv_up(M + iv_up(g[i] * km));
+        }
+        TfIv s = iv_scale(iv_widen(a, iv_up(R + tiny)), H->scale);
+        E[v] = iv_widen(s, iv_up(ga * iv_up(M + tiny)));
+    }
+    if (qid < 0) memcpy(c->q, q, D * sizeof *q);
+    c->tag[sl] = qid >= 0 ? qid : -2;
+    return sl;
+}
+
+/* Slot sl's Hj for oth[] (its scores prepared: shead_prep). */
+static const TfIv *shead_hull(const SHead *H, int sl, const unsigned char *oth) {
+    SQCache *c = H->qc;
+    unsigned char *o = c->oth + (size_t)sl * H->nt;
+    TfIv *Hj = c->Hj + (size_t)sl * H->np;
+    const TfIv *E = c->E + (size_t)sl * H->nt * H->np;
+    if (c->hv[sl] && memcmp(o, oth, (size_t)H->nt) == 0) return Hj;
+    memcpy(o, oth, (size_t)H->nt);
+    for (int j = 0; j < H->np; j++) {
+        int any = 0;
+        for (int k = 0; k < H->nt; k++) {
+            if (!oth[k]) continue;
+            TfIv e = E[(size_t)k * H->np + (size_t)j];
+            Hj[j] = any ? iv_hull(Hj[j], e) : e;
+            any = 1;
+        }
+        if (!any) Hj[j] = (TfIv){NAN, NAN};
+    }
+    c->hv[sl] = 1;
+    return Hj;
+}
+
 /* Each key's score minus the selected key's (position t, token k0) for
  * query q at p, into dj[0..p] (the selected's own: -inf); ex (NULL: none):
  * what the columns earlier layers wrote add to each position's score
  * (shead_ex). Returns the highest. */
-static double shead_scores(const SHead *H, const TfIv *q, int p, int t, int k0, const unsigned char *oth,
-                           const TfIv *ex, TfIv *dj) {
+static double shead_scores(const SHead *H, const TfIv *q, long qid, int p, int t, int k0,
+                           const unsigned char *oth, const TfIv *ex, TfIv *dj) {
     const TfIv *kr = H->K + ((size_t)k0 * H->np + (size_t)t) * H->D;
     double top = -INFINITY, qmax = 0;
-    for (int i = 0; i < H->D; i++) qmax = fmax(qmax, iv_mag(q[i]));
+    int sl = shead_prep(H, q, qid);
+    const TfIv *Hj = sl >= 0 ? shead_hull(H, sl, oth) : NULL;
+    TfIv er = iv_pt(0);
+    if (Hj) er = H->qc->E[((size_t)sl * H->nt + (size_t)k0) * H->np + (size_t)t];
+    else
+        for (int i = 0; i < H->D; i++) qmax = fmax(qmax, iv_mag(q[i]));
     for (int j = 0; j <= p; j++) {
         int any = 0;
-        for (int k = 0; k < H->nt && j != t; k++) {
+        if (Hj && j != t && !isnan(Hj[j].lo)) {
+            dj[j] = iv_sub(Hj[j], er);
+            any = 1;
+        }
+        for (int k = 0; k < H->nt && j != t && !Hj; k++) {
             if (!oth[k]) continue;
             TfIv x = shead_diff(H, q, qmax, H->K + ((size_t)k * H->np + (size_t)j) * H->D, kr);
             dj[j] = any ? iv_hull(dj[j], x) : x;
@@ -745,56 +887,73 @@ static double shead_scores(const SHead *H, const TfIv *q, int p, int t, int k0, 
  * selected token). The softmax is taken relative to the selected key:
  * each other key's weight over the selected one's is exp(s_j - s_sel), so
  * the scores' common error (the query's) cancels. */
-static void shead_out(const SHead *H, const TfIv *dj, double top, int p, int t, int k0, const unsigned char *sel,
-                      const unsigned char *oth, int res, TfIv *tab, unsigned char *done, TfIv *buf) {
-    TfIv *A = buf + H->np, *Uj = A + H->nw;
-    const TfIv *kr = H->K + ((size_t)k0 * H->np + (size_t)t) * H->D;
-    double dm = fmax(0, top);
-    TfIv B = iv_pt(0);
-    for (int w = 0; w < H->nw; w++) A[w] = iv_pt(0);
-    for (int j = 0; j <= p; j++) {
-        if (j == t || dj[j].hi == -INFINITY) continue;
-        TfIv x = iv_widen(dj[j], TF_F32_U * (iv_mag(dj[j]) + 2 * dm)); // s - max rounded
-        TfIv r = iv_exp(x);
-        r.lo = x.lo < -80 ? 0 : r.lo * (1 - PV_EXP_REL) * (1 - PV_EXP_REL);
-        r.hi = fmax(r.hi * (1 + 3 * PV_EXP_REL), 1.7e-38 * exp(dm) * 2);
-        B = iv_add(B, r);
+/* The hull over the tokens of oth[] of each position's output vector
+ * (U), per position: UH[j * nw + w]; NULL without a cache (shead_cache). */
+static const TfIv *shead_uhull(const SHead *H, const unsigned char *oth) {
+    SQCache *c = H->qc;
+    if (!c || H->nt > 256) return NULL;
+    if (c->uhv && memcmp(c->uoth, oth, (size_t)H->nt) == 0) return c->UH;
+    memcpy(c->uoth, oth, (size_t)H->nt);
+    for (int j = 0; j < H->np; j++) {
+        TfIv *h = c->UH + (size_t)j * H->nw;
         int any = 0;
         for (int k = 0; k < H->nt; k++) {
             if (!oth[k]) continue;
             const TfIv *u = H->U + ((size_t)k * H->np + (size_t)j) * H->nw;
-            for (int w = 0; w < H->nw; w++) Uj[w] = any ? iv_hull(Uj[w], u[w]) : u[w];
+            for (int w = 0; w < H->nw; w++) h[w] = any ? iv_hull(h[w], u[w]) : u[w];
             any = 1;
         }
-        for (int w = 0; w < H->nw; w++) A[w] = iv_add(A[w], iv_mul(r, Uj[w]));
     }
+    c->uhv = 1;
+    return c->UH;
+}
+
+static void shead_out(const SHead *H, const TfIv *dj, double top, int p, int t, int k0, const unsigned char *sel,
+                      const unsigned char *oth, int res, TfIv *tab, unsigned char *done, TfIv *buf) {
+    TfIv *A = buf + H->np, *Uj = A + H->nw;
+    const TfIv *kr = H->K + ((size_t)k0 * H->np + (size_t)t) * H->D;
+    const TfIv *UH = shead_uhull(H, oth);
+    double dm = fmax(0, top), floor_hi = 1.7e-38 * exp(dm) * 2;
+    TfIv B = iv_pt(0);
+    for (int w = 0; w < H->nw; w++) A[w] = iv_pt(0);
     /* The float sums (softmax denominator, weighted values): an addition
        errs by at most u |result| and at most |its smaller operand| (that
        operand's other side is a float), so over any order a sum of n
        terms, n_big of them at least u of the total, errs by at most
        n_big u M + (n + 1) (the small terms' sum); doubled for the
-       second order. The weights relative to the selected key's: r_j. */
-    int n_big = 1;
-    double small = 0;
-    for (int j = 0; j <= p; j++) {
-        if (j == t || dj[j].hi == -INFINITY) continue;
-        TfIv x = iv_widen(dj[j], TF_F32_U * (iv_mag(dj[j]) + 2 * dm));
-        if (exp(x.hi) * (1 + 3 * PV_EXP_REL) >= TF_F32_U) n_big++;
-        else small += fmax(exp(x.hi) * (1 + 3 * PV_EXP_REL), 1.7e-38 * exp(dm) * 2);
-    }
-    double g = 2 * PV_EXP_REL + 4 * TF_F32_U * n_big + 2 * TF_F32_U + 4 * (p + 2) * small +
-               iv_gamma(H->DV + 1);
-    /* Every other key more than 87 below the selected (its score minus the
+       second order. The weights relative to the selected key's: r_j.
+       Every other key more than 87 below the selected (its score minus the
        highest, rounded, within x): the engine's exp gives exactly 0 there
        and exactly 1 for the selected key, the highest (runtime/engine/
        exp_vec.h), so the softmax is exactly one-hot and, without an output
        projection, the output is the selected key's value vector itself. */
-    int onehot = H->direct;
-    for (int j = 0; j <= p && onehot; j++) {
+    int n_big = 1, onehot = H->direct;
+    double small = 0;
+    for (int j = 0; j <= p; j++) {
         if (j == t || dj[j].hi == -INFINITY) continue;
-        TfIv x = iv_widen(dj[j], TF_F32_U * (iv_mag(dj[j]) + 2 * dm));
-        onehot = x.hi < -88;
+        TfIv x = iv_widen(dj[j], TF_F32_U * (iv_mag(dj[j]) + 2 * dm)); // s - max rounded
+        double eh = x.hi < -746 ? 0 : exp(x.hi); // exp underflows to 0 below -745.2
+        TfIv r;
+        r.lo = x.lo < -80 ? 0 : fmax(0, iv_down(iv_down(exp(x.lo)))) * (1 - PV_EXP_REL) * (1 - PV_EXP_REL);
+        r.hi = fmax(iv_up(iv_up(eh)) * (1 + 3 * PV_EXP_REL), floor_hi);
+        B = iv_add(B, r);
+        if (eh * (1 + 3 * PV_EXP_REL) >= TF_F32_U) n_big++;
+        else small += fmax(eh * (1 + 3 * PV_EXP_REL), floor_hi);
+        onehot &= x.hi < -88;
+        const TfIv *uj = UH ? UH + (size_t)j * H->nw : Uj;
+        if (!UH) {
+            int any = 0;
+            for (int k = 0; k < H->nt; k++) {
+                if (!oth[k]) continue;
+                const TfIv *u = H->U + ((size_t)k * H->np + (size_t)j) * H->nw;
+                for (int w = 0; w < H->nw; w++) Uj[w] = any ? iv_hull(Uj[w], u[w]) : u[w];
+                any = 1;
+            }
+        }
+        for (int w = 0; w < H->nw; w++) A[w] = iv_add(A[w], iv_mul(r, uj[w]));
     }
+    double g = 2 * PV_EXP_REL + 4 * TF_F32_U * n_big + 2 * TF_F32_U + 4 * (p + 2) * small +
+               iv_gamma(H->DV + 1);
     TfIv den = iv_add(iv_pt(1), B);
     for (int k = k0; k < H->nt; k++) {
         if (!sel[k] || done[k]) continue;
@@ -813,12 +972,12 @@ static void shead_out(const SHead *H, const TfIv *dj, double top, int p, int t, 
 
 /* For every selected token (those sharing a key once): the scores, the
  * gap, the output (shead_out). */
-static void shead_case(const SHead *H, const TfIv *q, int p, int t, const unsigned char *sel,
+static void shead_case(const SHead *H, const TfIv *q, long qid, int p, int t, const unsigned char *sel,
                        const unsigned char *oth, int res, TfIv *tab, double *gap, const TfIv *ex, TfIv *buf) {
     unsigned char done[256] = {0};
     for (int k0 = 0; k0 < H->nt && k0 < 256; k0++) {
         if (!sel[k0] || done[k0]) continue;
-        double top = shead_scores(H, q, p, t, k0, oth, ex, buf);
+        double top = shead_scores(H, q, qid, p, t, k0, oth, ex, buf);
         *gap = fmin(*gap, -top);
         shead_out(H, buf, top, p, t, k0, sel, oth, res, tab, done, buf);
     }
@@ -1078,7 +1237,7 @@ static void strack_found(Seed *Z, const SHead *H, SFollow *W, STrack *T) {
                 for (int qi = 0; qi < n && ok; qi++) {
                     const TfIv *q = qs + (size_t)qi * H->D;
                     if (nkx) shead_ex(H, kx, nkx, q, apos, j, ex);
-                    shead_scores(H, q, j, a, tok, oth, nkx ? ex : NULL, dj);
+                    shead_scores(H, q, -1, j, a, tok, oth, nkx ? ex : NULL, dj);
                     for (int i = 0; i <= j; i++)
                         if (i != a) hull_nan(&djh[i], dj[i]);
                 }
@@ -1173,7 +1332,7 @@ static int strack_build(Seed *Z, const SHead *H, int tok, const SKx *kx, int nkx
                     x[c] = iv_add(iv_widen(iv_pt(e), TF_F32_U * fabs(e)), Z->cdelta[c]);
                 }
                 TfIv *q = qe + ((size_t)t * np + (size_t)j) * H->D;
-                for (int i = 0; i < H->D; i++) q[i] = row_dot(H->wq + (size_t)i * d, x, d, H->bq ? H->bq[i] : 0);
+                for (int i = 0; i < H->D; i++) q[i] = shead_query(H, i, x);
             }
     }
     if (rc == 0) {
@@ -1208,7 +1367,7 @@ static void query_ids(Seed *Z, const SHead *Hp, PvDeps Dq, long nqc, TfIv *x, Tf
         for (int c = 0; c < d && !dead; c++)
             if (H.rq[c]) x[c] = pv_col_get(N, &N->col[c], assign), dead |= isnan(x[c].lo);
         TfIv *q = qv + i * H.D;
-        for (int j = 0; j < H.D; j++) q[j] = dead ? (TfIv){NAN, NAN} : row_dot(H.wq + (size_t)j * d, x, d, H.bq ? H.bq[j] : 0);
+        for (int j = 0; j < H.D; j++) q[j] = dead ? (TfIv){NAN, NAN} : shead_query(&H, j, x);
         qid[i] = -1;
         if (dead) continue;
         qid[i] = seen_index(&T, (const unsigned char *)q);
@@ -1295,7 +1454,7 @@ static int seed_attn(Seed *Z, int oi, int li) {
                     tf_ops[op->op].name);
         return 0;
     }
-    SHead H = {.D = ly->d_head, .DV = ly->d_vhead, .nt = m->n_vocab, .np = Z->maxpos + 1, .scale = ly->scale,
+    SHead H = {.d = d, .D = ly->d_head, .DV = ly->d_vhead, .nt = m->n_vocab, .np = Z->maxpos + 1, .scale = ly->scale,
                .wq = m->tensors[ly->query].data, .bq = ly->query_bias >= 0 ? m->tensors[ly->query_bias].data : NULL};
     const float *wk = m->tensors[ly->key].data;
     SKx kx[8];
@@ -1333,6 +1492,7 @@ static int seed_attn(Seed *Z, int oi, int li) {
     /* Every query the columns can give: its id among the distinct ones. */
     if (rc == 0) query_ids(Z, &H, Dq, nqc, x, qv, qid, &T);
     nuq = (long)T.n;
+    if (rc == 0 && shead_cache(&H, nuq) < 0) rc = -1;
     size_t ndone = (size_t)nuq * H.np * H.np * (size_t)(Z->n_anchor + 1);
     unsigned char *done = calloc(ndone + 1, 1);
     /* With followed layers the keys depend on every character's place:
@@ -1379,7 +1539,7 @@ static int seed_attn(Seed *Z, int oi, int li) {
                 }
                 shead_ex(&H, kx, nkx, qq, apos, I.p, ex);
             }
-            shead_case(&H, qq, I.p, I.target, sel, oth, res, tab, &gap, ex, buf);
+            shead_case(&H, qq, nkx ? -1 : qi, I.p, I.target, sel, oth, res, tab, &gap, ex, buf);
             if (!(gap > 0)) note_fail(Z, assign, Z->scen | Dr); // the first that fails: the report's
         }
     }
@@ -1398,7 +1558,8 @@ static int seed_attn(Seed *Z, int oi, int li) {
     /* Followed at every position, where a later key reads it. */
     if (rc == 0 && !N->failed && !N->unproven && Z->need_trk[li] && tok >= 0)
         rc = strack_build(Z, &H, tok, kx, nkx, &Z->trk[li]);
-    free(H.rq), free(H.wcol), free(H.K), free(H.U), free(H.nzn), free(H.nzi), free(H.nzt), free(tab), free(x), free(qv), free(buf), free(qid), free(val);
+    shead_free(&H);
+    free(tab), free(x), free(qv), free(buf), free(qid), free(val);
     free(sel), free(oth), free(T.keys), free(T.slot), free(done), free(last), free(ex);
     for (int k = 0; k < nkx; k++) free(kx[k].KF), free(kx[k].KX);
     return rc;
