@@ -5,12 +5,13 @@
 //
 //   node tests/playground_driver.js JOBS.json
 //
-// JOBS.json is a list of {url, upload?, eval, screenshot?, shot?, width?,
-// height?, timeout?}: each url is opened in a fresh page; when
+// JOBS.json is a list of {url, upload?, eval, save?, screenshot?, shot?,
+// width?, height?, timeout?}: each url is opened in a fresh page; when
 // document.body.dataset.state is "done" (web/app.js sets it when the URL's
 // work is finished), the file input upload.selector is given the file
 // upload.path, the expression `eval` is evaluated in the page (awaited if a
-// promise) and, with `screenshot`, a PNG is written there: of the element
+// promise) and, with `save`, its value written to that file as text (and
+// not printed); with `screenshot`, a PNG is written there: of the element
 // matching the CSS selector `shot`, else of the viewport. Prints one JSON line
 // per job: {url, value} or {url, error}. Exit status 0 when every job ran,
 // 1 otherwise, 2 when Chromium could not start.
@@ -95,7 +96,11 @@ async function runJob(job) {
         { nodeId: root.nodeId, selector: job.upload.selector }, sessionId);
       await send("DOM.setFileInputFiles", { nodeId, files: [job.upload.path] }, sessionId);
     }
-    const value = job.eval ? await evaluate(sessionId, job.eval) : null;
+    let value = job.eval ? await evaluate(sessionId, job.eval) : null;
+    if (job.save) {
+      fs.writeFileSync(job.save, String(value));
+      value = job.save;
+    }
     if (job.screenshot) {
       const params = { format: "png" };
       if (job.shot) {

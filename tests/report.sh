@@ -24,8 +24,9 @@
 # out, none overlapping; screenshot $TF_BUILD_DIR/report-compare.png), the
 # --svg files and the command-line errors.
 #
-# Exit 77 (skipped) when the checks that need no browser pass but chromium is
-# not installed. The sanitizer build leaves out the browser's checks.
+# Exit 77 (skipped) when the checks that need no browser pass but chromium (or
+# node, which drives it) is not installed. The sanitizer build leaves out the
+# browser's checks.
 set -u
 TFC=$1
 TFRUN=$2
@@ -467,17 +468,44 @@ if [ -z "$CHROMIUM" ]; then
     [ "$failed" -eq 0 ] && exit 77
     exit 1
 fi
-chrome() { # chrome ARGS...: headless, with a throwaway profile
-    timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --user-data-dir="$tmp/profile" \
-        --no-first-run --disable-extensions "$@" 2>>"$tmp/chromium.log"
-}
-# layout PAGE: PAGE opened with tests/report_layout.js appended; the DOM in
-# PAGE-dom.html, the layout checker's lines in PAGE-layout.txt.
-layout() {
-    local page=$1 base=${1%.html}
+NODE=$(command -v node || command -v nodejs || true)
+if [ -z "$NODE" ]; then
+    echo "$passed passed, $failed failed; SKIP: node is not installed (apt-get install nodejs)"
+    [ "$failed" -eq 0 ] && exit 77
+    exit 1
+fi
+# Every page in one Chromium (tests/playground_driver.js over the DevTools
+# pipe; a browser start costs about 3.5 s of CPU): each PAGE opened with
+# tests/report_layout.js appended (PAGE-l.html; it marks the page done), at
+# 1400 x 2000, its DOM saved in PAGE-dom.html; the layout checker's lines
+# in PAGE-layout.txt. The adder's and the comparison's pages are also
+# screenshots ($TF_BUILD_DIR/report-adder.png, report-compare.png).
+laid=("$R")
+[ "$learned" = 1 ] && laid+=("$tmp/lm.html" "$tmp/cls.html")
+laid+=("$tmp/rev.html" "$tmp/parts.html" "$tmp/pattern.html" "$tmp/long.html" "$C" "$tmp/cmp-ba.html")
+[ -f "$tmp/cmp-da.html" ] && laid+=("$tmp/cmp-da.html")
+shot_adder=$BUILD/report-adder.png shot_cmp=$BUILD/report-compare.png
+rm -f "$shot_adder" "$shot_cmp"
+sep="" jobs="["
+for page in "${laid[@]}"; do
+    base=${page%.html}
     { sed 's#</body></html>$##' "$page"; printf '<script>\n'; cat "$SRC/tests/report_layout.js"
       printf '</script></body></html>\n'; } >"$base-l.html"
-    chrome --window-size=1400,2000 --dump-dom "file://$base-l.html" >"$base-dom.html"
+    shot=""
+    [ "$page" = "$R" ] && shot=",\"screenshot\":\"$shot_adder\""
+    [ "$page" = "$C" ] && shot=",\"screenshot\":\"$shot_cmp\""
+    jobs+="$sep{\"url\":\"file://$base-l.html\",\"width\":1400,\"height\":2000,\"timeout\":60,"
+    jobs+="\"eval\":\"document.documentElement.outerHTML\",\"save\":\"$base-dom.html\"$shot}"
+    sep=","
+done
+printf '%s]\n' "$jobs" >"$tmp/layout-jobs.json"
+CHROMIUM=$CHROMIUM timeout 600 "$NODE" "$SRC/tests/playground_driver.js" "$tmp/layout-jobs.json" \
+    >"$tmp/layout-out.txt" 2>>"$tmp/chromium.log"
+check "the pages in one Chromium" $? "$(grep error "$tmp/layout-out.txt" | head -3)"
+# layout PAGE: the checks of PAGE's DOM and layout lines.
+layout() {
+    local page=$1 base=${1%.html}
+    touch "$base-dom.html"
     sed -n '/<pre id="layout">/,/<\/pre>/p' "$base-dom.html" |
         sed 's#.*<pre id="layout">##;s#</pre>.*##' >"$base-layout.txt"
     grep -q '<p id="report-ok">script ran:' "$base-dom.html" && ! grep -q 'id="report-error"' "$base-dom.html"
@@ -539,17 +567,10 @@ layout "$tmp/cmp-ba.html"
 layout "$tmp/cmp-da.html"
 grep -q '^compare A:11 B:8 matrix 11x8$' "$tmp/cmp-da-layout.txt"
 check "cmp-da.html: 11 heads against 8" $? "$(grep '^compare' "$tmp/cmp-da-layout.txt")"
-shot=$BUILD/report-compare.png
-rm -f "$shot"
-chrome --screenshot="$shot" --window-size=1400,2000 "file://$C" >/dev/null
-[ -s "$shot" ]
-check "a screenshot in $shot" $?
-
-shot=$BUILD/report-adder.png
-rm -f "$shot"
-chrome --screenshot="$shot" --window-size=1400,2000 "file://$R" >/dev/null
-[ -s "$shot" ] && [ "$(head -c 4 "$shot" | tail -c 3)" = "PNG" ]
-check "a screenshot in $shot" $?
+[ -s "$shot_cmp" ]
+check "a screenshot in $shot_cmp" $?
+[ -s "$shot_adder" ] && [ "$(head -c 4 "$shot_adder" | tail -c 3)" = "PNG" ]
+check "a screenshot in $shot_adder" $?
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,8 +1,10 @@
 // report_layout.js: checks the layout of a tfrun --report page in the browser.
 //
 // tests/report.sh appends this script to a copy of a report and opens it in
-// headless Chromium (--dump-dom); it runs after the report's own scripts and
-// writes its findings into a <pre> element with the id "layout", one a line:
+// headless Chromium (tests/playground_driver.js, every page in one browser);
+// it runs after the report's own scripts, writes its findings into a <pre>
+// element with the id "layout", one a line, and then sets <body
+// data-state="done"> (what the driver waits for):
 //
 //   height N             the page's height as it opens
 //   heads L:N,L:N,...    head thumbnails per layer of the model view
@@ -190,4 +192,5 @@
     pre.id = 'layout';
     pre.textContent = out.concat(fails).join('\n');
     document.body.appendChild(pre);
+    document.body.dataset.state = 'done';
 })();
