@@ -323,5 +323,6 @@ static int prove_run(const TfModel *m, int threads, int naive, TfProof *P, uint6
 void prove_free(TfProof *P) {
     for (int i = 0; i < P->n_lines; i++) free(P->lines[i]);
     free(P->lines);
+    free(P->any_len), free(P->any_prompt), free(P->any_expect);
     memset(P, 0, sizeof *P);
 }

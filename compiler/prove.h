@@ -74,6 +74,12 @@ typedef struct TfProof {
     int prompt_len[TF_PROOF_MAX_PROMPTS];
     int prompt[TF_PROOF_MAX_PROMPTS][TF_PROOF_MAX_PROMPT];
     int prompt_expect[TF_PROOF_MAX_PROMPTS];
+    /* A seed program not proven: other prompts that hold its input facts,
+       any scenario, with the token the program gives after each (-1: no
+       value), for when none of the above shows the weights wrong: n_any
+       of them, any_prompt[k * TF_PROOF_MAX_PROMPT ..] (prove_free frees). */
+    int n_any;
+    int *any_len, *any_prompt, *any_expect;
 } TfProof;
 
 /* Proves m against its own source. Returns 0 with P filled (any verdict),

@@ -1834,37 +1834,59 @@ static int seed_output(Seed *Z) {
     return 0;
 }
 
-/* Prompts that reach the failing case: random ones of its scenario, the
- * other positions digits (or any token but the found ones). */
-static void fail_prompts(Seed *Z) {
+/* Random prompts that hold the input facts: each found character once at
+ * a random place (the first within 12 positions, the second within 24,
+ * ...), the last position p at or after them, the other positions digits
+ * (or any token but the found ones), into toks[0..p] and assign (its
+ * anchors and p); with `fail`, the failing case's variables where it has
+ * them. 0, or -1 where this draw does not fit. */
+static int draw_prompt(Seed *Z, int fail, const int *fill, int nf, unsigned long long *rng, int *toks, int *assign) {
+#define RND(n) (*rng = *rng * 6364136223846793005ull + 1442695040888963407ull, (int)((*rng >> 33) % (unsigned)(n)))
+    PvSem *S = Z->S;
+    for (int b = 0; b < S->n_base; b++) assign[b] = -1;
+    int pos[MAX_ANCHOR], last = 0, ok = 1;
+    for (int i = 0; i < Z->n_anchor; i++) {
+        int v = Z->anchor_var[i];
+        pos[i] = fail && Z->fail_deps >> v & 1 ? Z->fail_assign[v] : RND(12 * (i + 1));
+        for (int k = 0; k < i; k++) ok &= pos[k] != pos[i];
+        last = pos[i] > last ? pos[i] : last;
+        assign[v] = pos[i];
+    }
+    int p = fail && Z->fail_deps >> Z->v_p & 1 ? Z->fail_assign[Z->v_p] : last + RND(8);
+    if (!ok || p < last || p > Z->maxpos || p + 1 > TF_PROOF_MAX_PROMPT) return -1;
+    assign[Z->v_p] = p;
+    for (int j = 0; j <= p; j++) toks[j] = fill[RND(nf)];
+    for (int i = 0; i < Z->n_anchor; i++) toks[pos[i]] = Z->anchor_tok[i];
+    if (fail && Z->fail_deps >> Z->v_tp & 1 && anchor_index(Z, toks[p]) < 0) toks[p] = Z->fail_assign[Z->v_tp];
+#undef RND
+    return p;
+}
+
+#define ANY_PROMPTS 2000
+
+/* Prompts that reach the failing case (random ones of its scenario), and
+ * up to ANY_PROMPTS others of any scenario (P->any_*), each with the token
+ * the program gives after it. */
+static void fail_prompts(Seed *Z, int reach) {
     TfProof *P = Z->N->P;
     PvSem *S = Z->S;
     int assign[TF_PROOF_MAX_BASE], toks[TF_PROOF_MAX_PROMPT], fill[256], nf = 0;
     Sv *val = malloc((size_t)Z->nr * sizeof *val);
-    if (!val) return;
+    P->any_len = malloc(ANY_PROMPTS * sizeof *P->any_len);
+    P->any_prompt = malloc((size_t)ANY_PROMPTS * TF_PROOF_MAX_PROMPT * sizeof *P->any_prompt);
+    P->any_expect = malloc(ANY_PROMPTS * sizeof *P->any_expect);
+    if (!val || !P->any_len || !P->any_prompt || !P->any_expect) {
+        free(val);
+        return;
+    }
     for (int t = 0; t < Z->ir->n_vocab; t++)
         if (digit_of(Z, t) >= 0) fill[nf++] = t;
     for (int t = 0; nf == 0 && t < Z->ir->n_vocab; t++)
         if (anchor_index(Z, t) < 0) fill[nf++] = t;
     unsigned long long rng = 0x9e3779b97f4a7c15ull;
-#define RND(n) (rng = rng * 6364136223846793005ull + 1442695040888963407ull, (int)((rng >> 33) % (unsigned)(n)))
-    for (long tries = 0; tries < 200000 && P->n_prompts < TF_PROOF_MAX_PROMPTS && nf; tries++) {
-        for (int b = 0; b < S->n_base; b++) assign[b] = -1;
-        int pos[MAX_ANCHOR], last = 0, ok = 1;
-        for (int i = 0; i < Z->n_anchor; i++) {
-            int v = Z->anchor_var[i];
-            pos[i] = Z->fail_deps >> v & 1 ? Z->fail_assign[v] : RND(12 * (i + 1));
-            for (int k = 0; k < i; k++) ok &= pos[k] != pos[i];
-            last = pos[i] > last ? pos[i] : last;
-            assign[v] = pos[i];
-        }
-        int p = Z->fail_deps >> Z->v_p & 1 ? Z->fail_assign[Z->v_p] : last + RND(8);
-        if (!ok || p < last || p > Z->maxpos || p + 1 > TF_PROOF_MAX_PROMPT) continue;
-        assign[Z->v_p] = p;
-        for (int j = 0; j <= p; j++) toks[j] = fill[RND(nf)];
-        for (int i = 0; i < Z->n_anchor; i++) toks[pos[i]] = Z->anchor_tok[i];
-        if (Z->fail_deps >> Z->v_tp & 1 && anchor_index(Z, toks[p]) < 0) toks[p] = Z->fail_assign[Z->v_tp];
-        if (sem_run(Z, Z->ir->n_ops - 1, assign, toks, val, NULL)) continue;
+    for (long tries = 0; reach && tries < 200000 && P->n_prompts < TF_PROOF_MAX_PROMPTS && nf; tries++) {
+        int p = draw_prompt(Z, 1, fill, nf, &rng, toks, assign);
+        if (p < 0 || sem_run(Z, Z->ir->n_ops - 1, assign, toks, val, NULL)) continue;
         int match = 1;
         for (int b = 0; b < S->n_base && match; b++)
             if (Z->fail_deps >> b & 1) match = assign[b] == Z->fail_assign[b];
@@ -1875,7 +1897,16 @@ static void fail_prompts(Seed *Z) {
         Sv o = val[Z->ir->output_reg];
         P->prompt_expect[k] = o.k == SV_TOK ? (int)o.x : -1;
     }
-#undef RND
+    for (long tries = 0; tries < 20 * ANY_PROMPTS && P->n_any < ANY_PROMPTS && nf; tries++) {
+        int p = draw_prompt(Z, 0, fill, nf, &rng, toks, assign);
+        if (p < 0 || sem_run(Z, Z->ir->n_ops - 1, assign, toks, val, NULL)) continue;
+        Sv o = val[Z->ir->output_reg];
+        if (o.k != SV_TOK) continue;
+        int k = P->n_any++;
+        P->any_len[k] = p + 1;
+        memcpy(P->any_prompt + (size_t)k * TF_PROOF_MAX_PROMPT, toks, (size_t)(p + 1) * sizeof *toks);
+        P->any_expect[k] = (int)o.x;
+    }
     free(val);
 }
 
@@ -2101,6 +2132,7 @@ int pv_seed_prove(const TfModel *m, PvSem *S, TfProof *P) {
     const TfIr *ir = S->ir;
     PvNet N = {.m = m, .S = S, .P = P};
     Seed Z = {.N = &N, .S = S, .ir = ir, .m = m, .period = ir->period, .d = m->d_model, .nr = ir->n_regs};
+    int ready = 0; // seed_setup done: the program can be evaluated on prompts
     Z.maxpos = (m->max_len < ir->period ? m->max_len : ir->period) - 1;
     S->n_base = 0;
     int rc = 0;
@@ -2141,6 +2173,7 @@ int pv_seed_prove(const TfModel *m, PvSem *S, TfProof *P) {
     }
     if (rc == 0 && !N.unproven) {
         rc = seed_setup(&Z);
+        ready = rc == 0;
         if (rc == 1) {
             pv_unproven(&N, 0, -1, "not proven: more than 64 base variables (found characters, tokens read)");
             rc = 0;
@@ -2179,10 +2212,8 @@ int pv_seed_prove(const TfModel *m, PvSem *S, TfProof *P) {
     }
     free(lw);
     if (rc == 0 && !N.failed && !N.unproven) rc = seed_output(&Z);
-    if (rc == 0 && N.failed && Z.have_fail) {
-        fail_case(&Z);
-        fail_prompts(&Z);
-    }
+    if (rc == 0 && N.failed && Z.have_fail) fail_case(&Z);
+    if (rc == 0 && ready && (N.failed || N.unproven)) fail_prompts(&Z, N.failed && Z.have_fail);
     for (int c = 0; N.col && c < Z.d; c++) pv_col_free(&N.col[c]);
     free(Z.scen_ok);
     free(N.col), free(N.bos), free(Z.cut), free(Z.grt_var), free(Z.sdeps), free(Z.col), free(Z.size), free(Z.written), free(Z.cdelta);

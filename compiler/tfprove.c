@@ -111,13 +111,36 @@ static void out_text(const TfModel *m, const int *t, int n, char *buf, size_t si
     }
 }
 
+/* A generating model's disagreement at position p of toks, as generation
+ * meets it: the prompt cut after p, the next token the program and the
+ * weights give there (which tfrun -n 1 shows). 0 where the cut prompt
+ * leaves no room for a token (p is the last position) or, the model not
+ * being causal, the weights agree there. */
+static int next_disagree(TfInfer *inf, TfProveRef *R, const TfProof *P, const TfModel *m, const int *toks, int p,
+                         char *why, size_t size) {
+    int out[4096], ref[4096];
+    double refnum[4096];
+    float num[4096];
+    if (p + 2 > m->max_len || p + 1 > 4096 || prove_ref_run(R, toks, p + 1, P, ref, refnum) < 0 ||
+        run_weights(inf, m, toks, p + 1, out, num) < 0 || ref[p] < 0 || ref[p] == out[p])
+        return 0;
+    char text[4096], a[64], b[64];
+    prompt_text(m, toks, p + 1, text, sizeof text);
+    snprintf(why, size, "prompt '%s': the program gives '%s' next, the weights '%s'", text,
+             model_token_name(m, ref[p], a), model_token_name(m, out[p], b));
+    return 1;
+}
+
 /* 1 when the weights and the program disagree on toks (text in why; when
- * they agree on a token output, why says what both print). */
+ * they agree on a token output, why says what both print). With R, a
+ * generating model's disagreement is the next token of a cut prompt
+ * (next_disagree: why then names the prompt). */
 static int disagree(TfInfer *inf, const TfModel *m, const int *toks, int n, const int *ref,
-                    const double *refnum, char *why, size_t size) {
+                    const double *refnum, TfProveRef *R, const TfProof *P, char *why, size_t size) {
     int out[4096];
     float num[4096];
     if (n > 4096 || run_weights(inf, m, toks, n, out, num) < 0) return 0;
+    int gen = R && !m->every_position && !model_numeric_output(m);
     for (int p = 1; p < n; p++) {
         char a[64], b[64];
         if (model_numeric_output(m)) {
@@ -126,6 +149,10 @@ static int disagree(TfInfer *inf, const TfModel *m, const int *toks, int n, cons
             return 1;
         }
         if (ref[p] < 0 || ref[p] == out[p]) continue;
+        if (gen) {
+            if (next_disagree(inf, R, P, m, toks, p, why, size)) return 2;
+            continue;
+        }
         char pa[2048], pb[2048];
         out_text(m, ref, n, pa, sizeof pa);
         out_text(m, out, n, pb, sizeof pb);
@@ -158,8 +185,10 @@ static int try_prompt(Search *X, const int *toks, int n) {
     X->tried++;
     if (prove_ref_run(X->R, toks, n, X->P, X->ref, X->refnum) != 1) return 0;
     prompt_text(X->m, toks, n, text, sizeof text);
-    if (disagree(X->inf, X->m, toks, n, X->ref, X->refnum, why, sizeof why)) {
-        printf("counterexample: prompt '%s': %s\n", text, why);
+    int d = disagree(X->inf, X->m, toks, n, X->ref, X->refnum, X->R, X->P, why, sizeof why);
+    if (d) {
+        if (d == 2) printf("counterexample: %s\n", why);
+        else printf("counterexample: prompt '%s': %s\n", text, why);
         return 1;
     }
     if (!X->first[0]) snprintf(X->first, sizeof X->first, "'%s' (%s: the margin is what is not proven)", text, why[0] ? why : "the weights agree with the program");
@@ -210,9 +239,11 @@ static int try_any(Search *X, const int *toks, int n) {
     char text[4096], why[4600];
     X->tried++;
     if (prove_ref_run(X->R, toks, n, X->P, X->ref, X->refnum) < 0) return 0;
-    if (!disagree(X->inf, X->m, toks, n, X->ref, X->refnum, why, sizeof why)) return 0;
+    int d = disagree(X->inf, X->m, toks, n, X->ref, X->refnum, X->R, X->P, why, sizeof why);
+    if (!d) return 0;
     prompt_text(X->m, toks, n, text, sizeof text);
-    printf("counterexample: prompt '%s': %s\n", text, why);
+    if (d == 2) printf("counterexample: %s\n", why);
+    else printf("counterexample: prompt '%s': %s\n", text, why);
     return 1;
 }
 
@@ -283,24 +314,30 @@ static void counterexample(const TfModel *m, const TfProof *P) {
 
 /* A seed program's failing case (compiler/prove_seed.c): the prompts that
  * reach it, each run by the weights for one token; the first on which the
- * weights and the program give different next tokens is a counterexample. */
+ * weights and the program give different next tokens is a counterexample.
+ * Else the other prompts that hold the input facts (P->any_*): the check
+ * that failed first may not be the one these weights get wrong. */
 static void seed_counterexample(const TfModel *m, const TfProof *P) {
     TfError err;
     TfInfer *inf = infer_new(m, 1, &err);
     char text[4096], a[64], b[64], first[4400] = "";
-    for (int k = 0; inf && k < P->n_prompts; k++) {
-        const int *seq = P->prompt[k];
-        int len = P->prompt_len[k], out = -1;
+    int n_all = P->n_prompts + P->n_any, ran_any = 0;
+    for (int k = 0; inf && k < n_all; k++) {
+        int any = k >= P->n_prompts, i = k - P->n_prompts;
+        const int *seq = any ? P->any_prompt + (size_t)i * TF_PROOF_MAX_PROMPT : P->prompt[k];
+        int len = any ? P->any_len[i] : P->prompt_len[k], out = -1;
         if (len + 1 > m->max_len || infer_generate(inf, &seq, &len, 1, 1, &out, &err) < 0) continue;
-        prompt_text(m, seq, len, text, sizeof text);
-        int want = P->prompt_expect[k];
+        ran_any += any;
+        int want = any ? P->any_expect[i] : P->prompt_expect[k];
         if (want >= 0 && out != want) {
+            prompt_text(m, seq, len, text, sizeof text);
             printf("counterexample: prompt '%s': the program gives '%s' next, the weights '%s'\n", text,
                    model_token_name(m, want, a), model_token_name(m, out, b));
             infer_free(inf);
             return;
         }
-        if (!first[0]) {
+        if (!first[0] && !any) {
+            prompt_text(m, seq, len, text, sizeof text);
             if (want >= 0)
                 snprintf(first, sizeof first, "'%s' (the program and the weights both give '%s' next: the margin is what is not proven)", text, model_token_name(m, want, a));
             else
@@ -309,7 +346,8 @@ static void seed_counterexample(const TfModel *m, const TfProof *P) {
     }
     infer_free(inf);
     if (first[0]) printf("prompt reaching the case: %s\n", first);
-    else printf("no prompt tried reaches the case\n");
+    else if (P->n_prompts) printf("no prompt tried reaches the case\n");
+    if (ran_any) printf("the weights agree with the program on the %d other prompts run\n", ran_any);
 }
 
 int main(int argc, char **argv) {
@@ -364,7 +402,7 @@ int main(int argc, char **argv) {
         for (int k = 0; k < P.n_assign; k++)
             printf("  case: %s = %s\n", P.assign_reg[k], P.assign_val[k]);
         if (P.n_cases > 1) printf("  (and %d more failing cases of this check)\n", P.n_cases - 1);
-        if (P.n_prompts) seed_counterexample(m, &P); // a seed program's failing case
+        if (P.n_prompts || P.n_any) seed_counterexample(m, &P); // a seed program's failing case
         else counterexample(m, &P);
         rc = CLI_EXIT_INPUT;
     }

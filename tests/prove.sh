@@ -16,7 +16,8 @@
 #     (compiler/prove_seed.c, STrack), and every op after them; with one
 #     weight of that key scaled by 0, refused at the op; with IsZero's
 #     first unit halved (the flag 0.5 where the positions are equal, so
-#     CopyOnMatch copies nothing), refused at CopyOnMatch.
+#     CopyOnMatch copies nothing), refused at CopyOnMatch, with a
+#     counterexample from the other prompts of the input facts.
 #  (The mutation test of the validator is tests/prove_mutations.py.)
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -210,6 +211,16 @@ fc2=$("$TFINFO" "$tmp/a0_16.tfw" | awk '/ is_zero /{f=1} f && $1=="fc2_weight" {
 [ $? -eq 1 ] && grep -q "NOT PROVEN: line 52: CopyOnMatch -> final (layer 11): the columns do not hold" "$tmp/out"
 check "the -O0 adder on 16 positions with IsZero's first unit halved: refused at CopyOnMatch" $? ||
   grep -v '^  case' "$tmp/out" | tail -3 | sed 's/^/    /'
+# The prompts that reach CopyOnMatch's failing case agree (the margin is
+# what fails there); one of the other prompts of the input facts does not,
+# and tfrun prints the tokens tfprove says the program and the weights give.
+line=$(grep '^counterexample: prompt' "$tmp/out")
+prompt=$(sed -E "s/^[^']*'([^']*)'.*/\1/" <<<"$line")
+want=$(sed -E "s/.*the weights '([^']*)'$/\1/" <<<"$line")
+prog=$(sed -E "s/.*the program gives '([^']*)' next.*/\1/" <<<"$line")
+[ -n "$prompt" ] && [ "$("$TFRUN" "$tmp/a0_16z.tfw" -n 1 "$prompt" 2>/dev/null)" = "$prompt$want" ] &&
+  [ "$("$TFRUN" "$tmp/a0_16.tfw" -n 1 "$prompt" 2>/dev/null)" = "$prompt$prog" ] && [ "$want" != "$prog" ]
+check "the halved IsZero: a counterexample that tfrun confirms on both files ($line)" $?
 ten=$("$TFRUN" "$tmp/a0_16z.tfw" "0999+0111=") && [ "$ten" = "0999+0111=0000" ] &&
   [ "$("$TFRUN" "$tmp/a0_16.tfw" "0999+0111=")" = "0999+0111=0111" ]
 check "tfrun: the halved IsZero prints 0000 where the -O0 adder prints 0111 ($ten)" $?

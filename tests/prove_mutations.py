@@ -53,6 +53,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import struct
 import subprocess
@@ -62,7 +63,7 @@ import tempfile
 import numpy as np
 
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-QUICK = ["count_token", "length", "reverse", "histogram", "frac_prevs", "balance"]
+QUICK = ["count_token", "length", "reverse", "histogram", "frac_prevs", "balance", "add_binary"]
 SLOW = {"add_decimal16", "sort_case"}  # add_decimal16: the slowest proof; sort_case: a refusal's
 # counterexample search (tfprove running its 1M-parameter model on prompts up to 30 letters) runs past
 # the timeout (the proof itself: about a second)
@@ -151,15 +152,18 @@ def mutate(base_path, out_path, rnd):
 
 def prompts_for(w, n_short, n_random, rnd):
     """Every prompt up to the longest length whose prompts fit n_short in
-    all, then n_random random ones up to maxlen (the BOS first)."""
+    all, then n_random random ones up to maxlen (the BOS first; a generating
+    model's leave room for what it generates). No prompt holds a line break
+    (a --batch line cannot)."""
     vocab = json.loads(w.meta["vocab"])
     bos = w.meta.get("bos")
     maxlen = w.header["embed.position.weight"]["shape"][0]
     words = any(len(t) != 1 for t in vocab)
-    alph = [t for t in vocab if t != bos]
+    alph = [t for t in vocab if t != bos and "\n" not in t and "\r" not in t]
     sep = " " if words else ""
     head = (bos + sep) if bos is not None else ""
-    longest = maxlen - (1 if bos is not None else 0)
+    gen = w.meta.get("output_mode", "next_token") == "next_token"
+    longest = maxlen - (1 if bos is not None else 0) - (max(int(w.meta.get("generate", "0") or 0), 0) if gen else 0)
     out, level = [], [[]]
     for n in range(1, longest + 1):
         level = [p + [t] for p in level for t in alph]
@@ -178,18 +182,66 @@ def prompts_for(w, n_short, n_random, rnd):
     return [head + sep.join(p) for p in out], short
 
 
+def seed_prompts(w, facts, n, rnd):
+    """A seed program's prompts: tfprove proves it under input facts (its
+    first line: "input facts: '+', '=' once each at or before the last
+    position, in any order; ...; Multiply reads digits ..."), so only prompts
+    that hold them say anything of the proof: digits, each of those tokens
+    once, in the order listed, at least 4 digits before each (every position
+    a GetRelativeToken reads exists) and 0 to 4 digits after the last, room
+    left for what the model generates."""
+    head = facts.split("once each")[0]
+    anchors = re.findall(r"'([^']+)'", head)
+    vocab = json.loads(w.meta["vocab"])
+    digits = [t for t in vocab if t.isdigit()]
+    maxlen = w.header["embed.position.weight"]["shape"][0]
+    room = maxlen - max(int(w.meta.get("generate", "0") or 0), 0)
+    out = set()
+    for _ in range(50 * n):
+        if len(out) >= n:
+            break
+        parts = [rnd.randint(4, 12) for _ in anchors] + [rnd.choice([0, 0, 1, 2, 3, 4])]
+        if sum(parts) + len(anchors) > room:
+            continue
+        text = ""
+        for i, k in enumerate(parts):
+            text += "".join(rnd.choice(digits) for _ in range(k)) + (anchors[i] if i < len(anchors) else "")
+        out.add(text)
+    return sorted(out)
+
+
 def run_batch(tfrun, path, prompts, tmp):
-    """prompt -> printed output ('ERROR': the prompt failed a run-time check)."""
+    """prompt -> printed output ('ERROR': the prompt failed a run-time check).
+
+    tfrun --batch prints one line per prompt that runs, in order (PROMPT<TAB>
+    OUTPUT, or a generating model's PROMPT followed by what it generated) and
+    names each one that does not on stderr by its line number."""
     inp = os.path.join(tmp, "prompts.txt")
     with open(inp, "w") as f:
         f.write("".join(p + "\n" for p in prompts))
     r = subprocess.run([tfrun, path, "--batch", inp], capture_output=True, text=True,
                        env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
-    got = {}
-    for line in r.stdout.splitlines():
-        p, _, o = line.partition("\t")
-        got[p] = o
-    return {p: got.get(p, "ERROR") for p in prompts}
+    failed = {int(m.group(1)) for m in re.finditer(r"^tfrun: [^\n]*?:(\d+): ", r.stderr, re.M)}
+    ran = [p for i, p in enumerate(prompts, 1) if i not in failed]
+    lines = r.stdout.splitlines()
+    if len(lines) != len(ran):
+        raise RuntimeError("tfrun --batch printed %d lines for %d prompts that ran (%s)" % (
+            len(lines), len(ran), r.stderr.strip().splitlines()[-1:]))
+    got = {p: "ERROR" for p in prompts}
+    for p, line in zip(ran, lines):
+        if not line.startswith(p):
+            raise RuntimeError("tfrun --batch printed %r for the prompt %r" % (line, p))
+        got[p] = line[len(p) + 1:] if line[len(p):len(p) + 1] == "\t" else line[len(p):]
+    return got
+
+
+def run_next(tfrun, path, prompt):
+    """The next token a generating model gives after prompt (tfrun -n 1), or
+    'ERROR'."""
+    r = subprocess.run([tfrun, path, "-n", "1", "--", prompt], capture_output=True, text=True,
+                       env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
+    out = r.stdout.rstrip("\n")
+    return out[len(prompt):].strip() if r.returncode == 0 and out.startswith(prompt) else "ERROR"
 
 
 def same(a, b, numeric, bound):
@@ -206,17 +258,22 @@ def same(a, b, numeric, bound):
 
 
 def parse_counterexample(text):
-    """(prompt, what the weights print) from tfprove's counterexample line."""
+    """(prompt, what the weights print, whether that is the next token) from
+    tfprove's counterexample line: "... the weights print '...')" for every
+    position, "the program gives 'a' next, the weights 'b'" for a generating
+    model (seed programs included)."""
     for line in text.splitlines():
         if line.startswith("counterexample: prompt '"):
             rest = line[len("counterexample: prompt '"):]
             prompt = rest[:rest.index("': ")]
-            weights = None
+            weights, nxt = None, False
             k = rest.rfind("the weights '")
             if k >= 0 and rest.endswith("')"):
                 weights = rest[k + len("the weights '"):-2]
-            return prompt, weights
-    return None, None
+            elif k >= 0 and "' next, the weights '" in rest and rest.endswith("'"):
+                weights, nxt = rest[k + len("the weights '"):-1], True
+            return prompt, weights, nxt
+    return None, None, False
 
 
 def one_program(a, prog, tmp, rnd, totals):
@@ -240,7 +297,11 @@ def one_program(a, prog, tmp, rnd, totals):
     regs = {r["name"]: r for r in json.loads(w.meta["registers"])}
     numeric = regs.get(w.meta.get("output"), {}).get("kind") not in ("token", "categorical")
     bound = float(w.meta.get("output_error_bound", "0") or 0)
-    prompts, short = prompts_for(w, a.short, a.random, rnd)
+    facts = [l for l in r.stdout.splitlines() if l.startswith("input facts: ") and "once each" in l]
+    if facts:
+        prompts, short = seed_prompts(w, facts[0], a.short + a.random, rnd), 0
+    else:
+        prompts, short = prompts_for(w, a.short, a.random, rnd)
     ref = run_batch(tfrun, base, prompts, tmp)
     c = dict(mutations=0, changed=0, refused=0, confirmed=0, not_proven=0, nothing=0, loud=0,
              proven=0, timed_out=0, bugs=0)
@@ -257,7 +318,7 @@ def one_program(a, prog, tmp, rnd, totals):
             rc, out = None, ""
         c["mutations"] += 1
         verdict, bug = "", ""
-        cx, cx_weights = parse_counterexample(out)
+        cx, cx_weights, cx_next = parse_counterexample(out)
         if rc is None:
             c["timed_out"] += 1
             verdict = "timed out"
@@ -271,8 +332,11 @@ def one_program(a, prog, tmp, rnd, totals):
                     diff[0], got[diff[0]], ref[diff[0]])
         elif rc == 1 and cx is not None:
             c["refused"] += 1
-            one = run_batch(tfrun, mut, [cx], tmp)[cx]
-            orig = run_batch(tfrun, base, [cx], tmp)[cx]
+            if cx_next:  # the next token after cx (a generating model)
+                one, orig = run_next(tfrun, mut, cx), run_next(tfrun, base, cx)
+            else:
+                one = run_batch(tfrun, mut, [cx], tmp)[cx]
+                orig = run_batch(tfrun, base, [cx], tmp)[cx]
             ok = not same(one, orig, numeric, bound) and (cx_weights is None or one == cx_weights)
             changed = True
             if ok:
