@@ -887,6 +887,18 @@ static double shead_scores(const SHead *H, const TfIv *q, long qid, int p, int t
  * selected token). The softmax is taken relative to the selected key:
  * each other key's weight over the selected one's is exp(s_j - s_sel), so
  * the scores' common error (the query's) cancels. */
+/* The hull over the tokens of oth[] of position j's output vector (U)
+ * into h (nw intervals; unchanged where oth[] is empty). */
+static void u_hull(const SHead *H, const unsigned char *oth, int j, TfIv *h) {
+    int any = 0;
+    for (int k = 0; k < H->nt; k++) {
+        if (!oth[k]) continue;
+        const TfIv *u = H->U + ((size_t)k * H->np + (size_t)j) * H->nw;
+        for (int w = 0; w < H->nw; w++) h[w] = any ? iv_hull(h[w], u[w]) : u[w];
+        any = 1;
+    }
+}
+
 /* The hull over the tokens of oth[] of each position's output vector
  * (U), per position: UH[j * nw + w]; NULL without a cache (shead_cache). */
 static const TfIv *shead_uhull(const SHead *H, const unsigned char *oth) {
@@ -894,16 +906,7 @@ static const TfIv *shead_uhull(const SHead *H, const unsigned char *oth) {
     if (!c || H->nt > 256) return NULL;
     if (c->uhv && memcmp(c->uoth, oth, (size_t)H->nt) == 0) return c->UH;
     memcpy(c->uoth, oth, (size_t)H->nt);
-    for (int j = 0; j < H->np; j++) {
-        TfIv *h = c->UH + (size_t)j * H->nw;
-        int any = 0;
-        for (int k = 0; k < H->nt; k++) {
-            if (!oth[k]) continue;
-            const TfIv *u = H->U + ((size_t)k * H->np + (size_t)j) * H->nw;
-            for (int w = 0; w < H->nw; w++) h[w] = any ? iv_hull(h[w], u[w]) : u[w];
-            any = 1;
-        }
-    }
+    for (int j = 0; j < H->np; j++) u_hull(H, oth, j, c->UH + (size_t)j * H->nw);
     c->uhv = 1;
     return c->UH;
 }
@@ -941,15 +944,7 @@ static void shead_out(const SHead *H, const TfIv *dj, double top, int p, int t, 
         else small += fmax(eh * (1 + 3 * PV_EXP_REL), floor_hi);
         onehot &= x.hi < -88;
         const TfIv *uj = UH ? UH + (size_t)j * H->nw : Uj;
-        if (!UH) {
-            int any = 0;
-            for (int k = 0; k < H->nt; k++) {
-                if (!oth[k]) continue;
-                const TfIv *u = H->U + ((size_t)k * H->np + (size_t)j) * H->nw;
-                for (int w = 0; w < H->nw; w++) Uj[w] = any ? iv_hull(Uj[w], u[w]) : u[w];
-                any = 1;
-            }
-        }
+        if (!UH) u_hull(H, oth, j, Uj);
         for (int w = 0; w < H->nw; w++) A[w] = iv_add(A[w], iv_mul(r, uj[w]));
     }
     double g = 2 * PV_EXP_REL + 4 * TF_F32_U * n_big + 2 * TF_F32_U + 4 * (p + 2) * small +
