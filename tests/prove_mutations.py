@@ -17,7 +17,10 @@ prompt up to a small length and on random longer ones, up to maxlen. Each
 mutation is then one of:
 
   proven                  tfprove proves it: no prompt may print anything
-                          else than the original (else: a soundness bug)
+                          else than the original (else: a soundness bug),
+                          but a run-time check may fail where it passed
+                          (loud: the proof holds where the program's
+                          checks pass, docs/language.md)
   counterexample          tfprove names a prompt on which the weights print
                           something else than the program: tfrun must
                           confirm it (the mutated weights print what tfprove
@@ -327,9 +330,13 @@ def one_program(a, prog, tmp, rnd, totals):
             verdict = "proven"
             c["proven"] += not diff
             changed = bool(diff)
-            if diff:
+            if silent:
                 bug = "SOUNDNESS: proven, but '%s' prints '%s' (the original '%s')" % (
-                    diff[0], got[diff[0]], ref[diff[0]])
+                    silent[0], got[silent[0]], ref[silent[0]])
+            elif diff:  # proven where the program's run-time checks pass
+                c["loud"] += 1
+                verdict = "proven; a run-time check now fails on '%s' (the original '%s')" % (
+                    diff[0], ref[diff[0]])
         elif rc == 1 and cx is not None:
             c["refused"] += 1
             if cx_next:  # the next token after cx (a generating model)
