@@ -1483,18 +1483,16 @@ static int seed_attn(Seed *Z, int oi, int li) {
     if (rc || !tab || !x || !qv || !buf || !qid || !val || !sel || !oth || !T.keys || !T.slot) rc = -1;
     for (size_t i = 0; rc == 0 && i < 2 * T.cap; i++) T.slot[i] = -1;
     for (long i = 0; rc == 0 && i < (long)nres * H.nw; i++) tab[i] = (TfIv){NAN, NAN};
-    int assign[TF_PROOF_MAX_BASE];
+    int assign[TF_PROOF_MAX_BASE], apos[MAX_ANCHOR];
     /* Every query the columns can give: its id among the distinct ones. */
     if (rc == 0) query_ids(Z, &H, Dq, nqc, x, qv, qid, &T);
-    nuq = (long)T.n;
-    if (rc == 0 && shead_cache(&H, nuq) < 0) rc = -1;
+    if (rc == 0 && shead_cache(&H, nuq = (long)T.n) < 0) rc = -1;
     size_t ndone = (size_t)nuq * H.np * H.np * (size_t)(Z->n_anchor + 1);
     unsigned char *done = calloc(ndone + 1, 1);
     /* With followed layers the keys depend on every character's place:
        a query is done once per scenario. */
     long *last = nkx ? malloc(((size_t)nuq + 1) * sizeof *last) : NULL;
     TfIv *ex = nkx ? malloc(((size_t)H.np + 1) * sizeof *ex) : NULL;
-    int apos[MAX_ANCHOR];
     if (!done || (nkx && (!last || !ex))) rc = -1;
     for (long i = 0; last && i < nuq; i++) last[i] = -1;
     double gap = INFINITY;
