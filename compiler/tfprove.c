@@ -134,7 +134,7 @@ static int next_disagree(TfInfer *inf, TfProveRef *R, const TfProof *P, const Tf
 /* 1 when the weights and the program disagree on toks (text in why; when
  * they agree on a token output, why says what both print). With R, a
  * generating model's disagreement is the next token of a cut prompt
- * (next_disagree: why then names the prompt). */
+ * (next_disagree): 2, why then naming the prompt (print_counterexample). */
 static int disagree(TfInfer *inf, const TfModel *m, const int *toks, int n, const int *ref,
                     const double *refnum, TfProveRef *R, const TfProof *P, char *why, size_t size) {
     int out[4096];
@@ -168,6 +168,13 @@ static int disagree(TfInfer *inf, const TfModel *m, const int *toks, int n, cons
     return 0;
 }
 
+/* The counterexample line: disagree's why, after the prompt text unless
+ * why names its own (d == 2). */
+static void print_counterexample(const char *text, const char *why, int d) {
+    if (d == 2) printf("counterexample: %s\n", why);
+    else printf("counterexample: prompt '%s': %s\n", text, why);
+}
+
 typedef struct Search {
     const TfModel *m;
     const TfProof *P;
@@ -187,8 +194,7 @@ static int try_prompt(Search *X, const int *toks, int n) {
     prompt_text(X->m, toks, n, text, sizeof text);
     int d = disagree(X->inf, X->m, toks, n, X->ref, X->refnum, X->R, X->P, why, sizeof why);
     if (d) {
-        if (d == 2) printf("counterexample: %s\n", why);
-        else printf("counterexample: prompt '%s': %s\n", text, why);
+        print_counterexample(text, why, d);
         return 1;
     }
     if (!X->first[0]) snprintf(X->first, sizeof X->first, "'%s' (%s: the margin is what is not proven)", text, why[0] ? why : "the weights agree with the program");
@@ -242,8 +248,7 @@ static int try_any(Search *X, const int *toks, int n) {
     int d = disagree(X->inf, X->m, toks, n, X->ref, X->refnum, X->R, X->P, why, sizeof why);
     if (!d) return 0;
     prompt_text(X->m, toks, n, text, sizeof text);
-    if (d == 2) printf("counterexample: %s\n", why);
-    else printf("counterexample: prompt '%s': %s\n", text, why);
+    print_counterexample(text, why, d);
     return 1;
 }
 
