@@ -670,14 +670,18 @@ static void lower_embeddings(Lowerer *L) {
 }
 
 /* The run-time check an op's plan asks for: its destination, after its
- * layer, within the bound the analysis proved for it when the positions it
- * selects agree (compiler/select.c: the value's error, the softmax's leak
- * and rounding), which a mixture of values exceeds. */
+ * layer, within 1 / (2 max_len) of one value's one-hot: the widest bound
+ * that still fails every mixture (among at most max_len positions a second
+ * value holds at least 1 / maxlen of the mean), so that one value passes
+ * whatever leak and rounding the validator has to allow for it (tfprove
+ * proves that it does). The analysis's own bound for the op when it is
+ * wider (compiler/select.c: the value's error, the softmax's leak). */
 static void add_check(Lowerer *L, const TfIrOp *op) {
     char text[160];
     const TfIr *ir = L->ir;
     snprintf(text, sizeof text, "%s -> %s", tf_ops[op->op].name, ir->regs[op->plan->dest].name);
-    double bound = ir->regs[op->plan->dest].facts.err;
+    TfCheck widest = {.bound = -1}; // model_check_bound's rule for a file without one
+    double bound = fmax(ir->regs[op->plan->dest].facts.err, model_check_bound(L->m, &widest));
     // A bound of 0.5 or more could not tell one value from two: the loosest
     // one that still can (the leak alone stays below 0.25, compiler/select.c).
     if (!(bound >= 0 && bound < 0.5)) bound = 0.49;

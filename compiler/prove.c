@@ -235,6 +235,7 @@ static int prove_layers(PvNet *N) {
             rc = pv_attn_layer(N, li);
         if (rc < 0) return -1;
         if (!N->failed && !N->unproven && pv_check_regs(N, li) < 0) return -1;
+        if (!N->failed && !N->unproven && pv_check_runtime(N, li) < 0) return -1;
     }
     if (!N->failed && !N->unproven) return pv_check_output(N);
     return 0;

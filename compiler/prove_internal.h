@@ -144,6 +144,9 @@ void pv_layer_writes(const TfModel *m, const TfLayer *ly, unsigned char *w);
 int pv_mlp_layer(PvNet *N, int li);
 int pv_attn_layer(PvNet *N, int li);
 int pv_check_regs(PvNet *N, int li);
+/* The file's run-time checks at layer li: each passes wherever its register
+ * holds one value by the program (prove_out.c). */
+int pv_check_runtime(PvNet *N, int li);
 int pv_check_output(PvNet *N);
 /* For tests (tests/test_prove.c): a head's score q.k * scale (D <=
  * TF_PV_TWIN_MAX) by the naive interval dot product and by the

@@ -112,6 +112,81 @@ int pv_check_regs(PvNet *N, int li) {
     return 0;
 }
 
+/* How far register r's columns are inside check bound b at one
+ * combination: b minus the largest distance of a column from the one-hot
+ * of value column e (the column at that distance in *worst_col). */
+static double check_slack(PvNet *N, const Scan *s, int r, int e, double b, int *worst_col) {
+    int off = N->reg_col[r];
+    double far = 0;
+    for (int k = 0; k < N->reg_size[r]; k++) {
+        TfIv v = pv_col_get(N, &N->col[off + k], s->assign);
+        double t = k == e ? 1 : 0, dist = fmax(fabs(v.lo - t), fabs(v.hi - t));
+        if (!(dist <= far)) far = dist, *worst_col = k; // NaN: as far as can be
+    }
+    return b - far;
+}
+
+/* Check c (at layer li) of register r: wherever the program gives r one
+ * value (the case the proof of its Aggregate covers), every column within
+ * the check's bound of that value's one-hot; else the check stops the
+ * model on inputs the program answers. */
+static int check_runtime(PvNet *N, int li, int r, const TfCheck *c) {
+    const PvSem *S = N->S;
+    const TfIr *ir = S->ir;
+    const PvOp *o = S->writer[r] >= 0 ? &S->ops[S->writer[r]] : NULL;
+    int line = o ? o->stmt->loc.line : c->line;
+    int off = N->reg_col[r], size = N->reg_size[r], *cols = malloc((size_t)size * sizeof(int));
+    Scan s = {.D = S->deps[r]};
+    for (int k = 0; k < size; k++) s.D |= N->col[off + k].deps, cols[k] = off + k;
+    s.n = pv_deps_size(S, s.D, PV_TABLE_LIMIT);
+    s.cur = malloc((size_t)ir->n_regs * sizeof *s.cur);
+    s.none = malloc((size_t)ir->n_regs);
+    if (!cols || !s.cur || !s.none) {
+        free(cols), free(s.cur), free(s.none);
+        return -1;
+    }
+    double b = model_check_bound(N->m, c), least = INFINITY;
+    if (s.n < 0) pv_unproven(N, line, li, "layer %d: the run-time check of '%s': not proven: more than 2^22 combinations", li, ir->regs[r].name);
+    for (long i = 0; i < s.n; i++) {
+        if (!scan_at(N, &s, i, cols, size) || s.none[r]) continue;
+        int vi = value_index(ir, r, s.cur[r]);
+        int e = vi >= 0 && N->val_col[r] ? N->val_col[r][vi] : -1, k = 0;
+        double slack = check_slack(N, &s, r, e, b, &k);
+        if (!(slack > 0)) {
+            char lab[64];
+            val_label(ir, s.cur[r], lab, sizeof lab);
+            TfIv v = pv_col_get(N, &N->col[off + k], s.assign);
+            pv_fail(N, line, li, s.assign, s.D,
+                    "line %d: %s (layer %d): where '%s' holds one value, %s, the run-time check "
+                    "fails: its column %d is in [%.9g, %.9g], the check allows %d within %.2g",
+                    line, c->op, li, ir->regs[r].name, lab, k, v.lo, v.hi, k == e, b);
+            break;
+        }
+        least = fmin(least, slack);
+    }
+    if (!N->failed && !N->unproven)
+        pv_line(N->P, "line %d: %s: layer %d: the run-time check passes wherever it holds one value (by %.3g of its bound %.2g)",
+                line, c->op, li, least, b);
+    free(cols), free(s.cur), free(s.none);
+    return 0;
+}
+
+int pv_check_runtime(PvNet *N, int li) {
+    for (int i = 0; i < N->m->n_checks && !N->failed && !N->unproven; i++) {
+        const TfCheck *c = &N->m->checks[i];
+        if (c->layer != li) continue;
+        int r = 0;
+        while (r < N->S->ir->n_regs && N->reg_model[r] != c->reg) r++;
+        if (r == N->S->ir->n_regs || N->S->ir->regs[r].kind == TF_REG_SCALAR) {
+            pv_unproven(N, c->line, li, "layer %d: not proven: a run-time check of '%s', which the source has no categorical register for",
+                        li, N->m->regs[c->reg].name);
+            return 0;
+        }
+        if (check_runtime(N, li, r, c) < 0) return -1;
+    }
+    return 0;
+}
+
 /* Largest |column - value| of a numeric register over every combination. */
 static double scalar_bound(PvNet *N, int r) {
     const TfIr *ir = N->S->ir;

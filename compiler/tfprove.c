@@ -92,12 +92,13 @@ static void prompt_text(const TfModel *m, const int *toks, int n, char *buf, siz
     }
 }
 
-/* The weights' output at every position of toks; 0, or -1 (a run-time check failed). */
-static int run_weights(TfInfer *inf, const TfModel *m, const int *toks, int n, int *out, float *num) {
-    TfError err;
+/* The weights' output at every position of toks; 0, or -1 (a run-time
+ * check failed, or the run did: why in err). */
+static int run_weights(TfInfer *inf, const TfModel *m, const int *toks, int n, int *out, float *num,
+                       TfError *err) {
     const int *seq = toks;
-    if (model_numeric_output(m)) return infer_every_position_values(inf, &seq, &n, 1, &num, &err);
-    return infer_every_position(inf, &seq, &n, 1, &out, &err);
+    if (model_numeric_output(m)) return infer_every_position_values(inf, &seq, &n, 1, &num, err);
+    return infer_every_position(inf, &seq, &n, 1, &out, err);
 }
 
 /* Tokens 1..n-1 as tfrun prints an every-position output ('?': no value). */
@@ -121,14 +122,48 @@ static int next_disagree(TfInfer *inf, TfProveRef *R, const TfProof *P, const Tf
     int out[4096], ref[4096];
     double refnum[4096];
     float num[4096];
+    TfError err;
     if (p + 2 > m->max_len || p + 1 > 4096 || prove_ref_run(R, toks, p + 1, P, ref, refnum) < 0 ||
-        run_weights(inf, m, toks, p + 1, out, num) < 0 || ref[p] < 0 || ref[p] == out[p])
+        run_weights(inf, m, toks, p + 1, out, num, &err) < 0 || ref[p] < 0 || ref[p] == out[p])
         return 0;
     char text[4096], a[64], b[64];
     prompt_text(m, toks, p + 1, text, sizeof text);
     snprintf(why, size, "prompt '%s': the program gives '%s' next, the weights '%s'", text,
              model_token_name(m, ref[p], a), model_token_name(m, out[p], b));
     return 1;
+}
+
+/* The weights stop on toks (a run-time check fails) where the program
+ * answers: for every position, the program's output and the error (1); a
+ * generating model, the shortest prompt on which they stop and the token
+ * the program gives next there, which tfrun -n 1 shows (2, why naming the
+ * prompt). 0 when the program has no answer there either. */
+static int stopped(TfInfer *inf, const TfModel *m, const int *toks, int n, const int *ref, TfProveRef *R,
+                   const TfProof *P, int gen, char *why, size_t size) {
+    int out[4096], cut[4096];
+    double refnum[4096];
+    float num[4096];
+    TfError err;
+    char text[4096], a[64];
+    if (!gen) {
+        int any = 0;
+        for (int p = 1; p < n; p++) any |= ref[p] >= 0;
+        if (!any && !model_numeric_output(m)) return 0;
+        run_weights(inf, m, toks, n, out, num, &err);
+        out_text(m, ref, n, text, sizeof text);
+        if (model_numeric_output(m)) snprintf(why, size, "the weights stop: %s", err.msg);
+        else snprintf(why, size, "the program prints '%s', the weights stop: %s", text, err.msg);
+        return 1;
+    }
+    for (int p = 1; p < n && p + 2 <= m->max_len; p++) {
+        if (run_weights(inf, m, toks, p + 1, out, num, &err) == 0) continue;
+        if (prove_ref_run(R, toks, p + 1, P, cut, refnum) < 0 || cut[p] < 0) return 0;
+        prompt_text(m, toks, p + 1, text, sizeof text);
+        snprintf(why, size, "prompt '%s': the program gives '%s' next, the weights stop: %s", text,
+                 model_token_name(m, cut[p], a), err.msg);
+        return 2;
+    }
+    return 0;
 }
 
 /* 1 when the weights and the program disagree on toks (text in why; when
@@ -139,8 +174,11 @@ static int disagree(TfInfer *inf, const TfModel *m, const int *toks, int n, cons
                     const double *refnum, TfProveRef *R, const TfProof *P, char *why, size_t size) {
     int out[4096];
     float num[4096];
-    if (n > 4096 || run_weights(inf, m, toks, n, out, num) < 0) return 0;
+    TfError err;
+    if (n > 4096) return 0;
     int gen = R && !m->every_position && !model_numeric_output(m);
+    if (run_weights(inf, m, toks, n, out, num, &err) < 0)
+        return stopped(inf, m, toks, n, ref, R, P, gen, why, size);
     for (int p = 1; p < n; p++) {
         char a[64], b[64];
         if (model_numeric_output(m)) {

@@ -6,7 +6,8 @@
 #  2. Issue 22's first program at -O and -O0 is proven, and tfrun prints 22
 #     on ^ab. tfc --prove decides as tfprove does.
 #  3. A copy that may select different values is proven only under its
-#     run-time check, and says so.
+#     run-time check, and says so; a checked copy whose single value misses
+#     the check's bound is refused, with a prompt on which tfrun stops.
 #  4. tfprove --check: numbers within the proven bound.
 #  5. The adder with one weight of a seed op's head sign-flipped: refused,
 #     with a counterexample prompt that tfrun confirms.
@@ -130,6 +131,26 @@ TFP
 "$TFC" "$tmp/copy.tfp" -o "$tmp/copy.tfw" 2>/dev/null
 "$TFPROVE" "$tmp/copy.tfw" >"$tmp/out" 2>&1 && grep -q 'relies on the run-time check' "$tmp/out"
 check "a copy that may mix values: proven under its run-time check" $?
+grep -q "line 3: Aggregate -> b: layer 0: the run-time check passes wherever it holds one value" "$tmp/out"
+check "... and its check passes wherever one value is selected" $?
+# add_binary's carry (checked) with one output weight 1.1 times itself: the
+# columns still decode, but no single value passes the check (the mutation
+# test's case): refused, with a prompt on which tfrun stops where the
+# original answers.
+"$TFC" "$P/add_binary.tfp" -o "$tmp/ab.tfw" 2>/dev/null
+row=$("$TFINFO" "$tmp/ab.tfw" | awk '$1=="carry" && $2=="categorical" {split($3, r, "-"); print r[1]; exit}')
+"$PY" "$SRC/tests/scale_weight.py" "$tmp/ab.tfw" "$tmp/abm.tfw" layers.5.attn.output.weight "$row" 0 1.1 >/dev/null
+"$TFPROVE" "$tmp/abm.tfw" >"$tmp/out" 2>&1
+[ $? -eq 1 ] && grep -q "NOT PROVEN: line 25: Aggregate -> carry (layer 5): where 'carry' holds one value, 0, the run-time check fails" "$tmp/out"
+check "add_binary with its checked carry's column scaled by 1.1: refused at the check" $? ||
+  tail -3 "$tmp/out" | sed 's/^/    /'
+line=$(grep '^counterexample: prompt' "$tmp/out")
+prompt=$(sed -E "s/^[^']*'([^']*)'.*/\1/" <<<"$line")
+prog=$(sed -E "s/.*the program gives '([^']*)' next.*/\1/" <<<"$line")
+[ -n "$prompt" ] && ! "$TFRUN" "$tmp/abm.tfw" -n 1 "$prompt" >/dev/null 2>"$tmp/err" &&
+  grep -q "Aggregate -> carry: position [0-9]* does not hold one value" "$tmp/err" &&
+  [ "$("$TFRUN" "$tmp/ab.tfw" -n 1 "$prompt")" = "$prompt$prog" ]
+check "... with a prompt on which tfrun stops at the check and the original gives the program's token ($line)" $?
 
 # 4. tfprove --check: cases run as tfrun --check runs them, a number compared
 # within the bound the validator proved (B, read from its report), not the

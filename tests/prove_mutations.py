@@ -264,14 +264,17 @@ def parse_counterexample(text):
     """(prompt, what the weights print, whether that is the next token) from
     tfprove's counterexample line: "... the weights print '...')" for every
     position, "the program gives 'a' next, the weights 'b'" for a generating
-    model (seed programs included)."""
+    model (seed programs included); "the weights stop: ..." (a run-time check
+    fails where the program answers) is 'ERROR', as run_batch reads it."""
     for line in text.splitlines():
         if line.startswith("counterexample: prompt '"):
             rest = line[len("counterexample: prompt '"):]
             prompt = rest[:rest.index("': ")]
             weights, nxt = None, False
             k = rest.rfind("the weights '")
-            if k >= 0 and rest.endswith("')"):
+            if "the weights stop: " in rest:  # a run-time check fails where the program answers
+                weights, nxt = "ERROR", "' next, the weights stop: " in rest
+            elif k >= 0 and rest.endswith("')"):
                 weights = rest[k + len("the weights '"):-2]
             elif k >= 0 and "' next, the weights '" in rest and rest.endswith("'"):
                 weights, nxt = rest[k + len("the weights '"):-1], True

@@ -917,11 +917,11 @@ START_TEST(test_check_default_bound) {
     TfModel *m = model_new();
     TfCheck c = {.bound = -1};
     m->max_len = 17;
-    ck_assert_double_eq_tol(check_bound(m, &c), 0.5 / 17, 1e-15);
+    ck_assert_double_eq_tol(model_check_bound(m, &c), 0.5 / 17, 1e-15);
     float sixteen_to_one[] = {16.0f / 17, 1.0f / 17};
-    ck_assert_int_eq(check_holds_one(sixteen_to_one, 2, 1, check_bound(m, &c)), 0);
+    ck_assert_int_eq(check_holds_one(sixteen_to_one, 2, 1, model_check_bound(m, &c)), 0);
     c.bound = 0.003;
-    ck_assert_double_eq(check_bound(m, &c), 0.003);
+    ck_assert_double_eq(model_check_bound(m, &c), 0.003);
     model_free(m);
 }
 END_TEST

@@ -10,11 +10,6 @@
 
 int check_first_position(const TfModel *m) { return m->bos >= 0 ? 1 : 0; }
 
-double check_bound(const TfModel *m, const TfCheck *c) {
-    if (c->bound >= 0) return c->bound;
-    return m->max_len > 2 ? 0.5 / m->max_len : 0.25;
-}
-
 int check_holds_one(const float *v, int size, size_t stride, double bound) {
     int hot = 0;
     for (int i = 0; i < size; i++) {
@@ -46,7 +41,7 @@ static int before(float x, float y) { return isnan(x) ? !isnan(y) : x > y; }
 void check_describe(const TfModel *m, const TfCheck *c, int pos, const float *v, size_t stride,
                     TfError *err) {
     const TfRegister *reg = &m->regs[c->reg];
-    double bound = check_bound(m, c);
+    double bound = model_check_bound(m, c);
     // The columns away from 0 (beyond the bound, or NaN), largest first.
     int top[CHECK_SHOWN], n_top = 0, warm = 0, largest = 0;
     for (int i = 0; i < reg->size; i++) {

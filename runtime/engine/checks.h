@@ -27,10 +27,6 @@
  * holds no value; compiled programs leave it empty), else 0. */
 int check_first_position(const TfModel *m);
 
-/* Check c's bound: its own, or 1 / (2 max_len) when the file gave none
- * (at most 0.25). */
-double check_bound(const TfModel *m, const TfCheck *c);
-
 /* 1 when the `size` values v[0], v[stride], ..., v[(size - 1) * stride]
  * hold one value within bound (one within it of 1, the rest of 0), else 0. */
 int check_holds_one(const float *v, int size, size_t stride, double bound);

@@ -1202,7 +1202,7 @@ static void run_checks(TfInfer *inf, int l, int n, int n_run) {
         const TfCheck *c = &m->checks[lp->check_idx[k]];
         const TfRegister *reg = &m->regs[c->reg];
         const float *col = inf->x + (size_t)reg->offset * n;
-        double bound = check_bound(m, c);
+        double bound = model_check_bound(m, c);
         for (int r = 0; r < n_run; r++) {
             if (inf->row_pos[r] < first || check_holds_one(col + r, reg->size, (size_t)n, bound)) continue;
             int s = inf->row_seq[r], pos = inf->row_pos[r];

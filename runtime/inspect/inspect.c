@@ -856,7 +856,7 @@ static void note_checks(const Printer *pr, int layer) {
         int shown = 0, n_bad = 0;
         for (int p = check_first_position(m); p < c->n_pos; p++) {
             const float *v = capture_row(c, layer + 1, p) + reg->offset;
-            if (check_holds_one(v, reg->size, 1, check_bound(m, ck))) continue;
+            if (check_holds_one(v, reg->size, 1, model_check_bound(m, ck))) continue;
             if (shown++ < MAX_NOTES) {
                 TfError e;
                 check_describe(m, ck, p, v, 1, &e);

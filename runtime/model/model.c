@@ -371,6 +371,11 @@ oom:
     return -1;
 }
 
+double model_check_bound(const TfModel *m, const TfCheck *c) {
+    if (c->bound >= 0) return c->bound;
+    return m->max_len > 2 ? 0.5 / m->max_len : 0.25;
+}
+
 int model_numeric_output(const TfModel *m) {
     return m->every_position && m->output_kind == TF_OUTPUT_NEXT_TOKEN && m->output_reg >= 0 &&
            m->output_reg < m->n_regs && m->regs[m->output_reg].kind == TF_REG_SCALAR;

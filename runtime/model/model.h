@@ -132,7 +132,7 @@ typedef struct TfCheck {
     char *op;  /* short op text, owned; never NULL */
     double bound; /* how far a single value's columns may be from its one-hot, the
                      bound the compiler proved (0 <= bound < 0.5); -1: the file gave
-                     none (runtime/engine/checks.h, check_bound) */
+                     none (model_check_bound) */
 } TfCheck;
 
 typedef struct TfModel {
@@ -250,6 +250,10 @@ int model_add_check(TfModel *m, int reg, int layer, int line, const char *op, do
 /* 1 when the model prints a number at every position: read at every
  * position, its output register a scalar. */
 int model_numeric_output(const TfModel *m);
+/* Check c's bound: its own, or 1 / (2 max_len) when the file gave none (at
+ * most 0.25): how far a checked register's columns may be from the one-hot
+ * of a single value (runtime/engine/checks.h; the validator proves it). */
+double model_check_bound(const TfModel *m, const TfCheck *c);
 
 /* Checks that the model is a consistent transformer: embeddings, unembedding
  * and every layer's tensors exist with the shapes the dimensions imply,
