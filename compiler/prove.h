@@ -102,5 +102,10 @@ void prove_ref_free(TfProveRef *R);
  * number for a numeric output (NULL: not wanted). 1 when some position has
  * the values of P's failing scenario, 0 otherwise, -1 on error. */
 int prove_ref_run(TfProveRef *R, const int *toks, int n, const TfProof *P, int *out, double *num);
+/* How near the last prove_ref_run came to P's failing scenario, in [0, 1]:
+ * at its nearest position, the share of the scenario's base variables
+ * holding their values, a number that misses counting 1 / (2 (1 + its
+ * distance)); 1 when reached (the counterexample search climbs it). */
+double prove_ref_near(const TfProveRef *R);
 
 #endif

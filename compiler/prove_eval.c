@@ -4,6 +4,7 @@
  * selected positions after the BOS; an Aggregate copies the one value or
  * averages the selected ones, or gives its default when none is selected).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,7 @@ struct TfProveRef {
     unsigned char *none;
     int *count; /* per position and op: the keys an Aggregate or Count selected */
     int cap;
+    double near; /* the last run's: how near it came to a failing case (1: reached) */
 };
 
 TfProveRef *prove_ref_new(const TfModel *m, TfError *err) {
@@ -114,29 +116,40 @@ static int eval_all(TfProveRef *R, const int *toks, int n) {
     return 0;
 }
 
-/* 1 when position p holds one of P's failing cases. */
-static int matches(const TfProveRef *R, int p, const TfProof *P) {
+/* How near position p comes to P's failing case c: the share of its base
+ * variables that hold the case's value, a number that misses counting
+ * 1 / (2 (1 + its distance)) (1: p holds the case). */
+static double case_near(const TfProveRef *R, int p, const struct TfProofCase *K) {
     int nr = R->S.ir->n_regs;
-    for (int c = 0; c < P->n_cases; c++) {
-        const struct TfProofCase *K = &P->cases[c];
-        int ok = 1;
-        for (int k = 0; k < K->n && ok; k++) {
-            const PvBase *B = &R->S.base[K->base[k]];
-            if (B->reg < 0) { // a sum's count
-                ok = R->count[(size_t)p * R->S.n_ops + B->op] == (int)B->vals[K->idx[k]].x;
+    double got = 0;
+    for (int k = 0; k < K->n; k++) {
+        const PvBase *B = &R->S.base[K->base[k]];
+        TfVal w = B->vals[K->idx[k]], v;
+        if (B->reg < 0) { // a sum's count
+            v = val_num(R->count[(size_t)p * R->S.n_ops + B->op], 1);
+        } else {
+            int none = R->none[(size_t)p * nr + B->reg], want_none = B->has_none && K->idx[k] == B->n - 1;
+            if (none || want_none) {
+                got += none == want_none;
                 continue;
             }
-            int none = R->none[(size_t)p * nr + B->reg];
-            TfVal v = R->cur[(size_t)p * nr + B->reg], w = B->vals[K->idx[k]];
-            int want_none = B->has_none && K->idx[k] == B->n - 1;
-            if (none != want_none) ok = 0;
-            else if (!none && val_cmp(v, w) != 0 &&
-                     !(val_is_num(v) && fabs(v.x - w.x) <= 1e-9 * (1 + fabs(v.x))))
-                ok = 0;
+            v = R->cur[(size_t)p * nr + B->reg];
         }
-        if (ok) return 1;
+        if (val_cmp(v, w) == 0 || (val_is_num(v) && val_is_num(w) && fabs(v.x - w.x) <= 1e-9 * (1 + fabs(v.x))))
+            got += 1;
+        else if (val_is_num(v) && val_is_num(w))
+            got += 0.5 / (1 + fabs(v.x - w.x));
     }
-    return 0;
+    return K->n ? got / K->n : 0;
+}
+
+/* The nearest any position of the last run comes to one of P's failing
+ * cases (case_near). */
+static double nearest(const TfProveRef *R, int n, const TfProof *P) {
+    double best = 0;
+    for (int p = 1; p < n; p++)
+        for (int c = 0; c < P->n_cases; c++) best = fmax(best, case_near(R, p, &P->cases[c]));
+    return best;
 }
 
 int prove_ref_run(TfProveRef *R, const int *toks, int n, const TfProof *P, int *out, double *num) {
@@ -151,14 +164,16 @@ int prove_ref_run(TfProveRef *R, const int *toks, int n, const TfProof *P, int *
     }
     memset(R->none, 1, (size_t)n * nr);
     if (eval_all(R, toks, n) < 0) return -1;
-    int hit = 0, r = R->S.ir->output_reg;
+    int r = R->S.ir->output_reg;
     out[0] = -1;
     for (int p = 1; p < n; p++) {
         int none = R->none[(size_t)p * nr + r];
         TfVal v = R->cur[(size_t)p * nr + r];
         out[p] = none ? -1 : values_token_of(R->S.ir, v);
         if (num) num[p] = none ? NAN : v.x;
-        hit |= matches(R, p, P);
     }
-    return hit;
+    R->near = nearest(R, n, P);
+    return R->near == 1;
 }
+
+double prove_ref_near(const TfProveRef *R) { return R->near; }

@@ -255,6 +255,47 @@ static int search_short(Search *X, const int *alph, int na, int *toks) {
     return 0;
 }
 
+/* Hill climbing towards the failing case (a fixed seed): from a random
+ * prompt of a random length, one token changed at a time, the change kept
+ * when the prompt comes no less near the case (prove_ref_near); one that
+ * reaches it is run (try_prompt) and the walk goes on among those that do,
+ * since reaching the case is not yet disagreeing. A restart after
+ * CLIMB_STUCK steps without progress. The budget is in evaluations, scaled
+ * by what one costs (the length squared times the layers): the same
+ * prompts on every machine. */
+#define CLIMB_WORK 4e8
+#define CLIMB_MAX 100000
+#define CLIMB_STUCK 400
+static int search_climb(Search *X, const int *alph, int na, int *toks) {
+    const TfModel *m = X->m;
+    double cost = (double)m->max_len * m->max_len * (m->n_layers + 1);
+    long steps = (long)fmin(CLIMB_MAX, CLIMB_WORK / cost), ran = 0;
+    unsigned long long rng = 0xd1b54a32d192ed03ull;
+#define CLIMB_NEXT() (rng = rng * 6364136223846793005ull + 1442695040888963407ull, (unsigned)(rng >> 33))
+    while (ran < steps) {
+        int n = 2 + (int)(CLIMB_NEXT() % (unsigned)(m->max_len - 1));
+        for (int i = 1; i < n; i++) toks[i] = alph[CLIMB_NEXT() % (unsigned)na];
+        int r = prove_ref_run(X->R, toks, n, X->P, X->ref, X->refnum);
+        double near = r < 0 ? -1 : prove_ref_near(X->R);
+        ran++;
+        for (long stuck = 0; stuck < CLIMB_STUCK && ran < steps; ran++) {
+            int i = 1 + (int)(CLIMB_NEXT() % (unsigned)(n - 1)), old = toks[i];
+            toks[i] = alph[CLIMB_NEXT() % (unsigned)na];
+            r = prove_ref_run(X->R, toks, n, X->P, X->ref, X->refnum);
+            double now = r < 0 ? -1 : prove_ref_near(X->R);
+            if (now < near) {
+                toks[i] = old, stuck++;
+                continue;
+            }
+            stuck = now > near ? 0 : stuck + 1;
+            near = now;
+            if (r == 1 && try_prompt(X, toks, n)) return 1;
+        }
+    }
+#undef CLIMB_NEXT
+    return 0;
+}
+
 /* Longer prompts: one token repeated, then random mixes (a fixed seed). */
 static int search_long(Search *X, const int *alph, int na, int *toks) {
     unsigned long long rng = 0x9e3779b97f4a7c15ull;
@@ -291,8 +332,10 @@ static int try_any(Search *X, const int *toks, int n) {
 }
 
 /* The weights on any prompt, failing case or not (the cases P keeps are the
- * first few, which no prompt may reach): every prompt shortest first while
- * they fit MAX_RUNS in all, then a few random ones of each longer length. */
+ * first few of the first check that fails, which no prompt may reach, while
+ * the change shows at a later layer): every prompt shortest first while they
+ * fit MAX_RUNS in all, then at each longer length every token repeated, 8
+ * random prompts and 16 of two tokens in a random share. */
 static int search_any(Search *X, const int *alph, int na, int *toks, int *idx) {
     long runs = 0, level = na;
     int n = 2;
@@ -308,14 +351,20 @@ static int search_any(Search *X, const int *alph, int na, int *toks, int *idx) {
         }
     }
     unsigned long long rng = 0x2545f4914f6cdd1dull;
-    for (; n <= X->m->max_len; n++)
-        for (int r = 0; r < 8; r++) {
-            for (int i = 1; i < n; i++) {
-                rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-                toks[i] = alph[(rng >> 33) % (unsigned)na];
-            }
+#define ANY_NEXT() (rng = rng * 6364136223846793005ull + 1442695040888963407ull, (unsigned)(rng >> 33))
+    for (; n <= X->m->max_len; n++) {
+        for (int t = 0; t < na; t++) { // one token repeated
+            for (int i = 1; i < n; i++) toks[i] = alph[t];
             if (try_any(X, toks, n)) return 1;
         }
+        for (int r = 0; r < 24; r++) { // uniform, then two tokens in a random share
+            int a = alph[ANY_NEXT() % (unsigned)na], b = alph[ANY_NEXT() % (unsigned)na];
+            unsigned cut = ANY_NEXT() % 1000;
+            for (int i = 1; i < n; i++) toks[i] = r < 8 ? alph[ANY_NEXT() % (unsigned)na] : ANY_NEXT() % 1000 < cut ? a : b;
+            if (try_any(X, toks, n)) return 1;
+        }
+    }
+#undef ANY_NEXT
     return 0;
 }
 
@@ -338,7 +387,8 @@ static void counterexample(const TfModel *m, const TfProof *P) {
     int ran = X.R && X.inf && toks && idx && X.ref && X.refnum && na && m->bos >= 0;
     if (ran) {
         toks[0] = m->bos;
-        found = P->n_assign && (search_short(&X, alph, na, toks) || search_long(&X, alph, na, toks));
+        found = P->n_assign && (search_short(&X, alph, na, toks) || search_climb(&X, alph, na, toks) ||
+                                search_long(&X, alph, na, toks));
         long reached = X.tried;
         X.tried = 0;
         found = found || search_any(&X, alph, na, toks, idx);

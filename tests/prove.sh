@@ -8,6 +8,8 @@
 #  3. A copy that may select different values is proven only under its
 #     run-time check, and says so; a checked copy whose single value misses
 #     the check's bound is refused, with a prompt on which tfrun stops.
+#  3b. Counterexamples beyond the short prompts (count_token, dyck1 with one
+#     weight changed), each confirmed by tfrun.
 #  4. tfprove --check: numbers within the proven bound.
 #  5. The adder with one weight of a seed op's head sign-flipped: refused,
 #     with a counterexample prompt that tfrun confirms.
@@ -188,6 +190,37 @@ check "tfprove --check: a wrong token output fails" $?
 printf '^1\t1\n' | "$TFPROVE" "$tmp/xor.tfw" --check - >"$tmp/out" 2>&1
 [ $? -eq 1 ] && grep -q '^--check: not run: ' "$tmp/out"
 check "tfprove --check: a file not proven runs no case" $?
+
+# 3b. Counterexamples no short prompt reaches (the mutation test's misses):
+# count_token with the unembedding's weight of '7' on out's '7' negated
+# fails where 7 positions hold 'a' (a climb towards the failing case finds
+# one); dyck1 with one weight of sign's MLP doubled fails where closes is 14
+# at an opens the proof's first failing cases do not hold (prompts of one
+# token repeated find it). Each confirmed by tfrun on both files.
+confirm_every() { # FILE ORIG OUT: tfprove's every-position counterexample in OUT, run
+  local line prompt want prog
+  line=$(grep '^counterexample: prompt' "$3")
+  prompt=$(sed -E "s/^[^']*'([^']*)'.*/\1/" <<<"$line")
+  prog=$(sed -E "s/.*\(the program prints '([^']*)', the weights '([^']*)'\)$/\1/" <<<"$line")
+  want=$(sed -E "s/.*\(the program prints '([^']*)', the weights '([^']*)'\)$/\2/" <<<"$line")
+  [ -n "$prompt" ] && [ "$prog" != "$want" ] &&
+    [ "$("$TFRUN" "$1" "$prompt")" = "$prompt	$want" ] && [ "$("$TFRUN" "$2" "$prompt")" = "$prompt	$prog" ]
+}
+"$TFC" "$P/count_token.tfp" -o "$tmp/ct.tfw" 2>/dev/null
+"$PY" "$SRC/tests/scale_weight.py" "$tmp/ct.tfw" "$tmp/ctm.tfw" unembed.weight 11 28 -1 >/dev/null
+"$TFPROVE" "$tmp/ctm.tfw" >"$tmp/out" 2>&1
+[ $? -eq 1 ] && grep -q "^  case: n = 7$" "$tmp/out" && grep -q "^counterexample: prompt '^[^']*'" "$tmp/out" &&
+  [ "$(grep '^counterexample' "$tmp/out" | sed -E "s/^[^']*'([^']*)'.*/\1/" | tr -cd a | wc -c)" -eq 7 ] &&
+  confirm_every "$tmp/ctm.tfw" "$tmp/ct.tfw" "$tmp/out"
+check "count_token with '7' unembedded negatively: a counterexample of 7 a's that tfrun confirms" $? ||
+  tail -2 "$tmp/out" | sed 's/^/    /'
+"$TFC" "$P/dyck1.tfp" -o "$tmp/d1.tfw" 2>/dev/null
+"$PY" "$SRC/tests/scale_weight.py" "$tmp/d1.tfw" "$tmp/d1m.tfw" layers.2.mlp.fc1.weight 42 37 2 >/dev/null
+"$TFPROVE" "$tmp/d1m.tfw" >"$tmp/out" 2>&1
+[ $? -eq 1 ] && grep -q "NOT PROVEN: line 14: Map -> sign (layer 2)" "$tmp/out" &&
+  confirm_every "$tmp/d1m.tfw" "$tmp/d1.tfw" "$tmp/out"
+check "dyck1 with a unit of sign doubled: a counterexample that tfrun confirms" $? ||
+  tail -2 "$tmp/out" | sed 's/^/    /'
 
 # 5. The adder (seed ops, compiler/prove_seed.c): one weight of read_left's
 #    output projection sign-flipped (the column of token '3') is refused,
