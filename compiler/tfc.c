@@ -3,6 +3,12 @@
  *   tfc [-O | -O0] [--no-schedule] [--prove] [-v] [-o OUT.tfw] [--max-params=N] [--] PROGRAM.tfp
  *   tfc --dump=ast|ir|plans|layers [-O | -O0] [--no-schedule] [--] PROGRAM.tfp
  *
+ * --prove proves the weights against the program before they are written
+ * (compiler/prove.h, the validator tfprove runs): where the proof fails,
+ * nothing is written and the error names the op, its line and layer, the
+ * failing case and a prompt on which the weights and the program disagree
+ * (compiler/prove_search.h).
+ *
  * -v prints what was written: the layers, heads, hidden units, tensors and
  * parameters, then one line for each layer that holds several ops (tfc's
  * scheduler merges ops whose inputs are ready into one layer) naming them.
@@ -31,6 +37,7 @@
 #include "outfile.h"
 #include "parse.h"
 #include "prove.h"
+#include "prove_search.h"
 #include "tfw.h"
 
 #define TFC_EXIT_DONE (-1) /* parse_options: --help or --version printed */
@@ -47,7 +54,8 @@ static void usage(FILE *f) {
                "                   fusion, no ops side by side, no dead columns dropped)\n"
                "  --prove          prove the weights against the program before writing them\n"
                "                   (compiler/prove.h, as tfprove does); write nothing and\n"
-               "                   fail, naming the op's line, when the proof fails\n"
+               "                   fail, naming the op's line, the layer, the failing case\n"
+               "                   and a counterexample prompt, when the proof fails\n"
                "  -v, --verbose    print a summary of what was written (and the ops each\n"
                "                   layer of several ops holds)\n"
                "  --max-params=N   refuse a model of more than N parameters before building\n"
@@ -112,8 +120,9 @@ static void print_summary(const TfModel *m, const char *out_path) {
     print_merged_layers(m);
 }
 
-/* tfc --prove: the validator on the model; 0 when proven, else the error
- * at the op's line and the exit status. */
+/* tfc --prove: the validator on the model; 0 when proven, else
+ * the error at the op's line, the failing case and a counterexample
+ * (prove_search), and the exit status. */
 static int prove(const TfModel *m, const char *src_path, const char *source, size_t len) {
     TfProof P;
     TfError err;
@@ -128,12 +137,13 @@ static int prove(const TfModel *m, const char *src_path, const char *source, siz
     TfDiag d;
     diag_init(&d, src_path, source, len, stderr);
     TfLoc loc = {P.fail_line, 1, P.fail_line, 1};
-    const char *what = P.verdict == TF_PROOF_FAILED ? "the weights are not proven" : "cannot prove";
+    const char *what = P.verdict == TF_PROOF_FAILED ? "the weights are not proven" : "cannot prove the weights";
     if (P.fail_line > 0) diag_error(&d, loc, "%s: %s", what, P.reason);
     else diag_file_error(&d, "%s: %s", what, P.reason);
     for (int k = 0; k < P.n_assign; k++)
         fprintf(stderr, "  case: %s = %s\n", P.assign_reg[k], P.assign_val[k]);
-    if (P.n_assign) diag_hint(&d, "tfprove FILE.tfw (the file written without --prove) searches for a prompt in this case and runs the weights on it");
+    prove_search(m, &P, stderr);
+    diag_hint(&d, "nothing was written; without --prove tfc writes the weights (tfprove FILE.tfw then says the same)");
     prove_free(&P);
     return CLI_EXIT_INPUT;
 }
