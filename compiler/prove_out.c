@@ -55,19 +55,33 @@ static double cat_margin(PvNet *N, const Scan *s, int r, int e) {
     return pv_col_get(N, &N->col[off + e], s->assign).lo - top;
 }
 
+/* A scan of register r's columns and value over every combination of the
+ * base variables both depend on (s->n < 0: more than PV_TABLE_LIMIT);
+ * *cols its columns. -1: out of memory (nothing left allocated). */
+static int scan_reg(PvNet *N, int r, Scan *s, int **cols) {
+    const TfIr *ir = N->S->ir;
+    int off = N->reg_col[r], size = N->reg_size[r];
+    *cols = malloc((size_t)size * sizeof(int));
+    *s = (Scan){.D = N->S->deps[r]};
+    for (int k = 0; *cols && k < size; k++) s->D |= N->col[off + k].deps, (*cols)[k] = off + k;
+    s->n = pv_deps_size(N->S, s->D, PV_TABLE_LIMIT);
+    s->cur = malloc((size_t)ir->n_regs * sizeof *s->cur);
+    s->none = malloc((size_t)ir->n_regs);
+    if (*cols && s->cur && s->none) return 0;
+    free(*cols), free(s->cur), free(s->none);
+    return -1;
+}
+
 static int check_reg(PvNet *N, int li, int r) {
     const PvSem *S = N->S;
     const TfIr *ir = S->ir;
     const PvOp *o = &S->ops[S->writer[r]];
-    int off = N->reg_col[r], size = N->reg_size[r], *cols = malloc((size_t)size * sizeof(int));
-    Scan s = {.D = S->deps[r]};
-    for (int k = 0; k < size; k++) s.D |= N->col[off + k].deps, cols[k] = off + k;
-    s.n = pv_deps_size(S, s.D, PV_TABLE_LIMIT);
-    s.cur = malloc((size_t)ir->n_regs * sizeof *s.cur);
-    s.none = malloc((size_t)ir->n_regs);
-    if (!cols || !s.cur || !s.none || s.n < 0) {
+    int off = N->reg_col[r], size = N->reg_size[r], *cols;
+    Scan s;
+    if (scan_reg(N, r, &s, &cols) < 0) return -1;
+    if (s.n < 0) {
         free(cols), free(s.cur), free(s.none);
-        return s.n < 0 ? 0 : -1;
+        return 0;
     }
     int scalar = ir->regs[r].kind == TF_REG_SCALAR;
     double worst = scalar ? 0 : INFINITY;
@@ -135,16 +149,9 @@ static int check_runtime(PvNet *N, int li, int r, const TfCheck *c) {
     const TfIr *ir = S->ir;
     const PvOp *o = S->writer[r] >= 0 ? &S->ops[S->writer[r]] : NULL;
     int line = o ? o->stmt->loc.line : c->line;
-    int off = N->reg_col[r], size = N->reg_size[r], *cols = malloc((size_t)size * sizeof(int));
-    Scan s = {.D = S->deps[r]};
-    for (int k = 0; k < size; k++) s.D |= N->col[off + k].deps, cols[k] = off + k;
-    s.n = pv_deps_size(S, s.D, PV_TABLE_LIMIT);
-    s.cur = malloc((size_t)ir->n_regs * sizeof *s.cur);
-    s.none = malloc((size_t)ir->n_regs);
-    if (!cols || !s.cur || !s.none) {
-        free(cols), free(s.cur), free(s.none);
-        return -1;
-    }
+    int off = N->reg_col[r], size = N->reg_size[r], *cols;
+    Scan s;
+    if (scan_reg(N, r, &s, &cols) < 0) return -1;
     double b = model_check_bound(N->m, c), least = INFINITY;
     if (s.n < 0) pv_unproven(N, line, li, "layer %d: the run-time check of '%s': not proven: more than 2^22 combinations", li, ir->regs[r].name);
     for (long i = 0; i < s.n; i++) {
