@@ -14,6 +14,13 @@
 #define MAX_PROMPT_LEN 8
 #define MAX_RUNS 20000 /* prompts the weights run on when no prompt reaching a case disagrees */
 
+/* Token tok as tfrun prints it (\n escaped, model_token_text) into buf
+ * (TF_TOKEN_TEXT_MAX bytes at least). */
+static const char *tok_text(const TfModel *m, int tok, char *buf) {
+    model_token_text(m, tok, buf);
+    return buf;
+}
+
 static void prompt_text(const TfModel *m, const int *toks, int n, char *buf, size_t size) {
     size_t k = 0;
     buf[0] = '\0';
@@ -40,7 +47,7 @@ static void out_text(const TfModel *m, const int *t, int n, char *buf, size_t si
     for (int p = 1; p < n && k + 40 < size; p++) {
         char tb[64];
         k += (size_t)snprintf(buf + k, size - k, "%s%s", p > 1 && m->token_names ? " " : "",
-                              t[p] < 0 ? "?" : model_token_name(m, t[p], tb));
+                              t[p] < 0 ? "?" : tok_text(m, t[p], tb));
     }
 }
 
@@ -61,7 +68,7 @@ static int next_disagree(TfInfer *inf, TfProveRef *R, const TfProof *P, const Tf
     char text[4096], a[64], b[64];
     prompt_text(m, toks, p + 1, text, sizeof text);
     snprintf(why, size, "prompt '%s': the program gives '%s' next, the weights '%s'", text,
-             model_token_name(m, ref[p], a), model_token_name(m, out[p], b));
+             tok_text(m, ref[p], a), tok_text(m, out[p], b));
     return 1;
 }
 
@@ -92,7 +99,7 @@ static int stopped(TfInfer *inf, const TfModel *m, const int *toks, int n, const
         if (prove_ref_run(R, toks, p + 1, P, cut, refnum) < 0 || cut[p] < 0) return 0;
         prompt_text(m, toks, p + 1, text, sizeof text);
         snprintf(why, size, "prompt '%s': the program gives '%s' next, the weights stop: %s", text,
-                 model_token_name(m, cut[p], a), err.msg);
+                 tok_text(m, cut[p], a), err.msg);
         return 2;
     }
     return 0;
@@ -127,7 +134,7 @@ static int disagree(TfInfer *inf, const TfModel *m, const int *toks, int n, cons
         out_text(m, ref, n, pa, sizeof pa);
         out_text(m, out, n, pb, sizeof pb);
         snprintf(why, size, "at position %d the program gives '%s', the weights '%s' (the program prints '%s', the weights '%s')", p,
-                 model_token_name(m, ref[p], a), model_token_name(m, out[p], b), pa, pb);
+                 tok_text(m, ref[p], a), tok_text(m, out[p], b), pa, pb);
         return 1;
     }
     if (!model_numeric_output(m)) {
@@ -358,16 +365,16 @@ static void seed_counterexample(const TfModel *m, const TfProof *P, FILE *out) {
         if (want >= 0 && got != want) {
             prompt_text(m, seq, len, text, sizeof text);
             fprintf(out, "counterexample: prompt '%s': the program gives '%s' next, the weights '%s'\n", text,
-                   model_token_name(m, want, a), model_token_name(m, got, b));
+                   tok_text(m, want, a), tok_text(m, got, b));
             infer_free(inf);
             return;
         }
         if (!first[0] && !any) {
             prompt_text(m, seq, len, text, sizeof text);
             if (want >= 0)
-                snprintf(first, sizeof first, "'%s' (the program and the weights both give '%s' next: the margin is what is not proven)", text, model_token_name(m, want, a));
+                snprintf(first, sizeof first, "'%s' (the program and the weights both give '%s' next: the margin is what is not proven)", text, tok_text(m, want, a));
             else
-                snprintf(first, sizeof first, "'%s' (the program gives no value there; the weights '%s')", text, model_token_name(m, got, b));
+                snprintf(first, sizeof first, "'%s' (the program gives no value there; the weights '%s')", text, tok_text(m, got, b));
         }
     }
     infer_free(inf);
