@@ -140,7 +140,7 @@ static double case_near(const TfProveRef *R, int p, const struct TfProofCase *K)
         else if (val_is_num(v) && val_is_num(w))
             got += 0.5 / (1 + fabs(v.x - w.x));
     }
-    return K->n ? got / K->n : 0;
+    return K->n ? got / K->n : 1; // a case of no base variables: every position holds it
 }
 
 /* The nearest any position of the last run comes to one of P's failing

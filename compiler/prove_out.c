@@ -167,7 +167,7 @@ static int check_runtime(PvNet *N, int li, int r, const TfCheck *c) {
                     "line %d: %s (layer %d): where '%s' holds one value, %s, the run-time check "
                     "fails: its column %d is in [%.9g, %.9g], the check allows %d within %.2g",
                     line, c->op, li, ir->regs[r].name, lab, k, v.lo, v.hi, k == e, b);
-            break;
+            continue; // more cases for the counterexample search
         }
         least = fmin(least, slack);
     }

@@ -122,6 +122,14 @@ done
 prc=$?
 [ $prc -eq $rcO ] && { [ $prc -eq 0 ] || { [ ! -e "$tmp/issue2.tfw" ] && grep -q 'issue.tfp:[0-9]*:1: error: ' "$tmp/err"; }; }
 check "tfc --prove decides as tfprove does, and writes nothing it cannot prove" $?
+# A learned model has no program to prove against: tfc --prove refuses it,
+# located at the file, and writes nothing.
+rm -f "$tmp/xor.tfw"
+"$TFC" --prove "$P/xor.tfp" -o "$tmp/xor.tfw" 2>"$tmp/err"
+[ $? -eq 1 ] && [ ! -e "$tmp/xor.tfw" ] &&
+  grep -q "xor.tfp: error: cannot prove the weights: .*a learned model" "$tmp/err" &&
+  grep -q "^hint: nothing was written; without --prove tfc writes the weights" "$tmp/err"
+check "tfc --prove on a learned model: refused, nothing written ($(head -1 "$tmp/err"))" $?
 
 # 3. A copy the source cannot prove single-valued: proven under its check.
 cat >"$tmp/copy.tfp" <<'TFP'
