@@ -18,6 +18,7 @@ declare -A deps=( # library: the libraries it may use
   [tf_grammar]=""
   [tf_compiler]="tf_grammar tf_model"
   [tf_prove]="tf_compiler tf_grammar tf_model"
+  [tf_prove_search]="tf_prove tf_compiler tf_grammar tf_engine tf_model"
 )
 for l in "${!deps[@]}"; do
   nm -g --defined-only "$build/lib$l.a" | awk 'NF==3 {print $3}' | sort -u >"$tmp/$l.def"
@@ -48,9 +49,11 @@ nm -g --defined-only "$build/libtf_compiler.a" |
     awk '/^[a-z_]+\.c\.o:$/ {f=$1; next} NF==3 && f ~ /^(plans|lower|lower_general|cubes|fuse|schedule|tensors|select|map|compile|stage_dump)\.c\.o:$/ {print $3}' |
     sort -u >"$tmp/backend"
 [ -s "$tmp/backend" ]; check "the compiler's back end defines symbols (it was built)" $?
-comm -12 "$tmp/tf_prove.use" "$tmp/backend" >"$tmp/prove_bad"
-while read -r s; do echo "tf_prove uses $s of the compiler's back end"; done <"$tmp/prove_bad"
-[ ! -s "$tmp/prove_bad" ]; check "tf_prove references nothing of plans, lowering, cubes, fusion, scheduling, select.c, map.c" $?
+for l in tf_prove tf_prove_search; do # the validator and its counterexample search
+  comm -12 "$tmp/$l.use" "$tmp/backend" >"$tmp/prove_bad"
+  while read -r s; do echo "$l uses $s of the compiler's back end"; done <"$tmp/prove_bad"
+  [ ! -s "$tmp/prove_bad" ]; check "$l references nothing of plans, lowering, cubes, fusion, scheduling, select.c, map.c" $?
+done
 # The tools link what they need and no more (the link lines CMake wrote).
 links() { cat "$build/CMakeFiles/$1.dir/link.txt"; }
 for tool in tftrain tfinfo tfrun tfconvert; do
