@@ -279,7 +279,38 @@ int pv_prove_twin(const TfModel *m, int naive, TfProof *P, uint64_t *digest, TfE
     return prove_run(m, 1, naive, P, digest, err);
 }
 
+/* The proof runs with float results below the smallest normal flushed to
+ * zero (FTZ; not DAZ: subnormal weights are still read as they are).
+ * Every bound the validator computes is moved outward by 2^-1022 at least
+ * (compiler/interval.h), more than a flushed result's error, so the proof
+ * stays sound; and it runs about three times as fast: interval ends of
+ * +-2^-1022 times a weight are subnormal, which x86 computes in microcode.
+ * The caller's mode is restored (the counterexample search after it runs
+ * the engine, which must round as tfrun does); threads the proof starts
+ * inherit the mode. */
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+static unsigned ftz_enter(void) {
+    unsigned s = _mm_getcsr();
+    _mm_setcsr(s | 0x8000u);
+    return s;
+}
+static void ftz_leave(unsigned s) { _mm_setcsr(s); }
+#else
+static unsigned ftz_enter(void) { return 0; }
+static void ftz_leave(unsigned s) { (void)s; }
+#endif
+
+static int prove_body(const TfModel *m, int threads, int naive, TfProof *P, uint64_t *digest, TfError *err);
+
 static int prove_run(const TfModel *m, int threads, int naive, TfProof *P, uint64_t *digest, TfError *err) {
+    unsigned mode = ftz_enter();
+    int rc = prove_body(m, threads, naive, P, digest, err);
+    ftz_leave(mode);
+    return rc;
+}
+
+static int prove_body(const TfModel *m, int threads, int naive, TfProof *P, uint64_t *digest, TfError *err) {
     memset(P, 0, sizeof *P);
     if (threads <= 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);

@@ -71,6 +71,7 @@ typedef struct Seed {
     PvDeps scen;    /* the scenario's variables */
     unsigned char *scen_ok; /* per scenario (an index over scen): no input fact broken by any op */
     int *cut;       /* [op * nr + r]: the variable op's cut made r's value, -1 */
+    int *ncut;      /* per op: how many registers its cuts made a variable of */
     int *grt_var;   /* per op: GetRelativeToken's token variable, -1 */
     PvDeps *sdeps;  /* per register: the variables its value depends on */
     int *col, *size; /* per register: first model column, columns (0: absent) */
@@ -286,7 +287,7 @@ static int sem_run(const Seed *Z, int upto, int *assign, const int *toks, Sv *va
     SemInfo J = {p, -1};
     for (int j = 0; j <= upto; j++) {
         if (sem_op(Z, j, assign, toks, val, &J)) return 1;
-        for (int r = 0; r < Z->nr; r++) {
+        for (int r = 0; r < Z->nr && Z->ncut[j]; r++) {
             int v = Z->cut[(size_t)j * Z->nr + r];
             if (v < 0) continue;
             if (toks) assign[v] = val[r].k == SV_UNK ? -1 : var_find(Z, v, val[r]);
@@ -331,15 +332,14 @@ static TfIv iv_gelu(TfIv z) {
 /* Float32 rounding to nearest is monotone: a float known to be the rounding
  * of a real in [lo, hi] (or to lie there itself) lies in [f32(lo), f32(hi)].
  * The bounds are moved outward first, so that the double arithmetic that
- * made them is covered too. */
-static double f32_lo(double lo) {
-    lo = iv_down(lo);
-    return fabs(lo) <= FLT_MAX ? (double)(float)lo : lo;
+ * made them is covered too. Float32's subnormals are rounded to in double:
+ * the proof runs with the hardware flushing them (compiler/prove.c). */
+static double f32_round(double x) {
+    if (fabs(x) < FLT_MIN) return rint(x * 0x1p149) * 0x1p-149; // to float32's subnormal grid (nearest, ties even)
+    return fabs(x) <= FLT_MAX ? (double)(float)x : x;
 }
-static double f32_hi(double hi) {
-    hi = iv_up(hi);
-    return fabs(hi) <= FLT_MAX ? (double)(float)hi : hi;
-}
+static double f32_lo(double lo) { return f32_round(iv_down(lo)); }
+static double f32_hi(double hi) { return f32_round(iv_up(hi)); }
 static TfIv iv_f32(TfIv a) { return (TfIv){f32_lo(a.lo), f32_hi(a.hi)}; }
 
 /* A unit's pre-activation as the engine forms it: the float32 dot product
@@ -1006,6 +1006,7 @@ typedef struct STrack {
 typedef struct SKx {
     const STrack *T;
     TfIv *KF; /* [np][np][D] */
+    int *rows, nrows; /* the entries of KF's and KX's vectors that Wk lets be nonzero */
     TfIv *KX; /* [nt][np][D] */
 } SKx;
 
@@ -1037,7 +1038,14 @@ static int skx_build(const SHead *H, const float *wk, int d, const STrack *T, SK
     e->T = T;
     e->KF = malloc(np * np * D * sizeof *e->KF + 1);
     e->KX = malloc((size_t)H->nt * np * D * sizeof *e->KX + 1);
-    if (!e->KF || !e->KX) return -1;
+    e->rows = malloc(D * sizeof *e->rows + 1);
+    if (!e->KF || !e->KX || !e->rows) return -1;
+    e->nrows = 0;
+    for (int i = 0; i < H->D; i++) {
+        int any = 0;
+        for (int w = 0; w < T->nw; w++) any |= wk[(size_t)i * d + T->wcol[w]] != 0;
+        if (any) e->rows[e->nrows++] = i;
+    }
     for (size_t j = 0; j < np; j++)
         for (size_t a = 0; a <= j; a++)
             skx_apply(H, wk, d, T, T->found + (j * np + a) * (size_t)T->nw, e->KF + (j * np + a) * D);
@@ -1047,11 +1055,13 @@ static int skx_build(const SHead *H, const float *wk, int d, const STrack *T, SK
     return 0;
 }
 
-/* scale (q . v), with its share of the score's rounding. */
-static TfIv shead_dot(const SHead *H, const TfIv *q, const TfIv *v) {
+/* scale (q . v), with its share of the score's rounding; v's entries
+   other than rows[0..n) are 0 (rows NULL: any may not be). */
+static TfIv shead_dot(const SHead *H, const TfIv *q, const TfIv *v, const int *rows, int n) {
     TfIv s = iv_pt(0);
     double mag = 0;
-    for (int i = 0; i < H->D; i++) {
+    for (int k = 0; k < (rows ? n : H->D); k++) {
+        int i = rows ? rows[k] : k;
         if (v[i].lo == 0 && v[i].hi == 0) continue;
         s = iv_add(s, iv_mul(q[i], v[i]));
         mag += iv_mag(q[i]) * iv_mag(v[i]);
@@ -1070,12 +1080,12 @@ static void shead_ex(const SHead *H, const SKx *kx, int nkx, const TfIv *q, cons
         int b = apos[T->anchor];
         for (int j = 0; j <= p; j++) {
             if (b >= 0 && b <= j) {
-                ex[j] = iv_add(ex[j], shead_dot(H, q, kx[e].KF + ((size_t)j * np + (size_t)b) * D));
+                ex[j] = iv_add(ex[j], shead_dot(H, q, kx[e].KF + ((size_t)j * np + (size_t)b) * D, kx[e].rows, kx[e].nrows));
                 continue;
             }
             TfIv run = {NAN, NAN};
             for (int i = T->aoff[j]; i < T->aoff[j + 1]; i++)
-                hull_nan(&run, shead_dot(H, q, kx[e].KX + (size_t)T->aent[i] * D));
+                hull_nan(&run, shead_dot(H, q, kx[e].KX + (size_t)T->aent[i] * D, kx[e].rows, kx[e].nrows));
             ex[j] = iv_add(ex[j], run);
         }
     }
@@ -1193,7 +1203,7 @@ static void strack_not_yet(Seed *Z, const SHead *H, SFollow *W, STrack *T) {
                 if (nkx) shead_ex(H, kx, nkx, q, apos, j, ex);
                 for (int t = 0; t < nt; t++)
                     for (int k = 0; k <= j && t != tok; k++) {
-                        TfIv s = shead_dot(H, q, H->K + ((size_t)t * np + (size_t)k) * H->D);
+                        TfIv s = shead_dot(H, q, H->K + ((size_t)t * np + (size_t)k) * H->D, NULL, 0);
                         sc[t * np + k] = nkx ? iv_add(s, ex[k]) : s;
                         if (qi == 0 && (r < 0 || sc[t * np + k].lo > sc[r].lo)) r = t * np + k;
                     }
@@ -1345,29 +1355,105 @@ static int strack_build(Seed *Z, const SHead *H, int tok, const SKx *kx, int nkx
     return rc;
 }
 
-/* The query vector of each of the nqc cases of Dq (qv, H.D each) and its id
-   among the distinct ones, which T collects (qid: -1 where a column read
-   holds no value). x: d intervals of scratch. */
-static void query_ids(Seed *Z, const SHead *Hp, PvDeps Dq, long nqc, TfIv *x, TfIv *qv, long *qid,
-                      Seen *Tp) {
-    PvNet *N = Z->N;
+/* The query's columns grouped by the variables they depend on: per group
+ * and value of its variables, each query entry's partial dot product
+ * (part, with sum |w| |x| in mag; NULL where the group has more than
+ * QGROUP_MAX values: summed per case instead). */
+#define QGROUP_MAX 65536
+typedef struct QGroup {
+    PvDeps deps;
+    int ncol, *cols;
+    long n;
+    TfIv *part;          /* [n][D] */
+    double *mag;         /* [n][D] */
+    unsigned char *dead; /* [n]: a column holds no value */
+} QGroup;
+
+/* Column c's terms of the query entries into s and mag (x: its value). */
+static void qcol_add(const SHead *H, int c, TfIv x, TfIv *s, double *mag) {
+    for (int i = 0; i < H->D; i++) {
+        float w = H->wq[(size_t)i * H->d + c];
+        if (w == 0) continue;
+        s[i] = iv_add(s[i], iv_scale(x, w));
+        mag[i] += fabs(w) * iv_mag(x);
+    }
+}
+
+static int qgroup_fill(Seed *Z, const SHead *H, QGroup *g) {
+    int assign[TF_PROOF_MAX_BASE];
+    size_t D = (size_t)H->D;
+    g->part = malloc((size_t)g->n * D * sizeof *g->part + 1);
+    g->mag = malloc((size_t)g->n * D * sizeof *g->mag + 1);
+    g->dead = calloc((size_t)g->n + 1, 1);
+    if (!g->part || !g->mag || !g->dead) return -1;
+    for (long k = 0; k < g->n; k++) {
+        pv_deps_decode(Z->S, g->deps, k, assign);
+        TfIv *s = g->part + (size_t)k * D;
+        double *mg = g->mag + (size_t)k * D;
+        for (size_t i = 0; i < D; i++) s[i] = iv_pt(0), mg[i] = 0;
+        for (int j = 0; j < g->ncol && !g->dead[k]; j++) {
+            TfIv x = pv_col_get(Z->N, &Z->N->col[g->cols[j]], assign);
+            g->dead[k] = isnan(x.lo);
+            qcol_add(H, g->cols[j], x, s, mg);
+        }
+    }
+    return 0;
+}
+
+/* The query of each of the nqc cases of Dq and its id among the distinct
+ * ones, which T collects (qid: -1 where a column read holds no value).
+ * Each entry is row_dot's: the exact w . x + bias enclosed (here as a sum
+ * of the groups' partial sums), widened by float32's rounding of the
+ * whole dot product. -1: out of memory. */
+static int query_ids(Seed *Z, const SHead *H, PvDeps Dq, long nqc, long *qid, Seen *T) {
     PvSem *S = Z->S;
-    const SHead H = *Hp;
-    Seen T = *Tp;
-    int d = Z->d, assign[TF_PROOF_MAX_BASE];
-    for (long i = 0; i < nqc; i++) {
-        for (int b = 0; b < S->n_base; b++) assign[b] = -1;
+    int d = Z->d, D = H->D, ng = 0, rc = 0, assign[TF_PROOF_MAX_BASE];
+    QGroup *g = calloc((size_t)d + 1, sizeof *g);
+    int *cols = malloc(((size_t)d + 1) * sizeof *cols);
+    TfIv *q = malloc(((size_t)D + 1) * sizeof *q);
+    double *mag = malloc(((size_t)D + 1) * sizeof *mag);
+    if (!g || !cols || !q || !mag) rc = -1;
+    for (int c = 0; rc == 0 && c < d; c++) {
+        if (!H->rq[c]) continue;
+        PvDeps dc = Z->N->col[c].deps;
+        int k = 0;
+        while (k < ng && g[k].deps != dc) k++;
+        if (k == ng) g[ng++] = (QGroup){.deps = dc, .n = pv_deps_size(S, dc, PV_TABLE_LIMIT)};
+    }
+    /* each group's columns, contiguous in cols */
+    for (int k = 0, at = 0; rc == 0 && k < ng; k++) {
+        g[k].cols = cols + at;
+        for (int c = 0; c < d; c++)
+            if (H->rq[c] && Z->N->col[c].deps == g[k].deps) g[k].cols[g[k].ncol++] = c, at++;
+        if (g[k].n <= QGROUP_MAX) rc = qgroup_fill(Z, H, &g[k]);
+    }
+    for (long i = 0; rc == 0 && i < nqc; i++) {
         pv_deps_decode(S, Dq, i, assign);
         int dead = 0;
-        for (int c = 0; c < d && !dead; c++)
-            if (H.rq[c]) x[c] = pv_col_get(N, &N->col[c], assign), dead |= isnan(x[c].lo);
-        TfIv *q = qv + i * H.D;
-        for (int j = 0; j < H.D; j++) q[j] = dead ? (TfIv){NAN, NAN} : shead_query(&H, j, x);
+        for (int r = 0; r < D; r++) q[r] = iv_pt(H->bq ? H->bq[r] : 0), mag[r] = fabs(H->bq ? H->bq[r] : 0);
+        for (int k = 0; k < ng && !dead; k++) {
+            if (!g[k].part) { // a large group: its columns one by one
+                for (int j = 0; j < g[k].ncol && !dead; j++) {
+                    TfIv x = pv_col_get(Z->N, &Z->N->col[g[k].cols[j]], assign);
+                    dead = isnan(x.lo);
+                    qcol_add(H, g[k].cols[j], x, q, mag);
+                }
+                continue;
+            }
+            long at = pv_deps_index(S, g[k].deps, assign);
+            dead = g[k].dead[at];
+            const TfIv *ps = g[k].part + (size_t)at * (size_t)D;
+            const double *pm = g[k].mag + (size_t)at * (size_t)D;
+            for (int r = 0; r < D; r++) q[r] = iv_add(q[r], ps[r]), mag[r] += pm[r];
+        }
         qid[i] = -1;
         if (dead) continue;
-        qid[i] = seen_index(&T, (const unsigned char *)q);
+        for (int r = 0; r < D; r++) q[r] = iv_widen(q[r], iv_gamma(H->wqo[r + 1] - H->wqo[r] + 1) * mag[r]);
+        qid[i] = seen_index(T, (const unsigned char *)q);
     }
-    *Tp = T;
+    for (int k = 0; g && k < ng; k++) free(g[k].part), free(g[k].mag), free(g[k].dead);
+    free(g), free(cols), free(q), free(mag);
+    return rc;
 }
 
 /* An attention layer of FindAndStore or GetRelativeToken: for every
@@ -1472,7 +1558,7 @@ static int seed_attn(Seed *Z, int oi, int li) {
         nqc = nsc = nrc = 0;
     }
     TfIv *tab = malloc(((size_t)nres * H.nw + 1) * sizeof *tab), *x = calloc((size_t)d, sizeof *x);
-    TfIv *qv = malloc(((size_t)nqc * H.D + 1) * sizeof *qv), *buf = malloc(((size_t)H.np + 2 * H.nw + 2) * sizeof *buf);
+    TfIv *buf = malloc(((size_t)H.np + 2 * H.nw + 2) * sizeof *buf);
     long *qid = malloc(((size_t)nqc + 1) * sizeof *qid), nuq = 0;
     Sv *val = malloc((size_t)Z->nr * sizeof *val);
     unsigned char *sel = malloc((size_t)H.nt), *oth = malloc((size_t)H.nt);
@@ -1480,12 +1566,12 @@ static int seed_attn(Seed *Z, int oi, int li) {
     Seen T = {.len = klen, .cap = (size_t)nqc + 1};
     T.keys = malloc(T.cap * klen + 1);
     T.slot = malloc(2 * T.cap * sizeof *T.slot);
-    if (rc || !tab || !x || !qv || !buf || !qid || !val || !sel || !oth || !T.keys || !T.slot) rc = -1;
+    if (rc || !tab || !x || !buf || !qid || !val || !sel || !oth || !T.keys || !T.slot) rc = -1;
     for (size_t i = 0; rc == 0 && i < 2 * T.cap; i++) T.slot[i] = -1;
     for (long i = 0; rc == 0 && i < (long)nres * H.nw; i++) tab[i] = (TfIv){NAN, NAN};
     int assign[TF_PROOF_MAX_BASE], apos[MAX_ANCHOR];
     /* Every query the columns can give: its id among the distinct ones. */
-    if (rc == 0) query_ids(Z, &H, Dq, nqc, x, qv, qid, &T);
+    if (rc == 0 && query_ids(Z, &H, Dq, nqc, qid, &T) < 0) rc = -1;
     if (rc == 0 && shead_cache(&H, nuq = (long)T.n) < 0) rc = -1;
     size_t ndone = (size_t)nuq * H.np * H.np * (size_t)(Z->n_anchor + 1);
     unsigned char *done = calloc(ndone + 1, 1);
@@ -1532,7 +1618,7 @@ static int seed_attn(Seed *Z, int oi, int li) {
                 }
                 shead_ex(&H, kx, nkx, qq, apos, I.p, ex);
             }
-            shead_case(&H, qq, nkx ? -1 : qi, I.p, I.target, sel, oth, res, tab, &gap, ex, buf);
+            shead_case(&H, qq, qi, I.p, I.target, sel, oth, res, tab, &gap, ex, buf);
             if (!(gap > 0)) note_fail(Z, assign, Z->scen | Dr); // the first that fails: the report's
         }
     }
@@ -1552,9 +1638,9 @@ static int seed_attn(Seed *Z, int oi, int li) {
     if (rc == 0 && !N->failed && !N->unproven && Z->need_trk[li] && tok >= 0)
         rc = strack_build(Z, &H, tok, kx, nkx, &Z->trk[li]);
     shead_free(&H);
-    free(tab), free(x), free(qv), free(buf), free(qid), free(val);
+    free(tab), free(x), free(buf), free(qid), free(val);
     free(sel), free(oth), free(T.keys), free(T.slot), free(done), free(last), free(ex);
-    for (int k = 0; k < nkx; k++) free(kx[k].KF), free(kx[k].KX);
+    for (int k = 0; k < nkx; k++) free(kx[k].KF), free(kx[k].KX), free(kx[k].rows);
     return rc;
 }
 
@@ -1747,6 +1833,7 @@ static int check_cut(Seed *Z, int oi, int li, int r) {
         keep = (keep & Z->scen) | (PvDeps)1 << v;
         sd = (sd & Z->scen) | (PvDeps)1 << v;
         Z->cut[(size_t)oi * Z->nr + r] = v;
+        Z->ncut[oi]++;
     }
     long nn = pv_deps_size(S, keep, PV_TABLE_LIMIT);
     int rc = 0;
@@ -2132,6 +2219,7 @@ int pv_seed_prove(const TfModel *m, PvSem *S, TfProof *P) {
     N.col = calloc((size_t)Z.d, sizeof *N.col);
     N.bos = calloc((size_t)Z.d, sizeof *N.bos);
     Z.cut = malloc((size_t)ir->n_ops * Z.nr * sizeof *Z.cut);
+    Z.ncut = calloc((size_t)ir->n_ops + 1, sizeof *Z.ncut);
     Z.grt_var = malloc((size_t)ir->n_ops * sizeof *Z.grt_var);
     Z.sdeps = calloc((size_t)Z.nr, sizeof *Z.sdeps);
     Z.col = malloc((size_t)Z.nr * sizeof *Z.col);
@@ -2141,7 +2229,7 @@ int pv_seed_prove(const TfModel *m, PvSem *S, TfProof *P) {
     Z.wlayer = malloc((size_t)Z.d * sizeof *Z.wlayer);
     Z.trk = calloc((size_t)m->n_layers + 1, sizeof *Z.trk);
     Z.need_trk = calloc((size_t)m->n_layers + 1, 1);
-    if (!N.col || !N.bos || !Z.cut || !Z.grt_var || !Z.sdeps || !Z.col || !Z.size || !Z.written || !Z.cdelta || !Z.wlayer ||
+    if (!N.col || !N.bos || !Z.cut || !Z.ncut || !Z.grt_var || !Z.sdeps || !Z.col || !Z.size || !Z.written || !Z.cdelta || !Z.wlayer ||
         !Z.trk || !Z.need_trk)
         rc = -1;
     for (int c = 0; rc == 0 && c < Z.d; c++) Z.wlayer[c] = -1;
@@ -2209,7 +2297,7 @@ int pv_seed_prove(const TfModel *m, PvSem *S, TfProof *P) {
     if (rc == 0 && ready && (N.failed || N.unproven)) fail_prompts(&Z, N.failed && Z.have_fail);
     for (int c = 0; N.col && c < Z.d; c++) pv_col_free(&N.col[c]);
     free(Z.scen_ok);
-    free(N.col), free(N.bos), free(Z.cut), free(Z.grt_var), free(Z.sdeps), free(Z.col), free(Z.size), free(Z.written), free(Z.cdelta);
+    free(N.col), free(N.bos), free(Z.cut), free(Z.ncut), free(Z.grt_var), free(Z.sdeps), free(Z.col), free(Z.size), free(Z.written), free(Z.cdelta);
     for (int li = 0; Z.trk && li < m->n_layers; li++) strack_free(Z.trk[li]);
     free(Z.wlayer), free(Z.trk), free(Z.need_trk);
     for (int b = 0; b < S->n_base; b++) free(Z.vals[b]);

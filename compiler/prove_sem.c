@@ -303,28 +303,35 @@ int pv_select(const PvSem *S, const PvOp *o, const TfVal *kcur, const TfVal *qcu
     return t;
 }
 
+/* The base variables of d, lowest first: each loop below visits only them. */
+static int next_base(PvDeps *d) {
+    int b = __builtin_ctzll(*d);
+    *d &= *d - 1;
+    return b;
+}
+
 long pv_deps_size(const PvSem *S, PvDeps d, long limit) {
     long n = 1;
-    for (int b = 0; b < S->n_base; b++) {
-        if (!(d >> b & 1)) continue;
-        n *= S->base[b].n;
+    while (d) {
+        n *= S->base[next_base(&d)].n;
         if (n > limit) return -1;
     }
     return n;
 }
 
 void pv_deps_decode(const PvSem *S, PvDeps d, long idx, int *assign) {
-    for (int b = 0; b < S->n_base; b++) {
-        if (!(d >> b & 1)) continue;
-        assign[b] = (int)(idx % S->base[b].n);
-        idx /= S->base[b].n;
+    while (d) {
+        int b = next_base(&d);
+        long r = S->base[b].n;
+        assign[b] = (int)(idx % r);
+        idx /= r;
     }
 }
 
 long pv_deps_index(const PvSem *S, PvDeps d, const int *assign) {
     long idx = 0, mul = 1;
-    for (int b = 0; b < S->n_base; b++) {
-        if (!(d >> b & 1)) continue;
+    while (d) {
+        int b = next_base(&d);
         idx += mul * assign[b];
         mul *= S->base[b].n;
     }

@@ -1,13 +1,16 @@
 /* tfc: compile a .tfp program into a .tfw weight file.
  *
- *   tfc [-O | -O0] [--no-schedule] [--prove] [-v] [-o OUT.tfw] [--max-params=N] [--] PROGRAM.tfp
+ *   tfc [-O | -O0] [--no-schedule] [--no-prove] [-v] [-o OUT.tfw] [--max-params=N] [--] PROGRAM.tfp
  *   tfc --dump=ast|ir|plans|layers [-O | -O0] [--no-schedule] [--] PROGRAM.tfp
  *
- * --prove proves the weights against the program before they are written
- * (compiler/prove.h, the validator tfprove runs): where the proof fails,
- * nothing is written and the error names the op, its line and layer, the
- * failing case and a prompt on which the weights and the program disagree
- * (compiler/prove_search.h).
+ * Every model tfc writes is first proven against its program (compiler/
+ * prove.h, the validator tfprove runs), at every level: where the proof
+ * fails, nothing is written and the error names the op, its line and
+ * layer, the failing case and a prompt on which the weights and the
+ * program disagree (compiler/prove_search.h). A learned model (a `model`
+ * block) has nothing to prove against and is written as it is, unless
+ * --prove asks for the proof. --no-prove writes the weights unproven
+ * (tfprove FILE.tfw proves them later).
  *
  * -v prints what was written: the layers, heads, hidden units, tensors and
  * parameters, then one line for each layer that holds several ops (tfc's
@@ -52,10 +55,11 @@ static void usage(FILE *f) {
                "  -O0              seed 001's constructions, dense, to the float\n"
                "  --no-schedule    at -O, keep one layer per op in program order (no MLP\n"
                "                   fusion, no ops side by side, no dead columns dropped)\n"
-               "  --prove          prove the weights against the program before writing them\n"
-               "                   (compiler/prove.h, as tfprove does); write nothing and\n"
-               "                   fail, naming the op's line, the layer, the failing case\n"
-               "                   and a counterexample prompt, when the proof fails\n"
+               "  --no-prove       write the weights without proving them (by default they are\n"
+               "                   proven against the program first, as tfprove does: where\n"
+               "                   the proof fails nothing is written, and the error names\n"
+               "                   the op's line, the layer, the failing case and a\n"
+               "                   counterexample prompt)\n"
                "  -v, --verbose    print a summary of what was written (and the ops each\n"
                "                   layer of several ops holds)\n"
                "  --max-params=N   refuse a model of more than N parameters before building\n"
@@ -143,7 +147,7 @@ static int prove(const TfModel *m, const char *src_path, const char *source, siz
     for (int k = 0; k < P.n_assign; k++)
         fprintf(stderr, "  case: %s = %s\n", P.assign_reg[k], P.assign_val[k]);
     prove_search(m, &P, stderr);
-    diag_hint(&d, "nothing was written; without --prove tfc writes the weights (tfprove FILE.tfw then says the same)");
+    diag_hint(&d, "nothing was written; with --no-prove tfc writes the weights unproven (tfprove FILE.tfw then says the same)");
     prove_free(&P);
     return CLI_EXIT_INPUT;
 }
@@ -151,14 +155,14 @@ static int prove(const TfModel *m, const char *src_path, const char *source, siz
 /* What the command line asks for. */
 typedef struct TfcArgs {
     const char *src_path, *out_path;
-    int verbose, prove;
+    int verbose, prove; /* prove: 0 --no-prove, 1 the default, 2 --prove */
     TfCompileOptions opts;
 } TfcArgs;
 
 /* Reads the options into *A: 0, or the exit status to leave with at once
  * (after --help, --version, or a usage error reported). */
 static int parse_options(int argc, char **argv, TfcArgs *A) {
-    enum { OPT_VERSION = 256, OPT_MAX_PARAMS, OPT_NO_SCHEDULE, OPT_DUMP, OPT_PROVE };
+    enum { OPT_VERSION = 256, OPT_MAX_PARAMS, OPT_NO_SCHEDULE, OPT_DUMP, OPT_PROVE, OPT_NO_PROVE };
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'}, {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, OPT_VERSION},
@@ -166,6 +170,7 @@ static int parse_options(int argc, char **argv, TfcArgs *A) {
         {"no-schedule", no_argument, NULL, OPT_NO_SCHEDULE},
         {"dump", required_argument, NULL, OPT_DUMP},
         {"prove", no_argument, NULL, OPT_PROVE},
+        {"no-prove", no_argument, NULL, OPT_NO_PROVE},
         {NULL, 0, NULL, 0}};
     int c;
     opterr = 0;
@@ -184,7 +189,8 @@ static int parse_options(int argc, char **argv, TfcArgs *A) {
             }
             break;
         case OPT_NO_SCHEDULE: A->opts.no_schedule = 1; break;
-        case OPT_PROVE: A->prove = 1; break;
+        case OPT_PROVE: A->prove = 2; break; // asked for: a learned model is refused
+        case OPT_NO_PROVE: A->prove = 0; break;
         case OPT_DUMP:
             A->opts.dump = dump_stage_find(optarg);
             if (A->opts.dump < 0) {
@@ -228,7 +234,7 @@ static int parse_options(int argc, char **argv, TfcArgs *A) {
 }
 
 int main(int argc, char **argv) {
-    TfcArgs A = {NULL, NULL, 0, 0, {1, 0, 0, TF_DUMP_NONE, stdout}};
+    TfcArgs A = {NULL, NULL, 0, 1, {1, 0, 0, TF_DUMP_NONE, stdout}};
     int quit = parse_options(argc, argv, &A);
     if (quit) return quit == TFC_EXIT_DONE ? 0 : quit;
     const char *src_path = A.src_path, *out_path = A.out_path;
@@ -266,13 +272,16 @@ int main(int argc, char **argv) {
     } else if (!m && !(dumping && err.msg[0] == '\0')) {
         fprintf(stderr, "tfc: %s: %s\n", src_path, err.msg);
         status = cli_error_status(&err);
-    } else if (m && A.prove && (status = prove(m, src_path, source, len)) != 0) {
+    } else if (m && A.prove && !(m->learned && A.prove == 1) && (status = prove(m, src_path, source, len)) != 0) {
         // nothing written
     } else if (m && tfw_write(m, out_path, &err) < 0) {
         fprintf(stderr, "tfc: %s\n", err.msg); // not representable (1), or not written (3)
         status = cli_error_status(&err);
     } else if (m && A.verbose) {
         print_summary(m, out_path);
+        printf("%s\n", m->learned ? "a learned model: nothing to prove against"
+                       : A.prove  ? "proven against the program (tfprove FILE.tfw prints the proof)"
+                                  : "not proven (--no-prove: tfprove FILE.tfw proves it)");
     }
     model_free(m);
     free(source);

@@ -128,7 +128,7 @@ rm -f "$tmp/xor.tfw"
 "$TFC" --prove "$P/xor.tfp" -o "$tmp/xor.tfw" 2>"$tmp/err"
 [ $? -eq 1 ] && [ ! -e "$tmp/xor.tfw" ] &&
   grep -q "xor.tfp: error: cannot prove the weights: .*a learned model" "$tmp/err" &&
-  grep -q "^hint: nothing was written; without --prove tfc writes the weights" "$tmp/err"
+  grep -q "^hint: nothing was written; with --no-prove tfc writes the weights unproven" "$tmp/err"
 check "tfc --prove on a learned model: refused, nothing written ($(head -1 "$tmp/err"))" $?
 
 # 3. A copy the source cannot prove single-valued: proven under its check.
