@@ -66,6 +66,8 @@ typedef struct TfProof {
     double output_bound; /* a numeric output's proven end-to-end bound, else 0 */
     int bound_proven;    /* 1: every op proven and output_bound finite (the file's
                             output_error_bound may still claim less) */
+    int bound_short;     /* 1: that claim is the only failure: the weights are
+                            proven within output_bound, above what the file claims */
     int threads_run;     /* the most threads that shared one head's queries */
     /* A seed program's failing case as prompts that reach it
        (compiler/prove_seed.c): token indices, and the token the program

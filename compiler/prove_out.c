@@ -267,11 +267,12 @@ int pv_check_output(PvNet *N) {
     double b = scalar_bound(N, r);
     N->P->output_bound = b;
     N->P->bound_proven = b < INFINITY;
-    if (!(b <= N->m->output_error_bound))
+    if (!(b <= N->m->output_error_bound)) {
+        N->P->bound_short = b < INFINITY && !N->failed && !N->unproven;
         pv_fail(N, ir->output_loc.line, N->m->n_layers, NULL, 0,
                 "the output '%s': proven within %.3g of the value, but the file claims %.3g",
                 ir->regs[r].name, b, N->m->output_error_bound);
-    else
+    } else
         pv_line(N->P, "output %s: within %.3g of the value (the file claims %.3g)", ir->regs[r].name,
                 b, N->m->output_error_bound);
     return 0;

@@ -184,6 +184,11 @@ static int sem_op(const Seed *Z, int oi, int *assign, const int *toks, Sv *val, 
             }
             if (ai >= 0 ? tok != Z->anchor_tok[ai] : anchor_index(Z, tok) >= 0) return 1;
             if (t == p && assign[Z->v_tp] >= 0 && assign[Z->v_tp] != tok) return 1;
+        } else if (tok >= 0 && t >= 0) { // p not given: a found character's position holds it all the same
+            for (int i = 0; i < Z->n_anchor; i++) {
+                Sv A = var_val(Z, assign, Z->anchor_var[i]);
+                if (A.k == SV_POS && (int)A.x == t && tok != Z->anchor_tok[i]) return 1;
+            }
         }
         if (tok < 0 && t >= 0) // a found character's position holds that character
             for (int i = 0; i < Z->n_anchor; i++) {

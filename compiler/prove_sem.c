@@ -216,7 +216,10 @@ int pv_sem_load(PvSem *S, const char *source, size_t len, TfError *err) {
     diag_init(&diag, "source", source, len, S->sink);
     S->prog = tf_parse(source, len, &diag);
     if (S->prog && !diag.n_errors) S->ir = check_program(S->prog, &diag);
-    if (S->ir && !diag.n_errors && values_analyze(S->ir, 0, &diag) < 0) {
+    /* -O's analysis: the value sets are the program's meaning at every
+       level; -O0's also refuses a program whose seed-built approximations
+       it cannot bound (a Clear), which is tfc -O0's to refuse. */
+    if (S->ir && !diag.n_errors && values_analyze(S->ir, 1, &diag) < 0) {
         tf_error_set(err, "out of memory");
         return -1;
     }

@@ -7,10 +7,13 @@
  * prove.h, the validator tfprove runs), at every level: where the proof
  * fails, nothing is written and the error names the op, its line and
  * layer, the failing case and a prompt on which the weights and the
- * program disagree (compiler/prove_search.h). A learned model (a `model`
- * block) has nothing to prove against and is written as it is, unless
- * --prove asks for the proof. --no-prove writes the weights unproven
- * (tfprove FILE.tfw proves them later).
+ * program disagree (compiler/prove_search.h). Where the validator does not
+ * cover a part (no maxlen to bound the inputs, a table too large, ...) the
+ * weights are written with a warning naming it; --prove makes that an
+ * error too. A learned model (a `model` block) has nothing to prove
+ * against and is written as it is, unless --prove asks for the proof.
+ * --no-prove writes the weights unproven (tfprove FILE.tfw proves them
+ * later).
  *
  * -v prints what was written: the layers, heads, hidden units, tensors and
  * parameters, then one line for each layer that holds several ops (tfc's
@@ -28,6 +31,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,7 +63,10 @@ static void usage(FILE *f) {
                "                   proven against the program first, as tfprove does: where\n"
                "                   the proof fails nothing is written, and the error names\n"
                "                   the op's line, the layer, the failing case and a\n"
-               "                   counterexample prompt)\n"
+               "                   counterexample prompt; a part the validator does not\n"
+               "                   cover is a warning)\n"
+               "  --prove          a part the validator does not cover is an error too (and a\n"
+               "                   learned model, which has nothing to prove against)\n"
                "  -v, --verbose    print a summary of what was written (and the ops each\n"
                "                   layer of several ops holds)\n"
                "  --max-params=N   refuse a model of more than N parameters before building\n"
@@ -124,15 +131,25 @@ static void print_summary(const TfModel *m, const char *out_path) {
     print_merged_layers(m);
 }
 
-/* tfc --prove: the validator on the model; 0 when proven, else
- * the error at the op's line, the failing case and a counterexample
- * (prove_search), and the exit status. */
-static int prove(const TfModel *m, const char *src_path, const char *source, size_t len) {
+/* The validator on the model before it is written: 0 to write it, else
+ * the exit status. Proven: written. Proven within a wider numeric bound
+ * than the construction's estimate: written with the proven bound (what
+ * tfrun --check and the report compare within). A part the validator does
+ * not cover (not proven: no maxlen, a table too large, ...): written,
+ * with a warning at its line, unless --prove asked for the proof (strict).
+ * The weights shown wrong in some case (failed): nothing written, the
+ * error at the op's line, the failing case and a counterexample prompt
+ * (prove_search). */
+static int prove(TfModel *m, int strict, const char *src_path, const char *source, size_t len) {
     TfProof P;
     TfError err;
     if (prove_model(m, &P, &err) < 0) {
         fprintf(stderr, "tfc: %s: %s\n", src_path, err.msg);
         return cli_error_status(&err);
+    }
+    if (P.verdict == TF_PROOF_FAILED && P.bound_short) {
+        m->output_error_bound = nextafter(P.output_bound, INFINITY);
+        P.verdict = TF_PROOF_PROVEN;
     }
     if (P.verdict == TF_PROOF_PROVEN) {
         prove_free(&P);
@@ -141,6 +158,14 @@ static int prove(const TfModel *m, const char *src_path, const char *source, siz
     TfDiag d;
     diag_init(&d, src_path, source, len, stderr);
     TfLoc loc = {P.fail_line, 1, P.fail_line, 1};
+    if (P.verdict == TF_PROOF_UNPROVEN && !strict) {
+        const char *why = P.reason; // less its "line N: ", which the diagnostic gives
+        if (strncmp(why, "line ", 5) == 0 && strstr(why, ": ")) why = strstr(why, ": ") + 2;
+        if (P.fail_line > 0) diag_warning(&d, loc, "the weights are written unproven: %s", why);
+        else fprintf(stderr, "%s: warning: the weights are written unproven: %s\n", src_path, P.reason);
+        prove_free(&P);
+        return 0;
+    }
     const char *what = P.verdict == TF_PROOF_FAILED ? "the weights are not proven" : "cannot prove the weights";
     if (P.fail_line > 0) diag_error(&d, loc, "%s: %s", what, P.reason);
     else diag_file_error(&d, "%s: %s", what, P.reason);
@@ -272,16 +297,16 @@ int main(int argc, char **argv) {
     } else if (!m && !(dumping && err.msg[0] == '\0')) {
         fprintf(stderr, "tfc: %s: %s\n", src_path, err.msg);
         status = cli_error_status(&err);
-    } else if (m && A.prove && !(m->learned && A.prove == 1) && (status = prove(m, src_path, source, len)) != 0) {
+    } else if (m && A.prove && !(m->learned && A.prove == 1) && (status = prove(m, A.prove == 2, src_path, source, len)) != 0) {
         // nothing written
     } else if (m && tfw_write(m, out_path, &err) < 0) {
         fprintf(stderr, "tfc: %s\n", err.msg); // not representable (1), or not written (3)
         status = cli_error_status(&err);
     } else if (m && A.verbose) {
         print_summary(m, out_path);
-        printf("%s\n", m->learned ? "a learned model: nothing to prove against"
-                       : A.prove  ? "proven against the program (tfprove FILE.tfw prints the proof)"
-                                  : "not proven (--no-prove: tfprove FILE.tfw proves it)");
+        if (m->learned) printf("a learned model: nothing to prove against\n");
+        else if (A.prove) printf("proven against the program (tfprove %s prints each op's margin)\n", out_path);
+        else printf("not proven (--no-prove; tfprove %s proves it)\n", out_path);
     }
     model_free(m);
     free(source);
