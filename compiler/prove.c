@@ -141,10 +141,14 @@ static int map_registers(PvNet *N) {
             if (m->regs[mr].kind == TF_REG_TOKEN) {
                 col = token_index(ir, R->facts.vals[i]);
             } else if (m->regs[mr].values) {
+                /* By label, as the file names its columns (values whose
+                   9-digit labels agree, 1 and 1 + 1e-14, get 17 digits:
+                   compiler/values.c). */
                 char lab[128];
                 val_label(ir, R->facts.vals[i], lab, sizeof lab);
+                const char *want = R->facts.labels && R->facts.labels[i] ? R->facts.labels[i] : lab;
                 for (int k = 0; k < m->regs[mr].size; k++)
-                    if (strcmp(m->regs[mr].values[k], lab) == 0) col = k;
+                    if (strcmp(m->regs[mr].values[k], want) == 0) col = k;
             }
             N->val_col[r][i] = col;
         }

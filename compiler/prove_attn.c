@@ -430,10 +430,7 @@ static int sem_row(Head *H, const int *assign, TfIv *x, TfIv *row, void *aux, lo
     int kval = -1;
     if (H->o->kind == TF_OP_AGGREGATE && !A->none[H->o->vreg]) {
         TfVal val = A->cur[H->o->vreg];
-        for (int a = 0; a < H->nx; a++)
-            if (val_cmp(H->xv[a], val) == 0 ||
-                (val_is_num(val) && fabs(H->xv[a].x - val.x) <= 1e-9 * (1 + fabs(val.x))))
-                kval = a;
+        kval = pv_val_find(H->xv, H->nx, val);
     }
     // The row: the value's index, then the registers' values as bytes (a TfIv holds 16).
     unsigned char *b = (unsigned char *)row;

@@ -143,6 +143,17 @@ static double case_near(const TfProveRef *R, int p, const struct TfProofCase *K)
     return K->n ? got / K->n : 1; // a case of no base variables: every position holds it
 }
 
+int pv_val_find(const TfVal *vals, int n, TfVal v) {
+    for (int i = 0; i < n; i++)
+        if (val_cmp(vals[i], v) == 0) return i;
+    int best = -1;
+    for (int i = 0; i < n; i++)
+        if (val_is_num(v) && val_is_num(vals[i]) && fabs(vals[i].x - v.x) <= 1e-9 * (1 + fabs(v.x)) &&
+            (best < 0 || fabs(vals[i].x - v.x) < fabs(vals[best].x - v.x)))
+            best = i;
+    return best;
+}
+
 /* The nearest any position of the last run comes to one of P's failing
  * cases (case_near). */
 static double nearest(const TfProveRef *R, int n, const TfProof *P) {

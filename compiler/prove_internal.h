@@ -69,6 +69,10 @@ void pv_sem_free(PvSem *S);
 /* Every register whose base variables assign[] gives (-1: not given):
  * cur[r] and none[r] (1: holds no value). */
 void pv_eval_regs(const PvSem *S, const int *assign, TfVal *cur, unsigned char *none);
+/* v's index among vals[0..n): the equal one, else the nearest within 1e-9
+   relative (the same number computed in another order), -1
+   (compiler/prove_eval.c). */
+int pv_val_find(const TfVal *vals, int n, TfVal v);
 /* The selection of op o between a key and a query: 1 selected, 0 not, -1
  * when it fails (a none input: not selected). */
 int pv_select(const PvSem *S, const PvOp *o, const TfVal *kcur, const TfVal *qcur);

@@ -19,11 +19,7 @@
 /* The index of v in register r's value set, -1. */
 static int value_index(const TfIr *ir, int r, TfVal v) {
     const TfRegFacts *g = &ir->regs[r].facts;
-    for (int i = 0; i < g->n_vals; i++)
-        if (val_cmp(g->vals[i], v) == 0 ||
-            (val_is_num(v) && val_is_num(g->vals[i]) && fabs(g->vals[i].x - v.x) <= 1e-9 * (1 + fabs(v.x))))
-            return i;
-    return -1;
+    return pv_val_find(g->vals, g->n_vals, v);
 }
 
 typedef struct Scan {
