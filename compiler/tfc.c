@@ -162,7 +162,7 @@ static int prove(TfModel *m, int strict, const char *src_path, const char *sourc
         const char *why = P.reason; // less its "line N: ", which the diagnostic gives
         if (strncmp(why, "line ", 5) == 0 && strstr(why, ": ")) why = strstr(why, ": ") + 2;
         if (P.fail_line > 0) diag_warning(&d, loc, "the weights are written unproven: %s", why);
-        else fprintf(stderr, "%s: warning: the weights are written unproven: %s\n", src_path, P.reason);
+        else fprintf(stderr, "%s: warning: the weights are written unproven: %s\n", src_path, why);
         prove_free(&P);
         return 0;
     }

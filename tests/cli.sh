@@ -50,7 +50,7 @@ expect "tfc writes beside the source by default" 0 "" "" -- "$TFC" "$tmp/beside.
 cmp -s "$W" "$tmp/beside.tfw" && { echo "FAIL: source_name should differ"; failed=$((failed + 1)); } || passed=$((passed + 1))
 
 summary=$("$TFC" "$SRC/programs/adder.tfp" -o "$tmp/v.tfw" -v)
-if [[ "$summary" == "$tmp/v.tfw: 36 layers (11 attention with 11 heads, 25 MLP: widest "*"), d_model 80, "*" tensors, "*" parameters" ]]; then
+if [[ "$summary" == "$tmp/v.tfw: 36 layers (11 attention with 11 heads, 25 MLP: widest "*"), d_model 80, "*" tensors, "*" parameters"$'\n'"proven against the program (tfprove $tmp/v.tfw prints each op's margin)" ]]; then
     passed=$((passed + 1))
 else
     echo "FAIL: tfc -v summary: $summary"; failed=$((failed + 1))
@@ -94,7 +94,7 @@ expect "options after the prompt" 0 "0999+0111=0111000000" "" -- "$TFRUN" "$W" "
 expect "-n 0" 0 "0123+0456=" "" -- "$TFRUN" "$W" -n 0 "0123+0456="
 # Nothing writes the output register, so every step picks token 0: '\n'.
 printf 'vocab "\\na"; token o; output o; generate 2;\n' >"$tmp/nl.tfp"
-"$TFC" "$tmp/nl.tfp" -o "$tmp/nl.tfw"
+"$TFC" --no-prove "$tmp/nl.tfp" -o "$tmp/nl.tfw"
 expect "a generated newline is printed escaped" 0 'a\n\n' "" -- "$TFRUN" "$tmp/nl.tfw" "a"
 expect "prompt outside the vocabulary" 1 "" "tfrun: prompt: character 'a' at index 8 is not in the vocabulary" \
     -- "$TFRUN" "$W" "0999+011a="
@@ -507,8 +507,24 @@ done
 expect "general: where the positions agree it runs" 0 "$(printf '^aaaa\taaaa')" "" -- "$TFRUN" "$tmp/tie.tfw" "^aaaa"
 # The unembedding is never shared with an identical token embedding.
 printf 'vocab "ab"; output tokens;\n' >"$tmp/echo.tfp"
-expect "tfc: output tokens over the whole vocabulary compiles" 0 "" "" -- "$TFC" "$tmp/echo.tfp" -o "$tmp/echo.tfw"
+expect "tfc: output tokens over the whole vocabulary compiles" 0 "" "" -- "$TFC" --no-prove "$tmp/echo.tfp" -o "$tmp/echo.tfw"
 expect "tfrun runs it (it has unembed.weight)" 0 "~ab" "" -- "$TFRUN" "$tmp/echo.tfw" "ab"
+# tfc proves what it writes (compiler/tfc.c): a program without bos and
+# maxlen (no bound on its inputs) is outside what the validator proves, so
+# it is written with a warning naming that; --prove makes it an error and
+# writes nothing; --no-prove writes it silently, and -v says which.
+rm -f "$tmp/echo2.tfw"
+expect "tfc: a program the validator does not cover is written, with a warning" 0 "" \
+    "echo.tfp: warning: the weights are written unproven: not proven: no bos and maxlen" \
+    -- "$TFC" "$tmp/echo.tfp" -o "$tmp/echo2.tfw"
+cmp -s "$tmp/echo.tfw" "$tmp/echo2.tfw" && passed=$((passed + 1)) ||
+    { echo "FAIL: ... the same weights as --no-prove writes"; failed=$((failed + 1)); }
+rm -f "$tmp/echo2.tfw"
+expect "tfc --prove: not covered is an error" 1 "" "error: cannot prove the weights: line 0: not proven: no bos and maxlen" \
+    -- "$TFC" --prove "$tmp/echo.tfp" -o "$tmp/echo2.tfw"
+[ ! -e "$tmp/echo2.tfw" ] && passed=$((passed + 1)) || { echo "FAIL: ... and nothing is written"; failed=$((failed + 1)); }
+expect "tfc -v --no-prove says the weights are not proven" 0 "~not proven (--no-prove; tfprove $tmp/echo2.tfw proves it)" "" \
+    -- "$TFC" -v --no-prove "$tmp/echo.tfp" -o "$tmp/echo2.tfw"
 # --no-schedule: one layer per op (histogram: Count's two layers and the Map),
 # recorded in made_by; the default composes Count's steps with the Map.
 "$TFC" --no-schedule "$SRC/programs/histogram.tfp" -o "$tmp/hist-ns.tfw"
@@ -596,7 +612,7 @@ expect "tfrun an ambiguous abbreviation" 2 "" "tfrun: ambiguous option '--tr'" -
 expect "tfrun --check without a value" 2 "" "tfrun: --check needs a value" -- "$TFRUN" "$W" --check
 expect "tfrun -n without a value" 2 "" "tfrun: -n needs a value" -- "$TFRUN" "$W" "1+1=" -n
 printf 'vocab "-a";\ntoken o;\noutput o;\ngenerate 1;\n' >"$tmp/dash.tfp"
-"$TFC" "$tmp/dash.tfp" -o "$tmp/dash.tfw"
+"$TFC" --no-prove "$tmp/dash.tfp" -o "$tmp/dash.tfw"
 expect "-- ends the options: a prompt that starts with '-'" 0 "-a-" "" -- "$TFRUN" "$tmp/dash.tfw" -- "-a"
 expect "-- with options before it" 0 "-a--" "" -- "$TFRUN" -n 2 "$tmp/dash.tfw" -- "-a"
 expect "without --, '-a' is an option" 2 "" "tfrun: unknown option '-a'" -- "$TFRUN" "$tmp/dash.tfw" "-a"
@@ -669,7 +685,7 @@ expect "-o through a dangling symlink" 0 "" "" -- "$TFC" "$SRC/programs/adder.tf
 [ -L "$tmp/paths/link.tfw" ] && cmp -s "$W" "$tmp/paths/target.tfw"
 ok $? "the link is kept and its target written"
 ln -s ../link.tfw "$tmp/paths/sub/chain.tfw"
-expect "-o through a chain of relative links" 0 "" "" -- "$TFC" "$tmp/nl.tfp" -o "$tmp/paths/sub/chain.tfw"
+expect "-o through a chain of relative links" 0 "" "" -- "$TFC" --no-prove "$tmp/nl.tfp" -o "$tmp/paths/sub/chain.tfw"
 [ -L "$tmp/paths/sub/chain.tfw" ] && [ -L "$tmp/paths/link.tfw" ] && cmp -s "$tmp/nl.tfw" "$tmp/paths/target.tfw"
 ok $? "a chain of links is followed to its end"
 expect "-o a directory" 2 "" "tfc: $tmp/paths is a directory" -- "$TFC" "$SRC/programs/adder.tfp" -o "$tmp/paths"

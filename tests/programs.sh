@@ -72,8 +72,15 @@ for name in $names; do
         cat "$tmp/tfc.out"
         continue
     fi
-    # Only the run-time-check warning (its three source lines and hint) may appear.
+    # Only the run-time-check warning (its three source lines and hint) may
+    # appear, and where the validator is known not to cover a program (tfc's
+    # proof: compiler/prove.h), its warning.
+    unproven=()
+    case $name in
+    shuffle_dyck3_plain) unproven=(-e 'warning: the weights are written unproven: layer 4: not proven: its units read more than 2^22 combinations') ;;
+    esac
     grep -v -e 'warning: Aggregate: the positions this selection picks may hold different values' \
+        "${unproven[@]}" \
         -e '^ *[0-9]* | ' -e '^ *| ' -e '^hint: a selection that picks one position' \
         "$tmp/tfc.out" >"$tmp/tfc.other"
     if [ -s "$tmp/tfc.other" ]; then
