@@ -161,14 +161,28 @@ typedef struct Search {
     double *refnum;
     char first[8192];
     long tried;
+    double work, cap; /* the engine's multiply-adds in this phase, and its budget (SEARCH_WORK) */
+    double params;    /* the model's parameters (model_param_count) */
     FILE *out; /* where the counterexample is printed */
 } Search;
+
+/* Each phase of the search runs the weights on at most SEARCH_WORK
+ * multiply-adds (a prompt of n tokens: n times the parameters), so that a
+ * large model's search ends in seconds, on the same prompts on every
+ * machine; the program's own evaluation of a prompt is not counted. */
+#define SEARCH_WORK 2e11
+static void phase(Search *X) { X->work = 0, X->cap = SEARCH_WORK; }
+static int over_budget(Search *X, int n) {
+    if (X->work > X->cap) return 1;
+    X->work += (double)n * X->params;
+    return 0;
+}
 
 /* 1 when toks reaches a failing case and the weights disagree there (printed). */
 static int try_prompt(Search *X, const int *toks, int n) {
     char text[4096], why[4600] = "";
     X->tried++;
-    if (prove_ref_run(X->R, toks, n, X->P, X->ref, X->refnum) != 1) return 0;
+    if (prove_ref_run(X->R, toks, n, X->P, X->ref, X->refnum) != 1 || over_budget(X, n)) return 0;
     prompt_text(X->m, toks, n, text, sizeof text);
     int d = disagree(X->inf, X->m, toks, n, X->ref, X->refnum, X->R, X->P, why, sizeof why);
     if (d) {
@@ -263,7 +277,7 @@ static int search_long(Search *X, const int *alph, int na, int *toks) {
 static int try_any(Search *X, const int *toks, int n) {
     char text[4096], why[4600];
     X->tried++;
-    if (prove_ref_run(X->R, toks, n, X->P, X->ref, X->refnum) < 0) return 0;
+    if (prove_ref_run(X->R, toks, n, X->P, X->ref, X->refnum) < 0 || over_budget(X, n)) return 0;
     int d = disagree(X->inf, X->m, toks, n, X->ref, X->refnum, X->R, X->P, why, sizeof why);
     if (!d) return 0;
     prompt_text(X->m, toks, n, text, sizeof text);
@@ -314,7 +328,7 @@ static int search_any(Search *X, const int *alph, int na, int *toks, int *idx) {
  * program cannot be evaluated (a learned model). */
 static void counterexample(const TfModel *m, const TfProof *P, FILE *out) {
     TfError err;
-    Search X = {.m = m, .P = P, .out = out};
+    Search X = {.m = m, .P = P, .out = out, .params = (double)model_param_count(m)};
     X.R = prove_ref_new(m, &err);
     X.inf = X.R ? infer_new(m, 1, &err) : NULL;
     int *toks = malloc((size_t)m->max_len * sizeof(int)), alph[256], na = 0;
@@ -327,10 +341,12 @@ static void counterexample(const TfModel *m, const TfProof *P, FILE *out) {
     int ran = X.R && X.inf && toks && idx && X.ref && X.refnum && na && m->bos >= 0;
     if (ran) {
         toks[0] = m->bos;
-        found = P->n_assign && (search_short(&X, alph, na, toks) || search_climb(&X, alph, na, toks) ||
-                                search_long(&X, alph, na, toks));
+        found = P->n_assign && ((phase(&X), search_short(&X, alph, na, toks)) ||
+                                (phase(&X), search_climb(&X, alph, na, toks)) ||
+                                (phase(&X), search_long(&X, alph, na, toks)));
         long reached = X.tried;
         X.tried = 0;
+        phase(&X);
         found = found || search_any(&X, alph, na, toks, idx);
         if (!found && X.first[0])
             fprintf(out, "prompt reaching the case: %s\n", X.first);

@@ -140,7 +140,7 @@ static void print_summary(const TfModel *m, const char *out_path) {
  * The weights shown wrong in some case (failed): nothing written, the
  * error at the op's line, the failing case and a counterexample prompt
  * (prove_search). */
-static int prove(TfModel *m, int strict, const char *src_path, const char *source, size_t len) {
+static int prove(TfModel *m, int strict, const char *src_path, const char *source, size_t len, double *estimate) {
     TfProof P;
     TfError err;
     if (prove_model(m, &P, &err) < 0) {
@@ -148,6 +148,7 @@ static int prove(TfModel *m, int strict, const char *src_path, const char *sourc
         return cli_error_status(&err);
     }
     if (P.verdict == TF_PROOF_FAILED && P.bound_short) {
+        *estimate = m->output_error_bound;
         m->output_error_bound = nextafter(P.output_bound, INFINITY);
         P.verdict = TF_PROOF_PROVEN;
     }
@@ -292,12 +293,13 @@ int main(int argc, char **argv) {
     int n_errors = 0;
     TfModel *m = compile_source_opts(src_path, source, len, &A.opts, stderr, &n_errors, &err);
     int status = 0;
+    double estimate = -1; // the construction's output bound, where the proof raised it
     if (!m && n_errors > 0) {
         status = CLI_EXIT_INPUT;
     } else if (!m && !(dumping && err.msg[0] == '\0')) {
         fprintf(stderr, "tfc: %s: %s\n", src_path, err.msg);
         status = cli_error_status(&err);
-    } else if (m && A.prove && !(m->learned && A.prove == 1) && (status = prove(m, A.prove == 2, src_path, source, len)) != 0) {
+    } else if (m && A.prove && !(m->learned && A.prove == 1) && (status = prove(m, A.prove == 2, src_path, source, len, &estimate)) != 0) {
         // nothing written
     } else if (m && tfw_write(m, out_path, &err) < 0) {
         fprintf(stderr, "tfc: %s\n", err.msg); // not representable (1), or not written (3)
@@ -305,6 +307,9 @@ int main(int argc, char **argv) {
     } else if (m && A.verbose) {
         print_summary(m, out_path);
         if (m->learned) printf("a learned model: nothing to prove against\n");
+        else if (A.prove && estimate >= 0)
+            printf("proven against the program, the output within %.3g (the construction's estimate, %.3g, is "
+                   "not proven; tfprove %s prints each op's margin)\n", m->output_error_bound, estimate, out_path);
         else if (A.prove) printf("proven against the program (tfprove %s prints each op's margin)\n", out_path);
         else printf("not proven (--no-prove; tfprove %s proves it)\n", out_path);
     }
