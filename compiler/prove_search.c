@@ -161,28 +161,43 @@ typedef struct Search {
     double *refnum;
     char first[8192];
     long tried;
-    double work, cap; /* the engine's multiply-adds in this phase, and its budget (SEARCH_WORK) */
-    double params;    /* the model's parameters (model_param_count) */
+    double work, pairs; /* this phase's engine multiply-adds and program position pairs */
+    double params;      /* the model's parameters (model_param_count) */
     FILE *out; /* where the counterexample is printed */
 } Search;
 
-/* Each phase of the search runs the weights on at most SEARCH_WORK
- * multiply-adds (a prompt of n tokens: n times the parameters), so that a
- * large model's search ends in seconds, on the same prompts on every
- * machine; the program's own evaluation of a prompt is not counted. */
+/* Each phase of the search has a budget, so that a large model's or a
+ * long maxlen's search ends in seconds, on the same prompts on every
+ * machine: the weights run on at most SEARCH_WORK multiply-adds (a prompt
+ * of n tokens: n times the parameters, plus n^2 times the width for the
+ * attention), the program on at most SEARCH_PAIRS pairs of positions (a
+ * prompt of n tokens: n^2, what its selections compare). */
 #define SEARCH_WORK 2e11
-static void phase(Search *X) { X->work = 0, X->cap = SEARCH_WORK; }
+#define SEARCH_PAIRS 2e8
+static void phase(Search *X) { X->work = X->pairs = 0; }
+static int spent(const Search *X) { return X->work > SEARCH_WORK || X->pairs > SEARCH_PAIRS; }
+static int ref_run(Search *X, const int *toks, int n) {
+    X->pairs += (double)n * n;
+    return prove_ref_run(X->R, toks, n, X->P, X->ref, X->refnum);
+}
+/* 1 where the budget is spent (the weights then not run), else counts a run. */
 static int over_budget(Search *X, int n) {
-    if (X->work > X->cap) return 1;
-    X->work += (double)n * X->params;
+    if (spent(X)) return 1;
+    X->work += (double)n * X->params + (double)n * n * X->m->d_model;
     return 0;
+}
+/* The next length a long phase tries: every one up to 32, then an eighth
+ * longer each time (and the longest). */
+static int next_len(int n, int max_len) {
+    int next = n < 32 ? n + 1 : n + n / 8;
+    return n < max_len && next > max_len ? max_len : next;
 }
 
 /* 1 when toks reaches a failing case and the weights disagree there (printed). */
 static int try_prompt(Search *X, const int *toks, int n) {
     char text[4096], why[4600] = "";
     X->tried++;
-    if (prove_ref_run(X->R, toks, n, X->P, X->ref, X->refnum) != 1 || over_budget(X, n)) return 0;
+    if (spent(X) || ref_run(X, toks, n) != 1 || over_budget(X, n)) return 0;
     prompt_text(X->m, toks, n, text, sizeof text);
     int d = disagree(X->inf, X->m, toks, n, X->ref, X->refnum, X->R, X->P, why, sizeof why);
     if (d) {
@@ -196,14 +211,14 @@ static int try_prompt(Search *X, const int *toks, int n) {
 /* Every prompt of up to MAX_PROMPT_LEN tokens, shortest first. */
 static int search_short(Search *X, const int *alph, int na, int *toks) {
     int maxn = X->m->max_len < MAX_PROMPT_LEN + 1 ? X->m->max_len : MAX_PROMPT_LEN + 1;
-    for (int n = 2; n <= maxn && X->tried < MAX_PROMPTS; n++) {
+    for (int n = 2; n <= maxn && X->tried < MAX_PROMPTS && !spent(X); n++) {
         int idx[MAX_PROMPT_LEN + 1] = {0};
         for (;;) {
             for (int i = 1; i < n; i++) toks[i] = alph[idx[i]];
             if (try_prompt(X, toks, n)) return 1;
             int i = n - 1;
             while (i >= 1 && ++idx[i] == na) idx[i--] = 0;
-            if (i < 1 || X->tried >= MAX_PROMPTS) break;
+            if (i < 1 || X->tried >= MAX_PROMPTS || spent(X)) break;
         }
     }
     return 0;
@@ -226,16 +241,16 @@ static int search_climb(Search *X, const int *alph, int na, int *toks) {
     long steps = (long)fmin(CLIMB_MAX, CLIMB_WORK / cost), ran = 0;
     unsigned long long rng = 0xd1b54a32d192ed03ull;
 #define CLIMB_NEXT() (rng = rng * 6364136223846793005ull + 1442695040888963407ull, (unsigned)(rng >> 33))
-    while (ran < steps) {
+    while (ran < steps && !spent(X)) {
         int n = 2 + (int)(CLIMB_NEXT() % (unsigned)(m->max_len - 1));
         for (int i = 1; i < n; i++) toks[i] = alph[CLIMB_NEXT() % (unsigned)na];
-        int r = prove_ref_run(X->R, toks, n, X->P, X->ref, X->refnum);
+        int r = ref_run(X, toks, n);
         double near = r < 0 ? -1 : prove_ref_near(X->R);
         ran++;
-        for (long stuck = 0; stuck < CLIMB_STUCK && ran < steps; ran++) {
+        for (long stuck = 0; stuck < CLIMB_STUCK && ran < steps && !spent(X); ran++) {
             int i = 1 + (int)(CLIMB_NEXT() % (unsigned)(n - 1)), old = toks[i];
             toks[i] = alph[CLIMB_NEXT() % (unsigned)na];
-            r = prove_ref_run(X->R, toks, n, X->P, X->ref, X->refnum);
+            r = ref_run(X, toks, n);
             double now = r < 0 ? -1 : prove_ref_near(X->R);
             if (now < near) {
                 toks[i] = old, stuck++;
@@ -253,7 +268,7 @@ static int search_climb(Search *X, const int *alph, int na, int *toks) {
 /* Longer prompts: one token repeated, then random mixes (a fixed seed). */
 static int search_long(Search *X, const int *alph, int na, int *toks) {
     unsigned long long rng = 0x9e3779b97f4a7c15ull;
-    for (int n = MAX_PROMPT_LEN + 2; n <= X->m->max_len; n++) {
+    for (int n = MAX_PROMPT_LEN + 2; n <= X->m->max_len && !spent(X); n = next_len(n, X->m->max_len)) {
         for (int t = 0; t < na; t++) {
             for (int i = 1; i < n; i++) toks[i] = alph[t];
             if (try_prompt(X, toks, n)) return 1;
@@ -277,7 +292,7 @@ static int search_long(Search *X, const int *alph, int na, int *toks) {
 static int try_any(Search *X, const int *toks, int n) {
     char text[4096], why[4600];
     X->tried++;
-    if (prove_ref_run(X->R, toks, n, X->P, X->ref, X->refnum) < 0 || over_budget(X, n)) return 0;
+    if (spent(X) || ref_run(X, toks, n) < 0 || over_budget(X, n)) return 0;
     int d = disagree(X->inf, X->m, toks, n, X->ref, X->refnum, X->R, X->P, why, sizeof why);
     if (!d) return 0;
     prompt_text(X->m, toks, n, text, sizeof text);
@@ -293,7 +308,7 @@ static int try_any(Search *X, const int *toks, int n) {
 static int search_any(Search *X, const int *alph, int na, int *toks, int *idx) {
     long runs = 0, level = na;
     int n = 2;
-    for (; n <= X->m->max_len && runs + level <= MAX_RUNS; n++, level *= na) {
+    for (; n <= X->m->max_len && runs + level <= MAX_RUNS && !spent(X); n++, level *= na) {
         memset(idx, 0, (size_t)n * sizeof *idx);
         for (;;) {
             for (int i = 1; i < n; i++) toks[i] = alph[idx[i]];
@@ -301,12 +316,12 @@ static int search_any(Search *X, const int *alph, int na, int *toks, int *idx) {
             if (try_any(X, toks, n)) return 1;
             int i = n - 1;
             while (i >= 1 && ++idx[i] == na) idx[i--] = 0;
-            if (i < 1) break;
+            if (i < 1 || spent(X)) break;
         }
     }
     unsigned long long rng = 0x2545f4914f6cdd1dull;
 #define ANY_NEXT() (rng = rng * 6364136223846793005ull + 1442695040888963407ull, (unsigned)(rng >> 33))
-    for (; n <= X->m->max_len; n++) {
+    for (; n <= X->m->max_len && !spent(X); n = next_len(n, X->m->max_len)) {
         for (int t = 0; t < na; t++) { // one token repeated
             for (int i = 1; i < n; i++) toks[i] = alph[t];
             if (try_any(X, toks, n)) return 1;

@@ -135,7 +135,11 @@ def long_counts(tfc, tfrun, maxlen):
             prog, w = os.path.join(tmp, "c.tfp"), os.path.join(tmp, "c.tfw")
             with open(prog, "w") as fh:
                 fh.write(LONG % (maxlen, ", causal" if causal else ""))
-            r = subprocess.run([tfc, prog, "-o", w], capture_output=True, text=True)
+            # --no-prove: the validator does not prove a Count this long (its
+            # bounds on the softmax sum are for any summation order: past a
+            # maxlen of about 100 they no longer separate the counts;
+            # docs/language.md); the compiler's certificate is what this checks.
+            r = subprocess.run([tfc, "--no-prove", prog, "-o", w], capture_output=True, text=True)
             if r.returncode != 0:
                 print("FAIL: long Count: tfc: %s" % r.stderr.strip()[:300])
                 failed += 1
