@@ -10,6 +10,9 @@
  * weight changed so that its output changes is not.
  */
 #include <check.h>
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -71,6 +74,7 @@ START_TEST(test_interval_encloses) {
     }
 }
 END_TEST
+
 
 /* Sums of float32 products in any order stay within gamma_n of the exact one. */
 START_TEST(test_gamma_bounds_float_sums) {
@@ -175,6 +179,33 @@ START_TEST(test_compiled_program_proven) {
     assert_proven_both(count_src);
 }
 END_TEST
+
+#if defined(__SSE2__)
+/* The proof runs with results below the smallest normal flushed to zero
+ * (FTZ: compiler/prove.c): the interval operations stay enclosures there,
+ * on operands whose exact results are subnormal (the reference: long
+ * double, which x87 computes, untouched by SSE's mode); and the caller's
+ * mode is back after a proof. */
+START_TEST(test_interval_encloses_flushed) {
+    unsigned mode = _mm_getcsr();
+    _mm_setcsr(mode | 0x8000u);
+    for (int i = 0; i < 200000; i++) {
+        double x = ldexp(rnd() + 0.5, -1000 - (int)(rnd() * 60)), y = ldexp(rnd() + 0.5, -(int)(rnd() * 60));
+        TfIv a = {rnd() < 0.5 ? -x : x, x}, b = {rnd() < 0.5 ? -y : y, y};
+        long double al = a.lo, ah = a.hi, bl = b.lo, bh = b.hi;
+        ck_assert_msg(encloses(iv_add(a, b), al + bl, ah + bh), "add %.17g %.17g", a.lo, b.lo);
+        ck_assert_msg(encloses(iv_sub(a, a), al - ah, ah - al), "sub %.17g", a.lo);
+        long double p[4] = {al * bl, al * bh, ah * bl, ah * bh}, lo = p[0], hi = p[0];
+        for (int k = 1; k < 4; k++) lo = fminl(lo, p[k]), hi = fmaxl(hi, p[k]);
+        ck_assert_msg(encloses(iv_mul(a, b), lo, hi), "mul %.17g %.17g", a.lo, b.lo);
+        ck_assert_msg(encloses(iv_scale(a, y), al * y, ah * y), "scale %.17g %.17g", a.lo, y);
+    }
+    _mm_setcsr(mode);
+    assert_proven_both(count_src);
+    ck_assert_uint_eq(_mm_getcsr() & ~0x3Fu, mode & ~0x3Fu); // the control bits (not the sticky flags)
+}
+END_TEST
+#endif
 
 /* Gated Maps (a numeric input among categorical ones): the bound the
  * compiler writes covers what the validator proves (it claimed 1.19e-05
@@ -497,6 +528,9 @@ int main(void) {
     TCase *tc = tcase_create("prove");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_interval_encloses);
+#if defined(__SSE2__)
+    tcase_add_test(tc, test_interval_encloses_flushed);
+#endif
     tcase_add_test(tc, test_gamma_bounds_float_sums);
     tcase_add_test(tc, test_sum_err_bounds_float_sums);
     tcase_add_test(tc, test_compiled_program_proven);
