@@ -184,7 +184,9 @@ compare "adder (10^6 cases)" "$tmp/O.tfw" "$tmp/all.tsv" 1
 "$build/tfc" bench/add_decimal10.tfp -o "$tmp/add10.tfw" 2>/dev/null
 "$PY" bench/engine_cases.py add_decimal10 "${ADD10_CASES:-20000}" >"$tmp/add10.tsv"
 compare "add_decimal, 10 digits" "$tmp/add10.tfw" "$tmp/add10.tsv" 1
-"$build/tfc" bench/count_long.tfp -o "$tmp/count.tfw" 2>/dev/null
+# --no-prove: the validator does not prove a Count this long (docs/language.md,
+# Count); the compiler's certificate and the cases below stand for it.
+"$build/tfc" --no-prove bench/count_long.tfp -o "$tmp/count.tfw" 2>/dev/null
 "$PY" bench/engine_cases.py count_long "${COUNT_CASES:-200}" >"$tmp/count.tsv"
 compare "Count, 1,025 positions" "$tmp/count.tfw" "$tmp/count.tsv" 1
 for name in ${PROGRAMS:-$("$PY" tests/program_ref.py --list)}; do
