@@ -184,11 +184,6 @@ static int sem_op(const Seed *Z, int oi, int *assign, const int *toks, Sv *val, 
             }
             if (ai >= 0 ? tok != Z->anchor_tok[ai] : anchor_index(Z, tok) >= 0) return 1;
             if (t == p && assign[Z->v_tp] >= 0 && assign[Z->v_tp] != tok) return 1;
-        } else if (tok >= 0 && t >= 0) { // p not given: a found character's position holds it all the same
-            for (int i = 0; i < Z->n_anchor; i++) {
-                Sv A = var_val(Z, assign, Z->anchor_var[i]);
-                if (A.k == SV_POS && (int)A.x == t && tok != Z->anchor_tok[i]) return 1;
-            }
         }
         if (tok < 0 && t >= 0) // a found character's position holds that character
             for (int i = 0; i < Z->n_anchor; i++) {
@@ -1430,7 +1425,7 @@ static int query_ids(Seed *Z, const SHead *H, PvDeps Dq, long nqc, long *qid, Se
         g[k].cols = cols + at;
         for (int c = 0; c < d; c++)
             if (H->rq[c] && Z->N->col[c].deps == g[k].deps) g[k].cols[g[k].ncol++] = c, at++;
-        if (g[k].n <= QGROUP_MAX) rc = qgroup_fill(Z, H, &g[k]);
+        if (g[k].n >= 0 && g[k].n <= QGROUP_MAX) rc = qgroup_fill(Z, H, &g[k]);
     }
     for (long i = 0; rc == 0 && i < nqc; i++) {
         pv_deps_decode(S, Dq, i, assign);
@@ -1562,7 +1557,7 @@ static int seed_attn(Seed *Z, int oi, int li) {
         pv_unproven(N, line, li, "layer %d: not proven: too many query scenarios", li);
         nqc = nsc = nrc = 0;
     }
-    TfIv *tab = malloc(((size_t)nres * H.nw + 1) * sizeof *tab), *x = calloc((size_t)d, sizeof *x);
+    TfIv *tab = malloc(((size_t)nres * H.nw + 1) * sizeof *tab);
     TfIv *buf = malloc(((size_t)H.np + 2 * H.nw + 2) * sizeof *buf);
     long *qid = malloc(((size_t)nqc + 1) * sizeof *qid), nuq = 0;
     Sv *val = malloc((size_t)Z->nr * sizeof *val);
@@ -1571,7 +1566,7 @@ static int seed_attn(Seed *Z, int oi, int li) {
     Seen T = {.len = klen, .cap = (size_t)nqc + 1};
     T.keys = malloc(T.cap * klen + 1);
     T.slot = malloc(2 * T.cap * sizeof *T.slot);
-    if (rc || !tab || !x || !buf || !qid || !val || !sel || !oth || !T.keys || !T.slot) rc = -1;
+    if (rc || !tab || !buf || !qid || !val || !sel || !oth || !T.keys || !T.slot) rc = -1;
     for (size_t i = 0; rc == 0 && i < 2 * T.cap; i++) T.slot[i] = -1;
     for (long i = 0; rc == 0 && i < (long)nres * H.nw; i++) tab[i] = (TfIv){NAN, NAN};
     int assign[TF_PROOF_MAX_BASE], apos[MAX_ANCHOR];
@@ -1643,7 +1638,7 @@ static int seed_attn(Seed *Z, int oi, int li) {
     if (rc == 0 && !N->failed && !N->unproven && Z->need_trk[li] && tok >= 0)
         rc = strack_build(Z, &H, tok, kx, nkx, &Z->trk[li]);
     shead_free(&H);
-    free(tab), free(x), free(buf), free(qid), free(val);
+    free(tab), free(buf), free(qid), free(val);
     free(sel), free(oth), free(T.keys), free(T.slot), free(done), free(last), free(ex);
     for (int k = 0; k < nkx; k++) free(kx[k].KF), free(kx[k].KX), free(kx[k].rows);
     return rc;
