@@ -4,7 +4,9 @@
 #     known exception below, refused for its stated reason (so that a change
 #     that makes one provable, or breaks one, shows here).
 #  2. Issue 22's first program at -O and -O0 is proven, and tfrun prints 22
-#     on ^ab. tfc --prove decides as tfprove does.
+#     on ^ab. tfc --prove decides as tfprove does. tfc by default refuses
+#     what the validator shows wrong (a Count at maxlen 200, past what it
+#     separates), keeping the old file; --no-prove writes it.
 #  3. A copy that may select different values is proven only under its
 #     run-time check, and says so; a checked copy whose single value misses
 #     the check's bound is refused, with a prompt on which tfrun stops.
@@ -130,6 +132,21 @@ rm -f "$tmp/xor.tfw"
   grep -q "xor.tfp: error: cannot prove the weights: .*a learned model" "$tmp/err" &&
   grep -q "^hint: nothing was written; with --no-prove tfc writes the weights unproven" "$tmp/err"
 check "tfc --prove on a learned model: refused, nothing written ($(head -1 "$tmp/err"))" $?
+# By default tfc proves what it writes. A Count past what the validator
+# separates (maxlen 200: docs/language.md, Count) is refused, located at the
+# op, with the case and a prompt that reaches it; the file already at the
+# output path is left as it was; --no-prove writes it.
+printf '%s\n' "vocab \"^ab0123456789\"; bos '^'; maxlen 200;" "cat n, d;" \
+  "count_a: Count(k.tokens == 'a') -> n;" "d: Map(n % 10) -> d;" "output d at every position;" >"$tmp/long.tfp"
+echo keep >"$tmp/long.tfw"
+"$TFC" "$tmp/long.tfp" -o "$tmp/long.tfw" 2>"$tmp/err"
+[ $? -eq 1 ] && [ "$(cat "$tmp/long.tfw")" = keep ] &&
+  grep -q "long.tfp:3:1: error: the weights are not proven: line 3: Count -> n (layer 1): the columns do not decode to" "$tmp/err" &&
+  grep -q '^  case: n = ' "$tmp/err" && grep -q '^prompt reaching the case: ' "$tmp/err" &&
+  grep -q "^hint: nothing was written; with --no-prove" "$tmp/err"
+check "tfc refuses what it cannot prove: located, the case, a prompt, the old file kept ($(head -1 "$tmp/err" | cut -c1-90))" $?
+"$TFC" --no-prove "$tmp/long.tfp" -o "$tmp/long.tfw" 2>"$tmp/err" && [ "$(wc -c <"$tmp/long.tfw")" -gt 1000 ]
+check "tfc --no-prove writes it" $?
 
 # 3. A copy the source cannot prove single-valued: proven under its check.
 cat >"$tmp/copy.tfp" <<'TFP'
