@@ -53,15 +53,16 @@ static TfModel *learned_model(const TfIr *ir, TfDiag *diag, TfError *err) {
 
 /* The source, its file name and what made the model (`made_by`). */
 static int attach_source(TfModel *m, const char *filename, const char *source, size_t len,
-                         int opt_level, int no_schedule) {
+                         const TfCompileOptions *opts) {
     const char *base = strrchr(filename, '/');
     base = base ? base + 1 : filename;
     m->source = dup_text(source, len);
     m->source_name = dup_text(base, strlen(base));
     char made_by[128];
     snprintf(made_by, sizeof made_by,
-             "{\"tool\":\"tfc\",\"version\":\"%s\",\"options\":{\"O\":%d%s}}", TF_VERSION,
-             opt_level, no_schedule ? ",\"schedule\":false" : "");
+             "{\"tool\":\"tfc\",\"version\":\"%s\",\"options\":{\"O\":%d%s%s}}", TF_VERSION,
+             opts->opt_level, opts->no_schedule ? ",\"schedule\":false" : "",
+             opts->no_fuse && !opts->no_schedule ? ",\"fuse\":false" : "");
     m->made_by = dup_text(made_by, strlen(made_by));
     return m->source && m->source_name && m->made_by ? 0 : -1;
 }
@@ -88,6 +89,28 @@ static TfModel *schedule(TfModel *m, size_t max_params, TfDiag *diag, TfError *e
         return NULL;
     }
     return s;
+}
+
+/* Fusion composes a table into each table that reads it, so a large table
+ * read by two Maps is copied into both, and the copies can outweigh what the
+ * compositions save (compiler/fuse.h). The program is compiled again
+ * without fusion, its diagnostics counted, not printed (they are the same:
+ * the stages before fusion report them), and the smaller of the two models
+ * kept; a tie keeps the fused one. When the second compilation fails (out
+ * of memory), the fused model stands. */
+static TfModel *smaller_unfused(TfModel *m, const char *filename, const char *source, size_t len,
+                                const TfCompileOptions *opts) {
+    TfCompileOptions o = *opts;
+    o.no_fuse = 1;
+    int n_errors = 0;
+    TfError e2 = {""};
+    TfModel *u = compile_source_opts(filename, source, len, &o, NULL, &n_errors, &e2);
+    if (u && model_param_count(u) < model_param_count(m)) {
+        model_free(m);
+        return u; // its source and made_by ("fuse":false) attached already
+    }
+    model_free(u);
+    return m;
 }
 
 /* tfc --dump=STAGE: prints what the stage made when it is the one asked
@@ -128,6 +151,7 @@ TfModel *compile_source_opts(const char *filename, const char *source, size_t le
     TfModel *m = NULL;
     TfIr *ir = NULL;
     TfPlans plans = {0};
+    int fused = 0;
 
     // 1. Parse. A program with syntax errors is not checked further: its
     //    missing statements would only produce follow-on errors.
@@ -152,7 +176,8 @@ TfModel *compile_source_opts(const char *filename, const char *source, size_t le
         if (diag.n_errors) goto done;
         // 3b. MLP fusion: consecutive tables composed (a scheduled program).
         int scheduled = opts->opt_level > 0 && !opts->no_schedule && general_only(ir);
-        if (scheduled && fuse_ops(ir) < 0) {
+        fused = scheduled && !opts->no_fuse ? fuse_ops(ir) : 0;
+        if (fused < 0) {
             tf_error_set(err, "out of memory");
             goto done;
         }
@@ -168,13 +193,16 @@ TfModel *compile_source_opts(const char *filename, const char *source, size_t le
         // 6. Scheduling: ops side by side, dead columns out.
         if (m && scheduled)
             m = schedule(m, max_params, &diag, err);
+        // 7. Fusion pays or is undone: the model as small as unfused.
+        if (m && fused > 0 && diag.n_errors == 0 && opts->dump == TF_DUMP_NONE)
+            m = smaller_unfused(m, filename, source, len, opts);
     }
     if (m && diag.n_errors == 0 && dump_at(opts, TF_DUMP_LAYERS, prog, ir, NULL, m)) {
         model_free(m);
         m = NULL;
         goto done;
     }
-    if (m && attach_source(m, filename, source, len, opts->opt_level, opts->no_schedule) < 0) {
+    if (m && !m->made_by && attach_source(m, filename, source, len, opts) < 0) {
         tf_error_set(err, "out of memory");
         model_free(m);
         m = NULL;
@@ -194,6 +222,6 @@ done:
 
 TfModel *compile_source(const char *filename, const char *source, size_t len, int opt_level,
                         FILE *diag_out, int *n_errors, TfError *err) {
-    TfCompileOptions opts = {opt_level, 0, 0, TF_DUMP_NONE, NULL};
+    TfCompileOptions opts = {.opt_level = opt_level, .dump = TF_DUMP_NONE};
     return compile_source_opts(filename, source, len, &opts, diag_out, n_errors, err);
 }

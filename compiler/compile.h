@@ -20,6 +20,8 @@ typedef struct TfCompileOptions {
     size_t max_params; /* refuse a larger model; 0: the default, 2^26 */
     int no_schedule;   /* 1: keep one layer per op, in program order, even at -O
                           (compiler/schedule.h) */
+    int no_fuse;       /* 1: at -O, schedule without MLP fusion (compiler/fuse.h); 0: fuse
+                          where the model comes out no larger than unfused */
     int dump;          /* a TfDumpStage (compiler/stage_dump.h): print the program after that
                           stage to dump_out and stop (no model); 0: none */
     FILE *dump_out;

@@ -34,6 +34,9 @@
  * hold no value keeps that meaning: where the first table has no result,
  * the composed one has none either. A first op with a run-time check is
  * never composed (the check is what makes r one value).
+ *
+ * Each composition is judged alone; compiler/compile.c compiles the program
+ * again without fusion and keeps the smaller model (smaller_unfused).
  */
 #ifndef TF_FUSE_H
 #define TF_FUSE_H

@@ -1,6 +1,6 @@
 /* tfc: compile a .tfp program into a .tfw weight file.
  *
- *   tfc [-O | -O0] [--no-schedule] [--no-prove] [-v] [-o OUT.tfw] [--max-params=N] [--] PROGRAM.tfp
+ *   tfc [-O | -O0] [--no-schedule | --no-fuse] [--no-prove] [-v] [-o OUT.tfw] [--max-params=N] [--] PROGRAM.tfp
  *   tfc --dump=ast|ir|plans|layers [-O | -O0] [--no-schedule] [--] PROGRAM.tfp
  *
  * Every model tfc writes is first proven against its program (compiler/
@@ -59,6 +59,8 @@ static void usage(FILE *f) {
                "  -O0              seed 001's constructions, dense, to the float\n"
                "  --no-schedule    at -O, keep one layer per op in program order (no MLP\n"
                "                   fusion, no ops side by side, no dead columns dropped)\n"
+               "  --no-fuse        at -O, schedule without MLP fusion (by default fusion is\n"
+               "                   kept only where the model is no larger than without it)\n"
                "  --no-prove       write the weights without proving them (by default they are\n"
                "                   proven against the program first, as tfprove does: where\n"
                "                   the proof fails nothing is written, and the error names\n"
@@ -188,12 +190,14 @@ typedef struct TfcArgs {
 /* Reads the options into *A: 0, or the exit status to leave with at once
  * (after --help, --version, or a usage error reported). */
 static int parse_options(int argc, char **argv, TfcArgs *A) {
-    enum { OPT_VERSION = 256, OPT_MAX_PARAMS, OPT_NO_SCHEDULE, OPT_DUMP, OPT_PROVE, OPT_NO_PROVE };
+    enum { OPT_VERSION = 256, OPT_MAX_PARAMS, OPT_NO_SCHEDULE, OPT_NO_FUSE, OPT_DUMP, OPT_PROVE,
+           OPT_NO_PROVE };
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'}, {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, OPT_VERSION},
         {"max-params", required_argument, NULL, OPT_MAX_PARAMS},
         {"no-schedule", no_argument, NULL, OPT_NO_SCHEDULE},
+        {"no-fuse", no_argument, NULL, OPT_NO_FUSE},
         {"dump", required_argument, NULL, OPT_DUMP},
         {"prove", no_argument, NULL, OPT_PROVE},
         {"no-prove", no_argument, NULL, OPT_NO_PROVE},
@@ -215,6 +219,7 @@ static int parse_options(int argc, char **argv, TfcArgs *A) {
             }
             break;
         case OPT_NO_SCHEDULE: A->opts.no_schedule = 1; break;
+        case OPT_NO_FUSE: A->opts.no_fuse = 1; break;
         case OPT_PROVE: A->prove = 2; break; // asked for: a learned model is refused
         case OPT_NO_PROVE: A->prove = 0; break;
         case OPT_DUMP:
@@ -260,7 +265,7 @@ static int parse_options(int argc, char **argv, TfcArgs *A) {
 }
 
 int main(int argc, char **argv) {
-    TfcArgs A = {NULL, NULL, 0, 1, {1, 0, 0, TF_DUMP_NONE, stdout}};
+    TfcArgs A = {NULL, NULL, 0, 1, {.opt_level = 1, .dump = TF_DUMP_NONE, .dump_out = stdout}};
     int quit = parse_options(argc, argv, &A);
     if (quit) return quit == TFC_EXIT_DONE ? 0 : quit;
     const char *src_path = A.src_path, *out_path = A.out_path;
@@ -306,6 +311,8 @@ int main(int argc, char **argv) {
         status = cli_error_status(&err);
     } else if (m && A.verbose) {
         print_summary(m, out_path);
+        if (!A.opts.no_fuse && m->made_by && strstr(m->made_by, "\"fuse\":false"))
+            printf("MLP fusion undone: the model without it has fewer parameters\n");
         if (m->learned) printf("a learned model: nothing to prove against\n");
         else if (A.prove && estimate >= 0)
             printf("proven against the program, the output within %.3g (the construction's estimate, %.3g, is "

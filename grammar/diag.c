@@ -66,6 +66,7 @@ static void print_cut(FILE *out, const char *fmt, va_list ap) {
 
 static void report(TfDiag *d, const char *kind, TfLoc loc, int with_source, const char *fmt,
                    va_list ap) {
+    if (!d->out) return; // counted only (diag.h)
     if (loc.line > 0)
         fprintf(d->out, "%s:%d:%d: %s: ", d->filename, loc.line, loc.col, kind);
     else
@@ -81,7 +82,7 @@ static int quiet(const TfDiag *d) { return d->n_errors > TF_DIAG_MAX_ERRORS; }
 int diag_quiet(const TfDiag *d) { return d->n_errors >= TF_DIAG_MAX_ERRORS; }
 
 void diag_finish(TfDiag *d) {
-    if (!quiet(d)) return;
+    if (!quiet(d) || !d->out) return;
     int more = d->n_errors - TF_DIAG_MAX_ERRORS;
     fprintf(d->out, "%s: %d more error%s not shown\n", d->filename, more, more == 1 ? "" : "s");
 }
@@ -113,7 +114,7 @@ void diag_note(TfDiag *d, TfLoc loc, const char *fmt, ...) {
 }
 
 void diag_hint(TfDiag *d, const char *fmt, ...) {
-    if (quiet(d)) return;
+    if (quiet(d) || !d->out) return;
     va_list ap;
     va_start(ap, fmt);
     fputs("hint: ", d->out);

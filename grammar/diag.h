@@ -7,7 +7,8 @@
  *
  * A TfDiag collects the errors of one compilation; the compiler keeps going
  * after an error where it can, so one run reports several. Messages are
- * written to `out` as they are reported.
+ * written to `out` as they are reported; with `out` NULL they are only
+ * counted (tfc compiles a program a second time, unfused, to compare).
  *
  * Memory: a TfDiag borrows the file name and source text; they must outlive it.
  */

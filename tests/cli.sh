@@ -540,6 +540,31 @@ expect "tfc --no-schedule keeps one layer per op" 0 "~, 3 layers," "" -- "$TFINF
 expect "tfc --no-schedule is in made_by" 0 '~"schedule":false' "" -- "$TFINFO" "$tmp/hist-ns.tfw"
 "$TFC" "$SRC/programs/histogram.tfp" -o "$tmp/hist-s.tfw"
 expect "tfc schedules by default" 0 "~, 2 layers," "" -- "$TFINFO" "$tmp/hist-s.tfw"
+# MLP fusion is kept only where it pays (compiler/compile.c, smaller_unfused):
+# here it composes r4's table into r5's, which then reads indices and the
+# Count where r4 held one value after the BOS and the Count dropped out
+# (1,755 parameters fused, 162 not: a program of tests/differential.py's,
+# seed 1015). --no-fuse schedules without it; the default writes the same
+# bytes and -v says why. histogram keeps its fusion (2 layers, not 3).
+cat >"$tmp/unfused.tfp" <<'EOF2'
+vocab ["^", "x", "yy", "cd", "0", "1", "2"]; bos '^'; maxlen 8;
+cat r3, r4;
+num r5;
+r3: Count(k.indices != q.indices) -> r3;
+r4: Map(indices == 0 ? r3 : 1) -> r4;
+r5: Map(r4 * r4) -> r5;
+output r5 at every position;
+EOF2
+"$TFC" --no-fuse "$tmp/unfused.tfp" -o "$tmp/unfused-nf.tfw"
+expect "tfc: fusion undone where the model without it is smaller" 0 \
+    "~MLP fusion undone: the model without it has fewer parameters" "" \
+    -- "$TFC" -v "$tmp/unfused.tfp" -o "$tmp/unfused.tfw"
+cmp -s "$tmp/unfused.tfw" "$tmp/unfused-nf.tfw" && passed=$((passed + 1)) ||
+    { echo "FAIL: ... the same weights as --no-fuse"; failed=$((failed + 1)); }
+expect "... 162 parameters" 0 "~d_model 8, 1 layer, 162 parameters" "" -- "$TFINFO" "$tmp/unfused.tfw"
+expect "tfc --no-fuse is in made_by" 0 '~"fuse":false' "" -- "$TFINFO" "$tmp/unfused-nf.tfw"
+"$TFC" --no-fuse "$SRC/programs/histogram.tfp" -o "$tmp/hist-nf.tfw"
+expect "tfc --no-fuse: histogram's Count steps and Map apart" 0 "~, 3 layers," "" -- "$TFINFO" "$tmp/hist-nf.tfw"
 # Padding heads to the widest can make the scheduled model larger than its
 # plan: six selections of 3 query rows and one over 60 positions (62 rows)
 # become seven heads of 62 rows. The limit is checked again after scheduling, and --no-schedule
