@@ -624,6 +624,77 @@ START_TEST(test_param_count) {
 }
 END_TEST
 
+/* tfinfo's three counts and FLOP per token (model_param_counts,
+ * model_token_flops) against a naive count: distinct values by a linear
+ * search, zeros and -0 not counted, a value repeated in another tensor once;
+ * the FLOP from each layer's weight matrices by role. */
+START_TEST(test_param_counts_three_ways) {
+    char *src = adder_source(NULL);
+    TfModel *m = tf_compile_text(src);
+    free(src);
+    // A value that appears nowhere else, twice; a -0.
+    int mlp = -1, attn = -1;
+    for (int l = 0; l < m->n_layers; l++) {
+        if (mlp < 0 && m->layers[l].kind == TF_LAYER_MLP) mlp = l;
+        if (attn < 0 && m->layers[l].kind == TF_LAYER_ATTENTION) attn = l;
+    }
+    ck_assert(mlp >= 0 && attn >= 0);
+    m->tensors[m->layers[mlp].fc1_weight].data[0] = 1234.5f;
+    m->tensors[m->layers[attn].value].data[0] = 1234.5f;
+    m->tensors[m->layers[mlp].fc2_weight].data[1] = -0.0f;
+    TfParamCounts c;
+    TfError err = {""};
+    ck_assert_int_eq(model_param_counts(m, &c, &err), 0);
+    size_t nz = 0, nd = 0, cap = 4096;
+    float *seen = malloc(cap * sizeof *seen);
+    ck_assert_ptr_nonnull(seen);
+    for (int i = 0; i < m->n_tensors; i++) {
+        if (!model_tensor_uses(m, i)) continue;
+        for (size_t k = 0; k < m->tensors[i].nelem; k++) {
+            float v = m->tensors[i].data[k];
+            if (v == 0) continue;
+            nz++;
+            size_t j = 0;
+            while (j < nd && memcmp(&seen[j], &v, sizeof v) != 0) j++;
+            if (j == nd) {
+                ck_assert_uint_lt(nd, cap);
+                seen[nd++] = v;
+            }
+        }
+    }
+    free(seen);
+    ck_assert_uint_eq(c.stored, model_param_count(m));
+    ck_assert_uint_eq(c.nonzero, nz);
+    ck_assert_uint_eq(c.distinct, nd);
+    ck_assert_uint_lt(c.distinct, c.nonzero);
+    ck_assert_uint_lt(c.nonzero, c.stored);
+    TfTokenFlops f;
+    model_token_flops(m, &f);
+    double dense = 0, nonzero = 0, per_pos = 0;
+    for (int l = 0; l < m->n_layers; l++) {
+        int t[TF_LAYER_MAX_TENSORS];
+        const char *role[TF_LAYER_MAX_TENSORS];
+        int n = model_layer_tensors(&m->layers[l], t, role);
+        for (int k = 0; k < n; k++) {
+            const TfTensor *x = &m->tensors[t[k]];
+            if (x->ndim != 2) continue; // the biases, norms
+            dense += 2.0 * (double)x->nelem;
+            for (size_t e = 0; e < x->nelem; e++) nonzero += x->data[e] != 0 ? 2 : 0;
+        }
+        if (m->layers[l].kind == TF_LAYER_ATTENTION)
+            per_pos += 2.0 * m->layers[l].n_heads * (m->layers[l].d_head + m->layers[l].d_vhead);
+    }
+    const TfTensor *u = &m->tensors[m->unembed];
+    dense += 2.0 * (double)u->nelem;
+    for (size_t e = 0; e < u->nelem; e++) nonzero += u->data[e] != 0 ? 2 : 0;
+    ck_assert_double_eq(f.dense, dense);
+    ck_assert_double_eq(f.nonzero, nonzero);
+    ck_assert_double_eq(f.per_position, per_pos);
+    ck_assert_double_gt(per_pos, 0);
+    model_free(m);
+}
+END_TEST
+
 /* --compare's similarity (compare.h) on the adder at -O and -O0: the worked
  * cases of docs/inspect.md, exactly 1 against itself, symmetric, in [0, 1],
  * best matches the row maxima; positions that differ are refused. */
@@ -693,6 +764,7 @@ int main(void) {
     tcase_add_test(tc, test_report_and_svgs);
     tcase_add_test(tc, test_generate_steps);
     tcase_add_test(tc, test_param_count);
+    tcase_add_test(tc, test_param_counts_three_ways);
     tcase_add_test(tc, test_compare_heads);
     suite_add_tcase(s, tc);
     tc = tcase_create("general");

@@ -425,6 +425,70 @@ size_t model_param_count(const TfModel *m) {
     return n;
 }
 
+static int cmp_u32(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+int model_param_counts(const TfModel *m, TfParamCounts *c, TfError *err) {
+    memset(c, 0, sizeof *c);
+    int *uses = malloc((size_t)(m->n_tensors > 0 ? m->n_tensors : 1) * sizeof *uses);
+    if (!uses) {
+        tf_error_set(err, "out of memory counting parameters");
+        return -1;
+    }
+    model_tensor_use_counts(m, uses);
+    for (int i = 0; i < m->n_tensors; i++) {
+        if (!uses[i]) continue;
+        c->stored += m->tensors[i].nelem;
+        for (size_t k = 0; k < m->tensors[i].nelem; k++) c->nonzero += m->tensors[i].data[k] != 0;
+    }
+    // Distinct values: the non-zero ones' bits, sorted (-0 is 0: not counted).
+    uint32_t *bits = malloc((c->nonzero > 0 ? c->nonzero : 1) * sizeof *bits);
+    if (!bits) {
+        free(uses);
+        tf_error_set(err, "out of memory counting distinct parameters");
+        return -1;
+    }
+    size_t n = 0;
+    for (int i = 0; i < m->n_tensors; i++)
+        for (size_t k = 0; uses[i] && k < m->tensors[i].nelem; k++)
+            if (m->tensors[i].data[k] != 0) memcpy(&bits[n++], &m->tensors[i].data[k], sizeof *bits);
+    qsort(bits, n, sizeof *bits, cmp_u32);
+    for (size_t k = 0; k < n; k++) c->distinct += k == 0 || bits[k] != bits[k - 1];
+    free(bits);
+    free(uses);
+    return 0;
+}
+
+/* Multiply-adds of one row through a [rows, cols] weight: all, and the non-zero. */
+static void matrix_flops(const TfModel *m, int idx, TfTokenFlops *f) {
+    if (idx < 0) return;
+    const TfTensor *t = &m->tensors[idx];
+    size_t nz = 0;
+    for (size_t k = 0; k < t->nelem; k++) nz += t->data[k] != 0;
+    f->dense += 2.0 * (double)t->nelem;
+    f->nonzero += 2.0 * (double)nz;
+}
+
+void model_token_flops(const TfModel *m, TfTokenFlops *f) {
+    memset(f, 0, sizeof *f);
+    for (int l = 0; l < m->n_layers; l++) {
+        const TfLayer *ly = &m->layers[l];
+        if (ly->kind == TF_LAYER_ATTENTION) {
+            matrix_flops(m, ly->query, f);
+            matrix_flops(m, ly->key, f);
+            matrix_flops(m, ly->value, f);
+            matrix_flops(m, ly->output, f);
+            f->per_position += 2.0 * ly->n_heads * (ly->d_head + ly->d_vhead);
+        } else if (ly->kind == TF_LAYER_MLP) {
+            matrix_flops(m, ly->fc1_weight, f);
+            matrix_flops(m, ly->fc2_weight, f);
+        }
+    }
+    matrix_flops(m, m->unembed, f);
+}
+
 /* Checks tensor `idx` (named by `role` in messages) has the given 1-D or
  * 2-D shape (cols < 0 for 1-D). */
 static int check_shape(const TfModel *m, int li, const char *role, int idx, int64_t rows,

@@ -290,6 +290,28 @@ void model_tensor_use_counts(const TfModel *m, int *uses);
  * shared by several layers counted once; optimizer state not at all). */
 size_t model_param_count(const TfModel *m);
 
+/* The parameters three ways, over the tensors the model reads (shared ones
+ * once): stored (model_param_count), non-zero, and distinct non-zero values
+ * (as float32 values: AdderBoard's strict count, where a weight repeated
+ * anywhere in the model counts once and zeros not at all). 0, or -1 when
+ * memory ran out (err set). */
+typedef struct TfParamCounts {
+    size_t stored, nonzero, distinct;
+} TfParamCounts;
+int model_param_counts(const TfModel *m, TfParamCounts *c, TfError *err);
+
+/* The floating-point operations of one token's pass through the layers
+ * (2 per multiply-add, as tfrun --check counts them): the matrices every
+ * row multiplies (each layer's weight matrices and the unembedding, not the
+ * embedding's table lookups, biases, norms or activations), all stored
+ * weights (dense) and only the non-zero ones (what a sparse kernel does,
+ * nonzero); and per earlier position the token attends to (a KV cache's
+ * context), every head's score and weighted value sum (per_position). */
+typedef struct TfTokenFlops {
+    double dense, nonzero, per_position;
+} TfTokenFlops;
+void model_token_flops(const TfModel *m, TfTokenFlops *f);
+
 /* Writes v as the shortest "%.{1..9}g" text that reads back (strtof) as the
  * same float32 ("nan" for any NaN), into buf (TF_VALUE_TEXT_MAX bytes), a
  * number from 1 to 1e16 without an exponent ("10", not "1e+01"; as Python's

@@ -2,7 +2,8 @@
  *
  *   tfinfo [--] WEIGHTS.tfw
  *
- * Prints the vocabulary, the position encoding, the register layout, every
+ * Prints the parameters (stored, non-zero, distinct non-zero values) and
+ * the FLOP of one token's pass, the vocabulary, the position encoding, the register layout, every
  * layer (kind, the op and source line it came from, or for a layer that
  * holds several ops each op's heads or hidden units, name, op and line; its
  * tensors' shapes and parameter count), every tensor, the generation settings and the embedded
@@ -200,6 +201,24 @@ static void print_tensors(const TfModel *m, const int *uses) {
     }
 }
 
+/* "parameters: 30100 stored, 4432 non-zero, 96 distinct non-zero values"
+ * and the FLOP of one token's pass (model.h); -1 when memory ran out. */
+static int print_counts(const TfModel *m) {
+    TfParamCounts c;
+    TfError err = {""};
+    if (model_param_counts(m, &c, &err) < 0) {
+        fprintf(stderr, "tfinfo: %s\n", err.msg);
+        return -1;
+    }
+    TfTokenFlops f;
+    model_token_flops(m, &f);
+    printf("parameters: %zu stored, %zu non-zero, %zu distinct non-zero values\n", c.stored,
+           c.nonzero, c.distinct);
+    printf("FLOP per token: %.0f (every stored weight), %.0f (non-zero weights), + %.0f per "
+           "position attended\n", f.dense, f.nonzero, f.per_position);
+    return 0;
+}
+
 static void print_source(const TfModel *m) {
     if (!m->source) {
         printf("\nsource: none embedded\n");
@@ -253,6 +272,10 @@ int main(int argc, char **argv) {
     printf("%s: tfw format %d, d_model %d, %d layer%s, %zu parameters\n", weights,
            TF_FORMAT_VERSION, m->d_model, m->n_layers, m->n_layers == 1 ? "" : "s",
            model_param_count(m));
+    if (print_counts(m) < 0) {
+        model_free(m);
+        return CLI_EXIT_SYSTEM;
+    }
     print_vocab(m);
     int sincos = 0; /* compiled programs: position registers, sin/cos embedding */
     for (int r = 0; r < m->n_regs; r++) sincos |= m->regs[r].kind == TF_REG_POSITION;
