@@ -9,7 +9,8 @@
 #
 #   - attention layers, MLP layers, heads (summed over the attention layers), blocks
 #     (Tracr's count: walking the layers in order, a block is at most one attention layer
-#     followed by at most one MLP layer), d_model and parameters, as "before -> after";
+#     followed by at most one MLP layer), d_model and parameters (stored floats), the
+#     non-zero ones and their distinct values (nzd), as "before -> after";
 #   - generation speed: `tfrun --check --threads 1` of each build on its own weights, on the
 #     program's cases from tests/program_ref.py (at most 20,000, repeated until a run takes
 #     about a CPU second; the adder: every 10th of tools/adder_cases.py), in cases per CPU
@@ -94,6 +95,29 @@ print(seq.count("attention"), seq.count("mlp"), sum(heads), max(heads, default=0
 '
 }
 
+# nzd WEIGHTS: "NONZERO DISTINCT", the non-zero floats of the file's tensors and their
+# distinct values (tfinfo's second and third counts; read here from the safetensors
+# file, so that a build whose tfinfo predates them is measured alike).
+nzd() {
+    "$PY" -c '
+import array, json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+nz, seen = 0, set()
+for k, t in h.items():
+    if k == "__metadata__":
+        continue
+    s, e = t["data_offsets"]
+    a = array.array("f", b[8 + n + s:8 + n + e])
+    for x in a:
+        if x != 0:
+            nz += 1
+            seen.add(x)
+print(nz, len(seen))
+' "$1"
+}
+
 # once TFRUN WEIGHTS CASES: "RATE FLOP", cases per CPU second and FLOP per case, or
 # "FAILED -" when not every case passes.
 once() {
@@ -152,8 +176,8 @@ else
             for f in bench/tracr/*.tfp; do echo "tracr/$(basename "$f" .tfp)"; done)
 fi
 
-echo "| program | attention layers | MLP layers | heads | blocks | d_model | parameters | cases/CPU s | FLOP/case |"
-echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+echo "| program | attention layers | MLP layers | heads | blocks | d_model | parameters | non-zero | distinct | cases/CPU s | FLOP/case |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 declare -A after_blocks after_dmodel after_vocab before_blocks before_dmodel after_maxheads
 for name in $names; do
     case $name in tracr/*) src=bench/$name.tfp ;; *) src=programs/$name.tfp ;; esac
@@ -163,9 +187,11 @@ for name in $names; do
     "$old/tfc" "$src" -o "$wo" >/dev/null 2>&1 || okold=0
     "$new/tfc" "$src" -o "$wn" >/dev/null 2>&1 || oknew=0
     if [ $okold -eq 1 ]; then read -r a1 m1 h1 _ b1 d1 p1 _ < <(describe "$old/tfinfo" "$wo")
-    else a1=fails m1=fails h1=fails b1=fails d1=fails p1=fails; fi
+        read -r z1 u1 < <(nzd "$wo")
+    else a1=fails m1=fails h1=fails b1=fails d1=fails p1=fails z1=fails u1=fails; fi
     if [ $oknew -eq 1 ]; then read -r a2 m2 h2 x2 b2 d2 p2 v2 < <(describe "$new/tfinfo" "$wn")
-    else a2=fails m2=fails h2=fails x2=fails b2=fails d2=fails p2=fails v2=fails; fi
+        read -r z2 u2 < <(nzd "$wn")
+    else a2=fails m2=fails h2=fails x2=fails b2=fails d2=fails p2=fails v2=fails z2=fails u2=fails; fi
     after_blocks[$name]=$b2 after_dmodel[$name]=$d2 after_vocab[$name]=$v2 after_maxheads[$name]=$x2
     before_blocks[$name]=$b1 before_dmodel[$name]=$d1
     rate="-" flop="-"
@@ -176,9 +202,10 @@ for name in $names; do
         rate="$r1 -> $r2"
         flop=$(arrow "$f1" "$f2")
     fi
-    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$name" "$(arrow "$a1" "$a2")" \
+    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$name" "$(arrow "$a1" "$a2")" \
         "$(arrow "$m1" "$m2")" "$(arrow "$h1" "$h2")" "$(arrow "$b1" "$b2")" \
-        "$(arrow "$d1" "$d2")" "$(arrow "$p1" "$p2")" "$rate" "$flop"
+        "$(arrow "$d1" "$d2")" "$(arrow "$p1" "$p2")" "$(arrow "$z1" "$z2")" "$(arrow "$u1" "$u2")" \
+        "$rate" "$flop"
 done
 
 # meets BLOCKS DMODEL EXTRA TRACR_BLOCKS TRACR_DMODEL: yes, or what is over.

@@ -189,7 +189,7 @@ TfModel *compile_source_opts(const char *filename, const char *source, size_t le
         }
         if (dump_at(opts, TF_DUMP_PLANS, prog, ir, &plans, NULL)) goto done;
         // 5. Lowering: the weights.
-        m = lower_program(ir, opts->opt_level, err);
+        m = lower_program(ir, opts->opt_level, scheduled, err);
         // 6. Scheduling: ops side by side, dead columns out.
         if (m && scheduled)
             m = schedule(m, max_params, &diag, err);

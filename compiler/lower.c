@@ -623,8 +623,41 @@ static int seed_positions(const Lowerer *L, int P) {
     return limit < 2 ? 2 : limit;
 }
 
+/* Whether op is a table Map of `tokens` alone or `indices` alone that the
+ * embedding holds (L->fold): its value is a function of the token, or of
+ * the position, so the token (position) embedding's row can carry it, exact
+ * where an MLP's units would round, and the MLP goes. A Map with a
+ * run-time check keeps its layer (the check follows a layer). */
+static int folded(const Lowerer *L, const TfIrOp *op) {
+    const TfOpPlan *p = op->plan;
+    if (!L->fold || !p || p->form != TF_PLAN_TABLE || p->n_in != 1 || p->check) return 0;
+    return p->in[0] == TF_IR_REG_TOKENS || (L->ir->indices_reg >= 0 && p->in[0] == L->ir->indices_reg);
+}
+
+/* A folded table (above) into the token embedding te or the position
+ * embedding pe: the row of each token (position) gets the one-hot of the
+ * table's value there, or the number; the BOS's row, and position 0's,
+ * stay zero, as every general op writes zeros at the BOS. A combination
+ * with no value writes nothing, as no unit of the table would fire. */
+static void fold_table(Lowerer *L, const TfIrOp *op, Mat te, Mat pe) {
+    const TfIr *ir = L->ir;
+    const TfOpPlan *p = op->plan;
+    int r = p->in[0], tok = r == TF_IR_REG_TOKENS, off = ir->regs[p->dest].offset;
+    int dest_cat = ir->regs[p->dest].kind == TF_REG_CATEGORICAL;
+    const TfRegFacts *f = &ir->regs[r].facts;
+    Mat M = tok ? te : pe;
+    for (int v = 0; v < f->n_vals && v < p->n_combo; v++) { // one input: combination v is value v
+        int row = values_column(ir, r, f->vals[v]); // the token, or the position
+        if (row < 0 || row >= (tok ? ir->n_input : M.rows) || (tok ? row == ir->bos : row == 0))
+            continue;
+        if (dest_cat && p->combo_col[v] >= 0) AT(M, row, off + p->combo_col[v]) = 1.0f;
+        else if (!dest_cat) AT(M, row, off) = (float)p->combo_num[v];
+    }
+}
+
 /* Token one-hot into `tokens`, sin/cos of 2 pi p / period into `pos`, the
- * position one-hot into `indices` (with maxlen), and the output register
+ * position one-hot into `indices` (with maxlen), the folded Maps (above),
+ * and the output register
  * read back onto the vocabulary (a categorical one: each value onto its
  * token, integers 0..9 onto the digits). */
 static void lower_embeddings(Lowerer *L) {
@@ -645,6 +678,8 @@ static void lower_embeddings(Lowerer *L) {
         AT(pe, p, pos->offset + 1) = (float)cos(a);
         if (ir->indices_reg >= 0) AT(pe, p, reg(L, ir->indices_reg)->offset + p) = 1.0f;
     }
+    for (int i = 0; i < ir->n_ops; i++)
+        if (folded(L, &ir->ops[i])) fold_table(L, &ir->ops[i], te, pe);
     if (out->kind == TF_REG_CATEGORICAL) {
         const TfRegFacts *g = &ir->regs[ir->output_reg].facts;
         for (int c = 0; c < g->n_vals; c++) {
@@ -702,8 +737,8 @@ static void lower_op(Lowerer *L, int li, const TfIrOp *op) {
     if (op->plan->check && !L->failed) add_check(L, op);
 }
 
-TfModel *lower_program(const TfIr *ir, int opt_level, TfError *err) {
-    Lowerer L = {ir, opt_level > 0, model_new(), err, {0}, 0, 1};
+TfModel *lower_program(const TfIr *ir, int opt_level, int fold, TfError *err) {
+    Lowerer L = {ir, opt_level > 0, model_new(), err, {0}, 0, 1, fold && opt_level > 0};
     if (!L.m) {
         tf_error_set(err, "out of memory");
         return NULL;
@@ -737,7 +772,8 @@ TfModel *lower_program(const TfIr *ir, int opt_level, TfError *err) {
     }
     // The embeddings first, so that the file opens with them.
     lower_embeddings(&L);
-    for (int i = 0; i < ir->n_ops && !L.failed; i++) lower_op(&L, i, &ir->ops[i]);
+    for (int i = 0; i < ir->n_ops && !L.failed; i++)
+        if (!folded(&L, &ir->ops[i])) lower_op(&L, i, &ir->ops[i]);
     tensors_free(&L.tensors);
     if (L.failed || model_name_tensors(m, err) < 0 || model_validate(m, err) < 0) {
         model_free(m);

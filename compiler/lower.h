@@ -19,6 +19,9 @@
 #include "checker.h"
 #include "model.h"
 
-TfModel *lower_program(const TfIr *ir, int opt_level, TfError *err);
+/* fold (a scheduled program, compiler/compile.c): a table Map of `tokens`
+ * alone or of `indices` alone has no layer; the token or position
+ * embedding holds its result (lower.c, fold_table). */
+TfModel *lower_program(const TfIr *ir, int opt_level, int fold, TfError *err);
 
 #endif

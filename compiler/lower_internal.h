@@ -25,6 +25,7 @@ typedef struct Lowerer {
     TfTensorSet tensors; /* m's tensors, each stored once (compiler/tensors.h) */
     int failed;
     int share;        /* 1: store a tensor identical to an earlier one once */
+    int fold;         /* 1: Maps of tokens or indices alone go into the embedding */
 } Lowerer;
 
 /* A zero matrix (sets L->failed when memory runs out). */

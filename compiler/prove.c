@@ -228,6 +228,9 @@ static int embed(PvNet *N) {
 
 static int prove_layers(PvNet *N) {
     const TfModel *m = N->m;
+    // A register no layer writes holds what the embedding gave it (tfc puts
+    // a Map of tokens or indices alone there): checked before the layers.
+    if (pv_check_regs(N, -1) < 0) return -1;
     for (int li = 0; li < m->n_layers && !N->failed && !N->unproven; li++) {
         const TfLayer *ly = &m->layers[li];
         int rc = 0;

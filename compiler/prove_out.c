@@ -81,6 +81,9 @@ static int check_reg(PvNet *N, int li, int r) {
     }
     int scalar = ir->regs[r].kind == TF_REG_SCALAR;
     double worst = scalar ? 0 : INFINITY;
+    char where[32]; // a register no layer writes: the embedding holds it
+    if (li < 0) snprintf(where, sizeof where, "the embedding");
+    else snprintf(where, sizeof where, "layer %d", li);
     for (long i = 0; i < s.n; i++) {
         if (!scan_at(N, &s, i, cols, size)) continue;
         if (scalar) {
@@ -99,18 +102,18 @@ static int check_reg(PvNet *N, int li, int r) {
             if (s.none[r]) snprintf(lab, sizeof lab, "no value");
             else val_label(ir, s.cur[r], lab, sizeof lab);
             pv_fail(N, o->stmt->loc.line, li, s.assign, s.D,
-                    "line %d: %s -> %s (layer %d): the columns do not decode to %s (margin %.3g)",
-                    o->stmt->loc.line, tf_ops[o->kind].name, ir->regs[r].name, li, lab, mg);
+                    "line %d: %s -> %s (%s): the columns do not decode to %s (margin %.3g)",
+                    o->stmt->loc.line, tf_ops[o->kind].name, ir->regs[r].name, where, lab, mg);
             continue; // more cases for the counterexample search
         }
         worst = fmin(worst, mg);
     }
     if (!N->failed) {
-        if (scalar) pv_line(N->P, "line %d: %s -> %s: layer %d: within %.3g of the value", o->stmt->loc.line, tf_ops[o->kind].name, ir->regs[r].name, li, worst);
-        else pv_line(N->P, "line %d: %s -> %s: layer %d: decodes with margin %.3g", o->stmt->loc.line, tf_ops[o->kind].name, ir->regs[r].name, li, worst);
+        if (scalar) pv_line(N->P, "line %d: %s -> %s: %s: within %.3g of the value", o->stmt->loc.line, tf_ops[o->kind].name, ir->regs[r].name, where, worst);
+        else pv_line(N->P, "line %d: %s -> %s: %s: decodes with margin %.3g", o->stmt->loc.line, tf_ops[o->kind].name, ir->regs[r].name, where, worst);
     }
     if (scalar && !(worst < INFINITY))
-        pv_fail(N, o->stmt->loc.line, li, NULL, 0, "line %d: %s -> %s (layer %d): no finite bound", o->stmt->loc.line, tf_ops[o->kind].name, ir->regs[r].name, li);
+        pv_fail(N, o->stmt->loc.line, li, NULL, 0, "line %d: %s -> %s (%s): no finite bound", o->stmt->loc.line, tf_ops[o->kind].name, ir->regs[r].name, where);
     free(cols), free(s.cur), free(s.none);
     return 0;
 }

@@ -359,12 +359,12 @@ expect "tfc: sort at maxlen 65536 is refused" 1 "" "error: this selection compar
 printf 'vocab "^helo"; bos %s; maxlen 8; num isl, f;\nisl: Map(tokens == %s ? 1 : 0) -> isl;\nf: Aggregate(k.indices <= q.indices, isl, causal) -> f;\noutput f at every position;\n' "'^'" "'l'" >"$tmp/frac_l.tfp"
 expect "general: a num output compiles" 0 "" "" -- "$TFC" "$tmp/frac_l.tfp" -o "$tmp/frac_l.tfw"
 # The construction's estimate of this mean (2.85e-06) is less than the
-# validator can prove of the weights (3.56e-05: the scores' rounding); tfc
+# validator can prove of the weights (3.44e-05: the scores' rounding); tfc
 # writes the proven bound, which tfprove proves, and -v says so.
 expect "general: tfc writes the output bound it proves" 0 \
-    "~proven against the program, the output within 3.56e-05 (the construction's estimate, 2.85e-06, is not proven" "" \
+    "~proven against the program, the output within 3.44e-05 (the construction's estimate, 2.85e-06, is not proven" "" \
     -- "$TFC" -v "$tmp/frac_l.tfp" -o "$tmp/frac_l.tfw"
-expect "general: ... which tfprove proves" 0 "~output f: within 3.56e-05 of the value (the file claims 3.56e-05)" "" \
+expect "general: ... which tfprove proves" 0 "~output f: within 3.44e-05 of the value (the file claims 3.44e-05)" "" \
     -- "$TF_BUILD_DIR/tfprove" "$tmp/frac_l.tfw"
 expect "general: a num output prints its values" 0 "$(printf '^hello\t0 0 0.33333334 0.5 0.4')" "" \
     -- "$TFRUN" "$tmp/frac_l.tfw" "^hello"

@@ -87,9 +87,9 @@ output z at every position;""",
      "z: staircase(d) -> z", None),
     ("two_tables", 10, """cat m; num t;
 m: Map(tokens == 'a' ? 1 : 0) -> m;
-t: Map(m * 100 + 7) -> t;
+t: Map(m * 100 + indices) -> t;
 output t at every position;""",
-     lambda k, n, i: {"m": int(i <= k), "t": int(i <= k) * 100 + 7}, "t: table(tokens) -> t", None),
+     lambda k, n, i: {"m": int(i <= k), "t": int(i <= k) * 100 + i}, "t: table(tokens, indices) -> t", None),
 ]
 
 

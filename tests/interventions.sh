@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# interventions.sh TFC TFRUN: tfrun --ablate and --patch-from
+# interventions.sh TFC TFRUN [TFINFO]: tfrun --ablate and --patch-from
 # (runtime/engine/intervene.h), against what the programs compute and
 # against the Python module's run_with_hooks (tests/intervene_check.py).
 set -u
 . "$(dirname "$0")/lib.sh"
-TFC=$1 TFRUN=$2
+TFC=$1 TFRUN=$2 TFINFO=${3:-$(dirname "$1")/tfinfo}
 need_torch
 CHECK=$SRC/tests/intervene_check.py
 "$TFC" "$P/adder.tfp" -o "$tmp/adder.tfw" 2>/dev/null
@@ -74,10 +74,12 @@ check "add_decimal: the carry head patched from 0+0 removes exactly the carries 
 [ $? -eq 1 ] && grep -q "Aggregate -> carry: position 1 does not hold one value" "$tmp/err.txt"
 check "zeroing add_decimal's carry head fails its run-time check" $?
 
-# C and Python agree on patching experiments.
-"$PY" "$CHECK" patch "$TFRUN" "$D" blocks.5.attn.hook_z carry "^00000000+00000000=" \
+# C and Python agree on patching experiments (the carry head's block: its
+# layer's index, as tfinfo lists it).
+carry_layer=$("$TFINFO" "$D" | awk '$2 == "carry" && $3 == "attention" {print $1; exit}')
+"$PY" "$CHECK" patch "$TFRUN" "$D" "blocks.$carry_layer.attn.hook_z" carry "^00000000+00000000=" \
     "^00001999+00000001=" "^12345678+87654329=" "^00000099+00000001=" "^55555555+44444445="
-check "add_decimal: tfrun --patch-from = run_with_hooks on blocks.5.attn.hook_z" $?
+check "add_decimal: tfrun --patch-from = run_with_hooks on blocks.$carry_layer.attn.hook_z" $?
 "$PY" "$CHECK" patch "$TFRUN" "$A" blocks.8.hook_mlp_out layers.8 "0001+0009=" \
     "0001+0008=" "0999+0111=" "0505+0505="
 check "adder: tfrun --patch-from = run_with_hooks on blocks.8.hook_mlp_out" $?

@@ -166,9 +166,10 @@ check "... and its check passes wherever one value is selected" $?
 # original answers.
 "$TFC" "$P/add_binary.tfp" -o "$tmp/ab.tfw" 2>/dev/null
 row=$("$TFINFO" "$tmp/ab.tfw" | awk '$1=="carry" && $2=="categorical" {split($3, r, "-"); print r[1]; exit}')
-"$PY" "$SRC/tests/scale_weight.py" "$tmp/ab.tfw" "$tmp/abm.tfw" layers.5.attn.output.weight "$row" 0 1.1 >/dev/null
+cl=$("$TFINFO" "$tmp/ab.tfw" | awk '$2 == "carry" && $3 == "attention" {print $1; exit}') # its layer
+"$PY" "$SRC/tests/scale_weight.py" "$tmp/ab.tfw" "$tmp/abm.tfw" "layers.$cl.attn.output.weight" "$row" 0 1.1 >/dev/null
 "$TFPROVE" "$tmp/abm.tfw" >"$tmp/out" 2>&1
-[ $? -eq 1 ] && grep -q "NOT PROVEN: line 25: Aggregate -> carry (layer 5): where 'carry' holds one value, 0, the run-time check fails" "$tmp/out"
+[ $? -eq 1 ] && grep -q "NOT PROVEN: line 25: Aggregate -> carry (layer $cl): where 'carry' holds one value, 0, the run-time check fails" "$tmp/out"
 check "add_binary with its checked carry's column scaled by 1.1: refused at the check" $? ||
   tail -3 "$tmp/out" | sed 's/^/    /'
 line=$(grep '^counterexample: prompt' "$tmp/out")
@@ -246,6 +247,22 @@ check "count_token with '7' unembedded negatively: a counterexample of 7 a's tha
   confirm_every "$tmp/d1m.tfw" "$tmp/d1.tfw" "$tmp/out"
 check "dyck1 with a unit of sign doubled: a counterexample that tfrun confirms" $? ||
   tail -2 "$tmp/out" | sed 's/^/    /'
+# A Map of tokens alone is held by the token embedding (compiler/lower.c,
+# fold_table): add_decimal's dig has no layer, and the validator checks it
+# after the embedding; token '4' with dig's column for 4 zeroed is refused
+# there, with a counterexample.
+"$TFC" "$P/add_decimal.tfp" -o "$tmp/ad.tfw" 2>/dev/null
+"$TFPROVE" "$tmp/ad.tfw" >"$tmp/out" 2>&1
+[ $? -eq 0 ] && grep -q "^line 23: Map -> dig: the embedding: decodes with margin 1$" "$tmp/out" &&
+  ! "$TFINFO" "$tmp/ad.tfw" | grep -qE "^ +[0-9]+ dig "
+check "add_decimal: dig held by the embedding, no layer, proven there" $? || tail -3 "$tmp/out" | sed 's/^/    /'
+col=$("$TFINFO" "$tmp/ad.tfw" | awk '$1=="dig" && $2=="categorical" {split($3, r, "-"); print r[1] + 4; exit}')
+"$PY" "$SRC/tests/scale_weight.py" "$tmp/ad.tfw" "$tmp/adm.tfw" embed.token.weight 5 "$col" 0 >/dev/null
+"$TFPROVE" "$tmp/adm.tfw" >"$tmp/out" 2>&1
+[ $? -eq 1 ] && grep -q "NOT PROVEN: line 23: Map -> dig (the embedding): the columns do not decode to 4" "$tmp/out" &&
+  grep -q "^  case: tokens = '4'$" "$tmp/out" && grep -q "^counterexample: prompt '^[^']*4" "$tmp/out"
+check "add_decimal with dig's 4 zeroed in the token embedding: refused at the embedding" $? ||
+  tail -3 "$tmp/out" | sed 's/^/    /'
 
 # 5. The adder (seed ops, compiler/prove_seed.c): one weight of read_left's
 #    output projection sign-flipped (the column of token '3') is refused,
