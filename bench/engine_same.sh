@@ -39,7 +39,7 @@ same adder "$tmp/adder.tfw" "$tmp/adder.tsv"
 "$tfc" bench/add_decimal10.tfp -o "$tmp/add10.tfw" 2>/dev/null
 "$PY" bench/engine_cases.py add_decimal10 "${ADD10_CASES:-20000}" >"$tmp/add10.tsv"
 same add_decimal10 "$tmp/add10.tfw" "$tmp/add10.tsv"
-"$tfc" bench/count_long.tfp -o "$tmp/count.tfw" 2>/dev/null
+"$tfc" --no-prove bench/count_long.tfp -o "$tmp/count.tfw" 2>/dev/null # beyond what the validator proves
 "$PY" bench/engine_cases.py count_long "${COUNT_CASES:-50}" >"$tmp/count.tsv"
 same count_long "$tmp/count.tfw" "$tmp/count.tsv"
 for name in $("$PY" tests/program_ref.py --list); do

@@ -52,8 +52,12 @@ static void check_linear(int n_out, int n_in, double fill, int with_bias, int wi
     float *fast = calloc((size_t)(L.n_rows + 1) * ldy, sizeof(float));
     float *slow = calloc((size_t)(L.n_rows + 1) * ldy, sizeof(float));
     float *scratch = malloc((size_t)(L.n_cols + 1) * n * sizeof(float));
-    linear_forward(&L, fast, ldy, x, ldx, n, scratch);
     linear_forward_naive(&L, slow, ldy, x, ldx, n);
+    // Every instruction set this CPU runs (the baseline, AVX2, AVX-512:
+    // linear_forward's paths), each against the naive twin.
+    for (int simd = 0; simd < TF_SIMD_COUNT; simd++) {
+    if (!simd_supported((TfSimd)simd)) continue;
+    linear_forward_simd(&L, fast, ldy, x, ldx, n, scratch, (TfSimd)simd);
     // Every output row that is not kept must be exactly zero in the truth.
     int k = 0;
     for (int o = 0; o < n_out; o++) {
@@ -69,8 +73,9 @@ static void check_linear(int n_out, int n_in, double fill, int with_bias, int wi
             float f = fast[(size_t)k * ldy + r], s = slow[(size_t)k * ldy + r];
             // The compressed form adds the same terms in the same order as
             // the naive loop (the bias last): the same value.
-            ck_assert_msg(L.dense || f == s, "%dx%d fill %.2f row %d batch row %d of %d: "
-                          "sparse %.9g naive %.9g", n_out, n_in, fill, o, r, n, f, s);
+            ck_assert_msg(L.dense || f == s, "%dx%d fill %.2f row %d batch row %d of %d (%s): "
+                          "sparse %.9g naive %.9g", n_out, n_in, fill, o, r, n,
+                          tf_simd_names[simd], f, s);
             ck_assert_msg(fabs(f - want) <= 1e-4 * (1 + fabs(want)) &&
                               fabs(s - want) <= 1e-4 * (1 + fabs(want)),
                           "%dx%d fill %.2f map %d row %d: fast %g naive %g want %g", n_out, n_in,
@@ -79,6 +84,7 @@ static void check_linear(int n_out, int n_in, double fill, int with_bias, int wi
         k += kept;
     }
     ck_assert_int_eq(k, L.n_rows);
+    }
     linear_free(&L);
     free(W), free(b), free(map), free(x), free(fast), free(slow), free(scratch);
 }

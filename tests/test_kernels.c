@@ -71,6 +71,33 @@ START_TEST(test_gelu_exact_values) {
 }
 END_TEST
 
+/* gelu_forward's three paths (the baseline, AVX2, AVX-512, where this CPU
+ * runs them) give the same bits on the sweep below, lengths that end
+ * inside a vector included, and extreme inputs. */
+START_TEST(test_gelu_simd_paths_agree) {
+    enum { N = 40001 };
+    static float x[N], ref[N], y[N];
+    for (int i = 0; i < N; i++) x[i] = (float)(-20.0 + 1e-3 * i);
+    x[0] = 1e30f, x[1] = -1e30f, x[2] = 0.0f, x[3] = -0.0f, x[4] = 1e-30f;
+    memcpy(ref, x, sizeof x);
+    gelu_forward_simd(ref, N, TF_SIMD_GENERIC);
+    int paths = 0;
+    for (int simd = 0; simd < TF_SIMD_COUNT; simd++) {
+        if (!simd_supported((TfSimd)simd)) continue;
+        for (long n = N; n >= N - 17; n -= 17) {
+            memcpy(y, x, sizeof x);
+            gelu_forward_simd(y, n, (TfSimd)simd);
+            for (long i = 0; i < n; i++)
+                ck_assert_msg(memcmp(&y[i], &ref[i], sizeof y[i]) == 0,
+                              "%s: gelu(%g) = %.9g, the baseline %.9g", tf_simd_names[simd], x[i],
+                              y[i], ref[i]);
+        }
+        paths++;
+    }
+    ck_assert_int_ge(paths, 1);
+}
+END_TEST
+
 /* The whole range against a double-precision reference: the vectorized
  * erfc behind gelu_forward (runtime/engine/kernels.c) is as good as float allows
  * where it matters, and keeps its relative precision on the negative side. */
@@ -402,6 +429,7 @@ int main(void) {
     tcase_add_test(tc, test_matmul_known_values);
     tcase_add_test(tc, test_gelu_exact_values);
     tcase_add_test(tc, test_gelu_sweep);
+    tcase_add_test(tc, test_gelu_simd_paths_agree);
     tcase_add_test(tc, test_gelu_tanh_values);
     tcase_add_test(tc, test_gelu_tanh_sweep);
     tcase_add_test(tc, test_relu);

@@ -13,7 +13,7 @@
  * expf for x in [-87, 88]; 0 below, NaN for NaN (the clamp keeps the
  * conversion to int defined: a NaN score or GELU input is the callers' to
  * report). */
-static inline float exp_vec(float x) {
+static inline __attribute__((always_inline)) float exp_vec(float x) {
     int nan = x != x;
     x = x > -87.0f ? x : -87.0f; /* NaN too: the int conversion below must see a number */
     x = x < 88.0f ? x : 88.0f;

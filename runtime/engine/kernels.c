@@ -354,7 +354,7 @@ TfSimd simd_best(void) {
 
 /* erfc(z) for z >= 0, with relative error below 1.2e-7 in exact arithmetic
  * (Numerical Recipes' Chebyshev fit, erfcc) and a few float roundings. */
-static inline float erfc_vec(float z) {
+static inline __attribute__((always_inline)) float erfc_vec(float z) {
     float t = 1.0f / (1.0f + 0.5f * z);
     float p = 0.17087277f;
     p = p * t - 0.82215223f;
@@ -376,12 +376,39 @@ static inline float erfc_vec(float z) {
  * weights). Within 1.4e-7 x max(1, |GELU|) of the true value, and 5e-6
  * relative wherever |GELU| > 1e-10 (tests/test_kernels.c sweeps it); the
  * erff form it replaces lost all relative precision below x = -5. */
-void gelu_forward(float *x, long n) {
+static inline __attribute__((always_inline)) void gelu_body(float *x, long n) {
     const float inv_sqrt2 = 0.70710678118654752440f;
     for (long i = 0; i < n; i++) {
         float v = x[i], z = fabsf(v) * inv_sqrt2, c = erfc_vec(z);
         x[i] = 0.5f * v * (v >= 0.0f ? 2.0f - c : c);
     }
+}
+
+/* The loop above compiled three times, as the attention kernel is: the
+ * same operations lane by lane, so the same bits on every path
+ * (test_gelu_simd_paths_agree). */
+static void gelu_generic(float *x, long n) { gelu_body(x, n); }
+#ifdef TF_SIMD_X86
+__attribute__((target("avx2"))) static void gelu_avx2(float *x, long n) { gelu_body(x, n); }
+__attribute__((target("avx512f,avx512dq,avx2"))) static void gelu_avx512(float *x, long n) {
+    gelu_body(x, n);
+}
+#endif
+
+void gelu_forward_simd(float *x, long n, TfSimd s) {
+    switch (s) {
+#ifdef TF_SIMD_X86
+    case TF_SIMD_AVX2: gelu_avx2(x, n); break;
+    case TF_SIMD_AVX512: gelu_avx512(x, n); break;
+#endif
+    default: gelu_generic(x, n); break;
+    }
+}
+
+void gelu_forward(float *x, long n) {
+    static _Thread_local TfSimd best = TF_SIMD_COUNT;
+    if (best == TF_SIMD_COUNT) best = simd_best();
+    gelu_forward_simd(x, n, best);
 }
 
 /* The tanh GELU (GPT-2's "gelu_new"), 0.5 x (1 + tanh(u)) with

@@ -51,6 +51,8 @@ extern const char *const tf_simd_names[TF_SIMD_COUNT];
 int simd_supported(TfSimd s);
 /* The best supported path: what the dispatching kernels run. */
 TfSimd simd_best(void);
+/* gelu_forward on instruction set s (simd_supported(s) must hold). */
+void gelu_forward_simd(float *x, long n, TfSimd s);
 
 /* Attention of a block of W <= TF_ATT_LANES query rows (lanes) of one head
  * against the engine's caches (infer.c), one lane per SIMD lane: every loop

@@ -1,5 +1,6 @@
 /* linear.c: packing a linear map to its non-zero block, and applying it. */
 #include "linear.h"
+#include "kernels.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -150,8 +151,9 @@ enum { CSR_CHUNK = 32 };
 #endif
 typedef float Rows16 __attribute__((vector_size(16 * sizeof(float))));
 
-static void csr_row(float *restrict y, const float *x, int ldx, const float *w, const int *idx,
-                    int nw, float b, int with_bias, int n) {
+static inline __attribute__((always_inline)) void csr_row(float *restrict y, const float *x,
+                                                          int ldx, const float *w, const int *idx,
+                                                          int nw, float b, int with_bias, int n) {
     int r0 = 0;
     for (; r0 + CSR_CHUNK <= n; r0 += CSR_CHUNK) {
         Rows16 a0 = {0}, a1 = {0};
@@ -178,8 +180,47 @@ static void csr_row(float *restrict y, const float *x, int ldx, const float *w, 
     }
 }
 
+/* Every row of a CSR map (csr_row), compiled three times from this one body
+ * as the attention kernel is (kernels.h): the baseline's vectors, AVX2's
+ * and AVX-512's, chosen at run time. Each lane adds the same terms in the
+ * same order and -ffp-contract=off keeps FMA out, so the three give the
+ * same bits (test_linear_simd_paths_agree); a Rows16 is one AVX-512
+ * register, two AVX2 ones or four SSE ones. */
+static inline __attribute__((always_inline)) void csr_rows(const TfLinear *L, float *y, int ldy,
+                                                           const float *x, int ldx, int n) {
+    for (int k = 0; k < L->n_rows; k++)
+        csr_row(y + (size_t)k * ldy, x, ldx, L->w + L->ptr[k], L->idx + L->ptr[k],
+                L->ptr[k + 1] - L->ptr[k], L->bias ? L->bias[k] : 0.0f, L->bias != NULL, n);
+}
+
+#define CSR_ARGS const TfLinear *L, float *y, int ldy, const float *x, int ldx, int n
+static void csr_generic(CSR_ARGS) { csr_rows(L, y, ldy, x, ldx, n); }
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2"))) static void csr_avx2(CSR_ARGS) { csr_rows(L, y, ldy, x, ldx, n); }
+__attribute__((target("avx512f,avx2"))) static void csr_avx512(CSR_ARGS) {
+    csr_rows(L, y, ldy, x, ldx, n);
+}
+#endif
+
+static void csr_simd(CSR_ARGS, TfSimd s) {
+    switch (s) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    case TF_SIMD_AVX2: csr_avx2(L, y, ldy, x, ldx, n); break;
+    case TF_SIMD_AVX512: csr_avx512(L, y, ldy, x, ldx, n); break;
+#endif
+    default: csr_generic(L, y, ldy, x, ldx, n); break;
+    }
+}
+
 void linear_forward(const TfLinear *L, float *y, int ldy, const float *x, int ldx, int n,
                     float *scratch) {
+    static _Thread_local TfSimd best = TF_SIMD_COUNT;
+    if (best == TF_SIMD_COUNT) best = simd_best();
+    linear_forward_simd(L, y, ldy, x, ldx, n, scratch, best);
+}
+
+void linear_forward_simd(const TfLinear *L, float *y, int ldy, const float *x, int ldx, int n,
+                         float *scratch, TfSimd s) {
     if (L->n_rows == 0 || n == 0) return;
     if (L->n_cols == 0) {
         zero_rows(L, y, ldy, n);
@@ -202,9 +243,7 @@ void linear_forward(const TfLinear *L, float *y, int ldy, const float *x, int ld
         add_bias(L, y, ldy, n);
         return;
     }
-    for (int k = 0; k < L->n_rows; k++)
-        csr_row(y + (size_t)k * ldy, x, ldx, L->w + L->ptr[k], L->idx + L->ptr[k],
-                L->ptr[k + 1] - L->ptr[k], L->bias ? L->bias[k] : 0.0f, L->bias != NULL, n);
+    csr_simd(L, y, ldy, x, ldx, n, s);
 }
 
 void linear_forward_naive(const TfLinear *L, float *y, int ldy, const float *x, int ldx, int n) {

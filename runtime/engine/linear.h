@@ -19,6 +19,7 @@
 #define TF_LINEAR_H
 
 #include "error.h"
+#include "kernels.h"
 
 typedef struct TfLinear {
     int n_out, n_in;   /* shape of the full map */
@@ -48,6 +49,10 @@ void linear_free(TfLinear *L);
  * the columns are not contiguous). */
 void linear_forward(const TfLinear *L, float *y, int ldy, const float *x, int ldx, int n,
                     float *scratch);
+/* The same on instruction set s (kernels.h's TfSimd; simd_supported(s) must
+ * hold): linear_forward runs simd_best's. */
+void linear_forward_simd(const TfLinear *L, float *y, int ldy, const float *x, int ldx, int n,
+                         float *scratch, TfSimd s);
 /* The same with plain loops, for the tests. */
 void linear_forward_naive(const TfLinear *L, float *y, int ldy, const float *x, int ldx, int n);
 
