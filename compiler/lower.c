@@ -628,7 +628,7 @@ static int seed_positions(const Lowerer *L, int P) {
  * the position, so the token (position) embedding's row can carry it, exact
  * where an MLP's units would round, and the MLP goes. A Map with a
  * run-time check keeps its layer (the check follows a layer). */
-static int folded(const Lowerer *L, const TfIrOp *op) {
+int lower_folded(const Lowerer *L, const TfIrOp *op) {
     const TfOpPlan *p = op->plan;
     if (!L->fold || !p || p->form != TF_PLAN_TABLE || p->n_in != 1 || p->check) return 0;
     return p->in[0] == TF_IR_REG_TOKENS || (L->ir->indices_reg >= 0 && p->in[0] == L->ir->indices_reg);
@@ -679,7 +679,7 @@ static void lower_embeddings(Lowerer *L) {
         if (ir->indices_reg >= 0) AT(pe, p, reg(L, ir->indices_reg)->offset + p) = 1.0f;
     }
     for (int i = 0; i < ir->n_ops; i++)
-        if (folded(L, &ir->ops[i])) fold_table(L, &ir->ops[i], te, pe);
+        if (lower_folded(L, &ir->ops[i])) fold_table(L, &ir->ops[i], te, pe);
     if (out->kind == TF_REG_CATEGORICAL) {
         const TfRegFacts *g = &ir->regs[ir->output_reg].facts;
         for (int c = 0; c < g->n_vals; c++) {
@@ -773,7 +773,7 @@ TfModel *lower_program(const TfIr *ir, int opt_level, int fold, TfError *err) {
     // The embeddings first, so that the file opens with them.
     lower_embeddings(&L);
     for (int i = 0; i < ir->n_ops && !L.failed; i++)
-        if (!folded(&L, &ir->ops[i])) lower_op(&L, i, &ir->ops[i]);
+        if (!lower_folded(&L, &ir->ops[i])) lower_op(&L, i, &ir->ops[i]);
     tensors_free(&L.tensors);
     if (L.failed || model_name_tensors(m, err) < 0 || model_validate(m, err) < 0) {
         model_free(m);

@@ -254,10 +254,64 @@ static void lower_linear(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
 /* Query: the query register's one-hot, a constant 1 (the BOS's default
  * score) and the BOS indicator (a BOS query reads only the BOS). Key: per
  * query value, the predicate row applied to the key register's one-hot. */
+/* Whether register r holds exact one-hots: `tokens`, `indices` and the Maps
+ * the embedding holds (no MLP's rounding). */
+static int exact_reg(const Lowerer *L, int r) {
+    const TfIr *ir = L->ir;
+    if (r == TF_IR_REG_TOKENS || r == ir->indices_reg) return 1;
+    for (int i = 0; i < ir->n_ops; i++)
+        if (ir->ops[i].plan && ir->ops[i].plan->dest == r) return lower_folded(L, &ir->ops[i]);
+    return 0;
+}
+
+/* Most key values a rank-3 term compares: its scores are sums of integers
+ * below 4 * 64^2, exact in float32 in any order, and far inside the gap of
+ * 1 when a scheduled head's query carries a scale ratio. */
+#define RANK3_MAX_KEYS 64
+
+/* A term that picks at most one key value for each query value (k.indices
+ * == q.p, a copy from one position) compared by rank 3 instead of one row
+ * per query value: with y the key's value index and t the one its query
+ * value picks, rows (t, 2y), (t^2, -1), (1, 1 - y^2) add up to
+ * 1 - (t - y)^2: 1 for the picked key, 0 or less for every other, 0 for the
+ * BOS, 0 for every key when the query picks none, as the one-hot rows
+ * give. Only where both registers are exact one-hots (the error of a
+ * one-hot column would be multiplied by up to y^2) and at -O scheduled
+ * (L->fold); in an Aggregate's head, not a Count's (whose 1/(count+1) the
+ * validator proves only with a key's score as small as the one-hot rows
+ * make it). tq[qi]: the key value index query value qi picks, -1 none. */
+static int rank3_term(const Lowerer *L, const struct TfPlanTerm *T, int *tq) {
+    const TfIr *ir = L->ir;
+    if (!L->fold || T->qreg < 0 || T->kreg < 0 || T->nq <= 3 || T->nk > RANK3_MAX_KEYS ||
+        !exact_reg(L, T->qreg) || !exact_reg(L, T->kreg))
+        return 0;
+    for (int qi = 0; qi < T->nq; qi++) {
+        tq[qi] = -1;
+        for (int ki = 0; ki < T->nk; ki++) {
+            if (!T->P[(size_t)qi * (size_t)T->nk + (size_t)ki]) continue;
+            if (T->kreg == ir->indices_reg && ir->regs[T->kreg].facts.vals[ki].x == 0) continue;
+            if (tq[qi] >= 0) return 0; // two key values
+            tq[qi] = ki;
+        }
+    }
+    return 1;
+}
+
 static void lower_attend(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
     const TfIr *ir = L->ir;
     int d = ir->d_model, D = 2;
-    for (int t = 0; t < p->n_terms; t++) D += p->terms[t].nq;
+    int *tq[TF_PLAN_MAX_INPUTS] = {NULL};
+    for (int t = 0; t < p->n_terms; t++) {
+        tq[t] = malloc((size_t)(p->terms[t].nq > 0 ? p->terms[t].nq : 1) * sizeof(int));
+        if (!tq[t]) {
+            tf_error_set(L->err, "out of memory");
+            L->failed = 1;
+        } else if (p->form != TF_PLAN_ATTEND || !rank3_term(L, &p->terms[t], tq[t])) {
+            free(tq[t]);
+            tq[t] = NULL;
+        }
+        D += tq[t] ? 3 : p->terms[t].nq;
+    }
     int bos_col = ir->regs[TF_IR_REG_TOKENS].offset + ir->bos;
     int is_count = p->form == TF_PLAN_COUNT;
     int dest_cat = !is_count && !p->value_numeric;
@@ -266,11 +320,35 @@ static void lower_attend(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
         kb = lower_mat(L, 1, D), v = lower_mat(L, dv, d), o = lower_mat(L, d, dv);
     if (L->failed) {
         free(q.w), free(qb.w), free(k.w), free(kb.w), free(v.w), free(o.w);
+        for (int t = 0; t < p->n_terms; t++) free(tq[t]);
         return;
     }
     int kb_used = 0, row = 0;
     for (int t = 0; t < p->n_terms; t++) {
         const struct TfPlanTerm *T = &p->terms[t];
+        if (tq[t]) { // rank 3 (rank3_term)
+            const TfRegFacts *fq = &ir->regs[T->qreg].facts, *fk = &ir->regs[T->kreg].facts;
+            for (int qi = 0; qi < T->nq; qi++) {
+                if (tq[t][qi] < 0) continue;
+                int c = col(ir, T->qreg, fq->vals[qi]);
+                AT(q, row, c) = (float)tq[t][qi];
+                AT(q, row + 1, c) = (float)(tq[t][qi] * tq[t][qi]);
+                AT(q, row + 2, c) = 1.0f;
+            }
+            for (int ki = 0; ki < T->nk; ki++) {
+                if (T->kreg == ir->indices_reg && fk->vals[ki].x == 0) continue; // the BOS's
+                int c = col(ir, T->kreg, fk->vals[ki]);
+                if (c == bos_col) continue; // the BOS token: the BOS scores apart
+                AT(k, row, c) = (float)(2 * ki);
+                AT(k, row + 2, c) = (float)(1 - ki * ki);
+            }
+            AT(kb, 0, row + 1) = -1.0f; // -t^2 at every key but the BOS
+            AT(k, row + 1, bos_col) = 1.0f;
+            kb_used = 1;
+            row += 3;
+            free(tq[t]);
+            continue;
+        }
         for (int qi = 0; qi < T->nq; qi++, row++) {
             if (T->qreg >= 0)
                 AT(q, row, col(ir, T->qreg, ir->regs[T->qreg].facts.vals[qi])) = 1.0f;

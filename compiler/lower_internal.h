@@ -28,6 +28,10 @@ typedef struct Lowerer {
     int fold;         /* 1: Maps of tokens or indices alone go into the embedding */
 } Lowerer;
 
+/* Whether op is a Map the embedding holds (L->fold: a table of `tokens` or
+ * `indices` alone, lower.c's fold_table): its register is exact. */
+int lower_folded(const Lowerer *L, const TfIrOp *op);
+
 /* A zero matrix (sets L->failed when memory runs out). */
 Mat lower_mat(Lowerer *L, int rows, int cols);
 /* Stores M as tensor `name` (or finds an identical one); frees M; returns

@@ -309,6 +309,39 @@ START_TEST(test_sum_proven_and_mutations_refused) {
 }
 END_TEST
 
+/* A copy compared by rank 3 (lower_general.c, rank3_term: rows t, t^2, 1
+ * against 2y, -1, 1 - y^2): proven; the key's 2y weight of one position
+ * moved by a quarter (its score then 1 - (t - y)^2 + t/2 for that key) is
+ * refused, on a case that names the position. */
+static const char *rank3_src = "vocab \"^abc_\"; bos '^'; maxlen 9;\n"
+                               "cat src, out;\n"
+                               "src: Map(indices - 2) -> src;\n"
+                               "out: Aggregate(k.indices == q.src, tokens, default: '_') -> out;\n"
+                               "output out at every position;\n";
+
+START_TEST(test_rank3_copy_proven_and_mutation_refused) {
+    TfModel *m = compile_text(rank3_src, 1);
+    ck_assert_int_eq(m->layers[0].d_head, 5);
+    TfProof P;
+    TfError err;
+    ck_assert_int_eq(prove_model(m, &P, &err), 0);
+    ck_assert_msg(P.verdict == TF_PROOF_PROVEN, "%s", P.reason);
+    prove_free(&P);
+    // Row 0 of the key reads indices' columns with 2y: position 4's, 8 -> 9.
+    int ic = model_find_register(m, "indices");
+    ck_assert_int_ge(ic, 0);
+    TfTensor *K = &m->tensors[m->layers[0].key];
+    float *w = &K->data[(size_t)(m->regs[ic].offset + 4)];
+    ck_assert_float_eq(*w, 8.0f);
+    *w = 9.0f;
+    ck_assert_int_eq(prove_model(m, &P, &err), 0);
+    ck_assert_msg(P.verdict == TF_PROOF_FAILED, "%d %s", P.verdict, P.reason);
+    ck_assert_int_eq(P.fail_line, 4);
+    prove_free(&P);
+    model_free(m);
+}
+END_TEST
+
 /* A Count whose selection compares two Counts (sort_freq's `more`): the
  * compiler reads `hist` through a fresh one-hot (a table MLP, "more.keys"
  * at -O0, compiler/select.c), and the validator proves it at -O0 and -O;
@@ -558,6 +591,7 @@ int main(void) {
     tcase_add_test(tc, test_changed_weight_fails);
     tcase_add_test(tc, test_gated_maps_proven);
     tcase_add_test(tc, test_sum_proven_and_mutations_refused);
+    tcase_add_test(tc, test_rank3_copy_proven_and_mutation_refused);
     tcase_add_test(tc, test_count_of_counts_proven_and_mutation_refused);
     tcase_add_test(tc, test_threads_same_proof);
     tcase_add_test(tc, test_scores_twin);

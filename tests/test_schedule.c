@@ -146,6 +146,26 @@ START_TEST(test_maps_compose) {
 }
 END_TEST
 
+/* A copy from one position (programs/shift.tfp: k.indices == q.src, src a
+ * Map of indices) compares by rank 3 scheduled (lower_general.c,
+ * rank3_term): 3 query rows and the BOS's 2, where one row per query value
+ * makes 17 + 2; the same outputs on every input. */
+static const char *shift_src = "vocab \"^abc_\"; bos '^'; maxlen 9;\n"
+                               "cat src, out;\n"
+                               "src: Map(indices - 2) -> src;\n"
+                               "out: Aggregate(k.indices == q.src, tokens, default: '_') -> out;\n"
+                               "output out at every position;\n";
+
+START_TEST(test_copy_rank3) {
+    TfModel *s = compile_text(shift_src, 0), *u = compile_text(shift_src, 1);
+    ck_assert_int_eq(s->n_layers, 1);
+    ck_assert_int_eq(s->layers[0].d_head, 5);
+    ck_assert_int_gt(u->layers[u->n_layers - 1].d_head, 9);
+    ck_assert_int_eq(same_outputs(s, u, "abc_", 8), 87380);
+    model_free(s), model_free(u);
+}
+END_TEST
+
 /* A staircase over a LINEAR Map's result is a staircase over its sum
  * (pair_balance): the two Maps after the Aggregates are one MLP; the two
  * Maps of the tokens before them are in the token embedding. */
@@ -337,6 +357,7 @@ int main(void) {
     tcase_add_test(tc, test_count_fuses_with_its_map);
     tcase_add_test(tc, test_maps_compose);
     tcase_add_test(tc, test_linear_then_staircase);
+    tcase_add_test(tc, test_copy_rank3);
     tcase_add_test(tc, test_selection_sides_and_count_pairs);
     tcase_add_test(tc, test_staircase_per_position);
     tcase_add_test(tc, test_joint_sides_shared_without_bos_values);
