@@ -309,6 +309,17 @@ START_TEST(test_sum_proven_and_mutations_refused) {
 }
 END_TEST
 
+/* m (mutated) is refused, at source line `line`; m is freed. */
+static void assert_refused_and_free(TfModel *m, int line) {
+    TfProof P;
+    TfError err;
+    ck_assert_int_eq(prove_model(m, &P, &err), 0);
+    ck_assert_msg(P.verdict == TF_PROOF_FAILED, "%d %s", P.verdict, P.reason);
+    ck_assert_int_eq(P.fail_line, line);
+    prove_free(&P);
+    model_free(m);
+}
+
 /* A copy compared by rank 3 (lower_general.c, rank3_term: rows t, t^2, 1
  * against 2y, -1, 1 - y^2): proven; the key's 2y weight of one position
  * moved by a quarter (its score then 1 - (t - y)^2 + t/2 for that key) is
@@ -334,11 +345,7 @@ START_TEST(test_rank3_copy_proven_and_mutation_refused) {
     float *w = &K->data[(size_t)(m->regs[ic].offset + 4)];
     ck_assert_float_eq(*w, 8.0f);
     *w = 9.0f;
-    ck_assert_int_eq(prove_model(m, &P, &err), 0);
-    ck_assert_msg(P.verdict == TF_PROOF_FAILED, "%d %s", P.verdict, P.reason);
-    ck_assert_int_eq(P.fail_line, 4);
-    prove_free(&P);
-    model_free(m);
+    assert_refused_and_free(m, 4);
 }
 END_TEST
 
@@ -368,13 +375,7 @@ START_TEST(test_count_of_counts_proven_and_mutation_refused) {
         if (u < F && seen++ == 2) T->data[(size_t)c * F + u] *= -1, flipped = 1;
     }
     ck_assert(flipped);
-    TfProof P;
-    TfError err;
-    ck_assert_int_eq(prove_model(m, &P, &err), 0);
-    ck_assert_msg(P.verdict == TF_PROOF_FAILED, "%d %s", P.verdict, P.reason);
-    ck_assert_int_eq(P.fail_line, 4);
-    prove_free(&P);
-    model_free(m);
+    assert_refused_and_free(m, 4);
 }
 END_TEST
 
