@@ -251,9 +251,6 @@ static void lower_linear(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
     add_mlp(L, op, w1, b1, w2, b2);
 }
 
-/* Query: the query register's one-hot, a constant 1 (the BOS's default
- * score) and the BOS indicator (a BOS query reads only the BOS). Key: per
- * query value, the predicate row applied to the key register's one-hot. */
 /* Whether register r holds exact one-hots: `tokens`, `indices` and the Maps
  * the embedding holds (no MLP's rounding). */
 static int exact_reg(const Lowerer *L, int r) {
@@ -297,6 +294,10 @@ static int rank3_term(const Lowerer *L, const struct TfPlanTerm *T, int *tq) {
     return 1;
 }
 
+/* Query: the query register's one-hot, a constant 1 (the BOS's default
+ * score) and the BOS indicator (a BOS query reads only the BOS). Key: per
+ * query value, the predicate row applied to the key register's one-hot;
+ * a rank-3 term (rank3_term) takes three rows. */
 static void lower_attend(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
     const TfIr *ir = L->ir;
     int d = ir->d_model, D = 2;

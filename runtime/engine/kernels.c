@@ -288,9 +288,7 @@ void attention_block_forward_simd(ATTENTION_BLOCK_ARGS, TfSimd s) {
 }
 
 void attention_block_forward(ATTENTION_BLOCK_ARGS) {
-    static _Thread_local TfSimd best = TF_SIMD_COUNT;
-    if (best == TF_SIMD_COUNT) best = simd_best();
-    attention_block_forward_simd(ATTENTION_BLOCK_PASS, best);
+    attention_block_forward_simd(ATTENTION_BLOCK_PASS, simd_active());
 }
 
 void attention_block_forward_naive(ATTENTION_BLOCK_ARGS) {
@@ -352,6 +350,12 @@ TfSimd simd_best(void) {
     return TF_SIMD_GENERIC;
 }
 
+TfSimd simd_active(void) {
+    static _Thread_local TfSimd best = TF_SIMD_COUNT;
+    if (best == TF_SIMD_COUNT) best = simd_best();
+    return best;
+}
+
 /* erfc(z) for z >= 0, with relative error below 1.2e-7 in exact arithmetic
  * (Numerical Recipes' Chebyshev fit, erfcc) and a few float roundings. */
 static inline __attribute__((always_inline)) float erfc_vec(float z) {
@@ -406,9 +410,7 @@ void gelu_forward_simd(float *x, long n, TfSimd s) {
 }
 
 void gelu_forward(float *x, long n) {
-    static _Thread_local TfSimd best = TF_SIMD_COUNT;
-    if (best == TF_SIMD_COUNT) best = simd_best();
-    gelu_forward_simd(x, n, best);
+    gelu_forward_simd(x, n, simd_active());
 }
 
 /* The tanh GELU (GPT-2's "gelu_new"), 0.5 x (1 + tanh(u)) with

@@ -51,6 +51,9 @@ extern const char *const tf_simd_names[TF_SIMD_COUNT];
 int simd_supported(TfSimd s);
 /* The best supported path: what the dispatching kernels run. */
 TfSimd simd_best(void);
+/* simd_best, found once per thread: the path gelu_forward, linear_forward
+ * and attention_block_forward take. */
+TfSimd simd_active(void);
 /* gelu_forward on instruction set s (simd_supported(s) must hold). */
 void gelu_forward_simd(float *x, long n, TfSimd s);
 

@@ -184,7 +184,8 @@ static inline __attribute__((always_inline)) void csr_row(float *restrict y, con
  * as the attention kernel is (kernels.h): the baseline's vectors, AVX2's
  * and AVX-512's, chosen at run time. Each lane adds the same terms in the
  * same order and -ffp-contract=off keeps FMA out, so the three give the
- * same bits (test_linear_simd_paths_agree); a Rows16 is one AVX-512
+ * same bits (tests/test_engine.c, test_linear_matches_naive, runs each path
+ * against the naive twin); a Rows16 is one AVX-512
  * register, two AVX2 ones or four SSE ones. */
 static inline __attribute__((always_inline)) void csr_rows(const TfLinear *L, float *y, int ldy,
                                                            const float *x, int ldx, int n) {
@@ -214,9 +215,7 @@ static void csr_simd(CSR_ARGS, TfSimd s) {
 
 void linear_forward(const TfLinear *L, float *y, int ldy, const float *x, int ldx, int n,
                     float *scratch) {
-    static _Thread_local TfSimd best = TF_SIMD_COUNT;
-    if (best == TF_SIMD_COUNT) best = simd_best();
-    linear_forward_simd(L, y, ldy, x, ldx, n, scratch, best);
+    linear_forward_simd(L, y, ldy, x, ldx, n, scratch, simd_active());
 }
 
 void linear_forward_simd(const TfLinear *L, float *y, int ldy, const float *x, int ldx, int n,
