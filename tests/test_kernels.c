@@ -359,6 +359,49 @@ START_TEST(test_attention_block_nan_score) {
 }
 END_TEST
 
+START_TEST(test_attention_grouped_matches_naive) {
+    // One sequence of 300 positions whose keys take 5 values (position 0,
+    // the BOS, its own): attention_groups, then attention_grouped_forward,
+    // against the row-by-row loops. The grouped sums add per group, then
+    // over groups: a different order of the same T <= 300 terms, whose
+    // weights sum to 1 and values lie in [-1, 1], so each output moves by at
+    // most about 2 T 2^-24 (4e-5) plus the weights' 4 ulp; the softmax's sum
+    // (one term is 1, none above) by 2 T 2^-24 relative.
+    enum { L = 300, NP = 3, NV = 2, G = 5, W = TF_ATT_LANES };
+    unsigned seed = 41;
+    float *k = malloc(L * NP * sizeof(float)), *v = random_floats(&seed, L * NV, 2.0f);
+    float cls_keys[G][NP];
+    for (int g = 0; g < G; g++)
+        for (int p = 0; p < NP; p++) cls_keys[g][p] = 3.0f * ((float)rand_r(&seed) / RAND_MAX - 0.5f);
+    for (int t = 0; t < L; t++)
+        memcpy(k + t * NP, cls_keys[t == 0 ? 0 : 1 + rand_r(&seed) % (G - 1)], sizeof cls_keys[0]);
+    float keys[TF_ATT_GROUPS * NP], *counts = malloc(L * G * sizeof(float));
+    float *vsums = malloc(L * G * NV * sizeof(float)), *att = malloc(L * W * sizeof(float));
+    int cls[L], pq[NP] = {2, 0, 1}, pk[NP] = {0, 1, 2}, seq[W] = {0}, T[W], used[W], gused[W];
+    ck_assert_int_eq(attention_groups(keys, counts, vsums, cls, k, v, L, NP, NV, TF_ATT_GROUPS), G);
+    ck_assert_int_eq(attention_groups(keys, counts, vsums, cls, k, v, L, NP, NV, G - 1), 0);
+    ck_assert_int_eq(attention_groups(keys, counts, vsums, cls, k, v, L, NP, NV, G), G);
+    float q[3 * W], out[NV * W], gout[NV * W], sums[W], gsums[W];
+    for (int trial = 0; trial < 2; trial++) {
+        // Soft scores, then hard ones (scale 60: weights exactly 0 and 1).
+        float scale = trial == 0 ? 0.8f : 60.0f;
+        for (int i = 0; i < 3 * W; i++) q[i] = 2.0f * ((float)rand_r(&seed) / RAND_MAX - 0.5f);
+        for (int i = 0; i < W; i++) T[i] = i == 0 ? 1 : i == 1 ? L : 1 + (int)(rand_r(&seed) % L);
+        attention_block_forward_naive(out, W, sums, used, att, NULL, q, W, NULL, pq, pk, NP, k, NP,
+                                      v, NV, 0, NV, 1, seq, T, W, scale);
+        attention_grouped_forward(gout, W, gsums, gused, q, W, NULL, pq, NP, keys, G, counts, vsums,
+                                  NV, T, W, scale);
+        char msg[256];
+        ck_assert_msg(tf_compare_floats(gout, out, NV * W, 1e-5, 5e-5, msg, sizeof msg) == 0,
+                      "scale %g: outputs: %s", scale, msg);
+        ck_assert_msg(tf_compare_floats(gsums, sums, W, 5e-5, 0, msg, sizeof msg) == 0,
+                      "scale %g: sums: %s", scale, msg);
+        ck_assert_mem_eq(gused, used, sizeof used);
+    }
+    free(k), free(v), free(counts), free(vsums), free(att);
+}
+END_TEST
+
 /* LayerNorm, the runtime's one (trainer and engine), against its double
  * twin: widths 1 to 70 (whole eight-lane blocks, tails, both), offsets up
  * to 1e3 over spreads down to 1e-2 (cancellation in the variance), and
@@ -439,6 +482,7 @@ int main(void) {
     tcase_add_test(tc, test_attention_block_simd_paths_agree);
     tcase_add_test(tc, test_attention_block_hard_exact);
     tcase_add_test(tc, test_attention_block_nan_score);
+    tcase_add_test(tc, test_attention_grouped_matches_naive);
     tcase_add_test(tc, test_argmax_first_on_ties);
     tcase_add_test(tc, test_layernorm_matches_naive);
     tcase_add_test(tc, test_softmax_forward_matches_naive);

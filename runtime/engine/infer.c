@@ -121,6 +121,15 @@ struct TfInfer {
      * [max_q + 1] = 0, 1, 2, ... */
     float *kg, *vg;
     int *ident;
+    /* Heads whose gathered keys take few values (attention_groups): per
+     * head h, its n_groups[h] (0: not grouped) distinct keys at
+     * gkeys + TF_ATT_GROUPS * pair_start[h], the prefix counts at
+     * gcounts + L * TF_ATT_GROUPS * h and value sums at
+     * gvsums + L * TF_ATT_GROUPS * v_start[h]; gcls [L] scratch. Allocated
+     * for models whose sequences can reach GATHER_MIN_T; grouped 0 turns
+     * the grouping off (infer_set_grouped). */
+    float *gkeys, *gcounts, *gvsums;
+    int *gcls, *n_groups, grouped;
     float *stat;    /* [2 d] one row for LayerNorm (layernorm_fm) */
     float *logits;  /* [n_out, max_seqs] */
     float *rowmajor; /* [n, d] for the layer hook */
@@ -149,6 +158,10 @@ struct TfInfer {
     void *act_hook_user;
     const TfIntervention *iv; /* edits applied while running (intervene.h), or NULL */
 };
+
+/* Sequences at least this long have their keys and values gathered for
+ * blocks of their rows (attention_heads). */
+#define GATHER_MIN_T 64
 
 static const float *tensor(const TfModel *m, int idx) {
     return idx >= 0 ? m->tensors[idx].data : NULL;
@@ -661,6 +674,11 @@ void infer_free(TfInfer *inf) {
     free(inf->pos_order);
     free(inf->kg);
     free(inf->vg);
+    free(inf->gkeys);
+    free(inf->gcounts);
+    free(inf->gvsums);
+    free(inf->gcls);
+    free(inf->n_groups);
     free(inf->ident);
     free(inf->bucket);
     free(inf->stat);
@@ -730,6 +748,17 @@ TfInfer *infer_new_with_plan(const TfPlan *plan, int max_seqs, TfError *err) {
     inf->kg = alloc_floats(L * (size_t)plan->max_q);
     inf->vg = alloc_floats(L * (size_t)plan->max_v);
     inf->ident = malloc(((size_t)plan->max_q + 1) * sizeof(int));
+    if (L >= GATHER_MIN_T) {
+        int max_heads = 1;
+        for (int l = 0; l < m->n_layers; l++) max_heads = imax(max_heads, plan->layers[l].n_heads);
+        inf->grouped = 1;
+        inf->gkeys = alloc_floats((size_t)TF_ATT_GROUPS * plan->max_q);
+        inf->gcounts = alloc_floats(L * TF_ATT_GROUPS * (size_t)max_heads);
+        inf->gvsums = alloc_floats(L * TF_ATT_GROUPS * (size_t)plan->max_v);
+        inf->gcls = malloc(L * sizeof(int));
+        inf->n_groups = calloc((size_t)max_heads, sizeof(int));
+        if (!inf->gkeys || !inf->gcounts || !inf->gvsums || !inf->gcls || !inf->n_groups) goto oom;
+    }
     for (int i = 0; inf->ident && i <= plan->max_q; i++) inf->ident[i] = i;
     inf->bucket = malloc(((L + 1 > (size_t)max_seqs ? L + 1 : (size_t)max_seqs) + 1) * sizeof(int));
     inf->stat = alloc_floats(2 * (size_t)m->d_model);
@@ -870,6 +899,8 @@ int infer_hook_width(const TfModel *m, const TfLayer *ly, TfHookPoint point) {
 
 void infer_set_cache(TfInfer *inf, int use_cache) { inf->use_cache = use_cache != 0; }
 
+void infer_set_grouped(TfInfer *inf, int grouped) { inf->grouped = grouped && inf->gcls; }
+
 double infer_flops(const TfInfer *inf) { return inf->flops; }
 
 /* LayerNorm of rows 0..n_run-1 of x (feature-major, ld n) into y: each
@@ -963,14 +994,11 @@ static void call_act_hook(TfInfer *inf, int l, TfHookPoint point, const float *s
     inf->act_hook(inf->act_hook_user, l, point, y, width, n, inf->row_seq, inf->row_pos);
 }
 
-/* Sequences at least this long have their keys and values gathered for
- * blocks of their rows (attention_heads). */
-#define GATHER_MIN_T 64
-
 /* Sequence s's keys of every live channel pair and its kept values, head
  * by head, for attention_block_forward as one sequence of caches [L, np]
  * and [L, nv_h] (S = 1): head h's at kg + L * pair_start[h] and
- * vg + L * v_start[h]. */
+ * vg + L * v_start[h]. A head whose keys take at most a quarter as many
+ * values as there are positions is grouped (n_groups[h] > 0). */
 static void gather_sequence(TfInfer *inf, int l, int s) {
     const LayerPlan *lp = &inf->plan->layers[l];
     long S = inf->max_seqs, L = inf->m->max_len, nk = lp->k.n_rows, nv = lp->v.n_rows;
@@ -983,6 +1011,13 @@ static void gather_sequence(TfInfer *inf, int l, int s) {
         for (int t = 0; t < T; t++) {
             for (int p = 0; p < np; p++) kg[(long)t * np + p] = kc[(t * nk + lp->pair_k[p0 + p]) * S + s];
             for (int j = 0; j < nj; j++) vg[(long)t * nj + j] = vc[(t * nv + j0 + j) * S + s];
+        }
+        if (inf->grouped) {
+            int G = TF_ATT_GROUPS, n;
+            n = attention_groups(inf->gkeys + (long)G * p0, inf->gcounts + L * G * h,
+                                 inf->gvsums + L * G * j0, inf->gcls, kg, vg, T, np, nj, G);
+            inf->n_groups[h] = 4 * n <= T ? n : 0;
+            inf->flops += (double)T * nj; /* the prefix sums */
         }
     }
 }
@@ -1057,7 +1092,14 @@ static void attention_heads(TfInfer *inf, int l, int n_run, int ld, int which) {
             if (which >= 0 && lp->head_full[h] != which) continue;
             int p0 = lp->pair_start[h], np = lp->pair_start[h + 1] - p0;
             int j0 = lp->v_start[h], j1 = lp->v_start[h + 1];
-            if (gather)
+            int G = TF_ATT_GROUPS, n_groups = gather && inf->grouped ? inf->n_groups[h] : 0;
+            if (n_groups)
+                attention_grouped_forward(inf->heads + (size_t)j0 * ld, ld, sums, used, inf->q, ld,
+                                          rows, lp->pair_q + p0, np, inf->gkeys + (size_t)G * p0,
+                                          n_groups, inf->gcounts + (size_t)L * G * h,
+                                          inf->gvsums + (size_t)L * G * j0, j1 - j0, T, W,
+                                          lp->scale);
+            else if (gather)
                 attention_block_forward(inf->heads + (size_t)j0 * ld, ld, sums, used,
                                         inf->att, NULL, inf->q, ld, rows, lp->pair_q + p0,
                                         inf->ident, np, inf->kg + (size_t)L * p0, np,
@@ -1072,7 +1114,10 @@ static void attention_heads(TfInfer *inf, int l, int n_run, int ld, int which) {
             for (int i = 0; i < W; i++) {
                 // An infinite or NaN score (the products overflowed).
                 if (isnan(sums[i]) && (bad_row < 0 || rows[i] < bad_row)) bad_row = rows[i];
-                inf->flops += 2.0 * T[i] * np + 2.0 * used[i] * (j1 - j0);
+                if (n_groups) // one score and one value sum per group
+                    inf->flops += 2.0 * n_groups * (np + j1 - j0);
+                else
+                    inf->flops += 2.0 * T[i] * np + 2.0 * used[i] * (j1 - j0);
             }
             if (inf->att_hook) {
                 for (int t = 0; t < T[0]; t++) {

@@ -95,6 +95,11 @@ int infer_set_intervention(TfInfer *inf, const TfIntervention *iv, TfError *err)
 /* use_cache 0: every step recomputes every position (no KV cache), for
  * checking that the cache changes nothing. Default 1. */
 void infer_set_cache(TfInfer *inf, int use_cache);
+/* grouped 0: every head scores every position, even where its keys take
+ * few values (attention_groups in kernels.h; on by default for models
+ * whose sequences reach 64 positions), for the tests and bench/ to compare
+ * the two. */
+void infer_set_grouped(TfInfer *inf, int grouped);
 
 /* Floating-point operations this engine has done (2 per multiply-add of a
  * linear map or an attention score or sum; activations, softmax and

@@ -327,6 +327,75 @@ void attention_block_forward_naive(ATTENTION_BLOCK_ARGS) {
     }
 }
 
+/* Keys that take few values (kernels.h): group, then per-group prefix sums. */
+int attention_groups(float *keys, float *counts, float *vsums, int *cls, const float *k,
+                     const float *v, int T, int np, int nj, int max_groups) {
+    int n = 0;
+    for (int t = 0; t < T; t++) {
+        const float *kt = k + (long)t * np;
+        int g = 0;
+        while (g < n && memcmp(keys + (long)g * np, kt, (size_t)np * sizeof(float)) != 0) g++;
+        if (g == n) {
+            if (n == max_groups) return 0;
+            memcpy(keys + (long)n * np, kt, (size_t)np * sizeof(float));
+            n++;
+        }
+        cls[t] = g;
+    }
+    for (int t = 0; t < T; t++) {
+        float *ct = counts + (long)t * n, *vt = vsums + (long)t * n * nj;
+        if (t == 0) {
+            memset(ct, 0, (size_t)n * sizeof(float));
+            memset(vt, 0, (size_t)n * nj * sizeof(float));
+        } else {
+            memcpy(ct, ct - n, (size_t)n * sizeof(float));
+            memcpy(vt, vt - (long)n * nj, (size_t)n * nj * sizeof(float));
+        }
+        ct[cls[t]] += 1.0f;
+        for (int j = 0; j < nj; j++) vt[cls[t] * nj + j] += v[(long)t * nj + j];
+    }
+    return n;
+}
+
+void attention_grouped_forward(float *out, int ldo, float *sums, int *used, const float *q,
+                               int ldq, const int *rows, const int *pq, int np, const float *keys,
+                               int n_groups, const float *counts, const float *vsums, int nj,
+                               const int *T, int W, float scale) {
+    float s[TF_ATT_GROUPS], e[TF_ATT_GROUPS];
+    for (int i = 0; i < W; i++) {
+        int c = rows ? rows[i] : i;
+        const float *nt = counts + (long)(T[i] - 1) * n_groups;
+        const float *vt = vsums + (long)(T[i] - 1) * n_groups * nj;
+        float mx = -INFINITY;
+        for (int g = 0; g < n_groups; g++) {
+            if (nt[g] == 0.0f) continue;
+            float acc = 0.0f; // the channels in order, as attention_block_forward adds them
+            for (int p = 0; p < np; p++) acc += q[(long)pq[p] * ldq + c] * keys[(long)g * np + p];
+            s[g] = acc * scale;
+            mx = s[g] > mx ? s[g] : mx;
+        }
+        float sum = 0.0f;
+        for (int g = 0; g < n_groups; g++) {
+            e[g] = nt[g] == 0.0f ? 0.0f : exp_softmax(s[g] - mx);
+            sum += e[g] * nt[g];
+        }
+        float inv = 1.0f / sum;
+        int u = 0;
+        for (int g = 0; g < n_groups; g++) {
+            e[g] *= inv;
+            u += e[g] != 0.0f ? (int)nt[g] : 0;
+        }
+        for (int j = 0; j < nj; j++) {
+            float acc = 0.0f;
+            for (int g = 0; g < n_groups; g++)
+                if (e[g] != 0.0f) acc += e[g] * vt[g * nj + j];
+            out[(long)j * ldo + c] = acc;
+        }
+        sums[i] = sum;
+        used[i] = u;
+    }
+}
+
 const char *const tf_simd_names[] = {"generic", "avx2", "avx512"};
 _Static_assert(sizeof tf_simd_names / sizeof *tf_simd_names == TF_SIMD_COUNT, "tf_simd_names");
 

@@ -97,6 +97,31 @@ void attention_block_forward_simd(float *out, int ldo, float *sums, int *used, f
                                   int nv, int j0, int j1, int S, const int *seq, const int *T,
                                   int W, float scale, TfSimd s);
 
+/* Attention over keys that take few values (a Count's keys read a token
+ * class, a copy's keys a handful of registers): sum over t of
+ * e^(s_t) v_t = sum over groups g of e^(s_g) (sum of v_t over g's
+ * positions), so with the per-group prefix sums a row costs one score per
+ * group, not one per position. attention_groups sorts positions 0..T-1 of
+ * one sequence's keys k[t * np + p] into groups of bit-identical keys
+ * (keys[g * np + p], cls[t] scratch), and writes at each t the number of
+ * positions 0..t in group g, counts[t * n + g], and their values' sums in
+ * position order, vsums[(t * n + g) * nj + j] (v[t * nj + j]). Returns n,
+ * or 0 when there are more than max_groups (<= TF_ATT_GROUPS) groups.
+ * attention_grouped_forward is then attention_block_forward for W rows of
+ * that sequence (rows, pq, q, ldq, T, out, ldo, sums, used as there, the
+ * value channels 0..nj-1): the same scores, maximum and weights per group,
+ * but the softmax's sum is sum over g of e_g * count_g and each output
+ * sum over g of weight_g * vsum_g, so its results match the direct sums
+ * within their rounding (tests/test_kernels.c compares it with
+ * attention_block_forward_naive). */
+#define TF_ATT_GROUPS 16
+int attention_groups(float *keys, float *counts, float *vsums, int *cls, const float *k,
+                     const float *v, int T, int np, int nj, int max_groups);
+void attention_grouped_forward(float *out, int ldo, float *sums, int *used, const float *q,
+                               int ldq, const int *rows, const int *pq, int np, const float *keys,
+                               int n_groups, const float *counts, const float *vsums, int nj,
+                               const int *T, int W, float scale);
+
 /* Index of the largest of n values; the first one on ties. */
 /* Softmax in place over att[T], max-subtracted, with expf; exp of -inf is
  * 0. The plain one: the engine's attention row and the trainer's naive twin
