@@ -962,6 +962,44 @@ START_TEST(test_grouped_keys_same_outputs) {
 }
 END_TEST
 
+START_TEST(test_infinite_key_fails_the_step) {
+    // Key channel c made infinite or NaN at every position (row c of the
+    // Count's key weights set to infinity): every row's score meets it,
+    // even where the query is 0 in channel c at every row of the prompt
+    // (0 times infinity is NaN). The attention leaves such channels out, so
+    // the engine must catch the key itself: each c fails the step, naming
+    // the overflow.
+    const char *src = "vocab \"^ab01\"; bos '^'; maxlen 20; cat hist, out;\n"
+                      "hist: Count(k.tokens == q.tokens) -> hist;\n"
+                      "out: Map(hist >= 3 ? '1' : '0') -> out;\n"
+                      "output out at every position;\n";
+    TfModel *m = tf_compile_text(src);
+    ck_assert_ptr_nonnull(m);
+    int l = 0;
+    while (l < m->n_layers && m->layers[l].kind != TF_LAYER_ATTENTION) l++;
+    ck_assert_int_lt(l, m->n_layers);
+    TfTensor *K = &m->tensors[m->layers[l].key];
+    int rows = (int)K->shape[0], cols = (int)K->shape[1];
+    int ids[5] = {m->bos, 1, 1, 1, 1}, len = 5, out[5]; /* ^aaaa */
+    const int *idp = ids;
+    float *saved = malloc((size_t)cols * sizeof(float));
+    for (int c = 0; c < rows; c++) {
+        memcpy(saved, K->data + (size_t)c * cols, (size_t)cols * sizeof(float));
+        for (int j = 0; j < cols; j++) K->data[(size_t)c * cols + j] = INFINITY;
+        TfError err = {""};
+        TfInfer *inf = infer_new(m, 1, &err);
+        ck_assert_ptr_nonnull(inf);
+        int rc = infer_every_position(inf, &idp, &len, 1, (int *const[]){out}, &err);
+        ck_assert_msg(rc != 0, "key channel %d infinite: the step ran", c);
+        ck_assert_msg(strstr(err.msg, "overflows float32") != NULL, "channel %d: %s", c, err.msg);
+        infer_free(inf);
+        memcpy(K->data + (size_t)c * cols, saved, (size_t)cols * sizeof(float));
+    }
+    free(saved);
+    model_free(m);
+}
+END_TEST
+
 START_TEST(test_check_thresholds) {
     // Within the bound of one value: one column near 1, the rest near 0.
     float one[] = {0.99f, 0.01f, -0.01f}, low[] = {0.98f, 0.0f, 0.0f}, warm[] = {1.0f, 0.011f, 0.0f};
@@ -1167,6 +1205,7 @@ int main(void) {
     tcase_add_test(tc, test_adder_plan_skips_work);
     tcase_add_test(tc, test_parts_run_only_needed_rows);
     tcase_add_test(tc, test_grouped_keys_same_outputs);
+    tcase_add_test(tc, test_infinite_key_fails_the_step);
     tcase_add_test(tc, test_check_thresholds);
     tcase_add_test(tc, test_check_default_bound);
     tcase_add_test(tc, test_check_messages);

@@ -1147,6 +1147,14 @@ static void attention_layer(TfInfer *inf, int l, const float *in, int n, int n_r
     if (lp->k_from < 0) {
         linear(inf, &lp->k, inf->k, n, in, n, n);
         store_cache(kc, inf->k, nk, inf->row_seq, inf->row_pos, inf->pos_order, S, n);
+        // A key that overflowed makes the scores of the rows that see it
+        // NaN or infinite (0 times it included): the step fails here, which
+        // lets attention_block_forward leave out the queries' zero channels.
+        int bad_row = inf->bad ? -1 : first_nonfinite_row(inf->k, n, NULL, nk, n);
+        if (bad_row >= 0) {
+            inf->bad = 1;
+            inf->bad_row = bad_row;
+        }
     }
     if (lp->v_from < 0) {
         linear(inf, &lp->v, inf->v, n, in, n, n);

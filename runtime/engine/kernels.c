@@ -154,15 +154,23 @@ attention_block_body(float *out, int ldo, float *sums, int *used, float *att, fl
     const float *kp[CHUNK];
     long kstride = (long)nk * S;
     for (int p0 = 0; p0 == 0 || p0 < np; p0 += CHUNK) {
-        int nc = np - p0 < CHUNK ? np - p0 : CHUNK;
+        int nc = np - p0 < CHUNK ? np - p0 : CHUNK, nl = 0;
+        // A channel where every lane's query is 0 adds +-0 at every
+        // position (the keys are finite: attention_layer checks them), which
+        // changes no sum that starts at +0: it is left out.
         for (int p = 0; p < nc; p++) {
-            for (int i = 0; i < B; i++) w[p][i] = i < W ? q[(long)pq[p0 + p] * ldq + col[i]] : 0.0f;
-            kp[p] = k + (long)pk[p0 + p] * S;
+            int any = 0;
+            for (int i = 0; i < B; i++) {
+                w[nl][i] = i < W ? q[(long)pq[p0 + p] * ldq + col[i]] : 0.0f;
+                any |= w[nl][i] != 0.0f;
+            }
+            kp[nl] = k + (long)pk[p0 + p] * S;
+            nl += any;
         }
-        for (int t = 0; t < Tmax; t++) {
+        for (int t = 0; t < Tmax && (nl > 0 || p0 == 0); t++) {
             Lanes acc = {0};
             if (p0 > 0) acc = lanes_load(att + t * B);
-            for (int p = 0; p < nc; p++) acc += w[p] * lanes_at(kp[p], t, kstride, sq, mode);
+            for (int p = 0; p < nl; p++) acc += w[p] * lanes_at(kp[p], t, kstride, sq, mode);
             lanes_store(att + t * B, acc);
         }
     }

@@ -75,7 +75,9 @@ void gelu_forward_simd(float *x, long n, TfSimd s);
  * the positions of non-zero weight. att is scratch of TF_ATT_LANES floats
  * per position (max T[i]) and keeps the weights, lane i of position t at
  * att[t * TF_ATT_LANES + i]; scores (NULL: not wanted) gets the scaled
- * scores the same way. Runs simd_best's instruction set; every path does
+ * scores the same way. A channel whose query is 0 in every lane is left
+ * out (it adds +-0 where the keys are finite, which the engine checks
+ * before: infer.c's attention_layer). Runs simd_best's instruction set; every path does
  * the same operations in the same order (-ffp-contract=off), so all give
  * the same bits. */
 #define TF_ATT_LANES 16
