@@ -663,6 +663,7 @@ static void head_free(Head *H) {
 typedef struct Seen {
     int avail, has_s, has_u;
     int self; /* the query's own position: 1 selected, 0 not, -1 unknown */
+    int single; /* every selected key stands at one position (a mean's sweep_key) */
     TfIv eb, es, eu;
     TfIv *ub, *vs, *vu; /* nw each */
 } Seen;
@@ -799,7 +800,10 @@ static void copy_mix(const Head *H, const Seen *V, Work *W, double ref) {
 /* Mean: how far the output can be from alpha * mean + beta. */
 static void mean_mix(const Head *H, const Seen *V, const double *resid, double *err) {
     if (!V->has_s) return;
-    double rho = V->es.lo > 0 ? V->es.hi / V->es.lo : INFINITY;
+    // Selected keys at one position are one key in any input: the mean
+    // mixes its value with the BOS's and the others' only (lam), whatever
+    // spread its score's interval has.
+    double rho = V->single ? 1 : V->es.lo > 0 ? V->es.hi / V->es.lo : INFINITY;
     double lam = V->es.lo > 0 ? (V->eb.hi + (V->has_u ? V->avail * V->eu.hi : 0)) / V->es.lo : INFINITY;
     for (int w = 0; w < H->nw; w++) {
         double smax = iv_mag(V->vs[w]), omax = fmax(iv_mag(V->ub[w]), V->has_u ? iv_mag(V->vu[w]) : 0);
@@ -905,10 +909,11 @@ static void sweep_key(const Head *H, Work *W, long i, int copy) {
     for (int w = 0; w < nw; w++) hull_set(&W->vs[w], u[w], !W->has_s);
     W->has_s = 1;
     int a = H->kval[i];
-    if (!copy || a < 0) return;
+    if (copy && a < 0) return;
     if (H->anypos && H->N->S->base[H->N->S->b_indices].n > 1) W->multi_pos = 1; // at two indices, as classes per index
     if (W->pos == -2) W->pos = H->kidx[i];
     else if (W->pos != H->kidx[i]) W->multi_pos = 1;
+    if (!copy) return;
     hull_set(&W->ssa[a], s, !W->hasa[a]);
     for (int w = 0; w < nw; w++) hull_set(&W->A[(size_t)a * nw + w], u[w], !W->hasa[a]);
     if (!W->hasa[a]) W->nvals++;
@@ -951,7 +956,8 @@ static void query_group(const Head *H, Work *W, long g) {
         long lim = H->o->causal ? H->kend[qidx] : H->nk;
         for (; p < lim; p++) sweep_key(H, W, p, copy);
         Seen V = {.avail = H->o->causal ? qidx : H->N->maxlen - 1, .has_s = W->has_s, .has_u = W->has_u,
-                  .self = H->gself[g], .ub = H->ub, .vs = W->vs, .vu = W->vu};
+                  .self = H->gself[g], .single = !copy && W->has_s && !W->multi_pos,
+                  .ub = H->ub, .vs = W->vs, .vu = W->vu};
         V.eb = eng_exp(sb, W->ref);
         if (W->has_s) V.es = eng_exp(W->ss, W->ref);
         if (W->has_u) V.eu = eng_exp(W->su, W->ref);

@@ -349,6 +349,41 @@ START_TEST(test_rank3_copy_proven_and_mutation_refused) {
 }
 END_TEST
 
+/* A copy of a number (k.indices == q.apos picks one position): the
+ * selected keys of a query scenario all stand at that position, so the mean
+ * is that key's value mixed only with what leaks from the BOS and the
+ * others, however wide the interval of its score (rank 3's products of
+ * indices up to 33^2): proven within float32's summation slack, where the
+ * spread of the score once counted as a mix of the copied values (a bound
+ * of 6.2, and round(adig) refused). The value rows scaled by 1.1 move 6 to
+ * 6.6, past round's step at 6.5: refused at the Map. */
+static const char *numcopy_src = "vocab \"^0123456789\"; bos '^'; maxlen 34;\n"
+                                 "cat apos, out; num dig, adig;\n"
+                                 "dig: Map(ord(tokens) - ord('0')) -> dig;\n"
+                                 "apos: Map(indices - 11) -> apos;\n"
+                                 "adig: Aggregate(k.indices == q.apos, dig, default: 0) -> adig;\n"
+                                 "out: Map(round(adig)) -> out;\n"
+                                 "output out at every position;\n";
+
+START_TEST(test_numeric_copy_proven_tight_and_mutation_refused) {
+    assert_proven_both(numcopy_src);
+    TfModel *m = compile_text(numcopy_src, 1);
+    TfProof P;
+    TfError err;
+    ck_assert_int_eq(prove_model(m, &P, &err), 0);
+    ck_assert_msg(P.verdict == TF_PROOF_PROVEN, "%s", P.reason);
+    double bound = -1;
+    for (int i = 0; i < P.n_lines; i++) {
+        const char *w = strstr(P.lines[i], "within ");
+        if (strstr(P.lines[i], "-> adig: layer") && w) bound = strtod(w + 7, NULL);
+    }
+    ck_assert_msg(bound >= 0 && bound < 1e-3, "adig's bound %g", bound);
+    prove_free(&P);
+    ck_assert(scale_op(m, "adig", 1.1f));
+    assert_refused_and_free(m, 6);
+}
+END_TEST
+
 /* A Count whose selection compares two Counts (sort_freq's `more`): the
  * compiler reads `hist` through a fresh one-hot (a table MLP, "more.keys"
  * at -O0, compiler/select.c), and the validator proves it at -O0 and -O;
@@ -593,6 +628,7 @@ int main(void) {
     tcase_add_test(tc, test_gated_maps_proven);
     tcase_add_test(tc, test_sum_proven_and_mutations_refused);
     tcase_add_test(tc, test_rank3_copy_proven_and_mutation_refused);
+    tcase_add_test(tc, test_numeric_copy_proven_tight_and_mutation_refused);
     tcase_add_test(tc, test_count_of_counts_proven_and_mutation_refused);
     tcase_add_test(tc, test_threads_same_proof);
     tcase_add_test(tc, test_scores_twin);
