@@ -24,6 +24,7 @@
 #include "fuse.h"
 #include "learned.h"
 #include "lower.h"
+#include "numbers.h"
 #include "parse.h"
 #include "plans.h"
 #include "schedule.h"
@@ -53,18 +54,35 @@ static TfModel *learned_model(const TfIr *ir, TfDiag *diag, TfError *err) {
 
 /* The source, its file name and what made the model (`made_by`). */
 static int attach_source(TfModel *m, const char *filename, const char *source, size_t len,
-                         const TfCompileOptions *opts) {
+                         const TfCompileOptions *opts, const TfIr *ir) {
     const char *base = strrchr(filename, '/');
     base = base ? base + 1 : filename;
     m->source = dup_text(source, len);
     m->source_name = dup_text(base, strlen(base));
-    char made_by[128];
-    snprintf(made_by, sizeof made_by,
-             "{\"tool\":\"tfc\",\"version\":\"%s\",\"options\":{\"O\":%d%s%s}}", TF_VERSION,
+    // The registers held as numbers, by name (compiler/numbers.h).
+    size_t cap = 64;
+    for (int r = 0; opts->as_number && r < opts->n_as_number; r++)
+        if (opts->as_number[r]) cap += strlen(ir->regs[r].name) + 3;
+    char *numbers = malloc(cap), *made_by = malloc(cap + 160);
+    if (!numbers || !made_by) {
+        free(numbers), free(made_by);
+        return -1;
+    }
+    size_t at = 0;
+    numbers[0] = 0;
+    for (int r = 0; opts->as_number && r < opts->n_as_number; r++)
+        if (opts->as_number[r])
+            at += (size_t)snprintf(numbers + at, cap - at, "%s\"%s\"", at ? "," : ",\"numbers\":[",
+                                   ir->regs[r].name);
+    if (at) snprintf(numbers + at, cap - at, "]");
+    snprintf(made_by, cap + 160,
+             "{\"tool\":\"tfc\",\"version\":\"%s\",\"options\":{\"O\":%d%s%s%s%s}}", TF_VERSION,
              opts->opt_level, opts->no_schedule ? ",\"schedule\":false" : "",
-             opts->no_fuse && !opts->no_schedule ? ",\"fuse\":false" : "");
-    m->made_by = dup_text(made_by, strlen(made_by));
-    return m->source && m->source_name && m->made_by ? 0 : -1;
+             opts->no_fuse && !opts->no_schedule ? ",\"fuse\":false" : "",
+             opts->one_hot ? ",\"one_hot\":true" : "", numbers);
+    free(numbers);
+    m->made_by = made_by;
+    return m->source && m->source_name ? 0 : -1;
 }
 
 static int general_only(const TfIr *ir) {
@@ -113,6 +131,39 @@ static TfModel *smaller_unfused(TfModel *m, const char *filename, const char *so
     return m;
 }
 
+/* Registers of numbers held as numbers (compiler/numbers.h): all of the
+ * groups at once, else each group in turn on top of those kept, each kept
+ * when the program compiles so (no errors: every reader can read the
+ * number) into a smaller model. Diagnostics are counted, not printed. */
+static TfModel *held_as_numbers(TfModel *m, const char *filename, const char *source, size_t len,
+                                const TfCompileOptions *opts, const int *group, int n_groups,
+                                int n_regs) {
+    unsigned char *as = calloc((size_t)n_regs, 1), *kept = calloc((size_t)n_regs, 1);
+    if (!as || !kept) {
+        free(as), free(kept);
+        return m;
+    }
+    TfCompileOptions o = *opts;
+    o.as_number = as;
+    o.n_as_number = n_regs;
+    for (int g = n_groups > 1 ? -1 : 0; g < n_groups; g++) { // -1: all at once
+        for (int r = 0; r < n_regs; r++) as[r] = kept[r] || (group[r] >= 0 && (g < 0 || group[r] == g));
+        int n_errors = 0;
+        TfError e2 = {""};
+        TfModel *u = compile_source_opts(filename, source, len, &o, NULL, &n_errors, &e2);
+        if (u && model_param_count(u) < model_param_count(m)) {
+            model_free(m);
+            m = u;
+            memcpy(kept, as, (size_t)n_regs);
+            if (g < 0) break;
+        } else {
+            model_free(u);
+        }
+    }
+    free(as), free(kept);
+    return m;
+}
+
 /* tfc --dump=STAGE: prints what the stage made when it is the one asked
  * for; 1 when it printed (the pipeline stops). */
 static int dump_at(const TfCompileOptions *opts, int stage, const TfProgram *prog,
@@ -151,7 +202,7 @@ TfModel *compile_source_opts(const char *filename, const char *source, size_t le
     TfModel *m = NULL;
     TfIr *ir = NULL;
     TfPlans plans = {0};
-    int fused = 0;
+    int fused = 0, n_declared = 0, n_groups = 0, *group = NULL;
 
     // 1. Parse. A program with syntax errors is not checked further: its
     //    missing statements would only produce follow-on errors.
@@ -165,6 +216,8 @@ TfModel *compile_source_opts(const char *filename, const char *source, size_t le
     ir = check_program(prog, &diag);
     if (!ir && diag.n_errors == 0) tf_error_set(err, "out of memory");
     if (!ir || diag.n_errors) goto done;
+    n_declared = ir->n_regs;
+    if (opts->as_number) numbers_apply(ir, opts->as_number, opts->n_as_number);
     if (ir->model) {
         m = learned_stages(ir, opts, &diag, err);
     } else {
@@ -176,6 +229,15 @@ TfModel *compile_source_opts(const char *filename, const char *source, size_t le
         if (diag.n_errors) goto done;
         // 3b. MLP fusion: consecutive tables composed (a scheduled program).
         int scheduled = opts->opt_level > 0 && !opts->no_schedule && general_only(ir);
+        // Which registers could be held as numbers (tried at the end).
+        if (scheduled && !opts->one_hot && !opts->as_number && opts->dump == TF_DUMP_NONE) {
+            group = malloc((size_t)n_declared * sizeof *group);
+            n_groups = group ? numbers_groups(ir, n_declared, group) : -1;
+            if (n_groups < 0) {
+                tf_error_set(err, "out of memory");
+                goto done;
+            }
+        }
         fused = scheduled && !opts->no_fuse ? fuse_ops(ir) : 0;
         if (fused < 0) {
             tf_error_set(err, "out of memory");
@@ -196,18 +258,22 @@ TfModel *compile_source_opts(const char *filename, const char *source, size_t le
         // 7. Fusion pays or is undone: the model as small as unfused.
         if (m && fused > 0 && diag.n_errors == 0 && opts->dump == TF_DUMP_NONE)
             m = smaller_unfused(m, filename, source, len, opts);
+        // 8. Registers of numbers in one column where that is smaller.
+        if (m && n_groups > 0 && diag.n_errors == 0)
+            m = held_as_numbers(m, filename, source, len, opts, group, n_groups, n_declared);
     }
     if (m && diag.n_errors == 0 && dump_at(opts, TF_DUMP_LAYERS, prog, ir, NULL, m)) {
         model_free(m);
         m = NULL;
         goto done;
     }
-    if (m && !m->made_by && attach_source(m, filename, source, len, opts) < 0) {
+    if (m && !m->made_by && attach_source(m, filename, source, len, opts, ir) < 0) {
         tf_error_set(err, "out of memory");
         model_free(m);
         m = NULL;
     }
 done:
+    free(group);
     plans_free(&plans);
     check_free(ir);
     ast_free_program(prog);

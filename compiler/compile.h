@@ -22,6 +22,12 @@ typedef struct TfCompileOptions {
                           (compiler/schedule.h) */
     int no_fuse;       /* 1: at -O, schedule without MLP fusion (compiler/fuse.h); 0: fuse
                           where the model comes out no larger than unfused */
+    int one_hot;       /* 1: every `cat` register one-hot; 0: at -O, registers of numbers
+                          nothing needs one-hot are held as numbers where the model comes out
+                          smaller (compiler/numbers.h) */
+    const unsigned char *as_number; /* those registers (by index) held as numbers, no search;
+                                       NULL: search (see one_hot) */
+    int n_as_number;
     int dump;          /* a TfDumpStage (compiler/stage_dump.h): print the program after that
                           stage to dump_out and stop (no model); 0: none */
     FILE *dump_out;

@@ -467,6 +467,69 @@ static TfOpPlan *map_staircase(Va *G, TfIrOp *op, const TfExpr *e, const ExprRea
     return p;
 }
 
+/* Map(e) -> categorical dest with one numeric input x and one categorical A: per value
+ * of A, a staircase over x's values (TF_PLAN_SPLIT, the form compiler/fuse.c
+ * composes for a Count read with a position), when every step keeps its
+ * margin with x's and A's errors and the gate's size. */
+static TfOpPlan *map_split(Va *G, TfIrOp *op, const TfExpr *e, const ExprReads *R) {
+    const TfStmt *s = op->stmt;
+    int dest = op->dest;
+    int qx = va_is_categorical(G->ir, R->regs[0]) ? 1 : 0;
+    int in[2] = {R->regs[qx], R->regs[1 - qx]}; /* x fastest, as SPLIT lays them out */
+    const TfRegFacts *gx = va_facts(G, in[0]), *ga = va_facts(G, in[1]);
+    if (!gx->known) {
+        diag_error(G->diag, s->args[0].loc,
+                   "Map: the values of '%s' are not known, so a non-linear function of it "
+                   "cannot be built",
+                   va_reg_name(G, in[0]));
+        va_note_why(G, gx);
+        return NULL;
+    }
+    TfVal *res;
+    int *defined, *reached;
+    int n = map_enumerate(G, op, e, in, 2, &res, &defined, &reached);
+    if (n < 0) return NULL;
+    int nx = gx->n_vals, na = n / nx;
+    double xmax = 1.0; // what x can hold at the BOS, as compiler/lower_general.c bounds it
+    for (int k = 0; k < nx; k++) xmax = fmax(xmax, fabs(gx->vals[k].x));
+    for (int a = 0; a < na; a++)
+        for (int k = 1; k < nx; k++) {
+            size_t at = (size_t)a * (size_t)nx + (size_t)k;
+            if (val_cmp(res[at], res[at - 1]) == 0 && defined[at] == defined[at - 1]) continue;
+            // The step K (x - m) + G (a's column - 1) within a quarter of
+            // its half-unit margin of the exact value (fuse_split's rule).
+            double m = (gx->vals[k - 1].x + gx->vals[k].x) / 2;
+            double K = 2.0 / (gx->vals[k].x - gx->vals[k - 1].x), Gs = K * (xmax + fabs(m)) + 2.0;
+            double used = K * (gx->err + 4 * EPS32 * (xmax + fabs(m))) + Gs * (ga->err + 4 * EPS32);
+            if (used > 0.25) {
+                diag_error(G->diag, s->op.loc,
+                           "Map: '%s' may be off by %.3g and '%s' by %.3g: a step of '%s' per "
+                           "value of '%s' cannot tell its values apart in float32 (margin %.3g)",
+                           va_reg_name(G, in[0]), gx->err, va_reg_name(G, in[1]), ga->err,
+                           va_reg_name(G, in[0]), va_reg_name(G, in[1]), 0.25 - used);
+                free(res), free(defined), free(reached);
+                return NULL;
+            }
+        }
+    TfOpPlan *p = va_new_plan(G, TF_PLAN_SPLIT, op, "");
+    if (!p) { (void)(free(res), free(defined), free(reached)); return NULL; }
+    p->n_in = 2;
+    p->in[0] = in[0];
+    p->in[1] = in[1];
+    p->dest = dest;
+    p->n_combo = na;
+    p->n_x = nx;
+    p->xs = va_alloc(G, (size_t)nx * sizeof *p->xs);
+    if (!p->xs) { (void)(free(res), free(defined), free(reached), G->failed = 1); return NULL; }
+    for (int k = 0; k < nx; k++) p->xs[k] = gx->vals[k].x;
+    p->x_col = va_alloc(G, (size_t)n * sizeof *p->x_col);
+    if (!p->x_col) { (void)(free(res), free(defined), free(reached), G->failed = 1); return NULL; }
+    va_set_categorical_results(G, dest, res, defined, reached, n, p->x_col);
+    va_facts(G, dest)->err = bounds_mlp(G->ir, p);
+    free(res), free(defined), free(reached);
+    return p;
+}
+
 /* Map's one argument, an expression; NULL after reporting a misuse. */
 static const TfExpr *map_argument(Va *G, const TfIrOp *op) {
     const TfStmt *s = op->stmt;
@@ -483,7 +546,8 @@ static const TfExpr *map_argument(Va *G, const TfIrOp *op) {
  *   (a categorical input is read through its one-hot, never as a number)
  *   categorical inputs only                   -> table
  *   numeric dest, one numeric among several   -> gated
- *   one numeric input                         -> staircase */
+ *   one numeric input                         -> staircase
+ *   categorical dest, one numeric, one categorical -> split */
 void map_analyze(Va *G, TfIrOp *op, int index) {
     const TfStmt *s = op->stmt;
     const TfExpr *e = map_argument(G, op);
@@ -518,6 +582,8 @@ void map_analyze(Va *G, TfIrOp *op, int index) {
         p = op->plan;
     } else if (R.n == 1) {
         p = map_staircase(G, op, e, &R);
+    } else if (dest_cat && R.n == 2 && n_num == 1) {
+        p = map_split(G, op, e, &R);
     } else {
         diag_error(G->diag, s->args[0].loc,
                    "Map: a non-linear function of numeric registers takes one input; this one "

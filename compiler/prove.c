@@ -329,7 +329,7 @@ static int prove_body(const TfModel *m, int threads, int naive, TfProof *P, uint
         return -1;
     }
     PvSem S;
-    if (pv_sem_load(&S, m->source, strlen(m->source), err) < 0) {
+    if (pv_sem_load(&S, m, m->source, strlen(m->source), err) < 0) {
         pv_sem_free(&S);
         return -1;
     }

@@ -23,7 +23,7 @@ struct TfProveRef {
 TfProveRef *prove_ref_new(const TfModel *m, TfError *err) {
     TfProveRef *R = calloc(1, sizeof *R);
     if (!R) return NULL;
-    if (!m->source || pv_sem_load(&R->S, m->source, strlen(m->source), err) < 0 || R->S.unsupported[0]) {
+    if (!m->source || pv_sem_load(&R->S, m, m->source, strlen(m->source), err) < 0 || R->S.unsupported[0]) {
         if (R->S.unsupported[0]) tf_error_set(err, "%s", R->S.unsupported);
         prove_ref_free(R);
         return NULL;

@@ -64,7 +64,7 @@ typedef struct PvSem {
 } PvSem;
 
 /* prove_sem.c */
-int pv_sem_load(PvSem *S, const char *source, size_t len, TfError *err);
+int pv_sem_load(PvSem *S, const TfModel *m, const char *source, size_t len, TfError *err);
 void pv_sem_free(PvSem *S);
 /* Every register whose base variables assign[] gives (-1: not given):
  * cur[r] and none[r] (1: holds no value). */

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "prove_internal.h"
+#include "numbers.h"
 #include "values.h"
 
 static void unsupported(PvSem *S, int line, const char *why) {
@@ -205,7 +206,51 @@ static int make_deps(PvSem *S) {
     return 0;
 }
 
-int pv_sem_load(PvSem *S, const char *source, size_t len, TfError *err) {
+/* The registers the file holds as numbers (its register table says
+ * numeric where the source declares `cat`: compiler/numbers.h) become
+ * numeric in S->ir, after checking, on the program as declared, that each
+ * is one the compiler may so hold, with its whole group: then the program
+ * computes the same either way, and the proof is against the program as
+ * written. Otherwise the file is not proven. 0, or -1 out of memory. */
+static int held_as_numbers(PvSem *S, const TfModel *m, TfDiag *diag) {
+    TfIr *ir = S->ir;
+    int n = ir->n_regs, any = 0;
+    unsigned char *as = calloc((size_t)n, 1);
+    int *group = malloc((size_t)n * sizeof *group);
+    if (!as || !group) {
+        free(as), free(group);
+        return -1;
+    }
+    for (int r = 0; r < n; r++) {
+        int k = m ? model_find_register(m, ir->regs[r].name) : -1;
+        as[r] = k >= 0 && ir->regs[r].kind == TF_REG_CATEGORICAL && m->regs[k].kind == TF_REG_SCALAR;
+        any |= as[r];
+    }
+    int rc = 0;
+    if (any) {
+        TfIr *ir0 = check_program(S->prog, diag);
+        int ng = ir0 && values_analyze(ir0, 1, diag) == 0 ? numbers_groups(ir0, n, group) : -1;
+        if (ng < 0) rc = -1;
+        for (int r = 0; rc == 0 && r < n && !S->unsupported[0]; r++) {
+            int whole = as[r] && group[r] >= 0;
+            for (int x = 0; whole && x < n; x++) whole = group[x] != group[r] || as[x];
+            if (as[r] && !whole) {
+                char why[200];
+                snprintf(why, sizeof why,
+                         "not proven: the file holds '%.60s' as a number, which could change what "
+                         "the program computes (compiler/numbers.h)",
+                         ir->regs[r].name);
+                unsupported(S, ir->regs[r].loc.line, why);
+            }
+        }
+        if (ir0) check_free(ir0);
+        if (rc == 0 && !S->unsupported[0]) numbers_apply(ir, as, n);
+    }
+    free(as), free(group);
+    return rc;
+}
+
+int pv_sem_load(PvSem *S, const TfModel *m, const char *source, size_t len, TfError *err) {
     memset(S, 0, sizeof *S);
     S->sink = fopen("/dev/null", "w"); // the compiler's warnings are tfc's to print
     if (!S->sink) {
@@ -216,6 +261,10 @@ int pv_sem_load(PvSem *S, const char *source, size_t len, TfError *err) {
     diag_init(&diag, "source", source, len, S->sink);
     S->prog = tf_parse(source, len, &diag);
     if (S->prog && !diag.n_errors) S->ir = check_program(S->prog, &diag);
+    if (S->ir && !diag.n_errors && held_as_numbers(S, m, &diag) < 0) {
+        tf_error_set(err, "out of memory");
+        return -1;
+    }
     /* -O's analysis: the value sets are the program's meaning at every
        level; -O0's also refuses a program whose seed-built approximations
        it cannot bound (a Clear), which is tfc -O0's to refuse. */

@@ -1,6 +1,6 @@
 /* tfc: compile a .tfp program into a .tfw weight file.
  *
- *   tfc [-O | -O0] [--no-schedule | --no-fuse] [--no-prove] [-v] [-o OUT.tfw] [--max-params=N] [--] PROGRAM.tfp
+ *   tfc [-O | -O0] [--no-schedule | --no-fuse] [--one-hot] [--no-prove] [-v] [-o OUT.tfw] [--max-params=N] [--] PROGRAM.tfp
  *   tfc --dump=ast|ir|plans|layers [-O | -O0] [--no-schedule] [--] PROGRAM.tfp
  *
  * Every model tfc writes is first proven against its program (compiler/
@@ -61,6 +61,9 @@ static void usage(FILE *f) {
                "                   fusion, no ops side by side, no dead columns dropped)\n"
                "  --no-fuse        at -O, schedule without MLP fusion (by default fusion is\n"
                "                   kept only where the model is no larger than without it)\n"
+               "  --one-hot        keep every cat register one-hot (by default, at -O, a register\n"
+               "                   of numbers that no selection compares is held in one column\n"
+               "                   where the model comes out smaller, and proven so)\n"
                "  --no-prove       write the weights without proving them (by default they are\n"
                "                   proven against the program first, as tfprove does: where\n"
                "                   the proof fails nothing is written, and the error names\n"
@@ -180,6 +183,44 @@ static int prove(TfModel *m, int strict, const char *src_path, const char *sourc
     return CLI_EXIT_INPUT;
 }
 
+/* A model holding registers as numbers (compiler/numbers.h) that the
+ * validator shows wrong in some case is compiled again with every register
+ * one-hot: where the compiler's margins and the validator's disagree, the
+ * user gets the one-hot model and its own verdict (a part the validator
+ * does not cover leaves either unproven: the smaller stays). 1 when it was
+ * compiled again. */
+static int one_hot_unless_proven(TfModel **m, const TfCompileOptions *opts, const char *src_path,
+                                 const char *source, size_t len) {
+    if (!(*m)->made_by || !strstr((*m)->made_by, "\"numbers\"")) return 0;
+    TfProof P;
+    TfError err;
+    if (prove_model(*m, &P, &err) < 0) return 0; // prove() reports it
+    int failed = P.verdict == TF_PROOF_FAILED && !P.bound_short; // not a part it does not cover
+    prove_free(&P);
+    if (!failed) return 0;
+    TfCompileOptions o = *opts;
+    o.one_hot = 1;
+    int n_errors = 0;
+    TfError e2 = {""};
+    TfModel *u = compile_source_opts(src_path, source, len, &o, NULL, &n_errors, &e2);
+    if (!u) return 0;
+    model_free(*m);
+    *m = u;
+    return 1;
+}
+
+/* -v: the registers the model holds as numbers, from its made_by. */
+static void print_numbers(const TfModel *m) {
+    const char *p = m->made_by ? strstr(m->made_by, "\"numbers\":[") : NULL;
+    if (!p) return;
+    p += strlen("\"numbers\":[");
+    const char *end = strchr(p, ']');
+    printf("held as numbers (one column each): ");
+    for (; p < end; p++)
+        if (*p != '"') putchar(*p == ',' ? ' ' : *p);
+    putchar('\n');
+}
+
 /* What the command line asks for. */
 typedef struct TfcArgs {
     const char *src_path, *out_path;
@@ -191,13 +232,14 @@ typedef struct TfcArgs {
  * (after --help, --version, or a usage error reported). */
 static int parse_options(int argc, char **argv, TfcArgs *A) {
     enum { OPT_VERSION = 256, OPT_MAX_PARAMS, OPT_NO_SCHEDULE, OPT_NO_FUSE, OPT_DUMP, OPT_PROVE,
-           OPT_NO_PROVE };
+           OPT_NO_PROVE, OPT_ONE_HOT };
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'}, {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, OPT_VERSION},
         {"max-params", required_argument, NULL, OPT_MAX_PARAMS},
         {"no-schedule", no_argument, NULL, OPT_NO_SCHEDULE},
         {"no-fuse", no_argument, NULL, OPT_NO_FUSE},
+        {"one-hot", no_argument, NULL, OPT_ONE_HOT},
         {"dump", required_argument, NULL, OPT_DUMP},
         {"prove", no_argument, NULL, OPT_PROVE},
         {"no-prove", no_argument, NULL, OPT_NO_PROVE},
@@ -220,6 +262,7 @@ static int parse_options(int argc, char **argv, TfcArgs *A) {
             break;
         case OPT_NO_SCHEDULE: A->opts.no_schedule = 1; break;
         case OPT_NO_FUSE: A->opts.no_fuse = 1; break;
+        case OPT_ONE_HOT: A->opts.one_hot = 1; break;
         case OPT_PROVE: A->prove = 2; break; // asked for: a learned model is refused
         case OPT_NO_PROVE: A->prove = 0; break;
         case OPT_DUMP:
@@ -297,7 +340,7 @@ int main(int argc, char **argv) {
 
     int n_errors = 0;
     TfModel *m = compile_source_opts(src_path, source, len, &A.opts, stderr, &n_errors, &err);
-    int status = 0;
+    int status = 0, one_hot_again = m && A.prove && one_hot_unless_proven(&m, &A.opts, src_path, source, len);
     double estimate = -1; // the construction's output bound, where the proof raised it
     if (!m && n_errors > 0) {
         status = CLI_EXIT_INPUT;
@@ -313,6 +356,9 @@ int main(int argc, char **argv) {
         print_summary(m, out_path);
         if (!A.opts.no_fuse && m->made_by && strstr(m->made_by, "\"fuse\":false"))
             printf("MLP fusion undone: the model without it has fewer parameters\n");
+        print_numbers(m);
+        if (one_hot_again)
+            printf("the registers held as numbers were not proven: compiled again one-hot\n");
         if (m->learned) printf("a learned model: nothing to prove against\n");
         else if (A.prove && estimate >= 0)
             printf("proven against the program, the output within %.3g (the construction's estimate, %.3g, is "

@@ -565,6 +565,20 @@ expect "... 162 parameters" 0 "~d_model 8, 1 layer, 162 parameters" "" -- "$TFIN
 expect "tfc --no-fuse is in made_by" 0 '~"fuse":false' "" -- "$TFINFO" "$tmp/unfused-nf.tfw"
 "$TFC" --no-fuse "$SRC/programs/histogram.tfp" -o "$tmp/hist-nf.tfw"
 expect "tfc --no-fuse: histogram's Count steps and Map apart" 0 "~, 3 layers," "" -- "$TFINFO" "$tmp/hist-nf.tfw"
+# Registers of numbers that nothing needs one-hot are held as numbers
+# (compiler/numbers.h): add_decimal's digits, column sums and the copies of
+# both, in one column each; -v names them, made_by records them, and
+# --one-hot keeps the one-hot model (181,323 parameters against 65,124).
+expect "tfc -v names the registers held as numbers" 0 \
+    "~held as numbers (one column each): dig adig sum qt" "is checked at run time" \
+    -- "$TFC" -v "$SRC/programs/add_decimal.tfp" -o "$tmp/adn.tfw"
+expect "... in made_by" 0 '~"numbers":["dig","adig","sum","qt"]' "" -- "$TFINFO" "$tmp/adn.tfw"
+expect "... 65124 parameters" 0 "~, 65124 parameters" "" -- "$TFINFO" "$tmp/adn.tfw"
+"$TFC" --one-hot "$SRC/programs/add_decimal.tfp" -o "$tmp/ad1h.tfw" 2>/dev/null
+expect "tfc --one-hot: every cat register one-hot" 0 "~, 181323 parameters" "" -- "$TFINFO" "$tmp/ad1h.tfw"
+expect "tfc --one-hot is in made_by" 0 '~"one_hot":true' "" -- "$TFINFO" "$tmp/ad1h.tfw"
+printf '^12345678+87654329=\t100000007\n^00000000+00000000=\t000000000\n^99999999+99999999=\t199999998\n' >"$tmp/adn.tsv"
+expect "... both add" 0 "~3 passed, 0 failed" "" -- "$TFRUN" "$tmp/adn.tfw" --check "$tmp/adn.tsv"
 # Padding heads to the widest can make the scheduled model larger than its
 # plan: six selections of 3 query rows and one over 60 positions (62 rows)
 # become seven heads of 62 rows. The limit is checked again after scheduling, and --no-schedule

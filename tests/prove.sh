@@ -250,8 +250,9 @@ check "dyck1 with a unit of sign doubled: a counterexample that tfrun confirms" 
 # A Map of tokens alone is held by the token embedding (compiler/lower.c,
 # fold_table): add_decimal's dig has no layer, and the validator checks it
 # after the embedding; token '4' with dig's column for 4 zeroed is refused
-# there, with a counterexample.
-"$TFC" "$P/add_decimal.tfp" -o "$tmp/ad.tfw" 2>/dev/null
+# there, with a counterexample (--one-hot: by default dig is held as a
+# number, below).
+"$TFC" --one-hot "$P/add_decimal.tfp" -o "$tmp/ad.tfw" 2>/dev/null
 "$TFPROVE" "$tmp/ad.tfw" >"$tmp/out" 2>&1
 [ $? -eq 0 ] && grep -q "^line 23: Map -> dig: the embedding: decodes with margin 1$" "$tmp/out" &&
   ! "$TFINFO" "$tmp/ad.tfw" | grep -qE "^ +[0-9]+ dig "
@@ -262,6 +263,20 @@ col=$("$TFINFO" "$tmp/ad.tfw" | awk '$1=="dig" && $2=="categorical" {split($3, r
 [ $? -eq 1 ] && grep -q "NOT PROVEN: line 23: Map -> dig (the embedding): the columns do not decode to 4" "$tmp/out" &&
   grep -q "^  case: tokens = '4'$" "$tmp/out" && grep -q "^counterexample: prompt '^[^']*4" "$tmp/out"
 check "add_decimal with dig's 4 zeroed in the token embedding: refused at the embedding" $? ||
+  tail -3 "$tmp/out" | sed 's/^/    /'
+# By default dig is held as a number (compiler/numbers.h), its value in the
+# token embedding's one column, proven within float32's rounding there; the
+# number of '4' zeroed is refused (at the first op it misleads), with a
+# counterexample that holds a 4.
+"$TFC" "$P/add_decimal.tfp" -o "$tmp/adn.tfw" 2>/dev/null
+"$TFPROVE" "$tmp/adn.tfw" >"$tmp/out" 2>&1
+[ $? -eq 0 ] && grep -q "^line 23: Map -> dig: the embedding: within [0-9.e-]* of the value$" "$tmp/out"
+check "add_decimal: dig held as a number by the embedding, proven there" $? || tail -3 "$tmp/out" | sed 's/^/    /'
+col=$("$TFINFO" "$tmp/adn.tfw" | awk '$1=="dig" && $2=="scalar" {print $3; exit}')
+"$PY" "$SRC/tests/scale_weight.py" "$tmp/adn.tfw" "$tmp/adnm.tfw" embed.token.weight 5 "$col" 0 >/dev/null
+"$TFPROVE" "$tmp/adnm.tfw" >"$tmp/out" 2>&1
+[ $? -eq 1 ] && grep -q "NOT PROVEN: line " "$tmp/out" && grep -q "^counterexample: prompt '^[^']*4" "$tmp/out"
+check "add_decimal with the number of '4' zeroed: refused, a counterexample" $? ||
   tail -3 "$tmp/out" | sed 's/^/    /'
 
 # 5. The adder (seed ops, compiler/prove_seed.c): one weight of read_left's

@@ -384,6 +384,71 @@ START_TEST(test_numeric_copy_proven_tight_and_mutation_refused) {
 }
 END_TEST
 
+/* A Map of a number and a categorical register into a categorical one
+ * (compiler/map.c, map_split): per token, a staircase over the number.
+ * Proven; the fc1 weights that read the number scaled by 1.5 move every
+ * step, refused at the Map. */
+static const char *split_src = "vocab \"^abc012\"; bos '^'; maxlen 12;\n"
+                               "cat out; num x;\n"
+                               "x: Map(indices * 2) -> x;\n"
+                               "out: Map((x + (tokens == 'a' ? 1 : 0)) % 3) -> out;\n"
+                               "output out at every position;\n";
+
+START_TEST(test_split_map_proven_and_mutation_refused) {
+    assert_proven_both(split_src);
+    TfModel *m = compile_text(split_src, 1);
+    int li = layer_named(m, "out"), xr = model_find_register(m, "x");
+    ck_assert_int_ge(li, 0);
+    ck_assert_int_ge(xr, 0);
+    TfTensor *W1 = &m->tensors[m->layers[li].fc1_weight];
+    size_t cols = (size_t)W1->shape[1];
+    for (int64_t h = 0; h < W1->shape[0]; h++) W1->data[(size_t)h * cols + (size_t)m->regs[xr].offset] *= 1.5f;
+    assert_refused_and_free(m, 4);
+}
+END_TEST
+
+/* Registers of numbers that nothing needs one-hot (compiler/numbers.h):
+ * dig and adig, declared `cat`, are held in one column each (a copy's value
+ * and result, one group; out reads adig as a number and hc per value),
+ * proven. h divides (floor division into `cat`, true division into `num`),
+ * so h and its copy hc stay one-hot; a file whose register table claims h
+ * is a number is not proven: the validator does not take its word. */
+static const char *numbers_src = "vocab \"^0123456789\"; bos '^'; maxlen 12;\n"
+                                 "cat dig, adig, apos, h, hc, out;\n"
+                                 "dig: Map(ord(tokens) - ord('0')) -> dig;\n"
+                                 "apos: Map(indices - 3) -> apos;\n"
+                                 "adig: Aggregate(k.indices == q.apos, dig, default: 0) -> adig;\n"
+                                 "h: Map(dig / 2) -> h;\n"
+                                 "hc: Aggregate(k.indices == q.apos, h, default: 0) -> hc;\n"
+                                 "out: Map((adig + hc) % 10) -> out;\n"
+                                 "output out at every position;\n";
+
+START_TEST(test_numbers_held_proven_and_unsafe_refused) {
+    TfModel *m = compile_text(numbers_src, 1);
+    const char *held[] = {"dig", "adig"}, *kept[] = {"h", "hc", "out"};
+    for (int i = 0; i < 2; i++) {
+        int r = model_find_register(m, held[i]);
+        ck_assert_msg(r >= 0 && m->regs[r].kind == TF_REG_SCALAR, "%s not held as a number", held[i]);
+    }
+    for (int i = 0; i < 3; i++) {
+        int r = model_find_register(m, kept[i]);
+        ck_assert_msg(r >= 0 && m->regs[r].kind == TF_REG_CATEGORICAL, "%s not one-hot", kept[i]);
+    }
+    ck_assert_ptr_nonnull(strstr(m->made_by, "\"numbers\":[\"dig\",\"adig\"]"));
+    TfProof P;
+    TfError err;
+    ck_assert_int_eq(prove_model(m, &P, &err), 0);
+    ck_assert_msg(P.verdict == TF_PROOF_PROVEN, "%s", P.reason);
+    prove_free(&P);
+    m->regs[model_find_register(m, "h")].kind = TF_REG_SCALAR;
+    ck_assert_msg(prove_model(m, &P, &err) == 0, "%s", err.msg);
+    ck_assert_msg(P.verdict != TF_PROOF_PROVEN, "a cat register that divides proven as a number");
+    ck_assert_msg(strstr(P.reason, "'h' as a number") != NULL, "%s", P.reason);
+    prove_free(&P);
+    model_free(m);
+}
+END_TEST
+
 /* A Count whose selection compares two Counts (sort_freq's `more`): the
  * compiler reads `hist` through a fresh one-hot (a table MLP, "more.keys"
  * at -O0, compiler/select.c), and the validator proves it at -O0 and -O;
@@ -629,6 +694,8 @@ int main(void) {
     tcase_add_test(tc, test_sum_proven_and_mutations_refused);
     tcase_add_test(tc, test_rank3_copy_proven_and_mutation_refused);
     tcase_add_test(tc, test_numeric_copy_proven_tight_and_mutation_refused);
+    tcase_add_test(tc, test_split_map_proven_and_mutation_refused);
+    tcase_add_test(tc, test_numbers_held_proven_and_unsafe_refused);
     tcase_add_test(tc, test_count_of_counts_proven_and_mutation_refused);
     tcase_add_test(tc, test_threads_same_proof);
     tcase_add_test(tc, test_scores_twin);
