@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -379,7 +380,67 @@ static int merge_slot(Sched *S, const int *members, int k) {
     return li;
 }
 
-/* An embedding-like [rows, d] tensor with the dead columns left out. */
+/* The parameters of heads members[a..b) as one layer, padded to the widest. */
+static double heads_cost(const Sched *S, const int *members, int a, int b) {
+    int H = 0, D = 0, Dv = 0;
+    for (int j = a; j < b; j++) {
+        const TfLayer *l = &S->m->layers[members[j]];
+        H += l->n_heads;
+        D = l->d_head > D ? l->d_head : D;
+        Dv = l->d_vhead > Dv ? l->d_vhead : Dv;
+    }
+    if (D == 0 || Dv == 0) return INFINITY; // a layer of empty tensors cannot be stored
+    return (double)H * (2.0 * D + 2.0 * Dv) * S->d2 + 2.0 * H * D;
+}
+
+static int by_head_size(const void *a, const void *b) {
+    const int *x = a, *y = b; // {d_head, d_vhead, program order, layer}
+    for (int i = 0; i < 3; i++)
+        if (x[i] != y[i]) return x[i] < y[i] ? -1 : 1;
+    return 0;
+}
+
+/* The attention ops of one slot as layers: one layer of all their heads,
+ * each padded to the widest, unless consecutive layers of heads of alike
+ * sizes have fewer parameters (a Count's 3 rows beside a selection's 37
+ * pay 34 rows of zeros): then members[0..k) are reordered by head size and
+ * cut into groups, cut[g] the end of group g. The ops of a slot read
+ * nothing the others write, so layers one after another compute the same.
+ * Returns the number of groups. */
+static int head_groups(const Sched *S, int *members, int k, int *cut) {
+    cut[0] = k;
+    if (k < 2 || k > 64 || S->m->layers[members[0]].kind != TF_LAYER_ATTENTION) return 1;
+    int key[64][4];
+    for (int j = 0; j < k; j++) {
+        const TfLayer *l = &S->m->layers[members[j]];
+        key[j][0] = l->d_head, key[j][1] = l->d_vhead, key[j][2] = j, key[j][3] = members[j];
+    }
+    qsort(key, (size_t)k, sizeof key[0], by_head_size);
+    int sorted[64], from[65];
+    double best[65];
+    for (int j = 0; j < k; j++) sorted[j] = key[j][3];
+    best[0] = 0;
+    for (int b = 1; b <= k; b++) { // best[b]: heads sorted[0..b) in groups
+        best[b] = INFINITY;
+        for (int a = 0; a < b; a++) {
+            double c = best[a] + heads_cost(S, sorted, a, b);
+            if (c < best[b]) best[b] = c, from[b] = a;
+        }
+    }
+    if (!(best[k] < heads_cost(S, members, 0, k))) return 1;
+    int n = 0, ends[64];
+    for (int b = k; b > 0; b = from[b]) ends[n++] = b;
+    for (int g = 0; g < n; g++) cut[g] = ends[n - 1 - g];
+    // Within a group, program order.
+    for (int g = 0, a = 0; g < n; a = cut[g++]) {
+        for (int j = a; j < cut[g]; j++) key[j][0] = key[j][1] = g;
+    }
+    qsort(key, (size_t)k, sizeof key[0], by_head_size);
+    for (int j = 0; j < k; j++) members[j] = key[j][3];
+    return n;
+}
+
+/* An embedding-like [rows, d] tensor with the dead columns left out. *//* An embedding-like [rows, d] tensor with the dead columns left out. */
 static int emit_columns(Sched *S, int t) {
     if (t < 0) return -1;
     const TfTensor *T = &S->m->tensors[t];
@@ -469,11 +530,14 @@ static int build(Sched *S, int n_slots) {
     for (int i = 0; i < S->n; i++)
         if (S->live[i]) members[start[S->slot[i]] + fill[S->slot[i]]++] = i;
     for (int s = 0; s < n_slots; s++) {
-        int k = start[s + 1] - start[s];
+        int k = start[s + 1] - start[s], cut[64];
         if (k == 0) continue;
-        int li = merge_slot(S, members + start[s], k);
-        if (li < 0) goto done;
-        for (int j = 0; j < k; j++) new_layer[members[start[s] + j]] = li;
+        int n_cut = head_groups(S, members + start[s], k, cut);
+        for (int g = 0, j0 = 0; g < n_cut; j0 = cut[g++]) {
+            int li = merge_slot(S, members + start[s] + j0, cut[g] - j0);
+            if (li < 0) goto done;
+            for (int j = j0; j < cut[g]; j++) new_layer[members[start[s] + j]] = li;
+        }
     }
     for (int c = 0; c < m->n_checks; c++) {
         const TfCheck *ck = &m->checks[c];
