@@ -100,6 +100,41 @@ START_TEST(test_independent_counts_are_heads) {
 }
 END_TEST
 
+/* Heads of alike sizes (compiler/schedule.c, head_groups): two Counts of 3
+ * query rows and one whose selection compares the position (a row per
+ * value of indices) are independent, but padding the narrow heads to the
+ * wide one costs more than a second layer: the narrow ones share a layer,
+ * the wide one follows; the model is smaller than one layer of three heads
+ * would be, and its outputs are the unscheduled model's on every input. */
+START_TEST(test_heads_of_alike_sizes) {
+    const char *src = "vocab \"^abcd01234\"; bos '^'; maxlen 9;\n"
+                      "cat na, nb, m, out;\n"
+                      "na: Count(k.tokens == 'a') -> na;\n"
+                      "nb: Count(k.tokens == 'b') -> nb;\n"
+                      "m: Count(k.tokens == 'c' and k.indices < q.indices) -> m;\n"
+                      "out: Map((na + nb + m) % 5) -> out;\n"
+                      "output out at every position;\n";
+    TfModel *s = compile_text(src, 0), *u = compile_text(src, 1);
+    int narrow = -1, wide = -1;
+    for (int l = 0; l < s->n_layers; l++) {
+        const TfLayer *ly = &s->layers[l];
+        if (ly->kind != TF_LAYER_ATTENTION) continue;
+        if (ly->n_heads == 2) narrow = l;
+        if (ly->n_heads == 1 && strcmp(ly->name, "m.attn") == 0) wide = l;
+    }
+    ck_assert_msg(narrow >= 0 && wide == narrow + 1, "narrow layer %d, wide layer %d", narrow, wide);
+    ck_assert_int_lt(s->layers[narrow].d_head, s->layers[wide].d_head);
+    // Query, key, value and output rows: the two layers against one of
+    // three heads padded to the wide one.
+    const TfLayer *n = &s->layers[narrow], *w = &s->layers[wide];
+    long apart = 2L * (2 * n->d_head + 2 * n->d_vhead) + (2 * w->d_head + 2 * w->d_vhead);
+    long padded = 3L * (2 * w->d_head + 2 * (w->d_vhead > n->d_vhead ? w->d_vhead : n->d_vhead));
+    ck_assert_int_lt(apart, padded);
+    ck_assert_int_eq(same_outputs(s, u, "abcd", 5), 4 + 16 + 64 + 256 + 1024);
+    model_free(s), model_free(u);
+}
+END_TEST
+
 /* histogram: Count then a Map of its result: one attention layer and one
  * MLP; the count's own register is gone (nothing reads it), the output stays. */
 START_TEST(test_count_fuses_with_its_map) {
@@ -358,6 +393,7 @@ int main(void) {
     tcase_add_test(tc, test_maps_compose);
     tcase_add_test(tc, test_linear_then_staircase);
     tcase_add_test(tc, test_copy_rank3);
+    tcase_add_test(tc, test_heads_of_alike_sizes);
     tcase_add_test(tc, test_selection_sides_and_count_pairs);
     tcase_add_test(tc, test_staircase_per_position);
     tcase_add_test(tc, test_joint_sides_shared_without_bos_values);
