@@ -372,7 +372,7 @@ START_TEST(test_attention_grouped_matches_naive) {
     float *k = malloc(L * NP * sizeof(float)), *v = random_floats(&seed, L * NV, 2.0f);
     float cls_keys[G][NP];
     for (int g = 0; g < G; g++)
-        for (int p = 0; p < NP; p++) cls_keys[g][p] = 3.0f * ((float)rand_r(&seed) / RAND_MAX - 0.5f);
+        for (int p = 0; p < NP; p++) cls_keys[g][p] = 3.0f * ((float)((double)rand_r(&seed) / RAND_MAX) - 0.5f);
     for (int t = 0; t < L; t++)
         memcpy(k + t * NP, cls_keys[t == 0 ? 0 : 1 + rand_r(&seed) % (G - 1)], sizeof cls_keys[0]);
     float keys[TF_ATT_GROUPS * NP], *counts = malloc(L * G * sizeof(float));
@@ -385,7 +385,7 @@ START_TEST(test_attention_grouped_matches_naive) {
     for (int trial = 0; trial < 2; trial++) {
         // Soft scores, then hard ones (scale 60: weights exactly 0 and 1).
         float scale = trial == 0 ? 0.8f : 60.0f;
-        for (int i = 0; i < 3 * W; i++) q[i] = 2.0f * ((float)rand_r(&seed) / RAND_MAX - 0.5f);
+        for (int i = 0; i < 3 * W; i++) q[i] = 2.0f * ((float)((double)rand_r(&seed) / RAND_MAX) - 0.5f);
         for (int i = 0; i < W; i++) T[i] = i == 0 ? 1 : i == 1 ? L : 1 + (int)(rand_r(&seed) % L);
         attention_block_forward_naive(out, W, sums, used, att, NULL, q, W, NULL, pq, pk, NP, k, NP,
                                       v, NV, 0, NV, 1, seq, T, W, scale);
