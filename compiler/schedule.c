@@ -440,7 +440,7 @@ static int head_groups(const Sched *S, int *members, int k, int *cut) {
     return n;
 }
 
-/* An embedding-like [rows, d] tensor with the dead columns left out. *//* An embedding-like [rows, d] tensor with the dead columns left out. */
+/* An embedding-like [rows, d] tensor with the dead columns left out. */
 static int emit_columns(Sched *S, int t) {
     if (t < 0) return -1;
     const TfTensor *T = &S->m->tensors[t];
