@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ast.h" /* ast_char_text */
 #include "tensors.h"
 
 typedef struct Sched {
@@ -82,9 +83,23 @@ static void mark_register(const Sched *S, int r, unsigned char *cols) {
     for (int c = 0; c < g->size; c++) cols[g->offset + c] = 1;
 }
 
+/* A register that keeps all its columns when one is read: the output, a
+ * checked one (its check reads every column), and any but a one-hot (a
+ * position, a number). */
+static int kept_whole(const TfModel *m, int r) {
+    TfRegKind k = m->regs[r].kind;
+    if (r == m->output_reg || (k != TF_REG_CATEGORICAL && k != TF_REG_TOKEN)) return 1;
+    for (int k = 0; k < m->n_checks; k++)
+        if (m->checks[k].reg == r) return 1;
+    return 0;
+}
+
 /* Columns something reads: the unembedding, the output register, the
- * checked registers and every live layer; a register keeps all its columns
- * when one is read. Returns 1 when a layer turned out dead. */
+ * checked registers and every live layer. A one-hot register keeps only
+ * the columns read: a value nothing reads needs no column (its positions
+ * hold none of the kept values, which every reader weighs as they weighed
+ * its 1: by 0). `tokens` keeps the BOS's column where the embedding holds
+ * what the Maps of the token make. Returns 1 when a layer turned out dead. */
 static int find_dead(Sched *S) {
     const TfModel *m = S->m;
     memset(S->col, 0, (size_t)S->d);
@@ -95,7 +110,8 @@ static int find_dead(Sched *S) {
         if (S->live[i])
             for (int c = 0; c < S->d; c++) S->col[c] |= S->R[(size_t)i * (size_t)S->d + (size_t)c];
     for (int c = 0; c < S->d; c++)
-        if (S->col[c] && S->reg_of[c] >= 0) mark_register(S, S->reg_of[c], S->col);
+        if (S->col[c] && S->reg_of[c] >= 0 && kept_whole(m, S->reg_of[c]))
+            mark_register(S, S->reg_of[c], S->col);
     int changed = 0;
     for (int i = 0; i < S->n; i++) {
         if (!S->live[i]) continue;
@@ -121,7 +137,9 @@ static void drop_unwritten_values(Sched *S) {
             for (int c = 0; c < S->d; c++) w[c] |= S->W[(size_t)i * (size_t)S->d + (size_t)c];
     for (int r = 0; r < m->n_regs; r++) {
         const TfRegister *g = &m->regs[r];
-        if (g->kind != TF_REG_CATEGORICAL || !S->col[g->offset]) continue;
+        int live = 0;
+        for (int c = 0; c < g->size; c++) live |= S->col[g->offset + c];
+        if (g->kind != TF_REG_CATEGORICAL || !live) continue;
         int kept = 0;
         for (int c = 0; c < g->size; c++) kept += w[g->offset + c] != 0;
         if (kept == 0) continue; // never written at all: leave it whole
@@ -257,6 +275,29 @@ static char *joined_name(const TfModel *m, const int *members, int k) {
     return s;
 }
 
+/* Whether value channel j of attention layer l (its column of the output
+ * projection) reaches a column that stays; a channel that reaches only
+ * dropped ones goes. */
+static int channel_live(const Sched *S, const TfLayer *l, int j) {
+    const float *o = tensor_data(S->m, l->output);
+    int cols = l->n_heads * l->d_vhead;
+    for (int r = 0; r < S->d; r++)
+        if (S->newcol[r] >= 0 && o[(size_t)r * (size_t)cols + (size_t)j] != 0) return 1;
+    return 0;
+}
+
+/* The most live value channels a head of layer l has: its d_vhead once
+ * the channels that reach only dropped columns are gone. */
+static int live_vhead(const Sched *S, const TfLayer *l) {
+    int most = 0;
+    for (int h = 0; h < l->n_heads; h++) {
+        int n = 0;
+        for (int c = 0; c < l->d_vhead; c++) n += channel_live(S, l, h * l->d_vhead + c);
+        most = n > most ? n : most;
+    }
+    return most;
+}
+
 static void merge_attention(Sched *S, const int *members, int k, TfLayer *ly, TfLayerPart *parts) {
     const TfModel *m = S->m;
     int H = 0, D = 0, Dv = 0, any_qb = 0, any_kb = 0, any_vb = 0, any_ob = 0;
@@ -267,7 +308,7 @@ static void merge_attention(Sched *S, const int *members, int k, TfLayer *ly, Tf
         parts[j].count = l->n_heads;
         H += l->n_heads;
         if (l->d_head > D) D = l->d_head;
-        if (l->d_vhead > Dv) Dv = l->d_vhead;
+        if (live_vhead(S, l) > Dv) Dv = live_vhead(S, l);
         if (l->scale > scale) scale = l->scale;
         any_qb |= l->query_bias >= 0, any_kb |= l->key_bias >= 0;
         any_vb |= l->value_bias >= 0, any_ob |= l->output_bias >= 0;
@@ -289,12 +330,16 @@ static void merge_attention(Sched *S, const int *members, int k, TfLayer *ly, Tf
             for (int h = 0; h < l->n_heads; h++) {
                 copy_rows_in(S, tensor_data(m, l->query), h * dh, q, (h0 + h) * D, dh, f);
                 copy_rows_in(S, tensor_data(m, l->key), h * dh, kk, (h0 + h) * D, dh, 1.0f);
-                copy_rows_in(S, tensor_data(m, l->value), h * dv, v, (h0 + h) * Dv, dv, 1.0f);
                 if (qb) copy_vec(tensor_data(m, l->query_bias), h * dh, qb, (h0 + h) * D, dh, f);
                 if (kb) copy_vec(tensor_data(m, l->key_bias), h * dh, kb, (h0 + h) * D, dh, 1.0f);
-                if (vb) copy_vec(tensor_data(m, l->value_bias), h * dv, vb, (h0 + h) * Dv, dv, 1.0f);
-                copy_cols_out(S, tensor_data(m, l->output), l->n_heads * dv, h * dv, o, H * Dv,
-                              (h0 + h) * Dv, dv);
+                for (int c = 0, at = (h0 + h) * Dv; c < dv; c++) {
+                    int j = h * dv + c;
+                    if (!channel_live(S, l, j)) continue;
+                    copy_rows_in(S, tensor_data(m, l->value), j, v, at, 1, 1.0f);
+                    if (vb) copy_vec(tensor_data(m, l->value_bias), j, vb, at, 1, 1.0f);
+                    copy_cols_out(S, tensor_data(m, l->output), l->n_heads * dv, j, o, H * Dv, at, 1);
+                    at++;
+                }
             }
             if (ob) add_bias_out(S, tensor_data(m, l->output_bias), ob);
             h0 += l->n_heads;
@@ -315,14 +360,24 @@ static void merge_attention(Sched *S, const int *members, int k, TfLayer *ly, Tf
     if (ob) ly->output_bias = emit(S, "ob", 0, S->d2, ob);
 }
 
+/* Whether hidden unit u of MLP l writes a column that stays: a unit that
+ * writes only dropped ones adds nothing anything reads, and goes. */
+static int unit_live(const Sched *S, const TfLayer *l, int u) {
+    const float *w2 = tensor_data(S->m, l->fc2_weight);
+    for (int r = 0; r < S->d; r++)
+        if (S->newcol[r] >= 0 && w2[(size_t)r * (size_t)l->d_hidden + (size_t)u] != 0) return 1;
+    return 0;
+}
+
 static void merge_mlp(Sched *S, const int *members, int k, TfLayer *ly, TfLayerPart *parts) {
     const TfModel *m = S->m;
     int Hd = 0, any_b1 = 0, any_b2 = 0;
     for (int j = 0; j < k; j++) {
         const TfLayer *l = &m->layers[members[j]];
         parts[j].first = Hd;
-        parts[j].count = l->d_hidden;
-        Hd += l->d_hidden;
+        parts[j].count = 0;
+        for (int u = 0; u < l->d_hidden; u++) parts[j].count += unit_live(S, l, u);
+        Hd += parts[j].count;
         any_b1 |= l->fc1_bias >= 0, any_b2 |= l->fc2_bias >= 0;
     }
     size_t d2 = (size_t)S->d2;
@@ -332,9 +387,13 @@ static void merge_mlp(Sched *S, const int *members, int k, TfLayer *ly, TfLayerP
         for (int j = 0; j < k; j++) {
             const TfLayer *l = &m->layers[members[j]];
             int at = parts[j].first, h = l->d_hidden;
-            copy_rows_in(S, tensor_data(m, l->fc1_weight), 0, w1, at, h, 1.0f);
-            if (b1) copy_vec(tensor_data(m, l->fc1_bias), 0, b1, at, h, 1.0f);
-            copy_cols_out(S, tensor_data(m, l->fc2_weight), h, 0, w2, Hd, at, h);
+            for (int u = 0; u < h; u++) {
+                if (!unit_live(S, l, u)) continue;
+                copy_rows_in(S, tensor_data(m, l->fc1_weight), u, w1, at, 1, 1.0f);
+                if (b1) copy_vec(tensor_data(m, l->fc1_bias), u, b1, at, 1, 1.0f);
+                copy_cols_out(S, tensor_data(m, l->fc2_weight), h, u, w2, Hd, at, 1);
+                at++;
+            }
             if (b2) add_bias_out(S, tensor_data(m, l->fc2_bias), b2);
         }
     }
@@ -387,7 +446,7 @@ static double heads_cost(const Sched *S, const int *members, int a, int b) {
         const TfLayer *l = &S->m->layers[members[j]];
         H += l->n_heads;
         D = l->d_head > D ? l->d_head : D;
-        Dv = l->d_vhead > Dv ? l->d_vhead : Dv;
+        Dv = live_vhead(S, l) > Dv ? live_vhead(S, l) : Dv;
     }
     if (D == 0 || Dv == 0) return INFINITY; // a layer of empty tensors cannot be stored
     return (double)H * (2.0 * D + 2.0 * Dv) * S->d2 + 2.0 * H * D;
@@ -413,7 +472,7 @@ static int head_groups(const Sched *S, int *members, int k, int *cut) {
     int key[64][4];
     for (int j = 0; j < k; j++) {
         const TfLayer *l = &S->m->layers[members[j]];
-        key[j][0] = l->d_head, key[j][1] = l->d_vhead, key[j][2] = j, key[j][3] = members[j];
+        key[j][0] = l->d_head, key[j][1] = live_vhead(S, l), key[j][2] = j, key[j][3] = members[j];
     }
     qsort(key, (size_t)k, sizeof key[0], by_head_size);
     int sorted[64], from[65];
@@ -466,6 +525,15 @@ static char *dup_or_null(const char *s) {
     return p;
 }
 
+/* The label of token t, as the compiler labels a token value ('a', '\n',
+ * 'word'): a token register that keeps some of its columns becomes a
+ * categorical one of those tokens. */
+static void token_label(const TfModel *m, int t, char *buf, size_t n) {
+    char cb[8];
+    const char *text = m->token_names ? m->token_names[t] : ast_char_text((unsigned char)m->vocab[t], '\'', cb);
+    snprintf(buf, n, "'%s'", text);
+}
+
 /* The new model's header: m's settings, the live registers moved down. */
 static int start_model(Sched *S, int *new_reg) {
     const TfModel *m = S->m;
@@ -484,7 +552,11 @@ static int start_model(Sched *S, int *new_reg) {
         if (!(o->source_name = dup_or_null(m->source_name))) return -1;
     }
     const char **labels = malloc((size_t)(S->d > 0 ? S->d : 1) * sizeof *labels);
-    if (!labels) return -1;
+    char (*tok)[TF_TOKEN_TEXT_MAX + 4] = malloc((size_t)(m->n_vocab > 0 ? m->n_vocab : 1) * sizeof *tok);
+    if (!labels || !tok) {
+        free(labels), free(tok);
+        return -1;
+    }
     for (int r = 0; r < m->n_regs; r++) {
         const TfRegister *g = &m->regs[r];
         new_reg[r] = -1;
@@ -493,18 +565,22 @@ static int start_model(Sched *S, int *new_reg) {
             if (S->newcol[g->offset + c] < 0) continue;
             if (off < 0) off = S->newcol[g->offset + c];
             if (g->values) labels[size] = g->values[c];
+            if (g->kind == TF_REG_TOKEN) {
+                token_label(m, c, tok[size], sizeof tok[size]);
+                labels[size] = tok[size];
+            }
             size++;
         }
         if (size == 0) continue;
-        new_reg[r] = g->kind == TF_REG_CATEGORICAL
-                         ? model_add_categorical(o, g->name, off, size, labels, S->err)
+        int cat = g->kind == TF_REG_CATEGORICAL || (g->kind == TF_REG_TOKEN && size < g->size);
+        new_reg[r] = cat ? model_add_categorical(o, g->name, off, size, labels, S->err)
                          : model_add_register(o, g->name, g->kind, off, size, S->err);
         if (new_reg[r] < 0) {
-            free(labels);
+            free(labels), free(tok);
             return -1;
         }
     }
-    free(labels);
+    free(labels), free(tok);
     o->output_reg = m->output_reg >= 0 ? new_reg[m->output_reg] : -1;
     o->tok_embed = emit_columns(S, m->tok_embed);
     o->pos_embed = emit_columns(S, m->pos_embed);

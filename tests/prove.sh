@@ -233,7 +233,7 @@ confirm_every() { # FILE ORIG OUT: tfprove's every-position counterexample in OU
     [ "$("$TFRUN" "$1" "$prompt")" = "$prompt	$want" ] && [ "$("$TFRUN" "$2" "$prompt")" = "$prompt	$prog" ]
 }
 "$TFC" "$P/count_token.tfp" -o "$tmp/ct.tfw" 2>/dev/null
-"$PY" "$SRC/tests/scale_weight.py" "$tmp/ct.tfw" "$tmp/ctm.tfw" unembed.weight 11 28 -1 >/dev/null
+"$PY" "$SRC/tests/scale_weight.py" "$tmp/ct.tfw" "$tmp/ctm.tfw" unembed.weight 11 "out='7'" -1 >/dev/null
 "$TFPROVE" "$tmp/ctm.tfw" >"$tmp/out" 2>&1
 [ $? -eq 1 ] && grep -q "^  case: n = 7$" "$tmp/out" && grep -q "^counterexample: prompt '^[^']*'" "$tmp/out" &&
   [ "$(grep '^counterexample' "$tmp/out" | sed -E "s/^[^']*'([^']*)'.*/\1/" | tr -cd a | wc -c)" -eq 7 ] &&
@@ -241,7 +241,7 @@ confirm_every() { # FILE ORIG OUT: tfprove's every-position counterexample in OU
 check "count_token with '7' unembedded negatively: a counterexample of 7 a's that tfrun confirms" $? ||
   tail -2 "$tmp/out" | sed 's/^/    /'
 "$TFC" "$P/dyck1.tfp" -o "$tmp/d1.tfw" 2>/dev/null
-"$PY" "$SRC/tests/scale_weight.py" "$tmp/d1.tfw" "$tmp/d1m.tfw" layers.2.mlp.fc1.weight 42 37 2 >/dev/null
+"$PY" "$SRC/tests/scale_weight.py" "$tmp/d1.tfw" "$tmp/d1m.tfw" layers.2.mlp.fc1.weight 42 closes=14 2 >/dev/null
 "$TFPROVE" "$tmp/d1m.tfw" >"$tmp/out" 2>&1
 [ $? -eq 1 ] && grep -q "NOT PROVEN: line 14: Map -> sign (layer 2)" "$tmp/out" &&
   confirm_every "$tmp/d1m.tfw" "$tmp/d1.tfw" "$tmp/out"

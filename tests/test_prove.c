@@ -267,6 +267,16 @@ static int layer_named(const TfModel *m, const char *name) {
 /* Scales by f the output weights of the op named name: its heads' value
  * rows, or its hidden units' fc2 columns, whether it has a layer of its own
  * or is a part of a scheduled layer. 0 when no layer holds it. */
+/* The model column of value `label` of register `reg` (a value nothing
+ * reads has none: compiler/schedule.c), -1. */
+static int value_col(const TfModel *m, const char *reg, const char *label) {
+    int r = model_find_register(m, reg);
+    if (r < 0 || !m->regs[r].values) return -1;
+    for (int i = 0; i < m->regs[r].size; i++)
+        if (strcmp(m->regs[r].values[i], label) == 0) return m->regs[r].offset + i;
+    return -1;
+}
+
 static int scale_op(TfModel *m, const char *name, float f) {
     for (int li = 0; li < m->n_layers; li++) {
         const TfLayer *ly = &m->layers[li];
@@ -339,13 +349,60 @@ START_TEST(test_rank3_copy_proven_and_mutation_refused) {
     ck_assert_msg(P.verdict == TF_PROOF_PROVEN, "%s", P.reason);
     prove_free(&P);
     // Row 0 of the key reads indices' columns with 2y: position 4's, 8 -> 9.
-    int ic = model_find_register(m, "indices");
+    int ic = value_col(m, "indices", "4");
     ck_assert_int_ge(ic, 0);
     TfTensor *K = &m->tensors[m->layers[0].key];
-    float *w = &K->data[(size_t)(m->regs[ic].offset + 4)];
+    float *w = &K->data[(size_t)ic];
     ck_assert_float_eq(*w, 8.0f);
     *w = 9.0f;
     assert_refused_and_free(m, 4);
+}
+END_TEST
+
+/* Values nothing reads lose their columns (compiler/schedule.c): n keeps
+ * the columns of 1 and 2 of its 0..8, and the validator proves the model,
+ * a position holding another value decoding to none of them. A register
+ * table that calls the column of 1 the column of 3 is refused: where n is
+ * 1 its columns do not decode to 1 (it has no column) but to 3. The token
+ * columns nothing reads go too, and the model is proven. */
+START_TEST(test_unread_values_proven_and_relabel_refused) {
+    const char *src = "vocab \"^ab_\"; bos '^'; maxlen 9;\n"
+                      "cat n, w, out;\n"
+                      "n: Count(k.tokens == 'a', causal) -> n;\n"
+                      "w: Map([tokens: 'a' => 1, _ => 2]) -> w;\n"
+                      "out: Aggregate(k.n == q.w and k.tokens == 'a', tokens, default: '_') -> out;\n"
+                      "output out at every position;\n";
+    TfModel *m = compile_text(src, 1);
+    int r = model_find_register(m, "n");
+    ck_assert_int_ge(r, 0);
+    ck_assert_int_eq(m->regs[r].size, 2);
+    TfProof P;
+    TfError err;
+    ck_assert_int_eq(prove_model(m, &P, &err), 0);
+    ck_assert_msg(P.verdict == TF_PROOF_PROVEN, "%s", P.reason);
+    prove_free(&P);
+    ck_assert_str_eq(m->regs[r].values[0], "1");
+    m->regs[r].values[0][0] = '3';
+    ck_assert_int_eq(prove_model(m, &P, &err), 0);
+    ck_assert_msg(P.verdict == TF_PROOF_FAILED, "relabelled: %s", P.reason);
+    ck_assert_msg(strstr(P.reason, "-> n") != NULL, "%s", P.reason);
+    prove_free(&P);
+    model_free(m);
+
+    // tokens keeps the columns of '^' and 'a' (a categorical register):
+    // proven (the validator reads the embedding's rows, not their labels).
+    m = compile_text("vocab \"^abc0123\"; bos '^'; maxlen 4;\n"
+                     "cat n, out;\n"
+                     "n: Count(k.tokens == 'a') -> n;\n"
+                     "out: Map(chr(ord('0') + n)) -> out;\n"
+                     "output out at every position;\n", 1);
+    r = model_find_register(m, "tokens");
+    ck_assert_int_eq(m->regs[r].kind, TF_REG_CATEGORICAL);
+    ck_assert_int_eq(m->regs[r].size, 2);
+    ck_assert_int_eq(prove_model(m, &P, &err), 0);
+    ck_assert_msg(P.verdict == TF_PROOF_PROVEN, "%s", P.reason);
+    prove_free(&P);
+    model_free(m);
 }
 END_TEST
 
@@ -636,10 +693,8 @@ START_TEST(test_fast_paths_refuse_changed_weight) {
     li = layer_named(m, "failed.attn");
     ck_assert_int_ge(li, 0);
     ly = &m->layers[li];
-    int bad = model_find_register(m, "bad");
-    ck_assert_int_ge(bad, 0);
-    ck_assert_str_eq(m->regs[bad].values[1], "1");
-    int col = m->regs[bad].offset + 1; // bad == 1
+    int col = value_col(m, "bad", "1");
+    ck_assert_int_ge(col, 0);
     float *wk = m->tensors[ly->key].data;
     changed = 0;
     for (int j = 0; j < ly->n_heads * ly->d_head; j++)
@@ -693,6 +748,7 @@ int main(void) {
     tcase_add_test(tc, test_gated_maps_proven);
     tcase_add_test(tc, test_sum_proven_and_mutations_refused);
     tcase_add_test(tc, test_rank3_copy_proven_and_mutation_refused);
+    tcase_add_test(tc, test_unread_values_proven_and_relabel_refused);
     tcase_add_test(tc, test_numeric_copy_proven_tight_and_mutation_refused);
     tcase_add_test(tc, test_split_map_proven_and_mutation_refused);
     tcase_add_test(tc, test_numbers_held_proven_and_unsafe_refused);

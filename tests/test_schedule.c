@@ -135,6 +135,60 @@ START_TEST(test_heads_of_alike_sizes) {
 }
 END_TEST
 
+/* A value nothing reads has no column (compiler/schedule.c, find_dead): n
+ * counts the a's so far (0..8), but the one selection that reads it asks
+ * only for the first or the second a, so n keeps the columns of 1 and 2,
+ * and its staircase only the units that write them. */
+static const char *unread_src = "vocab \"^ab_\"; bos '^'; maxlen 9;\n"
+                                "cat n, w, out;\n"
+                                "n: Count(k.tokens == 'a', causal) -> n;\n"
+                                "w: Map([tokens: 'a' => 1, _ => 2]) -> w;\n"
+                                "out: Aggregate(k.n == q.w and k.tokens == 'a', tokens, default: '_') -> out;\n"
+                                "output out at every position;\n";
+
+START_TEST(test_unread_values_lose_columns) {
+    TfModel *s = compile_text(unread_src, 0), *u = compile_text(unread_src, 1);
+    int rs = model_find_register(s, "n"), ru = model_find_register(u, "n");
+    ck_assert_int_ge(rs, 0);
+    ck_assert_int_ge(ru, 0);
+    ck_assert_int_eq(u->regs[ru].size, 9);
+    ck_assert_int_eq(s->regs[rs].size, 2);
+    ck_assert_str_eq(s->regs[rs].values[0], "1");
+    ck_assert_str_eq(s->regs[rs].values[1], "2");
+    int units_s = 0, units_u = 0;
+    for (int l = 0; l < s->n_layers; l++)
+        if (s->layers[l].kind == TF_LAYER_MLP) units_s += s->layers[l].d_hidden;
+    for (int l = 0; l < u->n_layers; l++)
+        if (strcmp(u->layers[l].name, "n.steps") == 0) units_u = u->layers[l].d_hidden;
+    ck_assert_int_gt(units_u, 0);
+    ck_assert_int_lt(units_s, units_u / 2);
+    ck_assert_int_eq(same_outputs(s, u, "ab_", 7), 3 + 9 + 27 + 81 + 243 + 729 + 2187);
+    model_free(s), model_free(u);
+}
+END_TEST
+
+/* The token columns nothing reads go too: counting the a's reads the
+ * columns of '^' and 'a' only, so `tokens` becomes a categorical register
+ * of those two (labelled as the compiler labels tokens), 3 columns fewer. */
+START_TEST(test_unread_tokens_lose_columns) {
+    const char *src = "vocab \"^abc0123\"; bos '^'; maxlen 4;\n"
+                      "cat n, out;\n"
+                      "n: Count(k.tokens == 'a') -> n;\n"
+                      "out: Map(chr(ord('0') + n)) -> out;\n"
+                      "output out at every position;\n";
+    TfModel *s = compile_text(src, 0), *u = compile_text(src, 1);
+    int ts = model_find_register(s, "tokens"), tu = model_find_register(u, "tokens");
+    ck_assert_int_eq(u->regs[tu].kind, TF_REG_TOKEN);
+    ck_assert_int_eq(u->regs[tu].size, 8);
+    ck_assert_int_eq(s->regs[ts].kind, TF_REG_CATEGORICAL);
+    ck_assert_int_eq(s->regs[ts].size, 2);
+    ck_assert_str_eq(s->regs[ts].values[0], "'^'");
+    ck_assert_str_eq(s->regs[ts].values[1], "'a'");
+    ck_assert_int_eq(same_outputs(s, u, "abc0", 3), 4 + 16 + 64);
+    model_free(s), model_free(u);
+}
+END_TEST
+
 /* histogram: Count then a Map of its result: one attention layer and one
  * MLP; the count's own register is gone (nothing reads it), the output stays. */
 START_TEST(test_count_fuses_with_its_map) {
@@ -394,6 +448,8 @@ int main(void) {
     tcase_add_test(tc, test_linear_then_staircase);
     tcase_add_test(tc, test_copy_rank3);
     tcase_add_test(tc, test_heads_of_alike_sizes);
+    tcase_add_test(tc, test_unread_values_lose_columns);
+    tcase_add_test(tc, test_unread_tokens_lose_columns);
     tcase_add_test(tc, test_selection_sides_and_count_pairs);
     tcase_add_test(tc, test_staircase_per_position);
     tcase_add_test(tc, test_joint_sides_shared_without_bos_values);
