@@ -53,7 +53,8 @@ declare -A tracr_heads=([length]=1 [hist]=1 [sort]=1 [sort_unique]=1 [frac_prevs
     [pair_balance]=2 [shuffle_dyck2]=4 [shuffle_dyck3]=6 [detect_pattern]=2)
 tracr_order="length hist sort sort_unique frac_prevs pair_balance shuffle_dyck2 shuffle_dyck3 detect_pattern"
 
-# describe TFINFO WEIGHTS: "attention mlp heads max_heads blocks d_model parameters n_vocab",
+# describe TFINFO WEIGHTS: "attention mlp heads max_heads blocks d_model parameters n_tok",
+# n_tok the columns of `tokens` (n_vocab, or fewer where tfc left out those no layer reads),
 # parsed from tfinfo's text: the first line (d_model, parameters), "vocabulary: N tokens",
 # and in the layer list each layer's line ("  %3d NAME KIND ...") and, for attention, the
 # "N head(s)" line under it.
@@ -65,6 +66,10 @@ m = re.search(r"d_model (\d+), \d+ layers?, (\d+) parameters", lines[0])
 d_model, params = m.group(1), m.group(2)
 n_vocab = next((re.match(r"vocabulary: (\d+) tokens", l).group(1) for l in lines
                 if l.startswith("vocabulary: ")), "?")
+tok = next((re.match(r"  tokens +\S+ +(\d+)(?:-(\d+))?", l) for l in lines
+            if re.match(r"  tokens +\S+ +\d", l)), None)
+if tok:  # the columns tokens keeps
+    n_vocab = str(int(tok.group(2) or tok.group(1)) - int(tok.group(1)) + 1)
 kinds, heads, in_layers = [], [], False
 for l in lines:
     if l.startswith("layers: "):
@@ -228,7 +233,10 @@ for t in $tracr_order; do
         n=tracr/${t}_$v
         [ -n "${after_blocks[$n]:-}" ] || continue
         b=${after_blocks[$n]} d=${after_dmodel[$n]} voc=${after_vocab[$n]}
+        # The token columns beyond the BOS's and Tracr's vocabulary: those
+        # kept only to print outputs (none once tfc leaves unread ones out).
         extra=$(( ${voc/fails/1} - 1 - ${tracr_vocab[$t]} ))
+        [ "$extra" -ge 0 ] || extra=0
         printf '| %s | %s / %s (%s) | %s | %s | %s / %s | %s | %s |\n' "$t" "${tracr_blocks[$t]}" \
             "${tracr_dmodel[$t]}" "${tracr_heads[$t]}" "$v" "$extra" \
             "$(arrow "${before_blocks[$n]}" "$b")" "$(arrow "${before_dmodel[$n]}" "$d")" \
