@@ -140,11 +140,24 @@ static double stair_err(const TfIr *ir, const TfOpPlan *p, int cat, int a) {
     int nx = 1;
     for (int i = 0; i < n; i++) xmax = fmax(xmax, fabs(p->xs[i]));
     if (p->x_linear) {
+        nx = 0;
         for (int k = 0; k < p->n_in; k++) {
-            ex += fabs(p->coef[k]) * ir->regs[p->in[k]].facts.err;
+            const TfRegFacts *g = &ir->regs[p->in[k]].facts;
+            if (p->in_coef[k]) { // h(a) from a's one-hot: one column on, each off by err
+                double hmax = 0;
+                for (int j = 0; j < g->n_vals; j++) {
+                    hmax = fmax(hmax, fabs(p->in_coef[k][j]));
+                    ex += fabs(p->in_coef[k][j]) * g->err;
+                    xs_abs += fabs(p->in_coef[k][j]) * g->err;
+                }
+                xs_abs += hmax;
+                nx += g->n_vals;
+                continue;
+            }
+            ex += fabs(p->coef[k]) * g->err;
             xs_abs += fabs(p->coef[k]) * reg_max_abs(ir, p->in[k]);
+            nx++;
         }
-        nx = p->n_in;
     } else {
         ex = ir->regs[p->in[0]].facts.err;
         xs_abs = xmax + ex;

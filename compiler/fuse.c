@@ -95,6 +95,7 @@ static TfOpPlan *fuse_staircase(TfIr *ir, const TfOpPlan *pi, const TfOpPlan *pj
     memcpy(p->in, pi->in, sizeof p->in);
     p->x_linear = pi->x_linear;
     memcpy(p->coef, pi->coef, sizeof p->coef);
+    memcpy(p->in_coef, pi->in_coef, sizeof p->in_coef);
     p->c0 = pi->c0;
     p->n_combo = 0;
     p->combo_col = NULL;
@@ -121,6 +122,7 @@ static TfOpPlan *fuse_linear(TfIr *ir, const TfOpPlan *pi, const TfOpPlan *pj) {
     p->n_in = pi->n_in;
     memcpy(p->in, pi->in, sizeof p->in);
     memcpy(p->coef, pi->coef, sizeof p->coef);
+    memset(p->in_coef, 0, sizeof p->in_coef); // a LINEAR Map's inputs are numbers
     p->c0 = pi->c0;
     p->x_linear = 1;
     return p;

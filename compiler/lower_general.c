@@ -112,7 +112,11 @@ static void lower_staircase(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
         // fraction is 1, an Aggregate's default): bound it too, so that the
         // steps stay off at the BOS whatever x is there.
         double at_bos = 0;
-        for (int k = 0; k < p->n_in; k++) at_bos += fabs(p->coef[k]) * bos_bound(ir, p->in[k]);
+        for (int k = 0; k < p->n_in; k++) {
+            at_bos += fabs(p->coef[k]) * bos_bound(ir, p->in[k]);
+            for (int j = 0; p->in_coef[k] && j < ir->regs[p->in[k]].facts.n_vals; j++)
+                at_bos += fabs(p->in_coef[k][j]); // a one-hot's columns, any of them on
+        }
         xmax = fmax(xmax, at_bos + fabs(p->c0));
     }
     // Unit 0: 1 everywhere but at the BOS (the value at the lowest x).
@@ -130,6 +134,14 @@ static void lower_staircase(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
         double c0 = 0; // x's constant (a composed LINEAR Map's), off at the BOS
         if (p->x_linear) {
             for (int k = 0; k < p->n_in; k++) {
+                const TfRegFacts *g = &ir->regs[p->in[k]].facts;
+                for (int j = 0; p->in_coef[k] && j < g->n_vals; j++) { // h(a): a's one-hot
+                    int c = col(ir, p->in[k], g->vals[j]);
+                    if (c < 0 || p->in_coef[k][j] == 0) continue;
+                    AT(w1, h, c) += (float)(K * p->in_coef[k][j]);
+                    AT(w1, h + 1, c) += (float)(K * p->in_coef[k][j]);
+                }
+                if (p->in_coef[k]) continue;
                 int c = ir->regs[p->in[k]].offset;
                 AT(w1, h, c) += (float)(K * p->coef[k]);
                 AT(w1, h + 1, c) += (float)(K * p->coef[k]);

@@ -467,6 +467,174 @@ static TfOpPlan *map_staircase(Va *G, TfIrOp *op, const TfExpr *e, const ExprRea
     return p;
 }
 
+/* Whether e (a Map's, whose names are known) reads register reg. */
+static int reads_reg(const TfIr *ir, const TfExpr *e, int reg) {
+    if (!e) return 0;
+    if (e->kind == TF_EXPR_NAME) return check_find_reg(ir, e->name.text) == reg;
+    for (int i = 0; i < e->n_inputs; i++)
+        if (check_find_reg(ir, e->inputs[i].text) == reg) return 1;
+    if (reads_reg(ir, e->a, reg) || reads_reg(ir, e->b, reg) || reads_reg(ir, e->c, reg)) return 1;
+    for (int i = 0; i < e->n_args; i++)
+        if (reads_reg(ir, e->args[i], reg)) return 1;
+    for (int i = 0; i < e->n_entries; i++) {
+        for (int k = 0; k < e->entries[i].n_keys; k++)
+            if (reads_reg(ir, e->entries[i].keys[k], reg)) return 1;
+        if (reads_reg(ir, e->entries[i].value, reg)) return 1;
+    }
+    return 0;
+}
+
+/* The node of e that adds (or subtracts) a part reading x alone to one
+ * reading a alone, when no other node of e reads either: e is then a
+ * function of that sum. NULL when there is none. */
+static const TfExpr *offset_node(const TfIr *ir, const TfExpr *e, int x, int a) {
+    if (!e || !reads_reg(ir, e, x) || !reads_reg(ir, e, a)) return NULL;
+    if (e->kind == TF_EXPR_BINARY && (e->op == '+' || e->op == '-')) {
+        int ax = reads_reg(ir, e->a, x), aa = reads_reg(ir, e->a, a);
+        int bx = reads_reg(ir, e->b, x), ba = reads_reg(ir, e->b, a);
+        if ((ax && !aa && ba && !bx) || (aa && !ax && bx && !ba)) return e;
+    }
+    // Descend into the one child that reads both; a node whose other
+    // children read x or a is no function of one sum.
+    const TfExpr *kids[3] = {e->a, e->b, e->c}, *both = NULL;
+    int n_both = 0, n_other = 0;
+    for (int i = 0; i < 3; i++) {
+        if (!kids[i]) continue;
+        if (reads_reg(ir, kids[i], x) && reads_reg(ir, kids[i], a)) both = kids[i], n_both++;
+        else if (reads_reg(ir, kids[i], x) || reads_reg(ir, kids[i], a)) n_other++;
+    }
+    for (int i = 0; i < e->n_args; i++)
+        if (reads_reg(ir, e->args[i], x) || reads_reg(ir, e->args[i], a)) n_other++;
+    if (e->entries || n_both != 1 || n_other) return NULL;
+    return offset_node(ir, both, x, a);
+}
+
+/* Map(e) -> categorical dest with one numeric input x and one categorical a
+ * where e is a function of u = c x + d + h(a) (`(qt + carry / 2) % 10`):
+ * one staircase over u, read from x's column and a's one-hot weighted by
+ * h (TF_PLAN_STAIRCASE, x_linear, in_coef), where a staircase of x per
+ * value of a (map_split) would repeat the steps for every value of a. NULL,
+ * nothing reported, when e is no such function, when the staircase over u
+ * would not be smaller, or when its steps lack the margin (map_split's
+ * then stand). */
+static TfOpPlan *map_offset(Va *G, TfIrOp *op, const TfExpr *e, const ExprReads *R) {
+    const TfIr *ir = G->ir;
+    int qx = va_is_categorical(ir, R->regs[0]) ? 1 : 0;
+    int x = R->regs[qx], a = R->regs[1 - qx];
+    const TfRegFacts *gx = va_facts(G, x), *ga = va_facts(G, a);
+    const TfExpr *N = offset_node(ir, e, x, a);
+    if (!N || !gx->known || !ga->known || gx->n_vals < 2 || ga->n_vals < 1) return NULL;
+    int x_left = reads_reg(ir, N->a, x);
+    const TfExpr *nx = x_left ? N->a : N->b, *na = x_left ? N->b : N->a;
+    double sx = x_left || N->op == '+' ? 1 : -1, sa = !x_left || N->op == '+' ? 1 : -1;
+    // u's parts: c x + d (checked linear on every value of x) and h(a).
+    TfVal *cur = calloc((size_t)ir->n_regs, sizeof *cur);
+    double *h = va_alloc(G, (size_t)ga->n_vals * sizeof *h);
+    if (!cur || !h) {
+        free(cur);
+        G->failed = 1;
+        return NULL;
+    }
+    ExprEnv E = {.ir = ir, .cur = cur, .true_division = ir->regs[op->dest].kind == TF_REG_SCALAR};
+    int ok = 1;
+    double c = 0, d = 0;
+    for (int i = 0; ok && i < gx->n_vals; i++) {
+        TfVal v;
+        cur[x] = gx->vals[i];
+        ok = expr_eval(&E, nx, &v) == 0 && val_is_num(v);
+        double y = ok ? sx * v.x : 0, xi = gx->vals[i].x;
+        if (ok && i == 1) c = (y - d) / (xi - gx->vals[0].x), d -= c * gx->vals[0].x;
+        if (ok && i == 0) d = y;
+        if (ok && i >= 1) ok = fabs(c * xi + d - y) <= SAME_VALUE * fmax(1.0, fabs(y));
+    }
+    for (int j = 0; ok && j < ga->n_vals; j++) {
+        TfVal v;
+        cur[a] = ga->vals[j];
+        ok = expr_eval(&E, na, &v) == 0 && val_is_num(v);
+        h[j] = ok ? sa * v.x : 0;
+    }
+    free(cur);
+    if (!ok || c == 0) return NULL;
+    TfVal *res;
+    int *defined, *reached, in[2] = {x, a};
+    int n = map_enumerate(G, op, e, in, 2, &res, &defined, &reached);
+    if (n < 0) return NULL;
+    // u per combination, then its distinct values in order, each with one
+    // result; the split's steps to compare with.
+    int nx_ = gx->n_vals, *order = malloc((size_t)n * sizeof *order);
+    double *u = malloc((size_t)n * sizeof *u);
+    TfVal *ures = malloc((size_t)n * sizeof *ures);
+    int *udef = malloc((size_t)n * sizeof *udef), *ureach = malloc((size_t)n * sizeof *ureach);
+    double *us = va_alloc(G, (size_t)n * sizeof *us);
+    TfOpPlan *p = NULL;
+    if (!order || !u || !ures || !udef || !ureach || !us) {
+        G->failed = 1;
+        goto done;
+    }
+    int split_steps = 0;
+    for (int i = 0; i < n; i++) {
+        u[i] = c * gx->vals[i % nx_].x + d + h[i / nx_];
+        order[i] = i;
+        if (i % nx_ && (val_cmp(res[i], res[i - 1]) != 0 || defined[i] != defined[i - 1])) split_steps++;
+    }
+    for (int i = 1; i < n; i++) // insertion sort by u (a few hundred combinations)
+        for (int k = i; k > 0 && u[order[k]] < u[order[k - 1]]; k--) {
+            int t = order[k];
+            order[k] = order[k - 1], order[k - 1] = t;
+        }
+    int nu = 0, steps = 0;
+    double gap = INFINITY, umax = 0;
+    for (int k = 0; k < n; k++) {
+        int i = order[k];
+        if (nu && fabs(u[i] - us[nu - 1]) <= SAME_VALUE * fmax(1.0, fabs(u[i]))) {
+            // The same u: the same result, or no function of u.
+            if (defined[i] != udef[nu - 1] || (defined[i] && val_cmp(res[i], ures[nu - 1]) != 0))
+                goto done;
+            ureach[nu - 1] |= reached[i];
+            continue;
+        }
+        us[nu] = u[i], ures[nu] = res[i], udef[nu] = defined[i], ureach[nu] = reached[i];
+        if (nu && (val_cmp(ures[nu], ures[nu - 1]) != 0 || udef[nu] != udef[nu - 1])) {
+            steps++;
+            gap = fmin(gap, us[nu] - us[nu - 1]);
+        }
+        umax = fmax(umax, fabs(us[nu]));
+        nu++;
+    }
+    if (steps >= split_steps) goto done;
+    // map_staircase's margin, u's error from x's and from a's columns.
+    double ea = 0;
+    for (int j = 0; j < ga->n_vals; j++) ea += fabs(h[j]) * (ga->err + 4 * EPS32);
+    double eu = fabs(c) * gx->err + ea;
+    double rounding = steps ? (2.0 / gap) * 2 * umax * 4 * EPS32 * (gap / 2) : 0;
+    if (steps && gap / 4 - eu - rounding - umax * 4 * EPS32 <= 0) goto done;
+    p = va_new_plan(G, TF_PLAN_STAIRCASE, op, "");
+    if (!p) goto done;
+    p->n_in = 2;
+    p->in[0] = x;
+    p->in[1] = a;
+    p->coef[0] = c;
+    p->coef[1] = 0;
+    p->in_coef[1] = h;
+    p->c0 = d;
+    p->x_linear = 1;
+    p->dest = op->dest;
+    p->n_x = nu;
+    p->xs = us;
+    p->x_col = va_alloc(G, (size_t)nu * sizeof *p->x_col);
+    if (!p->x_col) {
+        G->failed = 1;
+        p = NULL;
+        goto done;
+    }
+    va_set_categorical_results(G, op->dest, ures, udef, ureach, nu, p->x_col);
+    va_facts(G, op->dest)->err = bounds_mlp(ir, p);
+done:
+    free(order), free(u), free(ures), free(udef), free(ureach);
+    free(res), free(defined), free(reached);
+    return p;
+}
+
 /* Map(e) -> categorical dest with one numeric input x and one categorical A: per value
  * of A, a staircase over x's values (TF_PLAN_SPLIT, the form compiler/fuse.c
  * composes for a Count read with a position), when every step keeps its
@@ -547,7 +715,8 @@ static const TfExpr *map_argument(Va *G, const TfIrOp *op) {
  *   categorical inputs only                   -> table
  *   numeric dest, one numeric among several   -> gated
  *   one numeric input                         -> staircase
- *   categorical dest, one numeric, one categorical -> split */
+ *   categorical dest, one numeric, one categorical -> a staircase over
+ *     x + h(a) where e is a function of that sum (offset), else split */
 void map_analyze(Va *G, TfIrOp *op, int index) {
     const TfStmt *s = op->stmt;
     const TfExpr *e = map_argument(G, op);
@@ -583,7 +752,8 @@ void map_analyze(Va *G, TfIrOp *op, int index) {
     } else if (R.n == 1) {
         p = map_staircase(G, op, e, &R);
     } else if (dest_cat && R.n == 2 && n_num == 1) {
-        p = map_split(G, op, e, &R);
+        p = map_offset(G, op, e, &R);
+        if (!p && !G->failed) p = map_split(G, op, e, &R);
     } else {
         diag_error(G->diag, s->args[0].loc,
                    "Map: a non-linear function of numeric registers takes one input; this one "

@@ -234,7 +234,8 @@ static void dump_table(FILE *f, const TfIr *ir, const TfOpPlan *p) {
 static void print_linear(FILE *f, const TfIr *ir, const TfOpPlan *p) {
     fprintf(f, "%.6g", p->c0);
     for (int i = 0; i < p->n_in; i++)
-        if (p->coef[i] != 0) fprintf(f, " %+.6g %s", p->coef[i], reg_name(ir, p->in[i]));
+        if (p->in_coef[i]) fprintf(f, " + h(%s)", reg_name(ir, p->in[i])); // per value
+        else if (p->coef[i] != 0) fprintf(f, " %+.6g %s", p->coef[i], reg_name(ir, p->in[i]));
 }
 
 /* The staircase's values and results, from xs[0] (first of n) on. */

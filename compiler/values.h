@@ -75,12 +75,16 @@ struct TfOpPlan {
      * destination column or number; no step between neighbours with the
      * same result. x_linear: the staircase is over x = sum coef[i] * in[i]
      * + c0 (c0 off at the BOS), a LINEAR Map it was composed with
-     * (compiler/fuse.c), instead of in[0]. */
+     * (compiler/fuse.c), instead of in[0]; where in[i] is categorical,
+     * in_coef[i] (one per value) weighs its one-hot instead of coef[i]
+     * (a Map of a number plus a function of a categorical register:
+     * compiler/map.c, map_offset). */
     int n_x;
     double *xs;
     int *x_col;
     double *x_num;
     int x_linear;
+    double *in_coef[TF_PLAN_MAX_INPUTS];
     /* SPLIT: xs as STAIRCASE; x_col / x_num hold n_combo * n_x results, the
      * staircase of in[1]'s value a at [a * n_x, (a + 1) * n_x); n_combo is
      * in[1]'s number of values. */

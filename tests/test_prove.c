@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "compile.h"
+#include "infer.h"
 #include "interval.h"
 #include "prove.h"
 #include "prove_internal.h" /* pv_score_twins, pv_prove_twin */
@@ -406,6 +407,51 @@ START_TEST(test_unread_values_proven_and_relabel_refused) {
 }
 END_TEST
 
+/* A Map of a number and a categorical register that is a function of
+ * their sum, (q + c / 2) % 10, is one staircase over u = q + h(c) (h(0) =
+ * 0, h(2) = 1: compiler/map.c, map_offset), read from q's column and c's
+ * one-hot: u takes 0..10, so 10 steps, 21 units, where a staircase of q per
+ * value of c would take 2 x 9 steps. Proven, and on every input up to 3
+ * tokens each position prints its digit, 'b' (q 9, c 2) 0. */
+START_TEST(test_offset_staircase_proven) {
+    const char *src = "vocab \"^0123456789b\"; bos '^'; maxlen 4;\n"
+                      "num q; cat c, out;\n"
+                      "q: Map(tokens == 'b' ? 9 : ord(tokens) - ord('0')) -> q;\n"
+                      "c: Map(tokens == 'b' ? 2 : 0) -> c;\n"
+                      "out: Map((q + c / 2) % 10) -> out;\n"
+                      "output out at every position;\n";
+    TfModel *m = compile_text(src, 1);
+    int li = layer_named(m, "out");
+    ck_assert_int_ge(li, 0);
+    ck_assert_int_eq(m->layers[li].d_hidden, 21);
+    TfProof P;
+    TfError err = {""};
+    ck_assert_int_eq(prove_model(m, &P, &err), 0);
+    ck_assert_msg(P.verdict == TF_PROOF_PROVEN, "%s", P.reason);
+    prove_free(&P);
+    TfInfer *inf = infer_new(m, 1, &err);
+    ck_assert_msg(inf != NULL, "%s", err.msg);
+    const char *alpha = "0123456789b";
+    int ids[4], outs[4], n_inputs = 0;
+    for (int n = 1; n <= 3; n++)
+        for (int code = 0; code < (n == 1 ? 11 : n == 2 ? 121 : 1331); code++, n_inputs++) {
+            char text[5] = "^";
+            for (int i = 0, c = code; i < n; i++, c /= 11) text[1 + i] = alpha[c % 11];
+            text[n + 1] = '\0';
+            int len = n + 1, *po = outs;
+            const int *seq = ids;
+            ck_assert_int_eq(infer_tokenize(m, text, len, ids, &err), len);
+            ck_assert_msg(infer_every_position(inf, &seq, &len, 1, &po, &err) == 0, "%s", err.msg);
+            for (int p = 1; p < len; p++)
+                ck_assert_msg(m->vocab[outs[p]] == (text[p] == 'b' ? '0' : text[p]), "%s at %d: %c",
+                              text, p, m->vocab[outs[p]]);
+        }
+    ck_assert_int_eq(n_inputs, 11 + 121 + 1331);
+    infer_free(inf);
+    model_free(m);
+}
+END_TEST
+
 /* A copy of a number (k.indices == q.apos picks one position): the
  * selected keys of a query scenario all stand at that position, so the mean
  * is that key's value mixed only with what leaks from the BOS and the
@@ -749,6 +795,7 @@ int main(void) {
     tcase_add_test(tc, test_sum_proven_and_mutations_refused);
     tcase_add_test(tc, test_rank3_copy_proven_and_mutation_refused);
     tcase_add_test(tc, test_unread_values_proven_and_relabel_refused);
+    tcase_add_test(tc, test_offset_staircase_proven);
     tcase_add_test(tc, test_numeric_copy_proven_tight_and_mutation_refused);
     tcase_add_test(tc, test_split_map_proven_and_mutation_refused);
     tcase_add_test(tc, test_numbers_held_proven_and_unsafe_refused);
