@@ -63,7 +63,7 @@ static int attach_source(TfModel *m, const char *filename, const char *source, s
     size_t cap = 64;
     for (int r = 0; opts->as_number && r < opts->n_as_number; r++)
         if (opts->as_number[r]) cap += strlen(ir->regs[r].name) + 3;
-    char *numbers = malloc(cap), *made_by = malloc(cap + 160);
+    char *numbers = malloc(cap), *made_by = malloc(cap + 200);
     if (!numbers || !made_by) {
         free(numbers), free(made_by);
         return -1;
@@ -75,11 +75,13 @@ static int attach_source(TfModel *m, const char *filename, const char *source, s
             at += (size_t)snprintf(numbers + at, cap - at, "%s\"%s\"", at ? "," : ",\"numbers\":[",
                                    ir->regs[r].name);
     if (at) snprintf(numbers + at, cap - at, "]");
-    snprintf(made_by, cap + 160,
-             "{\"tool\":\"tfc\",\"version\":\"%s\",\"options\":{\"O\":%d%s%s%s%s}}", TF_VERSION,
+    snprintf(made_by, cap + 200,
+             "{\"tool\":\"tfc\",\"version\":\"%s\",\"options\":{\"O\":%d%s%s%s%s%s}}", TF_VERSION,
              opts->opt_level, opts->no_schedule ? ",\"schedule\":false" : "",
              opts->no_fuse && !opts->no_schedule ? ",\"fuse\":false" : "",
-             opts->one_hot ? ",\"one_hot\":true" : "", numbers);
+             opts->one_hot ? ",\"one_hot\":true" : "",
+             opts->all_rows && opts->opt_level > 0 && !opts->no_schedule ? ",\"all_rows\":true" : "",
+             numbers);
     free(numbers);
     m->made_by = made_by;
     return m->source && m->source_name ? 0 : -1;
@@ -120,12 +122,35 @@ static TfModel *smaller_unfused(TfModel *m, const char *filename, const char *so
                                 const TfCompileOptions *opts) {
     TfCompileOptions o = *opts;
     o.no_fuse = 1;
+    o.rows_settled = 1;
     int n_errors = 0;
     TfError e2 = {""};
     TfModel *u = compile_source_opts(filename, source, len, &o, NULL, &n_errors, &e2);
     if (u && model_param_count(u) < model_param_count(m)) {
         model_free(m);
         return u; // its source and made_by ("fuse":false) attached already
+    }
+    model_free(u);
+    return m;
+}
+
+/* A selection's head has no row for a query value that picks no key
+ * (compiler/lower_general.c, row_live): the row would add 0 to every
+ * score. But two heads can share one query tensor, and rows left out of
+ * one and not the other make two (most_freq: 2,313 parameters more). The
+ * program is compiled again with every row and the smaller model kept,
+ * the one without the rows on a tie. */
+static TfModel *smaller_with_all_rows(TfModel *m, const char *filename, const char *source,
+                                      size_t len, const TfCompileOptions *opts) {
+    TfCompileOptions o = *opts;
+    o.all_rows = 1;
+    o.rows_settled = 1;
+    int n_errors = 0;
+    TfError e2 = {""};
+    TfModel *u = compile_source_opts(filename, source, len, &o, NULL, &n_errors, &e2);
+    if (u && model_param_count(u) < model_param_count(m)) {
+        model_free(m);
+        return u; // its made_by records "all_rows": true
     }
     model_free(u);
     return m;
@@ -146,6 +171,7 @@ static TfModel *held_as_numbers(TfModel *m, const char *filename, const char *so
     TfCompileOptions o = *opts;
     o.as_number = as;
     o.n_as_number = n_regs;
+    o.rows_settled = 1;
     for (int g = n_groups > 1 ? -1 : 0; g < n_groups; g++) { // -1: all at once
         for (int r = 0; r < n_regs; r++) as[r] = kept[r] || (group[r] >= 0 && (g < 0 || group[r] == g));
         int n_errors = 0;
@@ -251,7 +277,7 @@ TfModel *compile_source_opts(const char *filename, const char *source, size_t le
         }
         if (dump_at(opts, TF_DUMP_PLANS, prog, ir, &plans, NULL)) goto done;
         // 5. Lowering: the weights.
-        m = lower_program(ir, opts->opt_level, scheduled, err);
+        m = lower_program(ir, opts->opt_level, scheduled, opts->all_rows, err);
         // 6. Scheduling: ops side by side, dead columns out.
         if (m && scheduled)
             m = schedule(m, max_params, &diag, err);
@@ -261,6 +287,10 @@ TfModel *compile_source_opts(const char *filename, const char *source, size_t le
         // 8. Registers of numbers in one column where that is smaller.
         if (m && n_groups > 0 && diag.n_errors == 0)
             m = held_as_numbers(m, filename, source, len, opts, group, n_groups, n_declared);
+        // 9. Rows that pick no key left out only where that is smaller.
+        if (m && scheduled && !opts->all_rows && !opts->rows_settled && diag.n_errors == 0 &&
+            opts->dump == TF_DUMP_NONE)
+            m = smaller_with_all_rows(m, filename, source, len, opts);
     }
     if (m && diag.n_errors == 0 && dump_at(opts, TF_DUMP_LAYERS, prog, ir, NULL, m)) {
         model_free(m);

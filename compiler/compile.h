@@ -25,6 +25,11 @@ typedef struct TfCompileOptions {
     int one_hot;       /* 1: every `cat` register one-hot; 0: at -O, registers of numbers
                           nothing needs one-hot are held as numbers where the model comes out
                           smaller (compiler/numbers.h) */
+    int all_rows;      /* 1: every query value keeps its row in a selection's head; 0: at -O,
+                          the rows of values that pick no key are left out where the model
+                          comes out smaller (compiler/lower_general.c, row_live) */
+    int rows_settled;  /* 1: compile with all_rows as given, no second compilation (the
+                          callers that compare models set it for theirs) */
     const unsigned char *as_number; /* those registers (by index) held as numbers, no search;
                                        NULL: search (see one_hot) */
     int n_as_number;

@@ -737,8 +737,9 @@ static void lower_op(Lowerer *L, int li, const TfIrOp *op) {
     if (op->plan->check && !L->failed) add_check(L, op);
 }
 
-TfModel *lower_program(const TfIr *ir, int opt_level, int fold, TfError *err) {
-    Lowerer L = {ir, opt_level > 0, model_new(), err, {0}, 0, 1, fold && opt_level > 0};
+TfModel *lower_program(const TfIr *ir, int opt_level, int fold, int all_rows, TfError *err) {
+    Lowerer L = {ir, opt_level > 0, model_new(), err, {0}, 0, 1, fold && opt_level > 0,
+                 fold && opt_level > 0 && !all_rows};
     if (!L.m) {
         tf_error_set(err, "out of memory");
         return NULL;

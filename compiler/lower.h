@@ -21,7 +21,9 @@
 
 /* fold (a scheduled program, compiler/compile.c): a table Map of `tokens`
  * alone or of `indices` alone has no layer; the token or position
- * embedding holds its result (lower.c, fold_table). */
-TfModel *lower_program(const TfIr *ir, int opt_level, int fold, TfError *err);
+ * embedding holds its result (lower.c, fold_table); and unless all_rows, a
+ * selection's head has no row for a query value that picks no key
+ * (lower_general.c, row_live). */
+TfModel *lower_program(const TfIr *ir, int opt_level, int fold, int all_rows, TfError *err);
 
 #endif

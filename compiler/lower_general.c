@@ -306,6 +306,18 @@ static int rank3_term(const Lowerer *L, const struct TfPlanTerm *T, int *tq) {
     return 1;
 }
 
+/* Whether query value qi of a (one-hot) term can pick some key: a row
+ * whose key weights would all be 0 adds 0 to every score, and is left out
+ * (`k.indices <= q.p` where p is below every position). */
+static int row_live(const TfIr *ir, const struct TfPlanTerm *T, int qi) {
+    for (int ki = 0; ki < T->nk; ki++) {
+        if (!T->P[(size_t)qi * (size_t)T->nk + (size_t)ki]) continue;
+        if (T->kreg < 0) return 1; // every key but the BOS
+        if (!(T->kreg == ir->indices_reg && ir->regs[T->kreg].facts.vals[ki].x == 0)) return 1;
+    }
+    return 0;
+}
+
 /* Query: the query register's one-hot, a constant 1 (the BOS's default
  * score) and the BOS indicator (a BOS query reads only the BOS). Key: per
  * query value, the predicate row applied to the key register's one-hot;
@@ -323,7 +335,9 @@ static void lower_attend(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
             free(tq[t]);
             tq[t] = NULL;
         }
-        D += tq[t] ? 3 : p->terms[t].nq;
+        if (tq[t]) D += 3;
+        else
+            for (int qi = 0; qi < p->terms[t].nq; qi++) D += !L->prune || row_live(ir, &p->terms[t], qi);
     }
     int bos_col = ir->regs[TF_IR_REG_TOKENS].offset + ir->bos;
     int is_count = p->form == TF_PLAN_COUNT;
@@ -362,7 +376,8 @@ static void lower_attend(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
             free(tq[t]);
             continue;
         }
-        for (int qi = 0; qi < T->nq; qi++, row++) {
+        for (int qi = 0; qi < T->nq; qi++) {
+            if (L->prune && !row_live(ir, T, qi)) continue;
             if (T->qreg >= 0)
                 AT(q, row, col(ir, T->qreg, ir->regs[T->qreg].facts.vals[qi])) = 1.0f;
             else
@@ -379,6 +394,7 @@ static void lower_attend(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
                     kb_used = 1;
                 }
             }
+            row++;
         }
     }
     // A key is selected when all n terms hold: score n. The BOS: n - 1/2

@@ -26,6 +26,7 @@ typedef struct Lowerer {
     int failed;
     int share;        /* 1: store a tensor identical to an earlier one once */
     int fold;         /* 1: Maps of tokens or indices alone go into the embedding */
+    int prune;        /* 1: no row for a query value that picks no key (row_live) */
 } Lowerer;
 
 /* Whether op is a Map the embedding holds (L->fold: a table of `tokens` or

@@ -189,6 +189,41 @@ START_TEST(test_unread_tokens_lose_columns) {
 }
 END_TEST
 
+/* A query value that picks no key has no row in the head (compiler/
+ * lower_general.c, row_live): p = indices - 3 takes -3..4, and for -3..0
+ * `k.indices <= q.p` picks no key (positions start at 1), so the Count's
+ * head has 4 rows fewer than with every row (TfCompileOptions.all_rows),
+ * with the same outputs on every input. */
+START_TEST(test_dead_rows_left_out) {
+    const char *src = "vocab \"^ab\"; bos '^'; maxlen 8;\n"
+                      "cat p, n, out;\n"
+                      "p: Map(indices - 3) -> p;\n"
+                      "n: Count(k.tokens == 'a' and k.indices <= q.p) -> n;\n"
+                      "out: Map(n > 1 ? 'b' : 'a') -> out;\n"
+                      "output out at every position;\n";
+    TfModel *s = compile_text(src, 0);
+    char msg[8192] = "";
+    FILE *f = fmemopen(msg, sizeof msg - 1, "w");
+    int n_errors;
+    TfError err = {""};
+    TfCompileOptions all = {.opt_level = 1, .all_rows = 1, .rows_settled = 1};
+    TfModel *a = compile_source_opts("t.tfp", src, strlen(src), &all, f, &n_errors, &err);
+    fclose(f);
+    ck_assert_msg(a != NULL, "%s%s", msg, err.msg);
+    int ds = -1, da = -1;
+    for (int l = 0; l < s->n_layers; l++)
+        if (s->layers[l].kind == TF_LAYER_ATTENTION) ds = s->layers[l].d_head;
+    for (int l = 0; l < a->n_layers; l++)
+        if (a->layers[l].kind == TF_LAYER_ATTENTION) da = a->layers[l].d_head;
+    ck_assert_int_eq(da - ds, 4);
+    ck_assert_ptr_null(strstr(s->made_by, "all_rows"));
+    ck_assert_ptr_nonnull(strstr(a->made_by, "\"all_rows\":true"));
+    ck_assert_int_lt(model_param_count(s), model_param_count(a));
+    ck_assert_int_eq(same_outputs(s, a, "ab", 7), 2 + 4 + 8 + 16 + 32 + 64 + 128);
+    model_free(s), model_free(a);
+}
+END_TEST
+
 /* histogram: Count then a Map of its result: one attention layer and one
  * MLP; the count's own register is gone (nothing reads it), the output stays. */
 START_TEST(test_count_fuses_with_its_map) {
@@ -450,6 +485,7 @@ int main(void) {
     tcase_add_test(tc, test_heads_of_alike_sizes);
     tcase_add_test(tc, test_unread_values_lose_columns);
     tcase_add_test(tc, test_unread_tokens_lose_columns);
+    tcase_add_test(tc, test_dead_rows_left_out);
     tcase_add_test(tc, test_selection_sides_and_count_pairs);
     tcase_add_test(tc, test_staircase_per_position);
     tcase_add_test(tc, test_joint_sides_shared_without_bos_values);
