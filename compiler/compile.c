@@ -111,49 +111,47 @@ static TfModel *schedule(TfModel *m, size_t max_params, TfDiag *diag, TfError *e
     return s;
 }
 
-/* Fusion composes a table into each table that reads it, so a large table
- * read by two Maps is copied into both, and the copies can outweigh what the
- * compositions save (compiler/fuse.h). The program is compiled again
- * without fusion, its diagnostics counted, not printed (they are the same:
- * the stages before fusion report them), and the smaller of the two models
- * kept; a tie keeps the fused one. When the second compilation fails (out
- * of memory), the fused model stands. */
-static TfModel *smaller_unfused(TfModel *m, const char *filename, const char *source, size_t len,
-                                const TfCompileOptions *opts) {
-    TfCompileOptions o = *opts;
-    o.no_fuse = 1;
+/* The program compiled again with options o (its diagnostics counted, not
+ * printed: the first compilation reported them), and the smaller of that
+ * model and m kept; a tie, or a second compilation that fails (out of
+ * memory), keeps m. o.rows_settled: the second compilation makes no
+ * comparison of its own with all_rows. */
+static TfModel *smaller_of(TfModel *m, const char *filename, const char *source, size_t len,
+                           TfCompileOptions o) {
     o.rows_settled = 1;
     int n_errors = 0;
     TfError e2 = {""};
     TfModel *u = compile_source_opts(filename, source, len, &o, NULL, &n_errors, &e2);
     if (u && model_param_count(u) < model_param_count(m)) {
         model_free(m);
-        return u; // its source and made_by ("fuse":false) attached already
+        return u; // its source and made_by ("fuse":false, "all_rows":true) attached already
     }
     model_free(u);
     return m;
 }
 
+/* Fusion composes a table into each table that reads it, so a large table
+ * read by two Maps is copied into both, and the copies can outweigh what the
+ * compositions save (compiler/fuse.h): the program is compiled again
+ * without fusion and the smaller model kept (the fused one on a tie). */
+static TfModel *smaller_unfused(TfModel *m, const char *filename, const char *source, size_t len,
+                                const TfCompileOptions *opts) {
+    TfCompileOptions o = *opts;
+    o.no_fuse = 1;
+    return smaller_of(m, filename, source, len, o);
+}
+
 /* A selection's head has no row for a query value that picks no key
  * (compiler/lower_general.c, row_live): the row would add 0 to every
  * score. But two heads can share one query tensor, and rows left out of
- * one and not the other make two (most_freq: 2,313 parameters more). The
- * program is compiled again with every row and the smaller model kept,
- * the one without the rows on a tie. */
+ * one and not the other make two (most_freq: 2,313 parameters more): the
+ * program is compiled again with every row and the smaller model kept (the
+ * one without the rows on a tie). */
 static TfModel *smaller_with_all_rows(TfModel *m, const char *filename, const char *source,
                                       size_t len, const TfCompileOptions *opts) {
     TfCompileOptions o = *opts;
     o.all_rows = 1;
-    o.rows_settled = 1;
-    int n_errors = 0;
-    TfError e2 = {""};
-    TfModel *u = compile_source_opts(filename, source, len, &o, NULL, &n_errors, &e2);
-    if (u && model_param_count(u) < model_param_count(m)) {
-        model_free(m);
-        return u; // its made_by records "all_rows": true
-    }
-    model_free(u);
-    return m;
+    return smaller_of(m, filename, source, len, o);
 }
 
 /* Registers of numbers held as numbers (compiler/numbers.h): all of the

@@ -17,16 +17,20 @@
 #include "model.h"
 #include "testutil.h"
 
-static TfModel *compile_text(const char *src, int no_schedule) {
+static TfModel *compile_with(const char *src, const TfCompileOptions *opts) {
     char out[8192] = "";
     FILE *f = fmemopen(out, sizeof out - 1, "w");
     int n_errors;
     TfError err = {""};
-    TfCompileOptions opts = {.opt_level = 1, .max_params = 0, .no_schedule = no_schedule};
-    TfModel *m = compile_source_opts("t.tfp", src, strlen(src), &opts, f, &n_errors, &err);
+    TfModel *m = compile_source_opts("t.tfp", src, strlen(src), opts, f, &n_errors, &err);
     fclose(f);
     ck_assert_msg(m != NULL, "%s%s", out, err.msg);
     return m;
+}
+
+static TfModel *compile_text(const char *src, int no_schedule) {
+    TfCompileOptions opts = {.opt_level = 1, .max_params = 0, .no_schedule = no_schedule};
+    return compile_with(src, &opts);
 }
 
 /* Every input "^" + up to max_n tokens of `alphabet`: the outputs of a and
@@ -202,14 +206,8 @@ START_TEST(test_dead_rows_left_out) {
                       "out: Map(n > 1 ? 'b' : 'a') -> out;\n"
                       "output out at every position;\n";
     TfModel *s = compile_text(src, 0);
-    char msg[8192] = "";
-    FILE *f = fmemopen(msg, sizeof msg - 1, "w");
-    int n_errors;
-    TfError err = {""};
     TfCompileOptions all = {.opt_level = 1, .all_rows = 1, .rows_settled = 1};
-    TfModel *a = compile_source_opts("t.tfp", src, strlen(src), &all, f, &n_errors, &err);
-    fclose(f);
-    ck_assert_msg(a != NULL, "%s%s", msg, err.msg);
+    TfModel *a = compile_with(src, &all);
     int ds = -1, da = -1;
     for (int l = 0; l < s->n_layers; l++)
         if (s->layers[l].kind == TF_LAYER_ATTENTION) ds = s->layers[l].d_head;
