@@ -87,8 +87,8 @@ static void mark_register(const Sched *S, int r, unsigned char *cols) {
  * checked one (its check reads every column), and any but a one-hot (a
  * position, a number). */
 static int kept_whole(const TfModel *m, int r) {
-    TfRegKind k = m->regs[r].kind;
-    if (r == m->output_reg || (k != TF_REG_CATEGORICAL && k != TF_REG_TOKEN)) return 1;
+    TfRegKind kind = m->regs[r].kind;
+    if (r == m->output_reg || (kind != TF_REG_CATEGORICAL && kind != TF_REG_TOKEN)) return 1;
     for (int k = 0; k < m->n_checks; k++)
         if (m->checks[k].reg == r) return 1;
     return 0;

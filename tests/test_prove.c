@@ -163,6 +163,15 @@ static TfModel *compile_text(const char *src, int opt) {
 }
 
 /* src compiled at -O0 and -O is proven, with a line per op. */
+/* m is proven (and nothing else is asked of the proof). */
+static void assert_proven(const TfModel *m) {
+    TfProof P;
+    TfError err = {""};
+    ck_assert_int_eq(prove_model(m, &P, &err), 0);
+    ck_assert_msg(P.verdict == TF_PROOF_PROVEN, "%s", P.reason);
+    prove_free(&P);
+}
+
 static void assert_proven_both(const char *src) {
     for (int opt = 0; opt <= 1; opt++) {
         TfModel *m = compile_text(src, opt);
@@ -377,13 +386,11 @@ START_TEST(test_unread_values_proven_and_relabel_refused) {
     int r = model_find_register(m, "n");
     ck_assert_int_ge(r, 0);
     ck_assert_int_eq(m->regs[r].size, 2);
-    TfProof P;
-    TfError err;
-    ck_assert_int_eq(prove_model(m, &P, &err), 0);
-    ck_assert_msg(P.verdict == TF_PROOF_PROVEN, "%s", P.reason);
-    prove_free(&P);
+    assert_proven(m);
     ck_assert_str_eq(m->regs[r].values[0], "1");
     m->regs[r].values[0][0] = '3';
+    TfProof P;
+    TfError err;
     ck_assert_int_eq(prove_model(m, &P, &err), 0);
     ck_assert_msg(P.verdict == TF_PROOF_FAILED, "relabelled: %s", P.reason);
     ck_assert_msg(strstr(P.reason, "-> n") != NULL, "%s", P.reason);
@@ -400,9 +407,7 @@ START_TEST(test_unread_values_proven_and_relabel_refused) {
     r = model_find_register(m, "tokens");
     ck_assert_int_eq(m->regs[r].kind, TF_REG_CATEGORICAL);
     ck_assert_int_eq(m->regs[r].size, 2);
-    ck_assert_int_eq(prove_model(m, &P, &err), 0);
-    ck_assert_msg(P.verdict == TF_PROOF_PROVEN, "%s", P.reason);
-    prove_free(&P);
+    assert_proven(m);
     model_free(m);
 }
 END_TEST
@@ -424,11 +429,8 @@ START_TEST(test_offset_staircase_proven) {
     int li = layer_named(m, "out");
     ck_assert_int_ge(li, 0);
     ck_assert_int_eq(m->layers[li].d_hidden, 21);
-    TfProof P;
+    assert_proven(m);
     TfError err = {""};
-    ck_assert_int_eq(prove_model(m, &P, &err), 0);
-    ck_assert_msg(P.verdict == TF_PROOF_PROVEN, "%s", P.reason);
-    prove_free(&P);
     TfInfer *inf = infer_new(m, 1, &err);
     ck_assert_msg(inf != NULL, "%s", err.msg);
     const char *alpha = "0123456789b";
