@@ -193,6 +193,35 @@ START_TEST(test_unread_tokens_lose_columns) {
 }
 END_TEST
 
+/* A copy's value channels follow its values: c copies the previous token,
+ * but only `k.c == 'a'` reads it, so c keeps the column of 'a' and the
+ * copy's head one value channel of two (compiler/schedule.c,
+ * channel_live). */
+START_TEST(test_unread_values_lose_value_channels) {
+    const char *src = "vocab \"^ab\"; bos '^'; maxlen 6;\n"
+                      "cat p, c, n, out;\n"
+                      "p: Map(indices - 1) -> p;\n"
+                      "c: Aggregate(k.indices == q.p, tokens) -> c;\n"
+                      "n: Count(k.c == 'a') -> n;\n"
+                      "out: Map(n % 2 == 0 ? 'a' : 'b') -> out;\n"
+                      "output out at every position;\n";
+    TfModel *s = compile_text(src, 0), *u = compile_text(src, 1);
+    int cs = model_find_register(s, "c"), cu = model_find_register(u, "c");
+    ck_assert_int_eq(u->regs[cu].size, 2);
+    ck_assert_int_eq(s->regs[cs].size, 1);
+    ck_assert_str_eq(s->regs[cs].values[0], "'a'");
+    int vs = -1, vu = -1;
+    for (int l = 0; l < s->n_layers; l++)
+        if (strcmp(s->layers[l].name, "c") == 0) vs = s->layers[l].d_vhead;
+    for (int l = 0; l < u->n_layers; l++)
+        if (strcmp(u->layers[l].name, "c") == 0) vu = u->layers[l].d_vhead;
+    ck_assert_int_eq(vu, 2);
+    ck_assert_int_eq(vs, 1);
+    ck_assert_int_eq(same_outputs(s, u, "ab", 5), 2 + 4 + 8 + 16 + 32);
+    model_free(s), model_free(u);
+}
+END_TEST
+
 /* A query value that picks no key has no row in the head (compiler/
  * lower_general.c, row_live): p = indices - 3 takes -3..4, and for -3..0
  * `k.indices <= q.p` picks no key (positions start at 1), so the Count's
@@ -483,6 +512,7 @@ int main(void) {
     tcase_add_test(tc, test_heads_of_alike_sizes);
     tcase_add_test(tc, test_unread_values_lose_columns);
     tcase_add_test(tc, test_unread_tokens_lose_columns);
+    tcase_add_test(tc, test_unread_values_lose_value_channels);
     tcase_add_test(tc, test_dead_rows_left_out);
     tcase_add_test(tc, test_selection_sides_and_count_pairs);
     tcase_add_test(tc, test_staircase_per_position);
