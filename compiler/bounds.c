@@ -4,6 +4,7 @@
 #include "bounds.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 #include "cubes.h"
 #include "values_internal.h"
@@ -162,6 +163,9 @@ static double stair_err(const TfIr *ir, const TfOpPlan *p, int cat, int a) {
         ex = ir->regs[p->in[0]].facts.err;
         xs_abs = xmax + ex;
     }
+    // x_down: every step on at x's smallest value instead (the base unit
+    // gives the result at the largest).
+    int down = p->x_down && !p->x_linear && !split, base = down ? n - 1 : 0;
     double ea = split ? ir->regs[p->in[1]].facts.err : 0;
     // The base: a unit that is 1 (exactly: 1 - 0 x BOS), or a SPLIT pair on
     // 2 ca - 1.
@@ -170,10 +174,10 @@ static double stair_err(const TfIr *ir, const TfOpPlan *p, int cat, int a) {
             Pair q = on_pair(1 + 2 * ea, 2 * (1 + ea), -1.0, 3);
             col_pair(&cols[cat ? xcol[0] : 0], cat ? 1.0 : xnum[0], &q);
         }
-    } else if (cat ? xcol[0] >= 0 : 1) {
-        double w = cat ? 1.0 : xnum[0];
-        col_add(&cols[cat ? xcol[0] : 0], f32(w), 1, 0);
-        cols[cat ? xcol[0] : 0].err += fabs(f32(w) - w);
+    } else if (cat ? xcol[base] >= 0 : 1) {
+        double w = cat ? 1.0 : xnum[base];
+        col_add(&cols[cat ? xcol[base] : 0], f32(w), 1, 0);
+        cols[cat ? xcol[base] : 0].err += fabs(f32(w) - w);
     }
     for (int i = 0; i + 1 < n; i++) {
         if (cat ? xcol[i] == xcol[i + 1] : xnum[i] == xnum[i + 1]) continue;
@@ -181,6 +185,11 @@ static double stair_err(const TfIr *ir, const TfOpPlan *p, int cat, int a) {
         double c0 = p->x_linear ? p->c0 : 0;
         double b = -K * m + K * c0, xmag = K * xs_abs, z = K * (xtop + ex - m);
         int nt = nx + 2;
+        if (down) { // on only below m + 1/(2K): x's terms no larger than there
+            b = K * m, z = K * (m - p->xs[0] + ex);
+            if (!isfinite(on_pair(0, xmag, b, nt).err)) return INFINITY; // off stays off
+            xmag = K * (fmax(fabs(p->xs[0]), fabs(m) + 0.5 / K) + ex);
+        }
         if (split) {
             double G = K * (xmax + 1 + fabs(m)) + 2.0;
             b -= G;
@@ -250,4 +259,19 @@ double bounds_mlp(const TfIr *ir, const TfOpPlan *p) {
     for (int a = 0; a < (p->form == TF_PLAN_SPLIT ? p->n_combo : 1); a++)
         worst = fmax(worst, stair_err(ir, p, cat, a));
     return worst;
+}
+
+double bounds_mlp_values(const TfIr *ir, const TfOpPlan *p, const double *per_col) {
+    if (p->form != TF_PLAN_TABLE && p->form != TF_PLAN_STAIRCASE) return -1;
+    TfOpPlan t = *p;
+    int table = p->form == TF_PLAN_TABLE, n = table ? p->n_combo : p->n_x;
+    const int *cols = table ? p->combo_col : p->x_col;
+    double *num = malloc((size_t)(n > 0 ? n : 1) * sizeof *num);
+    if (!num) return -1;
+    for (int i = 0; i < n; i++) num[i] = cols[i] >= 0 ? per_col[cols[i]] : 0;
+    if (table) t.combo_num = num;
+    else t.x_num = num;
+    double e = table ? table_err(ir, &t, 0) : stair_err(ir, &t, 0, 0);
+    free(num);
+    return e;
 }

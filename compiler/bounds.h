@@ -33,4 +33,9 @@
  * the analysis derives. */
 double bounds_mlp(const TfIr *ir, const TfOpPlan *p);
 
+/* The bound for a number the units of a TABLE or STAIRCASE plan with a
+ * categorical dest write besides it (TfOpPlan.feat): per_col[c] where dest
+ * holds its column c's value. -1 for the other forms, or out of memory. */
+double bounds_mlp_values(const TfIr *ir, const TfOpPlan *p, const double *per_col);
+
 #endif

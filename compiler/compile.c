@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "angles.h"
 #include "checker.h"
 #include "diag.h"
 #include "stage_dump.h"
@@ -76,11 +77,12 @@ static int attach_source(TfModel *m, const char *filename, const char *source, s
                                    ir->regs[r].name);
     if (at) snprintf(numbers + at, cap - at, "]");
     snprintf(made_by, cap + 200,
-             "{\"tool\":\"tfc\",\"version\":\"%s\",\"options\":{\"O\":%d%s%s%s%s%s}}", TF_VERSION,
+             "{\"tool\":\"tfc\",\"version\":\"%s\",\"options\":{\"O\":%d%s%s%s%s%s%s}}", TF_VERSION,
              opts->opt_level, opts->no_schedule ? ",\"schedule\":false" : "",
              opts->no_fuse && !opts->no_schedule ? ",\"fuse\":false" : "",
              opts->one_hot ? ",\"one_hot\":true" : "",
              opts->all_rows && opts->opt_level > 0 && !opts->no_schedule ? ",\"all_rows\":true" : "",
+             opts->no_angles && opts->opt_level > 0 && !opts->no_schedule ? ",\"angles\":false" : "",
              numbers);
     free(numbers);
     m->made_by = made_by;
@@ -151,6 +153,17 @@ static TfModel *smaller_with_all_rows(TfModel *m, const char *filename, const ch
                                       size_t len, const TfCompileOptions *opts) {
     TfCompileOptions o = *opts;
     o.all_rows = 1;
+    return smaller_of(m, filename, source, len, o);
+}
+
+/* Terms compared on angles add four columns each and take their one-hots'
+ * columns away only where nothing else reads those (compiler/angles.h):
+ * the program is compiled again without them and the smaller model kept
+ * (the one with angles on a tie). */
+static TfModel *smaller_without_angles(TfModel *m, const char *filename, const char *source,
+                                       size_t len, const TfCompileOptions *opts) {
+    TfCompileOptions o = *opts;
+    o.no_angles = 1;
     return smaller_of(m, filename, source, len, o);
 }
 
@@ -226,7 +239,7 @@ TfModel *compile_source_opts(const char *filename, const char *source, size_t le
     TfModel *m = NULL;
     TfIr *ir = NULL;
     TfPlans plans = {0};
-    int fused = 0, n_declared = 0, n_groups = 0, *group = NULL;
+    int fused = 0, angled = 0, n_declared = 0, n_groups = 0, *group = NULL;
 
     // 1. Parse. A program with syntax errors is not checked further: its
     //    missing statements would only produce follow-on errors.
@@ -267,6 +280,12 @@ TfModel *compile_source_opts(const char *filename, const char *source, size_t le
             tf_error_set(err, "out of memory");
             goto done;
         }
+        // 3c. Selections that pick one key value compared on angles.
+        angled = scheduled && !opts->no_angles ? angles_plan(ir) : 0;
+        if (angled < 0) {
+            tf_error_set(err, "out of memory");
+            goto done;
+        }
         if (dump_at(opts, TF_DUMP_IR, prog, ir, NULL, NULL)) goto done;
         // 4. Layer plans: what each op becomes, its size, the limits.
         if (plans_make(ir, opts->opt_level, max_params, &diag, &plans) < 0) {
@@ -289,6 +308,10 @@ TfModel *compile_source_opts(const char *filename, const char *source, size_t le
         if (m && scheduled && !opts->all_rows && !opts->rows_settled && diag.n_errors == 0 &&
             opts->dump == TF_DUMP_NONE)
             m = smaller_with_all_rows(m, filename, source, len, opts);
+        // 10. Angles kept only where they make the model smaller.
+        if (m && angled > 0 && !opts->rows_settled && diag.n_errors == 0 &&
+            opts->dump == TF_DUMP_NONE)
+            m = smaller_without_angles(m, filename, source, len, opts);
     }
     if (m && diag.n_errors == 0 && dump_at(opts, TF_DUMP_LAYERS, prog, ir, NULL, m)) {
         model_free(m);

@@ -28,6 +28,9 @@ typedef struct TfCompileOptions {
     int all_rows;      /* 1: every query value keeps its row in a selection's head; 0: at -O,
                           the rows of values that pick no key are left out where the model
                           comes out smaller (compiler/lower_general.c, row_live) */
+    int no_angles;     /* 1: every selection term compares one-hots; 0: at -O, terms that pick
+                          one key value compare points on a circle where the model comes out
+                          smaller (compiler/angles.h) */
     int rows_settled;  /* 1: compile with all_rows as given, no second compilation (the
                           callers that compare models set it for theirs) */
     const unsigned char *as_number; /* those registers (by index) held as numbers, no search;

@@ -650,7 +650,11 @@ static void fold_table(Lowerer *L, const TfIrOp *op, Mat te, Mat pe) {
         int row = values_column(ir, r, f->vals[v]); // the token, or the position
         if (row < 0 || row >= (tok ? ir->n_input : M.rows) || (tok ? row == ir->bos : row == 0))
             continue;
-        if (dest_cat && p->combo_col[v] >= 0) AT(M, row, off + p->combo_col[v]) = 1.0f;
+        if (dest_cat && p->combo_col[v] >= 0) {
+            AT(M, row, off + p->combo_col[v]) = 1.0f;
+            for (int f = 0; f < p->n_feat; f++) // points (compiler/angles.h)
+                AT(M, row, ir->regs[p->feat[f].reg].offset) = (float)p->feat[f].val[p->combo_col[v]];
+        }
         else if (!dest_cat) AT(M, row, off) = (float)p->combo_num[v];
     }
 }

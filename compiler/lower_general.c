@@ -19,6 +19,22 @@ static int col(const TfIr *ir, int r, TfVal v) {
     return c < 0 ? -1 : ir->regs[r].offset + c;
 }
 
+/* Point f (TfOpPlan.feat) where the dest holds its column c's value; 0
+ * where it holds none (c < 0). */
+static double feat_at(const TfOpPlan *p, int f, int c) { return c < 0 ? 0 : p->feat[f].val[c]; }
+
+/* The points a pair h, h + 1 writes besides the dest's column: the result
+ * on (c) less the result off (c_off, -1 for none). */
+static void feat_pair(const TfIr *ir, const TfOpPlan *p, Mat w2, int h, int c, int c_off) {
+    for (int f = 0; f < p->n_feat; f++) {
+        double v = feat_at(p, f, c) - feat_at(p, f, c_off);
+        if (v == 0) continue;
+        int oc = ir->regs[p->feat[f].reg].offset;
+        AT(w2, oc, h) = (float)v;
+        AT(w2, oc, h + 1) = (float)-v;
+    }
+}
+
 static void add_mlp(Lowerer *L, const TfIrOp *op, Mat w1, Mat b1, Mat w2, Mat b2) {
     lower_add_mlp(L, op, TF_ACT_RELU, w1, b1, w2, b2);
 }
@@ -86,6 +102,7 @@ static void lower_table(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
             int oc = ir->regs[p->dest].offset + p->combo_col[cb->combo];
             AT(w2, oc, h) = 1.0f;
             AT(w2, oc, h + 1) = -1.0f;
+            feat_pair(ir, p, w2, h, p->combo_col[cb->combo], -1);
         } else {
             int oc = ir->regs[p->dest].offset;
             AT(w2, oc, h) = (float)p->combo_num[cb->combo];
@@ -119,13 +136,17 @@ static void lower_staircase(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
         }
         xmax = fmax(xmax, at_bos + fabs(p->c0));
     }
-    // Unit 0: 1 everywhere but at the BOS (the value at the lowest x).
+    // Unit 0: 1 everywhere but at the BOS (the value at the lowest x; with
+    // x_down, at the highest, each step then on below its threshold).
+    int down = p->x_down && !p->x_linear, base = down ? n - 1 : 0;
     AT(b1, 0, 0) = 1.0f;
     if (bos_col >= 0) AT(w1, 0, bos_col) = -1.0f;
     if (dest_cat) {
-        if (p->x_col[0] >= 0) AT(w2, oc + p->x_col[0], 0) = 1.0f;
+        if (p->x_col[base] >= 0) AT(w2, oc + p->x_col[base], 0) = 1.0f;
+        for (int f = 0; f < p->n_feat; f++)
+            AT(w2, ir->regs[p->feat[f].reg].offset, 0) = (float)feat_at(p, f, p->x_col[base]);
     } else {
-        AT(w2, oc, 0) = (float)p->x_num[0];
+        AT(w2, oc, 0) = (float)p->x_num[base];
     }
     for (int i = 0, h = 1; i + 1 < n; i++) {
         if (dest_cat ? p->x_col[i] == p->x_col[i + 1] : p->x_num[i] == p->x_num[i + 1])
@@ -148,27 +169,29 @@ static void lower_staircase(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
             }
             c0 = p->c0;
         } else {
-            AT(w1, h, xc) = (float)K;
-            AT(w1, h + 1, xc) = (float)K;
+            AT(w1, h, xc) = (float)(down ? -K : K);
+            AT(w1, h + 1, xc) = (float)(down ? -K : K);
         }
         if (bos_col >= 0) {
             float off = (float)(-(K * (xmax + fabs(m)) + 2.0) - K * c0);
             AT(w1, h, bos_col) = off;
             AT(w1, h + 1, bos_col) = off;
         }
-        step_pair(b1, h, -K * m + K * c0);
+        step_pair(b1, h, down ? K * m : -K * m + K * c0);
+        int on = down ? i : i + 1, off = down ? i + 1 : i;
         if (dest_cat) {
-            // Crossing into value i+1: its column on, value i's off.
-            if (p->x_col[i + 1] >= 0) {
-                AT(w2, oc + p->x_col[i + 1], h) += 1.0f;
-                AT(w2, oc + p->x_col[i + 1], h + 1) -= 1.0f;
+            // Crossing into value `on`: its column on, value `off`'s off.
+            if (p->x_col[on] >= 0) {
+                AT(w2, oc + p->x_col[on], h) += 1.0f;
+                AT(w2, oc + p->x_col[on], h + 1) -= 1.0f;
             }
-            if (p->x_col[i] >= 0) {
-                AT(w2, oc + p->x_col[i], h) -= 1.0f;
-                AT(w2, oc + p->x_col[i], h + 1) += 1.0f;
+            if (p->x_col[off] >= 0) {
+                AT(w2, oc + p->x_col[off], h) -= 1.0f;
+                AT(w2, oc + p->x_col[off], h + 1) += 1.0f;
             }
+            feat_pair(ir, p, w2, h, p->x_col[on], p->x_col[off]);
         } else {
-            double delta = p->x_num[i + 1] - p->x_num[i];
+            double delta = p->x_num[on] - p->x_num[off];
             AT(w2, oc, h) = (float)delta;
             AT(w2, oc, h + 1) = (float)-delta;
         }
@@ -331,11 +354,12 @@ static void lower_attend(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
         if (!tq[t]) {
             tf_error_set(L->err, "out of memory");
             L->failed = 1;
-        } else if (p->form != TF_PLAN_ATTEND || !rank3_term(L, &p->terms[t], tq[t])) {
+        } else if (p->form != TF_PLAN_ATTEND || p->terms[t].angle ||
+                   !rank3_term(L, &p->terms[t], tq[t])) {
             free(tq[t]);
             tq[t] = NULL;
         }
-        if (tq[t]) D += 3;
+        if (tq[t] || p->terms[t].angle) D += 3;
         else
             for (int qi = 0; qi < p->terms[t].nq; qi++) D += !L->prune || row_live(ir, &p->terms[t], qi);
     }
@@ -374,6 +398,18 @@ static void lower_attend(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
             kb_used = 1;
             row += 3;
             free(tq[t]);
+            continue;
+        }
+        if (T->angle) { // on angles (compiler/angles.h): s q.k, then -s cos c off at the BOS
+            for (int k2 = 0; k2 < 2; k2++) {
+                AT(q, row + k2, ir->regs[T->qa[k2]].offset) = (float)T->a_scale;
+                AT(k, row + k2, ir->regs[T->ka[k2]].offset) = 1.0f;
+            }
+            AT(qb, 0, row + 2) = 1.0f;
+            AT(kb, 0, row + 2) = (float)(-T->a_scale * T->a_cos);
+            AT(k, row + 2, bos_col) = (float)(T->a_scale * T->a_cos);
+            kb_used = 1;
+            row += 3;
             continue;
         }
         for (int qi = 0; qi < T->nq; qi++) {

@@ -609,7 +609,7 @@ static int select_terms(Va *G, TfIrOp *op, int index, const ExprReads *R, Select
         delta += (double)T->nq * eq + (double)T->nk * ek + 2 * EPS32;
     }
     p->n_terms = n_conj;
-    S->delta = delta;
+    p->delta = S->delta = delta;
     return 0;
 }
 

@@ -229,6 +229,8 @@ static void dump_table(FILE *f, const TfIr *ir, const TfOpPlan *p) {
         print_result(f, ir, p->dest, p->combo_col, p->combo_num, c);
         fputc('\n', f);
     }
+    for (int k = 0; k < p->n_feat; k++) // compiler/angles.h
+        fprintf(f, "      and the points %s\n", reg_name(ir, p->feat[k].reg));
 }
 
 static void print_linear(FILE *f, const TfIr *ir, const TfOpPlan *p) {
@@ -252,8 +254,11 @@ static void dump_staircase(FILE *f, const TfIr *ir, const TfOpPlan *p) {
     fputs("      x = ", f);
     if (p->x_linear) print_linear(f, ir, p);
     else fputs(reg_name(ir, p->in[0]), f);
-    fprintf(f, ", %d values, %d steps:\n", p->n_x, plans_staircase_steps(ir, p));
+    fprintf(f, ", %d values, %d steps%s:\n", p->n_x, plans_staircase_steps(ir, p),
+            p->x_down && !p->x_linear ? " (from the top)" : "");
     dump_steps(f, ir, p, 0, p->n_x);
+    for (int k = 0; k < p->n_feat; k++) // compiler/angles.h
+        fprintf(f, "      and the points %s\n", reg_name(ir, p->feat[k].reg));
 }
 
 static void dump_split(FILE *f, const TfIr *ir, const TfOpPlan *p) {
@@ -291,6 +296,10 @@ static void dump_attend(FILE *f, const TfIr *ir, const TfOpPlan *p) {
         fprintf(f, "      term %d: q.%s (%d values) x k.%s (%d values): %ld of %ld pairs selected\n",
                 t, reg_name(ir, T->qreg), T->nq, reg_name(ir, T->kreg), T->nk, n,
                 (long)T->nq * T->nk);
+        if (T->angle) // compiler/angles.h
+            fprintf(f, "        on angles: q.%s q.%s x k.%s k.%s, score %.6g (q.k - %.6g)\n",
+                    reg_name(ir, T->qa[0]), reg_name(ir, T->qa[1]), reg_name(ir, T->ka[0]),
+                    reg_name(ir, T->ka[1]), T->a_scale, T->a_cos);
     }
     fprintf(f, "      scale %.6g, %s", p->beta, p->causal ? "causal" : "bidirectional");
     if (p->form == TF_PLAN_ATTEND) {

@@ -1,6 +1,6 @@
 /* tfc: compile a .tfp program into a .tfw weight file.
  *
- *   tfc [-O | -O0] [--no-schedule | --no-fuse] [--one-hot] [--no-prove] [-v] [-o OUT.tfw] [--max-params=N] [--] PROGRAM.tfp
+ *   tfc [-O | -O0] [--no-schedule | --no-fuse] [--one-hot] [--no-angles] [--no-prove] [-v] [-o OUT.tfw] [--max-params=N] [--] PROGRAM.tfp
  *   tfc --dump=ast|ir|plans|layers [-O | -O0] [--no-schedule] [--] PROGRAM.tfp
  *
  * Every model tfc writes is first proven against its program (compiler/
@@ -64,6 +64,10 @@ static void usage(FILE *f) {
                "  --one-hot        keep every cat register one-hot (by default, at -O, a register\n"
                "                   of numbers that no selection compares is held in one column\n"
                "                   where the model comes out smaller, and proven so)\n"
+               "  --no-angles      at -O, every selection compares one-hots (by default a\n"
+               "                   term that picks one key value per query value, such as\n"
+               "                   k.n == q.want, compares points on a circle, two columns a\n"
+               "                   side, where the model comes out smaller, and proven so)\n"
                "  --no-prove       write the weights without proving them (by default they are\n"
                "                   proven against the program first, as tfprove does: where\n"
                "                   the proof fails nothing is written, and the error names\n"
@@ -183,15 +187,34 @@ static int prove(TfModel *m, int strict, const char *src_path, const char *sourc
     return CLI_EXIT_INPUT;
 }
 
-/* A model holding registers as numbers (compiler/numbers.h) that the
+/* The selections a model compares on angles (compiler/angles.h): the
+ * registers of their key points, `NAME.kcos` (NAME.tN.kcos for term N);
+ * printed when print is set. Returns how many. */
+static int angle_terms(const TfModel *m, int print) {
+    int n = 0;
+    for (int r = 0; r < m->n_regs; r++) {
+        const char *name = m->regs[r].name;
+        size_t l = name ? strlen(name) : 0;
+        if (l < 5 || strcmp(name + l - 5, ".kcos") != 0) continue;
+        if (print) printf("%s%.*s", n ? " " : "compared on angles (two columns a side): ", (int)(l - 5), name);
+        n++;
+    }
+    if (print && n) putchar('\n');
+    return n;
+}
+
+/* A model holding registers as numbers (compiler/numbers.h) or comparing
+ * selections on angles that the
  * validator shows wrong in some case is compiled again with every register
- * one-hot: where the compiler's margins and the validator's disagree, the
+ * one-hot (and no angles): where the compiler's margins and the validator's disagree, the
  * user gets the one-hot model and its own verdict (a part the validator
- * does not cover leaves either unproven: the smaller stays). 1 when it was
- * compiled again. */
+ * does not cover leaves either unproven: the smaller stays). Nonzero when
+ * it was compiled again: 1 for the numbers, 2 for the angles, 3 both. */
 static int one_hot_unless_proven(TfModel **m, const TfCompileOptions *opts, const char *src_path,
                                  const char *source, size_t len) {
-    if (!(*m)->made_by || !strstr((*m)->made_by, "\"numbers\"")) return 0;
+    int numbers = (*m)->made_by && strstr((*m)->made_by, "\"numbers\"") != NULL;
+    int angles = angle_terms(*m, 0) > 0;
+    if (!numbers && !angles) return 0;
     TfProof P;
     TfError err;
     if (prove_model(*m, &P, &err) < 0) return 0; // prove() reports it
@@ -199,14 +222,15 @@ static int one_hot_unless_proven(TfModel **m, const TfCompileOptions *opts, cons
     prove_free(&P);
     if (!failed) return 0;
     TfCompileOptions o = *opts;
-    o.one_hot = 1;
+    o.one_hot |= numbers;
+    o.no_angles |= angles;
     int n_errors = 0;
     TfError e2 = {""};
     TfModel *u = compile_source_opts(src_path, source, len, &o, NULL, &n_errors, &e2);
     if (!u) return 0;
     model_free(*m);
     *m = u;
-    return 1;
+    return numbers | angles << 1;
 }
 
 /* -v: the registers the model holds as numbers, from its made_by. */
@@ -232,7 +256,7 @@ typedef struct TfcArgs {
  * (after --help, --version, or a usage error reported). */
 static int parse_options(int argc, char **argv, TfcArgs *A) {
     enum { OPT_VERSION = 256, OPT_MAX_PARAMS, OPT_NO_SCHEDULE, OPT_NO_FUSE, OPT_DUMP, OPT_PROVE,
-           OPT_NO_PROVE, OPT_ONE_HOT };
+           OPT_NO_PROVE, OPT_ONE_HOT, OPT_NO_ANGLES };
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'}, {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, OPT_VERSION},
@@ -240,6 +264,7 @@ static int parse_options(int argc, char **argv, TfcArgs *A) {
         {"no-schedule", no_argument, NULL, OPT_NO_SCHEDULE},
         {"no-fuse", no_argument, NULL, OPT_NO_FUSE},
         {"one-hot", no_argument, NULL, OPT_ONE_HOT},
+        {"no-angles", no_argument, NULL, OPT_NO_ANGLES},
         {"dump", required_argument, NULL, OPT_DUMP},
         {"prove", no_argument, NULL, OPT_PROVE},
         {"no-prove", no_argument, NULL, OPT_NO_PROVE},
@@ -263,6 +288,7 @@ static int parse_options(int argc, char **argv, TfcArgs *A) {
         case OPT_NO_SCHEDULE: A->opts.no_schedule = 1; break;
         case OPT_NO_FUSE: A->opts.no_fuse = 1; break;
         case OPT_ONE_HOT: A->opts.one_hot = 1; break;
+        case OPT_NO_ANGLES: A->opts.no_angles = 1; break;
         case OPT_PROVE: A->prove = 2; break; // asked for: a learned model is refused
         case OPT_NO_PROVE: A->prove = 0; break;
         case OPT_DUMP:
@@ -357,8 +383,11 @@ int main(int argc, char **argv) {
         if (!A.opts.no_fuse && m->made_by && strstr(m->made_by, "\"fuse\":false"))
             printf("MLP fusion undone: the model without it has fewer parameters\n");
         print_numbers(m);
-        if (one_hot_again)
+        angle_terms(m, 1);
+        if (one_hot_again & 1)
             printf("the registers held as numbers were not proven: compiled again one-hot\n");
+        if (one_hot_again & 2)
+            printf("the selections compared on angles were not proven: compiled again without\n");
         if (m->learned) printf("a learned model: nothing to prove against\n");
         else if (A.prove && estimate >= 0)
             printf("proven against the program, the output within %.3g (the construction's estimate, %.3g, is "

@@ -51,6 +51,7 @@ typedef enum TfPlanForm {
 } TfPlanForm;
 
 #define TF_PLAN_MAX_INPUTS TF_EXPR_MAX_INPUTS
+#define TF_PLAN_MAX_FEATS 8
 
 struct TfOpPlan {
     TfPlanForm form;
@@ -85,9 +86,25 @@ struct TfOpPlan {
     double *x_num;
     int x_linear;
     double *in_coef[TF_PLAN_MAX_INPUTS];
+    /* STAIRCASE (not x_linear): the base unit gives the result at the
+     * highest x and each step turns on below its threshold, so that at
+     * every x the units on are those of the nearer end: a Count's fraction
+     * crowds its values near 0, where the steps are steepest
+     * (compiler/angles.c chooses it where its bound is smaller). */
+    int x_down;
     /* SPLIT: xs as STAIRCASE; x_col / x_num hold n_combo * n_x results, the
      * staircase of in[1]'s value a at [a * n_x, (a + 1) * n_x); n_combo is
      * in[1]'s number of values. */
+
+    /* TABLE, STAIRCASE with a categorical dest: more numbers the same units
+     * write, each into a hidden scalar register, feat[f].val[c] where dest
+     * holds its column c's value (0 where dest holds none): the points a
+     * selection compares dest's values by (compiler/angles.c). */
+    int n_feat;
+    struct TfPlanFeat {
+        int reg;
+        double *val;
+    } feat[TF_PLAN_MAX_FEATS];
 
     /* GATED: in[0] numeric, in[1..n_in) categorical; per combination of the
      * categorical ones (as TABLE) dest = combo_num[c] + combo_slope[c] x; c0 is
@@ -108,6 +125,12 @@ struct TfOpPlan {
     struct TfPlanTerm {
         int qreg, kreg, nq, nk;
         unsigned char *P;
+        /* Compared on angles (compiler/angles.c): the key value ki is the
+         * point (cos, sin) of 2 pi ki / nk in the hidden registers ka[],
+         * the query value the point of the key value it picks ((0, 0):
+         * none) in qa[]; the score a_scale (q . k - a_cos). */
+        int angle, qa[2], ka[2];
+        double a_scale, a_cos;
     } terms[TF_PLAN_MAX_INPUTS];
     int vreg;
     int value_numeric;
@@ -116,6 +139,7 @@ struct TfOpPlan {
                            register holds at the BOS (its bos_num) */
     int default_col;    /* categorical default's destination column, -1: none */
     double beta;
+    double delta; /* how far the inputs' errors move a score, before beta (select.c) */
     int causal;
     int sum; /* ATTEND: `sum` (the mean times the count) */
 

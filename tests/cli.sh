@@ -568,15 +568,27 @@ expect "tfc --no-fuse: histogram's Count steps and Map apart" 0 "~, 3 layers," "
 # Registers of numbers that nothing needs one-hot are held as numbers
 # (compiler/numbers.h): add_decimal's digits, column sums and the copies of
 # both, in one column each; -v names them, made_by records them, and
-# --one-hot keeps the one-hot model (121,337 parameters against 35,783).
+# --one-hot keeps the one-hot model (88,559 parameters against 20,033).
 expect "tfc -v names the registers held as numbers" 0 \
     "~held as numbers (one column each): dig adig sum qt" "is checked at run time" \
     -- "$TFC" -v "$SRC/programs/add_decimal.tfp" -o "$tmp/adn.tfw"
 expect "... in made_by" 0 '~"numbers":["dig","adig","sum","qt"]' "" -- "$TFINFO" "$tmp/adn.tfw"
-expect "... 35783 parameters" 0 "~, 35783 parameters" "" -- "$TFINFO" "$tmp/adn.tfw"
+expect "... 20033 parameters" 0 "~, 20033 parameters" "" -- "$TFINFO" "$tmp/adn.tfw"
 "$TFC" --one-hot "$SRC/programs/add_decimal.tfp" -o "$tmp/ad1h.tfw" 2>/dev/null
-expect "tfc --one-hot: every cat register one-hot" 0 "~, 121337 parameters" "" -- "$TFINFO" "$tmp/ad1h.tfw"
+expect "tfc --one-hot: every cat register one-hot" 0 "~, 88559 parameters" "" -- "$TFINFO" "$tmp/ad1h.tfw"
 expect "tfc --one-hot is in made_by" 0 '~"one_hot":true' "" -- "$TFINFO" "$tmp/ad1h.tfw"
+# The carry's selection (k.nstop == q.want) compares points on a circle
+# (compiler/angles.h): its head has 3 rows instead of a row per value of
+# want, and nstop and m lose their one-hots. -v names it, tfinfo lists its
+# columns; --no-angles keeps the one-hot rows (35,783 parameters), and made_by
+# says so. Both models add alike (the cases below).
+expect "tfc -v names the selections compared on angles" 0 \
+    "~compared on angles (two columns a side): carry.t1" "is checked at run time" \
+    -- "$TFC" -v "$SRC/programs/add_decimal.tfp" -o "$tmp/adn.tfw"
+expect "... their points' columns in the register table" 0 "~carry.t1.kcos" "" -- "$TFINFO" "$tmp/adn.tfw"
+"$TFC" --no-angles "$SRC/programs/add_decimal.tfp" -o "$tmp/adna.tfw" 2>/dev/null
+expect "tfc --no-angles: one-hot rows" 0 "~, 35783 parameters" "" -- "$TFINFO" "$tmp/adna.tfw"
+expect "tfc --no-angles is in made_by" 0 '~"angles":false' "" -- "$TFINFO" "$tmp/adna.tfw"
 # A query value that picks no key has no row in its head (compiler/
 # lower_general.c, row_live): reverse goes from 98,773 parameters to 43,861.
 # most_freq's two heads share a query tensor whose rows would then differ:
@@ -599,6 +611,7 @@ cmp -s "$tmp/dyck2.tfw" "$tmp/dyck2-1h.tfw" && passed=$((passed + 1)) ||
     { echo "FAIL: ... the same weights as --one-hot"; failed=$((failed + 1)); }
 printf '^12345678+87654329=\t100000007\n^00000000+00000000=\t000000000\n^99999999+99999999=\t199999998\n' >"$tmp/adn.tsv"
 expect "... both add" 0 "~3 passed, 0 failed" "" -- "$TFRUN" "$tmp/adn.tfw" --check "$tmp/adn.tsv"
+expect "... and without angles" 0 "~3 passed, 0 failed" "" -- "$TFRUN" "$tmp/adna.tfw" --check "$tmp/adn.tsv"
 # Padding heads to the widest made the scheduled model larger than its
 # plan: six selections of 3 query rows and one over 60 positions (62 rows)
 # became seven heads of 62 rows, 122,926 parameters. Heads of alike sizes

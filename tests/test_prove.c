@@ -454,6 +454,71 @@ START_TEST(test_offset_staircase_proven) {
 }
 END_TEST
 
+/* A selection compared on angles (compiler/angles.h): `k.na == q.nb`
+ * (the nb-th a, for the b's so far) picks one count of a's per count of
+ * b's, so its head compares points on a
+ * circle (three rows, two columns a side) instead of a row per value of nb.
+ * The same outputs as the one-hot head at every position of all 4,094
+ * inputs up to 11 tokens, proven; the key points' cos column read at half
+ * its weight is refused at the Aggregate. */
+static const char *angle_src = "vocab \"^ab012\"; bos '^'; maxlen 12;\n"
+                               "cat na, nb, par, got;\n"
+                               "na: Count(k.tokens == 'a', causal) -> na;\n"
+                               "nb: Count(k.tokens == 'b', causal) -> nb;\n"
+                               "par: Map(indices % 3) -> par;\n"
+                               "got: Aggregate(k.tokens == 'a' and k.na == q.nb, par, default: 0) -> got;\n"
+                               "output got at every position;\n";
+
+static TfModel *compile_without_angles(const char *src) {
+    TfCompileOptions o = {.opt_level = 1, .no_angles = 1};
+    int n_errors;
+    TfError err;
+    FILE *null = fopen("/dev/null", "w");
+    TfModel *m = compile_source_opts("t.tfp", src, strlen(src), &o, null, &n_errors, &err);
+    fclose(null);
+    ck_assert_ptr_nonnull(m);
+    return m;
+}
+
+START_TEST(test_angles_proven_same_outputs_and_mutation_refused) {
+    TfModel *m = compile_text(angle_src, 1), *o = compile_without_angles(angle_src);
+    int li = layer_named(m, "got"), lo = layer_named(o, "got");
+    ck_assert_int_ge(li, 0);
+    ck_assert_int_ge(lo, 0);
+    int kc = model_find_register(m, "got.t1.kcos");
+    ck_assert_int_ge(kc, 0);
+    ck_assert_int_lt(model_find_register(o, "got.t1.kcos"), 0);
+    // tokens == 'a' (1 row), the angles (3), the BOS (2); one-hot: a row per nb
+    ck_assert_int_eq(m->layers[li].d_head, 6);
+    ck_assert_int_ge(o->layers[lo].d_head, 1 + 8 + 2);
+    ck_assert_int_lt(model_param_count(m), model_param_count(o));
+    assert_proven(m);
+    TfError err = {""};
+    TfInfer *a = infer_new(m, 1, &err), *b = infer_new(o, 1, &err);
+    ck_assert_msg(a && b, "%s", err.msg);
+    int ids[12], oa[12], ob[12], n_inputs = 0;
+    for (int n = 1; n <= 11; n++)
+        for (int code = 0; code < 1 << n; code++, n_inputs++) {
+            char text[13] = "^";
+            for (int i = 0; i < n; i++) text[1 + i] = code >> i & 1 ? 'b' : 'a';
+            int len = n + 1, *pa = oa, *pb = ob;
+            const int *seq = ids;
+            ck_assert_int_eq(infer_tokenize(m, text, len, ids, &err), len);
+            ck_assert_msg(infer_every_position(a, &seq, &len, 1, &pa, &err) == 0, "%s: %s", text, err.msg);
+            ck_assert_msg(infer_every_position(b, &seq, &len, 1, &pb, &err) == 0, "%s", err.msg);
+            for (int p = 1; p < len; p++)
+                ck_assert_msg(oa[p] == ob[p], "%s at %d: %d against %d", text, p, oa[p], ob[p]);
+        }
+    ck_assert_int_eq(n_inputs, 4094);
+    infer_free(a), infer_free(b);
+    model_free(o);
+    TfTensor *K = &m->tensors[m->layers[li].key];
+    size_t cols = (size_t)K->shape[1];
+    for (int64_t h = 0; h < K->shape[0]; h++) K->data[(size_t)h * cols + (size_t)m->regs[kc].offset] *= 0.5f;
+    assert_refused_and_free(m, 6);
+}
+END_TEST
+
 /* A copy of a number (k.indices == q.apos picks one position): the
  * selected keys of a query scenario all stand at that position, so the mean
  * is that key's value mixed only with what leaks from the BOS and the
@@ -798,6 +863,7 @@ int main(void) {
     tcase_add_test(tc, test_rank3_copy_proven_and_mutation_refused);
     tcase_add_test(tc, test_unread_values_proven_and_relabel_refused);
     tcase_add_test(tc, test_offset_staircase_proven);
+    tcase_add_test(tc, test_angles_proven_same_outputs_and_mutation_refused);
     tcase_add_test(tc, test_numeric_copy_proven_tight_and_mutation_refused);
     tcase_add_test(tc, test_split_map_proven_and_mutation_refused);
     tcase_add_test(tc, test_numbers_held_proven_and_unsafe_refused);

@@ -1,0 +1,258 @@
+/* angles.c: equality selections compared on angles (angles.h). */
+#include "angles.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bounds.h"
+#include "values_internal.h"
+
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
+#define ANGLE_MIN_KEYS 4 /* cos(2 pi / nk) >= 0: a query that picks none scores <= 0 */
+
+/* The op before `before` whose units write categorical r and can write
+ * points too (a table or a staircase without a run-time check), -1. */
+static int point_writer(const TfIr *ir, int r, int before) {
+    if (r < 0 || r == TF_IR_REG_TOKENS || r == ir->indices_reg ||
+        ir->regs[r].kind != TF_REG_CATEGORICAL)
+        return -1;
+    for (int i = 0; i < before; i++) {
+        const TfOpPlan *p = ir->ops[i].plan;
+        if (!p || p->dest != r) continue;
+        if ((p->form != TF_PLAN_TABLE && p->form != TF_PLAN_STAIRCASE) || p->check ||
+            p->n_feat + 2 > TF_PLAN_MAX_FEATS)
+            return -1;
+        return i;
+    }
+    return -1;
+}
+
+/* tq[qi]: the one key value query value qi picks, -1 none; 0 when some
+ * query value picks two. ka[ki]: the point of key value ki, its rank among
+ * the key values some query value picks, -1 for the others (which then
+ * score 0 or less at every query, as the BOS). Returns the number of
+ * points (key values picked). */
+static int picks_one(const struct TfPlanTerm *T, int *tq, int *ka) {
+    for (int ki = 0; ki < T->nk; ki++) ka[ki] = -1;
+    for (int qi = 0; qi < T->nq; qi++) {
+        tq[qi] = -1;
+        for (int ki = 0; ki < T->nk; ki++) {
+            if (!T->P[(size_t)qi * (size_t)T->nk + (size_t)ki]) continue;
+            if (tq[qi] >= 0) return 0;
+            tq[qi] = ki;
+            ka[ki] = 0;
+        }
+    }
+    int n = 0;
+    for (int ki = 0; ki < T->nk; ki++)
+        if (ka[ki] == 0) ka[ki] = 1 + n++;
+    for (int ki = 0; ki < T->nk; ki++) ka[ki]--;
+    return n;
+}
+
+/* Register r's points, per column: cos (k = 0) or sin of 2 pi a / n, with
+ * a = ka[tq[i]] for its value i (the query side), ka[i] (the key side,
+ * tq NULL); (0, 0) where there is none. */
+static double *points(TfIr *ir, int r, const int *tq, const int *ka, int n, int k) {
+    const TfRegFacts *g = &ir->regs[r].facts;
+    double *val = arena_alloc(&ir->arena, (size_t)(ir->regs[r].size > 0 ? ir->regs[r].size : 1) * sizeof *val);
+    if (!val) return NULL;
+    for (int c = 0; c < ir->regs[r].size; c++) val[c] = 0;
+    for (int i = 0; i < g->n_vals; i++) {
+        int c = values_column(ir, r, g->vals[i]), t = tq ? tq[i] : i;
+        int a = t < 0 ? -1 : ka[t];
+        if (c < 0 || a < 0) continue;
+        val[c] = k ? sin(2 * M_PI * a / n) : cos(2 * M_PI * a / n);
+    }
+    return val;
+}
+
+/* The larger bound of writer w's two points (bounds.h); -1 out of memory. */
+static double points_err(const TfIr *ir, const TfOpPlan *w, double *const val[2]) {
+    double e0 = bounds_mlp_values(ir, w, val[0]), e1 = bounds_mlp_values(ir, w, val[1]);
+    return e0 < 0 || e1 < 0 ? -1 : fmax(e0, e1);
+}
+
+/* Whether op k's result is read, by the output or a later op whose result
+ * is (one pass from the end: general ops write each register once, in
+ * order; a seed op counts as read). */
+static int *live_ops(const TfIr *ir) {
+    int *live = calloc((size_t)(ir->n_ops > 0 ? ir->n_ops : 1), sizeof *live);
+    unsigned char *reg = calloc((size_t)(ir->n_regs > 0 ? ir->n_regs : 1), 1);
+    if (!live || !reg) {
+        free(live), free(reg);
+        return NULL;
+    }
+    if (ir->output_reg >= 0) reg[ir->output_reg] = 1;
+    for (int k = ir->n_ops - 1; k >= 0; k--) {
+        const TfOpPlan *p = ir->ops[k].plan;
+        if (!p) continue;
+        live[k] = p->form == TF_PLAN_SEED || p->dest < 0 || reg[p->dest] || p->check;
+        if (!live[k]) continue;
+        if (p->vreg >= 0) reg[p->vreg] = 1;
+        for (int q = 0; q < p->n_in; q++) reg[p->in[q]] = 1;
+        for (int u = 0; u < p->n_terms; u++) {
+            if (p->terms[u].qreg >= 0) reg[p->terms[u].qreg] = 1;
+            if (p->terms[u].kreg >= 0) reg[p->terms[u].kreg] = 1;
+        }
+        for (int a = 0; p->form == TF_PLAN_SEED && a < p->n_args; a++)
+            if (p->args[a].reg >= 0) reg[p->args[a].reg] = 1;
+    }
+    free(reg);
+    return live;
+}
+
+/* Whether register r is read by nothing that is read (live) but term t of
+ * op j, and is not the output. */
+static int read_by_term_only(const TfIr *ir, int r, int j, int t) {
+    if (r == ir->output_reg) return 0;
+    int *live = live_ops(ir);
+    if (!live) return 0;
+    for (int k = 0; k < ir->n_ops; k++) {
+        const TfOpPlan *p = ir->ops[k].plan;
+        if (!p || !live[k] || (k != j && p->dest == r)) continue;
+        int reads = p->vreg == r;
+        for (int q = 0; q < p->n_in; q++) reads |= p->in[q] == r;
+        for (int u = 0; u < p->n_terms; u++)
+            reads |= (k != j || u != t) && (p->terms[u].qreg == r || p->terms[u].kreg == r);
+        for (int a = 0; p->form == TF_PLAN_SEED && a < p->n_args; a++) reads |= p->args[a].reg == r;
+        if (reads) {
+            free(live);
+            return 0;
+        }
+    }
+    free(live);
+    return 1;
+}
+
+/* The bound of the points op i's plan writes; *down set when its staircase
+ * turned to steps from the top (x_down) has a smaller one, and its one-hot
+ * stays within the bound its readers were checked with (or nothing but
+ * this term reads it; *onehot_err: its new bound). -1 out of memory. */
+static double points_err_best(const TfIr *ir, int i, double *const val[2], int j, int t,
+                              int *down, double *onehot_err) {
+    const TfOpPlan *w = ir->ops[i].plan;
+    double e = points_err(ir, w, val);
+    *down = 0;
+    *onehot_err = ir->regs[w->dest].facts.err;
+    if (e < 0 || w->form != TF_PLAN_STAIRCASE || w->x_linear || w->x_down) return e;
+    TfOpPlan d = *w;
+    d.x_down = 1;
+    double ed = points_err(ir, &d, val), eh = bounds_mlp(ir, &d);
+    if (ed < 0) return -1;
+    if (ed < e && eh >= 0 &&
+        (eh <= *onehot_err || (eh < 0.25 && read_by_term_only(ir, w->dest, j, t)))) {
+        *down = 1;
+        *onehot_err = fmax(eh, *onehot_err);
+        return ed;
+    }
+    return e;
+}
+
+/* A hidden scalar register after every other column, written by op wi's
+ * units. */
+static int add_point(TfIr *ir, int wi, const char *name, double *val, double err) {
+    char *copy = arena_strdup(&ir->arena, name);
+    TfLoc none = {0, 0, 0, 0};
+    int r = copy ? check_add_reg(ir, copy, TF_REG_SCALAR, none) : -1;
+    if (r < 0) return -1;
+    TfIrReg *R = &ir->regs[r];
+    R->size = 1;
+    R->offset = ir->d_model++;
+    R->facts.writer = wi;
+    R->facts.err = err;
+    TfOpPlan *w = ir->ops[wi].plan;
+    w->feat[w->n_feat++] = (struct TfPlanFeat){r, val};
+    return r;
+}
+
+/* Op i's plan its own (a merged table's may serve several ops). */
+static int own_plan(TfIr *ir, int i) {
+    TfOpPlan *p = arena_alloc(&ir->arena, sizeof *p);
+    if (!p) return -1;
+    *p = *ir->ops[i].plan;
+    ir->ops[i].plan = p;
+    return 0;
+}
+
+/* Largest score error (before beta) a selection may have on angles: its
+ * inverse temperature grows to keep beta (1/2 - 2 delta), and with it what
+ * the softmax leaks, as the analysis had it (compiler/select.c). */
+#define ANGLE_MAX_DELTA 0.15
+
+/* Term t of op j on angles, where its writers can write the points: 1
+ * done, 0 not, -1 out of memory. */
+static int angle_term(TfIr *ir, int j, int t) {
+    TfOpPlan *p = ir->ops[j].plan;
+    struct TfPlanTerm *T = &p->terms[t];
+    if (T->nq <= 3) return 0;
+    int wq = point_writer(ir, T->qreg, j), wk = point_writer(ir, T->kreg, j);
+    if (wq < 0 || wk < 0 || (wq == wk && ir->ops[wq].plan->n_feat + 4 > TF_PLAN_MAX_FEATS))
+        return 0;
+    int *tq = malloc((size_t)T->nq * sizeof *tq), *ka = malloc((size_t)T->nk * sizeof *ka);
+    int n = tq && ka ? picks_one(T, tq, ka) : -1;
+    double *qv[2] = {NULL, NULL}, *kv[2] = {NULL, NULL};
+    for (int k = 0; n >= ANGLE_MIN_KEYS && k < 2; k++) {
+        qv[k] = points(ir, T->qreg, tq, ka, n, k);
+        kv[k] = points(ir, T->kreg, NULL, ka, n, k);
+        if (!qv[k] || !kv[k]) n = -1;
+    }
+    free(tq), free(ka);
+    if (n < ANGLE_MIN_KEYS) return n < 0 ? -1 : 0;
+    int dq, dk;
+    double hq, hk;
+    double fq = points_err_best(ir, wq, qv, j, t, &dq, &hq);
+    double fk = points_err_best(ir, wk, kv, j, t, &dk, &hk);
+    if (fq < 0 || fk < 0) return -1;
+    // The scores' error before beta: the one-hot term's (compiler/select.c,
+    // select_terms) against the points' (two products of numbers within 1
+    // of 0 and their errors, times s; the float32 rounding of the head's
+    // few sums of terms below 2 s).
+    double c = cos(2 * M_PI / n), s = 1 / (1 - c);
+    double one_hot = T->nq * ir->regs[T->qreg].facts.err + T->nk * ir->regs[T->kreg].facts.err +
+                     2 * EPS32;
+    double delta = p->delta - one_hot + s * (2 * (fq + fk + fq * fk) + 16 * EPS32);
+    if (delta > ANGLE_MAX_DELTA) return 0;
+    if (own_plan(ir, wq) < 0 || (wk != wq && own_plan(ir, wk) < 0)) return -1;
+    ir->ops[wq].plan->x_down |= dq, ir->ops[wk].plan->x_down |= dk;
+    ir->regs[T->qreg].facts.err = hq, ir->regs[T->kreg].facts.err = hk;
+    char name[160], tn[16] = "";
+    if (t > 0) snprintf(tn, sizeof tn, ".t%d", t);
+    const char *side[4] = {"qcos", "qsin", "kcos", "ksin"};
+    int regs[4];
+    for (int k = 0; k < 4; k++) {
+        snprintf(name, sizeof name, "%s%s.%s", p->name, tn, side[k]);
+        if (check_find_reg(ir, name) >= 0) return 0; // a name taken (cannot happen twice)
+        regs[k] = add_point(ir, k < 2 ? wq : wk, name, k < 2 ? qv[k] : kv[k - 2], k < 2 ? fq : fk);
+        if (regs[k] < 0) return -1;
+    }
+    T->angle = 1;
+    T->qa[0] = regs[0], T->qa[1] = regs[1], T->ka[0] = regs[2], T->ka[1] = regs[3];
+    T->a_scale = s;
+    T->a_cos = c;
+    if (delta > p->delta) p->beta *= (0.5 - 2 * p->delta) / (0.5 - 2 * delta);
+    p->delta = delta;
+    return 1;
+}
+
+int angles_plan(TfIr *ir) {
+    int n = 0;
+    for (int j = 0; j < ir->n_ops; j++) {
+        TfOpPlan *p = ir->ops[j].plan;
+        if (!p || p->form != TF_PLAN_ATTEND || p->sum) continue;
+        if (own_plan(ir, j) < 0) return -1; // its terms change
+        p = ir->ops[j].plan;
+        for (int t = 0; t < p->n_terms; t++) {
+            if (p->terms[t].qreg < 0 || p->terms[t].kreg < 0) continue;
+            int r = angle_term(ir, j, t);
+            if (r < 0) return -1;
+            n += r;
+        }
+    }
+    return n;
+}

@@ -1,0 +1,39 @@
+/* angles.h: equality selections compared on angles.
+ *
+ * A one-hot term of a selection takes a row of the head per query value and
+ * a column per value on each side. A term in which each query value picks
+ * at most one key value (`k.nstop == q.want`: add_decimal's carry) can
+ * instead compare points on the unit circle: key value ki (of nk) is the
+ * point at angle 2 pi ki / nk, a query value the point of the key value it
+ * picks ((0, 0) when it picks none), and the score
+ *
+ *   s (q . k - cos c),   c = 2 pi / nk,   s = 1 / (1 - cos c)
+ *
+ * is 1 for the key value picked, 0 or less for every other (their angles
+ * differ by c to 2 pi - c), -s cos c <= 0 for every key when the query
+ * picks none (nk >= 4), and 0 for the BOS (whose points are (0, 0); the
+ * constant is off there), as the one-hot rows give. Three rows instead of
+ * one per query value, and two columns a side instead of one per value.
+ *
+ * The points are written by the units that write each side's one-hot (a
+ * table's or a staircase's, TfOpPlan.feat, into hidden scalar registers
+ * named after the selection: carry.qcos, carry.qsin, carry.kcos,
+ * carry.ksin): the one-hots lose their columns when nothing else reads
+ * them (compiler/schedule.c). A term is compared so only where the points'
+ * float32 error (compiler/bounds.h, times s) moves its scores no more than
+ * its one-hot columns' errors could: every bound the analysis derived from
+ * the selection stands. Aggregates only (a Count's 1/(count + 1) is proven
+ * with the one-hot rows' scores), under -O scheduled; compiler/compile.c
+ * compiles again without angles and keeps the smaller model.
+ */
+#ifndef TF_ANGLES_H
+#define TF_ANGLES_H
+
+#include "checker.h"
+
+/* Marks the terms compared on angles, adds their registers (after the
+ * layout: d_model grows) and the writers' points. Returns how many terms,
+ * or -1 when memory ran out. */
+int angles_plan(TfIr *ir);
+
+#endif
