@@ -15,18 +15,20 @@
 
 #define ANGLE_MIN_KEYS 4 /* cos(2 pi / nk) >= 0: a query that picks none scores <= 0 */
 
-/* The op before `before` whose units write categorical r and can write
- * points too (a table or a staircase without a run-time check), -1. */
+#define EMBEDDING (-2) /* point_writer: `indices`, the position embedding writes it */
+
+/* Who writes categorical r and can write its points too: the op before
+ * `before` (a table or a staircase without a run-time check), EMBEDDING
+ * for `indices`, -1 none. */
 static int point_writer(const TfIr *ir, int r, int before) {
-    if (r < 0 || r == TF_IR_REG_TOKENS || r == ir->indices_reg ||
-        ir->regs[r].kind != TF_REG_CATEGORICAL)
+    if (r < 0 || r == TF_IR_REG_TOKENS || ir->regs[r].kind != TF_REG_CATEGORICAL ||
+        ir->regs[r].n_feat + 2 > TF_REG_MAX_FEATS)
         return -1;
+    if (r == ir->indices_reg) return EMBEDDING;
     for (int i = 0; i < before; i++) {
         const TfOpPlan *p = ir->ops[i].plan;
         if (!p || p->dest != r) continue;
-        if ((p->form != TF_PLAN_TABLE && p->form != TF_PLAN_STAIRCASE) || p->check ||
-            p->n_feat + 2 > TF_PLAN_MAX_FEATS)
-            return -1;
+        if ((p->form != TF_PLAN_TABLE && p->form != TF_PLAN_STAIRCASE) || p->check) return -1;
         return i;
     }
     return -1;
@@ -37,12 +39,14 @@ static int point_writer(const TfIr *ir, int r, int before) {
  * the key values some query value picks, -1 for the others (which then
  * score 0 or less at every query, as the BOS). Returns the number of
  * points (key values picked). */
-static int picks_one(const struct TfPlanTerm *T, int *tq, int *ka) {
+static int picks_one(const TfIr *ir, const struct TfPlanTerm *T, int *tq, int *ka) {
     for (int ki = 0; ki < T->nk; ki++) ka[ki] = -1;
     for (int qi = 0; qi < T->nq; qi++) {
         tq[qi] = -1;
         for (int ki = 0; ki < T->nk; ki++) {
             if (!T->P[(size_t)qi * (size_t)T->nk + (size_t)ki]) continue;
+            if (T->kreg == ir->indices_reg && ir->regs[T->kreg].facts.vals[ki].x == 0)
+                continue; // the BOS's position: the BOS scores apart
             if (tq[qi] >= 0) return 0;
             tq[qi] = ki;
             ka[ki] = 0;
@@ -118,8 +122,9 @@ static int read_by_term_only(const TfIr *ir, int r, int j, int t) {
         if (!p || !live[k] || (k != j && p->dest == r)) continue;
         int reads = p->vreg == r;
         for (int q = 0; q < p->n_in; q++) reads |= p->in[q] == r;
-        for (int u = 0; u < p->n_terms; u++)
-            reads |= (k != j || u != t) && (p->terms[u].qreg == r || p->terms[u].kreg == r);
+        for (int u = 0; u < p->n_terms; u++) // a term on angles reads its points
+            reads |= (k != j || u != t) && !p->terms[u].angle &&
+                     (p->terms[u].qreg == r || p->terms[u].kreg == r);
         for (int a = 0; p->form == TF_PLAN_SEED && a < p->n_args; a++) reads |= p->args[a].reg == r;
         if (reads) {
             free(live);
@@ -136,11 +141,17 @@ static int read_by_term_only(const TfIr *ir, int r, int j, int t) {
  * this term reads it; *onehot_err: its new bound). -1 out of memory. */
 static double points_err_best(const TfIr *ir, int i, double *const val[2], int j, int t,
                               int *down, double *onehot_err) {
+    *down = 0;
+    if (i == EMBEDDING) { // cos and sin rounded to float32, exact otherwise
+        *onehot_err = 0;
+        return EPS32;
+    }
     const TfOpPlan *w = ir->ops[i].plan;
     double e = points_err(ir, w, val);
-    *down = 0;
     *onehot_err = ir->regs[w->dest].facts.err;
-    if (e < 0 || w->form != TF_PLAN_STAIRCASE || w->x_linear || w->x_down) return e;
+    if (e < 0 || w->form != TF_PLAN_STAIRCASE || w->x_linear || w->x_down ||
+        ir->regs[w->dest].n_feat > 0) // points bounded with the steps as they are
+        return e;
     TfOpPlan d = *w;
     d.x_down = 1;
     double ed = points_err(ir, &d, val), eh = bounds_mlp(ir, &d);
@@ -154,9 +165,9 @@ static double points_err_best(const TfIr *ir, int i, double *const val[2], int j
     return e;
 }
 
-/* A hidden scalar register after every other column, written by op wi's
- * units. */
-static int add_point(TfIr *ir, int wi, const char *name, double *val, double err) {
+/* A hidden scalar register after every other column, which the writer
+ * of `owner` writes. */
+static int add_point(TfIr *ir, int owner, int wi, const char *name, double *val, double err) {
     char *copy = arena_strdup(&ir->arena, name);
     TfLoc none = {0, 0, 0, 0};
     int r = copy ? check_add_reg(ir, copy, TF_REG_SCALAR, none) : -1;
@@ -164,10 +175,9 @@ static int add_point(TfIr *ir, int wi, const char *name, double *val, double err
     TfIrReg *R = &ir->regs[r];
     R->size = 1;
     R->offset = ir->d_model++;
-    R->facts.writer = wi;
     R->facts.err = err;
-    TfOpPlan *w = ir->ops[wi].plan;
-    w->feat[w->n_feat++] = (struct TfPlanFeat){r, val};
+    R->facts.writer = wi; // EMBEDDING for `indices`
+    ir->regs[owner].feat[ir->regs[owner].n_feat++] = (TfRegFeat){r, val};
     return r;
 }
 
@@ -191,11 +201,15 @@ static int angle_term(TfIr *ir, int j, int t) {
     TfOpPlan *p = ir->ops[j].plan;
     struct TfPlanTerm *T = &p->terms[t];
     if (T->nq <= 3) return 0;
+    // Only where a side's one-hot is then read by nothing: the columns go,
+    // where the four points would only add to them (and to the head's
+    // rows, but for the query values' rows they replace).
+    if (!read_by_term_only(ir, T->qreg, j, t) && !read_by_term_only(ir, T->kreg, j, t)) return 0;
     int wq = point_writer(ir, T->qreg, j), wk = point_writer(ir, T->kreg, j);
-    if (wq < 0 || wk < 0 || (wq == wk && ir->ops[wq].plan->n_feat + 4 > TF_PLAN_MAX_FEATS))
+    if (wq == -1 || wk == -1 || (T->qreg == T->kreg && ir->regs[T->qreg].n_feat + 4 > TF_REG_MAX_FEATS))
         return 0;
     int *tq = malloc((size_t)T->nq * sizeof *tq), *ka = malloc((size_t)T->nk * sizeof *ka);
-    int n = tq && ka ? picks_one(T, tq, ka) : -1;
+    int n = tq && ka ? picks_one(ir, T, tq, ka) : -1;
     double *qv[2] = {NULL, NULL}, *kv[2] = {NULL, NULL};
     for (int k = 0; n >= ANGLE_MIN_KEYS && k < 2; k++) {
         qv[k] = points(ir, T->qreg, tq, ka, n, k);
@@ -218,9 +232,9 @@ static int angle_term(TfIr *ir, int j, int t) {
                      2 * EPS32;
     double delta = p->delta - one_hot + s * (2 * (fq + fk + fq * fk) + 16 * EPS32);
     if (delta > ANGLE_MAX_DELTA) return 0;
-    if (own_plan(ir, wq) < 0 || (wk != wq && own_plan(ir, wk) < 0)) return -1;
-    ir->ops[wq].plan->x_down |= dq, ir->ops[wk].plan->x_down |= dk;
-    ir->regs[T->qreg].facts.err = hq, ir->regs[T->kreg].facts.err = hk;
+    if ((dq && own_plan(ir, wq) < 0) || (dk && wk != wq && own_plan(ir, wk) < 0)) return -1;
+    if (dq) ir->ops[wq].plan->x_down = 1, ir->regs[T->qreg].facts.err = hq;
+    if (dk) ir->ops[wk].plan->x_down = 1, ir->regs[T->kreg].facts.err = hk;
     char name[160], tn[16] = "";
     if (t > 0) snprintf(tn, sizeof tn, ".t%d", t);
     const char *side[4] = {"qcos", "qsin", "kcos", "ksin"};
@@ -228,7 +242,8 @@ static int angle_term(TfIr *ir, int j, int t) {
     for (int k = 0; k < 4; k++) {
         snprintf(name, sizeof name, "%s%s.%s", p->name, tn, side[k]);
         if (check_find_reg(ir, name) >= 0) return 0; // a name taken (cannot happen twice)
-        regs[k] = add_point(ir, k < 2 ? wq : wk, name, k < 2 ? qv[k] : kv[k - 2], k < 2 ? fq : fk);
+        regs[k] = add_point(ir, k < 2 ? T->qreg : T->kreg, k < 2 ? wq : wk, name,
+                            k < 2 ? qv[k] : kv[k - 2], k < 2 ? fq : fk);
         if (regs[k] < 0) return -1;
     }
     T->angle = 1;

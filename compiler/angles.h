@@ -15,16 +15,21 @@
  * constant is off there), as the one-hot rows give. Three rows instead of
  * one per query value, and two columns a side instead of one per value.
  *
- * The points are written by the units that write each side's one-hot (a
- * table's or a staircase's, TfOpPlan.feat, into hidden scalar registers
- * named after the selection: carry.qcos, carry.qsin, carry.kcos,
- * carry.ksin): the one-hots lose their columns when nothing else reads
- * them (compiler/schedule.c). A term is compared so only where the points'
- * float32 error (compiler/bounds.h, times s) moves its scores no more than
- * its one-hot columns' errors could: every bound the analysis derived from
- * the selection stands. Aggregates only (a Count's 1/(count + 1) is proven
- * with the one-hot rows' scores), under -O scheduled; compiler/compile.c
- * compiles again without angles and keeps the smaller model.
+ * The points are written by what writes each side's one-hot (a table's or
+ * a staircase's units, the position embedding for `indices`: TfIrReg.feat)
+ * into hidden scalar registers named after the selection (carry.t1.qcos,
+ * carry.t1.qsin, carry.t1.kcos, carry.t1.ksin; .t1: its second part). A
+ * term is compared so only where a side's one-hot is then read by nothing
+ * (its columns go: compiler/schedule.c), and where the points' float32
+ * error (compiler/bounds.h), times s, keeps the scores' error below 0.15;
+ * the head's scale grows so that beta (1/2 - 2 delta), and with it what its
+ * softmax leaks, stays what the analysis had: every bound derived from the
+ * selection stands. A staircase that writes points steps from the top
+ * (TfOpPlan.x_down) where that bounds them closer: a Count's fractions
+ * crowd near 0, where the steps are steepest. Aggregates only (a Count's
+ * 1/(count + 1) is proven with the one-hot rows' scores), under -O
+ * scheduled; compiler/compile.c compiles again without angles and keeps
+ * the smaller model.
  */
 #ifndef TF_ANGLES_H
 #define TF_ANGLES_H

@@ -74,12 +74,24 @@ typedef struct TfRegFacts {
                                op that writes it later clears it (compiler/cubes.h) */
 } TfRegFacts;
 
+/* A number per value of a categorical register that its writer (a table's
+ * or a staircase's units, or the embedding) writes into a hidden scalar
+ * register besides the one-hot: val[c] where it holds its column c's value
+ * (compiler/angles.h: the points a selection compares its values by). */
+#define TF_REG_MAX_FEATS 8
+typedef struct TfRegFeat {
+    int reg;
+    double *val;
+} TfRegFeat;
+
 typedef struct TfIrReg {
     const char *name; /* borrowed from the tree, or a literal for built-ins */
     TfRegKind kind;
     int offset, size;
     TfLoc loc;        /* declaration; line 0 for built-ins */
     TfRegFacts facts; /* the value analysis's (zero before it) */
+    int n_feat;       /* compiler/angles.c's */
+    TfRegFeat feat[TF_REG_MAX_FEATS];
 } TfIrReg;
 
 /* One checked argument of a seed op: a register (reg >= 0) with an

@@ -652,8 +652,9 @@ static void fold_table(Lowerer *L, const TfIrOp *op, Mat te, Mat pe) {
             continue;
         if (dest_cat && p->combo_col[v] >= 0) {
             AT(M, row, off + p->combo_col[v]) = 1.0f;
-            for (int f = 0; f < p->n_feat; f++) // points (compiler/angles.h)
-                AT(M, row, ir->regs[p->feat[f].reg].offset) = (float)p->feat[f].val[p->combo_col[v]];
+            const TfIrReg *R = &ir->regs[p->dest];
+            for (int f = 0; f < R->n_feat; f++) // points (compiler/angles.h)
+                AT(M, row, ir->regs[R->feat[f].reg].offset) = (float)R->feat[f].val[p->combo_col[v]];
         }
         else if (!dest_cat) AT(M, row, off) = (float)p->combo_num[v];
     }
@@ -680,7 +681,11 @@ static void lower_embeddings(Lowerer *L) {
         double a = (double)p * (2.0 * M_PI) / (double)ir->period;
         AT(pe, p, pos->offset) = (float)sin(a);
         AT(pe, p, pos->offset + 1) = (float)cos(a);
-        if (ir->indices_reg >= 0) AT(pe, p, reg(L, ir->indices_reg)->offset + p) = 1.0f;
+        if (ir->indices_reg < 0) continue;
+        const TfIrReg *R = reg(L, ir->indices_reg);
+        AT(pe, p, R->offset + p) = 1.0f;
+        for (int f = 0; p > 0 && f < R->n_feat; f++) // points (compiler/angles.h), none at the BOS
+            AT(pe, p, ir->regs[R->feat[f].reg].offset) = (float)R->feat[f].val[p];
     }
     for (int i = 0; i < ir->n_ops; i++)
         if (lower_folded(L, &ir->ops[i])) fold_table(L, &ir->ops[i], te, pe);

@@ -19,17 +19,18 @@ static int col(const TfIr *ir, int r, TfVal v) {
     return c < 0 ? -1 : ir->regs[r].offset + c;
 }
 
-/* Point f (TfOpPlan.feat) where the dest holds its column c's value; 0
- * where it holds none (c < 0). */
-static double feat_at(const TfOpPlan *p, int f, int c) { return c < 0 ? 0 : p->feat[f].val[c]; }
+/* Point f of register r (TfIrReg.feat) where it holds its column c's
+ * value; 0 where it holds none (c < 0). */
+static double feat_at(const TfIrReg *r, int f, int c) { return c < 0 ? 0 : r->feat[f].val[c]; }
 
 /* The points a pair h, h + 1 writes besides the dest's column: the result
  * on (c) less the result off (c_off, -1 for none). */
 static void feat_pair(const TfIr *ir, const TfOpPlan *p, Mat w2, int h, int c, int c_off) {
-    for (int f = 0; f < p->n_feat; f++) {
-        double v = feat_at(p, f, c) - feat_at(p, f, c_off);
+    const TfIrReg *R = &ir->regs[p->dest];
+    for (int f = 0; f < R->n_feat; f++) {
+        double v = feat_at(R, f, c) - feat_at(R, f, c_off);
         if (v == 0) continue;
-        int oc = ir->regs[p->feat[f].reg].offset;
+        int oc = ir->regs[R->feat[f].reg].offset;
         AT(w2, oc, h) = (float)v;
         AT(w2, oc, h + 1) = (float)-v;
     }
@@ -143,8 +144,9 @@ static void lower_staircase(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
     if (bos_col >= 0) AT(w1, 0, bos_col) = -1.0f;
     if (dest_cat) {
         if (p->x_col[base] >= 0) AT(w2, oc + p->x_col[base], 0) = 1.0f;
-        for (int f = 0; f < p->n_feat; f++)
-            AT(w2, ir->regs[p->feat[f].reg].offset, 0) = (float)feat_at(p, f, p->x_col[base]);
+        const TfIrReg *R = &ir->regs[p->dest];
+        for (int f = 0; f < R->n_feat; f++)
+            AT(w2, ir->regs[R->feat[f].reg].offset, 0) = (float)feat_at(R, f, p->x_col[base]);
     } else {
         AT(w2, oc, 0) = (float)p->x_num[base];
     }

@@ -72,6 +72,12 @@ static void print_writers(FILE *f, const TfIr *ir, int r) {
         n++;
         last = i;
     }
+    for (int o = 0; n == 0 && o < ir->n_regs; o++) // a point (compiler/angles.h)
+        for (int k = 0; k < ir->regs[o].n_feat; k++) {
+            if (ir->regs[o].feat[k].reg != r) continue;
+            fprintf(f, "a point of %s, written with it\n", ir->regs[o].name);
+            return;
+        }
     if (n == 1) fprintf(f, "written by op %d\n", last);
     else if (n > 1) fprintf(f, " and %d\n", last);
     else if (!ir->regs[r].loc.line) fputs("built in\n", f);
@@ -229,8 +235,8 @@ static void dump_table(FILE *f, const TfIr *ir, const TfOpPlan *p) {
         print_result(f, ir, p->dest, p->combo_col, p->combo_num, c);
         fputc('\n', f);
     }
-    for (int k = 0; k < p->n_feat; k++) // compiler/angles.h
-        fprintf(f, "      and the points %s\n", reg_name(ir, p->feat[k].reg));
+    for (int k = 0; k < ir->regs[p->dest].n_feat; k++) // compiler/angles.h
+        fprintf(f, "      and the points %s\n", reg_name(ir, ir->regs[p->dest].feat[k].reg));
 }
 
 static void print_linear(FILE *f, const TfIr *ir, const TfOpPlan *p) {
@@ -257,8 +263,8 @@ static void dump_staircase(FILE *f, const TfIr *ir, const TfOpPlan *p) {
     fprintf(f, ", %d values, %d steps%s:\n", p->n_x, plans_staircase_steps(ir, p),
             p->x_down && !p->x_linear ? " (from the top)" : "");
     dump_steps(f, ir, p, 0, p->n_x);
-    for (int k = 0; k < p->n_feat; k++) // compiler/angles.h
-        fprintf(f, "      and the points %s\n", reg_name(ir, p->feat[k].reg));
+    for (int k = 0; k < ir->regs[p->dest].n_feat; k++) // compiler/angles.h
+        fprintf(f, "      and the points %s\n", reg_name(ir, ir->regs[p->dest].feat[k].reg));
 }
 
 static void dump_split(FILE *f, const TfIr *ir, const TfOpPlan *p) {

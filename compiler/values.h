@@ -51,7 +51,6 @@ typedef enum TfPlanForm {
 } TfPlanForm;
 
 #define TF_PLAN_MAX_INPUTS TF_EXPR_MAX_INPUTS
-#define TF_PLAN_MAX_FEATS 8
 
 struct TfOpPlan {
     TfPlanForm form;
@@ -95,16 +94,6 @@ struct TfOpPlan {
     /* SPLIT: xs as STAIRCASE; x_col / x_num hold n_combo * n_x results, the
      * staircase of in[1]'s value a at [a * n_x, (a + 1) * n_x); n_combo is
      * in[1]'s number of values. */
-
-    /* TABLE, STAIRCASE with a categorical dest: more numbers the same units
-     * write, each into a hidden scalar register, feat[f].val[c] where dest
-     * holds its column c's value (0 where dest holds none): the points a
-     * selection compares dest's values by (compiler/angles.c). */
-    int n_feat;
-    struct TfPlanFeat {
-        int reg;
-        double *val;
-    } feat[TF_PLAN_MAX_FEATS];
 
     /* GATED: in[0] numeric, in[1..n_in) categorical; per combination of the
      * categorical ones (as TABLE) dest = combo_num[c] + combo_slope[c] x; c0 is

@@ -590,13 +590,16 @@ expect "... their points' columns in the register table" 0 "~carry.t1.kcos" "" -
 expect "tfc --no-angles: one-hot rows" 0 "~, 35783 parameters" "" -- "$TFINFO" "$tmp/adna.tfw"
 expect "tfc --no-angles is in made_by" 0 '~"angles":false' "" -- "$TFINFO" "$tmp/adna.tfw"
 # A query value that picks no key has no row in its head (compiler/
-# lower_general.c, row_live): reverse goes from 98,773 parameters to 43,861.
-# most_freq's two heads share a query tensor whose rows would then differ:
-# tfc compiles it again with every row and keeps that, the smaller model,
-# which made_by records.
-"$TFC" "$SRC/programs/reverse.tfp" -o "$tmp/rev.tfw" 2>/dev/null
+# lower_general.c, row_live): reverse goes from 98,773 parameters to 43,861
+# (with one-hot selections; 33,657 with its copy on angles, which frees the
+# mirrored position's one-hot). most_freq's two heads share a query tensor
+# whose rows would then differ: tfc compiles it again with every row and
+# keeps that, the smaller model, which made_by records.
+"$TFC" --no-angles "$SRC/programs/reverse.tfp" -o "$tmp/rev.tfw" 2>/dev/null
 expect "tfc: no row for a query value that picks no key (reverse)" 0 "~, 43861 parameters" "" \
     -- "$TFINFO" "$tmp/rev.tfw"
+"$TFC" "$SRC/programs/reverse.tfp" -o "$tmp/rev-a.tfw" 2>/dev/null
+expect "... and its copy on angles (reverse)" 0 "~, 33657 parameters" "" -- "$TFINFO" "$tmp/rev-a.tfw"
 "$TFC" "$SRC/programs/most_freq.tfp" -o "$tmp/mf.tfw" 2>/dev/null
 expect "tfc: every row kept where that is smaller (most_freq)" 0 '~"all_rows":true' "" \
     -- "$TFINFO" "$tmp/mf.tfw"

@@ -162,6 +162,19 @@ static TfModel *compile_text(const char *src, int opt) {
     return m;
 }
 
+/* At -O, every selection's parts one-hot (tfc --no-angles): the tests of
+ * those heads' constructions. */
+static TfModel *compile_without_angles(const char *src) {
+    TfCompileOptions o = {.opt_level = 1, .no_angles = 1};
+    int n_errors;
+    TfError err;
+    FILE *null = fopen("/dev/null", "w");
+    TfModel *m = compile_source_opts("t.tfp", src, strlen(src), &o, null, &n_errors, &err);
+    fclose(null);
+    ck_assert_ptr_nonnull(m);
+    return m;
+}
+
 /* src compiled at -O0 and -O is proven, with a line per op. */
 /* m is proven (and nothing else is asked of the proof). */
 static void assert_proven(const TfModel *m) {
@@ -351,7 +364,7 @@ static const char *rank3_src = "vocab \"^abc_\"; bos '^'; maxlen 9;\n"
                                "output out at every position;\n";
 
 START_TEST(test_rank3_copy_proven_and_mutation_refused) {
-    TfModel *m = compile_text(rank3_src, 1);
+    TfModel *m = compile_without_angles(rank3_src);
     ck_assert_int_eq(m->layers[0].d_head, 5);
     TfProof P;
     TfError err;
@@ -468,17 +481,6 @@ static const char *angle_src = "vocab \"^ab012\"; bos '^'; maxlen 12;\n"
                                "par: Map(indices % 3) -> par;\n"
                                "got: Aggregate(k.tokens == 'a' and k.na == q.nb, par, default: 0) -> got;\n"
                                "output got at every position;\n";
-
-static TfModel *compile_without_angles(const char *src) {
-    TfCompileOptions o = {.opt_level = 1, .no_angles = 1};
-    int n_errors;
-    TfError err;
-    FILE *null = fopen("/dev/null", "w");
-    TfModel *m = compile_source_opts("t.tfp", src, strlen(src), &o, null, &n_errors, &err);
-    fclose(null);
-    ck_assert_ptr_nonnull(m);
-    return m;
-}
 
 START_TEST(test_angles_proven_same_outputs_and_mutation_refused) {
     TfModel *m = compile_text(angle_src, 1), *o = compile_without_angles(angle_src);
@@ -781,7 +783,7 @@ END_TEST
  * as the twins refuse it: place's fc2 (a unit pair's output), and the key
  * weight of `failed` that reads bad == 1, negated. */
 START_TEST(test_fast_paths_refuse_changed_weight) {
-    TfModel *m = compile_text(sort_small_src, 1);
+    TfModel *m = compile_without_angles(sort_small_src);
     int li = layer_named(m, "place");
     ck_assert_int_ge(li, 0);
     const TfLayer *ly = &m->layers[li];
