@@ -195,6 +195,26 @@ static int own_plan(TfIr *ir, int i) {
  * the softmax leaks, as the analysis had it (compiler/select.c). */
 #define ANGLE_MAX_DELTA 0.15
 
+/* Whether some key's softmax weight e^(beta (score - top)) would fall
+ * where float32's exp is subnormal (below e^-87.3; 0 below e^-104), which
+ * x86 multiplies many times slower, where the one-hot rows' integer scores
+ * do not put it. The angle term scores s (cos(d c) - cos c) for a key d
+ * points away (0 for the nearest, as a one-hot row's miss), -s cos c where
+ * a side has no point, and every other term of the selection adds 0 or 1.
+ * Few points (a small s) put the next neighbours there; many put them far
+ * below e^-104, an exact 0. A margin of one for the scores' error. */
+static int subnormal_weights(const TfOpPlan *p, double beta, int n, double s, double c) {
+    for (int d = 2; d <= n; d++) { // d = n: no point; d = n - 1 is d = 1's twin
+        if (d == n - 1) continue;
+        double x = d == n ? -s * c : s * (cos(d * 2 * M_PI / n) - c);
+        for (int miss = 0; miss < p->n_terms; miss++) { // other terms that fail
+            double e = beta * (x - 1 - miss);
+            if (e < -86.3 && e > -105.0) return 1;
+        }
+    }
+    return 0;
+}
+
 /* Term t of op j on angles, where its writers can write the points: 1
  * done, 0 not, -1 out of memory. */
 static int angle_term(TfIr *ir, int j, int t) {
@@ -232,6 +252,8 @@ static int angle_term(TfIr *ir, int j, int t) {
                      2 * EPS32;
     double delta = p->delta - one_hot + s * (2 * (fq + fk + fq * fk) + 16 * EPS32);
     if (delta > ANGLE_MAX_DELTA) return 0;
+    double beta = delta > p->delta ? p->beta * (0.5 - 2 * p->delta) / (0.5 - 2 * delta) : p->beta;
+    if (subnormal_weights(p, beta, n, s, c)) return 0;
     if ((dq && own_plan(ir, wq) < 0) || (dk && wk != wq && own_plan(ir, wk) < 0)) return -1;
     if (dq) ir->ops[wq].plan->x_down = 1, ir->regs[T->qreg].facts.err = hq;
     if (dk) ir->ops[wk].plan->x_down = 1, ir->regs[T->kreg].facts.err = hk;
@@ -250,7 +272,7 @@ static int angle_term(TfIr *ir, int j, int t) {
     T->qa[0] = regs[0], T->qa[1] = regs[1], T->ka[0] = regs[2], T->ka[1] = regs[3];
     T->a_scale = s;
     T->a_cos = c;
-    if (delta > p->delta) p->beta *= (0.5 - 2 * p->delta) / (0.5 - 2 * delta);
+    p->beta = beta;
     p->delta = delta;
     return 1;
 }

@@ -24,7 +24,8 @@
  * error (compiler/bounds.h), times s, keeps the scores' error below 0.15;
  * the head's scale grows so that beta (1/2 - 2 delta), and with it what its
  * softmax leaks, stays what the analysis had: every bound derived from the
- * selection stands. A staircase that writes points steps from the top
+ * selection stands; and where no key's softmax weight lands where float32's
+ * exp is subnormal (slow on x86: few points). A staircase that writes points steps from the top
  * (TfOpPlan.x_down) where that bounds them closer: a Count's fractions
  * crowd near 0, where the steps are steepest. Aggregates only (a Count's
  * 1/(count + 1) is proven with the one-hot rows' scores), under -O
