@@ -111,8 +111,30 @@ static int *live_ops(const TfIr *ir) {
     return live;
 }
 
+static int point_writer(const TfIr *ir, int r, int before);
+static int picks_one(const TfIr *ir, const struct TfPlanTerm *T, int *tq, int *ka);
+
+/* Whether term u of op k may go on angles, as far as its form says: an
+ * Aggregate's part over two registers whose writers can write points, more
+ * than 3 query values, each picking at most one of at least
+ * ANGLE_MIN_KEYS key values. */
+static int angle_form(const TfIr *ir, int k, int u) {
+    const TfOpPlan *p = ir->ops[k].plan;
+    if (!p || p->form != TF_PLAN_ATTEND || p->sum || u >= p->n_terms) return 0;
+    const struct TfPlanTerm *T = &p->terms[u];
+    if (T->angle) return 1;
+    if (T->qreg < 0 || T->kreg < 0 || T->nq <= 3 || point_writer(ir, T->qreg, k) == -1 ||
+        point_writer(ir, T->kreg, k) == -1)
+        return 0;
+    int *tq = malloc((size_t)T->nq * sizeof *tq), *ka = malloc((size_t)T->nk * sizeof *ka);
+    int n = tq && ka ? picks_one(ir, T, tq, ka) : 0;
+    free(tq), free(ka);
+    return n >= ANGLE_MIN_KEYS;
+}
+
 /* Whether register r is read by nothing that is read (live) but term t of
- * op j, and is not the output. */
+ * op j and parts that are or may go on angles (angle_form), and is not the
+ * output: its one-hot then loses its columns. */
 static int read_by_term_only(const TfIr *ir, int r, int j, int t) {
     if (r == ir->output_reg) return 0;
     int *live = live_ops(ir);
@@ -123,8 +145,8 @@ static int read_by_term_only(const TfIr *ir, int r, int j, int t) {
         int reads = p->vreg == r;
         for (int q = 0; q < p->n_in; q++) reads |= p->in[q] == r;
         for (int u = 0; u < p->n_terms; u++) // a term on angles reads its points
-            reads |= (k != j || u != t) && !p->terms[u].angle &&
-                     (p->terms[u].qreg == r || p->terms[u].kreg == r);
+            reads |= (k != j || u != t) && (p->terms[u].qreg == r || p->terms[u].kreg == r) &&
+                     !angle_form(ir, k, u);
         for (int a = 0; p->form == TF_PLAN_SEED && a < p->n_args; a++) reads |= p->args[a].reg == r;
         if (reads) {
             free(live);
@@ -179,6 +201,18 @@ static int add_point(TfIr *ir, int owner, int wi, const char *name, double *val,
     R->facts.writer = wi; // EMBEDDING for `indices`
     ir->regs[owner].feat[ir->regs[owner].n_feat++] = (TfRegFeat){r, val};
     return r;
+}
+
+/* The registers of owner's points equal to val[0] (cos) and val[1] (sin),
+ * written already for another part: pts[0..1]; 0 when there are none. */
+static int same_points(const TfIr *ir, int owner, double *const val[2], int pts[2]) {
+    const TfIrReg *R = &ir->regs[owner];
+    size_t size = (size_t)(R->size > 0 ? R->size : 1) * sizeof(double);
+    pts[0] = pts[1] = -1;
+    for (int f = 0; f < R->n_feat; f++)
+        for (int k = 0; k < 2; k++)
+            if (pts[k] < 0 && memcmp(R->feat[f].val, val[k], size) == 0) pts[k] = R->feat[f].reg;
+    return pts[0] >= 0 && pts[1] >= 0;
 }
 
 /* Op i's plan its own (a merged table's may serve several ops). */
@@ -261,7 +295,11 @@ static int angle_term(TfIr *ir, int j, int t) {
     if (t > 0) snprintf(tn, sizeof tn, ".t%d", t);
     const char *side[4] = {"qcos", "qsin", "kcos", "ksin"};
     int regs[4];
+    // Another part's points of the same values are read again (`word` and
+    // `seen` copy from the same position).
+    int have_q = same_points(ir, T->qreg, qv, regs), have_k = same_points(ir, T->kreg, kv, regs + 2);
     for (int k = 0; k < 4; k++) {
+        if (k < 2 ? have_q : have_k) continue;
         snprintf(name, sizeof name, "%s%s.%s", p->name, tn, side[k]);
         if (check_find_reg(ir, name) >= 0) return 0; // a name taken (cannot happen twice)
         regs[k] = add_point(ir, k < 2 ? T->qreg : T->kreg, k < 2 ? wq : wk, name,

@@ -20,7 +20,8 @@
  * into hidden scalar registers named after the selection (carry.t1.qcos,
  * carry.t1.qsin, carry.t1.kcos, carry.t1.ksin; .t1: its second part). A
  * term is compared so only where a side's one-hot is then read by nothing
- * (its columns go: compiler/schedule.c), and where the points' float32
+ * but such terms (its columns go: compiler/schedule.c; two terms with the
+ * same points share them), and where the points' float32
  * error (compiler/bounds.h), times s, keeps the scores' error below 0.15;
  * the head's scale grows so that beta (1/2 - 2 delta), and with it what its
  * softmax leaks, stays what the analysis had: every bound derived from the

@@ -343,10 +343,46 @@ static int row_live(const TfIr *ir, const struct TfPlanTerm *T, int qi) {
     return 0;
 }
 
+/* A rank-3 term's rows row..row+2 (rank3_term): t, t^2, 1 on the query's
+ * one-hot against 2y, -1 (off at the BOS), 1 - y^2 on the key's. */
+static void rank3_rows(const TfIr *ir, const struct TfPlanTerm *T, const int *tq, int row, Mat q,
+                       Mat k, Mat kb, int bos_col) {
+    const TfRegFacts *fq = &ir->regs[T->qreg].facts, *fk = &ir->regs[T->kreg].facts;
+    for (int qi = 0; qi < T->nq; qi++) {
+        if (tq[qi] < 0) continue;
+        int c = col(ir, T->qreg, fq->vals[qi]);
+        AT(q, row, c) = (float)tq[qi];
+        AT(q, row + 1, c) = (float)(tq[qi] * tq[qi]);
+        AT(q, row + 2, c) = 1.0f;
+    }
+    for (int ki = 0; ki < T->nk; ki++) {
+        if (T->kreg == ir->indices_reg && fk->vals[ki].x == 0) continue; // the BOS's
+        int c = col(ir, T->kreg, fk->vals[ki]);
+        if (c == bos_col) continue; // the BOS token: the BOS scores apart
+        AT(k, row, c) = (float)(2 * ki);
+        AT(k, row + 2, c) = (float)(1 - ki * ki);
+    }
+    AT(kb, 0, row + 1) = -1.0f; // -t^2 at every key but the BOS
+    AT(k, row + 1, bos_col) = 1.0f;
+}
+
+/* A term on angles (compiler/angles.h), rows row..row+2: s times the
+ * points' dot product, then -s cos c at every key but the BOS. */
+static void angle_rows(const TfIr *ir, const struct TfPlanTerm *T, int row, Mat q, Mat qb, Mat k,
+                       Mat kb, int bos_col) {
+    for (int j = 0; j < 2; j++) {
+        AT(q, row + j, ir->regs[T->qa[j]].offset) = (float)T->a_scale;
+        AT(k, row + j, ir->regs[T->ka[j]].offset) = 1.0f;
+    }
+    AT(qb, 0, row + 2) = 1.0f;
+    AT(kb, 0, row + 2) = (float)(-T->a_scale * T->a_cos);
+    AT(k, row + 2, bos_col) = (float)(T->a_scale * T->a_cos);
+}
+
 /* Query: the query register's one-hot, a constant 1 (the BOS's default
  * score) and the BOS indicator (a BOS query reads only the BOS). Key: per
  * query value, the predicate row applied to the key register's one-hot;
- * a rank-3 term (rank3_term) takes three rows. */
+ * a rank-3 term (rank3_term) or one on angles takes three rows. */
 static void lower_attend(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
     const TfIr *ir = L->ir;
     int d = ir->d_model, D = 2;
@@ -379,37 +415,10 @@ static void lower_attend(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
     int kb_used = 0, row = 0;
     for (int t = 0; t < p->n_terms; t++) {
         const struct TfPlanTerm *T = &p->terms[t];
-        if (tq[t]) { // rank 3 (rank3_term)
-            const TfRegFacts *fq = &ir->regs[T->qreg].facts, *fk = &ir->regs[T->kreg].facts;
-            for (int qi = 0; qi < T->nq; qi++) {
-                if (tq[t][qi] < 0) continue;
-                int c = col(ir, T->qreg, fq->vals[qi]);
-                AT(q, row, c) = (float)tq[t][qi];
-                AT(q, row + 1, c) = (float)(tq[t][qi] * tq[t][qi]);
-                AT(q, row + 2, c) = 1.0f;
-            }
-            for (int ki = 0; ki < T->nk; ki++) {
-                if (T->kreg == ir->indices_reg && fk->vals[ki].x == 0) continue; // the BOS's
-                int c = col(ir, T->kreg, fk->vals[ki]);
-                if (c == bos_col) continue; // the BOS token: the BOS scores apart
-                AT(k, row, c) = (float)(2 * ki);
-                AT(k, row + 2, c) = (float)(1 - ki * ki);
-            }
-            AT(kb, 0, row + 1) = -1.0f; // -t^2 at every key but the BOS
-            AT(k, row + 1, bos_col) = 1.0f;
-            kb_used = 1;
-            row += 3;
+        if (tq[t] || T->angle) {
+            if (tq[t]) rank3_rows(ir, T, tq[t], row, q, k, kb, bos_col);
+            else angle_rows(ir, T, row, q, qb, k, kb, bos_col);
             free(tq[t]);
-            continue;
-        }
-        if (T->angle) { // on angles (compiler/angles.h): s q.k, then -s cos c off at the BOS
-            for (int k2 = 0; k2 < 2; k2++) {
-                AT(q, row + k2, ir->regs[T->qa[k2]].offset) = (float)T->a_scale;
-                AT(k, row + k2, ir->regs[T->ka[k2]].offset) = 1.0f;
-            }
-            AT(qb, 0, row + 2) = 1.0f;
-            AT(kb, 0, row + 2) = (float)(-T->a_scale * T->a_cos);
-            AT(k, row + 2, bos_col) = (float)(T->a_scale * T->a_cos);
             kb_used = 1;
             row += 3;
             continue;

@@ -589,6 +589,14 @@ expect "... their points' columns in the register table" 0 "~carry.t1.kcos" "" -
 "$TFC" --no-angles "$SRC/programs/add_decimal.tfp" -o "$tmp/adna.tfw" 2>/dev/null
 expect "tfc --no-angles: one-hot rows" 0 "~, 35783 parameters" "" -- "$TFINFO" "$tmp/adna.tfw"
 expect "tfc --no-angles is in made_by" 0 '~"angles":false' "" -- "$TFINFO" "$tmp/adna.tfw"
+# words copies two registers from the same mirrored position (k.indices ==
+# q.opp twice): the second part reads the first's points, and opp's one-hot,
+# read by nothing else, has no columns.
+"$TFC" "$SRC/programs/words.tfp" -o "$tmp/words.tfw" 2>/dev/null
+expect "tfc: two parts with the same points share them (words)" 0 "~word.kcos" "" \
+    -- "$TFINFO" "$tmp/words.tfw"
+expect "... no points of their own for the second, no columns for opp" 0 "" "" \
+    -- sh -c "! '$TFINFO' '$tmp/words.tfw' | grep -E -q 'seen.kcos|^  opp '"
 # A query value that picks no key has no row in its head (compiler/
 # lower_general.c, row_live): reverse goes from 98,773 parameters to 43,861
 # (with one-hot selections; 33,657 with its copy on angles, which frees the

@@ -276,7 +276,8 @@ fi
 check "tfc on a general program" $?
 "$TFRUN" "$tmp/rev.tfw" --trace --report "$tmp/rev.html" "^abc" >"$tmp/rev.txt"
 check "--trace --report on a general program" $?
-contains "general trace: a categorical register as its values" "$tmp/rev.txt" "    reversed          .    'c'    'b'    'a'"
+# (the columns as wide as the points' numbers: compiler/angles.h)
+contains "general trace: a categorical register as its values" "$tmp/rev.txt" "    reversed                .         'c'         'b'         'a'"
 # The register's first column as tfinfo lists it (the scheduler lays the stream out).
 rev_col=$("$TFINFO" "$tmp/rev.tfw" | awk '$1 == "reversed" && $2 == "categorical" {split($3, c, "-"); print c[1]}')
 contains "general report: value labels for the hover text" "$tmp/rev.html" '["reversed","categorical",'"$rev_col"',3,["'"'"'a'"'"'","'"'"'b'"'"'","'"'"'c'"'"'"]]'
