@@ -111,9 +111,6 @@ static int *live_ops(const TfIr *ir) {
     return live;
 }
 
-static int point_writer(const TfIr *ir, int r, int before);
-static int picks_one(const TfIr *ir, const struct TfPlanTerm *T, int *tq, int *ka);
-
 /* Whether term u of op k may go on angles, as far as its form says: an
  * Aggregate's part over two registers whose writers can write points, more
  * than 3 query values, each picking at most one of at least
@@ -133,9 +130,10 @@ static int angle_form(const TfIr *ir, int k, int u) {
 }
 
 /* Whether register r is read by nothing that is read (live) but term t of
- * op j and parts that are or may go on angles (angle_form), and is not the
- * output: its one-hot then loses its columns. */
-static int read_by_term_only(const TfIr *ir, int r, int j, int t) {
+ * op j and parts on angles (strict), or that may go on angles too
+ * (angle_form), and is not the output: its one-hot then loses its
+ * columns. */
+static int read_by_term_only(const TfIr *ir, int r, int j, int t, int strict) {
     if (r == ir->output_reg) return 0;
     int *live = live_ops(ir);
     if (!live) return 0;
@@ -146,7 +144,7 @@ static int read_by_term_only(const TfIr *ir, int r, int j, int t) {
         for (int q = 0; q < p->n_in; q++) reads |= p->in[q] == r;
         for (int u = 0; u < p->n_terms; u++) // a term on angles reads its points
             reads |= (k != j || u != t) && (p->terms[u].qreg == r || p->terms[u].kreg == r) &&
-                     !angle_form(ir, k, u);
+                     !(strict ? p->terms[u].angle : angle_form(ir, k, u));
         for (int a = 0; p->form == TF_PLAN_SEED && a < p->n_args; a++) reads |= p->args[a].reg == r;
         if (reads) {
             free(live);
@@ -160,7 +158,8 @@ static int read_by_term_only(const TfIr *ir, int r, int j, int t) {
 /* The bound of the points op i's plan writes; *down set when its staircase
  * turned to steps from the top (x_down) has a smaller one, and its one-hot
  * stays within the bound its readers were checked with (or nothing but
- * this term reads it; *onehot_err: its new bound). -1 out of memory. */
+ * this term and parts on angles reads it; *onehot_err: its new bound). -1
+ * out of memory. */
 static double points_err_best(const TfIr *ir, int i, double *const val[2], int j, int t,
                               int *down, double *onehot_err) {
     *down = 0;
@@ -179,7 +178,7 @@ static double points_err_best(const TfIr *ir, int i, double *const val[2], int j
     double ed = points_err(ir, &d, val), eh = bounds_mlp(ir, &d);
     if (ed < 0) return -1;
     if (ed < e && eh >= 0 &&
-        (eh <= *onehot_err || (eh < 0.25 && read_by_term_only(ir, w->dest, j, t)))) {
+        (eh <= *onehot_err || (eh < 0.25 && read_by_term_only(ir, w->dest, j, t, 1)))) {
         *down = 1;
         *onehot_err = fmax(eh, *onehot_err);
         return ed;
@@ -258,7 +257,7 @@ static int angle_term(TfIr *ir, int j, int t) {
     // Only where a side's one-hot is then read by nothing: the columns go,
     // where the four points would only add to them (and to the head's
     // rows, but for the query values' rows they replace).
-    if (!read_by_term_only(ir, T->qreg, j, t) && !read_by_term_only(ir, T->kreg, j, t)) return 0;
+    if (!read_by_term_only(ir, T->qreg, j, t, 0) && !read_by_term_only(ir, T->kreg, j, t, 0)) return 0;
     int wq = point_writer(ir, T->qreg, j), wk = point_writer(ir, T->kreg, j);
     if (wq == -1 || wk == -1 || (T->qreg == T->kreg && ir->regs[T->qreg].n_feat + 4 > TF_REG_MAX_FEATS))
         return 0;
