@@ -2,11 +2,12 @@
  *
  *   text --parse--> TfProgram --names and kinds--> TfIr --values--> TfIr with
  *   value sets, error bounds and general ops' plans (--fuse--> tables
- *   composed) --plans--> each layer's kind and size, the limits --lower-->
- *   TfModel (--schedule--> fewer, wider layers)
+ *   composed --angles--> selections on points) --plans--> each layer's kind
+ *   and size, the limits --lower--> TfModel (--schedule--> fewer, wider
+ *   layers)
  *
  * The stages in parentheses run at -O for a program of general ops only
- * (compiler/fuse.h, compiler/schedule.h).
+ * (compiler/fuse.h, compiler/angles.h, compiler/schedule.h).
  *
  * Each stage reports what it refuses to the TfDiag; the next runs only when
  * none did. A learned model (`model { ... }`) leaves after names and kinds

@@ -387,7 +387,7 @@ int main(int argc, char **argv) {
         if (one_hot_again & 1)
             printf("the registers held as numbers were not proven: compiled again one-hot\n");
         if (one_hot_again & 2)
-            printf("the selections compared on angles were not proven: compiled again without\n");
+            printf("the selections compared on angles were not proven: compiled again without angles\n");
         if (m->learned) printf("a learned model: nothing to prove against\n");
         else if (A.prove && estimate >= 0)
             printf("proven against the program, the output within %.3g (the construction's estimate, %.3g, is "
