@@ -132,14 +132,16 @@ static int angle_form(const TfIr *ir, int k, int u) {
 /* Whether register r is read by nothing that is read (live) but term t of
  * op j and parts on angles (strict), or that may go on angles too
  * (angle_form), and is not the output: its one-hot then loses its
- * columns. */
-static int read_by_term_only(const TfIr *ir, int r, int j, int t, int strict) {
+ * columns. The ops gone[] marks (a chain's links, whose one-hots die with
+ * it) do not count. */
+static int read_by_term_only(const TfIr *ir, int r, int j, int t, int strict,
+                             const unsigned char *gone) {
     if (r == ir->output_reg) return 0;
     int *live = live_ops(ir);
     if (!live) return 0;
     for (int k = 0; k < ir->n_ops; k++) {
         const TfOpPlan *p = ir->ops[k].plan;
-        if (!p || !live[k] || (k != j && p->dest == r)) continue;
+        if (!p || !live[k] || (k != j && p->dest == r) || (gone && gone[k])) continue;
         int reads = p->vreg == r;
         for (int q = 0; q < p->n_in; q++) reads |= p->in[q] == r;
         for (int u = 0; u < p->n_terms; u++) // a term on angles reads its points
@@ -161,7 +163,7 @@ static int read_by_term_only(const TfIr *ir, int r, int j, int t, int strict) {
  * this term and parts on angles reads it; *onehot_err: its new bound). -1
  * out of memory. */
 static double points_err_best(const TfIr *ir, int i, double *const val[2], int j, int t,
-                              int *down, double *onehot_err) {
+                              const unsigned char *gone, int *down, double *onehot_err) {
     *down = 0;
     if (i == EMBEDDING) { // cos and sin rounded to float32, exact otherwise
         *onehot_err = 0;
@@ -178,7 +180,7 @@ static double points_err_best(const TfIr *ir, int i, double *const val[2], int j
     double ed = points_err(ir, &d, val), eh = bounds_mlp(ir, &d);
     if (ed < 0) return -1;
     if (ed < e && eh >= 0 &&
-        (eh <= *onehot_err || (eh < 0.25 && read_by_term_only(ir, w->dest, j, t, 1)))) {
+        (eh <= *onehot_err || (eh < 0.25 && read_by_term_only(ir, w->dest, j, t, 1, gone)))) {
         *down = 1;
         *onehot_err = fmax(eh, *onehot_err);
         return ed;
@@ -198,7 +200,7 @@ static int add_point(TfIr *ir, int owner, int wi, const char *name, double *val,
     R->offset = ir->d_model++;
     R->facts.err = err;
     R->facts.writer = wi; // EMBEDDING for `indices`
-    ir->regs[owner].feat[ir->regs[owner].n_feat++] = (TfRegFeat){r, val};
+    ir->regs[owner].feat[ir->regs[owner].n_feat++] = (TfRegFeat){r, val, -1, 0};
     return r;
 }
 
@@ -248,34 +250,185 @@ static int subnormal_weights(const TfOpPlan *p, double beta, int n, double s, do
     return 0;
 }
 
-/* Term t of op j on angles, where its writers can write the points: 1
- * done, 0 not, -1 out of memory. */
-static int angle_term(TfIr *ir, int j, int t) {
+/* ---- a query side read through a chain ---------------------------------- */
+
+/* A query register whose writer cannot write points may still be read
+ * through its writer (add10's `want = m + 1`, `m` a copy of `nstop`): a
+ * one-input table (its points are a function of its input's values) or an
+ * Aggregate's copy (whose head copies the value register's points with
+ * it, the default's point at the BOS), each read by nothing but the next
+ * link, down to a register whose writer writes points. The links' one-hots
+ * are then read by nothing (the table's layer and the copy's one-hot
+ * channels go: compiler/schedule.c). Tables first, then copies: a copy
+ * reads points its value register holds. */
+#define CHAIN_MAX 4
+enum { LINK_NONE, LINK_TABLE, LINK_COPY };
+
+static int link_kind(const TfIr *ir, int w) {
+    const TfOpPlan *p = ir->ops[w].plan;
+    if (!p || p->check || p->dest < 0 || ir->regs[p->dest].kind != TF_REG_CATEGORICAL)
+        return LINK_NONE;
+    if (p->form == TF_PLAN_TABLE && p->n_in == 1 && !p->clean &&
+        ir->regs[p->in[0]].kind == TF_REG_CATEGORICAL &&
+        p->n_combo == ir->regs[p->in[0]].facts.n_vals)
+        return LINK_TABLE;
+    if (p->form == TF_PLAN_ATTEND && !p->sum && !p->value_numeric && p->vreg >= 0 &&
+        ir->regs[p->vreg].kind == TF_REG_CATEGORICAL && ir->regs[p->dest].n_feat + 2 <= TF_REG_MAX_FEATS)
+        return LINK_COPY;
+    return LINK_NONE;
+}
+
+/* Whether plan p reads r anywhere but in its term `skip` (-1: none). */
+static int plan_reads(const TfOpPlan *p, int r, int skip) {
+    int reads = p->vreg == r;
+    for (int q = 0; q < p->n_in; q++) reads |= p->in[q] == r;
+    for (int u = 0; u < p->n_terms; u++)
+        reads |= u != skip && (p->terms[u].qreg == r || p->terms[u].kreg == r);
+    for (int a = 0; p->form == TF_PLAN_SEED && a < p->n_args; a++) reads |= p->args[a].reg == r;
+    return reads;
+}
+
+/* Whether r (not the output) is read by no live op but j: its term t
+ * alone when t >= 0, anything of it when t < 0. */
+static int read_only_by(const TfIr *ir, const int *live, int r, int j, int t) {
+    if (r == ir->output_reg) return 0;
+    for (int k = 0; k < ir->n_ops; k++) {
+        const TfOpPlan *p = ir->ops[k].plan;
+        if (!p || !live[k] || (k == j && t < 0)) continue;
+        if (plan_reads(p, r, k == j ? t : -1)) return 0;
+    }
+    return 1;
+}
+
+/* The links term t of op j reads its query side through (links[0] writes
+ * the query register), *base the register whose writer writes the points.
+ * Returns how many, 0 for none, -1 out of memory. */
+static int chain_links(const TfIr *ir, int j, int t, int *links, int *base) {
+    int *live = live_ops(ir);
+    if (!live) return -1;
+    int r = ir->ops[j].plan->terms[t].qreg, n = 0, reader = j, term = t, copies = 0;
+    while (n < CHAIN_MAX) {
+        int w = -1;
+        for (int i = 0; i < j && w < 0; i++)
+            if (ir->ops[i].plan && ir->ops[i].plan->dest == r) w = i;
+        int kind = w >= 0 ? link_kind(ir, w) : LINK_NONE;
+        if (!kind || (kind == LINK_TABLE && copies) || !read_only_by(ir, live, r, reader, term)) break;
+        links[n++] = w;
+        copies |= kind == LINK_COPY;
+        reader = w, term = -1;
+        r = kind == LINK_TABLE ? ir->ops[w].plan->in[0] : ir->ops[w].plan->vreg;
+    }
+    free(live);
+    while (n > 0 && (point_writer(ir, r, j) == -1 || r == ir->indices_reg))
+        r = ir->ops[links[--n]].plan->dest;
+    *base = r;
+    return n;
+}
+
+/* val over r's columns (r written by link w) as a function of w's input's
+ * (a table's) or value register's (a copy's) values, over its columns. */
+static double *pull_back(TfIr *ir, int w, int r, const double *val) {
+    const TfOpPlan *p = ir->ops[w].plan;
+    int s = p->form == TF_PLAN_TABLE ? p->in[0] : p->vreg;
+    const TfRegFacts *g = &ir->regs[s].facts;
+    int size = ir->regs[s].size;
+    double *out = arena_alloc(&ir->arena, (size_t)(size > 0 ? size : 1) * sizeof *out);
+    if (!out) return NULL;
+    for (int c = 0; c < size; c++) out[c] = 0;
+    for (int i = 0; i < g->n_vals; i++) {
+        int c = values_column(ir, s, g->vals[i]);
+        int cr = p->form == TF_PLAN_TABLE ? p->combo_col[i] : values_column(ir, r, g->vals[i]);
+        if (c >= 0 && cr >= 0) out[c] = val[cr];
+    }
+    return out;
+}
+
+/* The hidden registers of point k (0 cos, 1 sin) of a query side read
+ * through links[0..nl) (chain_links): the base's, written by its writer
+ * wq (shared with another part's where equal), then each copy's, copied
+ * by its head; regs[k] the last. lv[i][k]: the points over the register
+ * links[i] writes (lv[nl]: the base's). *err: the last one's bound. */
+static int chain_points(TfIr *ir, const TfOpPlan *p, const char *tn, int base, int wq,
+                        double fbase, const int *links, int nl, double *(*lv)[2], int regs[2],
+                        double *err) {
+    const char *side[2] = {"qcos", "qsin"};
+    char name[200];
+    int copies = 0; // the last link's points are the ones the head reads
+    for (int i = 0; i < nl; i++) copies |= ir->ops[links[i]].plan->form == TF_PLAN_ATTEND;
+    int have = same_points(ir, base, lv[nl], regs);
+    for (int k = 0; k < 2 && !have; k++) {
+        snprintf(name, sizeof name, "%s%s.%s%s%s", p->name, tn, side[k], copies ? "." : "",
+                 copies ? ir->regs[base].name : "");
+        if (check_find_reg(ir, name) >= 0) return 0;
+        regs[k] = add_point(ir, base, wq, name, lv[nl][k], fbase);
+        if (regs[k] < 0) return -1;
+    }
+    double e = fbase, from_bos[2] = {0, 0};
+    for (int i = nl - 1; i >= 0; i--) {
+        const TfOpPlan *w = ir->ops[links[i]].plan;
+        if (w->form != TF_PLAN_ATTEND) continue;
+        int r = w->dest;
+        // The head's leak (and its softmax's rounding) moves a copied
+        // number within [-1, 1] by twice what it moves a one-hot column.
+        e += 2 * fmax(0, ir->regs[r].facts.err - ir->regs[w->vreg].facts.err) + 4 * EPS32;
+        for (int k = 0; k < 2; k++) {
+            int top = i == 0 || ir->ops[links[i - 1]].plan->form == TF_PLAN_TABLE;
+            snprintf(name, sizeof name, "%s%s.%s%s%s", p->name, tn, side[k], top ? "" : ".",
+                     top ? "" : ir->regs[r].name);
+            if (check_find_reg(ir, name) >= 0) return 0;
+            int pr = add_point(ir, r, links[i], name, lv[i][k], e);
+            if (pr < 0) return -1;
+            TfRegFeat *F = &ir->regs[r].feat[ir->regs[r].n_feat - 1];
+            F->from = regs[k];
+            F->at_bos = w->default_col >= 0 ? lv[i][k][w->default_col] : 0;
+            F->at_bos -= from_bos[k]; // what the value register holds at the BOS
+            from_bos[k] += F->at_bos;
+            regs[k] = pr;
+        }
+    }
+    *err = e;
+    return 1;
+}
+
+/* Term t of op j on angles, its query side read through links[0..nl)
+ * (gone[] marks them) from qbase: 1 done, 0 not, -1 out of memory. */
+static int angle_term_from(TfIr *ir, int j, int t, const int *links, int nl, int qbase,
+                           const unsigned char *gone) {
     TfOpPlan *p = ir->ops[j].plan;
     struct TfPlanTerm *T = &p->terms[t];
-    if (T->nq <= 3) return 0;
     // Only where a side's one-hot is then read by nothing: the columns go,
     // where the four points would only add to them (and to the head's
     // rows, but for the query values' rows they replace).
-    if (!read_by_term_only(ir, T->qreg, j, t, 0) && !read_by_term_only(ir, T->kreg, j, t, 0)) return 0;
-    int wq = point_writer(ir, T->qreg, j), wk = point_writer(ir, T->kreg, j);
-    if (wq == -1 || wk == -1 || (T->qreg == T->kreg && ir->regs[T->qreg].n_feat + 4 > TF_REG_MAX_FEATS))
+    if (nl == 0 && !read_by_term_only(ir, T->qreg, j, t, 0, NULL) &&
+        !read_by_term_only(ir, T->kreg, j, t, 0, NULL))
+        return 0;
+    int wq = point_writer(ir, qbase, j), wk = point_writer(ir, T->kreg, j);
+    if (wq == -1 || wk == -1 ||
+        (qbase == T->kreg && ir->regs[qbase].n_feat + 4 > TF_REG_MAX_FEATS))
         return 0;
     int *tq = malloc((size_t)T->nq * sizeof *tq), *ka = malloc((size_t)T->nk * sizeof *ka);
     int n = tq && ka ? picks_one(ir, T, tq, ka) : -1;
-    double *qv[2] = {NULL, NULL}, *kv[2] = {NULL, NULL};
+    double *lv[CHAIN_MAX + 1][2] = {{NULL, NULL}}, *kv[2] = {NULL, NULL};
     for (int k = 0; n >= ANGLE_MIN_KEYS && k < 2; k++) {
-        qv[k] = points(ir, T->qreg, tq, ka, n, k);
+        lv[0][k] = points(ir, T->qreg, tq, ka, n, k);
         kv[k] = points(ir, T->kreg, NULL, ka, n, k);
-        if (!qv[k] || !kv[k]) n = -1;
+        for (int i = 0; i < nl && lv[i][k]; i++)
+            lv[i + 1][k] = pull_back(ir, links[i], ir->ops[links[i]].plan->dest, lv[i][k]);
+        if (!lv[nl][k] || !kv[k]) n = -1;
     }
     free(tq), free(ka);
     if (n < ANGLE_MIN_KEYS) return n < 0 ? -1 : 0;
     int dq, dk;
     double hq, hk;
-    double fq = points_err_best(ir, wq, qv, j, t, &dq, &hq);
-    double fk = points_err_best(ir, wk, kv, j, t, &dk, &hk);
+    double fq = points_err_best(ir, wq, lv[nl], j, t, gone, &dq, &hq);
+    double fk = points_err_best(ir, wk, kv, j, t, gone, &dk, &hk);
     if (fq < 0 || fk < 0) return -1;
+    double fbase = fq;
+    for (int i = 0; i < nl; i++) { // chain_points' bound, before it adds the points
+        const TfOpPlan *w = ir->ops[links[i]].plan;
+        if (w->form == TF_PLAN_ATTEND)
+            fq += 2 * fmax(0, ir->regs[w->dest].facts.err - ir->regs[w->vreg].facts.err) + 4 * EPS32;
+    }
     // The scores' error before beta: the one-hot term's (compiler/select.c,
     // select_terms) against the points' (two products of numbers within 1
     // of 0 and their errors, times s; the float32 rounding of the head's
@@ -288,22 +441,22 @@ static int angle_term(TfIr *ir, int j, int t) {
     double beta = delta > p->delta ? p->beta * (0.5 - 2 * p->delta) / (0.5 - 2 * delta) : p->beta;
     if (subnormal_weights(p, beta, n, s, c)) return 0;
     if ((dq && own_plan(ir, wq) < 0) || (dk && wk != wq && own_plan(ir, wk) < 0)) return -1;
-    if (dq) ir->ops[wq].plan->x_down = 1, ir->regs[T->qreg].facts.err = hq;
+    if (dq) ir->ops[wq].plan->x_down = 1, ir->regs[qbase].facts.err = hq;
     if (dk) ir->ops[wk].plan->x_down = 1, ir->regs[T->kreg].facts.err = hk;
     char name[160], tn[16] = "";
     if (t > 0) snprintf(tn, sizeof tn, ".t%d", t);
-    const char *side[4] = {"qcos", "qsin", "kcos", "ksin"};
     int regs[4];
+    int rc = chain_points(ir, p, tn, qbase, wq, fbase, links, nl, lv, regs, &fq);
+    if (rc <= 0) return rc;
     // Another part's points of the same values are read again (`word` and
     // `seen` copy from the same position).
-    int have_q = same_points(ir, T->qreg, qv, regs), have_k = same_points(ir, T->kreg, kv, regs + 2);
-    for (int k = 0; k < 4; k++) {
-        if (k < 2 ? have_q : have_k) continue;
+    int have_k = same_points(ir, T->kreg, kv, regs + 2);
+    const char *side[2] = {"kcos", "ksin"};
+    for (int k = 0; k < 2 && !have_k; k++) {
         snprintf(name, sizeof name, "%s%s.%s", p->name, tn, side[k]);
         if (check_find_reg(ir, name) >= 0) return 0; // a name taken (cannot happen twice)
-        regs[k] = add_point(ir, k < 2 ? T->qreg : T->kreg, k < 2 ? wq : wk, name,
-                            k < 2 ? qv[k] : kv[k - 2], k < 2 ? fq : fk);
-        if (regs[k] < 0) return -1;
+        regs[2 + k] = add_point(ir, T->kreg, wk, name, kv[k], fk);
+        if (regs[2 + k] < 0) return -1;
     }
     T->angle = 1;
     T->qa[0] = regs[0], T->qa[1] = regs[1], T->ka[0] = regs[2], T->ka[1] = regs[3];
@@ -312,6 +465,19 @@ static int angle_term(TfIr *ir, int j, int t) {
     p->beta = beta;
     p->delta = delta;
     return 1;
+}
+
+/* Term t of op j on angles, where its writers can write the points: 1
+ * done, 0 not, -1 out of memory. */
+static int angle_term(TfIr *ir, int j, int t) {
+    if (ir->ops[j].plan->terms[t].nq <= 3) return 0;
+    int links[CHAIN_MAX], qbase, nl = chain_links(ir, j, t, links, &qbase);
+    unsigned char *gone = nl < 0 ? NULL : calloc((size_t)ir->n_ops, 1);
+    if (!gone) return -1;
+    for (int i = 0; i < nl; i++) gone[links[i]] = 1; // their one-hots die
+    int rc = angle_term_from(ir, j, t, links, nl, qbase, gone);
+    free(gone);
+    return rc;
 }
 
 int angles_plan(TfIr *ir) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "cubes.h"
+#include "plans.h"
 #include "values_internal.h"
 
 #define U32 EPS32 /* float32's unit roundoff, 2^-24 */
@@ -210,6 +211,26 @@ static double stair_err(const TfIr *ir, const TfOpPlan *p, int cat, int a) {
     return worst;
 }
 
+/* A STAIRCASE with a slope (plans_slope): the staircase of its residual,
+ * plus a ReLU(x - xs[0] + 1), exact but for x's error (times |a|), the
+ * weights' rounding and fc2's sum, whose terms the steps' bound counts
+ * once more. -1 out of memory. */
+static double slope_err(const TfIr *ir, const TfOpPlan *p) {
+    double a = plans_slope(ir, p), *r = malloc((size_t)p->n_x * sizeof *r);
+    if (!r) return -1;
+    for (int i = 0; i < p->n_x; i++) r[i] = plans_residual(ir, p, i);
+    TfOpPlan t = *p;
+    t.slope = 0;
+    t.x_num = r;
+    double steps = stair_err(ir, &t, 0, 0), ex = ir->regs[p->in[0]].facts.err, xmax = 0;
+    free(r);
+    for (int i = 0; i < p->n_x; i++) xmax = fmax(xmax, fabs(p->xs[i]));
+    double h = xmax + ex + fabs(p->xs[0]) + 1; // the unit's largest value
+    double he = U32 * h + fabs(f32(1 - p->xs[0]) - (1 - p->xs[0])); // its input's rounding
+    return steps + fabs(a) * ex + fabs(f32(a)) * he + fabs(f32(a) - a) * h +
+           sum_err(p->n_x + 2, fabs(a) * h, fabs(a) * h);
+}
+
 /* GATED: x = in[0] numeric, k categorical inputs in[1..]; per combination
  * c of theirs a pair h = ReLU(z), h' = ReLU(z') with
  * z = B (c's k columns) + b x + a - B k - B BOS and z' the same with -a, -b
@@ -254,6 +275,7 @@ double bounds_mlp(const TfIr *ir, const TfOpPlan *p) {
     int cat = ir->regs[p->dest].kind == TF_REG_CATEGORICAL;
     if (p->form == TF_PLAN_TABLE) return table_err(ir, p, cat);
     if (p->form == TF_PLAN_GATED) return gated_err(ir, p);
+    if (plans_slope(ir, p) != 0) return slope_err(ir, p);
     if (p->form != TF_PLAN_STAIRCASE && p->form != TF_PLAN_SPLIT) return -1;
     double worst = 0;
     for (int a = 0; a < (p->form == TF_PLAN_SPLIT ? p->n_combo : 1); a++)

@@ -77,11 +77,17 @@ typedef struct TfRegFacts {
 /* A number per value of a categorical register that its writer (a table's
  * or a staircase's units, or the embedding) writes into a hidden scalar
  * register besides the one-hot: val[c] where it holds its column c's value
- * (compiler/angles.h: the points a selection compares its values by). */
+ * (compiler/angles.h: the points a selection compares its values by). A
+ * register an Aggregate copies has them copied with it: `from` is the
+ * value register's point the head reads (-1: the writer's own), and at_bos
+ * what the register holds at the BOS (an Aggregate's default's point; 0
+ * for every other writer's). */
 #define TF_REG_MAX_FEATS 8
 typedef struct TfRegFeat {
     int reg;
     double *val;
+    int from;
+    double at_bos;
 } TfRegFeat;
 
 typedef struct TfIrReg {
@@ -160,6 +166,8 @@ typedef struct TfIr {
     int bos;            /* token index of `bos`, -1 when none */
     int stop_token;     /* token index of `generate until`, -1 when none */
     int every_position; /* `output R at every position` */
+    int output_as_number; /* a `cat` output held as a number, which the
+                             unembedding decodes (compiler/numbers.h) */
     int indices_reg;    /* the built-in `indices`, -1 without maxlen */
     TfArena arena;      /* owns every piece reachable from here but the arrays */
 

@@ -660,6 +660,34 @@ static void fold_table(Lowerer *L, const TfIrOp *op, Mat te, Mat pe) {
     }
 }
 
+/* The unembedding of an output held as a number y (compiler/numbers.h):
+ * value v's token scores 2 v y - v^2, which is y^2 - (y - v)^2, so the
+ * nearest value's token scores highest; a token no value spells scores
+ * below every value's (v^2 >= 0 at y = v, and the bias is -1 - max |v|). */
+static void unembed_number(Lowerer *L, Mat un) {
+    const TfIr *ir = L->ir;
+    const TfIrReg *out = reg(L, ir->output_reg);
+    const TfRegFacts *g = &out->facts;
+    Mat ub = lower_mat(L, 1, ir->n_vocab);
+    if (L->failed) {
+        free(un.w), free(ub.w);
+        return;
+    }
+    double most = 0;
+    for (int i = 0; i < g->n_vals; i++) most = fmax(most, fabs(g->vals[i].x));
+    for (int t = 0; t < ir->n_vocab; t++) AT(ub, 0, t) = (float)(-1.0 - most);
+    for (int i = 0; i < g->n_vals; i++) {
+        int t = values_token_of(ir, g->vals[i]);
+        if (t < 0) continue;
+        AT(un, t, out->offset) = (float)(2.0 * g->vals[i].x);
+        AT(ub, 0, t) = (float)(-g->vals[i].x * g->vals[i].x);
+    }
+    L->share = 0; // never shared (below)
+    L->m->unembed = lower_emit(L, TF_TENSOR_UNEMBED, un);
+    L->m->unembed_bias = lower_emit(L, TF_TENSOR_UNEMBED_BIAS, ub);
+    L->share = 1;
+}
+
 /* Token one-hot into `tokens`, sin/cos of 2 pi p / period into `pos`, the
  * position one-hot into `indices` (with maxlen), the folded Maps (above),
  * and the output register
@@ -700,6 +728,10 @@ static void lower_embeddings(Lowerer *L) {
     }
     L->m->tok_embed = lower_emit(L, TF_TENSOR_TOKEN_EMBED, te);
     L->m->pos_embed = lower_emit(L, TF_TENSOR_POS_EMBED, pe);
+    if (ir->output_as_number) { // a `cat` output held as a number
+        unembed_number(L, un);
+        return;
+    }
     if (out->kind == TF_REG_SCALAR) { // a number read at every position: no unembedding
         free(un.w);
         L->m->unembed = -1;

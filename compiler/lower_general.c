@@ -117,7 +117,7 @@ static void lower_table(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
 static void lower_staircase(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
     const TfIr *ir = L->ir;
     int d = ir->d_model, n = p->n_x, dest_cat = ir->regs[p->dest].kind == TF_REG_CATEGORICAL;
-    int H = 1 + 2 * plans_staircase_steps(ir, p);
+    int H = plans_mlp_units(ir, p);
     Mat w1 = lower_mat(L, H, d), b1 = lower_mat(L, 1, H), w2 = lower_mat(L, d, H),
         b2 = lower_mat(L, 1, d);
     if (L->failed) { (void)(free(w1.w), free(b1.w), free(w2.w), free(b2.w)); return; }
@@ -148,10 +148,18 @@ static void lower_staircase(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
         for (int f = 0; f < R->n_feat; f++)
             AT(w2, ir->regs[R->feat[f].reg].offset, 0) = (float)feat_at(R, f, p->x_col[base]);
     } else {
-        AT(w2, oc, 0) = (float)p->x_num[base];
+        AT(w2, oc, 0) = (float)plans_residual(ir, p, base);
+    }
+    double slope = plans_slope(ir, p);
+    if (slope != 0) { // the last unit: slope ReLU(x - xs[0] + 1), off at the BOS
+        AT(w1, H - 1, xc) = 1.0f;
+        AT(b1, 0, H - 1) = (float)(1 - p->xs[0]);
+        if (bos_col >= 0) AT(w1, H - 1, bos_col) = (float)-(bos_bound(ir, p->in[0]) + fabs(p->xs[0]) + 2);
+        AT(w2, oc, H - 1) = (float)slope;
     }
     for (int i = 0, h = 1; i + 1 < n; i++) {
-        if (dest_cat ? p->x_col[i] == p->x_col[i + 1] : p->x_num[i] == p->x_num[i + 1])
+        if (dest_cat ? p->x_col[i] == p->x_col[i + 1]
+                     : plans_residual(ir, p, i) == plans_residual(ir, p, i + 1))
             continue; // no step between neighbours with the same result
         double m = (p->xs[i] + p->xs[i + 1]) / 2, K = 2.0 / (p->xs[i + 1] - p->xs[i]);
         double c0 = 0; // x's constant (a composed LINEAR Map's), off at the BOS
@@ -193,7 +201,7 @@ static void lower_staircase(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
             }
             feat_pair(ir, p, w2, h, p->x_col[on], p->x_col[off]);
         } else {
-            double delta = p->x_num[on] - p->x_num[off];
+            double delta = plans_residual(ir, p, on) - plans_residual(ir, p, off);
             AT(w2, oc, h) = (float)delta;
             AT(w2, oc, h + 1) = (float)-delta;
         }
@@ -404,7 +412,9 @@ static void lower_attend(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
     int bos_col = ir->regs[TF_IR_REG_TOKENS].offset + ir->bos;
     int is_count = p->form == TF_PLAN_COUNT;
     int dest_cat = !is_count && !p->value_numeric;
-    int dv = dest_cat ? ir->regs[p->dest].size : 1;
+    int dv = dest_cat ? ir->regs[p->dest].size : 1, d_one = dv;
+    const TfIrReg *R = &ir->regs[p->dest];
+    for (int f = 0; dest_cat && f < R->n_feat; f++) dv += R->feat[f].from >= 0;
     Mat q = lower_mat(L, D, d), qb = lower_mat(L, 1, D), k = lower_mat(L, D, d),
         kb = lower_mat(L, 1, D), v = lower_mat(L, dv, d), o = lower_mat(L, d, dv);
     if (L->failed) {
@@ -465,8 +475,17 @@ static void lower_attend(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
             if (c >= 0) AT(v, c, col(ir, p->vreg, gv->vals[i])) = 1.0f;
         }
         if (p->default_col >= 0) AT(v, p->default_col, bos_col) = 1.0f;
+        // Points copied with the value (compiler/angles.c, a chain's
+        // copy): the value register's, and the default's at the BOS.
+        for (int f = 0, j = d_one; f < R->n_feat; f++) {
+            if (R->feat[f].from < 0) continue;
+            AT(v, j, ir->regs[R->feat[f].from].offset) = 1.0f;
+            AT(v, j, bos_col) = (float)R->feat[f].at_bos;
+            AT(o, ir->regs[R->feat[f].reg].offset, j) = 1.0f;
+            j++;
+        }
     }
-    for (int j = 0; j < dv; j++) AT(o, ir->regs[p->dest].offset + j, j) = 1.0f;
+    for (int j = 0; j < d_one; j++) AT(o, ir->regs[p->dest].offset + j, j) = 1.0f;
 
     TfLayer ly = lower_layer_header(L, op, TF_LAYER_ATTENTION);
     q.two_d = k.two_d = v.two_d = o.two_d = 1;

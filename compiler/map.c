@@ -18,6 +18,7 @@
 
 #include "bounds.h"
 #include "cubes.h"
+#include "plans.h"
 #include "values_internal.h"
 
 /* Enumerates the combinations of the inputs' values (first input fastest),
@@ -394,6 +395,28 @@ static TfOpPlan *map_table(Va *G, TfIrOp *op, const TfExpr *e, const ExprReads *
     return p;
 }
 
+/* A numeric staircase with a slope (TfOpPlan.slope): the one its
+ * neighbouring values' results rise by that leaves the fewest units
+ * (`x % 10`: 4 units instead of 39), where the bound is no larger or the
+ * result is the output held as a number (decoded within half its values'
+ * gap: compiler/values.c checks it). */
+static void choose_slope(Va *G, TfOpPlan *p, double moved) {
+    const TfIr *ir = G->ir;
+    if (!G->opt || p->n_x < 3) return;
+    int units = plans_mlp_units(ir, p), best = units;
+    double err = va_facts(G, p->dest)->err, a = 0;
+    if (ir->output_as_number && p->dest == ir->output_reg) err = INFINITY;
+    for (int k = 0; k + 1 < p->n_x; k++) {
+        p->slope = (p->x_num[k + 1] - p->x_num[k]) / (p->xs[k + 1] - p->xs[k]);
+        if (p->slope == 0 || p->slope == a) continue;
+        int u = plans_mlp_units(ir, p);
+        double e = bounds_mlp(ir, p) + moved;
+        if (u < best && e >= 0 && e <= err) best = u, a = p->slope;
+    }
+    p->slope = a;
+    if (a != 0) va_facts(G, p->dest)->err = bounds_mlp(ir, p) + moved;
+}
+
 /* Map(e) -> dest with one numeric input x: a staircase over x's values, a
  * step between neighbours whose results differ, its ramps a quarter of the
  * narrowest such gap wide. */
@@ -461,6 +484,7 @@ static TfOpPlan *map_staircase(Va *G, TfIrOp *op, const TfExpr *e, const ExprRea
         int m = val_unique(res, n, SAME_VALUE, &moved);
         va_set_values(G, dest, res, m);
         va_facts(G, dest)->err = bounds_mlp(G->ir, p) + moved;
+        choose_slope(G, p, moved);
     }
     free(res);
     free(defined);

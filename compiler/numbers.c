@@ -26,11 +26,17 @@ static int find(int *parent, int r) {
 }
 
 /* Whether r, on its own, may be held as a number: declared categorical by
- * the program, not the output, numbers only, written by a Map that does not
- * divide or by an Aggregate proven to copy one value. */
+ * the program, numbers only, written by a Map that does not divide or by an
+ * Aggregate proven to copy one value; the output only where it is read at
+ * the last position and each value is a token (the unembedding decodes the
+ * number). */
 static int candidate(const TfIr *ir, int r) {
     const TfIrReg *g = &ir->regs[r];
-    if (r == TF_IR_REG_TOKENS || r == ir->indices_reg || r == ir->output_reg ||
+    if (r == ir->output_reg && !ir->every_position && g->facts.known)
+        for (int v = 0; v < g->facts.n_vals; v++)
+            if (values_token_of(ir, g->facts.vals[v]) < 0) return 0;
+    if (r == TF_IR_REG_TOKENS || r == ir->indices_reg ||
+        (r == ir->output_reg && ir->every_position) ||
         g->kind != TF_REG_CATEGORICAL || !g->facts.known || !g->facts.one_value ||
         g->facts.n_vals < 2 ||
         g->facts.writer < 0)
@@ -104,5 +110,6 @@ void numbers_apply(TfIr *ir, const unsigned char *as_number, int n) {
         if (as_number[r] && ir->regs[r].kind == TF_REG_CATEGORICAL) {
             ir->regs[r].kind = TF_REG_SCALAR;
             ir->regs[r].size = 1;
+            if (r == ir->output_reg) ir->output_as_number = 1;
         }
 }

@@ -13,10 +13,22 @@
 /* An MLP of h hidden units over d columns: fc1 [h, d] + [h], fc2 [d, h] + [d]. */
 static size_t mlp(size_t h, size_t d) { return 2 * h * d + h + d; }
 
+double plans_slope(const TfIr *ir, const TfOpPlan *p) {
+    return p->form == TF_PLAN_STAIRCASE && !p->x_linear && !p->x_down &&
+                   ir->regs[p->dest].kind != TF_REG_CATEGORICAL && ir->regs[p->dest].n_feat == 0
+               ? p->slope
+               : 0;
+}
+
+double plans_residual(const TfIr *ir, const TfOpPlan *p, int i) {
+    return p->x_num[i] - plans_slope(ir, p) * (p->xs[i] - p->xs[0] + 1);
+}
+
 int plans_staircase_steps(const TfIr *ir, const TfOpPlan *p) {
     int dest_cat = ir->regs[p->dest].kind == TF_REG_CATEGORICAL, n = 0;
     for (int i = 0; i + 1 < p->n_x; i++)
-        n += dest_cat ? p->x_col[i] != p->x_col[i + 1] : p->x_num[i] != p->x_num[i + 1];
+        n += dest_cat ? p->x_col[i] != p->x_col[i + 1]
+                      : plans_residual(ir, p, i) != plans_residual(ir, p, i + 1);
     return n;
 }
 
@@ -47,7 +59,7 @@ int plans_split_steps(const TfIr *ir, const TfOpPlan *p, int a, int *base) {
 int plans_mlp_units(const TfIr *ir, const TfOpPlan *p) {
     switch (p->form) {
     case TF_PLAN_TABLE: return 2 * table_units(ir, p);
-    case TF_PLAN_STAIRCASE: return 1 + 2 * plans_staircase_steps(ir, p);
+    case TF_PLAN_STAIRCASE: return 1 + (plans_slope(ir, p) != 0) + 2 * plans_staircase_steps(ir, p);
     case TF_PLAN_LINEAR: return 2;
     case TF_PLAN_GATED: return 2 * p->n_combo;
     case TF_PLAN_SPLIT: {
@@ -90,6 +102,8 @@ size_t plans_size_general(const TfIr *ir, const TfOpPlan *p, int opt) {
         size_t dv = p->form == TF_PLAN_ATTEND && !p->value_numeric
                         ? (size_t)ir->regs[p->dest].size
                         : 1;
+        for (int f = 0; p->form == TF_PLAN_ATTEND && f < ir->regs[p->dest].n_feat; f++)
+            dv += ir->regs[p->dest].feat[f].from >= 0; // points copied (compiler/angles.c)
         return 2 * D * d + 2 * D + 2 * dv * d; // query, key (+ biases), value, output
     }
     case TF_PLAN_SEED:

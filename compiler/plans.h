@@ -38,7 +38,13 @@ typedef struct TfPlans {
 int plans_make(const TfIr *ir, int opt_level, size_t max_params, TfDiag *diag, TfPlans *out);
 void plans_free(TfPlans *p);
 
-/* The steps of a staircase: neighbouring values whose results differ. */
+/* A numeric staircase's slope as lowered (TfOpPlan.slope; 0: none), and
+ * its residual at xs[i]: the result less slope (xs[i] - xs[0] + 1), what
+ * its steps make. */
+double plans_slope(const TfIr *ir, const TfOpPlan *p);
+double plans_residual(const TfIr *ir, const TfOpPlan *p, int i);
+/* The steps of a staircase: neighbouring values whose results (residuals)
+ * differ. */
 int plans_staircase_steps(const TfIr *ir, const TfOpPlan *p);
 /* The steps of a SPLIT plan's staircase for in[1]'s value a, and whether it
  * has a result at its lowest x (its base pair). */

@@ -96,16 +96,38 @@ TfIv pv_dot(const float *row, const TfIv *x, const unsigned char *reads, int d, 
     return iv_widen(s, iv_gamma(n) * mag);
 }
 
+/* pv_dot's float32 rounding of row . x + bias: gamma_n times its terms. */
+static double dot_rounding(const float *row, const TfIv *x, const unsigned char *reads, int d,
+                           float bias) {
+    double mag = fabs(bias);
+    int n = 1;
+    for (int c = 0; c < d; c++) {
+        if (!reads[c] || row[c] == 0) continue;
+        mag += fabs(row[c]) * iv_mag(x[c]);
+        n++;
+    }
+    return iv_gamma(n) * mag;
+}
+
+/* The least of logit e less logit t over the tokens t != e: the real dot
+ * product of their rows' difference with x (a column both read, such as
+ * a number the unembedding decodes, counts once), less each logit's
+ * float32 rounding. */
 double pv_logit_margin(const float *U, const float *ub, int nv, int e, const TfIv *x,
                        const unsigned char *reads, int d) {
-    double top = -INFINITY;
-    TfIv le = {-INFINITY, -INFINITY};
+    const float *ue = U + (size_t)e * d;
+    double be = ub ? ub[e] : 0, re = dot_rounding(ue, x, reads, d, (float)be), worst = INFINITY;
     for (int t = 0; t < nv; t++) {
-        TfIv l = pv_dot(U + (size_t)t * d, x, reads, d, ub ? ub[t] : 0);
-        if (t == e) le = l;
-        else top = fmax(top, l.hi);
+        if (t == e) continue;
+        const float *ut = U + (size_t)t * d;
+        double bt = ub ? ub[t] : 0;
+        TfIv s = iv_add(iv_pt(be), iv_pt(-bt));
+        for (int c = 0; c < d; c++)
+            if (reads[c] && (ue[c] != 0 || ut[c] != 0))
+                s = iv_add(s, iv_scale(x[c], (double)ue[c] - (double)ut[c]));
+        worst = fmin(worst, s.lo - re - dot_rounding(ut, x, reads, d, (float)bt));
     }
-    return le.lo - top;
+    return worst;
 }
 
 /* The token index of a token value, -1. */

@@ -54,17 +54,46 @@ static void mark_written(const Sched *S, int t, unsigned char *set) {
             }
 }
 
-static void layer_sets(Sched *S, int i) {
+/* Whether row j of a [d, cols] weight's transpose (its column j) writes a
+ * column that stays (keep; NULL: every column). */
+static int reaches(const Sched *S, int t, int j, const unsigned char *keep) {
+    const float *w = tensor_data(S->m, t);
+    size_t cols = S->m->tensors[t].nelem / (size_t)S->d;
+    for (int r = 0; r < S->d; r++)
+        if ((!keep || keep[r]) && w[(size_t)r * cols + (size_t)j] != 0.0f) return 1;
+    return 0;
+}
+
+/* The columns of a [rows, d] weight that rows reaching a kept column read
+ * (through `out`, a [d, rows] weight: a value channel, a hidden unit). */
+static void mark_read_live(const Sched *S, int t, int out, const unsigned char *keep,
+                           unsigned char *set) {
+    const float *w = tensor_data(S->m, t);
+    if (!w) return;
+    size_t rows = S->m->tensors[t].nelem / (size_t)S->d;
+    for (size_t r = 0; r < rows; r++) {
+        if (out >= 0 && !reaches(S, out, (int)r, keep)) continue;
+        for (int c = 0; c < S->d; c++)
+            if (w[r * (size_t)S->d + (size_t)c] != 0.0f) set[c] = 1;
+    }
+}
+
+/* What layer i reads and writes. With keep, a value channel or hidden unit
+ * that writes no kept column reads nothing (it goes: channel_live,
+ * unit_live), so what only it reads may go too. */
+static void layer_sets(Sched *S, int i, const unsigned char *keep) {
     const TfLayer *l = &S->m->layers[i];
     unsigned char *R = S->R + (size_t)i * (size_t)S->d, *W = S->W + (size_t)i * (size_t)S->d;
+    memset(R, 0, (size_t)S->d);
+    memset(W, 0, (size_t)S->d);
     if (l->kind == TF_LAYER_ATTENTION) {
         mark_read(S, l->query, R);
         mark_read(S, l->key, R);
-        mark_read(S, l->value, R);
+        mark_read_live(S, l->value, keep ? l->output : -1, keep, R);
         mark_written(S, l->output, W);
         mark_written(S, l->output_bias, W);
     } else {
-        mark_read(S, l->fc1_weight, R);
+        mark_read_live(S, l->fc1_weight, keep ? l->fc2_weight : -1, keep, R);
         mark_written(S, l->fc2_weight, W);
         mark_written(S, l->fc2_bias, W);
     }
@@ -653,8 +682,20 @@ TfModel *schedule_model(const TfModel *m, TfError *err) {
     for (int c = 0; c < S.d; c++) S.reg_of[c] = -1;
     for (int r = 0; r < m->n_regs; r++)
         for (int c = 0; c < m->regs[r].size; c++) S.reg_of[m->regs[r].offset + c] = r;
-    for (int i = 0; i < S.n; i++) layer_sets(&S, i);
+    for (int i = 0; i < S.n; i++) layer_sets(&S, i, NULL);
     while (find_dead(&S)) {}
+    // Reads of channels and units that reach no kept column go, and what
+    // only they read with them (a copy's one-hot that only a dead table
+    // read: compiler/angles.c's chains), until nothing more goes.
+    unsigned char *before = malloc((size_t)S.d);
+    if (!before) goto oom;
+    do {
+        memcpy(before, S.col, (size_t)S.d);
+        for (int i = 0; i < S.n; i++)
+            if (S.live[i]) layer_sets(&S, i, before);
+        while (find_dead(&S)) {}
+    } while (memcmp(before, S.col, (size_t)S.d) != 0);
+    free(before);
     drop_unwritten_values(&S);
     for (int c = 0; c < S.d; c++) S.newcol[c] = S.col[c] ? S.d2++ : -1;
     int n_slots = place(&S);

@@ -260,8 +260,11 @@ static void dump_staircase(FILE *f, const TfIr *ir, const TfOpPlan *p) {
     fputs("      x = ", f);
     if (p->x_linear) print_linear(f, ir, p);
     else fputs(reg_name(ir, p->in[0]), f);
-    fprintf(f, ", %d values, %d steps%s:\n", p->n_x, plans_staircase_steps(ir, p),
+    fprintf(f, ", %d values, %d steps%s", p->n_x, plans_staircase_steps(ir, p),
             p->x_down && !p->x_linear ? " (from the top)" : "");
+    if (plans_slope(ir, p) != 0) // the steps make what the slope leaves
+        fprintf(f, " and a slope of %.6g", plans_slope(ir, p));
+    fputs(":\n", f);
     dump_steps(f, ir, p, 0, p->n_x);
     for (int k = 0; k < ir->regs[p->dest].n_feat; k++) // compiler/angles.h
         fprintf(f, "      and the points %s\n", reg_name(ir, ir->regs[p->dest].feat[k].reg));
@@ -318,6 +321,11 @@ static void dump_attend(FILE *f, const TfIr *ir, const TfOpPlan *p) {
         }
     }
     fputc('\n', f);
+    const TfIrReg *R = &ir->regs[p->dest];
+    for (int k = 0; p->form == TF_PLAN_ATTEND && k < R->n_feat; k++) // compiler/angles.c's chains
+        if (R->feat[k].from >= 0)
+            fprintf(f, "      and the points %s, copied from %s\n", reg_name(ir, R->feat[k].reg),
+                    reg_name(ir, R->feat[k].from));
 }
 
 void dump_plans(FILE *f, const TfIr *ir, const TfPlans *plans) {

@@ -503,6 +503,20 @@ static void check_output(Va *G) {
     const TfRegFacts *g = va_facts(G, r);
     const char *name = ir->regs[r].name;
     if (g->poisoned) return;
+    if (ir->regs[r].kind == TF_REG_SCALAR && ir->output_as_number) {
+        // Decoded by the unembedding into the nearest value's token
+        // (compiler/lower.c): right while within half the values' gap.
+        double gap = INFINITY;
+        for (int i = 0; g->known && i < g->n_vals; i++)
+            for (int j = i + 1; j < g->n_vals; j++)
+                gap = fmin(gap, fabs(g->vals[i].x - g->vals[j].x));
+        if (!g->known || g->writer < 0 || !(g->err < gap / 2))
+            diag_error(G->diag, ir->output_loc,
+                       "the output '%s', held as a number, may be off by %.3g: half the gap "
+                       "between its values (%.3g) or more",
+                       name, g->err, gap);
+        return;
+    }
     if (ir->regs[r].kind == TF_REG_SCALAR) {
         if (g->writer < 0) {
             diag_error(G->diag, ir->output_loc, "the output '%s' is never written", name);

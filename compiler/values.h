@@ -91,6 +91,13 @@ struct TfOpPlan {
      * crowds its values near 0, where the steps are steepest
      * (compiler/angles.c chooses it where its bound is smaller). */
     int x_down;
+    /* STAIRCASE of a number (not x_linear, not x_down): a slope a != 0
+     * when the result is a x plus a staircase of what is left,
+     * plans_residual (`x % 10`: x, less 10 from 10 on): one unit
+     * a ReLU(x - xs[0] + 1) and the steps of the residual, flat between
+     * them as any staircase's (compiler/map.c chooses it where it has fewer
+     * units). */
+    double slope;
     /* SPLIT: xs as STAIRCASE; x_col / x_num hold n_combo * n_x results, the
      * staircase of in[1]'s value a at [a * n_x, (a + 1) * n_x); n_combo is
      * in[1]'s number of values. */

@@ -589,6 +589,35 @@ expect "... their points' columns in the register table" 0 "~carry.t1.kcos" "" -
 "$TFC" --no-angles "$SRC/programs/add_decimal.tfp" -o "$tmp/adna.tfw" 2>/dev/null
 expect "tfc --no-angles: one-hot rows" 0 "~, 35783 parameters" "" -- "$TFINFO" "$tmp/adna.tfw"
 expect "tfc --no-angles is in made_by" 0 '~"angles":false' "" -- "$TFINFO" "$tmp/adna.tfw"
+# add10 (issue 23): two 10-digit numbers added in at most 6,080 stored
+# parameters (AdderBoard's first entry), proven. Its carry's query points are
+# read through a chain (compiler/angles.c: want = m + 1, m a copy of nstop):
+# nstop's steps write them, m's head copies them, and neither m nor want has
+# a column; its output is held as a number that the unembedding decodes,
+# written by a staircase with a slope (4 units). The cases: AdderBoard's 10
+# edge cases and the rest of tests/program_ref.py's (tests/programs.sh runs
+# them all).
+expect "add10: tfc -v names the chain's points and the output held as a number" 0 \
+    "~held as numbers (one column each): dig adig sum qt tot out" "is checked at run time" \
+    -- "$TFC" -v "$SRC/programs/add10.tfp" -o "$tmp/add10.tfw"
+n10=$("$TFINFO" "$tmp/add10.tfw" | sed -n '1s/.*, \([0-9]*\) parameters$/\1/p')
+expect "... at most 6,080 stored parameters ($n10)" 0 "" "" -- test "${n10:-99999}" -le 6080
+expect "... 5882 parameters, d_model 22" 0 "~d_model 22, 10 layers, 5882 parameters" "" \
+    -- "$TFINFO" "$tmp/add10.tfw"
+expect "... carry's query points copied by m's head, written by nstop's steps" 0 \
+    "~carry.t1.qcos.nstop" "" -- "$TFINFO" "$tmp/add10.tfw"
+expect "... no columns for m, want or out's one-hot" 0 "" "" \
+    -- sh -c "! '$TFINFO' '$tmp/add10.tfw' | grep -E -q '^  (m|want|nstop) |^  out .*categorical'"
+expect "... the unembedding has a bias (it decodes the number)" 0 "~unembed.bias" "" \
+    -- "$TFINFO" "$tmp/add10.tfw"
+expect "... proven by tfprove" 0 "~add10.tfw: proven" "" -- "$TF_BUILD_DIR/tfprove" "$tmp/add10.tfw"
+printf '^%s+%s=\t%s\n' 0000000000 0000000000 00000000000 0000000000 0000000001 00000000001 \
+    9999999999 0000000000 09999999999 9999999999 0000000001 10000000000 \
+    9999999999 9999999999 19999999998 5000000000 5000000000 10000000000 \
+    1111111111 8888888889 10000000000 1234567890 9876543210 11111111100 \
+    0000000001 9999999999 10000000000 >"$tmp/edges.tsv"
+expect "... AdderBoard's edge cases pass" 0 "~9 passed, 0 failed" "" \
+    -- "$TFRUN" "$tmp/add10.tfw" --check "$tmp/edges.tsv"
 # words copies two registers from the same mirrored position (k.indices ==
 # q.opp twice): the second part reads the first's points, and opp's one-hot,
 # read by nothing else, has no columns.

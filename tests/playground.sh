@@ -49,6 +49,7 @@ base="http://127.0.0.1:$port/index.html"
 
 # A prompt for each library program.
 cat >"$tmp/prompts.tsv" <<'PROMPTS'
+add10	^9999999999+0000000001=
 add_binary	^10110011+01100101=
 add_decimal	^12345678+87654329=
 add_decimal16	^9999999999999999+0000000000000001=

@@ -302,6 +302,26 @@ def decimal_add16_cases(rng, n=16):
         yield case(a, b)
 
 
+# AdderBoard's ten edge cases (issue 23): the pairs its verifier tries first.
+ADDERBOARD_EDGES = [(0, 0), (0, 1), (9_999_999_999, 0), (9_999_999_999, 1),
+                    (9_999_999_999, 9_999_999_999), (5_000_000_000, 5_000_000_000),
+                    (1_111_111_111, 8_888_888_889), (1_234_567_890, 9_876_543_210),
+                    (9_999_999_999, 9_999_999_999), (1, 9_999_999_999)]
+
+
+def add10_cases(rng, n=10):
+    for a, b in ADDERBOARD_EDGES:
+        a, b = f"{a:0{n}d}", f"{b:0{n}d}"
+        yield f"^{a}+{b}=", add_digits(a, b, 10, n)
+    # Every single carry chain, as add_decimal16's, then random pairs.
+    for case in itertools.islice(decimal_add16_cases(rng, n), n * (n + 3)):
+        yield case
+    for _ in range(RANDOM_CASES):
+        a = "".join(rng.choice("0123456789") for _ in range(n))
+        b = "".join(rng.choice("0123456789") for _ in range(n))
+        yield f"^{a}+{b}=", add_digits(a, b, 10, n)
+
+
 def mul_digit_cases(rng, n=8):
     def case(d, a):
         return f"^{d}*{a}=", mul_digit(d, a)
@@ -415,6 +435,10 @@ program("add_decimal16", (decimal_add16_cases,
                           "j making or stopping a carry; 304), 5,000 random patterns of column "
                           "sums 8/9/10; 36 extreme pairs; random: 10,000 pairs",
                           solve_add(10, 16)))
+program("add10", (add10_cases,
+                  "AdderBoard's 10 edge cases; every carry chain (columns i..j-1 summing to 9, "
+                  "column j making or stopping a carry; 130); random: 10,000 pairs",
+                  solve_add(10, 10)))
 program("mul_digit", (mul_digit_cases,
                       "structured: 50 fixed numbers x digit, 353 products near powers of ten "
                       "(long carry chains); random: 10,000 (each digit 1,000 times)",

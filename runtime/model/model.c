@@ -730,9 +730,11 @@ static int validate_registers(const TfModel *m, TfError *err) {
             return -1;
         }
         TfRegKind k = m->regs[m->output_reg].kind;
-        if (k == TF_REG_SCALAR && !model_numeric_output(m)) {
+        // A scalar output prints a number at every position, or is decoded
+        // by the unembedding (a `cat` output held as a number).
+        if (k == TF_REG_SCALAR && !model_numeric_output(m) && m->unembed < 0) {
             tf_error_set(err, "output register '%s' is a scalar: only a model read at every "
-                              "position prints a number",
+                              "position prints a number, and any other needs an unembedding",
                          m->regs[m->output_reg].name);
             return -1;
         }
