@@ -610,6 +610,11 @@ expect "... no columns for m, want or out's one-hot" 0 "" "" \
     -- sh -c "! '$TFINFO' '$tmp/add10.tfw' | grep -E -q '^  (m|want|nstop) |^  out .*categorical'"
 expect "... the unembedding has a bias (it decodes the number)" 0 "~unembed.bias" "" \
     -- "$TFINFO" "$tmp/add10.tfw"
+expect "... out's Map a staircase with a slope: 4 units" 0 "" "" \
+    -- sh -c "'$TFINFO' '$tmp/add10.tfw' | grep -A1 ' out  *mlp' | grep -q 'd_hidden 4,'"
+expect "tfc --dump=plans: the copy's head carries the points" 0 \
+    "~and the points carry.t1.qcos, copied from carry.t1.qcos.nstop" "is checked at run time" \
+    -- "$TFC" --dump=plans "$SRC/programs/add10.tfp"
 expect "... proven by tfprove" 0 "~add10.tfw: proven" "" -- "$TF_BUILD_DIR/tfprove" "$tmp/add10.tfw"
 printf '^%s+%s=\t%s\n' 0000000000 0000000000 00000000000 0000000000 0000000001 00000000001 \
     9999999999 0000000000 09999999999 9999999999 0000000001 10000000000 \

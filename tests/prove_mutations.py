@@ -66,7 +66,8 @@ import tempfile
 import numpy as np
 
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-QUICK = ["count_token", "length", "reverse", "histogram", "frac_prevs", "balance", "add_binary"]
+QUICK = ["count_token", "length", "reverse", "histogram", "frac_prevs", "balance", "add_binary",
+         "add10"]
 SLOW = {"add_decimal16", "sort_case"}  # add_decimal16: the slowest proof; sort_case: a refusal's
 # counterexample search (tfprove running its 1M-parameter model on prompts up to 30 letters) runs past
 # the timeout (the proof itself: about a second)
