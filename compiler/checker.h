@@ -78,10 +78,10 @@ typedef struct TfRegFacts {
  * or a staircase's units, or the embedding) writes into a hidden scalar
  * register besides the one-hot: val[c] where it holds its column c's value
  * (compiler/angles.h: the points a selection compares its values by). A
- * register an Aggregate copies has them copied with it: `from` is the
- * value register's point the head reads (-1: the writer's own), and at_bos
- * what the register holds at the BOS (an Aggregate's default's point; 0
- * for every other writer's). */
+ * register an Aggregate copies can have them copied with it: `from` is the
+ * value register's point the head reads (-1: the writer's own, which is 0
+ * at the BOS), and at_bos the BOS's weight in that value row: the
+ * default's point less what `from` holds at the BOS. */
 #define TF_REG_MAX_FEATS 8
 typedef struct TfRegFeat {
     int reg;

@@ -402,7 +402,7 @@ static TfOpPlan *map_table(Va *G, TfIrOp *op, const TfExpr *e, const ExprReads *
  * gap: compiler/values.c checks it). */
 static void choose_slope(Va *G, TfOpPlan *p, double moved) {
     const TfIr *ir = G->ir;
-    if (!G->opt || p->n_x < 3) return;
+    if (!G->opt || p->n_x < 3 || p->n_x > 4096) return; // each slope tried costs O(n_x)
     int units = plans_mlp_units(ir, p), best = units;
     double err = va_facts(G, p->dest)->err, a = 0;
     if (ir->output_as_number && p->dest == ir->output_reg) err = INFINITY;
