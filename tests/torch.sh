@@ -196,6 +196,27 @@ grep -qxF "$(printf '^hello\t0 0 0.33333334 0.5 0.4')" "$G/torch_frac.txt"
 check "numbers: PyTorch prints frac_prevs of ^hello" $?
 "$TFRUN" "$G/frac.tfw" --check "$G/torch_frac.txt" >/dev/null
 check "numbers: PyTorch's values pass tfrun --check" $?
+# An output held as a number (programs/add10.tfp; docs/weight-format.md,
+# "Numbers as outputs"): the unembedding and its bias decode the number into
+# digits in PyTorch as in tfrun, and without the unembedding both refuse the
+# file with the same message.
+"$TFC" "$SRC/programs/add10.tfp" -o "$G/add10.tfw" 2>/dev/null
+check "tfc add10" $?
+printf '^0000000000+0000000000=\n^9999999999+9999999999=\n^1234567890+9876543210=\n^0000000001+9999999999=\n' >"$G/add10.txt"
+"$TFRUN" "$G/add10.tfw" --batch "$G/add10.txt" >"$G/tfrun_add10.txt" &&
+    "$PY" "$SRC/tools/tfw_torch.py" "$G/add10.tfw" --batch "$G/add10.txt" >"$G/torch_add10.txt" &&
+    cmp -s "$G/tfrun_add10.txt" "$G/torch_add10.txt" &&
+    grep -qxF '^9999999999+9999999999=19999999998' "$G/torch_add10.txt"
+check "output held as a number: tfrun and PyTorch print the same sums" $?
+"$PY" -c "import sys; b = open(sys.argv[1], 'rb').read(); i = b.index(b'\"unembed.weight\"')
+open(sys.argv[2], 'wb').write(b[:i] + b'\"unembed.weigh_\"' + b[i + 16:])" "$G/add10.tfw" "$G/add10_nou.tfw"
+"$TFRUN" "$G/add10_nou.tfw" "^1+2=" 2>"$G/nou_tfrun.txt"
+t=$?
+"$PY" "$SRC/tools/tfw_torch.py" "$G/add10_nou.tfw" "^1+2=" 2>"$G/nou_torch.txt"
+p=$?
+[ $t -ne 0 ] && [ $p -ne 0 ] && grep -q "tensor 'unembed.weight' is missing" "$G/nou_tfrun.txt" &&
+    grep -q "tensor 'unembed.weight' is missing" "$G/nou_torch.txt"
+check "output held as a number, no unembedding: tfrun and PyTorch refuse it alike" $?
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -729,15 +729,11 @@ static int validate_registers(const TfModel *m, TfError *err) {
             tf_error_set(err, "output register %d does not exist", m->output_reg);
             return -1;
         }
+        // A scalar output prints a number at every position
+        // (model_numeric_output), or the unembedding, which every other
+        // model has (model_validate), decodes it: a `cat` output held as a
+        // number (docs/weight-format.md, "Numbers as outputs").
         TfRegKind k = m->regs[m->output_reg].kind;
-        // A scalar output prints a number at every position, or is decoded
-        // by the unembedding (a `cat` output held as a number).
-        if (k == TF_REG_SCALAR && !model_numeric_output(m) && m->unembed < 0) {
-            tf_error_set(err, "output register '%s' is a scalar: only a model read at every "
-                              "position prints a number, and any other needs an unembedding",
-                         m->regs[m->output_reg].name);
-            return -1;
-        }
         if (k != TF_REG_TOKEN && k != TF_REG_CATEGORICAL && k != TF_REG_SCALAR) {
             tf_error_set(err, "output register '%s' is not a token, categorical or scalar register",
                          m->regs[m->output_reg].name);

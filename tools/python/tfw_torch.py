@@ -464,11 +464,7 @@ def check(data):
     numeric = "output" in meta and not classify and every == "every_position" and \
         [k for name, k, _, _ in regs if name == meta["output"]][0] == "scalar"
     # Any other scalar output is a `cat` register held as a number, which
-    # the unembedding (with its bias) decodes into tokens.
-    if "output" in meta and not numeric and "unembed.weight" not in header and \
-            [k for name, k, _, _ in regs if name == meta["output"]][0] == "scalar":
-        raise TfwError("output register is a scalar: only a model read at every position prints "
-                       "a number, and any other needs an unembedding")
+    # the unembedding (with its bias; required below) decodes into tokens.
     _check_checks(meta, regs, len(_meta_json(meta, "layers")))
     for key in ("made_by", "learned"):  # how the file was made: JSON objects
         if key in meta and not isinstance(strict_json(meta[key], "__metadata__." + key), dict):
