@@ -319,6 +319,9 @@ static int chain_links(const TfIr *ir, int j, int t, int *links, int *base) {
         r = kind == LINK_TABLE ? ir->ops[w].plan->in[0] : ir->ops[w].plan->vreg;
     }
     free(live);
+    // Back to the last register whose writer writes points. Not through
+    // to `indices`: its Maps are held by the position embedding, which
+    // writes their points as cheaply (fold_table), and they stay as before.
     while (n > 0 && (point_writer(ir, r, j) == -1 || r == ir->indices_reg))
         r = ir->ops[links[--n]].plan->dest;
     *base = r;
@@ -341,6 +344,16 @@ static double *pull_back(TfIr *ir, int w, int r, const double *val) {
         if (c >= 0 && cr >= 0) out[c] = val[cr];
     }
     return out;
+}
+
+/* How much more a point copied by link w's head (a copy: its head's leak
+ * and its softmax's rounding) may be off than its value register's: twice
+ * what they move a one-hot column, the number being within [-1, 1]. 0 for
+ * a table link, whose points the next link writes. */
+static double copy_err(const TfIr *ir, int w) {
+    const TfOpPlan *p = ir->ops[w].plan;
+    if (p->form != TF_PLAN_ATTEND) return 0;
+    return 2 * fmax(0, ir->regs[p->dest].facts.err - ir->regs[p->vreg].facts.err) + 4 * EPS32;
 }
 
 /* The hidden registers of point k (0 cos, 1 sin) of a query side read
@@ -368,9 +381,7 @@ static int chain_points(TfIr *ir, const TfOpPlan *p, const char *tn, int base, i
         const TfOpPlan *w = ir->ops[links[i]].plan;
         if (w->form != TF_PLAN_ATTEND) continue;
         int r = w->dest;
-        // The head's leak (and its softmax's rounding) moves a copied
-        // number within [-1, 1] by twice what it moves a one-hot column.
-        e += 2 * fmax(0, ir->regs[r].facts.err - ir->regs[w->vreg].facts.err) + 4 * EPS32;
+        e += copy_err(ir, links[i]);
         for (int k = 0; k < 2; k++) {
             int top = i == 0 || ir->ops[links[i - 1]].plan->form == TF_PLAN_TABLE;
             snprintf(name, sizeof name, "%s%s.%s%s%s", p->name, tn, side[k], top ? "" : ".",
@@ -424,11 +435,7 @@ static int angle_term_from(TfIr *ir, int j, int t, const int *links, int nl, int
     double fk = points_err_best(ir, wk, kv, j, t, gone, &dk, &hk);
     if (fq < 0 || fk < 0) return -1;
     double fbase = fq;
-    for (int i = 0; i < nl; i++) { // chain_points' bound, before it adds the points
-        const TfOpPlan *w = ir->ops[links[i]].plan;
-        if (w->form == TF_PLAN_ATTEND)
-            fq += 2 * fmax(0, ir->regs[w->dest].facts.err - ir->regs[w->vreg].facts.err) + 4 * EPS32;
-    }
+    for (int i = 0; i < nl; i++) fq += copy_err(ir, links[i]); // chain_points' bound
     // The scores' error before beta: the one-hot term's (compiler/select.c,
     // select_terms) against the points' (two products of numbers within 1
     // of 0 and their errors, times s; the float32 rounding of the head's
