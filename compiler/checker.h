@@ -96,6 +96,7 @@ typedef struct TfIrReg {
     int offset, size;
     TfLoc loc;        /* declaration; line 0 for built-ins */
     TfRegFacts facts; /* the value analysis's (zero before it) */
+    int as_number;    /* declared `cat`, held as a number (compiler/numbers.h) */
     int n_feat;       /* compiler/angles.c's */
     TfRegFeat feat[TF_REG_MAX_FEATS];
 } TfIrReg;

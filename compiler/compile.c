@@ -168,37 +168,69 @@ static TfModel *smaller_without_angles(TfModel *m, const char *filename, const c
     return smaller_of(m, filename, source, len, o);
 }
 
-/* Registers of numbers held as numbers (compiler/numbers.h): all of the
- * groups at once, else each group in turn on top of those kept, each kept
- * when the program compiles so (no errors: every reader can read the
- * number) into a smaller model. Diagnostics are counted, not printed. */
+/* *m replaced by u when u is smaller (a tie keeps *m); the other freed.
+ * 1 when u was kept. */
+static int keep_smaller(TfModel **m, TfModel *u) {
+    if (u && model_param_count(u) < model_param_count(*m)) {
+        model_free(*m);
+        *m = u;
+        return 1;
+    }
+    model_free(u);
+    return 0;
+}
+
+/* The program compiled with the registers as[r] != 0 held as numbers
+ * (NULL when it does not compile so). */
+static TfModel *as_numbers(const char *filename, const char *source, size_t len, TfCompileOptions o,
+                           const unsigned char *as, int n_regs) {
+    o.as_number = as;
+    o.n_as_number = n_regs;
+    int n_errors = 0;
+    TfError e2 = {""};
+    return compile_source_opts(filename, source, len, &o, NULL, &n_errors, &e2);
+}
+
+/* Registers of numbers held as numbers (compiler/numbers.h), each choice
+ * compiled in full (its own fusion, rows and angles), the smallest model
+ * kept (m, all one-hot, on a tie). Tried: all of the groups at once; each
+ * group alone; of three groups or more, each with one group left out
+ * (add_decimal: its output cannot be a number, its digits can only with
+ * their sum); each group in turn on top of those that made the model
+ * smaller before it.
+ * Diagnostics are counted, not printed. */
 static TfModel *held_as_numbers(TfModel *m, const char *filename, const char *source, size_t len,
                                 const TfCompileOptions *opts, const int *group, int n_groups,
                                 int n_regs) {
-    unsigned char *as = calloc((size_t)n_regs, 1), *kept = calloc((size_t)n_regs, 1);
-    if (!as || !kept) {
-        free(as), free(kept);
+    unsigned char *as = calloc((size_t)n_regs, 1), *step = calloc((size_t)n_regs, 1);
+    if (!as || !step) {
+        free(as), free(step);
         return m;
     }
-    TfCompileOptions o = *opts;
-    o.as_number = as;
-    o.n_as_number = n_regs;
-    o.rows_settled = 1;
-    for (int g = n_groups > 1 ? -1 : 0; g < n_groups; g++) { // -1: all at once
-        for (int r = 0; r < n_regs; r++) as[r] = kept[r] || (group[r] >= 0 && (g < 0 || group[r] == g));
-        int n_errors = 0;
-        TfError e2 = {""};
-        TfModel *u = compile_source_opts(filename, source, len, &o, NULL, &n_errors, &e2);
-        if (u && model_param_count(u) < model_param_count(m)) {
-            model_free(m);
-            m = u;
-            memcpy(kept, as, (size_t)n_regs);
-            if (g < 0) break;
+    size_t step_n = model_param_count(m); // the forward steps' model so far: all one-hot
+    TfModel *stepped = NULL;
+    for (int r = 0; n_groups > 1 && r < n_regs; r++) as[r] = group[r] >= 0;
+    if (n_groups > 1) keep_smaller(&m, as_numbers(filename, source, len, *opts, as, n_regs));
+    for (int g = 0; n_groups > 1 && g < n_groups; g++) {
+        for (int r = 0; r < n_regs; r++) as[r] = group[r] == g;
+        keep_smaller(&m, as_numbers(filename, source, len, *opts, as, n_regs));
+        for (int r = 0; n_groups > 2 && r < n_regs; r++) as[r] = group[r] >= 0 && group[r] != g;
+        if (n_groups > 2) keep_smaller(&m, as_numbers(filename, source, len, *opts, as, n_regs));
+    }
+    for (int g = 0; g < n_groups; g++) {
+        for (int r = 0; r < n_regs; r++) as[r] = step[r] || group[r] == g;
+        TfModel *u = as_numbers(filename, source, len, *opts, as, n_regs);
+        if (u && model_param_count(u) < step_n) {
+            model_free(stepped);
+            stepped = u;
+            step_n = model_param_count(u);
+            memcpy(step, as, (size_t)n_regs);
         } else {
             model_free(u);
         }
     }
-    free(as), free(kept);
+    if (stepped) keep_smaller(&m, stepped);
+    free(as), free(step);
     return m;
 }
 
@@ -268,7 +300,10 @@ TfModel *compile_source_opts(const char *filename, const char *source, size_t le
         // 3b. MLP fusion: consecutive tables composed (a scheduled program).
         int scheduled = opts->opt_level > 0 && !opts->no_schedule && general_only(ir);
         // Which registers could be held as numbers (tried at the end).
-        if (scheduled && !opts->one_hot && !opts->as_number && opts->dump == TF_DUMP_NONE) {
+        // Not in a second compilation that settles rows and angles (the
+        // first tries the numbers on its final model).
+        if (scheduled && !opts->one_hot && !opts->as_number && !opts->rows_settled &&
+            opts->dump == TF_DUMP_NONE) {
             group = malloc((size_t)n_declared * sizeof *group);
             n_groups = group ? numbers_groups(ir, n_declared, group) : -1;
             if (n_groups < 0) {
@@ -302,17 +337,19 @@ TfModel *compile_source_opts(const char *filename, const char *source, size_t le
         // 7. Fusion pays or is undone: the model as small as unfused.
         if (m && fused > 0 && diag.n_errors == 0 && opts->dump == TF_DUMP_NONE)
             m = smaller_unfused(m, filename, source, len, opts);
-        // 8. Registers of numbers in one column where that is smaller.
-        if (m && n_groups > 0 && diag.n_errors == 0)
-            m = held_as_numbers(m, filename, source, len, opts, group, n_groups, n_declared);
-        // 9. Rows that pick no key left out only where that is smaller.
+        // 8. Rows that pick no key left out only where that is smaller.
         if (m && scheduled && !opts->all_rows && !opts->rows_settled && diag.n_errors == 0 &&
             opts->dump == TF_DUMP_NONE)
             m = smaller_with_all_rows(m, filename, source, len, opts);
-        // 10. Angles kept only where they make the model smaller.
+        // 9. Angles kept only where they make the model smaller.
         if (m && angled > 0 && !opts->rows_settled && diag.n_errors == 0 &&
             opts->dump == TF_DUMP_NONE)
             m = smaller_without_angles(m, filename, source, len, opts);
+        // 10. Registers of numbers in one column where that is smaller than
+        //     the model so far, each variant compiled through steps 8 and 9
+        //     of its own.
+        if (m && n_groups > 0 && diag.n_errors == 0)
+            m = held_as_numbers(m, filename, source, len, opts, group, n_groups, n_declared);
     }
     if (m && diag.n_errors == 0 && dump_at(opts, TF_DUMP_LAYERS, prog, ir, NULL, m)) {
         model_free(m);

@@ -595,3 +595,18 @@ int expr_linear(const TfExpr *e) {
     }
 }
 
+int expr_divides(const TfExpr *e) {
+    if (!e) return 0;
+    if (e->kind == TF_EXPR_BINARY && e->op == '/') return 1;
+    if (expr_divides(e->a) || expr_divides(e->b) || expr_divides(e->c)) return 1;
+    for (int i = 0; i < e->n_args; i++)
+        if (expr_divides(e->args[i])) return 1;
+    for (int i = 0; i < e->n_entries; i++)
+        if (expr_divides(e->entries[i].value)) return 1;
+    return 0;
+}
+
+int expr_true_division(const TfIr *ir, int dest) {
+    return ir->regs[dest].kind == TF_REG_SCALAR && !ir->regs[dest].as_number;
+}
+

@@ -44,7 +44,7 @@ typedef struct ExprEnv {
     const TfVal *cur;
     const TfVal *kcur, *qcur;
     int true_division; /* `/` of two integers: 1 true division (a Map into a
-                          `num` register), 0 floor division */
+                          `num` register), 0 floor division: expr_true_division */
     char msg[200];
     TfLoc where;
 } ExprEnv;
@@ -57,6 +57,15 @@ int expr_truthy(ExprEnv *E, const TfExpr *e, TfVal v, int *out);
 int expr_literal(const TfExpr *e, TfVal *v);
 /* 1 when e is a + b x + ... in its register names (linear, exact). */
 int expr_linear(const TfExpr *e);
+
+/* Whether e divides anywhere (`/`, whose result depends on the
+ * destination's kind: ExprEnv.true_division). */
+int expr_divides(const TfExpr *e);
+
+/* ExprEnv.true_division for a Map into register dest: true division into
+ * a `num` register, floor division into a `cat` one, held as a number or
+ * not (compiler/numbers.h). */
+int expr_true_division(const TfIr *ir, int dest);
 
 /* The registers an expression reads: names (Map), k. and q. fields
  * (selections), each listed once. */

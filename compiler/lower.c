@@ -28,6 +28,7 @@
 #endif
 
 #include "lower_internal.h"
+#include "numbers.h"
 #include "values.h"
 
 Mat lower_mat(Lowerer *L, int rows, int cols) {
@@ -674,13 +675,14 @@ static void unembed_number(Lowerer *L, Mat un) {
         return;
     }
     double most = 0;
-    for (int i = 0; i < g->n_vals; i++) most = fmax(most, fabs(g->vals[i].x));
+    for (int i = 0; i < g->n_vals; i++) most = fmax(most, fabs(numbers_value(g->vals, g->n_vals, g->vals[i])));
     for (int t = 0; t < ir->n_vocab; t++) AT(ub, 0, t) = (float)(-1.0 - most);
     for (int i = 0; i < g->n_vals; i++) {
         int t = values_token_of(ir, g->vals[i]);
+        double v = numbers_value(g->vals, g->n_vals, g->vals[i]); // a token no number spells: its code
         if (t < 0) continue;
-        AT(un, t, out->offset) = (float)(2.0 * g->vals[i].x);
-        AT(ub, 0, t) = (float)(-g->vals[i].x * g->vals[i].x);
+        AT(un, t, out->offset) = (float)(2.0 * v);
+        AT(ub, 0, t) = (float)(-v * v);
     }
     L->share = 0; // never shared (below)
     L->m->unembed = lower_emit(L, TF_TENSOR_UNEMBED, un);

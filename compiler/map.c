@@ -18,6 +18,7 @@
 
 #include "bounds.h"
 #include "cubes.h"
+#include "numbers.h"
 #include "plans.h"
 #include "values_internal.h"
 
@@ -52,7 +53,7 @@ static int map_enumerate(Va *G, const TfIrOp *op, const TfExpr *e, const int *in
         G->failed = 1;
         return -1;
     }
-    ExprEnv E = {.ir = G->ir, .cur = cur, .true_division = G->ir->regs[op->dest].kind == TF_REG_SCALAR};
+    ExprEnv E = {.ir = G->ir, .cur = cur, .true_division = expr_true_division(G->ir, op->dest)};
     int idx[TF_PLAN_MAX_INPUTS] = {0};
     for (long c = 0; c < total; c++) {
         for (int i = 0; i < n_in; i++) cur[in[i]] = dom[i][idx[i]];
@@ -130,7 +131,7 @@ static void map_gated(Va *G, TfIrOp *op, const TfExpr *e, const ExprReads *R) {
         G->failed = 1;
         return;
     }
-    ExprEnv E = {.ir = G->ir, .cur = cur, .true_division = G->ir->regs[op->dest].kind == TF_REG_SCALAR};
+    ExprEnv E = {.ir = G->ir, .cur = cur, .true_division = expr_true_division(G->ir, op->dest)};
     int idx[TF_PLAN_MAX_INPUTS] = {0}, n_vals = 0;
     double vmax = 0;
     for (long c = 0; c < total; c++) {
@@ -233,7 +234,7 @@ static TfOpPlan *map_linear(Va *G, TfIrOp *op, const TfExpr *e, const ExprReads 
     TfVal *cur = calloc((size_t)G->ir->n_regs, sizeof *cur);
     if (!cur) { (void)(G->failed = 1); return NULL; }
     for (int i = 0; i < R->n; i++) cur[R->regs[i]] = val_num(0, 0); // what e reads
-    ExprEnv E = {.ir = G->ir, .cur = cur, .true_division = G->ir->regs[op->dest].kind == TF_REG_SCALAR};
+    ExprEnv E = {.ir = G->ir, .cur = cur, .true_division = expr_true_division(G->ir, op->dest)};
     TfVal base, one;
     if (expr_eval(&E, e, &base) < 0) {
         diag_error(G->diag, E.where, "this expression %s", E.msg);
@@ -304,6 +305,12 @@ static TfOpPlan *map_linear(Va *G, TfIrOp *op, const TfExpr *e, const ExprReads 
     return p;
 }
 
+/* Whether dest is the output held as a number, whose values may be tokens
+ * no number spells (compiler/numbers.h: numbers_value codes them). */
+static int coded_output(const TfIr *ir, int dest) {
+    return ir->output_as_number && dest == ir->output_reg;
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -326,21 +333,22 @@ static int map_numeric_results(Va *G, const TfIrOp *op, TfOpPlan *p, TfVal *res,
     int m = 0;
     for (int c = 0; c < n; c++) {
         if (!reached[c]) continue;
-        if (!val_is_num(res[c])) {
+        if (!val_is_num(res[c]) && !coded_output(G->ir, op->dest)) {
             diag_error(G->diag, op->stmt->args[0].loc,
                        "this Map gives a token, but '%s' is a numeric register",
                        va_reg_name(G, op->dest));
             free(vals), free(sorted);
             return -1;
         }
-        sorted[m] = res[c].x;
         vals[m++] = res[c];
     }
+    for (int c = 0; c < m; c++) sorted[c] = numbers_value(vals, m, vals[c]);
     qsort(sorted, (size_t)m, sizeof *sorted, cmp_double);
     for (int c = 0; c < n; c++) {
-        int kept = reached[c] || (defined[c] && val_is_num(res[c]) &&
-                                  bsearch(&res[c].x, sorted, (size_t)m, sizeof *sorted, cmp_double));
-        p->combo_num[c] = kept ? res[c].x : 0;
+        int ok = reached[c] || (defined[c] && (val_is_num(res[c]) || coded_output(G->ir, op->dest)));
+        double x = ok ? numbers_value(vals, m, res[c]) : 0;
+        int kept = reached[c] || (ok && bsearch(&x, sorted, (size_t)m, sizeof *sorted, cmp_double));
+        p->combo_num[c] = kept ? x : 0;
     }
     double moved;
     m = val_unique(vals, m, SAME_VALUE, &moved);
@@ -479,7 +487,16 @@ static TfOpPlan *map_staircase(Va *G, TfIrOp *op, const TfExpr *e, const ExprRea
     } else {
         p->x_num = va_alloc(G, (size_t)n * sizeof *p->x_num);
         if (!p->x_num) { (void)(free(res), free(defined), G->failed = 1); return NULL; }
-        for (int i = 0; i < n; i++) p->x_num[i] = res[i].x;
+        if (!coded_output(G->ir, dest))
+            for (int i = 0; i < n; i++)
+                if (!val_is_num(res[i])) {
+                    diag_error(G->diag, s->args[0].loc,
+                               "this Map gives a token, but '%s' is a numeric register",
+                               va_reg_name(G, dest));
+                    free(res), free(defined);
+                    return NULL;
+                }
+        for (int i = 0; i < n; i++) p->x_num[i] = numbers_value(res, n, res[i]);
         double moved;
         int m = val_unique(res, n, SAME_VALUE, &moved);
         va_set_values(G, dest, res, m);
@@ -559,7 +576,7 @@ static TfOpPlan *map_offset(Va *G, TfIrOp *op, const TfExpr *e, const ExprReads 
         G->failed = 1;
         return NULL;
     }
-    ExprEnv E = {.ir = ir, .cur = cur, .true_division = ir->regs[op->dest].kind == TF_REG_SCALAR};
+    ExprEnv E = {.ir = ir, .cur = cur, .true_division = expr_true_division(ir, op->dest)};
     int ok = 1;
     double c = 0, d = 0;
     for (int i = 0; ok && i < gx->n_vals; i++) {
@@ -759,7 +776,9 @@ void map_analyze(Va *G, TfIrOp *op, int index) {
         n_num += !va_is_categorical(G->ir, R.regs[i]);
     }
     TfOpPlan *p = NULL;
-    if (!dest_cat && n_num == R.n && R.n > 0 && expr_linear(e)) {
+    // Floor division into a `cat` register held as a number is no linear map.
+    int linear = expr_linear(e) && !(G->ir->regs[dest].as_number && expr_divides(e));
+    if (!dest_cat && n_num == R.n && R.n > 0 && linear) {
         p = map_linear(G, op, e, &R);
     } else if (all_cat) {
         p = map_table(G, op, e, &R);

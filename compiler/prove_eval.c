@@ -104,7 +104,7 @@ static int eval_all(TfProveRef *R, const int *toks, int n) {
             int ok = 1;
             for (int k = 0; k < E.n; k++) ok &= !R->none[(size_t)p * nr + E.regs[k]];
             ExprEnv X = {.ir = S->ir, .cur = R->cur + (size_t)p * nr,
-                         .true_division = S->ir->regs[o->dest].kind == TF_REG_SCALAR};
+                         .true_division = expr_true_division(S->ir, o->dest)};
             TfVal v;
             R->none[(size_t)p * nr + o->dest] = 1;
             if (ok && expr_eval(&X, o->expr, &v) == 0) {

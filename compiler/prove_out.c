@@ -87,7 +87,10 @@ static int check_reg(PvNet *N, int li, int r) {
     for (long i = 0; i < s.n; i++) {
         if (!scan_at(N, &s, i, cols, size)) continue;
         if (scalar) {
-            if (s.none[r]) continue;
+            // A token no number spells (an output the unembedding decodes,
+            // compiler/numbers.h) has no value to be near: the output's
+            // logit margin (check_tokens) proves it.
+            if (s.none[r] || !val_is_num(s.cur[r])) continue;
             TfIv v = pv_col_get(N, &N->col[off], s.assign);
             double err = fmax(fabs(v.lo - s.cur[r].x), fabs(v.hi - s.cur[r].x));
             if (!(err < 1e30)) err = INFINITY;

@@ -338,7 +338,7 @@ void pv_eval_regs(const PvSem *S, const int *assign, TfVal *cur, unsigned char *
         for (int k = 0; ok && k < R->n; k++)
             if (none[R->regs[k]]) ok = 0;
         ExprEnv E = {.ir = ir, .cur = cur,
-                     .true_division = ir->regs[o->dest].kind == TF_REG_SCALAR};
+                     .true_division = expr_true_division(ir, o->dest)};
         TfVal v;
         if (ok && expr_eval(&E, o->expr, &v) == 0) {
             cur[o->dest] = v;

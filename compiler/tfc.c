@@ -145,11 +145,12 @@ static void print_summary(const TfModel *m, const char *out_path) {
  * than the construction's estimate: written with the proven bound (what
  * tfrun --check and the report compare within). A part the validator does
  * not cover (not proven: no maxlen, a table too large, ...): written,
- * with a warning at its line, unless --prove asked for the proof (strict).
- * The weights shown wrong in some case (failed): nothing written, the
+ * with a warning at its line and *unproven set, unless --prove asked for
+ * the proof (strict). The weights shown wrong in some case (failed): nothing written, the
  * error at the op's line, the failing case and a counterexample prompt
  * (prove_search). */
-static int prove(TfModel *m, int strict, const char *src_path, const char *source, size_t len, double *estimate) {
+static int prove(TfModel *m, int strict, const char *src_path, const char *source, size_t len, double *estimate,
+                 int *unproven) {
     TfProof P;
     TfError err;
     if (prove_model(m, &P, &err) < 0) {
@@ -173,6 +174,7 @@ static int prove(TfModel *m, int strict, const char *src_path, const char *sourc
         if (strncmp(why, "line ", 5) == 0 && strstr(why, ": ")) why = strstr(why, ": ") + 2;
         if (P.fail_line > 0) diag_warning(&d, loc, "the weights are written unproven: %s", why);
         else fprintf(stderr, "%s: warning: the weights are written unproven: %s\n", src_path, why);
+        *unproven = 1;
         prove_free(&P);
         return 0;
     }
@@ -368,12 +370,13 @@ int main(int argc, char **argv) {
     TfModel *m = compile_source_opts(src_path, source, len, &A.opts, stderr, &n_errors, &err);
     int status = 0, one_hot_again = m && A.prove && one_hot_unless_proven(&m, &A.opts, src_path, source, len);
     double estimate = -1; // the construction's output bound, where the proof raised it
+    int unproven = 0;     // written with a part the validator does not cover
     if (!m && n_errors > 0) {
         status = CLI_EXIT_INPUT;
     } else if (!m && !(dumping && err.msg[0] == '\0')) {
         fprintf(stderr, "tfc: %s: %s\n", src_path, err.msg);
         status = cli_error_status(&err);
-    } else if (m && A.prove && !(m->learned && A.prove == 1) && (status = prove(m, A.prove == 2, src_path, source, len, &estimate)) != 0) {
+    } else if (m && A.prove && !(m->learned && A.prove == 1) && (status = prove(m, A.prove == 2, src_path, source, len, &estimate, &unproven)) != 0) {
         // nothing written
     } else if (m && tfw_write(m, out_path, &err) < 0) {
         fprintf(stderr, "tfc: %s\n", err.msg); // not representable (1), or not written (3)
@@ -389,6 +392,8 @@ int main(int argc, char **argv) {
         if (one_hot_again & 2)
             printf("the selections compared on angles were not proven: compiled again without angles\n");
         if (m->learned) printf("a learned model: nothing to prove against\n");
+        else if (A.prove && unproven)
+            printf("not proven: a part the validator does not cover (the warning above says which)\n");
         else if (A.prove && estimate >= 0)
             printf("proven against the program, the output within %.3g (the construction's estimate, %.3g, is "
                    "not proven; tfprove %s prints each op's margin)\n", m->output_error_bound, estimate, out_path);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "numbers.h"
 #include "values_internal.h"
 
 /* ---- storage ------------------------------------------------------------- */
@@ -509,7 +510,16 @@ static void check_output(Va *G) {
         double gap = INFINITY;
         for (int i = 0; g->known && i < g->n_vals; i++)
             for (int j = i + 1; j < g->n_vals; j++)
-                gap = fmin(gap, fabs(g->vals[i].x - g->vals[j].x));
+                gap = fmin(gap, fabs(numbers_value(g->vals, g->n_vals, g->vals[i]) -
+                                     numbers_value(g->vals, g->n_vals, g->vals[j])));
+        // Its numbers no token spells are output-only tokens, as one-hot.
+        for (int i = 0; g->known && i < g->n_vals; i++)
+            if (values_token_of(ir, g->vals[i]) < 0 && add_number_token(G, g->vals[i]) < 0) {
+                diag_error(G->diag, ir->output_loc,
+                           "the output '%s', held as a number, can hold a value no token spells",
+                           name);
+                return;
+            }
         if (!g->known || g->writer < 0 || !(g->err < gap / 2))
             diag_error(G->diag, ir->output_loc,
                        "the output '%s', held as a number, may be off by %.3g: half the gap "

@@ -51,10 +51,18 @@ MAX=${TF_ONNX_CASES:-0}
 # (10,403 to 65,536 a program; tests/programs.sh runs them all through tfrun).
 PMAX=5000
 [ "$MAX" -gt 0 ] && PMAX=$MAX
+# prefix_sum's output is held as a number (docs/language.md), written by a
+# staircase with a slope: the float32 sum of up to 16 digits, which each
+# runtime adds in its own order, passes into the number y, and each logit
+# (2 v y - v^2) moves by 2 v times y's difference: 1.7e-5 of the largest
+# logit measured. The tokens are compared exactly and the proven logit
+# margin is 0.873: the logits within 1e-4.
 for name in $("$PY" "$SRC/tests/program_ref.py" --list); do
     "$TFC" "$P/$name.tfp" -o "$tmp/$name.tfw" 2>/dev/null || { check "tfc $name" 1; continue; }
     "$PY" "$SRC/tests/program_ref.py" "$name" --max "$PMAX" | cut -f1 >"$tmp/$name.txt"
-    one "$name" "$tmp/$name.tfw" "$tmp/$name.txt"
+    tol=
+    [ "$name" = prefix_sum ] && tol=1e-4
+    one "$name" "$tmp/$name.tfw" "$tmp/$name.txt" $tol
 done
 # The seed adder: -O on every 71st case, -O0 on every 701st (or every MAX-th).
 "$PY" "$SRC/tools/adder_cases.py" | cut -f1 >"$tmp/all.txt"

@@ -133,7 +133,9 @@ def main():
     every = meta["tfw.output_mode"] == "every_position"
     regs = {r["name"]: r for r in json.loads(meta["tfw.registers"])}
     out_reg = regs.get(meta.get("tfw.output"))
-    numeric = every and out_reg is not None and out_reg["kind"] == "scalar"
+    # A scalar output the unembedding does not decode (no logits): values.
+    numeric = every and out_reg is not None and out_reg["kind"] == "scalar" and \
+        [o.name for o in proto.graph.output] == ["values"]
     W = 1 if numeric else len(classes) if classify else len(vocab)
 
     texts = [l.rstrip("\n") for l in open(prompts_path) if l.rstrip("\n")]

@@ -218,8 +218,9 @@ printf '^1\t1\n' | "$TFPROVE" "$tmp/xor.tfw" --check - >"$tmp/out" 2>&1
 check "tfprove --check: a file not proven runs no case" $?
 
 # 3b. Counterexamples no short prompt reaches (the mutation test's misses):
-# count_token with the unembedding's weight of '7' on out's '7' negated
-# fails where 7 positions hold 'a' (a climb towards the failing case finds
+# count_token with the unembedding's weight of '7' on out's column negated
+# (out is held as a number: '7' scores 14 out - 49) fails where 7 positions
+# hold 'a' (a climb towards the failing case finds
 # one); dyck1 with one weight of sign's MLP doubled fails where closes is 14
 # at an opens the proof's first failing cases do not hold (prompts of one
 # token repeated find it). Each confirmed by tfrun on both files.

@@ -164,6 +164,21 @@ static TfModel *compile_text(const char *src, int opt) {
 
 /* At -O, every selection's parts one-hot (tfc --no-angles): the tests of
  * those heads' constructions. */
+/* At -O with every register one-hot (tfc --one-hot): a mutation is then
+ * refused at the line of the op whose columns it breaks. Held as a number,
+ * the output has no columns of values to decode: the output's logit margin
+ * refuses it, at the output's line. */
+static TfModel *compile_one_hot(const char *src) {
+    TfCompileOptions o = {.opt_level = 1, .one_hot = 1};
+    int n_errors;
+    TfError err;
+    FILE *null = fopen("/dev/null", "w");
+    TfModel *m = compile_source_opts("t.tfp", src, strlen(src), &o, null, &n_errors, &err);
+    fclose(null);
+    ck_assert_ptr_nonnull(m);
+    return m;
+}
+
 static TfModel *compile_without_angles(const char *src) {
     TfCompileOptions o = {.opt_level = 1, .no_angles = 1};
     int n_errors;
@@ -325,17 +340,18 @@ static int scale_op(TfModel *m, const char *name, float f) {
 START_TEST(test_sum_proven_and_mutations_refused) {
     assert_proven_both(sum_src);
     const char *part[3] = {"total.count", "total", "total.sum"};
-    for (int k = 0; k < 3; k++) {
-        TfModel *m = compile_text(sum_src, 1);
-        ck_assert_msg(scale_op(m, part[k], 1.1f), "no layer holds %s", part[k]);
+    for (int k = 0; k < 4; k++) { // 3: the default, out held as a number
+        TfModel *m = k < 3 ? compile_one_hot(sum_src) : compile_text(sum_src, 1);
+        ck_assert_msg(scale_op(m, part[k % 3], 1.1f), "no layer holds %s", part[k % 3]);
         TfProof P;
         TfError err;
         ck_assert_int_eq(prove_model(m, &P, &err), 0);
-        ck_assert_msg(P.verdict == TF_PROOF_FAILED, "%s x 1.1: %d %s", part[k], P.verdict, P.reason);
-        ck_assert_msg(P.fail_line == 5, "%s: line %d (%s)", part[k], P.fail_line, P.reason);
+        ck_assert_msg(P.verdict == TF_PROOF_FAILED, "%s x 1.1: %d %s", part[k % 3], P.verdict, P.reason);
+        ck_assert_msg(P.fail_line == (k < 3 ? 5 : 6), "%s: line %d (%s)", part[k % 3], P.fail_line,
+                      P.reason);
         int named = 0;
         for (int i = 0; i < P.n_assign; i++) named |= strcmp(P.assign_reg[i], "count(total)") == 0;
-        ck_assert_msg(named, "%s: the case does not name the sum's count (%s)", part[k], P.reason);
+        ck_assert_msg(named, "%s: the case does not name the sum's count (%s)", part[k % 3], P.reason);
         prove_free(&P);
         model_free(m);
     }
@@ -561,6 +577,8 @@ START_TEST(test_numeric_copy_proven_tight_and_mutation_refused) {
     }
     ck_assert_msg(bound >= 0 && bound < 1e-3, "adig's bound %g", bound);
     prove_free(&P);
+    model_free(m);
+    m = compile_one_hot(numcopy_src);
     ck_assert(scale_op(m, "adig", 1.1f));
     assert_refused_and_free(m, 6);
 }
@@ -814,7 +832,7 @@ START_TEST(test_fast_paths_refuse_changed_weight) {
     same_as_twin(m, "sort_case, small, changed");
     model_free(m);
 
-    m = compile_text(dyck_small_src, 1);
+    m = compile_one_hot(dyck_small_src);
     li = layer_named(m, "failed.attn");
     ck_assert_int_ge(li, 0);
     ly = &m->layers[li];

@@ -377,8 +377,9 @@ double model_check_bound(const TfModel *m, const TfCheck *c) {
 }
 
 int model_numeric_output(const TfModel *m) {
-    return m->every_position && m->output_kind == TF_OUTPUT_NEXT_TOKEN && m->output_reg >= 0 &&
-           m->output_reg < m->n_regs && m->regs[m->output_reg].kind == TF_REG_SCALAR;
+    return m->every_position && m->output_kind == TF_OUTPUT_NEXT_TOKEN && m->unembed < 0 &&
+           m->output_reg >= 0 && m->output_reg < m->n_regs &&
+           m->regs[m->output_reg].kind == TF_REG_SCALAR;
 }
 
 /* The tensor indices a layer names (-1 where it has none). */
@@ -729,10 +730,10 @@ static int validate_registers(const TfModel *m, TfError *err) {
             tf_error_set(err, "output register %d does not exist", m->output_reg);
             return -1;
         }
-        // A scalar output prints a number at every position
-        // (model_numeric_output), or the unembedding, which every other
-        // model has (model_validate), decodes it: a `cat` output held as a
-        // number (docs/weight-format.md, "Numbers as outputs").
+        // A scalar output prints a number at every position when the
+        // model has no unembedding (model_numeric_output); otherwise the
+        // unembedding decodes it: a `cat` output held as a number
+        // (docs/weight-format.md, "Numbers as outputs").
         TfRegKind k = m->regs[m->output_reg].kind;
         if (k != TF_REG_TOKEN && k != TF_REG_CATEGORICAL && k != TF_REG_SCALAR) {
             tf_error_set(err, "output register '%s' is not a token, categorical or scalar register",

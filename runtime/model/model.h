@@ -176,9 +176,11 @@ typedef struct TfModel {
     int bos;
     int stop_token;
 
-    /* A model read at every position whose output register is a scalar
-     * prints that register's value at every position (model_numeric_output);
-     * it needs no unembed.weight (unembed may be -1). output_error_bound is
+    /* A model read at every position whose output register is a scalar and
+     * which has no unembed.weight prints that register's value at every
+     * position (model_numeric_output); with one, the unembedding decodes
+     * the number into tokens, as in a generating model (docs/weight-format.md,
+     * "Numbers as outputs"). output_error_bound is
      * the absolute float32 error the compiler proved for those values (0
      * when none was given): --check accepts a value within it. */
     double output_error_bound;
@@ -248,7 +250,7 @@ int model_add_check(TfModel *m, int reg, int layer, int line, const char *op, do
                     TfError *err);
 
 /* 1 when the model prints a number at every position: read at every
- * position, its output register a scalar. */
+ * position, its output register a scalar, no unembedding. */
 int model_numeric_output(const TfModel *m);
 /* Check c's bound: its own, or 1 / (2 max_len) when the file gave none (at
  * most 0.25): how far a checked register's columns may be from the one-hot

@@ -798,7 +798,7 @@ static int read_error_bound(TfModel *m, const cJSON *meta, TfError *err) {
     if (!s) return cJSON_GetObjectItemCaseSensitive(meta, "output_error_bound") ? -1 : 0;
     if (!model_numeric_output(m)) {
         tf_error_set(err, "__metadata__.output_error_bound is only for a model whose output is a "
-                          "number (a scalar register read at every position)");
+                          "number (a scalar register read at every position, no unembedding)");
         return -1;
     }
     char *end;
@@ -991,10 +991,12 @@ TfModel *tfw_read_buffer(const unsigned char *buf, size_t len, TfError *err) {
         tf_error_set(err, "not a tfw file: no __metadata__ object");
         goto fail;
     }
+    // Whether the model prints numbers depends on its unembedding
+    // (model_numeric_output), which the metadata's reader asks.
+    m->unembed = model_find_tensor(m, TF_TENSOR_UNEMBED);
     if (read_metadata(m, meta, err) < 0) goto fail;
     m->tok_embed = model_find_tensor(m, TF_TENSOR_TOKEN_EMBED);
     m->pos_embed = model_find_tensor(m, TF_TENSOR_POS_EMBED);
-    m->unembed = model_find_tensor(m, TF_TENSOR_UNEMBED);
     // A model that prints a number needs no unembedding.
     const char *missing = m->tok_embed < 0                             ? TF_TENSOR_TOKEN_EMBED
                           : m->pos_embed < 0                           ? TF_TENSOR_POS_EMBED

@@ -7,7 +7,7 @@ what tfrun prints: each prompt followed by its generated tokens, one line per pr
 stopping before the stop token when the model has one (for a model read at
 every position: the input, a TAB and the argmax token at every position,
 after the BOS position when it has a bos, or, when its output register is a
-scalar, that register's value at each of those positions, separated by
+scalar and it has no unembedding, that register's value at each of those positions, separated by
 spaces, each the shortest text that reads back as the same float32; for a
 classifier: the input, its class and the class's probability,
 tab-separated). It performs the model's run-time checks (`checks`) as tfrun
@@ -459,12 +459,13 @@ def check(data):
     for key in ("bos", "stop_token"):
         if key in meta and meta[key] not in vocab:
             raise TfwError("__metadata__.%s is not one token of the vocabulary" % key)
-    # A model that prints a number (a scalar output read at every position)
-    # reads its output register, not logits: its unembedding is optional.
+    # A model that prints a number (a scalar output read at every position,
+    # no unembedding) reads its output register, not logits.
     numeric = "output" in meta and not classify and every == "every_position" and \
+        "unembed.weight" not in shapes and \
         [k for name, k, _, _ in regs if name == meta["output"]][0] == "scalar"
     # Any other scalar output is a `cat` register held as a number, which
-    # the unembedding (with its bias; required below) decodes into tokens.
+    # the unembedding (with its bias) decodes into tokens.
     _check_checks(meta, regs, len(_meta_json(meta, "layers")))
     for key in ("made_by", "learned"):  # how the file was made: JSON objects
         if key in meta and not isinstance(strict_json(meta[key], "__metadata__." + key), dict):
@@ -609,8 +610,10 @@ class Transformer:
         self.stop_token = self.token_id(meta, "stop_token")
         regs = {r["name"]: r for r in json.loads(meta.get("registers", "[]"))}
         out = regs.get(meta.get("output"))
-        # A scalar output register read at every position: a number, no logits.
-        self.numeric = self.every_position and out is not None and out["kind"] == "scalar"
+        # A scalar output register read at every position without an
+        # unembedding: a number, no logits.
+        self.numeric = self.every_position and out is not None and out["kind"] == "scalar" and \
+            self.unembed is None
         self.output_column = out["offset"] if self.numeric else None
         if self.unembed is None and not self.numeric:
             raise TfwError("tensor 'unembed.weight' is missing")
