@@ -11,6 +11,11 @@
  * one weight at a time. sgemm does about four times the multiply-adds per
  * cycle of a vector multiply-add that loads and stores its output. */
 #define DENSE_MIN_FILL 0.25
+/* ... and with at least this many outputs: sgemm packs its whole input block
+ * on every call, which for one output (an MLP's units summed into a number
+ * held in one column: balance's 576) costs more than the product itself
+ * (balance: 22 % of its time in sgemm_itcopy, the case rate 20 % lower). */
+#define DENSE_MIN_ROWS 4
 
 void linear_free(TfLinear *L) {
     if (!L) return;
@@ -63,7 +68,7 @@ int linear_pack(TfLinear *L, const float *W, const float *b, int n_out, int n_in
     for (int k = 0; k < L->n_cols; k++) feat_pos[L->cols[k]] = k;
 
     double block = (double)L->n_rows * (double)L->n_cols;
-    L->dense = block > 0 && (double)L->nnz >= DENSE_MIN_FILL * block;
+    L->dense = block > 0 && L->n_rows >= DENSE_MIN_ROWS && (double)L->nnz >= DENSE_MIN_FILL * block;
     if (L->dense) {
         L->w = calloc((size_t)L->n_rows * (size_t)L->n_cols + 1, sizeof(float));
         if (!L->w) goto oom_pos;
