@@ -28,6 +28,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 
 import numpy as np
 import onnx
@@ -83,18 +84,36 @@ def parse_tokens(text, spelled):
 
 
 class Server:
-    """A process speaking onnx_run.js's protocol."""
+    """A process speaking onnx_run.js's protocol. A request that takes more
+    than DEADLINE seconds kills it (a protocol mismatch would otherwise leave
+    both sides waiting: the test fails instead of hanging)."""
+
+    DEADLINE = 600
 
     def __init__(self, argv, env=None):
         self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
 
+    def _watch(self):
+        t = threading.Timer(self.DEADLINE, self.p.kill)
+        t.daemon = True
+        t.start()
+        return t
+
     def send(self, seqs):
         a = np.asarray(seqs, dtype="<i4")
-        self.p.stdin.write(struct.pack("<ii", a.shape[0], a.shape[1]) + a.tobytes())
-        self.p.stdin.flush()
+        t = self._watch()
+        try:
+            self.p.stdin.write(struct.pack("<ii", a.shape[0], a.shape[1]) + a.tobytes())
+            self.p.stdin.flush()
+        finally:
+            t.cancel()
 
     def receive(self, count):
-        data = self.p.stdout.read(4 * count)
+        t = self._watch()
+        try:
+            data = self.p.stdout.read(4 * count)
+        finally:
+            t.cancel()
         if len(data) != 4 * count:
             raise RuntimeError("%s answered %d of %d bytes" % (self.p.args[0], len(data), 4 * count))
         return np.frombuffer(data, dtype="<f4")
