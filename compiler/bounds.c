@@ -129,6 +129,39 @@ static double table_err(const TfIr *ir, const TfOpPlan *p, int cat) {
  * result) and a pair per step into or out of it. A SPLIT plan's steps of
  * value a of in[1] also read a's column, with a gate G, and are off for
  * the other values; per a, a base pair 2 ca - 1 instead of the base unit. */
+/* A STAIRCASE's x as fc1 reads it: *ex its error, *xs_abs a bound on the
+ * sum of its terms' magnitudes; returns how many terms (an x_linear x: a
+ * term per numeric input and per column of a categorical one). */
+static int x_terms(const TfIr *ir, const TfOpPlan *p, double *ex, double *xs_abs) {
+    *ex = *xs_abs = 0;
+    if (!p->x_linear) {
+        double xmax = 0;
+        for (int i = 0; i < p->n_x; i++) xmax = fmax(xmax, fabs(p->xs[i]));
+        *ex = ir->regs[p->in[0]].facts.err;
+        *xs_abs = xmax + *ex;
+        return 1;
+    }
+    int nx = 0;
+    for (int k = 0; k < p->n_in; k++) {
+        const TfRegFacts *g = &ir->regs[p->in[k]].facts;
+        if (p->in_coef[k]) { // h(a) from a's one-hot: one column on, each off by err
+            double hmax = 0;
+            for (int j = 0; j < g->n_vals; j++) {
+                hmax = fmax(hmax, fabs(p->in_coef[k][j]));
+                *ex += fabs(p->in_coef[k][j]) * g->err;
+                *xs_abs += fabs(p->in_coef[k][j]) * g->err;
+            }
+            *xs_abs += hmax;
+            nx += g->n_vals;
+            continue;
+        }
+        *ex += fabs(p->coef[k]) * g->err;
+        *xs_abs += fabs(p->coef[k]) * reg_max_abs(ir, p->in[k]);
+        nx++;
+    }
+    return nx;
+}
+
 static double stair_err(const TfIr *ir, const TfOpPlan *p, int cat, int a) {
     int split = p->form == TF_PLAN_SPLIT, n = p->n_x;
     const int *xcol = cat ? p->x_col + (size_t)a * (size_t)n : NULL;
@@ -138,32 +171,9 @@ static double stair_err(const TfIr *ir, const TfOpPlan *p, int cat, int a) {
     Col cols[n_cols];
     for (int c = 0; c < n_cols; c++) cols[c] = (Col){0};
     // |x| at its largest and x's error; x's terms in fc1.
-    double xtop = p->xs[n - 1], ex = 0, xs_abs = 0, xmax = 0;
-    int nx = 1;
+    double xtop = p->xs[n - 1], ex, xs_abs, xmax = 0;
     for (int i = 0; i < n; i++) xmax = fmax(xmax, fabs(p->xs[i]));
-    if (p->x_linear) {
-        nx = 0;
-        for (int k = 0; k < p->n_in; k++) {
-            const TfRegFacts *g = &ir->regs[p->in[k]].facts;
-            if (p->in_coef[k]) { // h(a) from a's one-hot: one column on, each off by err
-                double hmax = 0;
-                for (int j = 0; j < g->n_vals; j++) {
-                    hmax = fmax(hmax, fabs(p->in_coef[k][j]));
-                    ex += fabs(p->in_coef[k][j]) * g->err;
-                    xs_abs += fabs(p->in_coef[k][j]) * g->err;
-                }
-                xs_abs += hmax;
-                nx += g->n_vals;
-                continue;
-            }
-            ex += fabs(p->coef[k]) * g->err;
-            xs_abs += fabs(p->coef[k]) * reg_max_abs(ir, p->in[k]);
-            nx++;
-        }
-    } else {
-        ex = ir->regs[p->in[0]].facts.err;
-        xs_abs = xmax + ex;
-    }
+    int nx = x_terms(ir, p, &ex, &xs_abs);
     // x_down: every step on at x's smallest value instead (the base unit
     // gives the result at the largest).
     int down = p->x_down && !p->x_linear && !split, base = down ? n - 1 : 0;
@@ -222,11 +232,22 @@ static double slope_err(const TfIr *ir, const TfOpPlan *p) {
     TfOpPlan t = *p;
     t.slope = 0;
     t.x_num = r;
-    double steps = stair_err(ir, &t, 0, 0), ex = ir->regs[p->in[0]].facts.err, xmax = 0;
+    double steps = stair_err(ir, &t, 0, 0), ex, xs_abs;
     free(r);
-    for (int i = 0; i < p->n_x; i++) xmax = fmax(xmax, fabs(p->xs[i]));
-    double h = xmax + ex + fabs(p->xs[0]) + 1; // the unit's largest value
-    double he = U32 * h + fabs(f32(1 - p->xs[0]) - (1 - p->xs[0])); // its input's rounding
+    int nx = x_terms(ir, p, &ex, &xs_abs);
+    // The unit's largest value; its input's rounding (an x_linear x: the
+    // sum of its terms and the bias, each rounded to float32).
+    double c0 = p->x_linear ? p->c0 : 0, b = 1 - p->xs[0] + c0;
+    double h = xs_abs + fabs(c0) + fabs(p->xs[0]) + 1;
+    double he = p->x_linear ? sum_err(nx + 2, h, h) + U32 * h : U32 * h;
+    he += fabs(f32(b) - b);
+    for (int k = 0; p->x_linear && k < p->n_in; k++) { // the terms' weights in float32
+        const TfRegFacts *g = &ir->regs[p->in[k]].facts;
+        double w = 0;
+        for (int j = 0; p->in_coef[k] && j < g->n_vals; j++)
+            w = fmax(w, fabs(f32(p->in_coef[k][j]) - p->in_coef[k][j]) * (1 + g->err));
+        he += p->in_coef[k] ? w : fabs(f32(p->coef[k]) - p->coef[k]) * reg_max_abs(ir, p->in[k]);
+    }
     return steps + fabs(a) * ex + fabs(f32(a)) * he + fabs(f32(a) - a) * h +
            sum_err(p->n_x + 2, fabs(a) * h, fabs(a) * h);
 }

@@ -114,6 +114,22 @@ static void lower_table(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
     add_mlp(L, op, w1, b1, w2, b2);
 }
 
+/* Unit h's fc1 row reads K x for an x_linear staircase's x: K times each
+ * numeric input's coefficient on its column, K h(a) on a's one-hot (x's
+ * constant goes in the bias). */
+static void x_linear_terms(const TfIr *ir, const TfOpPlan *p, Mat w1, int h, double K) {
+    for (int k = 0; k < p->n_in; k++) {
+        const TfRegFacts *g = &ir->regs[p->in[k]].facts;
+        for (int j = 0; p->in_coef[k] && j < g->n_vals; j++) { // h(a): a's one-hot
+            int c = col(ir, p->in[k], g->vals[j]);
+            if (c < 0 || p->in_coef[k][j] == 0) continue;
+            AT(w1, h, c) += (float)(K * p->in_coef[k][j]);
+        }
+        if (p->in_coef[k]) continue;
+        AT(w1, h, ir->regs[p->in[k]].offset) += (float)(K * p->coef[k]);
+    }
+}
+
 static void lower_staircase(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
     const TfIr *ir = L->ir;
     int d = ir->d_model, n = p->n_x, dest_cat = ir->regs[p->dest].kind == TF_REG_CATEGORICAL;
@@ -152,9 +168,15 @@ static void lower_staircase(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
     }
     double slope = plans_slope(ir, p);
     if (slope != 0) { // the last unit: slope ReLU(x - xs[0] + 1), off at the BOS
-        AT(w1, H - 1, xc) = 1.0f;
-        AT(b1, 0, H - 1) = (float)(1 - p->xs[0]);
-        if (bos_col >= 0) AT(w1, H - 1, bos_col) = (float)-(bos_bound(ir, p->in[0]) + fabs(p->xs[0]) + 2);
+        if (p->x_linear) {
+            x_linear_terms(ir, p, w1, H - 1, 1.0);
+            AT(b1, 0, H - 1) = (float)(1 - p->xs[0] + p->c0);
+            if (bos_col >= 0) AT(w1, H - 1, bos_col) = (float)-(xmax + fabs(p->xs[0]) + 2 + fabs(p->c0));
+        } else {
+            AT(w1, H - 1, xc) = 1.0f;
+            AT(b1, 0, H - 1) = (float)(1 - p->xs[0]);
+            if (bos_col >= 0) AT(w1, H - 1, bos_col) = (float)-(bos_bound(ir, p->in[0]) + fabs(p->xs[0]) + 2);
+        }
         AT(w2, oc, H - 1) = (float)slope;
     }
     for (int i = 0, h = 1; i + 1 < n; i++) {
@@ -164,19 +186,8 @@ static void lower_staircase(Lowerer *L, const TfIrOp *op, const TfOpPlan *p) {
         double m = (p->xs[i] + p->xs[i + 1]) / 2, K = 2.0 / (p->xs[i + 1] - p->xs[i]);
         double c0 = 0; // x's constant (a composed LINEAR Map's), off at the BOS
         if (p->x_linear) {
-            for (int k = 0; k < p->n_in; k++) {
-                const TfRegFacts *g = &ir->regs[p->in[k]].facts;
-                for (int j = 0; p->in_coef[k] && j < g->n_vals; j++) { // h(a): a's one-hot
-                    int c = col(ir, p->in[k], g->vals[j]);
-                    if (c < 0 || p->in_coef[k][j] == 0) continue;
-                    AT(w1, h, c) += (float)(K * p->in_coef[k][j]);
-                    AT(w1, h + 1, c) += (float)(K * p->in_coef[k][j]);
-                }
-                if (p->in_coef[k]) continue;
-                int c = ir->regs[p->in[k]].offset;
-                AT(w1, h, c) += (float)(K * p->coef[k]);
-                AT(w1, h + 1, c) += (float)(K * p->coef[k]);
-            }
+            x_linear_terms(ir, p, w1, h, K);
+            x_linear_terms(ir, p, w1, h + 1, K);
             c0 = p->c0;
         } else {
             AT(w1, h, xc) = (float)(down ? -K : K);

@@ -550,43 +550,66 @@ static const TfExpr *offset_node(const TfIr *ir, const TfExpr *e, int x, int a) 
     return offset_node(ir, both, x, a);
 }
 
-/* Map(e) -> categorical dest with one numeric input x and one categorical a
- * where e is a function of u = c x + d + h(a) (`(qt + carry / 2) % 10`):
- * one staircase over u, read from x's column and a's one-hot weighted by
- * h (TF_PLAN_STAIRCASE, x_linear, in_coef), where a staircase of x per
- * value of a (map_split) would repeat the steps for every value of a. NULL,
- * nothing reported, when e is no such function, when the staircase over u
- * would not be smaller, or when its steps lack the margin (map_split's
- * then stand). */
-static TfOpPlan *map_offset(Va *G, TfIrOp *op, const TfExpr *e, const ExprReads *R) {
+/* Map(e) -> dest with one numeric input x and one categorical a where e is
+ * a function of u = c x + d + h(a) (`(qt + carry / 2) % 10`): one
+ * staircase over u, read from x's column and a's one-hot weighted by h
+ * (TF_PLAN_STAIRCASE, x_linear, in_coef), where a staircase of x per value
+ * of a (map_split) would repeat the steps for every value of a. Into a
+ * number (a register held as one: add_decimal's output) its results are
+ * numbers, with a slope where that pays (choose_slope). NULL, nothing
+ * reported, when e is no such function, when the staircase over u would
+ * not be smaller than the split, or when its steps lack the margin
+ * (map_split's, or into a number map_gated's, then stand). */
+/* map_offset's results into a number: each value of u's result (a token
+ * only in the output held as a number, as its code), the values set, the
+ * bound, a slope where it pays. -1 (nothing reported) when a result is no
+ * number or u has a value with no result. */
+static int offset_numbers(Va *G, const TfIrOp *op, TfOpPlan *p, TfVal *ures, const int *udef, int nu) {
+    for (int k = 0; k < nu; k++)
+        if (!udef[k] || (!val_is_num(ures[k]) && !coded_output(G->ir, op->dest))) return -1;
+    p->x_num = va_alloc(G, (size_t)nu * sizeof *p->x_num);
+    TfVal *vals = malloc((size_t)nu * sizeof *vals);
+    if (!p->x_num || !vals) {
+        free(vals);
+        G->failed = 1;
+        return -1;
+    }
+    for (int k = 0; k < nu; k++) p->x_num[k] = numbers_value(ures, nu, ures[k]);
+    memcpy(vals, ures, (size_t)nu * sizeof *vals);
+    double moved;
+    int m = val_unique(vals, nu, SAME_VALUE, &moved);
+    va_set_values(G, op->dest, vals, m);
+    free(vals);
+    va_facts(G, op->dest)->err = bounds_mlp(G->ir, p) + moved;
+    choose_slope(G, p, moved);
+    return 0;
+}
+
+/* u's parts for map_offset, N its sum's node: c x + d (checked linear on
+ * every value of x) and h(a) per value of a. 1 when they are so (c != 0),
+ * 0 when not, -1 out of memory. */
+static int offset_parts(Va *G, const TfIrOp *op, const TfExpr *N, int x, int a, double *c,
+                        double *d, double *h) {
     const TfIr *ir = G->ir;
-    int qx = va_is_categorical(ir, R->regs[0]) ? 1 : 0;
-    int x = R->regs[qx], a = R->regs[1 - qx];
     const TfRegFacts *gx = va_facts(G, x), *ga = va_facts(G, a);
-    const TfExpr *N = offset_node(ir, e, x, a);
-    if (!N || !gx->known || !ga->known || gx->n_vals < 2 || ga->n_vals < 1) return NULL;
     int x_left = reads_reg(ir, N->a, x);
     const TfExpr *nx = x_left ? N->a : N->b, *na = x_left ? N->b : N->a;
     double sx = x_left || N->op == '+' ? 1 : -1, sa = !x_left || N->op == '+' ? 1 : -1;
-    // u's parts: c x + d (checked linear on every value of x) and h(a).
     TfVal *cur = calloc((size_t)ir->n_regs, sizeof *cur);
-    double *h = va_alloc(G, (size_t)ga->n_vals * sizeof *h);
-    if (!cur || !h) {
-        free(cur);
+    if (!cur) {
         G->failed = 1;
-        return NULL;
+        return -1;
     }
     ExprEnv E = {.ir = ir, .cur = cur, .true_division = expr_true_division(ir, op->dest)};
     int ok = 1;
-    double c = 0, d = 0;
     for (int i = 0; ok && i < gx->n_vals; i++) {
         TfVal v;
         cur[x] = gx->vals[i];
         ok = expr_eval(&E, nx, &v) == 0 && val_is_num(v);
         double y = ok ? sx * v.x : 0, xi = gx->vals[i].x;
-        if (ok && i == 1) c = (y - d) / (xi - gx->vals[0].x), d -= c * gx->vals[0].x;
-        if (ok && i == 0) d = y;
-        if (ok && i >= 1) ok = fabs(c * xi + d - y) <= SAME_VALUE * fmax(1.0, fabs(y));
+        if (ok && i == 1) *c = (y - *d) / (xi - gx->vals[0].x), *d -= *c * gx->vals[0].x;
+        if (ok && i == 0) *d = y;
+        if (ok && i >= 1) ok = fabs(*c * xi + *d - y) <= SAME_VALUE * fmax(1.0, fabs(y));
     }
     for (int j = 0; ok && j < ga->n_vals; j++) {
         TfVal v;
@@ -595,7 +618,22 @@ static TfOpPlan *map_offset(Va *G, TfIrOp *op, const TfExpr *e, const ExprReads 
         h[j] = ok ? sa * v.x : 0;
     }
     free(cur);
-    if (!ok || c == 0) return NULL;
+    return ok && *c != 0;
+}
+
+static TfOpPlan *map_offset(Va *G, TfIrOp *op, const TfExpr *e, const ExprReads *R) {
+    const TfIr *ir = G->ir;
+    int qx = va_is_categorical(ir, R->regs[0]) ? 1 : 0;
+    int x = R->regs[qx], a = R->regs[1 - qx];
+    const TfRegFacts *gx = va_facts(G, x), *ga = va_facts(G, a);
+    const TfExpr *N = offset_node(ir, e, x, a);
+    if (!N || !gx->known || !ga->known || gx->n_vals < 2 || ga->n_vals < 1) return NULL;
+    double c = 0, d = 0, *h = va_alloc(G, (size_t)ga->n_vals * sizeof *h);
+    if (!h) {
+        G->failed = 1;
+        return NULL;
+    }
+    if (offset_parts(G, op, N, x, a, &c, &d, h) <= 0) return NULL;
     TfVal *res;
     int *defined, *reached, in[2] = {x, a};
     int n = map_enumerate(G, op, e, in, 2, &res, &defined, &reached);
@@ -642,7 +680,8 @@ static TfOpPlan *map_offset(Va *G, TfIrOp *op, const TfExpr *e, const ExprReads 
         umax = fmax(umax, fabs(us[nu]));
         nu++;
     }
-    if (steps >= split_steps) goto done;
+    int dest_cat = ir->regs[op->dest].kind == TF_REG_CATEGORICAL;
+    if (dest_cat && steps >= split_steps) goto done;
     // map_staircase's margin, u's error from x's and from a's columns.
     double ea = 0;
     for (int j = 0; j < ga->n_vals; j++) ea += fabs(h[j]) * (ga->err + 4 * EPS32);
@@ -662,6 +701,10 @@ static TfOpPlan *map_offset(Va *G, TfIrOp *op, const TfExpr *e, const ExprReads 
     p->dest = op->dest;
     p->n_x = nu;
     p->xs = us;
+    if (!dest_cat) {
+        if (offset_numbers(G, op, p, ures, udef, nu) < 0) p = NULL;
+        goto done;
+    }
     p->x_col = va_alloc(G, (size_t)nu * sizeof *p->x_col);
     if (!p->x_col) {
         G->failed = 1;
@@ -782,7 +825,11 @@ void map_analyze(Va *G, TfIrOp *op, int index) {
         p = map_linear(G, op, e, &R);
     } else if (all_cat) {
         p = map_table(G, op, e, &R);
+    } else if (!dest_cat && R.n == 2 && n_num == 1 && !expr_linear(e) &&
+               (p = map_offset(G, op, e, &R)) != NULL) {
+        // one staircase over a sum (add_decimal's output held as a number)
     } else if (!dest_cat && R.n > 1) {
+        if (G->failed) return;
         if (n_num != 1) {
             diag_error(G->diag, s->args[0].loc,
                        "Map: with categorical inputs, a Map takes one numeric input; this one reads "

@@ -14,7 +14,7 @@
 static size_t mlp(size_t h, size_t d) { return 2 * h * d + h + d; }
 
 double plans_slope(const TfIr *ir, const TfOpPlan *p) {
-    return p->form == TF_PLAN_STAIRCASE && !p->x_linear && !p->x_down &&
+    return p->form == TF_PLAN_STAIRCASE && !p->x_down &&
                    ir->regs[p->dest].kind != TF_REG_CATEGORICAL && ir->regs[p->dest].n_feat == 0
                ? p->slope
                : 0;

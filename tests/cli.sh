@@ -567,27 +567,31 @@ expect "tfc --no-fuse is in made_by" 0 '~"fuse":false' "" -- "$TFINFO" "$tmp/unf
 expect "tfc --no-fuse: histogram's Count steps and Map apart" 0 "~, 3 layers," "" -- "$TFINFO" "$tmp/hist-nf.tfw"
 # Registers of numbers that nothing needs one-hot are held as numbers
 # (compiler/numbers.h): add_decimal's digits, column sums and the copies of
-# both, in one column each; -v names them, made_by records them, and
-# --one-hot keeps the one-hot model (88,559 parameters against 20,033).
+# both, and its output, in one column each; -v names them, made_by records
+# them, and --one-hot keeps the one-hot model (88,559 parameters against
+# 13,563). The output's Map (qt + carry / 2) % 10 is one staircase over the
+# sum with a slope (compiler/map.c, map_offset into a number): 4 units.
 expect "tfc -v names the registers held as numbers" 0 \
-    "~held as numbers (one column each): dig adig sum qt" "is checked at run time" \
+    "~held as numbers (one column each): dig adig sum qt out" "is checked at run time" \
     -- "$TFC" -v "$SRC/programs/add_decimal.tfp" -o "$tmp/adn.tfw"
-expect "... in made_by" 0 '~"numbers":["dig","adig","sum","qt"]' "" -- "$TFINFO" "$tmp/adn.tfw"
-expect "... 20033 parameters" 0 "~, 20033 parameters" "" -- "$TFINFO" "$tmp/adn.tfw"
+expect "... in made_by" 0 '~"numbers":["dig","adig","sum","qt","out"]' "" -- "$TFINFO" "$tmp/adn.tfw"
+expect "... 13563 parameters" 0 "~, 13563 parameters" "" -- "$TFINFO" "$tmp/adn.tfw"
+expect "... the output's staircase over qt + carry / 2 with a slope: 4 units" 0 "" "" \
+    -- sh -c "'$TFINFO' '$tmp/adn.tfw' | grep -A1 ' out  *mlp' | grep -q 'd_hidden 4,'"
 "$TFC" --one-hot "$SRC/programs/add_decimal.tfp" -o "$tmp/ad1h.tfw" 2>/dev/null
 expect "tfc --one-hot: every cat register one-hot" 0 "~, 88559 parameters" "" -- "$TFINFO" "$tmp/ad1h.tfw"
 expect "tfc --one-hot is in made_by" 0 '~"one_hot":true' "" -- "$TFINFO" "$tmp/ad1h.tfw"
 # The carry's selection (k.nstop == q.want) compares points on a circle
 # (compiler/angles.h): its head has 3 rows instead of a row per value of
 # want, and nstop and m lose their one-hots. -v names it, tfinfo lists its
-# columns; --no-angles keeps the one-hot rows (35,783 parameters), and made_by
+# columns; --no-angles keeps the one-hot rows (26,645 parameters), and made_by
 # says so. Both models add alike (the cases below).
 expect "tfc -v names the selections compared on angles" 0 \
     "~compared on angles (two columns a side): carry.t1" "is checked at run time" \
     -- "$TFC" -v "$SRC/programs/add_decimal.tfp" -o "$tmp/adn.tfw"
 expect "... their points' columns in the register table" 0 "~carry.t1.kcos" "" -- "$TFINFO" "$tmp/adn.tfw"
 "$TFC" --no-angles "$SRC/programs/add_decimal.tfp" -o "$tmp/adna.tfw" 2>/dev/null
-expect "tfc --no-angles: one-hot rows" 0 "~, 35783 parameters" "" -- "$TFINFO" "$tmp/adna.tfw"
+expect "tfc --no-angles: one-hot rows" 0 "~, 26645 parameters" "" -- "$TFINFO" "$tmp/adna.tfw"
 expect "tfc --no-angles is in made_by" 0 '~"angles":false' "" -- "$TFINFO" "$tmp/adna.tfw"
 # add10 (issue 23): two 10-digit numbers added in at most 6,080 stored
 # parameters (AdderBoard's first entry), proven. Its carry's query points are

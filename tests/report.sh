@@ -141,12 +141,20 @@ check "the broken adder gets the sum wrong" $?
 
 # A categorical output register: its hot column's value is not a token id.
 # The trace's last line names the token tfrun generates.
-"$TFC" "$P/add_decimal.tfp" -o "$tmp/ad.tfw"
+"$TFC" --one-hot "$P/add_decimal.tfp" -o "$tmp/ad.tfw"
 "$TFRUN" "$tmp/ad.tfw" -n 1 --trace "^12345678+87654329=" >"$tmp/ad.txt"
 contains "trace: a categorical output reads the generated token" "$tmp/ad.txt" \
     "  output: out at position 18 reads 1 (value 1)"
 [ "$(tail -n 1 "$tmp/ad.txt")" = "^12345678+87654329=1" ]
 check "add_decimal generates 1 first" $?
+# The same output held as a number (tfc's default): the unembedding's
+# argmax over the number's logits names the token.
+"$TFC" "$P/add_decimal.tfp" -o "$tmp/adn.tfw"
+"$TFRUN" "$tmp/adn.tfw" -n 1 --trace "^12345678+87654329=" >"$tmp/adn.txt"
+contains "trace: an output held as a number reads the generated token" "$tmp/adn.txt" \
+    "  output: out at position 18 reads 1 (the number 1, decoded)"
+[ "$(tail -n 1 "$tmp/adn.txt")" = "^12345678+87654329=1" ]
+check "... and generates 1 first" $?
 
 # --- tfrun --svg -------------------------------------------------------------------
 "$TFRUN" "$W" --svg "$tmp/svg" "0999+0111=" >/dev/null

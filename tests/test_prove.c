@@ -444,9 +444,12 @@ END_TEST
 /* A Map of a number and a categorical register that is a function of
  * their sum, (q + c / 2) % 10, is one staircase over u = q + h(c) (h(0) =
  * 0, h(2) = 1: compiler/map.c, map_offset), read from q's column and c's
- * one-hot: u takes 0..10, so 10 steps, 21 units, where a staircase of q per
- * value of c would take 2 x 9 steps. Proven, and on every input up to 3
- * tokens each position prints its digit, 'b' (q 9, c 2) 0. */
+ * one-hot: u takes 0..10, so 10 steps, 21 units one-hot, where a staircase
+ * of q per value of c would take 2 x 9 steps. With the output held as a
+ * number (the default) the staircase has a slope: u, less 10 from 10 on,
+ * 4 units. Both proven, and on every input up to 3 tokens each position
+ * prints its digit, 'b' (q 9, c 2) 0; the slope's weight scaled by 1.1 is
+ * refused at the output. */
 START_TEST(test_offset_staircase_proven) {
     const char *src = "vocab \"^0123456789b\"; bos '^'; maxlen 4;\n"
                       "num q; cat c, out;\n"
@@ -454,32 +457,44 @@ START_TEST(test_offset_staircase_proven) {
                       "c: Map(tokens == 'b' ? 2 : 0) -> c;\n"
                       "out: Map((q + c / 2) % 10) -> out;\n"
                       "output out at every position;\n";
-    TfModel *m = compile_text(src, 1);
-    int li = layer_named(m, "out");
-    ck_assert_int_ge(li, 0);
-    ck_assert_int_eq(m->layers[li].d_hidden, 21);
-    assert_proven(m);
-    TfError err = {""};
-    TfInfer *inf = infer_new(m, 1, &err);
-    ck_assert_msg(inf != NULL, "%s", err.msg);
-    const char *alpha = "0123456789b";
-    int ids[4], outs[4], n_inputs = 0;
-    for (int n = 1; n <= 3; n++)
-        for (int code = 0; code < (n == 1 ? 11 : n == 2 ? 121 : 1331); code++, n_inputs++) {
-            char text[5] = "^";
-            for (int i = 0, c = code; i < n; i++, c /= 11) text[1 + i] = alpha[c % 11];
-            text[n + 1] = '\0';
-            int len = n + 1, *po = outs;
-            const int *seq = ids;
-            ck_assert_int_eq(infer_tokenize(m, text, len, ids, &err), len);
-            ck_assert_msg(infer_every_position(inf, &seq, &len, 1, &po, &err) == 0, "%s", err.msg);
-            for (int p = 1; p < len; p++)
-                ck_assert_msg(m->vocab[outs[p]] == (text[p] == 'b' ? '0' : text[p]), "%s at %d: %c",
-                              text, p, m->vocab[outs[p]]);
+    for (int k = 0; k < 2; k++) {
+        TfModel *m = k ? compile_text(src, 1) : compile_one_hot(src);
+        int li = layer_named(m, "out");
+        ck_assert_int_ge(li, 0);
+        ck_assert_int_eq(m->layers[li].d_hidden, k ? 4 : 21);
+        ck_assert_int_eq(m->regs[m->output_reg].kind, k ? TF_REG_SCALAR : TF_REG_CATEGORICAL);
+        assert_proven(m);
+        TfError err = {""};
+        TfInfer *inf = infer_new(m, 1, &err);
+        ck_assert_msg(inf != NULL, "%s", err.msg);
+        const char *alpha = "0123456789b";
+        int ids[4], outs[4], n_inputs = 0;
+        for (int n = 1; n <= 3; n++)
+            for (int code = 0; code < (n == 1 ? 11 : n == 2 ? 121 : 1331); code++, n_inputs++) {
+                char text[5] = "^";
+                for (int i = 0, c = code; i < n; i++, c /= 11) text[1 + i] = alpha[c % 11];
+                text[n + 1] = '\0';
+                int len = n + 1, *po = outs;
+                const int *seq = ids;
+                ck_assert_int_eq(infer_tokenize(m, text, len, ids, &err), len);
+                ck_assert_msg(infer_every_position(inf, &seq, &len, 1, &po, &err) == 0, "%s", err.msg);
+                for (int p = 1; p < len; p++)
+                    ck_assert_msg(m->vocab[outs[p]] == (text[p] == 'b' ? '0' : text[p]), "%s at %d: %c",
+                                  text, p, m->vocab[outs[p]]);
+            }
+        ck_assert_int_eq(n_inputs, 11 + 121 + 1331);
+        infer_free(inf);
+        if (k) { // the slope unit, the last: its one output weight
+            const TfLayer *ly = &m->layers[li];
+            float *w2 = m->tensors[ly->fc2_weight].data;
+            int oc = m->regs[m->output_reg].offset;
+            ck_assert(w2[(size_t)oc * ly->d_hidden + 3] != 0);
+            w2[(size_t)oc * ly->d_hidden + 3] *= 1.1f;
+            assert_refused_and_free(m, 6);
+        } else {
+            model_free(m);
         }
-    ck_assert_int_eq(n_inputs, 11 + 121 + 1331);
-    infer_free(inf);
-    model_free(m);
+    }
 }
 END_TEST
 
@@ -587,7 +602,8 @@ END_TEST
 /* A Map of a number and a categorical register into a categorical one
  * (compiler/map.c, map_split): per token, a staircase over the number.
  * Proven; the fc1 weights that read the number scaled by 1.5 move every
- * step, refused at the Map. */
+ * step, refused at the Map (one-hot: held as a number, the output's
+ * margin refuses it at the output). */
 static const char *split_src = "vocab \"^abc012\"; bos '^'; maxlen 12;\n"
                                "cat out; num x;\n"
                                "x: Map(indices * 2) -> x;\n"
@@ -596,7 +612,7 @@ static const char *split_src = "vocab \"^abc012\"; bos '^'; maxlen 12;\n"
 
 START_TEST(test_split_map_proven_and_mutation_refused) {
     assert_proven_both(split_src);
-    TfModel *m = compile_text(split_src, 1);
+    TfModel *m = compile_one_hot(split_src);
     int li = layer_named(m, "out"), xr = model_find_register(m, "x");
     ck_assert_int_ge(li, 0);
     ck_assert_int_ge(xr, 0);
@@ -609,10 +625,10 @@ END_TEST
 
 /* Registers of numbers that nothing needs one-hot (compiler/numbers.h):
  * dig and adig, declared `cat`, are held in one column each (a copy's value
- * and result, one group; out reads adig as a number and hc per value),
- * proven. h divides (floor division into `cat`, true division into `num`),
- * so h and its copy hc stay one-hot; a file whose register table claims h
- * is a number is not proven: the validator does not take its word. */
+ * and result, one group; out reads adig as a number and hc per value), and
+ * so is the output, proven. h and its copy hc, one group, stay one-hot (the
+ * model is smaller so); a file whose register table claims h alone is a
+ * number is not proven: the validator does not take its word. */
 static const char *numbers_src = "vocab \"^0123456789\"; bos '^'; maxlen 12;\n"
                                  "cat dig, adig, apos, h, hc, out;\n"
                                  "dig: Map(ord(tokens) - ord('0')) -> dig;\n"
@@ -625,16 +641,16 @@ static const char *numbers_src = "vocab \"^0123456789\"; bos '^'; maxlen 12;\n"
 
 START_TEST(test_numbers_held_proven_and_unsafe_refused) {
     TfModel *m = compile_text(numbers_src, 1);
-    const char *held[] = {"dig", "adig"}, *kept[] = {"h", "hc", "out"};
-    for (int i = 0; i < 2; i++) {
+    const char *held[] = {"dig", "adig", "out"}, *kept[] = {"h", "hc"};
+    for (int i = 0; i < 3; i++) {
         int r = model_find_register(m, held[i]);
         ck_assert_msg(r >= 0 && m->regs[r].kind == TF_REG_SCALAR, "%s not held as a number", held[i]);
     }
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 2; i++) {
         int r = model_find_register(m, kept[i]);
         ck_assert_msg(r >= 0 && m->regs[r].kind == TF_REG_CATEGORICAL, "%s not one-hot", kept[i]);
     }
-    ck_assert_ptr_nonnull(strstr(m->made_by, "\"numbers\":[\"dig\",\"adig\"]"));
+    ck_assert_ptr_nonnull(strstr(m->made_by, "\"numbers\":[\"dig\",\"adig\",\"out\"]"));
     TfProof P;
     TfError err;
     ck_assert_int_eq(prove_model(m, &P, &err), 0);
@@ -642,7 +658,7 @@ START_TEST(test_numbers_held_proven_and_unsafe_refused) {
     prove_free(&P);
     m->regs[model_find_register(m, "h")].kind = TF_REG_SCALAR;
     ck_assert_msg(prove_model(m, &P, &err) == 0, "%s", err.msg);
-    ck_assert_msg(P.verdict != TF_PROOF_PROVEN, "a cat register that divides proven as a number");
+    ck_assert_msg(P.verdict != TF_PROOF_PROVEN, "a register proven as a number without its group");
     ck_assert_msg(strstr(P.reason, "'h' as a number") != NULL, "%s", P.reason);
     prove_free(&P);
     model_free(m);

@@ -624,7 +624,22 @@ int inspect_read_position(const TfCapture *c) {
 int inspect_output_read(const TfCapture *c, int pos, TfDecoded *d) {
     const TfModel *m = c->m;
     const TfRegister *reg = &m->regs[m->output_reg];
-    inspect_decode(m, reg, capture_row(c, c->n_blocks - 1, pos), d);
+    const float *row = capture_row(c, c->n_blocks - 1, pos);
+    inspect_decode(m, reg, row, d);
+    if (reg->kind == TF_REG_SCALAR && m->unembed >= 0 && m->output_kind != TF_OUTPUT_CLASSIFY) {
+        // A number the unembedding decodes (a `cat` output held as one):
+        // the token is the argmax of the logits, U y + b.
+        const float *U = m->tensors[m->unembed].data;
+        const float *b = m->unembed_bias >= 0 ? m->tensors[m->unembed_bias].data : NULL;
+        int best = -1;
+        double top = -INFINITY;
+        for (int v = 0; v < n_outputs(m); v++) {
+            double z = b ? b[v] : 0;
+            for (int k = 0; k < m->d_model; k++) z += (double)U[(size_t)v * m->d_model + k] * row[k];
+            if (z > top) top = z, best = v;
+        }
+        return best;
+    }
     if (d->status == TF_DECODE_EMPTY || d->index < 0 || m->output_kind == TF_OUTPUT_CLASSIFY)
         return -1;
     // The unembedding's column of the hot residual column: its largest
@@ -909,6 +924,10 @@ static void note_output(const Printer *pr, char (*cells)[32]) {
         inspect_value_text(reg, d.index, val, sizeof val);
         fprintf(pr->out, "  output: %s at position %d reads %s (value %s)\n", reg->name, pos, tok,
                 val);
+    } else if (reg->kind == TF_REG_SCALAR) {
+        fmt_num(val, sizeof val, d.value);
+        fprintf(pr->out, "  output: %s at position %d reads %s (the number %s, decoded)\n", reg->name,
+                pos, tok, val);
     } else {
         fprintf(pr->out, "  output: %s at position %d reads %s\n", reg->name, pos, tok);
     }
