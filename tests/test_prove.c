@@ -162,14 +162,8 @@ static TfModel *compile_text(const char *src, int opt) {
     return m;
 }
 
-/* At -O, every selection's parts one-hot (tfc --no-angles): the tests of
- * those heads' constructions. */
-/* At -O with every register one-hot (tfc --one-hot): a mutation is then
- * refused at the line of the op whose columns it breaks. Held as a number,
- * the output has no columns of values to decode: the output's logit margin
- * refuses it, at the output's line. */
-static TfModel *compile_one_hot(const char *src) {
-    TfCompileOptions o = {.opt_level = 1, .one_hot = 1};
+/* src compiled with options o; its diagnostics are not printed. */
+static TfModel *compile_with_opts(const char *src, TfCompileOptions o) {
     int n_errors;
     TfError err;
     FILE *null = fopen("/dev/null", "w");
@@ -179,15 +173,18 @@ static TfModel *compile_one_hot(const char *src) {
     return m;
 }
 
+/* At -O with every register one-hot (tfc --one-hot): a mutation is then
+ * refused at the line of the op whose columns it breaks. Held as a number,
+ * the output has no columns of values to decode: the output's logit margin
+ * refuses it, at the output's line. */
+static TfModel *compile_one_hot(const char *src) {
+    return compile_with_opts(src, (TfCompileOptions){.opt_level = 1, .one_hot = 1});
+}
+
+/* At -O, every selection's parts one-hot (tfc --no-angles): the tests of
+ * those heads' constructions. */
 static TfModel *compile_without_angles(const char *src) {
-    TfCompileOptions o = {.opt_level = 1, .no_angles = 1};
-    int n_errors;
-    TfError err;
-    FILE *null = fopen("/dev/null", "w");
-    TfModel *m = compile_source_opts("t.tfp", src, strlen(src), &o, null, &n_errors, &err);
-    fclose(null);
-    ck_assert_ptr_nonnull(m);
-    return m;
+    return compile_with_opts(src, (TfCompileOptions){.opt_level = 1, .no_angles = 1});
 }
 
 /* src compiled at -O0 and -O is proven, with a line per op. */
