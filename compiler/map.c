@@ -342,17 +342,20 @@ static int map_numeric_results(Va *G, const TfIrOp *op, TfOpPlan *p, TfVal *res,
         }
         vals[m++] = res[c];
     }
-    for (int c = 0; c < m; c++) sorted[c] = numbers_value(vals, m, vals[c]);
+    // The values (the codes of tokens are taken from them: few, where the
+    // combinations may be a million).
+    double moved;
+    int u = val_unique(vals, m, SAME_VALUE, &moved);
+    for (int c = 0, k = 0; c < n; c++)
+        if (reached[c]) sorted[k++] = numbers_value(vals, u, res[c]);
     qsort(sorted, (size_t)m, sizeof *sorted, cmp_double);
     for (int c = 0; c < n; c++) {
         int ok = reached[c] || (defined[c] && (val_is_num(res[c]) || coded_output(G->ir, op->dest)));
-        double x = ok ? numbers_value(vals, m, res[c]) : 0;
+        double x = ok ? numbers_value(vals, u, res[c]) : 0;
         int kept = reached[c] || (ok && bsearch(&x, sorted, (size_t)m, sizeof *sorted, cmp_double));
         p->combo_num[c] = kept ? x : 0;
     }
-    double moved;
-    m = val_unique(vals, m, SAME_VALUE, &moved);
-    va_set_values(G, op->dest, vals, m);
+    va_set_values(G, op->dest, vals, u);
     free(vals), free(sorted);
     va_facts(G, op->dest)->err = bounds_mlp(G->ir, p) + moved;
     return 0;
@@ -496,10 +499,14 @@ static TfOpPlan *map_staircase(Va *G, TfIrOp *op, const TfExpr *e, const ExprRea
                     free(res), free(defined);
                     return NULL;
                 }
-        for (int i = 0; i < n; i++) p->x_num[i] = numbers_value(res, n, res[i]);
+        TfVal *vals = malloc((size_t)(n > 0 ? n : 1) * sizeof *vals);
+        if (!vals) { (void)(free(res), free(defined), G->failed = 1); return NULL; }
+        memcpy(vals, res, (size_t)n * sizeof *vals);
         double moved;
-        int m = val_unique(res, n, SAME_VALUE, &moved);
-        va_set_values(G, dest, res, m);
+        int m = val_unique(vals, n, SAME_VALUE, &moved);
+        for (int i = 0; i < n; i++) p->x_num[i] = numbers_value(vals, m, res[i]);
+        va_set_values(G, dest, vals, m);
+        free(vals);
         va_facts(G, dest)->err = bounds_mlp(G->ir, p) + moved;
         choose_slope(G, p, moved);
     }
@@ -574,10 +581,10 @@ static int offset_numbers(Va *G, const TfIrOp *op, TfOpPlan *p, TfVal *ures, con
         G->failed = 1;
         return -1;
     }
-    for (int k = 0; k < nu; k++) p->x_num[k] = numbers_value(ures, nu, ures[k]);
     memcpy(vals, ures, (size_t)nu * sizeof *vals);
     double moved;
     int m = val_unique(vals, nu, SAME_VALUE, &moved);
+    for (int k = 0; k < nu; k++) p->x_num[k] = numbers_value(vals, m, ures[k]);
     va_set_values(G, op->dest, vals, m);
     free(vals);
     va_facts(G, op->dest)->err = bounds_mlp(G->ir, p) + moved;
