@@ -8,7 +8,11 @@
 # (tools/train_torch.py): the loss and gradients to 1e-4 relative, the
 # parameters to a tolerance per element that follows rounding through Adam's
 # division by the root of the second moment (adam_tolerances), so that the
-# check holds on every OpenBLAS kernel core (OPENBLAS_CORETYPE).
+# check holds on every OpenBLAS kernel core (OPENBLAS_CORETYPE). Then whole
+# runs over many batches and epochs (replay): PyTorch takes tftrain's
+# batches (train_torch.py --order, tftrain's permutation of each epoch), and
+# the parameters after the run must agree the same way: the batch order,
+# the schedule and the optimizer's state across steps.
 set -u
 TFTRAIN=$1
 TFC=$2
@@ -73,5 +77,32 @@ echo "== secret_code (with the attention-score loss)"
 "$PY" "$SRC/tools/train_torch.py" check "$d/init.tfw" "$d/train.txt" "$d/grads.tfw" "$d/after.tfw" \
     --loss "$loss" --optimizer adamw "${opts[@]}" --secret
 check "secret_code: PyTorch agrees" $?
+
+# replay NAME PROGRAM TASK N_TRAIN SEED [tftrain/train_torch options...]: N_TRAIN
+# examples, batches of 64 (an epoch ends inside a batch), 12 steps.
+replay() {
+    local name=$1 prog=$SRC/programs/$2 task=$3 n=$4 seed=$5
+    shift 5
+    local d=$tmp/replay_$name opts=(--batch-size 64 --steps 12 "$@")
+    mkdir -p "$d"
+    "$TFC" "$prog" -o "$d/init.tfw" &&
+        "$TFTRAIN" "$prog" --task "$task" --train-size "$n" --heldout-size 20 --write-data "$d" \
+            --steps 0 --quiet -o "$d/unused.tfw" >/dev/null &&
+        "$TFTRAIN" "$prog" --data "$d/train.txt" --heldout "$d/heldout.txt" --seed "$seed" \
+            "${opts[@]}" --quiet -o "$d/after.tfw" >/dev/null
+    check "$name: tftrain 12 steps on $n examples" $?
+    echo "== $name: PyTorch on tftrain's batches (--order $seed)"
+    "$PY" "$SRC/tools/train_torch.py" train "$d/init.tfw" --data "$d/train.txt" \
+        --heldout "$d/heldout.txt" --order "$seed" --compare "$d/after.tfw" "${opts[@]}" --threads 1
+    check "$name: PyTorch on tftrain's batches ends where tftrain does" $?
+    # Another seed's batches end elsewhere: the comparison must tell them apart.
+    "$PY" "$SRC/tools/train_torch.py" train "$d/init.tfw" --data "$d/train.txt" \
+        --heldout "$d/heldout.txt" --order "$((seed + 1))" --compare "$d/after.tfw" "${opts[@]}" \
+        --threads 1 >"$d/other.txt"
+    [ $? = 1 ] && grep -q '^FAIL ' "$d/other.txt"
+    check "$name: PyTorch on another seed's batches is refused" $?
+}
+replay binary_add binary_add.tfp binary-add:8 100 3 --optimizer adamw --lr 3e-3 --warmup 5 --cosine
+replay first_token first_token.tfp first-token:20 100 2 --optimizer adam --lr 1e-3 --dropout 0
 
 finish

@@ -15,7 +15,12 @@ optimizers, schedule, clipping and dropout placement as runtime/train/train.c.
         (adam_tolerances: rounding's effect through Adam's division, to first
         order, plus 1e-4 relative).
     train_torch.py train INIT.tfw --data TRAIN.txt --heldout HELDOUT.txt [...]
-        trains and prints held-out accuracy, wall time and examples/s.
+        trains and prints held-out accuracy, wall time and examples/s. With
+        --order SEED the batches are tftrain's (tftrain_perm: the same
+        examples in the same order as tftrain --seed SEED on the same data);
+        with --compare AFTER.tfw (tftrain's output of the same run) the
+        parameters must then agree with tftrain's as check's do, exit 1
+        otherwise.
 
 Needs Debian's python3-torch (run it with /usr/bin/python3).
 """
@@ -156,18 +161,48 @@ def lr_factor(step, total, args):
     return lr / args.lr
 
 
+MASK64 = (1 << 64) - 1
+GOLDEN = 0x9E3779B97F4A7C15
+
+
+def tftrain_perm(seed, epoch, n):
+    """The order in which tftrain --seed SEED takes the n training examples in
+    epoch `epoch` (runtime/tools/tftrain.c, batch_indices): Fisher-Yates from
+    the last element down, j drawn below i + 1 by runtime/model/rng.h's
+    generator (SplitMix64) seeded with seed * 7919 + epoch."""
+    state = ((seed * 7919 + epoch) * GOLDEN + 1) & MASK64
+    perm = list(range(n))
+    for i in range(n - 1, 0, -1):
+        state = (state + GOLDEN) & MASK64
+        z = ((state ^ (state >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+        j = (z ^ (z >> 31)) % (i + 1)
+        perm[i], perm[j] = perm[j], perm[i]
+    return torch.tensor(perm)
+
+
 def train_steps(model, params, data, args, steps, dropout, secret, batch_size, watch=None):
-    """watch(step, lr): called after each step's gradients are clipped, before the update."""
+    """watch(step, lr): called after each step's gradients are clipped, before the update.
+    Epochs are torch.randperm's, or tftrain's with args.order (tftrain_perm)."""
     opt = make_optimizer(params, args)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, steps, args))
-    perm, at = torch.randperm(data.n), 0
+    order = getattr(args, "order", None)
+    epoch = [0]
+
+    def next_perm():
+        if order is None:
+            return torch.randperm(data.n)
+        epoch[0] += 1
+        return tftrain_perm(order, epoch[0] - 1, data.n)
+
+    perm, at = next_perm(), 0
     for _ in range(steps):
         if at + batch_size <= data.n:
             idx = perm[at:at + batch_size]
             at += batch_size
         else:  # the epoch's rest, then the next epoch's start
             rest = perm[at:]
-            perm = torch.randperm(data.n)
+            perm = next_perm()
             at = batch_size - len(rest)
             idx = torch.cat([rest, perm[:at]])
         opt.zero_grad()
@@ -287,6 +322,14 @@ def check(args):
     tol, watch = adam_tolerances(model, params, args, eps_g, noise)
     train_steps(model, params, data, args, args.steps, 0.0, secret, data.n, watch)
     _, after = tfw_torch.read(args.after)
+    return 1 if compare_after(model, tol, after, args, args.steps) + bad else 0
+
+
+def compare_after(model, tol, after, args, steps):
+    """Failures of tftrain's parameters `after` against the model's, each
+    element within its tolerance tol (adam_tolerances) plus args.rtol of
+    its tensor's largest; a tensor not trained must be unchanged."""
+    bad = 0
     worst, widened, total = 0.0, 0, 0
     for name, p in model.t.items():
         if name not in tol:  # not trained (fixed positions)
@@ -303,13 +346,32 @@ def check(args):
         if not r <= 1.0:
             i = int(((after[name] - p.detach()).abs() / t).flatten().argmax())
             print("FAIL %s after %d steps: element %d differs by %.2e, %.1fx its tolerance %.2e" %
-                  (name, args.steps, i, float((after[name] - p.detach()).flatten()[i].abs()), r,
+                  (name, steps, i, float((after[name] - p.detach()).flatten()[i].abs()), r,
                    float(t.flatten()[i])))
             bad += 1
     print("parameters after %d %s steps: worst difference %.2f of its tolerance "
           "(%d of %d elements, their gradients within rounding of 0, may differ by over lr/10)" %
-          (args.steps, args.optimizer, worst, widened, total))
-    return 1 if bad else 0
+          (steps, args.optimizer, worst, widened, total))
+    return bad
+
+
+def replay_tolerances(model, params, data, args, dropout):
+    """adam_tolerances for a run on tftrain's batches (--order, --compare):
+    the tensors whose gradient on the first batch is within 1e-6 of the
+    largest are noise (see check); the other gradients are taken to be
+    within 1e-6 of their tensor's largest of tftrain's (check measures
+    1e-7 to 1e-6 against tftrain --dump-grads)."""
+    if args.order is None or dropout > 0:
+        raise SystemExit("train_torch: --compare needs --order (the same batches) and no dropout")
+    idx = tftrain_perm(args.order, 0, data.n)[:args.batch_size]
+    loss, _ = loss_and_correct(model, data, idx, 0.0, args.secret)
+    loss.backward()
+    gmax = max(float(p.grad.abs().max()) for p in params)
+    names = {id(v): k for k, v in model.t.items()}
+    noise = {names[id(p)] for p in params if float(p.grad.abs().max()) < 1e-6 * gmax}
+    for p in params:
+        p.grad = None
+    return adam_tolerances(model, params, args, 1e-6, noise)
 
 
 def train(args):
@@ -318,13 +380,20 @@ def train(args):
         dropout = args.dropout
     data = Tensors(model, load_data(model, args.data))
     held = Tensors(model, load_data(model, args.heldout))
+    tol, watch = None, None
+    if args.compare:
+        tol, watch = replay_tolerances(model, params, data, args, dropout)
     t0 = time.perf_counter()
-    train_steps(model, params, data, args, args.steps, dropout, args.secret, args.batch_size)
+    train_steps(model, params, data, args, args.steps, dropout, args.secret, args.batch_size, watch)
     wall = time.perf_counter() - t0
     correct = evaluate(model, held, args.secret)
     print("pytorch held-out accuracy %.2f%% (%d/%d); %d steps in %.2f s, %.0f examples/s" %
           (100.0 * correct / held.n, correct, held.n, args.steps, wall,
            args.steps * args.batch_size / wall))
+    if args.compare:
+        _, after = tfw_torch.read(args.compare)
+        if compare_after(model, tol, after, args, args.steps):
+            return 1
     if args.secret:
         with torch.no_grad():
             codes = ["#2013"] + ["#" + "2013"[:p] + c + "2013"[p + 1:] for p in range(4)
@@ -377,6 +446,9 @@ def main(argv=None):
     ap.add_argument("--secret", action="store_true", help="the secret code's attention loss")
     ap.add_argument("--rtol", type=float, default=1e-4)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--order", type=int, help="tftrain's batches: the order of tftrain --seed ORDER")
+    ap.add_argument("--compare", metavar="AFTER.tfw",
+                    help="with --order: tftrain's parameters after the same run, to agree with ours")
     args = ap.parse_args(argv)
     if args.weight_decay is None:
         args.weight_decay = 0.01 if args.optimizer == "adamw" else 0.0
