@@ -4,7 +4,9 @@
 # first_token by default): tfc writes the initial weights, tftrain generates
 # the data (--write-data) and trains; bench/torch_<task>.py trains the same
 # weights on the same data with the same optimizer and number of steps, with
-# PyTorch on 1 and on 2 threads. Prints one table row per run
+# PyTorch on 1 and on 2 threads, on tftrain's batches (train_torch.py --order:
+# the same examples in the same order; the model's seed, which tftrain uses
+# when given none). Prints one table row per run
 # (bench/training.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,8 +38,10 @@ for t in "${tasks[@]}"; do
     sed -n 's/^held-out accuracy \([0-9.]*%\).*steps in \([0-9.]*\) s, \([0-9]*\) examples.*/\1 \2 \3/p' "$d/ours.txt" |
         while read -r acc wall eps; do echo "| $t | tftrain (C, $(nproc) threads) | $acc | $wall | $eps |"; done
     grep -v '^held-out' "$d/ours.txt" | grep -v '^ ' | sed 's/^/    /' >&2 || true
+    seed=$(sed -n 's/^ *seed \([0-9][0-9]*\);.*/\1/p' "programs/$t.tfp" | head -n 1)
+    : "${seed:?programs/$t.tfp names no seed: tftrain takes its batch order from it}"
     for th in 1 2; do
-        $PY "bench/torch_$t.py" "$d/init.tfw" "$d" --threads "$th" >"$d/torch$th.txt"
+        $PY "bench/torch_$t.py" "$d/init.tfw" "$d" --threads "$th" --order "$seed" >"$d/torch$th.txt"
         sed -n 's/^pytorch held-out accuracy \([0-9.]*%\).*steps in \([0-9.]*\) s, \([0-9]*\) examples.*/\1 \2 \3/p' "$d/torch$th.txt" |
             while read -r acc wall eps; do echo "| $t | PyTorch 1.13, $th thread$([ "$th" = 1 ] || echo s) | $acc | $wall | $eps |"; done
         grep -v '^pytorch held-out' "$d/torch$th.txt" | sed 's/^/    /' >&2 || true
