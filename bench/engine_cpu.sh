@@ -3,8 +3,10 @@
 # start of issue 28 (commit 1e7017b, built as bench/engine.sh builds it:
 # BASE_COMMIT, BASE_SRC, BASE_BUILD), for issue 28's three targets: the
 # adder's first ADDER_CASES (default 1,000,000) cases, the 10-digit
-# add_decimal (ADD10_CASES, default 2,000) and the Count over 1,025
-# positions (COUNT_CASES, default 20). On a machine shared with other jobs
+# add_decimal (ADD10_CASES, default 2,000; twice: the engine alone on this
+# tree's --one-hot weights, which the start's tfrun reads, and end to end,
+# each tree's tfc compiling the program for its own tfrun) and the Count over 1,025 positions (COUNT_CASES,
+# default 20). On a machine shared with other jobs
 # the wall clock measures the queue, not the engine; the CPU time a run
 # uses (user + system, /usr/bin/time) is far steadier. Each tfrun --check
 # runs on 1 thread, the start's and this tree's interleaved, REPEAT times
@@ -38,7 +40,7 @@ if [ "$(cat "$base_src/.commit" 2>/dev/null)" != "$(git rev-parse "$base_commit"
     rm -rf "$base_build"
 fi
 cmake -S "$base_src" -B "$base_build" -DTF_NATIVE=ON >/dev/null
-cmake --build "$base_build" -j"$(nproc)" --target tfrun >/dev/null
+cmake --build "$base_build" -j"$(nproc)" --target tfrun tfc >/dev/null
 
 cc -O2 bench/sgemm.c $(pkg-config --cflags --libs openblas) -o "$tmp/sgemm"
 sgemm=$(OPENBLAS_NUM_THREADS=1 "$tmp/sgemm" 1024 cpu)
@@ -52,12 +54,12 @@ cpu_run() {
         "$(grep '^engine:' <<<"$out" | awk '{ print $2 }')" "$(awk '{ print $1 + $2 }' "$tmp/time")"
 }
 rows=()
-compare() { # label, weights, cases
-    local label=$1 w=$2 cases=$3 n bcpu=999999 ncpu=999999 b x
+compare() { # label, the start's weights, this tree's weights, cases
+    local label=$1 wb=$2 w=$3 cases=$4 n bcpu=999999 ncpu=999999 b x
     n=$(wc -l <"$cases")
     for rep in $(seq "$repeat"); do
         progress "$label: $n cases, run $rep of $repeat (start, then this tree)"
-        b=$(cpu_run "$base_build/tfrun" "$w" "$cases")
+        b=$(cpu_run "$base_build/tfrun" "$wb" "$cases")
         x=$(cpu_run "$build/tfrun" "$w" "$cases")
         bcpu=$(awk -v a="${b##* }" -v m="$bcpu" 'BEGIN { print a < m ? a : m }')
         ncpu=$(awk -v a="${x##* }" -v m="$ncpu" 'BEGIN { print a < m ? a : m }')
@@ -76,13 +78,19 @@ compare() { # label, weights, cases
 "$build/tfc" programs/adder.tfp -o "$tmp/adder.tfw"
 "$PY" tools/adder_cases.py >"$tmp/all.tsv"
 head -n "${ADDER_CASES:-1000000}" "$tmp/all.tsv" >"$tmp/adder.tsv"
-compare "adder" "$tmp/adder.tfw" "$tmp/adder.tsv"
+compare "adder" "$tmp/adder.tfw" "$tmp/adder.tfw" "$tmp/adder.tsv"
+# The engine alone runs weights both tfruns read: --one-hot (an output held
+# as a number is decoded by a rule the start's tfrun does not know).
+"$build/tfc" --one-hot bench/add_decimal10.tfp -o "$tmp/add10_oh.tfw" 2>/dev/null
 "$build/tfc" bench/add_decimal10.tfp -o "$tmp/add10.tfw" 2>/dev/null
 "$PY" bench/engine_cases.py add_decimal10 "${ADD10_CASES:-2000}" >"$tmp/add10.tsv"
-compare "add_decimal, 10 digits" "$tmp/add10.tfw" "$tmp/add10.tsv"
-"$build/tfc" --no-prove bench/count_long.tfp -o "$tmp/count.tfw" 2>/dev/null
+compare "add_decimal, 10 digits (--one-hot)" "$tmp/add10_oh.tfw" "$tmp/add10_oh.tfw" "$tmp/add10.tsv"
+# End to end: each tree's tfc compiles the program for its own tfrun.
+"$base_build/tfc" bench/add_decimal10.tfp -o "$tmp/add10_start.tfw" 2>/dev/null
+compare "add_decimal, 10 digits, each tree's tfc" "$tmp/add10_start.tfw" "$tmp/add10.tfw" "$tmp/add10.tsv"
+"$build/tfc" --one-hot --no-prove bench/count_long.tfp -o "$tmp/count.tfw" 2>/dev/null
 "$PY" bench/engine_cases.py count_long "${COUNT_CASES:-20}" >"$tmp/count.tsv"
-compare "Count, 1,025 positions" "$tmp/count.tfw" "$tmp/count.tsv"
+compare "Count, 1,025 positions (--one-hot)" "$tmp/count.tfw" "$tmp/count.tfw" "$tmp/count.tsv"
 
 echo "CPU: $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo); tfrun --version:" \
      "$("$build/tfrun" --version 2>&1 | tail -n +2 | tr '\n' ' ')"
