@@ -610,3 +610,97 @@ int expr_true_division(const TfIr *ir, int dest) {
     return ir->regs[dest].kind == TF_REG_SCALAR && !ir->regs[dest].as_number;
 }
 
+
+/* ---- a selection numbered by a Count ------------------------------------------ */
+
+/* The one register e reads through k. fields (*kreg, -1 while none) and
+ * whether it reads a q. field (*q): -1 when it reads a bare register, a
+ * table or a second k. register. */
+static int side_regs(const TfIr *ir, const TfExpr *e, int *kreg, int *q) {
+    if (!e) return 0;
+    if (e->kind == TF_EXPR_NAME || e->kind == TF_EXPR_TABLE) return -1;
+    if (e->kind == TF_EXPR_FIELD) {
+        if (e->side == 'q') {
+            *q = 1;
+            return 0;
+        }
+        int r = check_find_reg(ir, e->name.text);
+        if (r < 0 || (*kreg >= 0 && *kreg != r)) return -1;
+        *kreg = r;
+        return 0;
+    }
+    if (side_regs(ir, e->a, kreg, q) < 0 || side_regs(ir, e->b, kreg, q) < 0 ||
+        side_regs(ir, e->c, kreg, q) < 0)
+        return -1;
+    for (int i = 0; i < e->n_args; i++)
+        if (side_regs(ir, e->args[i], kreg, q) < 0) return -1;
+    return 0;
+}
+
+/* The conjuncts of e (`a and b and ...`) into c[*n] (at most max). */
+static void conjuncts(const TfExpr *e, const TfExpr **c, int *n, int max) {
+    if (e->kind == TF_EXPR_BINARY && e->op == TF_EX_AND) {
+        conjuncts(e->a, c, n, max);
+        conjuncts(e->b, c, n, max);
+    } else if (*n < max) {
+        c[(*n)++] = e;
+    }
+}
+
+/* The register K of a conjunct k.K == X or X == k.K whose X reads only q.
+ * fields: K, or -1. */
+static int numbered_by(const TfIr *ir, const TfExpr *e) {
+    if (e->kind != TF_EXPR_BINARY || e->op != TF_EX_EQ) return -1;
+    for (int side = 0; side < 2; side++) {
+        const TfExpr *f = side ? e->b : e->a, *x = side ? e->a : e->b;
+        if (f->kind != TF_EXPR_FIELD || f->side != 'k') continue;
+        int kreg = -1, q = 0;
+        if (side_regs(ir, x, &kreg, &q) < 0 || kreg >= 0) continue;
+        return check_find_reg(ir, f->name.text);
+    }
+    return -1;
+}
+
+/* Whether a implies b on every value of register c (both read only k.c). */
+static int implies_on(const TfIr *ir, const TfExpr *a, const TfExpr *b, int c) {
+    const TfRegFacts *F = &ir->regs[c].facts;
+    TfVal *cur = calloc((size_t)ir->n_regs + 1, sizeof *cur);
+    if (!cur || !F->known) {
+        free(cur);
+        return 0;
+    }
+    ExprEnv E = {.ir = ir, .kcur = cur, .qcur = cur};
+    int ok = 1;
+    for (int i = 0; i < F->n_vals && ok; i++) {
+        TfVal va, vb;
+        int ta, tb;
+        cur[c] = F->vals[i];
+        if (expr_eval(&E, a, &va) < 0 || expr_truthy(&E, a, va, &ta) < 0 ||
+            expr_eval(&E, b, &vb) < 0 || expr_truthy(&E, b, vb, &tb) < 0)
+            ok = 0;
+        else if (ta && !tb)
+            ok = 0;
+    }
+    free(cur);
+    return ok;
+}
+
+int expr_numbered_selection(const TfIr *ir, const TfExpr *sel,
+                            const TfExpr *(*count_of)(const void *ctx, int reg), const void *ctx) {
+    enum { MAX_TERMS = 16 };
+    const TfExpr *c[MAX_TERMS];
+    int n = 0;
+    conjuncts(sel, c, &n, MAX_TERMS);
+    for (int i = 0; i < n; i++) {
+        int K = numbered_by(ir, c[i]);
+        const TfExpr *counted = K >= 0 ? count_of(ctx, K) : NULL;
+        int creg = -1, q = 0;
+        if (!counted || side_regs(ir, counted, &creg, &q) < 0 || q || creg < 0) continue;
+        for (int j = 0; j < n; j++) {
+            int kreg = -1, qj = 0;
+            if (j == i || side_regs(ir, c[j], &kreg, &qj) < 0 || qj || kreg != creg) continue;
+            if (implies_on(ir, c[j], counted, creg)) return 1;
+        }
+    }
+    return 0;
+}

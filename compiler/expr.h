@@ -67,6 +67,20 @@ int expr_divides(const TfExpr *e);
  * not (compiler/numbers.h). */
 int expr_true_division(const TfIr *ir, int dest);
 
+/* 1 when selection sel picks at most one position for any query because a
+ * causal Count numbers the positions it can pick: sel is a conjunction
+ * with a conjunct k.K == X (X reading only q. fields), where K is the
+ * result of a causal Count whose selection reads only k.C, and another
+ * conjunct that reads only k.C and holds only where the Count's selection
+ * does (every value of C tried). At two positions it picks, both counted,
+ * the later one's K is at least the earlier one's plus 1 (it counts
+ * itself, and the earlier one counts only positions up to it), so K
+ * differs and at most one matches X. count_of(ctx, K): the selection of
+ * the causal Count that alone writes K, or NULL (no such Count, or a
+ * register a seed op may write). */
+int expr_numbered_selection(const TfIr *ir, const TfExpr *sel,
+                            const TfExpr *(*count_of)(const void *ctx, int reg), const void *ctx);
+
 /* The registers an expression reads: names (Map), k. and q. fields
  * (selections), each listed once. */
 typedef struct ExprReads {

@@ -1334,13 +1334,18 @@ static int head_run(PvNet *N, int li, int h, const PvOp *o, TfIv *x, PvCol *stag
         free(out), free(tmp);
     }
     const char *dest = N->S->ir->regs[o->dest].name;
-    int multi = W[0].multi;
+    // Keys of different values at different positions, but never two
+    // picked at once: a Count numbers the positions the selection picks.
+    int numbered = W[0].multi && pv_numbered_selection(N->S, o);
+    int multi = W[0].multi && !numbered;
     if (rc == 0 && multi && !has_check(N, o->dest))
         pv_fail(N, o->stmt->loc.line, li, NULL, 0, "line %d: %s -> %s (layer %d head %d): the selection may pick positions holding different values and the file has no run-time check of '%s'", o->stmt->loc.line, tf_ops[o->kind].name, dest, li, h, dest);
     if (rc == 0)
         pv_line(N->P, "line %d: %s -> %s: layer %d head %d: score gap %.3g (selected over others)%s",
                 o->stmt->loc.line, tf_ops[o->kind].name, dest, li, h, W[0].gap,
-                multi ? "; one value per selection: relies on the run-time check" : "");
+                multi ? "; one value per selection: relies on the run-time check"
+                      : numbered ? "; one position per selection: a Count numbers the positions it picks"
+                                 : "");
     work_free(&W[0]);
     head_free(&H);
     return rc;

@@ -76,6 +76,10 @@ int pv_val_find(const TfVal *vals, int n, TfVal v);
 /* The selection of op o between a key and a query: 1 selected, 0 not, -1
  * when it fails (a none input: not selected). */
 int pv_select(const PvSem *S, const PvOp *o, const TfVal *kcur, const TfVal *qcur);
+/* 1 when Aggregate o's selection picks at most one position at any query:
+ * a causal Count numbers the positions it can pick
+ * (expr_numbered_selection). */
+int pv_numbered_selection(const PvSem *S, const PvOp *o);
 /* The number of combinations of deps' values, or -1 above limit. */
 long pv_deps_size(const PvSem *S, PvDeps d, long limit);
 /* assign[] for combination idx of deps (others left alone). */

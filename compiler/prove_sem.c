@@ -355,6 +355,22 @@ int pv_select(const PvSem *S, const PvOp *o, const TfVal *kcur, const TfVal *qcu
     return t;
 }
 
+/* expr_numbered_selection's count_of: the selection of the causal Count
+ * that writes reg (a program without seed ops: none rewrites a register). */
+static const TfExpr *count_of(const void *ctx, int reg) {
+    const PvSem *S = ctx;
+    for (int i = 0; i < S->ir->n_ops; i++)
+        if (S->ir->ops[i].plan && S->ir->ops[i].plan->form == TF_PLAN_SEED) return NULL;
+    int w = S->writer[reg];
+    const PvOp *c = w >= 0 ? &S->ops[w] : NULL;
+    return c && c->kind == TF_OP_COUNT_MATCHES && c->causal ? c->expr : NULL;
+}
+
+int pv_numbered_selection(const PvSem *S, const PvOp *o) {
+    return o->kind == TF_OP_AGGREGATE && o->expr &&
+           expr_numbered_selection(S->ir, o->expr, count_of, S);
+}
+
 /* The base variables of d, lowest first: each loop below visits only them. */
 static int next_base(PvDeps *d) {
     int b = __builtin_ctzll(*d);

@@ -632,8 +632,31 @@ static int select_bounds(Va *G, const TfIrOp *op, Selection *S) {
     return 0;
 }
 
+/* expr_numbered_selection's count_of: the selection of the causal Count
+ * that alone writes reg, in a program without seed ops. */
+static const TfExpr *count_of(const void *ctx, int reg) {
+    const TfIr *ir = ctx;
+    int w = ir->regs[reg].facts.writer;
+    if (w < 0 || ir->ops[w].op != TF_OP_COUNT_MATCHES || ir->ops[w].stmt->n_args < 1) return NULL;
+    for (int i = 0; i < ir->n_ops; i++) {
+        const TfOpPlan *p = ir->ops[i].plan;
+        if ((p && p->form == TF_PLAN_SEED) || (i != w && ir->ops[i].dest == reg)) return NULL;
+    }
+    // Causal as the statement says (op_options reads the same words).
+    const TfStmt *s = ir->ops[w].stmt;
+    int causal = !ir->every_position;
+    for (int i = 1; i < s->n_args; i++) {
+        TfArgShape sh = check_arg_shape(&s->args[i]);
+        const char *word = sh.kind == TF_ARG_NAME ? sh.name->text : NULL;
+        if (word && strcmp(word, "causal") == 0) causal = 1;
+        if (word && strcmp(word, "bidirectional") == 0) causal = 0;
+    }
+    return causal ? s->args[0].expr : NULL;
+}
+
 /* Aggregate(selection, cat value) -> cat dest: a copy of one value (checked
- * at run time unless copies_one_value proves it). 0, or -1 after reporting. */
+ * at run time unless copies_one_value proves it, or a Count numbers the
+ * positions the selection picks). 0, or -1 after reporting. */
 static int select_copy(Va *G, TfIrOp *op, Selection *S) {
     const TfStmt *s = op->stmt;
     TfOpPlan *p = S->p;
@@ -669,14 +692,16 @@ static int select_copy(Va *G, TfIrOp *op, Selection *S) {
         diag_hint(G->diag, "check the selection, or give it a `default:`");
         return -1;
     }
-    if (!copies_one_value(G, p, vreg)) {
+    if (!copies_one_value(G, p, vreg) &&
+        !expr_numbered_selection(G->ir, s->args[0].expr, count_of, G->ir)) {
         diag_warning(G->diag, s->op.loc,
                      "Aggregate: the positions this selection picks may hold different "
                      "values of '%s', and the result is only right where they agree; the "
                      "compiler cannot prove that, so '%s' is checked at run time",
                      va_reg_name(G, vreg), va_reg_name(G, dest));
-        diag_hint(G->diag, "a selection that picks one position (k.indices == q.X) or one "
-                           "value (k.%s == q.X) needs no check",
+        diag_hint(G->diag, "a selection that picks one position (k.indices == q.X), one "
+                           "value (k.%s == q.X), or the position a causal Count numbers "
+                           "(k.P and k.n == q.X, n: Count(k.P)) needs no check",
                   va_reg_name(G, vreg));
         p->check = 1;
     }

@@ -68,11 +68,17 @@ while IFS=$'\t' read -r prompt want; do
 done <"$tmp/dec.tsv"
 [ "$fails" -eq 0 ] && [ -s "$tmp/dec.tsv" ]
 check "add_decimal: the carry head patched from 0+0 removes exactly the carries ($(wc -l <"$tmp/dec.tsv") cases)" $?
-# Zeroed, the head leaves its categorical register holding no value: the
-# model's run-time check says so (the edit is out of the compiled range).
-"$TFRUN" "$D" --ablate carry "^00001999+00000001=" >/dev/null 2>"$tmp/err.txt"
-[ $? -eq 1 ] && grep -q "Aggregate -> carry: position 1 does not hold one value" "$tmp/err.txt"
-check "zeroing add_decimal's carry head fails its run-time check" $?
+# Zeroed, the carry head adds no carry (its selection is proven to pick one
+# position, a Count numbering them: no run-time check): 1999 + 1 = 1990.
+[ "$("$TFRUN" "$D" --ablate carry "^00001999+00000001=")" = "^00001999+00000001=000001990" ]
+check "zeroing add_decimal's carry head drops the carries" $?
+# A head whose copy is checked at run time (sort's, which the compiler
+# cannot prove single-valued), zeroed, leaves its register holding no
+# value: the check says so (the edit is out of the compiled range).
+"$TFC" "$P/sort.tfp" -o "$tmp/sort.tfw" 2>/dev/null &&
+    "$TFRUN" "$tmp/sort.tfw" --ablate sorted "^dcadcb" >/dev/null 2>"$tmp/err.txt"
+[ $? -eq 1 ] && grep -q "Aggregate -> sorted: position 1 does not hold one value" "$tmp/err.txt"
+check "zeroing sort's copy head fails its run-time check" $?
 
 # C and Python agree on patching experiments (the carry head's block: its
 # layer's index, as tfinfo lists it).

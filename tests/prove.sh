@@ -160,25 +160,63 @@ TFP
 check "a copy that may mix values: proven under its run-time check" $?
 grep -q "line 3: Aggregate -> b: layer 0: the run-time check passes wherever it holds one value" "$tmp/out"
 check "... and its check passes wherever one value is selected" $?
-# add_binary's carry (checked) with one output weight 1.1 times itself: the
-# columns still decode, but no single value passes the check (the mutation
-# test's case): refused, with a prompt on which tfrun stops where the
-# original answers.
-"$TFC" "$P/add_binary.tfp" -o "$tmp/ab.tfw" 2>/dev/null
-row=$("$TFINFO" "$tmp/ab.tfw" | awk '$1=="carry" && $2=="categorical" {split($3, r, "-"); print r[1]; exit}')
-cl=$("$TFINFO" "$tmp/ab.tfw" | awk '$2 == "carry" && $3 == "attention" {print $1; exit}') # its layer
-"$PY" "$SRC/tests/scale_weight.py" "$tmp/ab.tfw" "$tmp/abm.tfw" "layers.$cl.attn.output.weight" "$row" 0 1.1 >/dev/null
-"$TFPROVE" "$tmp/abm.tfw" >"$tmp/out" 2>&1
-[ $? -eq 1 ] && grep -q "NOT PROVEN: line 25: Aggregate -> carry (layer $cl): where 'carry' holds one value, 0, the run-time check fails" "$tmp/out"
-check "add_binary with its checked carry's column scaled by 1.1: refused at the check" $? ||
+# A selection that a causal Count numbers picks one position: `n` counts
+# the positions that are not 'b', so at two of them it differs, and the copy
+# needs no check (expr_numbered_selection): no warning, no run-time check,
+# proven with its reason; each position copies the latest token that is not
+# 'b'. Where the copy's predicate does not imply the Count's ('b' positions
+# are picked but not counted, so two can share n), or the Count is not
+# causal (a program read at every position attends both ways unless told),
+# the copy stays checked.
+cat >"$tmp/num.tfp" <<'TFP'
+vocab "^abcd"; bos '^'; maxlen 17;
+cat n, b;
+n: Count(k.tokens != 'b', causal) -> n;
+b: Aggregate(k.tokens != 'b' and k.n == q.n, tokens) -> b;
+output b at every position;
+TFP
+"$TFC" "$tmp/num.tfp" -o "$tmp/num.tfw" 2>"$tmp/err" && [ ! -s "$tmp/err" ] &&
+    ! "$TFINFO" "$tmp/num.tfw" | grep -q "run-time checks"
+check "a copy a Count numbers: no warning, no run-time check" $?
+"$TFPROVE" "$tmp/num.tfw" >"$tmp/out" 2>&1 &&
+    grep -q "line 4: Aggregate -> b: layer [0-9]* head 0: .*one position per selection: a Count numbers the positions it picks" "$tmp/out"
+check "... proven, and tfprove says why one position" $?
+[ "$("$TFRUN" "$tmp/num.tfw" "^abcbdb")" = "^abcbdb	aaccdd" ]
+check "... each position copies the latest token that is not 'b'" $?
+sed 's/k.tokens != .b. and k.n/k.tokens != '"'c'"' and k.n/' "$tmp/num.tfp" >"$tmp/num2.tfp"
+"$TFC" "$tmp/num2.tfp" -o "$tmp/num2.tfw" 2>"$tmp/err"
+grep -q "so 'b' is checked at run time" "$tmp/err"
+check "... a copy whose predicate picks positions the Count does not count: checked" $?
+sed 's/, causal)/)/' "$tmp/num.tfp" >"$tmp/num3.tfp"
+"$TFC" "$tmp/num3.tfp" -o "$tmp/num3.tfw" 2>"$tmp/err"
+grep -q "so 'b' is checked at run time" "$tmp/err"
+check "... numbered by a Count that is not causal: checked" $?
+# add_binary's carry is such a copy (k.cls != 1 and k.nstop == q.want):
+# proven with no check.
+"$TFC" "$P/add_binary.tfp" -o "$tmp/ab.tfw" 2>"$tmp/err" && [ ! -s "$tmp/err" ] &&
+    "$TFPROVE" "$tmp/ab.tfw" >"$tmp/out" 2>&1 &&
+    grep -q "Aggregate -> carry: .*one position per selection: a Count numbers" "$tmp/out"
+check "add_binary's carry: proven, one position per selection, no warning" $?
+# sort's copy (checked: that each target is held once is true of every input
+# but not something the value sets show) with one output weight 1.1 times
+# itself: the columns still decode, but no single value passes the check
+# (the mutation test's case): refused, with a prompt on which tfrun stops
+# where the original answers.
+"$TFC" "$P/sort.tfp" -o "$tmp/so.tfw" 2>/dev/null
+row=$("$TFINFO" "$tmp/so.tfw" | awk '$1=="sorted" && $2=="categorical" {split($3, r, "-"); print r[1]; exit}')
+cl=$("$TFINFO" "$tmp/so.tfw" | awk '$2 == "sorted" && $3 == "attention" {print $1; exit}') # its layer
+"$PY" "$SRC/tests/scale_weight.py" "$tmp/so.tfw" "$tmp/som.tfw" "layers.$cl.attn.output.weight" "$row" 0 1.1 >/dev/null
+"$TFPROVE" "$tmp/som.tfw" >"$tmp/out" 2>&1
+[ $? -eq 1 ] && grep -q "NOT PROVEN: line 17: Aggregate -> sorted (layer $cl): where 'sorted' holds one value, 'a', the run-time check fails" "$tmp/out"
+check "sort with its checked copy's column scaled by 1.1: refused at the check" $? ||
   tail -3 "$tmp/out" | sed 's/^/    /'
 line=$(grep '^counterexample: prompt' "$tmp/out")
 prompt=$(sed -E "s/^[^']*'([^']*)'.*/\1/" <<<"$line")
-prog=$(sed -E "s/.*the program gives '([^']*)' next.*/\1/" <<<"$line")
-[ -n "$prompt" ] && ! "$TFRUN" "$tmp/abm.tfw" -n 1 "$prompt" >/dev/null 2>"$tmp/err" &&
-  grep -q "Aggregate -> carry: position [0-9]* does not hold one value" "$tmp/err" &&
-  [ "$("$TFRUN" "$tmp/ab.tfw" -n 1 "$prompt")" = "$prompt$prog" ]
-check "... with a prompt on which tfrun stops at the check and the original gives the program's token ($line)" $?
+prog=$(sed -E "s/.*the program prints '([^']*)', the weights stop.*/\1/" <<<"$line")
+[ -n "$prompt" ] && ! "$TFRUN" "$tmp/som.tfw" "$prompt" >/dev/null 2>"$tmp/err" &&
+  grep -q "Aggregate -> sorted: position [0-9]* does not hold one value" "$tmp/err" &&
+  [ "$("$TFRUN" "$tmp/so.tfw" "$prompt")" = "$prompt	$prog" ]
+check "... with a prompt on which tfrun stops at the check and the original prints the program's output ($line)" $?
 
 # 4. tfprove --check: cases run as tfrun --check runs them, a number compared
 # within the bound the validator proved (B, read from its report), not the
