@@ -191,6 +191,10 @@ sed 's/, causal)/)/' "$tmp/num.tfp" >"$tmp/num3.tfp"
 "$TFC" "$tmp/num3.tfp" -o "$tmp/num3.tfw" 2>"$tmp/err"
 grep -q "so 'b' is checked at run time" "$tmp/err"
 check "... numbered by a Count that is not causal: checked" $?
+sed 's/Count(k.tokens != .b., causal)/Count(k.tokens == q.tokens, causal)/' "$tmp/num.tfp" >"$tmp/num4.tfp"
+"$TFC" "$tmp/num4.tfp" -o "$tmp/num4.tfw" 2>"$tmp/err"
+grep -q "so 'b' is checked at run time" "$tmp/err"
+check "... numbered by a Count whose selection reads the query (an 'a' and a 'c' both first): checked" $?
 # add_binary's carry is such a copy (k.cls != 1 and k.nstop == q.want):
 # proven with no check.
 "$TFC" "$P/add_binary.tfp" -o "$tmp/ab.tfw" 2>"$tmp/err" && [ ! -s "$tmp/err" ] &&

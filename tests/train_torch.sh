@@ -101,6 +101,12 @@ replay() {
         --threads 1 >"$d/other.txt"
     [ $? = 1 ] && grep -q '^FAIL ' "$d/other.txt"
     check "$name: PyTorch on another seed's batches is refused" $?
+    # --compare needs --order: without the same batches there is nothing to hold.
+    "$PY" "$SRC/tools/train_torch.py" train "$d/init.tfw" --data "$d/train.txt" \
+        --heldout "$d/heldout.txt" --compare "$d/after.tfw" "${opts[@]}" --threads 1 \
+        >/dev/null 2>"$d/err.txt"
+    [ $? = 1 ] && grep -q "^train_torch: --compare needs --order" "$d/err.txt"
+    check "$name: --compare without --order is refused" $?
 }
 replay binary_add binary_add.tfp binary-add:8 100 3 --optimizer adamw --lr 3e-3 --warmup 5 --cosine
 replay first_token first_token.tfp first-token:20 100 2 --optimizer adam --lr 1e-3 --dropout 0
