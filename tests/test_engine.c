@@ -22,6 +22,7 @@
 
 #include "checks.h"
 #include "infer.h"
+#include "intervene.h"
 #include "linear.h"
 #include "testmodel.h"
 #include "testutil.h"
@@ -962,6 +963,59 @@ START_TEST(test_grouped_keys_same_outputs) {
 }
 END_TEST
 
+/* Keys that read only what the position embedding writes (k.indices) are
+ * computed once per position and kept in the caches (plan_static_keys):
+ * generation is the reference's, also after an intervention that edits
+ * those columns (the engine then computes every key and refills the
+ * static ones when the intervention is cleared). */
+START_TEST(test_static_keys_match_reference) {
+    TfModel *m = tf_compile_text("vocab \"^abc\"; bos '^'; maxlen 12; cat apos, prev, out;\n"
+                                 "apos: Map(indices - 2) -> apos;\n"
+                                 "prev: Aggregate(k.indices == q.apos, tokens, default: '^') -> prev;\n"
+                                 "out: Map([prev: 'a' => 'b', 'b' => 'c', 'c' => 'a', _ => 'a']) -> out;\n"
+                                 "output out; generate 4;\n");
+    ck_assert_ptr_nonnull(m);
+    TfError err = {""};
+    TfPlan *plan = plan_new(m, &err);
+    ck_assert_msg(plan != NULL, "%s", err.msg);
+    ck_assert_int_gt(plan_static_key_rows(plan), 0);
+    enum { NS = 7, NEW = 4 };
+    int ids[NS][12], lens[NS], want[NS * NEW], got[NS * NEW], edited[NS * NEW];
+    const int *idp[NS];
+    unsigned seed = 3;
+    for (int s = 0; s < NS; s++) {
+        lens[s] = 2 + s % 6;
+        ids[s][0] = m->bos;
+        for (int i = 1; i < lens[s]; i++) ids[s][i] = 1 + (int)(rand_r(&seed) % 3);
+        idp[s] = ids[s];
+        int seq[12];
+        memcpy(seq, ids[s], sizeof seq);
+        for (int t = 0; t < NEW; t++) {
+            float logits[8];
+            reference_forward(m, seq, lens[s] + t, lens[s] + t - 1, logits, NULL);
+            want[s * NEW + t] = seq[lens[s] + t] = ref_argmax(logits, m->n_vocab);
+        }
+    }
+    TfInfer *inf = infer_new_with_plan(plan, NS, &err);
+    ck_assert_msg(inf != NULL, "%s", err.msg);
+    ck_assert_int_eq(infer_generate(inf, idp, lens, NS, NEW, got, &err), 0);
+    ck_assert_mem_eq(got, want, sizeof want);
+    const char *spec = "zero:indices@embed";
+    TfIntervention *iv = intervention_parse(m, &spec, 1, 0, &err);
+    ck_assert_msg(iv != NULL, "%s", err.msg);
+    ck_assert_int_eq(infer_set_intervention(inf, iv, &err), 0);
+    ck_assert_int_eq(infer_generate(inf, idp, lens, NS, NEW, edited, &err), 0);
+    ck_assert_msg(memcmp(edited, want, sizeof want) != 0, "zeroing indices changed nothing");
+    ck_assert_int_eq(infer_set_intervention(inf, NULL, &err), 0);
+    ck_assert_int_eq(infer_generate(inf, idp, lens, NS, NEW, got, &err), 0);
+    ck_assert_mem_eq(got, want, sizeof want);
+    intervention_free(iv);
+    infer_free(inf);
+    plan_free(plan);
+    model_free(m);
+}
+END_TEST
+
 START_TEST(test_infinite_key_fails_the_step) {
     // Key channel c made infinite or NaN at every position (row c of the
     // Count's key weights set to infinity): every row's score meets it,
@@ -1200,6 +1254,7 @@ int main(void) {
     tcase_add_test(tc, test_classifier_matches_reference);
     tcase_add_test(tc, test_every_position_matches_reference);
     tcase_add_test(tc, test_hooks_match_reference);
+    tcase_add_test(tc, test_static_keys_match_reference);
     tcase_add_test(tc, test_stop_token_truncates);
     tcase_add_test(tc, test_shared_plan);
     tcase_add_test(tc, test_adder_plan_skips_work);

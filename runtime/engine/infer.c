@@ -56,6 +56,13 @@ typedef struct LayerPlan {
     int n_heads, d_head, d_vhead, causal;
     float scale;
     int k_from, v_from;   /* an earlier layer whose keys / values these are, or -1 */
+    /* Keys that depend on the position only (plan_static_keys): n_static
+     * packed key rows static_ch, their values static_val [L, n_static],
+     * stored in the cache once (fill_static_keys); kd computes the other
+     * key rows, packed key row kd_ch[j] each. n_static 0: k computes all. */
+    int n_static, *static_ch, *kd_ch;
+    float *static_val;
+    TfLinear kd;
     int *pair_start;      /* [n_heads + 1] into pair_q / pair_k */
     int *pair_q, *pair_k; /* packed query / key row of each live channel */
     int *v_start;         /* [n_heads + 1]: kept value rows of head h are v_start[h]..v_start[h+1]-1 */
@@ -101,6 +108,7 @@ struct TfInfer {
      * block of sequences at one position and channel are one vector. */
     float **kcache, **vcache;
     int *seq_len;             /* [S] positions held in the caches */
+    int static_stale;         /* an intervention overwrote static keys (fill_static_keys) */
 
     float *x;       /* [d, n] residual stream */
     float *xn;      /* [d, n] normalized input of a pre-norm layer */
@@ -115,7 +123,13 @@ struct TfInfer {
     /* attention_heads: the rows in block order, scratch, each row's T, and
      * the counting sort's buckets [max(L + 1, S) + 1]. */
     int *order, *order_tmp, *row_t, *bucket;
-    int *pos_order; /* [R] the step's rows by position, then sequence (store_cache) */
+    int order_key; /* what order and row_t were computed for (-1: nothing) */
+    /* store_cache's order of the step's rows [R]: by block of
+     * STORE_BLOCK sequences, then position, then sequence; row_blk [R] each
+     * row's block, st_off [R] scratch, st_start [S / STORE_BLOCK + 2] where
+     * each block's rows start in pos_order, n_st_blocks of them. */
+    int *pos_order, *row_blk, *st_start, n_st_blocks;
+    long *st_off;
     /* One sequence's keys [L, live pairs] and values [L, kept value rows]
      * of every head, gathered for blocks of that sequence's rows; ident
      * [max_q + 1] = 0, 1, 2, ... */
@@ -162,12 +176,16 @@ struct TfInfer {
 /* Sequences at least this long have their keys and values gathered for
  * blocks of their rows (attention_heads). */
 #define GATHER_MIN_T 64
+/* Sequences per block of store_cache: a cache line of floats. */
+#define STORE_BLOCK 16
 
 static const float *tensor(const TfModel *m, int idx) {
     return idx >= 0 ? m->tensors[idx].data : NULL;
 }
 
 static int imax(int a, int b) { return a > b ? a : b; }
+
+static inline int nonfinite(float v) { return !(fabsf(v) <= FLT_MAX); }
 
 /* ------------------------------------------------------------------------ */
 /* The plan                                                                 */
@@ -176,6 +194,10 @@ static int imax(int a, int b) { return a > b ? a : b; }
 static void layer_plan_free(LayerPlan *lp) {
     linear_free(&lp->q);
     linear_free(&lp->k);
+    linear_free(&lp->kd);
+    free(lp->static_ch);
+    free(lp->kd_ch);
+    free(lp->static_val);
     linear_free(&lp->v);
     linear_free(&lp->o);
     linear_free(&lp->fc1);
@@ -553,6 +575,94 @@ static int plan_embedding(TfPlan *p, TfError *err) {
     return 0;
 }
 
+/* Key rows that depend on the position only: every weight they have reads
+ * a column that only the position embedding writes (no layer writes it,
+ * the token embedding is 0 there) in an attention layer without a norm.
+ * Their values at each position are computed once, by the same packed
+ * map on the embedding of each position, and stored in the caches once
+ * (fill_static_keys); the layer computes only its other key rows (kd).
+ * An intervention may edit the residual stream: the engine then computes
+ * every key row (infer_set_intervention). */
+static int plan_static_keys(TfPlan *p, TfError *err) {
+    const TfModel *m = p->m;
+    int d = m->d_model, L = m->max_len, rc = -1;
+    const float *te = tensor(m, m->tok_embed), *pe = tensor(m, m->pos_embed);
+    char *pos_only = malloc((size_t)d + 1), *is_static = NULL;
+    float *x = malloc(((size_t)d * L + 1) * sizeof(float)), *y = NULL, *scratch = NULL;
+    float *w = NULL, *b = NULL;
+    int *ki = NULL;
+    if (!pos_only || !x) goto oom;
+    for (int c = 0; c < d; c++) pos_only[c] = 1;
+    for (int l = 0; l < m->n_layers; l++) {
+        const LayerPlan *lp = &p->layers[l];
+        if (lp->kind == TF_LAYER_NORM) memset(pos_only, 0, (size_t)d);
+        else if (lp->kind == TF_LAYER_MLP)
+            for (int j = 0; j < lp->fc2.n_rows; j++) pos_only[lp->fc2.rows[j]] = 0;
+        else if (lp->has_o)
+            for (int j = 0; j < lp->o.n_rows; j++) pos_only[lp->o.rows[j]] = 0;
+        else
+            for (int j = 0; j < lp->v.n_rows; j++) pos_only[lp->v.rows[j]] = 0;
+    }
+    for (int c = 0; c < d; c++)
+        for (int t = 0; t < m->n_vocab && pos_only[c]; t++) pos_only[c] = te[(size_t)t * d + c] == 0.0f;
+    // Row t of x: position t's embedding in the columns that hold only it,
+    // formed as forward_rows forms it (+0 plus the position's value).
+    for (int c = 0; c < d; c++)
+        for (int t = 0; t < L; t++) x[(size_t)c * L + t] = pos_only[c] ? 0.0f + pe[(size_t)t * d + c] : 0.0f;
+    for (int l = 0; l < m->n_layers; l++) {
+        LayerPlan *lp = &p->layers[l];
+        const TfLayer *ly = &m->layers[l];
+        if (lp->kind != TF_LAYER_ATTENTION || lp->norm_w || lp->k_from >= 0 || lp->k.n_rows == 0)
+            continue;
+        int nk = lp->k.n_rows, rows = ly->n_heads * ly->d_head, n_static = 0;
+        const float *W = tensor(m, ly->key), *B = tensor(m, ly->key_bias);
+        free(is_static);
+        is_static = calloc((size_t)rows + 1, 1);
+        if (!is_static) goto oom;
+        for (int k = 0; k < nk; k++) {
+            int r = lp->k.rows[k], st = 1;
+            for (int c = 0; c < d && st; c++) st = W[(size_t)r * d + c] == 0.0f || pos_only[c];
+            is_static[r] = (char)st;
+            n_static += st;
+        }
+        if (n_static == 0) continue;
+        free(y), free(scratch);
+        y = malloc(((size_t)nk * L + 1) * sizeof(float));
+        scratch = malloc(((size_t)lp->k.n_cols * L + 1) * sizeof(float));
+        if (!y || !scratch) goto oom;
+        linear_forward(&lp->k, y, L, x, L, L, scratch);
+        int finite = 1;
+        for (int k = 0; k < nk; k++)
+            for (int t = 0; t < L && is_static[lp->k.rows[k]]; t++) finite &= !nonfinite(y[(size_t)k * L + t]);
+        if (!finite) continue; /* the cache would hold what the engine reports as an overflow */
+        free(w), free(b), free(ki);
+        w = masked(W, rows, d, is_static, 0, 0);
+        b = B ? masked(B, rows, 1, is_static, 0, 0) : NULL;
+        ki = packed_index(&lp->k);
+        lp->static_ch = malloc(((size_t)n_static + 1) * sizeof(int));
+        lp->static_val = malloc(((size_t)n_static * L + 1) * sizeof(float));
+        if (!w || (B && !b) || !ki || !lp->static_ch || !lp->static_val) goto oom;
+        if (linear_pack(&lp->kd, w, b, rows, d, NULL, err) < 0) goto done;
+        lp->kd_ch = malloc(((size_t)lp->kd.n_rows + 1) * sizeof(int));
+        if (!lp->kd_ch) goto oom;
+        for (int j = 0; j < lp->kd.n_rows; j++) lp->kd_ch[j] = ki[lp->kd.rows[j]];
+        for (int k = 0, i = 0; k < nk; k++) {
+            if (!is_static[lp->k.rows[k]]) continue;
+            lp->static_ch[i] = k;
+            for (int t = 0; t < L; t++) lp->static_val[(size_t)t * n_static + i] = y[(size_t)k * L + t];
+            i++;
+        }
+        lp->n_static = n_static;
+    }
+    rc = 0;
+    goto done;
+oom:
+    tf_error_set(err, "out of memory");
+done:
+    free(pos_only), free(is_static), free(x), free(y), free(scratch), free(w), free(b), free(ki);
+    return rc;
+}
+
 /* Each layer's run-time checks (model.h's TfCheck), in the model's order. */
 static int plan_checks(TfPlan *p, TfError *err) {
     const TfModel *m = p->m;
@@ -611,12 +721,18 @@ TfPlan *plan_new(const TfModel *m, TfError *err) {
     if ((!p->numeric && linear_pack(&p->unembed, tensor(m, m->unembed), tensor(m, m->unembed_bias),
                                     n_out, m->d_model, NULL, err) < 0) ||
         plan_checks(p, err) < 0 || plan_liveness(p, err) < 0 || plan_sharing(p, err) < 0 ||
-        plan_embedding(p, err) < 0)
+        plan_embedding(p, err) < 0 || plan_static_keys(p, err) < 0)
         goto fail;
     return p;
 fail:
     plan_free(p);
     return NULL;
+}
+
+int plan_static_key_rows(const TfPlan *p) {
+    int n = 0;
+    for (int l = 0; l < p->m->n_layers; l++) n += p->layers[l].n_static;
+    return n;
 }
 
 long plan_row_cost(const TfPlan *p, long *dense_cost) {
@@ -672,6 +788,9 @@ void infer_free(TfInfer *inf) {
     free(inf->order_tmp);
     free(inf->row_t);
     free(inf->pos_order);
+    free(inf->row_blk);
+    free(inf->st_off);
+    free(inf->st_start);
     free(inf->kg);
     free(inf->vg);
     free(inf->gkeys);
@@ -745,6 +864,9 @@ TfInfer *infer_new_with_plan(const TfPlan *plan, int max_seqs, TfError *err) {
     inf->order_tmp = malloc(R * sizeof(int));
     inf->row_t = malloc(R * sizeof(int));
     inf->pos_order = malloc(R * sizeof(int));
+    inf->row_blk = malloc(R * sizeof(int));
+    inf->st_off = malloc(R * sizeof(long));
+    inf->st_start = malloc(((size_t)max_seqs / STORE_BLOCK + 2) * sizeof(int));
     inf->kg = alloc_floats(L * (size_t)plan->max_q);
     inf->vg = alloc_floats(L * (size_t)plan->max_v);
     inf->ident = malloc(((size_t)plan->max_q + 1) * sizeof(int));
@@ -760,6 +882,7 @@ TfInfer *infer_new_with_plan(const TfPlan *plan, int max_seqs, TfError *err) {
         if (!inf->gkeys || !inf->gcounts || !inf->gvsums || !inf->gcls || !inf->n_groups) goto oom;
     }
     for (int i = 0; inf->ident && i <= plan->max_q; i++) inf->ident[i] = i;
+    inf->static_stale = 1; /* fill_static_keys before the first step */
     inf->bucket = malloc(((L + 1 > (size_t)max_seqs ? L + 1 : (size_t)max_seqs) + 1) * sizeof(int));
     inf->stat = alloc_floats(2 * (size_t)m->d_model);
     inf->logits = alloc_floats((size_t)n_out * L * (size_t)max_seqs);
@@ -776,7 +899,7 @@ TfInfer *infer_new_with_plan(const TfPlan *plan, int max_seqs, TfError *err) {
     if (!inf->seq_len || !inf->x || (plan->has_norm && !inf->xn) || !inf->q || !inf->k ||
         !inf->v || !inf->heads || !inf->hidden || !inf->delta || !inf->scratch || !inf->att ||
         !inf->scores || !inf->hook_att || !inf->hook_scores || !inf->order || !inf->order_tmp ||
-        !inf->row_t || !inf->pos_order || !inf->bucket || !inf->kg || !inf->vg || !inf->ident || !inf->stat ||
+        !inf->row_t || !inf->pos_order || !inf->row_blk || !inf->st_off || !inf->st_start || !inf->bucket || !inf->kg || !inf->vg || !inf->ident || !inf->stat ||
         !inf->logits || !inf->row_seq || !inf->row_pos || !inf->row_tok)
         goto oom;
     return inf;
@@ -917,7 +1040,6 @@ static void layernorm_fm(float *y, const float *x, int d, int n, int n_run, cons
 }
 
 /* Whether v is infinite or NaN (a compare that vectorizes). */
-static inline int nonfinite(float v) { return !(fabsf(v) <= FLT_MAX); }
 
 /* The first of rows 0..n_run-1 where one of the columns cols[k] (NULL: k
  * itself, k < n_cols) of x (feature-major, ld n) is infinite or NaN; -1
@@ -961,18 +1083,44 @@ static void linear(TfInfer *inf, const TfLinear *L, float *y, int ldy, const flo
     inf->flops += 2.0 * (double)linear_cost(L) * n;
 }
 
-/* Rows of a feature-major block src [nf, n] into a sequence-minor cache
- * [L, nf, S], taken in `order` (by position, then sequence: the stores of a
- * channel then fill whole cache lines). */
-static void store_cache(float *cache, const float *src, int nf, const int *row_seq,
-                        const int *row_pos, const int *order, int S, int n) {
-    for (int j = 0; j < nf; j++) {
-        const float *sj = src + (size_t)j * n;
-        for (int k = 0; k < n; k++) {
-            int r = order[k];
-            cache[((long)row_pos[r] * nf + j) * S + row_seq[r]] = sj[r];
+/* Rows of a feature-major block src [ns, n] into a sequence-minor cache
+ * [L, nf, S] (row j of src into channel ch[j], or j when ch is NULL),
+ * block by block of inf->pos_order (STORE_BLOCK sequences at each
+ * position: a cache line of the cache per channel and position, and the
+ * block's rows of src are few, near each other in the step). */
+static void store_cache(TfInfer *inf, float *cache, const float *src, int ns, const int *ch,
+                        int nf, int n) {
+    const int *order = inf->pos_order;
+    long *off = inf->st_off, S = inf->max_seqs;
+    for (int k = 0; k < n; k++) {
+        int r = order[k];
+        off[k] = (long)inf->row_pos[r] * nf * S + inf->row_seq[r];
+    }
+    for (int b = 0; b < inf->n_st_blocks; b++) {
+        int k0 = inf->st_start[b], k1 = inf->st_start[b + 1];
+        for (int j = 0; j < ns; j++) {
+            const float *sj = src + (size_t)j * n;
+            float *cj = cache + (size_t)(ch ? ch[j] : j) * S;
+            for (int k = k0; k < k1; k++) cj[off[k]] = sj[order[k]];
         }
     }
+}
+
+/* The static keys of every layer (plan_static_keys) into its cache, at
+ * every position of every sequence. */
+static void fill_static_keys(TfInfer *inf) {
+    long S = inf->max_seqs, L = inf->m->max_len;
+    for (int l = 0; l < inf->m->n_layers; l++) {
+        const LayerPlan *lp = &inf->plan->layers[l];
+        if (lp->kind != TF_LAYER_ATTENTION || lp->k_from >= 0 || !lp->n_static) continue;
+        long nk = lp->k.n_rows;
+        for (long t = 0; t < L; t++)
+            for (int i = 0; i < lp->n_static; i++) {
+                float v = lp->static_val[t * lp->n_static + i], *c = inf->kcache[l] + (t * nk + lp->static_ch[i]) * S;
+                for (long s = 0; s < S; s++) c[s] = v;
+            }
+    }
+    inf->static_stale = 0;
 }
 
 /* The activation hook on the first n rows of the step: packed feature k of
@@ -1048,17 +1196,23 @@ static void attention_heads(TfInfer *inf, int l, int n_run, int ld, int which) {
     int T[TF_ATT_LANES], seq[TF_ATT_LANES], used[TF_ATT_LANES];
     float sums[TF_ATT_LANES];
     int *order = inf->order;
-    for (int r = 0; r < n_run; r++) {
-        order[r] = r;
-        inf->row_t[r] = lp->causal ? inf->row_pos[r] + 1 : inf->seq_len[inf->row_seq[r]];
-    }
-    int sorted = 1; /* already by T, then sequence (a generation step's rows) */
-    for (int r = 1; r < n_run && sorted; r++)
-        sorted = inf->row_t[r - 1] < inf->row_t[r] ||
-                 (inf->row_t[r - 1] == inf->row_t[r] && inf->row_seq[r - 1] < inf->row_seq[r]);
-    if (lanes > 1 && !sorted) { // by sequence, then stably by T
-        sort_rows(order, inf->order_tmp, inf->row_seq, n_run, S, inf->bucket);
-        sort_rows(order, inf->order_tmp, inf->row_t, n_run, L + 1, inf->bucket);
+    // The order of the previous layer's call serves while its rows, lanes
+    // and masking are the same (forward_rows forgets it each step).
+    int key = n_run * 4 + lp->causal * 2 + (lanes > 1);
+    if (inf->order_key != key) {
+        inf->order_key = key;
+        for (int r = 0; r < n_run; r++) {
+            order[r] = r;
+            inf->row_t[r] = lp->causal ? inf->row_pos[r] + 1 : inf->seq_len[inf->row_seq[r]];
+        }
+        int sorted = 1; /* already by T, then sequence (a generation step's rows) */
+        for (int r = 1; r < n_run && sorted; r++)
+            sorted = inf->row_t[r - 1] < inf->row_t[r] ||
+                     (inf->row_t[r - 1] == inf->row_t[r] && inf->row_seq[r - 1] < inf->row_seq[r]);
+        if (lanes > 1 && !sorted) { // by sequence, then stably by T
+            sort_rows(order, inf->order_tmp, inf->row_seq, n_run, S, inf->bucket);
+            sort_rows(order, inf->order_tmp, inf->row_t, n_run, L + 1, inf->bucket);
+        }
     }
     const int zero[TF_ATT_LANES] = {0};
     int gathered = -1; /* the sequence in kg and vg */
@@ -1139,18 +1293,22 @@ static void attention_heads(TfInfer *inf, int l, int n_run, int ld, int which) {
  * (plan_split_heads) at rows 0..n_part-1. */
 static void attention_layer(TfInfer *inf, int l, const float *in, int n, int n_run, int n_part) {
     const LayerPlan *lp = &inf->plan->layers[l];
-    int S = inf->max_seqs, nk = lp->k.n_rows, nv = lp->v.n_rows;
+    int nk = lp->k.n_rows, nv = lp->v.n_rows;
 
     // Keys and values of every row into the cache first, so that a row can
     // attend to rows of the same step.
     float *kc = inf->kcache[l], *vc = inf->vcache[l];
     if (lp->k_from < 0) {
-        linear(inf, &lp->k, inf->k, n, in, n, n);
-        store_cache(kc, inf->k, nk, inf->row_seq, inf->row_pos, inf->pos_order, S, n);
+        // Static keys are in the cache already, unless an intervention may
+        // change them.
+        const TfLinear *K = lp->n_static && !inf->iv ? &lp->kd : &lp->k;
+        linear(inf, K, inf->k, n, in, n, n);
+        store_cache(inf, kc, inf->k, K->n_rows, K == &lp->kd ? lp->kd_ch : NULL, nk, n);
+        if (lp->n_static && inf->iv) inf->static_stale = 1;
         // A key that overflowed makes the scores of the rows that see it
         // NaN or infinite (0 times it included): the step fails here, which
         // lets attention_block_forward leave out the queries' zero channels.
-        int bad_row = inf->bad ? -1 : first_nonfinite_row(inf->k, n, NULL, nk, n);
+        int bad_row = inf->bad ? -1 : first_nonfinite_row(inf->k, n, NULL, K->n_rows, n);
         if (bad_row >= 0) {
             inf->bad = 1;
             inf->bad_row = bad_row;
@@ -1158,7 +1316,7 @@ static void attention_layer(TfInfer *inf, int l, const float *in, int n, int n_r
     }
     if (lp->v_from < 0) {
         linear(inf, &lp->v, inf->v, n, in, n, n);
-        store_cache(vc, inf->v, nv, inf->row_seq, inf->row_pos, inf->pos_order, S, n);
+        store_cache(inf, vc, inf->v, nv, NULL, nv, n);
     }
     linear(inf, &lp->q, inf->q, n_run, in, n, n_run);
     if (inf->act_hook) {
@@ -1297,6 +1455,12 @@ static int overflow_error(TfInfer *inf, int l, TfError *err) {
  * output rows first) through the model, then the unembedding of the output
  * rows into logits [n_out, nf]. Returns -1 when out of memory or when a
  * value overflows float32 (overflow_error). */
+/* One embedded column: xc[r] = tk[tok[r]] + pk[pos[r]]. */
+static void embed_column(float *restrict xc, const float *restrict tk, const float *restrict pk,
+                         const int *restrict tok, const int *restrict pos, int n) {
+    for (int r = 0; r < n; r++) xc[r] = tk[tok[r]] + pk[pos[r]];
+}
+
 static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
     const TfModel *m = inf->m;
     int d = m->d_model;
@@ -1332,15 +1496,25 @@ static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
         float *xc = inf->x + (size_t)plan->emb_cols[k] * n;
         const float *tk = plan->emb_tok + (size_t)k * m->n_vocab;
         const float *pk = plan->emb_pos + (size_t)k * m->max_len;
-        for (int r = 0; r < n; r++) xc[r] = tk[inf->row_tok[r]] + pk[inf->row_pos[r]];
+        embed_column(xc, tk, pk, inf->row_tok, inf->row_pos, n);
     }
     for (int r = 0; r < n; r++) {
         int s = inf->row_seq[r];
         if (inf->row_pos[r] + 1 > inf->seq_len[s]) inf->seq_len[s] = inf->row_pos[r] + 1;
         inf->pos_order[r] = r;
+        inf->row_blk[r] = s / STORE_BLOCK;
     }
+    int n_blk = (inf->max_seqs + STORE_BLOCK - 1) / STORE_BLOCK;
     sort_rows(inf->pos_order, inf->order_tmp, inf->row_seq, n, inf->max_seqs, inf->bucket);
     sort_rows(inf->pos_order, inf->order_tmp, inf->row_pos, n, m->max_len, inf->bucket);
+    sort_rows(inf->pos_order, inf->order_tmp, inf->row_blk, n, n_blk, inf->bucket);
+    inf->n_st_blocks = 0;
+    for (int k = 0; k < n; k++)
+        if (k == 0 || inf->row_blk[inf->pos_order[k]] != inf->row_blk[inf->pos_order[k - 1]])
+            inf->st_start[inf->n_st_blocks++] = k;
+    inf->st_start[inf->n_st_blocks] = n;
+    inf->order_key = -1;
+    if (inf->static_stale && !inf->iv) fill_static_keys(inf);
     inf->bad = 0;
     if ((inf->bad_row = first_nonfinite_row(inf->x, n, plan->emb_cols, plan->n_emb_cols, n)) >= 0)
         return overflow_error(inf, -1, err);

@@ -71,6 +71,10 @@ void plan_free(TfPlan *p);
 /* Multiply-adds of the packed linear maps for one row through every layer
  * (attention scores excluded), and the same for the dense matrices. */
 long plan_row_cost(const TfPlan *p, long *dense_cost);
+/* Key rows the plan computes once per position, not per row: they read
+ * only columns that the position embedding alone writes (an engine keeps
+ * their values in its caches from the start). */
+int plan_static_key_rows(const TfPlan *p);
 
 /* An engine with its own plan, or one sharing `plan` (which must outlive it). */
 TfInfer *infer_new(const TfModel *m, int max_seqs, TfError *err);
