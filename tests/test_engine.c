@@ -398,6 +398,18 @@ static int ref_argmax(const float *x, int n) {
     return best;
 }
 
+/* The reference's n_new greedy tokens after ids[0..len-1] (len + n_new <=
+ * 16, at most 8 outputs). */
+static void reference_generate(const TfModel *m, const int *ids, int len, int n_new, int *out) {
+    int seq[16];
+    memcpy(seq, ids, (size_t)len * sizeof(int));
+    for (int t = 0; t < n_new; t++) {
+        float logits[8];
+        reference_forward(m, seq, len + t, len + t - 1, logits, NULL);
+        out[t] = seq[len + t] = ref_argmax(logits, m->output_kind == TF_OUTPUT_CLASSIFY ? m->n_classes : m->n_vocab);
+    }
+}
+
 #define N_SEQS 9
 #define N_NEW 4
 
@@ -411,13 +423,7 @@ static void check_generation(int causal_all, unsigned seed) {
         lens[s] = 1 + (s * 5) % N_SEQS;
         for (int i = 0; i < lens[s]; i++) ids[s][i] = rand_r(&seed) % sp.vocab;
         idp[s] = ids[s];
-        int seq[16];
-        memcpy(seq, ids[s], sizeof seq);
-        for (int t = 0; t < N_NEW; t++) {
-            float logits[8];
-            reference_forward(m, seq, lens[s] + t, lens[s] + t - 1, logits, NULL);
-            want[s][t] = seq[lens[s] + t] = ref_argmax(logits, sp.vocab);
-        }
+        reference_generate(m, ids[s], lens[s], N_NEW, want[s]);
     }
     TfError err = {""};
     for (int cache = 0; cache < 2; cache++) {
@@ -988,13 +994,7 @@ START_TEST(test_static_keys_match_reference) {
         ids[s][0] = m->bos;
         for (int i = 1; i < lens[s]; i++) ids[s][i] = 1 + (int)(rand_r(&seed) % 3);
         idp[s] = ids[s];
-        int seq[12];
-        memcpy(seq, ids[s], sizeof seq);
-        for (int t = 0; t < NEW; t++) {
-            float logits[8];
-            reference_forward(m, seq, lens[s] + t, lens[s] + t - 1, logits, NULL);
-            want[s * NEW + t] = seq[lens[s] + t] = ref_argmax(logits, m->n_vocab);
-        }
+        reference_generate(m, ids[s], lens[s], NEW, want + s * NEW);
     }
     TfInfer *inf = infer_new_with_plan(plan, NS, &err);
     ck_assert_msg(inf != NULL, "%s", err.msg);

@@ -496,6 +496,22 @@ static int plan_liveness(TfPlan *p, TfError *err) {
     return 0;
 }
 
+/* Sets mark[c] = value for every residual column c some layer writes (a
+ * norm layer writes them all). */
+static void mark_written(const TfPlan *p, char *mark, char value) {
+    const TfModel *m = p->m;
+    for (int l = 0; l < m->n_layers; l++) {
+        const LayerPlan *lp = &p->layers[l];
+        if (lp->kind == TF_LAYER_NORM) memset(mark, value, (size_t)m->d_model);
+        else if (lp->kind == TF_LAYER_MLP)
+            for (int j = 0; j < lp->fc2.n_rows; j++) mark[lp->fc2.rows[j]] = value;
+        else if (lp->has_o)
+            for (int j = 0; j < lp->o.n_rows; j++) mark[lp->o.rows[j]] = value;
+        else
+            for (int j = 0; j < lp->v.n_rows; j++) mark[lp->v.rows[j]] = value;
+    }
+}
+
 /* Keys (values) that an earlier layer computes already: the same weight and
  * bias tensors reading only columns no layer writes (the token and position
  * embeddings, at compiled models). The adder's eight GetRelativeToken heads
@@ -508,16 +524,7 @@ static int plan_sharing(TfPlan *p, TfError *err) {
         tf_error_set(err, "out of memory");
         return -1;
     }
-    for (int l = 0; l < m->n_layers; l++) {
-        const LayerPlan *lp = &p->layers[l];
-        if (lp->kind == TF_LAYER_NORM) memset(written, 1, (size_t)d);
-        else if (lp->kind == TF_LAYER_MLP)
-            for (int j = 0; j < lp->fc2.n_rows; j++) written[lp->fc2.rows[j]] = 1;
-        else if (lp->has_o)
-            for (int j = 0; j < lp->o.n_rows; j++) written[lp->o.rows[j]] = 1;
-        else
-            for (int j = 0; j < lp->v.n_rows; j++) written[lp->v.rows[j]] = 1;
-    }
+    mark_written(p, written, 1);
     for (int l = 0; l < m->n_layers; l++) {
         LayerPlan *lp = &p->layers[l];
         lp->k_from = lp->v_from = -1;
@@ -592,17 +599,8 @@ static int plan_static_keys(TfPlan *p, TfError *err) {
     float *w = NULL, *b = NULL;
     int *ki = NULL;
     if (!pos_only || !x) goto oom;
-    for (int c = 0; c < d; c++) pos_only[c] = 1;
-    for (int l = 0; l < m->n_layers; l++) {
-        const LayerPlan *lp = &p->layers[l];
-        if (lp->kind == TF_LAYER_NORM) memset(pos_only, 0, (size_t)d);
-        else if (lp->kind == TF_LAYER_MLP)
-            for (int j = 0; j < lp->fc2.n_rows; j++) pos_only[lp->fc2.rows[j]] = 0;
-        else if (lp->has_o)
-            for (int j = 0; j < lp->o.n_rows; j++) pos_only[lp->o.rows[j]] = 0;
-        else
-            for (int j = 0; j < lp->v.n_rows; j++) pos_only[lp->v.rows[j]] = 0;
-    }
+    memset(pos_only, 1, (size_t)d);
+    mark_written(p, pos_only, 0);
     for (int c = 0; c < d; c++)
         for (int t = 0; t < m->n_vocab && pos_only[c]; t++) pos_only[c] = te[(size_t)t * d + c] == 0.0f;
     // Row t of x: position t's embedding in the columns that hold only it,
