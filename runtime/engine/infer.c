@@ -1502,10 +1502,17 @@ static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
         inf->pos_order[r] = r;
         inf->row_blk[r] = s / STORE_BLOCK;
     }
-    int n_blk = (inf->max_seqs + STORE_BLOCK - 1) / STORE_BLOCK;
-    sort_rows(inf->pos_order, inf->order_tmp, inf->row_seq, n, inf->max_seqs, inf->bucket);
-    sort_rows(inf->pos_order, inf->order_tmp, inf->row_pos, n, m->max_len, inf->bucket);
-    sort_rows(inf->pos_order, inf->order_tmp, inf->row_blk, n, n_blk, inf->bucket);
+    // A generation step's rows are in that order already.
+    int sorted = 1, n_blk = (inf->max_seqs + STORE_BLOCK - 1) / STORE_BLOCK;
+    for (int r = 1; r < n && sorted; r++) {
+        const int *b = inf->row_blk, *p = inf->row_pos, *q = inf->row_seq;
+        sorted = b[r - 1] < b[r] || (b[r - 1] == b[r] && (p[r - 1] < p[r] || (p[r - 1] == p[r] && q[r - 1] < q[r])));
+    }
+    if (!sorted) {
+        sort_rows(inf->pos_order, inf->order_tmp, inf->row_seq, n, inf->max_seqs, inf->bucket);
+        sort_rows(inf->pos_order, inf->order_tmp, inf->row_pos, n, m->max_len, inf->bucket);
+        sort_rows(inf->pos_order, inf->order_tmp, inf->row_blk, n, n_blk, inf->bucket);
+    }
     inf->n_st_blocks = 0;
     for (int k = 0; k < n; k++)
         if (k == 0 || inf->row_blk[inf->pos_order[k]] != inf->row_blk[inf->pos_order[k - 1]])
