@@ -589,7 +589,8 @@ static int plan_embedding(TfPlan *p, TfError *err) {
  * map on the embedding of each position, and stored in the caches once
  * (fill_static_keys); the layer computes only its other key rows (kd).
  * An intervention may edit the residual stream: the engine then computes
- * every key row (infer_set_intervention). */
+ * every key row (attention_layer) and refills the static ones once it is
+ * cleared (fill_static_keys). */
 static int plan_static_keys(TfPlan *p, TfError *err) {
     const TfModel *m = p->m;
     int d = m->d_model, L = m->max_len, rc = -1;
