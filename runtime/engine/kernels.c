@@ -91,9 +91,16 @@ static inline __attribute__((always_inline)) Lanes lanes_load(const float *p) {
     return v;
 }
 
-static inline __attribute__((always_inline)) void lanes_store(float *p, Lanes v) {
-    memcpy(p, &v, sizeof v);
-}
+/* A macro, as LANES_SELECT below: a function taking a vector would draw
+ * GCC's note that the ABI of passing one changed. */
+#define LANES_STORE(p, v)                                                                        \
+    do {                                                                                         \
+        Lanes lanes_v_ = (v);                                                                    \
+        memcpy((p), &lanes_v_, sizeof lanes_v_);                                                 \
+    } while (0)
+
+/* Lane i of a where m[i] is set (all ones), else of b. */
+#define LANES_SELECT(m, a, b) ((Lanes)(((m) & (LaneMask)(a)) | (~(m) & (LaneMask)(b))))
 
 /* Lane i of position t: c[t * stride + seq[i]], the lanes' sequences one
  * (a broadcast), consecutive (a vector load) or any. */
@@ -148,48 +155,55 @@ attention_block_body(float *out, int ldo, float *sums, int *used, float *att, fl
                      const float *q, int ldq, const int *col, const int *pq, const int *pk, int np,
                      const float *k, int nk, const float *v, int nv, int j0, int j1, int S,
                      const int *sq, const int *tl, int Tmax, int W, float scale, int mode) {
-    // Scores, the channels of a chunk added in order at each position.
+    // Scores, the channels of a chunk added in order at each position;
+    // the last chunk scales them, gives the positions a lane does not see
+    // -inf (weight 0), and keeps each lane's maximum.
     enum { CHUNK = 16 };
-    Lanes w[CHUNK];
+    Lanes w[CHUNK], zero = {0}, mxv, minf, sc;
+    LaneMask tlv;
     const float *kp[CHUNK];
     long kstride = (long)nk * S;
+    for (int i = 0; i < B; i++) mxv[i] = minf[i] = -INFINITY, sc[i] = scale, tlv[i] = tl[i];
+    int out_contiguous = W == B;
+    for (int i = 1; i < W; i++) out_contiguous &= col[i] == col[0] + i;
     for (int p0 = 0; p0 == 0 || p0 < np; p0 += CHUNK) {
-        int nc = np - p0 < CHUNK ? np - p0 : CHUNK, nl = 0;
+        int nc = np - p0 < CHUNK ? np - p0 : CHUNK, nl = 0, last = p0 + CHUNK >= np;
         // A channel where every lane's query is 0 adds +-0 at every
         // position (the keys are finite: attention_layer checks them), which
-        // changes no sum that starts at +0: it is left out.
+        // changes no sum that starts at +0: it is left out. The lanes of
+        // consecutive rows are one vector load.
         for (int p = 0; p < nc; p++) {
+            const float *qp = q + (long)pq[p0 + p] * ldq;
+            if (out_contiguous)
+                w[nl] = lanes_load(qp + col[0]);
+            else
+                for (int i = 0; i < B; i++) w[nl][i] = i < W ? qp[col[i]] : 0.0f;
+            LaneMask nz = w[nl] != zero;
             int any = 0;
-            for (int i = 0; i < B; i++) {
-                w[nl][i] = i < W ? q[(long)pq[p0 + p] * ldq + col[i]] : 0.0f;
-                any |= w[nl][i] != 0.0f;
-            }
+            for (int i = 0; i < B; i++) any |= nz[i];
             kp[nl] = k + (long)pk[p0 + p] * S;
-            nl += any;
+            nl += any != 0;
         }
-        for (int t = 0; t < Tmax && (nl > 0 || p0 == 0); t++) {
+        for (int t = 0; t < Tmax && (nl > 0 || p0 == 0 || last); t++) {
             Lanes acc = {0};
             if (p0 > 0) acc = lanes_load(att + t * B);
             for (int p = 0; p < nl; p++) acc += w[p] * lanes_at(kp[p], t, kstride, sq, mode);
-            lanes_store(att + t * B, acc);
+            if (last) {
+                LaneMask seen = ((LaneMask){0} + t) < tlv, more;
+                acc = LANES_SELECT(seen, acc * sc, minf);
+                more = acc > mxv;
+                mxv = LANES_SELECT(more, acc, mxv);
+            }
+            LANES_STORE(att + t * B, acc);
         }
     }
-    int out_contiguous = W == B;
-    for (int i = 1; i < W; i++) out_contiguous &= col[i] == col[0] + i;
     // The positions where some lane's weight may be non-zero, when they
     // fit in pos (hard attention weighs one or two of many).
     enum { MAX_POS = 1024 };
     int pos[MAX_POS], n_pos = 0;
     float mx[B], sm[B] = {0};
     int cnt[B] = {0};
-    for (int i = 0; i < B; i++) mx[i] = -INFINITY;
-    for (int t = 0; t < Tmax; t++)
-        for (int i = 0; i < B; i++) {
-            // Positions a lane does not see score -inf: weight 0.
-            float a = t < tl[i] ? att[t * B + i] * scale : -INFINITY;
-            att[t * B + i] = a;
-            mx[i] = a > mx[i] ? a : mx[i];
-        }
+    LANES_STORE(mx, mxv);
     if (scores)
         for (int x = 0; x < Tmax * B; x++) scores[x] = att[x];
     for (int t = 0; t < Tmax; t++) {
@@ -225,7 +239,7 @@ attention_block_body(float *out, int ldo, float *sums, int *used, float *att, fl
         for (int jj = 0; jj < nj; jj++) {
             float *oj = out + (long)(jc + jj - j0) * ldo;
             if (out_contiguous)
-                lanes_store(oj + col[0], o[jj]);
+                LANES_STORE(oj + col[0], o[jj]);
             else
                 for (int i = 0; i < W; i++) oj[col[i]] = o[jj][i];
         }
