@@ -89,6 +89,7 @@ struct TfPlan {
     int *emb_cols;        /* columns where an embedding is non-zero */
     int n_emb_cols;
     float *emb_tok, *emb_pos; /* [n_emb_cols, n_vocab], [n_emb_cols, max_len]: those columns */
+    char *emb_pos_only;   /* [n_emb_cols] 1: every token's entry is +0 (forward_rows's runs) */
     TfLinear unembed;     /* logits, with unembed.bias */
     int max_q, max_k, max_v, max_hidden, max_out, max_cols;
     int has_norm;
@@ -124,6 +125,10 @@ struct TfInfer {
      * the counting sort's buckets [max(L + 1, S) + 1]. */
     int *order, *order_tmp, *row_t, *bucket;
     int order_key; /* what order and row_t were computed for (-1: nothing) */
+    /* The step's rows as runs of positions (embed_runs): run i covers rows
+     * run_r0[i] .. run_r0[i + 1] - 1, at positions run_p0[i] + dp * j,
+     * dp = run_dp[i] (0 or 1); n_runs of them. */
+    int *run_r0, *run_p0, *run_dp, n_runs;
     /* store_cache's order of the step's rows [R]: by block of
      * STORE_BLOCK sequences, then position, then sequence; row_blk [R] each
      * row's block, st_off [R] scratch, st_start [S / STORE_BLOCK + 2] where
@@ -222,6 +227,7 @@ void plan_free(TfPlan *p) {
     free(p->emb_cols);
     free(p->emb_tok);
     free(p->emb_pos);
+    free(p->emb_pos_only);
     linear_free(&p->unembed);
     free(p);
 }
@@ -570,13 +576,18 @@ static int plan_embedding(TfPlan *p, TfError *err) {
     size_t nc = (size_t)p->n_emb_cols;
     p->emb_tok = malloc((nc * (size_t)m->n_vocab + 1) * sizeof(float));
     p->emb_pos = malloc((nc * (size_t)m->max_len + 1) * sizeof(float));
-    if (!p->emb_tok || !p->emb_pos) {
+    p->emb_pos_only = malloc(nc + 1);
+    if (!p->emb_tok || !p->emb_pos || !p->emb_pos_only) {
         tf_error_set(err, "out of memory");
         return -1;
     }
     for (size_t k = 0; k < nc; k++) {
         int c = p->emb_cols[k];
-        for (int t = 0; t < m->n_vocab; t++) p->emb_tok[k * m->n_vocab + t] = te[(size_t)t * d + c];
+        p->emb_pos_only[k] = 1;
+        for (int t = 0; t < m->n_vocab; t++) {
+            float v = p->emb_tok[k * m->n_vocab + t] = te[(size_t)t * d + c];
+            p->emb_pos_only[k] &= v == 0.0f && !signbit(v);
+        }
         for (int i = 0; i < m->max_len; i++) p->emb_pos[k * m->max_len + i] = pe[(size_t)i * d + c];
     }
     return 0;
@@ -788,6 +799,9 @@ void infer_free(TfInfer *inf) {
     free(inf->row_t);
     free(inf->pos_order);
     free(inf->row_blk);
+    free(inf->run_r0);
+    free(inf->run_p0);
+    free(inf->run_dp);
     free(inf->st_off);
     free(inf->st_start);
     free(inf->kg);
@@ -864,6 +878,9 @@ TfInfer *infer_new_with_plan(const TfPlan *plan, int max_seqs, TfError *err) {
     inf->row_t = malloc(R * sizeof(int));
     inf->pos_order = malloc(R * sizeof(int));
     inf->row_blk = malloc(R * sizeof(int));
+    inf->run_r0 = malloc((R + 1) * sizeof(int));
+    inf->run_p0 = malloc(R * sizeof(int));
+    inf->run_dp = malloc(R * sizeof(int));
     inf->st_off = malloc(R * sizeof(long));
     inf->st_start = malloc(((size_t)max_seqs / STORE_BLOCK + 2) * sizeof(int));
     inf->kg = alloc_floats(L * (size_t)plan->max_q);
@@ -898,7 +915,7 @@ TfInfer *infer_new_with_plan(const TfPlan *plan, int max_seqs, TfError *err) {
     if (!inf->seq_len || !inf->x || (plan->has_norm && !inf->xn) || !inf->q || !inf->k ||
         !inf->v || !inf->heads || !inf->hidden || !inf->delta || !inf->scratch || !inf->att ||
         !inf->scores || !inf->hook_att || !inf->hook_scores || !inf->order || !inf->order_tmp ||
-        !inf->row_t || !inf->pos_order || !inf->row_blk || !inf->st_off || !inf->st_start || !inf->bucket || !inf->kg || !inf->vg || !inf->ident || !inf->stat ||
+        !inf->row_t || !inf->pos_order || !inf->row_blk || !inf->run_r0 || !inf->run_p0 || !inf->run_dp || !inf->st_off || !inf->st_start || !inf->bucket || !inf->kg || !inf->vg || !inf->ident || !inf->stat ||
         !inf->logits || !inf->row_seq || !inf->row_pos || !inf->row_tok)
         goto oom;
     return inf;
@@ -1454,6 +1471,37 @@ static int overflow_error(TfInfer *inf, int l, TfError *err) {
  * output rows first) through the model, then the unembedding of the output
  * rows into logits [n_out, nf]. Returns -1 when out of memory or when a
  * value overflows float32 (overflow_error). */
+/* The step's n rows as runs of equal or consecutive positions (a
+ * generation step: one run of equal positions; a prompt step: a run per
+ * prompt). */
+static void embed_runs(TfInfer *inf, int n) {
+    const int *pos = inf->row_pos;
+    int k = 0;
+    for (int r = 0; r < n;) {
+        int dp = r + 1 < n && pos[r + 1] == pos[r] + 1, e = r + 1;
+        while (e < n && pos[e] == pos[e - 1] + dp) e++;
+        inf->run_r0[k] = r, inf->run_p0[k] = pos[r], inf->run_dp[k] = dp;
+        k++;
+        r = e;
+    }
+    inf->run_r0[k] = n;
+    inf->n_runs = k;
+}
+
+/* A column the position embedding alone writes (its token entries all +0):
+ * xc[r] = +0 + pk[pos[r]], run by run. */
+static void embed_position_column(const TfInfer *inf, float *restrict xc, const float *restrict pk) {
+    for (int i = 0; i < inf->n_runs; i++) {
+        int r0 = inf->run_r0[i], len = inf->run_r0[i + 1] - r0;
+        const float *restrict p = pk + inf->run_p0[i];
+        float *restrict x = xc + r0;
+        if (inf->run_dp[i])
+            for (int j = 0; j < len; j++) x[j] = 0.0f + p[j];
+        else
+            for (int j = 0; j < len; j++) x[j] = 0.0f + p[0];
+    }
+}
+
 /* One embedded column: xc[r] = tk[tok[r]] + pk[pos[r]]. */
 static void embed_column(float *restrict xc, const float *restrict tk, const float *restrict pk,
                          const int *restrict tok, const int *restrict pos, int n) {
@@ -1491,11 +1539,15 @@ static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
         }
         memset(inf->x + (size_t)c * n, 0, (size_t)n * sizeof(float));
     }
+    embed_runs(inf, n);
     for (int k = 0; k < plan->n_emb_cols; k++) {
         float *xc = inf->x + (size_t)plan->emb_cols[k] * n;
         const float *tk = plan->emb_tok + (size_t)k * m->n_vocab;
         const float *pk = plan->emb_pos + (size_t)k * m->max_len;
-        embed_column(xc, tk, pk, inf->row_tok, inf->row_pos, n);
+        if (plan->emb_pos_only[k])
+            embed_position_column(inf, xc, pk);
+        else
+            embed_column(xc, tk, pk, inf->row_tok, inf->row_pos, n);
     }
     for (int r = 0; r < n; r++) {
         int s = inf->row_seq[r];

@@ -99,6 +99,13 @@ static inline __attribute__((always_inline)) Lanes lanes_load(const float *p) {
         memcpy((p), &lanes_v_, sizeof lanes_v_);                                                 \
     } while (0)
 
+/* 1 when some lane of the mask *m is set. */
+static inline __attribute__((always_inline)) int lanes_any(const LaneMask *m) {
+    uint64_t u[B / 2];
+    memcpy(u, m, sizeof u);
+    return ((u[0] | u[1]) | (u[2] | u[3])) | ((u[4] | u[5]) | (u[6] | u[7])) ? 1 : 0;
+}
+
 /* Lane i of a where m[i] is set (all ones), else of b. */
 #define LANES_SELECT(m, a, b) ((Lanes)(((m) & (LaneMask)(a)) | (~(m) & (LaneMask)(b))))
 
@@ -179,10 +186,8 @@ attention_block_body(float *out, int ldo, float *sums, int *used, float *att, fl
             else
                 for (int i = 0; i < B; i++) w[nl][i] = i < W ? qp[col[i]] : 0.0f;
             LaneMask nz = w[nl] != zero;
-            int any = 0;
-            for (int i = 0; i < B; i++) any |= nz[i];
             kp[nl] = k + (long)pk[p0 + p] * S;
-            nl += any != 0;
+            nl += lanes_any(&nz);
         }
         for (int t = 0; t < Tmax && (nl > 0 || p0 == 0 || last); t++) {
             Lanes acc = {0};
@@ -209,9 +214,9 @@ attention_block_body(float *out, int ldo, float *sums, int *used, float *att, fl
     for (int t = 0; t < Tmax; t++) {
         // Where every lane's exponent is below -104 the weights are 0
         // (exp_softmax's own answer there), and the sums gain +0.
-        int live = 0;
-        for (int i = 0; i < B; i++) live |= !(att[t * B + i] - mx[i] < -104.0f);
-        if (!live) {
+        Lanes z = lanes_load(att + t * B) - mxv;
+        LaneMask live = ~(z < -104.0f); /* NaN included */
+        if (!lanes_any(&live)) {
             for (int i = 0; i < B; i++) att[t * B + i] = 0.0f;
             continue;
         }
