@@ -89,7 +89,9 @@ struct TfPlan {
     int *emb_cols;        /* columns where an embedding is non-zero */
     int n_emb_cols;
     float *emb_tok, *emb_pos; /* [n_emb_cols, n_vocab], [n_emb_cols, max_len]: those columns */
-    char *emb_pos_only;   /* [n_emb_cols] 1: every token's entry is +0 (forward_rows's runs) */
+    /* [n_emb_cols] 1: every token's entry is +0 (embedded by runs of
+     * positions); every position's entry is +0 (by token alone) */
+    char *emb_pos_only, *emb_tok_only;
     TfLinear unembed;     /* logits, with unembed.bias */
     int max_q, max_k, max_v, max_hidden, max_out, max_cols;
     int has_norm;
@@ -228,6 +230,7 @@ void plan_free(TfPlan *p) {
     free(p->emb_tok);
     free(p->emb_pos);
     free(p->emb_pos_only);
+    free(p->emb_tok_only);
     linear_free(&p->unembed);
     free(p);
 }
@@ -577,7 +580,8 @@ static int plan_embedding(TfPlan *p, TfError *err) {
     p->emb_tok = malloc((nc * (size_t)m->n_vocab + 1) * sizeof(float));
     p->emb_pos = malloc((nc * (size_t)m->max_len + 1) * sizeof(float));
     p->emb_pos_only = malloc(nc + 1);
-    if (!p->emb_tok || !p->emb_pos || !p->emb_pos_only) {
+    p->emb_tok_only = malloc(nc + 1);
+    if (!p->emb_tok || !p->emb_pos || !p->emb_pos_only || !p->emb_tok_only) {
         tf_error_set(err, "out of memory");
         return -1;
     }
@@ -588,7 +592,11 @@ static int plan_embedding(TfPlan *p, TfError *err) {
             float v = p->emb_tok[k * m->n_vocab + t] = te[(size_t)t * d + c];
             p->emb_pos_only[k] &= v == 0.0f && !signbit(v);
         }
-        for (int i = 0; i < m->max_len; i++) p->emb_pos[k * m->max_len + i] = pe[(size_t)i * d + c];
+        p->emb_tok_only[k] = 1;
+        for (int i = 0; i < m->max_len; i++) {
+            float v = p->emb_pos[k * m->max_len + i] = pe[(size_t)i * d + c];
+            p->emb_tok_only[k] &= v == 0.0f && !signbit(v);
+        }
     }
     return 0;
 }
@@ -1502,6 +1510,13 @@ static void embed_position_column(const TfInfer *inf, float *restrict xc, const 
     }
 }
 
+/* A column the token embedding alone writes (its position entries all +0):
+ * xc[r] = tk[tok[r]] + +0. */
+static void embed_token_column(float *restrict xc, const float *restrict tk, const int *restrict tok,
+                               int n) {
+    for (int r = 0; r < n; r++) xc[r] = tk[tok[r]] + 0.0f;
+}
+
 /* One embedded column: xc[r] = tk[tok[r]] + pk[pos[r]]. */
 static void embed_column(float *restrict xc, const float *restrict tk, const float *restrict pk,
                          const int *restrict tok, const int *restrict pos, int n) {
@@ -1546,6 +1561,8 @@ static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
         const float *pk = plan->emb_pos + (size_t)k * m->max_len;
         if (plan->emb_pos_only[k])
             embed_position_column(inf, xc, pk);
+        else if (plan->emb_tok_only[k])
+            embed_token_column(xc, tk, inf->row_tok, n);
         else
             embed_column(xc, tk, pk, inf->row_tok, inf->row_pos, n);
     }
