@@ -136,6 +136,7 @@ struct TfInfer {
      * row's block, st_off [R] scratch, st_start [S / STORE_BLOCK + 2] where
      * each block's rows start in pos_order, n_st_blocks of them. */
     int *pos_order, *row_blk, *st_start, n_st_blocks;
+    int st_contig; /* the rows are one position's, of consecutive sequences, in order */
     long *st_off;
     /* One sequence's keys [L, live pairs] and values [L, kept value rows]
      * of every head, gathered for blocks of that sequence's rows; ident
@@ -1116,6 +1117,12 @@ static void store_cache(TfInfer *inf, float *cache, const float *src, int ns, co
                         int nf, int n) {
     const int *order = inf->pos_order;
     long *off = inf->st_off, S = inf->max_seqs;
+    if (inf->st_contig && n > 0) { /* one position, consecutive sequences in order */
+        long o = (long)inf->row_pos[0] * nf * S + inf->row_seq[0];
+        for (int j = 0; j < ns; j++)
+            memcpy(cache + (size_t)(ch ? ch[j] : j) * S + o, src + (size_t)j * n, (size_t)n * sizeof(float));
+        return;
+    }
     for (int k = 0; k < n; k++) {
         int r = order[k];
         off[k] = (long)inf->row_pos[r] * nf * S + inf->row_seq[r];
@@ -1588,6 +1595,9 @@ static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
         if (k == 0 || inf->row_blk[inf->pos_order[k]] != inf->row_blk[inf->pos_order[k - 1]])
             inf->st_start[inf->n_st_blocks++] = k;
     inf->st_start[inf->n_st_blocks] = n;
+    inf->st_contig = sorted;
+    for (int r = 1; r < n && inf->st_contig; r++)
+        inf->st_contig = inf->row_pos[r] == inf->row_pos[0] && inf->row_seq[r] == inf->row_seq[0] + r;
     inf->order_key = -1;
     if (inf->static_stale && !inf->iv) fill_static_keys(inf);
     inf->bad = 0;
