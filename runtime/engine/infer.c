@@ -33,6 +33,7 @@
 #include "utf8.h"
 
 #include <float.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1086,16 +1087,21 @@ static int first_nonfinite_row(const float *x, int n, const int *cols, int n_col
  * infinite or NaN sum, marks the layer bad. */
 static void add_rows(TfInfer *inf, float *x, int n, const float *delta, int nd, const int *rows,
                      int n_rows, int n_run) {
-    int bad = 0;
+    // An exponent of all ones (infinite or NaN) carries into bit 31 when
+    // one more is added: an OR of integers, which vectorizes.
+    uint32_t bad = 0;
     for (int k = 0; k < n_rows; k++) {
-        float *xr = x + (size_t)rows[k] * n;
-        const float *dr = delta + (size_t)k * nd;
+        float *restrict xr = x + (size_t)rows[k] * n;
+        const float *restrict dr = delta + (size_t)k * nd;
         for (int r = 0; r < n_run; r++) {
-            xr[r] += dr[r];
-            bad |= nonfinite(xr[r]);
+            float v = xr[r] + dr[r];
+            uint32_t u;
+            memcpy(&u, &v, sizeof u);
+            xr[r] = v;
+            bad |= (u & 0x7f800000u) + 0x00800000u;
         }
     }
-    if (bad && !inf->bad) {
+    if ((bad >> 31) && !inf->bad) {
         inf->bad = 1;
         inf->bad_row = first_nonfinite_row(x, n, rows, n_rows, n_run);
     }
@@ -1296,14 +1302,16 @@ static void attention_heads(TfInfer *inf, int l, int n_run, int ld, int which) {
                                         ld, rows, lp->pair_q + p0, lp->pair_k + p0, np,
                                         inf->kcache[l], nk, inf->vcache[l], nv, j0, j1, S, seq, T,
                                         W, lp->scale);
+            long n_t = 0, n_used = 0;
             for (int i = 0; i < W; i++) {
                 // An infinite or NaN score (the products overflowed).
                 if (isnan(sums[i]) && (bad_row < 0 || rows[i] < bad_row)) bad_row = rows[i];
-                if (n_groups) // one score and one value sum per group
-                    inf->flops += 2.0 * n_groups * (np + j1 - j0);
-                else
-                    inf->flops += 2.0 * T[i] * np + 2.0 * used[i] * (j1 - j0);
+                n_t += T[i], n_used += used[i];
             }
+            if (n_groups) // one score and one value sum per group
+                inf->flops += 2.0 * W * n_groups * (np + j1 - j0);
+            else
+                inf->flops += 2.0 * n_t * np + 2.0 * n_used * (j1 - j0);
             if (inf->att_hook) {
                 for (int t = 0; t < T[0]; t++) {
                     inf->hook_scores[t] = inf->scores[t * TF_ATT_LANES];
