@@ -1490,10 +1490,6 @@ static int overflow_error(TfInfer *inf, int l, TfError *err) {
     return -1;
 }
 
-/* Runs the n rows of the step (row_seq, row_pos, row_tok filled, the nf
- * output rows first) through the model, then the unembedding of the output
- * rows into logits [n_out, nf]. Returns -1 when out of memory or when a
- * value overflows float32 (overflow_error). */
 /* The step's n rows as runs of equal or consecutive positions (a
  * generation step: one run of equal positions; a prompt step: a run per
  * prompt). */
@@ -1538,6 +1534,10 @@ static void embed_column(float *restrict xc, const float *restrict tk, const flo
     for (int r = 0; r < n; r++) xc[r] = tk[tok[r]] + pk[pos[r]];
 }
 
+/* Runs the n rows of the step (row_seq, row_pos, row_tok filled, the nf
+ * output rows first) through the model, then the unembedding of the output
+ * rows into logits [n_out, nf]. Returns -1 when out of memory or when a
+ * value overflows float32 (overflow_error). */
 static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
     const TfModel *m = inf->m;
     int d = m->d_model;
