@@ -1054,6 +1054,51 @@ START_TEST(test_infinite_key_fails_the_step) {
 }
 END_TEST
 
+/* A layer whose output overflows (every weight of its output map infinite:
+ * the sum is infinite, or NaN where the inputs are 0) fails the step at that
+ * layer: add_rows catches the sum it writes, not a later layer or the
+ * logits. Each MLP and each attention layer with an output map whose tensor
+ * no other layer uses, in turn. */
+START_TEST(test_layer_output_overflow_named) {
+    const char *src = "vocab \"^ab01\"; bos '^'; maxlen 20; cat hist, out;\n"
+                      "hist: Count(k.tokens == q.tokens) -> hist;\n"
+                      "out: Map(hist >= 3 ? '1' : '0') -> out;\n"
+                      "output out at every position;\n";
+    TfModel *m = tf_compile_text(src);
+    ck_assert_ptr_nonnull(m);
+    int ids[5] = {m->bos, 1, 1, 1, 1}, len = 5, out[5], tested = 0; /* ^aaaa */
+    const int *idp = ids;
+    for (int l = 0; l < m->n_layers; l++) {
+        const TfLayer *ly = &m->layers[l];
+        int t = ly->kind == TF_LAYER_MLP ? ly->fc2_weight : ly->kind == TF_LAYER_ATTENTION ? ly->output : -1;
+        int shared = 0;
+        for (int e = 0; e < m->n_layers && t >= 0; e++)
+            shared |= e != l && (m->layers[e].fc2_weight == t || m->layers[e].output == t);
+        if (t < 0 || shared) continue;
+        TfTensor *T = &m->tensors[t];
+        size_t n = (size_t)T->shape[0] * (size_t)T->shape[1];
+        float *saved = malloc(n * sizeof(float));
+        memcpy(saved, T->data, n * sizeof(float));
+        for (size_t i = 0; i < n; i++) T->data[i] = INFINITY;
+        TfError err = {""};
+        TfInfer *inf = infer_new(m, 1, &err);
+        ck_assert_ptr_nonnull(inf);
+        int rc = infer_every_position(inf, &idp, &len, 1, (int *const[]){out}, &err);
+        char want[64];
+        snprintf(want, sizeof want, "layer %d (", l);
+        ck_assert_msg(rc != 0, "layer %d's output infinite: the step ran", l);
+        ck_assert_msg(strstr(err.msg, want) != NULL && strstr(err.msg, "overflows float32") != NULL,
+                      "layer %d: %s", l, err.msg);
+        infer_free(inf);
+        memcpy(T->data, saved, n * sizeof(float));
+        free(saved);
+        tested++;
+    }
+    ck_assert_int_ge(tested, 2); /* the Count's output map and the Map's fc2 */
+    model_free(m);
+}
+END_TEST
+
 START_TEST(test_check_thresholds) {
     // Within the bound of one value: one column near 1, the rest near 0.
     float one[] = {0.99f, 0.01f, -0.01f}, low[] = {0.98f, 0.0f, 0.0f}, warm[] = {1.0f, 0.011f, 0.0f};
@@ -1261,6 +1306,7 @@ int main(void) {
     tcase_add_test(tc, test_parts_run_only_needed_rows);
     tcase_add_test(tc, test_grouped_keys_same_outputs);
     tcase_add_test(tc, test_infinite_key_fails_the_step);
+    tcase_add_test(tc, test_layer_output_overflow_named);
     tcase_add_test(tc, test_check_thresholds);
     tcase_add_test(tc, test_check_default_bound);
     tcase_add_test(tc, test_check_messages);
