@@ -345,6 +345,60 @@ START_TEST(test_attention_block_hard_exact) {
 }
 END_TEST
 
+/* More live channel pairs than the kernel scores in one chunk (16): the
+ * second chunk continues each lane's sum in order and scales it. Twice:
+ * every query channel random, and the second chunk's query channels 0 in
+ * every lane (the chunk adds nothing, but its pass still scales and masks
+ * the first chunk's sums). Scores exactly the naive ones (the same
+ * order), weights and outputs within test_attention_block_matches_naive's
+ * bounds; consecutive rows (one vector load per query channel) and
+ * permuted ones. */
+START_TEST(test_attention_block_two_chunks) {
+    enum { S = 8, L = 24, NP = 20, NV = 2, B = TF_ATT_LANES };
+    float *k = malloc(sizeof(float) * L * NP * S), *v = malloc(sizeof(float) * L * NV * S);
+    float *q = malloc(sizeof(float) * NP * B);
+    int pq[NP], pk[NP], seq[B], T[B], rows[B];
+    unsigned seed = 41;
+    for (int i = 0; i < L * NP * S; i++) k[i] = 2.0f * ((float)rand_r(&seed) / (float)RAND_MAX - 0.5f);
+    for (int i = 0; i < L * NV * S; i++) v[i] = 2.0f * ((float)rand_r(&seed) / (float)RAND_MAX - 0.5f);
+    for (int p = 0; p < NP; p++) pq[p] = (p * 7) % NP, pk[p] = (p * 3) % NP;
+    float out[2][NV * B], sums[2][B], att[2][L * B], scores[2][L * B];
+    int used[2][B];
+    for (int zero_tail = 0; zero_tail < 2; zero_tail++)
+        for (int permuted = 0; permuted < 2; permuted++) {
+            for (int i = 0; i < NP * B; i++) q[i] = (float)rand_r(&seed) / (float)RAND_MAX - 0.5f;
+            if (zero_tail)
+                for (int p = 16; p < NP; p++)
+                    for (int i = 0; i < B; i++) q[pq[p] * B + i] = 0.0f;
+            for (int i = 0; i < B; i++) {
+                seq[i] = i % S;
+                T[i] = 1 + (int)(rand_r(&seed) % L);
+                rows[i] = permuted ? (i * 5) % B : i;
+            }
+            for (int naive = 0; naive < 2; naive++) {
+                memset(att[naive], 0, sizeof att[naive]);
+                memset(scores[naive], 0, sizeof scores[naive]);
+                (naive ? attention_block_forward_naive : attention_block_forward)(
+                    out[naive], B, sums[naive], used[naive], att[naive], scores[naive], q, B, rows,
+                    pq, pk, NP, k, NP, v, NV, 0, NV, S, seq, T, B, 0.6f);
+            }
+            char msg[256];
+            ck_assert_msg(tf_compare_floats(out[0], out[1], NV * B, 1e-5, 1e-6, msg, sizeof msg) == 0,
+                          "zero_tail %d permuted %d: %s", zero_tail, permuted, msg);
+            for (int i = 0; i < B; i++) {
+                ck_assert_int_eq(used[0][i], used[1][i]);
+                for (int t = 0; t < T[i]; t++) {
+                    ck_assert_float_eq(scores[0][t * B + i], scores[1][t * B + i]);
+                    ck_assert_msg(fabsf(att[0][t * B + i] - att[1][t * B + i]) <= 1e-6f,
+                                  "zero_tail %d lane %d position %d: %g, naive %g", zero_tail, i, t,
+                                  att[0][t * B + i], att[1][t * B + i]);
+                }
+            }
+        }
+    free(k), free(v), free(q);
+}
+END_TEST
+
 START_TEST(test_attention_block_nan_score) {
     AttBlock *b = calloc(1, sizeof *b);
     AttResult *r = malloc(sizeof *r);
@@ -481,6 +535,7 @@ int main(void) {
     tcase_add_test(tc, test_attention_block_matches_naive);
     tcase_add_test(tc, test_attention_block_simd_paths_agree);
     tcase_add_test(tc, test_attention_block_hard_exact);
+    tcase_add_test(tc, test_attention_block_two_chunks);
     tcase_add_test(tc, test_attention_block_nan_score);
     tcase_add_test(tc, test_attention_grouped_matches_naive);
     tcase_add_test(tc, test_argmax_first_on_ties);
