@@ -1009,6 +1009,17 @@ START_TEST(test_static_keys_match_reference) {
     ck_assert_int_eq(infer_set_intervention(inf, NULL, &err), 0);
     ck_assert_int_eq(infer_generate(inf, idp, lens, NS, NEW, got, &err), 0);
     ck_assert_mem_eq(got, want, sizeof want);
+    // Prompts of one length: each generation step's rows are one position
+    // of consecutive sequences (store_cache copies them a channel at a
+    // time; the embedding fills each position column).
+    int same[NS];
+    for (int s = 0; s < NS; s++) {
+        for (int i = lens[s]; i < 5; i++) ids[s][i] = 1 + (s + i) % 3;
+        same[s] = 5;
+        reference_generate(m, ids[s], 5, NEW, want + s * NEW);
+    }
+    ck_assert_int_eq(infer_generate(inf, idp, same, NS, NEW, got, &err), 0);
+    ck_assert_mem_eq(got, want, sizeof want);
     intervention_free(iv);
     infer_free(inf);
     plan_free(plan);
