@@ -1027,6 +1027,29 @@ START_TEST(test_static_keys_match_reference) {
 }
 END_TEST
 
+/* The overflow tests' model: a Count of tokens and a Map of it, read at
+ * every position. */
+static TfModel *count_model(void) {
+    TfModel *m = tf_compile_text("vocab \"^ab01\"; bos '^'; maxlen 20; cat hist, out;\n"
+                                 "hist: Count(k.tokens == q.tokens) -> hist;\n"
+                                 "out: Map(hist >= 3 ? '1' : '0') -> out;\n"
+                                 "output out at every position;\n");
+    ck_assert_ptr_nonnull(m);
+    return m;
+}
+
+/* Runs m on ^aaaa at every position with a fresh engine: its return code,
+ * the error in err. */
+static int run_aaaa(const TfModel *m, TfError *err) {
+    int ids[5] = {m->bos, 1, 1, 1, 1}, len = 5, out[5];
+    const int *idp = ids;
+    TfInfer *inf = infer_new(m, 1, err);
+    ck_assert_ptr_nonnull(inf);
+    int rc = infer_every_position(inf, &idp, &len, 1, (int *const[]){out}, err);
+    infer_free(inf);
+    return rc;
+}
+
 START_TEST(test_infinite_key_fails_the_step) {
     // Key channel c made infinite or NaN at every position (row c of the
     // Count's key weights set to infinity): every row's score meets it,
@@ -1034,30 +1057,20 @@ START_TEST(test_infinite_key_fails_the_step) {
     // (0 times infinity is NaN). The attention leaves such channels out, so
     // the engine must catch the key itself: each c fails the step, naming
     // the overflow.
-    const char *src = "vocab \"^ab01\"; bos '^'; maxlen 20; cat hist, out;\n"
-                      "hist: Count(k.tokens == q.tokens) -> hist;\n"
-                      "out: Map(hist >= 3 ? '1' : '0') -> out;\n"
-                      "output out at every position;\n";
-    TfModel *m = tf_compile_text(src);
-    ck_assert_ptr_nonnull(m);
+    TfModel *m = count_model();
     int l = 0;
     while (l < m->n_layers && m->layers[l].kind != TF_LAYER_ATTENTION) l++;
     ck_assert_int_lt(l, m->n_layers);
     TfTensor *K = &m->tensors[m->layers[l].key];
     int rows = (int)K->shape[0], cols = (int)K->shape[1];
-    int ids[5] = {m->bos, 1, 1, 1, 1}, len = 5, out[5]; /* ^aaaa */
-    const int *idp = ids;
     float *saved = malloc((size_t)cols * sizeof(float));
     for (int c = 0; c < rows; c++) {
         memcpy(saved, K->data + (size_t)c * cols, (size_t)cols * sizeof(float));
         for (int j = 0; j < cols; j++) K->data[(size_t)c * cols + j] = INFINITY;
         TfError err = {""};
-        TfInfer *inf = infer_new(m, 1, &err);
-        ck_assert_ptr_nonnull(inf);
-        int rc = infer_every_position(inf, &idp, &len, 1, (int *const[]){out}, &err);
+        int rc = run_aaaa(m, &err);
         ck_assert_msg(rc != 0, "key channel %d infinite: the step ran", c);
         ck_assert_msg(strstr(err.msg, "overflows float32") != NULL, "channel %d: %s", c, err.msg);
-        infer_free(inf);
         memcpy(K->data + (size_t)c * cols, saved, (size_t)cols * sizeof(float));
     }
     free(saved);
@@ -1071,17 +1084,13 @@ END_TEST
  * logits. Each MLP and each attention layer with an output map whose tensor
  * no other layer uses, in turn. */
 START_TEST(test_layer_output_overflow_named) {
-    const char *src = "vocab \"^ab01\"; bos '^'; maxlen 20; cat hist, out;\n"
-                      "hist: Count(k.tokens == q.tokens) -> hist;\n"
-                      "out: Map(hist >= 3 ? '1' : '0') -> out;\n"
-                      "output out at every position;\n";
-    TfModel *m = tf_compile_text(src);
-    ck_assert_ptr_nonnull(m);
-    int ids[5] = {m->bos, 1, 1, 1, 1}, len = 5, out[5], tested = 0; /* ^aaaa */
-    const int *idp = ids;
+    TfModel *m = count_model();
+    int tested = 0;
     for (int l = 0; l < m->n_layers; l++) {
         const TfLayer *ly = &m->layers[l];
-        int t = ly->kind == TF_LAYER_MLP ? ly->fc2_weight : ly->kind == TF_LAYER_ATTENTION ? ly->output : -1;
+        int t = ly->kind == TF_LAYER_MLP         ? ly->fc2_weight
+                : ly->kind == TF_LAYER_ATTENTION ? ly->output
+                                                 : -1;
         int shared = 0;
         for (int e = 0; e < m->n_layers && t >= 0; e++)
             shared |= e != l && (m->layers[e].fc2_weight == t || m->layers[e].output == t);
@@ -1092,15 +1101,12 @@ START_TEST(test_layer_output_overflow_named) {
         memcpy(saved, T->data, n * sizeof(float));
         for (size_t i = 0; i < n; i++) T->data[i] = INFINITY;
         TfError err = {""};
-        TfInfer *inf = infer_new(m, 1, &err);
-        ck_assert_ptr_nonnull(inf);
-        int rc = infer_every_position(inf, &idp, &len, 1, (int *const[]){out}, &err);
+        int rc = run_aaaa(m, &err);
         char want[64];
         snprintf(want, sizeof want, "layer %d (", l);
         ck_assert_msg(rc != 0, "layer %d's output infinite: the step ran", l);
         ck_assert_msg(strstr(err.msg, want) != NULL && strstr(err.msg, "overflows float32") != NULL,
                       "layer %d: %s", l, err.msg);
-        infer_free(inf);
         memcpy(T->data, saved, n * sizeof(float));
         free(saved);
         tested++;
