@@ -624,11 +624,13 @@ static int plan_static_keys(TfPlan *p, TfError *err) {
     memset(pos_only, 1, (size_t)d);
     mark_written(p, pos_only, 0);
     for (int c = 0; c < d; c++)
-        for (int t = 0; t < m->n_vocab && pos_only[c]; t++) pos_only[c] = te[(size_t)t * d + c] == 0.0f;
+        for (int t = 0; t < m->n_vocab && pos_only[c]; t++)
+            pos_only[c] = te[(size_t)t * d + c] == 0.0f;
     // Row t of x: position t's embedding in the columns that hold only it,
     // formed as forward_rows forms it (+0 plus the position's value).
     for (int c = 0; c < d; c++)
-        for (int t = 0; t < L; t++) x[(size_t)c * L + t] = pos_only[c] ? 0.0f + pe[(size_t)t * d + c] : 0.0f;
+        for (int t = 0; t < L; t++)
+            x[(size_t)c * L + t] = pos_only[c] ? 0.0f + pe[(size_t)t * d + c] : 0.0f;
     for (int l = 0; l < m->n_layers; l++) {
         LayerPlan *lp = &p->layers[l];
         const TfLayer *ly = &m->layers[l];
@@ -653,7 +655,8 @@ static int plan_static_keys(TfPlan *p, TfError *err) {
         linear_forward(&lp->k, y, L, x, L, L, scratch);
         int finite = 1;
         for (int k = 0; k < nk; k++)
-            for (int t = 0; t < L && is_static[lp->k.rows[k]]; t++) finite &= !nonfinite(y[(size_t)k * L + t]);
+            for (int t = 0; t < L && is_static[lp->k.rows[k]]; t++)
+                finite &= !nonfinite(y[(size_t)k * L + t]);
         if (!finite) continue; /* the cache would hold what the engine reports as an overflow */
         free(w), free(b), free(ki);
         w = masked(W, rows, d, is_static, 0, 0);
@@ -669,7 +672,8 @@ static int plan_static_keys(TfPlan *p, TfError *err) {
         for (int k = 0, i = 0; k < nk; k++) {
             if (!is_static[lp->k.rows[k]]) continue;
             lp->static_ch[i] = k;
-            for (int t = 0; t < L; t++) lp->static_val[(size_t)t * n_static + i] = y[(size_t)k * L + t];
+            for (int t = 0; t < L; t++)
+                lp->static_val[(size_t)t * n_static + i] = y[(size_t)k * L + t];
             i++;
         }
         lp->n_static = n_static;
@@ -925,7 +929,9 @@ TfInfer *infer_new_with_plan(const TfPlan *plan, int max_seqs, TfError *err) {
     if (!inf->seq_len || !inf->x || (plan->has_norm && !inf->xn) || !inf->q || !inf->k ||
         !inf->v || !inf->heads || !inf->hidden || !inf->delta || !inf->scratch || !inf->att ||
         !inf->scores || !inf->hook_att || !inf->hook_scores || !inf->order || !inf->order_tmp ||
-        !inf->row_t || !inf->pos_order || !inf->row_blk || !inf->run_r0 || !inf->run_p0 || !inf->run_dp || !inf->st_off || !inf->st_start || !inf->bucket || !inf->kg || !inf->vg || !inf->ident || !inf->stat ||
+        !inf->row_t || !inf->pos_order || !inf->row_blk || !inf->run_r0 || !inf->run_p0 ||
+        !inf->run_dp || !inf->st_off || !inf->st_start || !inf->bucket || !inf->kg || !inf->vg ||
+        !inf->ident || !inf->stat ||
         !inf->logits || !inf->row_seq || !inf->row_pos || !inf->row_tok)
         goto oom;
     return inf;
@@ -1126,7 +1132,8 @@ static void store_cache(TfInfer *inf, float *cache, const float *src, int ns, co
     if (inf->st_contig && n > 0) { /* one position, consecutive sequences in order */
         long o = (long)inf->row_pos[0] * nf * S + inf->row_seq[0];
         for (int j = 0; j < ns; j++)
-            memcpy(cache + (size_t)(ch ? ch[j] : j) * S + o, src + (size_t)j * n, (size_t)n * sizeof(float));
+            memcpy(cache + (size_t)(ch ? ch[j] : j) * S + o, src + (size_t)j * n,
+                   (size_t)n * sizeof(float));
         return;
     }
     for (int k = 0; k < n; k++) {
@@ -1153,7 +1160,8 @@ static void fill_static_keys(TfInfer *inf) {
         long nk = lp->k.n_rows;
         for (long t = 0; t < L; t++)
             for (int i = 0; i < lp->n_static; i++) {
-                float v = lp->static_val[t * lp->n_static + i], *c = inf->kcache[l] + (t * nk + lp->static_ch[i]) * S;
+                float v = lp->static_val[t * lp->n_static + i];
+                float *c = inf->kcache[l] + (t * nk + lp->static_ch[i]) * S;
                 for (long s = 0; s < S; s++) c[s] = v;
             }
     }
@@ -1509,7 +1517,8 @@ static void embed_runs(TfInfer *inf, int n) {
 
 /* A column the position embedding alone writes (its token entries all +0):
  * xc[r] = +0 + pk[pos[r]], run by run. */
-static void embed_position_column(const TfInfer *inf, float *restrict xc, const float *restrict pk) {
+static void embed_position_column(const TfInfer *inf, float *restrict xc,
+                                  const float *restrict pk) {
     for (int i = 0; i < inf->n_runs; i++) {
         int r0 = inf->run_r0[i], len = inf->run_r0[i + 1] - r0;
         const float *restrict p = pk + inf->run_p0[i];
@@ -1523,8 +1532,8 @@ static void embed_position_column(const TfInfer *inf, float *restrict xc, const 
 
 /* A column the token embedding alone writes (its position entries all +0):
  * xc[r] = tk[tok[r]] + +0. */
-static void embed_token_column(float *restrict xc, const float *restrict tk, const int *restrict tok,
-                               int n) {
+static void embed_token_column(float *restrict xc, const float *restrict tk,
+                               const int *restrict tok, int n) {
     for (int r = 0; r < n; r++) xc[r] = tk[tok[r]] + 0.0f;
 }
 
@@ -1591,7 +1600,8 @@ static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
     int sorted = 1, n_blk = (inf->max_seqs + STORE_BLOCK - 1) / STORE_BLOCK;
     for (int r = 1; r < n && sorted; r++) {
         const int *b = inf->row_blk, *p = inf->row_pos, *q = inf->row_seq;
-        sorted = b[r - 1] < b[r] || (b[r - 1] == b[r] && (p[r - 1] < p[r] || (p[r - 1] == p[r] && q[r - 1] < q[r])));
+        sorted = b[r - 1] < b[r] ||
+                 (b[r - 1] == b[r] && (p[r - 1] < p[r] || (p[r - 1] == p[r] && q[r - 1] < q[r])));
     }
     if (!sorted) {
         sort_rows(inf->pos_order, inf->order_tmp, inf->row_seq, n, inf->max_seqs, inf->bucket);
