@@ -406,7 +406,8 @@ static void reference_generate(const TfModel *m, const int *ids, int len, int n_
     for (int t = 0; t < n_new; t++) {
         float logits[8];
         reference_forward(m, seq, len + t, len + t - 1, logits, NULL);
-        out[t] = seq[len + t] = ref_argmax(logits, m->output_kind == TF_OUTPUT_CLASSIFY ? m->n_classes : m->n_vocab);
+        int n_out = m->output_kind == TF_OUTPUT_CLASSIFY ? m->n_classes : m->n_vocab;
+        out[t] = seq[len + t] = ref_argmax(logits, n_out);
     }
 }
 

@@ -359,8 +359,10 @@ START_TEST(test_attention_block_two_chunks) {
     float *q = malloc(sizeof(float) * NP * B);
     int pq[NP], pk[NP], seq[B], T[B], rows[B];
     unsigned seed = 41;
-    for (int i = 0; i < L * NP * S; i++) k[i] = 2.0f * ((float)rand_r(&seed) / (float)RAND_MAX - 0.5f);
-    for (int i = 0; i < L * NV * S; i++) v[i] = 2.0f * ((float)rand_r(&seed) / (float)RAND_MAX - 0.5f);
+    for (int i = 0; i < L * NP * S; i++)
+        k[i] = 2.0f * ((float)rand_r(&seed) / (float)RAND_MAX - 0.5f);
+    for (int i = 0; i < L * NV * S; i++)
+        v[i] = 2.0f * ((float)rand_r(&seed) / (float)RAND_MAX - 0.5f);
     for (int p = 0; p < NP; p++) pq[p] = (p * 7) % NP, pk[p] = (p * 3) % NP;
     float out[2][NV * B], sums[2][B], att[2][L * B], scores[2][L * B];
     int used[2][B];
@@ -383,8 +385,8 @@ START_TEST(test_attention_block_two_chunks) {
                     pq, pk, NP, k, NP, v, NV, 0, NV, S, seq, T, B, 0.6f);
             }
             char msg[256];
-            ck_assert_msg(tf_compare_floats(out[0], out[1], NV * B, 1e-5, 1e-6, msg, sizeof msg) == 0,
-                          "zero_tail %d permuted %d: %s", zero_tail, permuted, msg);
+            int differ = tf_compare_floats(out[0], out[1], NV * B, 1e-5, 1e-6, msg, sizeof msg);
+            ck_assert_msg(differ == 0, "zero_tail %d permuted %d: %s", zero_tail, permuted, msg);
             for (int i = 0; i < B; i++) {
                 ck_assert_int_eq(used[0][i], used[1][i]);
                 for (int t = 0; t < T[i]; t++) {

@@ -1615,7 +1615,8 @@ static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
     inf->st_start[inf->n_st_blocks] = n;
     inf->st_contig = sorted;
     for (int r = 1; r < n && inf->st_contig; r++)
-        inf->st_contig = inf->row_pos[r] == inf->row_pos[0] && inf->row_seq[r] == inf->row_seq[0] + r;
+        inf->st_contig =
+            inf->row_pos[r] == inf->row_pos[0] && inf->row_seq[r] == inf->row_seq[0] + r;
     inf->order_key = -1;
     if (inf->static_stale && !inf->iv) fill_static_keys(inf);
     inf->bad = 0;
