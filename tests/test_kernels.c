@@ -493,18 +493,25 @@ START_TEST(test_layernorm_matches_naive) {
 END_TEST
 
 /* softmax_forward (blocks of 16 lanes, the last padded) against
- * softmax_naive, for every length 1 to 40, with -inf entries. */
+ * softmax_naive, for every length 1 to 40, with -inf entries; the padded
+ * entry (softmax_forward_padded, the row in a buffer of whole blocks whose
+ * padding holds anything) gives the same bits, and zeros in the padding. */
 START_TEST(test_softmax_forward_matches_naive) {
     unsigned seed = 9;
     for (int n = 1; n <= 40; n++) {
-        float *x = random_floats(&seed, (size_t)n, 20.0f), y[40];
+        float *x = random_floats(&seed, (size_t)n, 20.0f), y[40], z[48];
         if (n > 2) x[n / 2] = -INFINITY;
         memcpy(y, x, (size_t)n * sizeof(float));
+        const int np = (n + 15) / 16 * 16;
+        for (int i = 0; i < np; i++) z[i] = i < n ? x[i] : i % 2 ? 1e30f : NAN;
         softmax_forward(x, n);
         softmax_naive(y, n);
+        softmax_forward_padded(z, n, np);
         char msg[256];
         ck_assert_msg(tf_compare_floats(x, y, (size_t)n, 1e-6, 1e-6, msg, sizeof msg) == 0,
                       "softmax n=%d: %s", n, msg);
+        ck_assert_msg(memcmp(x, z, (size_t)n * sizeof *x) == 0, "padded softmax n=%d differs", n);
+        for (int i = n; i < np; i++) ck_assert_msg(z[i] == 0.0f, "padded softmax n=%d: z[%d] = %g", n, i, z[i]);
         if (n > 2) ck_assert_float_eq(x[n / 2], 0.0f);
         free(x);
     }

@@ -161,12 +161,12 @@ static float at_w[AT * AH * ADV], at_wpre[AH * AT * AT], at_scratch[256]; /* >= 
 static int at_causal;
 
 static double attention_loss(Case *c) {
-    nn_attention_forward(at_out, at_pre, at_att, c->in[0], c->in[1], c->in[2], AT, AH, AD, ADV,
+    nn_attention_forward(at_out, at_pre, at_att, at_scratch, c->in[0], c->in[1], c->in[2], AT, AH, AD, ADV,
                       0.7f, at_causal);
     return dot(at_out, at_w, AT * AH * ADV) + dot(at_pre, at_wpre, AH * AT * AT);
 }
 static void attention_grad(Case *c) {
-    nn_attention_forward(at_out, at_pre, at_att, c->in[0], c->in[1], c->in[2], AT, AH, AD, ADV,
+    nn_attention_forward(at_out, at_pre, at_att, at_scratch, c->in[0], c->in[1], c->in[2], AT, AH, AD, ADV,
                       0.7f, at_causal);
     nn_attention_backward(c->gin[0], c->gin[1], c->gin[2], at_scratch, at_w, at_wpre, c->in[0],
                        c->in[1], c->in[2], at_att, AT, AH, AD, ADV, 0.7f, at_causal);
@@ -769,53 +769,73 @@ START_TEST(test_softmax_fast_matches_naive) {
 }
 END_TEST
 
-START_TEST(test_attention_fast_matches_naive) {
-    enum { T = 13, H = 3, D = 5, DV = 4, R = 4 };
-    static float q[T * H * D], k[T * H * D], v[T * H * DV], dout[T * H * DV], dpre[H * T * T];
-    static float out[T * H * DV], pre[H * T * T], att[H * T * T], scratch[1024];
-    static float g1[3][T * H * D], g2[3][T * H * D];
-    static float o1[R * H * DV], o2[R * H * DV], p1[R * H * T], p2[R * H * T], a1[R * H * T],
-        a2[R * H * T];
-    const int pos[R] = {2, 5, 11, 12};
+/* The fast attention kernels against their naive twins, at two shapes:
+ * features fewer than a vector of 8 (5 and 4), and one vector plus a
+ * remainder (8 and 12). */
+static void attention_fast_matches_naive(int T, int H, int D, int DV) {
+    enum { MT = 21, MH = 3, MD = 8, MDV = 12, R = 4 };
+    static float q[MT * MH * MD], k[MT * MH * MD], v[MT * MH * MDV], dout[MT * MH * MDV],
+        dpre[MH * MT * MT];
+    static float out[MT * MH * MDV], pre[MH * MT * MT], att[MH * MT * MT], scratch[4096];
+    static float g1[3][MT * MH * MDV], g2[3][MT * MH * MDV];
+    static float o1[R * MH * MDV], o2[R * MH * MDV], p1[R * MH * MT], p2[R * MH * MT],
+        a1[R * MH * MT], a2[R * MH * MT];
+    ck_assert(T <= MT && H <= MH && D <= MD && DV <= MDV);
+    const int pos[R] = {2, 5, T - 2, T - 1};
     ck_assert(nn_attention_scratch_floats(T, D, DV) <= sizeof scratch / sizeof *scratch);
     TfRng r;
     rng_seed(&r, 9);
     fill(q, T * H * D, &r, -1, 1), fill(k, T * H * D, &r, -1, 1), fill(v, T * H * DV, &r, -1, 1);
     fill(dout, T * H * DV, &r, -1, 1), fill(dpre, H * T * T, &r, -1, 1);
     char msg[256];
-    for (int causal = 0; causal < 2; causal++)
+    for (int causal = 0; causal < 2; causal++) {
+        float out2[MT * MH * MDV], pre2[MH * MT * MT], att2[MH * MT * MT];
+        nn_attention_forward(out, pre, att, scratch, q, k, v, T, H, D, DV, 0.35f, causal);
+        nn_attention_forward_naive(out2, pre2, att2, q, k, v, T, H, D, DV, 0.35f, causal);
+        ck_assert_msg(tf_compare_floats(out, out2, (size_t)(T * H * DV), 1e-5, 1e-6, msg, sizeof msg) == 0,
+                      "nn_attention_forward, D %d, DV %d, causal %d: %s", D, DV, causal, msg);
+        ck_assert_msg(tf_compare_floats(pre, pre2, (size_t)(H * T * T), 1e-5, 1e-6, msg, sizeof msg) == 0,
+                      "nn_attention_forward scores, D %d, causal %d: %s", D, causal, msg);
+        ck_assert_msg(tf_compare_floats(att, att2, (size_t)(H * T * T), 1e-5, 1e-6, msg, sizeof msg) == 0,
+                      "nn_attention_forward weights, D %d, causal %d: %s", D, causal, msg);
         for (int extra = 0; extra < 2; extra++) {
-            nn_attention_forward(out, pre, att, q, k, v, T, H, D, DV, 0.35f, causal);
             memset(g1, 0, sizeof g1), memset(g2, 0, sizeof g2);
             nn_attention_backward(g1[0], g1[1], g1[2], scratch, dout, extra ? dpre : NULL, q, k, v,
-                               att, T, H, D, DV, 0.35f, causal);
+                                  att, T, H, D, DV, 0.35f, causal);
             nn_attention_backward_naive(g2[0], g2[1], g2[2], scratch, dout, extra ? dpre : NULL, q,
-                                     k, v, att, T, H, D, DV, 0.35f, causal);
+                                        k, v, att, T, H, D, DV, 0.35f, causal);
             for (int i = 0; i < 3; i++)
-                ck_assert_msg(tf_compare_floats(g1[i], g2[i], i == 2 ? T * H * DV : T * H * D,
+                ck_assert_msg(tf_compare_floats(g1[i], g2[i], (size_t)(i == 2 ? T * H * DV : T * H * D),
                                                 1e-5, 1e-5, msg, sizeof msg) == 0,
-                              "nn_attention_backward, causal %d, extra %d, gradient %d: %s", causal,
-                              extra, i, msg);
+                              "nn_attention_backward, D %d, DV %d, causal %d, extra %d, gradient %d: %s",
+                              D, DV, causal, extra, i, msg);
         }
+    }
     for (int causal = 0; causal < 2; causal++) {
         // Query rows at pos: q holds them first ([R, H*D]); keys and values are the sequence's.
         nn_attention_rows_forward(o1, p1, a1, scratch, q, k, v, pos, R, T, H, D, DV, 0.35f, causal);
         nn_attention_rows_forward_naive(o2, p2, a2, q, k, v, pos, R, T, H, D, DV, 0.35f, causal);
-        ck_assert_msg(tf_compare_floats(o1, o2, R * H * DV, 1e-5, 1e-6, msg, sizeof msg) == 0,
-                      "nn_attention_rows_forward: %s", msg);
-        ck_assert_msg(tf_compare_floats(a1, a2, R * H * T, 1e-5, 1e-6, msg, sizeof msg) == 0,
+        ck_assert_msg(tf_compare_floats(o1, o2, (size_t)(R * H * DV), 1e-5, 1e-6, msg, sizeof msg) == 0,
+                      "nn_attention_rows_forward, D %d, DV %d: %s", D, DV, msg);
+        ck_assert_msg(tf_compare_floats(a1, a2, (size_t)(R * H * T), 1e-5, 1e-6, msg, sizeof msg) == 0,
                       "nn_attention_rows_forward weights: %s", msg);
         memset(g1, 0, sizeof g1), memset(g2, 0, sizeof g2);
         nn_attention_rows_backward(g1[0], g1[1], g1[2], scratch, dout, q, k, v, a1, pos, R, T, H, D,
-                                DV, 0.35f, causal);
+                                   DV, 0.35f, causal);
         nn_attention_rows_backward_naive(g2[0], g2[1], g2[2], scratch, dout, q, k, v, a1, pos, R, T,
-                                      H, D, DV, 0.35f, causal);
+                                         H, D, DV, 0.35f, causal);
         for (int i = 0; i < 3; i++)
-            ck_assert_msg(tf_compare_floats(g1[i], g2[i], i == 0 ? R * H * D : i == 1 ? T * H * D
-                                                                                       : T * H * DV,
+            ck_assert_msg(tf_compare_floats(g1[i], g2[i], (size_t)(i == 0 ? R * H * D : i == 1 ? T * H * D
+                                                                                        : T * H * DV),
                                             1e-5, 1e-5, msg, sizeof msg) == 0,
-                          "nn_attention_rows_backward, causal %d, gradient %d: %s", causal, i, msg);
+                          "nn_attention_rows_backward, D %d, DV %d, causal %d, gradient %d: %s", D, DV,
+                          causal, i, msg);
     }
+}
+
+START_TEST(test_attention_fast_matches_naive) {
+    attention_fast_matches_naive(13, 3, 5, 4);
+    attention_fast_matches_naive(21, 2, 8, 12);
 }
 END_TEST
 

@@ -539,40 +539,86 @@ void relu_forward(float *x, long n) {
  * maxima and sums per lane, combined in a fixed order. */
 #define SM_LANES 16
 
-static float reduce_max(const float *m) {
-    float r = m[0];
-    for (int k = 1; k < SM_LANES; k++) r = m[k] > r ? m[k] : r;
-    return r;
+/* The lanes' largest (a tree: a maximum does not depend on the order) and
+ * their sum, in the fixed order ((h0 + h4) + (h1 + h5)) + ((h2 + h6) + (h3 +
+ * h7)), h[k] = s[k] + s[k + 8]: in registers, by shuffles (by pointer:
+ * GCC notes an ABI change for a vector passed by value). */
+static inline __attribute__((always_inline)) float sm_max(const Lanes *mp) {
+    Lanes m = *mp;
+    Lanes t = __builtin_shufflevector(m, m, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
+    m = LANES_SELECT(t > m, t, m);
+    t = __builtin_shufflevector(m, m, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3);
+    m = LANES_SELECT(t > m, t, m);
+    t = __builtin_shufflevector(m, m, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1);
+    m = LANES_SELECT(t > m, t, m);
+    return m[1] > m[0] ? m[1] : m[0];
 }
 
-static float reduce_sum(const float *s) {
-    float h[SM_LANES / 2];
-    for (int k = 0; k < SM_LANES / 2; k++) h[k] = s[k] + s[k + SM_LANES / 2];
-    return ((h[0] + h[4]) + (h[1] + h[5])) + ((h[2] + h[6]) + (h[3] + h[7]));
+static inline __attribute__((always_inline)) float sm_sum(const Lanes *sp) {
+    Lanes s = *sp;
+    Lanes h = s + __builtin_shufflevector(s, s, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
+    Lanes g = h + __builtin_shufflevector(h, h, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3);
+    Lanes f = g + __builtin_shufflevector(g, g, 1, 0, 3, 2, 1, 0, 3, 2, 1, 0, 3, 2, 1, 0, 3, 2);
+    return f[0] + f[2];
+}
+
+/* e^x of every lane (exp_vec, vectorized). */
+#define LANES_EXP(out, v)                                                                          \
+    do {                                                                                           \
+        Lanes lanes_x_ = (v);                                                                      \
+        for (int k_ = 0; k_ < SM_LANES; k_++) (out)[k_] = exp_vec(lanes_x_[k_]);                   \
+    } while (0)
+
+float softmax_exp_padded(float *restrict x, int n, int np, float *maxv) {
+    const LaneMask iota = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    const Lanes ninf = (Lanes){0} - INFINITY;
+    Lanes m = ninf;
+    for (int i = 0; i < np; i += SM_LANES) {
+        Lanes v = lanes_load(x + i);
+        v = LANES_SELECT(iota < n - i, v, ninf);
+        m = LANES_SELECT(v > m, v, m);
+    }
+    const float mx = sm_max(&m);
+    Lanes s = {0};
+    for (int i = 0; i < np; i += SM_LANES) {
+        Lanes v = LANES_SELECT(iota < n - i, lanes_load(x + i), ninf), e;
+        LANES_EXP(e, v - mx);
+        LANES_STORE(x + i, e);
+        s += e;
+    }
+    *maxv = mx;
+    return sm_sum(&s);
 }
 
 float softmax_exp(float *restrict x, int n, float *maxv) {
     const int full = n / SM_LANES * SM_LANES, r = n - full;
-    float m[SM_LANES], tail[SM_LANES], s[SM_LANES];
-    for (int k = 0; k < SM_LANES; k++) m[k] = -INFINITY;
-    for (int i = 0; i < full; i += SM_LANES)
-        for (int k = 0; k < SM_LANES; k++) m[k] = x[i + k] > m[k] ? x[i + k] : m[k];
+    if (r == 0) return softmax_exp_padded(x, n, n, maxv);
+    float tail[SM_LANES];
     for (int k = 0; k < SM_LANES; k++) tail[k] = k < r ? x[full + k] : -INFINITY;
-    for (int k = 0; k < SM_LANES; k++) m[k] = tail[k] > m[k] ? tail[k] : m[k];
-    const float mx = reduce_max(m);
-    for (int k = 0; k < SM_LANES; k++) s[k] = 0.0f;
-    for (int i = 0; i < full; i += SM_LANES)
-        for (int k = 0; k < SM_LANES; k++) {
-            x[i + k] = exp_vec(x[i + k] - mx);
-            s[k] += x[i + k];
-        }
-    for (int k = 0; k < SM_LANES; k++) {
-        tail[k] = exp_vec(tail[k] - mx);
-        s[k] += tail[k];
+    Lanes m = lanes_load(tail);
+    for (int i = 0; i < full; i += SM_LANES) {
+        Lanes v = lanes_load(x + i);
+        m = LANES_SELECT(v > m, v, m);
     }
-    for (int k = 0; k < r; k++) x[full + k] = tail[k];
+    const float mx = sm_max(&m);
+    Lanes s = {0}, e;
+    for (int i = 0; i < full; i += SM_LANES) {
+        LANES_EXP(e, lanes_load(x + i) - mx);
+        LANES_STORE(x + i, e);
+        s += e;
+    }
+    LANES_EXP(e, lanes_load(tail) - mx);
+    s += e;
+    LANES_STORE(tail, e);
+    memcpy(x + full, tail, (size_t)r * sizeof *x);
     *maxv = mx;
-    return reduce_sum(s);
+    return sm_sum(&s);
+}
+
+void softmax_forward_padded(float *x, int n, int np) {
+    float mx;
+    const float inv = 1.0f / softmax_exp_padded(x, n, np, &mx);
+    for (int i = 0; i < n; i++) x[i] *= inv;
 }
 
 void softmax_forward(float *x, int n) {

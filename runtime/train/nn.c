@@ -4,38 +4,37 @@
 #include "nn.h"
 #include "kernels.h" /* runtime/engine: softmax_naive, softmax_forward, layernorm_forward */
 
-#include <cblas.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
-
 
 #include "exp_vec.h" /* runtime/engine */
 #include "vec8.h"    /* runtime/engine: dot8, sum8 */
 
 /* ---- training kernels (kernels.h: "training") ------------------------------ */
 
-/* Sum of a[i] * b[i] in eight interleaved partial sums, added in a fixed
- * order: the same result every run, and independent chains the compiler can
- * put in one vector register (a single running sum is one long chain of
- * dependent additions). */
+/* Vectors of 8 floats (GCC's and clang's vector extension), so that the
+ * loops below keep their sums in registers. LayerNorm's partial sums are SV
+ * = 16 lanes (two vectors of 8), combined in the fixed order ((h0 + h4) +
+ * (h1 + h5)) + ((h2 + h6) + (h3 + h7)), h[k] = lane k + lane k + 8, by
+ * shuffles. Vectors go to functions by pointer: GCC notes an ABI change for
+ * one passed by value. */
+#define SV 16
+typedef float F8 __attribute__((vector_size(8 * sizeof(float))));
+
+static inline __attribute__((always_inline)) float lanes16_sum(const F8 *lo, const F8 *hi) {
+    F8 h = *lo + *hi;
+    F8 g = h + __builtin_shufflevector(h, h, 4, 5, 6, 7, 0, 1, 2, 3);
+    F8 f = g + __builtin_shufflevector(g, g, 1, 0, 3, 2, 1, 0, 3, 2);
+    return f[0] + f[2];
+}
+
 /* y[i] += alpha * x[i] */
 static inline void axpy(float *restrict y, float alpha, const float *restrict x, int n) {
     for (int i = 0; i < n; i++) y[i] += alpha * x[i];
 }
 
-
 /* ---- softmax ---------------------------------------------------------------- */
-
-/* Vectors of SV floats: LayerNorm's partial sums per lane, combined in a
- * fixed order. */
-#define SV 16
-
-static float reduce_sum(const float *s) {
-    float h[SV / 2];
-    for (int k = 0; k < SV / 2; k++) h[k] = s[k] + s[k + SV / 2];
-    return ((h[0] + h[4]) + (h[1] + h[5])) + ((h[2] + h[6]) + (h[3] + h[7]));
-}
 
 /* The softmax is the engine's softmax_forward (runtime/engine/kernels.c):
  * one for the whole runtime. */
@@ -52,20 +51,29 @@ void nn_layernorm_backward(float *dinp, float *dweight, float *dbias, const floa
         // dnorm = dy * weight; dx = s * (dnorm - mean(dnorm) - xhat * mean(dnorm * xhat))
         // Partial sums per lane (SV of them, the last block's lanes padded
         // with 0), combined in a fixed order.
-        float an[SV] = {0}, ax[SV] = {0};
+        F8 an0 = {0}, an1 = {0}, ax0 = {0}, ax1 = {0};
         int c0 = 0;
-        for (; c0 + SV <= C; c0 += SV)
-            for (int k = 0; k < SV; k++) {
-                float xhat = (x[c0 + k] - m) * s, dn = dy[c0 + k] * weight[c0 + k];
-                an[k] += dn;
-                ax[k] += dn * xhat;
-            }
-        for (int k = 0; c0 + k < C; k++) {
-            float xhat = (x[c0 + k] - m) * s, dn = dy[c0 + k] * weight[c0 + k];
-            an[k] += dn;
-            ax[k] += dn * xhat;
+        for (; c0 + SV <= C; c0 += SV) {
+            F8 x0, x1, d0, d1, w0, w1;
+            memcpy(&x0, x + c0, sizeof x0), memcpy(&x1, x + c0 + 8, sizeof x1);
+            memcpy(&d0, dy + c0, sizeof d0), memcpy(&d1, dy + c0 + 8, sizeof d1);
+            memcpy(&w0, weight + c0, sizeof w0), memcpy(&w1, weight + c0 + 8, sizeof w1);
+            F8 xh0 = (x0 - m) * s, xh1 = (x1 - m) * s, dn0 = d0 * w0, dn1 = d1 * w1;
+            an0 += dn0, an1 += dn1;
+            ax0 += dn0 * xh0, ax1 += dn1 * xh1;
         }
-        float dmean = reduce_sum(an), dmean_x = reduce_sum(ax);
+        if (c0 < C) {
+            float an[SV] = {0}, ax[SV] = {0};
+            for (int k = 0; c0 + k < C; k++) {
+                float xhat = (x[c0 + k] - m) * s, dn = dy[c0 + k] * weight[c0 + k];
+                an[k] = dn;
+                ax[k] = dn * xhat;
+            }
+            F8 t;
+            memcpy(&t, an, sizeof t), an0 += t, memcpy(&t, an + 8, sizeof t), an1 += t;
+            memcpy(&t, ax, sizeof t), ax0 += t, memcpy(&t, ax + 8, sizeof t), ax1 += t;
+        }
+        float dmean = lanes16_sum(&an0, &an1), dmean_x = lanes16_sum(&ax0, &ax1);
         dmean /= (float)C;
         dmean_x /= (float)C;
         if (dbias) axpy(dbias, 1.0f, dy, C);
@@ -107,27 +115,6 @@ void nn_crossentropy_backward(float *dlogits, const float *probs, const int *tar
 }
 
 /* ---- attention --------------------------------------------------------------- */
-
-void nn_attention_forward(float *out, float *preatt, float *att, const float *q, const float *k,
-                       const float *v, int T, int H, int D, int DV, float scale, int causal) {
-    const int qs = H * D, vs = H * DV;
-    for (int h = 0; h < H; h++) {
-        float *pre = preatt + (long)h * T * T, *a = att + (long)h * T * T;
-        // pre[T,T] = scale * q_h[T,D] @ k_h[T,D]^T
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, D, scale, q + h * D, qs,
-                    k + h * D, qs, 0.0f, pre, T);
-        for (int i = 0; i < T; i++) {
-            int n = causal ? i + 1 : T;
-            float *row = a + (long)i * T;
-            memcpy(row, pre + (long)i * T, (size_t)n * sizeof *row);
-            nn_softmax(row, n);
-            for (int j = n; j < T; j++) row[j] = 0.0f;
-        }
-        // out_h[T,DV] = att[T,T] @ v_h[T,DV]
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, DV, T, 1.0f, a, T, v + h * DV,
-                    vs, 0.0f, out + h * DV, vs);
-    }
-}
 
 void nn_attention_forward_naive(float *out, float *preatt, float *att, const float *q,
                              const float *k, const float *v, int T, int H, int D, int DV,
@@ -233,14 +220,18 @@ void nn_attention_rows_backward_naive(float *dq, float *dk, float *dv, float *sc
 }
 
 /* ---- attention over one head's columns ---------------------------------------
- * The fast attention kernels work on one head at a time with its keys and
- * values turned into columns (kt [D, TP]: feature d of every position
- * together, TP = T rounded up to a multiple of 16, zero beyond T), so that
- * every inner loop runs over positions in whole vectors of 16, where the
- * naive twins above run over the D = 8 or so features of one position.
- * Gradients for keys and values gather in the same layout and are added
- * back at the end. Weights past a row's last live position are 0, so the
- * padding adds nothing. */
+ * The fast attention kernels work on one head at a time. Scores and their
+ * gradients run over positions: the keys and values turned into columns
+ * (kt [D, TP]: feature d of every position together, TP = T rounded up to
+ * a multiple of 16, zero beyond T), so that each inner loop is whole
+ * vectors of 16 positions, its sums held in registers (columns_dot). A
+ * row's output and its query's gradient run over features: the value or
+ * key rows weighted and added, 8 features to a vector (add_weighted_rows).
+ * The naive twins above run over the D = 8 or so features of one position.
+ * Gradients for keys and values gather as columns and are added back at the
+ * end. Weights past a row's last live position are 0, so the padding adds
+ * nothing. Nothing here sums across a vector's lanes but the softmax and
+ * one dot product per row. */
 
 #define VEC 16
 #define FOR_TP(j, TP) for (int j##0 = 0; j##0 < (TP); j##0 += VEC) for (int j = j##0; j < j##0 + VEC; j++)
@@ -275,34 +266,104 @@ static void pad_row(float *restrict ap, const float *restrict a, int n, int TP) 
     for (int j = n; j < TP; j++) ap[j] = 0.0f;
 }
 
-/* One query row's backward pass against columns kt, vt (TP apart): ap the
- * row's weights (padded), go its output's gradient, ep (optional) the
- * scores' own gradient (padded); accumulates into dqi and the columns dkt,
- * dvt at positions [0, M) (M a multiple of VEC, past the last non-zero
- * weight and extra gradient). da and g hold TP floats. */
+/* o[0..n) += sum over j < rows of w[j] x_j, x's rows `stride` apart: the
+ * rows weighted and added in blocks of 8 features, each block's sums kept
+ * in one vector across the rows (no sum across a vector's lanes), rows in
+ * order. */
+static void add_weighted_rows(float *restrict o, const float *restrict w,
+                              const float *restrict x, int stride, int rows, int n) {
+    int e0 = 0;
+    for (; e0 + 8 <= n; e0 += 8) {
+        F8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, x0, x1, x2, x3, oe;
+        const float *restrict xe = x + e0;
+        int j = 0;
+        for (; j + 4 <= rows; j += 4) {
+            memcpy(&x0, xe + (long)j * stride, sizeof x0);
+            memcpy(&x1, xe + (long)(j + 1) * stride, sizeof x1);
+            memcpy(&x2, xe + (long)(j + 2) * stride, sizeof x2);
+            memcpy(&x3, xe + (long)(j + 3) * stride, sizeof x3);
+            a0 += w[j] * x0, a1 += w[j + 1] * x1, a2 += w[j + 2] * x2, a3 += w[j + 3] * x3;
+        }
+        for (; j < rows; j++) {
+            memcpy(&x0, xe + (long)j * stride, sizeof x0);
+            a0 += w[j] * x0;
+        }
+        memcpy(&oe, o + e0, sizeof oe);
+        oe += (a0 + a1) + (a2 + a3);
+        memcpy(o + e0, &oe, sizeof oe);
+    }
+    if (e0 < n) {
+        float acc[8] = {0};
+        for (int j = 0; j < rows; j++)
+            for (int k = 0; k < n - e0; k++) acc[k] += w[j] * x[(long)j * stride + e0 + k];
+        for (int k = 0; k < n - e0; k++) o[e0 + k] += acc[k];
+    }
+}
+
+/* s[j] = sum over i < n of c[i] xt[i, j] (xt's rows TP apart), in order of
+ * i, for j in [0, M) (M a multiple of VEC): 16 positions at a time, their
+ * sums held in registers across the rows. */
+static void columns_dot(float *restrict s, const float *restrict c, const float *restrict xt,
+                        int n, int M, int TP) {
+    for (int j0 = 0; j0 < M; j0 += VEC) {
+        F8 a0 = {0}, a1 = {0}, x0, x1;
+        for (int i = 0; i < n; i++) {
+            const float *restrict xr = xt + (long)i * TP + j0;
+            memcpy(&x0, xr, sizeof x0);
+            memcpy(&x1, xr + 8, sizeof x1);
+            a0 += c[i] * x0, a1 += c[i] * x1;
+        }
+        memcpy(s + j0, &a0, sizeof a0);
+        memcpy(s + j0 + 8, &a1, sizeof a1);
+    }
+}
+
+/* One query row's forward pass against the key columns kt (TP apart) and
+ * value rows vh (vs apart): its scores at positions [0, TP) into s (TP
+ * floats), scale times them into pre[0, np) (0 in [np, T)), its weights
+ * over [0, n) into ap (TP floats, 0 beyond n) and a[0, T), its output
+ * into o[0, DV). */
+static void row_forward(float *restrict o, float *restrict pre, float *restrict a,
+                        float *restrict s, float *restrict ap, const float *restrict qr,
+                        const float *restrict kt, const float *restrict vh, int vs, int n, int np,
+                        int T, int TP, int D, int DV, float scale) {
+    columns_dot(s, qr, kt, D, TP, TP);
+    for (int j = 0; j < np; j++) pre[j] = s[j] * scale;
+    for (int j = np; j < T; j++) pre[j] = 0.0f; /* masked: not computed */
+    memcpy(ap, pre, (size_t)n * sizeof *ap);
+    softmax_forward_padded(ap, n, TP); /* ap[n, TP) becomes 0 */
+    memcpy(a, ap, (size_t)T * sizeof *a);
+    for (int e = 0; e < DV; e++) o[e] = 0.0f;
+    add_weighted_rows(o, ap, vh, vs, n, DV);
+}
+
+/* One query row's backward pass: ap the row's weights (padded), go its
+ * output's gradient, ep (optional) the scores' own gradient (padded);
+ * accumulates into dqi (from the key rows kh, qs apart) and the columns
+ * dkt, dvt (TP apart) at positions [0, M) (M a multiple of VEC, past the
+ * last non-zero weight and extra gradient; at most TP), against the value
+ * columns vt. da and g hold TP floats. */
 static void row_backward(float *restrict dqi, float *restrict dkt, float *restrict dvt,
                          float *restrict da, float *restrict g, const float *restrict ap,
                          const float *restrict go, const float *restrict ep,
-                         const float *restrict qi, const float *restrict kt,
-                         const float *restrict vt, int M, int TP, int D, int DV, float scale) {
+                         const float *restrict qi, const float *restrict kh, int qs,
+                         const float *restrict vt, int M, int T, int TP, int D, int DV,
+                         float scale) {
     // da[j] = go . v_j; dv_j += a[j] go
-    FOR_TP(j, M) da[j] = 0.0f;
+    columns_dot(da, go, vt, DV, M, TP);
     for (int e = 0; e < DV; e++) {
-        const float ge = go[e], *restrict vr = vt + (long)e * TP;
+        const float ge = go[e];
         float *restrict dvr = dvt + (long)e * TP;
-        FOR_TP(j, M) {
-            da[j] += ge * vr[j];
-            dvr[j] += ap[j] * ge;
-        }
+        FOR_TP(j, M) dvr[j] += ap[j] * ge;
     }
     // dpre[j] = a[j] (da[j] - sum a da) (+ extra); dq_i += scale dpre k_j, dk_j += scale dpre q_i
     const float dot = dot8(da, ap, M);
     if (ep) FOR_TP(j, M) g[j] = (ap[j] * (da[j] - dot) + ep[j]) * scale;
     else FOR_TP(j, M) g[j] = ap[j] * (da[j] - dot) * scale;
+    add_weighted_rows(dqi, g, kh, qs, M < T ? M : T, D);
     for (int d = 0; d < D; d++) {
         const float qd = qi[d];
         float *restrict dkr = dkt + (long)d * TP;
-        dqi[d] += dot8(g, kt + (long)d * TP, M);
         FOR_TP(j, M) dkr[j] += g[j] * qd;
     }
 }
@@ -319,13 +380,28 @@ static HeadScratch head_scratch(float *s, int TP, int D, int DV) {
     return h;
 }
 
+void nn_attention_forward(float *out, float *preatt, float *att, float *scratch, const float *q,
+                          const float *k, const float *v, int T, int H, int D, int DV,
+                          float scale, int causal) {
+    const int qs = H * D, vs = H * DV, TP = padded(T);
+    HeadScratch w = head_scratch(scratch, TP, D, DV);
+    for (int h = 0; h < H; h++) {
+        to_columns(w.kt, k + h * D, T, TP, D, qs);
+        for (int i = 0; i < T; i++) {
+            long at = ((long)h * T + i) * T;
+            row_forward(out + (long)i * vs + h * DV, preatt + at, att + at, w.da, w.ap,
+                        q + (long)i * qs + h * D, w.kt, v + h * DV, vs, causal ? i + 1 : T, T, T,
+                        TP, D, DV, scale);
+        }
+    }
+}
+
 void nn_attention_backward(float *dq, float *dk, float *dv, float *scratch, const float *dout,
                         const float *dpreatt, const float *q, const float *k, const float *v,
                         const float *att, int T, int H, int D, int DV, float scale, int causal) {
     const int qs = H * D, vs = H * DV, TP = padded(T);
     HeadScratch w = head_scratch(scratch, TP, D, DV);
     for (int h = 0; h < H; h++) {
-        to_columns(w.kt, k + h * D, T, TP, D, qs);
         to_columns(w.vt, v + h * DV, T, TP, DV, vs);
         memset(w.dkt, 0, (size_t)D * (size_t)TP * sizeof(float));
         memset(w.dvt, 0, (size_t)DV * (size_t)TP * sizeof(float));
@@ -335,8 +411,8 @@ void nn_attention_backward(float *dq, float *dk, float *dv, float *scratch, cons
             if (dpreatt) pad_row(w.ep, dpreatt + ((long)h * T + i) * T, T, TP);
             row_backward(dq + (long)i * qs + h * D, w.dkt, w.dvt, w.da, w.g, w.ap,
                          dout + (long)i * vs + h * DV, dpreatt ? w.ep : NULL,
-                         q + (long)i * qs + h * D, w.kt, w.vt, dpreatt ? TP : padded(n), TP, D,
-                         DV, scale);
+                         q + (long)i * qs + h * D, k + h * D, qs, w.vt,
+                         dpreatt ? TP : padded(n), T, TP, D, DV, scale);
         }
         add_columns(dk + h * D, w.dkt, T, TP, D, qs);
         add_columns(dv + h * DV, w.dvt, T, TP, DV, vs);
@@ -350,24 +426,12 @@ void nn_attention_rows_forward(float *out, float *preatt, float *att, float *scr
     HeadScratch w = head_scratch(scratch, TP, D, DV);
     for (int h = 0; h < H; h++) {
         to_columns(w.kt, k + h * D, T, TP, D, qs);
-        to_columns(w.vt, v + h * DV, T, TP, DV, vs);
         for (int r = 0; r < R; r++) {
             int n = causal ? pos[r] + 1 : T;
-            const float *qr = q + (long)r * qs + h * D;
-            float *pre = preatt + ((long)r * H + h) * T, *a = att + ((long)r * H + h) * T;
-            float *restrict s = w.da;
-            FOR_TP(j, TP) s[j] = 0.0f;
-            for (int d = 0; d < D; d++) {
-                const float qd = qr[d], *restrict kr = w.kt + (long)d * TP;
-                FOR_TP(j, TP) s[j] += qd * kr[j];
-            }
-            for (int j = 0; j < n; j++) pre[j] = s[j] * scale;
-            for (int j = n; j < T; j++) pre[j] = 0.0f; /* masked: not computed */
-            pad_row(w.ap, pre, n, TP);
-            nn_softmax(w.ap, n);
-            memcpy(a, w.ap, (size_t)T * sizeof *a);
-            float *o = out + (long)r * vs + h * DV;
-            for (int e = 0; e < DV; e++) o[e] = dot8(w.ap, w.vt + (long)e * TP, TP);
+            long at = ((long)r * H + h) * T;
+            row_forward(out + (long)r * vs + h * DV, preatt + at, att + at, w.da, w.ap,
+                        q + (long)r * qs + h * D, w.kt, v + h * DV, vs, n, n, T, TP, D, DV,
+                        scale);
         }
     }
 }
@@ -379,7 +443,6 @@ void nn_attention_rows_backward(float *dq, float *dk, float *dv, float *scratch,
     const int qs = H * D, vs = H * DV, TP = padded(T);
     HeadScratch w = head_scratch(scratch, TP, D, DV);
     for (int h = 0; h < H; h++) {
-        to_columns(w.kt, k + h * D, T, TP, D, qs);
         to_columns(w.vt, v + h * DV, T, TP, DV, vs);
         memset(w.dkt, 0, (size_t)D * (size_t)TP * sizeof(float));
         memset(w.dvt, 0, (size_t)DV * (size_t)TP * sizeof(float));
@@ -387,8 +450,8 @@ void nn_attention_rows_backward(float *dq, float *dk, float *dv, float *scratch,
             int n = causal ? pos[r] + 1 : T;
             pad_row(w.ap, att + ((long)r * H + h) * T, n, TP);
             row_backward(dq + (long)r * qs + h * D, w.dkt, w.dvt, w.da, w.g, w.ap,
-                         dout + (long)r * vs + h * DV, NULL, q + (long)r * qs + h * D, w.kt,
-                         w.vt, padded(n), TP, D, DV, scale);
+                         dout + (long)r * vs + h * DV, NULL, q + (long)r * qs + h * D, k + h * D,
+                         qs, w.vt, padded(n), T, TP, D, DV, scale);
         }
         add_columns(dk + h * D, w.dkt, T, TP, D, qs);
         add_columns(dv + h * DV, w.dvt, T, TP, DV, vs);

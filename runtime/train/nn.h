@@ -50,9 +50,11 @@ void nn_crossentropy_backward(float *dlogits, const float *probs, const int *tar
  *   preatt[h,i,j] = scale * q_h[i] . k_h[j]             (every j; saved)
  *   att[h,i,:]    = softmax over j (j <= i when causal; masked weights are 0)
  *   out_h[i]      = sum_j att[h,i,j] v_h[j]
- * preatt and att are [H, T, T]. */
-void nn_attention_forward(float *out, float *preatt, float *att, const float *q, const float *k,
-                          const float *v, int T, int H, int D, int DV, float scale, int causal);
+ * preatt and att are [H, T, T]. scratch holds nn_attention_scratch_floats(T,
+ * D, DV) floats. */
+void nn_attention_forward(float *out, float *preatt, float *att, float *scratch, const float *q,
+                          const float *k, const float *v, int T, int H, int D, int DV,
+                          float scale, int causal);
 void nn_attention_forward_naive(float *out, float *preatt, float *att, const float *q,
                                 const float *k, const float *v, int T, int H, int D, int DV,
                                 float scale, int causal);

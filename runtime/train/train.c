@@ -544,12 +544,12 @@ static void full_forward_range(void *ctx, int lo, int hi, int worker) {
     const AttnJob *j = ctx;
     const TfLayer *ly = j->ly;
     const int H = ly->n_heads, HD = H * ly->d_head, HV = H * ly->d_vhead;
-    (void)worker;
+    float *scratch = j->t->scratch + (size_t)worker * j->t->scratch_per;
     for (int s = lo; s < hi; s++) {
         int r0 = j->b->seq_start[s], T = j->b->seq_start[s + 1] - r0;
         long off = (long)H * j->t->att_off[s];
         nn_attention_forward(j->a->attout + (long)r0 * HV, j->a->preatt + off, j->a->att + off,
-                             j->a->q + (long)r0 * HD, j->a->k + (long)r0 * HD,
+                             scratch, j->a->q + (long)r0 * HD, j->a->k + (long)r0 * HD,
                              j->a->v + (long)r0 * HV, T, H, ly->d_head, ly->d_vhead, ly->scale,
                              ly->causal);
     }
