@@ -319,20 +319,19 @@ static void columns_dot(float *restrict s, const float *restrict c, const float 
 }
 
 /* One query row's forward pass against the key columns kt (TP apart) and
- * value rows vh (vs apart): its scores at positions [0, TP) into s (TP
- * floats), scale times them into pre[0, np) (0 in [np, T)), its weights
- * over [0, n) into ap (TP floats, 0 beyond n) and a[0, T), its output
- * into o[0, DV). */
+ * value rows vh (vs apart): its scaled scores at positions [0, TP) into ap
+ * (TP floats), and from there into pre[0, np) (0 in [np, T)); its weights
+ * over [0, n) into ap (0 beyond n) and a[0, T); its output into o[0, DV). */
 static void row_forward(float *restrict o, float *restrict pre, float *restrict a,
-                        float *restrict s, float *restrict ap, const float *restrict qr,
+                        float *restrict ap, const float *restrict qr,
                         const float *restrict kt, const float *restrict vh, int vs, int n, int np,
                         int T, int TP, int D, int DV, float scale) {
-    columns_dot(s, qr, kt, D, TP, TP);
-    for (int j = 0; j < np; j++) pre[j] = s[j] * scale;
+    columns_dot(ap, qr, kt, D, TP, TP);
+    FOR_TP(j, TP) ap[j] *= scale;
+    for (int j = 0; j < np; j++) pre[j] = ap[j];
     for (int j = np; j < T; j++) pre[j] = 0.0f; /* masked: not computed */
-    memcpy(ap, pre, (size_t)n * sizeof *ap);
     softmax_forward_padded(ap, n, TP); /* ap[n, TP) becomes 0 */
-    memcpy(a, ap, (size_t)T * sizeof *a);
+    for (int j = 0; j < T; j++) a[j] = ap[j];
     for (int e = 0; e < DV; e++) o[e] = 0.0f;
     add_weighted_rows(o, ap, vh, vs, n, DV);
 }
@@ -389,7 +388,7 @@ void nn_attention_forward(float *out, float *preatt, float *att, float *scratch,
         to_columns(w.kt, k + h * D, T, TP, D, qs);
         for (int i = 0; i < T; i++) {
             long at = ((long)h * T + i) * T;
-            row_forward(out + (long)i * vs + h * DV, preatt + at, att + at, w.da, w.ap,
+            row_forward(out + (long)i * vs + h * DV, preatt + at, att + at, w.ap,
                         q + (long)i * qs + h * D, w.kt, v + h * DV, vs, causal ? i + 1 : T, T, T,
                         TP, D, DV, scale);
         }
@@ -429,7 +428,7 @@ void nn_attention_rows_forward(float *out, float *preatt, float *att, float *scr
         for (int r = 0; r < R; r++) {
             int n = causal ? pos[r] + 1 : T;
             long at = ((long)r * H + h) * T;
-            row_forward(out + (long)r * vs + h * DV, preatt + at, att + at, w.da, w.ap,
+            row_forward(out + (long)r * vs + h * DV, preatt + at, att + at, w.ap,
                         q + (long)r * qs + h * D, w.kt, v + h * DV, vs, n, n, T, TP, D, DV,
                         scale);
         }
