@@ -493,27 +493,43 @@ START_TEST(test_layernorm_matches_naive) {
 END_TEST
 
 /* softmax_forward (blocks of 16 lanes, the last padded) against
- * softmax_naive, for every length 1 to 40, with -inf entries; the padded
- * entry (softmax_forward_padded, the row in a buffer of whole blocks whose
- * padding holds anything) gives the same bits, and zeros in the padding. */
+ * softmax_naive, for every length 1 to 40, with -inf entries; and
+ * softmax_exp_rows (rows side by side in buffers of whole blocks, whose
+ * padding holds anything) against softmax_exp row by row: the same bits,
+ * and zeros in the padding. */
 START_TEST(test_softmax_forward_matches_naive) {
     unsigned seed = 9;
+    enum { NP = 48 };
+    float rows[TF_SOFTMAX_ROWS * NP], sums[TF_SOFTMAX_ROWS], one[TF_SOFTMAX_ROWS][NP];
+    int ns[TF_SOFTMAX_ROWS], k = 0;
     for (int n = 1; n <= 40; n++) {
-        float *x = random_floats(&seed, (size_t)n, 20.0f), y[40], z[48];
+        float *x = random_floats(&seed, (size_t)n, 20.0f), y[40];
         if (n > 2) x[n / 2] = -INFINITY;
         memcpy(y, x, (size_t)n * sizeof(float));
-        const int np = (n + 15) / 16 * 16;
-        for (int i = 0; i < np; i++) z[i] = i < n ? x[i] : i % 2 ? 1e30f : NAN;
+        // Row k of the next softmax_exp_rows call: x, then padding.
+        for (int i = 0; i < NP; i++) rows[k * NP + i] = i < n ? x[i] : i % 2 ? 1e30f : NAN;
+        ns[k] = n;
+        memcpy(one[k], x, (size_t)n * sizeof(float));
         softmax_forward(x, n);
         softmax_naive(y, n);
-        softmax_forward_padded(z, n, np);
         char msg[256];
         ck_assert_msg(tf_compare_floats(x, y, (size_t)n, 1e-6, 1e-6, msg, sizeof msg) == 0,
                       "softmax n=%d: %s", n, msg);
-        ck_assert_msg(memcmp(x, z, (size_t)n * sizeof *x) == 0, "padded softmax n=%d differs", n);
-        for (int i = n; i < np; i++) ck_assert_msg(z[i] == 0.0f, "padded softmax n=%d: z[%d] = %g", n, i, z[i]);
         if (n > 2) ck_assert_float_eq(x[n / 2], 0.0f);
         free(x);
+        if (++k < TF_SOFTMAX_ROWS && n < 40) continue;
+        softmax_exp_rows(rows, k, NP, ns, sums);
+        for (int r = 0; r < k; r++) {
+            float mx, sum = softmax_exp(one[r], ns[r], &mx);
+            ck_assert_msg(memcmp(&sum, &sums[r], sizeof sum) == 0, "softmax_exp_rows n=%d: sum %g against %g",
+                          ns[r], sums[r], sum);
+            ck_assert_msg(memcmp(one[r], rows + r * NP, (size_t)ns[r] * sizeof(float)) == 0,
+                          "softmax_exp_rows n=%d: the exponentials differ", ns[r]);
+            for (int i = ns[r]; i < NP; i++)
+                ck_assert_msg(rows[r * NP + i] == 0.0f, "softmax_exp_rows n=%d: padding %d is %g", ns[r], i,
+                              rows[r * NP + i]);
+        }
+        k = 0;
     }
 }
 END_TEST

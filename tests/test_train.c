@@ -157,7 +157,7 @@ END_TEST
 /* attention, with an extra loss on the scores */
 enum { AT = 4, AH = 2, AD = 3, ADV = 2 };
 static float at_out[AT * AH * ADV], at_pre[AH * AT * AT], at_att[AH * AT * AT];
-static float at_w[AT * AH * ADV], at_wpre[AH * AT * AT], at_scratch[256]; /* >= nn_attention_scratch_floats */
+static float at_w[AT * AH * ADV], at_wpre[AH * AT * AT], at_scratch[1024]; /* >= nn_attention_scratch_floats: asserted */
 static int at_causal;
 
 static double attention_loss(Case *c) {
@@ -173,6 +173,7 @@ static void attention_grad(Case *c) {
 }
 
 START_TEST(test_attention_backward) {
+    ck_assert(nn_attention_scratch_floats(AT, AD, ADV) <= sizeof at_scratch / sizeof *at_scratch);
     TfRng r;
     rng_seed(&r, 4);
     float q[AT * AH * AD], k[AT * AH * AD], v[AT * AH * ADV];
@@ -212,6 +213,7 @@ static void attention_rows_grad(Case *c) {
 }
 
 START_TEST(test_attention_rows_backward) {
+    ck_assert(nn_attention_scratch_floats(AT, AD, ADV) <= sizeof at_scratch / sizeof *at_scratch);
     TfRng r;
     rng_seed(&r, 6);
     float q[AT * AH * AD], k[AT * AH * AD], v[AT * AH * ADV], qr[2 * AH * AD];

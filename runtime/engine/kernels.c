@@ -569,30 +569,36 @@ static inline __attribute__((always_inline)) float sm_sum(const Lanes *sp) {
         for (int k_ = 0; k_ < SM_LANES; k_++) (out)[k_] = exp_vec(lanes_x_[k_]);                   \
     } while (0)
 
-float softmax_exp_padded(float *restrict x, int n, int np, float *maxv) {
+void softmax_exp_rows(float *restrict x, int rows, int np, const int *n, float *sums) {
     const LaneMask iota = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
     const Lanes ninf = (Lanes){0} - INFINITY;
-    Lanes m = ninf;
-    for (int i = 0; i < np; i += SM_LANES) {
-        Lanes v = lanes_load(x + i);
-        v = LANES_SELECT(iota < n - i, v, ninf);
-        m = LANES_SELECT(v > m, v, m);
+    float mx[TF_SOFTMAX_ROWS];
+    // All the rows' maxima, then all their exponentials: each pass's rows
+    // are independent, so that one row's chains of dependent operations
+    // overlap the next row's.
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (long)r * np;
+        Lanes m = ninf;
+        for (int i = 0; i < np; i += SM_LANES) {
+            Lanes v = LANES_SELECT(iota < n[r] - i, lanes_load(xr + i), ninf);
+            m = LANES_SELECT(v > m, v, m);
+        }
+        mx[r] = sm_max(&m);
     }
-    const float mx = sm_max(&m);
-    Lanes s = {0};
-    for (int i = 0; i < np; i += SM_LANES) {
-        Lanes v = LANES_SELECT(iota < n - i, lanes_load(x + i), ninf), e;
-        LANES_EXP(e, v - mx);
-        LANES_STORE(x + i, e);
-        s += e;
+    for (int r = 0; r < rows; r++) {
+        float *xr = x + (long)r * np;
+        Lanes s = {0}, e;
+        for (int i = 0; i < np; i += SM_LANES) {
+            LANES_EXP(e, LANES_SELECT(iota < n[r] - i, lanes_load(xr + i), ninf) - mx[r]);
+            LANES_STORE(xr + i, e);
+            s += e;
+        }
+        sums[r] = sm_sum(&s);
     }
-    *maxv = mx;
-    return sm_sum(&s);
 }
 
 float softmax_exp(float *restrict x, int n, float *maxv) {
     const int full = n / SM_LANES * SM_LANES, r = n - full;
-    if (r == 0) return softmax_exp_padded(x, n, n, maxv);
     float tail[SM_LANES];
     for (int k = 0; k < SM_LANES; k++) tail[k] = k < r ? x[full + k] : -INFINITY;
     Lanes m = lanes_load(tail);
@@ -615,11 +621,6 @@ float softmax_exp(float *restrict x, int n, float *maxv) {
     return sm_sum(&s);
 }
 
-void softmax_forward_padded(float *x, int n, int np) {
-    float mx;
-    const float inv = 1.0f / softmax_exp_padded(x, n, np, &mx);
-    for (int i = 0; i < n; i++) x[i] *= inv;
-}
 
 void softmax_forward(float *x, int n) {
     float mx;

@@ -136,11 +136,13 @@ void softmax_forward(float *x, int n);
 /* Its first half: x[i] = exp(x[i] - max x) in place; returns their sum,
  * *maxv the max (the trainer's cross-entropy takes its log). */
 float softmax_exp(float *x, int n, float *maxv);
-/* The same over x[0, n) when x has np floats (np a multiple of 16, at
- * least n) the function may read and write: x[n, np) becomes 0. Rows padded
- * so (the trainer's attention) skip the copy of a last partial block. */
-float softmax_exp_padded(float *x, int n, int np, float *maxv);
-void softmax_forward_padded(float *x, int n, int np);
+/* The same on rows (at most TF_SOFTMAX_ROWS) of np floats each (np a
+ * multiple of 16), x's row r over its first n[r] (at most np): row r's
+ * floats from n[r] on become 0, sums[r] gets its sum. The same bits as
+ * softmax_exp row by row, a few times faster on short rows (the trainer's
+ * attention), whose work is mostly chains of dependent operations. */
+#define TF_SOFTMAX_ROWS 8
+void softmax_exp_rows(float *x, int rows, int np, const int *n, float *sums);
 
 /* LayerNorm, the runtime's one: out[N,C] = (inp - mean) * rstd * weight +
  * bias per row, mean[N] and rstd[N] (1/sqrt(var + eps), biased variance)

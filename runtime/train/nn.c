@@ -239,7 +239,7 @@ void nn_attention_rows_backward_naive(float *dq, float *dk, float *dv, float *sc
 static int padded(int T) { return (T + VEC - 1) / VEC * VEC; }
 
 size_t nn_attention_scratch_floats(int T, int D, int DV) {
-    return (size_t)padded(T) * (4 + 2 * (size_t)D + 2 * (size_t)DV);
+    return (size_t)padded(T) * (4 + 2 * (size_t)D + 2 * (size_t)DV + TF_SOFTMAX_ROWS);
 }
 
 /* xt[d, j] = x[j, d] for T rows of n features at stride `stride`; zero for
@@ -266,12 +266,12 @@ static void pad_row(float *restrict ap, const float *restrict a, int n, int TP) 
     for (int j = n; j < TP; j++) ap[j] = 0.0f;
 }
 
-/* o[0..n) += sum over j < rows of w[j] x_j, x's rows `stride` apart: the
- * rows weighted and added in blocks of 8 features, each block's sums kept
- * in one vector across the rows (no sum across a vector's lanes), rows in
- * order. */
+/* o[0..n) = (add ? o[0..n) : 0) + sum over j < rows of w[j] x_j, x's rows
+ * `stride` apart: the rows weighted and added in blocks of 8 features, each
+ * block's sums kept in four vectors across the rows (rows j, j + 4, ... in
+ * each), combined in a fixed order; no sum across a vector's lanes. */
 static void add_weighted_rows(float *restrict o, const float *restrict w,
-                              const float *restrict x, int stride, int rows, int n) {
+                              const float *restrict x, int stride, int rows, int n, int add) {
     int e0 = 0;
     for (; e0 + 8 <= n; e0 += 8) {
         F8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, x0, x1, x2, x3, oe;
@@ -288,15 +288,19 @@ static void add_weighted_rows(float *restrict o, const float *restrict w,
             memcpy(&x0, xe + (long)j * stride, sizeof x0);
             a0 += w[j] * x0;
         }
-        memcpy(&oe, o + e0, sizeof oe);
-        oe += (a0 + a1) + (a2 + a3);
+        oe = (a0 + a1) + (a2 + a3);
+        if (add) {
+            F8 o0;
+            memcpy(&o0, o + e0, sizeof o0);
+            oe = o0 + oe;
+        }
         memcpy(o + e0, &oe, sizeof oe);
     }
     if (e0 < n) {
         float acc[8] = {0};
         for (int j = 0; j < rows; j++)
             for (int k = 0; k < n - e0; k++) acc[k] += w[j] * x[(long)j * stride + e0 + k];
-        for (int k = 0; k < n - e0; k++) o[e0 + k] += acc[k];
+        for (int k = 0; k < n - e0; k++) o[e0 + k] = add ? o[e0 + k] + acc[k] : acc[k];
     }
 }
 
@@ -318,22 +322,41 @@ static void columns_dot(float *restrict s, const float *restrict c, const float 
     }
 }
 
-/* One query row's forward pass against the key columns kt (TP apart) and
- * value rows vh (vs apart): its scaled scores at positions [0, TP) into ap
- * (TP floats), and from there into pre[0, np) (0 in [np, T)); its weights
- * over [0, n) into ap (0 beyond n) and a[0, T); its output into o[0, DV). */
-static void row_forward(float *restrict o, float *restrict pre, float *restrict a,
-                        float *restrict ap, const float *restrict qr,
-                        const float *restrict kt, const float *restrict vh, int vs, int n, int np,
-                        int T, int TP, int D, int DV, float scale) {
-    columns_dot(ap, qr, kt, D, TP, TP);
-    FOR_TP(j, TP) ap[j] *= scale;
-    for (int j = 0; j < np; j++) pre[j] = ap[j];
-    for (int j = np; j < T; j++) pre[j] = 0.0f; /* masked: not computed */
-    softmax_forward_padded(ap, n, TP); /* ap[n, TP) becomes 0 */
-    for (int j = 0; j < T; j++) a[j] = ap[j];
-    for (int e = 0; e < DV; e++) o[e] = 0.0f;
-    add_weighted_rows(o, ap, vh, vs, n, DV);
+/* Rows [0, R) of one head's forward pass: row r's query at q + r qs, its
+ * position pos[r] (pos NULL: r, every position a query), the key columns kt
+ * (TP apart), the value rows vh (vs apart). Row r's scaled scores go to pre
+ * + r pstride (all T when pos is NULL, else those it sees, 0 beyond), its
+ * weights to att + r pstride, its output to out + r vs. The rows go
+ * TF_SOFTMAX_ROWS at a time through S (that many rows of TP floats), so
+ * that their softmaxes run side by side (softmax_exp_rows). */
+static void head_forward(float *restrict out, float *restrict pre, float *restrict att,
+                         long pstride, float *restrict S, const float *restrict q, int qs,
+                         const float *restrict kt, const float *restrict vh, int vs,
+                         const int *pos, int causal, int R, int T, int TP, int D, int DV,
+                         float scale) {
+    for (int r0 = 0; r0 < R; r0 += TF_SOFTMAX_ROWS) {
+        const int cnt = R - r0 < TF_SOFTMAX_ROWS ? R - r0 : TF_SOFTMAX_ROWS;
+        int nr[TF_SOFTMAX_ROWS];
+        float sums[TF_SOFTMAX_ROWS];
+        for (int c = 0; c < cnt; c++) {
+            const int r = r0 + c;
+            float *restrict s = S + (long)c * TP, *restrict pr = pre + r * pstride;
+            nr[c] = causal ? (pos ? pos[r] : r) + 1 : T;
+            const int np = pos ? nr[c] : T; /* the full pass saves every score */
+            columns_dot(s, q + (long)r * qs, kt, D, TP, TP);
+            FOR_TP(j, TP) s[j] *= scale;
+            for (int j = 0; j < np; j++) pr[j] = s[j];
+            for (int j = np; j < T; j++) pr[j] = 0.0f; /* masked: not computed */
+        }
+        softmax_exp_rows(S, cnt, TP, nr, sums); /* masked weights become 0 */
+        for (int c = 0; c < cnt; c++) {
+            const int r = r0 + c;
+            const float inv = 1.0f / sums[c], *restrict s = S + (long)c * TP;
+            float *restrict a = att + r * pstride;
+            for (int j = 0; j < T; j++) a[j] = s[j] * inv;
+            add_weighted_rows(out + (long)r * vs, a, vh, vs, nr[c], DV, 0);
+        }
+    }
 }
 
 /* One query row's backward pass: ap the row's weights (padded), go its
@@ -359,7 +382,7 @@ static void row_backward(float *restrict dqi, float *restrict dkt, float *restri
     const float dot = dot8(da, ap, M);
     if (ep) FOR_TP(j, M) g[j] = (ap[j] * (da[j] - dot) + ep[j]) * scale;
     else FOR_TP(j, M) g[j] = ap[j] * (da[j] - dot) * scale;
-    add_weighted_rows(dqi, g, kh, qs, M < T ? M : T, D);
+    add_weighted_rows(dqi, g, kh, qs, M < T ? M : T, D, 1);
     for (int d = 0; d < D; d++) {
         const float qd = qi[d];
         float *restrict dkr = dkt + (long)d * TP;
@@ -367,15 +390,17 @@ static void row_backward(float *restrict dqi, float *restrict dkt, float *restri
     }
 }
 
-/* Scratch of the fast kernels: da, g, ap, ep [TP]; kt, dkt [D, TP]; vt, dvt [DV, TP]. */
+/* Scratch of the fast kernels: da, g, ap, ep [TP]; kt, dkt [D, TP]; vt, dvt [DV, TP];
+ * rows [TF_SOFTMAX_ROWS, TP]. */
 typedef struct HeadScratch {
-    float *da, *g, *ap, *ep, *kt, *vt, *dkt, *dvt;
+    float *da, *g, *ap, *ep, *kt, *vt, *dkt, *dvt, *rows;
 } HeadScratch;
 
 static HeadScratch head_scratch(float *s, int TP, int D, int DV) {
     HeadScratch h;
     h.da = s, h.g = s + TP, h.ap = s + 2 * TP, h.ep = s + 3 * TP, h.kt = s + 4 * TP;
     h.dkt = h.kt + (long)D * TP, h.vt = h.dkt + (long)D * TP, h.dvt = h.vt + (long)DV * TP;
+    h.rows = h.dvt + (long)DV * TP;
     return h;
 }
 
@@ -386,12 +411,8 @@ void nn_attention_forward(float *out, float *preatt, float *att, float *scratch,
     HeadScratch w = head_scratch(scratch, TP, D, DV);
     for (int h = 0; h < H; h++) {
         to_columns(w.kt, k + h * D, T, TP, D, qs);
-        for (int i = 0; i < T; i++) {
-            long at = ((long)h * T + i) * T;
-            row_forward(out + (long)i * vs + h * DV, preatt + at, att + at, w.ap,
-                        q + (long)i * qs + h * D, w.kt, v + h * DV, vs, causal ? i + 1 : T, T, T,
-                        TP, D, DV, scale);
-        }
+        head_forward(out + h * DV, preatt + (long)h * T * T, att + (long)h * T * T, T, w.rows,
+                     q + h * D, qs, w.kt, v + h * DV, vs, NULL, causal, T, T, TP, D, DV, scale);
     }
 }
 
@@ -425,13 +446,8 @@ void nn_attention_rows_forward(float *out, float *preatt, float *att, float *scr
     HeadScratch w = head_scratch(scratch, TP, D, DV);
     for (int h = 0; h < H; h++) {
         to_columns(w.kt, k + h * D, T, TP, D, qs);
-        for (int r = 0; r < R; r++) {
-            int n = causal ? pos[r] + 1 : T;
-            long at = ((long)r * H + h) * T;
-            row_forward(out + (long)r * vs + h * DV, preatt + at, att + at, w.ap,
-                        q + (long)r * qs + h * D, w.kt, v + h * DV, vs, n, n, T, TP, D, DV,
-                        scale);
-        }
+        head_forward(out + h * DV, preatt + (long)h * T, att + (long)h * T, (long)H * T, w.rows,
+                     q + h * D, qs, w.kt, v + h * DV, vs, pos, causal, R, T, TP, D, DV, scale);
     }
 }
 
