@@ -579,7 +579,7 @@ void softmax_exp_rows(float *restrict x, int rows, int np, const int *n, float *
     for (int r = 0; r < rows; r++) {
         const float *xr = x + (long)r * np;
         Lanes m = ninf;
-        for (int i = 0; i < np; i += SM_LANES) {
+        for (int i = 0; i < n[r]; i += SM_LANES) {
             Lanes v = LANES_SELECT(iota < n[r] - i, lanes_load(xr + i), ninf);
             m = LANES_SELECT(v > m, v, m);
         }
@@ -588,11 +588,13 @@ void softmax_exp_rows(float *restrict x, int rows, int np, const int *n, float *
     for (int r = 0; r < rows; r++) {
         float *xr = x + (long)r * np;
         Lanes s = {0}, e;
-        for (int i = 0; i < np; i += SM_LANES) {
+        int i = 0;
+        for (; i < n[r]; i += SM_LANES) {
             LANES_EXP(e, LANES_SELECT(iota < n[r] - i, lanes_load(xr + i), ninf) - mx[r]);
             LANES_STORE(xr + i, e);
             s += e;
         }
+        for (; i < np; i += SM_LANES) LANES_STORE(xr + i, (Lanes){0}); /* blocks past n[r]: no exp */
         sums[r] = sm_sum(&s);
     }
 }

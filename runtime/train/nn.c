@@ -344,9 +344,11 @@ static void head_forward(float *restrict out, float *restrict pre, float *restri
             nr[c] = causal ? (pos ? pos[r] : r) + 1 : T;
             const int np = pos ? nr[c] : T; /* the full pass saves every score */
             columns_dot(s, q + (long)r * qs, kt, D, TP, TP);
-            FOR_TP(j, TP) s[j] *= scale;
-            for (int j = 0; j < np; j++) pr[j] = s[j];
+            // pr from s before s is scaled in place: a plain copy would become
+            // a call to memcpy, which costs more than the row.
+            for (int j = 0; j < np; j++) pr[j] = s[j] * scale;
             for (int j = np; j < T; j++) pr[j] = 0.0f; /* masked: not computed */
+            FOR_TP(j, TP) s[j] *= scale;
         }
         softmax_exp_rows(S, cnt, TP, nr, sums); /* masked weights become 0 */
         for (int c = 0; c < cnt; c++) {
