@@ -73,7 +73,7 @@ static double matmul_loss(Case *c) {
     return dot(mw_out, mw_w, MN * MOC);
 }
 static void matmul_grad(Case *c) {
-    matmul_backward(c->gin[0], c->gin[1], c->gin[2], mw_w, c->in[0], c->in[1], MN, MC, MOC);
+    matmul_backward(c->gin[0], c->gin[1], c->gin[2], mw_w, c->in[0], c->in[1], MN, MC, MOC, 1);
 }
 
 START_TEST(test_matmul_backward) {
@@ -84,6 +84,42 @@ START_TEST(test_matmul_backward) {
     fill(mw_w, MN * MOC, &r, -1, 1);
     Case c = {matmul_loss, matmul_grad, {x, w, b}, {gx, gw, gb}, {MN * MC, MOC * MC, MOC}, 3, 0};
     check_case(&c, "matmul_backward");
+}
+END_TEST
+
+/* matmul_backward against plain loops, 20 outputs wide (the bias sums' 16
+ * at a time and the rest): dinp overwritten (its NaNs gone) or added to,
+ * dweight and dbias added to. */
+START_TEST(test_matmul_backward_wide) {
+    enum { N = 7, C = 5, OC = 20 };
+    TfRng r;
+    rng_seed(&r, 3);
+    float x[N * C], w[OC * C], dout[N * OC], dx[N * C], dw[OC * C], db[OC];
+    fill(x, N * C, &r, -1, 1), fill(w, OC * C, &r, -1, 1), fill(dout, N * OC, &r, -1, 1);
+    for (int accumulate = 0; accumulate < 2; accumulate++) {
+        fill(dw, OC * C, &r, -1, 1), fill(db, OC, &r, -1, 1);
+        for (int i = 0; i < N * C; i++) dx[i] = accumulate ? 0.5f : NAN;
+        float dw0[OC * C], db0[OC];
+        memcpy(dw0, dw, sizeof dw), memcpy(db0, db, sizeof db);
+        matmul_backward(dx, dw, db, dout, x, w, N, C, OC, accumulate);
+        for (int n = 0; n < N; n++)
+            for (int c = 0; c < C; c++) {
+                double e = accumulate ? 0.5 : 0.0;
+                for (int o = 0; o < OC; o++) e += (double)dout[n * OC + o] * w[o * C + c];
+                ck_assert_msg(fabs(dx[n * C + c] - e) <= 1e-5, "dinp[%d,%d] %g, expected %g", n, c,
+                              dx[n * C + c], e);
+            }
+        for (int o = 0; o < OC; o++) {
+            double eb = db0[o];
+            for (int n = 0; n < N; n++) eb += dout[n * OC + o];
+            ck_assert_msg(fabs(db[o] - eb) <= 1e-5, "dbias[%d] %g, expected %g", o, db[o], eb);
+            for (int c = 0; c < C; c++) {
+                double ew = dw0[o * C + c];
+                for (int n = 0; n < N; n++) ew += (double)dout[n * OC + o] * x[n * C + c];
+                ck_assert_msg(fabs(dw[o * C + c] - ew) <= 1e-5, "dweight[%d,%d]", o, c);
+            }
+        }
+    }
 }
 END_TEST
 
@@ -845,6 +881,7 @@ int main(void) {
     Suite *s = suite_create("train");
     TCase *tc = tcase_create("train");
     tcase_add_test(tc, test_matmul_backward);
+    tcase_add_test(tc, test_matmul_backward_wide);
     tcase_add_test(tc, test_layernorm_backward);
     tcase_add_test(tc, test_activation_backward);
     tcase_add_test(tc, test_attention_backward);

@@ -743,18 +743,25 @@ int argmax(const float *x, int n) {
 /* ---- training kernels (kernels.h: "training") ------------------------------ */
 
 void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
-                     const float *inp, const float *weight, int N, int C, int OC) {
-    if (dinp) // dinp[N,C] += dout[N,OC] @ weight[OC,C]
+                     const float *inp, const float *weight, int N, int C, int OC, int accumulate) {
+    if (dinp) // dinp[N,C] (+)= dout[N,OC] @ weight[OC,C]
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout, OC, weight,
-                    C, 1.0f, dinp, C);
+                    C, accumulate ? 1.0f : 0.0f, dinp, C);
     if (dweight) // dweight[OC,C] += dout^T[OC,N] @ inp[N,C]
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N, 1.0f, dout, OC, inp, C,
                     1.0f, dweight, C);
-    if (dbias)
+    if (dbias) { // row by row, in order; 16 columns at a time held in a register
+        int o0 = 0;
+        for (; o0 + 16 <= OC; o0 += 16) {
+            Lanes acc = lanes_load(dbias + o0);
+            for (int n = 0; n < N; n++) acc += lanes_load(dout + (long)n * OC + o0);
+            LANES_STORE(dbias + o0, acc);
+        }
         for (int n = 0; n < N; n++) {
             const float *row = dout + (long)n * OC;
-            for (int o = 0; o < OC; o++) dbias[o] += row[o];
+            for (int o = o0; o < OC; o++) dbias[o] += row[o];
         }
+    }
 }
 
 void gelu_backward(float *dinp, const float *inp, const float *dout, long n) {

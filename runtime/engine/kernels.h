@@ -174,10 +174,12 @@ int blas_reserve(int n_threads, TfError *err);
  * checks each against finite differences.
  */
 
-/* dinp[N,C] += dout[N,OC] @ weight[OC,C]; dweight[OC,C] += dout^T @ inp[N,C];
- * dbias[OC] += column sums of dout. dinp, dweight, dbias optional. */
+/* dinp[N,C] += dout[N,OC] @ weight[OC,C] (= when !accumulate: the caller
+ * need not zero a buffer this call writes first); dweight[OC,C] += dout^T @
+ * inp[N,C]; dbias[OC] += column sums of dout. dinp, dweight, dbias
+ * optional. */
 void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
-                     const float *inp, const float *weight, int N, int C, int OC);
+                     const float *inp, const float *weight, int N, int C, int OC, int accumulate);
 
 /* dinp[n] += dout[n] * act'(inp[n]), inp being the pre-activation values. */
 void gelu_backward(float *dinp, const float *inp, const float *dout, long n);

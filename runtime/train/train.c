@@ -860,12 +860,11 @@ static void attention_layer_backward(TfTrainer *t, const TfBatch *b, int l, cons
     const int compact = t->compact && l == t->last_attn, rows = compact ? t->n_out : N;
     const float *dattout = dy;
     if (ly->output >= 0) {
-        zero(t->dattout, (size_t)rows * HV);
         matmul_backward(t->dattout, G(t, ly->output), OPTG(t, ly->output_bias), dy, a->attout,
-                        P(t, ly->output), rows, HV, C);
+                        P(t, ly->output), rows, HV, C, 0);
         dattout = t->dattout;
     } else if (ly->output_bias >= 0) {
-        matmul_backward(NULL, NULL, G(t, ly->output_bias), dy, NULL, NULL, rows, 0, C);
+        matmul_backward(NULL, NULL, G(t, ly->output_bias), dy, NULL, NULL, rows, 0, C, 1);
     }
     zero(t->dq, (size_t)rows * HD);
     zero(t->dk, (size_t)N * HD);
@@ -874,9 +873,8 @@ static void attention_layer_backward(TfTrainer *t, const TfBatch *b, int l, cons
     if (compact) {
         parallel_ranges(b->n_seqs, t->att_off, attn_threads(t, b, ly), rows_backward_range, &job);
         // Queries came from the out rows' inputs: their gradient goes back there.
-        zero(t->doutx, (size_t)rows * C);
         matmul_backward(t->doutx, G(t, ly->query), OPTG(t, ly->query_bias), t->dq, t->qin,
-                        P(t, ly->query), rows, C, HD);
+                        P(t, ly->query), rows, C, HD, 0);
         zero(t->dain, (size_t)N * C);
         for (int i = 0; i < rows; i++) {
             float *d = t->dain + (long)t->out_rows[i] * C;
@@ -884,33 +882,30 @@ static void attention_layer_backward(TfTrainer *t, const TfBatch *b, int l, cons
             for (int c = 0; c < C; c++) d[c] += g[c];
         }
     } else {
-        zero(t->dain, (size_t)N * C);
         // Attention-score targets share one gradient buffer: one thread then.
         parallel_ranges(b->n_seqs, t->att_off, b->n_attn ? 1 : attn_threads(t, b, ly),
                         full_backward_range, &job);
         matmul_backward(t->dain, G(t, ly->query), OPTG(t, ly->query_bias), t->dq, ain,
-                        P(t, ly->query), N, C, HD);
+                        P(t, ly->query), N, C, HD, 0);
     }
     matmul_backward(t->dain, G(t, ly->key), OPTG(t, ly->key_bias), t->dk, ain, P(t, ly->key), N,
-                    C, HD);
+                    C, HD, 1);
     matmul_backward(t->dain, G(t, ly->value), OPTG(t, ly->value_bias), t->dv, ain,
-                    P(t, ly->value), N, C, HV);
+                    P(t, ly->value), N, C, HV, 1);
 }
 
 /* t->dain [rows, C] = the gradient of mlp_layer_forward's input, given dy. */
 static void mlp_layer_backward(TfTrainer *t, const TfLayer *ly, const LayerActs *a,
                                const float *ain, const float *dy, int rows) {
     const int C = t->m->d_model, F = ly->d_hidden;
-    zero(t->dain, (size_t)rows * C);
-    zero(t->dh, (size_t)rows * F);
     zero(t->dhpre, (size_t)rows * F);
     matmul_backward(t->dh, G(t, ly->fc2_weight), OPTG(t, ly->fc2_bias), dy, a->hact,
-                    P(t, ly->fc2_weight), rows, F, C);
+                    P(t, ly->fc2_weight), rows, F, C, 0);
     if (ly->act == TF_ACT_GELU) gelu_backward(t->dhpre, a->hpre, t->dh, (long)rows * F);
     else if (ly->act == TF_ACT_GELU_TANH) gelu_tanh_backward(t->dhpre, a->hpre, t->dh, (long)rows * F);
     else relu_backward(t->dhpre, a->hpre, t->dh, (long)rows * F);
     matmul_backward(t->dain, G(t, ly->fc1_weight), OPTG(t, ly->fc1_bias), t->dhpre, ain,
-                    P(t, ly->fc1_weight), rows, C, F);
+                    P(t, ly->fc1_weight), rows, C, F, 0);
 }
 
 /* The unembedding and the loss: t->dres [rows, C] = the gradient of the top
@@ -923,9 +918,8 @@ static void loss_backward(TfTrainer *t, const TfBatch *b, int rows) {
     zero(t->dlogits, (size_t)M * V);
     int rows_all = b->loss_rows > 0 ? b->loss_rows : M; /* a chunk: the whole batch's */
     nn_crossentropy_backward(t->dlogits, t->probs, t->out_targets, M, V, 1.0f / (float)rows_all);
-    zero(t->doutx, (size_t)M * C);
     matmul_backward(t->doutx, G(t, m->unembed), OPTG(t, m->unembed_bias), t->dlogits, t->outx,
-                    P(t, m->unembed), M, C, V);
+                    P(t, m->unembed), M, C, V, 0);
     for (int i = 0; i < M; i++) {
         float *d = t->dres + (long)(t->compact ? i : t->out_rows[i]) * C;
         const float *g = t->doutx + (long)i * C;
