@@ -239,7 +239,7 @@ void nn_attention_rows_backward_naive(float *dq, float *dk, float *dv, float *sc
 static int padded(int T) { return (T + VEC - 1) / VEC * VEC; }
 
 size_t nn_attention_scratch_floats(int T, int D, int DV) {
-    return (size_t)padded(T) * (4 + 2 * (size_t)D + 2 * (size_t)DV + TF_SOFTMAX_ROWS);
+    return (size_t)padded(T) * (2 * (size_t)D + 2 * (size_t)DV + 5 * TF_SOFTMAX_ROWS);
 }
 
 /* xt[d, j] = x[j, d] for T rows of n features at stride `stride`; zero for
@@ -361,48 +361,74 @@ static void head_forward(float *restrict out, float *restrict pre, float *restri
     }
 }
 
-/* One query row's backward pass: ap the row's weights (padded), go its
- * output's gradient, ep (optional) the scores' own gradient (padded);
- * accumulates into dqi (from the key rows kh, qs apart) and the columns
- * dkt, dvt (TP apart) at positions [0, M) (M a multiple of VEC, past the
- * last non-zero weight and extra gradient; at most TP), against the value
- * columns vt. da and g hold TP floats. */
-static void row_backward(float *restrict dqi, float *restrict dkt, float *restrict dvt,
-                         float *restrict da, float *restrict g, const float *restrict ap,
-                         const float *restrict go, const float *restrict ep,
-                         const float *restrict qi, const float *restrict kh, int qs,
-                         const float *restrict vt, int M, int T, int TP, int D, int DV,
-                         float scale) {
-    // da[j] = go . v_j; dv_j += a[j] go
-    columns_dot(da, go, vt, DV, M, TP);
-    for (int e = 0; e < DV; e++) {
-        const float ge = go[e];
-        float *restrict dvr = dvt + (long)e * TP;
-        FOR_TP(j, M) dvr[j] += ap[j] * ge;
-    }
-    // dpre[j] = a[j] (da[j] - sum a da) (+ extra); dq_i += scale dpre k_j, dk_j += scale dpre q_i
-    const float dot = dot8(da, ap, M);
-    if (ep) FOR_TP(j, M) g[j] = (ap[j] * (da[j] - dot) + ep[j]) * scale;
-    else FOR_TP(j, M) g[j] = ap[j] * (da[j] - dot) * scale;
-    add_weighted_rows(dqi, g, kh, qs, M < T ? M : T, D, 1);
-    for (int d = 0; d < D; d++) {
-        const float qd = qi[d];
-        float *restrict dkr = dkt + (long)d * TP;
-        FOR_TP(j, M) dkr[j] += g[j] * qd;
+/* Rows [0, R) of one head's backward pass: row r's query at q + r qs and
+ * position pos[r] (pos NULL: r), its weights at att + r pstride, its
+ * output's gradient at dout + r vs, its scores' own gradient (optional) at
+ * dpre + r pstride; accumulates into dq + r qs (from the key rows kh, qs
+ * apart) and the columns dkt, dvt (TP apart), against the value columns vt.
+ * The rows go TF_SOFTMAX_ROWS at a time through w's A, DA, G and E (that
+ * many rows of TP floats each): first every row's da and value gradient,
+ * then every row's score gradient g, query and key gradients, so that the
+ * rows' chains of dependent operations overlap. Rows add to dkt and dvt in
+ * order. Row r reads positions [0, M) (M a multiple of VEC, past its last
+ * non-zero weight and extra gradient; at most TP). */
+static void head_backward(float *restrict dq, float *restrict dkt, float *restrict dvt,
+                          float *restrict A, float *restrict DA, float *restrict G,
+                          float *restrict E, const float *restrict att,
+                          const float *restrict dpre, long pstride, const float *restrict dout,
+                          int vs, const float *restrict q, int qs, const float *restrict kh,
+                          const float *restrict vt, const int *pos, int causal, int R, int T,
+                          int TP, int D, int DV, float scale) {
+    for (int r0 = 0; r0 < R; r0 += TF_SOFTMAX_ROWS) {
+        const int cnt = R - r0 < TF_SOFTMAX_ROWS ? R - r0 : TF_SOFTMAX_ROWS;
+        int Ms[TF_SOFTMAX_ROWS];
+        // da[j] = go . v_j; dv_j += a[j] go
+        for (int c = 0; c < cnt; c++) {
+            const int r = r0 + c, n = causal ? (pos ? pos[r] : r) + 1 : T;
+            const int M = dpre ? TP : padded(n);
+            float *restrict ap = A + (long)c * TP, *restrict da = DA + (long)c * TP;
+            const float *restrict go = dout + (long)r * vs;
+            Ms[c] = M;
+            pad_row(ap, att + r * pstride, n, M);
+            if (dpre) pad_row(E + (long)c * TP, dpre + r * pstride, T, TP);
+            columns_dot(da, go, vt, DV, M, TP);
+            for (int e = 0; e < DV; e++) {
+                const float ge = go[e];
+                float *restrict dvr = dvt + (long)e * TP;
+                FOR_TP(j, M) dvr[j] += ap[j] * ge;
+            }
+        }
+        // dpre[j] = a[j] (da[j] - sum a da) (+ extra); dq_i += scale dpre k_j, dk_j += scale dpre q_i
+        for (int c = 0; c < cnt; c++) {
+            const int r = r0 + c, M = Ms[c];
+            const float *restrict ap = A + (long)c * TP, *restrict da = DA + (long)c * TP;
+            const float *restrict ep = E + (long)c * TP, *restrict qi = q + (long)r * qs;
+            float *restrict g = G + (long)c * TP;
+            const float dot = dot8(da, ap, M);
+            if (dpre) FOR_TP(j, M) g[j] = (ap[j] * (da[j] - dot) + ep[j]) * scale;
+            else FOR_TP(j, M) g[j] = ap[j] * (da[j] - dot) * scale;
+            add_weighted_rows(dq + (long)r * qs, g, kh, qs, M < T ? M : T, D, 1);
+            for (int d = 0; d < D; d++) {
+                const float qd = qi[d];
+                float *restrict dkr = dkt + (long)d * TP;
+                FOR_TP(j, M) dkr[j] += g[j] * qd;
+            }
+        }
     }
 }
 
-/* Scratch of the fast kernels: da, g, ap, ep [TP]; kt, dkt [D, TP]; vt, dvt [DV, TP];
- * rows [TF_SOFTMAX_ROWS, TP]. */
+/* Scratch of the fast kernels: kt, dkt [D, TP]; vt, dvt [DV, TP]; rows, and the
+ * backward pass's A, DA, G, E [TF_SOFTMAX_ROWS, TP]. */
 typedef struct HeadScratch {
-    float *da, *g, *ap, *ep, *kt, *vt, *dkt, *dvt, *rows;
+    float *kt, *vt, *dkt, *dvt, *rows, *A, *DA, *G, *E;
 } HeadScratch;
 
 static HeadScratch head_scratch(float *s, int TP, int D, int DV) {
+    const long B = (long)TF_SOFTMAX_ROWS * TP;
     HeadScratch h;
-    h.da = s, h.g = s + TP, h.ap = s + 2 * TP, h.ep = s + 3 * TP, h.kt = s + 4 * TP;
-    h.dkt = h.kt + (long)D * TP, h.vt = h.dkt + (long)D * TP, h.dvt = h.vt + (long)DV * TP;
-    h.rows = h.dvt + (long)DV * TP;
+    h.kt = s, h.dkt = h.kt + (long)D * TP, h.vt = h.dkt + (long)D * TP;
+    h.dvt = h.vt + (long)DV * TP, h.rows = h.dvt + (long)DV * TP;
+    h.A = h.rows + B, h.DA = h.A + B, h.G = h.DA + B, h.E = h.G + B;
     return h;
 }
 
@@ -427,15 +453,9 @@ void nn_attention_backward(float *dq, float *dk, float *dv, float *scratch, cons
         to_columns(w.vt, v + h * DV, T, TP, DV, vs);
         memset(w.dkt, 0, (size_t)D * (size_t)TP * sizeof(float));
         memset(w.dvt, 0, (size_t)DV * (size_t)TP * sizeof(float));
-        for (int i = 0; i < T; i++) {
-            int n = causal ? i + 1 : T;
-            pad_row(w.ap, att + ((long)h * T + i) * T, n, TP);
-            if (dpreatt) pad_row(w.ep, dpreatt + ((long)h * T + i) * T, T, TP);
-            row_backward(dq + (long)i * qs + h * D, w.dkt, w.dvt, w.da, w.g, w.ap,
-                         dout + (long)i * vs + h * DV, dpreatt ? w.ep : NULL,
-                         q + (long)i * qs + h * D, k + h * D, qs, w.vt,
-                         dpreatt ? TP : padded(n), T, TP, D, DV, scale);
-        }
+        head_backward(dq + h * D, w.dkt, w.dvt, w.A, w.DA, w.G, w.E, att + (long)h * T * T,
+                      dpreatt ? dpreatt + (long)h * T * T : NULL, T, dout + h * DV, vs, q + h * D,
+                      qs, k + h * D, w.vt, NULL, causal, T, T, TP, D, DV, scale);
         add_columns(dk + h * D, w.dkt, T, TP, D, qs);
         add_columns(dv + h * DV, w.dvt, T, TP, DV, vs);
     }
@@ -463,13 +483,9 @@ void nn_attention_rows_backward(float *dq, float *dk, float *dv, float *scratch,
         to_columns(w.vt, v + h * DV, T, TP, DV, vs);
         memset(w.dkt, 0, (size_t)D * (size_t)TP * sizeof(float));
         memset(w.dvt, 0, (size_t)DV * (size_t)TP * sizeof(float));
-        for (int r = 0; r < R; r++) {
-            int n = causal ? pos[r] + 1 : T;
-            pad_row(w.ap, att + ((long)r * H + h) * T, n, TP);
-            row_backward(dq + (long)r * qs + h * D, w.dkt, w.dvt, w.da, w.g, w.ap,
-                         dout + (long)r * vs + h * DV, NULL, q + (long)r * qs + h * D, k + h * D,
-                         qs, w.vt, padded(n), T, TP, D, DV, scale);
-        }
+        head_backward(dq + h * D, w.dkt, w.dvt, w.A, w.DA, w.G, w.E, att + (long)h * T, NULL,
+                      (long)H * T, dout + h * DV, vs, q + h * D, qs, k + h * D, w.vt, pos, causal,
+                      R, T, TP, D, DV, scale);
         add_columns(dk + h * D, w.dkt, T, TP, D, qs);
         add_columns(dv + h * DV, w.dvt, T, TP, DV, vs);
     }
