@@ -2,6 +2,7 @@
  * fixed order (dataparallel.h). */
 #include "dataparallel.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +32,8 @@ typedef struct Job {
     int rows, attn_seqs; /* the whole batch's (TfBatch.loss_rows, loss_attn_seqs) */
     int train;           /* 0: evaluate into eval[] */
     double *eval;        /* per chunk: loss x examples, correct */
+    int local;           /* chunks run here: [c0, c0 + local) */
+    atomic_int next;     /* the next of them not yet taken by a worker */
 } Job;
 
 int dp_chunk_size(int batch) {
@@ -129,9 +132,19 @@ static void run_chunks(void *ctx, int lo, int hi, int w) {
     }
 }
 
+/* Worker w's share of the job: the next chunk no worker has taken, until
+ * none is left. A worker that a busy machine slows takes fewer chunks
+ * instead of holding up the step; each chunk writes only its own slot, so
+ * the result does not depend on which worker ran it. */
+static void take_chunks(void *ctx, int lo, int hi, int w) {
+    Job *j = ctx;
+    (void)lo, (void)hi;
+    for (int c; (c = atomic_fetch_add(&j->next, 1)) < j->local;) run_chunks(j, c, c + 1, w);
+}
+
 /* Runs chunks [c0, c1) of the job on the workers: one chunk at a time
  * (worker 0, which then splits its own work over the threads), or the
- * chunks over the workers. */
+ * chunks over the workers, each taking the next one left. */
 static void run_local(TfDataParallel *dp, Job *j, int c1) {
     int local = c1 - j->c0;
     if (local <= 0) return;
@@ -141,7 +154,9 @@ static void run_local(TfDataParallel *dp, Job *j, int c1) {
         trainer_set_threads(dp->workers[0], 1);
         return;
     }
-    parallel_ranges(local, NULL, dp->threads, run_chunks, j);
+    j->local = local;
+    atomic_store(&j->next, 0);
+    parallel_ranges(dp->threads, NULL, dp->threads, take_chunks, j);
 }
 
 /* This rank's chunks of G: [*c0, *c1); every rank's in counts and displs. */
@@ -178,7 +193,7 @@ static void sum_slots(void *ctx, int lo, int hi, int worker) {
 
 double dp_forward_backward(TfDataParallel *dp, const TfDataset *d, const int *idx, int n,
                            long step) {
-    Job j = {dp, d, idx, n, dp_chunk_size(n), 0, step, 0, 0, 1, NULL};
+    Job j = {dp, d, idx, n, dp_chunk_size(n), 0, step, 0, 0, 1, NULL, 0, 0};
     int G = (n + j.k - 1) / j.k, c1;
     loss_counts(d, idx, n, dp->classify, &j.rows, &j.attn_seqs);
     share(dp, G, &j.c0, &c1);
@@ -211,7 +226,7 @@ double dp_evaluate(TfDataParallel *dp, const TfDataset *d, int *correct) {
         return -1.0;
     }
     for (int i = 0; i < d->n; i++) idx[i] = i;
-    Job j = {dp, d, idx, d->n, k, 0, 0, 0, 0, 0, eval};
+    Job j = {dp, d, idx, d->n, k, 0, 0, 0, 0, 0, eval, 0, 0};
     share(dp, G, &j.c0, &c1);
     run_local(dp, &j, c1);
     if (dp->comm)
