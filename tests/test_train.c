@@ -594,6 +594,42 @@ START_TEST(test_optimizers_learn_and_are_deterministic) {
 }
 END_TEST
 
+/* One Adam and one AdamW step against the formulas, with weight decay: Adam
+ * adds it to the gradient, AdamW decays the parameter (trainer_step runs
+ * both through one loop without branches). */
+START_TEST(test_adam_weight_decay_step) {
+    for (int opt = 0; opt < 2; opt++) {
+        TfModel *m = tf_compile_text(model_texts[0]);
+        TfTrainOptions o = default_opts(opt ? TF_OPT_ADAMW : TF_OPT_ADAM);
+        o.weight_decay = 0.1f;
+        o.train_positions = 1;
+        TfError err = {""};
+        TfTrainer *t = trainer_new(m, &o, 64, 8, &err);
+        ck_assert_msg(t != NULL, "%s", err.msg);
+        size_t n, ng;
+        float *p = trainer_params(t, &n), *g = trainer_grads(t, &ng);
+        ck_assert(n == ng && n > 0);
+        float *p0 = malloc(n * sizeof *p0);
+        ck_assert(p0 != NULL);
+        for (size_t j = 0; j < n; j++) g[j] = (float)((long)(j % 7) - 3) * 0.25f;
+        memcpy(p0, p, n * sizeof *p0);
+        const float lr = 0.01f;
+        ck_assert(isfinite(trainer_step(t, lr)));
+        for (size_t j = 0; j < n; j++) {
+            // First step: m = (1 - b1) g', v = (1 - b2) g'^2, both bias-corrected.
+            double gj = g[j] + (opt ? 0.0 : 0.1 * p0[j]), keep = opt ? 1.0 - lr * 0.1 : 1.0;
+            double mo = (1 - 0.9) * gj, ve = (1 - 0.999) * gj * gj;
+            double e = p0[j] * keep - lr / (1 - 0.9) * mo / (sqrt(ve) / sqrt(1 - 0.999) + 1e-8);
+            ck_assert_msg(fabs(p[j] - e) <= 1e-6 + 1e-5 * fabs(e), "%s, parameter %zu: %.9g, expected %.9g",
+                          opt ? "AdamW" : "Adam", j, p[j], e);
+        }
+        free(p0);
+        trainer_free(t);
+        model_free(m);
+    }
+}
+END_TEST
+
 START_TEST(test_checkpoint_resume) {
     // 10 steps straight == 5 steps, save, load, 5 more steps.
     TfModel *m = tf_compile_text(model_texts[0]);
@@ -893,6 +929,7 @@ int main(void) {
     tcase_add_test(tc, test_optimizers_learn_and_are_deterministic);
     tcase_add_test(tc, test_threads_do_not_change_the_result);
     tcase_add_test(tc, test_data_parallel);
+    tcase_add_test(tc, test_adam_weight_decay_step);
     tcase_add_test(tc, test_checkpoint_resume);
     tcase_add_test(tc, test_bad_batches_are_rejected);
     tcase_add_test(tc, test_generators);
