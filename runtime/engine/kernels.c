@@ -623,7 +623,6 @@ float softmax_exp(float *restrict x, int n, float *maxv) {
     return sm_sum(&s);
 }
 
-
 void softmax_forward(float *x, int n) {
     float mx;
     const float inv = 1.0f / softmax_exp(x, n, &mx);
