@@ -72,4 +72,32 @@ out=$(printf '0999+0111=\n0001+0002=\n' |
     env -u OPENBLAS_CORETYPE LD_PRELOAD="$FAKE" "$TFRUN" "$tmp/adder.tfw" --batch - 2>&1)
 [ "$out" = "$(printf '0999+0111=0111\n0001+0002=3000')" ]
 check "a re-executed tfrun reads its arguments and standard input (got '$out')" $?
+
+# OpenBLAS starts its threads when it loads (one per further CPU) and spins
+# them; tfrun --batch and --check multiply on their own threads, so they run
+# again without OpenBLAS's (cli_blas_prefer_core): one thread in all with
+# --threads 1, counted in /proc while it waits for its input.
+threads_of() { # ENV... : tfrun --threads 1 --batch FIFO's threads, while it waits
+    rm -f "$tmp/fifo"
+    mkfifo "$tmp/fifo"
+    env "$@" "$TFRUN" --threads 1 "$tmp/adder.tfw" --batch "$tmp/fifo" >/dev/null 2>&1 &
+    local pid=$!
+    # The open returns once tfrun opens its end: after it re-executed, with
+    # OpenBLAS loaded (its threads are started before main).
+    exec 7>"$tmp/fifo"
+    local n
+    n=$(ls "/proc/$pid/task" | wc -l)
+    exec 7>&-
+    wait "$pid"
+    echo "$n"
+}
+n=$(threads_of -u OPENBLAS_NUM_THREADS)
+[ "$n" = 1 ]
+check "tfrun --batch, OPENBLAS_NUM_THREADS unset: no OpenBLAS threads (threads: $n)" $?
+if [ "$(nproc)" -ge 2 ]; then
+    # The count sees OpenBLAS's threads where there are some (the user's setting wins).
+    n=$(threads_of OPENBLAS_NUM_THREADS=2)
+    [ "$n" = 2 ]
+    check "tfrun --batch, OPENBLAS_NUM_THREADS=2: OpenBLAS's second thread (threads: $n)" $?
+fi
 finish

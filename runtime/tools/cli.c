@@ -47,15 +47,30 @@ void cli_version(const char *prog, const char *library, const char *core, int fa
                 prog, core, best, best, best, prog);
 }
 
-void cli_blas_prefer_core(char **argv, const char *fallback, const char *best) {
-    const char *env = getenv("OPENBLAS_CORETYPE");
-    if (!fallback || !best || (env && *env)) return;
-    if (setenv("OPENBLAS_CORETYPE", best, 1) != 0 || setenv("TF_BLAS_FALLBACK", fallback, 1) != 0)
-        return;
-    execv("/proc/self/exe", argv);
-    // No /proc, or the binary is gone: run on the fallback, as OpenBLAS chose.
-    unsetenv("OPENBLAS_CORETYPE");
-    unsetenv("TF_BLAS_FALLBACK");
+void cli_blas_prefer_core(char **argv, const char *fallback, const char *best, int one_thread) {
+    const char *env = getenv("OPENBLAS_CORETYPE"), *threads = getenv("OPENBLAS_NUM_THREADS");
+    int core = fallback && best && !(env && *env);
+    int thread = one_thread && !(threads && *threads);
+    if (!core && !thread) return;
+    if (core && (setenv("OPENBLAS_CORETYPE", best, 1) != 0 ||
+                 setenv("TF_BLAS_FALLBACK", fallback, 1) != 0))
+        core = 0;
+    if (thread && setenv("OPENBLAS_NUM_THREADS", "1", 1) != 0) thread = 0;
+    if (core || thread) execv("/proc/self/exe", argv);
+    // No /proc, or the binary is gone: run on as OpenBLAS started.
+    if (core) {
+        unsetenv("OPENBLAS_CORETYPE");
+        unsetenv("TF_BLAS_FALLBACK");
+    }
+    if (thread) unsetenv("OPENBLAS_NUM_THREADS");
+}
+
+int cli_argv_has(char *const *argv, const char *opt) {
+    size_t n = strlen(opt);
+    for (int i = 1; argv[i] && strcmp(argv[i], "--") != 0; i++)
+        if (strncmp(argv[i], opt, n) == 0 && (argv[i][n] == '\0' || argv[i][n] == '='))
+            return 1;
+    return 0;
 }
 
 /* ---- options ------------------------------------------------------------- */

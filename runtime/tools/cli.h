@@ -52,16 +52,27 @@ int cli_error_status(const TfError *err);
 void cli_version(const char *prog, const char *library, const char *core, int fallback,
                  const char *best);
 
-/* OpenBLAS reads OPENBLAS_CORETYPE when it loads, before main. When it chose
- * a generic fallback core (fallback: its name; NULL when it did not) on a
- * CPU with a better one (best) and OPENBLAS_CORETYPE is unset or empty, sets
- * OPENBLAS_CORETYPE=BEST and TF_BLAS_FALLBACK=FALLBACK (for --version) and
- * re-executes the tool (/proc/self/exe, the same arguments). Call it first in
- * main, before anything is read, started or initialised (MPI). Returns only
- * when it did not re-execute (nothing to do, OPENBLAS_CORETYPE set by the
- * user, or exec failed: the tool then runs on the fallback). The re-executed
- * tool finds OPENBLAS_CORETYPE set, so it never loops. */
-void cli_blas_prefer_core(char **argv, const char *fallback, const char *best);
+/* OpenBLAS reads OPENBLAS_CORETYPE and OPENBLAS_NUM_THREADS when it loads,
+ * before main. Re-executes the tool (/proc/self/exe, the same arguments)
+ * once, with:
+ * - OPENBLAS_CORETYPE=BEST and TF_BLAS_FALLBACK=FALLBACK (for --version)
+ *   when OpenBLAS chose a generic fallback core (fallback: its name; NULL
+ *   when it did not) on a CPU with a better one (best) and
+ *   OPENBLAS_CORETYPE is unset or empty;
+ * - OPENBLAS_NUM_THREADS=1 when one_thread and it is unset or empty: the
+ *   tools multiply on their own threads, and OpenBLAS's, started with the
+ *   library, spin for about 0.1 s of a core each before they sleep (a long
+ *   run's to pay: tfrun asks for it with --batch and --check only).
+ * Call it first in main, before anything is read, started or initialised
+ * (MPI). Returns only when it did not re-execute (nothing to do, the
+ * variables set by the user, or exec failed: the tool then runs as OpenBLAS
+ * started). The re-executed tool finds the variables set, so it never loops. */
+void cli_blas_prefer_core(char **argv, const char *fallback, const char *best, int one_thread);
+
+/* 1 when argv (after argv[0], before a "--") holds the long option opt
+ * ("--check"), alone or as opt=VALUE: for decisions made before the options
+ * are parsed (cli_blas_prefer_core). */
+int cli_argv_has(char *const *argv, const char *opt);
 
 /* Reports getopt_long's '?' or ':' (the option string must start with ':')
  * about the option just read: "PROG: unknown option '--bogus' (see 'PROG

@@ -654,9 +654,11 @@ static int make_intervention(const TfModel *m, const char *const *specs, int n_s
 
 int main(int argc, char **argv) {
     // OpenBLAS's generic fallback on a CPU with AVX2 or AVX-512: run again on
-    // the CPU's own kernels, before anything else (runtime/engine/blas.h).
+    // the CPU's own kernels, before anything else (runtime/engine/blas.h);
+    // and for a long run without OpenBLAS's threads (cli.h).
     const char *core = blas_core();
-    cli_blas_prefer_core(argv, blas_core_is_fallback(core) ? core : NULL, blas_best_core());
+    cli_blas_prefer_core(argv, blas_core_is_fallback(core) ? core : NULL, blas_best_core(),
+                         cli_argv_has(argv, "--batch") || cli_argv_has(argv, "--check"));
     // Under mpirun or srun: one of several ranks, which share --batch and
     // --check input; rank 0 alone prints (runtime/dist/shard.h).
     TfError dist_err = {""};

@@ -794,9 +794,11 @@ static void report_heads(TfTrainer *t, TfBatchBuf *bb, const TfDataset *held,
 
 int main(int argc, char **argv) {
     // OpenBLAS's generic fallback on a CPU with AVX2 or AVX-512: run again on
-    // the CPU's own kernels, before anything else (runtime/engine/blas.h).
+    // the CPU's own kernels, before anything else (runtime/engine/blas.h);
+    // and without OpenBLAS's threads (cli.h).
     const char *core = blas_core();
-    cli_blas_prefer_core(argv, blas_core_is_fallback(core) ? core : NULL, blas_best_core());
+    cli_blas_prefer_core(argv, blas_core_is_fallback(core) ? core : NULL, blas_best_core(),
+                         1);
     Args a;
     TfError err = {""};
     // Under mpirun or srun: one of several ranks, which train together
