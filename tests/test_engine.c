@@ -31,6 +31,52 @@ static float frand(unsigned *seed) { return (float)rand_r(seed) / (float)RAND_MA
 
 /* ---- linear maps ---------------------------------------------------------- */
 
+/* linear_forward_csr's fused outputs against the naive twin's (slow, ld
+ * ldy) and a second pass, bit for bit: the ReLU (x > 0 ? x : +0, as
+ * relu_forward), and the sum added to rows L->rows of a residual stream
+ * (the others untouched), which reports an infinite sum. */
+static void check_linear_modes(const TfLinear *L, const float *slow, int ldy, const float *x,
+                               int ldx, int n, TfSimd simd) {
+    float *y = calloc((size_t)(L->n_rows + 1) * ldy, sizeof(float));
+    linear_forward_csr(L, TF_LINEAR_RELU, y, ldy, x, ldx, n, simd);
+    for (int k = 0; k < L->n_rows; k++)
+        for (int r = 0; r < n; r++) {
+            float s = slow[(size_t)k * ldy + r], want = s > 0.0f ? s : 0.0f;
+            ck_assert_msg(memcmp(&y[(size_t)k * ldy + r], &want, sizeof want) == 0,
+                          "ReLU row %d batch row %d (%s): %g, want %g", k, r, tf_simd_names[simd],
+                          y[(size_t)k * ldy + r], want);
+        }
+    int n_out = L->n_out, ldr = n + 2;
+    float *res = malloc((size_t)n_out * ldr * sizeof(float));
+    float *before = malloc((size_t)n_out * ldr * sizeof(float));
+    unsigned seed = 11;
+    for (int i = 0; i < n_out * ldr; i++) res[i] = before[i] = 3 * frand(&seed);
+    ck_assert_int_eq(linear_forward_csr(L, TF_LINEAR_ADD, res, ldr, x, ldx, n, simd), 0);
+    for (int o = 0, k = 0; o < n_out; o++) {
+        int kept = k < L->n_rows && L->rows[k] == o;
+        for (int r = 0; r < ldr; r++) {
+            float want = before[(size_t)o * ldr + r];
+            if (kept && r < n) want = want + slow[(size_t)k * ldy + r];
+            ck_assert_msg(memcmp(&res[(size_t)o * ldr + r], &want, sizeof want) == 0,
+                          "added row %d batch row %d (%s): %g, want %g", o, r,
+                          tf_simd_names[simd], res[(size_t)o * ldr + r], want);
+        }
+        k += kept;
+    }
+    if (L->n_rows > 0) {
+        // An infinite residual value in a row the map adds to: at batch
+        // row 0 (in a vector when n >= 32), then at the last (the scalar
+        // tail here) alone.
+        float *last = res + (size_t)L->rows[L->n_rows - 1] * ldr;
+        last[0] = INFINITY;
+        ck_assert_int_eq(linear_forward_csr(L, TF_LINEAR_ADD, res, ldr, x, ldx, n, simd), 1);
+        last[0] = 1.0f;
+        last[n - 1] = -INFINITY;
+        ck_assert_int_eq(linear_forward_csr(L, TF_LINEAR_ADD, res, ldr, x, ldx, n, simd), 1);
+    }
+    free(y), free(res), free(before);
+}
+
 static void check_linear(int n_out, int n_in, double fill, int with_bias, int with_map, int n,
                          unsigned seed) {
     float *W = calloc((size_t)n_out * n_in, sizeof(float));
@@ -85,6 +131,7 @@ static void check_linear(int n_out, int n_in, double fill, int with_bias, int wi
         k += kept;
     }
     ck_assert_int_eq(k, L.n_rows);
+    if (!L.dense) check_linear_modes(&L, slow, ldy, x, ldx, n, (TfSimd)simd);
     }
     linear_free(&L);
     free(W), free(b), free(map), free(x), free(fast), free(slow), free(scratch);

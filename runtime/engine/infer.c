@@ -1120,6 +1120,45 @@ static void linear(TfInfer *inf, const TfLinear *L, float *y, int ldy, const flo
     inf->flops += 2.0 * (double)linear_cost(L) * n;
 }
 
+static void activation(TfActivation act, float *h, long n) {
+    if (act == TF_ACT_GELU)
+        gelu_forward(h, n);
+    else if (act == TF_ACT_GELU_TANH)
+        gelu_tanh_forward(h, n);
+    else
+        relu_forward(h, n);
+}
+
+/* linear into inf->hidden [fc1 rows, n_run], then the activation; a CSR map
+ * with a ReLU takes it in its loop (the same bits, one pass less). */
+static void linear_activation(TfInfer *inf, TfActivation act, const TfLinear *fc1,
+                              const float *in, int n, int n_run) {
+    if (act == TF_ACT_RELU && !fc1->dense) {
+        linear_forward_csr(fc1, TF_LINEAR_RELU, inf->hidden, n_run, in, n, n_run, simd_active());
+        inf->flops += 2.0 * (double)linear_cost(fc1) * n_run;
+        return;
+    }
+    linear(inf, fc1, inf->hidden, n_run, in, n, n_run);
+    activation(act, inf->hidden, (long)fc1->n_rows * n_run);
+}
+
+/* The residual's rows 0..n_run-1 (of n) += L (inputs in, ld ldi): through
+ * inf->delta and add_rows, or for a CSR map in its loop (the same bits). */
+static void linear_residual(TfInfer *inf, const TfLinear *L, const float *in, int ldi, int n,
+                            int n_run) {
+    if (L->dense) {
+        linear(inf, L, inf->delta, n_run, in, ldi, n_run);
+        add_rows(inf, inf->x, n, inf->delta, n_run, L->rows, L->n_rows, n_run);
+        return;
+    }
+    int bad = linear_forward_csr(L, TF_LINEAR_ADD, inf->x, n, in, ldi, n_run, simd_active());
+    inf->flops += 2.0 * (double)linear_cost(L) * n_run;
+    if (bad && !inf->bad) {
+        inf->bad = 1;
+        inf->bad_row = first_nonfinite_row(inf->x, n, L->rows, L->n_rows, n_run);
+    }
+}
+
 /* Rows of a feature-major block src [ns, n] into a sequence-minor cache
  * [L, nf, S] (row j of src into channel ch[j], or j when ch is NULL),
  * block by block of inf->pos_order (STORE_BLOCK sequences at each
@@ -1385,7 +1424,9 @@ static void attention_layer(TfInfer *inf, int l, const float *in, int n, int n_r
     if (inf->iv) apply_edits(inf, l, TF_SITE_HEADS, inf->heads, n_run, lp->v.rows, nv, n_run);
     if (inf->act_hook)
         call_act_hook(inf, l, TF_HOOK_Z, inf->heads, n_run, NULL, lp->v.rows, nv, n_run);
-    if (lp->has_o) {
+    if (lp->has_o && !inf->iv && !inf->act_hook) {
+        linear_residual(inf, &lp->o, inf->heads, n_run, n, n_run);
+    } else if (lp->has_o) {
         linear(inf, &lp->o, inf->delta, n_run, inf->heads, n_run, n_run);
         if (inf->iv)
             apply_edits(inf, l, TF_SITE_OUTPUT, inf->delta, n_run, lp->o.rows, lp->o.n_rows, n_run);
@@ -1402,22 +1443,11 @@ static void attention_layer(TfInfer *inf, int l, const float *in, int n, int n_r
     }
 }
 
-static void activation(TfActivation act, float *h, long n) {
-    if (act == TF_ACT_GELU)
-        gelu_forward(h, n);
-    else if (act == TF_ACT_GELU_TANH)
-        gelu_tanh_forward(h, n);
-    else
-        relu_forward(h, n);
-}
-
 /* One group of a split MLP's units (plan_split_mlp) at rows 0..n_run-1. */
 static void mlp_group(TfInfer *inf, TfActivation act, const TfLinear *fc1, const TfLinear *fc2,
                       const float *in, int n, int n_run) {
-    linear(inf, fc1, inf->hidden, n_run, in, n, n_run);
-    activation(act, inf->hidden, (long)fc1->n_rows * n_run);
-    linear(inf, fc2, inf->delta, n_run, inf->hidden, n_run, n_run);
-    add_rows(inf, inf->x, n, inf->delta, n_run, fc2->rows, fc2->n_rows, n_run);
+    linear_activation(inf, act, fc1, in, n, n_run);
+    linear_residual(inf, fc2, inf->hidden, n_run, n, n_run);
 }
 
 /* Layer l at rows 0..n_run-1, its units that need only the output rows
@@ -1427,6 +1457,10 @@ static void mlp_layer(TfInfer *inf, int l, const float *in, int n, int n_run, in
     if (lp->split_units && n_part < n_run) {
         mlp_group(inf, lp->act, &lp->fc1a, &lp->fc2a, in, n, n_run);
         mlp_group(inf, lp->act, &lp->fc1b, &lp->fc2b, in, n, n_part);
+        return;
+    }
+    if (!inf->act_hook && !inf->iv) { /* nothing to see or edit between the maps */
+        mlp_group(inf, lp->act, &lp->fc1, &lp->fc2, in, n, n_run);
         return;
     }
     linear(inf, &lp->fc1, inf->hidden, n_run, in, n, n_run);

@@ -2,6 +2,7 @@
 #include "linear.h"
 #include "kernels.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -155,11 +156,21 @@ enum { CSR_CHUNK = 32 };
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 typedef float Rows16 __attribute__((vector_size(16 * sizeof(float))));
+typedef uint32_t RowBits __attribute__((vector_size(16 * sizeof(uint32_t))));
+
+/* What csr_row does with a row's sum (linear.h's TfLinearMode). */
+enum { CSR_STORE = TF_LINEAR_STORE, CSR_RELU = TF_LINEAR_RELU, CSR_ADD = TF_LINEAR_ADD };
+
+/* An exponent of all ones (infinite or NaN) carries into bit 31 when one
+ * more is added: an OR of integers, which vectorizes. */
+#define NONFINITE_BITS(u) (((u) & 0x7f800000u) + 0x00800000u)
 
 static inline __attribute__((always_inline)) void csr_row(float *restrict y, const float *x,
                                                           int ldx, const float *w, const int *idx,
-                                                          int nw, float b, int with_bias, int n) {
+                                                          int nw, float b, int with_bias, int n,
+                                                          int mode, uint32_t *bad) {
     int r0 = 0;
+    RowBits bits = {0};
     for (; r0 + CSR_CHUNK <= n; r0 += CSR_CHUNK) {
         Rows16 a0 = {0}, a1 = {0};
         for (int j = 0; j < nw; j++) {
@@ -175,14 +186,36 @@ static inline __attribute__((always_inline)) void csr_row(float *restrict y, con
             a0 += b;
             a1 += b;
         }
+        if (mode == CSR_RELU) { /* x > 0 ? x : +0, as relu_forward */
+            a0 = (Rows16)((RowBits)a0 & (RowBits)(a0 > 0.0f));
+            a1 = (Rows16)((RowBits)a1 & (RowBits)(a1 > 0.0f));
+        } else if (mode == CSR_ADD) {
+            Rows16 y0, y1;
+            memcpy(&y0, y + r0, sizeof y0);
+            memcpy(&y1, y + r0 + 16, sizeof y1);
+            a0 = y0 + a0;
+            a1 = y1 + a1;
+            bits |= NONFINITE_BITS((RowBits)a0) | NONFINITE_BITS((RowBits)a1);
+        }
         memcpy(y + r0, &a0, sizeof a0);
         memcpy(y + r0 + 16, &a1, sizeof a1);
     }
     for (int r = r0; r < n; r++) {
         float acc = 0.0f;
         for (int j = 0; j < nw; j++) acc += w[j] * x[(size_t)idx[j] * ldx + r];
-        y[r] = with_bias ? acc + b : acc;
+        if (with_bias) acc = acc + b;
+        if (mode == CSR_RELU) {
+            acc = acc > 0.0f ? acc : 0.0f;
+        } else if (mode == CSR_ADD) {
+            uint32_t u;
+            acc = y[r] + acc;
+            memcpy(&u, &acc, sizeof u);
+            *bad |= NONFINITE_BITS(u);
+        }
+        y[r] = acc;
     }
+    if (mode == CSR_ADD)
+        for (int i = 0; i < 16; i++) *bad |= bits[i];
 }
 
 /* Every row of a CSR map (csr_row), compiled three times from this one body
@@ -191,30 +224,37 @@ static inline __attribute__((always_inline)) void csr_row(float *restrict y, con
  * same order and -ffp-contract=off keeps FMA out, so the three give the
  * same bits (tests/test_engine.c, test_linear_matches_naive, runs each path
  * against the naive twin); a Rows16 is one AVX-512
- * register, two AVX2 ones or four SSE ones. */
-static inline __attribute__((always_inline)) void csr_rows(const TfLinear *L, float *y, int ldy,
-                                                           const float *x, int ldx, int n) {
+ * register, two AVX2 ones or four SSE ones. Packed row k goes to y + k ldy,
+ * or with CSR_ADD to y + rows[k] ldy. */
+static inline __attribute__((always_inline)) uint32_t csr_rows(const TfLinear *L, float *y,
+                                                               int ldy, const float *x, int ldx,
+                                                               int n, int mode) {
+    uint32_t bad = 0;
     for (int k = 0; k < L->n_rows; k++)
-        csr_row(y + (size_t)k * ldy, x, ldx, L->w + L->ptr[k], L->idx + L->ptr[k],
-                L->ptr[k + 1] - L->ptr[k], L->bias ? L->bias[k] : 0.0f, L->bias != NULL, n);
+        csr_row(y + (size_t)(mode == CSR_ADD ? L->rows[k] : k) * ldy, x, ldx, L->w + L->ptr[k],
+                L->idx + L->ptr[k], L->ptr[k + 1] - L->ptr[k], L->bias ? L->bias[k] : 0.0f,
+                L->bias != NULL, n, mode, &bad);
+    return bad;
 }
 
-#define CSR_ARGS const TfLinear *L, float *y, int ldy, const float *x, int ldx, int n
-static void csr_generic(CSR_ARGS) { csr_rows(L, y, ldy, x, ldx, n); }
+#define CSR_ARGS const TfLinear *L, float *y, int ldy, const float *x, int ldx, int n, int mode
+static uint32_t csr_generic(CSR_ARGS) { return csr_rows(L, y, ldy, x, ldx, n, mode); }
 #if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target("avx2"))) static void csr_avx2(CSR_ARGS) { csr_rows(L, y, ldy, x, ldx, n); }
-__attribute__((target("avx512f,avx2"))) static void csr_avx512(CSR_ARGS) {
-    csr_rows(L, y, ldy, x, ldx, n);
+__attribute__((target("avx2"))) static uint32_t csr_avx2(CSR_ARGS) {
+    return csr_rows(L, y, ldy, x, ldx, n, mode);
+}
+__attribute__((target("avx512f,avx2"))) static uint32_t csr_avx512(CSR_ARGS) {
+    return csr_rows(L, y, ldy, x, ldx, n, mode);
 }
 #endif
 
-static void csr_simd(CSR_ARGS, TfSimd s) {
+static uint32_t csr_simd(CSR_ARGS, TfSimd s) {
     switch (s) {
 #if defined(__x86_64__) && defined(__GNUC__)
-    case TF_SIMD_AVX2: csr_avx2(L, y, ldy, x, ldx, n); break;
-    case TF_SIMD_AVX512: csr_avx512(L, y, ldy, x, ldx, n); break;
+    case TF_SIMD_AVX2: return csr_avx2(L, y, ldy, x, ldx, n, mode);
+    case TF_SIMD_AVX512: return csr_avx512(L, y, ldy, x, ldx, n, mode);
 #endif
-    default: csr_generic(L, y, ldy, x, ldx, n); break;
+    default: return csr_generic(L, y, ldy, x, ldx, n, mode);
     }
 }
 
@@ -247,7 +287,13 @@ void linear_forward_simd(const TfLinear *L, float *y, int ldy, const float *x, i
         add_bias(L, y, ldy, n);
         return;
     }
-    csr_simd(L, y, ldy, x, ldx, n, s);
+    csr_simd(L, y, ldy, x, ldx, n, CSR_STORE, s);
+}
+
+int linear_forward_csr(const TfLinear *L, TfLinearMode mode, float *y, int ldy, const float *x,
+                       int ldx, int n, TfSimd s) {
+    if (L->n_rows == 0 || n == 0) return 0;
+    return csr_simd(L, y, ldy, x, ldx, n, (int)mode, s) >> 31 ? 1 : 0;
 }
 
 void linear_forward_naive(const TfLinear *L, float *y, int ldy, const float *x, int ldx, int n) {
