@@ -93,6 +93,10 @@ struct TfPlan {
     /* [n_emb_cols] 1: every token's entry is +0 (embedded by runs of
      * positions); every position's entry is +0 (by token alone) */
     char *emb_pos_only, *emb_tok_only;
+    /* [d] 1: the column is read or written at rows past the output rows
+     * (plan_liveness), so a step's every row starts at 0 there; elsewhere
+     * only the output rows do (the other rows are never read). */
+    char *all_rows;
     TfLinear unembed;     /* logits, with unembed.bias */
     int max_q, max_k, max_v, max_hidden, max_out, max_cols;
     int has_norm;
@@ -139,6 +143,10 @@ struct TfInfer {
     int *pos_order, *row_blk, *st_start, n_st_blocks;
     int st_contig; /* the rows are one position's, of consecutive sequences, in order */
     long *st_off;
+    /* Or the rows as runs of one position's consecutive sequences, in
+     * order (a prompt pass: fill_rows puts its rows so): run i covers rows
+     * st_run[i] .. st_run[i + 1] - 1, n_st_runs of them (0: not in use). */
+    int *st_run, n_st_runs;
     /* One sequence's keys [L, live pairs] and values [L, kept value rows]
      * of every head, gathered for blocks of that sequence's rows; ident
      * [max_q + 1] = 0, 1, 2, ... */
@@ -233,6 +241,7 @@ void plan_free(TfPlan *p) {
     free(p->emb_pos);
     free(p->emb_pos_only);
     free(p->emb_tok_only);
+    free(p->all_rows);
     linear_free(&p->unembed);
     free(p);
 }
@@ -503,7 +512,18 @@ static int plan_liveness(TfPlan *p, TfError *err) {
         // layer's output is.
         for (int c = 0; c < d; c++) live[c] |= kv[c] | (lp->full ? reads[c] : 0);
     }
-    free(live), free(reads), free(kv);
+    // Columns read at every row (live at the embedding) or written there
+    // by a layer that runs at every row (all it writes, whatever part).
+    for (int l = 0; l < m->n_layers; l++) {
+        const LayerPlan *lp = &p->layers[l];
+        if (!lp->full) continue;
+        if (lp->kind == TF_LAYER_NORM) memset(live, 1, (size_t)d);
+        const TfLinear *out = lp->kind == TF_LAYER_MLP ? &lp->fc2 : lp->has_o ? &lp->o : &lp->v;
+        if (lp->kind != TF_LAYER_NORM)
+            for (int j = 0; j < out->n_rows; j++) live[out->rows[j]] = 1;
+    }
+    p->all_rows = live;
+    free(reads), free(kv);
     return 0;
 }
 
@@ -818,6 +838,7 @@ void infer_free(TfInfer *inf) {
     free(inf->run_dp);
     free(inf->st_off);
     free(inf->st_start);
+    free(inf->st_run);
     free(inf->kg);
     free(inf->vg);
     free(inf->gkeys);
@@ -897,6 +918,7 @@ TfInfer *infer_new_with_plan(const TfPlan *plan, int max_seqs, TfError *err) {
     inf->run_dp = malloc(R * sizeof(int));
     inf->st_off = malloc(R * sizeof(long));
     inf->st_start = malloc(((size_t)max_seqs / STORE_BLOCK + 2) * sizeof(int));
+    inf->st_run = malloc((R + 1) * sizeof(int));
     inf->kg = alloc_floats(L * (size_t)plan->max_q);
     inf->vg = alloc_floats(L * (size_t)plan->max_v);
     inf->ident = malloc(((size_t)plan->max_q + 1) * sizeof(int));
@@ -930,7 +952,7 @@ TfInfer *infer_new_with_plan(const TfPlan *plan, int max_seqs, TfError *err) {
         !inf->v || !inf->heads || !inf->hidden || !inf->delta || !inf->scratch || !inf->att ||
         !inf->scores || !inf->hook_att || !inf->hook_scores || !inf->order || !inf->order_tmp ||
         !inf->row_t || !inf->pos_order || !inf->row_blk || !inf->run_r0 || !inf->run_p0 ||
-        !inf->run_dp || !inf->st_off || !inf->st_start || !inf->bucket || !inf->kg || !inf->vg ||
+        !inf->run_dp || !inf->st_off || !inf->st_start || !inf->st_run || !inf->bucket || !inf->kg || !inf->vg ||
         !inf->ident || !inf->stat ||
         !inf->logits || !inf->row_seq || !inf->row_pos || !inf->row_tok)
         goto oom;
@@ -1173,6 +1195,16 @@ static void store_cache(TfInfer *inf, float *cache, const float *src, int ns, co
         for (int j = 0; j < ns; j++)
             memcpy(cache + (size_t)(ch ? ch[j] : j) * S + o, src + (size_t)j * n,
                    (size_t)n * sizeof(float));
+        return;
+    }
+    if (inf->n_st_runs) { /* the same, run by run */
+        for (int i = 0; i < inf->n_st_runs; i++) {
+            int r0 = inf->st_run[i], len = inf->st_run[i + 1] - r0;
+            long o = (long)inf->row_pos[r0] * nf * S + inf->row_seq[r0];
+            for (int j = 0; j < ns; j++)
+                memcpy(cache + (size_t)(ch ? ch[j] : j) * S + o, src + (size_t)j * n + r0,
+                       (size_t)len * sizeof(float));
+        }
         return;
     }
     for (int k = 0; k < n; k++) {
@@ -1604,13 +1636,15 @@ static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
         }
     }
     const TfPlan *plan = inf->plan;
-    // Columns no embedding writes start at 0.
+    // Columns no embedding writes start at 0: at every row where a row
+    // past the output rows reads or writes them, else at the output rows.
     for (int c = 0, k = 0; c < d; c++) {
         if (k < plan->n_emb_cols && plan->emb_cols[k] == c) {
             k++;
             continue;
         }
-        memset(inf->x + (size_t)c * n, 0, (size_t)n * sizeof(float));
+        int rows = everything || plan->all_rows[c] ? n : nf;
+        memset(inf->x + (size_t)c * n, 0, (size_t)rows * sizeof(float));
     }
     embed_runs(inf, n);
     for (int k = 0; k < plan->n_emb_cols; k++) {
@@ -1630,6 +1664,16 @@ static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
         inf->pos_order[r] = r;
         inf->row_blk[r] = s / STORE_BLOCK;
     }
+    // A prompt pass's rows as runs of one position's consecutive
+    // sequences (fill_rows), when they are few: each run is copied into
+    // the caches channel by channel.
+    inf->n_st_runs = 0;
+    for (int r = 0; r < n && inf->n_st_runs * STORE_BLOCK <= n; r++)
+        if (r == 0 || inf->row_pos[r] != inf->row_pos[r - 1] ||
+            inf->row_seq[r] != inf->row_seq[r - 1] + 1)
+            inf->st_run[inf->n_st_runs++] = r;
+    inf->st_run[inf->n_st_runs] = n;
+    if (inf->n_st_runs * STORE_BLOCK > n || inf->n_st_runs == 1) inf->n_st_runs = 0;
     // A generation step's rows are in that order already.
     int sorted = 1, n_blk = (inf->max_seqs + STORE_BLOCK - 1) / STORE_BLOCK;
     for (int r = 1; r < n && sorted; r++) {
@@ -1637,13 +1681,13 @@ static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
         sorted = b[r - 1] < b[r] ||
                  (b[r - 1] == b[r] && (p[r - 1] < p[r] || (p[r - 1] == p[r] && q[r - 1] < q[r])));
     }
-    if (!sorted) {
+    if (!sorted && !inf->n_st_runs) {
         sort_rows(inf->pos_order, inf->order_tmp, inf->row_seq, n, inf->max_seqs, inf->bucket);
         sort_rows(inf->pos_order, inf->order_tmp, inf->row_pos, n, m->max_len, inf->bucket);
         sort_rows(inf->pos_order, inf->order_tmp, inf->row_blk, n, n_blk, inf->bucket);
     }
     inf->n_st_blocks = 0;
-    for (int k = 0; k < n; k++)
+    for (int k = 0; k < n && !inf->n_st_runs; k++)
         if (k == 0 || inf->row_blk[inf->pos_order[k]] != inf->row_blk[inf->pos_order[k - 1]])
             inf->st_start[inf->n_st_blocks++] = k;
     inf->st_start[inf->n_st_blocks] = n;
@@ -1751,16 +1795,19 @@ static int fill_rows(TfInfer *inf, int *const *seqs, const int *len, const int *
         if (all) inf->seq_len[s] = 0;
     }
     if (!all) return n;
-    for (int k = 0; k < n_act; k++) {
-        int s = act[k];
-        for (int p = 0; p < len[s]; p++) {
-            if (p == out_pos[s]) continue;
+    // The others by position, then sequence: the caches take each
+    // position's consecutive sequences as one copy (store_cache).
+    int max_len = 0;
+    for (int k = 0; k < n_act; k++) max_len = imax(max_len, len[act[k]]);
+    for (int p = 0; p < max_len; p++)
+        for (int k = 0; k < n_act; k++) {
+            int s = act[k];
+            if (p >= len[s] || p == out_pos[s]) continue;
             inf->row_seq[n] = s;
             inf->row_pos[n] = p;
             inf->row_tok[n] = seqs[s][p];
             n++;
         }
-    }
     return n;
 }
 
