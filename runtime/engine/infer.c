@@ -4,7 +4,9 @@
  * x[i * n + r], n the rows of the step, so one feature over the batch is a
  * contiguous vector (linear.h). A step's rows are ordered with the *output
  * rows* first (the rows whose logits are read: the last prompt position, or
- * the one new token, of each sequence), then the others.
+ * the one new token, of each sequence), then the others by position, then
+ * sequence (so that each position's keys and values go into the caches as
+ * one copy per channel: store_cache).
  *
  * What is skipped, and why it changes nothing:
  * - Weights: every linear map is packed to the rows and columns that can be
@@ -24,7 +26,12 @@
  *   rows (plan_split_heads, plan_split_mlp). Hooks turn this off: they see
  *   every row.
  *   A register with a run-time check (model.h's TfCheck) is tested at every
- *   row, so the pass counts it as read at every row after its layer.
+ *   row, so the pass counts it as read at every row after its layer. The
+ *   columns no row past the output rows reads or writes start each step at
+ *   0 at the output rows only (TfPlan's all_rows).
+ * - Passes: a CSR map's ReLU, and its addition to the residual stream, are
+ *   done in its products' loop (linear_forward_csr), as the separate passes
+ *   would do them.
  *
  * Dimension legend: n rows in this step, nf output rows (the first nf), S
  * sequences, L the model's max_len, d d_model, nk/nv kept key/value rows.
