@@ -170,7 +170,9 @@ attention_block_body(float *out, int ldo, float *sums, int *used, float *att, fl
     LaneMask tlv;
     const float *kp[CHUNK];
     long kstride = (long)nk * S;
-    for (int i = 0; i < B; i++) mxv[i] = minf[i] = -INFINITY, sc[i] = scale, tlv[i] = tl[i];
+    mxv = minf = (Lanes){0} - INFINITY;
+    sc = (Lanes){0} + scale;
+    memcpy(&tlv, tl, sizeof tlv);
     int out_contiguous = W == B;
     for (int i = 1; i < W; i++) out_contiguous &= col[i] == col[0] + i;
     for (int p0 = 0; p0 == 0 || p0 < np; p0 += CHUNK) {
