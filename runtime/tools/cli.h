@@ -61,8 +61,9 @@ void cli_version(const char *prog, const char *library, const char *core, int fa
  *   OPENBLAS_CORETYPE is unset or empty;
  * - OPENBLAS_NUM_THREADS=1 when one_thread and it is unset or empty: the
  *   tools multiply on their own threads, and OpenBLAS's, started with the
- *   library, spin for about 0.1 s of a core each before they sleep (a long
- *   run's to pay: tfrun asks for it with --batch and --check only).
+ *   library, spin for about 0.1 s of a core each before they sleep (the
+ *   callers ask for it when OpenBLAS is linked, blas_core() not NULL, and
+ *   the run is long: tfrun with --batch and --check only).
  * Call it first in main, before anything is read, started or initialised
  * (MPI). Returns only when it did not re-execute (nothing to do, the
  * variables set by the user, or exec failed: the tool then runs as OpenBLAS

@@ -658,7 +658,7 @@ int main(int argc, char **argv) {
     // and for a long run without OpenBLAS's threads (cli.h).
     const char *core = blas_core();
     cli_blas_prefer_core(argv, blas_core_is_fallback(core) ? core : NULL, blas_best_core(),
-                         cli_argv_has(argv, "--batch") || cli_argv_has(argv, "--check"));
+                         core && (cli_argv_has(argv, "--batch") || cli_argv_has(argv, "--check")));
     // Under mpirun or srun: one of several ranks, which share --batch and
     // --check input; rank 0 alone prints (runtime/dist/shard.h).
     TfError dist_err = {""};

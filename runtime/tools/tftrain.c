@@ -798,7 +798,7 @@ int main(int argc, char **argv) {
     // and without OpenBLAS's threads (cli.h).
     const char *core = blas_core();
     cli_blas_prefer_core(argv, blas_core_is_fallback(core) ? core : NULL, blas_best_core(),
-                         1);
+                         core != NULL);
     Args a;
     TfError err = {""};
     // Under mpirun or srun: one of several ranks, which train together
