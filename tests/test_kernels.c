@@ -345,58 +345,85 @@ START_TEST(test_attention_block_hard_exact) {
 }
 END_TEST
 
-/* More live channel pairs than the kernel scores in one chunk (16): the
- * second chunk continues each lane's sum in order and scales it. Twice:
- * every query channel random, and the second chunk's query channels 0 in
- * every lane (the chunk adds nothing, but its pass still scales and masks
- * the first chunk's sums). Scores exactly the naive ones (the same
+/* Every number of live channel pairs the kernel treats apart: none, 1 to 4
+ * (scores_few: the queries in registers, zero channels kept), 5 to 16 (one
+ * chunk), and more than one chunk (20: the second chunk continues each
+ * lane's sum in order and scales it). Each twice: every query channel
+ * random, and some 0 in every lane (channel 1 with 2 to 16 pairs, the
+ * second chunk's with 20: it adds nothing, but its pass still scales and
+ * masks the first chunk's sums). Scores exactly the naive ones (the same
  * order), weights and outputs within test_attention_block_matches_naive's
- * bounds; consecutive rows (one vector load per query channel) and
- * permuted ones. */
-START_TEST(test_attention_block_two_chunks) {
-    enum { S = 8, L = 24, NP = 20, NV = 2, B = TF_ATT_LANES };
-    float *k = malloc(sizeof(float) * L * NP * S), *v = malloc(sizeof(float) * L * NV * S);
-    float *q = malloc(sizeof(float) * NP * B);
-    int pq[NP], pk[NP], seq[B], T[B], rows[B];
+ * bounds, every instruction set the same bits; consecutive rows (one
+ * vector load per query channel) and permuted ones. */
+START_TEST(test_attention_block_channel_counts) {
+    enum { S = 8, L = 24, NPMAX = 20, NV = 2, B = TF_ATT_LANES };
+    const int counts[] = {0, 1, 2, 3, 4, 5, 9, 16, 20};
+    float *k = malloc(sizeof(float) * L * NPMAX * S), *v = malloc(sizeof(float) * L * NV * S);
+    float *q = malloc(sizeof(float) * NPMAX * B);
+    int pq[NPMAX], pk[NPMAX], seq[B], T[B], rows[B];
     unsigned seed = 41;
-    for (int i = 0; i < L * NP * S; i++)
+    for (int i = 0; i < L * NPMAX * S; i++)
         k[i] = 2.0f * ((float)rand_r(&seed) / (float)RAND_MAX - 0.5f);
     for (int i = 0; i < L * NV * S; i++)
         v[i] = 2.0f * ((float)rand_r(&seed) / (float)RAND_MAX - 0.5f);
-    for (int p = 0; p < NP; p++) pq[p] = (p * 7) % NP, pk[p] = (p * 3) % NP;
-    float out[2][NV * B], sums[2][B], att[2][L * B], scores[2][L * B];
-    int used[2][B];
-    for (int zero_tail = 0; zero_tail < 2; zero_tail++)
-        for (int permuted = 0; permuted < 2; permuted++) {
-            for (int i = 0; i < NP * B; i++) q[i] = (float)rand_r(&seed) / (float)RAND_MAX - 0.5f;
-            if (zero_tail)
-                for (int p = 16; p < NP; p++)
-                    for (int i = 0; i < B; i++) q[pq[p] * B + i] = 0.0f;
-            for (int i = 0; i < B; i++) {
-                seq[i] = i % S;
-                T[i] = 1 + (int)(rand_r(&seed) % L);
-                rows[i] = permuted ? (i * 5) % B : i;
-            }
-            for (int naive = 0; naive < 2; naive++) {
-                memset(att[naive], 0, sizeof att[naive]);
-                memset(scores[naive], 0, sizeof scores[naive]);
-                (naive ? attention_block_forward_naive : attention_block_forward)(
-                    out[naive], B, sums[naive], used[naive], att[naive], scores[naive], q, B, rows,
-                    pq, pk, NP, k, NP, v, NV, 0, NV, S, seq, T, B, 0.6f);
-            }
-            char msg[256];
-            int differ = tf_compare_floats(out[0], out[1], NV * B, 1e-5, 1e-6, msg, sizeof msg);
-            ck_assert_msg(differ == 0, "zero_tail %d permuted %d: %s", zero_tail, permuted, msg);
-            for (int i = 0; i < B; i++) {
-                ck_assert_int_eq(used[0][i], used[1][i]);
-                for (int t = 0; t < T[i]; t++) {
-                    ck_assert_float_eq(scores[0][t * B + i], scores[1][t * B + i]);
-                    ck_assert_msg(fabsf(att[0][t * B + i] - att[1][t * B + i]) <= 1e-6f,
-                                  "zero_tail %d lane %d position %d: %g, naive %g", zero_tail, i, t,
-                                  att[0][t * B + i], att[1][t * B + i]);
+    float out[3][NV * B], sums[3][B], att[3][L * B], scores[3][L * B];
+    int used[3][B], checked = 0;
+    for (size_t c = 0; c < sizeof counts / sizeof *counts; c++)
+        for (int zeros = 0; zeros < 2; zeros++)
+            for (int permuted = 0; permuted < 2; permuted++) {
+                const int NP = counts[c];
+                for (int p = 0; p < NP; p++) pq[p] = (p * 7) % NP, pk[p] = (p * 3) % NPMAX;
+                for (int i = 0; i < NPMAX * B; i++)
+                    q[i] = (float)rand_r(&seed) / (float)RAND_MAX - 0.5f;
+                for (int p = 0; zeros && p < NP; p++)
+                    if (NP > 16 ? p >= 16 : p == 1)
+                        for (int i = 0; i < B; i++) q[pq[p] * B + i] = 0.0f;
+                for (int i = 0; i < B; i++) {
+                    seq[i] = i % S;
+                    T[i] = 1 + (int)(rand_r(&seed) % L);
+                    rows[i] = permuted ? (i * 5) % B : i;
+                }
+                // [0]: the naive loops; [1]: the generic path; [2]: each other one.
+                for (int run = 0; run < 2 + TF_SIMD_COUNT - 1; run++) {
+                    int x = run < 2 ? run : 2, simd = run < 2 ? TF_SIMD_GENERIC : run - 1;
+                    if (!simd_supported((TfSimd)simd)) continue;
+                    memset(att[x], 0, sizeof att[x]);
+                    memset(scores[x], 0, sizeof scores[x]);
+                    if (run == 0)
+                        attention_block_forward_naive(out[0], B, sums[0], used[0], att[0],
+                                                      scores[0], q, B, rows, pq, pk, NP, k, NPMAX,
+                                                      v, NV, 0, NV, S, seq, T, B, 0.6f);
+                    else
+                        attention_block_forward_simd(out[x], B, sums[x], used[x], att[x],
+                                                     scores[x], q, B, rows, pq, pk, NP, k, NPMAX,
+                                                     v, NV, 0, NV, S, seq, T, B, 0.6f,
+                                                     (TfSimd)simd);
+                    if (run >= 2) {
+                        ck_assert_msg(memcmp(out[1], out[2], sizeof out[1]) == 0 &&
+                                          memcmp(att[1], att[2], sizeof att[1]) == 0 &&
+                                          memcmp(sums[1], sums[2], sizeof sums[1]) == 0,
+                                      "%s differs from generic (%d pairs)", tf_simd_names[simd],
+                                      NP);
+                        checked++;
+                    }
+                }
+                char msg[256];
+                int differ = tf_compare_floats(out[1], out[0], NV * B, 1e-5, 1e-6, msg, sizeof msg);
+                ck_assert_msg(differ == 0, "%d pairs, zeros %d, permuted %d: %s", NP, zeros,
+                              permuted, msg);
+                for (int i = 0; i < B; i++) {
+                    ck_assert_int_eq(used[1][i], used[0][i]);
+                    for (int t = 0; t < T[i]; t++) {
+                        ck_assert_msg(scores[1][t * B + i] == scores[0][t * B + i],
+                                      "%d pairs, zeros %d: score %d of lane %d: %g, naive %g", NP,
+                                      zeros, t, i, scores[1][t * B + i], scores[0][t * B + i]);
+                        ck_assert_msg(fabsf(att[1][t * B + i] - att[0][t * B + i]) <= 1e-6f,
+                                      "%d pairs, zeros %d lane %d position %d: %g, naive %g", NP,
+                                      zeros, i, t, att[1][t * B + i], att[0][t * B + i]);
+                    }
                 }
             }
-        }
+    (void)checked; /* 0 on a CPU with only the baseline's vectors */
     free(k), free(v), free(q);
 }
 END_TEST
@@ -560,7 +587,7 @@ int main(void) {
     tcase_add_test(tc, test_attention_block_matches_naive);
     tcase_add_test(tc, test_attention_block_simd_paths_agree);
     tcase_add_test(tc, test_attention_block_hard_exact);
-    tcase_add_test(tc, test_attention_block_two_chunks);
+    tcase_add_test(tc, test_attention_block_channel_counts);
     tcase_add_test(tc, test_attention_block_nan_score);
     tcase_add_test(tc, test_attention_grouped_matches_naive);
     tcase_add_test(tc, test_argmax_first_on_ties);

@@ -153,6 +153,39 @@ static inline __attribute__((always_inline)) void lanes_weighted_sums(Lanes *out
     for (int jj = 0; jj < nj; jj++) out[jj] = acc[jj];
 }
 
+/* The scores of a head with NP <= 4 live channel pairs (0: every score 0) (a compiled head's
+ * few): each lane's channels added in order at each position, scaled, -inf
+ * past the lane's T; returns each lane's maximum. The queries stay in
+ * registers (the general loop keeps them in an array indexed at run time,
+ * through memory); a channel whose query is 0 in every lane is not left out
+ * here, which changes no sum (it adds +-0 to a sum that starts at +0: the
+ * keys are finite). */
+static inline __attribute__((always_inline)) Lanes
+scores_few(float *att, const float *q, int ldq, const int *col, int out_contiguous, int W,
+           const int *pq, const int *pk, const float *k, long S, long kstride, const int *sq,
+           int Tmax, LaneMask tlv, Lanes sc, int mode, int NP) {
+    Lanes w[4], mxv = (Lanes){0} - INFINITY, minf = mxv;
+    const float *kp[4];
+    for (int p = 0; p < NP; p++) {
+        const float *qp = q + (long)pq[p] * ldq;
+        if (out_contiguous)
+            w[p] = lanes_load(qp + col[0]);
+        else
+            for (int i = 0; i < B; i++) w[p][i] = i < W ? qp[col[i]] : 0.0f;
+        kp[p] = k + (long)pk[p] * S;
+    }
+    for (int t = 0; t < Tmax; t++) {
+        Lanes acc = {0};
+        for (int p = 0; p < NP; p++) acc += w[p] * lanes_at(kp[p], t, kstride, sq, mode);
+        LaneMask seen = ((LaneMask){0} + t) < tlv, more;
+        acc = LANES_SELECT(seen, acc * sc, minf);
+        more = acc > mxv;
+        mxv = LANES_SELECT(more, acc, mxv);
+        LANES_STORE(att + t * B, acc);
+    }
+    return mxv;
+}
+
 /* The body of attention_block_forward, for one lane mode. Lanes past W
  * repeat lane 0's sequence at T = 1 with a zero query (kept finite, then
  * dropped). Adding a skipped (zero-weight) term as +0 changes no sum: a sum
@@ -175,7 +208,19 @@ attention_block_body(float *out, int ldo, float *sums, int *used, float *att, fl
     memcpy(&tlv, tl, sizeof tlv);
     int out_contiguous = W == B;
     for (int i = 1; i < W; i++) out_contiguous &= col[i] == col[0] + i;
-    for (int p0 = 0; p0 == 0 || p0 < np; p0 += CHUNK) {
+#define SCORES_FEW(NP)                                                                           \
+    scores_few(att, q, ldq, col, out_contiguous, W, pq, pk, k, S, kstride, sq, Tmax, tlv, sc,    \
+               mode, NP)
+    switch (np) {
+    case 0: mxv = SCORES_FEW(0); break;
+    case 1: mxv = SCORES_FEW(1); break;
+    case 2: mxv = SCORES_FEW(2); break;
+    case 3: mxv = SCORES_FEW(3); break;
+    case 4: mxv = SCORES_FEW(4); break;
+    default: break;
+    }
+#undef SCORES_FEW
+    for (int p0 = 0; np > 4 && p0 < np; p0 += CHUNK) {
         int nc = np - p0 < CHUNK ? np - p0 : CHUNK, nl = 0, last = p0 + CHUNK >= np;
         // A channel where every lane's query is 0 adds +-0 at every
         // position (the keys are finite: attention_layer checks them), which
