@@ -109,6 +109,35 @@ static inline __attribute__((always_inline)) int lanes_any(const LaneMask *m) {
 /* Lane i of a where m[i] is set (all ones), else of b. */
 #define LANES_SELECT(m, a, b) ((Lanes)(((m) & (LaneMask)(a)) | (~(m) & (LaneMask)(b))))
 
+/* exp_softmax (through exp_vec, exp_vec.h) of every lane, as vector
+ * operations: the same operations in the same order, so the same bits, and
+ * vectors whatever the compiler would make of a loop over the lanes. */
+static inline __attribute__((always_inline)) Lanes lanes_exp_softmax(Lanes z) {
+    const Lanes zero = {0};
+    LaneMask low = z < -80.0f;
+    Lanes x = LANES_SELECT(low, z + 40.0f, z);
+    // exp_vec(x)
+    LaneMask nan = x != x;
+    x = LANES_SELECT(x > -87.0f, x, zero - 87.0f); /* NaN too */
+    x = LANES_SELECT(x < 88.0f, x, zero + 88.0f);
+    Lanes k = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    Lanes r = x - k * 0.693359375f + k * 2.12194440e-4f;
+    Lanes p = zero + 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    LaneMask two_k = (__builtin_convertvector(k, LaneMask) + 127) << 23;
+    Lanes y = p * (Lanes)two_k;
+    y = LANES_SELECT(x <= -87.0f, zero, y);
+    y = LANES_SELECT(nan, zero + NAN, y);
+    // back in exp_softmax
+    y = LANES_SELECT(low, y * 4.24835426e-18f, y); /* e^-40 */
+    return LANES_SELECT(z < -104.0f, zero, y);
+}
+
 /* Lane i of position t: c[t * stride + seq[i]], the lanes' sequences one
  * (a broadcast), consecutive (a vector load) or any. */
 static inline __attribute__((always_inline)) Lanes lanes_at(const float *restrict c, long t,
@@ -253,9 +282,8 @@ attention_block_body(float *out, int ldo, float *sums, int *used, float *att, fl
     // fit in pos (hard attention weighs one or two of many).
     enum { MAX_POS = 1024 };
     int pos[MAX_POS], n_pos = 0;
-    float mx[B], sm[B] = {0};
-    int cnt[B] = {0};
-    LANES_STORE(mx, mxv);
+    Lanes smv = {0};
+    LaneMask cntv = {0};
     if (scores)
         for (int x = 0; x < Tmax * B; x++) scores[x] = att[x];
     for (int t = 0; t < Tmax; t++) {
@@ -264,25 +292,21 @@ attention_block_body(float *out, int ldo, float *sums, int *used, float *att, fl
         Lanes z = lanes_load(att + t * B) - mxv;
         LaneMask live = ~(z < -104.0f); /* NaN included */
         if (!lanes_any(&live)) {
-            for (int i = 0; i < B; i++) att[t * B + i] = 0.0f;
+            LANES_STORE(att + t * B, (Lanes){0});
             continue;
         }
         if (n_pos < MAX_POS) pos[n_pos] = t;
         n_pos++;
-        for (int i = 0; i < B; i++) {
-            float e = exp_softmax(att[t * B + i] - mx[i]);
-            att[t * B + i] = e;
-            sm[i] += e;
-        }
+        Lanes e = lanes_exp_softmax(z);
+        LANES_STORE(att + t * B, e);
+        smv += e;
     }
-    float inv[B];
-    for (int i = 0; i < B; i++) inv[i] = 1.0f / sm[i];
-    for (int t = 0; t < Tmax; t++)
-        for (int i = 0; i < B; i++) {
-            float a = att[t * B + i] * inv[i];
-            att[t * B + i] = a;
-            cnt[i] += a != 0.0f;
-        }
+    Lanes inv = 1.0f / smv;
+    for (int t = 0; t < Tmax; t++) {
+        Lanes a = lanes_load(att + t * B) * inv;
+        LANES_STORE(att + t * B, a);
+        cntv -= a != 0.0f; /* -1 where true */
+    }
     for (int jc = j0; jc < j1; jc += VCHUNK) {
         int nj = j1 - jc < VCHUNK ? j1 - jc : VCHUNK;
         Lanes o[VCHUNK];
@@ -297,8 +321,8 @@ attention_block_body(float *out, int ldo, float *sums, int *used, float *att, fl
         }
     }
     for (int i = 0; i < W; i++) {
-        sums[i] = sm[i];
-        used[i] = cnt[i];
+        sums[i] = smv[i];
+        used[i] = cntv[i];
     }
 }
 
