@@ -155,21 +155,20 @@ static inline __attribute__((always_inline)) Lanes lanes_at(const float *restric
     return x;
 }
 
-/* out[jj] = sum over the positions pos[0..n-1] (increasing), in order, of
- * the non-zero att[t * B + i] times c[jj * S + t * stride + seq[i]], for
- * nj <= VCHUNK channels at once (their sums are independent chains); a zero
- * weight adds +0 (a skipped term), so positions where every lane's weight
- * is 0 are left out of pos (NULL: positions 0..n-1). */
+/* Output channels j..j+nj-1 (nj <= VCHUNK, a constant where this is
+ * inlined, so that the sums stay in registers): out[(j - j0 + jj) ldo +
+ * col[i]] = sum over the positions pos[0..n-1] (increasing), in order, of
+ * the non-zero att[t * B + i] times c[jj * S + t * stride + seq[i]] (c:
+ * channel j's values); their sums are independent chains. A zero weight
+ * adds +0 (a skipped term), so positions where every lane's weight is 0 are
+ * left out of pos (NULL: positions 0..n-1). */
 enum { VCHUNK = 8 };
-static inline __attribute__((always_inline)) void lanes_weighted_sums(Lanes *out,
-                                                                      const float *restrict att,
-                                                                      const float *restrict c,
-                                                                      int nj, long S, long stride,
-                                                                      const int *seq,
-                                                                      const int *pos, int n,
-                                                                      int mode) {
+static inline __attribute__((always_inline)) void
+lanes_weighted_sums(float *out, int ldo, const int *col, int W, int out_contiguous,
+                    const float *restrict att, const float *restrict c, long S, long stride,
+                    const int *seq, const int *pos, int n, int mode, int nj) {
     Lanes acc[VCHUNK], zero = {0};
-    for (int jj = 0; jj < VCHUNK; jj++) acc[jj] = zero;
+    for (int jj = 0; jj < nj; jj++) acc[jj] = zero;
     for (int x = 0; x < n; x++) {
         int t = pos ? pos[x] : x;
         Lanes a = lanes_load(att + t * B);
@@ -179,7 +178,13 @@ static inline __attribute__((always_inline)) void lanes_weighted_sums(Lanes *out
             acc[jj] += (Lanes)((LaneMask)term & keep);
         }
     }
-    for (int jj = 0; jj < nj; jj++) out[jj] = acc[jj];
+    for (int jj = 0; jj < nj; jj++) {
+        float *oj = out + (long)jj * ldo;
+        if (out_contiguous)
+            LANES_STORE(oj + col[0], acc[jj]);
+        else
+            for (int i = 0; i < W; i++) oj[col[i]] = acc[jj][i];
+    }
 }
 
 /* The scores of a head with NP <= 4 live channel pairs (0: every score 0) (a compiled head's
@@ -308,21 +313,32 @@ attention_block_body(float *out, int ldo, float *sums, int *used, float *att, fl
         cntv -= a != 0.0f; /* -1 where true */
     }
     for (int jc = j0; jc < j1; jc += VCHUNK) {
-        int nj = j1 - jc < VCHUNK ? j1 - jc : VCHUNK;
-        Lanes o[VCHUNK];
-        lanes_weighted_sums(o, att, v + (long)jc * S, nj, S, (long)nv * S, sq,
-                            n_pos <= MAX_POS ? pos : NULL, n_pos <= MAX_POS ? n_pos : Tmax, mode);
-        for (int jj = 0; jj < nj; jj++) {
-            float *oj = out + (long)(jc + jj - j0) * ldo;
-            if (out_contiguous)
-                LANES_STORE(oj + col[0], o[jj]);
-            else
-                for (int i = 0; i < W; i++) oj[col[i]] = o[jj][i];
+        const float *vj = v + (long)jc * S;
+        const int *pp = n_pos <= MAX_POS ? pos : NULL, np_ = n_pos <= MAX_POS ? n_pos : Tmax;
+        float *oj = out + (long)(jc - j0) * ldo;
+#define WEIGHTED_SUMS(NJ)                                                                        \
+    lanes_weighted_sums(oj, ldo, col, W, out_contiguous, att, vj, S, (long)nv * S, sq, pp, np_,  \
+                        mode, NJ)
+        switch (j1 - jc < VCHUNK ? j1 - jc : VCHUNK) {
+        case 1: WEIGHTED_SUMS(1); break;
+        case 2: WEIGHTED_SUMS(2); break;
+        case 3: WEIGHTED_SUMS(3); break;
+        case 4: WEIGHTED_SUMS(4); break;
+        case 5: WEIGHTED_SUMS(5); break;
+        case 6: WEIGHTED_SUMS(6); break;
+        case 7: WEIGHTED_SUMS(7); break;
+        default: WEIGHTED_SUMS(8); break;
         }
+#undef WEIGHTED_SUMS
     }
-    for (int i = 0; i < W; i++) {
-        sums[i] = smv[i];
-        used[i] = cntv[i];
+    if (W == B) {
+        LANES_STORE(sums, smv);
+        memcpy(used, &cntv, sizeof cntv);
+    } else {
+        for (int i = 0; i < W; i++) {
+            sums[i] = smv[i];
+            used[i] = cntv[i];
+        }
     }
 }
 
