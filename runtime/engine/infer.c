@@ -30,7 +30,7 @@
  *   columns no row past the output rows reads or writes start each step at
  *   0 at the output rows only (TfPlan's all_rows).
  * - Passes: a CSR map's ReLU, and its addition to the residual stream, are
- *   done in its products' loop (linear_forward_csr), as the separate passes
+ *   done in its products' loop (linear_forward_fused), as the separate passes
  *   would do them.
  *
  * Dimension legend: n rows in this step, nf output rows (the first nf), S
@@ -1159,11 +1159,12 @@ static void activation(TfActivation act, float *h, long n) {
 }
 
 /* linear into inf->hidden [fc1 rows, n_run], then the activation; a CSR map
- * with a ReLU takes it in its loop (the same bits, one pass less). */
+ * or a small dense block (linear_fused) with a ReLU takes it in its loop
+ * (the same bits, one pass less). */
 static void linear_activation(TfInfer *inf, TfActivation act, const TfLinear *fc1,
                               const float *in, int n, int n_run) {
-    if (act == TF_ACT_RELU && !fc1->dense) {
-        linear_forward_csr(fc1, TF_LINEAR_RELU, inf->hidden, n_run, in, n, n_run, simd_active());
+    if (act == TF_ACT_RELU && linear_fused(fc1)) {
+        linear_forward_fused(fc1, TF_LINEAR_RELU, inf->hidden, n_run, in, n, n_run, simd_active());
         inf->flops += 2.0 * (double)linear_cost(fc1) * n_run;
         return;
     }
@@ -1172,15 +1173,16 @@ static void linear_activation(TfInfer *inf, TfActivation act, const TfLinear *fc
 }
 
 /* The residual's rows 0..n_run-1 (of n) += L (inputs in, ld ldi): through
- * inf->delta and add_rows, or for a CSR map in its loop (the same bits). */
+ * inf->delta and add_rows, or for a CSR map or a small dense block in its
+ * loop (the same bits). */
 static void linear_residual(TfInfer *inf, const TfLinear *L, const float *in, int ldi, int n,
                             int n_run) {
-    if (L->dense) {
+    if (!linear_fused(L)) {
         linear(inf, L, inf->delta, n_run, in, ldi, n_run);
         add_rows(inf, inf->x, n, inf->delta, n_run, L->rows, L->n_rows, n_run);
         return;
     }
-    int bad = linear_forward_csr(L, TF_LINEAR_ADD, inf->x, n, in, ldi, n_run, simd_active());
+    int bad = linear_forward_fused(L, TF_LINEAR_ADD, inf->x, n, in, ldi, n_run, simd_active());
     inf->flops += 2.0 * (double)linear_cost(L) * n_run;
     if (bad && !inf->bad) {
         inf->bad = 1;

@@ -17,6 +17,11 @@
  * held in one column: balance's 576) costs more than the product itself
  * (balance: 22 % of its time in sgemm_itcopy, the case rate 20 % lower). */
 #define DENSE_MIN_ROWS 4
+/* A dense block of at most this many columns and weights is multiplied by
+ * the loops below (four rows at a time), not by sgemm, whose packing and
+ * call cost more than such a product (seed 001's adder: 24 x 19, 12 x 6). */
+#define SMALL_DENSE_COLS 32
+#define SMALL_DENSE 1024
 
 void linear_free(TfLinear *L) {
     if (!L) return;
@@ -237,14 +242,99 @@ static inline __attribute__((always_inline)) uint32_t csr_rows(const TfLinear *L
     return bad;
 }
 
+/* KN <= 4 consecutive packed rows k0.. of a dense block (weights w, n_cols
+ * apart) at once, so that each input vector loaded serves KN sums: each
+ * sum in the order of the columns, the bias last, as the naive twin forms
+ * it; then what mode says (csr_row). */
+static inline __attribute__((always_inline)) void
+dense_block(const TfLinear *L, int k0, float *y, int ldy, const float *x, int ldx, int n,
+            int mode, uint32_t *bad, int KN) {
+    const int nc = L->n_cols, *cols = L->cols;
+    const float *w = L->w + (size_t)k0 * nc;
+    float *yk[4];
+    for (int kk = 0; kk < KN; kk++)
+        yk[kk] = y + (size_t)(mode == CSR_ADD ? L->rows[k0 + kk] : k0 + kk) * ldy;
+    RowBits bits = {0};
+    int r0 = 0;
+    for (; r0 + 32 <= n; r0 += 32) {
+        Rows16 a[4][2];
+        for (int kk = 0; kk < KN; kk++) a[kk][0] = a[kk][1] = (Rows16){0};
+        for (int c = 0; c < nc; c++) {
+            const float *xc = x + (size_t)cols[c] * ldx + r0;
+            Rows16 x0, x1;
+            memcpy(&x0, xc, sizeof x0);
+            memcpy(&x1, xc + 16, sizeof x1);
+            for (int kk = 0; kk < KN; kk++) {
+                float wk = w[(size_t)kk * nc + c];
+                a[kk][0] += wk * x0;
+                a[kk][1] += wk * x1;
+            }
+        }
+        for (int kk = 0; kk < KN; kk++)
+            for (int h = 0; h < 2; h++) {
+                Rows16 v = a[kk][h];
+                if (L->bias) v += L->bias[k0 + kk];
+                if (mode == CSR_RELU) {
+                    v = (Rows16)((RowBits)v & (RowBits)(v > 0.0f));
+                } else if (mode == CSR_ADD) {
+                    Rows16 yv;
+                    memcpy(&yv, yk[kk] + r0 + 16 * h, sizeof yv);
+                    v = yv + v;
+                    bits |= NONFINITE_BITS((RowBits)v);
+                }
+                memcpy(yk[kk] + r0 + 16 * h, &v, sizeof v);
+            }
+    }
+    for (int kk = 0; kk < KN; kk++)
+        for (int r = r0; r < n; r++) {
+            float acc = 0.0f;
+            for (int c = 0; c < nc; c++) acc += w[(size_t)kk * nc + c] * x[(size_t)cols[c] * ldx + r];
+            if (L->bias) acc = acc + L->bias[k0 + kk];
+            if (mode == CSR_RELU) {
+                acc = acc > 0.0f ? acc : 0.0f;
+            } else if (mode == CSR_ADD) {
+                uint32_t u;
+                acc = yk[kk][r] + acc;
+                memcpy(&u, &acc, sizeof u);
+                *bad |= NONFINITE_BITS(u);
+            }
+            yk[kk][r] = acc;
+        }
+    if (mode == CSR_ADD)
+        for (int i = 0; i < 16; i++) *bad |= bits[i];
+}
+
+/* Every row of a small dense block (linear_fused), four at a time. */
+static inline __attribute__((always_inline)) uint32_t dense_rows(const TfLinear *L, float *y,
+                                                                 int ldy, const float *x, int ldx,
+                                                                 int n, int mode) {
+    uint32_t bad = 0;
+    int k0 = 0;
+    for (; k0 + 4 <= L->n_rows; k0 += 4) dense_block(L, k0, y, ldy, x, ldx, n, mode, &bad, 4);
+    switch (L->n_rows - k0) {
+    case 3: dense_block(L, k0, y, ldy, x, ldx, n, mode, &bad, 3); break;
+    case 2: dense_block(L, k0, y, ldy, x, ldx, n, mode, &bad, 2); break;
+    case 1: dense_block(L, k0, y, ldy, x, ldx, n, mode, &bad, 1); break;
+    default: break;
+    }
+    return bad;
+}
+
+/* A CSR map or a small dense block (linear_fused), rows as mode says. */
+static inline __attribute__((always_inline)) uint32_t fused_rows(const TfLinear *L, float *y,
+                                                                 int ldy, const float *x, int ldx,
+                                                                 int n, int mode) {
+    return L->dense ? dense_rows(L, y, ldy, x, ldx, n, mode) : csr_rows(L, y, ldy, x, ldx, n, mode);
+}
+
 #define CSR_ARGS const TfLinear *L, float *y, int ldy, const float *x, int ldx, int n, int mode
-static uint32_t csr_generic(CSR_ARGS) { return csr_rows(L, y, ldy, x, ldx, n, mode); }
+static uint32_t csr_generic(CSR_ARGS) { return fused_rows(L, y, ldy, x, ldx, n, mode); }
 #if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target("avx2"))) static uint32_t csr_avx2(CSR_ARGS) {
-    return csr_rows(L, y, ldy, x, ldx, n, mode);
+    return fused_rows(L, y, ldy, x, ldx, n, mode);
 }
 __attribute__((target("avx512f,avx2"))) static uint32_t csr_avx512(CSR_ARGS) {
-    return csr_rows(L, y, ldy, x, ldx, n, mode);
+    return fused_rows(L, y, ldy, x, ldx, n, mode);
 }
 #endif
 
@@ -271,7 +361,7 @@ void linear_forward_simd(const TfLinear *L, float *y, int ldy, const float *x, i
         add_bias(L, y, ldy, n);
         return;
     }
-    if (L->dense) {
+    if (L->dense && !linear_fused(L)) {
         // Contiguous columns are read in place; others are gathered first.
         const float *xb = x + (size_t)L->cols[0] * ldx;
         int ldb = ldx;
@@ -290,8 +380,12 @@ void linear_forward_simd(const TfLinear *L, float *y, int ldy, const float *x, i
     csr_simd(L, y, ldy, x, ldx, n, CSR_STORE, s);
 }
 
-int linear_forward_csr(const TfLinear *L, TfLinearMode mode, float *y, int ldy, const float *x,
-                       int ldx, int n, TfSimd s) {
+int linear_fused(const TfLinear *L) {
+    return !L->dense || (L->n_cols <= SMALL_DENSE_COLS && (long)L->n_rows * L->n_cols <= SMALL_DENSE);
+}
+
+int linear_forward_fused(const TfLinear *L, TfLinearMode mode, float *y, int ldy, const float *x,
+                         int ldx, int n, TfSimd s) {
     if (L->n_rows == 0 || n == 0) return 0;
     return csr_simd(L, y, ldy, x, ldx, n, (int)mode, s) >> 31 ? 1 : 0;
 }

@@ -53,17 +53,21 @@ void linear_forward(const TfLinear *L, float *y, int ldy, const float *x, int ld
  * hold): linear_forward runs simd_best's. */
 void linear_forward_simd(const TfLinear *L, float *y, int ldy, const float *x, int ldx, int n,
                          float *scratch, TfSimd s);
-/* What linear_forward_csr does with each output: stores it (as
+/* What linear_forward_fused does with each output: stores it (as
  * linear_forward), stores its ReLU (x > 0 ? x : +0, as relu_forward), or
  * adds it to y[rows[k] * ldy + r] (the residual stream: the output, bias
  * included, is formed first, then added, as a buffer and a second pass
  * would), in the products' loop. */
 typedef enum { TF_LINEAR_STORE, TF_LINEAR_RELU, TF_LINEAR_ADD } TfLinearMode;
-/* A CSR map (!L->dense) on instruction set s, its outputs as
- * mode says; with TF_LINEAR_ADD, returns 1 when some sum it stored is
- * infinite or NaN, else 0. */
-int linear_forward_csr(const TfLinear *L, TfLinearMode mode, float *y, int ldy, const float *x,
-                       int ldx, int n, TfSimd s);
+/* 1 when linear_forward_fused takes L: a CSR map, or a dense block small
+ * enough for its loops (which linear_forward then uses too: each sum in the
+ * order of the columns, the bias last, as linear_forward_naive forms it). */
+int linear_fused(const TfLinear *L);
+/* L (linear_fused(L)) on instruction set s, its outputs as mode says; with
+ * TF_LINEAR_ADD, returns 1 when some sum it stored is infinite or NaN,
+ * else 0. */
+int linear_forward_fused(const TfLinear *L, TfLinearMode mode, float *y, int ldy, const float *x,
+                         int ldx, int n, TfSimd s);
 /* The same with plain loops, for the tests. */
 void linear_forward_naive(const TfLinear *L, float *y, int ldy, const float *x, int ldx, int n);
 
