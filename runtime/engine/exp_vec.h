@@ -7,6 +7,23 @@
 #include <math.h>
 #include <stdint.h>
 
+/* k = round(x / ln 2), r = x - k ln 2 and p = e^r, for x a float or a
+ * vector of floats (zero: 0 of x's type, so that the first coefficient
+ * takes it): the one sequence of operations both exp_vec and the attention
+ * kernel's vector form (kernels.c, lanes_exp_softmax) run. */
+#define EXP_VEC_POLY(k, r, p, x, zero)                                                           \
+    do {                                                                                         \
+        (k) = ((x) * 1.44269504088896341f + 12582912.0f) - 12582912.0f;                          \
+        (r) = (x) - (k) * 0.693359375f + (k) * 2.12194440e-4f;                                   \
+        (p) = (zero) + 1.9875691500e-4f;                                                         \
+        (p) = (p) * (r) + 1.3981999507e-3f;                                                      \
+        (p) = (p) * (r) + 8.3334519073e-3f;                                                      \
+        (p) = (p) * (r) + 4.1665795894e-2f;                                                      \
+        (p) = (p) * (r) + 1.6666665459e-1f;                                                      \
+        (p) = (p) * (r) + 5.0000001201e-1f;                                                      \
+        (p) = (p) * (r) * (r) + (r) + 1.0f;                                                      \
+    } while (0)
+
 /* e^x without a library call, so that loops over it vectorize: x = k ln 2 + r
  * with |r| <= ln 2 / 2, e^r by its degree-7 Taylor-like minimax polynomial
  * (Cephes' expf), times 2^k built in the exponent bits. Within 2 ulp of
@@ -19,15 +36,8 @@ static inline __attribute__((always_inline)) float exp_vec(float x) {
     x = x < 88.0f ? x : 88.0f;
     // k = round(x / ln 2), by the 1.5 * 2^23 trick (floorf is a call unless
     // traps are off).
-    float k = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    float r = x - k * 0.693359375f + k * 2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
+    float k, r, p;
+    EXP_VEC_POLY(k, r, p, x, 0.0f);
     union {
         int32_t i;
         float f;

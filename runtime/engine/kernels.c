@@ -120,15 +120,8 @@ static inline __attribute__((always_inline)) Lanes lanes_exp_softmax(Lanes z) {
     LaneMask nan = x != x;
     x = LANES_SELECT(x > -87.0f, x, zero - 87.0f); /* NaN too */
     x = LANES_SELECT(x < 88.0f, x, zero + 88.0f);
-    Lanes k = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    Lanes r = x - k * 0.693359375f + k * 2.12194440e-4f;
-    Lanes p = zero + 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
+    Lanes k, r, p;
+    EXP_VEC_POLY(k, r, p, x, zero);
     LaneMask two_k = (__builtin_convertvector(k, LaneMask) + 127) << 23;
     Lanes y = p * (Lanes)two_k;
     y = LANES_SELECT(x <= -87.0f, zero, y);

@@ -170,6 +170,36 @@ enum { CSR_STORE = TF_LINEAR_STORE, CSR_RELU = TF_LINEAR_RELU, CSR_ADD = TF_LINE
  * more is added: an OR of integers, which vectorizes. */
 #define NONFINITE_BITS(u) (((u) & 0x7f800000u) + 0x00800000u)
 
+/* Sixteen finished sums v (bias included) to dst as mode says; an added
+ * sum's non-finite bits into *bits. */
+#define FINISH16(dst, v, mode, bits)                                                             \
+    do {                                                                                         \
+        Rows16 f_ = (v);                                                                         \
+        if ((mode) == CSR_RELU) { /* x > 0 ? x : +0, as relu_forward */                          \
+            f_ = (Rows16)((RowBits)f_ & (RowBits)(f_ > 0.0f));                                   \
+        } else if ((mode) == CSR_ADD) {                                                          \
+            Rows16 y_;                                                                           \
+            memcpy(&y_, (dst), sizeof y_);                                                       \
+            f_ = y_ + f_;                                                                        \
+            (bits) |= NONFINITE_BITS((RowBits)f_);                                               \
+        }                                                                                        \
+        memcpy((dst), &f_, sizeof f_);                                                           \
+    } while (0)
+
+/* One finished sum acc (bias included) to *dst as mode says. */
+static inline __attribute__((always_inline)) void finish1(float *dst, float acc, int mode,
+                                                          uint32_t *bad) {
+    if (mode == CSR_RELU) {
+        acc = acc > 0.0f ? acc : 0.0f;
+    } else if (mode == CSR_ADD) {
+        uint32_t u;
+        acc = *dst + acc;
+        memcpy(&u, &acc, sizeof u);
+        *bad |= NONFINITE_BITS(u);
+    }
+    *dst = acc;
+}
+
 static inline __attribute__((always_inline)) void csr_row(float *restrict y, const float *x,
                                                           int ldx, const float *w, const int *idx,
                                                           int nw, float b, int with_bias, int n,
@@ -191,33 +221,13 @@ static inline __attribute__((always_inline)) void csr_row(float *restrict y, con
             a0 += b;
             a1 += b;
         }
-        if (mode == CSR_RELU) { /* x > 0 ? x : +0, as relu_forward */
-            a0 = (Rows16)((RowBits)a0 & (RowBits)(a0 > 0.0f));
-            a1 = (Rows16)((RowBits)a1 & (RowBits)(a1 > 0.0f));
-        } else if (mode == CSR_ADD) {
-            Rows16 y0, y1;
-            memcpy(&y0, y + r0, sizeof y0);
-            memcpy(&y1, y + r0 + 16, sizeof y1);
-            a0 = y0 + a0;
-            a1 = y1 + a1;
-            bits |= NONFINITE_BITS((RowBits)a0) | NONFINITE_BITS((RowBits)a1);
-        }
-        memcpy(y + r0, &a0, sizeof a0);
-        memcpy(y + r0 + 16, &a1, sizeof a1);
+        FINISH16(y + r0, a0, mode, bits);
+        FINISH16(y + r0 + 16, a1, mode, bits);
     }
     for (int r = r0; r < n; r++) {
         float acc = 0.0f;
         for (int j = 0; j < nw; j++) acc += w[j] * x[(size_t)idx[j] * ldx + r];
-        if (with_bias) acc = acc + b;
-        if (mode == CSR_RELU) {
-            acc = acc > 0.0f ? acc : 0.0f;
-        } else if (mode == CSR_ADD) {
-            uint32_t u;
-            acc = y[r] + acc;
-            memcpy(&u, &acc, sizeof u);
-            *bad |= NONFINITE_BITS(u);
-        }
-        y[r] = acc;
+        finish1(y + r, with_bias ? acc + b : acc, mode, bad);
     }
     if (mode == CSR_ADD)
         for (int i = 0; i < 16; i++) *bad |= bits[i];
@@ -274,31 +284,14 @@ dense_block(const TfLinear *L, int k0, float *y, int ldy, const float *x, int ld
             for (int h = 0; h < 2; h++) {
                 Rows16 v = a[kk][h];
                 if (L->bias) v += L->bias[k0 + kk];
-                if (mode == CSR_RELU) {
-                    v = (Rows16)((RowBits)v & (RowBits)(v > 0.0f));
-                } else if (mode == CSR_ADD) {
-                    Rows16 yv;
-                    memcpy(&yv, yk[kk] + r0 + 16 * h, sizeof yv);
-                    v = yv + v;
-                    bits |= NONFINITE_BITS((RowBits)v);
-                }
-                memcpy(yk[kk] + r0 + 16 * h, &v, sizeof v);
+                FINISH16(yk[kk] + r0 + 16 * h, v, mode, bits);
             }
     }
     for (int kk = 0; kk < KN; kk++)
         for (int r = r0; r < n; r++) {
             float acc = 0.0f;
             for (int c = 0; c < nc; c++) acc += w[(size_t)kk * nc + c] * x[(size_t)cols[c] * ldx + r];
-            if (L->bias) acc = acc + L->bias[k0 + kk];
-            if (mode == CSR_RELU) {
-                acc = acc > 0.0f ? acc : 0.0f;
-            } else if (mode == CSR_ADD) {
-                uint32_t u;
-                acc = yk[kk][r] + acc;
-                memcpy(&u, &acc, sizeof u);
-                *bad |= NONFINITE_BITS(u);
-            }
-            yk[kk][r] = acc;
+            finish1(yk[kk] + r, L->bias ? acc + L->bias[k0 + kk] : acc, mode, bad);
         }
     if (mode == CSR_ADD)
         for (int i = 0; i < 16; i++) *bad |= bits[i];
