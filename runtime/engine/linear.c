@@ -19,9 +19,12 @@
 #define DENSE_MIN_ROWS 4
 /* A dense block of at most this many columns and weights is multiplied by
  * the loops below (four rows at a time), not by sgemm, whose packing and
- * call cost more than such a product (seed 001's adder: 24 x 19, 12 x 6). */
+ * call cost more than such a product (seed 001's adder: 24 x 19, 12 x 6;
+ * the 10-digit add_decimal's 25 x 25). A learned model's 32 x 32 blocks
+ * ran about 3 % slower by the loops (no fused multiply-adds) than by
+ * sgemm: they stay with sgemm. */
 #define SMALL_DENSE_COLS 32
-#define SMALL_DENSE 1024
+#define SMALL_DENSE 640
 
 void linear_free(TfLinear *L) {
     if (!L) return;
