@@ -121,7 +121,8 @@ static void check_linear(int n_out, int n_in, double fill, int with_bias, int wi
             // The compressed form, and a small dense block's loops, add the
             // same terms in the same order as the naive loop (the bias
             // last): the same value. sgemm's order is its own.
-            ck_assert_msg(!linear_fused(&L) || f == s, "%dx%d fill %.2f row %d batch row %d of %d (%s): "
+            ck_assert_msg(!linear_fused(&L) || f == s,
+                          "%dx%d fill %.2f row %d batch row %d of %d (%s): "
                           "sparse %.9g naive %.9g", n_out, n_in, fill, o, r, n,
                           tf_simd_names[simd], f, s);
             ck_assert_msg(fabs(f - want) <= 1e-4 * (1 + fabs(want)) &&
@@ -142,7 +143,8 @@ START_TEST(test_linear_matches_naive) {
     double fills[] = {0.0, 0.02, 0.1, 0.3, 1.0};
     // Dense blocks of 24, 7, 6 and 5 rows take the small-dense loops (four
     // rows at a time and every remainder); 80 columns, sgemm.
-    int shapes[][2] = {{1, 1}, {24, 21}, {7, 9}, {6, 12}, {5, 30}, {80, 80}, {14, 80}, {200, 80}, {3, 50}};
+    int shapes[][2] = {{1, 1},   {24, 21}, {7, 9},    {6, 12}, {5, 30},
+                       {80, 80}, {14, 80}, {200, 80}, {3, 50}};
     unsigned seed = 7;
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
         for (size_t f = 0; f < sizeof fills / sizeof *fills; f++)

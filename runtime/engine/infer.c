@@ -29,9 +29,9 @@
  *   row, so the pass counts it as read at every row after its layer. The
  *   columns no row past the output rows reads or writes start each step at
  *   0 at the output rows only (TfPlan's all_rows).
- * - Passes: a CSR map's ReLU, and its addition to the residual stream, are
- *   done in its products' loop (linear_forward_fused), as the separate passes
- *   would do them.
+ * - Passes: a CSR map's or a small dense block's ReLU, and its addition to
+ *   the residual stream, are done in its products' loop
+ *   (linear_forward_fused), as the separate passes would do them.
  *
  * Dimension legend: n rows in this step, nf output rows (the first nf), S
  * sequences, L the model's max_len, d d_model, nk/nv kept key/value rows.
@@ -959,8 +959,8 @@ TfInfer *infer_new_with_plan(const TfPlan *plan, int max_seqs, TfError *err) {
         !inf->v || !inf->heads || !inf->hidden || !inf->delta || !inf->scratch || !inf->att ||
         !inf->scores || !inf->hook_att || !inf->hook_scores || !inf->order || !inf->order_tmp ||
         !inf->row_t || !inf->pos_order || !inf->row_blk || !inf->run_r0 || !inf->run_p0 ||
-        !inf->run_dp || !inf->st_off || !inf->st_start || !inf->st_run || !inf->bucket || !inf->kg || !inf->vg ||
-        !inf->ident || !inf->stat ||
+        !inf->run_dp || !inf->st_off || !inf->st_start || !inf->st_run || !inf->bucket ||
+        !inf->kg || !inf->vg || !inf->ident || !inf->stat ||
         !inf->logits || !inf->row_seq || !inf->row_pos || !inf->row_tok)
         goto oom;
     return inf;

@@ -180,9 +180,9 @@ lanes_weighted_sums(float *out, int ldo, const int *col, int W, int out_contiguo
     }
 }
 
-/* The scores of a head with NP <= 4 live channel pairs (0: every score 0) (a compiled head's
- * few): each lane's channels added in order at each position, scaled, -inf
- * past the lane's T; returns each lane's maximum. The queries stay in
+/* The scores of a head with NP <= 4 live channel pairs (a compiled head's
+ * few; 0: every score 0): each lane's channels added in order at each
+ * position, scaled, -inf past the lane's T; returns each lane's maximum. The queries stay in
  * registers (the general loop keeps them in an array indexed at run time,
  * through memory); a channel whose query is 0 in every lane is not left out
  * here, which changes no sum (it adds +-0 to a sum that starts at +0: the

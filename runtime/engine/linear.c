@@ -293,7 +293,8 @@ dense_block(const TfLinear *L, int k0, float *y, int ldy, const float *x, int ld
     for (int kk = 0; kk < KN; kk++)
         for (int r = r0; r < n; r++) {
             float acc = 0.0f;
-            for (int c = 0; c < nc; c++) acc += w[(size_t)kk * nc + c] * x[(size_t)cols[c] * ldx + r];
+            for (int c = 0; c < nc; c++)
+                acc += w[(size_t)kk * nc + c] * x[(size_t)cols[c] * ldx + r];
             finish1(yk[kk] + r, L->bias ? acc + L->bias[k0 + kk] : acc, mode, bad);
         }
     if (mode == CSR_ADD)
@@ -377,7 +378,8 @@ void linear_forward_simd(const TfLinear *L, float *y, int ldy, const float *x, i
 }
 
 int linear_fused(const TfLinear *L) {
-    return !L->dense || (L->n_cols <= SMALL_DENSE_COLS && (long)L->n_rows * L->n_cols <= SMALL_DENSE);
+    return !L->dense ||
+           (L->n_cols <= SMALL_DENSE_COLS && (long)L->n_rows * L->n_cols <= SMALL_DENSE);
 }
 
 int linear_forward_fused(const TfLinear *L, TfLinearMode mode, float *y, int ldy, const float *x,
