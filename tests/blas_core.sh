@@ -77,10 +77,12 @@ check "a re-executed tfrun reads its arguments and standard input (got '$out')" 
 # them; tfrun --batch and --check multiply on their own threads, so they run
 # again without OpenBLAS's (cli_blas_prefer_core): one thread in all with
 # --threads 1, counted in /proc while it waits for its input.
-threads_of() { # ENV... : tfrun --threads 1 --batch FIFO's threads, while it waits
+threads_of() { # OPTION ENV... : tfrun --threads 1 OPTION FIFO's threads, while it waits
+    local opt=$1
+    shift
     rm -f "$tmp/fifo"
     mkfifo "$tmp/fifo"
-    env "$@" "$TFRUN" --threads 1 "$tmp/adder.tfw" --batch "$tmp/fifo" >/dev/null 2>&1 &
+    env "$@" "$TFRUN" --threads 1 "$tmp/adder.tfw" "$opt$tmp/fifo" >/dev/null 2>&1 &
     local pid=$!
     # The open returns once tfrun opens its end: after it re-executed, with
     # OpenBLAS loaded (its threads are started before main).
@@ -91,12 +93,14 @@ threads_of() { # ENV... : tfrun --threads 1 --batch FIFO's threads, while it wai
     wait "$pid"
     echo "$n"
 }
-n=$(threads_of -u OPENBLAS_NUM_THREADS)
-[ "$n" = 1 ]
-check "tfrun --batch, OPENBLAS_NUM_THREADS unset: no OpenBLAS threads (threads: $n)" $?
+for opt in --batch= --check=; do
+    n=$(threads_of "$opt" -u OPENBLAS_NUM_THREADS)
+    [ "$n" = 1 ]
+    check "tfrun ${opt%=}, OPENBLAS_NUM_THREADS unset: no OpenBLAS threads (threads: $n)" $?
+done
 if [ "$(nproc)" -ge 2 ]; then
     # The count sees OpenBLAS's threads where there are some (the user's setting wins).
-    n=$(threads_of OPENBLAS_NUM_THREADS=2)
+    n=$(threads_of --batch= OPENBLAS_NUM_THREADS=2)
     [ "$n" = 2 ]
     check "tfrun --batch, OPENBLAS_NUM_THREADS=2: OpenBLAS's second thread (threads: $n)" $?
 fi
