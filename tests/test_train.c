@@ -193,23 +193,34 @@ END_TEST
 /* attention, with an extra loss on the scores */
 enum { AT = 4, AH = 2, AD = 3, ADV = 2 };
 static float at_out[AT * AH * ADV], at_pre[AH * AT * AT], at_att[AH * AT * AT];
-static float at_w[AT * AH * ADV], at_wpre[AH * AT * AT], at_scratch[1024]; /* >= nn_attention_scratch_floats: asserted */
-static int at_causal;
+static float at_w[AT * AH * ADV], at_wpre[AH * AT * AT], at_scratch[4096]; /* >= nn_attention_scratch_floats: asserted */
+static int at_causal, at_group; /* at_group: through the group kernels, a group of one */
 
 static double attention_loss(Case *c) {
-    nn_attention_forward(at_out, at_pre, at_att, at_scratch, c->in[0], c->in[1], c->in[2], AT, AH, AD, ADV,
-                      0.7f, at_causal);
+    NnGroup g = {.G = 1};
+    if (at_group)
+        nn_attention_group_forward(at_out, at_pre, at_att, at_scratch, c->in[0], c->in[1], c->in[2],
+                                   &g, NULL, AT, AT, AH, AD, ADV, 0.7f, at_causal, 1);
+    else
+        nn_attention_forward(at_out, at_pre, at_att, at_scratch, c->in[0], c->in[1], c->in[2], AT,
+                             AH, AD, ADV, 0.7f, at_causal);
     return dot(at_out, at_w, AT * AH * ADV) + dot(at_pre, at_wpre, AH * AT * AT);
 }
 static void attention_grad(Case *c) {
-    nn_attention_forward(at_out, at_pre, at_att, at_scratch, c->in[0], c->in[1], c->in[2], AT, AH, AD, ADV,
-                      0.7f, at_causal);
-    nn_attention_backward(c->gin[0], c->gin[1], c->gin[2], at_scratch, at_w, at_wpre, c->in[0],
-                       c->in[1], c->in[2], at_att, AT, AH, AD, ADV, 0.7f, at_causal);
+    attention_loss(c);
+    NnGroup g = {.G = 1, .extra = at_wpre};
+    if (at_group)
+        nn_attention_group_backward(c->gin[0], c->gin[1], c->gin[2], at_scratch, at_w, c->in[0],
+                                    c->in[1], c->in[2], at_att, &g, NULL, AT, AT, AH, AD, ADV, 0.7f,
+                                    at_causal);
+    else
+        nn_attention_backward(c->gin[0], c->gin[1], c->gin[2], at_scratch, at_w, at_wpre, c->in[0],
+                              c->in[1], c->in[2], at_att, AT, AH, AD, ADV, 0.7f, at_causal);
 }
 
 START_TEST(test_attention_backward) {
     ck_assert(nn_attention_scratch_floats(AT, AD, ADV) <= sizeof at_scratch / sizeof *at_scratch);
+    ck_assert(nn_attention_group_scratch_floats(AT, AH, AD, ADV) <= sizeof at_scratch / sizeof *at_scratch);
     TfRng r;
     rng_seed(&r, 4);
     float q[AT * AH * AD], k[AT * AH * AD], v[AT * AH * ADV];
@@ -219,8 +230,14 @@ START_TEST(test_attention_backward) {
     fill(at_wpre, AH * AT * AT, &r, -0.5f, 0.5f);
     Case c = {attention_loss, attention_grad, {q, k, v}, {gq, gk, gv},
               {AT * AH * AD, AT * AH * AD, AT * AH * ADV}, 3, 0};
+    for (at_group = 1; at_group >= 0; at_group--)
+        for (at_causal = 0; at_causal < 2; at_causal++) {
+            char name[80];
+            snprintf(name, sizeof name, "nn_attention_%sbackward%s", at_group ? "group_" : "",
+                     at_causal ? " (causal)" : "");
+            check_case(&c, name);
+        }
     for (at_causal = 0; at_causal < 2; at_causal++) {
-        check_case(&c, at_causal ? "nn_attention_backward (causal)" : "nn_attention_backward");
         // The fast forward against its naive twin.
         attention_loss(&c);
         float out2[AT * AH * ADV], pre2[AH * AT * AT], att2[AH * AT * AT];
@@ -238,18 +255,31 @@ static const int ar_pos[2] = {1, 3};
 static float ar_out[2 * AH * ADV], ar_pre[2 * AH * AT], ar_att[2 * AH * AT], ar_w[2 * AH * ADV];
 
 static double attention_rows_loss(Case *c) {
-    nn_attention_rows_forward(ar_out, ar_pre, ar_att, at_scratch, c->in[0], c->in[1], c->in[2], ar_pos, 2, AT, AH,
-                           AD, ADV, 0.7f, at_causal);
+    NnGroup g = {.G = 1};
+    if (at_group)
+        nn_attention_group_forward(ar_out, ar_pre, ar_att, at_scratch, c->in[0], c->in[1], c->in[2],
+                                   &g, ar_pos, 2, AT, AH, AD, ADV, 0.7f, at_causal, 0);
+    else
+        nn_attention_rows_forward(ar_out, ar_pre, ar_att, at_scratch, c->in[0], c->in[1], c->in[2],
+                                  ar_pos, 2, AT, AH, AD, ADV, 0.7f, at_causal);
     return dot(ar_out, ar_w, 2 * AH * ADV);
 }
 static void attention_rows_grad(Case *c) {
     attention_rows_loss(c);
-    nn_attention_rows_backward(c->gin[0], c->gin[1], c->gin[2], at_scratch, ar_w, c->in[0], c->in[1],
-                            c->in[2], ar_att, ar_pos, 2, AT, AH, AD, ADV, 0.7f, at_causal);
+    NnGroup g = {.G = 1};
+    if (at_group)
+        nn_attention_group_backward(c->gin[0], c->gin[1], c->gin[2], at_scratch, ar_w, c->in[0],
+                                    c->in[1], c->in[2], ar_att, &g, ar_pos, 2, AT, AH, AD, ADV, 0.7f,
+                                    at_causal);
+    else
+        nn_attention_rows_backward(c->gin[0], c->gin[1], c->gin[2], at_scratch, ar_w, c->in[0],
+                                   c->in[1], c->in[2], ar_att, ar_pos, 2, AT, AH, AD, ADV, 0.7f,
+                                   at_causal);
 }
 
 START_TEST(test_attention_rows_backward) {
     ck_assert(nn_attention_scratch_floats(AT, AD, ADV) <= sizeof at_scratch / sizeof *at_scratch);
+    ck_assert(nn_attention_group_scratch_floats(AT, AH, AD, ADV) <= sizeof at_scratch / sizeof *at_scratch);
     TfRng r;
     rng_seed(&r, 6);
     float q[AT * AH * AD], k[AT * AH * AD], v[AT * AH * ADV], qr[2 * AH * AD];
@@ -259,8 +289,14 @@ START_TEST(test_attention_rows_backward) {
     for (int i = 0; i < 2; i++) memcpy(qr + i * AH * AD, q + ar_pos[i] * AH * AD, AH * AD * sizeof(float));
     Case c = {attention_rows_loss, attention_rows_grad, {qr, k, v}, {gq, gk, gv},
               {2 * AH * AD, AT * AH * AD, AT * AH * ADV}, 3, 0};
+    for (at_group = 1; at_group >= 0; at_group--)
+        for (at_causal = 0; at_causal < 2; at_causal++) {
+            char name[80];
+            snprintf(name, sizeof name, "nn_attention_%srows_backward%s", at_group ? "group_" : "",
+                     at_causal ? " (causal)" : "");
+            check_case(&c, name);
+        }
     for (at_causal = 0; at_causal < 2; at_causal++) {
-        check_case(&c, at_causal ? "nn_attention_rows_backward (causal)" : "nn_attention_rows_backward");
         // The selected rows equal those rows of the whole sequence's attention.
         attention_rows_loss(&c);
         nn_attention_forward_naive(at_out, at_pre, at_att, q, k, v, AT, AH, AD, ADV, 0.7f, at_causal);
@@ -850,7 +886,7 @@ static void attention_fast_matches_naive(int T, int H, int D, int DV) {
     enum { MT = 21, MH = 3, MD = 8, MDV = 12, R = 4 };
     static float q[MT * MH * MD], k[MT * MH * MD], v[MT * MH * MDV], dout[MT * MH * MDV],
         dpre[MH * MT * MT];
-    static float out[MT * MH * MDV], pre[MH * MT * MT], att[MH * MT * MT], scratch[4096];
+    static float out[MT * MH * MDV], pre[MH * MT * MT], att[MH * MT * MT], scratch[65536];
     static float g1[3][MT * MH * MDV], g2[3][MT * MH * MDV];
     static float o1[R * MH * MDV], o2[R * MH * MDV], p1[R * MH * MT], p2[R * MH * MT],
         a1[R * MH * MT], a2[R * MH * MT];
@@ -913,6 +949,107 @@ START_TEST(test_attention_fast_matches_naive) {
 }
 END_TEST
 
+/* A group of G sequences through the group kernels gives each sequence
+ * exactly (bit for bit) what it gets in a group of one, whatever its lane,
+ * and that agrees with the naive twins: at head widths compiled apart (4, 8,
+ * 16) and any other, full and selected rows, causal or not, with the
+ * scores' own gradient, the group's rows in any order and its scores at an
+ * offset. */
+static void attention_group_matches_alone(int G, int T, int H, int D, int DV, int causal,
+                                          int rows, int extra) {
+    enum { MG = 16, MT = 9, MW = 48, R = 3 };
+    static float q[MG * MT * MW], k[MG * MT * MW], v[MG * MT * MW], dout[MG * MT * MW];
+    static float pre[64 + MG * MT * MT * 3], att[64 + MG * MT * MT * 3], xg[MG * MT * MT * 3];
+    static float out[MG * MT * MW], g1[3][MG * MT * MW], scratch[40000];
+    static float q1[MT * MW], o1[MT * MW], p1[MT * MT * 3], a1[MT * MT * 3], e1[MG][MT * MT * 3],
+        h1[3][MT * MW], o2[MT * MW], p2[MT * MT * 3], a2[MT * MT * 3], h2[3][MT * MW];
+    ck_assert(G <= MG && T <= MT && H * D <= MW && H * DV <= MW && H <= 3);
+    ck_assert(nn_attention_group_scratch_floats(T, H, D, DV) <= sizeof scratch / sizeof *scratch);
+    const int qs = H * D, vs = H * DV, pos[R] = {0, T / 2, T - 1}, NR = rows ? R : T;
+    const int n_sc = NR * H * T; /* one sequence's scores */
+    TfRng r;
+    rng_seed(&r, (uint64_t)(G * 1000 + T * 100 + D * 10 + DV + rows));
+    fill(q, MG * MT * MW, &r, -1.5f, 1.5f), fill(k, MG * MT * MW, &r, -1.5f, 1.5f);
+    fill(v, MG * MT * MW, &r, -1, 1), fill(dout, MG * MT * MW, &r, -1, 1);
+    NnGroup grp = {.G = G, .at = 37};
+    for (int g = 0; g < G; g++) { /* sequences in reverse order of their rows */
+        grp.row[g] = (long)(G - 1 - g) * T;
+        grp.qrow[g] = (long)(G - 1 - g) * NR;
+    }
+    for (int g = 0; g < G; g++) { /* each sequence's extra gradient, interleaved too */
+        fill(e1[g], n_sc, &r, -1, 1);
+        for (int i = 0; i < n_sc; i++) xg[(long)i * G + g] = e1[g][i];
+    }
+    grp.extra = extra ? xg : NULL;
+    memset(g1, 0, sizeof g1);
+    nn_attention_group_forward(out, pre, att, scratch, q, k, v, &grp, rows ? pos : NULL, NR, T, H,
+                               D, DV, 0.45f, causal, !rows);
+    nn_attention_group_backward(g1[0], g1[1], g1[2], scratch, dout, q, k, v, att, &grp,
+                                rows ? pos : NULL, NR, T, H, D, DV, 0.45f, causal);
+    char msg[256], what[160];
+    for (int g = 0; g < G; g++) {
+        snprintf(what, sizeof what, "G %d, lane %d, T %d, H %d, D %d, DV %d, causal %d, rows %d, extra %d",
+                 G, g, T, H, D, DV, causal, rows, extra);
+        const float *qg = q + grp.qrow[g] * qs, *kg = k + grp.row[g] * qs, *vg = v + grp.row[g] * vs;
+        const float *dg = dout + grp.qrow[g] * vs;
+        memcpy(q1, qg, (size_t)NR * qs * sizeof *q1);
+        memset(h1, 0, sizeof h1), memset(h2, 0, sizeof h2);
+        NnGroup one = {.G = 1, .extra = extra ? e1[g] : NULL};
+        nn_attention_group_forward(o1, p1, a1, scratch, q1, kg, vg, &one, rows ? pos : NULL, NR, T,
+                                   H, D, DV, 0.45f, causal, !rows);
+        nn_attention_group_backward(h1[0], h1[1], h1[2], scratch, dg, q1, kg, vg, a1, &one,
+                                    rows ? pos : NULL, NR, T, H, D, DV, 0.45f, causal);
+        if (rows) {
+            nn_attention_rows_forward_naive(o2, p2, a2, q1, kg, vg, pos, R, T, H, D, DV, 0.45f, causal);
+            nn_attention_rows_backward_naive(h2[0], h2[1], h2[2], scratch, dg, q1, kg, vg, a1, pos, R,
+                                             T, H, D, DV, 0.45f, causal);
+        } else {
+            nn_attention_forward_naive(o2, p2, a2, q1, kg, vg, T, H, D, DV, 0.45f, causal);
+            nn_attention_backward_naive(h2[0], h2[1], h2[2], scratch, dg, extra ? e1[g] : NULL, q1,
+                                        kg, vg, a1, T, H, D, DV, 0.45f, causal);
+        }
+        // In the group, exactly as alone.
+        ck_assert_msg(memcmp(out + grp.qrow[g] * vs, o1, (size_t)NR * vs * sizeof *o1) == 0,
+                      "group output differs from alone: %s", what);
+        for (int i = 0; i < n_sc; i++) {
+            ck_assert_msg(att[grp.at + (long)i * G + g] == a1[i], "group weight %d: %s", i, what);
+            if (!rows)
+                ck_assert_msg(pre[grp.at + (long)i * G + g] == p1[i], "group score %d: %s", i, what);
+        }
+        ck_assert_msg(memcmp(g1[0] + grp.qrow[g] * qs, h1[0], (size_t)NR * qs * sizeof(float)) == 0,
+                      "group dq differs from alone: %s", what);
+        ck_assert_msg(memcmp(g1[1] + grp.row[g] * qs, h1[1], (size_t)T * qs * sizeof(float)) == 0,
+                      "group dk differs from alone: %s", what);
+        ck_assert_msg(memcmp(g1[2] + grp.row[g] * vs, h1[2], (size_t)T * vs * sizeof(float)) == 0,
+                      "group dv differs from alone: %s", what);
+        // Alone, as the naive twins.
+        ck_assert_msg(tf_compare_floats(o1, o2, (size_t)NR * vs, 1e-5, 1e-6, msg, sizeof msg) == 0,
+                      "output, %s: %s", what, msg);
+        ck_assert_msg(tf_compare_floats(a1, a2, (size_t)n_sc, 1e-5, 1e-6, msg, sizeof msg) == 0,
+                      "weights, %s: %s", what, msg);
+        if (!rows)
+            ck_assert_msg(tf_compare_floats(p1, p2, (size_t)n_sc, 1e-5, 1e-6, msg, sizeof msg) == 0,
+                          "scores, %s: %s", what, msg);
+        for (int i = 0; i < 3; i++)
+            ck_assert_msg(tf_compare_floats(h1[i], h2[i], (size_t)(i == 0 ? NR * qs : i == 1 ? T * qs : T * vs),
+                                            1e-5, 1e-5, msg, sizeof msg) == 0,
+                          "gradient %d, %s: %s", i, what, msg);
+    }
+}
+
+START_TEST(test_attention_group_lanes_independent) {
+    static const int widths[][2] = {{4, 4}, {8, 8}, {16, 16}, {5, 3}, {8, 12}};
+    for (int wi = 0; wi < 5; wi++)
+        for (int causal = 0; causal < 2; causal++)
+            for (int rows = 0; rows < 2; rows++) {
+                const int D = widths[wi][0], DV = widths[wi][1], H = D == 16 ? 2 : 3;
+                attention_group_matches_alone(16, 7, H, D, DV, causal, rows, 0);
+                attention_group_matches_alone(5, 9, H, D, DV, causal, rows, !rows);
+                attention_group_matches_alone(1, 4, H, D, DV, causal, rows, !rows);
+            }
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("train");
     TCase *tc = tcase_create("train");
@@ -923,6 +1060,7 @@ int main(void) {
     tcase_add_test(tc, test_attention_backward);
     tcase_add_test(tc, test_attention_rows_backward);
     tcase_add_test(tc, test_attention_fast_matches_naive);
+    tcase_add_test(tc, test_attention_group_lanes_independent);
     tcase_add_test(tc, test_softmax_fast_matches_naive);
     tcase_add_test(tc, test_embedding_and_crossentropy_backward);
     tcase_add_loop_test(tc, test_model_gradient, 0, 4);

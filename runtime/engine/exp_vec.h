@@ -24,6 +24,26 @@
         (p) = (p) * (r) * (r) + (r) + 1.0f;                                                      \
     } while (0)
 
+/* y = exp_vec(x) on every lane of a vector x of type VT (GCC's and clang's
+ * vector extension; MT the int32_t vector of as many lanes): the same
+ * operations, so the same bits, as exp_vec below. SEL(m, a, b) picks a's
+ * lanes where m is true. The vector form of the trainer's attention
+ * (runtime/train/nn.c) and of the engine's (kernels.c, lanes_exp_softmax). */
+#define EXP_VEC_SEL(VT, MT, m, a, b) ((VT)(((m) & (MT)(a)) | (~(m) & (MT)(b))))
+#define EXP_VEC_LANES(VT, MT, y, xin)                                                            \
+    do {                                                                                         \
+        const VT zero_ = {0};                                                                    \
+        VT x_ = (xin), k_, r_, p_;                                                               \
+        MT nan_ = x_ != x_;                                                                      \
+        x_ = EXP_VEC_SEL(VT, MT, x_ > -87.0f, x_, zero_ - 87.0f); /* NaN too */                  \
+        x_ = EXP_VEC_SEL(VT, MT, x_ < 88.0f, x_, zero_ + 88.0f);                                 \
+        EXP_VEC_POLY(k_, r_, p_, x_, zero_);                                                     \
+        MT two_k_ = (__builtin_convertvector(k_, MT) + 127) << 23;                               \
+        (y) = p_ * (VT)two_k_;                                                                   \
+        (y) = EXP_VEC_SEL(VT, MT, x_ <= -87.0f, zero_, (y));                                     \
+        (y) = EXP_VEC_SEL(VT, MT, nan_, zero_ + NAN, (y));                                       \
+    } while (0)
+
 /* e^x without a library call, so that loops over it vectorize: x = k ln 2 + r
  * with |r| <= ln 2 / 2, e^r by its degree-7 Taylor-like minimax polynomial
  * (Cephes' expf), times 2^k built in the exponent bits. Within 2 ulp of

@@ -115,17 +115,8 @@ static inline __attribute__((always_inline)) int lanes_any(const LaneMask *m) {
 static inline __attribute__((always_inline)) Lanes lanes_exp_softmax(Lanes z) {
     const Lanes zero = {0};
     LaneMask low = z < -80.0f;
-    Lanes x = LANES_SELECT(low, z + 40.0f, z);
-    // exp_vec(x)
-    LaneMask nan = x != x;
-    x = LANES_SELECT(x > -87.0f, x, zero - 87.0f); /* NaN too */
-    x = LANES_SELECT(x < 88.0f, x, zero + 88.0f);
-    Lanes k, r, p;
-    EXP_VEC_POLY(k, r, p, x, zero);
-    LaneMask two_k = (__builtin_convertvector(k, LaneMask) + 127) << 23;
-    Lanes y = p * (Lanes)two_k;
-    y = LANES_SELECT(x <= -87.0f, zero, y);
-    y = LANES_SELECT(nan, zero + NAN, y);
+    Lanes x = LANES_SELECT(low, z + 40.0f, z), y;
+    EXP_VEC_LANES(Lanes, LaneMask, y, x); /* exp_vec(x) */
     // back in exp_softmax
     y = LANES_SELECT(low, y * 4.24835426e-18f, y); /* e^-40 */
     return LANES_SELECT(z < -104.0f, zero, y);

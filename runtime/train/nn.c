@@ -4,6 +4,7 @@
 #include "nn.h"
 #include "kernels.h" /* runtime/engine: softmax_naive, softmax_forward, layernorm_forward */
 
+#include <assert.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -489,4 +490,335 @@ void nn_attention_rows_backward(float *dq, float *dk, float *dv, float *scratch,
         add_columns(dk + h * D, w.dkt, T, TP, D, qs);
         add_columns(dv + h * DV, w.dvt, T, TP, DV, vs);
     }
+}
+
+/* ---- attention across sequences ----------------------------------------------
+ * The fast kernels run up to NN_LANES sequences of one length side by side,
+ * one sequence per lane of a vector (GCC's and clang's vector extension):
+ * for each head, the group's queries, keys and values are gathered into
+ * lane-minor arrays (Q[r][d] holds feature d of query row r of every
+ * sequence), and every loop is over rows, positions and features with a
+ * whole vector per step: no padding, no masked work, no sum across lanes.
+ * Each lane runs the same operations in the same order whichever group or
+ * lane its sequence is in, so a sequence's results do not depend on the
+ * others (tests/test_train.c, test_attention_group_lanes_independent), and
+ * the trainer's results do not depend on how its batch is split. A single
+ * sequence is a group of one. The naive twins run one position at a time. */
+
+#if defined(__clang__)
+#if __has_warning("-Wpsabi")
+#pragma clang diagnostic ignored "-Wpsabi"
+#endif
+#elif defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+/* may_alias: the lane arrays are written a float at a time (gather), read
+ * a vector at a time. */
+typedef float Lv __attribute__((vector_size(NN_LANES * sizeof(float)), may_alias));
+typedef int32_t LvMask __attribute__((vector_size(NN_LANES * sizeof(float))));
+#define LV_SEL(m, a, b) EXP_VEC_SEL(Lv, LvMask, m, a, b)
+#define LV(p) (*(Lv *)(p)) /* scratch is aligned: see lanes_base */
+
+/* The lane arrays of one group, in scratch: every head's queries, keys,
+ * values, their gradients and the outputs (head h's block first, then the
+ * rows, then the features: Q[h][r][d]); and one row's S, A, X [T]. */
+typedef struct GroupScratch {
+    float *Q, *K, *V, *dQ, *dK, *dV, *O, *S, *A, *X;
+    float *row1, *row2; /* [max(D, DV)]: a row's sums at any head width (HEAD_WIDTHS) */
+} GroupScratch;
+
+/* Per lane: Q, dQ [R][H D] and O [R][H DV] with R <= T; K, dK [T][H D];
+ * V, dV [T][H DV]; S, A, X [T]; row1, row2 [max(D, DV)]; and one vector
+ * more, to align the start. */
+size_t nn_attention_group_scratch_floats(int T, int H, int D, int DV) {
+    const size_t HD = (size_t)H * D, HV = (size_t)H * DV, W = (size_t)(D > DV ? D : DV);
+    return (size_t)NN_LANES * ((size_t)T * (4 * HD + 3 * HV + 3) + 2 * W + 1);
+}
+
+/* scratch rounded up to a vector's alignment. */
+static float *lanes_base(float *scratch) {
+    uintptr_t a = (uintptr_t)scratch, al = sizeof(Lv);
+    return (float *)((a + al - 1) / al * al);
+}
+
+static GroupScratch group_scratch(float *scratch, int R, int T, int H, int D, int DV) {
+    GroupScratch g;
+    const long L = NN_LANES, HD = (long)H * D, HV = (long)H * DV;
+    g.Q = lanes_base(scratch);
+    g.dQ = g.Q + L * R * HD, g.O = g.dQ + L * R * HD;
+    g.K = g.O + L * R * HV, g.dK = g.K + L * T * HD;
+    g.V = g.dK + L * T * HD, g.dV = g.V + L * T * HV;
+    g.S = g.dV + L * T * HV, g.A = g.S + L * T, g.X = g.A + L * T;
+    g.row1 = g.X + L * T, g.row2 = g.row1 + L * (D > DV ? D : DV);
+    return g;
+}
+
+/* The 16 x 16 transpose of x (rows of one vector each), in place: four
+ * rounds, each swapping the off-diagonal b x b blocks of every 2b x 2b
+ * block (b = 8, 4, 2, 1), two shuffles per pair of rows. */
+#define TRANSPOSE_ROUND(b, ...)                                                                  \
+    for (int i_ = 0; i_ < 16; i_++)                                                              \
+        if (!(i_ & (b))) {                                                                       \
+            Lv lo_ = x[i_], hi_ = x[i_ + (b)];                                                   \
+            TRANSPOSE_PAIR(__VA_ARGS__);                                                         \
+        }
+static inline __attribute__((always_inline)) void transpose16(Lv *x) {
+    static_assert(NN_LANES == 16, "transpose16 is for 16 lanes");
+#define TRANSPOSE_PAIR(...) __VA_ARGS__
+    TRANSPOSE_ROUND(8, x[i_] = __builtin_shufflevector(lo_, hi_, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17,
+                                                       18, 19, 20, 21, 22, 23);
+                    x[i_ + 8] = __builtin_shufflevector(lo_, hi_, 8, 9, 10, 11, 12, 13, 14, 15,
+                                                        24, 25, 26, 27, 28, 29, 30, 31))
+    TRANSPOSE_ROUND(4, x[i_] = __builtin_shufflevector(lo_, hi_, 0, 1, 2, 3, 16, 17, 18, 19, 8,
+                                                       9, 10, 11, 24, 25, 26, 27);
+                    x[i_ + 4] = __builtin_shufflevector(lo_, hi_, 4, 5, 6, 7, 20, 21, 22, 23, 12,
+                                                        13, 14, 15, 28, 29, 30, 31))
+    TRANSPOSE_ROUND(2, x[i_] = __builtin_shufflevector(lo_, hi_, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9,
+                                                       24, 25, 12, 13, 28, 29);
+                    x[i_ + 2] = __builtin_shufflevector(lo_, hi_, 2, 3, 18, 19, 6, 7, 22, 23, 10,
+                                                        11, 26, 27, 14, 15, 30, 31))
+    TRANSPOSE_ROUND(1, x[i_] = __builtin_shufflevector(lo_, hi_, 0, 16, 2, 18, 4, 20, 6, 22, 8,
+                                                       24, 10, 26, 12, 28, 14, 30);
+                    x[i_ + 1] = __builtin_shufflevector(lo_, hi_, 1, 17, 3, 19, 5, 21, 7, 23, 9,
+                                                        25, 11, 27, 13, 29, 15, 31))
+#undef TRANSPOSE_PAIR
+}
+#undef TRANSPOSE_ROUND
+
+/* Where feature c (of W = heads x w) of row i lives in a lane array of n
+ * rows: head c / w's block, row i, feature c % w. */
+static inline long lane_index(int i, int c, int n, int w) {
+    return (((long)(c / w) * n + i) * w + c % w) * NN_LANES;
+}
+
+/* dst (lanes) = rows row[g] + i, features [0, W) (in heads of w) of src
+ * (rows stride apart) for each sequence g, i < n; lanes past G are 0.
+ * Sixteen features at a time by a transpose. */
+static void gather(float *restrict dst, const float *restrict src, const long *row, int G, int n,
+                   long stride, int W, int w) {
+    Lv x[16];
+    for (int i = 0; i < n; i++) {
+        int c0 = 0;
+        for (; c0 + 16 <= W; c0 += 16) {
+            for (int g = 0; g < 16; g++)
+                if (g < G) memcpy(&x[g], src + (row[g] + i) * stride + c0, sizeof x[g]);
+                else x[g] = (Lv){0};
+            transpose16(x);
+            for (int c = 0; c < 16; c++) LV(dst + lane_index(i, c0 + c, n, w)) = x[c];
+        }
+        for (; c0 < W; c0++) {
+            float *d = dst + lane_index(i, c0, n, w);
+            for (int g = 0; g < NN_LANES; g++) d[g] = g < G ? src[(row[g] + i) * stride + c0] : 0.0f;
+        }
+    }
+}
+
+/* The reverse: rows row[g] + i of dst (features [0, W)) = src's lanes, or
+ * += with add. */
+static void scatter(float *restrict dst, const float *restrict src, const long *row, int G, int n,
+                    long stride, int W, int w, int add) {
+    Lv x[16];
+    for (int i = 0; i < n; i++) {
+        int c0 = 0;
+        for (; c0 + 16 <= W; c0 += 16) {
+            for (int c = 0; c < 16; c++) x[c] = LV(src + lane_index(i, c0 + c, n, w));
+            transpose16(x);
+            for (int g = 0; g < G; g++) {
+                float *d = dst + (row[g] + i) * stride + c0;
+                if (add) {
+                    Lv y;
+                    memcpy(&y, d, sizeof y);
+                    x[g] += y;
+                }
+                memcpy(d, &x[g], sizeof x[g]);
+            }
+        }
+        for (; c0 < W; c0++) {
+            const float *s = src + lane_index(i, c0, n, w);
+            for (int g = 0; g < G; g++) {
+                float *d = dst + (row[g] + i) * stride + c0;
+                *d = add ? *d + s[g] : s[g];
+            }
+        }
+    }
+}
+
+/* A row of G lanes at p (G floats apart: the scores' layout, nn.h). */
+static inline void lanes_put(float *restrict p, const Lv *v, int G) {
+    if (G == NN_LANES) memcpy(p, v, sizeof *v);
+    else for (int g = 0; g < G; g++) p[g] = (*v)[g];
+}
+
+static inline void lanes_get(Lv *v, const float *restrict p, int G) {
+    if (G == NN_LANES) {
+        memcpy(v, p, sizeof *v);
+    } else {
+        *v = (Lv){0};
+        for (int g = 0; g < G; g++) (*v)[g] = p[g];
+    }
+}
+
+/* Where query row r of head h keeps its scores: nn.h's layout. */
+static inline long scores_at(const NnGroup *grp, const int *pos, int R, int T, int H, int h,
+                             int r) {
+    return grp->at + (pos ? (long)r * H + h : (long)h * R + r) * T * grp->G;
+}
+
+/* The head functions below are compiled for D = DV = 4, 8 and 16 as
+ * constants (HEAD_WIDTHS), so that a row's query, output and gradient
+ * vectors stay in registers, and once for any width. The same operations
+ * in the same order either way. */
+
+/* Scores, weights and outputs of head h for the group's query rows (O:
+ * DV vectors, the sums of a row). */
+static inline __attribute__((always_inline)) void
+group_head_forward(float *preatt, float *att, const GroupScratch *w,
+                   const NnGroup *grp, const int *pos, int R, int T, int H, int h, int D, int DV,
+                   float scale, int causal, int all_scores, Lv *restrict O) {
+    const int G = grp->G;
+    Lv *restrict S = (Lv *)w->S, *restrict A = (Lv *)w->A;
+    const Lv *restrict K = (const Lv *)w->K + (long)h * T * D;
+    const Lv *restrict V = (const Lv *)w->V + (long)h * T * DV;
+    for (int r = 0; r < R; r++) {
+        const int i = pos ? pos[r] : r, n = causal ? i + 1 : T, ns = all_scores ? T : n;
+        const Lv *restrict q = (const Lv *)w->Q + ((long)h * R + r) * D;
+        const long at = scores_at(grp, pos, R, T, H, h, r);
+        Lv mx = (Lv){0} - INFINITY;
+        for (int j = 0; j < ns; j++) {
+            Lv dot = {0};
+            for (int d = 0; d < D; d++) dot += q[d] * K[(long)j * D + d];
+            S[j] = dot * scale;
+            if (j < n) mx = LV_SEL(S[j] > mx, S[j], mx);
+        }
+        if (preatt) {
+            for (int j = 0; j < ns; j++) lanes_put(preatt + at + (long)j * G, &S[j], G);
+            memset(preatt + at + (long)ns * G, 0, (size_t)(T - ns) * G * sizeof(float));
+        }
+        Lv sum = {0};
+        for (int j = 0; j < n; j++) {
+            Lv e;
+            EXP_VEC_LANES(Lv, LvMask, e, S[j] - mx);
+            A[j] = e;
+            sum += e;
+        }
+        const Lv inv = 1.0f / sum;
+        for (int e = 0; e < DV; e++) O[e] = (Lv){0};
+        for (int j = 0; j < n; j++) {
+            const Lv a = A[j] * inv;
+            lanes_put(att + at + (long)j * G, &a, G);
+            for (int e = 0; e < DV; e++) O[e] += a * V[(long)j * DV + e];
+        }
+        memset(att + at + (long)n * G, 0, (size_t)(T - n) * G * sizeof(float)); /* masked */
+        Lv *restrict o = (Lv *)w->O + ((long)h * R + r) * DV;
+        for (int e = 0; e < DV; e++) o[e] = O[e];
+    }
+}
+
+/* Head h's backward pass for the group's query rows (as forward; GO, dQ:
+ * DV and D vectors, a row's output gradient and query gradient). */
+static inline __attribute__((always_inline)) void
+group_head_backward(const float *att, const GroupScratch *w,
+                    const NnGroup *grp, const int *pos, int R, int T, int H, int h, int D, int DV,
+                    float scale, int causal, Lv *restrict GO, Lv *restrict dQ) {
+    const int G = grp->G;
+    const int extra = grp->extra != NULL;
+    Lv *restrict A = (Lv *)w->A, *restrict DA = (Lv *)w->S, *restrict E = (Lv *)w->X;
+    Lv *restrict dK = (Lv *)w->dK + (long)h * T * D, *restrict dV = (Lv *)w->dV + (long)h * T * DV;
+    const Lv *restrict K = (const Lv *)w->K + (long)h * T * D;
+    const Lv *restrict V = (const Lv *)w->V + (long)h * T * DV;
+    for (int r = 0; r < R; r++) {
+        const int i = pos ? pos[r] : r, n = causal ? i + 1 : T, M = extra ? T : n;
+        const Lv *restrict q = (const Lv *)w->Q + ((long)h * R + r) * D;
+        const Lv *restrict go = (const Lv *)w->O + ((long)h * R + r) * DV;
+        const long at = scores_at(grp, pos, R, T, H, h, r);
+        for (int j = 0; j < n; j++) lanes_get(&A[j], att + at + (long)j * G, G);
+        for (int j = 0; extra && j < T; j++) /* laid out as the scores, from 0 */
+            lanes_get(&E[j], grp->extra + (at - grp->at) + (long)j * G, G);
+        for (int e = 0; e < DV; e++) GO[e] = go[e];
+        // da[j] = dout . v_j; dv_j += a[j] dout; dot = sum a da
+        Lv dot = {0};
+        for (int j = 0; j < n; j++) {
+            Lv da = {0};
+            for (int e = 0; e < DV; e++) {
+                da += GO[e] * V[(long)j * DV + e];
+                dV[(long)j * DV + e] += A[j] * GO[e];
+            }
+            DA[j] = da;
+            dot += A[j] * da;
+        }
+        // g = (a (da - dot) + extra) scale; dq += g k_j; dk_j += g q
+        for (int d = 0; d < D; d++) dQ[d] = (Lv){0};
+        for (int j = 0; j < M; j++) {
+            Lv gj = {0};
+            if (j < n) gj = A[j] * (DA[j] - dot);
+            if (extra) gj += E[j];
+            gj *= scale;
+            for (int d = 0; d < D; d++) {
+                dQ[d] += gj * K[(long)j * D + d];
+                dK[(long)j * D + d] += gj * q[d];
+            }
+        }
+        Lv *restrict dq = (Lv *)w->dQ + ((long)h * R + r) * D;
+        for (int d = 0; d < D; d++) dq[d] = dQ[d];
+    }
+}
+
+/* HEAD_WIDTHS(CALL): CALL(W) (a block) with W a constant where D = DV = W is one of
+ * the widths compiled apart, else CALL(0) (any width). */
+#define HEAD_WIDTHS(CALL)                                                                        \
+    do {                                                                                         \
+        if (D == 8 && DV == 8) CALL(8)                                                           \
+        else if (D == 4 && DV == 4) CALL(4)                                                      \
+        else if (D == 16 && DV == 16) CALL(16)                                                   \
+        else CALL(0)                                                                             \
+    } while (0)
+
+void nn_attention_group_forward(float *out, float *preatt, float *att, float *scratch,
+                                const float *q, const float *k, const float *v,
+                                const NnGroup *grp, const int *pos, int R, int T, int H, int D,
+                                int DV, float scale, int causal, int all_scores) {
+    const int qs = H * D, vs = H * DV, G = grp->G;
+    GroupScratch w = group_scratch(scratch, R, T, H, D, DV);
+    gather(w.Q, q, grp->qrow, G, R, qs, qs, D);
+    gather(w.K, k, grp->row, G, T, qs, qs, D);
+    gather(w.V, v, grp->row, G, T, vs, vs, DV);
+    for (int h = 0; h < H; h++) {
+#define FORWARD(W)                                                                               \
+    {                                                                                            \
+        Lv O_[W ? W : 1];                                                                        \
+        group_head_forward(preatt, att, &w, grp, pos, R, T, H, h, W ? W : D, W ? W : DV, scale,  \
+                           causal, all_scores, W ? O_ : (Lv *)w.row1);                           \
+    }
+        HEAD_WIDTHS(FORWARD);
+#undef FORWARD
+    }
+    scatter(out, w.O, grp->qrow, G, R, vs, vs, DV, 0);
+}
+
+void nn_attention_group_backward(float *dq, float *dk, float *dv, float *scratch,
+                                 const float *dout, const float *q, const float *k,
+                                 const float *v, const float *att, const NnGroup *grp,
+                                 const int *pos, int R, int T, int H, int D, int DV, float scale,
+                                 int causal) {
+    const int qs = H * D, vs = H * DV, G = grp->G;
+    GroupScratch w = group_scratch(scratch, R, T, H, D, DV);
+    gather(w.Q, q, grp->qrow, G, R, qs, qs, D);
+    gather(w.K, k, grp->row, G, T, qs, qs, D);
+    gather(w.V, v, grp->row, G, T, vs, vs, DV);
+    gather(w.O, dout, grp->qrow, G, R, vs, vs, DV);
+    memset(w.dK, 0, (size_t)T * qs * NN_LANES * sizeof(float));
+    memset(w.dV, 0, (size_t)T * vs * NN_LANES * sizeof(float));
+    for (int h = 0; h < H; h++) {
+#define BACKWARD(W)                                                                              \
+    {                                                                                            \
+        Lv GO_[W ? W : 1], dQ_[W ? W : 1];                                                       \
+        group_head_backward(att, &w, grp, pos, R, T, H, h, W ? W : D, W ? W : DV, scale, causal, \
+                            W ? GO_ : (Lv *)w.row1, W ? dQ_ : (Lv *)w.row2);                     \
+    }
+        HEAD_WIDTHS(BACKWARD);
+#undef BACKWARD
+    }
+    scatter(dq, w.dQ, grp->qrow, G, R, qs, qs, D, 1);
+    scatter(dk, w.dK, grp->row, G, T, qs, qs, D, 1);
+    scatter(dv, w.dV, grp->row, G, T, vs, vs, DV, 1);
 }

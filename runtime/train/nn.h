@@ -95,4 +95,38 @@ void nn_attention_rows_backward_naive(float *dq, float *dk, float *dv, float *sc
                                       const float *v, const float *att, const int *pos, int R,
                                       int T, int H, int D, int DV, float scale, int causal);
 
+/* Attention across sequences: a group of G <= NN_LANES sequences of T
+ * rows each, side by side (one per lane of a vector: no padding, no masked
+ * work), each with the results it would have in any other group or lane;
+ * the trainer's kernels for sequences longer than NN_SHORT_T (the kernels
+ * above vectorise over positions, which pays for short ones). Sequence g's
+ * keys and values are rows row[g] .. row[g] + T - 1 of k and v; its query
+ * rows (and out, dout, dq rows) start at qrow[g]. The group's scores and
+ * weights are interleaved, G floats to a score: score j of query row r of
+ * head h, sequence g, at preatt or att + at + ((h R + r) T + j) G + g, with
+ * R = T when pos is NULL (every row a query), else at + ((r H + h) T + j)
+ * G + g for R query rows at positions pos[0..R) (the same in every
+ * sequence of the group). With G = 1, the layouts of the one-sequence
+ * kernels above. extra (backward, optional) is the scores' own gradient,
+ * laid out as they are but from extra[0] (at 0). Forward: preatt may be
+ * NULL (not saved); with all_scores every score is saved (causal or not),
+ * else masked scores are saved as 0. scratch holds
+ * nn_attention_group_scratch_floats(T, H, D, DV) floats. */
+enum { NN_LANES = 16, NN_SHORT_T = 20 };
+typedef struct NnGroup {
+    int G;
+    long row[NN_LANES], qrow[NN_LANES], at;
+    const float *extra;
+} NnGroup;
+size_t nn_attention_group_scratch_floats(int T, int H, int D, int DV);
+void nn_attention_group_forward(float *out, float *preatt, float *att, float *scratch,
+                                const float *q, const float *k, const float *v,
+                                const NnGroup *grp, const int *pos, int R, int T, int H, int D,
+                                int DV, float scale, int causal, int all_scores);
+void nn_attention_group_backward(float *dq, float *dk, float *dv, float *scratch,
+                                 const float *dout, const float *q, const float *k,
+                                 const float *v, const float *att, const NnGroup *grp,
+                                 const int *pos, int R, int T, int H, int D, int DV, float scale,
+                                 int causal);
+
 #endif

@@ -84,6 +84,12 @@ struct TfTrainer {
     int *out_rows, *out_targets; /* [R] the rows the loss reads, their targets */
     int *out_pos;       /* [R] position of each out row in its sequence */
     int *seq_out_start; /* [max_seqs + 1] each sequence's first out row */
+    /* The sequences the attention kernels run side by side (make_groups):
+     * group i is sequences grp[i] .. grp[i + 1] - 1, grp_cost their
+     * cumulative T*T; rgrp, rgrp_cost the same for the compact layer. */
+    int *grp, *rgrp;    /* [max_seqs + 1] */
+    long *grp_cost, *rgrp_cost; /* [max_seqs + 1] */
+    int n_grp, n_rgrp;
 
     /* ---- activations (act_mem) ---- */
     float *resid;       /* (n_layers + 1) x [R, C] */
@@ -95,6 +101,7 @@ struct TfTrainer {
     float *scratch;     /* [threads, scratch_per] the attention kernels' */
     float *ln_part;     /* [R / LN_BLOCK + 1, 2C] LayerNorm's parameter gradients per block */
     float *dpreatt;     /* [max H*T*T] the attention-score loss's gradient */
+    float *picked;      /* [2 maxT^2] one head's scores and weights (pick_head) */
 
     int n_out;          /* rows the loss reads */
     int n_outputs;      /* V or classes */
@@ -113,6 +120,7 @@ struct TfTrainer {
      * tensor, unless an embedding trains (frozen layers: --freeze). */
     int first_trained, embed_trained;
     int compact, no_compact;
+    int all_scores; /* the batch keeps every attention score, masked too (nn.h) */
 };
 
 #define P(t, i) ((t)->params + (t)->offset[i])
@@ -152,6 +160,17 @@ static size_t max_seq_len(const TfTrainer *t) {
     return (size_t)(t->m->max_len < t->max_rows ? t->m->max_len : t->max_rows);
 }
 
+/* Scratch floats an attention layer's kernels need (nn.h): the one-sequence
+ * kernels' for short sequences, the group kernels' for longer ones. */
+static size_t attention_scratch(const TfTrainer *t, const TfLayer *ly) {
+    const int T = (int)max_seq_len(t);
+    size_t a = nn_attention_scratch_floats(T, ly->d_head, ly->d_vhead);
+    size_t b = T > NN_SHORT_T ? nn_attention_group_scratch_floats(T, ly->n_heads, ly->d_head,
+                                                                  ly->d_vhead)
+                              : 0;
+    return a > b ? a : b;
+}
+
 /* Every index buffer (idx_mem). */
 static void layout_indices(TfTrainer *t, Layout *L) {
     const TfModel *m = t->m;
@@ -166,6 +185,10 @@ static void layout_indices(TfTrainer *t, Layout *L) {
     TAKE(L, t->out_targets, R);
     TAKE(L, t->out_pos, R);
     TAKE(L, t->seq_out_start, S);
+    TAKE(L, t->grp, S);
+    TAKE(L, t->rgrp, S);
+    TAKE(L, t->grp_cost, S);
+    TAKE(L, t->rgrp_cost, S);
 }
 
 /* Every float buffer of the forward and backward passes (act_mem): the size
@@ -223,6 +246,7 @@ static void layout_activations(TfTrainer *t, Layout *L) {
     TAKE(L, t->scratch, t->scratch_per * (size_t)t->scratch_threads);
     TAKE(L, t->ln_part, (R / LN_BLOCK + 1) * 2 * C);
     TAKE(L, t->dpreatt, max_att);
+    TAKE(L, t->picked, 2 * maxT * maxT);
 }
 
 /* One zeroed allocation for a layout (calloc: pages untouched until used),
@@ -295,9 +319,7 @@ static TfTrainer *trainer_alloc(TfModel *m, const TfTrainOptions *opts, int max_
     t->scratch_threads = t->threads;
     for (int l = 0; l < m->n_layers; l++) {
         const TfLayer *ly = &m->layers[l];
-        size_t need = ly->kind == TF_LAYER_ATTENTION
-                          ? nn_attention_scratch_floats((int)max_seq_len(t), ly->d_head, ly->d_vhead)
-                          : 0;
+        size_t need = ly->kind == TF_LAYER_ATTENTION ? attention_scratch(t, ly) : 0;
         if (need > t->scratch_per) t->scratch_per = need;
         if (ly->kind == TF_LAYER_ATTENTION && ly->n_heads > t->max_heads) t->max_heads = ly->n_heads;
     }
@@ -539,19 +561,42 @@ typedef struct AttnJob {
     int l;
 } AttnJob;
 
+/* The group of sequences grp[gi] .. grp[gi + 1] - 1 for the attention
+ * kernels (nn.h): keys and values from each sequence's first row; queries
+ * from the same row, or (compact) from its first out row. The group's
+ * scores, interleaved (nn.h), fill the space its sequences' would: from H x
+ * att_off of its first sequence (full), or from `off` (compact). */
+static NnGroup group_of(const TfTrainer *t, const TfBatch *b, const int *grp, int gi, int H,
+                        int compact, long off) {
+    NnGroup g = {.G = grp[gi + 1] - grp[gi], .at = compact ? off : (long)H * t->att_off[grp[gi]]};
+    for (int i = 0; i < g.G; i++) {
+        const int s = grp[gi] + i;
+        g.row[i] = b->seq_start[s];
+        g.qrow[i] = compact ? t->seq_out_start[s] : g.row[i];
+    }
+    return g;
+}
+
 /* Full attention (every row a query): activations at H x att_off[s]. */
 static void full_forward_range(void *ctx, int lo, int hi, int worker) {
     const AttnJob *j = ctx;
+    const TfTrainer *t = j->t;
     const TfLayer *ly = j->ly;
     const int H = ly->n_heads, HD = H * ly->d_head, HV = H * ly->d_vhead;
-    float *scratch = j->t->scratch + (size_t)worker * j->t->scratch_per;
-    for (int s = lo; s < hi; s++) {
-        int r0 = j->b->seq_start[s], T = j->b->seq_start[s + 1] - r0;
-        long off = (long)H * j->t->att_off[s];
-        nn_attention_forward(j->a->attout + (long)r0 * HV, j->a->preatt + off, j->a->att + off,
-                             scratch, j->a->q + (long)r0 * HD, j->a->k + (long)r0 * HD,
-                             j->a->v + (long)r0 * HV, T, H, ly->d_head, ly->d_vhead, ly->scale,
-                             ly->causal);
+    float *scratch = t->scratch + (size_t)worker * t->scratch_per;
+    for (int gi = lo; gi < hi; gi++) {
+        NnGroup g = group_of(t, j->b, t->grp, gi, H, 0, 0);
+        const int T = j->b->seq_start[t->grp[gi] + 1] - j->b->seq_start[t->grp[gi]];
+        if (T <= NN_SHORT_T) {
+            nn_attention_forward(j->a->attout + g.row[0] * HV, j->a->preatt + g.at, j->a->att + g.at,
+                                 scratch, j->a->q + g.row[0] * HD, j->a->k + g.row[0] * HD,
+                                 j->a->v + g.row[0] * HV, T, H, ly->d_head, ly->d_vhead, ly->scale,
+                                 ly->causal);
+            continue;
+        }
+        nn_attention_group_forward(j->a->attout, t->all_scores ? j->a->preatt : NULL, j->a->att,
+                                   scratch, j->a->q, j->a->k, j->a->v, &g, NULL, T, T, H,
+                                   ly->d_head, ly->d_vhead, ly->scale, ly->causal, t->all_scores);
     }
 }
 
@@ -562,22 +607,28 @@ static void full_backward_range(void *ctx, int lo, int hi, int worker) {
     const TfLayer *ly = j->ly;
     const int H = ly->n_heads, HD = H * ly->d_head, HV = H * ly->d_vhead;
     float *scratch = t->scratch + (size_t)worker * t->scratch_per;
-    for (int s = lo; s < hi; s++) {
-        int r0 = b->seq_start[s], T = b->seq_start[s + 1] - r0;
-        const float *extra = NULL;
+    for (int gi = lo; gi < hi; gi++) {
+        NnGroup g = group_of(t, b, t->grp, gi, H, 0, 0);
+        const int s = t->grp[gi], T = b->seq_start[s + 1] - b->seq_start[s];
         int has = 0;
         for (int i = 0; i < b->n_attn; i++)
             has |= b->attn[i].seq == s && b->attn[i].layer == t->attn_index[j->l];
-        if (has) {
+        if (has) { /* such a sequence is a group of its own (make_groups) */
             zero(t->dpreatt, (size_t)H * T * T);
             attn_loss(t, b, j->l, s, t->dpreatt);
-            extra = t->dpreatt;
+            g.extra = t->dpreatt;
         }
-        nn_attention_backward(t->dq + (long)r0 * HD, t->dk + (long)r0 * HD,
-                              t->dv + (long)r0 * HV, scratch, j->dattout + (long)r0 * HV, extra,
-                              j->a->q + (long)r0 * HD, j->a->k + (long)r0 * HD,
-                              j->a->v + (long)r0 * HV, j->a->att + (long)H * t->att_off[s], T, H,
-                              ly->d_head, ly->d_vhead, ly->scale, ly->causal);
+        if (T <= NN_SHORT_T) {
+            const long r0 = g.row[0];
+            nn_attention_backward(t->dq + r0 * HD, t->dk + r0 * HD, t->dv + r0 * HV, scratch,
+                                  j->dattout + r0 * HV, g.extra, j->a->q + r0 * HD,
+                                  j->a->k + r0 * HD, j->a->v + r0 * HV, j->a->att + g.at, T, H,
+                                  ly->d_head, ly->d_vhead, ly->scale, ly->causal);
+            continue;
+        }
+        nn_attention_group_backward(t->dq, t->dk, t->dv, scratch, j->dattout, j->a->q, j->a->k,
+                                    j->a->v, j->a->att, &g, NULL, T, T, H, ly->d_head,
+                                    ly->d_vhead, ly->scale, ly->causal);
     }
 }
 
@@ -591,44 +642,47 @@ static long rows_offset(const TfTrainer *t, const TfBatch *b, int s, int H) {
     return off;
 }
 
-static void rows_forward_range(void *ctx, int lo, int hi, int worker) {
-    const AttnJob *j = ctx;
-    const TfTrainer *t = j->t;
-    const TfBatch *b = j->b;
-    const TfLayer *ly = j->ly;
-    const int H = ly->n_heads, HD = H * ly->d_head, HV = H * ly->d_vhead;
-    long off = rows_offset(t, b, lo, H);
-    float *scratch = t->scratch + (size_t)worker * t->scratch_per;
-    for (int s = lo; s < hi; s++) {
-        int r0 = b->seq_start[s], T = b->seq_start[s + 1] - r0;
-        int o0 = t->seq_out_start[s], R = t->seq_out_start[s + 1] - o0;
-        nn_attention_rows_forward(j->a->attout + (long)o0 * HV, j->a->preatt + off,
-                                  j->a->att + off, scratch, j->a->q + (long)o0 * HD,
-                                  j->a->k + (long)r0 * HD, j->a->v + (long)r0 * HV,
-                                  t->out_pos + o0, R, T, H, ly->d_head, ly->d_vhead, ly->scale,
-                                  ly->causal);
-        off += (long)R * H * T;
-    }
-}
-
-static void rows_backward_range(void *ctx, int lo, int hi, int worker) {
+static void rows_range(void *ctx, int lo, int hi, int worker, int backward) {
     const AttnJob *j = ctx;
     TfTrainer *t = j->t;
     const TfBatch *b = j->b;
     const TfLayer *ly = j->ly;
     const int H = ly->n_heads, HD = H * ly->d_head, HV = H * ly->d_vhead;
+    long off = rows_offset(t, b, t->rgrp[lo], H);
     float *scratch = t->scratch + (size_t)worker * t->scratch_per;
-    long off = rows_offset(t, b, lo, H);
-    for (int s = lo; s < hi; s++) {
-        int r0 = b->seq_start[s], T = b->seq_start[s + 1] - r0;
-        int o0 = t->seq_out_start[s], R = t->seq_out_start[s + 1] - o0;
-        nn_attention_rows_backward(t->dq + (long)o0 * HD, t->dk + (long)r0 * HD,
-                                   t->dv + (long)r0 * HV, scratch, j->dattout + (long)o0 * HV,
-                                   j->a->q + (long)o0 * HD, j->a->k + (long)r0 * HD,
-                                   j->a->v + (long)r0 * HV, j->a->att + off, t->out_pos + o0, R,
-                                   T, H, ly->d_head, ly->d_vhead, ly->scale, ly->causal);
-        off += (long)R * H * T;
+    for (int gi = lo; gi < hi; gi++) {
+        NnGroup g = group_of(t, b, t->rgrp, gi, H, 1, off);
+        const int s = t->rgrp[gi], T = b->seq_start[s + 1] - b->seq_start[s];
+        const int o0 = t->seq_out_start[s], R = t->seq_out_start[s + 1] - o0;
+        const long r0 = g.row[0];
+        if (T <= NN_SHORT_T && backward)
+            nn_attention_rows_backward(t->dq + o0 * HD, t->dk + r0 * HD, t->dv + r0 * HV, scratch,
+                                       j->dattout + o0 * HV, j->a->q + o0 * HD, j->a->k + r0 * HD,
+                                       j->a->v + r0 * HV, j->a->att + off, t->out_pos + o0, R, T,
+                                       H, ly->d_head, ly->d_vhead, ly->scale, ly->causal);
+        else if (T <= NN_SHORT_T)
+            nn_attention_rows_forward(j->a->attout + o0 * HV, j->a->preatt + off, j->a->att + off,
+                                      scratch, j->a->q + o0 * HD, j->a->k + r0 * HD,
+                                      j->a->v + r0 * HV, t->out_pos + o0, R, T, H, ly->d_head,
+                                      ly->d_vhead, ly->scale, ly->causal);
+        else if (backward)
+            nn_attention_group_backward(t->dq, t->dk, t->dv, scratch, j->dattout, j->a->q, j->a->k,
+                                        j->a->v, j->a->att, &g, t->out_pos + o0, R, T, H,
+                                        ly->d_head, ly->d_vhead, ly->scale, ly->causal);
+        else
+            nn_attention_group_forward(j->a->attout, NULL, j->a->att, scratch, j->a->q, j->a->k,
+                                       j->a->v, &g, t->out_pos + o0, R, T, H, ly->d_head,
+                                       ly->d_vhead, ly->scale, ly->causal, 0);
+        off += (long)g.G * R * H * T;
     }
+}
+
+static void rows_forward_range(void *ctx, int lo, int hi, int worker) {
+    rows_range(ctx, lo, hi, worker, 0);
+}
+
+static void rows_backward_range(void *ctx, int lo, int hi, int worker) {
+    rows_range(ctx, lo, hi, worker, 1);
 }
 
 /* ---- forward: one function per layer kind -------------------------------------- */
@@ -668,8 +722,10 @@ static void attention_layer_forward(TfTrainer *t, const TfBatch *b, int l, const
     matmul_forward(a->k, ain, P(t, ly->key), OPTP(t, ly->key_bias), N, C, HD, 0);
     matmul_forward(a->v, ain, P(t, ly->value), OPTP(t, ly->value_bias), N, C, HV, 0);
     AttnJob job = {t, b, ly, a, NULL, l};
-    parallel_ranges(b->n_seqs, t->att_off, attn_threads(t, b, ly),
-                    compact ? rows_forward_range : full_forward_range, &job);
+    if (compact)
+        parallel_ranges(t->n_rgrp, t->rgrp_cost, attn_threads(t, b, ly), rows_forward_range, &job);
+    else
+        parallel_ranges(t->n_grp, t->grp_cost, attn_threads(t, b, ly), full_forward_range, &job);
     if (ly->output >= 0) {
         matmul_forward(a->y, a->attout, P(t, ly->output), OPTP(t, ly->output_bias), rows, HV, C, 0);
     } else {
@@ -712,6 +768,42 @@ static void residual_forward(TfTrainer *t, float *out, const float *in, LayerAct
     }
 }
 
+/* Whether sequences s and e of the batch can share a group of the
+ * attention kernels (nn.h, NnGroup): the same length and no attention-score
+ * targets, longer than NN_SHORT_T (shorter ones run alone, through the
+ * one-sequence kernels); with `rows` (the compact layer), also the same out
+ * positions. */
+static int same_group(const TfTrainer *t, const TfBatch *b, int s, int e, int rows) {
+    const int T = b->seq_start[s + 1] - b->seq_start[s];
+    if (T <= NN_SHORT_T || b->seq_start[e + 1] - b->seq_start[e] != T) return 0;
+    for (int i = 0; i < b->n_attn; i++)
+        if (b->attn[i].seq == s || b->attn[i].seq == e) return 0;
+    if (!rows) return 1;
+    const int o = t->seq_out_start[s], p = t->seq_out_start[e], R = t->seq_out_start[s + 1] - o;
+    if (t->seq_out_start[e + 1] - p != R) return 0;
+    return memcmp(t->out_pos + o, t->out_pos + p, (size_t)R * sizeof *t->out_pos) == 0;
+}
+
+/* The batch's sequences in groups for the attention kernels: runs of at
+ * most NN_LANES consecutive sequences that can share one (same_group), each
+ * group's first sequence in start, its cumulative T*T in cost (for
+ * parallel_ranges). A sequence's results do not depend on its group
+ * (nn.h), so neither do the trainer's on how a batch is grouped or split.
+ * Returns the number of groups. */
+static int make_groups(const TfTrainer *t, const TfBatch *b, int rows, int *start, long *cost) {
+    int n = 0;
+    cost[0] = 0;
+    for (int s = 0; s < b->n_seqs; n++) {
+        int e = s + 1;
+        while (e < b->n_seqs && e - s < NN_LANES && same_group(t, b, s, e, rows)) e++;
+        start[n] = s;
+        cost[n + 1] = cost[n] + (t->att_off[e] - t->att_off[s]);
+        s = e;
+    }
+    start[n] = b->n_seqs;
+    return n;
+}
+
 /* Positions, out rows and the per-sequence score offsets of a batch. */
 static void prepare_batch(TfTrainer *t, const TfBatch *b) {
     const int N = b->seq_start[b->n_seqs];
@@ -724,6 +816,8 @@ static void prepare_batch(TfTrainer *t, const TfBatch *b) {
         t->att_off[s + 1] = t->att_off[s] + T * T;
     }
     t->compact = t->last_attn >= 0 && t->n_out < N && b->n_attn == 0 && !t->no_compact;
+    t->n_grp = make_groups(t, b, 0, t->grp, t->grp_cost);
+    t->n_rgrp = make_groups(t, b, 1, t->rgrp, t->rgrp_cost);
 }
 
 /* Runs the model on the batch; fills the output rows and returns the summed
@@ -735,6 +829,7 @@ static double forward(TfTrainer *t, const TfBatch *b, int train, long step) {
     prepare_batch(t, b);
     embedding_forward(t->resid, b->tokens, t->pos, P(t, m->tok_embed), P(t, m->pos_embed), N, C);
     t->batch_has_dropout = train && t->o.dropout > 0;
+    t->all_scores = !train || b->n_attn > 0; /* trainer_attention_scores shows them all */
     TfRng rng;
     // Masks per step and, in a chunk of a larger batch, per chunk.
     rng_seed(&rng, t->o.seed * 1000003u + (uint64_t)step +
@@ -871,7 +966,7 @@ static void attention_layer_backward(TfTrainer *t, const TfBatch *b, int l, cons
     zero(t->dv, (size_t)N * HV);
     AttnJob job = {t, b, ly, a, dattout, l};
     if (compact) {
-        parallel_ranges(b->n_seqs, t->att_off, attn_threads(t, b, ly), rows_backward_range, &job);
+        parallel_ranges(t->n_rgrp, t->rgrp_cost, attn_threads(t, b, ly), rows_backward_range, &job);
         // Queries came from the out rows' inputs: their gradient goes back there.
         matmul_backward(t->doutx, G(t, ly->query), OPTG(t, ly->query_bias), t->dq, t->qin,
                         P(t, ly->query), rows, C, HD, 0);
@@ -883,7 +978,7 @@ static void attention_layer_backward(TfTrainer *t, const TfBatch *b, int l, cons
         }
     } else {
         // Attention-score targets share one gradient buffer: one thread then.
-        parallel_ranges(b->n_seqs, t->att_off, b->n_attn ? 1 : attn_threads(t, b, ly),
+        parallel_ranges(t->n_grp, t->grp_cost, b->n_attn ? 1 : attn_threads(t, b, ly),
                         full_backward_range, &job);
         matmul_backward(t->dain, G(t, ly->query), OPTG(t, ly->query_bias), t->dq, ain,
                         P(t, ly->query), N, C, HD, 0);
@@ -1039,25 +1134,34 @@ double trainer_evaluate(TfTrainer *t, const TfBatch *b, int *n_correct) {
     return loss;
 }
 
-const float *trainer_attention_scores(const TfTrainer *t, int seq, int layer, int head, int *T) {
-    // After trainer_predict (which keeps every row), scores of every layer
-    // are laid out H x T x T per sequence.
-    for (int l = 0; l < t->m->n_layers; l++)
-        if (t->attn_index[l] == layer && head >= 0 && head < t->m->layers[l].n_heads && seq >= 0 &&
-            seq < t->max_seqs) {
-            int H = t->m->layers[l].n_heads;
-            *T = (int)(sqrt((double)(t->att_off[seq + 1] - t->att_off[seq])) + 0.5);
-            return t->acts[l].preatt + (long)H * t->att_off[seq] + (long)head * *T * *T;
-        }
+/* Head `head`'s T x T block of sequence seq of the last batch, from a
+ * layer's interleaved scores or weights (x: the layer's preatt or att; a
+ * group's, nn.h) into out (t->picked); NULL when out of range. */
+static const float *pick_head(const TfTrainer *t, int seq, int layer, int head, int *T, int w) {
+    for (int l = 0; l < t->m->n_layers; l++) {
+        const int H = t->m->layers[l].n_heads;
+        if (t->attn_index[l] != layer || head < 0 || head >= H || seq < 0 || t->n_grp < 1 ||
+            seq >= t->grp[t->n_grp])
+            continue;
+        int gi = 0;
+        while (t->grp[gi + 1] <= seq) gi++;
+        const int s0 = t->grp[gi], G = t->grp[gi + 1] - s0, g = seq - s0;
+        const int n = (int)(sqrt((double)(t->att_off[seq + 1] - t->att_off[seq])) + 0.5);
+        const float *x = (w ? t->acts[l].att : t->acts[l].preatt) + (long)H * t->att_off[s0];
+        float *out = t->picked + (w ? (long)n * n : 0);
+        for (long k = 0; k < (long)n * n; k++) out[k] = x[((long)head * n * n + k) * G + g];
+        *T = n;
+        return out;
+    }
     return NULL;
 }
 
+const float *trainer_attention_scores(const TfTrainer *t, int seq, int layer, int head, int *T) {
+    return pick_head(t, seq, layer, head, T, 0);
+}
+
 const float *trainer_attention_weights(const TfTrainer *t, int seq, int layer, int head, int *T) {
-    const float *pre = trainer_attention_scores(t, seq, layer, head, T);
-    if (!pre) return NULL;
-    for (int l = 0; l < t->m->n_layers; l++)
-        if (t->attn_index[l] == layer) return t->acts[l].att + (pre - t->acts[l].preatt);
-    return NULL;
+    return pick_head(t, seq, layer, head, T, 1);
 }
 
 /* ---- optimizer -------------------------------------------------------------- */

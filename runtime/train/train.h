@@ -134,7 +134,8 @@ void trainer_predict(TfTrainer *t, const TfBatch *b, int *pred, float *prob);
 
 /* After trainer_predict: the attention scores (scaled, before softmax,
  * T x T) of a sequence, head and attention layer; NULL when out of range.
- * (Training passes skip what the loss does not read, scores included.) */
+ * (Training passes skip what the loss does not read, scores included.) The
+ * block is a copy, valid until the next call or batch. */
 const float *trainer_attention_scores(const TfTrainer *t, int seq, int layer, int head, int *T);
 
 /* The same for the attention weights (after the softmax, T x T). */
