@@ -220,7 +220,7 @@ void nn_attention_rows_backward_naive(float *dq, float *dk, float *dv, float *sc
     }
 }
 
-/* ---- attention over one head's columns ---------------------------------------
+/* ---- attention over one head's columns (sequences up to NN_SHORT_T) -----------
  * The fast attention kernels work on one head at a time. Scores and their
  * gradients run over positions: the keys and values turned into columns
  * (kt [D, TP]: feature d of every position together, TP = T rounded up to
@@ -493,17 +493,18 @@ void nn_attention_rows_backward(float *dq, float *dk, float *dv, float *scratch,
 }
 
 /* ---- attention across sequences ----------------------------------------------
- * The fast kernels run up to NN_LANES sequences of one length side by side,
- * one sequence per lane of a vector (GCC's and clang's vector extension):
- * for each head, the group's queries, keys and values are gathered into
- * lane-minor arrays (Q[r][d] holds feature d of query row r of every
- * sequence), and every loop is over rows, positions and features with a
- * whole vector per step: no padding, no masked work, no sum across lanes.
- * Each lane runs the same operations in the same order whichever group or
- * lane its sequence is in, so a sequence's results do not depend on the
- * others (tests/test_train.c, test_attention_group_lanes_independent), and
- * the trainer's results do not depend on how its batch is split. A single
- * sequence is a group of one. The naive twins run one position at a time. */
+ * The group kernels (nn.h) run up to NN_LANES sequences of one length side
+ * by side, one sequence per lane of a vector (GCC's and clang's vector
+ * extension): the group's queries, keys and values, every head's, are
+ * gathered into lane-minor arrays (Q[h][r][d] holds feature d of head h's
+ * query row r of every sequence), and every loop is over rows, positions
+ * and features with a whole vector per step: no padding, no masked work,
+ * no sum across lanes. Each lane runs the same operations in the same order
+ * whichever group or lane its sequence is in, so a sequence's results do
+ * not depend on the others (tests/test_train.c,
+ * test_attention_group_lanes_independent), and the trainer's results do not
+ * depend on how its batch is split. The naive twins are the one-sequence
+ * kernels' above. */
 
 #if defined(__clang__)
 #if __has_warning("-Wpsabi")
