@@ -80,9 +80,12 @@ check "a re-executed tfrun reads its arguments and standard input (got '$out')" 
 threads_of() { # OPTION ENV... : tfrun --threads 1 OPTION FIFO's threads, while it waits
     local opt=$1
     shift
+    threads_waiting env "$@" "$TFRUN" --threads 1 "$tmp/adder.tfw" "$opt@FIFO@"
+}
+threads_waiting() { # COMMAND...: its threads while it waits to open @FIFO@ (an argument)
     rm -f "$tmp/fifo"
     mkfifo "$tmp/fifo"
-    env "$@" "$TFRUN" --threads 1 "$tmp/adder.tfw" "$opt$tmp/fifo" >/dev/null 2>&1 &
+    "${@//@FIFO@/$tmp/fifo}" >/dev/null 2>&1 &
     local pid=$!
     # The open returns once tfrun opens its end: after it re-executed, with
     # OpenBLAS loaded (its threads are started before main).
@@ -98,6 +101,13 @@ for opt in --batch= --check=; do
     [ "$n" = 1 ]
     check "tfrun ${opt%=}, OPENBLAS_NUM_THREADS unset: no OpenBLAS threads (threads: $n)" $?
 done
+# tftrain too (it multiplies on its own workers): waiting for its training data.
+"$TFC" "$P/xor.tfp" -o "$tmp/xor.tfw"
+printf '0abcd1\t1\n' >"$tmp/heldout.txt"
+n=$(threads_waiting env -u OPENBLAS_NUM_THREADS "$TFTRAIN" "$tmp/xor.tfw" --data @FIFO@ \
+    --heldout "$tmp/heldout.txt" --steps 1 --threads 1 -o "$tmp/xor_out.tfw")
+[ "$n" = 1 ]
+check "tftrain, OPENBLAS_NUM_THREADS unset: no OpenBLAS threads (threads: $n)" $?
 if [ "$(nproc)" -ge 2 ]; then
     # The count sees OpenBLAS's threads where there are some (the user's setting wins).
     n=$(threads_of --batch= OPENBLAS_NUM_THREADS=2)
