@@ -196,6 +196,18 @@ static float at_out[AT * AH * ADV], at_pre[AH * AT * AT], at_att[AH * AT * AT];
 static float at_w[AT * AH * ADV], at_wpre[AH * AT * AT], at_scratch[4096]; /* >= nn_attention_scratch_floats: asserted */
 static int at_causal, at_group; /* at_group: through the group kernels, a group of one */
 
+/* The finite-difference check of an attention case, through the group
+ * kernels (a group of one) and the one-sequence kernels, causal or not. */
+static void check_attention_case(Case *c, const char *what) {
+    for (at_group = 1; at_group >= 0; at_group--)
+        for (at_causal = 0; at_causal < 2; at_causal++) {
+            char name[80];
+            snprintf(name, sizeof name, "nn_attention_%s%s%s", at_group ? "group_" : "", what,
+                     at_causal ? " (causal)" : "");
+            check_case(c, name);
+        }
+}
+
 static double attention_loss(Case *c) {
     NnGroup g = {.G = 1};
     if (at_group)
@@ -230,13 +242,7 @@ START_TEST(test_attention_backward) {
     fill(at_wpre, AH * AT * AT, &r, -0.5f, 0.5f);
     Case c = {attention_loss, attention_grad, {q, k, v}, {gq, gk, gv},
               {AT * AH * AD, AT * AH * AD, AT * AH * ADV}, 3, 0};
-    for (at_group = 1; at_group >= 0; at_group--)
-        for (at_causal = 0; at_causal < 2; at_causal++) {
-            char name[80];
-            snprintf(name, sizeof name, "nn_attention_%sbackward%s", at_group ? "group_" : "",
-                     at_causal ? " (causal)" : "");
-            check_case(&c, name);
-        }
+    check_attention_case(&c, "backward");
     for (at_causal = 0; at_causal < 2; at_causal++) {
         // The fast forward against its naive twin.
         attention_loss(&c);
@@ -289,13 +295,7 @@ START_TEST(test_attention_rows_backward) {
     for (int i = 0; i < 2; i++) memcpy(qr + i * AH * AD, q + ar_pos[i] * AH * AD, AH * AD * sizeof(float));
     Case c = {attention_rows_loss, attention_rows_grad, {qr, k, v}, {gq, gk, gv},
               {2 * AH * AD, AT * AH * AD, AT * AH * ADV}, 3, 0};
-    for (at_group = 1; at_group >= 0; at_group--)
-        for (at_causal = 0; at_causal < 2; at_causal++) {
-            char name[80];
-            snprintf(name, sizeof name, "nn_attention_%srows_backward%s", at_group ? "group_" : "",
-                     at_causal ? " (causal)" : "");
-            check_case(&c, name);
-        }
+    check_attention_case(&c, "rows_backward");
     for (at_causal = 0; at_causal < 2; at_causal++) {
         // The selected rows equal those rows of the whole sequence's attention.
         attention_rows_loss(&c);

@@ -50,6 +50,7 @@ void matmul_forward_naive(float *out, const float *inp, const float *weight, con
 
 #include "exp_vec.h"
 #include "vec8.h"
+#include "vec_psabi.h" /* the ABI note on 64-byte vectors, off */
 
 /* ---- attention over a block of rows (kernels.h) --------------------------- */
 
@@ -74,13 +75,6 @@ enum { LANES_GATHER, LANES_SAME, LANES_CONTIGUOUS };
 /* Passing a 64-byte vector without AVX-512 changes the ABI, say gcc and
  * clang: these helpers are static and always inlined, so there is no call
  * to disagree about. */
-#if defined(__clang__)
-#if __has_warning("-Wpsabi")
-#pragma clang diagnostic ignored "-Wpsabi"
-#endif
-#elif defined(__GNUC__)
-#pragma GCC diagnostic ignored "-Wpsabi"
-#endif
 typedef float Lanes __attribute__((vector_size(B * sizeof(float))));
 typedef int32_t LaneMask __attribute__((vector_size(B * sizeof(float))));
 _Static_assert(B == 16, "lanes_at broadcasts to 16 lanes");

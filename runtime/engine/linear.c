@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include <cblas.h>
+#include "vec_psabi.h" /* the ABI note on 64-byte vectors, off */
 
 /* A kept block at least this dense is multiplied with sgemm; sparser ones
  * one weight at a time. sgemm does about four times the multiply-adds per
@@ -156,13 +157,6 @@ enum { CSR_CHUNK = 32 };
  * so that a chunk's sums are registers whatever the compiler would choose
  * to vectorize (left alone, it vectorized over the weights, with gathers).
  * No such vector is passed or returned, so the ABI note (-Wpsabi) is moot. */
-#if defined(__clang__)
-#if __has_warning("-Wpsabi")
-#pragma clang diagnostic ignored "-Wpsabi"
-#endif
-#elif defined(__GNUC__)
-#pragma GCC diagnostic ignored "-Wpsabi"
-#endif
 typedef float Rows16 __attribute__((vector_size(16 * sizeof(float))));
 typedef uint32_t RowBits __attribute__((vector_size(16 * sizeof(uint32_t))));
 

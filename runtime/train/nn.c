@@ -9,8 +9,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "exp_vec.h" /* runtime/engine */
-#include "vec8.h"    /* runtime/engine: dot8, sum8 */
+#include "exp_vec.h"   /* runtime/engine */
+#include "vec8.h"      /* runtime/engine: dot8, sum8 */
+#include "vec_psabi.h" /* runtime/engine: the ABI note on 64-byte vectors, off */
 
 /* ---- training kernels (kernels.h: "training") ------------------------------ */
 
@@ -506,13 +507,6 @@ void nn_attention_rows_backward(float *dq, float *dk, float *dv, float *scratch,
  * depend on how its batch is split. The naive twins are the one-sequence
  * kernels' above. */
 
-#if defined(__clang__)
-#if __has_warning("-Wpsabi")
-#pragma clang diagnostic ignored "-Wpsabi"
-#endif
-#elif defined(__GNUC__)
-#pragma GCC diagnostic ignored "-Wpsabi"
-#endif
 /* may_alias: the lane arrays are written a float at a time (gather), read
  * a vector at a time. */
 typedef float Lv __attribute__((vector_size(NN_LANES * sizeof(float)), may_alias));
