@@ -489,6 +489,37 @@ END_TEST
  * twin: widths 1 to 70 (whole eight-lane blocks, tails, both), offsets up
  * to 1e3 over spreads down to 1e-2 (cancellation in the variance), and
  * the saved mean and 1/std. */
+/* The engine's LayerNorm of a feature-major block (16 rows to a vector)
+ * gives each row exactly layernorm_forward's bits: widths with and without
+ * eight-lane tails, row counts below, at and past whole blocks of 16, a
+ * leading dimension larger than the rows, large offsets. */
+START_TEST(test_layernorm_fm_matches_rows) {
+    unsigned seed = 11;
+    static const int Cs[] = {1, 5, 8, 12, 32, 37}, ns[] = {1, 15, 16, 17, 40};
+    for (int ci = 0; ci < 6; ci++)
+        for (int ni = 0; ni < 5; ni++) {
+            const int C = Cs[ci], n = ns[ni], ld = n + 3;
+            float *x = random_floats(&seed, (size_t)C * ld, 3.0f);
+            float *w = random_floats(&seed, (size_t)C, 2.0f), *b = random_floats(&seed, (size_t)C, 1.0f);
+            float *y = calloc((size_t)C * ld, sizeof(float)), row[2 * 37], one[2 * 37];
+            for (int i = 0; i < C * ld; i++) x[i] += (i % 3) * 100.0f;
+            layernorm_forward_fm(y, x, ld, C, n, w, b, 1e-5f, row);
+            for (int r = 0; r < ld; r++) {
+                float mean, rstd;
+                for (int c = 0; c < C; c++) one[c] = x[c * ld + r];
+                layernorm_forward(one + C, &mean, &rstd, one, w, b, 1, C, 1e-5f);
+                for (int c = 0; c < C; c++) {
+                    float want = r < n ? one[C + c] : 0.0f; /* rows past n untouched */
+                    ck_assert_msg(memcmp(&y[c * ld + r], &want, sizeof want) == 0,
+                                  "C %d, n %d, row %d, column %d: %.9g against %.9g", C, n, r, c,
+                                  y[c * ld + r], want);
+                }
+            }
+            free(x), free(w), free(b), free(y);
+        }
+}
+END_TEST
+
 START_TEST(test_layernorm_matches_naive) {
     unsigned seed = 5;
     for (int C = 1; C <= 70; C += (C < 10 ? 1 : 7))
@@ -592,6 +623,7 @@ int main(void) {
     tcase_add_test(tc, test_attention_grouped_matches_naive);
     tcase_add_test(tc, test_argmax_first_on_ties);
     tcase_add_test(tc, test_layernorm_matches_naive);
+    tcase_add_test(tc, test_layernorm_fm_matches_rows);
     tcase_add_test(tc, test_softmax_forward_matches_naive);
     suite_add_tcase(s, tc);
     return tf_run_suite(s);

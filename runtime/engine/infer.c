@@ -168,7 +168,7 @@ struct TfInfer {
      * the grouping off (infer_set_grouped). */
     float *gkeys, *gcounts, *gvsums;
     int *gcls, *n_groups, grouped;
-    float *stat;    /* [2 d] one row for LayerNorm (layernorm_fm) */
+    float *stat;    /* [2 d] one row for LayerNorm (layernorm_forward_fm) */
     float *logits;  /* [n_out, max_seqs] */
     float *rowmajor; /* [n, d] for the layer hook */
     float *hookbuf;  /* [n, widest activation] for the activation hook */
@@ -1087,19 +1087,6 @@ void infer_set_grouped(TfInfer *inf, int grouped) { inf->grouped = grouped && in
 
 double infer_flops(const TfInfer *inf) { return inf->flops; }
 
-/* LayerNorm of rows 0..n_run-1 of x (feature-major, ld n) into y: each
- * row gathered into row[0..d-1], normalized by the runtime's one LayerNorm
- * (kernels.h) into row[d..2d-1] and scattered back. */
-static void layernorm_fm(float *y, const float *x, int d, int n, int n_run, const float *w,
-                         const float *b, float eps, float *row) {
-    float mean, rstd;
-    for (int r = 0; r < n_run; r++) {
-        for (int c = 0; c < d; c++) row[c] = x[(size_t)c * n + r];
-        layernorm_forward(row + d, &mean, &rstd, row, w, b, 1, d, eps);
-        for (int c = 0; c < d; c++) y[(size_t)c * n + r] = row[d + c];
-    }
-}
-
 /* Whether v is infinite or NaN (a compare that vectorizes). */
 
 /* The first of rows 0..n_run-1 where one of the columns cols[k] (NULL: k
@@ -1720,7 +1707,7 @@ static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
             // Keys and values read the normalized input at every row.
             int n_norm = lp->kind == TF_LAYER_ATTENTION ? n : n_run;
             float *dst = lp->kind == TF_LAYER_NORM ? inf->delta : inf->xn;
-            layernorm_fm(dst, inf->x, d, n, n_norm, lp->norm_w, lp->norm_b, lp->eps, inf->stat);
+            layernorm_forward_fm(dst, inf->x, n, d, n_norm, lp->norm_w, lp->norm_b, lp->eps, inf->stat);
             if (lp->kind == TF_LAYER_NORM) {
                 for (int c = 0; c < d; c++)
                     memcpy(inf->x + (size_t)c * n, dst + (size_t)c * n, (size_t)n_norm * sizeof(float));

@@ -709,6 +709,38 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
     }
 }
 
+/* The sums of layernorm_forward (sum8 and dot8: lane c % 8 adds element
+ * c, in order of c; the lanes combined as vec8_combine does) for 16 rows at
+ * once, a row to a lane: the same operations per row. */
+#define LN_COMBINE(p) ((((p)[0] + (p)[1]) + ((p)[2] + (p)[3])) + (((p)[4] + (p)[5]) + ((p)[6] + (p)[7])))
+
+void layernorm_forward_fm(float *y, const float *x, long ld, int C, int n, const float *weight,
+                          const float *bias, float eps, float *row) {
+    int r0 = 0;
+    for (; r0 + TF_ATT_LANES <= n; r0 += TF_ATT_LANES) {
+        Lanes p[8] = {{0}}, m, v, s;
+        for (int c = 0; c < C; c++) p[c & 7] += lanes_load(x + c * ld + r0);
+        m = LN_COMBINE(p) / (float)C;
+        for (int k = 0; k < 8; k++) p[k] = (Lanes){0};
+        for (int c = 0; c < C; c++) {
+            Lanes d = lanes_load(x + c * ld + r0) - m; /* y holds x - mean for now */
+            LANES_STORE(y + c * ld + r0, d);
+            p[c & 7] += d * d;
+        }
+        v = LN_COMBINE(p) / (float)C;
+        for (int i = 0; i < TF_ATT_LANES; i++) s[i] = 1.0f / sqrtf(v[i] + eps);
+        for (int c = 0; c < C; c++)
+            LANES_STORE(y + c * ld + r0, lanes_load(y + c * ld + r0) * s * weight[c] + bias[c]);
+    }
+    for (int r = r0; r < n; r++) { /* the rest one at a time, through row[0 .. 2C) */
+        float mean, rstd;
+        for (int c = 0; c < C; c++) row[c] = x[c * ld + r];
+        layernorm_forward(row + C, &mean, &rstd, row, weight, bias, 1, C, eps);
+        for (int c = 0; c < C; c++) y[c * ld + r] = row[C + c];
+    }
+}
+#undef LN_COMBINE
+
 void layernorm_forward_naive(float *out, const float *inp, const float *weight,
                              const float *bias, int N, int C, float eps) {
     for (int n = 0; n < N; n++) {

@@ -147,9 +147,15 @@ void softmax_exp_rows(float *x, int rows, int np, const int *n, float *sums);
 /* LayerNorm, the runtime's one: out[N,C] = (inp - mean) * rstd * weight +
  * bias per row, mean[N] and rstd[N] (1/sqrt(var + eps), biased variance)
  * saved for the trainer's backward pass (runtime/train/nn.c); sums in eight
- * lanes (vec8.h). The engine runs it on each row of a feature-major block. */
+ * lanes (vec8.h). */
 void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
                        const float *weight, const float *bias, int N, int C, float eps);
+/* layernorm_forward of rows 0..n-1 of x laid out feature-major (column c
+ * at x + c ld, a row's C values ld apart; y likewise), with the same bits:
+ * 16 rows at a time, one per lane (the engine's residual stream is laid
+ * out so). row: 2C floats of scratch for the last n % 16 rows. */
+void layernorm_forward_fm(float *y, const float *x, long ld, int C, int n, const float *weight,
+                          const float *bias, float eps, float *row);
 /* Its naive twin: plain loops in double. */
 void layernorm_forward_naive(float *out, const float *inp, const float *weight,
                              const float *bias, int N, int C, float eps);
