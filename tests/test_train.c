@@ -1050,6 +1050,76 @@ START_TEST(test_attention_group_lanes_independent) {
 }
 END_TEST
 
+/* Sequences longer than NN_SHORT_T: through the group kernels (two of 24
+ * positions side by side, d_model 16) and, in a model wide and long enough
+ * that the group kernels' scratch passes the trainer's bound (d_model 512,
+ * room for 80 positions: 4.6 M floats), through the one-sequence kernels
+ * one at a time; two layers, so that the first runs every row and the last
+ * the answer rows only (the first position has no target). The batch's loss and gradient do not depend on the order
+ * of its sequences (to rounding), nor on the threads (bit for bit); the
+ * small model's gradient against finite differences. */
+static double long_batch(TfTrainer *t, const TfModel *m, int swap, float *grad, size_t *n) {
+    enum { S = 2, T = 24 };
+    int tok[S * T], start[S + 1], tgt[S * T], lab[S] = {0};
+    TfRng r;
+    rng_seed(&r, 12);
+    for (int i = 0; i < S * T; i++) {
+        int k = swap ? (i + T) % (S * T) : i; /* sequence 1 first when swapped */
+        tok[k] = (int)rng_below(&r, (uint64_t)m->n_vocab);
+        tgt[k] = i % T >= 1 ? (int)rng_below(&r, (uint64_t)m->n_vocab) : -1;
+    }
+    for (int s = 0; s <= S; s++) start[s] = s * T;
+    TfBatch b = {S, tok, start, tgt, lab, NULL, 0, 0, 0, 0};
+    TfError err = {""};
+    ck_assert_msg(trainer_check_batch(t, &b, &err) == 0, "%s", err.msg);
+    double loss = trainer_forward_backward(t, &b, 0, NULL);
+    const float *g = trainer_grads(t, n);
+    if (grad) memcpy(grad, g, *n * sizeof *g);
+    if (swap == 2) { /* the finite differences, on the unswapped batch */
+        char what[40];
+        snprintf(what, sizeof what, "long sequences, d_model %d", m->d_model);
+        size_t pos_lo = trainer_tensor_offset(t, m->pos_embed);
+        float *g0 = malloc(*n * sizeof *g0);
+        memcpy(g0, g, *n * sizeof *g0);
+        ck_assert_int_gt(tf_check_gradients(t, &b, m, g0, 1 + *n / 60, pos_lo, pos_lo, what, NULL), 30);
+        free(g0);
+    }
+    return loss;
+}
+
+START_TEST(test_long_sequences) {
+    const char *text = _i == 0
+        ? "vocab \"01+=\";\n model { d_model 16; layers 2; heads 2; d_ff 8; norm pre; positions "
+          "learned; max_len 30; predict every_position; seed 8; }\n"
+        : "vocab \"01+=\";\n model { d_model 512; layers 2; heads 2; d_ff 8; norm pre; positions "
+          "learned; max_len 80; predict every_position; seed 8; }\n";
+    TfModel *m = tf_compile_text(text);
+    double loss[3];
+    float *grad[2] = {NULL, NULL};
+    size_t n = 0;
+    for (int run = 0; run < 3; run++) { /* 1 thread, 1 thread swapped, 2 threads */
+        TfTrainOptions o = default_opts(TF_OPT_ADAMW);
+        o.threads = run == 2 ? 2 : 1;
+        TfError err = {""};
+        TfTrainer *t = trainer_new(m, &o, 80, 2, &err); /* room for 80 rows: the bound counts it */
+        ck_assert_msg(t != NULL, "%s", err.msg);
+        trainer_grads(t, &n);
+        if (run < 2) grad[run] = malloc(n * sizeof(float));
+        loss[run] = long_batch(t, m, run == 1, run < 2 ? grad[run] : NULL, &n);
+        if (run == 0 && _i == 0) long_batch(t, m, 2, NULL, &n);
+        trainer_free(t);
+    }
+    char msg[256];
+    ck_assert_msg(fabs(loss[0] - loss[1]) <= 1e-6 * fabs(loss[0]), "loss %.9g, swapped %.9g", loss[0], loss[1]);
+    ck_assert_msg(tf_compare_floats(grad[1], grad[0], n, 1e-6, 1e-4, msg, sizeof msg) == 0,
+                  "gradient, sequences swapped: %s", msg);
+    ck_assert_msg(memcmp(&loss[0], &loss[2], sizeof loss[0]) == 0, "loss %.17g on 1 thread, %.17g on 2",
+                  loss[0], loss[2]);
+    free(grad[0]), free(grad[1]);
+    model_free(m);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("train");
     TCase *tc = tcase_create("train");
@@ -1061,6 +1131,7 @@ int main(void) {
     tcase_add_test(tc, test_attention_rows_backward);
     tcase_add_test(tc, test_attention_fast_matches_naive);
     tcase_add_test(tc, test_attention_group_lanes_independent);
+    tcase_add_loop_test(tc, test_long_sequences, 0, 2);
     tcase_add_test(tc, test_softmax_fast_matches_naive);
     tcase_add_test(tc, test_embedding_and_crossentropy_backward);
     tcase_add_loop_test(tc, test_model_gradient, 0, 4);

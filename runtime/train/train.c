@@ -160,14 +160,29 @@ static size_t max_seq_len(const TfTrainer *t) {
     return (size_t)(t->m->max_len < t->max_rows ? t->m->max_len : t->max_rows);
 }
 
+/* Floats of scratch per thread up to which an attention layer's longer
+ * sequences run through the group kernels (nn.h; their scratch grows with
+ * the heads' total width times the longest sequence); past it, a wide and
+ * long model keeps the one-sequence kernels (and a few megabytes). */
+#define GROUP_SCRATCH_MAX (4L << 20)
+
+/* Whether layer ly runs its sequences of T rows through the group kernels:
+ * a property of the model and the length, so that a sequence's results do
+ * not depend on the batch it is in. */
+static int grouped(const TfTrainer *t, const TfLayer *ly, int T) {
+    return T > NN_SHORT_T &&
+           nn_attention_group_scratch_floats((int)max_seq_len(t), ly->n_heads, ly->d_head,
+                                             ly->d_vhead) <= GROUP_SCRATCH_MAX;
+}
+
 /* Scratch floats an attention layer's kernels need (nn.h): the one-sequence
  * kernels' for short sequences, the group kernels' for longer ones. */
 static size_t attention_scratch(const TfTrainer *t, const TfLayer *ly) {
     const int T = (int)max_seq_len(t);
     size_t a = nn_attention_scratch_floats(T, ly->d_head, ly->d_vhead);
-    size_t b = T > NN_SHORT_T ? nn_attention_group_scratch_floats(T, ly->n_heads, ly->d_head,
-                                                                  ly->d_vhead)
-                              : 0;
+    size_t b = grouped(t, ly, T) ? nn_attention_group_scratch_floats(T, ly->n_heads, ly->d_head,
+                                                                     ly->d_vhead)
+                                 : 0;
     return a > b ? a : b;
 }
 
@@ -587,11 +602,14 @@ static void full_forward_range(void *ctx, int lo, int hi, int worker) {
     for (int gi = lo; gi < hi; gi++) {
         NnGroup g = group_of(t, j->b, t->grp, gi, H, 0, 0);
         const int T = j->b->seq_start[t->grp[gi] + 1] - j->b->seq_start[t->grp[gi]];
-        if (T <= NN_SHORT_T) {
-            nn_attention_forward(j->a->attout + g.row[0] * HV, j->a->preatt + g.at, j->a->att + g.at,
-                                 scratch, j->a->q + g.row[0] * HD, j->a->k + g.row[0] * HD,
-                                 j->a->v + g.row[0] * HV, T, H, ly->d_head, ly->d_vhead, ly->scale,
-                                 ly->causal);
+        if (!grouped(t, ly, T)) {
+            for (int i = 0; i < g.G; i++) {
+                const long r0 = g.row[i], at = (long)H * t->att_off[t->grp[gi] + i];
+                nn_attention_forward(j->a->attout + r0 * HV, j->a->preatt + at, j->a->att + at,
+                                     scratch, j->a->q + r0 * HD, j->a->k + r0 * HD,
+                                     j->a->v + r0 * HV, T, H, ly->d_head, ly->d_vhead, ly->scale,
+                                     ly->causal);
+            }
             continue;
         }
         nn_attention_group_forward(j->a->attout, t->all_scores ? j->a->preatt : NULL, j->a->att,
@@ -618,12 +636,14 @@ static void full_backward_range(void *ctx, int lo, int hi, int worker) {
             attn_loss(t, b, j->l, s, t->dpreatt);
             g.extra = t->dpreatt;
         }
-        if (T <= NN_SHORT_T) {
-            const long r0 = g.row[0];
-            nn_attention_backward(t->dq + r0 * HD, t->dk + r0 * HD, t->dv + r0 * HV, scratch,
-                                  j->dattout + r0 * HV, g.extra, j->a->q + r0 * HD,
-                                  j->a->k + r0 * HD, j->a->v + r0 * HV, j->a->att + g.at, T, H,
-                                  ly->d_head, ly->d_vhead, ly->scale, ly->causal);
+        if (!grouped(t, ly, T)) {
+            for (int i = 0; i < g.G; i++) {
+                const long r0 = g.row[i], at = (long)H * t->att_off[s + i];
+                nn_attention_backward(t->dq + r0 * HD, t->dk + r0 * HD, t->dv + r0 * HV, scratch,
+                                      j->dattout + r0 * HV, g.extra, j->a->q + r0 * HD,
+                                      j->a->k + r0 * HD, j->a->v + r0 * HV, j->a->att + at, T, H,
+                                      ly->d_head, ly->d_vhead, ly->scale, ly->causal);
+            }
             continue;
         }
         nn_attention_group_backward(t->dq, t->dk, t->dv, scratch, j->dattout, j->a->q, j->a->k,
@@ -654,26 +674,33 @@ static void rows_range(void *ctx, int lo, int hi, int worker, int backward) {
         NnGroup g = group_of(t, b, t->rgrp, gi, H, 1, off);
         const int s = t->rgrp[gi], T = b->seq_start[s + 1] - b->seq_start[s];
         const int o0 = t->seq_out_start[s], R = t->seq_out_start[s + 1] - o0;
-        const long r0 = g.row[0];
-        if (T <= NN_SHORT_T && backward)
-            nn_attention_rows_backward(t->dq + o0 * HD, t->dk + r0 * HD, t->dv + r0 * HV, scratch,
-                                       j->dattout + o0 * HV, j->a->q + o0 * HD, j->a->k + r0 * HD,
-                                       j->a->v + r0 * HV, j->a->att + off, t->out_pos + o0, R, T,
-                                       H, ly->d_head, ly->d_vhead, ly->scale, ly->causal);
-        else if (T <= NN_SHORT_T)
-            nn_attention_rows_forward(j->a->attout + o0 * HV, j->a->preatt + off, j->a->att + off,
-                                      scratch, j->a->q + o0 * HD, j->a->k + r0 * HD,
-                                      j->a->v + r0 * HV, t->out_pos + o0, R, T, H, ly->d_head,
-                                      ly->d_vhead, ly->scale, ly->causal);
-        else if (backward)
-            nn_attention_group_backward(t->dq, t->dk, t->dv, scratch, j->dattout, j->a->q, j->a->k,
-                                        j->a->v, j->a->att, &g, t->out_pos + o0, R, T, H,
-                                        ly->d_head, ly->d_vhead, ly->scale, ly->causal);
-        else
-            nn_attention_group_forward(j->a->attout, NULL, j->a->att, scratch, j->a->q, j->a->k,
-                                       j->a->v, &g, t->out_pos + o0, R, T, H, ly->d_head,
-                                       ly->d_vhead, ly->scale, ly->causal, 0);
+        const int *pos = t->out_pos + o0; /* the same in every sequence of the group */
         off += (long)g.G * R * H * T;
+        if (grouped(t, ly, T)) {
+            if (backward)
+                nn_attention_group_backward(t->dq, t->dk, t->dv, scratch, j->dattout, j->a->q,
+                                            j->a->k, j->a->v, j->a->att, &g, pos, R, T, H,
+                                            ly->d_head, ly->d_vhead, ly->scale, ly->causal);
+            else
+                nn_attention_group_forward(j->a->attout, NULL, j->a->att, scratch, j->a->q,
+                                           j->a->k, j->a->v, &g, pos, R, T, H, ly->d_head,
+                                           ly->d_vhead, ly->scale, ly->causal, 0);
+            continue;
+        }
+        for (int i = 0; i < g.G; i++) { /* one at a time */
+            const long r0 = g.row[i], q0 = g.qrow[i], at = g.at + (long)i * R * H * T;
+            if (backward)
+                nn_attention_rows_backward(t->dq + q0 * HD, t->dk + r0 * HD, t->dv + r0 * HV,
+                                           scratch, j->dattout + q0 * HV, j->a->q + q0 * HD,
+                                           j->a->k + r0 * HD, j->a->v + r0 * HV, j->a->att + at,
+                                           pos, R, T, H, ly->d_head, ly->d_vhead, ly->scale,
+                                           ly->causal);
+            else
+                nn_attention_rows_forward(j->a->attout + q0 * HV, j->a->preatt + at,
+                                          j->a->att + at, scratch, j->a->q + q0 * HD,
+                                          j->a->k + r0 * HD, j->a->v + r0 * HV, pos, R, T, H,
+                                          ly->d_head, ly->d_vhead, ly->scale, ly->causal);
+        }
     }
 }
 
@@ -1145,8 +1172,9 @@ static const float *pick_head(const TfTrainer *t, int seq, int layer, int head, 
             continue;
         int gi = 0;
         while (t->grp[gi + 1] <= seq) gi++;
-        const int s0 = t->grp[gi], G = t->grp[gi + 1] - s0, g = seq - s0;
         const int n = (int)(sqrt((double)(t->att_off[seq + 1] - t->att_off[seq])) + 0.5);
+        const int one = !grouped(t, &t->m->layers[l], n); /* each sequence's scores apart */
+        const int s0 = one ? seq : t->grp[gi], G = one ? 1 : t->grp[gi + 1] - s0, g = seq - s0;
         const float *x = (w ? t->acts[l].att : t->acts[l].preatt) + (long)H * t->att_off[s0];
         float *out = t->picked + (w ? (long)n * n : 0);
         for (long k = 0; k < (long)n * n; k++) out[k] = x[((long)head * n * n + k) * G + g];
