@@ -1057,7 +1057,8 @@ END_TEST
  * one at a time; two layers, so that the first runs every row and the last
  * the answer rows only (the first position has no target). The batch's loss and gradient do not depend on the order
  * of its sequences (to rounding), nor on the threads (bit for bit); the
- * small model's gradient against finite differences. */
+ * small model's gradient against finite differences; the attention pictures
+ * (long_pictures_match). */
 static double long_batch(TfTrainer *t, const TfModel *m, int swap, float *grad, size_t *n) {
     enum { S = 2, T = 24 };
     int tok[S * T], start[S + 1], tgt[S * T], lab[S] = {0};
@@ -1087,6 +1088,48 @@ static double long_batch(TfTrainer *t, const TfModel *m, int swap, float *grad, 
     return loss;
 }
 
+/* After trainer_predict, the attention scores and weights the trainer hands
+ * out for a sequence (trainer_attention_scores, _weights: copied out of a
+ * group's interleaved layout) are exactly those of the same sequence in a
+ * batch of its own, in every head of both layers. */
+static void long_pictures_match(TfTrainer *t, const TfModel *m) {
+    enum { T = 24 };
+    int tok[2 * T], start[3] = {0, T, 2 * T}, tgt[2 * T], lab[2] = {0}, pred[2];
+    TfRng r;
+    rng_seed(&r, 13);
+    for (int i = 0; i < 2 * T; i++) {
+        tok[i] = (int)rng_below(&r, (uint64_t)m->n_vocab);
+        tgt[i] = i % T >= 1 ? (int)rng_below(&r, (uint64_t)m->n_vocab) : -1;
+    }
+    static float pair[2][2][2][T * T]; /* [layer][head][scores, weights] */
+    TfBatch both = {2, tok, start, tgt, lab, NULL, 0, 0, 0, 0};
+    trainer_predict(t, &both, pred, NULL);
+    for (int l = 0; l < 2; l++)
+        for (int h = 0; h < 2; h++) {
+            int n = 0;
+            const float *sc = trainer_attention_scores(t, 1, l, h, &n);
+            ck_assert(sc != NULL && n == T);
+            memcpy(pair[l][h][0], sc, sizeof pair[l][h][0]);
+            const float *w = trainer_attention_weights(t, 1, l, h, &n);
+            ck_assert(w != NULL && n == T);
+            memcpy(pair[l][h][1], w, sizeof pair[l][h][1]);
+        }
+    TfBatch alone = {1, tok + T, start, tgt + T, lab, NULL, 0, 0, 0, 0};
+    trainer_predict(t, &alone, pred, NULL);
+    for (int l = 0; l < 2; l++)
+        for (int h = 0; h < 2; h++) {
+            int n = 0;
+            const float *sc = trainer_attention_scores(t, 0, l, h, &n);
+            ck_assert(sc != NULL && n == T);
+            ck_assert_msg(memcmp(pair[l][h][0], sc, sizeof pair[l][h][0]) == 0,
+                          "d_model %d, layer %d, head %d: scores differ in a batch of two", m->d_model, l, h);
+            const float *w = trainer_attention_weights(t, 0, l, h, &n);
+            ck_assert_msg(memcmp(pair[l][h][1], w, sizeof pair[l][h][1]) == 0,
+                          "d_model %d, layer %d, head %d: weights differ in a batch of two", m->d_model, l, h);
+            for (int j = 1; j < T; j++) ck_assert(w[j] == 0.0f); /* causal: row 0 sees position 0 */
+        }
+}
+
 START_TEST(test_long_sequences) {
     const char *text = _i == 0
         ? "vocab \"01+=\";\n model { d_model 16; layers 2; heads 2; d_ff 8; norm pre; positions "
@@ -1107,6 +1150,7 @@ START_TEST(test_long_sequences) {
         if (run < 2) grad[run] = malloc(n * sizeof(float));
         loss[run] = long_batch(t, m, run == 1, run < 2 ? grad[run] : NULL, &n);
         if (run == 0 && _i == 0) long_batch(t, m, 2, NULL, &n);
+        if (run == 0) long_pictures_match(t, m);
         trainer_free(t);
     }
     char msg[256];
