@@ -93,11 +93,17 @@ static inline __attribute__((always_inline)) Lanes lanes_load(const float *p) {
         memcpy((p), &lanes_v_, sizeof lanes_v_);                                                 \
     } while (0)
 
-/* 1 when some lane of the mask *m is set. */
+/* 1 when some lane of the mask *m is set: halves ORed in registers (a
+ * copy to memory and eight scalar loads cost a tenth of the kernel). */
+typedef int32_t Mask8 __attribute__((vector_size(8 * sizeof(int32_t))));
+typedef int32_t Mask4 __attribute__((vector_size(4 * sizeof(int32_t))));
 static inline __attribute__((always_inline)) int lanes_any(const LaneMask *m) {
-    uint64_t u[B / 2];
-    memcpy(u, m, sizeof u);
-    return ((u[0] | u[1]) | (u[2] | u[3])) | ((u[4] | u[5]) | (u[6] | u[7])) ? 1 : 0;
+    LaneMask v = *m;
+    Mask8 h = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) |
+              __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+    Mask4 g = __builtin_shufflevector(h, h, 0, 1, 2, 3) | __builtin_shufflevector(h, h, 4, 5, 6, 7);
+    g |= __builtin_shufflevector(g, g, 2, 3, 0, 1);
+    return (g[0] | g[1]) != 0;
 }
 
 /* Lane i of a where m[i] is set (all ones), else of b. */
@@ -219,7 +225,13 @@ attention_block_body(float *out, int ldo, float *sums, int *used, float *att, fl
     sc = (Lanes){0} + scale;
     memcpy(&tlv, tl, sizeof tlv);
     int out_contiguous = W == B;
-    for (int i = 1; i < W; i++) out_contiguous &= col[i] == col[0] + i;
+    if (out_contiguous) {
+        const LaneMask iota = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+        LaneMask c, m;
+        memcpy(&c, col, sizeof c);
+        m = (c - col[0]) != iota;
+        out_contiguous = !lanes_any(&m);
+    }
 #define SCORES_FEW(NP)                                                                           \
     scores_few(att, q, ldq, col, out_contiguous, W, pq, pk, k, S, kstride, sq, Tmax, tlv, sc,    \
                mode, NP)
@@ -285,10 +297,20 @@ attention_block_body(float *out, int ldo, float *sums, int *used, float *att, fl
         smv += e;
     }
     Lanes inv = 1.0f / smv;
-    for (int t = 0; t < Tmax; t++) {
-        Lanes a = lanes_load(att + t * B) * inv;
-        LANES_STORE(att + t * B, a);
-        cntv -= a != 0.0f; /* -1 where true */
+    LaneMask unfit = ~((smv - smv) == 0.0f); /* a sum infinite or NaN */
+    if (n_pos <= MAX_POS && !lanes_any(&unfit)) {
+        // The weights left out of pos are +0 already, and stay so.
+        for (int x = 0; x < n_pos; x++) {
+            Lanes a = lanes_load(att + pos[x] * B) * inv;
+            LANES_STORE(att + pos[x] * B, a);
+            cntv -= a != 0.0f; /* -1 where true */
+        }
+    } else {
+        for (int t = 0; t < Tmax; t++) {
+            Lanes a = lanes_load(att + t * B) * inv;
+            LANES_STORE(att + t * B, a);
+            cntv -= a != 0.0f;
+        }
     }
     for (int jc = j0; jc < j1; jc += VCHUNK) {
         const float *vj = v + (long)jc * S;
@@ -327,14 +349,40 @@ attention_block_dispatch(float *out, int ldo, float *sums, int *used, float *att
                          const float *k, int nk, const float *v, int nv, int j0, int j1, int S,
                          const int *seq, const int *T, int W, float scale) {
     int sq[B], tl[B], col[B], Tmax = 1, same = 1, contig = W == B;
-    for (int i = 0; i < B; i++) {
-        col[i] = i < W ? (rows ? rows[i] : i) : 0;
-        sq[i] = seq[i < W ? i : 0];
-        tl[i] = i < W ? T[i] : 1;
-        Tmax = tl[i] > Tmax ? tl[i] : Tmax;
-        same &= sq[i] == sq[0];
-        contig &= sq[i] == sq[0] + i;
-    }
+    if (W == B) { /* a full block (most): the same, by vectors */
+        const LaneMask iota = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+        LaneMask s, t, d, m;
+        memcpy(&s, seq, sizeof s);
+        memcpy(&t, T, sizeof t);
+        memcpy(sq, seq, sizeof sq);
+        memcpy(tl, T, sizeof tl);
+        if (rows)
+            memcpy(col, rows, sizeof col);
+        else
+            memcpy(col, &iota, sizeof col);
+        d = s - s[0];
+        m = d != 0;
+        same = !lanes_any(&m);
+        m = d != iota;
+        contig = !lanes_any(&m);
+        Mask8 h = __builtin_shufflevector(t, t, 0, 1, 2, 3, 4, 5, 6, 7),
+              h2 = __builtin_shufflevector(t, t, 8, 9, 10, 11, 12, 13, 14, 15);
+        h = ((h2 > h) & h2) | (~(h2 > h) & h);
+        Mask4 g = __builtin_shufflevector(h, h, 0, 1, 2, 3), g2 = __builtin_shufflevector(h, h, 4, 5, 6, 7);
+        g = ((g2 > g) & g2) | (~(g2 > g) & g);
+        g2 = __builtin_shufflevector(g, g, 2, 3, 0, 1);
+        g = ((g2 > g) & g2) | (~(g2 > g) & g);
+        Tmax = g[1] > g[0] ? g[1] : g[0];
+        Tmax = Tmax > 1 ? Tmax : 1;
+    } else
+        for (int i = 0; i < B; i++) {
+            col[i] = i < W ? (rows ? rows[i] : i) : 0;
+            sq[i] = seq[i < W ? i : 0];
+            tl[i] = i < W ? T[i] : 1;
+            Tmax = tl[i] > Tmax ? tl[i] : Tmax;
+            same &= sq[i] == sq[0];
+            contig &= sq[i] == sq[0] + i;
+        }
     int mode = same ? LANES_SAME : contig ? LANES_CONTIGUOUS : LANES_GATHER;
     if (mode == LANES_SAME)
         attention_block_body(out, ldo, sums, used, att, scores, q, ldq, col, pq, pk, np, k, nk, v, nv,
@@ -541,9 +589,44 @@ static inline __attribute__((always_inline)) float erfc_vec(float z) {
  * weights). Within 1.4e-7 x max(1, |GELU|) of the true value, and 5e-6
  * relative wherever |GELU| > 1e-10 (tests/test_kernels.c sweeps it); the
  * erff form it replaces lost all relative precision below x = -5. */
+/* GELU_U vectors of 16 at x, as the scalar loop below computes each: the
+ * same operations in the same order, so the same bits. Written out as
+ * vectors, several at once, because the loop the compiler makes of the
+ * scalar one takes a vector at a time through the two polynomials' long
+ * chain of dependent operations, and waited on it (8 % of the adder's
+ * time). */
+enum { GELU_U = 4 };
+static inline __attribute__((always_inline)) void gelu_lanes(float *x) {
+    const float inv_sqrt2 = 0.70710678118654752440f;
+    const LaneMask abs_bits = (LaneMask){0} + 0x7fffffff;
+    Lanes v[GELU_U], z[GELU_U], t[GELU_U], p[GELU_U], e[GELU_U];
+    for (int u = 0; u < GELU_U; u++) {
+        v[u] = lanes_load(x + 16 * u);
+        z[u] = (Lanes)((LaneMask)v[u] & abs_bits) * inv_sqrt2; /* fabsf */
+        t[u] = 1.0f / (1.0f + 0.5f * z[u]);
+        p[u] = 0.17087277f * t[u] - 0.82215223f;
+    }
+    for (int u = 0; u < GELU_U; u++) p[u] = p[u] * t[u] + 1.48851587f;
+    for (int u = 0; u < GELU_U; u++) p[u] = p[u] * t[u] - 1.13520398f;
+    for (int u = 0; u < GELU_U; u++) p[u] = p[u] * t[u] + 0.27886807f;
+    for (int u = 0; u < GELU_U; u++) p[u] = p[u] * t[u] - 0.18628806f;
+    for (int u = 0; u < GELU_U; u++) p[u] = p[u] * t[u] + 0.09678418f;
+    for (int u = 0; u < GELU_U; u++) p[u] = p[u] * t[u] + 0.37409196f;
+    for (int u = 0; u < GELU_U; u++) p[u] = p[u] * t[u] + 1.00002368f;
+    for (int u = 0; u < GELU_U; u++) p[u] = p[u] * t[u] - 1.26551223f;
+    for (int u = 0; u < GELU_U; u++) EXP_VEC_LANES(Lanes, LaneMask, e[u], -z[u] * z[u] + p[u]);
+    for (int u = 0; u < GELU_U; u++) {
+        Lanes c = t[u] * e[u];
+        Lanes y = 0.5f * v[u] * LANES_SELECT(v[u] >= 0.0f, 2.0f - c, c);
+        LANES_STORE(x + 16 * u, y);
+    }
+}
+
 static inline __attribute__((always_inline)) void gelu_body(float *x, long n) {
     const float inv_sqrt2 = 0.70710678118654752440f;
-    for (long i = 0; i < n; i++) {
+    long i0 = 0;
+    for (; i0 + 16 * GELU_U <= n; i0 += 16 * GELU_U) gelu_lanes(x + i0);
+    for (long i = i0; i < n; i++) {
         float v = x[i], z = fabsf(v) * inv_sqrt2, c = erfc_vec(z);
         x[i] = 0.5f * v * (v >= 0.0f ? 2.0f - c : c);
     }
