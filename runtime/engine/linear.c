@@ -200,9 +200,9 @@ static inline __attribute__((always_inline)) void finish1(float *dst, float acc,
 static inline __attribute__((always_inline)) void csr_row(float *restrict y, const float *x,
                                                           int ldx, const float *w, const int *idx,
                                                           int nw, float b, int with_bias, int n,
-                                                          int mode, uint32_t *bad) {
+                                                          int mode, RowBits *vbad, uint32_t *bad) {
     int r0 = 0;
-    RowBits bits = {0};
+    RowBits bits = *vbad;
     for (; r0 + CSR_CHUNK <= n; r0 += CSR_CHUNK) {
         Rows16 a0 = {0}, a1 = {0};
         for (int j = 0; j < nw; j++) {
@@ -226,8 +226,17 @@ static inline __attribute__((always_inline)) void csr_row(float *restrict y, con
         for (int j = 0; j < nw; j++) acc += w[j] * x[(size_t)idx[j] * ldx + r];
         finish1(y + r, with_bias ? acc + b : acc, mode, bad);
     }
-    if (mode == CSR_ADD)
-        for (int i = 0; i < 16; i++) *bad |= bits[i];
+    *vbad = bits;
+}
+
+/* The non-finite bits of a map's added sums, lane by lane, into one. */
+static inline __attribute__((always_inline)) uint32_t fold_bits(RowBits v) {
+    typedef uint32_t Bits8 __attribute__((vector_size(8 * sizeof(uint32_t))));
+    typedef uint32_t Bits4 __attribute__((vector_size(4 * sizeof(uint32_t))));
+    Bits8 h = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) |
+              __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+    Bits4 g = __builtin_shufflevector(h, h, 0, 1, 2, 3) | __builtin_shufflevector(h, h, 4, 5, 6, 7);
+    return (g[0] | g[1]) | (g[2] | g[3]);
 }
 
 /* Every row of a CSR map (csr_row), compiled three times from this one body
@@ -242,11 +251,12 @@ static inline __attribute__((always_inline)) uint32_t csr_rows(const TfLinear *L
                                                                int ldy, const float *x, int ldx,
                                                                int n, int mode) {
     uint32_t bad = 0;
+    RowBits vbad = {0};
     for (int k = 0; k < L->n_rows; k++)
         csr_row(y + (size_t)(mode == CSR_ADD ? L->rows[k] : k) * ldy, x, ldx, L->w + L->ptr[k],
                 L->idx + L->ptr[k], L->ptr[k + 1] - L->ptr[k], L->bias ? L->bias[k] : 0.0f,
-                L->bias != NULL, n, mode, &bad);
-    return bad;
+                L->bias != NULL, n, mode, &vbad, &bad);
+    return bad | fold_bits(vbad);
 }
 
 /* KN <= 4 consecutive packed rows k0.. of a dense block (weights w, n_cols
@@ -255,13 +265,13 @@ static inline __attribute__((always_inline)) uint32_t csr_rows(const TfLinear *L
  * it; then what mode says (csr_row). */
 static inline __attribute__((always_inline)) void
 dense_block(const TfLinear *L, int k0, float *y, int ldy, const float *x, int ldx, int n,
-            int mode, uint32_t *bad, int KN) {
+            int mode, RowBits *vbad, uint32_t *bad, int KN) {
     const int nc = L->n_cols, *cols = L->cols;
     const float *w = L->w + (size_t)k0 * nc;
     float *yk[4];
     for (int kk = 0; kk < KN; kk++)
         yk[kk] = y + (size_t)(mode == CSR_ADD ? L->rows[k0 + kk] : k0 + kk) * ldy;
-    RowBits bits = {0};
+    RowBits bits = *vbad;
     int r0 = 0;
     for (; r0 + 32 <= n; r0 += 32) {
         Rows16 a[4][2];
@@ -291,8 +301,7 @@ dense_block(const TfLinear *L, int k0, float *y, int ldy, const float *x, int ld
                 acc += w[(size_t)kk * nc + c] * x[(size_t)cols[c] * ldx + r];
             finish1(yk[kk] + r, L->bias ? acc + L->bias[k0 + kk] : acc, mode, bad);
         }
-    if (mode == CSR_ADD)
-        for (int i = 0; i < 16; i++) *bad |= bits[i];
+    *vbad = bits;
 }
 
 /* Every row of a small dense block (linear_fused), four at a time. */
@@ -300,15 +309,17 @@ static inline __attribute__((always_inline)) uint32_t dense_rows(const TfLinear 
                                                                  int ldy, const float *x, int ldx,
                                                                  int n, int mode) {
     uint32_t bad = 0;
+    RowBits vbad = {0};
     int k0 = 0;
-    for (; k0 + 4 <= L->n_rows; k0 += 4) dense_block(L, k0, y, ldy, x, ldx, n, mode, &bad, 4);
+    for (; k0 + 4 <= L->n_rows; k0 += 4)
+        dense_block(L, k0, y, ldy, x, ldx, n, mode, &vbad, &bad, 4);
     switch (L->n_rows - k0) {
-    case 3: dense_block(L, k0, y, ldy, x, ldx, n, mode, &bad, 3); break;
-    case 2: dense_block(L, k0, y, ldy, x, ldx, n, mode, &bad, 2); break;
-    case 1: dense_block(L, k0, y, ldy, x, ldx, n, mode, &bad, 1); break;
+    case 3: dense_block(L, k0, y, ldy, x, ldx, n, mode, &vbad, &bad, 3); break;
+    case 2: dense_block(L, k0, y, ldy, x, ldx, n, mode, &vbad, &bad, 2); break;
+    case 1: dense_block(L, k0, y, ldy, x, ldx, n, mode, &vbad, &bad, 1); break;
     default: break;
     }
-    return bad;
+    return bad | fold_bits(vbad);
 }
 
 /* A CSR map or a small dense block (linear_fused), rows as mode says. */
