@@ -100,6 +100,9 @@ struct TfPlan {
     /* [n_emb_cols] 1: every token's entry is +0 (embedded by runs of
      * positions); every position's entry is +0 (by token alone) */
     char *emb_pos_only, *emb_tok_only;
+    /* [n_emb_cols] a by-token column that one token alone sets (every other
+     * token's entry +-0: a one-hot token register): that token, else -1 */
+    int *emb_one_tok;
     /* [d] 1: the column is read or written at rows past the output rows
      * (plan_liveness), so a step's every row starts at 0 there; elsewhere
      * only the output rows do (the other rows are never read). */
@@ -138,6 +141,14 @@ struct TfInfer {
     /* attention_heads: the rows in block order, scratch, each row's T, and
      * the counting sort's buckets [max(L + 1, S) + 1]. */
     int *order, *order_tmp, *row_t, *bucket;
+    /* attention_heads's blocks for order_key: block b takes rows order[r]
+     * for blk[b].r0 <= r < blk[b].r0 + blk[b].w; ord_seq[r] and ord_t[r]
+     * are row order[r]'s sequence and positions seen */
+    struct AttBlockPlan {
+        int r0, w, one_seq;
+        long n_t; /* the positions its lanes see */
+    } *blk;
+    int n_blk, *ord_seq, *ord_t;
     int order_key; /* what order and row_t were computed for (-1: nothing) */
     /* The step's rows as runs of positions (embed_runs): run i covers rows
      * run_r0[i] .. run_r0[i + 1] - 1, at positions run_p0[i] + dp * j,
@@ -248,6 +259,7 @@ void plan_free(TfPlan *p) {
     free(p->emb_pos);
     free(p->emb_pos_only);
     free(p->emb_tok_only);
+    free(p->emb_one_tok);
     free(p->all_rows);
     linear_free(&p->unembed);
     free(p);
@@ -610,7 +622,8 @@ static int plan_embedding(TfPlan *p, TfError *err) {
     p->emb_pos = malloc((nc * (size_t)m->max_len + 1) * sizeof(float));
     p->emb_pos_only = malloc(nc + 1);
     p->emb_tok_only = malloc(nc + 1);
-    if (!p->emb_tok || !p->emb_pos || !p->emb_pos_only || !p->emb_tok_only) {
+    p->emb_one_tok = malloc((nc + 1) * sizeof(int));
+    if (!p->emb_tok || !p->emb_pos || !p->emb_pos_only || !p->emb_tok_only || !p->emb_one_tok) {
         tf_error_set(err, "out of memory");
         return -1;
     }
@@ -626,6 +639,10 @@ static int plan_embedding(TfPlan *p, TfError *err) {
             float v = p->emb_pos[k * m->max_len + i] = pe[(size_t)i * d + c];
             p->emb_tok_only[k] &= v == 0.0f && !signbit(v);
         }
+        int one = -1, n_set = 0;
+        for (int t = 0; t < m->n_vocab; t++)
+            if (p->emb_tok[k * m->n_vocab + t] != 0.0f) one = t, n_set++;
+        p->emb_one_tok[k] = p->emb_tok_only[k] && n_set == 1 ? one : -1;
     }
     return 0;
 }
@@ -838,6 +855,9 @@ void infer_free(TfInfer *inf) {
     free(inf->order);
     free(inf->order_tmp);
     free(inf->row_t);
+    free(inf->blk);
+    free(inf->ord_seq);
+    free(inf->ord_t);
     free(inf->pos_order);
     free(inf->row_blk);
     free(inf->run_r0);
@@ -918,6 +938,9 @@ TfInfer *infer_new_with_plan(const TfPlan *plan, int max_seqs, TfError *err) {
     inf->order = malloc(R * sizeof(int));
     inf->order_tmp = malloc(R * sizeof(int));
     inf->row_t = malloc(R * sizeof(int));
+    inf->blk = malloc((R + 1) * sizeof *inf->blk);
+    inf->ord_seq = malloc(R * sizeof(int));
+    inf->ord_t = malloc(R * sizeof(int));
     inf->pos_order = malloc(R * sizeof(int));
     inf->row_blk = malloc(R * sizeof(int));
     inf->run_r0 = malloc((R + 1) * sizeof(int));
@@ -958,7 +981,7 @@ TfInfer *infer_new_with_plan(const TfPlan *plan, int max_seqs, TfError *err) {
     if (!inf->seq_len || !inf->x || (plan->has_norm && !inf->xn) || !inf->q || !inf->k ||
         !inf->v || !inf->heads || !inf->hidden || !inf->delta || !inf->scratch || !inf->att ||
         !inf->scores || !inf->hook_att || !inf->hook_scores || !inf->order || !inf->order_tmp ||
-        !inf->row_t || !inf->pos_order || !inf->row_blk || !inf->run_r0 || !inf->run_p0 ||
+        !inf->row_t || !inf->blk || !inf->ord_seq || !inf->ord_t || !inf->pos_order || !inf->row_blk || !inf->run_r0 || !inf->run_p0 ||
         !inf->run_dp || !inf->st_off || !inf->st_start || !inf->st_run || !inf->bucket ||
         !inf->kg || !inf->vg || !inf->ident || !inf->stat ||
         !inf->logits || !inf->row_seq || !inf->row_pos || !inf->row_tok)
@@ -1305,11 +1328,12 @@ static void attention_heads(TfInfer *inf, int l, int n_run, int ld, int which) {
     const LayerPlan *lp = &inf->plan->layers[l];
     int S = inf->max_seqs, L = inf->m->max_len, nk = lp->k.n_rows, nv = lp->v.n_rows;
     int lanes = inf->att_hook ? 1 : TF_ATT_LANES, bad_row = -1;
-    int T[TF_ATT_LANES], seq[TF_ATT_LANES], used[TF_ATT_LANES];
+    int used[TF_ATT_LANES];
     float sums[TF_ATT_LANES];
     int *order = inf->order;
-    // The order of the previous layer's call serves while its rows, lanes
-    // and masking are the same (forward_rows forgets it each step).
+    // The order and blocks of the previous layer's call serve while its
+    // rows, lanes and masking are the same (forward_rows forgets them each
+    // step).
     int key = n_run * 4 + lp->causal * 2 + (lanes > 1);
     if (inf->order_key != key) {
         inf->order_key = key;
@@ -1325,27 +1349,37 @@ static void attention_heads(TfInfer *inf, int l, int n_run, int ld, int which) {
             sort_rows(order, inf->order_tmp, inf->row_seq, n_run, S, inf->bucket);
             sort_rows(order, inf->order_tmp, inf->row_t, n_run, L + 1, inf->bucket);
         }
-    }
-    const int zero[TF_ATT_LANES] = {0};
-    int gathered = -1; /* the sequence in kg and vg */
-    for (int r0 = 0, W; r0 < n_run; r0 += W) {
+        for (int r = 0; r < n_run; r++) {
+            inf->ord_seq[r] = inf->row_seq[order[r]];
+            inf->ord_t[r] = inf->row_t[order[r]];
+        }
         // A block holds rows of one sequence (keys and values broadcast to
         // the lanes) or rows of different ones, never both: it ends where a
         // run of one sequence's rows starts or stops.
-        const int *rows = order + r0, *rs = inf->row_seq;
-        int max_w = n_run - r0 < lanes ? n_run - r0 : lanes, one_seq = lanes > 1;
-        W = 1;
-        if (max_w > 1 && rs[rows[1]] == rs[rows[0]])
-            while (W < max_w && rs[rows[W]] == rs[rows[0]]) W++;
-        else
-            while (W < max_w && rs[rows[W]] != rs[rows[W - 1]] &&
-                   (W + 1 >= max_w || rs[rows[W + 1]] != rs[rows[W]]))
-                W++;
-        for (int i = 0; i < W; i++) {
-            seq[i] = inf->row_seq[rows[i]];
-            T[i] = inf->row_t[rows[i]];
-            one_seq &= seq[i] == seq[0];
+        const int *rs = inf->ord_seq;
+        inf->n_blk = 0;
+        for (int r0 = 0, W; r0 < n_run; r0 += W) {
+            int max_w = n_run - r0 < lanes ? n_run - r0 : lanes, one_seq = lanes > 1;
+            W = 1;
+            if (max_w > 1 && rs[r0 + 1] == rs[r0])
+                while (W < max_w && rs[r0 + W] == rs[r0]) W++;
+            else
+                while (W < max_w && rs[r0 + W] != rs[r0 + W - 1] &&
+                       (W + 1 >= max_w || rs[r0 + W + 1] != rs[r0 + W]))
+                    W++;
+            long n_t = 0;
+            for (int i = 0; i < W; i++) {
+                one_seq &= rs[r0 + i] == rs[r0];
+                n_t += inf->ord_t[r0 + i];
+            }
+            inf->blk[inf->n_blk++] = (struct AttBlockPlan){r0, W, one_seq, n_t};
         }
+    }
+    const int zero[TF_ATT_LANES] = {0};
+    int gathered = -1; /* the sequence in kg and vg */
+    for (int b = 0; b < inf->n_blk; b++) {
+        int r0 = inf->blk[b].r0, W = inf->blk[b].w, one_seq = inf->blk[b].one_seq;
+        const int *rows = order + r0, *seq = inf->ord_seq + r0, *T = inf->ord_t + r0;
         // A block of one long sequence reads its keys and values at every
         // position, each a cache line apart in the caches: gathered once
         // for all its blocks, they are read in order.
@@ -1377,11 +1411,11 @@ static void attention_heads(TfInfer *inf, int l, int n_run, int ld, int which) {
                                         ld, rows, lp->pair_q + p0, lp->pair_k + p0, np,
                                         inf->kcache[l], nk, inf->vcache[l], nv, j0, j1, S, seq, T,
                                         W, lp->scale);
-            long n_t = 0, n_used = 0;
+            long n_t = inf->blk[b].n_t, n_used = 0;
             for (int i = 0; i < W; i++) {
                 // An infinite or NaN score (the products overflowed).
                 if (isnan(sums[i]) && (bad_row < 0 || rows[i] < bad_row)) bad_row = rows[i];
-                n_t += T[i], n_used += used[i];
+                n_used += used[i];
             }
             if (n_groups) // one score and one value sum per group
                 inf->flops += 2.0 * W * n_groups * (np + j1 - j0);
@@ -1599,6 +1633,16 @@ static void embed_token_column(float *restrict xc, const float *restrict tk,
     for (int r = 0; r < n; r++) xc[r] = tk[tok[r]] + 0.0f;
 }
 
+/* A column of embed_token_column that token t alone sets (to v): the
+ * same sums, tk[tok[r]] + +0, as a compare and a select (a gather per row
+ * was half the time of a step outside its layers). Every other token's
+ * +-0 plus +0 is +0. */
+static void embed_one_token_column(float *restrict xc, float v, int t, const int *restrict tok,
+                                   int n) {
+    float vt = v + 0.0f;
+    for (int r = 0; r < n; r++) xc[r] = tok[r] == t ? vt : 0.0f;
+}
+
 /* One embedded column: xc[r] = tk[tok[r]] + pk[pos[r]]. */
 static void embed_column(float *restrict xc, const float *restrict tk, const float *restrict pk,
                          const int *restrict tok, const int *restrict pos, int n) {
@@ -1649,6 +1693,9 @@ static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
         const float *pk = plan->emb_pos + (size_t)k * m->max_len;
         if (plan->emb_pos_only[k])
             embed_position_column(inf, xc, pk);
+        else if (plan->emb_one_tok[k] >= 0)
+            embed_one_token_column(xc, tk[plan->emb_one_tok[k]], plan->emb_one_tok[k],
+                                   inf->row_tok, n);
         else if (plan->emb_tok_only[k])
             embed_token_column(xc, tk, inf->row_tok, n);
         else
