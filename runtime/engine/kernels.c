@@ -97,14 +97,30 @@ static inline __attribute__((always_inline)) Lanes lanes_load(const float *p) {
  * copy to memory and eight scalar loads cost a tenth of the kernel). */
 typedef int32_t Mask8 __attribute__((vector_size(8 * sizeof(int32_t))));
 typedef int32_t Mask4 __attribute__((vector_size(4 * sizeof(int32_t))));
-static inline __attribute__((always_inline)) int lanes_any(const LaneMask *m) {
+static inline __attribute__((always_inline)) uint32_t lanes_or(const LaneMask *m) {
     LaneMask v = *m;
     Mask8 h = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) |
               __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
     Mask4 g = __builtin_shufflevector(h, h, 0, 1, 2, 3) | __builtin_shufflevector(h, h, 4, 5, 6, 7);
     g |= __builtin_shufflevector(g, g, 2, 3, 0, 1);
-    return (g[0] | g[1]) != 0;
+    return (uint32_t)(g[0] | g[1]);
 }
+static inline __attribute__((always_inline)) int lanes_any(const LaneMask *m) {
+    return lanes_or(m) != 0;
+}
+
+/* The largest lane of *m, by halves in registers. */
+#define MASK_MAX(a, b) ((((a) > (b)) & (a)) | (~((a) > (b)) & (b)))
+static inline __attribute__((always_inline)) int lanes_max(const LaneMask *m) {
+    LaneMask v = *m;
+    Mask8 h = MASK_MAX(__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7),
+                       __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15));
+    Mask4 g = MASK_MAX(__builtin_shufflevector(h, h, 0, 1, 2, 3),
+                       __builtin_shufflevector(h, h, 4, 5, 6, 7));
+    g = MASK_MAX(g, __builtin_shufflevector(g, g, 2, 3, 0, 1));
+    return g[1] > g[0] ? g[1] : g[0];
+}
+#undef MASK_MAX
 
 /* Lane i of a where m[i] is set (all ones), else of b. */
 #define LANES_SELECT(m, a, b) ((Lanes)(((m) & (LaneMask)(a)) | (~(m) & (LaneMask)(b))))
@@ -281,20 +297,30 @@ attention_block_body(float *out, int ldo, float *sums, int *used, float *att, fl
     LaneMask cntv = {0};
     if (scores)
         for (int x = 0; x < Tmax * B; x++) scores[x] = att[x];
-    for (int t = 0; t < Tmax; t++) {
+    for (int t0 = 0; t0 < Tmax; t0 += 32) {
         // Where every lane's exponent is below -104 the weights are 0
-        // (exp_softmax's own answer there), and the sums gain +0.
-        Lanes z = lanes_load(att + t * B) - mxv;
-        LaneMask live = ~(z < -104.0f); /* NaN included */
-        if (!lanes_any(&live)) {
-            LANES_STORE(att + t * B, (Lanes){0});
-            continue;
+        // (exp_softmax's own answer there), and the sums gain +0. Which
+        // positions of 32 some lane sees live: a bit per position in every
+        // lane, then one OR across the lanes.
+        int t1 = Tmax - t0 < 32 ? Tmax : t0 + 32;
+        LaneMask bits = {0};
+        for (int t = t0; t < t1; t++) {
+            Lanes z = lanes_load(att + t * B) - mxv;
+            LaneMask live = ~(z < -104.0f); /* NaN included */
+            bits |= live & (int32_t)(1u << (t - t0));
         }
-        if (n_pos < MAX_POS) pos[n_pos] = t;
-        n_pos++;
-        Lanes e = lanes_exp_softmax(z);
-        LANES_STORE(att + t * B, e);
-        smv += e;
+        uint32_t any = lanes_or(&bits);
+        for (int t = t0; t < t1; t++) {
+            if (!(any >> (t - t0) & 1u)) {
+                LANES_STORE(att + t * B, (Lanes){0});
+                continue;
+            }
+            if (n_pos < MAX_POS) pos[n_pos] = t;
+            n_pos++;
+            Lanes e = lanes_exp_softmax(lanes_load(att + t * B) - mxv);
+            LANES_STORE(att + t * B, e);
+            smv += e;
+        }
     }
     Lanes inv = 1.0f / smv;
     LaneMask unfit = ~((smv - smv) == 0.0f); /* a sum infinite or NaN */
@@ -365,14 +391,7 @@ attention_block_dispatch(float *out, int ldo, float *sums, int *used, float *att
         same = !lanes_any(&m);
         m = d != iota;
         contig = !lanes_any(&m);
-        Mask8 h = __builtin_shufflevector(t, t, 0, 1, 2, 3, 4, 5, 6, 7),
-              h2 = __builtin_shufflevector(t, t, 8, 9, 10, 11, 12, 13, 14, 15);
-        h = ((h2 > h) & h2) | (~(h2 > h) & h);
-        Mask4 g = __builtin_shufflevector(h, h, 0, 1, 2, 3), g2 = __builtin_shufflevector(h, h, 4, 5, 6, 7);
-        g = ((g2 > g) & g2) | (~(g2 > g) & g);
-        g2 = __builtin_shufflevector(g, g, 2, 3, 0, 1);
-        g = ((g2 > g) & g2) | (~(g2 > g) & g);
-        Tmax = g[1] > g[0] ? g[1] : g[0];
+        Tmax = lanes_max(&t);
         Tmax = Tmax > 1 ? Tmax : 1;
     } else
         for (int i = 0; i < B; i++) {
