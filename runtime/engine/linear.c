@@ -252,10 +252,21 @@ static inline __attribute__((always_inline)) uint32_t csr_rows(const TfLinear *L
                                                                int n, int mode) {
     uint32_t bad = 0;
     RowBits vbad = {0};
-    for (int k = 0; k < L->n_rows; k++)
-        csr_row(y + (size_t)(mode == CSR_ADD ? L->rows[k] : k) * ldy, x, ldx, L->w + L->ptr[k],
-                L->idx + L->ptr[k], L->ptr[k + 1] - L->ptr[k], L->bias ? L->bias[k] : 0.0f,
-                L->bias != NULL, n, mode, &vbad, &bad);
+    for (int k = 0; k < L->n_rows; k++) {
+        float *yk = y + (size_t)(mode == CSR_ADD ? L->rows[k] : k) * ldy;
+        int nw = L->ptr[k + 1] - L->ptr[k];
+        const float *w = L->w + L->ptr[k];
+        const int *idx = L->idx + L->ptr[k];
+        float b = L->bias ? L->bias[k] : 0.0f;
+        // Rows of one and two weights (a compiled program's most) with
+        // their loops' counts known.
+        if (nw == 1)
+            csr_row(yk, x, ldx, w, idx, 1, b, L->bias != NULL, n, mode, &vbad, &bad);
+        else if (nw == 2)
+            csr_row(yk, x, ldx, w, idx, 2, b, L->bias != NULL, n, mode, &vbad, &bad);
+        else
+            csr_row(yk, x, ldx, w, idx, nw, b, L->bias != NULL, n, mode, &vbad, &bad);
+    }
     return bad | fold_bits(vbad);
 }
 
