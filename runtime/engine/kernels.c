@@ -317,7 +317,15 @@ attention_block_body(float *out, int ldo, float *sums, int *used, float *att, fl
             }
             if (n_pos < MAX_POS) pos[n_pos] = t;
             n_pos++;
-            Lanes e = lanes_exp_softmax(lanes_load(att + t * B) - mxv);
+            // Hard attention: each lane's exponent 0 (e^0 = 1) or below
+            // -104 (0), exp_softmax's own answers, without its long chain
+            // of dependent operations (the kernel waited on it).
+            Lanes z = lanes_load(att + t * B) - mxv, e;
+            LaneMask at_max = z == 0.0f, soft = ~(at_max | (z < -104.0f)); /* NaN: soft */
+            if (lanes_any(&soft))
+                e = lanes_exp_softmax(z);
+            else
+                e = (Lanes)(at_max & (LaneMask)((Lanes){0} + 1.0f));
             LANES_STORE(att + t * B, e);
             smv += e;
         }
