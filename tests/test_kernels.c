@@ -341,6 +341,29 @@ START_TEST(test_attention_block_hard_exact) {
             }
     }
     ck_assert_int_gt(tiny, 0); /* the tiny weights were there to compare */
+    // Hard in every lane (scores 0 at the matches, position 0 one of them,
+    // the rest at least 105 below): the kernel skips exp there (its answers
+    // 1 and 0); the same bits, and every weight exactly 0 or 1 / matches.
+    const float hard[] = {0, -105, 0, -1000, -1000, 0, -105, -200, 0, -1000};
+    for (int t = 0; t < AB_L; t++)
+        for (int s = 0; s < AB_S; s++) b->k[((long)t * AB_NK + 1) * AB_S + s] = hard[t % 10];
+    for (int mode = 0; mode < 3; mode++) {
+        att_block_layout(b, mode, &seed);
+        att_block_run(slow, b, AB_LANES, 1.0f, 1, TF_SIMD_GENERIC);
+        for (int simd = 0; simd < TF_SIMD_COUNT; simd++) {
+            if (!simd_supported((TfSimd)simd)) continue;
+            att_block_run(fast, b, AB_LANES, 1.0f, 0, (TfSimd)simd);
+            ck_assert(memcmp(fast->out, slow->out, sizeof fast->out) == 0);
+            ck_assert(memcmp(fast->sums, slow->sums, sizeof fast->sums) == 0);
+            ck_assert(memcmp(fast->used, slow->used, sizeof fast->used) == 0);
+            for (int i = 0; i < AB_LANES; i++)
+                for (int t = 0; t < b->T[i]; t++) {
+                    float a = fast->att[t * AB_LANES + i];
+                    ck_assert(a == 0.0f || a == 1.0f / (float)fast->used[i]);
+                    ck_assert(memcmp(&a, &slow->att[t * AB_LANES + i], sizeof a) == 0);
+                }
+        }
+    }
     free(b), free(fast), free(slow);
 }
 END_TEST
