@@ -98,6 +98,43 @@ START_TEST(test_gelu_simd_paths_agree) {
 }
 END_TEST
 
+/* Saturated inputs (x >= 8 or x <= -14, infinities included), which the
+ * vector loop answers without its polynomials: the bits the scalar loop
+ * computes (a call on one element runs it), on every instruction set. */
+START_TEST(test_gelu_saturated_shortcut) {
+    enum { N = 64 }; /* gelu_body's vectors at once: all saturated */
+    const float vals[] = {8.0f, 8.000001f, 9.5f, 1000.0f, 1e30f, INFINITY, -14.0f, -14.5f, -100.0f,
+                          -1e30f, 13.0f, -3e4f, 40.0f, -INFINITY};
+    enum { NV = sizeof vals / sizeof vals[0] };
+    float x[N], y[N];
+    for (int i = 0; i < N; i++) x[i] = vals[(i * 5) % NV];
+    for (int simd = 0; simd < TF_SIMD_COUNT; simd++) {
+        if (!simd_supported((TfSimd)simd)) continue;
+        memcpy(y, x, sizeof x);
+        gelu_forward_simd(y, N, (TfSimd)simd);
+        for (int i = 0; i < N; i++) {
+            float one = x[i];
+            gelu_forward_simd(&one, 1, (TfSimd)simd);
+            ck_assert_msg(memcmp(&one, &y[i], sizeof one) == 0, "%s: gelu(%g) = %.9g, scalar %.9g",
+                          tf_simd_names[simd], x[i], y[i], one);
+        }
+        // Near the thresholds, densely: 8 to 40 and -14 to -46.
+        for (int side = 0; side < 2; side++)
+            for (int k = 0; k < 3200; k += N) {
+                for (int i = 0; i < N; i++)
+                    x[i] = side ? 8.0f + 0.01f * (float)(k + i) : -14.0f - 0.01f * (float)(k + i);
+                memcpy(y, x, sizeof x);
+                gelu_forward_simd(y, N, (TfSimd)simd);
+                for (int i = 0; i < N; i++) {
+                    float one = x[i];
+                    gelu_forward_simd(&one, 1, (TfSimd)simd);
+                    ck_assert_msg(memcmp(&one, &y[i], sizeof one) == 0, "gelu(%.9g)", x[i]);
+                }
+            }
+    }
+}
+END_TEST
+
 /* The whole range against a double-precision reference: the vectorized
  * erfc behind gelu_forward (runtime/engine/kernels.c) is as good as float allows
  * where it matters, and keeps its relative precision on the negative side. */
@@ -633,6 +670,7 @@ int main(void) {
     tcase_add_test(tc, test_gelu_exact_values);
     tcase_add_test(tc, test_gelu_sweep);
     tcase_add_test(tc, test_gelu_simd_paths_agree);
+    tcase_add_test(tc, test_gelu_saturated_shortcut);
     tcase_add_test(tc, test_gelu_tanh_values);
     tcase_add_test(tc, test_gelu_tanh_sweep);
     tcase_add_test(tc, test_relu);

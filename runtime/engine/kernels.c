@@ -627,8 +627,21 @@ static inline __attribute__((always_inline)) void gelu_lanes(float *x) {
     const float inv_sqrt2 = 0.70710678118654752440f;
     const LaneMask abs_bits = (LaneMask){0} + 0x7fffffff;
     Lanes v[GELU_U], z[GELU_U], t[GELU_U], p[GELU_U], e[GELU_U];
+    // Saturated inputs (a compiled program's biases put most there): at
+    // x >= 8 erfc's c is below 1.2e-15, so 2 - c rounds to 2 and the
+    // result is 0.5 x 2 = x; at x <= -14 the exponent is below -87 and c
+    // is 0 (0.5 x 0). The same bits, without the polynomials.
+    LaneMask mid = {0};
     for (int u = 0; u < GELU_U; u++) {
         v[u] = lanes_load(x + 16 * u);
+        mid |= ~((v[u] >= 8.0f) | (v[u] <= -14.0f)); /* NaN: mid */
+    }
+    if (!lanes_any(&mid)) {
+        for (int u = 0; u < GELU_U; u++)
+            LANES_STORE(x + 16 * u, LANES_SELECT(v[u] >= 8.0f, v[u], 0.5f * v[u] * 0.0f));
+        return;
+    }
+    for (int u = 0; u < GELU_U; u++) {
         z[u] = (Lanes)((LaneMask)v[u] & abs_bits) * inv_sqrt2; /* fabsf */
         t[u] = 1.0f / (1.0f + 0.5f * z[u]);
         p[u] = 0.17087277f * t[u] - 0.82215223f;
