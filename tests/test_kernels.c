@@ -98,13 +98,13 @@ START_TEST(test_gelu_simd_paths_agree) {
 }
 END_TEST
 
-/* Saturated inputs (x >= 8 or x <= -14, infinities included), which the
+/* Saturated inputs (x >= 8 or x <= -14, infinities included) and zeros, which the
  * vector loop answers without its polynomials: the bits the scalar loop
  * computes (a call on one element runs it), on every instruction set. */
 START_TEST(test_gelu_saturated_shortcut) {
     enum { N = 64 }; /* gelu_body's vectors at once: all saturated */
     const float vals[] = {8.0f, 8.000001f, 9.5f, 1000.0f, 1e30f, INFINITY, -14.0f, -14.5f, -100.0f,
-                          -1e30f, 13.0f, -3e4f, 40.0f, -INFINITY};
+                          -1e30f, 13.0f, -3e4f, 0.0f, 40.0f, -0.0f, -INFINITY};
     enum { NV = sizeof vals / sizeof vals[0] };
     float x[N], y[N];
     for (int i = 0; i < N; i++) x[i] = vals[(i * 5) % NV];

@@ -627,18 +627,19 @@ static inline __attribute__((always_inline)) void gelu_lanes(float *x) {
     const float inv_sqrt2 = 0.70710678118654752440f;
     const LaneMask abs_bits = (LaneMask){0} + 0x7fffffff;
     Lanes v[GELU_U], z[GELU_U], t[GELU_U], p[GELU_U], e[GELU_U];
-    // Saturated inputs (a compiled program's biases put most there): at
-    // x >= 8 erfc's c is below 1.2e-15, so 2 - c rounds to 2 and the
-    // result is 0.5 x 2 = x; at x <= -14 the exponent is below -87 and c
-    // is 0 (0.5 x 0). The same bits, without the polynomials.
+    // Saturated inputs and zeros (a compiled program's biases put most
+    // there): at x >= 8 erfc's c is below 1.2e-15, so 2 - c rounds to 2
+    // and the result is 0.5 x 2 = x; at +-0 it is 0.5 x (2 - c) = x; at
+    // x <= -14 the exponent is below -87 and c is 0 (0.5 x 0). The same
+    // bits, without the polynomials.
     LaneMask mid = {0};
     for (int u = 0; u < GELU_U; u++) {
         v[u] = lanes_load(x + 16 * u);
-        mid |= ~((v[u] >= 8.0f) | (v[u] <= -14.0f)); /* NaN: mid */
+        mid |= ~((v[u] >= 8.0f) | (v[u] == 0.0f) | (v[u] <= -14.0f)); /* NaN: mid */
     }
     if (!lanes_any(&mid)) {
         for (int u = 0; u < GELU_U; u++)
-            LANES_STORE(x + 16 * u, LANES_SELECT(v[u] >= 8.0f, v[u], 0.5f * v[u] * 0.0f));
+            LANES_STORE(x + 16 * u, LANES_SELECT(v[u] <= -14.0f, 0.5f * v[u] * 0.0f, v[u]));
         return;
     }
     for (int u = 0; u < GELU_U; u++) {
