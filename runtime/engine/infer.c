@@ -1412,11 +1412,13 @@ static void attention_heads(TfInfer *inf, int l, int n_run, int ld, int which) {
                                         inf->kcache[l], nk, inf->vcache[l], nv, j0, j1, S, seq, T,
                                         W, lp->scale);
             long n_t = inf->blk[b].n_t, n_used = 0;
+            int any_nan = 0;
             for (int i = 0; i < W; i++) {
-                // An infinite or NaN score (the products overflowed).
-                if (isnan(sums[i]) && (bad_row < 0 || rows[i] < bad_row)) bad_row = rows[i];
                 n_used += used[i];
+                any_nan |= sums[i] != sums[i];
             }
+            for (int i = 0; any_nan && i < W; i++) // an infinite or NaN score (overflow)
+                if (isnan(sums[i]) && (bad_row < 0 || rows[i] < bad_row)) bad_row = rows[i];
             if (n_groups) // one score and one value sum per group
                 inf->flops += 2.0 * W * n_groups * (np + j1 - j0);
             else
