@@ -239,6 +239,7 @@ enum { AB_S = 20, AB_L = 40, AB_NK = 6, AB_NV = 4, AB_NP = 3, AB_LANES = TF_ATT_
 typedef struct {
     float k[AB_L * AB_NK * AB_S], v[AB_L * AB_NV * AB_S], q[5 * AB_LANES];
     int pq[AB_NP], pk[AB_NP], seq[AB_LANES], T[AB_LANES], rows[AB_LANES];
+    int k_same; /* the kernel told every sequence's keys are equal */
 } AttBlock;
 typedef struct {
     float out[3 * AB_LANES], sums[AB_LANES], att[AB_L * AB_LANES], scores[AB_L * AB_LANES];
@@ -251,11 +252,11 @@ static void att_block_run(AttResult *r, const AttBlock *b, int W, float scale, i
     if (naive)
         attention_block_forward_naive(r->out, AB_LANES, r->sums, r->used, r->att, r->scores, b->q,
                                       AB_LANES, b->rows, b->pq, b->pk, AB_NP, b->k, AB_NK, b->v, AB_NV, 1,
-                                      4, AB_S, b->seq, b->T, W, scale);
+                                      4, AB_S, b->seq, b->T, W, scale, 0);
     else
         attention_block_forward_simd(r->out, AB_LANES, r->sums, r->used, r->att, r->scores, b->q,
                                      AB_LANES, b->rows, b->pq, b->pk, AB_NP, b->k, AB_NK, b->v, AB_NV, 1,
-                                     4, AB_S, b->seq, b->T, W, scale, simd);
+                                     4, AB_S, b->seq, b->T, W, scale, b->k_same, simd);
 }
 
 /* Lanes of one sequence, of consecutive ones, and of any (these in
@@ -342,6 +343,54 @@ START_TEST(test_attention_block_simd_paths_agree) {
         }
     }
     free(b), free(gen), free(other);
+}
+END_TEST
+
+/* Keys of the position alone, equal in every sequence (the engine's static
+ * keys): told so (k_same), the kernel reads lane 0's for every lane; the
+ * naive loops' bits on every instruction set, in each lane layout. On keys
+ * that differ by sequence the flag changes the answer, so it is used. */
+START_TEST(test_attention_block_same_keys) {
+    unsigned seed = 17;
+    AttBlock *b = calloc(1, sizeof *b);
+    AttResult *slow = malloc(sizeof *slow), *fast = malloc(sizeof *fast);
+    for (size_t i = 0; i < sizeof b->v / sizeof *b->v; i++) b->v[i] = (float)((double)rand_r(&seed) / RAND_MAX);
+    for (size_t i = 0; i < sizeof b->q / sizeof *b->q; i++) b->q[i] = 4.0f * (float)((double)rand_r(&seed) / RAND_MAX) - 2.0f;
+    for (int differ = 0; differ < 2; differ++) {
+        for (int t = 0; t < AB_L; t++)
+            for (int c = 0; c < AB_NK; c++) {
+                float kv = 3.0f * (float)((double)rand_r(&seed) / RAND_MAX) - 1.5f;
+                for (int s = 0; s < AB_S; s++)
+                    b->k[((long)t * AB_NK + c) * AB_S + s] = differ ? kv + 0.25f * (float)s : kv;
+            }
+        for (int mode = 0; mode < 3; mode++) {
+            att_block_layout(b, mode, &seed);
+            b->k_same = 0;
+            att_block_run(slow, b, AB_LANES, 1.0f, 1, TF_SIMD_GENERIC);
+            b->k_same = 1;
+            for (int simd = 0; simd < TF_SIMD_COUNT; simd++) {
+                if (!simd_supported((TfSimd)simd)) continue;
+                att_block_run(fast, b, AB_LANES, 1.0f, 0, (TfSimd)simd);
+                int same = 1; /* every score a lane sees */
+                for (int i = 0; i < AB_LANES; i++)
+                    for (int t = 0; t < b->T[i]; t++)
+                        same &= memcmp(&fast->scores[t * AB_LANES + i],
+                                       &slow->scores[t * AB_LANES + i], sizeof(float)) == 0;
+                if (differ) {
+                    // Lanes of one sequence (mode 0) read their own keys
+                    // either way; the others read lane 0's.
+                    ck_assert_int_eq(same, mode == 0);
+                    continue;
+                }
+                ck_assert_msg(same, "%s, mode %d: scores", tf_simd_names[simd], mode);
+                for (int i = 0; i < AB_LANES; i++)
+                    for (int j = 0; j < 3; j++)
+                        ck_assert(fabsf(fast->out[j * AB_LANES + b->rows[i]] -
+                                        slow->out[j * AB_LANES + b->rows[i]]) <= 1e-5f);
+            }
+        }
+    }
+    free(b), free(slow), free(fast);
 }
 END_TEST
 
@@ -452,11 +501,11 @@ START_TEST(test_attention_block_channel_counts) {
                     if (run == 0)
                         attention_block_forward_naive(out[0], B, sums[0], used[0], att[0],
                                                       scores[0], q, B, rows, pq, pk, NP, k, NPMAX,
-                                                      v, NV, 0, NV, S, seq, T, B, 0.6f);
+                                                      v, NV, 0, NV, S, seq, T, B, 0.6f, 0);
                     else
                         attention_block_forward_simd(out[x], B, sums[x], used[x], att[x],
                                                      scores[x], q, B, rows, pq, pk, NP, k, NPMAX,
-                                                     v, NV, 0, NV, S, seq, T, B, 0.6f,
+                                                     v, NV, 0, NV, S, seq, T, B, 0.6f, 0,
                                                      (TfSimd)simd);
                     if (run >= 2) {
                         ck_assert_msg(memcmp(out[1], out[2], sizeof out[1]) == 0 &&
@@ -531,7 +580,7 @@ START_TEST(test_attention_grouped_matches_naive) {
         for (int i = 0; i < 3 * W; i++) q[i] = 2.0f * ((float)((double)rand_r(&seed) / RAND_MAX) - 0.5f);
         for (int i = 0; i < W; i++) T[i] = i == 0 ? 1 : i == 1 ? L : 1 + (int)(rand_r(&seed) % L);
         attention_block_forward_naive(out, W, sums, used, att, NULL, q, W, NULL, pq, pk, NP, k, NP,
-                                      v, NV, 0, NV, 1, seq, T, W, scale);
+                                      v, NV, 0, NV, 1, seq, T, W, scale, 0);
         attention_grouped_forward(gout, W, gsums, gused, q, W, NULL, pq, NP, keys, G, counts, vsums,
                                   NV, T, W, scale);
         char msg[256];
@@ -679,6 +728,7 @@ int main(void) {
     tcase_add_test(tc, test_attention_block_matches_naive);
     tcase_add_test(tc, test_attention_block_simd_paths_agree);
     tcase_add_test(tc, test_attention_block_hard_exact);
+    tcase_add_test(tc, test_attention_block_same_keys);
     tcase_add_test(tc, test_attention_block_channel_counts);
     tcase_add_test(tc, test_attention_block_nan_score);
     tcase_add_test(tc, test_attention_grouped_matches_naive);

@@ -1377,6 +1377,10 @@ static void attention_heads(TfInfer *inf, int l, int n_run, int ld, int which) {
     }
     const int zero[TF_ATT_LANES] = {0};
     int gathered = -1; /* the sequence in kg and vg */
+    // Keys of the position alone (every row static: fill_static_keys), the
+    // same in every sequence unless an intervention computes them.
+    const LayerPlan *kl = lp->k_from >= 0 ? &inf->plan->layers[lp->k_from] : lp;
+    int k_same = kl->n_static == nk && !inf->iv;
     for (int b = 0; b < inf->n_blk; b++) {
         int r0 = inf->blk[b].r0, W = inf->blk[b].w, one_seq = inf->blk[b].one_seq;
         const int *rows = order + r0, *seq = inf->ord_seq + r0, *T = inf->ord_t + r0;
@@ -1404,13 +1408,13 @@ static void attention_heads(TfInfer *inf, int l, int n_run, int ld, int which) {
                                         inf->att, NULL, inf->q, ld, rows, lp->pair_q + p0,
                                         inf->ident, np, inf->kg + (size_t)L * p0, np,
                                         inf->vg + (size_t)L * j0, j1 - j0, 0, j1 - j0, 1, zero, T,
-                                        W, lp->scale);
+                                        W, lp->scale, 0);
             else
                 attention_block_forward(inf->heads + (size_t)j0 * ld, ld, sums, used,
                                         inf->att, inf->att_hook ? inf->scores : NULL, inf->q,
                                         ld, rows, lp->pair_q + p0, lp->pair_k + p0, np,
                                         inf->kcache[l], nk, inf->vcache[l], nv, j0, j1, S, seq, T,
-                                        W, lp->scale);
+                                        W, lp->scale, k_same);
             long n_t = inf->blk[b].n_t, n_used = 0;
             int any_nan = 0;
             for (int i = 0; i < W; i++) {
@@ -1907,11 +1911,13 @@ static int generate(TfInfer *inf, const int *const *prompts, const int *lens, in
     int *last = malloc((size_t)n_seqs * sizeof(int));
     int *act = malloc((size_t)n_seqs * sizeof(int));
     int **seqs = calloc((size_t)n_seqs, sizeof(int *));
+    size_t total = 0; /* every sequence's tokens, in one block */
+    for (int s = 0; s < n_seqs; s++) total += (size_t)lens[s] + (size_t)n_new;
+    int *toks = malloc((total + 1) * sizeof(int));
     int rc = -1, n_act = 0;
-    if (!len || !last || !act || !seqs) goto oom;
-    for (int s = 0; s < n_seqs; s++) {
-        seqs[s] = malloc(((size_t)lens[s] + (size_t)n_new) * sizeof(int));
-        if (!seqs[s]) goto oom;
+    if (!len || !last || !act || !seqs || !toks) goto oom;
+    for (int s = 0, *t = toks; s < n_seqs; t += lens[s] + n_new, s++) {
+        seqs[s] = t;
         memcpy(seqs[s], prompts[s], (size_t)lens[s] * sizeof(int));
         len[s] = lens[s];
         n_out[s] = 0;
@@ -1937,8 +1943,7 @@ static int generate(TfInfer *inf, const int *const *prompts, const int *lens, in
 oom:
     tf_error_set(err, "out of memory");
 done:
-    if (seqs)
-        for (int s = 0; s < n_seqs; s++) free(seqs[s]);
+    free(toks);
     free(seqs);
     free(len);
     free(last);

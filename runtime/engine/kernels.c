@@ -228,7 +228,8 @@ static inline __attribute__((always_inline)) void
 attention_block_body(float *out, int ldo, float *sums, int *used, float *att, float *scores,
                      const float *q, int ldq, const int *col, const int *pq, const int *pk, int np,
                      const float *k, int nk, const float *v, int nv, int j0, int j1, int S,
-                     const int *sq, const int *tl, int Tmax, int W, float scale, int mode) {
+                     const int *sq, const int *tl, int Tmax, int W, float scale, int mode,
+                     int kmode) {
     // Scores, the channels of a chunk added in order at each position;
     // the last chunk scales them, gives the positions a lane does not see
     // -inf (weight 0), and keeps each lane's maximum.
@@ -250,7 +251,7 @@ attention_block_body(float *out, int ldo, float *sums, int *used, float *att, fl
     }
 #define SCORES_FEW(NP)                                                                           \
     scores_few(att, q, ldq, col, out_contiguous, W, pq, pk, k, S, kstride, sq, Tmax, tlv, sc,    \
-               mode, NP)
+               kmode, NP)
     switch (np) {
     case 0: mxv = SCORES_FEW(0); break;
     case 1: mxv = SCORES_FEW(1); break;
@@ -279,7 +280,7 @@ attention_block_body(float *out, int ldo, float *sums, int *used, float *att, fl
         for (int t = 0; t < Tmax && (nl > 0 || p0 == 0 || last); t++) {
             Lanes acc = {0};
             if (p0 > 0) acc = lanes_load(att + t * B);
-            for (int p = 0; p < nl; p++) acc += w[p] * lanes_at(kp[p], t, kstride, sq, mode);
+            for (int p = 0; p < nl; p++) acc += w[p] * lanes_at(kp[p], t, kstride, sq, kmode);
             if (last) {
                 LaneMask seen = ((LaneMask){0} + t) < tlv, more;
                 acc = LANES_SELECT(seen, acc * sc, minf);
@@ -381,7 +382,7 @@ attention_block_dispatch(float *out, int ldo, float *sums, int *used, float *att
                          const float *q, int ldq, const int *rows, const int *pq, const int *pk,
                          int np,
                          const float *k, int nk, const float *v, int nv, int j0, int j1, int S,
-                         const int *seq, const int *T, int W, float scale) {
+                         const int *seq, const int *T, int W, float scale, int k_same) {
     int sq[B], tl[B], col[B], Tmax = 1, same = 1, contig = W == B;
     if (W == B) { /* a full block (most): the same, by vectors */
         const LaneMask iota = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
@@ -411,25 +412,31 @@ attention_block_dispatch(float *out, int ldo, float *sums, int *used, float *att
             contig &= sq[i] == sq[0] + i;
         }
     int mode = same ? LANES_SAME : contig ? LANES_CONTIGUOUS : LANES_GATHER;
+#define BODY(MODE, KMODE)                                                                        \
+    attention_block_body(out, ldo, sums, used, att, scores, q, ldq, col, pq, pk, np, k, nk, v, nv, \
+                         j0, j1, S, sq, tl, Tmax, W, scale, MODE, KMODE)
     if (mode == LANES_SAME)
-        attention_block_body(out, ldo, sums, used, att, scores, q, ldq, col, pq, pk, np, k, nk, v, nv,
-                             j0, j1, S, sq, tl, Tmax, W, scale, LANES_SAME);
+        BODY(LANES_SAME, LANES_SAME);
+    else if (mode == LANES_CONTIGUOUS && k_same)
+        BODY(LANES_CONTIGUOUS, LANES_SAME);
     else if (mode == LANES_CONTIGUOUS)
-        attention_block_body(out, ldo, sums, used, att, scores, q, ldq, col, pq, pk, np, k, nk, v, nv,
-                             j0, j1, S, sq, tl, Tmax, W, scale, LANES_CONTIGUOUS);
+        BODY(LANES_CONTIGUOUS, LANES_CONTIGUOUS);
+    else if (k_same)
+        BODY(LANES_GATHER, LANES_SAME);
     else
-        attention_block_body(out, ldo, sums, used, att, scores, q, ldq, col, pq, pk, np, k, nk, v, nv,
-                             j0, j1, S, sq, tl, Tmax, W, scale, LANES_GATHER);
+        BODY(LANES_GATHER, LANES_GATHER);
+#undef BODY
 }
 #undef B
 
 #define ATTENTION_BLOCK_ARGS                                                                     \
     float *out, int ldo, float *sums, int *used, float *att, float *scores, const float *q,      \
         int ldq, const int *rows, const int *pq, const int *pk, int np, const float *k, int nk, const float *v,   \
-        int nv, int j0, int j1, int S, const int *seq, const int *T, int W, float scale
+        int nv, int j0, int j1, int S, const int *seq, const int *T, int W, float scale,         \
+        int k_same
 #define ATTENTION_BLOCK_PASS                                                                     \
     out, ldo, sums, used, att, scores, q, ldq, rows, pq, pk, np, k, nk, v, nv, j0, j1, S, seq, T, W,   \
-        scale
+        scale, k_same
 
 static void attention_block_generic(ATTENTION_BLOCK_ARGS) {
     attention_block_dispatch(ATTENTION_BLOCK_PASS);
@@ -460,6 +467,7 @@ void attention_block_forward(ATTENTION_BLOCK_ARGS) {
 
 void attention_block_forward_naive(ATTENTION_BLOCK_ARGS) {
     const int B = TF_ATT_LANES;
+    (void)k_same; /* each lane reads its own keys */
     for (int i = 0; i < W; i++) {
         int s = seq[i], c = rows ? rows[i] : i;
         float maxv = -INFINITY;

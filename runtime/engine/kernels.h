@@ -77,7 +77,9 @@ void gelu_forward_simd(float *x, long n, TfSimd s);
  * att[t * TF_ATT_LANES + i]; scores (NULL: not wanted) gets the scaled
  * scores the same way. A channel whose query is 0 in every lane is left
  * out (it adds +-0 where the keys are finite, which the engine checks
- * before: infer.c's attention_layer). Runs simd_best's instruction set; every path does
+ * before: infer.c's attention_layer). k_same: every sequence's keys are
+ * equal (keys of the position alone), so each lane reads lane 0's, one
+ * value broadcast (the naive loops read each lane's own). Runs simd_best's instruction set; every path does
  * the same operations in the same order (-ffp-contract=off), so all give
  * the same bits. */
 #define TF_ATT_LANES 16
@@ -85,19 +87,19 @@ void attention_block_forward(float *out, int ldo, float *sums, int *used, float 
                              float *scores, const float *q, int ldq, const int *rows, const int *pq,
                              const int *pk, int np, const float *k, int nk, const float *v,
                              int nv, int j0, int j1, int S, const int *seq, const int *T, int W,
-                             float scale);
+                             float scale, int k_same);
 /* The row-by-row loops the engine ran before (expf, one running sum). */
 void attention_block_forward_naive(float *out, int ldo, float *sums, int *used, float *att,
                                    float *scores, const float *q, int ldq, const int *rows, const int *pq,
                                    const int *pk, int np, const float *k, int nk, const float *v,
                                    int nv, int j0, int j1, int S, const int *seq, const int *T,
-                                   int W, float scale);
+                                   int W, float scale, int k_same);
 /* attention_block_forward on path s (supported), for the tests. */
 void attention_block_forward_simd(float *out, int ldo, float *sums, int *used, float *att,
                                   float *scores, const float *q, int ldq, const int *rows, const int *pq,
                                   const int *pk, int np, const float *k, int nk, const float *v,
                                   int nv, int j0, int j1, int S, const int *seq, const int *T,
-                                  int W, float scale, TfSimd s);
+                                  int W, float scale, int k_same, TfSimd s);
 
 /* Attention over keys that take few values (a Count's keys read a token
  * class, a copy's keys a handful of registers): sum over t of
