@@ -155,6 +155,71 @@ START_TEST(test_linear_matches_naive) {
 }
 END_TEST
 
+/* Packs a ReLU MLP over d columns as the engine does (fc2 reading fc1's
+ * packed units). */
+static void pack_mlp(TfLinear *fc1, TfLinear *fc2, const float *w1, const float *b1,
+                     const float *w2, const float *b2, int F, int d) {
+    TfError err = {""};
+    ck_assert_int_eq(linear_pack(fc1, w1, b1, F, d, NULL, &err), 0);
+    int hi[64];
+    for (int u = 0; u < F; u++) hi[u] = -1;
+    for (int k = 0; k < fc1->n_rows; k++) hi[fc1->rows[k]] = k;
+    ck_assert_int_eq(linear_pack(fc2, w2, b2, d, F, hi, &err), 0);
+}
+
+/* One-to-one pairs (a Clear: x_c -= ReLU(x_c); a copy with biases and
+ * weights of any sign, writing columns others read first): one pass gives
+ * the two passes' bits on every instruction set, reading and writing the
+ * same buffer, at batch sizes with and without a scalar tail; an
+ * overflow is reported. A pair reading a column an earlier pair writes is
+ * refused (the passes read every input first). */
+START_TEST(test_mlp_pairs_match_two_passes) {
+    enum { D = 12, F = 6, N = 53 };
+    unsigned seed = 23;
+    for (int kind = 0; kind < 3; kind++) {
+        float w1[F * D] = {0}, w2[D * F] = {0}, b1[F], b2[D] = {0};
+        for (int u = 0; u < F; u++) {
+            // kind 0: Clear (unit u reads column 2 + u, writes it back);
+            // 1: units read 0..5 and write 6..11 (and 0 reads 11: written
+            // later, fine); 2: unit 1 reads column 6, which unit 0 wrote.
+            int in = kind == 0 ? 2 + u : kind == 1 ? (u == 0 ? 11 : u) : (u == 1 ? 6 : u);
+            int out = kind == 0 ? 2 + u : 6 + u;
+            w1[u * D + in] = kind == 0 ? 1.0f : 3.0f * frand(&seed);
+            w2[out * F + u] = kind == 0 ? -1.0f : 3.0f * frand(&seed);
+            b1[u] = kind == 0 ? 0.0f : frand(&seed);
+            if (kind) b2[out] = frand(&seed);
+        }
+        TfLinear fc1, fc2;
+        pack_mlp(&fc1, &fc2, w1, kind ? b1 : NULL, w2, kind ? b2 : NULL, F, D);
+        ck_assert_int_eq(linear_mlp_pairs(&fc1, &fc2), kind < 2);
+        if (kind == 2) {
+            linear_free(&fc1), linear_free(&fc2);
+            continue;
+        }
+        for (int n = N; n >= 32; n -= 21)
+            for (int simd = 0; simd < TF_SIMD_COUNT; simd++) {
+                if (!simd_supported((TfSimd)simd)) continue;
+                float x[D * N], ref[D * N], h[F * N];
+                for (int i = 0; i < D * N; i++) x[i] = 4.0f * frand(&seed);
+                x[3 * N + 1] = -0.0f, x[3 * N + 2] = 0.0f;
+                memcpy(ref, x, sizeof x);
+                linear_forward_fused(&fc1, TF_LINEAR_RELU, h, n, ref, N, n, (TfSimd)simd);
+                int bad_ref = linear_forward_fused(&fc2, TF_LINEAR_ADD, ref, N, h, n, n, (TfSimd)simd);
+                int bad = linear_mlp_pairs_forward(&fc1, &fc2, x, N, x, N, n, (TfSimd)simd);
+                ck_assert_int_eq(bad, bad_ref);
+                ck_assert_msg(memcmp(x, ref, sizeof x) == 0, "kind %d, n %d, %s", kind, n,
+                              tf_simd_names[simd]);
+                // A pair's input, infinite where its ReLU passes: its sum overflows.
+                int c = kind ? 1 : 2;
+                x[c * N + n - 1] = w1[(kind ? 1 : 0) * D + c] > 0.0f ? INFINITY : -INFINITY;
+                ck_assert_int_eq(linear_mlp_pairs_forward(&fc1, &fc2, x, N, x, N, n, (TfSimd)simd),
+                                 1);
+            }
+        linear_free(&fc1), linear_free(&fc2);
+    }
+}
+END_TEST
+
 START_TEST(test_linear_packs_only_nonzero_blocks) {
     // A map reading columns 3 and 5 into rows 1 and 2 of 4.
     float W[4 * 8] = {0};
@@ -1364,6 +1429,7 @@ int main(void) {
     TCase *tc = tcase_create("engine");
     tcase_add_test(tc, test_linear_matches_naive);
     tcase_add_test(tc, test_linear_packs_only_nonzero_blocks);
+    tcase_add_test(tc, test_mlp_pairs_match_two_passes);
     tcase_add_test(tc, test_generation_matches_reference);
     tcase_add_test(tc, test_bidirectional_matches_reference);
     tcase_add_test(tc, test_classifier_matches_reference);

@@ -85,6 +85,9 @@ typedef struct LayerPlan {
      * run at every row, fc1b/fc2b at output rows only (plan_split_mlp). */
     int split_units;
     TfLinear fc1a, fc2a, fc1b, fc2b;
+    /* ReLU maps of one-to-one pairs (linear_mlp_pairs): fc1/fc2, fc1a/fc2a,
+     * fc1b/fc2b, run in one pass */
+    char pairs[3];
 
     /* run-time checks after this layer: model checks check_idx[0..n_checks-1] */
     int n_checks;
@@ -791,6 +794,13 @@ TfPlan *plan_new(const TfModel *m, TfError *err) {
         plan_checks(p, err) < 0 || plan_liveness(p, err) < 0 || plan_sharing(p, err) < 0 ||
         plan_embedding(p, err) < 0 || plan_static_keys(p, err) < 0)
         goto fail;
+    for (int l = 0; l < m->n_layers; l++) {
+        LayerPlan *lp = &p->layers[l];
+        if (lp->kind != TF_LAYER_MLP || lp->act != TF_ACT_RELU) continue;
+        lp->pairs[0] = (char)linear_mlp_pairs(&lp->fc1, &lp->fc2);
+        lp->pairs[1] = (char)(lp->split_units && linear_mlp_pairs(&lp->fc1a, &lp->fc2a));
+        lp->pairs[2] = (char)(lp->split_units && linear_mlp_pairs(&lp->fc1b, &lp->fc2b));
+    }
     return p;
 fail:
     plan_free(p);
@@ -1513,7 +1523,16 @@ static void attention_layer(TfInfer *inf, int l, const float *in, int n, int n_r
 
 /* One group of a split MLP's units (plan_split_mlp) at rows 0..n_run-1. */
 static void mlp_group(TfInfer *inf, TfActivation act, const TfLinear *fc1, const TfLinear *fc2,
-                      const float *in, int n, int n_run) {
+                      int pairs, const float *in, int n, int n_run) {
+    if (pairs) { /* one-to-one pairs of units and columns: one pass */
+        int bad = linear_mlp_pairs_forward(fc1, fc2, inf->x, n, in, n, n_run, simd_active());
+        inf->flops += 2.0 * (double)(2 * fc2->n_rows) * n_run;
+        if (bad && !inf->bad) {
+            inf->bad = 1;
+            inf->bad_row = first_nonfinite_row(inf->x, n, fc2->rows, fc2->n_rows, n_run);
+        }
+        return;
+    }
     linear_activation(inf, act, fc1, in, n, n_run);
     linear_residual(inf, fc2, inf->hidden, n_run, n, n_run);
 }
@@ -1523,12 +1542,12 @@ static void mlp_group(TfInfer *inf, TfActivation act, const TfLinear *fc1, const
 static void mlp_layer(TfInfer *inf, int l, const float *in, int n, int n_run, int n_part) {
     const LayerPlan *lp = &inf->plan->layers[l];
     if (lp->split_units && n_part < n_run) {
-        mlp_group(inf, lp->act, &lp->fc1a, &lp->fc2a, in, n, n_run);
-        mlp_group(inf, lp->act, &lp->fc1b, &lp->fc2b, in, n, n_part);
+        mlp_group(inf, lp->act, &lp->fc1a, &lp->fc2a, lp->pairs[1], in, n, n_run);
+        mlp_group(inf, lp->act, &lp->fc1b, &lp->fc2b, lp->pairs[2], in, n, n_part);
         return;
     }
     if (!inf->act_hook && !inf->iv) { /* nothing to see or edit between the maps */
-        mlp_group(inf, lp->act, &lp->fc1, &lp->fc2, in, n, n_run);
+        mlp_group(inf, lp->act, &lp->fc1, &lp->fc2, lp->pairs[0], in, n, n_run);
         return;
     }
     linear(inf, &lp->fc1, inf->hidden, n_run, in, n, n_run);

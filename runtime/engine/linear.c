@@ -361,6 +361,94 @@ static uint32_t csr_simd(CSR_ARGS, TfSimd s) {
     }
 }
 
+int linear_mlp_pairs(const TfLinear *fc1, const TfLinear *fc2) {
+    if (fc1->dense || fc2->dense || fc2->n_rows == 0 || fc2->nnz != fc2->n_rows) return 0;
+    int n_feat = 0; /* the residual columns either map names */
+    for (int k = 0; k < fc2->n_rows; k++) {
+        int u = fc2->idx[k];
+        if (fc1->ptr[u + 1] - fc1->ptr[u] != 1) return 0;
+        if (fc2->rows[k] + 1 > n_feat) n_feat = fc2->rows[k] + 1;
+        if (fc1->idx[fc1->ptr[u]] + 1 > n_feat) n_feat = fc1->idx[fc1->ptr[u]] + 1;
+    }
+    // Pair k may not read a column an earlier pair wrote (the two passes
+    // read every input before writing any output).
+    int *writer = malloc(((size_t)n_feat + 1) * sizeof(int)), ok = writer != NULL;
+    for (int c = 0; ok && c < n_feat; c++) writer[c] = -1;
+    for (int k = 0; ok && k < fc2->n_rows; k++) {
+        int w = writer[fc1->idx[fc1->ptr[fc2->idx[k]]]];
+        ok = w < 0 || w == k;
+        writer[fc2->rows[k]] = k;
+    }
+    free(writer);
+    return ok;
+}
+
+/* linear_mlp_pairs_forward's rows: pair k's unit u = fc2->idx[k] reads
+ * column c with w1 (bias b1), fc2's row adds w2 times its ReLU (bias b2)
+ * to column fc2->rows[k]: per row, ((+0 + w1 x) + b1) through the ReLU,
+ * then y + ((+0 + w2 h) + b2), the operations and order of the two maps'
+ * loops (csr_row), in one pass. */
+static inline __attribute__((always_inline)) uint32_t pair_rows(const TfLinear *fc1,
+                                                                const TfLinear *fc2, float *y,
+                                                                int ldy, const float *x, int ldx,
+                                                                int n) {
+    uint32_t bad = 0;
+    RowBits bits = {0};
+    const Rows16 zero = {0};
+    for (int k = 0; k < fc2->n_rows; k++) {
+        int u = fc2->idx[k], j = fc1->ptr[u];
+        const float *xc = x + (size_t)fc1->idx[j] * ldx;
+        float w1 = fc1->w[j], w2 = fc2->w[k];
+        float b1 = fc1->bias ? fc1->bias[u] : 0.0f, b2 = fc2->bias ? fc2->bias[k] : 0.0f;
+        float *yk = y + (size_t)fc2->rows[k] * ldy;
+        int r = 0;
+        for (; r + 16 <= n; r += 16) {
+            Rows16 a;
+            memcpy(&a, xc + r, sizeof a);
+            Rows16 h = zero + w1 * a;
+            if (fc1->bias) h += b1;
+            FINISH16(&a, h, CSR_RELU, bits); /* a = ReLU(h) */
+            Rows16 o = zero + w2 * a;
+            if (fc2->bias) o += b2;
+            FINISH16(yk + r, o, CSR_ADD, bits);
+        }
+        for (; r < n; r++) {
+            float h = 0.0f + w1 * xc[r];
+            if (fc1->bias) h += b1;
+            h = h > 0.0f ? h : 0.0f;
+            float o = 0.0f + w2 * h;
+            finish1(yk + r, fc2->bias ? o + b2 : o, CSR_ADD, &bad);
+        }
+    }
+    return bad | fold_bits(bits);
+}
+
+#define PAIR_ARGS                                                                                \
+    const TfLinear *fc1, const TfLinear *fc2, float *y, int ldy, const float *x, int ldx, int n
+static uint32_t pairs_generic(PAIR_ARGS) { return pair_rows(fc1, fc2, y, ldy, x, ldx, n); }
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2"))) static uint32_t pairs_avx2(PAIR_ARGS) {
+    return pair_rows(fc1, fc2, y, ldy, x, ldx, n);
+}
+__attribute__((target("avx512f,avx2"))) static uint32_t pairs_avx512(PAIR_ARGS) {
+    return pair_rows(fc1, fc2, y, ldy, x, ldx, n);
+}
+#endif
+
+int linear_mlp_pairs_forward(const TfLinear *fc1, const TfLinear *fc2, float *y, int ldy,
+                             const float *x, int ldx, int n, TfSimd s) {
+    if (n == 0) return 0;
+    uint32_t bad;
+    switch (s) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    case TF_SIMD_AVX2: bad = pairs_avx2(fc1, fc2, y, ldy, x, ldx, n); break;
+    case TF_SIMD_AVX512: bad = pairs_avx512(fc1, fc2, y, ldy, x, ldx, n); break;
+#endif
+    default: bad = pairs_generic(fc1, fc2, y, ldy, x, ldx, n); break;
+    }
+    return bad >> 31 ? 1 : 0;
+}
+
 void linear_forward(const TfLinear *L, float *y, int ldy, const float *x, int ldx, int n,
                     float *scratch) {
     linear_forward_simd(L, y, ldy, x, ldx, n, scratch, simd_active());

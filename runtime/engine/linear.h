@@ -68,6 +68,18 @@ int linear_fused(const TfLinear *L);
  * else 0. */
 int linear_forward_fused(const TfLinear *L, TfLinearMode mode, float *y, int ldy, const float *x,
                          int ldx, int n, TfSimd s);
+/* 1 when a ReLU MLP's two packed maps are one-to-one pairs that
+ * linear_mlp_pairs_forward takes: each row of fc2 one weight, reading a
+ * unit that fc1 forms from one weight, and no pair reading a column an
+ * earlier pair writes (a Clear, a copy: x_c += w2 ReLU(w1 x_c' + b1) + b2). */
+int linear_mlp_pairs(const TfLinear *fc1, const TfLinear *fc2);
+/* Such an MLP added into the residual, y[fc2->rows[k] * ldy + r] +=, at
+ * rows r < n of x (ld ldx; x may be y), on instruction set s: each row's
+ * operations and order those of linear_forward_fused's two passes (fc1 with
+ * its ReLU, fc2 added), so the same bits, without the hidden units written
+ * and read. Returns 1 when some sum it stored is infinite or NaN. */
+int linear_mlp_pairs_forward(const TfLinear *fc1, const TfLinear *fc2, float *y, int ldy,
+                             const float *x, int ldx, int n, TfSimd s);
 /* The same with plain loops, for the tests. */
 void linear_forward_naive(const TfLinear *L, float *y, int ldy, const float *x, int ldx, int n);
 
