@@ -340,26 +340,32 @@ static inline __attribute__((always_inline)) uint32_t fused_rows(const TfLinear 
     return L->dense ? dense_rows(L, y, ldy, x, ldx, n, mode) : csr_rows(L, y, ldy, x, ldx, n, mode);
 }
 
-#define CSR_ARGS const TfLinear *L, float *y, int ldy, const float *x, int ldx, int n, int mode
-static uint32_t csr_generic(CSR_ARGS) { return fused_rows(L, y, ldy, x, ldx, n, mode); }
+/* The loops below compiled three times, as the attention kernel is
+ * (kernels.h): the baseline's vectors, AVX2's and AVX-512's; NAME_pick(s)
+ * is the copy for instruction set s. PARAMS and ARGS: the parameter list
+ * and the call's arguments, in parentheses. */
 #if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target("avx2"))) static uint32_t csr_avx2(CSR_ARGS) {
-    return fused_rows(L, y, ldy, x, ldx, n, mode);
-}
-__attribute__((target("avx512f,avx2"))) static uint32_t csr_avx512(CSR_ARGS) {
-    return fused_rows(L, y, ldy, x, ldx, n, mode);
-}
+#define SIMD_COPIES(NAME, BODY, PARAMS, ARGS)                                                    \
+    static uint32_t NAME##_generic PARAMS { return BODY ARGS; }                                  \
+    __attribute__((target("avx2"))) static uint32_t NAME##_avx2 PARAMS { return BODY ARGS; }     \
+    __attribute__((target("avx512f,avx2"))) static uint32_t NAME##_avx512 PARAMS {               \
+        return BODY ARGS;                                                                        \
+    }                                                                                            \
+    static uint32_t(*NAME##_pick(TfSimd s)) PARAMS {                                             \
+        return s == TF_SIMD_AVX512 ? NAME##_avx512 : s == TF_SIMD_AVX2 ? NAME##_avx2 : NAME##_generic; \
+    }
+#else
+#define SIMD_COPIES(NAME, BODY, PARAMS, ARGS)                                                    \
+    static uint32_t NAME##_generic PARAMS { return BODY ARGS; }                                  \
+    static uint32_t(*NAME##_pick(TfSimd s)) PARAMS {                                             \
+        (void)s;                                                                                 \
+        return NAME##_generic;                                                                   \
+    }
 #endif
 
-static uint32_t csr_simd(CSR_ARGS, TfSimd s) {
-    switch (s) {
-#if defined(__x86_64__) && defined(__GNUC__)
-    case TF_SIMD_AVX2: return csr_avx2(L, y, ldy, x, ldx, n, mode);
-    case TF_SIMD_AVX512: return csr_avx512(L, y, ldy, x, ldx, n, mode);
-#endif
-    default: return csr_generic(L, y, ldy, x, ldx, n, mode);
-    }
-}
+SIMD_COPIES(csr, fused_rows,
+            (const TfLinear *L, float *y, int ldy, const float *x, int ldx, int n, int mode),
+            (L, y, ldy, x, ldx, n, mode))
 
 int linear_mlp_pairs(const TfLinear *fc1, const TfLinear *fc2) {
     if (fc1->dense || fc2->dense || fc2->n_rows == 0 || fc2->nnz != fc2->n_rows) return 0;
@@ -423,30 +429,15 @@ static inline __attribute__((always_inline)) uint32_t pair_rows(const TfLinear *
     return bad | fold_bits(bits);
 }
 
-#define PAIR_ARGS                                                                                \
-    const TfLinear *fc1, const TfLinear *fc2, float *y, int ldy, const float *x, int ldx, int n
-static uint32_t pairs_generic(PAIR_ARGS) { return pair_rows(fc1, fc2, y, ldy, x, ldx, n); }
-#if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target("avx2"))) static uint32_t pairs_avx2(PAIR_ARGS) {
-    return pair_rows(fc1, fc2, y, ldy, x, ldx, n);
-}
-__attribute__((target("avx512f,avx2"))) static uint32_t pairs_avx512(PAIR_ARGS) {
-    return pair_rows(fc1, fc2, y, ldy, x, ldx, n);
-}
-#endif
+SIMD_COPIES(pairs, pair_rows,
+            (const TfLinear *fc1, const TfLinear *fc2, float *y, int ldy, const float *x, int ldx,
+             int n),
+            (fc1, fc2, y, ldy, x, ldx, n))
 
 int linear_mlp_pairs_forward(const TfLinear *fc1, const TfLinear *fc2, float *y, int ldy,
                              const float *x, int ldx, int n, TfSimd s) {
     if (n == 0) return 0;
-    uint32_t bad;
-    switch (s) {
-#if defined(__x86_64__) && defined(__GNUC__)
-    case TF_SIMD_AVX2: bad = pairs_avx2(fc1, fc2, y, ldy, x, ldx, n); break;
-    case TF_SIMD_AVX512: bad = pairs_avx512(fc1, fc2, y, ldy, x, ldx, n); break;
-#endif
-    default: bad = pairs_generic(fc1, fc2, y, ldy, x, ldx, n); break;
-    }
-    return bad >> 31 ? 1 : 0;
+    return pairs_pick(s)(fc1, fc2, y, ldy, x, ldx, n) >> 31 ? 1 : 0;
 }
 
 void linear_forward(const TfLinear *L, float *y, int ldy, const float *x, int ldx, int n,
@@ -478,7 +469,7 @@ void linear_forward_simd(const TfLinear *L, float *y, int ldy, const float *x, i
         add_bias(L, y, ldy, n);
         return;
     }
-    csr_simd(L, y, ldy, x, ldx, n, CSR_STORE, s);
+    csr_pick(s)(L, y, ldy, x, ldx, n, CSR_STORE);
 }
 
 int linear_fused(const TfLinear *L) {
@@ -489,7 +480,7 @@ int linear_fused(const TfLinear *L) {
 int linear_forward_fused(const TfLinear *L, TfLinearMode mode, float *y, int ldy, const float *x,
                          int ldx, int n, TfSimd s) {
     if (L->n_rows == 0 || n == 0) return 0;
-    return csr_simd(L, y, ldy, x, ldx, n, (int)mode, s) >> 31 ? 1 : 0;
+    return csr_pick(s)(L, y, ldy, x, ldx, n, (int)mode) >> 31 ? 1 : 0;
 }
 
 void linear_forward_naive(const TfLinear *L, float *y, int ldy, const float *x, int ldx, int n) {
