@@ -991,8 +991,8 @@ TfInfer *infer_new_with_plan(const TfPlan *plan, int max_seqs, TfError *err) {
     if (!inf->seq_len || !inf->x || (plan->has_norm && !inf->xn) || !inf->q || !inf->k ||
         !inf->v || !inf->heads || !inf->hidden || !inf->delta || !inf->scratch || !inf->att ||
         !inf->scores || !inf->hook_att || !inf->hook_scores || !inf->order || !inf->order_tmp ||
-        !inf->row_t || !inf->blk || !inf->ord_seq || !inf->ord_t || !inf->pos_order || !inf->row_blk || !inf->run_r0 || !inf->run_p0 ||
-        !inf->run_dp || !inf->st_off || !inf->st_start || !inf->st_run || !inf->bucket ||
+        !inf->row_t || !inf->blk || !inf->ord_seq || !inf->ord_t || !inf->pos_order ||
+        !inf->row_blk || !inf->run_r0 || !inf->run_p0 || !inf->run_dp || !inf->st_off || !inf->st_start || !inf->st_run || !inf->bucket ||
         !inf->kg || !inf->vg || !inf->ident || !inf->stat ||
         !inf->logits || !inf->row_seq || !inf->row_pos || !inf->row_tok)
         goto oom;
@@ -1779,7 +1779,8 @@ static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
             // Keys and values read the normalized input at every row.
             int n_norm = lp->kind == TF_LAYER_ATTENTION ? n : n_run;
             float *dst = lp->kind == TF_LAYER_NORM ? inf->delta : inf->xn;
-            layernorm_forward_fm(dst, inf->x, n, d, n_norm, lp->norm_w, lp->norm_b, lp->eps, inf->stat);
+            layernorm_forward_fm(dst, inf->x, n, d, n_norm, lp->norm_w, lp->norm_b, lp->eps,
+                                 inf->stat);
             if (lp->kind == TF_LAYER_NORM) {
                 for (int c = 0; c < d; c++)
                     memcpy(inf->x + (size_t)c * n, dst + (size_t)c * n, (size_t)n_norm * sizeof(float));

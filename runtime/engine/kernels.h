@@ -79,9 +79,9 @@ void gelu_forward_simd(float *x, long n, TfSimd s);
  * out (it adds +-0 where the keys are finite, which the engine checks
  * before: infer.c's attention_layer). k_same: every sequence's keys are
  * equal (keys of the position alone), so each lane reads lane 0's, one
- * value broadcast (the naive loops read each lane's own). Runs simd_best's instruction set; every path does
- * the same operations in the same order (-ffp-contract=off), so all give
- * the same bits. */
+ * value broadcast (the naive loops read each lane's own). Runs simd_best's
+ * instruction set; every path does the same operations in the same order
+ * (-ffp-contract=off), so all give the same bits. */
 #define TF_ATT_LANES 16
 void attention_block_forward(float *out, int ldo, float *sums, int *used, float *att,
                              float *scores, const float *q, int ldq, const int *rows, const int *pq,

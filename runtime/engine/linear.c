@@ -352,7 +352,9 @@ static inline __attribute__((always_inline)) uint32_t fused_rows(const TfLinear 
         return BODY ARGS;                                                                        \
     }                                                                                            \
     static uint32_t(*NAME##_pick(TfSimd s)) PARAMS {                                             \
-        return s == TF_SIMD_AVX512 ? NAME##_avx512 : s == TF_SIMD_AVX2 ? NAME##_avx2 : NAME##_generic; \
+        return s == TF_SIMD_AVX512 ? NAME##_avx512                                               \
+               : s == TF_SIMD_AVX2 ? NAME##_avx2                                                 \
+                                   : NAME##_generic;                                             \
     }
 #else
 #define SIMD_COPIES(NAME, BODY, PARAMS, ARGS)                                                    \
