@@ -1,6 +1,7 @@
 /* test_kernels.c: every fast kernel against its naive twin, plus known values. */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
+#include <float.h>
 #include <math.h>
 #include <string.h>
 #include <stdlib.h>
@@ -246,17 +247,26 @@ typedef struct {
     int used[AB_LANES];
 } AttResult;
 
-static void att_block_run(AttResult *r, const AttBlock *b, int W, float scale, int naive,
-                          TfSimd simd) {
+/* add: r->out (kept, not cleared) gains the outputs. */
+static void att_block_run_add(AttResult *r, const AttBlock *b, int W, float scale, int naive,
+                              TfSimd simd, int add) {
+    float out[sizeof r->out / sizeof *r->out];
+    memcpy(out, r->out, sizeof out);
     memset(r, 0, sizeof *r);
+    if (add) memcpy(r->out, out, sizeof out);
     if (naive)
         attention_block_forward_naive(r->out, AB_LANES, r->sums, r->used, r->att, r->scores, b->q,
                                       AB_LANES, b->rows, b->pq, b->pk, AB_NP, b->k, AB_NK, b->v, AB_NV, 1,
-                                      4, AB_S, b->seq, b->T, W, scale, 0);
+                                      4, AB_S, b->seq, b->T, W, scale, 0, add);
     else
         attention_block_forward_simd(r->out, AB_LANES, r->sums, r->used, r->att, r->scores, b->q,
                                      AB_LANES, b->rows, b->pq, b->pk, AB_NP, b->k, AB_NK, b->v, AB_NV, 1,
-                                     4, AB_S, b->seq, b->T, W, scale, b->k_same, simd);
+                                     4, AB_S, b->seq, b->T, W, scale, b->k_same, add, simd);
+}
+
+static void att_block_run(AttResult *r, const AttBlock *b, int W, float scale, int naive,
+                          TfSimd simd) {
+    att_block_run_add(r, b, W, scale, naive, simd, 0);
 }
 
 /* Lanes of one sequence, of consecutive ones, and of any (these in
@@ -350,6 +360,57 @@ END_TEST
  * keys): told so (k_same), the kernel reads lane 0's for every lane; the
  * naive loops' bits on every instruction set, in each lane layout. On keys
  * that differ by sequence the flag changes the answer, so it is used. */
+/* add (a copying output projection's columns of the residual stream):
+ * each output is the column's old value plus exactly the sum the store
+ * gives, the naive loops and every instruction set alike, lanes past W and
+ * other columns untouched; an output that overflows (FLT_MAX plus 3e38)
+ * gives its lane, and only its lane, a NaN sum. */
+START_TEST(test_attention_block_adds) {
+    unsigned seed = 23;
+    AttBlock *b = calloc(1, sizeof *b);
+    AttResult *st = malloc(sizeof *st), *ad = malloc(sizeof *ad);
+    float base[3 * AB_LANES];
+    for (size_t i = 0; i < sizeof b->k / sizeof *b->k; i++) b->k[i] = 4.0f * ((float)rand_r(&seed) / (float)RAND_MAX - 0.5f);
+    for (size_t i = 0; i < sizeof b->q / sizeof *b->q; i++) b->q[i] = 4.0f * ((float)rand_r(&seed) / (float)RAND_MAX - 0.5f);
+    for (int big = 0; big < 2; big++) {
+        for (size_t i = 0; i < sizeof b->v / sizeof *b->v; i++)
+            b->v[i] = big ? 3e38f : 2.0f * ((float)rand_r(&seed) / (float)RAND_MAX - 0.5f);
+        for (int mode = 0; mode < 3; mode++)
+            for (int wi = 0; wi < 2; wi++) {
+                int W = wi == 0 ? AB_LANES : 5;
+                att_block_layout(b, mode, &seed);
+                for (int i = 0; i < 3 * AB_LANES; i++) base[i] = 8.0f * ((float)rand_r(&seed) / (float)RAND_MAX - 0.5f);
+                if (big) base[1 * AB_LANES + b->rows[2]] = FLT_MAX; /* lane 2, channel 2 of 1..3 */
+                for (int run = 0; run <= TF_SIMD_COUNT; run++) {
+                    int naive = run == 0;
+                    TfSimd simd = naive ? TF_SIMD_GENERIC : (TfSimd)(run - 1);
+                    if (!simd_supported(simd)) continue;
+                    att_block_run(st, b, W, 0.7f, naive, simd);
+                    memcpy(ad->out, base, sizeof base);
+                    att_block_run_add(ad, b, W, 0.7f, naive, simd, 1);
+                    for (int j = 0; j < 3; j++)
+                        for (int c = 0; c < AB_LANES; c++) {
+                            int lane = -1;
+                            for (int i = 0; i < W; i++)
+                                if (b->rows[i] == c) lane = i;
+                            float want = lane < 0 ? base[j * AB_LANES + c]
+                                                  : base[j * AB_LANES + c] + st->out[j * AB_LANES + c];
+                            ck_assert_msg(memcmp(&ad->out[j * AB_LANES + c], &want, sizeof want) == 0,
+                                          "run %d, mode %d, W %d: channel %d, column %d", run, mode, W, j, c);
+                        }
+                    for (int i = 0; i < W; i++) {
+                        int over = big && i == 2;
+                        ck_assert_msg(over ? isnan(ad->sums[i]) : memcmp(&ad->sums[i], &st->sums[i], sizeof(float)) == 0,
+                                      "run %d, mode %d, W %d: lane %d's sum", run, mode, W, i);
+                        ck_assert_int_eq(ad->used[i], st->used[i]);
+                    }
+                }
+            }
+    }
+    free(b), free(st), free(ad);
+}
+END_TEST
+
 START_TEST(test_attention_block_same_keys) {
     unsigned seed = 17;
     AttBlock *b = calloc(1, sizeof *b);
@@ -501,11 +562,11 @@ START_TEST(test_attention_block_channel_counts) {
                     if (run == 0)
                         attention_block_forward_naive(out[0], B, sums[0], used[0], att[0],
                                                       scores[0], q, B, rows, pq, pk, NP, k, NPMAX,
-                                                      v, NV, 0, NV, S, seq, T, B, 0.6f, 0);
+                                                      v, NV, 0, NV, S, seq, T, B, 0.6f, 0, 0);
                     else
                         attention_block_forward_simd(out[x], B, sums[x], used[x], att[x],
                                                      scores[x], q, B, rows, pq, pk, NP, k, NPMAX,
-                                                     v, NV, 0, NV, S, seq, T, B, 0.6f, 0,
+                                                     v, NV, 0, NV, S, seq, T, B, 0.6f, 0, 0,
                                                      (TfSimd)simd);
                     if (run >= 2) {
                         ck_assert_msg(memcmp(out[1], out[2], sizeof out[1]) == 0 &&
@@ -580,15 +641,26 @@ START_TEST(test_attention_grouped_matches_naive) {
         for (int i = 0; i < 3 * W; i++) q[i] = 2.0f * ((float)((double)rand_r(&seed) / RAND_MAX) - 0.5f);
         for (int i = 0; i < W; i++) T[i] = i == 0 ? 1 : i == 1 ? L : 1 + (int)(rand_r(&seed) % L);
         attention_block_forward_naive(out, W, sums, used, att, NULL, q, W, NULL, pq, pk, NP, k, NP,
-                                      v, NV, 0, NV, 1, seq, T, W, scale, 0);
+                                      v, NV, 0, NV, 1, seq, T, W, scale, 0, 0);
         attention_grouped_forward(gout, W, gsums, gused, q, W, NULL, pq, NP, keys, G, counts, vsums,
-                                  NV, T, W, scale);
+                                  NV, T, W, scale, 0);
         char msg[256];
         ck_assert_msg(tf_compare_floats(gout, out, NV * W, 1e-5, 5e-5, msg, sizeof msg) == 0,
                       "scale %g: outputs: %s", scale, msg);
         ck_assert_msg(tf_compare_floats(gsums, sums, W, 5e-5, 0, msg, sizeof msg) == 0,
                       "scale %g: sums: %s", scale, msg);
         ck_assert_mem_eq(gused, used, sizeof used);
+        // add: the same sums onto the columns' old values, bit for bit.
+        float acc[NV * W], asums[W];
+        int aused[W];
+        for (int i = 0; i < NV * W; i++) acc[i] = (float)i - 7.5f;
+        attention_grouped_forward(acc, W, asums, aused, q, W, NULL, pq, NP, keys, G, counts, vsums,
+                                  NV, T, W, scale, 1);
+        for (int i = 0; i < NV * W; i++) {
+            float want = ((float)i - 7.5f) + gout[i];
+            ck_assert_msg(memcmp(&acc[i], &want, sizeof want) == 0, "scale %g: added %d", scale, i);
+        }
+        ck_assert_mem_eq(asums, gsums, sizeof asums);
     }
     free(k), free(v), free(counts), free(vsums), free(att);
 }
@@ -729,6 +801,7 @@ int main(void) {
     tcase_add_test(tc, test_attention_block_simd_paths_agree);
     tcase_add_test(tc, test_attention_block_hard_exact);
     tcase_add_test(tc, test_attention_block_same_keys);
+    tcase_add_test(tc, test_attention_block_adds);
     tcase_add_test(tc, test_attention_block_channel_counts);
     tcase_add_test(tc, test_attention_block_nan_score);
     tcase_add_test(tc, test_attention_grouped_matches_naive);

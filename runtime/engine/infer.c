@@ -61,6 +61,7 @@ typedef struct LayerPlan {
     /* attention */
     TfLinear q, k, v, o;  /* o: output projection, reading packed value rows */
     int has_o;
+    int o_col; /* o copies head channel j, weight 1, into residual column o_col + j; else -1 */
     int n_heads, d_head, d_vhead, causal;
     float scale;
     int k_from, v_from;   /* an earlier layer whose keys / values these are, or -1 */
@@ -323,6 +324,15 @@ static int plan_attention(const TfModel *m, const TfLayer *ly, LayerPlan *lp, Tf
         linear_pack(&lp->o, tensor(m, ly->output), tensor(m, ly->output_bias), d, H * dv, vi,
                     err) < 0)
         goto done;
+    // An output projection that copies the heads into consecutive columns
+    // (a seed op's read, a copy): the kernel adds them there itself, which
+    // gives the bits o's pass would (1 * h is h).
+    const TfLinear *O = &lp->o;
+    int copy = lp->has_o && !O->dense && !O->bias && O->n_rows == lp->v.n_rows && O->n_rows > 0;
+    for (int j = 0; copy && j < O->n_rows; j++)
+        copy = O->ptr[j + 1] == O->ptr[j] + 1 && O->idx[O->ptr[j]] == j &&
+               O->w[O->ptr[j]] == 1.0f && O->rows[j] == O->rows[0] + j;
+    lp->o_col = copy ? O->rows[0] : -1;
     rc = 0;
 done:
     free(qi);
@@ -1332,9 +1342,12 @@ static void sort_rows(int *dst, int *tmp, const int *key, int n, int nk, int *bu
  * block. While an attention hook wants each row's scores and weights, one
  * row at a time, in order. */
 /* Attention of rows 0..n_run-1 for the heads `which` selects (-1 every
- * head; 1 or 0 those with head_full[h] == which) into inf->heads, whose
- * rows (like the queries') are ld apart. */
-static void attention_heads(TfInfer *inf, int l, int n_run, int ld, int which) {
+ * head; 1 or 0 those with head_full[h] == which), the queries' rows ld
+ * apart: value channel j of the heads into out + j * ldo (inf->heads,
+ * ldo = ld), or with add onto it (the residual stream's columns of a
+ * copying output projection, LayerPlan.o_col). */
+static void attention_heads(TfInfer *inf, int l, int n_run, int ld, int which, float *out,
+                            int ldo, int add) {
     const LayerPlan *lp = &inf->plan->layers[l];
     int S = inf->max_seqs, L = inf->m->max_len, nk = lp->k.n_rows, nv = lp->v.n_rows;
     int lanes = inf->att_hook ? 1 : TF_ATT_LANES, bad_row = -1;
@@ -1408,23 +1421,23 @@ static void attention_heads(TfInfer *inf, int l, int n_run, int ld, int which) {
             int j0 = lp->v_start[h], j1 = lp->v_start[h + 1];
             int G = TF_ATT_GROUPS, n_groups = gather && inf->grouped ? inf->n_groups[h] : 0;
             if (n_groups)
-                attention_grouped_forward(inf->heads + (size_t)j0 * ld, ld, sums, used, inf->q, ld,
+                attention_grouped_forward(out + (size_t)j0 * ldo, ldo, sums, used, inf->q, ld,
                                           rows, lp->pair_q + p0, np, inf->gkeys + (size_t)G * p0,
                                           n_groups, inf->gcounts + (size_t)L * G * h,
                                           inf->gvsums + (size_t)L * G * j0, j1 - j0, T, W,
-                                          lp->scale);
+                                          lp->scale, add);
             else if (gather)
-                attention_block_forward(inf->heads + (size_t)j0 * ld, ld, sums, used,
+                attention_block_forward(out + (size_t)j0 * ldo, ldo, sums, used,
                                         inf->att, NULL, inf->q, ld, rows, lp->pair_q + p0,
                                         inf->ident, np, inf->kg + (size_t)L * p0, np,
                                         inf->vg + (size_t)L * j0, j1 - j0, 0, j1 - j0, 1, zero, T,
-                                        W, lp->scale, 0);
+                                        W, lp->scale, 0, add);
             else
-                attention_block_forward(inf->heads + (size_t)j0 * ld, ld, sums, used,
+                attention_block_forward(out + (size_t)j0 * ldo, ldo, sums, used,
                                         inf->att, inf->att_hook ? inf->scores : NULL, inf->q,
                                         ld, rows, lp->pair_q + p0, lp->pair_k + p0, np,
                                         inf->kcache[l], nk, inf->vcache[l], nv, j0, j1, S, seq, T,
-                                        W, lp->scale, k_same);
+                                        W, lp->scale, k_same, add);
             long n_t = inf->blk[b].n_t, n_used = 0;
             int any_nan = 0;
             for (int i = 0; i < W; i++) {
@@ -1489,15 +1502,22 @@ static void attention_layer(TfInfer *inf, int l, const float *in, int n, int n_r
         call_act_hook(inf, l, TF_HOOK_V, NULL, 0, vc, lp->v.rows, nv, n);
     }
 
+    if (lp->o_col >= 0 && !inf->iv && !inf->act_hook && !(lp->split_heads && n_part < n_run)) {
+        // The output projection copies: the heads go straight into the
+        // residual stream (an overflow there fails the step as o's would).
+        attention_heads(inf, l, n_run, n_run, -1, inf->x + (size_t)lp->o_col * n, n, 1);
+        inf->flops += (double)lp->o.nnz * n_run; /* an addition each */
+        return;
+    }
     if (lp->split_heads && n_part < n_run) {
-        attention_heads(inf, l, n_run, n_run, 1);
-        attention_heads(inf, l, n_part, n_run, 0);
+        attention_heads(inf, l, n_run, n_run, 1, inf->heads, n_run, 0);
+        attention_heads(inf, l, n_part, n_run, 0, inf->heads, n_run, 0);
         for (int h = 0; h < lp->n_heads; h++)
             for (int j = lp->v_start[h]; j < lp->v_start[h + 1] && !lp->head_full[h]; j++)
                 memset(inf->heads + (size_t)j * n_run + n_part, 0,
                        (size_t)(n_run - n_part) * sizeof(float));
     } else {
-        attention_heads(inf, l, n_run, n_run, -1);
+        attention_heads(inf, l, n_run, n_run, -1, inf->heads, n_run, 0);
     }
     if (inf->iv) apply_edits(inf, l, TF_SITE_HEADS, inf->heads, n_run, lp->v.rows, nv, n_run);
     if (inf->act_hook)

@@ -3,6 +3,7 @@
 #include "kernels.h"
 
 #include <cblas.h>
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -161,12 +162,15 @@ static inline __attribute__((always_inline)) Lanes lanes_at(const float *restric
  * the non-zero att[t * B + i] times c[jj * S + t * stride + seq[i]] (c:
  * channel j's values); their sums are independent chains. A zero weight
  * adds +0 (a skipped term), so positions where every lane's weight is 0 are
- * left out of pos (NULL: positions 0..n-1). */
+ * left out of pos (NULL: positions 0..n-1). add: out gains the sums
+ * (out + sum), and *bad marks the lanes where that came out infinite or
+ * NaN. */
 enum { VCHUNK = 8 };
 static inline __attribute__((always_inline)) void
 lanes_weighted_sums(float *out, int ldo, const int *col, int W, int out_contiguous,
                     const float *restrict att, const float *restrict c, long S, long stride,
-                    const int *seq, const int *pos, int n, int mode, int nj) {
+                    const int *seq, const int *pos, int n, int mode, int nj, int add,
+                    LaneMask *bad) {
     Lanes acc[VCHUNK], zero = {0};
     for (int jj = 0; jj < nj; jj++) acc[jj] = zero;
     for (int x = 0; x < n; x++) {
@@ -180,10 +184,20 @@ lanes_weighted_sums(float *out, int ldo, const int *col, int W, int out_contiguo
     }
     for (int jj = 0; jj < nj; jj++) {
         float *oj = out + (long)jj * ldo;
-        if (out_contiguous)
+        if (out_contiguous && add) {
+            Lanes r = lanes_load(oj + col[0]) + acc[jj];
+            LANES_STORE(oj + col[0], r);
+            *bad |= ~((r - r) == zero); /* r - r: NaN where r is infinite or NaN */
+        } else if (out_contiguous) {
             LANES_STORE(oj + col[0], acc[jj]);
-        else
+        } else if (add) {
+            for (int i = 0; i < W; i++) {
+                oj[col[i]] += acc[jj][i];
+                (*bad)[i] |= -!(fabsf(oj[col[i]]) <= FLT_MAX);
+            }
+        } else {
             for (int i = 0; i < W; i++) oj[col[i]] = acc[jj][i];
+        }
     }
 }
 
@@ -228,7 +242,7 @@ static inline __attribute__((always_inline)) void
 attention_block_body(float *out, int ldo, float *sums, int *used, float *att, float *scores,
                      const float *q, int ldq, const int *col, const int *pq, const int *pk, int np,
                      const float *k, int nk, const float *v, int nv, int j0, int j1, int S,
-                     const int *sq, const int *tl, int Tmax, int W, float scale, int mode,
+                     const int *sq, const int *tl, int Tmax, int W, float scale, int add, int mode,
                      int kmode) {
     // Scores, the channels of a chunk added in order at each position;
     // the last chunk scales them, gives the positions a lane does not see
@@ -347,13 +361,14 @@ attention_block_body(float *out, int ldo, float *sums, int *used, float *att, fl
             cntv -= a != 0.0f;
         }
     }
+    LaneMask bad = {0};
     for (int jc = j0; jc < j1; jc += VCHUNK) {
         const float *vj = v + (long)jc * S;
         const int *pp = n_pos <= MAX_POS ? pos : NULL, np_ = n_pos <= MAX_POS ? n_pos : Tmax;
         float *oj = out + (long)(jc - j0) * ldo;
 #define WEIGHTED_SUMS(NJ)                                                                        \
     lanes_weighted_sums(oj, ldo, col, W, out_contiguous, att, vj, S, (long)nv * S, sq, pp, np_,  \
-                        mode, NJ)
+                        mode, NJ, add, &bad)
         switch (j1 - jc < VCHUNK ? j1 - jc : VCHUNK) {
         case 1: WEIGHTED_SUMS(1); break;
         case 2: WEIGHTED_SUMS(2); break;
@@ -366,6 +381,8 @@ attention_block_body(float *out, int ldo, float *sums, int *used, float *att, fl
         }
 #undef WEIGHTED_SUMS
     }
+    if (add) /* an output that overflowed: a NaN sum, as an overflowed score gives */
+        smv = (Lanes)(((LaneMask)smv & ~bad) | ((LaneMask)((Lanes){0} + NAN) & bad));
     if (W == B) {
         LANES_STORE(sums, smv);
         memcpy(used, &cntv, sizeof cntv);
@@ -382,7 +399,7 @@ attention_block_dispatch(float *out, int ldo, float *sums, int *used, float *att
                          const float *q, int ldq, const int *rows, const int *pq, const int *pk,
                          int np,
                          const float *k, int nk, const float *v, int nv, int j0, int j1, int S,
-                         const int *seq, const int *T, int W, float scale, int k_same) {
+                         const int *seq, const int *T, int W, float scale, int k_same, int add) {
     int sq[B], tl[B], col[B], Tmax = 1, same = 1, contig = W == B;
     if (W == B) { /* a full block (most): the same, by vectors */
         const LaneMask iota = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
@@ -414,7 +431,7 @@ attention_block_dispatch(float *out, int ldo, float *sums, int *used, float *att
     int mode = same ? LANES_SAME : contig ? LANES_CONTIGUOUS : LANES_GATHER;
 #define BODY(MODE, KMODE)                                                                        \
     attention_block_body(out, ldo, sums, used, att, scores, q, ldq, col, pq, pk, np, k, nk, v, nv, \
-                         j0, j1, S, sq, tl, Tmax, W, scale, MODE, KMODE)
+                         j0, j1, S, sq, tl, Tmax, W, scale, add, MODE, KMODE)
     if (mode == LANES_SAME)
         BODY(LANES_SAME, LANES_SAME);
     else if (mode == LANES_CONTIGUOUS && k_same)
@@ -433,10 +450,10 @@ attention_block_dispatch(float *out, int ldo, float *sums, int *used, float *att
     float *out, int ldo, float *sums, int *used, float *att, float *scores, const float *q,      \
         int ldq, const int *rows, const int *pq, const int *pk, int np, const float *k, int nk, const float *v,   \
         int nv, int j0, int j1, int S, const int *seq, const int *T, int W, float scale,         \
-        int k_same
+        int k_same, int add
 #define ATTENTION_BLOCK_PASS                                                                     \
     out, ldo, sums, used, att, scores, q, ldq, rows, pq, pk, np, k, nk, v, nv, j0, j1, S, seq, T, W,   \
-        scale, k_same
+        scale, k_same, add
 
 static void attention_block_generic(ATTENTION_BLOCK_ARGS) {
     attention_block_dispatch(ATTENTION_BLOCK_PASS);
@@ -497,7 +514,9 @@ void attention_block_forward_naive(ATTENTION_BLOCK_ARGS) {
             float acc = 0.0f;
             for (int t = 0; t < T[i]; t++)
                 if (att[t * B + i] != 0.0f) acc += att[t * B + i] * v[((long)t * nv + j) * S + s];
-            out[(long)(j - j0) * ldo + c] = acc;
+            float *o = &out[(long)(j - j0) * ldo + c];
+            *o = add ? *o + acc : acc;
+            if (add && !(fabsf(*o) <= FLT_MAX)) sums[i] = NAN;
         }
     }
 }
@@ -535,7 +554,7 @@ int attention_groups(float *keys, float *counts, float *vsums, int *cls, const f
 void attention_grouped_forward(float *out, int ldo, float *sums, int *used, const float *q,
                                int ldq, const int *rows, const int *pq, int np, const float *keys,
                                int n_groups, const float *counts, const float *vsums, int nj,
-                               const int *T, int W, float scale) {
+                               const int *T, int W, float scale, int add) {
     float s[TF_ATT_GROUPS], e[TF_ATT_GROUPS];
     for (int i = 0; i < W; i++) {
         int c = rows ? rows[i] : i;
@@ -560,14 +579,16 @@ void attention_grouped_forward(float *out, int ldo, float *sums, int *used, cons
             e[g] *= inv;
             u += e[g] != 0.0f ? (int)nt[g] : 0;
         }
+        sums[i] = sum;
+        used[i] = u;
         for (int j = 0; j < nj; j++) {
             float acc = 0.0f;
             for (int g = 0; g < n_groups; g++)
                 if (e[g] != 0.0f) acc += e[g] * vt[g * nj + j];
-            out[(long)j * ldo + c] = acc;
+            float *o = &out[(long)j * ldo + c];
+            *o = add ? *o + acc : acc;
+            if (add && !(fabsf(*o) <= FLT_MAX)) sums[i] = NAN;
         }
-        sums[i] = sum;
-        used[i] = u;
     }
 }
 

@@ -79,7 +79,11 @@ void gelu_forward_simd(float *x, long n, TfSimd s);
  * out (it adds +-0 where the keys are finite, which the engine checks
  * before: infer.c's attention_layer). k_same: every sequence's keys are
  * equal (keys of the position alone), so each lane reads lane 0's, one
- * value broadcast (the naive loops read each lane's own). Runs simd_best's
+ * value broadcast (the naive loops read each lane's own). add: out gains
+ * the sums instead (out + sum: out is the residual stream's columns that a
+ * one-to-one output projection of weight 1 would write), and a lane whose
+ * output comes out infinite or NaN gets a NaN in sums (as an overflowed
+ * score does: the engine's overflow test). Runs simd_best's
  * instruction set; every path does the same operations in the same order
  * (-ffp-contract=off), so all give the same bits. */
 #define TF_ATT_LANES 16
@@ -87,19 +91,19 @@ void attention_block_forward(float *out, int ldo, float *sums, int *used, float 
                              float *scores, const float *q, int ldq, const int *rows, const int *pq,
                              const int *pk, int np, const float *k, int nk, const float *v,
                              int nv, int j0, int j1, int S, const int *seq, const int *T, int W,
-                             float scale, int k_same);
+                             float scale, int k_same, int add);
 /* The row-by-row loops the engine ran before (expf, one running sum). */
 void attention_block_forward_naive(float *out, int ldo, float *sums, int *used, float *att,
                                    float *scores, const float *q, int ldq, const int *rows, const int *pq,
                                    const int *pk, int np, const float *k, int nk, const float *v,
                                    int nv, int j0, int j1, int S, const int *seq, const int *T,
-                                   int W, float scale, int k_same);
+                                   int W, float scale, int k_same, int add);
 /* attention_block_forward on path s (supported), for the tests. */
 void attention_block_forward_simd(float *out, int ldo, float *sums, int *used, float *att,
                                   float *scores, const float *q, int ldq, const int *rows, const int *pq,
                                   const int *pk, int np, const float *k, int nk, const float *v,
                                   int nv, int j0, int j1, int S, const int *seq, const int *T,
-                                  int W, float scale, int k_same, TfSimd s);
+                                  int W, float scale, int k_same, int add, TfSimd s);
 
 /* Attention over keys that take few values (a Count's keys read a token
  * class, a copy's keys a handful of registers): sum over t of
@@ -112,7 +116,7 @@ void attention_block_forward_simd(float *out, int ldo, float *sums, int *used, f
  * position order, vsums[(t * n + g) * nj + j] (v[t * nj + j]). Returns n,
  * or 0 when there are more than max_groups (<= TF_ATT_GROUPS) groups.
  * attention_grouped_forward is then attention_block_forward for W rows of
- * that sequence (rows, pq, q, ldq, T, out, ldo, sums, used as there, the
+ * that sequence (rows, pq, q, ldq, T, out, ldo, sums, used, add as there, the
  * value channels 0..nj-1): the same scores, maximum and weights per group,
  * but the softmax's sum is sum over g of e_g * count_g and each output
  * sum over g of weight_g * vsum_g, so its results match the direct sums
@@ -124,7 +128,7 @@ int attention_groups(float *keys, float *counts, float *vsums, int *cls, const f
 void attention_grouped_forward(float *out, int ldo, float *sums, int *used, const float *q,
                                int ldq, const int *rows, const int *pq, int np, const float *keys,
                                int n_groups, const float *counts, const float *vsums, int nj,
-                               const int *T, int W, float scale);
+                               const int *T, int W, float scale, int add);
 
 /* Index of the largest of n values; the first one on ties. */
 /* Softmax in place over att[T], max-subtracted, with expf; exp of -inf is
