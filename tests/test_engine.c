@@ -77,12 +77,16 @@ static void check_linear_modes(const TfLinear *L, const float *slow, int ldy, co
     free(y), free(res), free(before);
 }
 
+/* repeat: rows o with o % 4 != 3 repeat row o % 2's weights (a table of
+ * thresholds on one sum), each its own bias. */
 static void check_linear(int n_out, int n_in, double fill, int with_bias, int with_map, int n,
-                         unsigned seed) {
+                         unsigned seed, int repeat) {
     float *W = calloc((size_t)n_out * n_in, sizeof(float));
     float *b = with_bias ? calloc((size_t)n_out, sizeof(float)) : NULL;
     for (int i = 0; i < n_out * n_in; i++)
         if ((double)rand_r(&seed) / RAND_MAX < fill) W[i] = 4 * frand(&seed);
+    for (int o = 2; o < n_out && repeat; o++)
+        if (o % 4 != 3) memcpy(W + (size_t)o * n_in, W + (size_t)(o % 2) * n_in, (size_t)n_in * sizeof(float));
     for (int o = 0; o < n_out && b; o++)
         if (rand_r(&seed) % 3) b[o] = frand(&seed);
     // in_map: drop some inputs, send two columns to one feature.
@@ -95,6 +99,14 @@ static void check_linear(int n_out, int n_in, double fill, int with_bias, int wi
     TfLinear L;
     TfError err = {""};
     ck_assert_int_eq(linear_pack(&L, W, b, n_out, n_in, with_map ? map : NULL, &err), 0);
+    // A small dense block of repeated rows forms each distinct sum once
+    // (sgemm's blocks ignore repeats).
+    if (repeat && L.dense && linear_fused(&L) && L.n_rows == n_out && n_out >= 5) {
+        ck_assert_ptr_nonnull(L.lead);
+        ck_assert_int_eq(L.n_lead, n_out >= 7 ? 2 + n_out / 4 : 3);
+    } else if (!linear_fused(&L)) {
+        ck_assert_ptr_null(L.lead);
+    }
     int ldy = n + 1;
     float *fast = calloc((size_t)(L.n_rows + 1) * ldy, sizeof(float));
     float *slow = calloc((size_t)(L.n_rows + 1) * ldy, sizeof(float));
@@ -151,7 +163,24 @@ START_TEST(test_linear_matches_naive) {
             for (int bias = 0; bias < 2; bias++)
                 for (int map = 0; map < 2; map++)
                     for (int n = 1; n <= 97; n += 32)
-                        check_linear(shapes[s][0], shapes[s][1], fills[f], bias, map, n, seed++);
+                        check_linear(shapes[s][0], shapes[s][1], fills[f], bias, map, n, seed++,
+                                     0);
+}
+END_TEST
+
+/* Dense blocks whose rows repeat (TfLinear.lead: each distinct sum formed
+ * once, each row adding its own bias): the naive twin's bits in every mode
+ * (store, ReLU, added with overflow), on every instruction set, with and
+ * without a scalar tail, as small-dense loops of one to four distinct
+ * rows at once; sgemm's blocks ignore the repeats. */
+START_TEST(test_linear_repeated_rows_match_naive) {
+    int shapes[][2] = {{24, 19}, {7, 9}, {6, 12}, {5, 30}, {13, 8}, {80, 80}};
+    unsigned seed = 31;
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int bias = 0; bias < 2; bias++)
+            for (int map = 0; map < 2; map++)
+                for (int n = 1; n <= 97; n += 32)
+                    check_linear(shapes[s][0], shapes[s][1], 1.0, bias, map, n, seed++, 1);
 }
 END_TEST
 
@@ -1428,6 +1457,7 @@ int main(void) {
     Suite *s = suite_create("engine");
     TCase *tc = tcase_create("engine");
     tcase_add_test(tc, test_linear_matches_naive);
+    tcase_add_test(tc, test_linear_repeated_rows_match_naive);
     tcase_add_test(tc, test_linear_packs_only_nonzero_blocks);
     tcase_add_test(tc, test_mlp_pairs_match_two_passes);
     tcase_add_test(tc, test_generation_matches_reference);

@@ -35,7 +35,49 @@ void linear_free(TfLinear *L) {
     free(L->ptr);
     free(L->idx);
     free(L->bias);
+    free(L->lead);
+    free(L->same_ptr);
+    free(L->same);
     memset(L, 0, sizeof *L);
+}
+
+/* The repeated rows of a small dense block (TfLinear.lead; sgemm's
+ * blocks form every row), when at least two rows repeat another; 0, or -1
+ * (out of memory). */
+static int pack_repeats(TfLinear *L) {
+    int n = L->n_rows, nc = L->n_cols, *of = malloc(((size_t)n + 1) * sizeof(int)), n_lead = 0;
+    if (!of) return -1;
+    for (int k = 0; k < n; k++) { /* of[k]: the first row equal to row k */
+        of[k] = k;
+        for (int j = 0; j < k && of[k] == k; j++)
+            if (of[j] == j && memcmp(L->w + (size_t)j * nc, L->w + (size_t)k * nc,
+                                     (size_t)nc * sizeof(float)) == 0)
+                of[k] = j;
+        n_lead += of[k] == k;
+    }
+    if (n - n_lead < 2) {
+        free(of);
+        return 0;
+    }
+    L->lead = malloc((size_t)n_lead * sizeof(int));
+    L->same_ptr = malloc(((size_t)n_lead + 1) * sizeof(int));
+    L->same = malloc((size_t)n * sizeof(int));
+    if (!L->lead || !L->same_ptr || !L->same) {
+        free(of);
+        return -1;
+    }
+    int g = 0, m = 0;
+    for (int k = 0; k < n; k++) {
+        if (of[k] != k) continue;
+        L->lead[g] = k;
+        L->same_ptr[g++] = m;
+        for (int j = k; j < n; j++)
+            if (of[j] == k) L->same[m++] = j;
+    }
+    L->same_ptr[g] = m;
+    L->n_lead = n_lead;
+    free(of);
+    return 0;
 }
 
 int linear_pack(TfLinear *L, const float *W, const float *b, int n_out, int n_in,
@@ -113,6 +155,7 @@ int linear_pack(TfLinear *L, const float *W, const float *b, int n_out, int n_in
         if (!L->bias) goto oom_pos;
         for (int k = 0; k < L->n_rows; k++) L->bias[k] = b[L->rows[k]];
     }
+    if (L->dense && linear_fused(L) && pack_repeats(L) < 0) goto oom_pos;
     free(feat_pos);
     free(row_used);
     free(feat_used);
@@ -128,7 +171,7 @@ oom:
 }
 
 long linear_cost(const TfLinear *L) {
-    return L->dense ? (long)L->n_rows * L->n_cols : L->nnz;
+    return L->dense ? (long)(L->lead ? L->n_lead : L->n_rows) * L->n_cols : L->nnz;
 }
 
 static void zero_rows(const TfLinear *L, float *y, int ldy, int n) {
@@ -333,11 +376,79 @@ static inline __attribute__((always_inline)) uint32_t dense_rows(const TfLinear 
     return bad | fold_bits(vbad);
 }
 
+/* KN <= 4 distinct rows lead[g0..] of a dense block whose rows repeat
+ * (TfLinear.lead) over the batch rows r0..r0+31: each sum formed once, as
+ * dense_block forms it, then each row equal to it adds its own bias and
+ * finishes as mode says. */
+static inline __attribute__((always_inline)) void
+repeat_block(const TfLinear *L, int g0, float *y, int ldy, const float *x, int ldx, int r0,
+             int mode, RowBits *bits, int KN) {
+    const int nc = L->n_cols, *cols = L->cols;
+    Rows16 a[4][2];
+    for (int kk = 0; kk < KN; kk++) a[kk][0] = a[kk][1] = (Rows16){0};
+    for (int c = 0; c < nc; c++) {
+        const float *xc = x + (size_t)cols[c] * ldx + r0;
+        Rows16 x0, x1;
+        memcpy(&x0, xc, sizeof x0);
+        memcpy(&x1, xc + 16, sizeof x1);
+        for (int kk = 0; kk < KN; kk++) {
+            float wk = L->w[(size_t)L->lead[g0 + kk] * nc + c];
+            a[kk][0] += wk * x0;
+            a[kk][1] += wk * x1;
+        }
+    }
+    for (int kk = 0; kk < KN; kk++)
+        for (int i = L->same_ptr[g0 + kk]; i < L->same_ptr[g0 + kk + 1]; i++) {
+            int k = L->same[i];
+            float *yk = y + (size_t)(mode == CSR_ADD ? L->rows[k] : k) * ldy + r0;
+            for (int h = 0; h < 2; h++) {
+                Rows16 v = a[kk][h];
+                if (L->bias) v += L->bias[k];
+                FINISH16(yk + 16 * h, v, mode, *bits);
+            }
+        }
+}
+
+/* Every row of a small dense block whose rows repeat, 32 batch rows at a
+ * time, four distinct rows at once. */
+static inline __attribute__((always_inline)) uint32_t repeat_rows(const TfLinear *L, float *y,
+                                                                  int ldy, const float *x,
+                                                                  int ldx, int n, int mode) {
+    uint32_t bad = 0;
+    RowBits vbad = {0};
+    const int nc = L->n_cols, *cols = L->cols;
+    int r0 = 0;
+    for (; r0 + 32 <= n; r0 += 32) {
+        int g0 = 0;
+        for (; g0 + 4 <= L->n_lead; g0 += 4)
+            repeat_block(L, g0, y, ldy, x, ldx, r0, mode, &vbad, 4);
+        switch (L->n_lead - g0) {
+        case 3: repeat_block(L, g0, y, ldy, x, ldx, r0, mode, &vbad, 3); break;
+        case 2: repeat_block(L, g0, y, ldy, x, ldx, r0, mode, &vbad, 2); break;
+        case 1: repeat_block(L, g0, y, ldy, x, ldx, r0, mode, &vbad, 1); break;
+        default: break;
+        }
+    }
+    for (int g = 0; g < L->n_lead; g++)
+        for (int r = r0; r < n; r++) {
+            const float *w = L->w + (size_t)L->lead[g] * nc;
+            float acc = 0.0f;
+            for (int c = 0; c < nc; c++) acc += w[c] * x[(size_t)cols[c] * ldx + r];
+            for (int i = L->same_ptr[g]; i < L->same_ptr[g + 1]; i++) {
+                int k = L->same[i];
+                float *yk = y + (size_t)(mode == CSR_ADD ? L->rows[k] : k) * ldy;
+                finish1(yk + r, L->bias ? acc + L->bias[k] : acc, mode, &bad);
+            }
+        }
+    return bad | fold_bits(vbad);
+}
+
 /* A CSR map or a small dense block (linear_fused), rows as mode says. */
 static inline __attribute__((always_inline)) uint32_t fused_rows(const TfLinear *L, float *y,
                                                                  int ldy, const float *x, int ldx,
                                                                  int n, int mode) {
-    return L->dense ? dense_rows(L, y, ldy, x, ldx, n, mode) : csr_rows(L, y, ldy, x, ldx, n, mode);
+    if (!L->dense) return csr_rows(L, y, ldy, x, ldx, n, mode);
+    return L->lead ? repeat_rows(L, y, ldy, x, ldx, n, mode) : dense_rows(L, y, ldy, x, ldx, n, mode);
 }
 
 /* The loops below compiled three times, as the attention kernel is

@@ -33,6 +33,14 @@ typedef struct TfLinear {
     int *idx;          /* CSR: input feature of each value (an index into the input buffer) */
     float *bias;       /* [n_rows], NULL when every kept bias is zero */
     long nnz;          /* non-zero weights */
+    /* A dense block whose rows repeat (a table of thresholds on one sum:
+     * ReLU(s - 1), ReLU(s - 2), ...): the n_lead distinct rows lead[g]
+     * (packed rows) and the rows equal to each, same[same_ptr[g] ..
+     * same_ptr[g + 1] - 1], lead[g] among them. Each distinct sum is formed
+     * once and each of its rows adds its own bias: the same bits (a row's
+     * products, in order, then its bias). lead NULL: no row repeats. */
+    int n_lead;
+    int *lead, *same_ptr, *same;
 } TfLinear;
 
 /* Packs W [n_out, n_in] (row-major, PyTorch's [out, in]) and bias b [n_out]
