@@ -16,7 +16,10 @@
 # progress on stderr. Both tfruns must pass and fail the same cases
 # ("same"), or the row says no. GFLOP/s are each engine's own count (tfrun
 # --check's FLOP per case), which falls where an engine skips work: the
-# speed-up is the ratio of CPU times.
+# speed-up is the ratio of CPU times. "of sgemm" is this tree's own count
+# over sgemm's; "of sgemm, the start's FLOP" counts the work of a case as
+# the start's engine does (its FLOP per case) over this tree's CPU time: the
+# same work per case for both trees.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-native}
@@ -71,8 +74,9 @@ compare() { # label, the start's weights, this tree's weights, cases
     rows+=("$(awk -v l="$label" -v n="$n" -v p="$np" -v s="$same" -v bfl="$bflop" -v fl="$flop" \
         -v bc="$bcpu" -v nc="$ncpu" -v sg="$sgemm" 'BEGIN {
         bg = bfl * n / bc / 1e9; ng = fl * n / nc / 1e9
-        printf "| %s | %d / %d | %s | %d | %d | %.2f | %.2f | %.0f | %.0f | %.2f | %.2f | %.1f %% | %.2fx |",
-            l, p, n, s, bfl, fl, bc, nc, n / bc, n / nc, bg, ng, 100 * ng / sg, bc / nc }')")
+        printf "| %s | %d / %d | %s | %d | %d | %.2f | %.2f | %.0f | %.0f | %.2f | %.2f | %.1f %% | %.1f %% | %.2fx |",
+            l, p, n, s, bfl, fl, bc, nc, n / bc, n / nc, bg, ng, 100 * ng / sg,
+            100 * bfl * n / nc / 1e9 / sg, bc / nc }')")
 }
 
 "$build/tfc" programs/adder.tfp -o "$tmp/adder.tfw"
@@ -97,6 +101,6 @@ echo "CPU: $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo); tfrun
 echo "sgemm (OpenBLAS, n = 1024, 1 thread, by CPU time): $sgemm GFLOP/s."
 echo "Start: $base_commit (built in $base_build); this tree: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- runtime || echo ' + changes'). 1 thread; the least CPU time (user + system) of $repeat interleaved runs each."
 echo
-echo "| program | cases passed | same counts as the start | start FLOP per case | FLOP per case | start CPU s | CPU s | start cases/CPU-s | cases/CPU-s | start GFLOP/CPU-s | GFLOP/CPU-s | of sgemm | speed-up |"
-echo "| --- | ---: | :---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+echo "| program | cases passed | same counts as the start | start FLOP per case | FLOP per case | start CPU s | CPU s | start cases/CPU-s | cases/CPU-s | start GFLOP/CPU-s | GFLOP/CPU-s | of sgemm | of sgemm, the start's FLOP | speed-up |"
+echo "| --- | ---: | :---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 printf '%s\n' "${rows[@]}"
