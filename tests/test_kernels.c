@@ -511,6 +511,28 @@ START_TEST(test_attention_block_hard_exact) {
                 }
         }
     }
+    // One position of weight 1 in every lane (the adder's reads: every
+    // sequence's match at the same position, 3): the values' sums are
+    // +0 + v, so a value of -0 comes out +0, as the naive loops make it.
+    for (int t = 0; t < AB_L; t++)
+        for (int s = 0; s < AB_S; s++) {
+            b->k[((long)t * AB_NK + 1) * AB_S + s] = t == 3 ? 0.0f : -1000.0f;
+            for (int j = 0; j < AB_NV; j++)
+                b->v[((long)t * AB_NV + j) * AB_S + s] = (s + j) % 4 == 0 ? -0.0f : (float)(s - 2 * j);
+        }
+    for (int mode = 0; mode < 3; mode++) {
+        att_block_layout(b, mode, &seed);
+        for (int i = 0; i < AB_LANES; i++) b->T[i] = 4 + b->T[i] % (AB_L - 4);
+        att_block_run(slow, b, AB_LANES, 1.0f, 1, TF_SIMD_GENERIC);
+        for (int i = 0; i < AB_LANES; i++) ck_assert_int_eq(slow->used[i], 1);
+        for (int simd = 0; simd < TF_SIMD_COUNT; simd++) {
+            if (!simd_supported((TfSimd)simd)) continue;
+            att_block_run(fast, b, AB_LANES, 1.0f, 0, (TfSimd)simd);
+            ck_assert_msg(memcmp(fast->out, slow->out, sizeof fast->out) == 0, "%s, mode %d",
+                          tf_simd_names[simd], mode);
+            ck_assert(memcmp(fast->sums, slow->sums, sizeof fast->sums) == 0);
+        }
+    }
     free(b), free(fast), free(slow);
 }
 END_TEST

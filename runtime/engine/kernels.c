@@ -163,16 +163,26 @@ static inline __attribute__((always_inline)) Lanes lanes_at(const float *restric
  * channel j's values); their sums are independent chains. A zero weight
  * adds +0 (a skipped term), so positions where every lane's weight is 0 are
  * left out of pos (NULL: positions 0..n-1). add: out gains the sums
- * (out + sum), and *bad marks the lanes where that came out infinite or
- * NaN. */
+ * (out + sum), and *chk gains out - out, which is NaN in the lanes where
+ * that came out infinite or NaN (+0 elsewhere). */
 enum { VCHUNK = 8 };
 static inline __attribute__((always_inline)) void
 lanes_weighted_sums(float *out, int ldo, const int *col, int W, int out_contiguous,
                     const float *restrict att, const float *restrict c, long S, long stride,
                     const int *seq, const int *pos, int n, int mode, int nj, int add,
-                    LaneMask *bad) {
+                    Lanes *chk) {
     Lanes acc[VCHUNK], zero = {0};
     for (int jj = 0; jj < nj; jj++) acc[jj] = zero;
+    // One position of weight 1 in every lane (hard attention where every
+    // lane reads the same position): each sum is +0 + v, the same bits.
+    if (n == 1) {
+        int t = pos ? pos[0] : 0;
+        LaneMask not_one = lanes_load(att + t * B) != 1.0f;
+        if (!lanes_any(&not_one)) {
+            for (int jj = 0; jj < nj; jj++) acc[jj] = zero + lanes_at(c + jj * S, t, stride, seq, mode);
+            n = 0;
+        }
+    }
     for (int x = 0; x < n; x++) {
         int t = pos ? pos[x] : x;
         Lanes a = lanes_load(att + t * B);
@@ -187,13 +197,13 @@ lanes_weighted_sums(float *out, int ldo, const int *col, int W, int out_contiguo
         if (out_contiguous && add) {
             Lanes r = lanes_load(oj + col[0]) + acc[jj];
             LANES_STORE(oj + col[0], r);
-            *bad |= ~((r - r) == zero); /* r - r: NaN where r is infinite or NaN */
+            *chk += r - r;
         } else if (out_contiguous) {
             LANES_STORE(oj + col[0], acc[jj]);
         } else if (add) {
             for (int i = 0; i < W; i++) {
                 oj[col[i]] += acc[jj][i];
-                (*bad)[i] |= -!(fabsf(oj[col[i]]) <= FLT_MAX);
+                (*chk)[i] += oj[col[i]] - oj[col[i]];
             }
         } else {
             for (int i = 0; i < W; i++) oj[col[i]] = acc[jj][i];
@@ -361,14 +371,14 @@ attention_block_body(float *out, int ldo, float *sums, int *used, float *att, fl
             cntv -= a != 0.0f;
         }
     }
-    LaneMask bad = {0};
+    Lanes chk = {0};
     for (int jc = j0; jc < j1; jc += VCHUNK) {
         const float *vj = v + (long)jc * S;
         const int *pp = n_pos <= MAX_POS ? pos : NULL, np_ = n_pos <= MAX_POS ? n_pos : Tmax;
         float *oj = out + (long)(jc - j0) * ldo;
 #define WEIGHTED_SUMS(NJ)                                                                        \
     lanes_weighted_sums(oj, ldo, col, W, out_contiguous, att, vj, S, (long)nv * S, sq, pp, np_,  \
-                        mode, NJ, add, &bad)
+                        mode, NJ, add, &chk)
         switch (j1 - jc < VCHUNK ? j1 - jc : VCHUNK) {
         case 1: WEIGHTED_SUMS(1); break;
         case 2: WEIGHTED_SUMS(2); break;
@@ -381,8 +391,10 @@ attention_block_body(float *out, int ldo, float *sums, int *used, float *att, fl
         }
 #undef WEIGHTED_SUMS
     }
-    if (add) /* an output that overflowed: a NaN sum, as an overflowed score gives */
+    if (add) { /* an output that overflowed: a NaN sum, as an overflowed score gives */
+        LaneMask bad = chk != chk;
         smv = (Lanes)(((LaneMask)smv & ~bad) | ((LaneMask)((Lanes){0} + NAN) & bad));
+    }
     if (W == B) {
         LANES_STORE(sums, smv);
         memcpy(used, &cntv, sizeof cntv);

@@ -317,30 +317,41 @@ static inline __attribute__((always_inline)) uint32_t csr_rows(const TfLinear *L
  * apart) at once, so that each input vector loaded serves KN sums: each
  * sum in the order of the columns, the bias last, as the naive twin forms
  * it; then what mode says (csr_row). */
+/* The sums of KN <= 4 rows of a dense block (row kk's weights wr[kk], one
+ * per column) over the batch rows r0..r0+31, each in the order of the
+ * columns from +0: a[kk][h] for the rows r0 + 16 h onwards. */
+static inline __attribute__((always_inline)) void
+dense_sums(const TfLinear *L, const float *const *wr, const float *x, int ldx, int r0,
+           Rows16 a[4][2], int KN) {
+    for (int kk = 0; kk < KN; kk++) a[kk][0] = a[kk][1] = (Rows16){0};
+    for (int c = 0; c < L->n_cols; c++) {
+        const float *xc = x + (size_t)L->cols[c] * ldx + r0;
+        Rows16 x0, x1;
+        memcpy(&x0, xc, sizeof x0);
+        memcpy(&x1, xc + 16, sizeof x1);
+        for (int kk = 0; kk < KN; kk++) {
+            float wk = wr[kk][c];
+            a[kk][0] += wk * x0;
+            a[kk][1] += wk * x1;
+        }
+    }
+}
+
 static inline __attribute__((always_inline)) void
 dense_block(const TfLinear *L, int k0, float *y, int ldy, const float *x, int ldx, int n,
             int mode, RowBits *vbad, uint32_t *bad, int KN) {
     const int nc = L->n_cols, *cols = L->cols;
-    const float *w = L->w + (size_t)k0 * nc;
+    const float *w = L->w + (size_t)k0 * nc, *wr[4];
     float *yk[4];
-    for (int kk = 0; kk < KN; kk++)
+    for (int kk = 0; kk < KN; kk++) {
         yk[kk] = y + (size_t)(mode == CSR_ADD ? L->rows[k0 + kk] : k0 + kk) * ldy;
+        wr[kk] = w + (size_t)kk * nc;
+    }
     RowBits bits = *vbad;
     int r0 = 0;
     for (; r0 + 32 <= n; r0 += 32) {
         Rows16 a[4][2];
-        for (int kk = 0; kk < KN; kk++) a[kk][0] = a[kk][1] = (Rows16){0};
-        for (int c = 0; c < nc; c++) {
-            const float *xc = x + (size_t)cols[c] * ldx + r0;
-            Rows16 x0, x1;
-            memcpy(&x0, xc, sizeof x0);
-            memcpy(&x1, xc + 16, sizeof x1);
-            for (int kk = 0; kk < KN; kk++) {
-                float wk = w[(size_t)kk * nc + c];
-                a[kk][0] += wk * x0;
-                a[kk][1] += wk * x1;
-            }
-        }
+        dense_sums(L, wr, x, ldx, r0, a, KN);
         for (int kk = 0; kk < KN; kk++)
             for (int h = 0; h < 2; h++) {
                 Rows16 v = a[kk][h];
@@ -383,20 +394,10 @@ static inline __attribute__((always_inline)) uint32_t dense_rows(const TfLinear 
 static inline __attribute__((always_inline)) void
 repeat_block(const TfLinear *L, int g0, float *y, int ldy, const float *x, int ldx, int r0,
              int mode, RowBits *bits, int KN) {
-    const int nc = L->n_cols, *cols = L->cols;
+    const float *wr[4];
+    for (int kk = 0; kk < KN; kk++) wr[kk] = L->w + (size_t)L->lead[g0 + kk] * L->n_cols;
     Rows16 a[4][2];
-    for (int kk = 0; kk < KN; kk++) a[kk][0] = a[kk][1] = (Rows16){0};
-    for (int c = 0; c < nc; c++) {
-        const float *xc = x + (size_t)cols[c] * ldx + r0;
-        Rows16 x0, x1;
-        memcpy(&x0, xc, sizeof x0);
-        memcpy(&x1, xc + 16, sizeof x1);
-        for (int kk = 0; kk < KN; kk++) {
-            float wk = L->w[(size_t)L->lead[g0 + kk] * nc + c];
-            a[kk][0] += wk * x0;
-            a[kk][1] += wk * x1;
-        }
-    }
+    dense_sums(L, wr, x, ldx, r0, a, KN);
     for (int kk = 0; kk < KN; kk++)
         for (int i = L->same_ptr[g0 + kk]; i < L->same_ptr[g0 + kk + 1]; i++) {
             int k = L->same[i];
