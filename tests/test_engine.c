@@ -1230,6 +1230,31 @@ END_TEST
  * layer: add_rows catches the sum it writes, not a later layer or the
  * logits. Each MLP and each attention layer with an output map whose tensor
  * no other layer uses, in turn. */
+/* The embedding's overflow test, which the plan leaves out where the
+ * tables cannot overflow (every entry finite, no column's largest token
+ * and position entries summing past FLT_MAX): a token entry of 3e38 on a
+ * position entry of 3e38, an infinite token entry and a NaN one fail at
+ * the embedding; 1.7e38 on 1.6e38 (finite) does not. */
+START_TEST(test_embedding_overflow_named) {
+    const float tok_v[] = {3e38f, INFINITY, NAN, 1.7e38f}, pos_v[] = {3e38f, 0.0f, 0.0f, 1.6e38f};
+    for (int k = 0; k < 4; k++) {
+        TfModel *m = count_model();
+        float *te = m->tensors[m->tok_embed].data, *pe = m->tensors[m->pos_embed].data;
+        int d = m->d_model;
+        te[(size_t)1 * d + 0] = tok_v[k]; /* token 'a', column 0 */
+        for (int p = 0; p < m->max_len; p++) pe[(size_t)p * d + 0] = pos_v[k];
+        TfError err = {""};
+        int rc = run_aaaa(m, &err);
+        if (k < 3)
+            ck_assert_msg(rc != 0 && strstr(err.msg, "the embedding overflows float32 at position 1"),
+                          "case %d: %s", k, err.msg);
+        else
+            ck_assert_msg(rc == 0 || !strstr(err.msg, "the embedding"), "case %d: %s", k, err.msg);
+        model_free(m);
+    }
+}
+END_TEST
+
 START_TEST(test_layer_output_overflow_named) {
     TfModel *m = count_model();
     int tested = 0;
@@ -1473,6 +1498,7 @@ int main(void) {
     tcase_add_test(tc, test_grouped_keys_same_outputs);
     tcase_add_test(tc, test_infinite_key_fails_the_step);
     tcase_add_test(tc, test_layer_output_overflow_named);
+    tcase_add_test(tc, test_embedding_overflow_named);
     tcase_add_test(tc, test_check_thresholds);
     tcase_add_test(tc, test_check_default_bound);
     tcase_add_test(tc, test_check_messages);

@@ -107,6 +107,10 @@ struct TfPlan {
     /* [n_emb_cols] a by-token column that one token alone sets (every other
      * token's entry +-0: a one-hot token register): that token, else -1 */
     int *emb_one_tok;
+    /* 1: every embedded value is finite (both tables finite, and no
+     * column's largest token and position entries sum past FLT_MAX), so a
+     * step's embedding needs no overflow test */
+    int emb_finite;
     /* [d] 1: the column is read or written at rows past the output rows
      * (plan_liveness), so a step's every row starts at 0 there; elsewhere
      * only the output rows do (the other rows are never read). */
@@ -656,6 +660,21 @@ static int plan_embedding(TfPlan *p, TfError *err) {
         for (int t = 0; t < m->n_vocab; t++)
             if (p->emb_tok[k * m->n_vocab + t] != 0.0f) one = t, n_set++;
         p->emb_one_tok[k] = p->emb_tok_only[k] && n_set == 1 ? one : -1;
+    }
+    p->emb_finite = 1;
+    for (size_t k = 0; k < nc && p->emb_finite; k++) {
+        float mt = 0.0f, mp = 0.0f; /* the largest magnitudes; an infinity or NaN ends it */
+        for (int t = 0; t < m->n_vocab && p->emb_finite; t++) {
+            float a = fabsf(p->emb_tok[k * m->n_vocab + t]);
+            p->emb_finite = a <= FLT_MAX;
+            mt = a > mt ? a : mt;
+        }
+        for (int i = 0; i < m->max_len && p->emb_finite; i++) {
+            float a = fabsf(p->emb_pos[k * m->max_len + i]);
+            p->emb_finite = a <= FLT_MAX;
+            mp = a > mp ? a : mp;
+        }
+        p->emb_finite = p->emb_finite && (double)mt + (double)mp <= FLT_MAX;
     }
     return 0;
 }
@@ -1440,9 +1459,18 @@ static void attention_heads(TfInfer *inf, int l, int n_run, int ld, int which, f
                                         W, lp->scale, k_same, add);
             long n_t = inf->blk[b].n_t, n_used = 0;
             int any_nan = 0;
-            for (int i = 0; i < W; i++) {
-                n_used += used[i];
-                any_nan |= sums[i] != sums[i];
+            if (W == TF_ATT_LANES) { /* a full block (most): a count known, vectors */
+                int u = 0;
+                for (int i = 0; i < TF_ATT_LANES; i++) {
+                    u += used[i];
+                    any_nan |= sums[i] != sums[i];
+                }
+                n_used = u;
+            } else {
+                for (int i = 0; i < W; i++) {
+                    n_used += used[i];
+                    any_nan |= sums[i] != sums[i];
+                }
             }
             for (int i = 0; any_nan && i < W; i++) // an infinite or NaN score (overflow)
                 if (isnan(sums[i]) && (bad_row < 0 || rows[i] < bad_row)) bad_row = rows[i];
@@ -1786,7 +1814,8 @@ static int forward_rows(TfInfer *inf, int n, int nf, TfError *err) {
     inf->order_key = -1;
     if (inf->static_stale && !inf->iv) fill_static_keys(inf);
     inf->bad = 0;
-    if ((inf->bad_row = first_nonfinite_row(inf->x, n, plan->emb_cols, plan->n_emb_cols, n)) >= 0)
+    if (!plan->emb_finite &&
+        (inf->bad_row = first_nonfinite_row(inf->x, n, plan->emb_cols, plan->n_emb_cols, n)) >= 0)
         return overflow_error(inf, -1, err);
     if (inf->iv) apply_edits(inf, -1, TF_SITE_RESID, inf->x, n, NULL, d, n);
     if (inf->hook) call_hook(inf, -1, n);
