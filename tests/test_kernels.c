@@ -370,8 +370,10 @@ START_TEST(test_attention_block_adds) {
     AttBlock *b = calloc(1, sizeof *b);
     AttResult *st = malloc(sizeof *st), *ad = malloc(sizeof *ad);
     float base[3 * AB_LANES];
-    for (size_t i = 0; i < sizeof b->k / sizeof *b->k; i++) b->k[i] = 4.0f * ((float)rand_r(&seed) / (float)RAND_MAX - 0.5f);
-    for (size_t i = 0; i < sizeof b->q / sizeof *b->q; i++) b->q[i] = 4.0f * ((float)rand_r(&seed) / (float)RAND_MAX - 0.5f);
+    for (size_t i = 0; i < sizeof b->k / sizeof *b->k; i++)
+        b->k[i] = 4.0f * ((float)rand_r(&seed) / (float)RAND_MAX - 0.5f);
+    for (size_t i = 0; i < sizeof b->q / sizeof *b->q; i++)
+        b->q[i] = 4.0f * ((float)rand_r(&seed) / (float)RAND_MAX - 0.5f);
     for (int big = 0; big < 2; big++) {
         for (size_t i = 0; i < sizeof b->v / sizeof *b->v; i++)
             b->v[i] = big ? 3e38f : 2.0f * ((float)rand_r(&seed) / (float)RAND_MAX - 0.5f);
@@ -379,7 +381,8 @@ START_TEST(test_attention_block_adds) {
             for (int wi = 0; wi < 2; wi++) {
                 int W = wi == 0 ? AB_LANES : 5;
                 att_block_layout(b, mode, &seed);
-                for (int i = 0; i < 3 * AB_LANES; i++) base[i] = 8.0f * ((float)rand_r(&seed) / (float)RAND_MAX - 0.5f);
+                for (int i = 0; i < 3 * AB_LANES; i++)
+                    base[i] = 8.0f * ((float)rand_r(&seed) / (float)RAND_MAX - 0.5f);
                 if (big) base[1 * AB_LANES + b->rows[2]] = FLT_MAX; /* lane 2, channel 2 of 1..3 */
                 for (int run = 0; run <= TF_SIMD_COUNT; run++) {
                     int naive = run == 0;
@@ -393,15 +396,17 @@ START_TEST(test_attention_block_adds) {
                             int lane = -1;
                             for (int i = 0; i < W; i++)
                                 if (b->rows[i] == c) lane = i;
-                            float want = lane < 0 ? base[j * AB_LANES + c]
-                                                  : base[j * AB_LANES + c] + st->out[j * AB_LANES + c];
-                            ck_assert_msg(memcmp(&ad->out[j * AB_LANES + c], &want, sizeof want) == 0,
-                                          "run %d, mode %d, W %d: channel %d, column %d", run, mode, W, j, c);
+                            int x = j * AB_LANES + c;
+                            float want = lane < 0 ? base[x] : base[x] + st->out[x];
+                            ck_assert_msg(memcmp(&ad->out[x], &want, sizeof want) == 0,
+                                          "run %d, mode %d, W %d: channel %d, column %d", run,
+                                          mode, W, j, c);
                         }
                     for (int i = 0; i < W; i++) {
                         int over = big && i == 2;
-                        ck_assert_msg(over ? isnan(ad->sums[i]) : memcmp(&ad->sums[i], &st->sums[i], sizeof(float)) == 0,
-                                      "run %d, mode %d, W %d: lane %d's sum", run, mode, W, i);
+                        int ok = over ? isnan(ad->sums[i])
+                                      : memcmp(&ad->sums[i], &st->sums[i], sizeof(float)) == 0;
+                        ck_assert_msg(ok, "run %d, mode %d, W %d: lane %d's sum", run, mode, W, i);
                         ck_assert_int_eq(ad->used[i], st->used[i]);
                     }
                 }
@@ -518,7 +523,8 @@ START_TEST(test_attention_block_hard_exact) {
         for (int s = 0; s < AB_S; s++) {
             b->k[((long)t * AB_NK + 1) * AB_S + s] = t == 3 ? 0.0f : -1000.0f;
             for (int j = 0; j < AB_NV; j++)
-                b->v[((long)t * AB_NV + j) * AB_S + s] = (s + j) % 4 == 0 ? -0.0f : (float)(s - 2 * j);
+                b->v[((long)t * AB_NV + j) * AB_S + s] =
+                    (s + j) % 4 == 0 ? -0.0f : (float)(s - 2 * j);
         }
     for (int mode = 0; mode < 3; mode++) {
         att_block_layout(b, mode, &seed);

@@ -179,7 +179,8 @@ lanes_weighted_sums(float *out, int ldo, const int *col, int W, int out_contiguo
         int t = pos ? pos[0] : 0;
         LaneMask not_one = lanes_load(att + t * B) != 1.0f;
         if (!lanes_any(&not_one)) {
-            for (int jj = 0; jj < nj; jj++) acc[jj] = zero + lanes_at(c + jj * S, t, stride, seq, mode);
+            for (int jj = 0; jj < nj; jj++)
+                acc[jj] = zero + lanes_at(c + jj * S, t, stride, seq, mode);
             n = 0;
         }
     }

@@ -449,7 +449,8 @@ static inline __attribute__((always_inline)) uint32_t fused_rows(const TfLinear 
                                                                  int ldy, const float *x, int ldx,
                                                                  int n, int mode) {
     if (!L->dense) return csr_rows(L, y, ldy, x, ldx, n, mode);
-    return L->lead ? repeat_rows(L, y, ldy, x, ldx, n, mode) : dense_rows(L, y, ldy, x, ldx, n, mode);
+    return L->lead ? repeat_rows(L, y, ldy, x, ldx, n, mode)
+                   : dense_rows(L, y, ldy, x, ldx, n, mode);
 }
 
 /* The loops below compiled three times, as the attention kernel is
