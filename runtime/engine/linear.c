@@ -313,10 +313,6 @@ static inline __attribute__((always_inline)) uint32_t csr_rows(const TfLinear *L
     return bad | fold_bits(vbad);
 }
 
-/* KN <= 4 consecutive packed rows k0.. of a dense block (weights w, n_cols
- * apart) at once, so that each input vector loaded serves KN sums: each
- * sum in the order of the columns, the bias last, as the naive twin forms
- * it; then what mode says (csr_row). */
 /* The sums of KN <= 4 rows of a dense block (row kk's weights wr[kk], one
  * per column) over the batch rows r0..r0+31, each in the order of the
  * columns from +0: a[kk][h] for the rows r0 + 16 h onwards. */
@@ -337,6 +333,10 @@ dense_sums(const TfLinear *L, const float *const *wr, const float *x, int ldx, i
     }
 }
 
+/* KN <= 4 consecutive packed rows k0.. of a dense block (weights w, n_cols
+ * apart) at once, so that each input vector loaded serves KN sums: each
+ * sum in the order of the columns, the bias last, as the naive twin forms
+ * it; then what mode says (csr_row). */
 static inline __attribute__((always_inline)) void
 dense_block(const TfLinear *L, int k0, float *y, int ldy, const float *x, int ldx, int n,
             int mode, RowBits *vbad, uint32_t *bad, int KN) {

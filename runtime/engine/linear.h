@@ -92,7 +92,8 @@ int linear_mlp_pairs_forward(const TfLinear *fc1, const TfLinear *fc2, float *y,
 void linear_forward_naive(const TfLinear *L, float *y, int ldy, const float *x, int ldx, int n);
 
 /* Multiply-adds one forward costs per batch row: the non-zero weights for
- * CSR, the whole kept block when dense. */
+ * CSR, the whole kept block when dense (its distinct rows only when rows
+ * repeat: TfLinear.lead). */
 long linear_cost(const TfLinear *L);
 
 #endif
