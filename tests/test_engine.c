@@ -234,7 +234,8 @@ START_TEST(test_mlp_pairs_match_two_passes) {
                 x[3 * N + 1] = -0.0f, x[3 * N + 2] = 0.0f;
                 memcpy(ref, x, sizeof x);
                 linear_forward_fused(&fc1, TF_LINEAR_RELU, h, n, ref, N, n, (TfSimd)simd);
-                int bad_ref = linear_forward_fused(&fc2, TF_LINEAR_ADD, ref, N, h, n, n, (TfSimd)simd);
+                int bad_ref =
+                    linear_forward_fused(&fc2, TF_LINEAR_ADD, ref, N, h, n, n, (TfSimd)simd);
                 int bad = linear_mlp_pairs_forward(&fc1, &fc2, x, N, x, N, n, (TfSimd)simd);
                 ck_assert_int_eq(bad, bad_ref);
                 ck_assert_msg(memcmp(x, ref, sizeof x) == 0, "kind %d, n %d, %s", kind, n,

@@ -1021,7 +1021,8 @@ TfInfer *infer_new_with_plan(const TfPlan *plan, int max_seqs, TfError *err) {
         !inf->v || !inf->heads || !inf->hidden || !inf->delta || !inf->scratch || !inf->att ||
         !inf->scores || !inf->hook_att || !inf->hook_scores || !inf->order || !inf->order_tmp ||
         !inf->row_t || !inf->blk || !inf->ord_seq || !inf->ord_t || !inf->pos_order ||
-        !inf->row_blk || !inf->run_r0 || !inf->run_p0 || !inf->run_dp || !inf->st_off || !inf->st_start || !inf->st_run || !inf->bucket ||
+        !inf->row_blk || !inf->run_r0 || !inf->run_p0 || !inf->run_dp || !inf->st_off ||
+        !inf->st_start || !inf->st_run || !inf->bucket ||
         !inf->kg || !inf->vg || !inf->ident || !inf->stat ||
         !inf->logits || !inf->row_seq || !inf->row_pos || !inf->row_tok)
         goto oom;
