@@ -114,6 +114,22 @@ int model_find_register(const TfModel *m, const char *name) {
     return -1;
 }
 
+int model_reg_live(const TfModel *m, int r, int state) {
+    const TfRegister *g = &m->regs[r];
+    return state >= g->live_from && state <= g->live_to && state <= m->n_layers;
+}
+
+int model_find_register_at(const TfModel *m, const char *name, int state) {
+    for (int i = 0; i < m->n_regs; i++)
+        if (strcmp(m->regs[i].name, name) == 0 && model_reg_live(m, i, state)) return i;
+    return -1;
+}
+
+int model_reg_reused(const TfModel *m, int r) {
+    const TfRegister *g = &m->regs[r];
+    return g->live_from > 0 || g->live_to < m->n_layers;
+}
+
 int model_add_tensor(TfModel *m, const char *name, int ndim, const int64_t *shape, TfError *err) {
     if (name && model_find_tensor(m, name) >= 0) {
         tf_error_set(err, "tensor '%s' exists already", name);
@@ -210,6 +226,8 @@ int model_add_register(TfModel *m, const char *name, TfRegKind kind, int offset,
     r->offset = offset;
     r->size = size;
     r->values = NULL;
+    r->live_from = 0;
+    r->live_to = TF_LIVE_END;
     return m->n_regs++;
 oom:
     tf_error_set(err, "out of memory for a register");
@@ -658,17 +676,27 @@ static int cmp_reg_offset(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* No two registers share a name or a column: sorted, in O(n log n) (a file
- * may declare a million registers). A pair is named in declaration order. */
+/* The last residual state register r holds (TfRegister.live_to, capped). */
+static int live_end(const TfModel *m, const TfRegister *r) {
+    return r->live_to < m->n_layers ? r->live_to : m->n_layers;
+}
+
+/* No two registers share a name, nor a column in a state both hold: sorted
+ * by offset and swept, in O(n log n) when no columns are shared (a file may
+ * declare a million registers). The registers still open at an offset all
+ * hold that column, so in a valid file there are at most n_layers + 1 of
+ * them. A pair is named in declaration order. */
 static int registers_distinct(const TfModel *m, TfError *err) {
     if (m->n_regs < 2) return 0;
     const TfRegister **s = malloc((size_t)m->n_regs * sizeof *s);
-    if (!s) {
+    const TfRegister **open = malloc((size_t)m->n_regs * sizeof *open);
+    if (!s || !open) {
+        free(s), free(open);
         tf_error_set(err, "out of memory");
         return -1;
     }
     for (int i = 0; i < m->n_regs; i++) s[i] = &m->regs[i];
-    int rc = 0;
+    int rc = 0, n_open = 0;
     qsort(s, (size_t)m->n_regs, sizeof *s, cmp_reg_name);
     for (int i = 1; i < m->n_regs && rc == 0; i++) {
         if (strcmp(s[i - 1]->name, s[i]->name) == 0) {
@@ -677,17 +705,21 @@ static int registers_distinct(const TfModel *m, TfError *err) {
         }
     }
     qsort(s, (size_t)m->n_regs, sizeof *s, cmp_reg_offset);
-    const TfRegister *reach = s[0]; /* of those so far, the one ending last */
-    for (int i = 1; i < m->n_regs && rc == 0; i++) {
-        if (s[i]->offset < reach->offset + reach->size) {
-            const TfRegister *a = reach < s[i] ? reach : s[i], *b = reach < s[i] ? s[i] : reach;
+    for (int i = 0; i < m->n_regs && rc == 0; i++) {
+        int kept = 0;
+        for (int j = 0; j < n_open; j++)
+            if (open[j]->offset + open[j]->size > s[i]->offset) open[kept++] = open[j];
+        n_open = kept;
+        for (int j = 0; j < n_open && rc == 0; j++) {
+            const TfRegister *o = open[j];
+            if (o->live_from > live_end(m, s[i]) || s[i]->live_from > live_end(m, o)) continue;
+            const TfRegister *a = o < s[i] ? o : s[i], *b = o < s[i] ? s[i] : o;
             tf_error_set(err, "registers '%s' and '%s' overlap", a->name, b->name);
             rc = -1;
-        } else if (s[i]->offset + s[i]->size > reach->offset + reach->size) {
-            reach = s[i];
         }
+        open[n_open++] = s[i];
     }
-    free(s);
+    free(s), free(open);
     return rc;
 }
 
@@ -723,6 +755,11 @@ static int validate_registers(const TfModel *m, TfError *err) {
                          r->offset, r->offset + r->size - 1, m->d_model);
             return -1;
         }
+        if (r->live_from < 0 || r->live_from > r->live_to || r->live_from > m->n_layers) {
+            tf_error_set(err, "register '%s': live range %d..%d is not within states 0..%d",
+                         r->name, r->live_from, r->live_to, m->n_layers);
+            return -1;
+        }
     }
     if (registers_distinct(m, err) < 0) return -1;
     if (m->output_reg != -1) {
@@ -734,6 +771,11 @@ static int validate_registers(const TfModel *m, TfError *err) {
         // model has no unembedding (model_numeric_output); otherwise the
         // unembedding decodes it: a `cat` output held as a number
         // (docs/weight-format.md, "Numbers as outputs").
+        if (!model_reg_live(m, m->output_reg, m->n_layers)) {
+            tf_error_set(err, "output register '%s' does not hold its columns after the last layer",
+                         m->regs[m->output_reg].name);
+            return -1;
+        }
         TfRegKind k = m->regs[m->output_reg].kind;
         if (k != TF_REG_TOKEN && k != TF_REG_CATEGORICAL && k != TF_REG_SCALAR) {
             tf_error_set(err, "output register '%s' is not a token, categorical or scalar register",
@@ -764,6 +806,11 @@ static int validate_checks(const TfModel *m, TfError *err) {
         }
         if (c->line < 0 || !c->op || !*c->op) {
             tf_error_set(err, "check %d: needs a source line (0 or more) and the op's text", i);
+            return -1;
+        }
+        if (!model_reg_live(m, c->reg, c->layer + 1)) {
+            tf_error_set(err, "check %d: register '%s' does not hold its columns after layer %d",
+                         i, m->regs[c->reg].name, c->layer);
             return -1;
         }
     }

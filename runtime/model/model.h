@@ -51,7 +51,17 @@ typedef struct TfRegister {
     /* Categorical registers: the label of each column's value ("0", "16",
      * "'a'", "T"), size non-empty strings, owned. NULL for other kinds. */
     char **values;
+    /* The residual states whose columns [offset, offset + size) are this
+     * register's: state 0 is the embedding's output, state i + 1 layer i's.
+     * From live_from to live_to inclusive (live_to TF_LIVE_END: to the last
+     * state). Outside that range the columns may hold another register, one
+     * whose range does not meet this one (the compiler reuses a dead
+     * register's columns: compiler/schedule.h). model_add_register: every
+     * state. */
+    int live_from, live_to;
 } TfRegister;
+
+#define TF_LIVE_END 0x7fffffff
 
 typedef struct TfTensor {
     char *name;
@@ -229,6 +239,14 @@ int model_add_new_tensor(TfModel *m, const char *name, int ndim, const int64_t *
                          TfError *err);
 int model_find_tensor(const TfModel *m, const char *name);
 int model_find_register(const TfModel *m, const char *name);
+/* Whether register r holds its columns in residual state `state` (0 the
+ * embedding's output, i + 1 layer i's; TfRegister.live_from). */
+int model_reg_live(const TfModel *m, int r, int state);
+/* The register named `name` that holds its columns in `state`, -1: none
+ * (two registers of one name never share a state). */
+int model_find_register_at(const TfModel *m, const char *name, int state);
+/* Whether register r has a live range narrower than every state. */
+int model_reg_reused(const TfModel *m, int r);
 
 /* A layer of the given kind with every optional tensor absent (-1). */
 TfLayer model_layer_init(TfLayerKind kind);

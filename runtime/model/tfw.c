@@ -326,6 +326,26 @@ static int read_labels(TfModel *m, const cJSON *r, int i, const char *name, int 
     return rc < 0 ? -1 : 0;
 }
 
+/* A register's "live" (optional): [from, to], two integers, the residual
+ * states that hold it (TfRegister.live_from; model_validate checks them
+ * against the layers and the other registers). */
+static int read_live(TfRegister *g, const cJSON *r, int i, TfError *err) {
+    const cJSON *l = cJSON_GetObjectItemCaseSensitive(r, "live");
+    if (!l) return 0;
+    const cJSON *a = cJSON_IsArray(l) && cJSON_GetArraySize(l) == 2 ? l->child : NULL;
+    const cJSON *b = a ? a->next : NULL;
+    if (!a || !cJSON_IsNumber(a) || !cJSON_IsNumber(b) || !(a->valuedouble >= 0) ||
+        !(b->valuedouble >= a->valuedouble) || b->valuedouble > INT32_MAX - 1 ||
+        a->valuedouble != (double)(int)a->valuedouble || b->valuedouble != (double)(int)b->valuedouble) {
+        tf_error_set(err, "__metadata__.registers[%d]: live is not [from, to], integers 0 <= from <= to",
+                     i);
+        return -1;
+    }
+    g->live_from = (int)a->valuedouble;
+    g->live_to = (int)b->valuedouble;
+    return 0;
+}
+
 static int read_registers(TfModel *m, const cJSON *meta, TfError *err) {
     cJSON *regs = meta_json(meta, "registers", 1, err);
     if (!regs) return -1;
@@ -361,6 +381,10 @@ static int read_registers(TfModel *m, const cJSON *meta, TfError *err) {
             rc = -1;
             break;
         } else if (model_add_register(m, name, (TfRegKind)k, (int)off, (int)size, err) < 0) {
+            rc = -1;
+            break;
+        }
+        if (read_live(&m->regs[m->n_regs - 1], r, i, err) < 0) {
             rc = -1;
             break;
         }
@@ -1173,6 +1197,16 @@ static cJSON *build_metadata(const TfModel *m) {
         cJSON_AddStringToObject(r, "kind", tf_reg_kind_names[m->regs[i].kind]);
         cJSON_AddNumberToObject(r, "offset", m->regs[i].offset);
         cJSON_AddNumberToObject(r, "size", m->regs[i].size);
+        if (model_reg_reused(m, i)) {
+            int live[2] = {m->regs[i].live_from,
+                           m->regs[i].live_to < m->n_layers ? m->regs[i].live_to : m->n_layers};
+            cJSON *l = cJSON_CreateIntArray(live, 2);
+            ok = l && cJSON_AddItemToObject(r, "live", l);
+            if (!ok) {
+                cJSON_Delete(l);
+                break;
+            }
+        }
         if (m->regs[i].kind == TF_REG_CATEGORICAL) {
             cJSON *vals = cJSON_CreateArray();
             ok = vals && cJSON_AddItemToObject(r, "values", vals);
