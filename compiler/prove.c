@@ -208,9 +208,13 @@ static int last_writes(PvNet *N) {
     if (!w) return -1;
     for (int li = 0; li < N->m->n_layers; li++) {
         pv_layer_writes(N->m, &N->m->layers[li], w);
-        for (int r = 0; r < N->S->ir->n_regs; r++)
+        for (int r = 0; r < N->S->ir->n_regs; r++) {
+            // Only while the columns are r's: a later layer may clear them
+            // for another register (TfRegister.live_from).
+            if (N->reg_model[r] < 0 || !model_reg_live(N->m, N->reg_model[r], li + 1)) continue;
             for (int k = 0; k < N->reg_size[r]; k++)
                 if (w[N->reg_col[r] + k]) N->last_write[r] = li;
+        }
     }
     free(w);
     return 0;

@@ -624,6 +624,54 @@ static int part(PvNet *N, const Mlp *L, int li, int f, int n, unsigned char *rea
     return rc;
 }
 
+/* The one non-zero entry of a length-n vector read with stride `step`
+ * (its index in *at), or 0 when it has none or more than one. */
+static float only_entry(const float *v, int n, size_t step, int *at) {
+    float w = 0;
+    *at = -1;
+    for (int i = 0; i < n; i++) {
+        if (v[(size_t)i * step] == 0) continue;
+        if (*at >= 0) return 0;
+        *at = i, w = v[(size_t)i * step];
+    }
+    return w;
+}
+
+/* Whether units [f, f + n) clear columns (compiler/schedule.c, step 4):
+ * pairs u, u + 1 whose fc1 rows read one column c alone, by +1 and -1 with
+ * no bias, and whose fc2 columns write -1 and +1 to c alone, no other unit
+ * and no bias writing c. The layer then leaves exactly 0 in c wherever c
+ * holds a finite x: its units are ReLU(x) and ReLU(-x), exact, one of them
+ * 0; -ReLU(x) + ReLU(-x) is -x, exact; x + -x is 0. Each cleared column in
+ * cols[0..n/2). */
+static int clear_part(const Mlp *L, int f, int n, int *cols) {
+    if (n < 2 || n % 2) return 0;
+    for (int u = f; u < f + n; u += 2) {
+        int c, c2, r, r2;
+        if (only_entry(L->w1 + (size_t)u * (size_t)L->d, L->d, 1, &c) != 1.0f ||
+            only_entry(L->w1 + (size_t)(u + 1) * (size_t)L->d, L->d, 1, &c2) != -1.0f || c2 != c)
+            return 0;
+        if (L->b1 && (L->b1[u] != 0 || L->b1[u + 1] != 0)) return 0;
+        if (only_entry(L->w2 + u, L->d, (size_t)L->F, &r) != -1.0f || r != c ||
+            only_entry(L->w2 + u + 1, L->d, (size_t)L->F, &r2) != 1.0f || r2 != c)
+            return 0;
+        int writers = 0;
+        for (int k = 0; k < L->F; k++) writers += L->w2[(size_t)c * (size_t)L->F + (size_t)k] != 0;
+        if (writers != 2 || (L->b2 && L->b2[c] != 0)) return 0;
+        cols[(u - f) / 2] = c;
+    }
+    return 1;
+}
+
+/* Column c holds finite values at every combination that can occur (a
+ * NaN entry marks one that cannot) and at the BOS. */
+static int col_finite(const PvNet *N, int c) {
+    const PvCol *k = &N->col[c];
+    for (long i = 0; i < k->n; i++)
+        if (!isnan(k->v[i].lo) && (!isfinite(k->v[i].lo) || !isfinite(k->v[i].hi))) return 0;
+    return isfinite(N->bos[c].lo) && isfinite(N->bos[c].hi);
+}
+
 int pv_mlp_layer(PvNet *N, int li) {
     const TfModel *m = N->m;
     const TfLayer *ly = &m->layers[li];
@@ -638,8 +686,9 @@ int pv_mlp_layer(PvNet *N, int li) {
     int d = m->d_model;
     unsigned char *reads = malloc((size_t)d), *writes = malloc((size_t)d);
     TfIv *x = calloc((size_t)d, sizeof *x), *h = calloc((size_t)L.F, sizeof *h);
+    int *cleared = malloc(((size_t)L.F / 2 + 1) * sizeof *cleared), n_cleared = 0;
     int rc = -1;
-    if (reads && writes && x && h) {
+    if (reads && writes && x && h && cleared) {
         // The bias: a constant added to the columns it names.
         PvCol bias = {0};
         rc = 0;
@@ -654,10 +703,27 @@ int pv_mlp_layer(PvNet *N, int li) {
         for (int p = 0; p < np && rc == 0 && !N->unproven; p++) {
             int f = ly->n_parts ? ly->parts[p].first : 0;
             int n = ly->n_parts ? ly->parts[p].count : L.F;
+            int *cols = cleared + n_cleared, all_finite = 1;
+            if (clear_part(&L, f, n, cols)) {
+                for (int k = 0; k < n / 2; k++) all_finite &= col_finite(N, cols[k]);
+                if (all_finite) {
+                    n_cleared += n / 2; // the units' exact result, set after the others
+                    continue;
+                }
+            }
             rc = part(N, &L, li, f, n, reads, x);
         }
         if (rc == 0) bos_row(N, &L, h, reads);
+        for (int k = 0; k < n_cleared && rc == 0; k++) {
+            int c = cleared[k];
+            rc = pv_col_set(&N->col[c], 0, 1);
+            if (rc == 0) N->col[c].v[0] = N->bos[c] = iv_pt(0);
+        }
+        if (rc == 0 && n_cleared)
+            pv_line(N->P, "layer %d: %d column%s cleared (ReLU(x) and ReLU(-x) subtracted: exactly 0)",
+                    li, n_cleared, n_cleared == 1 ? "" : "s");
     }
+    free(cleared);
     free(reads);
     free(writes);
     free(x);

@@ -21,6 +21,11 @@ typedef struct Sched {
     int *slot;            /* [n] */
     int *newcol;          /* [d]: the column's index in the new model, -1 */
     int d2;
+    /* Reused columns (step 4): each one a dead register's column another
+     * register takes, cleared by a pair of units in MLP slot `slot`. */
+    struct Clear { int col, slot, reg, taker; } *clears;
+    int n_clears;
+    int *slot_layer; /* [slots]: the new model's layer of an MLP slot, -1 */
     TfModel *out;
     TfError *err;
     int failed;
@@ -224,6 +229,140 @@ oom:
     return -1;
 }
 
+/* ---- 4. columns: dead registers' columns reused -------------------------------------- */
+
+/* When register r is written, read and must stay (slots; Life.keep: an
+ * output, a checked register, one the unembedding reads). */
+typedef struct Life {
+    int kept;          /* its columns that stay */
+    int first_write;   /* the first slot writing it; -1: the embedding does (or nothing) */
+    int last_use;      /* the last slot reading or writing it */
+    int keep;          /* never dead */
+} Life;
+
+static void register_lives(const Sched *S, Life *L) {
+    const TfModel *m = S->m;
+    const float *te = tensor_data(m, m->tok_embed), *pe = tensor_data(m, m->pos_embed);
+    const float *un = tensor_data(m, m->unembed);
+    for (int r = 0; r < m->n_regs; r++) {
+        const TfRegister *g = &m->regs[r];
+        Life *l = &L[r];
+        l->kept = 0, l->first_write = INT32_MAX, l->last_use = -1;
+        l->keep = r == m->output_reg;
+        for (int k = 0; k < m->n_checks; k++) l->keep |= m->checks[k].reg == r;
+        for (int j = 0; j < g->size; j++) {
+            int c = g->offset + j;
+            if (!S->col[c]) continue;
+            l->kept++;
+            for (int t = 0; te && t < m->n_vocab; t++)
+                if (te[(size_t)t * (size_t)S->d + (size_t)c] != 0) l->first_write = -1;
+            for (int t = 0; pe && t < m->max_len; t++)
+                if (pe[(size_t)t * (size_t)S->d + (size_t)c] != 0) l->first_write = -1;
+            for (int t = 0; un && t < (int)m->tensors[m->unembed].shape[0]; t++)
+                if (un[(size_t)t * (size_t)S->d + (size_t)c] != 0) l->keep = 1;
+            for (int i = 0; i < S->n; i++) {
+                if (!S->live[i]) continue;
+                int s = S->slot[i];
+                size_t at = (size_t)i * (size_t)S->d + (size_t)c;
+                if (S->W[at] && s < l->first_write) l->first_write = s;
+                if ((S->R[at] || S->W[at]) && s > l->last_use) l->last_use = s;
+            }
+        }
+        if (l->first_write == INT32_MAX) l->first_write = -1; // never written: 0 from the start
+    }
+}
+
+/* MLP slots that can hold a clear: slots of ReLU MLPs (the pair is exact there). */
+static void clear_slots(const Sched *S, int n_slots, unsigned char *ok) {
+    memset(ok, 0, (size_t)n_slots + 1);
+    for (int i = 0; i < S->n; i++)
+        if (S->live[i] && S->m->layers[i].kind == TF_LAYER_MLP) ok[S->slot[i]] = 1;
+    for (int i = 0; i < S->n; i++)
+        if (S->live[i] && S->m->layers[i].kind == TF_LAYER_MLP && S->m->layers[i].act != TF_ACT_RELU)
+            ok[S->slot[i]] = 0;
+}
+
+/* The first MLP slot after `after` and before `before` that can clear, -1. */
+static int clear_slot(const unsigned char *ok, int after, int before) {
+    for (int z = after + 1; z < before; z++)
+        if (ok[z]) return z;
+    return -1;
+}
+
+/* New columns for the kept ones (S->newcol, S->d2): each register's kept
+ * columns side by side. With reuse, a register first written in slot f
+ * takes columns whose register is done with them (last read or written
+ * before an MLP slot z < f), first fit; the MLP of slot z clears them
+ * (S->clears), so the register finds them at 0 as it would fresh ones. A
+ * slot's layers then never touch a column that another of its layers
+ * clears: the clear is the column's only reader and writer there.
+ * Returns -1 when out of memory. */
+static int assign_columns(Sched *S, int n_slots, int reuse) {
+    const TfModel *m = S->m;
+    int nr = m->n_regs;
+    Life *L = calloc((size_t)(nr > 0 ? nr : 1), sizeof *L);
+    int *order = malloc((size_t)(nr > 0 ? nr : 1) * sizeof *order);
+    int *base = malloc((size_t)(nr > 0 ? nr : 1) * sizeof *base);
+    int *owner = malloc(((size_t)S->d + 1) * sizeof *owner); /* per new column: its register, -1 */
+    unsigned char *ok = malloc((size_t)n_slots + 2);
+    free(S->clears);
+    S->clears = malloc(((size_t)S->d + 1) * sizeof *S->clears);
+    S->n_clears = 0;
+    S->d2 = 0;
+    if (!reuse) { // the kept columns in their order
+        for (int c = 0; c < S->d; c++) S->newcol[c] = S->col[c] ? S->d2++ : -1;
+        free(L), free(order), free(base), free(owner), free(ok);
+        return S->clears ? 0 : -1;
+    }
+    int rc = -1;
+    if (!L || !order || !base || !owner || !ok || !S->clears) goto done;
+    register_lives(S, L);
+    clear_slots(S, n_slots, ok);
+    for (int c = 0; c < S->d; c++) S->newcol[c] = -1;
+    // Columns of no register stay where they are, first.
+    for (int c = 0; c < S->d; c++)
+        if (S->col[c] && S->reg_of[c] < 0) owner[S->d2] = -1, S->newcol[c] = S->d2++;
+    int n = 0;
+    for (int r = 0; r < nr; r++)
+        if (L[r].kept) order[n++] = r;
+    for (int i = 1; i < n; i++) { // by first write, then declaration (insertion sort: stable)
+        int r = order[i], j = i;
+        while (j > 0 && L[order[j - 1]].first_write > L[r].first_write) order[j] = order[j - 1], j--;
+        order[j] = r;
+    }
+    for (int i = 0; i < n; i++) {
+        int r = order[i], k = L[r].kept, f = L[r].first_write, at = -1;
+        for (int p = 0; f >= 0 && p + k <= S->d2 && at < 0; p++) {
+            int fits = 1;
+            for (int j = p; j < p + k && fits; j++) {
+                int o = owner[j];
+                fits = o >= 0 && !L[o].keep && clear_slot(ok, L[o].last_use, f) >= 0;
+            }
+            if (fits) at = p;
+        }
+        if (at >= 0) {
+            for (int j = at; j < at + k; j++) {
+                int o = owner[j];
+                S->clears[S->n_clears++] = (struct Clear){j, clear_slot(ok, L[o].last_use, f), o, r};
+                owner[j] = r;
+            }
+        } else {
+            at = S->d2;
+            for (int j = 0; j < k; j++) owner[S->d2++] = r;
+        }
+        base[r] = at;
+    }
+    for (int r = 0; r < nr; r++) {
+        const TfRegister *g = &m->regs[r];
+        for (int j = 0, at = 0; j < g->size; j++)
+            if (S->col[g->offset + j]) S->newcol[g->offset + j] = base[r] + at++;
+    }
+    rc = 0;
+done:
+    free(L), free(order), free(base), free(owner), free(ok);
+    return rc;
+}
+
 /* ---- 3. the new model's tensors and layers ---------------------------------------- */
 
 /* Stores w (rows x cols; a vector when rows is 0) once: an identical tensor
@@ -258,14 +397,18 @@ static float *zeros(Sched *S, size_t n) {
 }
 
 /* Rows [from, from + n) of an old [*, d] weight into rows [to, to + n) of a
- * new [*, d2] one, scaled by f, the dead columns left out. */
+ * new [*, d2] one, scaled by f, the dead columns left out. Two old columns
+ * may share a new one (registers whose lives do not meet: step 4); a
+ * weight reads or writes at most one of them, so only non-zero entries are
+ * copied. */
 static void copy_rows_in(const Sched *S, const float *src, int from, float *dst, int to, int n,
                          float f) {
     for (int r = 0; r < n; r++)
-        for (int c = 0; c < S->d; c++)
-            if (S->newcol[c] >= 0)
-                dst[(size_t)(to + r) * (size_t)S->d2 + (size_t)S->newcol[c]] =
-                    src[(size_t)(from + r) * (size_t)S->d + (size_t)c] * f;
+        for (int c = 0; c < S->d; c++) {
+            float w = src[(size_t)(from + r) * (size_t)S->d + (size_t)c];
+            if (S->newcol[c] >= 0 && w != 0.0f)
+                dst[(size_t)(to + r) * (size_t)S->d2 + (size_t)S->newcol[c]] = w * f;
+        }
 }
 
 /* Columns [from, from + n) of an old [d, cols] weight into columns
@@ -274,9 +417,10 @@ static void copy_cols_out(const Sched *S, const float *src, int cols, int from, 
                           int cols2, int to, int n) {
     for (int r = 0; r < S->d; r++)
         if (S->newcol[r] >= 0)
-            for (int c = 0; c < n; c++)
-                dst[(size_t)S->newcol[r] * (size_t)cols2 + (size_t)(to + c)] =
-                    src[(size_t)r * (size_t)cols + (size_t)(from + c)];
+            for (int c = 0; c < n; c++) {
+                float w = src[(size_t)r * (size_t)cols + (size_t)(from + c)];
+                if (w != 0.0f) dst[(size_t)S->newcol[r] * (size_t)cols2 + (size_t)(to + c)] = w;
+            }
 }
 
 static void add_bias_out(const Sched *S, const float *src, float *dst) {
@@ -398,7 +542,21 @@ static int unit_live(const Sched *S, const TfLayer *l, int u) {
     return 0;
 }
 
-static void merge_mlp(Sched *S, const int *members, int k, TfLayer *ly, TfLayerPart *parts) {
+/* The clears of MLP slot `slot` (step 4), grouped by the register whose
+ * columns they clear: clear_regs[0..n) those registers, in order. */
+static int slot_clears(const Sched *S, int slot, int *clear_regs) {
+    int n = 0;
+    for (int i = 0; i < S->n_clears; i++) {
+        if (S->clears[i].slot != slot) continue;
+        int j = 0;
+        while (j < n && clear_regs[j] != S->clears[i].reg) j++;
+        if (j == n) clear_regs[n++] = S->clears[i].reg;
+    }
+    return n;
+}
+
+static void merge_mlp(Sched *S, const int *members, int k, int slot, TfLayer *ly,
+                      TfLayerPart *parts, const int *clear_regs, int n_clear) {
     const TfModel *m = S->m;
     int Hd = 0, any_b1 = 0, any_b2 = 0;
     for (int j = 0; j < k; j++) {
@@ -408,6 +566,14 @@ static void merge_mlp(Sched *S, const int *members, int k, TfLayer *ly, TfLayerP
         for (int u = 0; u < l->d_hidden; u++) parts[j].count += unit_live(S, l, u);
         Hd += parts[j].count;
         any_b1 |= l->fc1_bias >= 0, any_b2 |= l->fc2_bias >= 0;
+    }
+    // A cleared column c: units ReLU(x_c) and ReLU(-x_c) write -x_c, exactly.
+    for (int g = 0; g < n_clear; g++) {
+        parts[k + g].first = Hd;
+        parts[k + g].count = 0;
+        for (int i = 0; i < S->n_clears; i++)
+            if (S->clears[i].slot == slot && S->clears[i].reg == clear_regs[g]) parts[k + g].count += 2;
+        Hd += parts[k + g].count;
     }
     size_t d2 = (size_t)S->d2;
     float *w1 = zeros(S, (size_t)Hd * d2), *w2 = zeros(S, d2 * (size_t)Hd);
@@ -425,6 +591,16 @@ static void merge_mlp(Sched *S, const int *members, int k, TfLayer *ly, TfLayerP
             }
             if (b2) add_bias_out(S, tensor_data(m, l->fc2_bias), b2);
         }
+        for (int g = 0; g < n_clear; g++) {
+            int at = parts[k + g].first;
+            for (int i = 0; i < S->n_clears; i++) {
+                if (S->clears[i].slot != slot || S->clears[i].reg != clear_regs[g]) continue;
+                size_t c = (size_t)S->clears[i].col;
+                w1[(size_t)at * d2 + c] = 1.0f, w2[c * (size_t)Hd + (size_t)at] = -1.0f;
+                w1[(size_t)(at + 1) * d2 + c] = -1.0f, w2[c * (size_t)Hd + (size_t)at + 1] = 1.0f;
+                at += 2;
+            }
+        }
     }
     ly->d_hidden = Hd;
     ly->act = m->layers[members[0]].act;
@@ -435,14 +611,38 @@ static void merge_mlp(Sched *S, const int *members, int k, TfLayer *ly, TfLayerP
 }
 
 /* One new layer from the layers of a slot; returns its index or -1. */
-static int merge_slot(Sched *S, const int *members, int k) {
+static int merge_slot(Sched *S, const int *members, int k, int slot) {
     const TfModel *m = S->m;
     const TfLayer *first = &m->layers[members[0]];
     TfLayer ly = model_layer_init(first->kind);
-    TfLayerPart *parts = calloc((size_t)k, sizeof *parts);
+    int *clear_regs = malloc((size_t)(m->n_regs > 0 ? m->n_regs : 1) * sizeof *clear_regs);
+    int n_clear = first->kind == TF_LAYER_MLP && clear_regs ? slot_clears(S, slot, clear_regs) : 0;
+    int np = k + n_clear;
+    TfLayerPart *parts = calloc((size_t)np, sizeof *parts);
     char *name = joined_name(m, members, k);
-    if (!parts || !name) {
-        free(parts), free(name);
+    for (int g = 0; name && clear_regs && g < n_clear; g++) { // "hist+clear_x"
+        size_t len = strlen(name) + strlen(m->regs[clear_regs[g]].name) + 8;
+        char *longer = realloc(name, len);
+        if (!longer) {
+            free(name);
+            name = NULL;
+            break;
+        }
+        name = longer;
+        strcat(name, "+clear_");
+        strcat(name, m->regs[clear_regs[g]].name);
+    }
+    char **clear_names = calloc((size_t)n_clear + 1, sizeof *clear_names);
+    int ok = parts && name && clear_regs && clear_names;
+    for (int g = 0; ok && g < n_clear; g++) {
+        const char *rn = m->regs[clear_regs[g]].name;
+        size_t len = strlen(rn) + 7;
+        ok = (clear_names[g] = malloc(len)) != NULL;
+        if (ok) snprintf(clear_names[g], len, "clear_%s", rn);
+    }
+    if (!ok) {
+        for (int g = 0; clear_names && g < n_clear; g++) free(clear_names[g]);
+        free(parts), free(name), free(clear_regs), free(clear_names);
         tf_error_set(S->err, "out of memory");
         S->failed = 1;
         return -1;
@@ -453,18 +653,23 @@ static int merge_slot(Sched *S, const int *members, int k) {
         parts[j].op = l->op;
         parts[j].line = l->line;
     }
+    for (int g = 0; g < n_clear; g++) {
+        parts[k + g].name = clear_names[g];
+        parts[k + g].op = "Clear";
+    }
     if (first->kind == TF_LAYER_ATTENTION) merge_attention(S, members, k, &ly, parts);
-    else merge_mlp(S, members, k, &ly, parts);
+    else merge_mlp(S, members, k, slot, &ly, parts, clear_regs, n_clear);
     ly.name = name;
     ly.op = first->op;
     ly.line = first->line;
-    if (k > 1) {
+    if (np > 1) {
         ly.parts = parts;
-        ly.n_parts = k;
+        ly.n_parts = np;
     }
     int li = S->failed ? -1 : model_add_layer(S->out, &ly, S->err);
     if (li < 0) S->failed = 1;
-    free(parts), free(name);
+    for (int g = 0; g < n_clear; g++) free(clear_names[g]);
+    free(parts), free(name), free(clear_regs), free(clear_names);
     return li;
 }
 
@@ -639,10 +844,20 @@ static int build(Sched *S, int n_slots) {
         if (k == 0) continue;
         int n_cut = head_groups(S, members + start[s], k, cut);
         for (int g = 0, j0 = 0; g < n_cut; j0 = cut[g++]) {
-            int li = merge_slot(S, members + start[s] + j0, cut[g] - j0);
+            int li = merge_slot(S, members + start[s] + j0, cut[g] - j0, s);
             if (li < 0) goto done;
+            if (s & 1) S->slot_layer[s] = li;
             for (int j = j0; j < cut[g]; j++) new_layer[members[start[s] + j]] = li;
         }
+    }
+    // A register whose columns another takes holds them up to the state
+    // its clear reads; the taker from the state after the clear on.
+    for (int i = 0; i < S->n_clears; i++) {
+        const struct Clear *k = &S->clears[i];
+        int lz = S->slot_layer[k->slot];
+        TfRegister *from = &S->out->regs[new_reg[k->reg]], *to = &S->out->regs[new_reg[k->taker]];
+        if (lz < from->live_to) from->live_to = lz;
+        if (lz + 1 > to->live_from) to->live_from = lz + 1;
     }
     for (int c = 0; c < m->n_checks; c++) {
         const TfCheck *ck = &m->checks[c];
@@ -697,19 +912,44 @@ TfModel *schedule_model(const TfModel *m, TfError *err) {
     } while (memcmp(before, S.col, (size_t)S.d) != 0);
     free(before);
     drop_unwritten_values(&S);
-    for (int c = 0; c < S.d; c++) S.newcol[c] = S.col[c] ? S.d2++ : -1;
     int n_slots = place(&S);
-    if (n_slots < 0) goto oom;
-    if (build(&S, n_slots) == 0 && model_name_tensors(S.out, err) == 0 &&
-        model_validate(S.out, err) == 0)
-        out = S.out;
-    else
-        model_free(S.out);
+    if (n_slots < 0 || !(S.slot_layer = malloc(((size_t)n_slots + 1) * sizeof *S.slot_layer)))
+        goto oom;
+    // Built twice, with and without reused columns; the smaller stays (a
+    // clear's two units per column can cost more than the columns save).
+    for (int reuse = 0; reuse < 2; reuse++) {
+        for (int z = 0; z <= n_slots; z++) S.slot_layer[z] = -1;
+        S.out = NULL;
+        S.failed = 0;
+        memset(&S.tensors, 0, sizeof S.tensors);
+        TfModel *o = NULL;
+        if (assign_columns(&S, n_slots, reuse) < 0) goto oom;
+        if (reuse && S.n_clears == 0) break;
+        if (build(&S, n_slots) == 0 && model_name_tensors(S.out, err) == 0 &&
+            model_validate(S.out, err) == 0)
+            o = S.out;
+        else
+            model_free(S.out);
+        tensors_free(&S.tensors);
+        if (!o) {
+            model_free(out);
+            out = NULL;
+            break;
+        }
+        if (!out || model_param_count(o) < model_param_count(out)) {
+            model_free(out);
+            out = o;
+        } else {
+            model_free(o);
+        }
+    }
     goto done;
 oom:
+    model_free(out);
+    out = NULL;
     tf_error_set(err, "out of memory");
 done:
     free(S.R), free(S.W), free(S.live), free(S.col), free(S.reg_of), free(S.slot), free(S.newcol);
-    tensors_free(&S.tensors);
+    free(S.clears), free(S.slot_layer);
     return out;
 }

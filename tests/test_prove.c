@@ -692,6 +692,66 @@ START_TEST(test_count_of_counts_proven_and_mutation_refused) {
 }
 END_TEST
 
+/* Columns reused (compiler/schedule.c, step 4): a chain of Counts, each
+ * read only by the next, so a later one takes a dead one's columns after
+ * an MLP clears them. Proven, the clear seen as exactly 0; a clear unit's
+ * weight halved (half the old value left under the new register's) is
+ * refused; so is a clear whose pair is out of step (+1 then +1). */
+static const char *chain_src = "vocab \"^abcd0123456\"; bos '^'; maxlen 7;\n"
+                               "cat a, b, c, out;\n"
+                               "a: Count(k.tokens == q.tokens) -> a;\n"
+                               "b: Count(k.a == q.a) -> b;\n"
+                               "c: Count(k.b == q.b) -> c;\n"
+                               "out: Map(chr(ord('0') + c)) -> out;\n"
+                               "output out at every position;\n";
+
+/* The first unit of the first part of m named clear_*, and its layer. */
+static int clear_unit(const TfModel *m, int *layer) {
+    for (int l = 0; l < m->n_layers; l++)
+        for (int p = 0; p < m->layers[l].n_parts; p++)
+            if (strncmp(m->layers[l].parts[p].name, "clear_", 6) == 0) {
+                *layer = l;
+                return m->layers[l].parts[p].first;
+            }
+    return -1;
+}
+
+START_TEST(test_reused_columns_proven_and_bad_clear_refused) {
+    TfModel *m = compile_text(chain_src, 1);
+    int l = -1, u = clear_unit(m, &l), reused = 0;
+    ck_assert_int_ge(u, 0);
+    for (int r = 0; r < m->n_regs; r++) reused += model_reg_reused(m, r);
+    ck_assert_int_ge(reused, 2);
+    TfProof P;
+    TfError err = {""};
+    ck_assert_int_eq(prove_model(m, &P, &err), 0);
+    ck_assert_msg(P.verdict == TF_PROOF_PROVEN, "%s", P.reason);
+    int said = 0;
+    for (int i = 0; i < P.n_lines; i++) said |= strstr(P.lines[i], "cleared") != NULL;
+    ck_assert(said);
+    prove_free(&P);
+    // The unit that adds -ReLU(x) to column c: halved.
+    TfTensor *W2 = &m->tensors[m->layers[l].fc2_weight];
+    int F = m->layers[l].d_hidden, c = 0;
+    while (c < m->d_model && W2->data[(size_t)c * F + u] == 0) c++;
+    ck_assert_int_lt(c, m->d_model);
+    ck_assert(W2->data[(size_t)c * F + u] == -1.0f);
+    W2->data[(size_t)c * F + u] = -0.5f;
+    ck_assert_int_eq(prove_model(m, &P, &err), 0);
+    ck_assert_msg(P.verdict == TF_PROOF_FAILED, "%d %s", P.verdict, P.reason);
+    prove_free(&P);
+    // Its partner reads -x; reading +x instead, the pair adds -2 ReLU(x).
+    W2->data[(size_t)c * F + u] = -1.0f;
+    TfTensor *W1 = &m->tensors[m->layers[l].fc1_weight];
+    ck_assert(W1->data[(size_t)(u + 1) * m->d_model + c] == -1.0f);
+    W1->data[(size_t)(u + 1) * m->d_model + c] = 1.0f;
+    ck_assert_int_eq(prove_model(m, &P, &err), 0);
+    ck_assert_msg(P.verdict == TF_PROOF_FAILED, "%d %s", P.verdict, P.reason);
+    prove_free(&P);
+    model_free(m);
+}
+END_TEST
+
 /* An interval of a query or key component: within 2^+-20, narrow or a point. */
 static TfIv score_iv(void) {
     double a = ldexp(rnd() - 0.5, (int)(rnd() * 40) - 20), w = rnd() < 0.3 ? 0 : fabs(a) * rnd() * 1e-2;
@@ -911,6 +971,7 @@ int main(void) {
     tcase_add_test(tc, test_split_map_proven_and_mutation_refused);
     tcase_add_test(tc, test_numbers_held_proven_and_unsafe_refused);
     tcase_add_test(tc, test_count_of_counts_proven_and_mutation_refused);
+    tcase_add_test(tc, test_reused_columns_proven_and_bad_clear_refused);
     tcase_add_test(tc, test_threads_same_proof);
     tcase_add_test(tc, test_scores_twin);
     tcase_add_test(tc, test_fast_paths_twin);

@@ -280,6 +280,73 @@ START_TEST(test_count_fuses_with_its_map) {
 }
 END_TEST
 
+/* A chain of Counts, each read only by the next: a later register takes
+ * the columns of one nothing reads any more (step 4). Registers that share
+ * a column have live ranges that do not meet, the first ending in the
+ * state the clear reads, the second starting in the one it writes; the
+ * clear is an MLP part "clear_<name>" of ReLU pairs on those columns; the
+ * model is narrower than its registers side by side and computes what the
+ * unscheduled one does. */
+START_TEST(test_dead_columns_reused) {
+    const char *src = "vocab \"^abcd0123456\"; bos '^'; maxlen 7;\n"
+                      "cat a, b, c, out;\n"
+                      "a: Count(k.tokens == q.tokens) -> a;\n"
+                      "b: Count(k.a == q.a) -> b;\n"
+                      "c: Count(k.b == q.b) -> c;\n"
+                      "out: Map(chr(ord('0') + c)) -> out;\n"
+                      "output out at every position;\n";
+    TfModel *s = compile_text(src, 0), *u = compile_text(src, 1);
+    int side_by_side = 0, shared = 0;
+    for (int r = 0; r < s->n_regs; r++) side_by_side += s->regs[r].size;
+    ck_assert_int_lt(s->d_model, side_by_side);
+    for (int r = 0; r < s->n_regs; r++)
+        for (int q = 0; q < s->n_regs; q++) {
+            const TfRegister *x = &s->regs[r], *y = &s->regs[q];
+            if (r == q || x->offset >= y->offset + y->size || y->offset >= x->offset + x->size)
+                continue;
+            if (x->live_from > y->live_from) continue; // each pair once, x first
+            shared++;
+            ck_assert_int_lt(x->live_to, y->live_from);
+        }
+    ck_assert_int_ge(shared, 1);
+    // A register that ends before the last state: the layer after its last
+    // state clears its columns.
+    int ends = 0;
+    for (int r = 0; r < s->n_regs; r++) {
+        const TfRegister *x = &s->regs[r];
+        if (x->live_to >= s->n_layers) continue;
+        ends++;
+        int l = x->live_to; // the clear: layer l reads state l, writes state l + 1
+        const TfLayer *ly = &s->layers[l];
+        ck_assert_int_eq(ly->kind, TF_LAYER_MLP);
+        char want[64];
+        snprintf(want, sizeof want, "clear_%s", x->name);
+        int part = -1;
+        for (int p = 0; p < ly->n_parts; p++)
+            if (strcmp(ly->parts[p].name, want) == 0) part = p;
+        ck_assert_msg(part >= 0, "layer %d has no part %s", l, want);
+        ck_assert_str_eq(ly->parts[part].op, "Clear");
+        ck_assert_int_eq(ly->parts[part].count % 2, 0);
+        // Each pair: ReLU(x_c) and ReLU(-x_c), written back as -1 and +1,
+        // on a column of the register.
+        const float *w1 = s->tensors[ly->fc1_weight].data, *w2 = s->tensors[ly->fc2_weight].data;
+        int F = ly->d_hidden, d = s->d_model;
+        for (int k = ly->parts[part].first; k < ly->parts[part].first + ly->parts[part].count;
+             k += 2) {
+            int c = 0;
+            while (c < d && w1[(size_t)k * d + c] == 0) c++;
+            ck_assert_int_lt(c, d);
+            ck_assert(c >= x->offset && c < x->offset + x->size);
+            ck_assert(w1[(size_t)k * d + c] == 1.0f && w1[(size_t)(k + 1) * d + c] == -1.0f);
+            ck_assert(w2[(size_t)c * F + k] == -1.0f && w2[(size_t)c * F + k + 1] == 1.0f);
+        }
+    }
+    ck_assert_int_ge(ends, 1);
+    ck_assert_int_gt(same_outputs(s, u, "abcd", 6), 5000);
+    model_free(s), model_free(u);
+}
+END_TEST
+
 /* A Map of a Map of the tokens: one table of the tokens, which the token
  * embedding holds (compiler/lower.c, fold_table): no layer at all. */
 START_TEST(test_maps_compose) {
@@ -511,6 +578,7 @@ int main(void) {
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_independent_counts_are_heads);
     tcase_add_test(tc, test_count_fuses_with_its_map);
+    tcase_add_test(tc, test_dead_columns_reused);
     tcase_add_test(tc, test_maps_compose);
     tcase_add_test(tc, test_linear_then_staircase);
     tcase_add_test(tc, test_copy_rank3);
