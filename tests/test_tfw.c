@@ -294,6 +294,25 @@ MUTATION(registers_overlap, cJSON_DeleteItemFromObjectCaseSensitive(meta(root), 
          set_meta(root, "registers",
     "[{\"name\":\"a\",\"kind\":\"scalar\",\"offset\":1,\"size\":1},"
     "{\"name\":\"b\",\"kind\":\"position\",\"offset\":0,\"size\":2}]"))
+#define LIVE_REGS(live_s, s2)                                                       \
+    "[{\"name\":\"tokens\",\"kind\":\"token\",\"offset\":0,\"size\":3},"           \
+    "{\"name\":\"pos\",\"kind\":\"position\",\"offset\":3,\"size\":2},"            \
+    "{\"name\":\"s\",\"kind\":\"scalar\",\"offset\":5,\"size\":1" live_s "}" s2 "]"
+MUTATION(live_backwards, set_meta(root, "registers", LIVE_REGS(",\"live\":[2,1]", "")))
+MUTATION(live_not_pair, set_meta(root, "registers", LIVE_REGS(",\"live\":\"1..2\"", "")))
+MUTATION(live_fraction, set_meta(root, "registers", LIVE_REGS(",\"live\":[0.5,2]", "")))
+MUTATION(live_negative, set_meta(root, "registers", LIVE_REGS(",\"live\":[-1,2]", "")))
+MUTATION(live_past_layers, set_meta(root, "registers", LIVE_REGS(",\"live\":[3,9]", "")))
+MUTATION(live_meet, set_meta(root, "registers",
+    LIVE_REGS(",\"live\":[0,1]", ",{\"name\":\"s2\",\"kind\":\"scalar\",\"offset\":5,"
+              "\"size\":1,\"live\":[1,2]}")))
+MUTATION(live_meet_default, set_meta(root, "registers",
+    LIVE_REGS("", ",{\"name\":\"s2\",\"kind\":\"scalar\",\"offset\":5,\"size\":1,"
+              "\"live\":[2,2]}")))
+MUTATION(live_output_dead, set_meta(root, "registers",
+    "[{\"name\":\"tokens\",\"kind\":\"token\",\"offset\":0,\"size\":3,\"live\":[0,1]},"
+    "{\"name\":\"pos\",\"kind\":\"position\",\"offset\":3,\"size\":2},"
+    "{\"name\":\"s\",\"kind\":\"scalar\",\"offset\":5,\"size\":1}]"))
 MUTATION(d_model_mismatch, set_meta(root, "d_model", "7"))
 MUTATION(made_by_not_object, cJSON_AddStringToObject(meta(root), "made_by", "[\"tfc\"]"))
 MUTATION(learned_not_json, cJSON_AddStringToObject(meta(root), "learned", "{\"dropout\":"))
@@ -336,6 +355,14 @@ START_TEST(test_rejects_bad_headers) {
         {layer_shape, "layer 0 'attn0': query: tensor 'shared.square' has shape [6, 6], expected [9, 6]"},
         {output_unknown, "__metadata__.output names register 'nowhere', which is not declared"},
         {registers_overlap, "registers 'a' and 'b' overlap"},
+        {live_backwards, "__metadata__.registers[2]: live is not [from, to], integers 0 <= from <= to"},
+        {live_not_pair, "__metadata__.registers[2]: live is not [from, to]"},
+        {live_fraction, "__metadata__.registers[2]: live is not [from, to]"},
+        {live_negative, "__metadata__.registers[2]: live is not [from, to]"},
+        {live_past_layers, "register 's': live range 3..9 is not within states 0..2"},
+        {live_meet, "registers 's' and 's2' overlap"},
+        {live_meet_default, "registers 's' and 's2' overlap"},
+        {live_output_dead, "output register 'tokens' does not hold its columns after the last layer"},
         {d_model_mismatch, "embed.token.weight: tensor 'embed.token.weight' has shape [3, 6], expected [3, 7]"},
         {no_unembed, "tensor 'unembed.weight' is missing"},
         {made_by_not_object, "__metadata__.made_by is not a JSON object"},
@@ -1215,6 +1242,61 @@ START_TEST(test_validate_checks_and_numbers) {
 END_TEST
 
 
+/* Registers that share columns in states they do not both hold (a dead
+ * register's columns reused: compiler/schedule.c): valid, written as
+ * "live" [from, to] on those two only, read back the same; decoded by
+ * state (model_find_register_at). Ranges that meet, a check where its
+ * register is gone, an output gone before the end: refused. */
+START_TEST(test_live_ranges) {
+    TfError err = {""};
+    TfModel *m = general_model(); /* t 0-2 (output), pos 3-4, c 5; two layers */
+    int c = model_find_register(m, "c");
+    int late = model_add_register(m, "late", TF_REG_SCALAR, 5, 1, &err);
+    ck_assert_int_ge(late, 0);
+    ck_assert_int_eq(model_validate(m, &err), -1);
+    ck_assert_str_eq(err.msg, "registers 'c' and 'late' overlap");
+    m->regs[c].live_to = 1;
+    m->regs[late].live_from = 2;
+    ck_assert_msg(model_validate(m, &err) == 0, "%s", err.msg);
+    ck_assert(model_reg_reused(m, c) && model_reg_reused(m, late));
+    ck_assert(!model_reg_reused(m, model_find_register(m, "t")));
+    ck_assert_int_eq(model_find_register_at(m, "c", 1), c);
+    ck_assert_int_eq(model_find_register_at(m, "c", 2), -1);
+    ck_assert_int_eq(model_find_register_at(m, "late", 1), -1);
+    ck_assert_int_eq(model_find_register_at(m, "late", 2), late);
+    unsigned char *buf;
+    size_t len;
+    ck_assert_int_eq(tfw_write_buffer(m, &buf, &len, &err), 0);
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | buf[i];
+    char *header = strndup((const char *)buf + 8, (size_t)hlen);
+    int n_live = 0;
+    for (const char *p = header; (p = strstr(p, "live\\\":")) != NULL; p++) n_live++;
+    ck_assert_int_eq(n_live, 2);
+    ck_assert_ptr_nonnull(strstr(header, "\\\"live\\\":[0,1]"));
+    ck_assert_ptr_nonnull(strstr(header, "\\\"live\\\":[2,2]"));
+    free(header), free(buf);
+    TfModel *b = round_trip(m);
+    int bc = model_find_register(b, "c"), bl = model_find_register(b, "late");
+    ck_assert_int_eq(b->regs[bc].live_from, 0);
+    ck_assert_int_eq(b->regs[bc].live_to, 1);
+    ck_assert_int_eq(b->regs[bl].live_from, 2);
+    ck_assert_int_eq(b->regs[bl].live_to, 2);
+    model_free(b);
+    // A check of c after layer 1 (state 2): c is gone there.
+    ck_assert_int_eq(model_add_check(m, c, 1, 3, "Map -> c", -1, &err), 0);
+    ck_assert_int_eq(model_validate(m, &err), -1);
+    ck_assert_str_eq(err.msg, "check 0: register 'c' does not hold its columns after layer 1");
+    m->checks[0].layer = 0;
+    ck_assert_msg(model_validate(m, &err) == 0, "%s", err.msg);
+    // The output gone before the last state.
+    m->regs[m->output_reg].live_to = 1;
+    ck_assert_int_eq(model_validate(m, &err), -1);
+    ck_assert_str_eq(err.msg, "output register 't' does not hold its columns after the last layer");
+    model_free(m);
+}
+END_TEST
+
 START_TEST(test_rejects_bad_checks_and_numbers) {
     expect_model_rejected(checked_model, "checks", "{}", "__metadata__.checks is not a JSON array");
     expect_model_rejected(checked_model, "checks", "[1,", "__metadata__.checks is not valid JSON");
@@ -1512,6 +1594,7 @@ int main(void) {
     tcase_add_test(tc, test_value_text);
     tcase_add_test(tc, test_validate_checks_and_numbers);
     tcase_add_test(tc, test_rejects_bad_checks_and_numbers);
+    tcase_add_test(tc, test_live_ranges);
     tcase_add_test(tc, test_round_trip_parts);
     tcase_add_test(tc, test_rejects_bad_parts);
     suite_add_tcase(s, tc);
