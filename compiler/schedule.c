@@ -399,15 +399,16 @@ static float *zeros(Sched *S, size_t n) {
 /* Rows [from, from + n) of an old [*, d] weight into rows [to, to + n) of a
  * new [*, d2] one, scaled by f, the dead columns left out. Two old columns
  * may share a new one (registers whose lives do not meet: step 4); a
- * weight reads or writes at most one of them, so only non-zero entries are
- * copied. */
+ * weight reads or writes at most one of them, so a zero never replaces a
+ * non-zero entry. */
 static void copy_rows_in(const Sched *S, const float *src, int from, float *dst, int to, int n,
                          float f) {
     for (int r = 0; r < n; r++)
         for (int c = 0; c < S->d; c++) {
             float w = src[(size_t)(from + r) * (size_t)S->d + (size_t)c];
-            if (S->newcol[c] >= 0 && w != 0.0f)
-                dst[(size_t)(to + r) * (size_t)S->d2 + (size_t)S->newcol[c]] = w * f;
+            if (S->newcol[c] < 0) continue;
+            float *at = &dst[(size_t)(to + r) * (size_t)S->d2 + (size_t)S->newcol[c]];
+            if (w != 0.0f || *at == 0.0f) *at = w * f; // a -0 kept, where it clobbers nothing
         }
 }
 
@@ -419,7 +420,8 @@ static void copy_cols_out(const Sched *S, const float *src, int cols, int from, 
         if (S->newcol[r] >= 0)
             for (int c = 0; c < n; c++) {
                 float w = src[(size_t)r * (size_t)cols + (size_t)(from + c)];
-                if (w != 0.0f) dst[(size_t)S->newcol[r] * (size_t)cols2 + (size_t)(to + c)] = w;
+                float *at = &dst[(size_t)S->newcol[r] * (size_t)cols2 + (size_t)(to + c)];
+                if (w != 0.0f || *at == 0.0f) *at = w;
             }
 }
 

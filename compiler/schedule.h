@@ -18,7 +18,19 @@
  *      which head or hidden units. Attention layers of different masks
  *      (causal or not) and MLPs of different activations never share a slot.
  *   4. Registers no layer, check or the unembedding reads lose their columns
- *      (d_model shrinks); the others move down to stay contiguous.
+ *      (d_model shrinks); the others move down to stay contiguous. Then,
+ *      built a second time with columns reused, kept when that is smaller:
+ *      a register first written in slot f takes the columns of registers
+ *      whose last reader and writer come before an MLP slot z < f (first
+ *      fit, registers by first write); the ReLU MLP of slot z gets a part
+ *      "clear_<name>" of two units per column, ReLU(x) and ReLU(-x) written
+ *      back as -1 and +1, which leaves exactly 0 (the validator checks it
+ *      as such: compiler/prove_mlp.c, clear_part). No other layer of slot z
+ *      touches those columns. Each register's live range (TfRegister.
+ *      live_from) says which residual states hold it: the old one up to the
+ *      state layer z reads, the new one from the state it writes on. The
+ *      embedding's registers, the output, checked ones and those the
+ *      unembedding reads keep their columns to themselves.
  *
  * Each step keeps every computation the same: a layer reads only columns no
  * layer of its slot writes, so running the slot's layers side by side adds
