@@ -78,12 +78,13 @@ static int attach_source(TfModel *m, const char *filename, const char *source, s
                                    ir->regs[r].name);
     if (at) snprintf(numbers + at, cap - at, "]");
     snprintf(made_by, cap + 200,
-             "{\"tool\":\"tfc\",\"version\":\"%s\",\"options\":{\"O\":%d%s%s%s%s%s%s}}", TF_VERSION,
+             "{\"tool\":\"tfc\",\"version\":\"%s\",\"options\":{\"O\":%d%s%s%s%s%s%s%s}}", TF_VERSION,
              opts->opt_level, opts->no_schedule ? ",\"schedule\":false" : "",
              opts->no_fuse && !opts->no_schedule ? ",\"fuse\":false" : "",
              opts->one_hot ? ",\"one_hot\":true" : "",
              opts->all_rows && opts->opt_level > 0 && !opts->no_schedule ? ",\"all_rows\":true" : "",
              opts->no_angles && opts->opt_level > 0 && !opts->no_schedule ? ",\"angles\":false" : "",
+             opts->no_reuse && opts->opt_level > 0 && !opts->no_schedule ? ",\"reuse\":false" : "",
              numbers);
     free(numbers);
     m->made_by = made_by;
@@ -100,8 +101,8 @@ static int general_only(const TfIr *ir) {
  * program of general ops only is scheduled (compiler/schedule.h). Padding
  * heads to one width can make the model larger than its plan: the limit is
  * checked again. */
-static TfModel *schedule(TfModel *m, size_t max_params, TfDiag *diag, TfError *err) {
-    TfModel *s = schedule_model(m, err);
+static TfModel *schedule(TfModel *m, size_t max_params, int reuse, TfDiag *diag, TfError *err) {
+    TfModel *s = schedule_model(m, reuse, err);
     model_free(m);
     if (s && model_param_count(s) > max_params) {
         diag_file_error(diag,
@@ -333,7 +334,7 @@ TfModel *compile_source_opts(const char *filename, const char *source, size_t le
         m = lower_program(ir, opts->opt_level, scheduled, opts->all_rows, err);
         // 6. Scheduling: ops side by side, dead columns out.
         if (m && scheduled)
-            m = schedule(m, max_params, &diag, err);
+            m = schedule(m, max_params, !opts->no_reuse, &diag, err);
         // 7. Fusion pays or is undone: the model as small as unfused.
         if (m && fused > 0 && diag.n_errors == 0 && opts->dump == TF_DUMP_NONE)
             m = smaller_unfused(m, filename, source, len, opts);

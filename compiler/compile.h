@@ -31,6 +31,9 @@ typedef struct TfCompileOptions {
     int no_angles;     /* 1: every selection term compares one-hots; 0: at -O, terms that pick
                           one key value compare points on a circle where the model comes out
                           smaller (compiler/angles.h) */
+    int no_reuse;      /* 1: at -O, each register keeps its columns to itself; 0: a dead
+                          register's columns go to a later one where the model comes out
+                          smaller (compiler/schedule.h, step 4) */
     int rows_settled;  /* 1: compile with all_rows as given, no second compilation (the
                           callers that compare models set it for theirs) */
     const unsigned char *as_number; /* those registers (by index) held as numbers, no search;

@@ -624,41 +624,15 @@ static int part(PvNet *N, const Mlp *L, int li, int f, int n, unsigned char *rea
     return rc;
 }
 
-/* The one non-zero entry of a length-n vector read with stride `step`
- * (its index in *at), or 0 when it has none or more than one. */
-static float only_entry(const float *v, int n, size_t step, int *at) {
-    float w = 0;
-    *at = -1;
-    for (int i = 0; i < n; i++) {
-        if (v[(size_t)i * step] == 0) continue;
-        if (*at >= 0) return 0;
-        *at = i, w = v[(size_t)i * step];
-    }
-    return w;
-}
-
-/* Whether units [f, f + n) clear columns (compiler/schedule.c, step 4):
- * pairs u, u + 1 whose fc1 rows read one column c alone, by +1 and -1 with
- * no bias, and whose fc2 columns write -1 and +1 to c alone, no other unit
- * and no bias writing c. The layer then leaves exactly 0 in c wherever c
- * holds a finite x: its units are ReLU(x) and ReLU(-x), exact, one of them
- * 0; -ReLU(x) + ReLU(-x) is -x, exact; x + -x is 0. Each cleared column in
- * cols[0..n/2). */
-static int clear_part(const Mlp *L, int f, int n, int *cols) {
+/* Whether units [f, f + n) are clears (model_mlp_clears: unit_col, per
+ * unit): pairs, each on its own column; each column in cols[0..n/2). The
+ * layer leaves exactly 0 in those columns wherever they hold finite
+ * values. */
+static int clear_part(const int *unit_col, int f, int n, int *cols) {
     if (n < 2 || n % 2) return 0;
     for (int u = f; u < f + n; u += 2) {
-        int c, c2, r, r2;
-        if (only_entry(L->w1 + (size_t)u * (size_t)L->d, L->d, 1, &c) != 1.0f ||
-            only_entry(L->w1 + (size_t)(u + 1) * (size_t)L->d, L->d, 1, &c2) != -1.0f || c2 != c)
-            return 0;
-        if (L->b1 && (L->b1[u] != 0 || L->b1[u + 1] != 0)) return 0;
-        if (only_entry(L->w2 + u, L->d, (size_t)L->F, &r) != -1.0f || r != c ||
-            only_entry(L->w2 + u + 1, L->d, (size_t)L->F, &r2) != 1.0f || r2 != c)
-            return 0;
-        int writers = 0;
-        for (int k = 0; k < L->F; k++) writers += L->w2[(size_t)c * (size_t)L->F + (size_t)k] != 0;
-        if (writers != 2 || (L->b2 && L->b2[c] != 0)) return 0;
-        cols[(u - f) / 2] = c;
+        if (unit_col[u] < 0 || unit_col[u + 1] != unit_col[u]) return 0;
+        cols[(u - f) / 2] = unit_col[u];
     }
     return 1;
 }
@@ -687,8 +661,10 @@ int pv_mlp_layer(PvNet *N, int li) {
     unsigned char *reads = malloc((size_t)d), *writes = malloc((size_t)d);
     TfIv *x = calloc((size_t)d, sizeof *x), *h = calloc((size_t)L.F, sizeof *h);
     int *cleared = malloc(((size_t)L.F / 2 + 1) * sizeof *cleared), n_cleared = 0;
+    int *unit_col = malloc(((size_t)L.F + 1) * sizeof *unit_col);
     int rc = -1;
-    if (reads && writes && x && h && cleared) {
+    if (reads && writes && x && h && cleared && unit_col) {
+        model_mlp_clears(m, ly, unit_col);
         // The bias: a constant added to the columns it names.
         PvCol bias = {0};
         rc = 0;
@@ -704,7 +680,7 @@ int pv_mlp_layer(PvNet *N, int li) {
             int f = ly->n_parts ? ly->parts[p].first : 0;
             int n = ly->n_parts ? ly->parts[p].count : L.F;
             int *cols = cleared + n_cleared, all_finite = 1;
-            if (clear_part(&L, f, n, cols)) {
+            if (clear_part(unit_col, f, n, cols)) {
                 for (int k = 0; k < n / 2; k++) all_finite &= col_finite(N, cols[k]);
                 if (all_finite) {
                     n_cleared += n / 2; // the units' exact result, set after the others
@@ -723,7 +699,7 @@ int pv_mlp_layer(PvNet *N, int li) {
             pv_line(N->P, "layer %d: %d column%s cleared (ReLU(x) and ReLU(-x) subtracted: exactly 0)",
                     li, n_cleared, n_cleared == 1 ? "" : "s");
     }
-    free(cleared);
+    free(cleared), free(unit_col);
     free(reads);
     free(writes);
     free(x);

@@ -874,7 +874,7 @@ done:
     return rc;
 }
 
-TfModel *schedule_model(const TfModel *m, TfError *err) {
+TfModel *schedule_model(const TfModel *m, int reuse_columns, TfError *err) {
     Sched S = {0};
     S.m = m;
     S.d = m->d_model;
@@ -919,7 +919,7 @@ TfModel *schedule_model(const TfModel *m, TfError *err) {
         goto oom;
     // Built twice, with and without reused columns; the smaller stays (a
     // clear's two units per column can cost more than the columns save).
-    for (int reuse = 0; reuse < 2; reuse++) {
+    for (int reuse = 0; reuse < 1 + (reuse_columns != 0); reuse++) {
         for (int z = 0; z <= n_slots; z++) S.slot_layer[z] = -1;
         S.out = NULL;
         S.failed = 0;

@@ -43,8 +43,9 @@
 #include "model.h"
 
 /* A new model holding m's computation in fewer, wider layers (see above);
+ * reuse 0: no register's columns go to another (step 4 once, without).
  * m is left as it was. NULL with err set: out of memory, or a layer it
  * cannot take (a norm, or attention without an output projection). */
-TfModel *schedule_model(const TfModel *m, TfError *err);
+TfModel *schedule_model(const TfModel *m, int reuse, TfError *err);
 
 #endif

@@ -1,6 +1,6 @@
 /* tfc: compile a .tfp program into a .tfw weight file.
  *
- *   tfc [-O | -O0] [--no-schedule | --no-fuse] [--one-hot] [--no-angles] [--no-prove] [-v] [-o OUT.tfw] [--max-params=N] [--] PROGRAM.tfp
+ *   tfc [-O | -O0] [--no-schedule | --no-fuse] [--one-hot] [--no-angles] [--no-reuse] [--no-prove] [-v] [-o OUT.tfw] [--max-params=N] [--] PROGRAM.tfp
  *   tfc --dump=ast|ir|plans|layers [-O | -O0] [--no-schedule] [--] PROGRAM.tfp
  *
  * Every model tfc writes is first proven against its program (compiler/
@@ -68,6 +68,10 @@ static void usage(FILE *f) {
                "                   term that picks one key value per query value, such as\n"
                "                   k.n == q.want, compares points on a circle, two columns a\n"
                "                   side, where the model comes out smaller, and proven so)\n"
+               "  --no-reuse       at -O, every register keeps its columns to itself (by\n"
+               "                   default a register written after an MLP can take the columns\n"
+               "                   of one nothing reads any more, which that MLP clears, where\n"
+               "                   the model comes out smaller)\n"
                "  --no-prove       write the weights without proving them (by default they are\n"
                "                   proven against the program first, as tfprove does: where\n"
                "                   the proof fails nothing is written, and the error names\n"
@@ -258,7 +262,7 @@ typedef struct TfcArgs {
  * (after --help, --version, or a usage error reported). */
 static int parse_options(int argc, char **argv, TfcArgs *A) {
     enum { OPT_VERSION = 256, OPT_MAX_PARAMS, OPT_NO_SCHEDULE, OPT_NO_FUSE, OPT_DUMP, OPT_PROVE,
-           OPT_NO_PROVE, OPT_ONE_HOT, OPT_NO_ANGLES };
+           OPT_NO_PROVE, OPT_ONE_HOT, OPT_NO_ANGLES, OPT_NO_REUSE };
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'}, {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, OPT_VERSION},
@@ -267,6 +271,7 @@ static int parse_options(int argc, char **argv, TfcArgs *A) {
         {"no-fuse", no_argument, NULL, OPT_NO_FUSE},
         {"one-hot", no_argument, NULL, OPT_ONE_HOT},
         {"no-angles", no_argument, NULL, OPT_NO_ANGLES},
+        {"no-reuse", no_argument, NULL, OPT_NO_REUSE},
         {"dump", required_argument, NULL, OPT_DUMP},
         {"prove", no_argument, NULL, OPT_PROVE},
         {"no-prove", no_argument, NULL, OPT_NO_PROVE},
@@ -291,6 +296,7 @@ static int parse_options(int argc, char **argv, TfcArgs *A) {
         case OPT_NO_FUSE: A->opts.no_fuse = 1; break;
         case OPT_ONE_HOT: A->opts.one_hot = 1; break;
         case OPT_NO_ANGLES: A->opts.no_angles = 1; break;
+        case OPT_NO_REUSE: A->opts.no_reuse = 1; break;
         case OPT_PROVE: A->prove = 2; break; // asked for: a learned model is refused
         case OPT_NO_PROVE: A->prove = 0; break;
         case OPT_DUMP:

@@ -563,26 +563,24 @@ static int plan_liveness(TfPlan *p, TfError *err) {
     return 0;
 }
 
-/* Sets mark[c] = value for every residual column c some layer writes (a
- * norm layer writes them all). */
-static void mark_written(const TfPlan *p, char *mark, char value) {
-    const TfModel *m = p->m;
-    for (int l = 0; l < m->n_layers; l++) {
-        const LayerPlan *lp = &p->layers[l];
-        if (lp->kind == TF_LAYER_NORM) memset(mark, value, (size_t)m->d_model);
-        else if (lp->kind == TF_LAYER_MLP)
-            for (int j = 0; j < lp->fc2.n_rows; j++) mark[lp->fc2.rows[j]] = value;
-        else if (lp->has_o)
-            for (int j = 0; j < lp->o.n_rows; j++) mark[lp->o.rows[j]] = value;
-        else
-            for (int j = 0; j < lp->v.n_rows; j++) mark[lp->v.rows[j]] = value;
-    }
+/* Sets mark[c] = 1 for every residual column c layer l writes (a norm
+ * layer writes them all). */
+static void mark_written(const TfPlan *p, int l, char *mark) {
+    const LayerPlan *lp = &p->layers[l];
+    if (lp->kind == TF_LAYER_NORM) memset(mark, 1, (size_t)p->m->d_model);
+    else if (lp->kind == TF_LAYER_MLP)
+        for (int j = 0; j < lp->fc2.n_rows; j++) mark[lp->fc2.rows[j]] = 1;
+    else if (lp->has_o)
+        for (int j = 0; j < lp->o.n_rows; j++) mark[lp->o.rows[j]] = 1;
+    else
+        for (int j = 0; j < lp->v.n_rows; j++) mark[lp->v.rows[j]] = 1;
 }
 
 /* Keys (values) that an earlier layer computes already: the same weight and
- * bias tensors reading only columns no layer writes (the token and position
- * embeddings, at compiled models). The adder's eight GetRelativeToken heads
- * share one key and one value cache this way. */
+ * bias tensors reading only columns no layer before writes (the token and
+ * position embeddings, at compiled models; a later layer may clear them for
+ * another register: compiler/schedule.c). The adder's eight
+ * GetRelativeToken heads share one key and one value cache this way. */
 static int plan_sharing(TfPlan *p, TfError *err) {
     const TfModel *m = p->m;
     int d = m->d_model;
@@ -591,10 +589,10 @@ static int plan_sharing(TfPlan *p, TfError *err) {
         tf_error_set(err, "out of memory");
         return -1;
     }
-    mark_written(p, written, 1);
     for (int l = 0; l < m->n_layers; l++) {
         LayerPlan *lp = &p->layers[l];
         lp->k_from = lp->v_from = -1;
+        if (l > 0) mark_written(p, l - 1, written); // written: by the layers before l
         if (lp->kind != TF_LAYER_ATTENTION || lp->norm_w) continue;
         const TfLayer *ly = &m->layers[l];
         int k_const = 1, v_const = 1;
@@ -680,8 +678,9 @@ static int plan_embedding(TfPlan *p, TfError *err) {
 }
 
 /* Key rows that depend on the position only: every weight they have reads
- * a column that only the position embedding writes (no layer writes it,
- * the token embedding is 0 there) in an attention layer without a norm.
+ * a column that only the position embedding writes (no layer before this
+ * one writes it, the token embedding is 0 there) in an attention layer
+ * without a norm.
  * Their values at each position are computed once, by the same packed
  * map on the embedding of each position, and stored in the caches once
  * (fill_static_keys); the layer computes only its other key rows (kd).
@@ -693,12 +692,12 @@ static int plan_static_keys(TfPlan *p, TfError *err) {
     int d = m->d_model, L = m->max_len, rc = -1;
     const float *te = tensor(m, m->tok_embed), *pe = tensor(m, m->pos_embed);
     char *pos_only = malloc((size_t)d + 1), *is_static = NULL;
+    char *written = calloc((size_t)d + 1, 1); /* by the layers before the one planned */
     float *x = malloc(((size_t)d * L + 1) * sizeof(float)), *y = NULL, *scratch = NULL;
     float *w = NULL, *b = NULL;
     int *ki = NULL;
-    if (!pos_only || !x) goto oom;
+    if (!pos_only || !x || !written) goto oom;
     memset(pos_only, 1, (size_t)d);
-    mark_written(p, pos_only, 0);
     for (int c = 0; c < d; c++)
         for (int t = 0; t < m->n_vocab && pos_only[c]; t++)
             pos_only[c] = te[(size_t)t * d + c] == 0.0f;
@@ -710,6 +709,7 @@ static int plan_static_keys(TfPlan *p, TfError *err) {
     for (int l = 0; l < m->n_layers; l++) {
         LayerPlan *lp = &p->layers[l];
         const TfLayer *ly = &m->layers[l];
+        if (l > 0) mark_written(p, l - 1, written);
         if (lp->kind != TF_LAYER_ATTENTION || lp->norm_w || lp->k_from >= 0 || lp->k.n_rows == 0)
             continue;
         int nk = lp->k.n_rows, rows = ly->n_heads * ly->d_head, n_static = 0;
@@ -719,7 +719,8 @@ static int plan_static_keys(TfPlan *p, TfError *err) {
         if (!is_static) goto oom;
         for (int k = 0; k < nk; k++) {
             int r = lp->k.rows[k], st = 1;
-            for (int c = 0; c < d && st; c++) st = W[(size_t)r * d + c] == 0.0f || pos_only[c];
+            for (int c = 0; c < d && st; c++)
+                st = W[(size_t)r * d + c] == 0.0f || (pos_only[c] && !written[c]);
             is_static[r] = (char)st;
             n_static += st;
         }
@@ -759,7 +760,8 @@ static int plan_static_keys(TfPlan *p, TfError *err) {
 oom:
     tf_error_set(err, "out of memory");
 done:
-    free(pos_only), free(is_static), free(x), free(y), free(scratch), free(w), free(b), free(ki);
+    free(pos_only), free(written), free(is_static), free(x), free(y), free(scratch), free(w), free(b);
+    free(ki);
     return rc;
 }
 

@@ -125,6 +125,44 @@ int model_find_register_at(const TfModel *m, const char *name, int state) {
     return -1;
 }
 
+/* The one non-zero entry of a length-n vector read with stride `step` (its
+ * index in *at), or 0 when it has none or more than one. */
+static float only_entry(const float *v, int n, size_t step, int *at) {
+    float w = 0;
+    *at = -1;
+    for (int i = 0; i < n; i++) {
+        if (v[(size_t)i * step] == 0) continue;
+        if (*at >= 0) return 0;
+        *at = i, w = v[(size_t)i * step];
+    }
+    return w;
+}
+
+int model_mlp_clears(const TfModel *m, const TfLayer *ly, int *col) {
+    int d = m->d_model, F = ly->d_hidden, n = 0;
+    for (int u = 0; u < F; u++) col[u] = -1;
+    if (ly->kind != TF_LAYER_MLP || ly->act != TF_ACT_RELU || ly->norm_weight >= 0) return 0;
+    const float *w1 = m->tensors[ly->fc1_weight].data, *w2 = m->tensors[ly->fc2_weight].data;
+    const float *b1 = ly->fc1_bias >= 0 ? m->tensors[ly->fc1_bias].data : NULL;
+    const float *b2 = ly->fc2_bias >= 0 ? m->tensors[ly->fc2_bias].data : NULL;
+    for (int u = 0; u + 1 < F; u++) {
+        int c, c2, r, r2;
+        if (only_entry(w1 + (size_t)u * d, d, 1, &c) != 1.0f ||
+            only_entry(w1 + (size_t)(u + 1) * d, d, 1, &c2) != -1.0f || c2 != c ||
+            (b1 && (b1[u] != 0 || b1[u + 1] != 0)) ||
+            only_entry(w2 + u, d, (size_t)F, &r) != -1.0f || r != c ||
+            only_entry(w2 + u + 1, d, (size_t)F, &r2) != 1.0f || r2 != c || (b2 && b2[c] != 0))
+            continue;
+        int writers = 0;
+        for (int k = 0; k < F; k++) writers += w2[(size_t)c * F + k] != 0;
+        if (writers != 2) continue;
+        col[u] = col[u + 1] = c;
+        n++;
+        u++;
+    }
+    return n;
+}
+
 int model_reg_reused(const TfModel *m, int r) {
     const TfRegister *g = &m->regs[r];
     return g->live_from > 0 || g->live_to < m->n_layers;

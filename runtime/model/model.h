@@ -248,6 +248,16 @@ int model_find_register_at(const TfModel *m, const char *name, int state);
 /* Whether register r has a live range narrower than every state. */
 int model_reg_reused(const TfModel *m, int r);
 
+/* The clears of MLP layer ly (compiler/schedule.c reuses a dead register's
+ * columns after one): pairs of hidden units u, u + 1 whose fc1 rows read one
+ * column c alone, by +1 and -1 with no bias, and whose fc2 columns write
+ * -1 and +1 to c alone, no other unit and no bias writing c. Such a layer
+ * leaves exactly 0 in c wherever c held a finite value (ReLU(x) and
+ * ReLU(-x) are exact and one is 0; -ReLU(x) + ReLU(-x) is -x; x + -x is 0),
+ * whatever x was. col[u] and col[u + 1] = c for each pair, -1 for every
+ * other unit (col: d_hidden ints). Returns the number of pairs. */
+int model_mlp_clears(const TfModel *m, const TfLayer *ly, int *col);
+
 /* A layer of the given kind with every optional tensor absent (-1). */
 TfLayer model_layer_init(TfLayerKind kind);
 
