@@ -697,13 +697,6 @@ END_TEST
  * an MLP clears them. Proven, the clear seen as exactly 0; a clear unit's
  * weight halved (half the old value left under the new register's) is
  * refused; so is a clear whose pair is out of step (+1 then +1). */
-static const char *chain_src = "vocab \"^abcd0123456\"; bos '^'; maxlen 7;\n"
-                               "cat a, b, c, out;\n"
-                               "a: Count(k.tokens == q.tokens) -> a;\n"
-                               "b: Count(k.a == q.a) -> b;\n"
-                               "c: Count(k.b == q.b) -> c;\n"
-                               "out: Map(chr(ord('0') + c)) -> out;\n"
-                               "output out at every position;\n";
 
 /* The first unit of the first part of m named clear_*, and its layer. */
 static int clear_unit(const TfModel *m, int *layer) {
@@ -717,7 +710,7 @@ static int clear_unit(const TfModel *m, int *layer) {
 }
 
 START_TEST(test_reused_columns_proven_and_bad_clear_refused) {
-    TfModel *m = compile_text(chain_src, 1);
+    TfModel *m = compile_text(TF_COUNT_CHAIN_SRC, 1);
     int l = -1, u = clear_unit(m, &l), reused = 0;
     ck_assert_int_ge(u, 0);
     for (int r = 0; r < m->n_regs; r++) reused += model_reg_reused(m, r);

@@ -288,14 +288,7 @@ END_TEST
  * model is narrower than its registers side by side and computes what the
  * unscheduled one does. */
 START_TEST(test_dead_columns_reused) {
-    const char *src = "vocab \"^abcd0123456\"; bos '^'; maxlen 7;\n"
-                      "cat a, b, c, out;\n"
-                      "a: Count(k.tokens == q.tokens) -> a;\n"
-                      "b: Count(k.a == q.a) -> b;\n"
-                      "c: Count(k.b == q.b) -> c;\n"
-                      "out: Map(chr(ord('0') + c)) -> out;\n"
-                      "output out at every position;\n";
-    TfModel *s = compile_text(src, 0), *u = compile_text(src, 1);
+    TfModel *s = compile_text(TF_COUNT_CHAIN_SRC, 0), *u = compile_text(TF_COUNT_CHAIN_SRC, 1);
     int side_by_side = 0, shared = 0;
     for (int r = 0; r < s->n_regs; r++) side_by_side += s->regs[r].size;
     ck_assert_int_lt(s->d_model, side_by_side);
@@ -357,11 +350,8 @@ END_TEST
  * its last reader, and its readers' keys stay static (not so: twice the
  * FLOP). */
 START_TEST(test_reused_columns_keep_static_keys) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/programs/add_binary.tfp", tf_env_path("TF_SOURCE_DIR"));
     size_t len;
-    char *src = tf_read_file(path, &len);
-    ck_assert_ptr_nonnull(src);
+    char *src = tf_read_source("programs/add_binary.tfp", &len);
     TfCompileOptions o = {.opt_level = 1};
     TfModel *m[2];
     m[0] = compile_with(src, &o);
@@ -600,11 +590,8 @@ END_TEST
 
 /* A checked Aggregate (sort): the check names the layer that holds its op. */
 START_TEST(test_checks_follow_their_op) {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/programs/sort.tfp", tf_env_path("TF_SOURCE_DIR"));
     size_t len;
-    char *src = tf_read_file(path, &len);
-    ck_assert_ptr_nonnull(src);
+    char *src = tf_read_source("programs/sort.tfp", &len);
     char out[8192] = "";
     FILE *f = fmemopen(out, sizeof out - 1, "w");
     int n_errors;

@@ -25,6 +25,14 @@ char *tf_read_file(const char *path, size_t *len) {
     return buf;
 }
 
+char *tf_read_source(const char *rel, size_t *len) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", tf_env_path("TF_SOURCE_DIR"), rel);
+    char *s = tf_read_file(path, len);
+    ck_assert_msg(s != NULL, "cannot read %s", path);
+    return s;
+}
+
 const char *tf_env_path(const char *var) {
     const char *v = getenv(var);
     ck_assert_msg(v != NULL && *v, "environment variable %s is not set (run the tests with ctest)",
