@@ -5,7 +5,8 @@ exactly the same files.
 From a few valid files (the adder at -O and -O0, sort's categorical
 registers, pattern's layers of several ops, a learned classifier with norms and biases, tests/mkgeneral.c's
 every-position, stop-token, run-time-checked and number-printing models,
-tests/mkparts.py's layers of several ops), which both must accept, N
+tests/mkparts.py's layers of several ops, tests/mklive.py's registers that share a column in
+states they do not both hold: "live"), which both must accept, N
 mutated files (default 3000, a fixed seed): bytes flipped, inserted or cut in
 the header and in the data, the header length changed, and JSON-level edits (a key deleted, doubled,
 renamed or given another value, nested JSON in metadata strings edited the same way, escapes
@@ -32,7 +33,7 @@ VALUES = [0, 1, -1, 2, 3, 4, 6, 7, 8, 16, 1.5, 2.0, -0.0, 1e400, -1e400, 2**31, 
           False, None, [], {}, [1], [0, 4], [1, 1, 1, 1, 1], "[]", "{}", "[\"a\"]", 1e-50, 1e300,
           [0, 1], [1, 2], [0, 0], [2, 1], [1, -1], [0, 2**31], "heads", "units"]
 # Keys a renamed key becomes: a part's range under the other layer kind's name, ...
-KEYS = ["heads", "units", "name", "op", "line", "parts", "kind", "zz"]
+KEYS = ["heads", "units", "name", "op", "line", "parts", "kind", "live", "zz"]
 RAW = ["\\u0000", "\\ud800", "\\udc00x", "\\ud83d\\ude00", "\xff", "\xc0\xaf", "\xed\xa0\x80",
        "\t", "\x01", "NaN", "Infinity", "-Infinity", "01", "1.", ".5", "+1", "1e", "-", "\\x",
        "\\u12", " ", "\n", "\ufeff", ",", "]", "}", "\"", "\\\\", "[" * 40, "1" * 41, "é"]
@@ -206,6 +207,10 @@ def main():
         parts = os.path.join(tmp, "parts.tfw")
         subprocess.run([sys.executable, os.path.join(src, "tests", "mkparts.py"), parts], check=True)
         seeds.append(parts)
+        length, reuse = os.path.join(tmp, "length.tfw"), os.path.join(tmp, "reuse.tfw")
+        subprocess.run([tfc, os.path.join(src, "programs", "length.tfp"), "-o", length], check=True)
+        subprocess.run([sys.executable, os.path.join(src, "tests", "mklive.py"), length, reuse], check=True)
+        seeds.append(reuse)
         for p in seeds:  # the valid files themselves
             c = subprocess.run([tfinfo, p], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             py_ok, py_msg = python_accepts(open(p, "rb").read())

@@ -15,6 +15,9 @@ block's layers (docs/python.md): hook_k, hook_v, hook_z, hook_attn_scores
 hook_post, hook_mlp_out, ln1/ln2.hook_normalized, and hook_q divided by the
 scale folded into W_Q; padded heads' queries, keys, values and sums,
 padded channels and units must be 0, and a padding sublayer's output.
+Each register held in the file's residual state of a residual stream of
+the forward (blocks.{b}.hook_resid_pre, _mid, _post: t2tl.hook_states)
+decodes from it as from the module's (tfw_torch's decode, by state).
     tl_check.py --refuse MODEL.tfw MESSAGE: the converter must refuse the
         model with an error containing MESSAGE.
 Exit 1 on any difference. Needs Debian's python3-torch.
@@ -66,14 +69,17 @@ def tl_forward(cfg, sd, tokens, cache):
         names = {"ln1.hook_normalized": h, "attn.hook_q": q, "attn.hook_k": k, "attn.hook_v": v,
                  "attn.hook_attn_scores": scores, "attn.hook_pattern": pattern, "attn.hook_z": z,
                  "hook_attn_out": out}
+        names["hook_resid_pre"] = x
         x = x + out
         if not cfg["attn_only"]:
+            names["hook_resid_mid"] = x
             h = layer_norm(x, sd[p + "ln2.w"], sd[p + "ln2.b"], cfg["eps"]) if ln else x
             pre = torch.einsum("bpd,dm->bpm", h, sd[p + "mlp.W_in"]) + sd[p + "mlp.b_in"]
             out = torch.einsum("bpm,md->bpd", act(pre), sd[p + "mlp.W_out"]) + sd[p + "mlp.b_out"]
             names.update({"ln2.hook_normalized": h, "mlp.hook_pre": pre, "mlp.hook_post": act(pre),
                           "hook_mlp_out": out})
             x = x + out
+        names["hook_resid_post"] = x
         cache.update({p + k: v for k, v in names.items()})
         resid.append(x)
     if ln:
@@ -162,7 +168,8 @@ def main():
         if tuple(sd[name].shape) != shape:
             print("FAIL: %s has shape %s, TransformerLens wants %s" % (name, tuple(sd[name].shape), shape))
             failures += 1
-    compared = 0
+    compared = decoded = 0
+    states = t2tl.hook_states(blocks, cfg["attn_only"])
     for prompt in prompts:
         tl = {}
         with torch.no_grad():
@@ -174,6 +181,10 @@ def main():
             if bad:
                 print("FAIL: %r: block %d (layers %s) differs by %.3g" % (prompt, b, [ai, mi], diff))
                 failures += 1
+            if states["blocks.%d.hook_resid_post" % b] != last + 1:
+                print("FAIL: block %d (layers %s): hook_states says state %d"
+                      % (b, [ai, mi], states["blocks.%d.hook_resid_post" % b]))
+                failures += 1
             for name, got, want in block_pairs(model, cfg, tl, cache, b, ai, mi):
                 bad, diff = differs(got, torch.zeros_like(got) if want is None else want, tol)
                 compared += 1
@@ -181,13 +192,28 @@ def main():
                     print("FAIL: %r: block %d (layers %s): %s differs by %.3g%s"
                           % (prompt, b, [ai, mi], name, diff, "" if want is not None else " from 0"))
                     failures += 1
+        for name, state in states.items():  # registers by state, from TransformerLens's streams
+            if name not in tl:
+                print("FAIL: hook_states names %s, which TransformerLens's forward has not" % name)
+                failures += 1
+                continue
+            for reg in model.registers_at(state):
+                got = model.decode(tl[name], reg, state=state)
+                want = model.decode(cache, reg, state=state)
+                decoded += 1
+                if not all(g == w or (isinstance(g, float) and isinstance(w, (int, float)) and
+                                      abs(g - w) <= tol * max(1.0, abs(w))) for g, w in zip(got, want)):
+                    print("FAIL: %r: %s (state %d): register %s decodes to %s, the module's %s"
+                          % (prompt, name, state, reg, got, want))
+                    failures += 1
         bad, diff = differs(tl_logits, logits, tol)
         if bad or not torch.equal(tl_logits.argmax(-1), logits.argmax(-1)):
             print("FAIL: %r: logits differ by %.3g, or their argmax" % (prompt, diff))
             failures += 1
-    print("%s: %d TransformerLens blocks %s, %d prompts, %d activations compared, %d failures"
-          % (os.path.basename(path), cfg["n_layers"], blocks if len(blocks) < 8 else "...",
-             len(prompts), compared, failures))
+    print("%s: %d TransformerLens blocks %s, %d prompts, %d activations compared, %d registers "
+          "decoded, %d failures" % (os.path.basename(path), cfg["n_layers"],
+                                     blocks if len(blocks) < 8 else "...", len(prompts), compared,
+                                     decoded, failures))
     return 1 if failures else 0
 
 

@@ -218,5 +218,133 @@ p=$?
     grep -q "tensor 'unembed.weight' is missing" "$G/nou_torch.txt"
 check "output held as a number, no unembedding: tfrun and PyTorch refuse it alike" $?
 
+# Live ranges (docs/weight-format.md, *Registers*): tests/mklive.py's length
+# model, where layer 1 zeroes n.frac and writes out into its column, runs and
+# decodes by state; tfinfo/tfrun and PyTorch accept and refuse the same "live"
+# fields with the same messages.
+Lv=$tmp/live
+mkdir -p "$Lv"
+"$TFC" "$SRC/programs/length.tfp" -o "$Lv/length.tfw" && "$PY" "$SRC/tests/mklive.py" "$Lv/length.tfw" "$Lv/reuse.tfw"
+check "mklive.py: length with out on n.frac's column (live [1, 1], [2, 2])" $?
+printf '^\n^a\n^abab\n^aaaaaaaaaabbbbbb\n^bbbbbbbbbb\n' >"$Lv/p.txt"
+"$TFRUN" "$Lv/length.tfw" --batch "$Lv/p.txt" >"$Lv/length.txt" &&
+    "$TFRUN" "$Lv/reuse.tfw" --batch "$Lv/p.txt" >"$Lv/tfrun.txt" &&
+    "$PY" "$SRC/tools/tfw_torch.py" "$Lv/reuse.tfw" --batch "$Lv/p.txt" >"$Lv/torch.txt" &&
+    cmp -s "$Lv/length.txt" "$Lv/tfrun.txt" && cmp -s "$Lv/tfrun.txt" "$Lv/torch.txt" &&
+    grep -qxF "$(printf '^abab\t4444')" "$Lv/torch.txt"
+check "a reused column: tfrun and PyTorch print what the original prints" $?
+"$TFRUN" "$Lv/reuse.tfw" --dump "$Lv/reuse.safetensors" "^abab" >/dev/null
+check "tfrun --dump of the reused model" $?
+"$PY" - "$SRC/tools" "$Lv" <<'PYEOF'
+import sys
+sys.path.insert(0, sys.argv[1])
+import torch
+import tfw_torch
+d = sys.argv[2]
+fails = []
+def expect(name, ok):
+    if not ok:
+        fails.append(name)
+        print("FAIL: " + name)
+def refused(name, fn, text):
+    try:
+        got = fn()
+    except tfw_torch.TfwError as e:
+        expect("%s: %r in %r" % (name, text, str(e)), text in str(e))
+        return
+    expect("%s is refused (got %r)" % (name, got), False)
+# (layer 1's sums run in another order once it writes column 2: out is 4 within 2e-5)
+near = lambda a, b: len(a) == len(b) and all(abs(x - y) <= 1e-3 for x, y in zip(a, b))  # noqa: E731
+
+m0, m = tfw_torch.load(d + "/length.tfw"), tfw_torch.load(d + "/reuse.tfw")
+_, c0 = m0.run_with_cache("^abab")
+_, c = m.run_with_cache("^abab")
+frac, out = m0.decode(c0, "n.frac", state=1), m0.decode(c0, "out", state=2)
+expect("the original: n.frac 1/5, out 4 (%s, %s)" % (frac, out),
+       near(frac, [1, 0.2, 0.2, 0.2, 0.2]) and out == [0, 4, 4, 4, 4])
+# Column 2 after layer 1 is out's, not n.frac's: a reader must go by state.
+expect("column 2 holds out after layer 1",
+       near(c["blocks.1.hook_resid_post"][0, :, 2].tolist(), out))
+expect("live ranges", (m.live("n.frac"), m.live("out"), m.live("tokens")) == ((1, 1), (2, 2), (0, 2)))
+expect("registers_at", [m.registers_at(s) for s in range(3)] ==
+       [["tokens"], ["tokens", "n.frac"], ["tokens", "out"]])
+expect("default: n.frac in its last live state (1)", m.decode(c, "n.frac") == frac)
+expect("default: out after the last layer", near(m.decode(c, "out"), out))
+expect("state=1", m.decode(c, "n.frac", state=1) == frac)
+expect("state=2", near(m.decode(c, "out", state=2), out))
+expect("a hook of state 1 (layer 1's input)", m.decode(c, "n.frac", hook="blocks.1.hook_resid_pre") == frac)
+expect("a tensor with its state", near(m.decode(c["blocks.1.hook_resid_post"], "out", state=2), out))
+expect("a register live everywhere, from any stream",
+       m.decode(c["blocks.0.hook_resid_post"], "tokens") == ["'^'", None, None, None, None])
+refused("n.frac in state 2", lambda: m.decode(c, "n.frac", state=2),
+        "register 'n.frac' holds its columns in states 1..1 only")
+refused("n.frac after layer 1", lambda: m.decode(c, "n.frac", hook="blocks.1.hook_resid_post"),
+        "not in state 2 (blocks.1.hook_resid_post)")
+refused("n.frac in the embedding", lambda: m.decode(c, "n.frac", hook="hook_embed"), "not in state 0")
+refused("out in state 1", lambda: m.decode(c, "out", state=1), "register 'out' holds its columns in states 2..2 only")
+refused("out after layer 0", lambda: m.decode(c, "out", hook="blocks.0.hook_resid_post"), "not in state 1")
+refused("a hook and another state", lambda: m.decode(c, "out", hook="blocks.1.hook_resid_post", state=1),
+        "is residual state 2, not state 1")
+refused("a tensor of no known state", lambda: m.decode(c["blocks.1.hook_resid_post"], "out"), "give state=")
+refused("a state past the last", lambda: m.decode(c, "tokens", state=3), "not a residual state 0..2")
+refused("an activation that is no residual stream", lambda: m.decode(c, "tokens", hook="blocks.0.attn.hook_q"),
+        "blocks.0.attn.hook_q is not a residual stream (no register is read from it)")
+_, acts = tfw_torch.read_safetensors(d + "/reuse.safetensors")
+expect("the C engine's dump decodes by state too",
+       near(m.decode(acts, "n.frac"), frac) and near(m.decode(acts, "out"), out))
+refused("the dump's n.frac in state 2", lambda: m.decode(acts, "n.frac", state=2), "states 1..1 only")
+sys.exit(1 if fails else 0)
+PYEOF
+check "the module decodes a reused column's registers by state, and refuses the others" $?
+# Header edits: each accepted by both readers or refused by both, with the same message.
+T='{"name":"tokens","kind":"categorical","offset":0,"size":1,"values":["'"'^'"'"]}'
+F='{"name":"n.frac","kind":"scalar","offset":2,"size":1'
+O='{"name":"out","kind":"scalar","offset":2,"size":1'
+n_case=0
+live_case() { # live_case NAME WANT(ok|load|message) [KEY=TEXT ...]: a header edit of reuse.tfw
+    # (ok: both load it and print the same; load: both load it)
+    local name=$1 want=$2
+    shift 2
+    n_case=$((n_case + 1))
+    local f=$Lv/case$n_case.tfw
+    if [ $# -eq 0 ]; then cp "$Lv/reuse.tfw" "$f"; else "$PY" "$SRC/tests/mklive.py" "$Lv/reuse.tfw" "$f" "$@"; fi ||
+        { check "live: $name: mklive.py" 1; return; }
+    "${TF_BUILD_DIR:?}/tfinfo" "$f" >/dev/null 2>"$Lv/c.err"
+    local c=$?
+    "$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); import tfw_torch; tfw_torch.load(sys.argv[2])' \
+        "$SRC/tools" "$f" 2>"$Lv/p.err"
+    local p=$?
+    if [ "$want" = load ]; then
+        [ $c -eq 0 ] && [ $p -eq 0 ]
+    elif [ "$want" = ok ]; then
+        [ $c -eq 0 ] && [ $p -eq 0 ] &&
+            "$TFRUN" "$f" "^abab" >"$Lv/c.out" 2>&1 &&
+            "$PY" "$SRC/tools/tfw_torch.py" "$f" "^abab" >"$Lv/p.out" 2>&1 && cmp -s "$Lv/c.out" "$Lv/p.out"
+    else
+        [ $c -eq 1 ] && [ $p -ne 0 ] && grep -qF "$want" "$Lv/c.err" && grep -qF "TfwError: $want" "$Lv/p.err"
+    fi
+    check "live: $name: tfinfo and PyTorch agree ($want)" $?
+}
+live_case "disjoint ranges share a column" ok
+live_case "live past the last state is capped" ok "registers=[$T,$F,\"live\":[1,1]},$O,\"live\":[2,99]}]"
+live_case "live written as 1.0" ok "registers=[$T,$F,\"live\":[1.0,1e0]},$O,\"live\":[2,2147483646]}]"
+live_case "ranges [0, 0] and [1, 2]" ok "registers=[$T,$F,\"live\":[0,0]},$O,\"live\":[1,2]}]"
+live_case "overlapping ranges" "registers 'n.frac' and 'out' overlap" "registers=[$T,$F,\"live\":[0,1]},$O,\"live\":[1,2]}]"
+live_case "no live: every state" "registers 'n.frac' and 'out' overlap" "registers=[$T,$F},$O,\"live\":[2,2]}]"
+live_case "from after to" "__metadata__.registers[1]: live is not [from, to], integers 0 <= from <= to" \
+    "registers=[$T,$F,\"live\":[1,0]},$O,\"live\":[2,2]}]"
+for bad in '[1]' '[1,1,1]' '[0.5,1]' '["1","1"]' '[-1,1]' '[true,1]' 'null' '{}' '1' '[2,2147483647]'; do
+    live_case "live $bad" "__metadata__.registers[1]: live is not [from, to], integers 0 <= from <= to" \
+        "registers=[$T,$F,\"live\":$bad},$O,\"live\":[2,2]}]"
+done
+live_case "from past the last state" "register 'out': live range 3..4 is not within states 0..2" \
+    "registers=[$T,$F,\"live\":[1,1]},$O,\"live\":[3,4]}]"
+live_case "the output not live after the last layer" "output register 'out' does not hold its columns after the last layer" \
+    "registers=[$T,$F,\"live\":[2,2]},$O,\"live\":[0,1]}]"
+C='checks=[{"register":"tokens","layer":0,"line":11,"op":"Count -> n"}]'
+live_case "a check where its register is live" load "$C" "registers=[$T,$F,\"live\":[1,1]},$O,\"live\":[2,2]}]"
+live_case "a check where its register is not live" "check 0: register 'tokens' does not hold its columns after layer 0" \
+    "$C" "registers=[${T%\}},\"live\":[0,0]},$F,\"live\":[1,1]},$O,\"live\":[2,2]}]"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -7,7 +7,8 @@
 # cache of the block's layers: the adder -O0 (one GELU
 # MLP or attention per block, padded), sort (bidirectional, ReLU, attention
 # and MLP layers paired), words (a vocabulary of words), a trained pre-norm model and the secret code
-# classifier; and the models it must refuse, with the reason.
+# classifier, length with a column two registers hold in turn (registers
+# decoded by state); and the models it must refuse, with the reason.
 set -u
 TFC=$1
 TFTRAIN=$2
@@ -42,6 +43,17 @@ d = torch.load(sys.argv[1])
 assert d["vocab"] == ["^", "0", "1", "2", "None", "increasing", "decreasing", "constant"], d["vocab"]
 assert d["input_vocab"] == 4 and d["cfg"]["d_vocab_out"] == 8, (d["input_vocab"], d["cfg"])' "$tmp/trend.pt"
 check "output-only tokens in TransformerLens's layout (input_vocab 4 of 8 tokens)" $?
+# A column two registers hold in turn (tests/mklive.py: n.frac in state 1, out
+# in state 2, both in the one block's streams): TransformerLens's residual
+# streams decode by the file's state (hook_states; states in the .pt).
+"$TFC" "$P/length.tfp" -o "$tmp/length.tfw" && "$PY" "$SRC/tests/mklive.py" "$tmp/length.tfw" "$tmp/reuse.tfw" &&
+    "$PY" "$SRC/tests/tl_check.py" "$tmp/reuse.tfw" 1e-5 "^abab" "^bbbbbbbbbbbb" >"$tmp/out" &&
+    grep -q "1 TransformerLens blocks \[\[0, 1\]\], 2 prompts, .*, 10 registers decoded, 0 failures" "$tmp/out" &&
+    "$PY" "$SRC/tools/tfw_to_transformerlens.py" "$tmp/reuse.tfw" "$tmp/reuse.pt" >/dev/null &&
+    "$PY" -c 'import sys, torch
+s = torch.load(sys.argv[1])["states"]
+assert s == {"blocks.0.hook_resid_pre": 0, "blocks.0.hook_resid_mid": 1, "blocks.0.hook_resid_post": 2}, s' "$tmp/reuse.pt"
+check "registers that share a column decode by state from TransformerLens's blocks ($(tail -1 "$tmp/out"))" $?
 "$PY" "$SRC/tests/tl_check.py" "$tmp/binary_add.tfw" 1e-5 "011+001=" "111+111="
 check "trained binary_add in TransformerLens's layout" $?
 "$PY" "$SRC/tests/tl_check.py" "$tmp/secret_code.tfw" 1e-5 "#2013" "#7"

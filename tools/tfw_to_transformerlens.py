@@ -3,10 +3,12 @@
 dict and a state dict of the names and shapes HookedTransformer expects.
 
     /usr/bin/python3 tools/tfw_to_transformerlens.py MODEL.tfw OUT.pt
-        writes torch.save({"cfg": cfg, "state_dict": sd, "blocks": blocks, "vocab": names,
-        "input_vocab": n}, OUT.pt); vocab lists the tokens' names (characters, or words), and
-        input_vocab how many of them a prompt can hold (the others are output-only:
-        rows of the unembedding, zero rows of W_E that no prompt reaches)
+        writes torch.save({"cfg": cfg, "state_dict": sd, "blocks": blocks, "states": states,
+        "vocab": names, "input_vocab": n}, OUT.pt); vocab lists the tokens' names (characters,
+        or words), and input_vocab how many of them a prompt can hold (the others are
+        output-only: rows of the unembedding, zero rows of W_E that no prompt reaches);
+        states (hook_states) the file's residual state each of TransformerLens's
+        residual streams is (blocks.{b}.hook_resid_pre, _mid, _post), to decode registers by
 
     import tfw_to_transformerlens as t2tl
     cfg, sd, blocks = t2tl.convert(tfw_torch.load("MODEL.tfw"))
@@ -28,6 +30,12 @@ every block); a .tfw's layers are not. The mapping (docs/python.md):
 - scales: TransformerLens divides every score by sqrt(d_head)
   (use_attn_scale); each layer's own scale is folded into its W_Q and b_Q.
 - a layer without an output projection gets the identity as W_O.
+- registers: TransformerLens has none, and its block b is not the file's
+  layer b. hook_states(blocks) gives the file's residual state (state i + 1
+  is layer i's output) of each of its residual streams, the state
+  tfw_torch's decode needs, as a register may hold its columns in some
+  states only (its "live" range):
+  model.decode(tl_cache[name], "carry", state=hook_states(blocks)[name]).
 - normalization "LN" when every attention and MLP layer has a pre-norm and
   the last layer is a norm layer (ln_final); None when no layer has norms.
 
@@ -72,6 +80,24 @@ def plan_blocks(layers):
         else:
             i += 1  # norm layers: checked by check_norms
     return blocks
+
+
+def hook_states(blocks, attn_only=False):
+    """{TransformerLens's residual-stream name: the file's residual state it
+    is} (state 0 the embedding's output, state i + 1 layer i's):
+    blocks.{b}.hook_resid_pre, hook_resid_mid (after the block's attention;
+    not in an attn_only model) and hook_resid_post, for decoding registers
+    by state from a TransformerLens run (tfw_torch's decode, state=)."""
+    states, s = {}, 0
+    for b, (ai, mi) in enumerate(blocks):
+        p = "blocks.%d." % b
+        states[p + "hook_resid_pre"] = s
+        s = s if ai is None else ai + 1
+        if not attn_only:
+            states[p + "hook_resid_mid"] = s
+        s = s if mi is None else mi + 1
+        states[p + "hook_resid_post"] = s
+    return states
 
 
 def check_norms(layers):
@@ -206,8 +232,10 @@ def main():
         return 1
     # vocab: token i's name (a character, or a word), as TransformerLens's tokenizer would map it;
     # input_vocab: how many of them a prompt can hold (the rest are output-only: logits only)
-    torch.save({"cfg": cfg, "state_dict": sd, "blocks": blocks, "vocab": model.vocab,
-                "input_vocab": model.tf.n_input}, sys.argv[2])
+    # states: the file's residual state of each residual stream (hook_states), to decode registers by
+    torch.save({"cfg": cfg, "state_dict": sd, "blocks": blocks,
+                "states": hook_states(blocks, cfg["attn_only"]),
+                "vocab": model.vocab, "input_vocab": model.tf.n_input}, sys.argv[2])
     print("%s: %d blocks (%s), d_model %d, %d heads of %d, d_mlp %s, %s, %s"
           % (sys.argv[2], cfg["n_layers"], json.dumps(blocks), cfg["d_model"], cfg["n_heads"],
              cfg["d_head"], cfg["d_mlp"], cfg["act_fn"], cfg["normalization_type"] or "no norm"))

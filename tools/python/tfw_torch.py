@@ -26,7 +26,9 @@ As a module (docs/python.md):
     model.generate("0001+0008=", fwd_hooks=[...])  # edited: fn(act, hook) -> act
     cache["blocks.3.hook_resid_post"]              # [1, n_pos, d_model]
     cache["blocks.0.attn.hook_pattern"]            # [1, n_heads, n_pos, n_pos]
-    model.decode(cache, "carry")                   # the register, per position
+    model.decode(cache, "carry")                   # the register, per position, in
+                                                   # the last state it is live in
+    model.decode(cache, "carry", state=9)          # after layer 8 (refused where not live)
     model.generate("0999+0111=")                   # "0111"
     meta, tensors = tfw_torch.read("adder.tfw")    # validated as tfrun validates
 
@@ -188,7 +190,29 @@ def _check_entry(name, e):
     return dims, b, en
 
 
-def _check_registers(regs, d_model, n_vocab):
+LIVE_END = INT32_MAX  # runtime/model/model.h TF_LIVE_END: "live" absent, to the last state
+
+
+def _live(r, i):
+    """read_live in runtime/model/tfw.c: a register's optional "live",
+    [from, to], two integers 0 <= from <= to (to below 2^31 - 1): the
+    residual states whose columns are the register's (state 0 the
+    embedding's output, state i + 1 layer i's). Absent: every state."""
+    if "live" not in r:
+        return 0, LIVE_END
+    v = r["live"]
+    a, b = (_double(v[0]), _double(v[1])) if isinstance(v, list) and len(v) == 2 else (None, None)
+    if a is None or b is None or not a >= 0 or not b >= a or b > INT32_MAX - 1 or \
+            a != math.floor(a) or b != math.floor(b):
+        raise TfwError("__metadata__.registers[%d]: live is not [from, to], integers 0 <= from <= to" % i)
+    return int(a), int(b)
+
+
+def _check_registers(regs, d_model, n_vocab, n_layers):
+    """read_registers in runtime/model/tfw.c and validate_registers in
+    runtime/model/model.c: [(name, kind, offset, size, live_from, live_to)].
+    Two registers may share a column only in states they do not both hold
+    (their live ranges, live_to capped at n_layers, are disjoint)."""
     out = []
     for i, r in enumerate(regs):
         if not isinstance(r, dict):
@@ -209,8 +233,8 @@ def _check_registers(regs, d_model, n_vocab):
                 raise TfwError("register %r: a value label appears twice" % name)
         elif "values" in r:
             raise TfwError("__metadata__.registers[%d]: a %s register has no values" % (i, kind))
-        out.append((name, kind, off, size))
-    for i, (name, kind, off, size) in enumerate(out):
+        out.append((name, kind, off, size) + _live(r, i))
+    for i, (name, kind, off, size, lf, lt) in enumerate(out):
         if not name:
             raise TfwError("register %d has no name" % i)
         want = {"token": n_vocab, "position": 2, "scalar": 1}.get(kind, size)
@@ -218,14 +242,25 @@ def _check_registers(regs, d_model, n_vocab):
             raise TfwError("register %r: a %s register has %d columns, not %d" % (name, kind, want, size))
         if off > d_model - size:
             raise TfwError("register %r: columns lie outside d_model" % name)
-    names = [name for name, _, _, _ in out]
+        if lf > n_layers:
+            raise TfwError("register '%s': live range %d..%d is not within states 0..%d"
+                           % (name, lf, lt, n_layers))
+    names = [r[0] for r in out]
     if len(set(names)) != len(names):
         raise TfwError("a register name appears twice")
-    end = None  # sorted by offset, each must start after the last ends
-    for name, _, off, size in sorted(out, key=lambda r: r[2]):
-        if end is not None and off < end:
-            raise TfwError("registers overlap at %r" % name)
-        end = off + size if end is None else max(end, off + size)
+    # registers_distinct: swept by offset (then declaration order), the
+    # registers still open at an offset all hold that column; a pair is named
+    # in declaration order.
+    end = lambda j: min(out[j][5], n_layers)  # noqa: E731
+    opened = []
+    for i in sorted(range(len(out)), key=lambda j: (out[j][2], j)):
+        opened = [j for j in opened if out[j][2] + out[j][3] > out[i][2]]
+        for j in opened:
+            if out[j][4] > end(i) or out[i][4] > end(j):
+                continue
+            a, b = min(i, j), max(i, j)
+            raise TfwError("registers '%s' and '%s' overlap" % (out[a][0], out[b][0]))
+        opened.append(i)
     return out
 
 
@@ -238,7 +273,8 @@ def _check_checks(meta, regs, n_layers):
     checks = _meta_json(meta, "checks")
     if not isinstance(checks, list):
         raise TfwError("__metadata__.checks is not a JSON array")
-    kinds = {name: k for name, k, _, _ in regs}
+    kinds = {r[0]: r[1] for r in regs}
+    live = {r[0]: r[4:] for r in regs}
     for i, c in enumerate(checks):
         if not isinstance(c, dict) or not isinstance(c.get("register"), str) or \
                 not isinstance(c.get("op"), str) or not c["op"] or \
@@ -248,6 +284,10 @@ def _check_checks(meta, regs, n_layers):
             raise TfwError("__metadata__.checks[%d]: register %r is not categorical" % (i, c["register"]))
         if c["layer"] >= n_layers:
             raise TfwError("__metadata__.checks[%d]: layer %d does not exist" % (i, c["layer"]))
+        lf, lt = live[c["register"]]  # validate_checks: the register holds the state it checks
+        if not lf <= c["layer"] + 1 <= lt:
+            raise TfwError("check %d: register '%s' does not hold its columns after layer %d"
+                           % (i, c["register"], c["layer"]))
         if "bound" in c:
             b = _double(c["bound"])
             if b is None or not 0 <= b < 0.5:
@@ -434,12 +474,16 @@ def check(data):
         raise TfwError("output-only tokens in a model not read at every position")
     if "bos" in meta and meta["bos"] in vocab[len(vocab) - n_only:]:
         raise TfwError("__metadata__.bos is an output-only token")
-    regs = _check_registers(_meta_json(meta, "registers"), d, len(vocab) - n_only)
-    _check_layers(_meta_json(meta, "layers"), shapes, d)
+    layers = _meta_json(meta, "layers")
+    regs = _check_registers(_meta_json(meta, "registers"), d, len(vocab) - n_only, len(layers))
+    _check_layers(layers, shapes, d)
     if "output" in meta:
-        kinds = [k for name, k, _, _ in regs if name == meta["output"]]
+        kinds = [r[1] for r in regs if r[0] == meta["output"]]
         if not kinds:
             raise TfwError("__metadata__.output names a register which is not declared")
+        if [r[5] for r in regs if r[0] == meta["output"]][0] < len(layers):
+            raise TfwError("output register '%s' does not hold its columns after the last layer"
+                           % meta["output"])
         if kinds[0] not in ("token", "categorical", "scalar"):
             raise TfwError("output register is not a token, categorical or scalar register")
     n_out = len(vocab)
@@ -463,10 +507,10 @@ def check(data):
     # no unembedding) reads its output register, not logits.
     numeric = "output" in meta and not classify and every == "every_position" and \
         "unembed.weight" not in shapes and \
-        [k for name, k, _, _ in regs if name == meta["output"]][0] == "scalar"
+        [r[1] for r in regs if r[0] == meta["output"]][0] == "scalar"
     # Any other scalar output is a `cat` register held as a number, which
     # the unembedding (with its bias) decodes into tokens.
-    _check_checks(meta, regs, len(_meta_json(meta, "layers")))
+    _check_checks(meta, regs, len(layers))
     for key in ("made_by", "learned"):  # how the file was made: JSON objects
         if key in meta and not isinstance(strict_json(meta[key], "__metadata__." + key), dict):
             raise TfwError("__metadata__.%s is not a JSON object" % key)
@@ -897,20 +941,127 @@ class Model(torch.nn.Module):
             ids = torch.cat([ids, torch.tensor([[nxt]])], dim=1)
         return tokens_text(self.tf, ids[0, length:].tolist())
 
-    def decode(self, cache, register, hook=None, batch=0):
-        """Register `register` read at every position from the residual
-        stream `hook` of the cache (default: after the last layer), as
-        tfrun --trace reads it: a token register gives its argmax token, a
-        categorical one its value label (None when all near 0), a position
-        register the position it points to (an int when within 0.1 of one,
-        else a float; None when near 0), a scalar its value."""
+    def live(self, register):
+        """(first, last): the residual states in which `register` holds its
+        columns (the file's "live", its end capped at the last state;
+        (0, n_layers) when the file gives none). State 0 is the embedding's
+        output, state i + 1 layer i's (blocks.{i}.hook_resid_post); outside
+        these states the columns may be another register's."""
+        r = self._register(register)
+        n = len(self.layers)
+        live = r.get("live", [0, n])  # validated: integers (perhaps written 2.0)
+        return int(live[0]), min(int(live[1]), n)
+
+    def registers_at(self, state):
+        """The names of the registers that hold their columns in residual
+        state `state` (0 .. n_layers), in the file's order."""
+        self._state(state)
+        return [name for name in self.registers if self.live(name)[0] <= state <= self.live(name)[1]]
+
+    def state_hook(self, state):
+        """The cache's name of residual state `state`: blocks.0.hook_resid_pre
+        for 0 (the embedding's output), blocks.{state-1}.hook_resid_post
+        after (None for state 0 of a model without layers: hook_embed +
+        hook_pos_embed)."""
+        self._state(state)
+        if state == 0:
+            return "blocks.0.hook_resid_pre" if self.layers else None
+        return "blocks.%d.hook_resid_post" % (state - 1)
+
+    def hook_state(self, hook):
+        """The residual state of the d_model-wide activation `hook`:
+        hook_embed and hook_pos_embed (its two parts) 0; blocks.{i}.hook_resid_pre
+        and blocks.{i}.ln1/ln2.hook_normalized (layer i's input) i;
+        blocks.{i}.hook_resid_post and what layer i adds (hook_attn_out,
+        hook_mlp_out) i + 1; ln_final.hook_normalized n_layers. None for a
+        name the module does not make (a cache of your own); TfwError for
+        one of its activations that is no residual stream (hook_q, ...)."""
+        n = len(self.layers)
+        if hook in ("hook_embed", "hook_pos_embed"):
+            return 0
+        if hook == "ln_final.hook_normalized":
+            return n
+        m = re.fullmatch(r"blocks\.([0-9]+)\.(.+)", hook)
+        if not m or int(m.group(1)) >= n:
+            return None
+        i, rest = int(m.group(1)), m.group(2)
+        if rest in ("hook_resid_pre", "ln1.hook_normalized", "ln2.hook_normalized"):
+            return i
+        if rest in ("hook_resid_post", "hook_attn_out", "hook_mlp_out"):
+            return i + 1
+        raise TfwError("%s is not a residual stream (no register is read from it)" % hook)
+
+    def _register(self, register):
         if register not in self.registers:
             raise TfwError("no register %r (the registers: %s)"
                            % (register, ", ".join(self.registers) or "none"))
-        r = self.registers[register]
-        if hook is None:
-            hook = "blocks.%d.hook_resid_post" % (len(self.layers) - 1) if self.layers else "hook_embed"
-        x = cache[hook][batch].detach().double()
+        return self.registers[register]
+
+    def _state(self, state):
+        n = len(self.layers)
+        if isinstance(state, bool) or not isinstance(state, int) or not 0 <= state <= n:
+            raise TfwError("state %r is not a residual state 0..%d (0 the embedding's output, "
+                           "i + 1 layer i's)" % (state, n))
+
+    def decode(self, cache, register, hook=None, batch=0, state=None):
+        """Register `register` read at every position of one residual state,
+        as tfrun --trace reads it: a token register gives its argmax token, a
+        categorical one its value label (None when all near 0), a position
+        register the position it points to (an int when within 0.1 of one,
+        else a float; None when near 0), a scalar its value.
+
+        A register holds its columns only in the states of its live range
+        (live(register); the columns may be another register's in the
+        others), so the state is always known and checked:
+
+        - neither hook nor state: the last state the register is live in,
+          its final value (after the last layer for a register live to the
+          end; a register the compiler retires earlier is read where it
+          was last held, not from columns another register took);
+        - state=s: that state of the cache (state_hook(s));
+        - hook=name: that activation of the cache, of the state hook_state
+          gives (state=, when also given, must agree, and gives the state
+          of a name of your own);
+        - cache may also be one residual stream, a tensor [batch, pos,
+          d_model] or [pos, d_model] (a TransformerLens run's, say), with
+          state= saying which state it is.
+
+        A state in which the register is not live is refused (TfwError
+        naming the register and its live range), as is a stream whose state
+        is unknown, unless the register is live in every state."""
+        r = self._register(register)
+        lo, hi = self.live(register)
+        n = len(self.layers)
+        if state is not None:
+            self._state(state)
+        if torch.is_tensor(cache):
+            if hook is not None:
+                raise TfwError("decode: hook names an activation of a cache; this is a tensor")
+            x, where = cache if cache.dim() == 2 else cache[batch], "the tensor"
+        else:
+            if hook is None:
+                hook = self.state_hook(hi if state is None else state)
+            known = self.hook_state(hook) if hook is not None else 0
+            if state is not None and known is not None and known != state:
+                raise TfwError("decode: %s is residual state %d, not state %d" % (hook, known, state))
+            state = known if state is None else state
+            if hook is None:  # state 0 of a model without layers
+                x, where = cache["hook_embed"][batch] + cache["hook_pos_embed"][batch], "state 0"
+            elif hook not in cache:
+                raise TfwError("decode: the cache has no %s" % hook)
+            else:
+                x, where = cache[hook][batch], hook
+        if state is None and (lo, hi) != (0, n):
+            raise TfwError("register '%s' holds its columns in states %d..%d only, and which state "
+                           "%s is is unknown: give state=" % (register, lo, hi, where))
+        if state is not None and not lo <= state <= hi:
+            raise TfwError("register '%s' holds its columns in states %d..%d only (state 0 the "
+                           "embedding's output, i + 1 layer i's), not in state %d (%s): they may be "
+                           "another register's there" % (register, lo, hi, state, where))
+        x = x.detach().double()
+        if x.dim() != 2 or x.shape[-1] != int(self.cfg["d_model"]):
+            raise TfwError("decode: %s is %s, not a residual stream [pos, %d]"
+                           % (where, list(x.shape), self.cfg["d_model"]))
         cols = x[:, r["offset"]:r["offset"] + r["size"]]
         out = []
         for row in cols:
