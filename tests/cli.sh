@@ -398,6 +398,47 @@ expect "tfinfo: the BOS" 0 "~beginning of sequence: '^' (every input starts with
 expect "tfinfo: the stop token" 0 \
     "~generation: until the stop token '\$' (not printed), at most 10 tokens, greedy; unembedding reads next" "" \
     -- "$TFINFO" "$S"
+# Registers that share columns (model.h's live ranges; mkgeneral --split):
+# the adder's `left` split where its second clear_lro (layer 12) zeroed it,
+# `left` the first round's digit and `left2` the later rounds'. tfinfo
+# prints each range; the trace shows each register only in its own states,
+# decoded there (the units digit of 1234, then the tens), and says where
+# left ends; the output is the adder's.
+V=$tmp/split.tfw
+expect "mkgeneral --split writes a model whose registers share columns" 0 "" "" \
+    -- "$TF_BUILD_DIR/mkgeneral" --split "$W" left 13 left2 "$V"
+expect "tfinfo: a register's live range" 0 \
+    "~  left           token       22-35  live in states 0..12 (the embedding to after layer 11)" "" \
+    -- "$TFINFO" "$V"
+expect "tfinfo: the live range of the register that takes its columns" 0 \
+    "~  left2          token       22-35  live in states 13..36 (after layer 12 to after layer 35)" "" \
+    -- "$TFINFO" "$V"
+if "$TFINFO" "$W" | grep -q "live in"; then
+    echo "FAIL: tfinfo prints a live range for registers held in every state"; failed=$((failed + 1))
+else
+    passed=$((passed + 1))
+fi
+expect "shared columns: the same sums" 0 "1234+5678=2196" "" -- "$TFRUN" "$V" "1234+5678="
+"$TFRUN" "$V" --trace "1234+5678=" >"$tmp/split-trace.txt"
+# trace_rows LAYER: the register rows of that layer's section, cells single-spaced.
+trace_rows() {
+    awk -v l="  layer $1 " 'index($0, l) == 1 {on = 1; next} /^  layer / {on = 0}
+        on && /^    [a-z]/ {$1 = $1; print}' "$tmp/split-trace.txt"
+}
+# (Position 3 reads between two digits: flagged, '!', and harmless.)
+[ "$(trace_rows 6 | grep -c '^left')" -eq 1 ] && trace_rows 6 | grep -qx 'left 1 1 1 1!\? 4 4 4 4 4 4' &&
+    [ "$(trace_rows 14 | grep -c '^left')" -eq 1 ] &&
+    trace_rows 14 | grep -qx 'left2 1 1 1 1!\? 3 3 3 3 3 3' &&
+    ! trace_rows 12 | grep -q '^left' &&
+    grep -qF "    ~ left ends: held in states 0..12 (the embedding to after layer 11); its columns 22-35 are left2's from state 13" "$tmp/split-trace.txt" &&
+    grep -qF "i+1 layer i's: left 0..12, left2 13..36; each shows only there)" "$tmp/split-trace.txt" &&
+    [ "$(for l in $(seq 12 35); do trace_rows "$l"; done | grep -c '^left ')" -eq 0 ] &&
+    [ "$(for l in $(seq 0 11); do trace_rows "$l"; done | grep -c '^left2 ')" -eq 0 ]
+if [ $? -eq 0 ]; then
+    passed=$((passed + 1))
+else
+    echo "FAIL: --trace of registers that share columns:"; cat "$tmp/split-trace.txt"; failed=$((failed + 1))
+fi
 
 # Layers that hold several ops side by side (a layer's `parts`), on a model
 # tests/mkparts.py writes by hand: each op's heads or hidden units in

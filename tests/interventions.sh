@@ -125,4 +125,36 @@ errors "mean: with --batch" 2 "take one prompt, not a file" \
 errors "a layer out of range" 2 "the model has layers 0 to 35" "$A" --ablate layers.36 "0999+0111="
 errors "a register at a layer that does not exist" 2 "'carry@nowhere' names no layer" \
     "$A" --ablate carry@nowhere "0999+0111="
+
+# Registers that share columns (model.h's live ranges; tests/mkgeneral.c
+# --split): the adder's `left` split where its second clear_lro (layer 12)
+# zeroed it, `left` the first round's digit and `left2` the later rounds'.
+# REG@LAYER edits REG after the layers of that name where it holds its
+# columns: left@read_left is the first read_left only, left2@read_left the
+# three others, as the same columns edited by layer in the unsplit adder.
+V=$tmp/split.tfw
+"${TF_BUILD_DIR:?}/mkgeneral" --split "$A" left 13 left2 "$V"
+check "mkgeneral --split: left and left2 share columns" $?
+same() { # same NAME SPEC_ON_V SPEC_ON_A: both runs of 1234+5678= print the same line
+    local v a
+    v=$("$TFRUN" "$V" --ablate "$2" "1234+5678=") && a=$("$TFRUN" "$A" --ablate "$3" "1234+5678=") &&
+        [ "$v" = "$a" ]
+    check "$1 ($v, $a)" $?
+}
+same "left@read_left edits after the first read_left only" left@read_left left@layers.6
+same "left2@read_left after the three others" left2@read_left \
+    left@layers.14,left@layers.22,left@layers.30
+same "left2@layers.14 edits left's columns" left2@layers.14 left@layers.14
+[ "$("$TFRUN" "$V" --ablate left@read_left "1234+5678=")" != \
+    "$("$TFRUN" "$A" --ablate left@read_left "1234+5678=")" ]
+check "... which is not what editing every read_left does" $?
+errors "a register after a layer where another holds its columns" 2 \
+    "^tfrun: --ablate: 'left@layers.14': register 'left' holds its columns in states 0\.\.12 \(the embedding to after layer 11\) only, not after layer 14 \(read_left\)$" \
+    "$V" --ablate left@layers.14 "1234+5678="
+errors "a register before it holds its columns" 2 \
+    "'left2@layers.7': register 'left2' holds its columns in states 13\.\.36 \(after layer 12 to after layer 35\) only, not after layer 7 \(read_right\)$" \
+    "$V" --ablate left2@layers.7 "1234+5678="
+errors "a register at the embedding, before it holds its columns" 2 \
+    "'left2@embed': register 'left2' holds its columns in states 13\.\.36 \(after layer 12 to after layer 35\) only, not after the embedding$" \
+    "$V" --ablate left2@embed "1234+5678="
 finish

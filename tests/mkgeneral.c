@@ -34,6 +34,18 @@
  * positions 1..i (tracr's frac_prevs), by one attention layer;
  * output_error_bound 1e-06. "^hello" -> "0 0 0.333333343 0.5 0.400000006".
  *
+ *   mkgeneral --split IN.tfw REG STATE NEW OUT.tfw
+ *
+ * writes IN with its register REG split at residual state STATE (model.h's
+ * live ranges: state 0 the embedding's output, state i + 1 layer i's): REG
+ * holds its columns up to state STATE - 1, a new register NEW of the same
+ * kind and columns from STATE on (REG's checks after layer STATE - 1 or
+ * later become NEW's). A model whose registers share columns, as the
+ * compiler makes them when it gives a dead register's columns to another:
+ * the adder's `left` split at 13 (its second clear_lro, layer 12, zeroes
+ * it) is `left` in the first round and `left2` after, for tests/cli.sh,
+ * tests/interventions.sh and tests/onnx.sh.
+ *
  * Exit status 0, or 1 with a message on stderr.
  */
 #include <stdio.h>
@@ -301,9 +313,45 @@ static TfModel *frac_model(void) {
     return m;
 }
 
+/* mkgeneral --split (see the top). */
+static int split(const char *in, const char *name, const char *state_text, const char *new_name,
+                 const char *out) {
+    TfError err = {""};
+    TfModel *m = tfw_read(in, &err);
+    if (!m) {
+        fprintf(stderr, "mkgeneral: %s\n", err.msg);
+        return 1;
+    }
+    int r = model_find_register(m, name), state = atoi(state_text), n = -1;
+    if (r < 0 || state <= m->regs[r].live_from || state > m->n_layers) {
+        fprintf(stderr, "mkgeneral: no register '%s' to split at state %s\n", name, state_text);
+        model_free(m);
+        return 1;
+    }
+    TfRegister old = m->regs[r];
+    n = old.kind == TF_REG_CATEGORICAL
+            ? model_add_categorical(m, new_name, old.offset, old.size,
+                                    (const char *const *)old.values, &err)
+            : model_add_register(m, new_name, old.kind, old.offset, old.size, &err);
+    if (n >= 0) {
+        m->regs[n].live_from = state;
+        m->regs[n].live_to = old.live_to;
+        m->regs[r].live_to = state - 1;
+        for (int k = 0; k < m->n_checks; k++)
+            if (m->checks[k].reg == r && m->checks[k].layer + 1 >= state) m->checks[k].reg = n;
+    }
+    int rc = n < 0 ? -1 : tfw_write(m, out, &err);
+    model_free(m);
+    if (rc < 0) fprintf(stderr, "mkgeneral: %s\n", err.msg);
+    return rc < 0 ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 7 && strcmp(argv[1], "--split") == 0)
+        return split(argv[2], argv[3], argv[4], argv[5], argv[6]);
     if (argc != 2) {
-        fprintf(stderr, "usage: mkgeneral DIR\n");
+        fprintf(stderr, "usage: mkgeneral DIR\n       mkgeneral --split IN.tfw REG STATE NEW "
+                        "OUT.tfw\n");
         return 2;
     }
     TfModel *gen = tie_model();

@@ -82,6 +82,24 @@ fi
 # within 1e-3.
 "$TFC" "$P/adder.tfp" -o "$tmp/adder.tfw" && one "adder (-O)" "$tmp/adder.tfw" "$tmp/adder.txt" 1e-3
 "$TFC" -O0 "$P/adder.tfp" -o "$tmp/adder0.tfw" && one "adder (-O0)" "$tmp/adder0.tfw" "$tmp/adder0.txt" 1e-3
+# Registers that share columns (tests/mkgeneral.c --split: the adder's
+# `left` split where its second clear_lro, layer 12, zeroed it):
+# tfw.registers carries "live" where a range is narrower than every state,
+# as the .tfw does, and nowhere else; the graph computes what tfrun does.
+"${TF_BUILD_DIR:?}/mkgeneral" --split "$tmp/adder.tfw" left 13 left2 "$tmp/split.tfw" &&
+    "$TFCONVERT" "$tmp/split.tfw" -o "$tmp/split.onnx" && "$TFCONVERT" "$tmp/adder.tfw" -o "$tmp/adder.onnx" &&
+    "$PY" -c "
+import json, sys, onnx
+def regs(path):
+    meta = {p.key: p.value for p in onnx.load(path).metadata_props}
+    return {r['name']: r for r in json.loads(meta['tfw.registers'])}
+r = regs(sys.argv[1])
+assert r['left']['live'] == [0, 12] and r['left2']['live'] == [13, 36], (r['left'], r['left2'])
+assert (r['left']['offset'], r['left']['size']) == (r['left2']['offset'], r['left2']['size'])
+assert [n for n in r if 'live' in r[n]] == ['left', 'left2'], r
+assert all('live' not in g for g in regs(sys.argv[2]).values())" "$tmp/split.onnx" "$tmp/adder.onnx"
+check "tfw.registers carries the live ranges of registers that share columns" $?
+one "adder with registers that share columns" "$tmp/split.tfw" "$tmp/adder0.txt" 1e-3
 # Learned models: as tfc initializes them, and trained on the seed tasks.
 for name in $(grep -l "model {" "$P"/*.tfp | xargs -n1 basename | sed 's/\.tfp$//'); do
     "$TFC" "$P/$name.tfp" -o "$tmp/$name.tfw" 2>/dev/null || { check "tfc $name" 1; continue; }

@@ -218,6 +218,19 @@ PYEOF
     grep -q 'class="flag" title="length 0.6, not 1' "$tmp/weak.html" &&
     grep -q '<a href="#layer-0" class="flagged">' "$tmp/weak.html"
 check "a weakened find_plus is flagged where the output reads it" $?
+# Registers that share columns (tests/mkgeneral.c --split: the adder's `left`
+# split where its second clear_lro, layer 12, zeroed it; `left2` holds the
+# columns after): each block's heatmap labels the register that holds them
+# there (left the 13 blocks 0..12, left2 the 24 others), and so does the
+# hover (in Chromium, below).
+"$BUILD/mkgeneral" --split "$W" left 13 left2 "$tmp/split.tfw" &&
+    "$TFRUN" "$tmp/split.tfw" --report "$tmp/split.html" "1234+5678=" >/dev/null
+check "--report on registers that share columns" $?
+[ "$(grep -o '>left</text>' "$tmp/split.html" | wc -l)" -eq 13 ] &&
+    [ "$(grep -o '>left2</text>' "$tmp/split.html" | wc -l)" -eq 24 ]
+check "shared columns: each block labels the register that holds them there" $?
+contains "shared columns: the live ranges in the summary" "$tmp/split.html" \
+    "<code>left</code> states 0..12 (the embedding to after layer 11), <code>left2</code> states 13..36 (after layer 12 to after layer 35).</p>"
 
 # --- models without registers ------------------------------------------------------
 # Learned models (a `model { ... }` block; untrained weights are enough here):
@@ -288,7 +301,9 @@ check "--trace --report on a general program" $?
 contains "general trace: a categorical register as its values" "$tmp/rev.txt" "    reversed                .         'c'         'b'         'a'"
 # The register's first column as tfinfo lists it (the scheduler lays the stream out).
 rev_col=$("$TFINFO" "$tmp/rev.tfw" | awk '$1 == "reversed" && $2 == "categorical" {split($3, c, "-"); print c[1]}')
-contains "general report: value labels for the hover text" "$tmp/rev.html" '["reversed","categorical",'"$rev_col"',3,["'"'"'a'"'"'","'"'"'b'"'"'","'"'"'c'"'"'"]]'
+# After its size, the states it holds its columns in (0 to the last: every one).
+rev_layers=$("$TFINFO" "$tmp/rev.tfw" | sed -n '1s/.*, \([0-9]*\) layers, .*/\1/p')
+contains "general report: value labels for the hover text" "$tmp/rev.html" '["reversed","categorical",'"$rev_col"',3,0,'"$rev_layers"',["'"'"'a'"'"'","'"'"'b'"'"'","'"'"'c'"'"'"]]'
 
 # Names longer than the pictures' labels and titles allow, on a short
 # sequence (small pictures).
@@ -492,6 +507,7 @@ fi
 laid=("$R")
 [ "$learned" = 1 ] && laid+=("$tmp/lm.html" "$tmp/cls.html")
 laid+=("$tmp/rev.html" "$tmp/parts.html" "$tmp/pattern.html" "$tmp/long.html" "$C" "$tmp/cmp-ba.html")
+laid+=("$tmp/split.html")
 [ -f "$tmp/cmp-da.html" ] && laid+=("$tmp/cmp-da.html")
 shot_adder=$BUILD/report-adder.png shot_cmp=$BUILD/report-compare.png
 rm -f "$shot_adder" "$shot_cmp"
@@ -507,6 +523,10 @@ for page in "${laid[@]}"; do
     jobs+="\"eval\":\"document.documentElement.outerHTML\",\"save\":\"$base-dom.html\"$shot}"
     sep=","
 done
+# The hover's register names on the page of registers that share columns:
+# column 22 after block 12 (left's), 13 and 36 (left2's), column 23 after 36.
+jobs+=",{\"url\":\"file://$tmp/split-l.html\",\"timeout\":60,"
+jobs+="\"eval\":\"[colName(22,12),colName(22,13),colName(22,36),colName(23,36)].join('|')\"}"
 printf '%s]\n' "$jobs" >"$tmp/layout-jobs.json"
 CHROMIUM=$CHROMIUM timeout 600 "$NODE" "$SRC/tests/playground_driver.js" "$tmp/layout-jobs.json" \
     >"$tmp/layout-out.txt" 2>>"$tmp/chromium.log"
@@ -563,6 +583,10 @@ layout "$tmp/pattern.html"
 check "parts.html: three head thumbnails in the merged attention layer" $? "$(sed -n 's/^heads //p' "$tmp/parts-layout.txt")"
 contains "the general report labels its registers" "$tmp/rev-dom.html" '>reversed</text>'
 layout "$tmp/long.html"
+layout "$tmp/split.html"
+grep -qF "\"value\":\"left[0 '0']|left2[0 '0']|left2[0 '0']|left2[1 '1']\"" "$tmp/layout-out.txt"
+check "split.html: the hover names the register that holds a column after each block" $? \
+    "$(grep -o '"value":"left[^"]*"' "$tmp/layout-out.txt")"
 contains "long register names are cut" "$tmp/long.html" "<title>$long</title>the_token_f&#8230;</text>"
 
 # The comparisons: both models' columns and the matrix laid out, not

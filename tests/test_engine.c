@@ -1176,6 +1176,70 @@ START_TEST(test_static_keys_match_reference) {
 }
 END_TEST
 
+/* intervention_parse on spec: NULL with err.msg == want (want NULL: the
+ * edits, which the caller frees). */
+static TfIntervention *parse_one(const TfModel *m, const char *spec, const char *want) {
+    TfError err = {""};
+    TfIntervention *iv = intervention_parse(m, &spec, 1, 0, &err);
+    if (want) {
+        ck_assert_msg(iv == NULL, "%s: parsed", spec);
+        ck_assert_str_eq(err.msg, want);
+    } else {
+        ck_assert_msg(iv != NULL, "%s: %s", spec, err.msg);
+    }
+    return iv;
+}
+
+/* A register's edits where it holds its columns only (model.h's live
+ * ranges): the adder's `left` split where its second clear_lro (layer 12)
+ * zeroed it, `left` the first round's digit and `left2` the later rounds'
+ * on the same columns. REG@LAYER edits the layers of that name where REG is
+ * held; a layer (or the embedding) where it is not is refused, naming the
+ * register and its range. */
+START_TEST(test_intervene_live_ranges) {
+    TfModel *m = tf_compile_program("programs/adder.tfp");
+    ck_assert_str_eq(m->layers[12].name, "clear_lro");
+    tf_split_register(m, "left", 13, "left2");
+    const TfRegister *left = &m->regs[model_find_register(m, "left")];
+    TfIntervention *iv = parse_one(m, "left@read_left", NULL); /* read_left: 6, 14, 22, 30 */
+    ck_assert_int_eq(iv->n, 1);
+    ck_assert_int_eq(iv->edits[0].layer, 6);
+    ck_assert_int_eq(iv->edits[0].site, TF_SITE_RESID);
+    ck_assert_int_eq(iv->edits[0].lo, left->offset);
+    ck_assert_int_eq(iv->edits[0].hi, left->offset + left->size);
+    intervention_free(iv);
+    iv = parse_one(m, "left2@read_left", NULL);
+    ck_assert_int_eq(iv->n, 3);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(iv->edits[i].layer, 14 + 8 * i);
+        ck_assert_int_eq(iv->edits[i].lo, left->offset);
+    }
+    intervention_free(iv);
+    intervention_free(parse_one(m, "left@layers.11", NULL)); /* state 12: left's last */
+    intervention_free(parse_one(m, "left2@layers.12", NULL)); /* state 13: left2's first */
+    intervention_free(parse_one(m, "left@embed", NULL));
+    parse_one(m, "left@layers.14",
+              "--ablate: 'left@layers.14': register 'left' holds its columns in states 0..12 (the "
+              "embedding to after layer 11) only, not after layer 14 (read_left)");
+    parse_one(m, "zero:left2@layers.6",
+              "--ablate: 'zero:left2@layers.6': register 'left2' holds its columns in states "
+              "13..36 (after layer 12 to after layer 35) only, not after layer 6 (read_left)");
+    parse_one(m, "left@clear_lro,left2@embed",
+              "--ablate: 'left2@embed': register 'left2' holds its columns in states 13..36 (after "
+              "layer 12 to after layer 35) only, not after the embedding");
+    model_free(m);
+    // Held after none of the layers a name gives.
+    m = tf_compile_program("programs/adder.tfp");
+    tf_split_register(m, "left", 33, "left2");
+    parse_one(m, "left2@read_left",
+              "--ablate: 'left2@read_left': register 'left2' holds its columns in states 33..36 "
+              "(after layer 32 to after layer 35) only, not after any of the 4 layers 'read_left' "
+              "names");
+    intervention_free(parse_one(m, "left2@copy_out", NULL)); /* after layer 35: state 36 */
+    model_free(m);
+}
+END_TEST
+
 /* The overflow tests' model: a Count of tokens and a Map of it, read at
  * every position. */
 static TfModel *count_model(void) {
@@ -1505,6 +1569,7 @@ int main(void) {
     tcase_add_test(tc, test_check_default_bound);
     tcase_add_test(tc, test_check_messages);
     tcase_add_test(tc, test_checks_fail_alone);
+    tcase_add_test(tc, test_intervene_live_ranges);
     suite_add_tcase(s, tc);
     return tf_run_suite(s);
 }

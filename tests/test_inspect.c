@@ -529,6 +529,164 @@ START_TEST(test_report_and_svgs) {
 }
 END_TEST
 
+/* The text of layer `layer`'s section of a trace (from its "  layer N "
+ * line to the next section), malloc'd. */
+static char *trace_section(const char *t, int layer) {
+    char head[32];
+    snprintf(head, sizeof head, "\n  layer %d ", layer);
+    const char *at = strstr(t, head);
+    ck_assert_msg(at != NULL, "the trace has no layer %d", layer);
+    const char *end = strstr(at + 1, "\n  layer ");
+    size_t n = end ? (size_t)(end - at) : strlen(at);
+    char *s = malloc(n + 1);
+    memcpy(s, at, n);
+    s[n] = '\0';
+    return s;
+}
+
+/* The index of the k-th (0-based) layer named `name`. */
+static int nth_layer(const TfModel *m, const char *name, int k) {
+    for (int l = 0; l < m->n_layers; l++)
+        if (strcmp(m->layers[l].name, name) == 0 && k-- == 0) return l;
+    ck_abort_msg("no layer %s", name);
+    return -1;
+}
+
+/* Registers that share columns (model.h's live ranges): the adder's `left`
+ * split where its second clear_lro zeroed it, `left` the first round's
+ * digit and `left2` the later rounds'. The trace and the report show each
+ * only where it holds the columns and decode the digit under the right
+ * name: 4 (the units of 1234) in round 1, 3 (the tens) in round 2. */
+START_TEST(test_shared_columns) {
+    char *src = adder_source(NULL);
+    TfModel *m = tf_compile_text(src);
+    free(src);
+    int clear2 = nth_layer(m, "clear_lro", 1), read1 = nth_layer(m, "read_left", 0),
+        read2 = nth_layer(m, "read_left", 1), clear3 = nth_layer(m, "clear_lro", 2);
+    ck_assert_int_eq(clear2, 12);
+    tf_split_register(m, "left", clear2 + 1, "left2");
+    int left = model_find_register(m, "left"), left2 = model_find_register(m, "left2");
+    const TfRegister *lr = &m->regs[left];
+    TfCapture *c = capture_text(m, "1234+5678=");
+
+    // What is shown where: each in its own states only; at the split,
+    // neither (left is no longer held; left2 holds nothing yet), though the
+    // columns changed.
+    ck_assert_int_eq(inspect_register_wrote(c, read1 + 1, left), 1);
+    ck_assert_int_eq(inspect_register_wrote(c, read1 + 1, left2), 0);
+    ck_assert_int_eq(inspect_layer_wrote(c, clear2, lr), 1);
+    ck_assert_int_eq(inspect_register_wrote(c, clear2 + 1, left), 0);
+    ck_assert_int_eq(inspect_register_wrote(c, clear2 + 1, left2), 0);
+    ck_assert_int_eq(inspect_register_wrote(c, read2 + 1, left), 0);
+    ck_assert_int_eq(inspect_register_wrote(c, read2 + 1, left2), 1);
+    ck_assert_int_eq(inspect_register_wrote(c, clear3 + 1, left2), 1); /* cleared, held */
+    ck_assert_int_eq(inspect_register_next(m, left), left2);
+    ck_assert_int_eq(inspect_register_next(m, left2), -1);
+    char buf[96];
+    inspect_live_text(m, left, buf, sizeof buf);
+    ck_assert_str_eq(buf, "states 0..12 (the embedding to after layer 11)");
+    inspect_live_text(m, left2, buf, sizeof buf);
+    ck_assert_str_eq(buf, "states 13..36 (after layer 12 to after layer 35)");
+
+    char *t = trace_text(c);
+    expect_in(t, "i+1 layer i's: left 0..12, left2 13..36; each shows only there)\n");
+    char *sec = trace_section(t, read1);
+    expect_row(sec, "left 1 1 1 1 4 4 4 4 4 4");
+    ck_assert_ptr_null(strstr(sec, "left2"));
+    free(sec);
+    sec = trace_section(t, clear2);
+    expect_in(sec, "\n    ~ left ends: held in states 0..12 (the embedding to after layer 11); its "
+                   "columns 22-35 are left2's from state 13");
+    ck_assert_ptr_null(strstr(sec, "\n    left "));
+    ck_assert_ptr_null(strstr(sec, "\n    left2 "));
+    ck_assert_ptr_null(strstr(sec, "outside every register")); /* the clearing is left's */
+    free(sec);
+    sec = trace_section(t, read2);
+    expect_row(sec, "left2 1 1 1 1 3 3 3 3 3 3");
+    free(sec);
+    for (int l = clear2; l < m->n_layers; l++) { /* never left's name after its range */
+        sec = trace_section(t, l);
+        ck_assert_msg(!strstr(sec, "\n    left "), "left shown after layer %d:%s", l, sec);
+        free(sec);
+    }
+    for (int l = 0; l < clear2; l++) {
+        sec = trace_section(t, l);
+        ck_assert_msg(!strstr(sec, "left2"), "left2 shown after layer %d:%s", l, sec);
+        free(sec);
+    }
+    free(t);
+
+    // The report: each block's heatmap labels the register it holds, the
+    // band's hover names the other and both ranges; the tables decode under
+    // the right name; the data for the hover carries the ranges.
+    char dir[] = "/tmp/tf_inspect_XXXXXX", path[256];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    TfError err = {""};
+    ck_assert_int_eq(report_write_html(c, path, &err), 0);
+    char *html = tf_read_file(path, NULL);
+    ck_assert_ptr_nonnull(html);
+    ck_assert_int_eq(count(html, ">left</text>"), clear2 + 1);
+    ck_assert_int_eq(count(html, ">left2</text>"), c->n_blocks - clear2 - 1);
+    ck_assert_ptr_nonnull(strstr(html, "<title>left2 (columns 22-35, states 13..36 (after layer 12 "
+                                       "to after layer 35); shared with left, states 0..12 (the "
+                                       "embedding to after layer 11))</title>"));
+    ck_assert_ptr_nonnull(strstr(html, "[\"left\",\"token\",22,14,0,12]"));
+    ck_assert_ptr_nonnull(strstr(html, "[\"left2\",\"token\",22,14,13,36]"));
+    ck_assert_ptr_nonnull(strstr(html, "<code>left</code> ends: held in states 0..12 (the "
+                                       "embedding to after layer 11); columns 22-35, "
+                                       "<code>left2</code>'s from state 13.</p>"));
+    ck_assert_ptr_nonnull(strstr(html, "<p id=\"live-ranges\">"));
+    // The decoded table of read_left's second run: left2's row, no left row.
+    char id[64];
+    snprintf(id, sizeof id, "id=\"layer-%d\"", read2);
+    const char *at = strstr(html, id), *end = at ? strstr(at, "</details>") : NULL;
+    ck_assert_ptr_nonnull(end);
+    char *part = strndup(at, (size_t)(end - at));
+    ck_assert_ptr_nonnull(strstr(part, "<th class=\"r\">left2</th>"));
+    ck_assert_ptr_null(strstr(part, "<th class=\"r\">left</th>"));
+    ck_assert_ptr_null(strstr(part, ">left</text>"));
+    free(part);
+    free(html);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/svg", dir);
+    ck_assert_int_eq(report_write_svgs(c, path, &err), 0);
+    for (int b = 0; b < c->n_blocks; b++) {
+        char file[512];
+        if (b == 0)
+            snprintf(file, sizeof file, "%s/resid_embedding.svg", path);
+        else
+            snprintf(file, sizeof file, "%s/resid_%02d_%s.svg", path, b - 1, m->layers[b - 1].name);
+        char *svg = tf_read_file(file, NULL);
+        ck_assert_msg(svg != NULL, "no %s", file);
+        ck_assert_int_eq(count(svg, ">left</text>"), b <= clear2);
+        ck_assert_int_eq(count(svg, ">left2</text>"), b > clear2);
+        free(svg);
+    }
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    capture_free(c);
+
+    // A state between the two ranges, where no register holds the columns:
+    // the layer that clears them changed no column outside every register.
+    m->regs[left2].live_from = clear2 + 2;
+    ck_assert_int_eq(model_validate(m, &err), 0);
+    c = capture_text(m, "1234+5678=");
+    t = trace_text(c);
+    sec = trace_section(t, clear2);
+    expect_in(sec, "its columns 22-35 are left2's from state 14");
+    ck_assert_msg(!strstr(sec, "outside every register"), "%s", sec);
+    free(sec);
+    sec = trace_section(t, clear2 + 1); /* left2 holds them, empty: not shown */
+    ck_assert_ptr_null(strstr(sec, "\n    left2 "));
+    free(sec);
+    free(t);
+    capture_free(c);
+    model_free(m);
+}
+END_TEST
+
 START_TEST(test_generate_steps) {
     char *src = adder_source(NULL);
     TfModel *m = tf_compile_text(src);
@@ -762,6 +920,7 @@ int main(void) {
     tcase_add_test(tc, test_broken_adder_first_wrong_layer);
     tcase_add_test(tc, test_trace_without_registers);
     tcase_add_test(tc, test_report_and_svgs);
+    tcase_add_test(tc, test_shared_columns);
     tcase_add_test(tc, test_generate_steps);
     tcase_add_test(tc, test_param_count);
     tcase_add_test(tc, test_param_counts_three_ways);

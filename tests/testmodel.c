@@ -48,6 +48,26 @@ TfModel *tf_compile_text(const char *source) {
     return compile_or_fail("<test>", source, strlen(source), 0, 0);
 }
 
+void tf_split_register(TfModel *m, const char *name, int state, const char *new_name) {
+    int r = model_find_register(m, name);
+    ck_assert_msg(r >= 0, "no register '%s'", name);
+    TfRegister old = m->regs[r];
+    ck_assert_int_gt(state, old.live_from);
+    ck_assert_int_le(state, old.live_to < m->n_layers ? old.live_to : m->n_layers);
+    TfError err = {""};
+    int n = old.kind == TF_REG_CATEGORICAL
+                ? model_add_categorical(m, new_name, old.offset, old.size,
+                                        (const char *const *)old.values, &err)
+                : model_add_register(m, new_name, old.kind, old.offset, old.size, &err);
+    ck_assert_msg(n >= 0, "%s", err.msg);
+    m->regs[n].live_from = state;
+    m->regs[n].live_to = old.live_to;
+    m->regs[r].live_to = state - 1;
+    for (int k = 0; k < m->n_checks; k++)
+        if (m->checks[k].reg == r && m->checks[k].layer + 1 >= state) m->checks[k].reg = n;
+    ck_assert_msg(model_validate(m, &err) == 0, "%s", err.msg);
+}
+
 int tf_compare_floats(const float *got, const float *want, size_t n, double rtol, double atol,
                       char *msg, size_t msgsz) {
     int bad = 0;

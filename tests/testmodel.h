@@ -22,6 +22,14 @@ TfModel *tf_compile_program_opts(const char *relpath, int opt_level, int no_sche
 /* Compiles program text given inline (-O0). */
 TfModel *tf_compile_text(const char *source);
 
+/* Splits register `name` of m at residual state `state` (model.h's live
+ * ranges): it holds its columns in states live_from..state - 1, and a new
+ * register `new_name` of the same kind and columns from `state` to its end
+ * (the checks of `name` after layer state - 1 or later move to it); then
+ * validates m. A model whose registers share columns, as the compiler
+ * makes them when it gives a dead register's columns to a later one. */
+void tf_split_register(TfModel *m, const char *name, int state, const char *new_name);
+
 /* Counts the i where |got - want| > atol + rtol * |want| (or either is NaN);
  * describes the worst of them (index, both values) in msg. */
 int tf_compare_floats(const float *got, const float *want, size_t n, double rtol, double atol,

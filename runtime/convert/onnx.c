@@ -377,6 +377,10 @@ static int metadata(Onnx *o, Onnx__ModelProto *mp, const TfModel *m) {
         cJSON_AddStringToObject(j, "kind", tf_reg_kind_names[g->kind]);
         cJSON_AddNumberToObject(j, "offset", g->offset);
         cJSON_AddNumberToObject(j, "size", g->size);
+        if (model_reg_reused(m, r)) { /* "live": [from, to], as the .tfw has it */
+            int live[2] = {g->live_from, g->live_to < m->n_layers ? g->live_to : m->n_layers};
+            cJSON_AddItemToObject(j, "live", cJSON_CreateIntArray(live, 2));
+        }
         if (g->values) {
             cJSON *v = cJSON_AddArrayToObject(j, "values");
             for (int i = 0; i < g->size; i++) cJSON_AddItemToArray(v, cJSON_CreateString(g->values[i]));

@@ -148,30 +148,78 @@ static int no_such(const TfModel *m, const char *item, const char *name, TfError
     return -1;
 }
 
-/* REG@WHERE: the register's columns after each layer WHERE names. */
+/* The live ranges (TfRegister.live_from) of the registers named `name`, as
+ * text: "states 0..12 (the embedding to after layer 11)", " and " between
+ * two (inspect_live_text's words: the engine does not link inspect/). */
+static void live_text(const TfModel *m, const char *name, char *buf, size_t n) {
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int r = 0; r < m->n_regs && at < n; r++) {
+        const TfRegister *g = &m->regs[r];
+        if (strcmp(g->name, name) != 0) continue;
+        int from = g->live_from, to = g->live_to < m->n_layers ? g->live_to : m->n_layers;
+        char a[32] = "the embedding", b[32] = "the embedding";
+        if (from > 0) snprintf(a, sizeof a, "after layer %d", from - 1);
+        if (to > 0) snprintf(b, sizeof b, "after layer %d", to - 1);
+        const char *sep = at ? " and " : "";
+        int k = from == to ? snprintf(buf + at, n - at, "%sstate %d (%s)", sep, from, a)
+                           : snprintf(buf + at, n - at, "%sstates %d..%d (%s to %s)", sep, from,
+                                      to, a, b);
+        at = k < 0 ? n : at + (size_t)k;
+    }
+}
+
+/* REG@WHERE names a state where no register REG holds its columns. */
+static int not_live(const TfModel *m, const char *item, const char *name, const char *where,
+                    TfError *err) {
+    char range[192];
+    live_text(m, name, range, sizeof range);
+    tf_error_set(err, "--ablate: '%s': register '%s' holds its columns in %s only, not %s", item,
+                 name, range, where);
+    return -1;
+}
+
+/* REG@WHERE: the register's columns after each layer WHERE names where it
+ * holds them (TfRegister.live_from: another register may hold them in the
+ * other states); refused when that is after none of them. */
 static int parse_register(TfIntervention *iv, TfEditMode mode, char *target, const char *item,
                           TfError *err) {
     const TfModel *m = iv->m;
     char *at = strchr(target, '@');
     *at = '\0';
-    int r = model_find_register(m, target);
-    if (r < 0) return no_such(m, item, target, err);
-    const TfRegister *reg = &m->regs[r];
-    if (strcmp(at + 1, "embed") == 0)
-        return add_edit(iv, mode, TF_SITE_RESID, -1, reg->offset, reg->offset + reg->size,
-                        m->d_model, item, err);
+    if (model_find_register(m, target) < 0) return no_such(m, item, target, err);
+    if (strcmp(at + 1, "embed") == 0) {
+        int r = model_find_register_at(m, target, 0);
+        if (r < 0) return not_live(m, item, target, "after the embedding", err);
+        return add_edit(iv, mode, TF_SITE_RESID, -1, m->regs[r].offset,
+                        m->regs[r].offset + m->regs[r].size, m->d_model, item, err);
+    }
     char *hit = calloc((size_t)m->n_layers + 1, 1);
     if (!hit) {
         tf_error_set(err, "out of memory");
         return -1;
     }
-    int n = find_layers(m, at + 1, item, hit, err), rc = 0;
+    int n = find_layers(m, at + 1, item, hit, err), rc = 0, added = 0, last = -1;
     if (n == 0) rc = no_such(m, item, at + 1, err);
-    for (int l = 0; n > 0 && rc == 0 && l < m->n_layers; l++)
-        if (hit[l])
-            rc = add_edit(iv, mode, TF_SITE_RESID, l, reg->offset, reg->offset + reg->size,
-                          m->d_model, item, err);
+    for (int l = 0; n > 0 && rc == 0 && l < m->n_layers; l++) {
+        if (!hit[l]) continue;
+        last = l;
+        int r = model_find_register_at(m, target, l + 1);
+        if (r < 0) continue;
+        const TfRegister *reg = &m->regs[r];
+        rc = add_edit(iv, mode, TF_SITE_RESID, l, reg->offset, reg->offset + reg->size,
+                      m->d_model, item, err);
+        added++;
+    }
     free(hit);
+    if (n > 0 && rc == 0 && added == 0) {
+        char where[160];
+        if (n == 1)
+            snprintf(where, sizeof where, "after layer %d (%.100s)", last, m->layers[last].name);
+        else
+            snprintf(where, sizeof where, "after any of the %d layers '%.100s' names", n, at + 1);
+        return not_live(m, item, target, where, err);
+    }
     return n < 0 ? -1 : rc;
 }
 

@@ -25,7 +25,10 @@
  *   PART                            an op of a merged layer: its heads or units
  *   REG@layers.N, REG@LAYER, REG@embed   register REG after that layer
  * LAYER is a layer's name (tfinfo lists them: a compiled op's label, h.3.mlp
- * in a converted GPT-2) and names every layer of that name.
+ * in a converted GPT-2) and names every layer of that name. A register
+ * whose live range is narrower than every state (model.h's
+ * TfRegister.live_from: another register may hold its columns in the
+ * others) is edited after those of the layers where it holds its columns.
  *
  * Memory: an intervention borrows the model (which must outlive it) and
  * owns its edits; an engine borrows the intervention.
@@ -69,7 +72,11 @@ extern const char *const tf_edit_mode_names[]; /* "zero", "mean", "patch" */
 /* The edits that specs[0..n_specs) name; patching sets the default mode
  * to patch. NULL with err set: an item that names nothing ("--ablate:
  * 'cary' names no layer, op or register (did you mean 'carry'?)"), a head
- * out of range, a register without a layer, a norm layer. */
+ * out of range, a register without a layer, a register after layers (or
+ * the embedding) where it does not hold its columns ("--ablate:
+ * 'left@layers.14': register 'left' holds its columns in states 0..12 (the
+ * embedding to after layer 11) only, not after layer 14 (read_left)"), a
+ * norm layer. */
 TfIntervention *intervention_parse(const TfModel *m, const char *const *specs, int n_specs,
                                    int patching, TfError *err);
 void intervention_free(TfIntervention *iv);

@@ -352,6 +352,54 @@ int inspect_layer_wrote(const TfCapture *c, int layer, const TfRegister *reg) {
     return 0;
 }
 
+int inspect_register_wrote(const TfCapture *c, int block, int r) {
+    const TfModel *m = c->m;
+    if (!model_reg_live(m, r, block)) return 0;
+    if (block == 0 || model_reg_live(m, r, block - 1))
+        return inspect_layer_wrote(c, block - 1, &m->regs[r]);
+    // It takes its columns here: what they held before was not its value.
+    const TfRegister *reg = &m->regs[r];
+    for (int p = 0; p < c->n_pos; p++) {
+        const float *v = capture_row(c, block, p) + reg->offset;
+        for (int i = 0; i < reg->size; i++)
+            if (!(fabsf(v[i]) <= 1e-6f)) return 1;
+    }
+    return 0;
+}
+
+int inspect_register_next(const TfModel *m, int r) {
+    const TfRegister *reg = &m->regs[r];
+    int next = -1;
+    for (int j = 0; j < m->n_regs; j++) {
+        const TfRegister *o = &m->regs[j];
+        if (o->live_from <= reg->live_to || o->offset >= reg->offset + reg->size ||
+            reg->offset >= o->offset + o->size)
+            continue;
+        if (next < 0 || o->live_from < m->regs[next].live_from) next = j;
+    }
+    return next;
+}
+
+/* State s for a reader: "the embedding", "after layer 4". */
+static void state_text(int s, char *buf, size_t n) {
+    if (s == 0)
+        snprintf(buf, n, "the embedding");
+    else
+        snprintf(buf, n, "after layer %d", s - 1);
+}
+
+void inspect_live_text(const TfModel *m, int r, char *buf, size_t n) {
+    const TfRegister *reg = &m->regs[r];
+    int from = reg->live_from, to = reg->live_to < m->n_layers ? reg->live_to : m->n_layers;
+    char a[32], b[32];
+    state_text(from, a, sizeof a);
+    state_text(to, b, sizeof b);
+    if (from == to)
+        snprintf(buf, n, "state %d (%s)", from, a);
+    else
+        snprintf(buf, n, "states %d..%d (%s to %s)", from, to, a, b);
+}
+
 /* --- what the output reads ------------------------------------------------ */
 
 /* Marks the columns (of d) matrix t [rows, d] reads: its non-zero columns. */
@@ -684,7 +732,7 @@ static void set_width(Printer *pr) {
     for (int r = 0; r < m->n_regs; r++) {
         if (m->regs[r].kind != TF_REG_SCALAR) continue;
         for (int b = 0; b < c->n_blocks; b++)
-            for (int p = 0; p < c->n_pos; p++) {
+            for (int p = 0; p < c->n_pos && model_reg_live(m, r, b); p++) {
                 char buf[32];
                 fmt_num(buf, sizeof buf, capture_row(c, b, p)[m->regs[r].offset]);
                 int w = (int)strlen(buf) + 1; /* room for a '!' */
@@ -839,16 +887,29 @@ static void print_lens(const Printer *pr, int block, char (*cells)[32]) {
     free(probs);
 }
 
-/* Columns outside every register that `layer` changed (compiled models). */
+/* Whether column col after `block` is empty (TF_DECODE_ZERO) at every position. */
+static int column_empty(const TfCapture *c, int block, int col) {
+    for (int p = 0; p < c->n_pos; p++)
+        if (!(fabsf(capture_row(c, block, p)[col]) < TF_DECODE_ZERO)) return 0;
+    return 1;
+}
+
+/* Columns outside every register that `layer` changed (compiled models):
+ * outside every register that holds its columns after it, but for the
+ * columns of a register (whose range ended or is to come) the layer
+ * cleared. */
 static void note_unassigned(const Printer *pr, int layer) {
     const TfCapture *c = pr->c;
     const TfModel *m = c->m;
     int d = m->d_model, first = -1, count = 0;
     for (int col = 0; col < d; col++) {
-        int owned = 0;
-        for (int r = 0; r < m->n_regs; r++)
-            owned |= col >= m->regs[r].offset && col < m->regs[r].offset + m->regs[r].size;
-        if (owned) continue;
+        int owned = 0, some = 0;
+        for (int r = 0; r < m->n_regs && !owned; r++) {
+            int in = col >= m->regs[r].offset && col < m->regs[r].offset + m->regs[r].size;
+            owned = in && model_reg_live(m, r, layer + 1);
+            some |= in;
+        }
+        if (owned || (some && column_empty(c, layer + 1, col))) continue;
         TfRegister one = {.name = "", .kind = TF_REG_SCALAR, .offset = col, .size = 1};
         if (inspect_layer_wrote(c, layer, &one)) {
             if (first < 0) first = col;
@@ -933,6 +994,46 @@ static void note_output(const Printer *pr, char (*cells)[32]) {
     }
 }
 
+/* The registers whose live range ends before `block` (held after block - 1,
+ * not after it): "~ left ends: held in states 0..12 (the embedding to after
+ * layer 11); its columns 22-35 are left2's from state 13". */
+static void note_ended(const Printer *pr, int block) {
+    const TfModel *m = pr->c->m;
+    for (int r = 0; r < m->n_regs; r++) {
+        const TfRegister *reg = &m->regs[r];
+        if (!model_reg_live(m, r, block - 1) || model_reg_live(m, r, block)) continue;
+        char range[96];
+        inspect_live_text(m, r, range, sizeof range);
+        fprintf(pr->out, "    ~ %s ends: held in %s", reg->name, range);
+        int next = inspect_register_next(m, r);
+        if (reg->size == 1)
+            fprintf(pr->out, "; its column %d", reg->offset);
+        else
+            fprintf(pr->out, "; its columns %d-%d", reg->offset, reg->offset + reg->size - 1);
+        if (next >= 0)
+            fprintf(pr->out, " %s %s's from state %d\n", reg->size == 1 ? "is" : "are",
+                    m->regs[next].name, m->regs[next].live_from);
+        else
+            fprintf(pr->out, " %s no register's after it\n", reg->size == 1 ? "is" : "are");
+    }
+}
+
+/* The live ranges narrower than every state, for the trace's head. */
+static void note_live_ranges(const Printer *pr) {
+    const TfModel *m = pr->c->m;
+    int n = 0;
+    for (int r = 0; r < m->n_regs; r++) {
+        if (!model_reg_reused(m, r)) continue;
+        int to = m->regs[r].live_to < m->n_layers ? m->regs[r].live_to : m->n_layers;
+        if (n++ == 0)
+            fprintf(pr->out, "(registers that hold their columns in some states only, state 0 "
+                             "the embedding's output and i+1 layer i's:");
+        fprintf(pr->out, "%s %s %d..%d", n > 1 ? "," : "", m->regs[r].name, m->regs[r].live_from,
+                to);
+    }
+    if (n) fprintf(pr->out, "; each shows only there)\n");
+}
+
 /* Models without registers: the model's own prediction, with p. */
 static void note_prediction(const Printer *pr) {
     const TfCapture *c = pr->c;
@@ -991,6 +1092,7 @@ void inspect_print_trace(const TfCapture *c, FILE *out) {
     else
         fprintf(out, "(after each layer, the registers it wrote, decoded; '.' empty, '!' flagged; "
                      "margin rows when some one-hot is not clear-cut)\n");
+    note_live_ranges(&pr);
     for (int p = 0; p < c->n_pos; p++) snprintf(cells[p], 32, "%d", p);
     print_cells(&pr, "position", cells);
     for (int p = 0; p < c->n_pos; p++) inspect_token_text(m, c->tokens[p], cells[p], 31);
@@ -1009,10 +1111,11 @@ void inspect_print_trace(const TfCapture *c, FILE *out) {
         if (m->n_regs > 0) {
             int wrote = 0;
             for (int r = 0; r < m->n_regs; r++) {
-                if (!inspect_layer_wrote(c, layer, &m->regs[r])) continue;
+                if (!inspect_register_wrote(c, block, r)) continue;
                 print_register(&pr, block, &m->regs[r], cells);
                 wrote++;
             }
+            if (layer >= 0) note_ended(&pr, block);
             if (layer >= 0 && m->layers[layer].kind == TF_LAYER_ATTENTION && c->att[layer])
                 print_attends(&pr, layer, cells);
             if (layer >= 0) note_unassigned(&pr, layer);

@@ -39,7 +39,11 @@
  * line, or each op of a layer that holds several, inspect_layer_text), the
  * registers the layer wrote (those
  * whose columns changed at some position) decoded at every position, and
- * the positions where one of the layer's run-time checks fails. A model
+ * the positions where one of the layer's run-time checks fails. A register
+ * whose live range (model.h's TfRegister.live_from) is narrower than every
+ * state shows only in the states it holds its columns (another register
+ * may hold them in the others: inspect_register_wrote), the trace's head
+ * lists those ranges, and the layer after which one ends says so. A model
  * that prints a number shows its scalar registers at full precision
  * ("%.9g", the columns as wide as needed); other traces keep 3 digits. For a
  * model without registers (a learned model) it prints the logit lens (the
@@ -142,8 +146,21 @@ void capture_free(TfCapture *c);
 
 /* Whether layer `layer` changed register `reg` at some position: any column
  * moved by more than 1e-6 (relative to max(1, |before|)). Norm layers write
- * everything. */
+ * everything. It reads the columns only: see inspect_register_wrote. */
 int inspect_layer_wrote(const TfCapture *c, int layer, const TfRegister *reg);
+/* What a trace and a report show after block `block`: whether register r
+ * of c's model holds its columns there (model_reg_live) and layer block - 1
+ * wrote it. A register that takes its columns at `block` (from a register
+ * whose live range ended, or unused) was written when it holds anything
+ * there (its columns before were not its own). 0 wherever r is not live. */
+int inspect_register_wrote(const TfCapture *c, int block, int r);
+/* The register that next holds some of register r's columns after r's
+ * live range ends (the earliest to start after it), -1 when none. */
+int inspect_register_next(const TfModel *m, int r);
+/* Register r's live range (TfRegister.live_from) as text: "states 3..5
+ * (after layer 2 to after layer 4)", "state 0 (the embedding)", "states
+ * 0..12 (the embedding to after layer 11)". */
+void inspect_live_text(const TfModel *m, int r, char *buf, size_t n);
 
 /* Which residual cells the output depends on: live[(block * n_pos + pos) *
  * d_model + col] is 1 when column col at position pos after block `block`

@@ -68,18 +68,23 @@ typedef struct Geo {
     int left, top, cw, ch, width, height;
 } Geo;
 
-/* Where each register's upright label goes: x[r] (its centre), in the
- * order of the registers' columns, at least LABEL_PITCH apart; returns the
- * rightmost. x holds n_regs ints. */
-static int place_reg_labels(const TfModel *m, int left, int cw, int *x) {
+/* Where the upright label of each register that holds its columns after
+ * block `block` goes: x[r] (its centre), in the order of the registers'
+ * columns, at least LABEL_PITCH apart; -1 for the others (registers that
+ * share columns hold them in different blocks). Returns the rightmost. x
+ * holds n_regs ints. */
+static int place_reg_labels(const TfModel *m, int block, int left, int cw, int *x) {
     int *order = malloc((size_t)m->n_regs * sizeof(int));
-    int right = left;
+    int right = left, n = 0;
     if (!order) {
-        for (int r = 0; r < m->n_regs; r++) x[r] = left + m->regs[r].offset * cw;
+        for (int r = 0; r < m->n_regs; r++)
+            x[r] = model_reg_live(m, r, block) ? left + m->regs[r].offset * cw : -1;
         return right;
     }
     for (int r = 0; r < m->n_regs; r++) { /* insertion sort by first column */
-        int j = r;
+        x[r] = -1;
+        if (!model_reg_live(m, r, block)) continue;
+        int j = n++;
         while (j > 0 && m->regs[order[j - 1]].offset > m->regs[r].offset) {
             order[j] = order[j - 1];
             j--;
@@ -87,7 +92,7 @@ static int place_reg_labels(const TfModel *m, int left, int cw, int *x) {
         order[j] = r;
     }
     int prev = -LABEL_PITCH * 2;
-    for (int i = 0; i < m->n_regs; i++) {
+    for (int i = 0; i < n; i++) {
         const TfRegister *reg = &m->regs[order[i]];
         int want = left + reg->offset * cw + reg->size * cw / 2;
         x[order[i]] = want > prev + LABEL_PITCH ? want : prev + LABEL_PITCH;
@@ -110,7 +115,7 @@ static Geo resid_geo(const TfCapture *c, int block) {
     g.width = g.left + d * g.cw + 16;
     if (c->m->n_regs > 0) {
         int *x = malloc((size_t)c->m->n_regs * sizeof(int));
-        int right = x ? place_reg_labels(c->m, g.left, g.cw, x) : 0;
+        int right = x ? place_reg_labels(c->m, block, g.left, g.cw, x) : 0;
         free(x);
         if (right + LABEL_PITCH > g.width) g.width = right + LABEL_PITCH;
     }
@@ -136,25 +141,52 @@ static float resid_scale(const TfCapture *c, int block) {
     return mx > 1e-6f ? mx : 1.0f;
 }
 
-/* Register bands and upright names above the columns; the registers this
- * block wrote in amber. A name whose columns are too narrow moves right,
- * joined to its band by a leader line. */
+/* A band's hover text: "left (columns 22-35)"; a register that holds its
+ * columns in some states only, "left (columns 22-35, states 0..12 (the
+ * embedding to after layer 11); shared with left2, states 13..36 (...))". */
+static void band_title(const TfModel *m, int r, FILE *f) {
+    const TfRegister *reg = &m->regs[r];
+    char range[96];
+    draw_text(f, reg->name);
+    fprintf(f, " (columns %d-%d", reg->offset, reg->offset + reg->size - 1);
+    if (model_reg_reused(m, r)) {
+        inspect_live_text(m, r, range, sizeof range);
+        fprintf(f, ", %s", range);
+    }
+    for (int j = 0, n = 0; j < m->n_regs; j++) {
+        const TfRegister *o = &m->regs[j];
+        if (j == r || o->offset >= reg->offset + reg->size || reg->offset >= o->offset + o->size)
+            continue;
+        inspect_live_text(m, j, range, sizeof range);
+        fputs(n++ ? "; " : "; shared with ", f);
+        draw_text(f, o->name);
+        fprintf(f, ", %s", range);
+    }
+    fputc(')', f);
+}
+
+/* Register bands and upright names above the columns, of the registers
+ * that hold their columns after this block (registers that share columns
+ * hold them in different blocks); the registers this block wrote in amber.
+ * A name whose columns are too narrow moves right, joined to its band by a
+ * leader line. */
 static void resid_reg_labels(const TfCapture *c, int block, const Geo *g, FILE *f) {
     const TfModel *m = c->m;
     int *lx = malloc((size_t)m->n_regs * sizeof(int));
     if (!lx) return;
-    place_reg_labels(m, g->left, g->cw, lx);
+    place_reg_labels(m, block, g->left, g->cw, lx);
     for (int r = 0; r < m->n_regs; r++) {
         const TfRegister *reg = &m->regs[r];
-        int wrote = inspect_layer_wrote(c, block - 1, reg);
+        if (lx[r] < 0) continue; /* not held after this block */
+        int wrote = inspect_register_wrote(c, block, r);
         int x = g->left + reg->offset * g->cw, w = reg->size * g->cw, mid = x + w / 2;
         fprintf(f,
                 "<rect class=\"band%s\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"7\" fill=\"%s\">"
                 "<title>",
                 wrote ? " wrote" : "", x, g->top - 9, w > 1 ? w - 1 : 1,
                 wrote ? "#f59e0b" : (r % 2 ? "#9ca3af" : "#d1d5db"));
-        draw_text(f, reg->name);
-        fprintf(f, " (columns %d-%d)</title></rect>\n", reg->offset, reg->offset + reg->size - 1);
+        band_title(m, r, f);
+        fputs("</title></rect>\n", f);
         if (lx[r] != mid)
             fprintf(f,
                     "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#9ca3af\" "
@@ -223,13 +255,14 @@ void report_svg_residual(const TfCapture *c, int block, int standalone, FILE *f)
                         hex);
     }
     fputs("</g>\n", f);
-    // Register boundaries and a frame.
+    // The boundaries of the registers held here, and a frame.
     for (int r = 0; r < m->n_regs; r++)
-        fprintf(f,
-                "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#9ca3af\" "
-                "stroke-width=\"0.5\"/>\n",
-                g.left + m->regs[r].offset * g.cw, g.top, g.left + m->regs[r].offset * g.cw,
-                g.top + c->n_pos * g.ch);
+        if (model_reg_live(m, r, block))
+            fprintf(f,
+                    "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#9ca3af\" "
+                    "stroke-width=\"0.5\"/>\n",
+                    g.left + m->regs[r].offset * g.cw, g.top, g.left + m->regs[r].offset * g.cw,
+                    g.top + c->n_pos * g.ch);
     fprintf(f,
             "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#374151\" "
             "stroke-width=\"0.5\"/>\n",
@@ -478,14 +511,18 @@ static const char *source_line(const TfModel *m, int line, size_t *len) {
  * the collapsed section they point into; a self-check at the end marks the
  * page (#report-ok, or #report-error on any error). */
 static const char *const report_js =
-    "function colName(c){for(var i=0;i<D.regs.length;i++){var r=D.regs[i];"
-    "if(c>=r[2]&&c<r[2]+r[3]){var j=c-r[2],sub=r[1]==='token'?' \\''+D.vocab[j]+'\\'':"
-    "r[1]==='position'?(j===0?' sin':' cos'):r[4]?' = '+r[4][j]:'';return r[0]+'['+j+sub+']';}}"
-    "return '';}\n"
+    "// The register that holds column c after block b (registers that share columns hold\n"
+    "// them in different blocks: r[4]..r[5]); a column none holds there names its holders.\n"
+    "function colName(c,b){var free=[];for(var i=0;i<D.regs.length;i++){var r=D.regs[i];"
+    "if(c<r[2]||c>=r[2]+r[3])continue;if(b<r[4]||b>r[5]){free.push(r[0]+' in states '+r[4]+"
+    "'..'+r[5]);continue;}var j=c-r[2],sub=r[1]==='token'?' \\''+D.vocab[j]+'\\'':"
+    "r[1]==='position'?(j===0?' sin':' cos'):r[6]?' = '+r[6][j]:'';return r[0]+'['+j+sub+']';}"
+    "return free.length?'(no register: '+free.join(', ')+')':'';}\n"
     "function describe(svg,x,y){var s=svg.dataset,col=Math.floor((x-s.x0)/s.cw),"
     "row=Math.floor((y-s.y0)/s.ch);if(col<0||row<0||row>=+s.rows||col>=+s.cols)return null;\n"
     "if(s.kind==='resid'){var v=D.blocks[+s.block][row*D.d+col];return D.names[+s.block]+': "
-    "position '+row+' '+tok(row)+', column '+col+(colName(col)?' '+colName(col):'')+' = "
+    "position '+row+' '+tok(row)+', column '+col+(colName(col,+s.block)?' '+"
+    "colName(col,+s.block):'')+' = "
     "'+fmt(v);}\n"
     "var a=D.att[s.layer+'/'+s.head];return 'layer '+s.layer+' head '+s.head+"
     "(s.part?' ('+s.part+')':'')+': query '+row+' '+"
@@ -543,8 +580,10 @@ static void write_json_data(const TfCapture *c, FILE *f) {
     for (int r = 0; r < m->n_regs; r++) {
         fprintf(f, "%s[", r ? "," : "");
         draw_json_string(f, m->regs[r].name);
-        fprintf(f, ",\"%s\",%d,%d", tf_reg_kind_names[m->regs[r].kind], m->regs[r].offset,
-                m->regs[r].size);
+        // Then the blocks it holds its columns after (TfRegister.live_from).
+        int to = m->regs[r].live_to < m->n_layers ? m->regs[r].live_to : m->n_layers;
+        fprintf(f, ",\"%s\",%d,%d,%d,%d", tf_reg_kind_names[m->regs[r].kind], m->regs[r].offset,
+                m->regs[r].size, m->regs[r].live_from, to);
         if (m->regs[r].values) { // categorical: each column's value, for the hover text
             fputs(",[", f);
             for (int j = 0; j < m->regs[r].size; j++) {
@@ -590,6 +629,29 @@ static void write_json_data(const TfCapture *c, FILE *f) {
     fputs("}}", f);
 }
 
+/* The registers whose live range ends before `block` (held after block - 1,
+ * not after it), one line each: "left ends: held in states 0..12 (...);
+ * columns 22-35, left2's from state 13". */
+static void write_ended(const TfModel *m, int block, FILE *f) {
+    for (int r = 0; block > 0 && r < m->n_regs; r++) {
+        const TfRegister *reg = &m->regs[r];
+        if (!model_reg_live(m, r, block - 1) || model_reg_live(m, r, block)) continue;
+        char range[96];
+        inspect_live_text(m, r, range, sizeof range);
+        fputs("<p class=\"ended\"><code>", f);
+        draw_text(f, reg->name);
+        fprintf(f, "</code> ends: held in %s; columns %d-%d", range, reg->offset,
+                reg->offset + reg->size - 1);
+        int next = inspect_register_next(m, r);
+        if (next >= 0) {
+            fputs(", <code>", f);
+            draw_text(f, m->regs[next].name);
+            fprintf(f, "</code>'s from state %d", m->regs[next].live_from);
+        }
+        fputs(".</p>\n", f);
+    }
+}
+
 /* The registers block `block` wrote, decoded: one table row per register,
  * flagged cells red with the reason on hover, but those the output does not
  * depend on (live, inspect_live): grey, "not read". Learned models: the
@@ -630,7 +692,7 @@ static void write_decoded(const TfCapture *c, const char *live, int block, FILE 
     }
     for (int r = 0; r < m->n_regs; r++) {
         const TfRegister *reg = &m->regs[r];
-        if (!inspect_layer_wrote(c, block - 1, reg)) continue;
+        if (!inspect_register_wrote(c, block, r)) continue;
         fputs("<tr><th class=\"r\">", f);
         draw_text(f, reg->name);
         fputs("</th>", f);
@@ -674,6 +736,7 @@ static void write_decoded(const TfCapture *c, const char *live, int block, FILE 
         fputs("</tr>\n", f);
     }
     fputs("</table></div>\n", f);
+    write_ended(m, block, f);
 }
 
 /* Flagged cells among the registers block `block` wrote, where the output
@@ -682,7 +745,7 @@ static void write_decoded(const TfCapture *c, const char *live, int block, FILE 
 static int count_flags(const TfCapture *c, const char *live, int block) {
     int n = 0;
     for (int r = 0; r < c->m->n_regs; r++) {
-        if (!inspect_layer_wrote(c, block - 1, &c->m->regs[r])) continue;
+        if (!inspect_register_wrote(c, block, r)) continue;
         for (int p = 0; p < c->n_pos; p++) {
             TfDecoded d;
             inspect_decode(c->m, &c->m->regs[r], capture_row(c, block, p), &d);
@@ -697,7 +760,7 @@ static int count_flags(const TfCapture *c, const char *live, int block) {
 static void write_wrote(const TfCapture *c, int block, FILE *f) {
     int n = 0;
     for (int r = 0; r < c->m->n_regs; r++) {
-        if (!inspect_layer_wrote(c, block - 1, &c->m->regs[r])) continue;
+        if (!inspect_register_wrote(c, block, r)) continue;
         if (n++) fputs(", ", f);
         draw_text(f, c->m->regs[r].name);
     }
@@ -859,6 +922,21 @@ static void write_summary(const TfCapture *c, FILE *f) {
     if (n_kind[TF_LAYER_NORM]) fprintf(f, ", %d norm", n_kind[TF_LAYER_NORM]);
     fprintf(f, "), %d registers, vocabulary of %d, %zu parameters.</p>\n", m->n_regs, m->n_vocab,
             model_param_count(m));
+    // Registers held in some states only: which holds shared columns when.
+    int n_reused = 0;
+    for (int r = 0; r < m->n_regs; r++) {
+        if (!model_reg_reused(m, r)) continue;
+        char range[96];
+        inspect_live_text(m, r, range, sizeof range);
+        fputs(n_reused++ ? ", <code>"
+                         : "<p id=\"live-ranges\">Registers that hold their columns in some "
+                           "states only (state 0 is the embedding's output, state i+1 layer i's; "
+                           "another register may hold the columns in the others): <code>",
+              f);
+        draw_text(f, m->regs[r].name);
+        fprintf(f, "</code> %s", range);
+    }
+    if (n_reused) fputs(".</p>\n", f);
     fputs("<p>Hover over any picture for the exact value under the mouse; click to pin it at the "
           "bottom. Red cells in the decoded tables do not decode cleanly (hover for why).</p>\n"
           "</section>\n",

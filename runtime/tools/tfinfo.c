@@ -3,7 +3,8 @@
  *   tfinfo [--] WEIGHTS.tfw
  *
  * Prints the parameters (stored, non-zero, distinct non-zero values) and
- * the FLOP of one token's pass, the vocabulary, the position encoding, the register layout, every
+ * the FLOP of one token's pass, the vocabulary, the position encoding, the register layout (a
+ * register's live range where it is narrower than every state), every
  * layer (kind, the op and source line it came from, or for a layer that
  * holds several ops each op's heads or hidden units, name, op and line; its
  * tensors' shapes and parameter count), every tensor, the generation settings and the embedded
@@ -94,6 +95,21 @@ static void print_values(const TfRegister *reg) {
     printf(" (%d values)", reg->size);
 }
 
+/* A live range narrower than every state (TfRegister.live_from; another
+ * register may hold the columns in the others): "  live in states 13..36
+ * (after layer 12 to after layer 35)"; state 0 is the embedding's output,
+ * state i + 1 layer i's (docs/weight-format.md). */
+static void print_live(const TfModel *m, const TfRegister *reg) {
+    int from = reg->live_from, to = reg->live_to < m->n_layers ? reg->live_to : m->n_layers;
+    char a[32] = "the embedding", b[32] = "the embedding";
+    if (from > 0) snprintf(a, sizeof a, "after layer %d", from - 1);
+    if (to > 0) snprintf(b, sizeof b, "after layer %d", to - 1);
+    if (from == to)
+        printf("  live in state %d (%s)", from, a);
+    else
+        printf("  live in states %d..%d (%s to %s)", from, to, a, b);
+}
+
 static void print_registers(const TfModel *m) {
     printf("\nregisters: %d\n", m->n_regs);
     if (m->n_regs == 0) {
@@ -110,6 +126,7 @@ static void print_registers(const TfModel *m) {
             printf("%d-%d", reg->offset, reg->offset + reg->size - 1);
         if (reg->kind == TF_REG_POSITION) printf("  (sin, cos)");
         if (r == m->output_reg) printf("  output");
+        if (model_reg_reused(m, r)) print_live(m, reg);
         if (reg->kind == TF_REG_CATEGORICAL) print_values(reg);
         fputc('\n', stdout);
     }
