@@ -609,30 +609,42 @@ expect "tfc --no-fuse: histogram's Count steps and Map apart" 0 "~, 3 layers," "
 # Registers of numbers that nothing needs one-hot are held as numbers
 # (compiler/numbers.h): add_decimal's digits, column sums and the copies of
 # both, and its output, in one column each; -v names them, made_by records
-# them, and --one-hot keeps the one-hot model (88,559 parameters against
-# 13,167). The output's Map (qt + carry / 2) % 10 is one staircase over the
+# them, and --one-hot keeps the one-hot model (83,111 parameters against
+# 12,505). The output's Map (qt + carry / 2) % 10 is one staircase over the
 # sum with a slope (compiler/map.c, map_offset into a number): 4 units.
 expect "tfc -v names the registers held as numbers" 0 \
     "~held as numbers (one column each): dig adig sum qt out" "" \
     -- "$TFC" -v "$SRC/programs/add_decimal.tfp" -o "$tmp/adn.tfw"
 expect "... in made_by" 0 '~"numbers":["dig","adig","sum","qt","out"]' "" -- "$TFINFO" "$tmp/adn.tfw"
-expect "... 13167 parameters" 0 "~, 13167 parameters" "" -- "$TFINFO" "$tmp/adn.tfw"
+expect "... 12505 parameters" 0 "~, 12505 parameters" "" -- "$TFINFO" "$tmp/adn.tfw"
+# A dead register's columns go to a later one (compiler/schedule.h, step 4):
+# --no-reuse keeps each register's columns its own (d_model 42, 13,167
+# parameters against 38 and 12,505), says so in made_by, and has no live
+# ranges; the reused model lists its own and computes the same sums (the
+# cases below run it; tests/programs.sh runs every program's).
+"$TFC" --no-reuse "$SRC/programs/add_decimal.tfp" -o "$tmp/adnr.tfw" 2>/dev/null
+expect "tfc --no-reuse: every register's columns its own" 0 "~d_model 42, 9 layers, 13167 parameters" \
+    "" -- "$TFINFO" "$tmp/adnr.tfw"
+expect "tfc --no-reuse is in made_by" 0 '~"reuse":false' "" -- "$TFINFO" "$tmp/adnr.tfw"
+expect "... no live ranges" 0 "" "" -- sh -c "! '$TFINFO' '$tmp/adnr.tfw' | grep -q 'live in states'"
+expect "... d_model 38 with reused columns, their registers' live ranges listed" 0 "" "" \
+    -- sh -c "'$TFINFO' '$tmp/adn.tfw' | grep -q 'd_model 38,' && '$TFINFO' '$tmp/adn.tfw' | grep -q 'live in states'"
 expect "... the output's staircase over qt + carry / 2 with a slope: 4 units" 0 "" "" \
     -- sh -c "'$TFINFO' '$tmp/adn.tfw' | grep -A1 ' out  *mlp' | grep -q 'd_hidden 4,'"
 "$TFC" --one-hot "$SRC/programs/add_decimal.tfp" -o "$tmp/ad1h.tfw" 2>/dev/null
-expect "tfc --one-hot: every cat register one-hot" 0 "~, 88559 parameters" "" -- "$TFINFO" "$tmp/ad1h.tfw"
+expect "tfc --one-hot: every cat register one-hot" 0 "~, 83111 parameters" "" -- "$TFINFO" "$tmp/ad1h.tfw"
 expect "tfc --one-hot is in made_by" 0 '~"one_hot":true' "" -- "$TFINFO" "$tmp/ad1h.tfw"
 # The carry's selection (k.nstop == q.want) compares points on a circle
 # (compiler/angles.h): its head has 3 rows instead of a row per value of
 # want, and nstop and m lose their one-hots. -v names it, tfinfo lists its
-# columns; --no-angles keeps the one-hot rows (26,149 parameters), and made_by
+# columns; --no-angles keeps the one-hot rows (25,869 parameters), and made_by
 # says so. Both models add alike (the cases below).
 expect "tfc -v names the selections compared on angles" 0 \
     "~compared on angles (two columns a side): carry.t1" "" \
     -- "$TFC" -v "$SRC/programs/add_decimal.tfp" -o "$tmp/adn.tfw"
 expect "... their points' columns in the register table" 0 "~carry.t1.kcos" "" -- "$TFINFO" "$tmp/adn.tfw"
 "$TFC" --no-angles "$SRC/programs/add_decimal.tfp" -o "$tmp/adna.tfw" 2>/dev/null
-expect "tfc --no-angles: one-hot rows" 0 "~, 26149 parameters" "" -- "$TFINFO" "$tmp/adna.tfw"
+expect "tfc --no-angles: one-hot rows" 0 "~, 25869 parameters" "" -- "$TFINFO" "$tmp/adna.tfw"
 expect "tfc --no-angles is in made_by" 0 '~"angles":false' "" -- "$TFINFO" "$tmp/adna.tfw"
 # add10 (issue 23): two 10-digit numbers added in at most 6,080 stored
 # parameters (AdderBoard's first entry), proven. Its carry's query points are
@@ -647,7 +659,7 @@ expect "add10: tfc -v names the chain's points and the output held as a number" 
     -- "$TFC" -v "$SRC/programs/add10.tfp" -o "$tmp/add10.tfw"
 n10=$("$TFINFO" "$tmp/add10.tfw" | sed -n '1s/.*, \([0-9]*\) parameters$/\1/p')
 expect "... at most 6,080 stored parameters ($n10)" 0 "" "" -- test "${n10:-99999}" -le 6080
-expect "... 5882 parameters, d_model 22" 0 "~d_model 22, 10 layers, 5882 parameters" "" \
+expect "... 5130 parameters, d_model 18" 0 "~d_model 18, 10 layers, 5130 parameters" "" \
     -- "$TFINFO" "$tmp/add10.tfw"
 expect "... carry's query points copied by m's head, written by nstop's steps" 0 \
     "~carry.t1.qcos.nstop" "" -- "$TFINFO" "$tmp/add10.tfw"
