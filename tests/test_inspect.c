@@ -583,9 +583,9 @@ START_TEST(test_shared_columns) {
     ck_assert_int_eq(inspect_register_next(m, left), left2);
     ck_assert_int_eq(inspect_register_next(m, left2), -1);
     char buf[96];
-    inspect_live_text(m, left, buf, sizeof buf);
+    model_live_text(m, left, buf, sizeof buf);
     ck_assert_str_eq(buf, "states 0..12 (the embedding to after layer 11)");
-    inspect_live_text(m, left2, buf, sizeof buf);
+    model_live_text(m, left2, buf, sizeof buf);
     ck_assert_str_eq(buf, "states 13..36 (after layer 12 to after layer 35)");
 
     char *t = trace_text(c);

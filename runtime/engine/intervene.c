@@ -148,32 +148,11 @@ static int no_such(const TfModel *m, const char *item, const char *name, TfError
     return -1;
 }
 
-/* The live ranges (TfRegister.live_from) of the registers named `name`, as
- * text: "states 0..12 (the embedding to after layer 11)", " and " between
- * two (inspect_live_text's words: the engine does not link inspect/). */
-static void live_text(const TfModel *m, const char *name, char *buf, size_t n) {
-    size_t at = 0;
-    buf[0] = '\0';
-    for (int r = 0; r < m->n_regs && at < n; r++) {
-        const TfRegister *g = &m->regs[r];
-        if (strcmp(g->name, name) != 0) continue;
-        int from = g->live_from, to = g->live_to < m->n_layers ? g->live_to : m->n_layers;
-        char a[32] = "the embedding", b[32] = "the embedding";
-        if (from > 0) snprintf(a, sizeof a, "after layer %d", from - 1);
-        if (to > 0) snprintf(b, sizeof b, "after layer %d", to - 1);
-        const char *sep = at ? " and " : "";
-        int k = from == to ? snprintf(buf + at, n - at, "%sstate %d (%s)", sep, from, a)
-                           : snprintf(buf + at, n - at, "%sstates %d..%d (%s to %s)", sep, from,
-                                      to, a, b);
-        at = k < 0 ? n : at + (size_t)k;
-    }
-}
-
 /* REG@WHERE names a state where no register REG holds its columns. */
 static int not_live(const TfModel *m, const char *item, const char *name, const char *where,
                     TfError *err) {
     char range[192];
-    live_text(m, name, range, sizeof range);
+    model_live_text(m, model_find_register(m, name), range, sizeof range);
     tf_error_set(err, "--ablate: '%s': register '%s' holds its columns in %s only, not %s", item,
                  name, range, where);
     return -1;

@@ -380,26 +380,6 @@ int inspect_register_next(const TfModel *m, int r) {
     return next;
 }
 
-/* State s for a reader: "the embedding", "after layer 4". */
-static void state_text(int s, char *buf, size_t n) {
-    if (s == 0)
-        snprintf(buf, n, "the embedding");
-    else
-        snprintf(buf, n, "after layer %d", s - 1);
-}
-
-void inspect_live_text(const TfModel *m, int r, char *buf, size_t n) {
-    const TfRegister *reg = &m->regs[r];
-    int from = reg->live_from, to = reg->live_to < m->n_layers ? reg->live_to : m->n_layers;
-    char a[32], b[32];
-    state_text(from, a, sizeof a);
-    state_text(to, b, sizeof b);
-    if (from == to)
-        snprintf(buf, n, "state %d (%s)", from, a);
-    else
-        snprintf(buf, n, "states %d..%d (%s to %s)", from, to, a, b);
-}
-
 /* --- what the output reads ------------------------------------------------ */
 
 /* Marks the columns (of d) matrix t [rows, d] reads: its non-zero columns. */
@@ -1003,7 +983,7 @@ static void note_ended(const Printer *pr, int block) {
         const TfRegister *reg = &m->regs[r];
         if (!model_reg_live(m, r, block - 1) || model_reg_live(m, r, block)) continue;
         char range[96];
-        inspect_live_text(m, r, range, sizeof range);
+        model_live_text(m, r, range, sizeof range);
         fprintf(pr->out, "    ~ %s ends: held in %s", reg->name, range);
         int next = inspect_register_next(m, r);
         if (reg->size == 1)

@@ -157,10 +157,7 @@ int inspect_register_wrote(const TfCapture *c, int block, int r);
 /* The register that next holds some of register r's columns after r's
  * live range ends (the earliest to start after it), -1 when none. */
 int inspect_register_next(const TfModel *m, int r);
-/* Register r's live range (TfRegister.live_from) as text: "states 3..5
- * (after layer 2 to after layer 4)", "state 0 (the embedding)", "states
- * 0..12 (the embedding to after layer 11)". */
-void inspect_live_text(const TfModel *m, int r, char *buf, size_t n);
+/* (A live range as text: model_live_text.) */
 
 /* Which residual cells the output depends on: live[(block * n_pos + pos) *
  * d_model + col] is 1 when column col at position pos after block `block`

@@ -150,14 +150,14 @@ static void band_title(const TfModel *m, int r, FILE *f) {
     draw_text(f, reg->name);
     fprintf(f, " (columns %d-%d", reg->offset, reg->offset + reg->size - 1);
     if (model_reg_reused(m, r)) {
-        inspect_live_text(m, r, range, sizeof range);
+        model_live_text(m, r, range, sizeof range);
         fprintf(f, ", %s", range);
     }
     for (int j = 0, n = 0; j < m->n_regs; j++) {
         const TfRegister *o = &m->regs[j];
         if (j == r || o->offset >= reg->offset + reg->size || reg->offset >= o->offset + o->size)
             continue;
-        inspect_live_text(m, j, range, sizeof range);
+        model_live_text(m, j, range, sizeof range);
         fputs(n++ ? "; " : "; shared with ", f);
         draw_text(f, o->name);
         fprintf(f, ", %s", range);
@@ -637,7 +637,7 @@ static void write_ended(const TfModel *m, int block, FILE *f) {
         const TfRegister *reg = &m->regs[r];
         if (!model_reg_live(m, r, block - 1) || model_reg_live(m, r, block)) continue;
         char range[96];
-        inspect_live_text(m, r, range, sizeof range);
+        model_live_text(m, r, range, sizeof range);
         fputs("<p class=\"ended\"><code>", f);
         draw_text(f, reg->name);
         fprintf(f, "</code> ends: held in %s; columns %d-%d", range, reg->offset,
@@ -927,7 +927,7 @@ static void write_summary(const TfCapture *c, FILE *f) {
     for (int r = 0; r < m->n_regs; r++) {
         if (!model_reg_reused(m, r)) continue;
         char range[96];
-        inspect_live_text(m, r, range, sizeof range);
+        model_live_text(m, r, range, sizeof range);
         fputs(n_reused++ ? ", <code>"
                          : "<p id=\"live-ranges\">Registers that hold their columns in some "
                            "states only (state 0 is the embedding's output, state i+1 layer i's; "

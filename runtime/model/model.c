@@ -163,6 +163,31 @@ int model_mlp_clears(const TfModel *m, const TfLayer *ly, int *col) {
     return n;
 }
 
+/* The last residual state register r holds (TfRegister.live_to, capped). */
+static int live_end(const TfModel *m, const TfRegister *r) {
+    return r->live_to < m->n_layers ? r->live_to : m->n_layers;
+}
+
+/* State s in words: "the embedding", "after layer 4". */
+static void state_words(int s, char *buf, size_t n) {
+    if (s == 0)
+        snprintf(buf, n, "the embedding");
+    else
+        snprintf(buf, n, "after layer %d", s - 1);
+}
+
+void model_live_text(const TfModel *m, int r, char *buf, size_t n) {
+    const TfRegister *reg = &m->regs[r];
+    int from = reg->live_from, to = live_end(m, reg);
+    char a[32], b[32];
+    state_words(from, a, sizeof a);
+    state_words(to, b, sizeof b);
+    if (from == to)
+        snprintf(buf, n, "state %d (%s)", from, a);
+    else
+        snprintf(buf, n, "states %d..%d (%s to %s)", from, to, a, b);
+}
+
 int model_reg_reused(const TfModel *m, int r) {
     const TfRegister *g = &m->regs[r];
     return g->live_from > 0 || g->live_to < m->n_layers;
@@ -714,10 +739,6 @@ static int cmp_reg_offset(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* The last residual state register r holds (TfRegister.live_to, capped). */
-static int live_end(const TfModel *m, const TfRegister *r) {
-    return r->live_to < m->n_layers ? r->live_to : m->n_layers;
-}
 
 /* No two registers share a name, nor a column in a state both hold: sorted
  * by offset and swept, in O(n log n) when no columns are shared (a file may

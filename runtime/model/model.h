@@ -247,6 +247,9 @@ int model_reg_live(const TfModel *m, int r, int state);
 int model_find_register_at(const TfModel *m, const char *name, int state);
 /* Whether register r has a live range narrower than every state. */
 int model_reg_reused(const TfModel *m, int r);
+/* Register r's live range as text: "states 0..12 (the embedding to after
+ * layer 11)", "state 3 (after layer 2)". */
+void model_live_text(const TfModel *m, int r, char *buf, size_t n);
 
 /* The clears of MLP layer ly (compiler/schedule.c reuses a dead register's
  * columns after one): pairs of hidden units u, u + 1 whose fc1 rows read one

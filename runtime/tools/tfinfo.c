@@ -99,15 +99,10 @@ static void print_values(const TfRegister *reg) {
  * register may hold the columns in the others): "  live in states 13..36
  * (after layer 12 to after layer 35)"; state 0 is the embedding's output,
  * state i + 1 layer i's (docs/weight-format.md). */
-static void print_live(const TfModel *m, const TfRegister *reg) {
-    int from = reg->live_from, to = reg->live_to < m->n_layers ? reg->live_to : m->n_layers;
-    char a[32] = "the embedding", b[32] = "the embedding";
-    if (from > 0) snprintf(a, sizeof a, "after layer %d", from - 1);
-    if (to > 0) snprintf(b, sizeof b, "after layer %d", to - 1);
-    if (from == to)
-        printf("  live in state %d (%s)", from, a);
-    else
-        printf("  live in states %d..%d (%s to %s)", from, to, a, b);
+static void print_live(const TfModel *m, int r) {
+    char range[128];
+    model_live_text(m, r, range, sizeof range);
+    printf("  live in %s", range);
 }
 
 static void print_registers(const TfModel *m) {
@@ -126,7 +121,7 @@ static void print_registers(const TfModel *m) {
             printf("%d-%d", reg->offset, reg->offset + reg->size - 1);
         if (reg->kind == TF_REG_POSITION) printf("  (sin, cos)");
         if (r == m->output_reg) printf("  output");
-        if (model_reg_reused(m, r)) print_live(m, reg);
+        if (model_reg_reused(m, r)) print_live(m, r);
         if (reg->kind == TF_REG_CATEGORICAL) print_values(reg);
         fputc('\n', stdout);
     }
