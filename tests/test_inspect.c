@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "compare.h"
+#include "compile.h"
 #include "infer.h"
 #include "inspect.h"
 #include "session.h"
@@ -580,9 +581,11 @@ START_TEST(test_shared_columns) {
     ck_assert_int_eq(inspect_register_wrote(c, read2 + 1, left), 0);
     ck_assert_int_eq(inspect_register_wrote(c, read2 + 1, left2), 1);
     ck_assert_int_eq(inspect_register_wrote(c, clear3 + 1, left2), 1); /* cleared, held */
-    ck_assert_int_eq(inspect_register_next(m, left), left2);
-    ck_assert_int_eq(inspect_register_next(m, left2), -1);
-    char buf[96];
+    char buf[256];
+    inspect_handover_text(m, left, buf, sizeof buf);
+    ck_assert_str_eq(buf, "its columns 22-35 are left2's from state 13");
+    inspect_handover_text(m, left2, buf, sizeof buf);
+    ck_assert_str_eq(buf, "its columns 22-35 are no register's after it");
     model_live_text(m, left, buf, sizeof buf);
     ck_assert_str_eq(buf, "states 0..12 (the embedding to after layer 11)");
     model_live_text(m, left2, buf, sizeof buf);
@@ -634,8 +637,8 @@ START_TEST(test_shared_columns) {
     ck_assert_ptr_nonnull(strstr(html, "[\"left\",\"token\",22,14,0,12]"));
     ck_assert_ptr_nonnull(strstr(html, "[\"left2\",\"token\",22,14,13,36]"));
     ck_assert_ptr_nonnull(strstr(html, "<code>left</code> ends: held in states 0..12 (the "
-                                       "embedding to after layer 11); columns 22-35, "
-                                       "<code>left2</code>'s from state 13.</p>"));
+                                       "embedding to after layer 11); its columns 22-35 are "
+                                       "left2&#39;s from state 13.</p>"));
     ck_assert_ptr_nonnull(strstr(html, "<p id=\"live-ranges\">"));
     // The decoded table of read_left's second run: left2's row, no left row.
     char id[64];
@@ -709,6 +712,43 @@ START_TEST(test_generate_steps) {
     TfInspectOptions far = {1, 0, 4, NULL, NULL, NULL};
     ck_assert_int_eq(inspect_generate(m, ids, 10, 4, &far, stdout, out, &err), -1);
     ck_assert_str_eq(err.msg, "--step 4: the steps run are 0 to 3");
+    model_free(m);
+}
+END_TEST
+
+/* Where a dead register's columns go, per run of columns, on the compiled
+ * chain of Counts (compiler/schedule.c): a register taken whole names its
+ * taker; one whose first column alone goes to the output names the rest as
+ * no register's. */
+START_TEST(test_handover_by_columns) {
+    int n_errors;
+    TfError err = {""};
+    FILE *null = fopen("/dev/null", "w");
+    const char *src = TF_COUNT_CHAIN_SRC;
+    TfModel *m = compile_source("t.tfp", src, strlen(src), 1, null, &n_errors, &err);
+    fclose(null);
+    ck_assert_msg(m != NULL, "%s", err.msg);
+    int whole = 0, part = 0;
+    for (int r = 0; r < m->n_regs; r++) {
+        if (m->regs[r].live_to >= m->n_layers) continue;
+        char buf[512];
+        inspect_handover_text(m, r, buf, sizeof buf);
+        const TfRegister *g = &m->regs[r];
+        if (strstr(buf, "no register's after it") && !strstr(buf, "its column")) continue;
+        if (strchr(buf, ',')) { // several runs: the first column taken, the rest free
+            part++;
+            char want[128];
+            snprintf(want, sizeof want, "its column %d is ", g->offset);
+            ck_assert_msg(strncmp(buf, want, strlen(want)) == 0, "%s", buf);
+            snprintf(want, sizeof want, ", columns %d-%d no register's after it", g->offset + 1,
+                     g->offset + g->size - 1);
+            ck_assert_msg(strstr(buf, want) != NULL, "%s", buf);
+        } else if (strstr(buf, " are ") && !strstr(buf, "no register")) {
+            whole++;
+        }
+    }
+    ck_assert_int_ge(whole, 1);
+    ck_assert_int_ge(part, 1);
     model_free(m);
 }
 END_TEST
@@ -928,6 +968,7 @@ int main(void) {
     suite_add_tcase(s, tc);
     tc = tcase_create("general");
     tcase_add_test(tc, test_output_categorical);
+    tcase_add_test(tc, test_handover_by_columns);
     suite_add_tcase(s, tc);
     return tf_run_suite(s);
 }

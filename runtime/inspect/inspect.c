@@ -367,17 +367,39 @@ int inspect_register_wrote(const TfCapture *c, int block, int r) {
     return 0;
 }
 
-int inspect_register_next(const TfModel *m, int r) {
-    const TfRegister *reg = &m->regs[r];
+/* The register that next holds column col of register r, after r's live
+ * range: of those that hold it later, the earliest to start; -1: none. */
+static int column_next(const TfModel *m, int r, int col) {
     int next = -1;
     for (int j = 0; j < m->n_regs; j++) {
         const TfRegister *o = &m->regs[j];
-        if (o->live_from <= reg->live_to || o->offset >= reg->offset + reg->size ||
-            reg->offset >= o->offset + o->size)
+        if (o->live_from <= m->regs[r].live_to || col < o->offset || col >= o->offset + o->size)
             continue;
         if (next < 0 || o->live_from < m->regs[next].live_from) next = j;
     }
     return next;
+}
+
+void inspect_handover_text(const TfModel *m, int r, char *buf, size_t n) {
+    const TfRegister *reg = &m->regs[r];
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int c = reg->offset; c < reg->offset + reg->size && at < n;) {
+        int t = column_next(m, r, c), e = c + 1;
+        while (e < reg->offset + reg->size && column_next(m, r, e) == t) e++;
+        int k, one = e - c == 1;
+        char cols[40];
+        if (one) snprintf(cols, sizeof cols, "column %d", c);
+        else snprintf(cols, sizeof cols, "columns %d-%d", c, e - 1);
+        const char *pre = c == reg->offset ? "its " : ", ", *verb = c > reg->offset ? "" : one ? " is" : " are";
+        if (t >= 0)
+            k = snprintf(buf + at, n - at, "%s%s%s %s's from state %d", pre, cols, verb,
+                         m->regs[t].name, m->regs[t].live_from);
+        else
+            k = snprintf(buf + at, n - at, "%s%s%s no register's after it", pre, cols, verb);
+        at = k < 0 ? n : at + (size_t)k;
+        c = e;
+    }
 }
 
 /* --- what the output reads ------------------------------------------------ */
@@ -985,16 +1007,9 @@ static void note_ended(const Printer *pr, int block) {
         char range[96];
         model_live_text(m, r, range, sizeof range);
         fprintf(pr->out, "    ~ %s ends: held in %s", reg->name, range);
-        int next = inspect_register_next(m, r);
-        if (reg->size == 1)
-            fprintf(pr->out, "; its column %d", reg->offset);
-        else
-            fprintf(pr->out, "; its columns %d-%d", reg->offset, reg->offset + reg->size - 1);
-        if (next >= 0)
-            fprintf(pr->out, " %s %s's from state %d\n", reg->size == 1 ? "is" : "are",
-                    m->regs[next].name, m->regs[next].live_from);
-        else
-            fprintf(pr->out, " %s no register's after it\n", reg->size == 1 ? "is" : "are");
+        char where[512];
+        inspect_handover_text(m, r, where, sizeof where);
+        fprintf(pr->out, "; %s\n", where);
     }
 }
 

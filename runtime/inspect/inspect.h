@@ -154,9 +154,10 @@ int inspect_layer_wrote(const TfCapture *c, int layer, const TfRegister *reg);
  * whose live range ended, or unused) was written when it holds anything
  * there (its columns before were not its own). 0 wherever r is not live. */
 int inspect_register_wrote(const TfCapture *c, int block, int r);
-/* The register that next holds some of register r's columns after r's
- * live range ends (the earliest to start after it), -1 when none. */
-int inspect_register_next(const TfModel *m, int r);
+/* Where register r's columns go after its live range, per run of columns:
+ * "its columns 22-35 are left2's from state 13"; "its column 20 is out's
+ * from state 5, columns 21-26 no register's after it". */
+void inspect_handover_text(const TfModel *m, int r, char *buf, size_t n);
 /* (A live range as text: model_live_text.) */
 
 /* Which residual cells the output depends on: live[(block * n_pos + pos) *

@@ -631,7 +631,7 @@ static void write_json_data(const TfCapture *c, FILE *f) {
 
 /* The registers whose live range ends before `block` (held after block - 1,
  * not after it), one line each: "left ends: held in states 0..12 (...);
- * columns 22-35, left2's from state 13". */
+ * its columns 22-35 are left2's from state 13". */
 static void write_ended(const TfModel *m, int block, FILE *f) {
     for (int r = 0; block > 0 && r < m->n_regs; r++) {
         const TfRegister *reg = &m->regs[r];
@@ -640,14 +640,10 @@ static void write_ended(const TfModel *m, int block, FILE *f) {
         model_live_text(m, r, range, sizeof range);
         fputs("<p class=\"ended\"><code>", f);
         draw_text(f, reg->name);
-        fprintf(f, "</code> ends: held in %s; columns %d-%d", range, reg->offset,
-                reg->offset + reg->size - 1);
-        int next = inspect_register_next(m, r);
-        if (next >= 0) {
-            fputs(", <code>", f);
-            draw_text(f, m->regs[next].name);
-            fprintf(f, "</code>'s from state %d", m->regs[next].live_from);
-        }
+        char where[512];
+        inspect_handover_text(m, r, where, sizeof where);
+        fprintf(f, "</code> ends: held in %s; ", range);
+        draw_text(f, where);
         fputs(".</p>\n", f);
     }
 }
