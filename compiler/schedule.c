@@ -235,7 +235,8 @@ oom:
  * output, a checked register, one the unembedding reads). */
 typedef struct Life {
     int kept;          /* its columns that stay */
-    int first_write;   /* the first slot writing it; -1: the embedding does (or nothing) */
+    int first_use;     /* the first slot reading or writing it; -1: the embedding writes it
+                          (or nothing does: it is 0 from the start) */
     int last_use;      /* the last slot reading or writing it */
     int keep;          /* never dead */
 } Life;
@@ -247,7 +248,8 @@ static void register_lives(const Sched *S, Life *L) {
     for (int r = 0; r < m->n_regs; r++) {
         const TfRegister *g = &m->regs[r];
         Life *l = &L[r];
-        l->kept = 0, l->first_write = INT32_MAX, l->last_use = -1;
+        l->kept = 0, l->first_use = INT32_MAX, l->last_use = -1;
+        int embedded = 0, written = 0;
         l->keep = r == m->output_reg;
         for (int k = 0; k < m->n_checks; k++) l->keep |= m->checks[k].reg == r;
         for (int j = 0; j < g->size; j++) {
@@ -255,20 +257,23 @@ static void register_lives(const Sched *S, Life *L) {
             if (!S->col[c]) continue;
             l->kept++;
             for (int t = 0; te && t < m->n_vocab; t++)
-                if (te[(size_t)t * (size_t)S->d + (size_t)c] != 0) l->first_write = -1;
+                if (te[(size_t)t * (size_t)S->d + (size_t)c] != 0) embedded = 1;
             for (int t = 0; pe && t < m->max_len; t++)
-                if (pe[(size_t)t * (size_t)S->d + (size_t)c] != 0) l->first_write = -1;
+                if (pe[(size_t)t * (size_t)S->d + (size_t)c] != 0) embedded = 1;
             for (int t = 0; un && t < (int)m->tensors[m->unembed].shape[0]; t++)
                 if (un[(size_t)t * (size_t)S->d + (size_t)c] != 0) l->keep = 1;
             for (int i = 0; i < S->n; i++) {
                 if (!S->live[i]) continue;
                 int s = S->slot[i];
                 size_t at = (size_t)i * (size_t)S->d + (size_t)c;
-                if (S->W[at] && s < l->first_write) l->first_write = s;
+                written |= S->W[at];
+                if ((S->R[at] || S->W[at]) && s < l->first_use) l->first_use = s;
                 if ((S->R[at] || S->W[at]) && s > l->last_use) l->last_use = s;
             }
         }
-        if (l->first_write == INT32_MAX) l->first_write = -1; // never written: 0 from the start
+        // Read before it is written, or never written, a register reads 0
+        // there: its columns must be 0 from the start.
+        if (embedded || !written || l->first_use == INT32_MAX) l->first_use = -1;
     }
 }
 
@@ -290,9 +295,9 @@ static int clear_slot(const unsigned char *ok, int after, int before) {
 }
 
 /* New columns for the kept ones (S->newcol, S->d2): each register's kept
- * columns side by side. With reuse, a register first written in slot f
- * takes columns whose register is done with them (last read or written
- * before an MLP slot z < f), first fit; the MLP of slot z clears them
+ * columns side by side. With reuse, a register first read or written in
+ * slot f takes columns whose register is done with them (last read or
+ * written before an MLP slot z < f), first fit; the MLP of slot z clears them
  * (S->clears), so the register finds them at 0 as it would fresh ones. A
  * slot's layers then never touch a column that another of its layers
  * clears: the clear is the column's only reader and writer there.
@@ -325,13 +330,13 @@ static int assign_columns(Sched *S, int n_slots, int reuse) {
     int n = 0;
     for (int r = 0; r < nr; r++)
         if (L[r].kept) order[n++] = r;
-    for (int i = 1; i < n; i++) { // by first write, then declaration (insertion sort: stable)
+    for (int i = 1; i < n; i++) { // by first use, then declaration (insertion sort: stable)
         int r = order[i], j = i;
-        while (j > 0 && L[order[j - 1]].first_write > L[r].first_write) order[j] = order[j - 1], j--;
+        while (j > 0 && L[order[j - 1]].first_use > L[r].first_use) order[j] = order[j - 1], j--;
         order[j] = r;
     }
     for (int i = 0; i < n; i++) {
-        int r = order[i], k = L[r].kept, f = L[r].first_write, at = -1;
+        int r = order[i], k = L[r].kept, f = L[r].first_use, at = -1;
         for (int p = 0; f >= 0 && p + k <= S->d2 && at < 0; p++) {
             int fits = 1;
             for (int j = p; j < p + k && fits; j++) {
