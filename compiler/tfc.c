@@ -251,6 +251,26 @@ static void print_numbers(const TfModel *m) {
     putchar('\n');
 }
 
+/* -v: the registers that took dead registers' columns (compiler/schedule.h,
+ * step 4), each with those it took them from: "columns reused: out (from
+ * state 5: b.q2.clean), c.q6.clean (from state 5: a)". */
+static void print_reuse(const TfModel *m) {
+    int n = 0;
+    for (int r = 0; r < m->n_regs; r++) {
+        const TfRegister *g = &m->regs[r];
+        if (g->live_from == 0) continue;
+        printf("%s%s (from state %d:", n++ ? ", " : "columns reused: ", g->name, g->live_from);
+        for (int o = 0; o < m->n_regs; o++) {
+            const TfRegister *h = &m->regs[o];
+            if (o != r && h->live_to < g->live_from && h->offset < g->offset + g->size &&
+                g->offset < h->offset + h->size)
+                printf(" %s", h->name);
+        }
+        putchar(')');
+    }
+    if (n) printf(" (--no-reuse keeps every register's columns its own)\n");
+}
+
 /* What the command line asks for. */
 typedef struct TfcArgs {
     const char *src_path, *out_path;
@@ -393,6 +413,7 @@ int main(int argc, char **argv) {
             printf("MLP fusion undone: the model without it has fewer parameters\n");
         print_numbers(m);
         angle_terms(m, 1);
+        print_reuse(m);
         if (one_hot_again & 1)
             printf("the registers held as numbers were not proven: compiled again one-hot\n");
         if (one_hot_again & 2)

@@ -626,6 +626,11 @@ expect "... 12505 parameters" 0 "~, 12505 parameters" "" -- "$TFINFO" "$tmp/adn.
 expect "tfc --no-reuse: every register's columns its own" 0 "~d_model 42, 9 layers, 13167 parameters" \
     "" -- "$TFINFO" "$tmp/adnr.tfw"
 expect "tfc --no-reuse is in made_by" 0 '~"reuse":false' "" -- "$TFINFO" "$tmp/adnr.tfw"
+expect "tfc -v names the registers that took dead ones' columns" 0 \
+    "~columns reused: carry (from state 7: indices), out (from state 7: indices)" "" \
+    -- "$TFC" -v "$SRC/programs/add_decimal.tfp" -o "$tmp/adn-v.tfw"
+expect "... and tfc -v --no-reuse none" 0 "" "" \
+    -- sh -c "! '$TFC' -v --no-reuse '$SRC/programs/add_decimal.tfp' -o '$tmp/adnr-v.tfw' | grep -q 'columns reused'"
 expect "... no live ranges" 0 "" "" -- sh -c "! '$TFINFO' '$tmp/adnr.tfw' | grep -q 'live in states'"
 expect "... d_model 38 with reused columns, their registers' live ranges listed" 0 "" "" \
     -- sh -c "'$TFINFO' '$tmp/adn.tfw' | grep -q 'd_model 38,' && '$TFINFO' '$tmp/adn.tfw' | grep -q 'live in states'"
