@@ -91,18 +91,32 @@ static int attach_source(TfModel *m, const char *filename, const char *source, s
     return m->source && m->source_name ? 0 : -1;
 }
 
+/* Every op a seed op: the validator proves such a program op by op. */
+static int seed_only(const TfIr *ir) {
+    for (int i = 0; i < ir->n_ops; i++)
+        if (ir->ops[i].plan->form != TF_PLAN_SEED) return 0;
+    return ir->n_ops > 0;
+}
+
 static int general_only(const TfIr *ir) {
     for (int i = 0; i < ir->n_ops; i++)
         if (ir->ops[i].plan->form == TF_PLAN_SEED) return 0;
     return 1;
 }
 
-/* Seed ops keep seed 001's layer order (its trace is the reference); a
- * program of general ops only is scheduled (compiler/schedule.h). Padding
- * heads to one width can make the model larger than its plan: the limit is
- * checked again. */
-static TfModel *schedule(TfModel *m, size_t max_params, int reuse, TfDiag *diag, TfError *err) {
-    TfModel *s = schedule_model(m, reuse, err);
+/* Ops side by side, dead columns out (compiler/schedule.h); the model one
+ * layer per op is kept when the scheduled one would be larger (merged
+ * layers lose the sharing of tensors that repeated ops have: the adder's
+ * rounds). Padding heads to one width can make the model larger than its
+ * plan: the limit is checked again. */
+static TfModel *schedule(TfModel *m, size_t max_params, int flags, int *undone, TfDiag *diag,
+                         TfError *err) {
+    TfModel *s = schedule_model(m, flags, err);
+    if (s && model_param_count(s) > model_param_count(m)) {
+        model_free(s);
+        *undone = 1; // made_by says "schedule": false, as --no-schedule would
+        return m;
+    }
     model_free(m);
     if (s && model_param_count(s) > max_params) {
         diag_file_error(diag,
@@ -273,7 +287,7 @@ TfModel *compile_source_opts(const char *filename, const char *source, size_t le
     TfModel *m = NULL;
     TfIr *ir = NULL;
     TfPlans plans = {0};
-    int fused = 0, angled = 0, n_declared = 0, n_groups = 0, *group = NULL;
+    int fused = 0, angled = 0, n_declared = 0, n_groups = 0, *group = NULL, unscheduled = 0;
 
     // 1. Parse. A program with syntax errors is not checked further: its
     //    missing statements would only produce follow-on errors.
@@ -298,12 +312,14 @@ TfModel *compile_source_opts(const char *filename, const char *source, size_t le
             goto done;
         }
         if (diag.n_errors) goto done;
-        // 3b. MLP fusion: consecutive tables composed (a scheduled program).
-        int scheduled = opts->opt_level > 0 && !opts->no_schedule && general_only(ir);
+        // 3b. MLP fusion: consecutive tables composed (a scheduled program
+        //     of general ops: `rewrite`).
+        int scheduled = opts->opt_level > 0 && !opts->no_schedule;
+        int rewrite = scheduled && general_only(ir);
         // Which registers could be held as numbers (tried at the end).
         // Not in a second compilation that settles rows and angles (the
         // first tries the numbers on its final model).
-        if (scheduled && !opts->one_hot && !opts->as_number && !opts->rows_settled &&
+        if (rewrite && !opts->one_hot && !opts->as_number && !opts->rows_settled &&
             opts->dump == TF_DUMP_NONE) {
             group = malloc((size_t)n_declared * sizeof *group);
             n_groups = group ? numbers_groups(ir, n_declared, group) : -1;
@@ -312,13 +328,13 @@ TfModel *compile_source_opts(const char *filename, const char *source, size_t le
                 goto done;
             }
         }
-        fused = scheduled && !opts->no_fuse ? fuse_ops(ir) : 0;
+        fused = rewrite && !opts->no_fuse ? fuse_ops(ir) : 0;
         if (fused < 0) {
             tf_error_set(err, "out of memory");
             goto done;
         }
         // 3c. Selections that pick one key value compared on angles.
-        angled = scheduled && !opts->no_angles ? angles_plan(ir) : 0;
+        angled = rewrite && !opts->no_angles ? angles_plan(ir) : 0;
         if (angled < 0) {
             tf_error_set(err, "out of memory");
             goto done;
@@ -331,15 +347,20 @@ TfModel *compile_source_opts(const char *filename, const char *source, size_t le
         }
         if (dump_at(opts, TF_DUMP_PLANS, prog, ir, &plans, NULL)) goto done;
         // 5. Lowering: the weights.
-        m = lower_program(ir, opts->opt_level, scheduled, opts->all_rows, err);
+        m = lower_program(ir, opts->opt_level, rewrite, opts->all_rows, err);
         // 6. Scheduling: ops side by side, dead columns out.
         if (m && scheduled)
-            m = schedule(m, max_params, !opts->no_reuse, &diag, err);
+            m = schedule(m, max_params,
+                         seed_only(ir) ? TF_SCHED_KEEP : opts->no_reuse ? 0 : TF_SCHED_REUSE,
+                         &unscheduled, &diag, err);
+        // Said in made_by where --no-schedule makes the same model: without
+        // the rewrites, which --no-schedule leaves out too.
+        unscheduled &= !rewrite;
         // 7. Fusion pays or is undone: the model as small as unfused.
         if (m && fused > 0 && diag.n_errors == 0 && opts->dump == TF_DUMP_NONE)
             m = smaller_unfused(m, filename, source, len, opts);
         // 8. Rows that pick no key left out only where that is smaller.
-        if (m && scheduled && !opts->all_rows && !opts->rows_settled && diag.n_errors == 0 &&
+        if (m && rewrite && !opts->all_rows && !opts->rows_settled && diag.n_errors == 0 &&
             opts->dump == TF_DUMP_NONE)
             m = smaller_with_all_rows(m, filename, source, len, opts);
         // 9. Angles kept only where they make the model smaller.
@@ -357,7 +378,9 @@ TfModel *compile_source_opts(const char *filename, const char *source, size_t le
         m = NULL;
         goto done;
     }
-    if (m && !m->made_by && attach_source(m, filename, source, len, opts, ir) < 0) {
+    TfCompileOptions as_made = *opts;
+    as_made.no_schedule |= unscheduled;
+    if (m && !m->made_by && attach_source(m, filename, source, len, &as_made, ir) < 0) {
         tf_error_set(err, "out of memory");
         model_free(m);
         m = NULL;

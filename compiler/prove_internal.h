@@ -172,4 +172,19 @@ int pv_prove_twin(const TfModel *m, int naive, TfProof *P, uint64_t *digest, TfE
 int pv_seed_program(const PvSem *S);
 int pv_seed_prove(const TfModel *m, PvSem *S, TfProof *P);
 
+/* prove_split.c: a scheduled model of seed ops as the model of one layer
+ * per op, in the source's order, that computes the same: u shares m's
+ * tensors and owns the last n_own; file_layer[op] is the op's layer in m. */
+typedef struct PvSplit {
+    TfModel u;
+    int n_own;
+    int *file_layer;
+} PvSplit;
+/* 1 when m is not one layer per op of ir (parts, or another count). */
+int pv_split_needed(const TfModel *m, const TfIr *ir);
+/* 0: sp made; 1: m cannot be taken apart so (why, and the source line,
+ * said); -1: out of memory. */
+int pv_split_seed(const TfModel *m, const TfIr *ir, PvSplit *sp, char *why, size_t n_why, int *why_line);
+void pv_split_free(PvSplit *sp);
+
 #endif

@@ -2208,7 +2208,7 @@ static int need_tracks(Seed *Z) {
     return 0;
 }
 
-int pv_seed_prove(const TfModel *m, PvSem *S, TfProof *P) {
+static int seed_prove_model(const TfModel *m, PvSem *S, TfProof *P) {
     const TfIr *ir = S->ir;
     PvNet N = {.m = m, .S = S, .P = P};
     Seed Z = {.N = &N, .S = S, .ir = ir, .m = m, .period = ir->period, .d = m->d_model, .nr = ir->n_regs};
@@ -2301,5 +2301,31 @@ int pv_seed_prove(const TfModel *m, PvSem *S, TfProof *P) {
     for (int li = 0; Z.trk && li < m->n_layers; li++) strack_free(Z.trk[li]);
     free(Z.wlayer), free(Z.trk), free(Z.need_trk);
     for (int b = 0; b < S->n_base; b++) free(Z.vals[b]);
+    return rc;
+}
+
+/* A scheduled model (ops side by side, moved earlier) is proven as the
+ * model of one layer per op in the source's order that it computes the
+ * same as (compiler/prove_split.c), or left unproven saying why. */
+int pv_seed_prove(const TfModel *m, PvSem *S, TfProof *P) {
+    if (!pv_split_needed(m, S->ir)) return seed_prove_model(m, S, P);
+    PvSplit sp;
+    char why[400];
+    int line = 0, rc = pv_split_seed(m, S->ir, &sp, why, sizeof why, &line);
+    if (rc < 0) return -1;
+    if (rc == 1) {
+        PvNet N = {.m = m, .S = S, .P = P};
+        pv_unproven(&N, line, -1, "%s", why);
+        return 0;
+    }
+    char map[600];
+    int k = 0;
+    for (int oi = 0; oi < sp.u.n_layers && k < (int)sizeof map - 16; oi++)
+        k += snprintf(map + k, sizeof map - (size_t)k, "%s%d", oi ? " " : "", sp.file_layer[oi]);
+    pv_line(P, "the file's %d layers taken apart into the source's %d ops, one layer each in the source's order "
+               "(\"layer i\" below is op i; op i's layer in the file: %s)", m->n_layers, sp.u.n_layers, map);
+    rc = seed_prove_model(&sp.u, S, P);
+    if (P->fail_layer >= 0 && P->fail_layer < sp.u.n_layers) P->fail_layer = sp.file_layer[P->fail_layer];
+    pv_split_free(&sp);
     return rc;
 }

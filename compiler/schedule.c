@@ -879,7 +879,8 @@ done:
     return rc;
 }
 
-TfModel *schedule_model(const TfModel *m, int reuse_columns, TfError *err) {
+TfModel *schedule_model(const TfModel *m, int flags, TfError *err) {
+    int reuse_columns = !!(flags & TF_SCHED_REUSE), keep = !!(flags & TF_SCHED_KEEP);
     Sched S = {0};
     S.m = m;
     S.d = m->d_model;
@@ -905,20 +906,24 @@ TfModel *schedule_model(const TfModel *m, int reuse_columns, TfError *err) {
     for (int r = 0; r < m->n_regs; r++)
         for (int c = 0; c < m->regs[r].size; c++) S.reg_of[m->regs[r].offset + c] = r;
     for (int i = 0; i < S.n; i++) layer_sets(&S, i, NULL);
-    while (find_dead(&S)) {}
-    // Reads of channels and units that reach no kept column go, and what
-    // only they read with them (a copy's one-hot that only a dead table
-    // read: compiler/angles.c's chains), until nothing more goes.
-    unsigned char *before = malloc((size_t)S.d);
-    if (!before) goto oom;
-    do {
-        memcpy(before, S.col, (size_t)S.d);
-        for (int i = 0; i < S.n; i++)
-            if (S.live[i]) layer_sets(&S, i, before);
+    if (keep) { // every op and every column stays (step 1 skipped)
+        memset(S.col, 1, (size_t)S.d);
+    } else {
         while (find_dead(&S)) {}
-    } while (memcmp(before, S.col, (size_t)S.d) != 0);
-    free(before);
-    drop_unwritten_values(&S);
+        // Reads of channels and units that reach no kept column go, and what
+        // only they read with them (a copy's one-hot that only a dead table
+        // read: compiler/angles.c's chains), until nothing more goes.
+        unsigned char *before = malloc((size_t)S.d);
+        if (!before) goto oom;
+        do {
+            memcpy(before, S.col, (size_t)S.d);
+            for (int i = 0; i < S.n; i++)
+                if (S.live[i]) layer_sets(&S, i, before);
+            while (find_dead(&S)) {}
+        } while (memcmp(before, S.col, (size_t)S.d) != 0);
+        free(before);
+        drop_unwritten_values(&S);
+    }
     int n_slots = place(&S);
     if (n_slots < 0 || !(S.slot_layer = malloc(((size_t)n_slots + 1) * sizeof *S.slot_layer)))
         goto oom;

@@ -34,18 +34,33 @@
  *
  * Each step keeps every computation the same: a layer reads only columns no
  * layer of its slot writes, so running the slot's layers side by side adds
- * the same updates as running them in order. Programs with seed ops keep
- * seed 001's layer order (the seed adder's trace is the reference).
+ * the same updates as running them in order (a layer may write what
+ * another of its slot reads: both read the stream before the slot).
+ *
+ * Programs with seed ops are scheduled too (compiler/compile.c), without
+ * the rewrites before lowering that assume a register is written once
+ * (fusion, angles, numbers, folded tables): a seed op changes registers in
+ * place. A program of seed ops only keeps every op and register (TF_SCHED_
+ * KEEP, no reuse), and compiler/compile.c keeps whichever of the scheduled
+ * model and one layer per op is smaller (the adder: one layer per op, whose
+ * repeated rounds share their tensors).
  */
 #ifndef TF_SCHEDULE_H
 #define TF_SCHEDULE_H
 
 #include "model.h"
 
+/* What schedule_model may do besides placing layers in slots (step 2) and
+ * merging them (step 3). TF_SCHED_REUSE: registers take dead registers'
+ * columns (step 4 with reuse). TF_SCHED_KEEP: no op and no column goes
+ * (step 1 skipped): a program of seed ops, which the validator proves op by
+ * op (compiler/prove_split.c) and every register of which it checks. */
+enum { TF_SCHED_REUSE = 1, TF_SCHED_KEEP = 2 };
+
 /* A new model holding m's computation in fewer, wider layers (see above);
- * reuse 0: no register's columns go to another (step 4 once, without).
- * m is left as it was. NULL with err set: out of memory, or a layer it
- * cannot take (a norm, or attention without an output projection). */
-TfModel *schedule_model(const TfModel *m, int reuse, TfError *err);
+ * flags: TF_SCHED_* (0: dead ops and columns go, no reuse). m is left as it
+ * was. NULL with err set: out of memory, or a layer it cannot take (a
+ * norm, or attention without an output projection). */
+TfModel *schedule_model(const TfModel *m, int flags, TfError *err);
 
 #endif

@@ -409,6 +409,8 @@ int main(int argc, char **argv) {
         status = cli_error_status(&err);
     } else if (m && A.verbose) {
         print_summary(m, out_path);
+        if (!A.opts.no_schedule && m->made_by && strstr(m->made_by, "\"schedule\":false"))
+            printf("scheduling undone: the model with one layer per op has fewer parameters\n");
         if (!A.opts.no_fuse && m->made_by && strstr(m->made_by, "\"fuse\":false"))
             printf("MLP fusion undone: the model without it has fewer parameters\n");
         print_numbers(m);

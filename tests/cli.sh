@@ -50,7 +50,7 @@ expect "tfc writes beside the source by default" 0 "" "" -- "$TFC" "$tmp/beside.
 cmp -s "$W" "$tmp/beside.tfw" && { echo "FAIL: source_name should differ"; failed=$((failed + 1)); } || passed=$((passed + 1))
 
 summary=$("$TFC" "$SRC/programs/adder.tfp" -o "$tmp/v.tfw" -v)
-if [[ "$summary" == "$tmp/v.tfw: 36 layers (11 attention with 11 heads, 25 MLP: widest "*"), d_model 80, "*" tensors, "*" parameters"$'\n'"proven against the program (tfprove $tmp/v.tfw prints each op's margin)" ]]; then
+if [[ "$summary" == "$tmp/v.tfw: 36 layers (11 attention with 11 heads, 25 MLP: widest "*"), d_model 80, "*" tensors, "*" parameters"$'\n'"scheduling undone: the model with one layer per op has fewer parameters"$'\n'"proven against the program (tfprove $tmp/v.tfw prints each op's margin)" ]]; then
     passed=$((passed + 1))
 else
     echo "FAIL: tfc -v summary: $summary"; failed=$((failed + 1))
@@ -76,8 +76,15 @@ d = open(sys.argv[1], "rb").read(); n = struct.unpack("<Q", d[:8])[0]
 print(json.loads(d[8:8 + n])["__metadata__"].get("made_by", ""))' "$1"
 }
 "$TFC" "$SRC/programs/adder.tfp" -O0 -o "$tmp/o0.tfw"
-expect "made_by records tfc -O" 0 '{"tool":"tfc","version":"0.1.0","options":{"O":1}}' "" -- made_by "$W"
-expect "tfinfo prints made_by" 0 '~made by: {"tool":"tfc","version":"0.1.0","options":{"O":1}}' "" -- "$TF_BUILD_DIR/tfinfo" "$W"
+# The adder at -O keeps one layer per op (scheduled, it would be larger:
+# compiler/compile.c, schedule), which made_by says as --no-schedule would.
+expect "made_by records tfc -O" 0 '{"tool":"tfc","version":"0.1.0","options":{"O":1,"schedule":false}}' "" -- made_by "$W"
+expect "tfinfo prints made_by" 0 '~made by: {"tool":"tfc","version":"0.1.0","options":{"O":1,"schedule":false}}' "" -- "$TF_BUILD_DIR/tfinfo" "$W"
+"$TFC" "$SRC/programs/histogram.tfp" -o "$tmp/hist-made.tfw"
+expect "made_by records tfc -O (a scheduled program)" 0 '{"tool":"tfc","version":"0.1.0","options":{"O":1,"numbers":["out"]}}' "" -- made_by "$tmp/hist-made.tfw"
+"$TFC" --no-schedule "$SRC/programs/adder.tfp" -o "$tmp/adder-ns.tfw"
+cmp -s "$W" "$tmp/adder-ns.tfw" && passed=$((passed + 1)) ||
+    { echo "FAIL: the adder at -O is the file --no-schedule writes"; failed=$((failed + 1)); }
 expect "made_by records tfc -O0" 0 '{"tool":"tfc","version":"0.1.0","options":{"O":0}}' "" -- made_by "$tmp/o0.tfw"
 expect "tfc without arguments" 2 "" "tfc: no program given" -- "$TFC"
 expect "tfc unknown option" 2 "" "tfc: unknown option '--frobnicate'" -- "$TFC" --frobnicate x.tfp

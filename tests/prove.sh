@@ -75,7 +75,8 @@ for f in "$P"/*.tfp; do
     "$TFC" $lvl "$f" -o "$tmp/m.tfw" 2>/dev/null
     check "$b $lvl compiles" $?
     # A level whose file is another's but for made_by (a program of seed
-    # ops is not scheduled: the adder's -O and --no-schedule) is that proof.
+    # ops only keeps one layer per op where scheduling would make it larger:
+    # the adder's -O and --no-schedule) is that proof.
     key=$("$PY" -c 'import hashlib, json, struct, sys
 b = open(sys.argv[1], "rb").read()
 n = struct.unpack("<Q", b[:8])[0]

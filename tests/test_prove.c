@@ -25,6 +25,7 @@
 #include "interval.h"
 #include "prove.h"
 #include "prove_internal.h" /* pv_score_twins, pv_prove_twin */
+#include "schedule.h"
 #include "testutil.h"
 
 static uint64_t rng = 88172645463325252ull;
@@ -299,9 +300,6 @@ static int layer_named(const TfModel *m, const char *name) {
     return -1;
 }
 
-/* Scales by f the output weights of the op named name: its heads' value
- * rows, or its hidden units' fc2 columns, whether it has a layer of its own
- * or is a part of a scheduled layer. 0 when no layer holds it. */
 /* The model column of value `label` of register `reg` (a value nothing
  * reads has none: compiler/schedule.c), -1. */
 static int value_col(const TfModel *m, const char *reg, const char *label) {
@@ -312,6 +310,9 @@ static int value_col(const TfModel *m, const char *reg, const char *label) {
     return -1;
 }
 
+/* Scales by f the output weights of the op named name: its heads' value
+ * rows, or its hidden units' fc2 columns, whether it has a layer of its own
+ * or is a part of a scheduled layer. 0 when no layer holds it. */
 static int scale_op(TfModel *m, const char *name, float f) {
     for (int li = 0; li < m->n_layers; li++) {
         const TfLayer *ly = &m->layers[li];
@@ -745,6 +746,133 @@ START_TEST(test_reused_columns_proven_and_bad_clear_refused) {
 }
 END_TEST
 
+/* Programs of seed ops scheduled (compiler/schedule.h, TF_SCHED_KEEP): tfc
+ * keeps one layer per op where that is smaller, which it has been for every
+ * such program so far, so the scheduled models are made here. The
+ * validator takes them apart into one layer per op in the source's order
+ * (compiler/prove_split.c). */
+static TfModel *scheduled_seed(const char *src) {
+    TfModel *m = compile_with_opts(src, (TfCompileOptions){.opt_level = 1, .no_schedule = 1});
+    TfError err = {""};
+    TfModel *s = schedule_model(m, TF_SCHED_KEEP, &err);
+    ck_assert_msg(s != NULL, "%s", err.msg);
+    ck_assert_int_lt(s->n_layers, m->n_layers);
+    ck_assert_str_eq(s->source, m->source); // the program the validator reads
+    model_free(m);
+    return s;
+}
+
+static TfProof prove_or_die(const TfModel *m) {
+    TfProof P;
+    TfError err = {""};
+    ck_assert_msg(prove_model(m, &P, &err) == 0, "%s", err.msg);
+    return P;
+}
+
+static int proof_says(const TfProof *P, const char *text) {
+    for (int i = 0; i < P->n_lines; i++)
+        if (strstr(P->lines[i], text)) return 1;
+    return strstr(P->reason, text) != NULL;
+}
+
+/* Layer li's part named name: its first head, or -1. */
+static int part_head(const TfModel *m, int li, const char *name) {
+    for (int k = 0; k < m->layers[li].n_parts; k++)
+        if (strcmp(m->layers[li].parts[k].name, name) == 0) return m->layers[li].parts[k].first;
+    return -1;
+}
+
+static const char *digit_sum_src = "vocab \"0123456789+=\";\nperiod 16;\n"
+                                   "position plus_pos, eq_pos;\ntoken left, right, sum;\nscalar carry;\n"
+                                   "find_plus: FindAndStore('+') -> plus_pos;\n"
+                                   "find_eq: FindAndStore('=') -> eq_pos;\n"
+                                   "read_left: GetRelativeToken(plus_pos - 1) -> left;\n"
+                                   "read_right: GetRelativeToken(eq_pos - 1) -> right;\n"
+                                   "add: Multiply(left, right, carry) -> sum;\n"
+                                   "output sum;\ngenerate 1;\n";
+
+START_TEST(test_scheduled_seed_ops_proven_and_mutations_refused) {
+    TfModel *m = scheduled_seed(digit_sum_src);
+    // Two FindAndStores side by side, then the two reads: 3 layers for 5 ops.
+    ck_assert_int_eq(m->n_layers, 3);
+    int reads = 1;
+    ck_assert_int_eq(m->layers[0].n_parts, 2);
+    ck_assert_int_eq(m->layers[reads].n_parts, 2);
+    TfProof P = prove_or_die(m);
+    ck_assert_msg(P.verdict == TF_PROOF_PROVEN, "%s", P.reason);
+    ck_assert(proof_says(&P, "taken apart into the source's 5 ops"));
+    ck_assert(proof_says(&P, "Multiply -> sum"));
+    prove_free(&P);
+    // Every sum a+b= as the model one layer per op gives it.
+    TfModel *u = compile_with_opts(digit_sum_src, (TfCompileOptions){.opt_level = 1, .no_schedule = 1});
+    TfError err = {""};
+    TfInfer *a = infer_new(m, 1, &err), *b = infer_new(u, 1, &err);
+    ck_assert(a && b);
+    for (int x = 0; x < 100; x++) {
+        char text[8];
+        snprintf(text, sizeof text, "%d+%d=", x / 10, x % 10);
+        int ids[8], oa[2], ob[2], len = (int)strlen(text);
+        ck_assert_int_eq(infer_tokenize(m, text, len, ids, &err), len);
+        const int *pr = ids;
+        ck_assert_msg(infer_generate(a, &pr, &len, 1, 1, oa, &err) == 0, "%s", err.msg);
+        ck_assert_msg(infer_generate(b, &pr, &len, 1, 1, ob, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(oa[0], ob[0]);
+        ck_assert_int_eq(oa[0], (x / 10 + x % 10) % 10); // the digits are tokens 0..9
+    }
+    infer_free(a), infer_free(b);
+    model_free(u);
+    // read_right's query reads a column read_left writes in the same layer:
+    // taken one after the other, it would see what read_left wrote.
+    const TfLayer *ly = &m->layers[reads];
+    int h = part_head(m, reads, "read_right"), left = m->regs[model_find_register(m, "left")].offset;
+    ck_assert_int_ge(h, 0);
+    float *wq = m->tensors[ly->query].data;
+    size_t at = (size_t)h * (size_t)ly->d_head * (size_t)m->d_model + (size_t)left;
+    float keep = wq[at];
+    wq[at] = 1e-3f;
+    P = prove_or_die(m);
+    ck_assert_msg(P.verdict == TF_PROOF_UNPROVEN && strstr(P.reason, "one after the other"), "%d %s", P.verdict, P.reason);
+    prove_free(&P);
+    wq[at] = keep;
+    // A part that says it is another op's line: read_right has no layer.
+    int line = m->layers[reads].parts[1].line;
+    m->layers[reads].parts[1].line = m->layers[reads].parts[0].line;
+    P = prove_or_die(m);
+    ck_assert_msg(P.verdict == TF_PROOF_UNPROVEN && strstr(P.reason, "has no layer or part of its own"), "%d %s", P.verdict, P.reason);
+    prove_free(&P);
+    m->layers[reads].parts[1].line = line;
+    // read_left's head, taken apart from its layer, is checked as it is:
+    // its values negated, it reads no digit.
+    ck_assert(scale_op(m, "read_left", -1.0f));
+    P = prove_or_die(m);
+    ck_assert_msg(P.verdict == TF_PROOF_FAILED, "%d %s", P.verdict, P.reason);
+    ck_assert_int_eq(P.fail_layer, reads); // the file's layer, not the op's
+    prove_free(&P);
+    model_free(m);
+}
+END_TEST
+
+/* The adder scheduled: 23 layers for 36 ops, a round's CopyOnMatch beside
+ * the next round's Clear, which writes what the CopyOnMatch reads. */
+START_TEST(test_scheduled_adder_proven) {
+    size_t len;
+    char *src = tf_read_source("programs/adder.tfp", &len);
+    ck_assert_ptr_nonnull(src);
+    TfModel *m = scheduled_seed(src);
+    free(src);
+    int mixed = 0;
+    for (int li = 0; li < m->n_layers; li++)
+        if (m->layers[li].n_parts && m->layers[li].parts[0].line > m->layers[li].parts[m->layers[li].n_parts - 1].line)
+            mixed = 1; // a later round's op beside an earlier round's
+    ck_assert(mixed);
+    TfProof P = prove_or_die(m);
+    ck_assert_msg(P.verdict == TF_PROOF_PROVEN, "%s", P.reason);
+    ck_assert(proof_says(&P, "taken apart into the source's 36 ops"));
+    prove_free(&P);
+    model_free(m);
+}
+END_TEST
+
 /* An interval of a query or key component: within 2^+-20, narrow or a point. */
 static TfIv score_iv(void) {
     double a = ldexp(rnd() - 0.5, (int)(rnd() * 40) - 20), w = rnd() < 0.3 ? 0 : fabs(a) * rnd() * 1e-2;
@@ -965,6 +1093,8 @@ int main(void) {
     tcase_add_test(tc, test_numbers_held_proven_and_unsafe_refused);
     tcase_add_test(tc, test_count_of_counts_proven_and_mutation_refused);
     tcase_add_test(tc, test_reused_columns_proven_and_bad_clear_refused);
+    tcase_add_test(tc, test_scheduled_seed_ops_proven_and_mutations_refused);
+    tcase_add_test(tc, test_scheduled_adder_proven);
     tcase_add_test(tc, test_threads_same_proof);
     tcase_add_test(tc, test_scores_twin);
     tcase_add_test(tc, test_fast_paths_twin);

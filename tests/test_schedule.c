@@ -15,6 +15,7 @@
 #include "compile.h"
 #include "infer.h"
 #include "model.h"
+#include "schedule.h"
 #include "testutil.h"
 
 static TfModel *compile_with(const char *src, const TfCompileOptions *opts) {
@@ -588,6 +589,54 @@ START_TEST(test_mlp_parts_and_dead_ops) {
 }
 END_TEST
 
+/* A program with seed ops is scheduled too, without the rewrites that take
+ * a register to be written once: folded into its reader, n0's linear Map
+ * would read n2 after Clear(n2) zeroed it (tests/mix_check.py found it). */
+START_TEST(test_seed_ops_scheduled) {
+    const char *src = "vocab \"^ab0123456789\"; bos '^'; maxlen 5;\n"
+                      "cat c0, c1, out;\nnum n0, n1, n2;\n"
+                      "Count(k.tokens == 'a', causal) -> c0;\n"
+                      "Map(c0 == 1 ? 1 : 0) -> n2;\n"
+                      "Map(1 * n2 + 0) -> n0;\n"
+                      "Clear(n2);\n"
+                      "Map(c0 >= -1 ? 1 : 0) -> n1;\n"
+                      "Map(n0 > 0.5 ? 1 : 0) -> c1;\n"
+                      "out: Map(n0 > 0.5 ? 1 : 0) -> out;\n"
+                      "output out at every position;\n";
+    TfModel *s = compile_text(src, 0), *u = compile_text(src, 1);
+    ck_assert_int_lt(s->n_layers, u->n_layers);
+    int parts = 0;
+    for (int l = 0; l < s->n_layers; l++) parts += s->layers[l].n_parts;
+    ck_assert_int_gt(parts, 0);
+    ck_assert_int_eq(same_outputs(s, u, "ab", 4), 30);
+    // "^a": c0 is 1 at the a, so n2, n0 and out are 1 there.
+    TfError err = {""};
+    TfInfer *inf = infer_new(s, 1, &err);
+    int ids[3], o[3], len = 2, *po = o;
+    ck_assert_int_eq(infer_tokenize(s, "^a", len, ids, &err), len);
+    const int *seq = ids;
+    ck_assert_msg(infer_every_position(inf, &seq, &len, 1, &po, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(s->vocab[o[1]], '1');
+    infer_free(inf);
+    model_free(s), model_free(u);
+    // The adder scheduled is larger (merged layers do not share the rounds'
+    // tensors): -O keeps its 36 layers, the same file as --no-schedule.
+    size_t len_a;
+    char *adder = tf_read_source("programs/adder.tfp", &len_a);
+    s = compile_text(adder, 0), u = compile_text(adder, 1);
+    free(adder);
+    ck_assert_int_eq(s->n_layers, 36);
+    ck_assert_int_eq(model_param_count(s), model_param_count(u));
+    for (int l = 0; l < s->n_layers; l++) ck_assert_int_eq(s->layers[l].n_parts, 0);
+    ck_assert_ptr_nonnull(strstr(s->made_by, "\"schedule\":false"));
+    TfModel *t = schedule_model(u, TF_SCHED_KEEP, &err);
+    ck_assert_msg(t != NULL, "%s", err.msg);
+    ck_assert_int_lt(t->n_layers, 36);
+    ck_assert_uint_gt(model_param_count(t), model_param_count(u));
+    model_free(t), model_free(s), model_free(u);
+}
+END_TEST
+
 /* A checked Aggregate (sort): the check names the layer that holds its op. */
 START_TEST(test_checks_follow_their_op) {
     size_t len;
@@ -634,6 +683,7 @@ int main(void) {
     tcase_add_test(tc, test_joint_sides_shared_without_bos_values);
     tcase_add_test(tc, test_mlp_parts_and_dead_ops);
     tcase_add_test(tc, test_checks_follow_their_op);
+    tcase_add_test(tc, test_seed_ops_scheduled);
     suite_add_tcase(s, tc);
     return tf_run_suite(s);
 }
