@@ -65,7 +65,13 @@ for n in 1 2 3; do
     got=$?
     summary "$tmp/p$n.txt" | cmp -s - "$tmp/ref.sum" && [ $got -eq $want ] &&
         grep -q ":$bad: " "$tmp/p$n.err"
-    check "--check - (a pipe) on $n ranks: the same failures, counts and exit status" $?
+    st=$?
+    check "--check - (a pipe) on $n ranks: the same failures, counts and exit status" $st
+    [ $st -eq 0 ] || { # what differed (seen once on a loaded machine)
+        echo "  exit $got (want $want); stderr:"
+        head -5 "$tmp/p$n.err"
+        summary "$tmp/p$n.txt" | diff "$tmp/ref.sum" - | head -5
+    }
 done
 if [ $n -eq 3 ]; then
     [ "$(grep -c '^tfrun: ' "$tmp/f3.err")" -eq 1 ]
