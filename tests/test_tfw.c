@@ -1,15 +1,22 @@
-/* test_tfw.c: .tfw round trips, and every way the reader rejects a file. */
+/* test_tfw.c: .tfw round trips, and every way the reader rejects a file;
+ * the line reader of text input (lines.h). */
 #define _POSIX_C_SOURCE 200809L
 #include <cJSON.h>
 #include <check.h>
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "file.h"
+#include "lines.h"
 #include "testutil.h"
 #include "tfw.h"
 
@@ -112,6 +119,77 @@ static void assert_same_model(const TfModel *a, const TfModel *b) {
     ck_assert_str_eq(a->source, b->source);
     ck_assert_str_eq(a->source_name, b->source_name);
 }
+
+static void on_alarm(int sig) { (void)sig; }
+
+/* A child that writes two lines to a pipe, 0.4 s apart; its pid, the read
+ * end in *rd. SIGALRM, whose handler does not restart reads, comes 0.1 s
+ * on, while the reader waits for the second line. */
+static pid_t pausing_writer(int *rd, struct sigaction *old) {
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(fds[0]);
+        struct timespec pause = {0, 400 * 1000 * 1000};
+        int ok = write(fds[1], "1+2=\t3\n", 7) == 7;
+        nanosleep(&pause, NULL);
+        ok &= write(fds[1], "4+5=\t9\n", 7) == 7;
+        _exit(ok ? 0 : 1);
+    }
+    close(fds[1]);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0; // no SA_RESTART
+    ck_assert_int_eq(sigaction(SIGALRM, &sa, old), 0);
+    struct itimerval it = {{0, 0}, {0, 100 * 1000}};
+    ck_assert_int_eq(setitimer(ITIMER_REAL, &it, NULL), 0);
+    *rd = fds[0];
+    return pid;
+}
+
+static void writer_done(pid_t pid, const struct sigaction *old) {
+    sigaction(SIGALRM, old, NULL);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* A signal arrives while a reader waits on a pipe: read(2) ends with EINTR,
+ * and the line reader (tfrun --check - under mpirun) and the whole-file
+ * reader (a program or weights from a pipe) read on instead of ending the
+ * input with an error (file.h, tf_read_interrupted). */
+START_TEST(test_read_after_interrupt) {
+    struct sigaction old;
+    int rd;
+    pid_t pid = pausing_writer(&rd, &old);
+    FILE *f = fdopen(rd, "r");
+    ck_assert_ptr_nonnull(f);
+    TfLine l = {0};
+    ck_assert_int_eq(tf_line_read(f, 100, &l), TF_LINE_OK);
+    ck_assert_str_eq(l.buf, "1+2=\t3\n");
+    ck_assert_int_eq(tf_line_read(f, 100, &l), TF_LINE_OK);
+    ck_assert_str_eq(l.buf, "4+5=\t9\n");
+    ck_assert_int_eq(tf_line_read(f, 100, &l), TF_LINE_END);
+    tf_line_free(&l);
+    fclose(f);
+    writer_done(pid, &old);
+
+    pid = pausing_writer(&rd, &old);
+    char path[64];
+    snprintf(path, sizeof path, "/dev/fd/%d", rd);
+    size_t len = 0;
+    char *text = tf_file_read(path, &len);
+    ck_assert_msg(text != NULL, "%s", strerror(errno));
+    ck_assert_str_eq(text, "1+2=\t3\n4+5=\t9\n");
+    free(text);
+    close(rd);
+    writer_done(pid, &old);
+}
+END_TEST
 
 START_TEST(test_round_trip_buffer) {
     TfModel *m = small_model();
@@ -1597,6 +1675,7 @@ int main(void) {
     tcase_add_test(tc, test_live_ranges);
     tcase_add_test(tc, test_round_trip_parts);
     tcase_add_test(tc, test_rejects_bad_parts);
+    tcase_add_test(tc, test_read_after_interrupt);
     suite_add_tcase(s, tc);
     return tf_run_suite(s);
 }

@@ -8,6 +8,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
+int tf_read_interrupted(FILE *f) {
+    if (!ferror(f) || errno != EINTR) return 0;
+    clearerr(f);
+    return 1;
+}
+
 /* Reads f to its end into a buffer that grows by doubling, up to max bytes;
  * EFBIG when there are more. */
 static char *read_stream(FILE *f, size_t hint, size_t max, size_t *len) {
@@ -20,6 +26,7 @@ static char *read_stream(FILE *f, size_t hint, size_t max, size_t *len) {
             return NULL;
         }
         n += fread(buf + n, 1, cap - n, f);
+        if (n < cap && tf_read_interrupted(f)) continue;
         if (n < cap) break;
         if (n > max) {
             free(buf);

@@ -12,6 +12,7 @@
 #define TF_FILE_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "error.h"
 
@@ -25,5 +26,11 @@ char *tf_file_read_max(const char *path, size_t max, size_t *len, TfError *err);
 /* The same with the default cap and errno instead of a message: EFBIG when
  * over the cap, ENODEV when not a regular file or pipe. */
 char *tf_file_read(const char *path, size_t *len);
+
+/* After a short read of f: 1, with f's error flag cleared, when a signal
+ * interrupted it (EINTR: a handler installed without SA_RESTART, as a
+ * library may; nothing was consumed: read again); 0 at the end or on a real
+ * error. Every reader of a pipe (this file's, lines.h's) asks it. */
+int tf_read_interrupted(FILE *f);
 
 #endif

@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "file.h"
+
 /* Room for n bytes and a NUL in l->buf; -1 when out of memory. */
 static int reserve(TfLine *l, size_t n) {
     if (n + 1 <= l->cap) return 0;
@@ -26,7 +28,11 @@ TfLineStatus tf_line_read(FILE *f, size_t max, TfLine *l) {
     l->buf[0] = '\0';
     int c = EOF;
     flockfile(f);
-    while ((c = getc_unlocked(f)) != EOF) {
+    for (;;) {
+        if ((c = getc_unlocked(f)) == EOF) {
+            if (tf_read_interrupted(f)) continue; // nothing was consumed: the line goes on
+            break;
+        }
         l->bytes++;
         if (l->len < max) {
             if (l->len + 1 >= l->cap && reserve(l, l->len + 1 < max ? 2 * l->cap : max) < 0) {
