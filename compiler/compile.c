@@ -104,17 +104,22 @@ static int general_only(const TfIr *ir) {
     return 1;
 }
 
-/* Ops side by side, dead columns out (compiler/schedule.h); the model one
- * layer per op is kept when the scheduled one would be larger (merged
- * layers lose the sharing of tensors that repeated ops have: the adder's
- * rounds). Padding heads to one width can make the model larger than its
- * plan: the limit is checked again. */
-static TfModel *schedule(TfModel *m, size_t max_params, int flags, int *undone, TfDiag *diag,
+/* Ops side by side, dead columns out (compiler/schedule.h); a program of
+ * seed ops only keeps every op and register (its validator's terms). The
+ * model one layer per op is kept when the scheduled one would be larger
+ * (merged layers lose the sharing of tensors that repeated ops have: the
+ * adder's rounds); *undone then says so where made_by can ("schedule":
+ * false: without the rewrites, which --no-schedule leaves out too, the
+ * same model). Padding heads to one width can make the model larger than
+ * its plan: the limit is checked again. */
+static TfModel *schedule(TfModel *m, const TfIr *ir, const TfCompileOptions *opts,
+                         size_t max_params, int rewrite, int *undone, TfDiag *diag,
                          TfError *err) {
+    int flags = seed_only(ir) ? TF_SCHED_KEEP : opts->no_reuse ? 0 : TF_SCHED_REUSE;
     TfModel *s = schedule_model(m, flags, err);
     if (s && model_param_count(s) > model_param_count(m)) {
         model_free(s);
-        *undone = 1; // made_by says "schedule": false, as --no-schedule would
+        *undone = !rewrite;
         return m;
     }
     model_free(m);
@@ -350,12 +355,7 @@ TfModel *compile_source_opts(const char *filename, const char *source, size_t le
         m = lower_program(ir, opts->opt_level, rewrite, opts->all_rows, err);
         // 6. Scheduling: ops side by side, dead columns out.
         if (m && scheduled)
-            m = schedule(m, max_params,
-                         seed_only(ir) ? TF_SCHED_KEEP : opts->no_reuse ? 0 : TF_SCHED_REUSE,
-                         &unscheduled, &diag, err);
-        // Said in made_by where --no-schedule makes the same model: without
-        // the rewrites, which --no-schedule leaves out too.
-        unscheduled &= !rewrite;
+            m = schedule(m, ir, opts, max_params, rewrite, &unscheduled, &diag, err);
         // 7. Fusion pays or is undone: the model as small as unfused.
         if (m && fused > 0 && diag.n_errors == 0 && opts->dump == TF_DUMP_NONE)
             m = smaller_unfused(m, filename, source, len, opts);
