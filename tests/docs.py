@@ -165,18 +165,33 @@ def close(shown, got):
     return abs(a - b) <= tol
 
 
+def line_ok(w, g):
+    """Whether got line g is shown line w: as written, else with its numbers
+    compared by value (close())."""
+    if re.fullmatch(line_re(w), g) is not None:
+        return True
+    nums = []
+    m = re.fullmatch(line_re(w, nums), g)
+    return m is not None and all(close(a, b) for a, b in zip(nums, m.groups()))
+
+
 def matches(want, got, exact):
     got = [g.rstrip() for g in got]
     if exact:
-        rx = "".join("(?:.*\n)*?" if w.strip() == "..." else line_re(w) + "\n" for w in want)
-        text = "".join(g + "\n" for g in got)
-        if re.fullmatch(rx, text) is not None:
-            return True
-        # Again with the numbers compared by value (close()).
-        nums = []
-        rx = "".join("(?:.*\n)*?" if w.strip() == "..." else line_re(w, nums) + "\n" for w in want)
-        m = re.fullmatch(rx, text)
-        return m is not None and all(close(a, b) for a, b in zip(nums, m.groups()))
+        # Line by line, a "..." line standing for any number of lines: a
+        # table of which suffixes match (a regular expression over the whole
+        # text backtracked for hours on a long transcript that did not match).
+        n, k = len(want), len(got)
+        ok = [[False] * (k + 1) for _ in range(n + 1)]
+        ok[n][k] = True
+        for i in range(n - 1, -1, -1):
+            dots = want[i].strip() == "..."
+            for j in range(k, -1, -1):
+                if dots:
+                    ok[i][j] = ok[i + 1][j] or (j < k and ok[i][j + 1])
+                else:
+                    ok[i][j] = j < k and ok[i + 1][j + 1] and line_ok(want[i], got[j])
+        return ok[0][0]
     k = 0
     for w in want:
         rx = re.compile(line_re(w))
