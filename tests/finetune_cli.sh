@@ -172,12 +172,14 @@ errors "an every-position output of the wrong length" 1 "short.tsv:1: the output
     --init "$tmp/sort.tfw" --data "$tmp/short.tsv" --heldout "$tmp/sort.tsv"
 
 # Seed 001's constructions (-O0: 1e10 weights) trained whole: the gradient
-# overflows float32 within a few steps; tftrain stops and says so.
+# overflows float32 within a few steps; tftrain stops and says so. At lr 1e-3
+# by step 2 to 4 on every OpenBLAS kernel tried; at 1e-5 only on some (Zen's
+# and Haswell's ran the 100 steps: docs/training.md).
 "$TFC" -O0 "$P/adder.tfp" -o "$tmp/adder0.tfw"
 awk 'BEGIN { for (i = 0; i < 200; i++) printf "%04d+%04d=\n", (i * 3797) % 10000, (i * 9173 + 13) % 10000 }' |
     "$TFRUN" "$tmp/adder.tfw" --batch - | sed 's/=/=\t/' >"$tmp/add200.tsv"
 errors "the -O0 adder trained whole" 1 "tftrain: the gradient overflows float32 at step [0-9]+ \(extreme weights" \
-    --init "$tmp/adder0.tfw" --data "$tmp/add200.tsv" --heldout "$tmp/add200.tsv" --lr 1e-5 --steps 100
+    --init "$tmp/adder0.tfw" --data "$tmp/add200.tsv" --heldout "$tmp/add200.tsv" --lr 1e-3 --steps 100
 
 # Errors.
 errors "--init and --resume" 2 "tftrain: --init and --resume exclude each other" \
